@@ -1,0 +1,13 @@
+// cli/commands.hpp: each subcommand registers its options and its action on the app.
+// An action stores its exit code in `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tlio::cli {
+
+void add_validate(CLI::App& app, int& exit_code);
+void add_inspect(CLI::App& app, int& exit_code);
+void add_convert(CLI::App& app, int& exit_code);
+
+}  // namespace tlio::cli

@@ -1,0 +1,25 @@
+// cli/main.cpp: the tlio command line. A client of the public API only (include/tlio).
+#include <CLI/CLI.hpp>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "tlio/version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace tlio::cli;
+  CLI::App app{"tlio: strict, fast safetensors tool (inspect, validate, convert)", "tlio"};
+  app.set_version_flag("--version", std::string("tlio ") + tlio::version());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  int exit_code = kExitOk;
+  add_validate(app, exit_code);
+  add_inspect(app, exit_code);
+  add_convert(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return exit_code;
+}

@@ -1,0 +1,163 @@
+// tlio/file.hpp: opening a safetensors file and reading its tensors.
+//
+// File::open maps the file read-only (or, with Backend::pread, reads it with positional reads),
+// validates the whole header before anything is handed out, and then gives zero-copy views,
+// typed copies and slices.
+//
+// Lifetime rule: a TensorView (and a SliceView) holds a shared reference to the bytes it views.
+// Destroying the File does not invalidate views; the mapping is released when the File and all
+// views of it are gone. The one exception is File::from_buffer, which borrows the caller's
+// memory: the caller keeps that buffer alive while the File or any view of it is in use
+// (File::from_bytes takes ownership instead).
+//
+// With the mmap backend a file truncated by another process after opening makes the kernel
+// raise SIGBUS on access; the pread backend reports Error{io} instead (see docs/format.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "tlio/dtype.hpp"
+#include "tlio/error.hpp"
+#include "tlio/export.hpp"
+#include "tlio/header.hpp"
+
+namespace tlio {
+
+enum class Backend {
+  mmap,   ///< read-only shared mapping; views are zero-copy
+  pread,  ///< positional reads; views own a copy of the tensor bytes
+};
+
+struct OpenOptions {
+  Backend backend = Backend::mmap;
+};
+
+/// One index per dimension: a single position (drops the dimension) or a [start, stop) range.
+struct SliceIndex {
+  enum class Kind { index, range } kind = Kind::range;
+  uint64_t start = 0;
+  uint64_t stop = UINT64_MAX;  ///< UINT64_MAX means "to the end of the dimension"
+
+  static SliceIndex at(uint64_t i) { return {Kind::index, i, i + 1}; }
+  static SliceIndex range(uint64_t start, uint64_t stop) { return {Kind::range, start, stop}; }
+  static SliceIndex all() { return {}; }
+};
+
+/// Contiguous piece of a tensor's bytes: [offset, offset + length) relative to its first byte.
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+/// Where the bytes of a slice lie: its shape, and the row-major list of contiguous byte ranges
+/// (adjacent ranges merged). Fewer indices than dimensions leave the rest whole.
+struct SlicePlan {
+  std::vector<uint64_t> shape;
+  std::vector<ByteRange> ranges;
+  uint64_t byte_size = 0;
+};
+
+/// Validates `indices` against `info` and computes the plan. Throws Error{invalid_argument} for
+/// start > stop, an index or stop past the dimension, too many indices, or a sub-byte slice that
+/// does not fall on byte boundaries.
+TLIO_API SlicePlan plan_slice(const TensorInfo& info, std::span<const SliceIndex> indices);
+
+/// The bytes of one tensor, with its info. Cheap to copy; keeps the bytes alive.
+class TLIO_API TensorView {
+ public:
+  const TensorInfo& info() const noexcept { return *info_; }
+  const std::string& name() const noexcept { return info_->name; }
+  Dtype dtype() const noexcept { return info_->dtype; }
+  const std::vector<uint64_t>& shape() const noexcept { return info_->shape; }
+  /// The raw little-endian bytes. Not necessarily aligned for the element type.
+  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+
+  /// A typed copy. T must be the tensor's type (float for F32, ...) or, for raw access to the
+  /// bits, an unsigned integer of the same width (uint16_t for BF16/F16, uint8_t for F8_*).
+  /// Throws Error{invalid_argument} otherwise. Safe for misaligned data.
+  template <class T>
+  std::vector<T> copy_as() const {
+    check_element_type(dtype_of<T>::value, sizeof(T) * 8, std::is_unsigned_v<T>);
+    std::vector<T> out(bytes_.size() / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), bytes_.data(), out.size() * sizeof(T));
+    return out;
+  }
+
+  /// A slice of this view as byte chunks pointing into the same bytes.
+  std::vector<std::span<const std::byte>> slice_chunks(std::span<const SliceIndex> indices,
+                                                       std::vector<uint64_t>* shape = nullptr) const;
+  /// A slice of this view copied into one contiguous buffer.
+  std::vector<std::byte> slice_copy(std::span<const SliceIndex> indices,
+                                    std::vector<uint64_t>* shape = nullptr) const;
+
+ private:
+  friend class File;
+  void check_element_type(Dtype requested, unsigned bits, bool raw_ok) const;
+  std::shared_ptr<const void> keepalive_;
+  const TensorInfo* info_ = nullptr;
+  std::span<const std::byte> bytes_;
+};
+
+class TLIO_API File {
+ public:
+  /// Opens and validates `path`. Throws Error{io} when it cannot be read, Error{format} when it
+  /// breaks a rule; messages start with the path.
+  static File open(const std::filesystem::path& path, OpenOptions options = {});
+  /// Validates a caller-owned buffer without copying it. The buffer must outlive the File and
+  /// every view of it. `name` is used in error messages.
+  static File from_buffer(std::span<const std::byte> bytes, std::string name = "<buffer>");
+  /// Validates and takes ownership of `bytes`.
+  static File from_bytes(std::vector<std::byte> bytes, std::string name = "<buffer>");
+
+  const Header& header() const noexcept;
+  const std::vector<TensorInfo>& tensors() const noexcept { return header().tensors(); }
+  const Metadata& metadata() const noexcept { return header().metadata(); }
+  /// Name used in messages (the path, or the buffer name).
+  const std::string& name() const noexcept;
+  Backend backend() const noexcept;
+  uint64_t file_size() const noexcept;
+  /// N: the header length from the first 8 bytes. The data buffer starts at 8 + N.
+  uint64_t header_size() const noexcept;
+  /// The raw N header bytes as stored.
+  std::vector<std::byte> raw_header() const;
+  /// True when the file is byte-identical to what the canonical writer makes of it.
+  bool is_canonical() const;
+
+  /// Zero-copy with mmap and buffers; with pread, reads the tensor into memory the view owns.
+  /// Throws Error{not_found}.
+  TensorView view(std::string_view name) const;
+  /// Copies the tensor's bytes into `dst` (exactly byte_size() bytes).
+  void read(std::string_view name, std::span<std::byte> dst) const;
+  template <class T>
+  std::vector<T> copy_as(std::string_view name) const { return view(name).copy_as<T>(); }
+  /// Copies a slice; with pread only the needed bytes are read.
+  std::vector<std::byte> read_slice(std::string_view name, std::span<const SliceIndex> indices,
+                                    std::vector<uint64_t>* shape = nullptr) const;
+  /// Reads `length` bytes of the data buffer at data offset `offset` into `dst`.
+  void read_data(uint64_t offset, std::span<std::byte> dst) const;
+  /// Whole data buffer when it is in memory (mmap or buffer); empty span with pread.
+  std::span<const std::byte> mapped_data() const noexcept;
+  /// The OS file descriptor (for copy_file_range and the like); -1 for buffers.
+  int native_handle() const noexcept;
+
+  File(File&&) noexcept;
+  File& operator=(File&&) noexcept;
+  ~File();
+
+  struct State;
+
+ private:
+  explicit File(std::shared_ptr<const State> state);
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace tlio

@@ -1,0 +1,89 @@
+// tlio/header.hpp: a validated safetensors header.
+//
+// A Header is produced only by Header::parse, which enforces reader rules 2-5 of the spec in
+// the order of DECISIONS.md; holding one means the rules hold. Rule 1 (the 8-byte length prefix)
+// is checked by read_header_length, which File::open runs first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+
+namespace tlio {
+
+/// Largest header the spec allows (rule 1): N <= 100,000,000.
+inline constexpr uint64_t kMaxHeaderSize = 100'000'000;
+
+/// Metadata map, ordered by key bytes (the canonical write order).
+using Metadata = std::map<std::string, std::string>;
+
+struct TensorInfo {
+  std::string name;
+  Dtype dtype = Dtype::F32;
+  std::vector<uint64_t> shape;
+  uint64_t begin = 0;  ///< data_offsets[0], relative to the data buffer
+  uint64_t end = 0;    ///< data_offsets[1]
+
+  uint64_t byte_size() const noexcept { return end - begin; }
+  /// Product of the dims; 0 when any dim is 0. Only meaningful for validated infos.
+  uint64_t element_count() const noexcept;
+};
+
+class TLIO_API Header {
+ public:
+  /// Validates `json` (the N header bytes) against rules 2-5 for a data buffer of `data_size`
+  /// bytes. Throws Error{format, rule} for the first rule broken.
+  static Header parse(std::span<const std::byte> json, uint64_t data_size);
+
+  /// Tensors in file (offset) order.
+  const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+  /// Tensor names sorted by their UTF-8 bytes.
+  std::vector<std::string_view> sorted_names() const;
+  /// nullptr when there is no such tensor.
+  const TensorInfo* find(std::string_view name) const noexcept;
+  /// Throws Error{not_found} when there is no such tensor.
+  const TensorInfo& at(std::string_view name) const;
+
+  const Metadata& metadata() const noexcept { return metadata_; }
+  /// True when the file had a `__metadata__` object (even an empty one).
+  bool has_metadata() const noexcept { return has_metadata_; }
+  uint64_t data_size() const noexcept { return data_size_; }
+
+ private:
+  friend class HeaderBuilder;
+  std::vector<TensorInfo> tensors_;
+  std::vector<uint32_t> name_slots_;  // hash index over tensors_ (format/name_index.hpp)
+  Metadata metadata_;
+  bool has_metadata_ = false;
+  uint64_t data_size_ = 0;
+};
+
+/// Rule 1: reads N from the first 8 bytes of a file of `file_size` bytes and checks
+/// N <= kMaxHeaderSize and 8 + N <= file_size. `prefix` must hold min(8, file_size) bytes.
+TLIO_API uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size);
+
+/// The canonical header text (writer rules 1-4, padding included) for `tensors` laid out in the
+/// order given, with their begin/end as given. Metadata is omitted when empty.
+TLIO_API std::string canonical_header(const Metadata& metadata,
+                                      const std::vector<TensorInfo>& tensors);
+
+/// Sorts tensors into canonical write order (dtype rank, then name bytes) and assigns
+/// contiguous data offsets. Throws Error{invalid_argument} on size overflow.
+TLIO_API void canonical_layout(std::vector<TensorInfo>& tensors);
+
+/// Appends `s` as a JSON string literal with the reference escaping (serde_json compact).
+TLIO_API void append_json_string(std::string& out, std::string_view s);
+
+/// Byte size of `count` elements of `dtype`; nullopt on overflow or when count * bits is not
+/// a whole number of bytes.
+TLIO_API std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shape) noexcept;
+
+}  // namespace tlio

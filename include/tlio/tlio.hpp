@@ -1,0 +1,9 @@
+// tlio/tlio.hpp: the whole C++ API.
+#pragma once
+
+#include "tlio/dtype.hpp"
+#include "tlio/error.hpp"
+#include "tlio/file.hpp"
+#include "tlio/header.hpp"
+#include "tlio/version.hpp"
+#include "tlio/writer.hpp"

@@ -1,0 +1,14 @@
+// tlio/version.hpp: the library version, at compile time and at run time.
+#pragma once
+
+#define TLIO_VERSION_MAJOR 0
+#define TLIO_VERSION_MINOR 1
+#define TLIO_VERSION_PATCH 0
+#define TLIO_VERSION_STRING "0.1.0"
+
+#include "tlio/export.hpp"
+
+namespace tlio {
+/// Version of the library actually linked (may differ from TLIO_VERSION_STRING of the headers).
+TLIO_API const char* version() noexcept;
+}  // namespace tlio

@@ -1,0 +1,232 @@
+// format/file.cpp: File (open, validate, hand out views) and TensorView.
+#include "tlio/file.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "format/quote.hpp"
+#include "format/slice.hpp"
+#include "io/checked.hpp"
+#include "io/os_file.hpp"
+
+namespace tlio {
+
+struct File::State {
+  std::string name;
+  Backend backend = Backend::mmap;
+  detail::Fd fd;                      // -1 for buffers
+  detail::Mapping mapping;            // mmap backend
+  std::vector<std::byte> owned;       // from_bytes
+  std::span<const std::byte> memory;  // the whole file when it is in memory
+  uint64_t file_size = 0;
+  uint64_t header_size = 0;
+  Header header;
+
+  uint64_t data_start() const { return 8 + header_size; }
+};
+
+namespace {
+
+// Runs `fn`, attributing any tlio::Error it throws to `source`.
+template <class Fn>
+auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw e.with_source(source);
+  }
+}
+
+// Validates an in-memory file image (rules 1-5).
+void validate_memory(File::State& s) {
+  s.file_size = s.memory.size();
+  s.header_size = read_header_length(s.memory.first(std::min<size_t>(8, s.memory.size())),
+                                     s.file_size);
+  s.header = Header::parse(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
+                           s.file_size - 8 - s.header_size);
+}
+
+}  // namespace
+
+File::File(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+File::File(File&&) noexcept = default;
+File& File::operator=(File&&) noexcept = default;
+File::~File() = default;
+
+File File::open(const std::filesystem::path& path, OpenOptions options) {
+  auto s = std::make_shared<State>();
+  s->name = path.string();
+  s->backend = options.backend;
+  attributed(s->name, [&] {
+    s->fd = detail::open_read(path);
+    if (options.backend == Backend::mmap) {
+      s->mapping = detail::Mapping(s->fd.get(), detail::fd_size(s->fd.get(), s->name), s->name);
+      s->memory = s->mapping.bytes();
+      validate_memory(*s);
+      return;
+    }
+    s->file_size = detail::fd_size(s->fd.get(), s->name);
+    std::byte prefix[8] = {};
+    detail::pread_exact(s->fd.get(), 0, {prefix, std::min<uint64_t>(8, s->file_size)}, s->name);
+    s->header_size = read_header_length(prefix, s->file_size);
+    std::vector<std::byte> json(static_cast<size_t>(s->header_size));
+    detail::pread_exact(s->fd.get(), 8, json, s->name);
+    s->header = Header::parse(json, s->file_size - 8 - s->header_size);
+  });
+  return File(std::move(s));
+}
+
+File File::from_buffer(std::span<const std::byte> bytes, std::string name) {
+  auto s = std::make_shared<State>();
+  s->name = std::move(name);
+  s->memory = bytes;
+  attributed(s->name, [&] { validate_memory(*s); });
+  return File(std::move(s));
+}
+
+File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
+  auto s = std::make_shared<State>();
+  s->name = std::move(name);
+  s->owned = std::move(bytes);
+  s->memory = s->owned;
+  attributed(s->name, [&] { validate_memory(*s); });
+  return File(std::move(s));
+}
+
+const Header& File::header() const noexcept { return state_->header; }
+const std::string& File::name() const noexcept { return state_->name; }
+Backend File::backend() const noexcept { return state_->backend; }
+uint64_t File::file_size() const noexcept { return state_->file_size; }
+uint64_t File::header_size() const noexcept { return state_->header_size; }
+int File::native_handle() const noexcept { return state_->fd.get(); }
+
+std::span<const std::byte> File::mapped_data() const noexcept {
+  if (state_->memory.empty()) return {};
+  return state_->memory.subspan(static_cast<size_t>(state_->data_start()));
+}
+
+std::vector<std::byte> File::raw_header() const {
+  std::vector<std::byte> out(static_cast<size_t>(state_->header_size));
+  if (!state_->memory.empty())
+    std::copy_n(state_->memory.data() + 8, out.size(), out.data());
+  else
+    attributed(state_->name, [&] { detail::pread_exact(state_->fd.get(), 8, out, state_->name); });
+  return out;
+}
+
+bool File::is_canonical() const {
+  std::vector<TensorInfo> layout = tensors();
+  canonical_layout(layout);
+  std::string text = canonical_header(metadata(), layout);
+  std::vector<std::byte> raw = raw_header();
+  return text.size() == raw.size() && std::equal(text.begin(), text.end(), raw.begin(),
+                                                 [](char c, std::byte b) {
+                                                   return static_cast<std::byte>(c) == b;
+                                                 });
+}
+
+void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
+  const State& s = *state_;
+  auto end = detail::checked_add(offset, dst.size());
+  if (!end || *end > s.header.data_size())
+    throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
+                              dst.size(), offset, s.header.data_size()));
+  if (!s.memory.empty()) {
+    if (!dst.empty())
+      std::memcpy(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
+    return;
+  }
+  attributed(s.name, [&] { detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name); });
+}
+
+TensorView File::view(std::string_view name) const {
+  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
+    return state_->header.at(name);
+  });
+  TensorView v;
+  v.info_ = &info;
+  if (!state_->memory.empty() || info.byte_size() == 0) {
+    v.keepalive_ = state_;
+    if (info.byte_size() != 0)
+      v.bytes_ = state_->memory.subspan(static_cast<size_t>(state_->data_start() + info.begin),
+                                        static_cast<size_t>(info.byte_size()));
+    return v;
+  }
+  // pread backend: the view owns a copy, and keeps the state (and so the info) alive.
+  struct Owned {
+    std::shared_ptr<const State> state;
+    std::vector<std::byte> bytes;
+  };
+  auto owned = std::make_shared<Owned>();
+  owned->state = state_;
+  owned->bytes.resize(static_cast<size_t>(info.byte_size()));
+  read_data(info.begin, owned->bytes);
+  v.bytes_ = owned->bytes;
+  v.keepalive_ = std::move(owned);
+  return v;
+}
+
+void File::read(std::string_view name, std::span<std::byte> dst) const {
+  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
+    return state_->header.at(name);
+  });
+  if (dst.size() != info.byte_size())
+    throw_invalid(fmt::format("destination holds {} bytes, tensor {} has {}", dst.size(),
+                              detail::quote_name(info.name), info.byte_size()),
+                  info.name);
+  read_data(info.begin, dst);
+}
+
+std::vector<std::byte> File::read_slice(std::string_view name, std::span<const SliceIndex> indices,
+                                        std::vector<uint64_t>* shape) const {
+  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
+    return state_->header.at(name);
+  });
+  detail::SliceGeometry g = detail::slice_geometry(info, indices);
+  std::vector<std::byte> out(static_cast<size_t>(g.byte_size()));
+  size_t pos = 0;
+  g.for_each_run([&](uint64_t off, uint64_t len) {
+    read_data(info.begin + off, {out.data() + pos, static_cast<size_t>(len)});
+    pos += static_cast<size_t>(len);
+  });
+  if (shape) *shape = std::move(g.out_shape);
+  return out;
+}
+
+void TensorView::check_element_type(Dtype requested, unsigned bits, bool raw_ok) const {
+  const Dtype d = info_->dtype;
+  if (requested == d) return;
+  if (raw_ok && bits == dtype_bits(d) && !is_integer(d)) return;  // raw bits of a float type
+  throw_invalid(fmt::format("tensor {} is {}; cannot copy it as {}", detail::quote_name(info_->name),
+                            dtype_name(d), dtype_name(requested)),
+                info_->name);
+}
+
+std::vector<std::span<const std::byte>> TensorView::slice_chunks(
+    std::span<const SliceIndex> indices, std::vector<uint64_t>* shape) const {
+  detail::SliceGeometry g = detail::slice_geometry(*info_, indices);
+  std::vector<std::span<const std::byte>> chunks;
+  chunks.reserve(static_cast<size_t>(g.run_count));
+  g.for_each_run([&](uint64_t off, uint64_t len) {
+    chunks.push_back(bytes_.subspan(static_cast<size_t>(off), static_cast<size_t>(len)));
+  });
+  if (shape) *shape = std::move(g.out_shape);
+  return chunks;
+}
+
+std::vector<std::byte> TensorView::slice_copy(std::span<const SliceIndex> indices,
+                                              std::vector<uint64_t>* shape) const {
+  detail::SliceGeometry g = detail::slice_geometry(*info_, indices);
+  std::vector<std::byte> out(static_cast<size_t>(g.byte_size()));
+  size_t pos = 0;
+  g.for_each_run([&](uint64_t off, uint64_t len) {
+    std::memcpy(out.data() + pos, bytes_.data() + off, static_cast<size_t>(len));
+    pos += static_cast<size_t>(len);
+  });
+  if (shape) *shape = std::move(g.out_shape);
+  return out;
+}
+
+}  // namespace tlio

@@ -1,0 +1,490 @@
+// format/header_parse.cpp: validating header parser (reader rules 1-5).
+//
+// The JSON is parsed with simdjson's DOM parser (runtime-dispatched SIMD kernels), then walked
+// once. Rule 2 failures (syntax, duplicate keys at any level) end the walk at once; the first
+// rule 3 and the first rule 4 failure are remembered and reported after the walk, so a file that
+// breaks several rules reports the lowest-numbered one, as DECISIONS.md orders them.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <string>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "format/name_index.hpp"
+#include "format/quote.hpp"
+#include "io/checked.hpp"
+#include "tlio/error.hpp"
+#include "tlio/header.hpp"
+
+namespace tlio {
+
+using detail::quote_name;
+namespace dom = simdjson::dom;
+
+// A parser keeps its buffers between parses: reusing one saves faulting in tens of MiB per
+// multi-MiB header. Parsers that grew past this input capacity are dropped after use, so a
+// thread retains at most about 12x this many bytes.
+inline constexpr size_t kRetainedParserCapacity = size_t{4} << 20;
+// JSON nesting allowed (simdjson's default parser depth); deeper input is rule 2.
+inline constexpr size_t kMaxJsonDepth = simdjson::DEFAULT_MAX_DEPTH;
+
+class HeaderBuilder {
+ public:
+  static Header build(std::span<const std::byte> json, uint64_t data_size);
+};
+
+namespace {
+
+struct PendingError {
+  bool set = false;
+  std::string rule, tensor, detail;
+  std::optional<uint64_t> offset;
+
+  void record(const char* r, std::string t, std::string d) {
+    if (set) return;
+    set = true;
+    rule = r;
+    tensor = std::move(t);
+    detail = std::move(d);
+  }
+  void raise_if_set() const {
+    if (set) throw_format(rule, tensor, detail, offset);
+  }
+};
+
+[[noreturn]] void rule2(std::string detail, std::string tensor = {}) {
+  throw_format("2", std::move(tensor), std::move(detail));
+}
+
+std::string json_error_text(simdjson::error_code e) {
+  switch (e) {
+    case simdjson::EMPTY: return "header is empty or only whitespace";
+    case simdjson::UTF8_ERROR: return "header is not valid UTF-8";
+    case simdjson::DEPTH_ERROR:
+      return fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth);
+    case simdjson::STRING_ERROR: return "invalid JSON string (bad escape or lone surrogate)";
+    case simdjson::UNESCAPED_CHARS: return "invalid JSON string (unescaped control character)";
+    case simdjson::UNCLOSED_STRING: return "invalid JSON string (unclosed)";
+    case simdjson::NUMBER_ERROR: return "invalid JSON number";
+    case simdjson::T_ATOM_ERROR:
+    case simdjson::F_ATOM_ERROR:
+    case simdjson::N_ATOM_ERROR: return "invalid JSON literal";
+    case simdjson::TAPE_ERROR:
+      return "invalid JSON (bad structure, trailing characters, or bytes outside the JSON value)";
+    default: return fmt::format("invalid JSON ({})", simdjson::error_message(e));
+  }
+}
+
+// simdjson reports a number it cannot represent (an integer of 2^64 or more, a float that
+// overflows) with the same code as a malformed one. Such numbers are valid JSON; wherever they
+// stand in a header they break rule 3 or 4 exactly as any other number there would. So replace
+// each one by "-1" padded with spaces (same length, same verdict) and parse again; a malformed
+// number is left alone and still fails as rule 2. Returns false when nothing was replaced.
+bool neutralize_unrepresentable_numbers(std::string& text) {
+  bool changed = false;
+  bool in_string = false;
+  size_t i = 0;
+  const size_t n = text.size();
+  auto is_num_char = [](char c) {
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+  };
+  while (i < n) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') i += 2;
+      else {
+        if (c == '"') in_string = false;
+        ++i;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      ++i;
+      continue;
+    }
+    if (c != '-' && !(c >= '0' && c <= '9')) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < n && is_num_char(text[i])) ++i;
+    std::string_view tok(text.data() + start, i - start);
+    // JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    size_t p = 0;
+    if (p < tok.size() && tok[p] == '-') ++p;
+    auto digits = [&] {
+      size_t s = p;
+      while (p < tok.size() && tok[p] >= '0' && tok[p] <= '9') ++p;
+      return p - s;
+    };
+    size_t int_start = p;
+    size_t int_digits = digits();
+    bool ok = int_digits > 0 && !(int_digits > 1 && tok[int_start] == '0');
+    bool is_integer = true;
+    if (ok && p < tok.size() && tok[p] == '.') {
+      ++p;
+      is_integer = false;
+      ok = digits() > 0;
+    }
+    if (ok && p < tok.size() && (tok[p] == 'e' || tok[p] == 'E')) {
+      ++p;
+      is_integer = false;
+      if (p < tok.size() && (tok[p] == '+' || tok[p] == '-')) ++p;
+      ok = digits() > 0;
+    }
+    if (!ok || p != tok.size()) continue;  // malformed: leave it for the parser to reject
+    bool representable;
+    if (is_integer) {
+      if (tok[0] == '-') {
+        int64_t v;
+        representable = std::from_chars(tok.data(), tok.data() + tok.size(), v).ec == std::errc{};
+      } else {
+        uint64_t v;
+        representable = std::from_chars(tok.data(), tok.data() + tok.size(), v).ec == std::errc{};
+      }
+    } else {
+      std::string copy(tok);
+      double v = std::strtod(copy.c_str(), nullptr);
+      representable = std::isfinite(v);
+    }
+    if (!representable) {
+      text.replace(start, tok.size(), "-1" + std::string(tok.size() - 2, ' '));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+std::optional<dom::object> as_object(dom::element el) {
+  dom::object o;
+  if (el.get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
+  return o;
+}
+
+std::optional<dom::array> as_array(dom::element el) {
+  dom::array a;
+  if (el.get_array().get(a) != simdjson::SUCCESS) return std::nullopt;
+  return a;
+}
+
+// Rule 2 at any depth: no object may hold two equal keys (compared after unescaping).
+void check_no_duplicate_keys(dom::element el, const std::string& tensor) {
+  if (el.is_object()) {
+    dom::object obj = *as_object(el);
+    std::vector<std::string_view> keys;
+    for (auto field : obj) {
+      keys.push_back(field.key);
+      check_no_duplicate_keys(field.value, tensor);
+    }
+    std::sort(keys.begin(), keys.end());
+    auto dup = std::adjacent_find(keys.begin(), keys.end());
+    if (dup != keys.end()) rule2(fmt::format("duplicate key {}", quote_name(*dup)), tensor);
+  } else if (el.is_array()) {
+    dom::array arr = *as_array(el);
+    for (auto child : arr) check_no_duplicate_keys(child, tensor);
+  }
+}
+
+std::optional<uint64_t> as_u64(dom::element el) {
+  uint64_t v;
+  if (el.get_uint64().get(v) != simdjson::SUCCESS) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size) {
+  Header h;
+  h.data_size_ = data_size;
+  const uint64_t header_len = json.size();
+
+  if (json.size() >= 3 && json[0] == std::byte{0xEF} && json[1] == std::byte{0xBB} &&
+      json[2] == std::byte{0xBF})
+    rule2("byte-order mark before the JSON object (not JSON whitespace)");
+
+  // A parser per thread, reused while its buffers stay small.
+  thread_local dom::parser cached_parser(kRetainedParserCapacity);
+  std::unique_ptr<dom::parser> big_parser;
+  dom::parser* parser = &cached_parser;
+  if (json.size() > kRetainedParserCapacity) {
+    big_parser = std::make_unique<dom::parser>();
+    parser = big_parser.get();
+  }
+
+  dom::element root;
+  auto err = parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size()).get(root);
+  std::string rescued;  // the header with unrepresentable numbers neutralized, when needed
+  if (err == simdjson::NUMBER_ERROR) {
+    rescued.assign(reinterpret_cast<const char*>(json.data()), json.size());
+    if (neutralize_unrepresentable_numbers(rescued)) err = parser->parse(rescued).get(root);
+  }
+  if (err) rule2(json_error_text(err));
+  if (!root.is_object()) rule2("header is not a JSON object");
+
+  dom::object top = *as_object(root);
+  const size_t key_count = top.size();
+  h.tensors_.reserve(key_count);
+  detail::name_index_reset(h.name_slots_, key_count);
+  auto name_at = [&h](uint32_t pos) -> std::string_view { return h.tensors_[pos].name; };
+
+  PendingError rule3, rule4;
+  bool seen_metadata = false;
+
+  for (auto field : top) {
+    const std::string_view key = field.key;
+    const dom::element value = field.value;
+
+    if (key == "__metadata__") {
+      if (seen_metadata) rule2("duplicate key \"__metadata__\"");
+      seen_metadata = true;
+      if (value.is_null()) continue;  // MLX writes null for "no metadata"
+      if (!value.is_object()) {
+        check_no_duplicate_keys(value, {});
+        rule3.record("3", "__metadata__", "__metadata__ is not an object of strings");
+        continue;
+      }
+      h.has_metadata_ = true;
+      dom::object meta = *as_object(value);
+      for (auto entry : meta) {
+        std::string_view text;
+        if (entry.value.get_string().get(text) != simdjson::SUCCESS) {
+          check_no_duplicate_keys(entry.value, std::string(entry.key));
+          rule3.record("3", std::string(entry.key),
+                       fmt::format("metadata value of {} is not a string", quote_name(entry.key)));
+          h.metadata_.try_emplace(std::string(entry.key));
+          continue;
+        }
+        if (!h.metadata_.try_emplace(std::string(entry.key), text).second)
+          rule2(fmt::format("duplicate key {} in __metadata__", quote_name(entry.key)),
+                std::string(entry.key));
+      }
+      continue;
+    }
+
+    // A tensor entry. Register the name first: duplicates are rule 2 whatever the entries hold.
+    const uint32_t pos = static_cast<uint32_t>(h.tensors_.size());
+    TensorInfo& info = h.tensors_.emplace_back();
+    info.name.assign(key.data(), key.size());
+    if (detail::name_index_insert(h.name_slots_, info.name, pos, name_at) >= 0)
+      rule2(fmt::format("duplicate key {}", quote_name(key)), info.name);
+
+    auto bad_entry = [&](std::string why) { rule4.record("4", info.name, std::move(why)); };
+
+    if (!value.is_object()) {
+      check_no_duplicate_keys(value, info.name);
+      bad_entry(fmt::format("entry of {} is not an object with fields dtype, shape, data_offsets",
+                            quote_name(key)));
+      continue;
+    }
+    std::optional<dom::element> dtype_el, shape_el, offsets_el;
+    dom::object entry = *as_object(value);
+    for (auto f : entry) {
+      std::optional<dom::element>* slot = nullptr;
+      if (f.key == "dtype") slot = &dtype_el;
+      else if (f.key == "shape") slot = &shape_el;
+      else if (f.key == "data_offsets") slot = &offsets_el;
+      if (slot == nullptr) {
+        check_no_duplicate_keys(f.value, info.name);
+        bad_entry(fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
+                              "data_offsets)", quote_name(f.key), quote_name(key)));
+        continue;
+      }
+      if (*slot) rule2(fmt::format("duplicate key {} in the entry of {}", quote_name(f.key), quote_name(key)),
+                       info.name);
+      *slot = f.value;
+    }
+    if (!dtype_el || !shape_el || !offsets_el) {
+      bad_entry(fmt::format("entry of {} lacks field {}", quote_name(key),
+                            !dtype_el ? "dtype" : !shape_el ? "shape" : "data_offsets"));
+      for (auto* el : {&dtype_el, &shape_el, &offsets_el})
+        if (*el) check_no_duplicate_keys(**el, info.name);
+      continue;
+    }
+
+    // dtype
+    std::string_view dtype_text;
+    std::optional<Dtype> dtype;
+    if (dtype_el->get_string().get(dtype_text) == simdjson::SUCCESS) dtype = parse_dtype(dtype_text);
+    if (!dtype) {
+      check_no_duplicate_keys(*dtype_el, info.name);
+      if (dtype_el->is_string())
+        bad_entry(fmt::format("unknown dtype {} for tensor {}", quote_name(dtype_text), quote_name(key)));
+      else
+        bad_entry(fmt::format("dtype of tensor {} is not a string", quote_name(key)));
+    } else {
+      info.dtype = *dtype;
+    }
+
+    // shape
+    bool shape_ok = shape_el->is_array();
+    if (shape_ok) {
+      dom::array dims = *as_array(*shape_el);
+      info.shape.reserve(dims.size());
+      for (auto d : dims) {
+        auto v = as_u64(d);
+        if (!v) {
+          check_no_duplicate_keys(d, info.name);
+          shape_ok = false;
+          break;
+        }
+        info.shape.push_back(*v);
+      }
+    } else {
+      check_no_duplicate_keys(*shape_el, info.name);
+    }
+    if (!shape_ok)
+      bad_entry(fmt::format("shape of tensor {} is not a list of integers in [0, 2^64)",
+                            quote_name(key)));
+
+    // data_offsets
+    bool offsets_ok = offsets_el->is_array();
+    if (offsets_ok) {
+      dom::array offs = *as_array(*offsets_el);
+      offsets_ok = offs.size() == 2;
+      std::optional<uint64_t> b, e;
+      if (offsets_ok) {
+        auto it = offs.begin();
+        b = as_u64(*it);
+        ++it;
+        e = as_u64(*it);
+        offsets_ok = b && e;
+      }
+      if (offsets_ok) {
+        info.begin = *b;
+        info.end = *e;
+      } else {
+        check_no_duplicate_keys(*offsets_el, info.name);
+      }
+    } else {
+      check_no_duplicate_keys(*offsets_el, info.name);
+    }
+    if (!offsets_ok)
+      bad_entry(fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
+                            "[0, 2^64)", quote_name(key)));
+
+    if (!dtype || !shape_ok || !offsets_ok || rule4.set) continue;
+
+    // Size arithmetic, in bits like the reference: any zero dim makes the tensor empty;
+    // otherwise the product and count x bits must not overflow and must be whole bytes.
+    const unsigned bits = dtype_bits(info.dtype);
+    uint64_t count = 1;
+    bool overflow = false;
+    bool empty = std::find(info.shape.begin(), info.shape.end(), 0) != info.shape.end();
+    if (!empty)
+      for (uint64_t d : info.shape) {
+        auto p = detail::checked_mul(count, d);
+        if (!p) {
+          overflow = true;
+          break;
+        }
+        count = *p;
+      }
+    std::optional<uint64_t> total_bits = empty ? 0 : detail::checked_mul(count, bits);
+    if (overflow || !total_bits) {
+      bad_entry(fmt::format("size of tensor {} ({} {}) overflows 64 bits", quote_name(key),
+                            dtype_name(info.dtype), fmt::join(info.shape, "x")));
+      continue;
+    }
+    if (*total_bits % 8 != 0) {
+      bad_entry(fmt::format("tensor {} has {} elements of {} bits: not a whole number of bytes",
+                            quote_name(key), count, bits));
+      continue;
+    }
+    const uint64_t expected = *total_bits / 8;
+    if (info.end < info.begin || info.end - info.begin != expected) {
+      bad_entry(fmt::format("tensor {} ({} [{}]) needs {} bytes but data_offsets [{}, {}] span {}",
+                            quote_name(key), dtype_name(info.dtype), fmt::join(info.shape, ", "),
+                            expected, info.begin, info.end,
+                            info.end < info.begin ? std::string("a negative range")
+                                                  : std::to_string(info.end - info.begin)));
+    }
+  }
+
+  rule3.raise_if_set();
+  rule4.raise_if_set();
+
+  // Rule 5: sorted by (begin, end), the tensors tile the data buffer exactly.
+  auto by_offsets = [](const TensorInfo& a, const TensorInfo& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  };
+  if (!std::is_sorted(h.tensors_.begin(), h.tensors_.end(), by_offsets)) {
+    std::stable_sort(h.tensors_.begin(), h.tensors_.end(), by_offsets);
+    detail::name_index_reset(h.name_slots_, h.tensors_.size());
+    for (uint32_t i = 0; i < h.tensors_.size(); ++i)
+      detail::name_index_insert(h.name_slots_, h.tensors_[i].name, i, name_at);
+  }
+  const uint64_t data_start = 8 + header_len;
+  uint64_t expected_begin = 0;
+  for (const TensorInfo& t : h.tensors_) {
+    if (t.begin != expected_begin)
+      throw_format("5", t.name,
+                   fmt::format("tensor {} begins at {}, expected {}", quote_name(t.name), t.begin,
+                               expected_begin),
+                   detail::checked_add(data_start, t.begin));
+    expected_begin = t.end;
+  }
+  if (expected_begin != data_size)
+    throw_format("5", {},
+                 fmt::format("data ends at {}, file has {} data bytes", expected_begin, data_size),
+                 detail::checked_add(data_start, std::min(expected_begin, data_size)));
+  return h;
+}
+
+Header Header::parse(std::span<const std::byte> json, uint64_t data_size) {
+  return HeaderBuilder::build(json, data_size);
+}
+
+uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size) {
+  if (file_size < 8 || prefix.size() < 8)
+    throw_format("1", {}, fmt::format("file is {} bytes, shorter than the 8-byte header length",
+                                      file_size), 0);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<uint64_t>(prefix[i]);
+  if (n > kMaxHeaderSize)
+    throw_format("1", {}, fmt::format("header length {} exceeds the limit of {}", n,
+                                      kMaxHeaderSize), 0);
+  if (8 + n > file_size)
+    throw_format("1", {}, fmt::format("header length {} runs past the end of the file ({} bytes)",
+                                      n, file_size), 0);
+  return n;
+}
+
+uint64_t TensorInfo::element_count() const noexcept {
+  for (uint64_t d : shape)
+    if (d == 0) return 0;
+  uint64_t c = 1;
+  for (uint64_t d : shape) c *= d;  // validated headers guarantee no overflow here
+  return c;
+}
+
+const TensorInfo* Header::find(std::string_view name) const noexcept {
+  if (name_slots_.empty()) return nullptr;
+  auto [slot, pos] = detail::name_index_probe(
+      name_slots_, name, [this](uint32_t p) -> std::string_view { return tensors_[p].name; });
+  return pos < 0 ? nullptr : &tensors_[static_cast<size_t>(pos)];
+}
+
+const TensorInfo& Header::at(std::string_view name) const {
+  if (const TensorInfo* t = find(name)) return *t;
+  throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+              fmt::format("no tensor named {}", quote_name(name)));
+}
+
+std::vector<std::string_view> Header::sorted_names() const {
+  std::vector<std::string_view> names;
+  names.reserve(tensors_.size());
+  for (const auto& t : tensors_) names.emplace_back(t.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace tlio

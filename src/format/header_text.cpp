@@ -1,0 +1,117 @@
+// format/header_text.cpp: the canonical header (writer rules 1-4) and its JSON escaping.
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "io/checked.hpp"
+#include "tlio/error.hpp"
+#include "tlio/header.hpp"
+
+namespace tlio {
+
+void append_json_string(std::string& out, std::string_view s) {
+  // serde_json's compact escaping: the two mandatory escapes, the short forms for \b \t \n \f \r,
+  // \u00XX (lowercase hex) for other control characters; everything else raw, including
+  // '/', DEL and non-ASCII.
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  size_t run = 0;  // start of the pending run of bytes copied as they are
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shape) noexcept {
+  for (uint64_t d : shape)
+    if (d == 0) return 0;
+  uint64_t count = 1;
+  for (uint64_t d : shape) {
+    auto p = detail::checked_mul(count, d);
+    if (!p) return std::nullopt;
+    count = *p;
+  }
+  auto bits = detail::checked_mul(count, dtype_bits(dtype));
+  if (!bits || *bits % 8 != 0) return std::nullopt;
+  return *bits / 8;
+}
+
+void canonical_layout(std::vector<TensorInfo>& tensors) {
+  std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    int ra = write_rank(a.dtype), rb = write_rank(b.dtype);
+    return ra != rb ? ra < rb : a.name < b.name;  // std::string compares bytes as unsigned
+  });
+  uint64_t offset = 0;
+  for (TensorInfo& t : tensors) {
+    auto size = tensor_bytes(t.dtype, t.shape);
+    if (!size) throw_invalid("tensor size overflows or is not a whole number of bytes", t.name);
+    auto end = detail::checked_add(offset, *size);
+    if (!end) throw_invalid("total data size overflows 64 bits", t.name);
+    t.begin = offset;
+    t.end = *end;
+    offset = *end;
+  }
+}
+
+std::string canonical_header(const Metadata& metadata, const std::vector<TensorInfo>& tensors) {
+  std::string out;
+  out.reserve(64 + tensors.size() * 80);
+  out.push_back('{');
+  bool first = true;
+  if (!metadata.empty()) {
+    out += "\"__metadata__\":{";
+    for (const auto& [k, v] : metadata) {
+      if (!first) out.push_back(',');
+      first = false;
+      append_json_string(out, k);
+      out.push_back(':');
+      append_json_string(out, v);
+    }
+    out.push_back('}');
+    first = false;
+  }
+  char num[24];
+  auto append_u64 = [&](uint64_t v) {
+    auto r = fmt::format_to(num, "{}", v);
+    out.append(num, r);
+  };
+  for (const TensorInfo& t : tensors) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, t.name);
+    out += ":{\"dtype\":\"";
+    out += dtype_name(t.dtype);
+    out += "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) out.push_back(',');
+      append_u64(t.shape[i]);
+    }
+    out += "],\"data_offsets\":[";
+    append_u64(t.begin);
+    out.push_back(',');
+    append_u64(t.end);
+    out += "]}";
+  }
+  out.push_back('}');
+  out.append((8 - out.size() % 8) % 8, ' ');
+  return out;
+}
+
+}  // namespace tlio

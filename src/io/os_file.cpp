@@ -1,0 +1,190 @@
+#include "io/os_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
+  throw_io(fmt::format("{}: {}", what, std::strerror(err)), name);
+}
+
+// Largest single read/write request; Linux transfers at most 0x7ffff000 bytes per call anyway.
+constexpr size_t kMaxIoChunk = size_t{1} << 30;
+// Buffer for the pread/pwrite fallback of copy_range.
+constexpr size_t kCopyBuffer = size_t{1} << 20;
+
+mode_t current_umask() {
+  mode_t m = ::umask(0);
+  ::umask(m);
+  return m;
+}
+
+}  // namespace
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd open_read(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open", path.string(), errno);
+  Fd owned(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) fail("cannot stat", path.string(), errno);
+  if (S_ISDIR(st.st_mode)) fail("cannot read", path.string(), EISDIR);
+  return owned;
+}
+
+uint64_t fd_size(int fd, const std::string& name) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) fail("cannot stat", name, errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name) {
+  size_t done = 0;
+  while (done < dst.size()) {
+    size_t want = std::min(dst.size() - done, kMaxIoChunk);
+    ssize_t got = ::pread(fd, dst.data() + done, want, static_cast<off_t>(offset + done));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      fail("read failed", name, errno);
+    }
+    if (got == 0)
+      throw_io(fmt::format("unexpected end of file at byte {} (was the file truncated?)",
+                           offset + done),
+               name);
+    done += static_cast<size_t>(got);
+  }
+}
+
+void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name) {
+  size_t done = 0;
+  while (done < src.size()) {
+    size_t want = std::min(src.size() - done, kMaxIoChunk);
+    ssize_t put = ::pwrite(fd, src.data() + done, want, static_cast<off_t>(offset + done));
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed", name, errno);
+    }
+    done += static_cast<size_t>(put);
+  }
+}
+
+void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
+                const std::string& name) {
+  while (length > 0) {
+    loff_t src = static_cast<loff_t>(in_off), dst = static_cast<loff_t>(out_off);
+    size_t want = static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk));
+    ssize_t n = ::copy_file_range(in_fd, &src, out_fd, &dst, want, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // unsupported here (or source shrank): finish with plain reads
+    in_off += static_cast<uint64_t>(n);
+    out_off += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+  }
+  if (length == 0) return;
+  std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(length, kCopyBuffer)));
+  while (length > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));
+    pread_exact(in_fd, in_off, {buf.data(), n}, name);
+    pwrite_all(out_fd, out_off, {buf.data(), n}, name);
+    in_off += n;
+    out_off += n;
+    length -= n;
+  }
+}
+
+Mapping::Mapping(int fd, uint64_t size, const std::string& name) {
+  if (size == 0) return;
+  if (size > SIZE_MAX) throw_io("file too large to map on this platform", name);
+  void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) fail("cannot map", name, errno);
+  addr_ = static_cast<const std::byte*>(p);
+  size_ = static_cast<size_t>(size);
+}
+
+Mapping::Mapping(Mapping&& o) noexcept : addr_(o.addr_), size_(o.size_) {
+  o.addr_ = nullptr;
+  o.size_ = 0;
+}
+
+Mapping& Mapping::operator=(Mapping&& o) noexcept {
+  if (this != &o) {
+    if (addr_) ::munmap(const_cast<std::byte*>(addr_), size_);
+    addr_ = o.addr_;
+    size_ = o.size_;
+    o.addr_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+Mapping::~Mapping() {
+  if (addr_) ::munmap(const_cast<std::byte*>(addr_), size_);
+}
+
+AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest), dest_name_(dest.string()) {
+  std::filesystem::path dir = dest.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ("." + dest.filename().string() + ".tlio-tmp-XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = ::mkostemp(buf.data(), O_CLOEXEC);
+  if (fd < 0) fail("cannot create a temporary file in " + dir.string(), dest_name_, errno);
+  fd_ = Fd(fd);
+  tmp_ = buf.data();
+}
+
+AtomicFile::~AtomicFile() { abort(); }
+
+void AtomicFile::commit() {
+  if (done_) throw_io("file already committed or aborted", dest_name_);
+  mode_t mode = 0666 & ~current_umask();
+  struct stat st;
+  if (::stat(dest_.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  if (::fchmod(fd_.get(), mode) != 0) fail("cannot set permissions", dest_name_, errno);
+  if (::fsync(fd_.get()) != 0) fail("fsync failed", dest_name_, errno);
+  if (::rename(tmp_.c_str(), dest_.c_str()) != 0) fail("cannot rename into place", dest_name_, errno);
+  done_ = true;
+  fd_ = Fd();
+  std::filesystem::path dir = dest_.parent_path();
+  if (dir.empty()) dir = ".";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0 && err != EINVAL) fail("fsync of the directory failed", dest_name_, err);
+  }
+}
+
+void AtomicFile::abort() noexcept {
+  if (done_) return;
+  done_ = true;
+  fd_ = Fd();
+  ::unlink(tmp_.c_str());
+}
+
+}  // namespace tlio::detail

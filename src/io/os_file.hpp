@@ -1,0 +1,82 @@
+// io/os_file.hpp: the operating-system layer. Owns file descriptors, read-only mappings,
+// positional reads and writes, and atomic replacement of a destination file. Everything above
+// this module sees bytes and Error{io}, never errno.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace tlio::detail {
+
+/// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  ~Fd();
+  int get() const noexcept { return fd_; }
+  int release() noexcept {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+/// Opens `path` read-only; Error{io} naming the path on failure (also for directories).
+Fd open_read(const std::filesystem::path& path);
+uint64_t fd_size(int fd, const std::string& name);
+/// Reads exactly dst.size() bytes at `offset`; Error{io} on failure or a short read.
+void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
+/// Writes all of `src` at `offset`; Error{io} on failure (disk full included).
+void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name);
+/// Copies `length` bytes between files in the kernel (copy_file_range), falling back to
+/// pread/pwrite through a bounded buffer where the kernel refuses.
+void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
+                const std::string& name);
+
+/// A read-only shared mapping of a whole file.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(int fd, uint64_t size, const std::string& name);
+  Mapping(Mapping&& o) noexcept;
+  Mapping& operator=(Mapping&& o) noexcept;
+  ~Mapping();
+  std::span<const std::byte> bytes() const noexcept { return {addr_, size_}; }
+
+ private:
+  const std::byte* addr_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// A temporary file beside `dest` that replaces it on commit(). The temporary is named
+/// `.<dest name>.tlio-tmp-XXXXXX` so it never shadows a real file; it is removed by abort() or
+/// the destructor if commit() did not happen.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& dest);
+  AtomicFile(AtomicFile&&) = delete;
+  ~AtomicFile();
+  int fd() const noexcept { return fd_.get(); }
+  const std::string& name() const noexcept { return dest_name_; }
+  /// fsync, set the mode (the replaced file's, or 0666 & ~umask), rename over dest, fsync dir.
+  void commit();
+  void abort() noexcept;
+
+ private:
+  std::filesystem::path dest_;
+  std::filesystem::path tmp_;
+  std::string dest_name_;
+  Fd fd_;
+  bool done_ = false;
+};
+
+}  // namespace tlio::detail

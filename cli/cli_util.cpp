@@ -38,6 +38,35 @@ std::string human_size(uint64_t bytes) {
   return fmt::format("{:.1f} {}", v, kUnits[unit]);
 }
 
+size_t display_width(std::string_view s) {
+  size_t width = 0;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = c;
+    size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    if (len > 1) {
+      cp = c & (0xFF >> (len + 1));
+      for (size_t k = 1; k < len && i + k < s.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    i += len;
+    if ((cp >= 0x0300 && cp <= 0x036F) || cp == 0x200D || (cp >= 0xFE00 && cp <= 0xFE0F)) continue;
+    bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) ||
+                (cp >= 0x20000 && cp <= 0x3FFFD);
+    width += wide ? 2 : 1;
+  }
+  return width;
+}
+
+std::string pad(std::string_view s, size_t width, bool right) {
+  size_t w = display_width(s);
+  std::string fill(w < width ? width - w : 0, ' ');
+  return right ? fill + std::string(s) : std::string(s) + fill;
+}
+
 std::string display_name(std::string_view name) {
   bool plain = !name.empty() && name.front() != ' ' && name.back() != ' ';
   for (unsigned char c : name)

@@ -22,6 +22,13 @@ void print_error(std::string_view message);
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);
 
+/// Columns a UTF-8 string takes on a terminal (wide East Asian characters and emoji count 2,
+/// combining marks 0).
+size_t display_width(std::string_view s);
+
+/// `s` padded with spaces to `width` columns (left-aligned, or right-aligned when `right`).
+std::string pad(std::string_view s, size_t width, bool right = false);
+
 /// A name as shown in tables: as is, or JSON-quoted when it holds control characters, spaces
 /// at the ends, or is empty.
 std::string display_name(std::string_view name);

@@ -89,15 +89,15 @@ void print_table(const tlio::File& f) {
   }
   size_t w[4] = {0, 0, 0, 0};
   for (const auto& r : rows) {
-    w[0] = std::max(w[0], r.name.size());
+    w[0] = std::max(w[0], display_width(r.name));
     w[1] = std::max(w[1], r.dtype.size());
     w[2] = std::max(w[2], r.shape.size());
     w[3] = std::max(w[3], r.bytes.size());
   }
   fmt::print("tensors:\n");
   for (const auto& r : rows)
-    fmt::print("  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>}\n", r.name, w[0], r.dtype, w[1], r.shape,
-               w[2], r.bytes, w[3], r.offset);
+    fmt::print("  {}  {}  {}  {}  {}\n", pad(r.name, w[0]), pad(r.dtype, w[1]), pad(r.shape, w[2]),
+               pad(r.bytes, w[3], true), r.offset);
   std::vector<std::string> parts;
   for (const auto& [d, n] : counts) parts.push_back(fmt::format("{} {}", n, d));
   fmt::print("total:     {} tensor{}, {}{}{}\n", f.tensors().size(),

@@ -13,7 +13,7 @@ void add_validate(CLI::App& app, int& exit_code) {
               "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
               "Example: tlio validate model.safetensors");
   auto files = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("files", *files, "Files to check")->required();
+  cmd->add_option("FILE", *files, "Files to check")->required();
   cmd->callback([files, &exit_code] {
     int rc = kExitOk;
     for (const auto& path : *files) {

@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   add_validate(app, exit_code);
   add_inspect(app, exit_code);
   add_convert(app, exit_code);
+  if (argc >= 2 && argv[1][0] != '-' && app.get_subcommand_no_throw(argv[1]) == nullptr) {
+    print_error(std::string("unknown subcommand '") + argv[1] + "' (see tlio --help)");
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,13 +10,13 @@ namespace {
 
 std::string compose(const std::string& source, const std::string& rule, const std::string& detail) {
   std::string out;
-  if (!source.empty()) out += source + ": ";
+  if (!source.empty()) out.append(source).append(": ");
   if (!rule.empty()) {
     // Reader rules are numbers ("rule 5"); named checks ("int4", "BNB-001") stand alone.
-    bool numeric = rule.find_first_not_of("0123456789") == std::string::npos;
-    out += numeric ? "rule " + rule + ": " : rule + ": ";
+    if (rule.find_first_not_of("0123456789") == std::string::npos) out.append("rule ");
+    out.append(rule).append(": ");
   }
-  out += detail;
+  out.append(detail);
   return out;
 }
 

@@ -25,7 +25,7 @@ inline constexpr uint64_t kMaxHeaderSize = 100'000'000;
 /// Metadata map, ordered by key bytes (the canonical write order).
 using Metadata = std::map<std::string, std::string>;
 
-struct TensorInfo {
+struct TLIO_API TensorInfo {
   std::string name;
   Dtype dtype = Dtype::F32;
   std::vector<uint64_t> shape;

@@ -1,0 +1,1 @@
+tlio convert DATA/bad/utf8_bom.safetensors TMP/out.safetensors

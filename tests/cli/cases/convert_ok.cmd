@@ -1,0 +1,1 @@
+tlio convert DATA/realfiles/hf-safetensors-pr84-samples/overall.safetensors TMP/out.safetensors

@@ -1,0 +1,1 @@
+tlio inspect DATA/bad/dup_tensor_key_identical.safetensors

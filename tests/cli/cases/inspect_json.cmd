@@ -1,0 +1,1 @@
+tlio inspect DATA/hf/worked_example.safetensors --json

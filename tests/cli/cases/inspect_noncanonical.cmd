@@ -1,0 +1,1 @@
+tlio inspect DATA/realfiles/hf-safetensors-pr84-samples/overall.safetensors

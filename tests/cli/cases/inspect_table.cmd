@@ -1,0 +1,1 @@
+tlio inspect DATA/hf/mixed_names_and_dtypes.safetensors

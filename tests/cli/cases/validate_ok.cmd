@@ -1,0 +1,1 @@
+tlio validate DATA/hf/worked_example.safetensors DATA/hf/zero_size.safetensors

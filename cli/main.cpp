@@ -15,7 +15,12 @@ int main(int argc, char** argv) {
   add_validate(app, exit_code);
   add_inspect(app, exit_code);
   add_convert(app, exit_code);
-  if (argc >= 2 && argv[1][0] != '-' && app.get_subcommand_no_throw(argv[1]) == nullptr) {
+  auto is_subcommand = [&app](const std::string& word) {
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == word) return true;
+    return false;
+  };
+  if (argc >= 2 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
     print_error(std::string("unknown subcommand '") + argv[1] + "' (see tlio --help)");
     return kExitUsage;
   }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what tlio needs to build and test on Debian 12, skipping what is already there.
+set -euo pipefail
+packages=(cmake make g++ clang python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

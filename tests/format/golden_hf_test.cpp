@@ -29,6 +29,9 @@ struct GoldenCase {
   std::vector<std::string> header_variants;  // accepted header texts for multi-key metadata
 };
 
+// Keeps test names short in ctest listings.
+void PrintTo(const GoldenCase& g, std::ostream* os) { *os << g.id; }
+
 std::vector<GoldenCase> load_cases() {
   test::Manifest m(test::data_dir() / "hf" / "MANIFEST.json");
   std::vector<GoldenCase> out;

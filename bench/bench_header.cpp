@@ -1,0 +1,55 @@
+// Header parse + validate of 50,000 tensors (a 3.8 MB header), as File::from_buffer does it.
+#include <benchmark/benchmark.h>
+
+#include <thread>
+
+#include "bench_files.hpp"
+#include "tlio/file.hpp"
+
+namespace {
+
+const std::vector<std::byte>& many() {
+  static const std::vector<std::byte> bytes = tlio::bench::many_small_tensors();
+  return bytes;
+}
+
+// Steady state: the thread's parser buffers are already faulted in (repeated opens).
+void BM_ParseHeader50k(benchmark::State& state) {
+  const auto& bytes = many();
+  for (auto _ : state) {
+    tlio::File f = tlio::File::from_buffer(bytes);
+    benchmark::DoNotOptimize(f.tensors().data());
+  }
+  state.SetItemsProcessed(state.iterations() * 50'000);
+  state.counters["header_MB"] = double(tlio::File::from_buffer(bytes).header_size()) / 1e6;
+}
+BENCHMARK(BM_ParseHeader50k)->Unit(benchmark::kMillisecond);
+
+// First open in a fresh thread: includes growing and faulting in the parser's buffers.
+void BM_ParseHeader50kFreshThread(benchmark::State& state) {
+  const auto& bytes = many();
+  for (auto _ : state) {
+    std::thread t([&] {
+      tlio::File f = tlio::File::from_buffer(bytes);
+      benchmark::DoNotOptimize(f.tensors().data());
+    });
+    t.join();
+  }
+  state.SetItemsProcessed(state.iterations() * 50'000);
+}
+BENCHMARK(BM_ParseHeader50kFreshThread)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Name lookup in the parsed header.
+void BM_FindByName(benchmark::State& state) {
+  tlio::File f = tlio::File::from_buffer(many());
+  int i = 0;
+  for (auto _ : state) {
+    std::string name = "layers." + std::to_string(i++ % 50'000) + ".w";
+    benchmark::DoNotOptimize(f.header().find(name));
+  }
+}
+BENCHMARK(BM_FindByName);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,6 +1,8 @@
 // Header parse + validate of 50,000 tensors (a 3.8 MB header), as File::from_buffer does it.
 #include <benchmark/benchmark.h>
 
+#include <simdjson.h>
+
 #include <thread>
 
 #include "bench_files.hpp"
@@ -38,6 +40,21 @@ void BM_ParseHeader50kFreshThread(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 50'000);
 }
 BENCHMARK(BM_ParseHeader50kFreshThread)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Floor: simdjson's DOM parse of the same header alone (no validation, nothing built).
+void BM_SimdjsonDomOnly50k(benchmark::State& state) {
+  const auto& bytes = many();
+  tlio::File f = tlio::File::from_buffer(bytes);
+  simdjson::dom::parser parser;
+  const auto* json = reinterpret_cast<const uint8_t*>(bytes.data() + 8);
+  for (auto _ : state) {
+    simdjson::dom::element root;
+    if (parser.parse(json, f.header_size(), false).get(root)) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(root);
+  }
+  state.SetItemsProcessed(state.iterations() * 50'000);
+}
+BENCHMARK(BM_SimdjsonDomOnly50k)->Unit(benchmark::kMillisecond);
 
 // Name lookup in the parsed header.
 void BM_FindByName(benchmark::State& state) {

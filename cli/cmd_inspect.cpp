@@ -12,7 +12,7 @@
 namespace tlio::cli {
 namespace {
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
+std::string shape_text(std::span<const uint64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 

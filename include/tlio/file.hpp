@@ -77,7 +77,7 @@ class TLIO_API TensorView {
   const TensorInfo& info() const noexcept { return *info_; }
   const std::string& name() const noexcept { return info_->name; }
   Dtype dtype() const noexcept { return info_->dtype; }
-  const std::vector<uint64_t>& shape() const noexcept { return info_->shape; }
+  const Shape& shape() const noexcept { return info_->shape; }
   /// The raw little-endian bytes. Not necessarily aligned for the element type.
   std::span<const std::byte> bytes() const noexcept { return bytes_; }
 

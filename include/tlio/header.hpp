@@ -16,6 +16,7 @@
 
 #include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
+#include "tlio/shape.hpp"
 
 namespace tlio {
 
@@ -28,7 +29,7 @@ using Metadata = std::map<std::string, std::string>;
 struct TLIO_API TensorInfo {
   std::string name;
   Dtype dtype = Dtype::F32;
-  std::vector<uint64_t> shape;
+  Shape shape;
   uint64_t begin = 0;  ///< data_offsets[0], relative to the data buffer
   uint64_t end = 0;    ///< data_offsets[1]
 
@@ -60,7 +61,7 @@ class TLIO_API Header {
  private:
   friend class HeaderBuilder;
   std::vector<TensorInfo> tensors_;
-  std::vector<uint32_t> name_slots_;  // hash index over tensors_ (format/name_index.hpp)
+  std::vector<uint64_t> name_slots_;  // (name hash, position), sorted (format/name_index.hpp)
   Metadata metadata_;
   bool has_metadata_ = false;
   uint64_t data_size_ = 0;

@@ -39,7 +39,7 @@ class TLIO_API Writer {
   void set_metadata(const Metadata& metadata);
   /// Declares a tensor. Throws Error{invalid_argument} for a duplicate or `__metadata__` name,
   /// invalid UTF-8, or a shape whose size overflows or is not a whole number of bytes.
-  void declare(std::string name, Dtype dtype, std::vector<uint64_t> shape);
+  void declare(std::string name, Dtype dtype, Shape shape);
 
   /// Fixes the layout (called by the first write); the tensors in canonical file order with
   /// their offsets. Throws Error{invalid_argument} when the header would exceed kMaxHeaderSize.
@@ -81,7 +81,7 @@ class TLIO_API Writer {
 struct TensorData {
   std::string name;
   Dtype dtype;
-  std::vector<uint64_t> shape;
+  Shape shape;
   std::span<const std::byte> bytes;
 };
 

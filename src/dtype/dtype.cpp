@@ -79,8 +79,10 @@ unsigned dtype_bits(Dtype d) noexcept { return row(d).bits; }
 int write_rank(Dtype d) noexcept { return kDtypeCount - 1 - static_cast<int>(d); }
 
 std::optional<Dtype> parse_dtype(std::string_view name) noexcept {
+  // Called once per tensor of every header: compare the cheap parts before the bytes.
+  if (name.size() < 2 || name.size() > 11) return std::nullopt;
   for (const auto& r : kTable)
-    if (r.name == name) return r.dtype;
+    if (r.name.size() == name.size() && r.name[1] == name[1] && r.name == name) return r.dtype;
   return std::nullopt;
 }
 

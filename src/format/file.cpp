@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "format/header_parse.hpp"
 #include "format/quote.hpp"
 #include "format/slice.hpp"
 #include "io/checked.hpp"
@@ -44,8 +45,9 @@ void validate_memory(File::State& s) {
   s.file_size = s.memory.size();
   s.header_size = read_header_length(s.memory.first(std::min<size_t>(8, s.memory.size())),
                                      s.file_size);
-  s.header = Header::parse(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
-                           s.file_size - 8 - s.header_size);
+  const uint64_t data_size = s.file_size - 8 - s.header_size;
+  s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
+                                  data_size, data_size >= detail::kJsonPadding);
 }
 
 }  // namespace
@@ -71,9 +73,10 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
     std::byte prefix[8] = {};
     detail::pread_exact(s->fd.get(), 0, {prefix, std::min<uint64_t>(8, s->file_size)}, s->name);
     s->header_size = read_header_length(prefix, s->file_size);
-    std::vector<std::byte> json(static_cast<size_t>(s->header_size));
-    detail::pread_exact(s->fd.get(), 8, json, s->name);
-    s->header = Header::parse(json, s->file_size - 8 - s->header_size);
+    std::vector<std::byte> json(static_cast<size_t>(s->header_size) + detail::kJsonPadding);
+    detail::pread_exact(s->fd.get(), 8, std::span(json).first(s->header_size), s->name);
+    s->header = detail::parse_header(std::span(json).first(s->header_size),
+                                     s->file_size - 8 - s->header_size, true);
   });
   return File(std::move(s));
 }

@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "format/header_parse.hpp"
 #include "format/name_index.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -36,9 +37,11 @@ inline constexpr size_t kRetainedParserCapacity = size_t{4} << 20;
 // JSON nesting allowed (simdjson's default parser depth); deeper input is rule 2.
 inline constexpr size_t kMaxJsonDepth = simdjson::DEFAULT_MAX_DEPTH;
 
+static_assert(detail::kJsonPadding == simdjson::SIMDJSON_PADDING);
+
 class HeaderBuilder {
  public:
-  static Header build(std::span<const std::byte> json, uint64_t data_size);
+  static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded);
 };
 
 namespace {
@@ -194,6 +197,12 @@ void check_no_duplicate_keys(dom::element el, const std::string& tensor) {
   }
 }
 
+// Comparison with a literal that the compiler can inline (the walk does it three times a tensor).
+template <size_t N>
+bool key_is(std::string_view key, const char (&lit)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), lit, N - 1) == 0;
+}
+
 std::optional<uint64_t> as_u64(dom::element el) {
   uint64_t v;
   if (el.get_uint64().get(v) != simdjson::SUCCESS) return std::nullopt;
@@ -202,7 +211,7 @@ std::optional<uint64_t> as_u64(dom::element el) {
 
 }  // namespace
 
-Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size) {
+Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
   Header h;
   h.data_size_ = data_size;
   const uint64_t header_len = json.size();
@@ -221,7 +230,8 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
   }
 
   dom::element root;
-  auto err = parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size()).get(root);
+  auto err = parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size(), !padded)
+                 .get(root);
   std::string rescued;  // the header with unrepresentable numbers neutralized, when needed
   if (err == simdjson::NUMBER_ERROR) {
     rescued.assign(reinterpret_cast<const char*>(json.data()), json.size());
@@ -233,17 +243,20 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
   dom::object top = *as_object(root);
   const size_t key_count = top.size();
   h.tensors_.reserve(key_count);
-  detail::name_index_reset(h.name_slots_, key_count);
+  h.name_slots_.reserve(key_count);
+  bool in_offset_order = true;  // tensors in file order sorted by (begin, end) so far
   auto name_at = [&h](uint32_t pos) -> std::string_view { return h.tensors_[pos].name; };
 
   PendingError rule3, rule4;
   bool seen_metadata = false;
+  std::string_view last_dtype_text;
+  Dtype last_dtype = Dtype::F32;
 
   for (auto field : top) {
     const std::string_view key = field.key;
     const dom::element value = field.value;
 
-    if (key == "__metadata__") {
+    if (key_is(key, "__metadata__")) {
       if (seen_metadata) rule2("duplicate key \"__metadata__\"");
       seen_metadata = true;
       if (value.is_null()) continue;  // MLX writes null for "no metadata"
@@ -270,12 +283,11 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
       continue;
     }
 
-    // A tensor entry. Register the name first: duplicates are rule 2 whatever the entries hold.
-    const uint32_t pos = static_cast<uint32_t>(h.tensors_.size());
+    // A tensor entry (duplicate names are found after the walk: they are rule 2, which outranks
+    // everything recorded during it).
+    h.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h.tensors_.size())));
     TensorInfo& info = h.tensors_.emplace_back();
     info.name.assign(key.data(), key.size());
-    if (detail::name_index_insert(h.name_slots_, info.name, pos, name_at) >= 0)
-      rule2(fmt::format("duplicate key {}", quote_name(key)), info.name);
 
     auto bad_entry = [&](std::string why) { rule4.record("4", info.name, std::move(why)); };
 
@@ -289,9 +301,9 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
     dom::object entry = *as_object(value);
     for (auto f : entry) {
       std::optional<dom::element>* slot = nullptr;
-      if (f.key == "dtype") slot = &dtype_el;
-      else if (f.key == "shape") slot = &shape_el;
-      else if (f.key == "data_offsets") slot = &offsets_el;
+      if (key_is(f.key, "dtype")) slot = &dtype_el;
+      else if (key_is(f.key, "shape")) slot = &shape_el;
+      else if (key_is(f.key, "data_offsets")) slot = &offsets_el;
       if (slot == nullptr) {
         check_no_duplicate_keys(f.value, info.name);
         bad_entry(fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
@@ -310,10 +322,20 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
       continue;
     }
 
-    // dtype
+    // dtype (headers repeat a few dtype names: remember the last one)
     std::string_view dtype_text;
     std::optional<Dtype> dtype;
-    if (dtype_el->get_string().get(dtype_text) == simdjson::SUCCESS) dtype = parse_dtype(dtype_text);
+    if (dtype_el->get_string().get(dtype_text) == simdjson::SUCCESS) {
+      if (dtype_text == last_dtype_text) {
+        dtype = last_dtype;
+      } else {
+        dtype = parse_dtype(dtype_text);
+        if (dtype) {
+          last_dtype_text = dtype_text;
+          last_dtype = *dtype;
+        }
+      }
+    }
     if (!dtype) {
       check_no_duplicate_keys(*dtype_el, info.name);
       if (dtype_el->is_string())
@@ -361,6 +383,11 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
       if (offsets_ok) {
         info.begin = *b;
         info.end = *e;
+        if (h.tensors_.size() > 1) {
+          const TensorInfo& prev = h.tensors_[h.tensors_.size() - 2];
+          if (prev.begin > info.begin || (prev.begin == info.begin && prev.end > info.end))
+            in_offset_order = false;
+        }
       } else {
         check_no_duplicate_keys(*offsets_el, info.name);
       }
@@ -377,18 +404,18 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
     // otherwise the product and count x bits must not overflow and must be whole bytes.
     const unsigned bits = dtype_bits(info.dtype);
     uint64_t count = 1;
-    bool overflow = false;
-    bool empty = std::find(info.shape.begin(), info.shape.end(), 0) != info.shape.end();
-    if (!empty)
-      for (uint64_t d : info.shape) {
+    bool overflow = false, empty = false;
+    for (uint64_t d : info.shape) {
+      if (d == 0) {
+        empty = true;
+      } else if (!overflow) {
         auto p = detail::checked_mul(count, d);
-        if (!p) {
-          overflow = true;
-          break;
-        }
-        count = *p;
+        overflow = !p;
+        count = p.value_or(0);
       }
-    std::optional<uint64_t> total_bits = empty ? 0 : detail::checked_mul(count, bits);
+    }
+    if (empty) overflow = false, count = 0;  // any zero dim: no elements, whatever the others
+    std::optional<uint64_t> total_bits = detail::checked_mul(count, bits);
     if (overflow || !total_bits) {
       bad_entry(fmt::format("size of tensor {} ({} {}) overflows 64 bits", quote_name(key),
                             dtype_name(info.dtype), fmt::join(info.shape, "x")));
@@ -409,6 +436,11 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
     }
   }
 
+  detail::name_index_sort(h.name_slots_, name_at);
+  if (int64_t dup = detail::name_index_duplicate(h.name_slots_, name_at); dup >= 0) {
+    const std::string& name = h.tensors_[static_cast<size_t>(dup)].name;
+    rule2(fmt::format("duplicate key {}", quote_name(name)), name);
+  }
   rule3.raise_if_set();
   rule4.raise_if_set();
 
@@ -416,11 +448,9 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
   auto by_offsets = [](const TensorInfo& a, const TensorInfo& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   };
-  if (!std::is_sorted(h.tensors_.begin(), h.tensors_.end(), by_offsets)) {
+  if (!in_offset_order) {
     std::stable_sort(h.tensors_.begin(), h.tensors_.end(), by_offsets);
-    detail::name_index_reset(h.name_slots_, h.tensors_.size());
-    for (uint32_t i = 0; i < h.tensors_.size(); ++i)
-      detail::name_index_insert(h.name_slots_, h.tensors_[i].name, i, name_at);
+    detail::name_index_build(h.name_slots_, h.tensors_.size(), name_at);
   }
   const uint64_t data_start = 8 + header_len;
   uint64_t expected_begin = 0;
@@ -440,7 +470,11 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size)
 }
 
 Header Header::parse(std::span<const std::byte> json, uint64_t data_size) {
-  return HeaderBuilder::build(json, data_size);
+  return HeaderBuilder::build(json, data_size, false);
+}
+
+Header detail::parse_header(std::span<const std::byte> json, uint64_t data_size, bool padded) {
+  return HeaderBuilder::build(json, data_size, padded);
 }
 
 uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size) {
@@ -467,8 +501,7 @@ uint64_t TensorInfo::element_count() const noexcept {
 }
 
 const TensorInfo* Header::find(std::string_view name) const noexcept {
-  if (name_slots_.empty()) return nullptr;
-  auto [slot, pos] = detail::name_index_probe(
+  int64_t pos = detail::name_index_find(
       name_slots_, name, [this](uint32_t p) -> std::string_view { return tensors_[p].name; });
   return pos < 0 ? nullptr : &tensors_[static_cast<size_t>(pos)];
 }

@@ -1,45 +1,101 @@
-// format/name_index.hpp: an open-addressing hash index from tensor name to position, stored in a
-// plain vector of slots. Used to detect duplicate names while parsing and for Header::find,
-// without a node allocation per name (headers may hold millions of tensors).
+// format/name_index.hpp: the name index of a header, a sorted array of (32-bit name hash,
+// position) keys. Built with a radix sort in a few sequential passes, it finds duplicate names
+// while parsing and serves Header::find by binary search, without a node allocation or a random
+// memory access per name (headers may hold millions of tensors). Names that share a hash are
+// kept sorted by name within their run, so crafted collisions cost O(n log n), never O(n^2).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
 namespace tlio::detail {
 
-/// Sizes `slots` for up to `count` names (load factor <= 1/2) and clears it.
-inline void name_index_reset(std::vector<uint32_t>& slots, size_t count) {
-  size_t cap = 16;
-  while (cap < count * 2) cap <<= 1;
-  slots.assign(cap, 0);
-}
-
-/// Looks `name` up; `name_of(pos)` gives the name stored at a position. Returns the slot where
-/// the name is or would go, and the position found there (or -1).
-template <class NameOf>
-std::pair<size_t, int64_t> name_index_probe(const std::vector<uint32_t>& slots,
-                                            std::string_view name, const NameOf& name_of) {
-  const size_t mask = slots.size() - 1;
-  size_t i = std::hash<std::string_view>{}(name) & mask;
-  while (slots[i] != 0) {
-    uint32_t pos = slots[i] - 1;
-    if (name_of(pos) == name) return {i, pos};
-    i = (i + 1) & mask;
+/// A fast, well-mixed 32-bit hash of a name (8 bytes at a time, murmur3's finalizer).
+inline uint64_t name_hash32(std::string_view name) noexcept {
+  uint64_t h = 0x9E3779B97F4A7C15u ^ name.size();
+  size_t i = 0;
+  for (; i + 8 <= name.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, name.data() + i, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9u;
+    h ^= h >> 31;
   }
-  return {i, -1};
+  uint64_t tail = 0;
+  std::memcpy(&tail, name.data() + i, name.size() - i);
+  h = (h ^ tail) * 0x94D049BB133111EBu;
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDu;
+  h ^= h >> 33;
+  return h & 0xFFFFFFFFu;
 }
 
-/// Inserts `name` at position `pos` unless an equal name is present; returns that name's
-/// position, or -1 when the name was new.
+/// The index key of the name at position `pos`.
+inline uint64_t name_index_key(std::string_view name, uint32_t pos) noexcept {
+  return name_hash32(name) << 32 | pos;
+}
+
+/// Sorts keys made by name_index_key by hash and, among equal hashes, by name.
+/// `name_of(pos)` gives the name at a position.
 template <class NameOf>
-int64_t name_index_insert(std::vector<uint32_t>& slots, std::string_view name, uint32_t pos,
-                          const NameOf& name_of) {
-  auto [slot, found] = name_index_probe(slots, name, name_of);
-  if (found < 0) slots[slot] = pos + 1;
-  return found;
+void name_index_sort(std::vector<uint64_t>& keys, const NameOf& name_of) {
+  std::vector<uint64_t> tmp(keys.size());
+  for (int shift = 32; shift < 64; shift += 8) {  // LSD radix sort on the hash bytes
+    size_t bucket[257] = {};
+    for (uint64_t k : keys) ++bucket[((k >> shift) & 0xFF) + 1];
+    for (int b = 0; b < 256; ++b) bucket[b + 1] += bucket[b];
+    for (uint64_t k : keys) tmp[bucket[(k >> shift) & 0xFF]++] = k;
+    keys.swap(tmp);
+  }
+  auto by_name = [&](uint64_t a, uint64_t b) {
+    return name_of(static_cast<uint32_t>(a)) < name_of(static_cast<uint32_t>(b));
+  };
+  for (size_t i = 0; i < keys.size();) {  // order runs of equal hashes by name
+    size_t j = i + 1;
+    while (j < keys.size() && (keys[j] >> 32) == (keys[i] >> 32)) ++j;
+    if (j - i > 1) std::stable_sort(keys.begin() + i, keys.begin() + j, by_name);
+    i = j;
+  }
+}
+
+/// The position of one of two equal names, or -1 when all names differ.
+template <class NameOf>
+int64_t name_index_duplicate(const std::vector<uint64_t>& keys, const NameOf& name_of) {
+  for (size_t i = 0; i + 1 < keys.size(); ++i)
+    if ((keys[i] >> 32) == (keys[i + 1] >> 32) &&
+        name_of(static_cast<uint32_t>(keys[i])) == name_of(static_cast<uint32_t>(keys[i + 1])))
+      return static_cast<uint32_t>(keys[i + 1]);
+  return -1;
+}
+
+/// The position of `name` (whose hash is `h`), or -1.
+template <class NameOf>
+int64_t name_index_find(const std::vector<uint64_t>& keys, std::string_view name, uint64_t h,
+                        const NameOf& name_of) {
+  auto first = std::lower_bound(keys.begin(), keys.end(), h << 32);
+  auto last = std::lower_bound(first, keys.end(), (h + 1) << 32);
+  auto it = std::lower_bound(first, last, name, [&](uint64_t k, std::string_view n) {
+    return name_of(static_cast<uint32_t>(k)) < n;
+  });
+  if (it != last && name_of(static_cast<uint32_t>(*it)) == name) return static_cast<uint32_t>(*it);
+  return -1;
+}
+
+template <class NameOf>
+int64_t name_index_find(const std::vector<uint64_t>& keys, std::string_view name,
+                        const NameOf& name_of) {
+  return name_index_find(keys, name, name_hash32(name), name_of);
+}
+
+/// Builds the index of positions [0, count) from scratch.
+template <class NameOf>
+void name_index_build(std::vector<uint64_t>& keys, size_t count, const NameOf& name_of) {
+  keys.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    keys[i] = name_index_key(name_of(static_cast<uint32_t>(i)), static_cast<uint32_t>(i));
+  name_index_sort(keys, name_of);
 }
 
 }  // namespace tlio::detail

@@ -136,7 +136,7 @@ void Writer::set_metadata(const Metadata& metadata) {
   for (const auto& [k, v] : metadata) set_metadata(k, v);
 }
 
-void Writer::declare(std::string name, Dtype dtype, std::vector<uint64_t> shape) {
+void Writer::declare(std::string name, Dtype dtype, Shape shape) {
   Impl& w = *impl_;
   w.check_not_frozen("declare");
   if (name == "__metadata__") throw_invalid("a tensor may not be named \"__metadata__\"", name);

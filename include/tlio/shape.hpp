@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -21,20 +20,24 @@ class Shape {
   Shape(const std::vector<uint64_t>& dims) { assign(dims.data(), dims.size()); }  // NOLINT
   explicit Shape(std::span<const uint64_t> dims) { assign(dims.data(), dims.size()); }
   Shape(const Shape& o) { assign(o.data(), o.size()); }
-  Shape(Shape&& o) noexcept { take(std::move(o)); }
+  Shape(Shape&& o) noexcept { take(o); }
   Shape& operator=(const Shape& o) {
     if (this != &o) assign(o.data(), o.size());
     return *this;
   }
   Shape& operator=(Shape&& o) noexcept {
-    if (this != &o) take(std::move(o));
+    if (this != &o) {
+      release();
+      take(o);
+    }
     return *this;
   }
+  ~Shape() { release(); }
 
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
-  const uint64_t* data() const noexcept { return heap_ ? heap_.get() : inline_; }
-  uint64_t* data() noexcept { return heap_ ? heap_.get() : inline_; }
+  const uint64_t* data() const noexcept { return on_heap() ? heap_ : inline_; }
+  uint64_t* data() noexcept { return on_heap() ? heap_ : inline_; }
   const uint64_t* begin() const noexcept { return data(); }
   const uint64_t* end() const noexcept { return data() + size_; }
   uint64_t operator[](size_t i) const noexcept { return data()[i]; }
@@ -46,10 +49,13 @@ class Shape {
   /// Makes room for `rank` dimensions (one allocation when it exceeds kInlineRank).
   void reserve(size_t rank) {
     if (rank <= capacity()) return;
-    auto bigger = std::make_unique<uint64_t[]>(rank);
-    std::copy(begin(), end(), bigger.get());
-    heap_ = std::move(bigger);
-    heap_capacity_ = rank;
+    uint64_t* bigger = new uint64_t[rank];
+    std::copy(begin(), end(), bigger);
+    const uint32_t size = size_;
+    release();
+    heap_ = bigger;
+    heap_capacity_ = static_cast<uint32_t>(rank);
+    size_ = size;
   }
   void push_back(uint64_t d) {
     if (size_ == capacity()) reserve(std::max<size_t>(size_ * 2, kInlineRank + 1));
@@ -65,25 +71,34 @@ class Shape {
   }
 
  private:
-  size_t capacity() const noexcept { return heap_ ? heap_capacity_ : kInlineRank; }
+  bool on_heap() const noexcept { return heap_capacity_ != 0; }
+  size_t capacity() const noexcept { return on_heap() ? heap_capacity_ : kInlineRank; }
+  void release() noexcept {
+    if (on_heap()) delete[] heap_;
+    heap_capacity_ = 0;
+    size_ = 0;
+  }
   void assign(const uint64_t* d, size_t n) {
     size_ = 0;
     reserve(n);
     std::copy(d, d + n, data());
-    size_ = n;
+    size_ = static_cast<uint32_t>(n);
   }
-  void take(Shape&& o) noexcept {
+  void take(Shape& o) noexcept {  // *this holds nothing
     size_ = o.size_;
-    heap_ = std::move(o.heap_);
     heap_capacity_ = o.heap_capacity_;
-    std::copy(o.inline_, o.inline_ + kInlineRank, inline_);
+    if (o.on_heap()) heap_ = o.heap_;
+    else std::copy(o.inline_, o.inline_ + o.size_, inline_);
+    o.heap_capacity_ = 0;
     o.size_ = 0;
   }
 
-  uint64_t inline_[kInlineRank] = {};
-  std::unique_ptr<uint64_t[]> heap_;
-  size_t heap_capacity_ = 0;
-  size_t size_ = 0;
+  union {
+    uint64_t inline_[kInlineRank] = {};
+    uint64_t* heap_;
+  };
+  uint32_t heap_capacity_ = 0;  // 0: the dims are inline
+  uint32_t size_ = 0;
 };
 
 }  // namespace tlio

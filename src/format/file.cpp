@@ -10,6 +10,7 @@
 #include "format/quote.hpp"
 #include "format/slice.hpp"
 #include "io/checked.hpp"
+#include "io/copy.hpp"
 #include "io/os_file.hpp"
 
 namespace tlio {
@@ -137,8 +138,7 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
     throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
                               dst.size(), offset, s.header.data_size()));
   if (!s.memory.empty()) {
-    if (!dst.empty())
-      std::memcpy(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
+    detail::copy_bytes(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
     return;
   }
   attributed(s.name, [&] { detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name); });

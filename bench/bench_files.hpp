@@ -22,10 +22,12 @@ inline std::vector<std::byte> many_small_tensors(int count = 50'000) {
   return w.take_bytes();
 }
 
-/// `tensors` F32 tensors of [rows, 1000] (t000, t001, ...) at `path`, unless it already exists
-/// with that size. 200 x 1250 rows is the 1 GB file of notes/peers-and-style.md.
-inline void ensure_big_file(const std::filesystem::path& path, int tensors = 200, uint64_t rows = 1250) {
-  const uint64_t tensor_bytes = rows * 1000 * 4;
+/// `tensors` F32 tensors of [rows, cols] (t000, t001, ...) at `path`, unless it already exists
+/// with that size. 200 x [1250, 1000] is the 1 GB file of notes/peers-and-style.md; 256 x
+/// [1024, 1024] is 1 GiB.
+inline void ensure_big_file(const std::filesystem::path& path, int tensors = 200,
+                            uint64_t rows = 1250, uint64_t cols = 1000) {
+  const uint64_t tensor_bytes = rows * cols * 4;
   std::error_code ec;
   if (std::filesystem::exists(path, ec) &&
       std::filesystem::file_size(path) > uint64_t(tensors) * tensor_bytes)
@@ -35,7 +37,7 @@ inline void ensure_big_file(const std::filesystem::path& path, int tensors = 200
   char name[16];
   for (int i = 0; i < tensors; ++i) {
     snprintf(name, sizeof name, "t%03d", i);
-    w.declare(name, Dtype::F32, {rows, 1000});
+    w.declare(name, Dtype::F32, {rows, cols});
   }
   for (int i = 0; i < tensors; ++i) {
     snprintf(name, sizeof name, "t%03d", i);

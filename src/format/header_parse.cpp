@@ -4,6 +4,10 @@
 // once. Rule 2 failures (syntax, duplicate keys at any level) end the walk at once; the first
 // rule 3 and the first rule 4 failure are remembered and reported after the walk, so a file that
 // breaks several rules reports the lowest-numbered one, as DECISIONS.md orders them.
+#include "format/header_parse.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -15,10 +19,6 @@
 #include <optional>
 #include <string>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
-#include "format/header_parse.hpp"
 #include "format/name_index.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -69,20 +69,28 @@ struct PendingError {
 
 std::string json_error_text(simdjson::error_code e) {
   switch (e) {
-    case simdjson::EMPTY: return "header is empty or only whitespace";
-    case simdjson::UTF8_ERROR: return "header is not valid UTF-8";
+    case simdjson::EMPTY:
+      return "header is empty or only whitespace";
+    case simdjson::UTF8_ERROR:
+      return "header is not valid UTF-8";
     case simdjson::DEPTH_ERROR:
       return fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth);
-    case simdjson::STRING_ERROR: return "invalid JSON string (bad escape or lone surrogate)";
-    case simdjson::UNESCAPED_CHARS: return "invalid JSON string (unescaped control character)";
-    case simdjson::UNCLOSED_STRING: return "invalid JSON string (unclosed)";
-    case simdjson::NUMBER_ERROR: return "invalid JSON number";
+    case simdjson::STRING_ERROR:
+      return "invalid JSON string (bad escape or lone surrogate)";
+    case simdjson::UNESCAPED_CHARS:
+      return "invalid JSON string (unescaped control character)";
+    case simdjson::UNCLOSED_STRING:
+      return "invalid JSON string (unclosed)";
+    case simdjson::NUMBER_ERROR:
+      return "invalid JSON number";
     case simdjson::T_ATOM_ERROR:
     case simdjson::F_ATOM_ERROR:
-    case simdjson::N_ATOM_ERROR: return "invalid JSON literal";
+    case simdjson::N_ATOM_ERROR:
+      return "invalid JSON literal";
     case simdjson::TAPE_ERROR:
       return "invalid JSON (bad structure, trailing characters, or bytes outside the JSON value)";
-    default: return fmt::format("invalid JSON ({})", simdjson::error_message(e));
+    default:
+      return fmt::format("invalid JSON ({})", simdjson::error_message(e));
   }
 }
 
@@ -102,7 +110,8 @@ bool neutralize_unrepresentable_numbers(std::string& text) {
   while (i < n) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') i += 2;
+      if (c == '\\')
+        i += 2;
       else {
         if (c == '"') in_string = false;
         ++i;
@@ -230,8 +239,8 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
   }
 
   dom::element root;
-  auto err = parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size(), !padded)
-                 .get(root);
+  auto err =
+      parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size(), !padded).get(root);
   std::string rescued;  // the header with unrepresentable numbers neutralized, when needed
   if (err == simdjson::NUMBER_ERROR) {
     rescued.assign(reinterpret_cast<const char*>(json.data()), json.size());
@@ -301,22 +310,31 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
     dom::object entry = *as_object(value);
     for (auto f : entry) {
       std::optional<dom::element>* slot = nullptr;
-      if (key_is(f.key, "dtype")) slot = &dtype_el;
-      else if (key_is(f.key, "shape")) slot = &shape_el;
-      else if (key_is(f.key, "data_offsets")) slot = &offsets_el;
+      if (key_is(f.key, "dtype"))
+        slot = &dtype_el;
+      else if (key_is(f.key, "shape"))
+        slot = &shape_el;
+      else if (key_is(f.key, "data_offsets"))
+        slot = &offsets_el;
       if (slot == nullptr) {
         check_no_duplicate_keys(f.value, info.name);
-        bad_entry(fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
-                              "data_offsets)", quote_name(f.key), quote_name(key)));
+        bad_entry(
+            fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
+                        "data_offsets)",
+                        quote_name(f.key), quote_name(key)));
         continue;
       }
-      if (*slot) rule2(fmt::format("duplicate key {} in the entry of {}", quote_name(f.key), quote_name(key)),
-                       info.name);
+      if (*slot)
+        rule2(
+            fmt::format("duplicate key {} in the entry of {}", quote_name(f.key), quote_name(key)),
+            info.name);
       *slot = f.value;
     }
     if (!dtype_el || !shape_el || !offsets_el) {
       bad_entry(fmt::format("entry of {} lacks field {}", quote_name(key),
-                            !dtype_el ? "dtype" : !shape_el ? "shape" : "data_offsets"));
+                            !dtype_el   ? "dtype"
+                            : !shape_el ? "shape"
+                                        : "data_offsets"));
       for (auto* el : {&dtype_el, &shape_el, &offsets_el})
         if (*el) check_no_duplicate_keys(**el, info.name);
       continue;
@@ -339,7 +357,8 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
     if (!dtype) {
       check_no_duplicate_keys(*dtype_el, info.name);
       if (dtype_el->is_string())
-        bad_entry(fmt::format("unknown dtype {} for tensor {}", quote_name(dtype_text), quote_name(key)));
+        bad_entry(
+            fmt::format("unknown dtype {} for tensor {}", quote_name(dtype_text), quote_name(key)));
       else
         bad_entry(fmt::format("dtype of tensor {} is not a string", quote_name(key)));
     } else {
@@ -395,8 +414,10 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
       check_no_duplicate_keys(*offsets_el, info.name);
     }
     if (!offsets_ok)
-      bad_entry(fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
-                            "[0, 2^64)", quote_name(key)));
+      bad_entry(
+          fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
+                      "[0, 2^64)",
+                      quote_name(key)));
 
     if (!dtype || !shape_ok || !offsets_ok || rule4.set) continue;
 
@@ -479,16 +500,18 @@ Header detail::parse_header(std::span<const std::byte> json, uint64_t data_size,
 
 uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size) {
   if (file_size < 8 || prefix.size() < 8)
-    throw_format("1", {}, fmt::format("file is {} bytes, shorter than the 8-byte header length",
-                                      file_size), 0);
+    throw_format("1", {},
+                 fmt::format("file is {} bytes, shorter than the 8-byte header length", file_size),
+                 0);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<uint64_t>(prefix[i]);
   if (n > kMaxHeaderSize)
-    throw_format("1", {}, fmt::format("header length {} exceeds the limit of {}", n,
-                                      kMaxHeaderSize), 0);
+    throw_format("1", {},
+                 fmt::format("header length {} exceeds the limit of {}", n, kMaxHeaderSize), 0);
   if (8 + n > file_size)
-    throw_format("1", {}, fmt::format("header length {} runs past the end of the file ({} bytes)",
-                                      n, file_size), 0);
+    throw_format(
+        "1", {},
+        fmt::format("header length {} runs past the end of the file ({} bytes)", n, file_size), 0);
   return n;
 }
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every benchmark and the whole-process comparisons in one go, so the ratios in
+# docs/benchmarks.md compare numbers measured in the same run on the same machine.
+# Usage: bench/run_benchmarks.sh [BUILD_DIR]   (TLIO_BENCH_DIR: scratch folder, default /tmp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+dir=${TLIO_BENCH_DIR:-/tmp}
+out=bench/out
+mkdir -p "$out"
+export TLIO_BENCH_DIR=$dir
+
+echo "== machine"
+{ nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2; uname -r; } | tee "$out/machine.txt"
+
+echo "== Google Benchmark programs"
+"$build/bench/bench_header" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true | tee "$out/bench_header.txt"
+"$build/bench/bench_read" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_read.txt"
+
+echo "== Python json.loads of the 50,000-tensor header (the reference parses with serde, ~1 us/tensor)"
+"$build/bench/make_bench_file" --many "$dir/tlio-bench-50k.safetensors"
+/usr/bin/python3 - "$dir/tlio-bench-50k.safetensors" <<'PY' | tee "$out/python_json.txt"
+import json, struct, sys, time
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+text = data[8:8 + n]
+best = min((lambda t0: (json.loads(text), time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(20))
+print(f"json.loads of {n} header bytes: {best * 1e3:.2f} ms (best of 20)")
+PY
+
+echo "== whole process: tlio convert vs dd of a 1 GiB file (warm page cache, fsync)"
+big="$dir/tlio-bench-1gib.safetensors"
+"$build/bench/make_bench_file" "$big" 256 1024 1024
+cat "$big" > /dev/null
+seconds() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+dd_times=(); tlio_times=()
+for i in 1 2 3 4 5; do
+  rm -f "$dir/out-dd" "$dir/out-tlio.safetensors"; sync
+  dd_times+=("$(seconds dd if="$big" of="$dir/out-dd" bs=16M conv=fsync)")
+  rm -f "$dir/out-dd"; sync
+  tlio_times+=("$(seconds "$build/tlio" convert "$big" "$dir/out-tlio.safetensors")")
+done
+dd_med=$(printf '%s\n' "${dd_times[@]}" | median)
+tlio_med=$(printf '%s\n' "${tlio_times[@]}" | median)
+cmp -s "$big" "$dir/out-tlio.safetensors" && same="byte-identical" || same="DIFFERENT"
+{
+  echo "dd bs=16M conv=fsync:  ${dd_times[*]}  median ${dd_med} s"
+  echo "tlio convert:          ${tlio_times[*]}  median ${tlio_med} s  (output $same to input)"
+  echo "ratio tlio/dd: $(echo "scale=3; $tlio_med / $dd_med" | bc)"
+} | tee "$out/convert_vs_dd.txt"
+rm -f "$dir/out-dd" "$dir/out-tlio.safetensors"

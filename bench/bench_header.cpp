@@ -1,6 +1,5 @@
 // Header parse + validate of 50,000 tensors (a 3.8 MB header), as File::from_buffer does it.
 #include <benchmark/benchmark.h>
-
 #include <simdjson.h>
 
 #include <thread>

@@ -1,10 +1,10 @@
 #include "cli_util.hpp"
 
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <exception>
 #include <new>
-
-#include <fmt/core.h>
 
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"

@@ -10,8 +10,9 @@ namespace tlio::cli {
 
 void add_convert(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("convert", "Rewrite a file canonically (streaming, atomic)");
-  cmd->footer("OUT may be IN itself: the new file replaces it atomically.\n\n"
-              "Example: tlio convert old.safetensors canonical.safetensors");
+  cmd->footer(
+      "OUT may be IN itself: the new file replaces it atomically.\n\n"
+      "Example: tlio convert old.safetensors canonical.safetensors");
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   cmd->add_option("IN", *in, "Input file")->required();

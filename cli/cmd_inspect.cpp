@@ -1,9 +1,9 @@
 // cli/cmd_inspect.cpp: `tlio inspect FILE [--json]`.
-#include <algorithm>
-#include <map>
-
 #include <fmt/core.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -24,10 +24,11 @@ std::string json_str(std::string_view s) {
 
 void print_json(const tlio::File& f) {
   std::string out = "{";
-  out += fmt::format("\"file\":{},\"file_size\":{},\"header_size\":{},\"data_size\":{},"
-                     "\"canonical\":{},",
-                     json_str(f.name()), f.file_size(), f.header_size(), f.header().data_size(),
-                     f.is_canonical() ? "true" : "false");
+  out += fmt::format(
+      "\"file\":{},\"file_size\":{},\"header_size\":{},\"data_size\":{},"
+      "\"canonical\":{},",
+      json_str(f.name()), f.file_size(), f.header_size(), f.header().data_size(),
+      f.is_canonical() ? "true" : "false");
   out += "\"metadata\":";
   if (!f.header().has_metadata()) {
     out += "null";
@@ -46,10 +47,11 @@ void print_json(const tlio::File& f) {
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const auto& t = f.tensors()[i];
     if (i) out += ",";
-    out += fmt::format("{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
-                       "\"bytes\":{}}}",
-                       json_str(t.name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","),
-                       t.begin, t.end, t.byte_size());
+    out += fmt::format(
+        "{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
+        "\"bytes\":{}}}",
+        json_str(t.name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","), t.begin, t.end,
+        t.byte_size());
     ++counts[tlio::dtype_name(t.dtype)];
   }
   out += "],\"dtype_counts\":{";
@@ -117,8 +119,10 @@ void add_inspect(CLI::App& app, int& exit_code) {
   cmd->callback([path, json, &exit_code] {
     exit_code = guarded([&] {
       tlio::File f = tlio::File::open(*path);
-      if (*json) print_json(f);
-      else print_table(f);
+      if (*json)
+        print_json(f);
+      else
+        print_table(f);
       return kExitOk;
     });
   });

@@ -9,9 +9,10 @@ namespace tlio::cli {
 
 void add_validate(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("validate", "Check files against every rule of the format");
-  cmd->footer("Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
-              "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
-              "Example: tlio validate model.safetensors");
+  cmd->footer(
+      "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
+      "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
+      "Example: tlio validate model.safetensors");
   auto files = std::make_shared<std::vector<std::string>>();
   cmd->add_option("FILE", *files, "Files to check")->required();
   cmd->callback([files, &exit_code] {

@@ -24,12 +24,18 @@ std::string compose(const std::string& source, const std::string& rule, const st
 
 std::string_view error_code_name(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::format: return "format";
-    case ErrorCode::io: return "io";
-    case ErrorCode::invalid_argument: return "invalid_argument";
-    case ErrorCode::not_found: return "not_found";
-    case ErrorCode::unsupported: return "unsupported";
-    case ErrorCode::out_of_memory: return "out_of_memory";
+    case ErrorCode::format:
+      return "format";
+    case ErrorCode::io:
+      return "io";
+    case ErrorCode::invalid_argument:
+      return "invalid_argument";
+    case ErrorCode::not_found:
+      return "not_found";
+    case ErrorCode::unsupported:
+      return "unsupported";
+    case ErrorCode::out_of_memory:
+      return "out_of_memory";
   }
   return "unknown";
 }

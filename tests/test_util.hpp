@@ -2,6 +2,7 @@
 #pragma once
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <filesystem>
@@ -9,7 +10,6 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace tlio::test {

@@ -17,13 +17,13 @@ namespace tlio {
 
 enum class Dtype : uint8_t {
   BOOL = 0,
-  F4,           ///< E2M1, two per byte, lower-indexed element in the low nibble
+  F4,  ///< E2M1, two per byte, lower-indexed element in the low nibble
   F6_E2M3,
   F6_E3M2,
   U8,
   I8,
   F8_E5M2,
-  F8_E4M3,      ///< the "fn" variant: no infinities, max 448
+  F8_E4M3,  ///< the "fn" variant: no infinities, max 448
   F8_E8M0,
   F8_E4M3FNUZ,
   F8_E5M2FNUZ,
@@ -64,16 +64,49 @@ TLIO_API bool is_sub_byte(Dtype d) noexcept;  ///< F4, F6_*
 /// The dtype of a C++ element type, for typed copies (float -> F32, int8_t -> I8, ...).
 template <class T>
 struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr Dtype value = Dtype::BOOL; };
-template <> struct dtype_of<uint8_t> { static constexpr Dtype value = Dtype::U8; };
-template <> struct dtype_of<int8_t> { static constexpr Dtype value = Dtype::I8; };
-template <> struct dtype_of<uint16_t> { static constexpr Dtype value = Dtype::U16; };
-template <> struct dtype_of<int16_t> { static constexpr Dtype value = Dtype::I16; };
-template <> struct dtype_of<uint32_t> { static constexpr Dtype value = Dtype::U32; };
-template <> struct dtype_of<int32_t> { static constexpr Dtype value = Dtype::I32; };
-template <> struct dtype_of<uint64_t> { static constexpr Dtype value = Dtype::U64; };
-template <> struct dtype_of<int64_t> { static constexpr Dtype value = Dtype::I64; };
-template <> struct dtype_of<float> { static constexpr Dtype value = Dtype::F32; };
-template <> struct dtype_of<double> { static constexpr Dtype value = Dtype::F64; };
+template <>
+struct dtype_of<bool> {
+  static constexpr Dtype value = Dtype::BOOL;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr Dtype value = Dtype::U8;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr Dtype value = Dtype::I8;
+};
+template <>
+struct dtype_of<uint16_t> {
+  static constexpr Dtype value = Dtype::U16;
+};
+template <>
+struct dtype_of<int16_t> {
+  static constexpr Dtype value = Dtype::I16;
+};
+template <>
+struct dtype_of<uint32_t> {
+  static constexpr Dtype value = Dtype::U32;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr Dtype value = Dtype::I32;
+};
+template <>
+struct dtype_of<uint64_t> {
+  static constexpr Dtype value = Dtype::U64;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr Dtype value = Dtype::I64;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr Dtype value = Dtype::F32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr Dtype value = Dtype::F64;
+};
 
 }  // namespace tlio

@@ -18,8 +18,8 @@ namespace tlio {
 
 /// Kinds of failure. The numeric values are the C API's TL_E* codes.
 enum class ErrorCode : int {
-  format = 1,            ///< the bytes break a rule of the format (reader rules, quantization checks)
-  io = 2,                ///< a file could not be opened, read, written or renamed
+  format = 1,  ///< the bytes break a rule of the format (reader rules, quantization checks)
+  io = 2,      ///< a file could not be opened, read, written or renamed
   invalid_argument = 3,  ///< the caller asked for something malformed (bad slice, bad tensor data)
   not_found = 4,         ///< a tensor or key asked for by name does not exist
   unsupported = 5,       ///< a valid request that tlio does not do

@@ -93,8 +93,8 @@ class TLIO_API TensorView {
   }
 
   /// A slice of this view as byte chunks pointing into the same bytes.
-  std::vector<std::span<const std::byte>> slice_chunks(std::span<const SliceIndex> indices,
-                                                       std::vector<uint64_t>* shape = nullptr) const;
+  std::vector<std::span<const std::byte>> slice_chunks(
+      std::span<const SliceIndex> indices, std::vector<uint64_t>* shape = nullptr) const;
   /// A slice of this view copied into one contiguous buffer.
   std::vector<std::byte> slice_copy(std::span<const SliceIndex> indices,
                                     std::vector<uint64_t>* shape = nullptr) const;
@@ -138,7 +138,9 @@ class TLIO_API File {
   /// Copies the tensor's bytes into `dst` (exactly byte_size() bytes).
   void read(std::string_view name, std::span<std::byte> dst) const;
   template <class T>
-  std::vector<T> copy_as(std::string_view name) const { return view(name).copy_as<T>(); }
+  std::vector<T> copy_as(std::string_view name) const {
+    return view(name).copy_as<T>();
+  }
   /// Copies a slice; with pread only the needed bytes are read.
   std::vector<std::byte> read_slice(std::string_view name, std::span<const SliceIndex> indices,
                                     std::vector<uint64_t>* shape = nullptr) const;

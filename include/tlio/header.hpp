@@ -85,6 +85,7 @@ TLIO_API void append_json_string(std::string& out, std::string_view s);
 
 /// Byte size of `count` elements of `dtype`; nullopt on overflow or when count * bits is not
 /// a whole number of bytes.
-TLIO_API std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shape) noexcept;
+TLIO_API std::optional<uint64_t> tensor_bytes(Dtype dtype,
+                                              std::span<const uint64_t> shape) noexcept;
 
 }  // namespace tlio

@@ -87,8 +87,10 @@ class Shape {
   void take(Shape& o) noexcept {  // *this holds nothing
     size_ = o.size_;
     heap_capacity_ = o.heap_capacity_;
-    if (o.on_heap()) heap_ = o.heap_;
-    else std::copy(o.inline_, o.inline_ + o.size_, inline_);
+    if (o.on_heap())
+      heap_ = o.heap_;
+    else
+      std::copy(o.inline_, o.inline_ + o.size_, inline_);
     o.heap_capacity_ = 0;
     o.size_ = 0;
   }

@@ -46,19 +46,32 @@ struct Alias {
   Dtype dtype;
 };
 constexpr Alias kAliases[] = {
-    {"bool", Dtype::BOOL},          {"uint8", Dtype::U8},
-    {"int8", Dtype::I8},            {"int16", Dtype::I16},
-    {"uint16", Dtype::U16},         {"int32", Dtype::I32},
-    {"uint32", Dtype::U32},         {"int64", Dtype::I64},
-    {"uint64", Dtype::U64},         {"float16", Dtype::F16},
-    {"half", Dtype::F16},           {"bfloat16", Dtype::BF16},
-    {"float32", Dtype::F32},        {"float", Dtype::F32},
-    {"float64", Dtype::F64},        {"double", Dtype::F64},
-    {"complex64", Dtype::C64},      {"float8_e4m3fn", Dtype::F8_E4M3},
-    {"float8_e5m2", Dtype::F8_E5M2}, {"float8_e8m0fnu", Dtype::F8_E8M0},
-    {"float8_e4m3fnuz", Dtype::F8_E4M3FNUZ}, {"float8_e5m2fnuz", Dtype::F8_E5M2FNUZ},
-    {"float4_e2m1fn", Dtype::F4},   {"float4_e2m1fn_x2", Dtype::F4},
-    {"float6_e2m3fn", Dtype::F6_E2M3}, {"float6_e3m2fn", Dtype::F6_E3M2},
+    {"bool", Dtype::BOOL},
+    {"uint8", Dtype::U8},
+    {"int8", Dtype::I8},
+    {"int16", Dtype::I16},
+    {"uint16", Dtype::U16},
+    {"int32", Dtype::I32},
+    {"uint32", Dtype::U32},
+    {"int64", Dtype::I64},
+    {"uint64", Dtype::U64},
+    {"float16", Dtype::F16},
+    {"half", Dtype::F16},
+    {"bfloat16", Dtype::BF16},
+    {"float32", Dtype::F32},
+    {"float", Dtype::F32},
+    {"float64", Dtype::F64},
+    {"double", Dtype::F64},
+    {"complex64", Dtype::C64},
+    {"float8_e4m3fn", Dtype::F8_E4M3},
+    {"float8_e5m2", Dtype::F8_E5M2},
+    {"float8_e8m0fnu", Dtype::F8_E8M0},
+    {"float8_e4m3fnuz", Dtype::F8_E4M3FNUZ},
+    {"float8_e5m2fnuz", Dtype::F8_E5M2FNUZ},
+    {"float4_e2m1fn", Dtype::F4},
+    {"float4_e2m1fn_x2", Dtype::F4},
+    {"float6_e2m3fn", Dtype::F6_E2M3},
+    {"float6_e3m2fn", Dtype::F6_E3M2},
 };
 
 const DtypeRow& row(Dtype d) noexcept { return kTable[static_cast<size_t>(d)]; }
@@ -100,9 +113,18 @@ std::optional<Dtype> parse_dtype_alias(std::string_view name) noexcept {
 
 bool is_floating(Dtype d) noexcept {
   switch (d) {
-    case Dtype::F4: case Dtype::F6_E2M3: case Dtype::F6_E3M2: case Dtype::F8_E5M2:
-    case Dtype::F8_E4M3: case Dtype::F8_E8M0: case Dtype::F8_E4M3FNUZ: case Dtype::F8_E5M2FNUZ:
-    case Dtype::F16: case Dtype::BF16: case Dtype::F32: case Dtype::F64:
+    case Dtype::F4:
+    case Dtype::F6_E2M3:
+    case Dtype::F6_E3M2:
+    case Dtype::F8_E5M2:
+    case Dtype::F8_E4M3:
+    case Dtype::F8_E8M0:
+    case Dtype::F8_E4M3FNUZ:
+    case Dtype::F8_E5M2FNUZ:
+    case Dtype::F16:
+    case Dtype::BF16:
+    case Dtype::F32:
+    case Dtype::F64:
       return true;
     default:
       return false;
@@ -111,8 +133,14 @@ bool is_floating(Dtype d) noexcept {
 
 bool is_integer(Dtype d) noexcept {
   switch (d) {
-    case Dtype::U8: case Dtype::I8: case Dtype::I16: case Dtype::U16: case Dtype::I32:
-    case Dtype::U32: case Dtype::I64: case Dtype::U64:
+    case Dtype::U8:
+    case Dtype::I8:
+    case Dtype::I16:
+    case Dtype::U16:
+    case Dtype::I32:
+    case Dtype::U32:
+    case Dtype::I64:
+    case Dtype::U64:
       return true;
     default:
       return false;

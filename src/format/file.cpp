@@ -1,10 +1,10 @@
 // format/file.cpp: File (open, validate, hand out views) and TensorView.
 #include "tlio/file.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <fmt/core.h>
 
 #include "format/header_parse.hpp"
 #include "format/quote.hpp"
@@ -44,8 +44,8 @@ auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
 // Validates an in-memory file image (rules 1-5).
 void validate_memory(File::State& s) {
   s.file_size = s.memory.size();
-  s.header_size = read_header_length(s.memory.first(std::min<size_t>(8, s.memory.size())),
-                                     s.file_size);
+  s.header_size =
+      read_header_length(s.memory.first(std::min<size_t>(8, s.memory.size())), s.file_size);
   const uint64_t data_size = s.file_size - 8 - s.header_size;
   s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
                                   data_size, data_size >= detail::kJsonPadding);
@@ -125,10 +125,9 @@ bool File::is_canonical() const {
   canonical_layout(layout);
   std::string text = canonical_header(metadata(), layout);
   std::vector<std::byte> raw = raw_header();
-  return text.size() == raw.size() && std::equal(text.begin(), text.end(), raw.begin(),
-                                                 [](char c, std::byte b) {
-                                                   return static_cast<std::byte>(c) == b;
-                                                 });
+  return text.size() == raw.size() &&
+         std::equal(text.begin(), text.end(), raw.begin(),
+                    [](char c, std::byte b) { return static_cast<std::byte>(c) == b; });
 }
 
 void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
@@ -141,13 +140,13 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
     detail::copy_bytes(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
     return;
   }
-  attributed(s.name, [&] { detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name); });
+  attributed(s.name,
+             [&] { detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name); });
 }
 
 TensorView File::view(std::string_view name) const {
-  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
-    return state_->header.at(name);
-  });
+  const TensorInfo& info =
+      attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
   TensorView v;
   v.info_ = &info;
   if (!state_->memory.empty() || info.byte_size() == 0) {
@@ -172,9 +171,8 @@ TensorView File::view(std::string_view name) const {
 }
 
 void File::read(std::string_view name, std::span<std::byte> dst) const {
-  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
-    return state_->header.at(name);
-  });
+  const TensorInfo& info =
+      attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
   if (dst.size() != info.byte_size())
     throw_invalid(fmt::format("destination holds {} bytes, tensor {} has {}", dst.size(),
                               detail::quote_name(info.name), info.byte_size()),
@@ -184,9 +182,8 @@ void File::read(std::string_view name, std::span<std::byte> dst) const {
 
 std::vector<std::byte> File::read_slice(std::string_view name, std::span<const SliceIndex> indices,
                                         std::vector<uint64_t>* shape) const {
-  const TensorInfo& info = attributed(state_->name, [&]() -> const TensorInfo& {
-    return state_->header.at(name);
-  });
+  const TensorInfo& info =
+      attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
   detail::SliceGeometry g = detail::slice_geometry(info, indices);
   std::vector<std::byte> out(static_cast<size_t>(g.byte_size()));
   size_t pos = 0;
@@ -202,8 +199,8 @@ void TensorView::check_element_type(Dtype requested, unsigned bits, bool raw_ok)
   const Dtype d = info_->dtype;
   if (requested == d) return;
   if (raw_ok && bits == dtype_bits(d) && !is_integer(d)) return;  // raw bits of a float type
-  throw_invalid(fmt::format("tensor {} is {}; cannot copy it as {}", detail::quote_name(info_->name),
-                            dtype_name(d), dtype_name(requested)),
+  throw_invalid(fmt::format("tensor {} is {}; cannot copy it as {}",
+                            detail::quote_name(info_->name), dtype_name(d), dtype_name(requested)),
                 info_->name);
 }
 

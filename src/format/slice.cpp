@@ -57,8 +57,8 @@ SliceGeometry slice_geometry(const TensorInfo& info, std::span<const SliceIndex>
       g.partial_dim = static_cast<int>(d);
       break;
     }
-  uint64_t run_elems = g.partial_dim < 0 ? info.element_count()
-                                         : g.extent[g.partial_dim] * g.stride[g.partial_dim];
+  uint64_t run_elems =
+      g.partial_dim < 0 ? info.element_count() : g.extent[g.partial_dim] * g.stride[g.partial_dim];
   g.run_count = 1;
   for (int d = 0; d < g.partial_dim; ++d) g.run_count *= g.extent[d];
   if (g.bits < 8) {

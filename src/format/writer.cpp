@@ -5,15 +5,14 @@
 // buffered beyond what the caller hands over.
 #include "tlio/writer.hpp"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/core.h>
-#include <fmt/format.h>
 
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -36,10 +35,10 @@ struct Writer::Impl {
   std::vector<TensorInfo> tensors;  // declaration order, then canonical order once frozen
   std::unordered_set<std::string> declared;
   std::unordered_map<std::string_view, size_t> index;  // name -> position in tensors (frozen)
-  std::vector<uint64_t> written;                        // bytes supplied per tensor
+  std::vector<uint64_t> written;                       // bytes supplied per tensor
   uint64_t data_start = 0;
   bool frozen = false;
-  bool finished = false;   // committed or aborted
+  bool finished = false;  // committed or aborted
   bool committed = false;
 
   void check_open() const {
@@ -163,11 +162,11 @@ void Writer::write(std::string_view name, std::span<const std::byte> data) {
   size_t i = impl_->lookup(name);
   const TensorInfo& t = impl_->tensors[i];
   if (impl_->written[i] != 0 || data.size() != t.byte_size())
-    throw_invalid(fmt::format("tensor {} ({} [{}]) takes exactly {} bytes, got {}{}",
-                              quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", "),
-                              t.byte_size(), data.size(),
-                              impl_->written[i] ? " after earlier parts" : ""),
-                  t.name);
+    throw_invalid(
+        fmt::format("tensor {} ({} [{}]) takes exactly {} bytes, got {}{}", quote_name(t.name),
+                    dtype_name(t.dtype), fmt::join(t.shape, ", "), t.byte_size(), data.size(),
+                    impl_->written[i] ? " after earlier parts" : ""),
+        t.name);
   impl_->accept(i, data);
 }
 
@@ -198,7 +197,8 @@ void Writer::copy_from(std::string_view name, const File& src, std::string_view 
                               dtype_name(s.dtype), fmt::join(s.shape, ", "), quote_name(t.name),
                               dtype_name(t.dtype), fmt::join(t.shape, ", ")),
                   t.name);
-  if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
+  if (w.written[i] != 0)
+    throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file && src.native_handle() >= 0) {
     // In-kernel copy: no trip through user memory (and no page faults on a mapping).
     detail::copy_range(src.native_handle(), 8 + src.header_size() + s.begin, w.file->fd(),
@@ -214,10 +214,10 @@ void Writer::commit() {
   w.freeze();
   for (size_t i = 0; i < w.tensors.size(); ++i)
     if (w.written[i] != w.tensors[i].byte_size())
-      throw_invalid(fmt::format("tensor {} incomplete: {} of {} bytes supplied",
-                                quote_name(w.tensors[i].name), w.written[i],
-                                w.tensors[i].byte_size()),
-                    w.tensors[i].name);
+      throw_invalid(
+          fmt::format("tensor {} incomplete: {} of {} bytes supplied",
+                      quote_name(w.tensors[i].name), w.written[i], w.tensors[i].byte_size()),
+          w.tensors[i].name);
   if (w.file) {
     try {
       w.file->commit();

@@ -1,6 +1,7 @@
 #include "io/os_file.hpp"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "tlio/error.hpp"
 
@@ -72,9 +71,9 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
       fail("read failed", name, errno);
     }
     if (got == 0)
-      throw_io(fmt::format("unexpected end of file at byte {} (was the file truncated?)",
-                           offset + done),
-               name);
+      throw_io(
+          fmt::format("unexpected end of file at byte {} (was the file truncated?)", offset + done),
+          name);
     done += static_cast<size_t>(got);
   }
 }
@@ -166,7 +165,8 @@ void AtomicFile::commit() {
   if (::stat(dest_.c_str(), &st) == 0) mode = st.st_mode & 07777;
   if (::fchmod(fd_.get(), mode) != 0) fail("cannot set permissions", dest_name_, errno);
   if (::fsync(fd_.get()) != 0) fail("fsync failed", dest_name_, errno);
-  if (::rename(tmp_.c_str(), dest_.c_str()) != 0) fail("cannot rename into place", dest_name_, errno);
+  if (::rename(tmp_.c_str(), dest_.c_str()) != 0)
+    fail("cannot rename into place", dest_name_, errno);
   done_ = true;
   fd_ = Fd();
   std::filesystem::path dir = dest_.parent_path();

@@ -12,11 +12,10 @@ namespace {
 TEST(Dtype, TableMatchesReferenceEnumOrderAndBits) {
   // notes/hf-reference.md 2.1: (name, bits) in declaration order.
   const std::vector<std::pair<std::string, unsigned>> expected = {
-      {"BOOL", 8},        {"F4", 4},           {"F6_E2M3", 6},     {"F6_E3M2", 6},
-      {"U8", 8},          {"I8", 8},           {"F8_E5M2", 8},     {"F8_E4M3", 8},
-      {"F8_E8M0", 8},     {"F8_E4M3FNUZ", 8},  {"F8_E5M2FNUZ", 8}, {"I16", 16},
-      {"U16", 16},        {"F16", 16},         {"BF16", 16},       {"I32", 32},
-      {"U32", 32},        {"F32", 32},         {"C64", 64},        {"F64", 64},
+      {"BOOL", 8},        {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},
+      {"I8", 8},          {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8},
+      {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+      {"I32", 32},        {"U32", 32},    {"F32", 32},    {"C64", 64},    {"F64", 64},
       {"I64", 64},        {"U64", 64}};
   ASSERT_EQ(all_dtypes().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -30,9 +29,9 @@ TEST(Dtype, TableMatchesReferenceEnumOrderAndBits) {
 
 TEST(Dtype, WriteOrderIsDecisionsList) {
   const std::vector<std::string> order = {
-      "U64", "I64", "F64", "C64", "F32", "U32", "I32", "BF16", "F16", "U16", "I16",
-      "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0", "F8_E4M3", "F8_E5M2", "I8", "U8",
-      "F6_E3M2", "F6_E2M3", "F4", "BOOL"};
+      "U64", "I64", "F64",     "C64",         "F32",         "U32",     "I32",     "BF16",
+      "F16", "U16", "I16",     "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0", "F8_E4M3", "F8_E5M2",
+      "I8",  "U8",  "F6_E3M2", "F6_E2M3",     "F4",          "BOOL"};
   for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(write_rank(*parse_dtype(order[i])), int(i));
 }
 

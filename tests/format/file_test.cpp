@@ -2,7 +2,6 @@
 #include "tlio/file.hpp"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include "test_util.hpp"
@@ -108,7 +107,8 @@ TEST(File, MisalignedDataCopiesCorrectly) {
                                {"b", Dtype::F32, {2}, std::as_bytes(std::span(w))}};
   File f = File::from_bytes(serialize(t));
   // F32 sorts first canonically; build a misaligned layout by hand instead.
-  std::string h = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})";
+  std::string h =
+      R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})";
   std::vector<std::byte> data(9);
   data[0] = std::byte{9};
   std::memcpy(data.data() + 1, w.data(), 8);
@@ -141,7 +141,8 @@ TEST(File, ErrorsNameTheFile) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::format);
-    EXPECT_EQ(std::string(e.what()).rfind((dir / "bad.safetensors").string() + ": rule 2: ", 0), 0u);
+    EXPECT_EQ(std::string(e.what()).rfind((dir / "bad.safetensors").string() + ": rule 2: ", 0),
+              0u);
   }
 }
 

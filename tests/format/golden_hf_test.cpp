@@ -17,7 +17,7 @@ struct GoldenCase {
   std::string file;  // empty for writer rejections
   Metadata metadata;
   bool has_metadata = false;
-  std::vector<TensorData> specs;              // bytes left empty: see tensors()
+  std::vector<TensorData> specs;             // bytes left empty: see tensors()
   std::vector<std::vector<std::byte>> data;  // bytes of specs[i]
 
   // The tensors with their bytes (spans into this case, so rebuilt on every call).
@@ -42,7 +42,8 @@ std::vector<GoldenCase> load_cases() {
     dom::object meta;
     if (c["metadata"].get_object().get(meta) == simdjson::SUCCESS) {
       g.has_metadata = true;
-      for (auto kv : meta) g.metadata[std::string(kv.key)] = std::string(kv.value.get_string().value());
+      for (auto kv : meta)
+        g.metadata[std::string(kv.key)] = std::string(kv.value.get_string().value());
     }
     for (auto t : c["tensors_input_order"].get_array()) {
       auto name_bytes = test::from_hex(t["name_utf8_hex"].get_string().value());

@@ -90,25 +90,42 @@ TEST(RuleOrder, DuplicateDeepInsideUnknownFieldIsRule2) {
 }
 
 TEST(RuleOrder, MetadataAfterTensorsStillRule3First) {
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"X","shape":[],"data_offsets":[0,4]},"__metadata__":{"k":1}})")),
+  EXPECT_EQ(rule_of(make_file(
+                R"({"a":{"dtype":"X","shape":[],"data_offsets":[0,4]},"__metadata__":{"k":1}})")),
             "3");
 }
 
 TEST(RuleOrder, Rule4BeforeRule5) {
   // b is misshapen (rule 4), a leaves a gap (rule 5): rule 4 is reported.
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,12]}})",
-                              zeros(12))),
-            "4");
+  EXPECT_EQ(
+      rule_of(make_file(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,12]}})",
+          zeros(12))),
+      "4");
 }
 
 TEST(Rule2, UnrepresentableNumbersAreValidJson) {
   // A dim of 2^64 is valid JSON: rule 4, not rule 2, even with a rule-4-free rest.
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})", zeros(4))), "4");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})", zeros(4))), "4");
-  EXPECT_EQ(rule_of(make_file(R"({"__metadata__":{"k":99999999999999999999999},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", zeros(4))), "3");
+  EXPECT_EQ(rule_of(make_file(
+                R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})",
+                zeros(4))),
+            "4");
+  EXPECT_EQ(
+      rule_of(make_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})", zeros(4))),
+      "4");
+  EXPECT_EQ(
+      rule_of(make_file(
+          R"({"__metadata__":{"k":99999999999999999999999},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+          zeros(4))),
+      "3");
   // ...but a syntax error elsewhere still wins.
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]},})", zeros(4))), "2");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", zeros(4))), "2");
+  EXPECT_EQ(rule_of(make_file(
+                R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]},})",
+                zeros(4))),
+            "2");
+  EXPECT_EQ(
+      rule_of(make_file(R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", zeros(4))),
+      "2");
   // A big number inside a string is not touched.
   EXPECT_EQ(rule_of(make_file(R"({"__metadata__":{"k":"99999999999999999999999"}})")), "accept");
 }
@@ -120,8 +137,8 @@ TEST(Rule2, LeadingWhitespaceAndUnpaddedAccepted) {
 }
 
 TEST(Rule2, DeepNestingIsBoundedNotACrash) {
-  std::string deep = R"({"__metadata__":{"k":)" + std::string(100000, '[') +
-                     std::string(100000, ']') + "}}";
+  std::string deep =
+      R"({"__metadata__":{"k":)" + std::string(100000, '[') + std::string(100000, ']') + "}}";
   EXPECT_EQ(rule_of(make_file(deep)), "2");
 }
 
@@ -133,19 +150,33 @@ TEST(Rule3, MetadataNullAcceptedAsNone) {
 }
 
 TEST(Rule4, ZeroDimMakesTheProductZeroWhateverTheOrder) {
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[18446744073709551615,18446744073709551615,0],"data_offsets":[0,0]}})")), "accept");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F32","shape":[0,18446744073709551615,18446744073709551615],"data_offsets":[0,0]}})")), "accept");
+  EXPECT_EQ(
+      rule_of(make_file(
+          R"({"a":{"dtype":"F32","shape":[18446744073709551615,18446744073709551615,0],"data_offsets":[0,0]}})")),
+      "accept");
+  EXPECT_EQ(
+      rule_of(make_file(
+          R"({"a":{"dtype":"F32","shape":[0,18446744073709551615,18446744073709551615],"data_offsets":[0,0]}})")),
+      "accept");
 }
 
 TEST(Rule4, SubByteCountsMustBeWholeBytes) {
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", zeros(2))), "4");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F4","shape":[],"data_offsets":[0,1]}})", zeros(1))), "4");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[0,3]}})", zeros(3))), "accept");
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F6_E3M2","shape":[2],"data_offsets":[0,2]}})", zeros(2))), "4");
+  EXPECT_EQ(
+      rule_of(make_file(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", zeros(2))),
+      "4");
+  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"F4","shape":[],"data_offsets":[0,1]}})", zeros(1))),
+            "4");
+  EXPECT_EQ(
+      rule_of(make_file(R"({"a":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[0,3]}})", zeros(3))),
+      "accept");
+  EXPECT_EQ(
+      rule_of(make_file(R"({"a":{"dtype":"F6_E3M2","shape":[2],"data_offsets":[0,2]}})", zeros(2))),
+      "4");
 }
 
 TEST(Rule4, TensorNamedInError) {
-  auto e = verdict(make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", zeros(4)));
+  auto e =
+      verdict(make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", zeros(4)));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->rule(), "4");
   EXPECT_EQ(e->tensor(), "w");
@@ -156,10 +187,12 @@ TEST(Rule4, TensorNamedInError) {
 
 TEST(Rule5, MessageAndOffsetLikeTheSpecExample) {
   // a [0,12) then b claims [16,20): "begins at 16, expected 12".
-  std::string h = R"({"a":{"dtype":"U8","shape":[12],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})";
+  std::string h =
+      R"({"a":{"dtype":"U8","shape":[12],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})";
   auto e = verdict(make_file(h, zeros(20)));
   ASSERT_TRUE(e);
-  EXPECT_EQ(std::string(e->what()), "t.safetensors: rule 5: tensor \"b\" begins at 16, expected 12");
+  EXPECT_EQ(std::string(e->what()),
+            "t.safetensors: rule 5: tensor \"b\" begins at 16, expected 12");
   EXPECT_EQ(e->tensor(), "b");
   EXPECT_EQ(e->offset(), 8 + h.size() + 16);
 }
@@ -173,7 +206,8 @@ TEST(Rule5, TrailingAndMissingBytes) {
 }
 
 TEST(Rule5, ZeroSizeTensorsMayShareOffsetsInAnyFileOrder) {
-  std::string h = R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"y":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})";
+  std::string h =
+      R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"y":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})";
   File f = File::from_bytes(make_file(h, zeros(4)));
   ASSERT_EQ(f.tensors().size(), 3u);
   EXPECT_EQ(f.tensors()[0].name, "z");  // (0,0) sorts before (0,4)
@@ -182,7 +216,8 @@ TEST(Rule5, ZeroSizeTensorsMayShareOffsetsInAnyFileOrder) {
 }
 
 TEST(Header, FindSortedNamesAndMetadata) {
-  std::string h = R"({"__metadata__":{"b":"2","a":"1"},"zeta":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"alpha":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})";
+  std::string h =
+      R"({"__metadata__":{"b":"2","a":"1"},"zeta":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"alpha":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})";
   File f = File::from_bytes(make_file(h, zeros(2)));
   EXPECT_EQ(f.tensors()[0].name, "zeta");  // offset order
   auto names = f.header().sorted_names();
@@ -200,8 +235,13 @@ TEST(Header, FindSortedNamesAndMetadata) {
 }
 
 TEST(Header, EscapedNamesCompareUnescaped) {
-  EXPECT_EQ(rule_of(make_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\u0061":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", zeros(2))), "2");
-  File f = File::from_bytes(make_file(R"({"\u00e9\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", zeros(1)));
+  EXPECT_EQ(
+      rule_of(make_file(
+          R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\u0061":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+          zeros(2))),
+      "2");
+  File f = File::from_bytes(make_file(
+      R"({"\u00e9\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", zeros(1)));
   EXPECT_EQ(f.tensors()[0].name, "\xC3\xA9\xF0\x9F\x98\x80");
 }
 
@@ -211,9 +251,10 @@ TEST(Header, CanonicalText) {
   t[0].dtype = Dtype::F32;
   t[0].shape = {2, 2};
   canonical_layout(t);
-  EXPECT_EQ(canonical_header({{"format", "tinyllm"}}, t),
-            R"({"__metadata__":{"format":"tinyllm"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"
-            "   ");
+  EXPECT_EQ(
+      canonical_header({{"format", "tinyllm"}}, t),
+      R"({"__metadata__":{"format":"tinyllm"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"
+      "   ");
   EXPECT_EQ(canonical_header({}, {}), "{}      ");
 }
 

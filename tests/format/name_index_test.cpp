@@ -16,7 +16,8 @@ TEST(NameIndex, FindsEveryNameAndNoOther) {
   std::vector<uint64_t> keys;
   name_index_build(keys, names.size(), name_of);
   EXPECT_EQ(name_index_duplicate(keys, name_of), -1);
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(name_index_find(keys, names[i], name_of), int64_t(i));
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(name_index_find(keys, names[i], name_of), int64_t(i));
   EXPECT_EQ(name_index_find(keys, "layers.5000.w", name_of), -1);
   EXPECT_EQ(name_index_find(keys, "", name_of), -1);
 }
@@ -42,7 +43,8 @@ TEST(NameIndex, AllHashesCollidingStaysCorrectAndFast) {
   for (size_t i = 0; i < n; ++i) keys[i] = uint64_t{7} << 32 | i;
   name_index_sort(keys, name_of);
   EXPECT_EQ(name_index_duplicate(keys, name_of), -1);
-  for (size_t i = 0; i < n; i += 997) EXPECT_EQ(name_index_find(keys, names[i], 7, name_of), int64_t(i));
+  for (size_t i = 0; i < n; i += 997)
+    EXPECT_EQ(name_index_find(keys, names[i], 7, name_of), int64_t(i));
   EXPECT_EQ(name_index_find(keys, "missing", 7, name_of), -1);
   names.push_back(names[12345]);
   keys.push_back(uint64_t{7} << 32 | n);

@@ -36,8 +36,8 @@ TEST(RealFiles, AllLoadAndReadWithBothBackends) {
     EXPECT_GT(a.tensors().size(), 0u);
     for (const auto& t : a.tensors()) {
       auto va = a.view(t.name), vb = b.view(t.name);
-      EXPECT_TRUE(std::equal(va.bytes().begin(), va.bytes().end(), vb.bytes().begin(),
-                             vb.bytes().end()));
+      EXPECT_TRUE(
+          std::equal(va.bytes().begin(), va.bytes().end(), vb.bytes().begin(), vb.bytes().end()));
     }
   }
 }
@@ -57,7 +57,8 @@ TEST(RealFiles, CanonicalOnesRewriteByteIdentical) {
     EXPECT_TRUE(out.is_canonical());
     for (const auto& t : f.tensors()) {
       auto a = f.view(t.name), b = out.view(t.name);
-      EXPECT_TRUE(std::equal(a.bytes().begin(), a.bytes().end(), b.bytes().begin(), b.bytes().end()));
+      EXPECT_TRUE(
+          std::equal(a.bytes().begin(), a.bytes().end(), b.bytes().begin(), b.bytes().end()));
     }
     if (!old_sample) {
       EXPECT_EQ(test::read_bytes(dir / "out.safetensors"), test::read_bytes(p));

@@ -15,10 +15,30 @@ namespace tlio {
 namespace {
 
 std::string random_name(std::mt19937_64& rng) {
-  static const std::vector<std::string> pieces = {
-      "a", "b", "layers.", "0", "9", ".", "_", "/", " ", "\"", "\\", "\n", "\t", std::string(1, '\0'),
-      "\x01", "\x7f", "\xC3\xA9", "e\xCC\x81", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "\xE2\x80\xA8",
-      "weight", "__metadata", "~"};
+  static const std::vector<std::string> pieces = {"a",
+                                                  "b",
+                                                  "layers.",
+                                                  "0",
+                                                  "9",
+                                                  ".",
+                                                  "_",
+                                                  "/",
+                                                  " ",
+                                                  "\"",
+                                                  "\\",
+                                                  "\n",
+                                                  "\t",
+                                                  std::string(1, '\0'),
+                                                  "\x01",
+                                                  "\x7f",
+                                                  "\xC3\xA9",
+                                                  "e\xCC\x81",
+                                                  "\xE6\x97\xA5",
+                                                  "\xF0\x9F\x98\x80",
+                                                  "\xE2\x80\xA8",
+                                                  "weight",
+                                                  "__metadata",
+                                                  "~"};
   std::string s;
   int n = static_cast<int>(rng() % 6);
   for (int i = 0; i < n; ++i) s += pieces[rng() % pieces.size()];
@@ -33,10 +53,19 @@ std::string escape_everything(const std::string& s) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     uint32_t cp;
     size_t len;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if (c < 0xE0) { cp = c & 0x1F; len = 2; }
-    else if (c < 0xF0) { cp = c & 0x0F; len = 3; }
-    else { cp = c & 0x07; len = 4; }
+    if (c < 0x80) {
+      cp = c;
+      len = 1;
+    } else if (c < 0xE0) {
+      cp = c & 0x1F;
+      len = 2;
+    } else if (c < 0xF0) {
+      cp = c & 0x0F;
+      len = 3;
+    } else {
+      cp = c & 0x07;
+      len = 4;
+    }
     for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     i += len;
     char buf[16];
@@ -65,14 +94,19 @@ std::string render(const Metadata& meta, std::vector<TensorInfo> tensors, std::m
   for (const auto& t : tensors) {
     std::vector<std::string> fields = {
         std::string("\"dtype\":") + ws + "\"" + std::string(dtype_name(t.dtype)) + "\"",
-        std::string("\"shape\":") + ws + "[" + [&] {
-          std::string d;
-          for (size_t i = 0; i < t.shape.size(); ++i) d += (i ? "," : "") + std::string(ws) + std::to_string(t.shape[i]);
-          return d;
-        }() + "]",
-        std::string("\"data_offsets\":[") + std::to_string(t.begin) + "," + ws + std::to_string(t.end) + "]"};
+        std::string("\"shape\":") + ws + "[" +
+            [&] {
+              std::string d;
+              for (size_t i = 0; i < t.shape.size(); ++i)
+                d += (i ? "," : "") + std::string(ws) + std::to_string(t.shape[i]);
+              return d;
+            }() +
+            "]",
+        std::string("\"data_offsets\":[") + std::to_string(t.begin) + "," + ws +
+            std::to_string(t.end) + "]"};
     std::shuffle(fields.begin(), fields.end(), rng);
-    std::string e = str(t.name) + ":" + ws + "{" + fields[0] + "," + ws + fields[1] + "," + fields[2] + "}";
+    std::string e =
+        str(t.name) + ":" + ws + "{" + fields[0] + "," + ws + fields[1] + "," + fields[2] + "}";
     items.push_back(e);
   }
   if (!meta.empty()) {

@@ -2,7 +2,6 @@
 #include "tlio/writer.hpp"
 
 #include <gtest/gtest.h>
-
 #include <malloc.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -29,9 +28,8 @@ std::vector<std::string> dir_entries(const std::filesystem::path& dir) {
 
 TEST(Writer, StreamingInAnyOrderAndPartsMatchesSerialize) {
   auto a = iota_bytes(64, 1), b = iota_bytes(10, 2), c = iota_bytes(8, 3);
-  std::vector<TensorData> t = {{"a", Dtype::F32, {4, 4}, a},
-                               {"b", Dtype::U8, {10}, b},
-                               {"c", Dtype::I64, {1}, c}};
+  std::vector<TensorData> t = {
+      {"a", Dtype::F32, {4, 4}, a}, {"b", Dtype::U8, {10}, b}, {"c", Dtype::I64, {1}, c}};
   auto expected = serialize(t, {{"k", "v"}});
   test::TempDir dir;
   Writer w = Writer::to_file(dir / "s.safetensors");
@@ -181,8 +179,7 @@ TEST(Writer, TwoGiBInBoundedHeap) {
   test::TempDir dir;
   struct statvfs vfs;
   const uint64_t total = uint64_t{2} << 30;
-  if (::statvfs(dir.path().c_str(), &vfs) != 0 ||
-      uint64_t(vfs.f_bavail) * vfs.f_frsize < total * 3)
+  if (::statvfs(dir.path().c_str(), &vfs) != 0 || uint64_t(vfs.f_bavail) * vfs.f_frsize < total * 3)
     GTEST_SKIP() << "needs 6 GiB free in " << dir.path();
   auto heap = [] {
     struct mallinfo2 mi = mallinfo2();

@@ -19,8 +19,8 @@ TEST(CopyBytes, MatchesMemcpyAtAllSizesAndAlignments) {
       for (size_t dst_off : {0, 3, 32, 63}) {
         std::fill(dst.begin(), dst.end(), std::byte{0xEE});
         copy_bytes(dst.data() + dst_off, src.data() + src_off, n);
-        ASSERT_TRUE(std::equal(dst.begin() + dst_off, dst.begin() + dst_off + n,
-                               src.begin() + src_off))
+        ASSERT_TRUE(
+            std::equal(dst.begin() + dst_off, dst.begin() + dst_off + n, src.begin() + src_off))
             << n << " " << src_off << " " << dst_off;
         ASSERT_EQ(dst[dst_off + n], std::byte{0xEE});  // nothing past the end
         if (dst_off) ASSERT_EQ(dst[dst_off - 1], std::byte{0xEE});

@@ -1,9 +1,8 @@
 // Tests for io/os_file.hpp: atomic replacement and in-kernel copies.
 #include "io/os_file.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 
 #include "test_util.hpp"
 #include "tlio/error.hpp"

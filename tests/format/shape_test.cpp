@@ -26,7 +26,9 @@ TEST(Shape, InlineAndHeap) {
     EXPECT_EQ(d, std::vector<uint64_t>{7});
     d = std::move(a);
     EXPECT_EQ(d, v);
-    if (rank) EXPECT_EQ(d.back(), v.back());
+    if (rank) {
+      EXPECT_EQ(d.back(), v.back());
+    }
   }
 }
 

@@ -23,7 +23,9 @@ TEST(CopyBytes, MatchesMemcpyAtAllSizesAndAlignments) {
             std::equal(dst.begin() + dst_off, dst.begin() + dst_off + n, src.begin() + src_off))
             << n << " " << src_off << " " << dst_off;
         ASSERT_EQ(dst[dst_off + n], std::byte{0xEE});  // nothing past the end
-        if (dst_off) ASSERT_EQ(dst[dst_off - 1], std::byte{0xEE});
+        if (dst_off) {
+          ASSERT_EQ(dst[dst_off - 1], std::byte{0xEE});
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 // tlio/tlio.hpp: the whole C++ API.
 #pragma once
 
+#include "tlio/convert.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"

@@ -1,0 +1,175 @@
+// dtype/convert_simd.cpp: SIMD kernels for F32<->BF16 and F32<->F16, compiled once per target
+// by Highway and dispatched at run time. Rounding is done with integer operations (not
+// Highway's DemoteTo, which truncates in Debian's Highway 1.0.3), so every target gives the same
+// bits as the scalar helpers in convert.cpp. Tails shorter than a vector use those helpers.
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "dtype/convert_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+#include <cstring>
+
+#include "dtype/convert_kernels.hpp"
+#include "tlio/convert.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace tlio::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
+  const hn::ScalableTag<uint32_t> du32;
+  const hn::Rebind<uint16_t, decltype(du32)> du16;
+  const size_t lanes = hn::Lanes(du32);
+  const auto* in = reinterpret_cast<const uint32_t*>(src);
+  auto* out = reinterpret_cast<uint16_t*>(dst);
+  const auto abs_mask = hn::Set(du32, 0x7FFFFFFFu);
+  const auto inf = hn::Set(du32, 0x7F800000u);
+  const auto bias = hn::Set(du32, 0x7FFFu);
+  const auto one = hn::Set(du32, 1u);
+  const auto quiet = hn::Set(du32, 0x40u);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto u = hn::LoadU(du32, in + i);
+    const auto is_nan = hn::Gt(hn::And(u, abs_mask), inf);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), one);
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, bias), lsb));
+    const auto nan = hn::Or(hn::ShiftRight<16>(u), quiet);
+    hn::StoreU(hn::TruncateTo(du16, hn::IfThenElse(is_nan, nan, rounded)), du16, out + i);
+  }
+  for (; i < n; ++i) {
+    float f;
+    std::memcpy(&f, src + 4 * i, 4);
+    const uint16_t h = f32_to_bf16(f);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
+  const hn::ScalableTag<uint32_t> du32;
+  const hn::Rebind<uint16_t, decltype(du32)> du16;
+  const size_t lanes = hn::Lanes(du32);
+  const auto* in = reinterpret_cast<const uint16_t*>(src);
+  auto* out = reinterpret_cast<uint32_t*>(dst);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i))), du32, out + i);
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    const float f = bf16_to_f32(h);
+    std::memcpy(dst + 4 * i, &f, 4);
+  }
+}
+
+void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
+  const hn::ScalableTag<uint32_t> du32;
+  const hn::Rebind<float, decltype(du32)> df32;
+  const hn::Rebind<uint16_t, decltype(du32)> du16;
+  const size_t lanes = hn::Lanes(du32);
+  const auto* in = reinterpret_cast<const uint32_t*>(src);
+  auto* out = reinterpret_cast<uint16_t*>(dst);
+  const auto sign_mask = hn::Set(du32, 0x80000000u);
+  const auto inf = hn::Set(du32, 0x7F800000u);
+  const auto f16_overflow = hn::Set(du32, 0x477FFFFFu);  // largest |x| below 65536.0f
+  const auto min_normal = hn::Set(du32, 0x38800000u);    // 2^-14: F16's smallest normal
+  const auto denorm_magic = hn::Set(du32, 0x3F000000u);  // 0.5f: aligns F16 subnormal ulps
+  const auto rebias = hn::Set(du32, 0xC8000FFFu);        // ((15 - 127) << 23) + 0xFFF
+  const auto one = hn::Set(du32, 1u);
+  const auto nan_base = hn::Set(du32, 0x7E00u);
+  const auto inf16 = hn::Set(du32, 0x7C00u);
+  const auto payload = hn::Set(du32, 0x3FFu);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto u = hn::LoadU(du32, in + i);
+    const auto sign = hn::And(u, sign_mask);
+    const auto a = hn::Xor(u, sign);
+    // Normal results: round the 13 dropped bits to nearest even in integer arithmetic.
+    const auto odd = hn::And(hn::ShiftRight<13>(a), one);
+    const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, rebias), odd));
+    // Subnormal results: an FP add places the bits; the FPU rounds to nearest even.
+    const auto sub = hn::Sub(
+        hn::BitCast(du32, hn::Add(hn::BitCast(df32, a), hn::BitCast(df32, denorm_magic))),
+        denorm_magic);
+    const auto nan = hn::Or(nan_base, hn::And(hn::ShiftRight<13>(a), payload));
+    auto r = hn::IfThenElse(hn::Lt(a, min_normal), sub, normal);
+    r = hn::IfThenElse(hn::Gt(a, f16_overflow), inf16, r);
+    r = hn::IfThenElse(hn::Gt(a, inf), nan, r);
+    r = hn::Or(r, hn::ShiftRight<16>(sign));
+    hn::StoreU(hn::TruncateTo(du16, r), du16, out + i);
+  }
+  for (; i < n; ++i) {
+    float f;
+    std::memcpy(&f, src + 4 * i, 4);
+    const uint16_t h = f32_to_f16(f);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
+  const hn::ScalableTag<uint32_t> du32;
+  const hn::Rebind<float, decltype(du32)> df32;
+  const hn::Rebind<uint16_t, decltype(du32)> du16;
+  const size_t lanes = hn::Lanes(du32);
+  const auto* in = reinterpret_cast<const uint16_t*>(src);
+  auto* out = reinterpret_cast<uint32_t*>(dst);
+  const auto em_mask = hn::Set(du32, 0x7FFFu);
+  const auto exp_field = hn::Set(du32, 0x0F800000u);  // F16 exponent bits after << 13
+  const auto rebias = hn::Set(du32, (127u - 15u) << 23);
+  const auto inf_extra = hn::Set(du32, (128u - 16u) << 23);
+  const auto sub_extra = hn::Set(du32, 1u << 23);
+  const auto magic = hn::Set(du32, 113u << 23);  // 2^-14
+  const auto zero = hn::Zero(du32);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto h = hn::PromoteTo(du32, hn::LoadU(du16, in + i));
+    const auto sign = hn::ShiftLeft<16>(hn::AndNot(em_mask, h));
+    const auto shifted = hn::ShiftLeft<13>(hn::And(h, em_mask));
+    const auto exp = hn::And(shifted, exp_field);
+    auto o = hn::Add(shifted, rebias);
+    o = hn::IfThenElse(hn::Eq(exp, exp_field), hn::Add(o, inf_extra), o);  // Inf/NaN
+    // Zero and subnormals: renormalise with an exact FP subtraction.
+    const auto sub = hn::Sub(hn::BitCast(df32, hn::Add(o, sub_extra)), hn::BitCast(df32, magic));
+    o = hn::IfThenElse(hn::Eq(exp, zero), hn::BitCast(du32, sub), o);
+    hn::StoreU(hn::Or(o, sign), du32, out + i);
+  }
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    const float f = f16_to_f32(h);
+    std::memcpy(dst + 4 * i, &f, 4);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tlio::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tlio::detail {
+
+HWY_EXPORT(F32ToBF16);
+HWY_EXPORT(BF16ToF32);
+HWY_EXPORT(F32ToF16);
+HWY_EXPORT(F16ToF32);
+
+void simd_f32_to_bf16(const std::byte* s, std::byte* d, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F32ToBF16)(s, d, n);
+}
+void simd_bf16_to_f32(const std::byte* s, std::byte* d, size_t n) {
+  HWY_DYNAMIC_DISPATCH(BF16ToF32)(s, d, n);
+}
+void simd_f32_to_f16(const std::byte* s, std::byte* d, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F32ToF16)(s, d, n);
+}
+void simd_f16_to_f32(const std::byte* s, std::byte* d, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F16ToF32)(s, d, n);
+}
+
+const char* simd_target_name() { return hwy::TargetName(hwy::SupportedAndGeneratedTargets()[0]); }
+
+}  // namespace tlio::detail
+#endif

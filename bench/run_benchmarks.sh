@@ -16,6 +16,7 @@ echo "== machine"
 echo "== Google Benchmark programs"
 "$build/bench/bench_header" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true | tee "$out/bench_header.txt"
 "$build/bench/bench_read" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_read.txt"
+"$build/bench/bench_convert" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_convert.txt"
 
 echo "== Python json.loads of the 50,000-tensor header (the reference parses with serde, ~1 us/tensor)"
 "$build/bench/make_bench_file" --many "$dir/tlio-bench-50k.safetensors"
@@ -50,3 +51,16 @@ cmp -s "$big" "$dir/out-tlio.safetensors" && same="byte-identical" || same="DIFF
   echo "ratio tlio/dd: $(echo "scale=3; $tlio_med / $dd_med" | bc)"
 } | tee "$out/convert_vs_dd.txt"
 rm -f "$dir/out-dd" "$dir/out-tlio.safetensors"
+
+echo "== whole process: tlio convert --dtype BF16 of the 1 GiB F32 file vs dd of the input"
+bf_times=()
+for i in 1 2 3 4 5; do
+  rm -f "$dir/out-bf16.safetensors"; sync
+  bf_times+=("$(seconds "$build/tlio" convert "$big" "$dir/out-bf16.safetensors" --dtype BF16)")
+done
+bf_med=$(printf '%s\n' "${bf_times[@]}" | median)
+{
+  echo "tlio convert --dtype BF16: ${bf_times[*]}  median ${bf_med} s"
+  echo "ratio tlio-bf16/dd: $(echo "scale=3; $bf_med / $dd_med" | bc)"
+} | tee -a "$out/convert_vs_dd.txt"
+rm -f "$dir/out-bf16.safetensors"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <unistd.h>
 
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
@@ -36,6 +37,27 @@ std::string human_size(uint64_t bytes) {
     ++unit;
   }
   return fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+ProgressBar::ProgressBar(std::string label, uint64_t min_total_to_show)
+    : label_(std::move(label)), min_total_(min_total_to_show), enabled_(isatty(STDERR_FILENO)) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) fmt::print(stderr, "\n");
+}
+
+void ProgressBar::update(uint64_t done, uint64_t total) {
+  if (!enabled_ || total < min_total_) return;
+  const int permille = total ? static_cast<int>(done * 1000 / total) : 1000;
+  if (permille == last_permille_) return;
+  last_permille_ = permille;
+  constexpr int kWidth = 30;
+  const int filled = permille * kWidth / 1000;
+  fmt::print(stderr, "\r{} [{}{}] {:5.1f}% {} / {}", label_, std::string(filled, '#'),
+             std::string(kWidth - filled, ' '), permille / 10.0, human_size(done),
+             human_size(total));
+  std::fflush(stderr);
+  drawn_ = true;
 }
 
 size_t display_width(std::string_view s) {

@@ -22,6 +22,22 @@ void print_error(std::string_view message);
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);
 
+/// A progress bar on stderr, drawn only when stderr is a terminal and the work is large enough
+/// to be worth watching. update() is cheap to call often.
+class ProgressBar {
+ public:
+  ProgressBar(std::string label, uint64_t min_total_to_show = uint64_t{64} << 20);
+  ~ProgressBar();
+  void update(uint64_t done, uint64_t total);
+
+ private:
+  std::string label_;
+  uint64_t min_total_;
+  bool enabled_;
+  bool drawn_ = false;
+  int last_permille_ = -1;
+};
+
 /// Columns a UTF-8 string takes on a terminal (wide East Asian characters and emoji count 2,
 /// combining marks 0).
 size_t display_width(std::string_view s);

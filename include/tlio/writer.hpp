@@ -50,9 +50,11 @@ class TLIO_API Writer {
   /// Supplies the next part of a tensor's bytes; parts of one tensor come in order.
   void append(std::string_view name, std::span<const std::byte> part);
   /// Supplies a tensor's bytes from a callback that fills `buffer` with the bytes at tensor
-  /// offset `offset` (buffer.size() bytes, at most 1 MiB at a time).
+  /// offset `offset` (buffer.size() bytes, at most `buffer_bytes` at a time; offsets are
+  /// multiples of buffer_bytes, which must be a multiple of 8).
   void write_from(std::string_view name,
-                  const std::function<void(uint64_t offset, std::span<std::byte> buffer)>& fill);
+                  const std::function<void(uint64_t offset, std::span<std::byte> buffer)>& fill,
+                  size_t buffer_bytes = size_t{1} << 20);
   /// Copies tensor `src_name` of `src` as tensor `name` (same dtype and shape), using in-kernel
   /// copies where the OS allows.
   void copy_from(std::string_view name, const File& src, std::string_view src_name);

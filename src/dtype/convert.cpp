@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -26,6 +27,8 @@ inline constexpr uint64_t kParallelMinElements = uint64_t{1} << 20;
 inline constexpr uint64_t kChunkAlign = 64;
 
 namespace {
+
+std::atomic<unsigned> g_threads{0};  // set_conversion_threads; 0: one per core
 
 using detail::MiniFloatSpec;
 
@@ -223,7 +226,8 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
                               count, dtype_name(from), dtype_name(to), bytes_for(from, count),
                               bytes_for(to, count), src.size(), dst.size()));
   if (count == 0) return;
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned wanted = g_threads.load(std::memory_order_relaxed);
+  const unsigned threads = std::max(1u, wanted ? wanted : std::thread::hardware_concurrency());
   if (count < kParallelMinElements || threads == 1) {
     convert_range(from, src.data(), to, dst.data(), 0, static_cast<size_t>(count));
     return;
@@ -252,6 +256,10 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
   for (auto& h : helpers) h.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+void set_conversion_threads(unsigned threads) noexcept {
+  g_threads.store(threads, std::memory_order_relaxed);
 }
 
 float bf16_to_f32(uint16_t bits) noexcept {

@@ -10,7 +10,11 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#include <hwy/cache_control.h>
 
 #include "dtype/convert_kernels.hpp"
 #include "tlio/convert.hpp"
@@ -20,32 +24,73 @@ namespace tlio::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
-  const hn::ScalableTag<uint32_t> du32;
-  const hn::Rebind<uint16_t, decltype(du32)> du16;
+// Large outputs bypass the caches (non-temporal stores): they are far bigger than the caches
+// and not read back at once, so this saves a read for ownership of every output line.
+constexpr size_t kStreamMinOutputBytes = size_t{1} << 20;
+
+// Elements to convert one by one before `out` is aligned to `align` bytes (for streaming).
+template <class T>
+size_t head_to_align(const T* out, size_t align, size_t n) {
+  const size_t misalign = reinterpret_cast<uintptr_t>(out) % align;
+  if (misalign == 0 || misalign % sizeof(T) != 0) return misalign == 0 ? 0 : n;  // can't align
+  return std::min(n, (align - misalign) / sizeof(T));
+}
+
+// F32 -> 16-bit kernels: two F32 vectors make one full vector of 16-bit results.
+template <class Round>
+void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
+             uint16_t (*scalar)(float)) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)round;  // one lane: the scalar helper is the kernel
+  for (size_t k = 0; k < n; ++k) {
+    float f;
+    std::memcpy(&f, src + 4 * k, 4);
+    const uint16_t h = scalar(f);
+    std::memcpy(dst + 2 * k, &h, 2);
+  }
+#else
+  const hn::ScalableTag<uint16_t> d16;
+  const hn::Repartition<uint32_t, decltype(d16)> du32;
+  const hn::Half<decltype(d16)> dh16;
   const size_t lanes = hn::Lanes(du32);
   const auto* in = reinterpret_cast<const uint32_t*>(src);
   auto* out = reinterpret_cast<uint16_t*>(dst);
+  const bool stream = n * 2 >= kStreamMinOutputBytes;
+  size_t i = 0;
+  auto one = [&](size_t k) {
+    float f;
+    std::memcpy(&f, src + 4 * k, 4);
+    const uint16_t h = scalar(f);
+    std::memcpy(dst + 2 * k, &h, 2);
+  };
+  if (stream)
+    for (size_t head = head_to_align(out, hn::Lanes(d16) * 2, n); i < head; ++i) one(i);
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto lo = hn::TruncateTo(dh16, round(hn::LoadU(du32, in + i)));
+    const auto hi = hn::TruncateTo(dh16, round(hn::LoadU(du32, in + i + lanes)));
+    const auto v = hn::Combine(d16, hi, lo);
+    if (stream) hn::Stream(v, d16, out + i);
+    else hn::StoreU(v, d16, out + i);
+  }
+  if (stream) hwy::FlushStream();
+  for (; i < n; ++i) one(i);
+#endif
+}
+
+void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
+  const hn::ScalableTag<uint32_t> du32;
   const auto abs_mask = hn::Set(du32, 0x7FFFFFFFu);
   const auto inf = hn::Set(du32, 0x7F800000u);
   const auto bias = hn::Set(du32, 0x7FFFu);
   const auto one = hn::Set(du32, 1u);
   const auto quiet = hn::Set(du32, 0x40u);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto u = hn::LoadU(du32, in + i);
+  auto round = [&](auto u) {
     const auto is_nan = hn::Gt(hn::And(u, abs_mask), inf);
     const auto lsb = hn::And(hn::ShiftRight<16>(u), one);
     const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, bias), lsb));
-    const auto nan = hn::Or(hn::ShiftRight<16>(u), quiet);
-    hn::StoreU(hn::TruncateTo(du16, hn::IfThenElse(is_nan, nan, rounded)), du16, out + i);
-  }
-  for (; i < n; ++i) {
-    float f;
-    std::memcpy(&f, src + 4 * i, 4);
-    const uint16_t h = f32_to_bf16(f);
-    std::memcpy(dst + 2 * i, &h, 2);
-  }
+    return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(u), quiet), rounded);
+  };
+  F32To16(src, dst, n, round, &f32_to_bf16);
 }
 
 void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
@@ -54,24 +99,28 @@ void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
   const size_t lanes = hn::Lanes(du32);
   const auto* in = reinterpret_cast<const uint16_t*>(src);
   auto* out = reinterpret_cast<uint32_t*>(dst);
+  const bool stream = n * 4 >= kStreamMinOutputBytes;
   size_t i = 0;
-  for (; i + lanes <= n; i += lanes)
-    hn::StoreU(hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i))), du32, out + i);
-  for (; i < n; ++i) {
+  auto one = [&](size_t k) {
     uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
+    std::memcpy(&h, src + 2 * k, 2);
     const float f = bf16_to_f32(h);
-    std::memcpy(dst + 4 * i, &f, 4);
+    std::memcpy(dst + 4 * k, &f, 4);
+  };
+  if (stream)
+    for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
+    if (stream) hn::Stream(v, du32, out + i);
+    else hn::StoreU(v, du32, out + i);
   }
+  if (stream) hwy::FlushStream();
+  for (; i < n; ++i) one(i);
 }
 
 void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
   const hn::ScalableTag<uint32_t> du32;
   const hn::Rebind<float, decltype(du32)> df32;
-  const hn::Rebind<uint16_t, decltype(du32)> du16;
-  const size_t lanes = hn::Lanes(du32);
-  const auto* in = reinterpret_cast<const uint32_t*>(src);
-  auto* out = reinterpret_cast<uint16_t*>(dst);
   const auto sign_mask = hn::Set(du32, 0x80000000u);
   const auto inf = hn::Set(du32, 0x7F800000u);
   const auto f16_overflow = hn::Set(du32, 0x477FFFFFu);  // largest |x| below 65536.0f
@@ -82,9 +131,7 @@ void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
   const auto nan_base = hn::Set(du32, 0x7E00u);
   const auto inf16 = hn::Set(du32, 0x7C00u);
   const auto payload = hn::Set(du32, 0x3FFu);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto u = hn::LoadU(du32, in + i);
+  auto round = [&](auto u) {
     const auto sign = hn::And(u, sign_mask);
     const auto a = hn::Xor(u, sign);
     // Normal results: round the 13 dropped bits to nearest even in integer arithmetic.
@@ -98,15 +145,9 @@ void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
     auto r = hn::IfThenElse(hn::Lt(a, min_normal), sub, normal);
     r = hn::IfThenElse(hn::Gt(a, f16_overflow), inf16, r);
     r = hn::IfThenElse(hn::Gt(a, inf), nan, r);
-    r = hn::Or(r, hn::ShiftRight<16>(sign));
-    hn::StoreU(hn::TruncateTo(du16, r), du16, out + i);
-  }
-  for (; i < n; ++i) {
-    float f;
-    std::memcpy(&f, src + 4 * i, 4);
-    const uint16_t h = f32_to_f16(f);
-    std::memcpy(dst + 2 * i, &h, 2);
-  }
+    return hn::Or(r, hn::ShiftRight<16>(sign));
+  };
+  F32To16(src, dst, n, round, &f32_to_f16);
 }
 
 void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
@@ -123,7 +164,16 @@ void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
   const auto sub_extra = hn::Set(du32, 1u << 23);
   const auto magic = hn::Set(du32, 113u << 23);  // 2^-14
   const auto zero = hn::Zero(du32);
+  const bool stream = n * 4 >= kStreamMinOutputBytes;
   size_t i = 0;
+  auto one = [&](size_t k) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * k, 2);
+    const float f = f16_to_f32(h);
+    std::memcpy(dst + 4 * k, &f, 4);
+  };
+  if (stream)
+    for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
   for (; i + lanes <= n; i += lanes) {
     const auto h = hn::PromoteTo(du32, hn::LoadU(du16, in + i));
     const auto sign = hn::ShiftLeft<16>(hn::AndNot(em_mask, h));
@@ -134,14 +184,11 @@ void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
     // Zero and subnormals: renormalise with an exact FP subtraction.
     const auto sub = hn::Sub(hn::BitCast(df32, hn::Add(o, sub_extra)), hn::BitCast(df32, magic));
     o = hn::IfThenElse(hn::Eq(exp, zero), hn::BitCast(du32, sub), o);
-    hn::StoreU(hn::Or(o, sign), du32, out + i);
+    if (stream) hn::Stream(hn::Or(o, sign), du32, out + i);
+    else hn::StoreU(hn::Or(o, sign), du32, out + i);
   }
-  for (; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    const float f = f16_to_f32(h);
-    std::memcpy(dst + 4 * i, &f, 4);
-  }
+  if (stream) hwy::FlushStream();
+  for (; i < n; ++i) one(i);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -81,7 +81,8 @@ double minifloat_decode(const MiniFloatSpec& f, uint32_t bits) noexcept {
 uint32_t minifloat_encode(const MiniFloatSpec& f, double x, uint64_t nan_payload) noexcept {
   const bool neg = std::signbit(x);
   if (std::isnan(x)) return nan_bits(f, neg, nan_payload);
-  const uint32_t sign = neg && f.special != Special::fnuz ? sign_bit(f) : 0;
+  const uint32_t sign = neg ? sign_bit(f) : 0;
+  const uint32_t zero = f.special == Special::fnuz ? 0 : sign;  // FNUZ has no negative zero
   const uint32_t max_bits = max_finite_bits(f);
   auto overflow = [&]() -> uint32_t {
     switch (f.special) {
@@ -94,7 +95,7 @@ uint32_t minifloat_encode(const MiniFloatSpec& f, double x, uint64_t nan_payload
   };
   const double a = std::fabs(x);
   if (std::isinf(a)) return overflow();
-  if (a == 0) return sign;
+  if (a == 0) return zero;
 
   // Quantum (value of one unit in the last place) at a's binade, or the subnormal quantum.
   int exp2;
@@ -108,7 +109,7 @@ uint32_t minifloat_encode(const MiniFloatSpec& f, double x, uint64_t nan_payload
   if (frac > 0.5 || (frac == 0.5 && std::fmod(whole, 2.0) != 0)) whole += 1;
   // whole * 2^q_exp is the rounded magnitude; whole < 2^(man_bits + 2).
   const auto units = static_cast<uint64_t>(whole);
-  if (units == 0) return sign;
+  if (units == 0) return zero;
   uint32_t bits;
   if (unbiased < min_normal) {
     // Subnormal binade: units is the mantissa, or 2^man_bits when it rounded up to the

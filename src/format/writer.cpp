@@ -24,9 +24,6 @@ namespace tlio {
 
 using detail::quote_name;
 
-// Buffer size for write_from callbacks.
-inline constexpr size_t kFillBufferBytes = size_t{1} << 20;
-
 struct Writer::Impl {
   std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
   std::vector<std::byte> memory;
@@ -175,10 +172,16 @@ void Writer::append(std::string_view name, std::span<const std::byte> part) {
 }
 
 void Writer::write_from(std::string_view name,
-                        const std::function<void(uint64_t, std::span<std::byte>)>& fill) {
+                        const std::function<void(uint64_t, std::span<std::byte>)>& fill,
+                        size_t buffer_bytes) {
+  if (buffer_bytes == 0 || buffer_bytes % 8 != 0)
+    throw_invalid("write_from buffer size must be a positive multiple of 8");
   size_t i = impl_->lookup(name);
   const uint64_t size = impl_->tensors[i].byte_size();
-  std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(size, kFillBufferBytes)));
+  if (impl_->written[i] % buffer_bytes != 0)
+    throw_invalid(fmt::format("tensor {} was partly written in pieces of another size",
+                              quote_name(impl_->tensors[i].name)));
+  std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(size, buffer_bytes)));
   for (uint64_t off = impl_->written[i]; off < size;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - off, buf.size()));
     fill(off, {buf.data(), n});

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Golden tests of the tlio command line.
 
-Each case in cases/ is NAME.cmd (one command line; `tlio` is the binary under test, `$DATA` the
-test data folder, `$TMP` a scratch folder of the case) with NAME.exit, NAME.stdout and
-NAME.stderr holding what it must produce. Paths under $DATA/$TMP are printed as written.
+Each case in cases/ is NAME.cmd (command lines run in order in one scratch folder; `tlio` is
+the binary under test, `DATA` the test data folder, `TMP` a scratch folder of the case) with
+NAME.exit (the last command's exit code), NAME.stdout and NAME.stderr (all commands' output)
+holding what it must produce.
 Run with --regenerate to rewrite the expectations from the current binary (review the diff!).
 """
 import argparse
@@ -20,17 +21,20 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 def run_case(cmd_file, tlio, data, regenerate):
     name = cmd_file.stem
-    line = cmd_file.read_text().strip()
+    lines = [l for l in cmd_file.read_text().splitlines() if l.strip()]
+    got = {"exit": "", "stdout": "", "stderr": ""}
     with tempfile.TemporaryDirectory(prefix=f"tlio-cli-{name}-") as tmp:
-        words = [w.replace("$DATA", "DATA").replace("$TMP", "TMP") for w in shlex.split(line)]
         # Run inside a folder where DATA and TMP are links, so printed paths are stable.
         work = pathlib.Path(tmp) / "work"
         work.mkdir()
         os.symlink(data, work / "DATA")
         (work / "TMP").mkdir()
-        argv = [tlio if w == "tlio" else w for w in words]
-        proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
-    got = {"exit": f"{proc.returncode}\n", "stdout": proc.stdout, "stderr": proc.stderr}
+        for line in lines:
+            argv = [tlio if w == "tlio" else w for w in shlex.split(line)]
+            proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
+            got["stdout"] += proc.stdout
+            got["stderr"] += proc.stderr
+            got["exit"] = f"{proc.returncode}\n"
     failures = []
     for kind, text in got.items():
         path = cmd_file.with_suffix("." + kind)

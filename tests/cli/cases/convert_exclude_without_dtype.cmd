@@ -1,0 +1,1 @@
+tlio convert DATA/hf/worked_example.safetensors TMP/x.safetensors --exclude w

@@ -4,11 +4,12 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/file.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio::cli {
 
 void add_validate(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("validate", "Check files against every rule of the format");
+  auto* cmd = app.add_subcommand("validate", "Check files against every rule of the format and of quantized weights");
   cmd->footer(
       "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
       "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
@@ -19,7 +20,8 @@ void add_validate(CLI::App& app, int& exit_code) {
     int rc = kExitOk;
     for (const auto& path : *files) {
       int one = guarded([&] {
-        tlio::File::open(path);
+        tlio::File f = tlio::File::open(path);
+        tlio::find_quantized_weights(f);  // consistency of quantized weights
         fmt::print("{}: OK\n", path);
         return kExitOk;
       });

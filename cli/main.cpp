@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv) {
   using namespace tlio::cli;
-  CLI::App app{"tlio: strict, fast safetensors tool (inspect, validate, convert)", "tlio"};
+  CLI::App app{"tlio: strict, fast safetensors tool", "tlio"};
   app.set_version_flag("--version", std::string("tlio ") + tlio::version());
   app.require_subcommand(1);
   app.fallthrough(false);
@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   add_validate(app, exit_code);
   add_inspect(app, exit_code);
   add_convert(app, exit_code);
+  add_quantize(app, exit_code);
+  add_dequantize(app, exit_code);
   auto is_subcommand = [&app](const std::string& word) {
     for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
       if (sub->get_name() == word) return true;

@@ -7,12 +7,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <exception>
-#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
 
+#include "common/parallel.hpp"
 #include "dtype/convert_kernels.hpp"
 #include "dtype/minifloat.hpp"
 #include "io/checked.hpp"
@@ -225,37 +224,12 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
     throw_invalid(fmt::format("converting {} elements {} -> {} needs {} and {} bytes; got {} and {}",
                               count, dtype_name(from), dtype_name(to), bytes_for(from, count),
                               bytes_for(to, count), src.size(), dst.size()));
-  if (count == 0) return;
-  const unsigned wanted = g_threads.load(std::memory_order_relaxed);
-  const unsigned threads = std::max(1u, wanted ? wanted : std::thread::hardware_concurrency());
-  if (count < kParallelMinElements || threads == 1) {
-    convert_range(from, src.data(), to, dst.data(), 0, static_cast<size_t>(count));
-    return;
-  }
-  // Split into one chunk per core; the calling thread takes the first.
-  const uint64_t per = (count / threads + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-  std::vector<std::thread> helpers;
-  std::vector<std::exception_ptr> errors(threads);
-  for (unsigned t = 1; t < threads; ++t) {
-    const uint64_t b = std::min<uint64_t>(count, per * t), e = std::min<uint64_t>(count, b + per);
-    if (b == e) break;
-    helpers.emplace_back([&, t, b, e] {
-      try {
-        convert_range(from, src.data(), to, dst.data(), static_cast<size_t>(b),
-                      static_cast<size_t>(e));
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  }
-  try {
-    convert_range(from, src.data(), to, dst.data(), 0, static_cast<size_t>(std::min(per, count)));
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (auto& h : helpers) h.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  detail::parallel_for(count, kParallelMinElements, kChunkAlign,
+                       detail::thread_count(g_threads.load(std::memory_order_relaxed)),
+                       [&](uint64_t b, uint64_t e) {
+                         convert_range(from, src.data(), to, dst.data(), static_cast<size_t>(b),
+                                       static_cast<size_t>(e));
+                       });
 }
 
 void set_conversion_threads(unsigned threads) noexcept {

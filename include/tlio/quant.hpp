@@ -1,0 +1,120 @@
+// tlio/quant.hpp: quantized weights. A quantized weight is one logical tensor stored as several
+// (tinyllm int4: `<w>.qweight` U8 [out, in/2] + `<w>.scales` F16 [out, in/group]). This header
+// gives the kernels (quantize, dequantize), the detection and consistency checks of quantized
+// weights in a file, a reader that dequantizes rows on demand, and whole-file quantize and
+// dequantize.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+#include "tlio/shape.hpp"
+
+namespace tlio {
+
+// ---- tinyllm int4-g<group>-sym -----------------------------------------------------------------
+
+/// Parses "int4-g<group>-sym" (group a positive decimal without leading zeros); nullopt otherwise.
+TLIO_API std::optional<uint64_t> parse_int4_scheme(std::string_view scheme) noexcept;
+TLIO_API std::string int4_scheme_name(uint64_t group);
+
+/// Quantizes a row-major [rows, cols] matrix of F32 values: per (row, group) the scale is
+/// absmax / 7 in F32 rounded to F16, and q = clamp(round_half_even(w / scale), -8, 7); a group
+/// whose scale is 0 stores q = 0. `qweight` holds rows * cols / 2 bytes (low nibble = even
+/// column), `scales` rows * cols / group F16 bit patterns. Throws Error{invalid_argument} for odd
+/// cols, a group that does not divide cols, sizes that do not match, a NaN or infinite weight,
+/// or a scale beyond F16's range.
+TLIO_API void int4_quantize(std::span<const float> weights, uint64_t rows, uint64_t cols,
+                            uint64_t group, std::span<uint8_t> qweight,
+                            std::span<uint16_t> scales);
+
+/// Dequantizes rows [first_row, first_row + row_count) into `dst` as F32, F16 or BF16
+/// (row_count * cols elements). `qweight`/`scales` are the whole matrix's.
+TLIO_API void int4_dequantize_rows(std::span<const uint8_t> qweight,
+                                   std::span<const uint16_t> scales, uint64_t rows,
+                                   uint64_t cols, uint64_t group, uint64_t first_row,
+                                   uint64_t row_count, Dtype out, std::span<std::byte> dst);
+
+// ---- quantized weights in a file ---------------------------------------------------------------
+
+/// One logical weight stored quantized.
+struct QuantizedWeight {
+  std::string name;                 ///< logical name, e.g. "model.layers.0.mlp.up_proj.weight"
+  std::string scheme;               ///< e.g. "int4-g32-sym"
+  Shape shape;                      ///< logical shape
+  std::vector<std::string> stored;  ///< the stored tensors it is made of
+  uint64_t stored_bytes = 0;
+};
+
+/// Finds the quantized weights of a valid file and checks their consistency (DECISIONS.md):
+/// every `.qweight` has its `.scales` and the reverse, dtypes U8/F16, shapes that agree with the
+/// group of the metadata `quant` (inferred from shapes without it); a `quant` of another scheme
+/// or a malformed one is refused. Throws Error{format} with rule "int4" naming the tensor.
+TLIO_API std::vector<QuantizedWeight> find_quantized_weights(const File& f);
+
+/// Dequantizes a quantized weight of an open file row by row, without materialising it.
+class TLIO_API Int4Weight {
+ public:
+  /// `name` is the logical name (without `.qweight`). Checks the pair like
+  /// find_quantized_weights. Holds a view of the packed bytes (zero-copy with mmap), so it may
+  /// outlive `f`.
+  Int4Weight(const File& f, std::string_view name);
+  uint64_t rows() const noexcept { return rows_; }
+  uint64_t cols() const noexcept { return cols_; }
+  uint64_t group() const noexcept { return group_; }
+  /// Rows [first, first + count) as `out` (F32, F16 or BF16) into dst.
+  void dequantize_rows(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const;
+
+ private:
+  TensorView qweight_;
+  std::vector<uint16_t> scales_;  // small: copied, so aligned
+  uint64_t rows_ = 0, cols_ = 0, group_ = 0;
+};
+
+// ---- whole files -------------------------------------------------------------------------------
+
+struct QuantizeOptions {
+  std::string scheme;   ///< "int4-g<G>-sym"
+  std::string include;  ///< regex searched in names; replaces the default selection
+  std::string exclude;  ///< regex searched in names; removed from the selection
+};
+
+struct QuantizeReport {
+  struct Item {
+    std::string name;
+    bool quantized = false;
+    std::string note;  ///< why a default-selected tensor was skipped
+    double rmse = 0, max_abs_error = 0;
+    uint64_t bytes_before = 0, bytes_after = 0;
+  };
+  std::vector<Item> items;  ///< selected tensors, in file order
+  uint64_t data_bytes_before = 0, data_bytes_after = 0;
+};
+
+/// Writes `src` with the selected 2-D weights quantized (default: the `*_proj.weight` matrices).
+/// Metadata keeps its keys and gets format=tinyllm and quant=<scheme>. A default-selected tensor
+/// that cannot be quantized (its shape) is skipped with a note; an explicitly included one is an
+/// Error{invalid_argument}.
+TLIO_API QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
+                                      const QuantizeOptions& options);
+
+struct DequantizeReport {
+  size_t restored = 0;
+  std::string scheme;
+};
+
+/// Writes `src` with every quantized weight restored as `<name>` of dtype `dtype` (F32, F16 or
+/// BF16), dropping the `quant` metadata key.
+TLIO_API DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out,
+                                          Dtype dtype = Dtype::F32);
+
+}  // namespace tlio

@@ -1,0 +1,52 @@
+// common/parallel.hpp: splitting a range of independent work items over the machine's cores.
+// The calling thread takes the first part; exceptions from any part are rethrown (the first
+// part's first).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace tlio::detail {
+
+/// Threads to use: `wanted`, or one per core when it is 0.
+inline unsigned thread_count(unsigned wanted) {
+  return std::max(1u, wanted ? wanted : std::thread::hardware_concurrency());
+}
+
+/// Calls fn(begin, end) on consecutive parts of [0, count) on up to `threads` threads. Part
+/// boundaries are multiples of `align`; ranges shorter than `min_items` stay on this thread.
+template <class Fn>
+void parallel_for(uint64_t count, uint64_t min_items, uint64_t align, unsigned threads, Fn&& fn) {
+  if (count == 0) return;
+  if (count < min_items || threads <= 1) {
+    fn(uint64_t{0}, count);
+    return;
+  }
+  const uint64_t per = (count / threads + align - 1) / align * align;
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(threads);
+  for (unsigned t = 1; t < threads; ++t) {
+    const uint64_t b = std::min<uint64_t>(count, per * t), e = std::min<uint64_t>(count, b + per);
+    if (b == e) break;
+    helpers.emplace_back([&, t, b, e] {
+      try {
+        fn(b, e);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  try {
+    fn(uint64_t{0}, std::min(per, count));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& h : helpers) h.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace tlio::detail

@@ -1,0 +1,279 @@
+// quant/int4.cpp: tinyllm int4-g<group>-sym: kernels, detection and checks, row reader.
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "common/parallel.hpp"
+#include "format/quote.hpp"
+#include "io/checked.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio {
+
+using detail::quote_name;
+
+// Matrices of at least this many elements are dequantized on all cores.
+inline constexpr uint64_t kParallelMinElements = uint64_t{1} << 20;
+
+namespace {
+
+constexpr std::string_view kQweight = ".qweight";
+constexpr std::string_view kScales = ".scales";
+
+[[noreturn]] void int4_error(const std::string& tensor, std::string detail) {
+  throw_format("int4", tensor, std::move(detail));
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The two signed nibbles of every byte as floats: table[2b] = low (even column), [2b+1] = high.
+const std::array<float, 512>& nibble_pairs() {
+  static const std::array<float, 512> t = [] {
+    std::array<float, 512> a{};
+    for (int b = 0; b < 256; ++b) {
+      a[2 * b] = static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4);
+      a[2 * b + 1] = static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b)) >> 4);
+    }
+    return a;
+  }();
+  return t;
+}
+
+int nibble(const uint8_t* row, uint64_t col) {
+  const uint8_t b = row[col / 2];
+  return col % 2 ? static_cast<int8_t>(b) >> 4 : static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4;
+}
+
+void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, size_t nscales) {
+  if (cols % 2) throw_invalid(fmt::format("int4 needs an even number of columns, not {}", cols));
+  if (group == 0 || cols % group)
+    throw_invalid(fmt::format("group {} does not divide the {} columns", group, cols));
+  auto elems = detail::checked_mul(rows, cols);
+  if (!elems || qbytes != *elems / 2 || nscales != *elems / group)
+    throw_invalid(fmt::format("int4 buffers of {} and {} entries do not fit a [{}, {}] matrix "
+                              "with group {}", qbytes, nscales, rows, cols, group));
+}
+
+// Dequantizes one row into F32.
+void dequantize_row_f32(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint64_t group,
+                        float* out) {
+  const uint64_t groups = cols / group;
+  if (group % 2 == 0) {
+    const auto& pairs = nibble_pairs();
+    for (uint64_t g = 0; g < groups; ++g) {
+      const float s = f16_to_f32(scales[g]);
+      const uint8_t* b = q + g * group / 2;
+      float* o = out + g * group;
+      for (uint64_t k = 0; k < group / 2; ++k) {
+        const float* p = &pairs[2 * size_t{b[k]}];
+        o[2 * k] = p[0] * s;
+        o[2 * k + 1] = p[1] * s;
+      }
+    }
+    return;
+  }
+  for (uint64_t c = 0; c < cols; ++c)
+    out[c] = static_cast<float>(nibble(q, c)) * f16_to_f32(scales[c / group]);
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_int4_scheme(std::string_view scheme) noexcept {
+  constexpr std::string_view prefix = "int4-g", suffix = "-sym";
+  if (scheme.size() <= prefix.size() + suffix.size() || scheme.substr(0, prefix.size()) != prefix ||
+      !ends_with(scheme, suffix))
+    return std::nullopt;
+  std::string_view digits = scheme.substr(prefix.size(), scheme.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits[0] == '0') return std::nullopt;
+  uint64_t group = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), group);
+  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+  return group;
+}
+
+std::string int4_scheme_name(uint64_t group) { return fmt::format("int4-g{}-sym", group); }
+
+void int4_quantize(std::span<const float> weights, uint64_t rows, uint64_t cols, uint64_t group,
+                   std::span<uint8_t> qweight, std::span<uint16_t> scales) {
+  check_matrix(rows, cols, group, qweight.size(), scales.size());
+  if (weights.size() != qweight.size() * 2)
+    throw_invalid(fmt::format("{} weights for a [{}, {}] matrix", weights.size(), rows, cols));
+  const uint64_t groups = cols / group;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* w = weights.data() + r * cols;
+    uint8_t* q = qweight.data() + r * cols / 2;
+    std::fill(q, q + cols / 2, uint8_t{0});
+    for (uint64_t g = 0; g < groups; ++g) {
+      const float* wg = w + g * group;
+      float absmax = 0;
+      for (uint64_t k = 0; k < group; ++k) {
+        if (!std::isfinite(wg[k]))
+          throw_invalid(fmt::format("weight ({}, {}) is {}", r, g * group + k, wg[k]));
+        absmax = std::max(absmax, std::fabs(wg[k]));
+      }
+      const uint16_t s16 = f32_to_f16(absmax / 7.0f);
+      if ((s16 & 0x7C00) == 0x7C00)
+        throw_invalid(fmt::format("scale of row {} group {} ({}) overflows F16", r, g,
+                                  absmax / 7.0f));
+      scales[r * groups + g] = s16;
+      const float s = f16_to_f32(s16);
+      if (s == 0) continue;  // all-zero (or underflowing) group: q = 0
+      for (uint64_t k = 0; k < group; ++k) {
+        const float v = std::clamp(std::nearbyint(wg[k] / s), -8.0f, 7.0f);  // ties to even
+        const uint64_t c = g * group + k;
+        const auto nib = static_cast<uint8_t>(static_cast<int>(v) & 0xF);
+        q[c / 2] |= static_cast<uint8_t>(c % 2 ? nib << 4 : nib);
+      }
+    }
+  }
+}
+
+void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint16_t> scales,
+                          uint64_t rows, uint64_t cols, uint64_t group, uint64_t first_row,
+                          uint64_t row_count, Dtype out, std::span<std::byte> dst) {
+  check_matrix(rows, cols, group, qweight.size(), scales.size());
+  if (out != Dtype::F32 && out != Dtype::F16 && out != Dtype::BF16)
+    throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+                fmt::format("int4 dequantizes to F32, F16 or BF16, not {}", dtype_name(out)));
+  auto end_row = detail::checked_add(first_row, row_count);
+  if (!end_row || *end_row > rows)
+    throw_invalid(fmt::format("rows [{}, +{}) are outside the {} rows", first_row, row_count, rows));
+  const uint64_t out_bytes = dtype_bits(out) / 8;
+  if (dst.size() != row_count * cols * out_bytes)
+    throw_invalid(fmt::format("destination holds {} bytes, {} rows of {} {} need {}", dst.size(),
+                              row_count, cols, dtype_name(out), row_count * cols * out_bytes));
+  const uint64_t groups = cols / group;
+  detail::parallel_for(row_count, kParallelMinElements / std::max<uint64_t>(cols, 1), 1,
+                       detail::thread_count(0), [&](uint64_t b, uint64_t e) {
+    std::vector<float> row(out == Dtype::F32 ? 0 : cols);
+    for (uint64_t r = b; r < e; ++r) {
+      const uint64_t src_row = first_row + r;
+      float* o = out == Dtype::F32 ? reinterpret_cast<float*>(dst.data() + r * cols * 4) : row.data();
+      dequantize_row_f32(qweight.data() + src_row * cols / 2, scales.data() + src_row * groups,
+                         cols, group, o);
+      if (out != Dtype::F32)
+        convert(Dtype::F32, std::as_bytes(std::span(row)), out,
+                dst.subspan(r * cols * out_bytes, cols * out_bytes), cols);
+    }
+  });
+}
+
+// ---- detection and checks ----------------------------------------------------------------------
+
+namespace {
+
+std::vector<QuantizedWeight> find_int4_weights(const File& f) {
+  std::optional<uint64_t> declared_group;
+  auto quant = f.metadata().find("quant");
+  if (quant != f.metadata().end()) {
+    declared_group = parse_int4_scheme(quant->second);
+    if (!declared_group)
+      int4_error("__metadata__", fmt::format("metadata quant {} is not a scheme tlio knows "
+                                             "(int4-g<group>-sym)", quote_name(quant->second)));
+  }
+  std::vector<QuantizedWeight> out;
+  bool any_qweight = false;
+  for (const TensorInfo& t : f.tensors())
+    if (ends_with(t.name, kQweight)) any_qweight = true;
+  for (const TensorInfo& t : f.tensors()) {
+    if (ends_with(t.name, kScales) && (declared_group || any_qweight)) {
+      std::string base = t.name.substr(0, t.name.size() - kScales.size());
+      if (!f.header().find(base + std::string(kQweight)))
+        int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name),
+                                       quote_name(base + std::string(kQweight))));
+    }
+    if (!ends_with(t.name, kQweight)) continue;
+    std::string base = t.name.substr(0, t.name.size() - kQweight.size());
+    const std::string scales_name = base + std::string(kScales);
+    const TensorInfo* s = f.header().find(scales_name);
+    if (!s) int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));
+    if (t.dtype != Dtype::U8 || t.shape.size() != 2)
+      int4_error(t.name, fmt::format("{} is {} [{}]; int4 qweight is U8 [out, in/2]",
+                                     quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", ")));
+    if (s->dtype != Dtype::F16 || s->shape.size() != 2)
+      int4_error(s->name, fmt::format("{} is {} [{}]; int4 scales are F16 [out, in/group]",
+                                      quote_name(s->name), dtype_name(s->dtype), fmt::join(s->shape, ", ")));
+    const uint64_t out_features = t.shape[0], in_features = t.shape[1] * 2;
+    if (s->shape[0] != out_features)
+      int4_error(s->name, fmt::format("{} has {} rows, {} has {}", quote_name(s->name), s->shape[0],
+                                      quote_name(t.name), out_features));
+    uint64_t group;
+    if (declared_group) {
+      group = *declared_group;
+      if (in_features % group || s->shape[1] != in_features / group)
+        int4_error(s->name, fmt::format("{} has {} column(s); with group {} (metadata quant) and "
+                                        "{} inputs it needs {}", quote_name(s->name), s->shape[1],
+                                        group, in_features,
+                                        in_features % group ? std::string("a group dividing them")
+                                                            : std::to_string(in_features / group)));
+    } else {
+      if (s->shape[1] == 0 || in_features % s->shape[1])
+        int4_error(s->name, fmt::format("{} has {} column(s), which do not divide the {} inputs of {}",
+                                        quote_name(s->name), s->shape[1], in_features, quote_name(t.name)));
+      group = in_features / s->shape[1];
+    }
+    QuantizedWeight w;
+    w.name = base;
+    w.scheme = int4_scheme_name(group);
+    w.shape = Shape{out_features, in_features};
+    w.stored = {t.name, scales_name};
+    w.stored_bytes = t.byte_size() + s->byte_size();
+    out.push_back(std::move(w));
+  }
+  if (out.size() > 1) {  // one file, one group (the metadata can only name one)
+    for (const auto& w : out)
+      if (w.scheme != out[0].scheme)
+        int4_error(w.name + std::string(kScales),
+                   fmt::format("{} implies {} but {} implies {}", quote_name(w.name), w.scheme,
+                               quote_name(out[0].name), out[0].scheme));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
+  try {
+    return find_int4_weights(f);
+  } catch (const Error& e) {
+    throw e.with_source(f.name());
+  }
+}
+
+Int4Weight::Int4Weight(const File& f, std::string_view name) {
+  const std::string base(name);
+  bool found = false;
+  for (const QuantizedWeight& w : find_quantized_weights(f))
+    if (w.name == base) {
+      found = true;
+      rows_ = w.shape[0];
+      cols_ = w.shape[1];
+      group_ = *parse_int4_scheme(w.scheme);
+    }
+  if (!found)
+    throw Error(ErrorCode::not_found, {}, base, std::nullopt,
+                fmt::format("no int4 weight named {}", quote_name(base)));
+  qweight_ = f.view(base + std::string(kQweight));
+  const TensorView s = f.view(base + std::string(kScales));
+  scales_.resize(s.bytes().size() / 2);
+  std::memcpy(scales_.data(), s.bytes().data(), s.bytes().size());
+}
+
+void Int4Weight::dequantize_rows(uint64_t first, uint64_t count, Dtype out,
+                                 std::span<std::byte> dst) const {
+  std::span<const uint8_t> q(reinterpret_cast<const uint8_t*>(qweight_.bytes().data()),
+                             qweight_.bytes().size());
+  int4_dequantize_rows(q, scales_, rows_, cols_, group_, first, count, out, dst);
+}
+
+}  // namespace tlio

@@ -1,0 +1,1 @@
+tlio quantize DATA/quant/tiny_model.safetensors TMP/q.safetensors --scheme int4-g0-sym

@@ -31,7 +31,8 @@ TLIO_API bool can_convert(Dtype from, Dtype to) noexcept;
 TLIO_API void convert(Dtype from, std::span<const std::byte> src, Dtype to,
                       std::span<std::byte> dst, uint64_t count);
 
-/// Threads convert() may use for large arrays: 0 (the default) means one per core.
+/// Threads convert() and the quantization kernels may use for large arrays: 0 (the default)
+/// means one per core.
 TLIO_API void set_conversion_threads(unsigned threads) noexcept;
 
 /// Bytes of `count` elements of `d` (count * bits / 8); Error{invalid_argument} when that is not

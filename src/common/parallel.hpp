@@ -4,12 +4,22 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <thread>
 #include <vector>
 
 namespace tlio::detail {
+
+/// The thread limit set with tlio::set_conversion_threads (0: one per core).
+inline std::atomic<unsigned>& configured_threads_setting() {
+  static std::atomic<unsigned> threads{0};
+  return threads;
+}
+inline unsigned configured_threads() {
+  return configured_threads_setting().load(std::memory_order_relaxed);
+}
 
 /// Threads to use: `wanted`, or one per core when it is 0.
 inline unsigned thread_count(unsigned wanted) {

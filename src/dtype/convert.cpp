@@ -27,8 +27,6 @@ inline constexpr uint64_t kChunkAlign = 64;
 
 namespace {
 
-std::atomic<unsigned> g_threads{0};  // set_conversion_threads; 0: one per core
-
 using detail::MiniFloatSpec;
 
 template <class T>
@@ -225,7 +223,7 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
                               count, dtype_name(from), dtype_name(to), bytes_for(from, count),
                               bytes_for(to, count), src.size(), dst.size()));
   detail::parallel_for(count, kParallelMinElements, kChunkAlign,
-                       detail::thread_count(g_threads.load(std::memory_order_relaxed)),
+                       detail::thread_count(detail::configured_threads()),
                        [&](uint64_t b, uint64_t e) {
                          convert_range(from, src.data(), to, dst.data(), static_cast<size_t>(b),
                                        static_cast<size_t>(e));
@@ -233,7 +231,7 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
 }
 
 void set_conversion_threads(unsigned threads) noexcept {
-  g_threads.store(threads, std::memory_order_relaxed);
+  detail::configured_threads_setting().store(threads, std::memory_order_relaxed);
 }
 
 float bf16_to_f32(uint16_t bits) noexcept {

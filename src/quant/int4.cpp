@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/parallel.hpp"
+#include "quant/int4_kernels.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
 #include "tlio/convert.hpp"
@@ -36,24 +37,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// The two signed nibbles of every byte as floats: table[2b] = low (even column), [2b+1] = high.
-const std::array<float, 512>& nibble_pairs() {
-  static const std::array<float, 512> t = [] {
-    std::array<float, 512> a{};
-    for (int b = 0; b < 256; ++b) {
-      a[2 * b] = static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4);
-      a[2 * b + 1] = static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b)) >> 4);
-    }
-    return a;
-  }();
-  return t;
-}
-
-int nibble(const uint8_t* row, uint64_t col) {
-  const uint8_t b = row[col / 2];
-  return col % 2 ? static_cast<int8_t>(b) >> 4 : static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4;
-}
-
 void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, size_t nscales) {
   if (cols % 2) throw_invalid(fmt::format("int4 needs an even number of columns, not {}", cols));
   if (group == 0 || cols % group)
@@ -62,28 +45,6 @@ void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, s
   if (!elems || qbytes != *elems / 2 || nscales != *elems / group)
     throw_invalid(fmt::format("int4 buffers of {} and {} entries do not fit a [{}, {}] matrix "
                               "with group {}", qbytes, nscales, rows, cols, group));
-}
-
-// Dequantizes one row into F32.
-void dequantize_row_f32(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint64_t group,
-                        float* out) {
-  const uint64_t groups = cols / group;
-  if (group % 2 == 0) {
-    const auto& pairs = nibble_pairs();
-    for (uint64_t g = 0; g < groups; ++g) {
-      const float s = f16_to_f32(scales[g]);
-      const uint8_t* b = q + g * group / 2;
-      float* o = out + g * group;
-      for (uint64_t k = 0; k < group / 2; ++k) {
-        const float* p = &pairs[2 * size_t{b[k]}];
-        o[2 * k] = p[0] * s;
-        o[2 * k + 1] = p[1] * s;
-      }
-    }
-    return;
-  }
-  for (uint64_t c = 0; c < cols; ++c)
-    out[c] = static_cast<float>(nibble(q, c)) * f16_to_f32(scales[c / group]);
 }
 
 }  // namespace
@@ -109,33 +70,36 @@ void int4_quantize(std::span<const float> weights, uint64_t rows, uint64_t cols,
   if (weights.size() != qweight.size() * 2)
     throw_invalid(fmt::format("{} weights for a [{}, {}] matrix", weights.size(), rows, cols));
   const uint64_t groups = cols / group;
-  for (uint64_t r = 0; r < rows; ++r) {
-    const float* w = weights.data() + r * cols;
-    uint8_t* q = qweight.data() + r * cols / 2;
-    std::fill(q, q + cols / 2, uint8_t{0});
-    for (uint64_t g = 0; g < groups; ++g) {
-      const float* wg = w + g * group;
-      float absmax = 0;
-      for (uint64_t k = 0; k < group; ++k) {
-        if (!std::isfinite(wg[k]))
-          throw_invalid(fmt::format("weight ({}, {}) is {}", r, g * group + k, wg[k]));
-        absmax = std::max(absmax, std::fabs(wg[k]));
+  detail::parallel_for(rows, kParallelMinElements / std::max<uint64_t>(cols, 1), 1,
+                       detail::thread_count(detail::configured_threads()),
+                       [&](uint64_t first, uint64_t last) {
+    std::vector<int8_t> codes(cols);
+    std::vector<float> scale(groups);
+    for (uint64_t r = first; r < last; ++r) {
+      const float* w = weights.data() + r * cols;
+      for (uint64_t g = 0; g < groups; ++g) {
+        const float* wg = w + g * group;
+        float absmax = 0;
+        bool finite = true;
+        for (uint64_t k = 0; k < group; ++k) {
+          finite = finite && std::isfinite(wg[k]);
+          absmax = std::max(absmax, std::fabs(wg[k]));
+        }
+        if (!finite)
+          for (uint64_t k = 0; k < group; ++k)
+            if (!std::isfinite(wg[k]))
+              throw_invalid(fmt::format("weight ({}, {}) is {}", r, g * group + k, wg[k]));
+        const uint16_t s16 = f32_to_f16(absmax / 7.0f);
+        if ((s16 & 0x7C00) == 0x7C00)
+          throw_invalid(fmt::format("scale of row {} group {} ({}) overflows F16", r, g,
+                                    absmax / 7.0f));
+        scales[r * groups + g] = s16;
+        scale[g] = f16_to_f32(s16);
       }
-      const uint16_t s16 = f32_to_f16(absmax / 7.0f);
-      if ((s16 & 0x7C00) == 0x7C00)
-        throw_invalid(fmt::format("scale of row {} group {} ({}) overflows F16", r, g,
-                                  absmax / 7.0f));
-      scales[r * groups + g] = s16;
-      const float s = f16_to_f32(s16);
-      if (s == 0) continue;  // all-zero (or underflowing) group: q = 0
-      for (uint64_t k = 0; k < group; ++k) {
-        const float v = std::clamp(std::nearbyint(wg[k] / s), -8.0f, 7.0f);  // ties to even
-        const uint64_t c = g * group + k;
-        const auto nib = static_cast<uint8_t>(static_cast<int>(v) & 0xF);
-        q[c / 2] |= static_cast<uint8_t>(c % 2 ? nib << 4 : nib);
-      }
+      detail::int4_quantize_row(w, scale.data(), cols, group, codes.data(),
+                                qweight.data() + r * cols / 2);
     }
-  }
+  });
 }
 
 void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint16_t> scales,
@@ -154,13 +118,14 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
                               row_count, cols, dtype_name(out), row_count * cols * out_bytes));
   const uint64_t groups = cols / group;
   detail::parallel_for(row_count, kParallelMinElements / std::max<uint64_t>(cols, 1), 1,
-                       detail::thread_count(0), [&](uint64_t b, uint64_t e) {
+                       detail::thread_count(detail::configured_threads()),
+                       [&](uint64_t b, uint64_t e) {
     std::vector<float> row(out == Dtype::F32 ? 0 : cols);
     for (uint64_t r = b; r < e; ++r) {
       const uint64_t src_row = first_row + r;
       float* o = out == Dtype::F32 ? reinterpret_cast<float*>(dst.data() + r * cols * 4) : row.data();
-      dequantize_row_f32(qweight.data() + src_row * cols / 2, scales.data() + src_row * groups,
-                         cols, group, o);
+      detail::int4_dequantize_row(qweight.data() + src_row * cols / 2,
+                                  scales.data() + src_row * groups, cols, group, o);
       if (out != Dtype::F32)
         convert(Dtype::F32, std::as_bytes(std::span(row)), out,
                 dst.subspan(r * cols * out_bytes, cols * out_bytes), cols);

@@ -141,7 +141,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       w.append(t->name + ".qweight", std::as_bytes(std::span(q)));
       w.append(t->name + ".scales", std::as_bytes(std::span(s)));
     }
-    item.rmse = rows * cols ? std::sqrt(sq / static_cast<double>(rows * cols)) : 0;
+    item.rmse = rows * cols != 0 ? std::sqrt(sq / static_cast<double>(rows * cols)) : 0;
     item.max_abs_error = max_abs;
     item.bytes_after = rows * cols / 2 + rows * (cols / *group) * 2;
     report.items.push_back(std::move(item));

@@ -17,6 +17,7 @@ echo "== Google Benchmark programs"
 "$build/bench/bench_header" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true | tee "$out/bench_header.txt"
 "$build/bench/bench_read" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_read.txt"
 "$build/bench/bench_convert" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_convert.txt"
+"$build/bench/bench_quant" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_quant.txt"
 
 echo "== Python json.loads of the 50,000-tensor header (the reference parses with serde, ~1 us/tensor)"
 "$build/bench/make_bench_file" --many "$dir/tlio-bench-50k.safetensors"
@@ -64,3 +65,21 @@ bf_med=$(printf '%s\n' "${bf_times[@]}" | median)
   echo "ratio tlio-bf16/dd: $(echo "scale=3; $bf_med / $dd_med" | bc)"
 } | tee -a "$out/convert_vs_dd.txt"
 rm -f "$dir/out-bf16.safetensors"
+
+echo "== whole process: tlio quantize / dequantize (int4-g32-sym) of 1 GiB of F32 weights vs dd"
+proj="$dir/tlio-bench-proj-1gib.safetensors"
+"$build/bench/make_bench_file" --proj "$proj" 256 1024 1024
+cat "$proj" > /dev/null
+q_times=(); dq_times=()
+for i in 1 2 3; do
+  rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"; sync
+  q_times+=("$(seconds "$build/tlio" quantize "$proj" "$dir/out-q.safetensors" --scheme int4-g32-sym)")
+  dq_times+=("$(seconds "$build/tlio" dequantize "$dir/out-q.safetensors" "$dir/out-dq.safetensors")")
+done
+q_med=$(printf '%s\n' "${q_times[@]}" | median)
+dq_med=$(printf '%s\n' "${dq_times[@]}" | median)
+{
+  echo "tlio quantize int4-g32-sym: ${q_times[*]}  median ${q_med} s  ratio to dd $(echo "scale=3; $q_med / $dd_med" | bc)"
+  echo "tlio dequantize:            ${dq_times[*]}  median ${dq_med} s  ratio to dd $(echo "scale=3; $dq_med / $dd_med" | bc)"
+} | tee -a "$out/convert_vs_dd.txt"
+rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"

@@ -1,13 +1,16 @@
-// cli/cmd_inspect.cpp: `tlio inspect FILE [--json]`.
-#include <fmt/core.h>
-#include <fmt/format.h>
-
+// cli/cmd_inspect.cpp: `tlio inspect FILE|DIR [--json]`.
 #include <algorithm>
 #include <map>
+#include <set>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/file.hpp"
+#include "tlio/model.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio::cli {
 namespace {
@@ -22,72 +25,150 @@ std::string json_str(std::string_view s) {
   return out;
 }
 
-void print_json(const tlio::File& f) {
-  std::string out = "{";
-  out += fmt::format(
-      "\"file\":{},\"file_size\":{},\"header_size\":{},\"data_size\":{},"
-      "\"canonical\":{},",
-      json_str(f.name()), f.file_size(), f.header_size(), f.header().data_size(),
-      f.is_canonical() ? "true" : "false");
+// What inspect shows, for a file or a model directory alike.
+struct Listing {
+  struct Entry {
+    const tlio::TensorInfo* info;
+    std::string file;  // empty for a single file
+  };
+  std::string name;
+  const tlio::File* first = nullptr;  // metadata source
+  uint64_t file_size = 0, header_size = 0, data_size = 0;
+  std::optional<bool> canonical;
+  std::vector<std::pair<std::string, uint64_t>> files;  // directories: name, size
+  const tlio::ModelConfig* config = nullptr;
+  std::vector<Entry> tensors;  // file order (directories: by file, then offset)
+  std::vector<tlio::QuantizedWeight> quantized;
+};
+
+void print_metadata_json(std::string& out, const tlio::File& f) {
   out += "\"metadata\":";
   if (!f.header().has_metadata()) {
     out += "null";
-  } else {
-    out += "{";
-    bool first = true;
-    for (const auto& [k, v] : f.metadata()) {
-      if (!first) out += ",";
-      first = false;
-      out += json_str(k) + ":" + json_str(v);
-    }
-    out += "}";
+    return;
   }
+  out += "{";
+  bool first = true;
+  for (const auto& [k, v] : f.metadata()) {
+    if (!first) out += ",";
+    first = false;
+    out += json_str(k) + ":" + json_str(v);
+  }
+  out += "}";
+}
+
+void print_json(const Listing& l) {
+  std::string out = "{";
+  out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_str(l.name));
+  if (l.config) {
+    const auto& c = *l.config;
+    out += fmt::format("\"config\":{{\"arch\":{},\"vocab_size\":{}", json_str(c.arch), c.vocab_size);
+    if (c.course) out += fmt::format(",\"tokenizer\":{}", json_str(c.tokenizer));
+    if (c.arch == "llama")
+      out += fmt::format(",\"hidden_size\":{},\"intermediate_size\":{},\"num_hidden_layers\":{},"
+                         "\"num_attention_heads\":{},\"num_key_value_heads\":{},\"head_dim\":{},"
+                         "\"tie_word_embeddings\":{}",
+                         c.hidden_size, c.intermediate_size, c.num_hidden_layers,
+                         c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                         c.tie_word_embeddings ? "true" : "false");
+    out += "},\"files\":[";
+    for (size_t i = 0; i < l.files.size(); ++i)
+      out += fmt::format("{}{{\"name\":{},\"size\":{}}}", i ? "," : "", json_str(l.files[i].first),
+                         l.files[i].second);
+    out += "],";
+  } else {
+    out += fmt::format("\"file_size\":{},\"header_size\":{},\"canonical\":{},", l.file_size,
+                       l.header_size, *l.canonical ? "true" : "false");
+  }
+  out += fmt::format("\"data_size\":{},", l.data_size);
+  print_metadata_json(out, *l.first);
   out += ",\"tensors\":[";
   std::map<std::string_view, uint64_t> counts;
-  for (size_t i = 0; i < f.tensors().size(); ++i) {
-    const auto& t = f.tensors()[i];
-    if (i) out += ",";
-    out += fmt::format(
-        "{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
-        "\"bytes\":{}}}",
-        json_str(t.name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","), t.begin, t.end,
-        t.byte_size());
+  for (size_t i = 0; i < l.tensors.size(); ++i) {
+    const auto& t = *l.tensors[i].info;
+    out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
+                       "\"bytes\":{}{}}}",
+                       i ? "," : "", json_str(t.name), tlio::dtype_name(t.dtype),
+                       fmt::join(t.shape, ","), t.begin, t.end, t.byte_size(),
+                       l.tensors[i].file.empty() ? "" : ",\"file\":" + json_str(l.tensors[i].file));
     ++counts[tlio::dtype_name(t.dtype)];
+  }
+  out += "],\"quantized\":[";
+  for (size_t i = 0; i < l.quantized.size(); ++i) {
+    const auto& q = l.quantized[i];
+    std::vector<std::string> stored;
+    for (const auto& s : q.stored) stored.push_back(json_str(s));
+    out += fmt::format("{}{{\"name\":{},\"scheme\":{},\"shape\":[{}],\"stored\":[{}],\"bytes\":{}}}",
+                       i ? "," : "", json_str(q.name), json_str(q.scheme), fmt::join(q.shape, ","),
+                       fmt::join(stored, ","), q.stored_bytes);
   }
   out += "],\"dtype_counts\":{";
   bool first = true;
   for (const auto& [d, n] : counts) {
-    if (!first) out += ",";
+    out += fmt::format("{}\"{}\":{}", first ? "" : ",", d, n);
     first = false;
-    out += fmt::format("\"{}\":{}", d, n);
   }
-  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{}}}\n", f.tensors().size(),
-                     f.header().data_size());
+  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{}}}\n", l.tensors.size(), l.data_size);
   fmt::print("{}", out);
 }
 
-void print_table(const tlio::File& f) {
-  fmt::print("file:      {}\n", f.name());
-  fmt::print("size:      {} (header {}, data {})\n", human_size(f.file_size()),
-             human_size(f.header_size()), human_size(f.header().data_size()));
-  fmt::print("canonical: {}\n", f.is_canonical() ? "yes" : "no");
+void print_table(const Listing& l) {
+  if (l.config) {
+    const auto& c = *l.config;
+    fmt::print("model:     {} ({}{})\n", l.name, c.arch,
+               c.arch == "llama" ? fmt::format(", {} layers", c.num_hidden_layers) : "");
+    if (c.arch == "llama")
+      fmt::print("config:    vocab {}, hidden {}, intermediate {}, heads {} (kv {}), head_dim {}{}\n",
+                 c.vocab_size, c.hidden_size, c.intermediate_size, c.num_attention_heads,
+                 c.num_key_value_heads, c.head_dim, c.tie_word_embeddings ? ", tied embeddings" : "");
+    else
+      fmt::print("config:    vocab {}\n", c.vocab_size);
+    if (c.course) fmt::print("tokenizer: {}\n", c.tokenizer);
+    fmt::print("files:\n");
+    for (const auto& [name, size] : l.files) fmt::print("  {} ({})\n", name, human_size(size));
+  } else {
+    fmt::print("file:      {}\n", l.name);
+    fmt::print("size:      {} (header {}, data {})\n", human_size(l.file_size),
+               human_size(l.header_size), human_size(l.data_size));
+    fmt::print("canonical: {}\n", *l.canonical ? "yes" : "no");
+  }
+  const tlio::File& f = *l.first;
   if (f.metadata().empty()) {
     fmt::print("metadata:  {}\n", f.header().has_metadata() ? "(empty)" : "(none)");
   } else {
     fmt::print("metadata:\n");
-    for (const auto& [k, v] : f.metadata())
-      fmt::print("  {}: {}\n", display_name(k), display_name(v));
+    for (const auto& [k, v] : f.metadata()) fmt::print("  {}: {}\n", display_name(k), display_name(v));
   }
+  // Quantized weights are shown once, as their logical tensor, with their parts under them.
+  std::map<std::string, const tlio::QuantizedWeight*> part_of;
+  for (const auto& q : l.quantized)
+    for (const auto& s : q.stored) part_of[s] = &q;
   struct Row {
-    std::string name, dtype, shape, bytes, offset;
+    std::string name, dtype, shape, bytes, where;
   };
   std::vector<Row> rows;
-  rows.push_back({"name", "dtype", "shape", "bytes", "offset"});
+  const bool dir = l.config != nullptr;
+  rows.push_back({"name", "dtype", "shape", "bytes", dir ? "file" : "offset"});
+  std::set<const tlio::QuantizedWeight*> shown;
   std::map<std::string_view, uint64_t> counts;
-  for (const auto& t : f.tensors()) {
-    rows.push_back({display_name(t.name), std::string(tlio::dtype_name(t.dtype)),
-                    shape_text(t.shape), human_size(t.byte_size()), std::to_string(t.begin)});
+  for (const auto& e : l.tensors) {
+    const auto& t = *e.info;
     ++counts[tlio::dtype_name(t.dtype)];
+    auto q = part_of.find(t.name);
+    if (q != part_of.end()) {
+      if (!shown.insert(q->second).second) continue;
+      rows.push_back({display_name(q->second->name), q->second->scheme, shape_text(q->second->shape),
+                      human_size(q->second->stored_bytes), ""});
+      for (const auto& s : q->second->stored)
+        for (const auto& e2 : l.tensors)
+          if (e2.info->name == s)
+            rows.push_back({"  " + display_name(s), std::string(tlio::dtype_name(e2.info->dtype)),
+                            shape_text(e2.info->shape), human_size(e2.info->byte_size()),
+                            dir ? e2.file : std::to_string(e2.info->begin)});
+      continue;
+    }
+    rows.push_back({display_name(t.name), std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),
+                    human_size(t.byte_size()), dir ? e.file : std::to_string(t.begin)});
   }
   size_t w[4] = {0, 0, 0, 0};
   for (const auto& r : rows) {
@@ -99,30 +180,62 @@ void print_table(const tlio::File& f) {
   fmt::print("tensors:\n");
   for (const auto& r : rows)
     fmt::print("  {}  {}  {}  {}  {}\n", pad(r.name, w[0]), pad(r.dtype, w[1]), pad(r.shape, w[2]),
-               pad(r.bytes, w[3], true), r.offset);
+               pad(r.bytes, w[3], true), r.where);
   std::vector<std::string> parts;
   for (const auto& [d, n] : counts) parts.push_back(fmt::format("{} {}", n, d));
-  fmt::print("total:     {} tensor{}, {}{}{}\n", f.tensors().size(),
-             f.tensors().size() == 1 ? "" : "s", human_size(f.header().data_size()),
-             parts.empty() ? "" : "; ", fmt::join(parts, ", "));
+  fmt::print("total:     {} tensor{}, {}{}{}", l.tensors.size(), l.tensors.size() == 1 ? "" : "s",
+             human_size(l.data_size), parts.empty() ? "" : "; ", fmt::join(parts, ", "));
+  if (!l.quantized.empty())
+    fmt::print("; {} quantized weight{} ({})", l.quantized.size(), l.quantized.size() == 1 ? "" : "s",
+               l.quantized[0].scheme);
+  fmt::print("\n");
 }
 
 }  // namespace
 
 void add_inspect(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Show metadata and the table of tensors");
-  cmd->footer("Example: tlio inspect model.safetensors --json");
+  cmd->footer("FILE may be a model directory (config.json + weights, sharded or not).\n"
+              "Quantized weights are shown as one logical tensor with their stored parts.\n\n"
+              "Examples:\n  tlio inspect model.safetensors\n  tlio inspect model/ --json");
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("FILE", *path, "File to inspect")->required();
+  cmd->add_option("FILE", *path, "File or model directory")->required();
   cmd->add_flag("--json", *json, "Machine-readable output (sizes in bytes)");
   cmd->callback([path, json, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File f = tlio::File::open(*path);
-      if (*json)
-        print_json(f);
-      else
-        print_table(f);
+      Listing l;
+      l.name = *path;
+      std::optional<tlio::File> file;
+      std::optional<tlio::Model> model;
+      std::error_code ec;
+      if (std::filesystem::is_directory(*path, ec)) {
+        model.emplace(tlio::Model::open(*path));
+        l.config = &model->config();
+        l.first = &model->files()[0];
+        for (size_t i = 0; i < model->files().size(); ++i) {
+          const auto& f = model->files()[i];
+          l.files.emplace_back(model->file_names()[i], f.file_size());
+          l.data_size += f.header().data_size();
+          for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
+        }
+        l.quantized = model->quantized();
+      } else {
+        file.emplace(tlio::File::open(*path));
+        l.first = &*file;
+        l.file_size = file->file_size();
+        l.header_size = file->header_size();
+        l.data_size = file->header().data_size();
+        l.canonical = file->is_canonical();
+        for (const auto& t : file->tensors()) l.tensors.push_back({&t, {}});
+        try {
+          l.quantized = tlio::find_quantized_weights(*file);
+        } catch (const tlio::Error& e) {  // valid file, inconsistent quantization: list it plainly
+          print_error(std::string("warning: ") + e.what() + " (quantized weights not grouped)");
+        }
+      }
+      if (*json) print_json(l);
+      else print_table(l);
       return kExitOk;
     });
   });

@@ -4,6 +4,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/file.hpp"
+#include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio::cli {
@@ -11,17 +12,24 @@ namespace tlio::cli {
 void add_validate(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("validate", "Check files against every rule of the format and of quantized weights");
   cmd->footer(
-      "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
+      "A directory is checked as a model: config.json, tokenizer rule, shard index, and the\n"
+              "tensors its architecture needs.\n"
+              "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
       "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
       "Example: tlio validate model.safetensors");
   auto files = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("FILE", *files, "Files to check")->required();
+  cmd->add_option("FILE", *files, "Files or model directories to check")->required();
   cmd->callback([files, &exit_code] {
     int rc = kExitOk;
     for (const auto& path : *files) {
       int one = guarded([&] {
-        tlio::File f = tlio::File::open(path);
-        tlio::find_quantized_weights(f);  // consistency of quantized weights
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) {
+          tlio::Model::open(path).check();  // files, index, tokenizer, architecture
+        } else {
+          tlio::File f = tlio::File::open(path);
+          tlio::find_quantized_weights(f);  // consistency of quantized weights
+        }
         fmt::print("{}: OK\n", path);
         return kExitOk;
       });

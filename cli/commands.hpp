@@ -11,5 +11,8 @@ void add_inspect(CLI::App& app, int& exit_code);
 void add_convert(CLI::App& app, int& exit_code);
 void add_quantize(CLI::App& app, int& exit_code);
 void add_dequantize(CLI::App& app, int& exit_code);
+void add_shard(CLI::App& app, int& exit_code);
+void add_merge(CLI::App& app, int& exit_code);
+void add_bigram(CLI::App& app, int& exit_code);
 
 }  // namespace tlio::cli

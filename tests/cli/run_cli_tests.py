@@ -31,9 +31,10 @@ def run_case(cmd_file, tlio, data, regenerate):
         (work / "TMP").mkdir()
         for line in lines:
             argv = [tlio if w == "tlio" else w for w in shlex.split(line)]
-            proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
-            got["stdout"] += proc.stdout
-            got["stderr"] += proc.stderr
+            proc = subprocess.run(argv, cwd=work, capture_output=True, timeout=120)
+            # Output may hold any bytes (bigram generate): keep invalid UTF-8 visible as \xNN.
+            got["stdout"] += proc.stdout.decode("utf-8", "backslashreplace")
+            got["stderr"] += proc.stderr.decode("utf-8", "backslashreplace")
             got["exit"] = f"{proc.returncode}\n"
     failures = []
     for kind, text in got.items():

@@ -1,0 +1,116 @@
+// cli/cmd_model.cpp: `tlio shard`, `tlio merge` and `tlio bigram train|generate`.
+#include <fmt/core.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "tlio/error.hpp"
+#include "tlio/file.hpp"
+#include "tlio/model.hpp"
+
+namespace tlio::cli {
+
+void add_shard(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("shard", "Split a file into shards with an index (HF layout)");
+  cmd->footer(
+      "Shards are filled greedily in canonical order; each holds at most SIZE bytes of tensor\n"
+      "data (a larger tensor gets a shard of its own) and the source's metadata. Sizes as\n"
+      "transformers reads them: 5GB = 5*10^9, 40KB = 40,000, 5GiB = 5*2^30. When everything\n"
+      "fits, OUTDIR gets one model.safetensors and no index.\n\n"
+      "Example: tlio shard model.safetensors out/ --max-size 5GB");
+  struct Args {
+    std::string in, out, size;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("IN", a->in, "Input file")->required();
+  cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
+  cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")->required();
+  cmd->callback([a, &exit_code] {
+    exit_code = guarded([&] {
+      const uint64_t max = tlio::parse_size(a->size);
+      tlio::File src = tlio::File::open(a->in);
+      tlio::ShardReport r = tlio::shard_file(src, a->out, max);
+      for (const auto& f : r.files) fmt::print("  {}\n", f);
+      fmt::print("{} -> {}: {} file(s), {} of tensor data\n", a->in, a->out, r.files.size(),
+                 human_size(r.total_size));
+      return kExitOk;
+    });
+  });
+}
+
+void add_merge(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("merge", "Merge a sharded model directory into one file");
+  cmd->footer("The shards' metadata must agree. Merging what `tlio shard` wrote gives back the\n"
+              "original (canonical) bytes.\n\nExample: tlio merge out/ model.safetensors");
+  struct Args {
+    std::string dir, out;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("DIR", a->dir, "Model directory")->required();
+  cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->callback([a, &exit_code] {
+    exit_code = guarded([&] {
+      tlio::merge_shards(a->dir, a->out);
+      tlio::File f = tlio::File::open(a->out);
+      fmt::print("{} -> {}: {} tensors, {}\n", a->dir, a->out, f.tensors().size(),
+                 human_size(f.header().data_size()));
+      return kExitOk;
+    });
+  });
+}
+
+void add_bigram(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bigram", "The bigram tracer model: train and generate");
+  cmd->require_subcommand(1);
+  auto* train = cmd->add_subcommand("train", "Count byte bigrams of a text into a model directory");
+  train->footer("Writes OUTDIR/config.json and OUTDIR/model.safetensors (bigram.weight F32\n"
+                "[256, 256] = log((c_ij + 1) / (c_i + 256))).\n\n"
+                "Example: tlio bigram train examples/sonnets.txt model/");
+  struct TrainArgs {
+    std::string text, out;
+  };
+  auto t = std::make_shared<TrainArgs>();
+  train->add_option("TEXT", t->text, "Text file")->required();
+  train->add_option("OUTDIR", t->out, "Model directory to write")->required();
+  train->callback([t, &exit_code] {
+    exit_code = guarded([&] {
+      std::ifstream in(t->text, std::ios::binary);
+      if (!in) throw tlio::Error(tlio::ErrorCode::io, {}, {}, std::nullopt, "cannot open", t->text);
+      std::ostringstream s;
+      s << in.rdbuf();
+      const std::string text = s.str();
+      tlio::bigram_train(text, t->out);
+      fmt::print("{} -> {}: {} bytes, {} bigrams counted\n", t->text, t->out, text.size(),
+                 text.empty() ? 0 : text.size() - 1);
+      return kExitOk;
+    });
+  });
+
+  auto* gen = cmd->add_subcommand("generate", "Sample text from a bigram model");
+  gen->footer("Loads DIR by mmap and samples from softmax(W[last byte] / T). The same seed gives\n"
+              "the same text. Without --prompt, generation starts after a newline.\n\n"
+              "Example: tlio bigram generate model/ --prompt 'Shall I' --tokens 200 --seed 7");
+  struct GenArgs {
+    std::string dir;
+    tlio::BigramSampling s;
+  };
+  auto g = std::make_shared<GenArgs>();
+  gen->add_option("DIR", g->dir, "Model directory")->required();
+  gen->add_option("--prompt", g->s.prompt, "Text to continue");
+  gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)");
+  gen->add_option("--seed", g->s.seed, "Random seed (default 0)");
+  gen->add_option("--temperature", g->s.temperature, "Softmax temperature, 0 = greedy (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  gen->callback([g, &exit_code] {
+    exit_code = guarded([&] {
+      tlio::Model m = tlio::Model::open(g->dir);
+      const std::string text = tlio::bigram_generate(m, g->s);
+      fmt::print("{}{}\n", g->s.prompt, text);
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace tlio::cli

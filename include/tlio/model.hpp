@@ -1,0 +1,119 @@
+// tlio/model.hpp: model directories (config.json + weights, one file or shards), their
+// architecture checks, sharding and merging, and the bigram tracer model.
+//
+// Errors about a directory are Error{format} with rule "model" (config.json, architecture,
+// tokenizer) or "index" (model.safetensors.index.json and its shards), naming the file and the
+// tensor or key.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio {
+
+struct ModelConfig {
+  std::string arch;       ///< "bigram", "llama", or an HF model_type tlio does not check
+  bool course = false;    ///< config.json has tl_arch (course directory rules apply)
+  std::string tokenizer;  ///< course directories: "bytes" or "file"; HF: empty
+  uint64_t vocab_size = 0;
+  // llama
+  uint64_t hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
+  uint64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
+  bool tie_word_embeddings = false;
+};
+
+/// Parses config.json text. Throws Error{format, "model"} for bad JSON, missing or mistyped keys.
+TLIO_API ModelConfig parse_model_config(std::string_view json, const std::string& source);
+
+/// One entry of a logical tensor namespace over one or several files.
+struct ModelTensor {
+  const TensorInfo* info;
+  size_t file;  ///< index into Model::files()
+};
+
+class TLIO_API Model {
+ public:
+  /// Opens a model directory: config.json, the tokenizer rule, model.safetensors or the shards
+  /// of model.safetensors.index.json (all checked), mapped read-only. Does not run the
+  /// architecture checks (see check()).
+  static Model open(const std::filesystem::path& dir, OpenOptions options = {});
+
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+  const ModelConfig& config() const noexcept { return config_; }
+  /// The weight files (one, or the shards in index order).
+  const std::vector<File>& files() const noexcept { return files_; }
+  const std::vector<std::string>& file_names() const noexcept { return file_names_; }
+  bool sharded() const noexcept { return sharded_; }
+  /// Every stored tensor, sorted by name.
+  std::vector<std::string_view> tensor_names() const;
+  const ModelTensor* find(std::string_view name) const noexcept;
+  /// Throws Error{not_found}.
+  TensorView view(std::string_view name) const;
+  /// Quantized weights over all files (int4 pairs).
+  const std::vector<QuantizedWeight>& quantized() const noexcept { return quantized_; }
+
+  /// The architecture checks: every expected tensor present with its shape (quantized weights
+  /// count as their logical weight), nothing unexpected. Throws Error{format, "model"} naming
+  /// the first missing, unexpected or misshapen tensor. Unknown architectures pass.
+  void check() const;
+
+ private:
+  std::filesystem::path dir_;
+  ModelConfig config_;
+  std::vector<File> files_;
+  std::vector<std::string> file_names_;
+  bool sharded_ = false;
+  std::vector<std::pair<std::string_view, ModelTensor>> index_;  // sorted by name
+  std::vector<QuantizedWeight> quantized_;
+};
+
+// ---- sharding ----------------------------------------------------------------------------------
+
+/// Parses a size the way transformers does: plain bytes, or a number with B, KB, MB, GB, TB
+/// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024). Error{invalid_argument} otherwise.
+TLIO_API uint64_t parse_size(std::string_view text);
+
+struct ShardReport {
+  std::vector<std::string> files;  ///< written, in order (the index last when there is one)
+  uint64_t total_size = 0;
+};
+
+/// Splits `src` into `out_dir` greedily in canonical order, each shard's tensor data within
+/// `max_size` bytes (a larger tensor alone in its shard), each shard keeping the source's
+/// metadata: model-0000i-of-0000n.safetensors plus model.safetensors.index.json, written last;
+/// or a single model.safetensors and no index when everything fits.
+TLIO_API ShardReport shard_file(const File& src, const std::filesystem::path& out_dir,
+                                uint64_t max_size);
+
+/// Merges the weights of a model directory (or a single-file one) into one canonical file.
+/// The shards' metadata must agree (Error{format, "index"} naming the difference).
+TLIO_API void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out);
+
+// ---- the bigram tracer -------------------------------------------------------------------------
+
+/// Counts byte bigrams of `text` and writes a bigram model directory: config.json (tl_arch
+/// bigram, vocab_size 256, tl_tokenizer bytes) and model.safetensors with bigram.weight F32
+/// [256, 256] = log((c_ij + 1) / (c_i + 256)) computed in double, metadata format=tinyllm.
+TLIO_API void bigram_train(std::string_view text, const std::filesystem::path& out_dir);
+
+struct BigramSampling {
+  std::string prompt;         ///< empty: start after byte 10 ('\n')
+  uint64_t tokens = 100;      ///< bytes to generate
+  uint64_t seed = 0;
+  double temperature = 1.0;   ///< 0: always the most likely next byte
+};
+
+/// Samples from softmax(W[last byte] / temperature) of a bigram model; the same seed gives the
+/// same bytes. Returns only the generated bytes.
+TLIO_API std::string bigram_generate(const Model& model, const BigramSampling& sampling);
+
+}  // namespace tlio

@@ -1,0 +1,205 @@
+#include "model/json_util.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/core.h>
+
+#include "format/quote.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace dom = simdjson::dom;
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_io("cannot open", path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw_io("read failed", path.string());
+  return s.str();
+}
+
+namespace {
+
+// The first key that appears twice in one object, at any depth.
+std::optional<std::string> duplicate_key(dom::element el) {
+  dom::object obj;
+  dom::array arr;
+  if (el.get_object().get(obj) == simdjson::SUCCESS) {
+    std::vector<std::string_view> keys;
+    for (auto f : obj) {
+      keys.push_back(f.key);
+      if (auto d = duplicate_key(f.value)) return d;
+    }
+    std::sort(keys.begin(), keys.end());
+    auto it = std::adjacent_find(keys.begin(), keys.end());
+    if (it != keys.end()) return std::string(*it);
+  } else if (el.get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto v : arr)
+      if (auto d = duplicate_key(v)) return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+JsonDoc::JsonDoc(std::string_view json, std::string source, std::string rule)
+    : source_(std::move(source)), rule_(std::move(rule)) {
+  auto err = parser_.parse(json.data(), json.size()).get(root_);
+  if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
+  if (!root_.is_object()) fail({}, "not a JSON object");
+  if (auto d = duplicate_key(root_)) fail(*d, fmt::format("key {} appears twice", quote_name(*d)));
+}
+
+void JsonDoc::fail(const std::string& key, std::string detail) const {
+  throw Error(ErrorCode::format, rule_, key, std::nullopt, std::move(detail), source_);
+}
+
+std::optional<std::string> JsonDoc::optional_string(const char* key) const {
+  dom::element v;
+  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+  std::string_view s;
+  if (v.get_string().get(s)) fail(key, fmt::format("{} is not a string", key));
+  return std::string(s);
+}
+
+std::optional<uint64_t> JsonDoc::optional_uint(const char* key) const {
+  dom::element v;
+  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+  uint64_t n;
+  if (v.get_uint64().get(n)) fail(key, fmt::format("{} is not a non-negative integer", key));
+  return n;
+}
+
+uint64_t JsonDoc::required_uint(const char* key) const {
+  auto v = optional_uint(key);
+  if (!v) fail(key, fmt::format("missing key {}", key));
+  return *v;
+}
+
+std::optional<bool> JsonDoc::optional_bool(const char* key) const {
+  dom::element v;
+  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+  bool b;
+  if (v.get_bool().get(b)) fail(key, fmt::format("{} is not true or false", key));
+  return b;
+}
+
+ShardIndex read_shard_index(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  JsonDoc doc(text, path.string(), "index");
+  ShardIndex index;
+  dom::element meta;
+  if (doc.root()["metadata"].get(meta) == simdjson::SUCCESS && !meta.is_null()) {
+    if (!meta.is_object()) doc.fail("metadata", "metadata is not an object");
+    dom::element total;
+    if (meta["total_size"].get(total) == simdjson::SUCCESS) {
+      uint64_t n;
+      if (total.get_uint64().get(n)) doc.fail("total_size", "total_size is not a non-negative integer");
+      index.total_size = n;
+    }
+  }
+  dom::object map;
+  if (doc.root()["weight_map"].get_object().get(map))
+    doc.fail("weight_map", "weight_map is missing or not an object");
+  for (auto f : map) {
+    std::string_view file;
+    if (f.value.get_string().get(file))
+      doc.fail(std::string(f.key), fmt::format("the file of {} is not a string", quote_name(f.key)));
+    const bool plain = !file.empty() && file != "." && file != ".." &&
+                       file.find('/') == std::string_view::npos &&
+                       file.find('\\') == std::string_view::npos &&
+                       file.find('\0') == std::string_view::npos;
+    if (!plain)
+      doc.fail(std::string(f.key), fmt::format("tensor {} maps to {}: not a plain file name in the "
+                                               "model directory", quote_name(f.key), quote_name(file)));
+    index.weight_map.emplace_back(std::string(f.key), std::string(file));
+  }
+  std::sort(index.weight_map.begin(), index.weight_map.end());
+  for (const auto& [t, f] : index.weight_map) index.files.push_back(f);
+  std::sort(index.files.begin(), index.files.end());
+  index.files.erase(std::unique(index.files.begin(), index.files.end()), index.files.end());
+  return index;
+}
+
+void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
+                       const std::string& source) {
+  auto fail = [&](const std::string& tensor, std::string detail) {
+    throw Error(ErrorCode::format, "index", tensor, std::nullopt, std::move(detail), source);
+  };
+  std::map<std::string_view, size_t> shard_of_file;
+  for (size_t i = 0; i < index.files.size(); ++i) shard_of_file[index.files[i]] = i;
+  uint64_t total = 0;
+  for (const auto& [tensor, file] : index.weight_map) {
+    const File& shard = shards[shard_of_file.at(file)];
+    if (!shard.header().find(tensor))
+      fail(tensor, fmt::format("tensor {} is listed in {} but missing from it", quote_name(tensor), file));
+  }
+  for (size_t i = 0; i < shards.size(); ++i)
+    for (const TensorInfo& t : shards[i].tensors()) {
+      total += t.byte_size();
+      auto it = std::lower_bound(index.weight_map.begin(), index.weight_map.end(),
+                                 std::make_pair(t.name, std::string()));
+      if (it == index.weight_map.end() || it->first != t.name)
+        fail(t.name, fmt::format("tensor {} of {} is not listed in the index", quote_name(t.name),
+                                 index.files[i]));
+      if (it->second != index.files[i])
+        fail(t.name, fmt::format("tensor {} is in {} but the index lists {}", quote_name(t.name),
+                                 index.files[i], it->second));
+    }
+  if (index.total_size && *index.total_size != total)
+    fail("total_size", fmt::format("total_size is {}, the shards' tensors hold {} bytes",
+                                   *index.total_size, total));
+}
+
+namespace {
+
+// json.dumps with ensure_ascii=True: escapes like the canonical writer, and non-ASCII as \uXXXX.
+void append_ascii_json_string(std::string& out, std::string_view s) {
+  std::string plain;
+  append_json_string(plain, s);
+  for (size_t i = 0; i < plain.size();) {
+    const unsigned char c = static_cast<unsigned char>(plain[i]);
+    if (c == 0x7F) {  // Python escapes everything outside ' '..'~'
+      out += "\\u007f";
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out.push_back(plain[i++]);
+      continue;
+    }
+    const size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint32_t cp = c & (0xFF >> (len + 1));
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(plain[i + k]) & 0x3F);
+    i += len;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+    } else {
+      out += fmt::format("\\u{:04x}", cp);
+    }
+  }
+}
+
+}  // namespace
+
+std::string shard_index_json(const ShardIndex& index) {
+  std::string out = "{\n  \"metadata\": {\n    \"total_size\": ";
+  out += std::to_string(index.total_size.value_or(0));
+  out += "\n  },\n  \"weight_map\": {";
+  for (size_t i = 0; i < index.weight_map.size(); ++i) {
+    out += i ? ",\n    " : "\n    ";
+    append_ascii_json_string(out, index.weight_map[i].first);
+    out += ": ";
+    append_ascii_json_string(out, index.weight_map[i].second);
+  }
+  out += index.weight_map.empty() ? "}\n}\n" : "\n  }\n}\n";
+  return out;
+}
+
+}  // namespace tlio::detail

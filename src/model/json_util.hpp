@@ -1,0 +1,58 @@
+// model/json_util.hpp: reading the small JSON files of a model directory (config.json, the
+// shard index) with simdjson, every failure a format error with the given rule.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/file.hpp"
+
+namespace tlio::detail {
+
+/// Reads a whole (small) file; Error{io} naming it.
+std::string read_text_file(const std::filesystem::path& path);
+
+/// A parsed JSON object document. Rejects invalid JSON, a non-object root and duplicate keys
+/// at any depth.
+class JsonDoc {
+ public:
+  JsonDoc(std::string_view json, std::string source, std::string rule);
+  [[noreturn]] void fail(const std::string& key, std::string detail) const;
+  std::optional<std::string> optional_string(const char* key) const;
+  std::optional<uint64_t> optional_uint(const char* key) const;
+  uint64_t required_uint(const char* key) const;
+  std::optional<bool> optional_bool(const char* key) const;
+  simdjson::dom::element root() const { return root_; }
+
+ private:
+  simdjson::dom::parser parser_;
+  simdjson::dom::element root_;
+  std::string source_, rule_;
+};
+
+struct ShardIndex {
+  std::vector<std::pair<std::string, std::string>> weight_map;  // tensor -> file, sorted
+  std::vector<std::string> files;                                // distinct, sorted
+  std::optional<uint64_t> total_size;
+};
+
+/// Reads model.safetensors.index.json: weight_map names must be plain file names in the same
+/// directory, and no tensor may be listed twice.
+ShardIndex read_shard_index(const std::filesystem::path& path);
+
+/// With the shards opened (in index.files order): every listed tensor is in its shard, every
+/// shard tensor is listed for that shard, total_size is the sum of the tensors' data bytes.
+void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
+                       const std::string& source);
+
+/// The index text transformers writes: json.dumps(indent=2, sort_keys=True) + "\n" (non-ASCII
+/// escaped as \uXXXX).
+std::string shard_index_json(const ShardIndex& index);
+
+}  // namespace tlio::detail

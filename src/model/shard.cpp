@@ -1,0 +1,156 @@
+// model/shard.cpp: tlio shard / tlio merge, and size parsing.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/core.h>
+
+#include "format/quote.hpp"
+#include "io/checked.hpp"
+#include "io/os_file.hpp"
+#include "model/json_util.hpp"
+#include "tlio/error.hpp"
+#include "tlio/model.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+
+using detail::quote_name;
+
+uint64_t parse_size(std::string_view text) {
+  auto bad = [&]() -> uint64_t {
+    throw_invalid(fmt::format("invalid size {} (examples: 5GB, 500MB, 2GiB, 40KB, 123456)",
+                              quote_name(text)));
+  };
+  size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
+  if (digits == 0) return bad();
+  std::string unit(text.substr(digits));
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+  struct Unit {
+    const char* name;
+    double factor;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},       {"B", 1},          {"KB", 1e3},
+                                    {"MB", 1e6},   {"GB", 1e9},       {"TB", 1e12},
+                                    {"KIB", 1024}, {"MIB", 1 << 20},  {"GIB", 1 << 30},
+                                    {"TIB", 1099511627776.0}};
+  const Unit* u = nullptr;
+  for (const Unit& x : kUnits)
+    if (unit == x.name) u = &x;
+  if (!u) return bad();
+  const std::string number(text.substr(0, digits));
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc{} || end != number.data() + number.size()) return bad();
+  const double bytes = value * u->factor;
+  if (!(bytes >= 1) || bytes > 1.8e19) return bad();
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
+ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size) {
+  if (max_size == 0) throw_invalid("the shard size limit must be at least 1 byte");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw_io("cannot create the directory: " + ec.message(), out_dir.string());
+
+  // Greedy over the canonical order: start a new shard when the next tensor would overflow it.
+  std::vector<TensorInfo> layout = src.tensors();
+  canonical_layout(layout);
+  std::vector<std::vector<const TensorInfo*>> shards(1);
+  uint64_t used = 0, total = 0;
+  for (const TensorInfo& t : layout) {
+    const TensorInfo& info = src.header().at(t.name);
+    if (!shards.back().empty() && used + t.byte_size() > max_size) {
+      shards.emplace_back();
+      used = 0;
+    }
+    shards.back().push_back(&info);
+    used += t.byte_size();
+    total += t.byte_size();
+  }
+  const size_t n = shards.size();
+  ShardReport report;
+  report.total_size = total;
+  detail::ShardIndex index;
+  index.total_size = total;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = n == 1 ? std::string("model.safetensors")
+                                    : fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, n);
+    Writer w = Writer::to_file(out_dir / name);
+    w.set_metadata(src.metadata());
+    for (const TensorInfo* t : shards[i]) {
+      w.declare(t->name, t->dtype, t->shape);
+      index.weight_map.emplace_back(t->name, name);
+    }
+    for (const TensorInfo* t : shards[i]) w.copy_from(t->name, src, t->name);
+    w.commit();
+    report.files.push_back(name);
+    index.files.push_back(name);
+  }
+  const std::filesystem::path index_path = out_dir / "model.safetensors.index.json";
+  if (n == 1) {
+    std::filesystem::remove(index_path, ec);  // a stale index would shadow model.safetensors
+    return report;
+  }
+  std::sort(index.weight_map.begin(), index.weight_map.end());
+  const std::string text = detail::shard_index_json(index);
+  detail::AtomicFile f(index_path);
+  detail::pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), index_path.string());
+  f.commit();
+  report.files.push_back(index_path.filename().string());
+  return report;
+}
+
+void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out) {
+  std::error_code ec;
+  const std::filesystem::path index_path = dir / "model.safetensors.index.json";
+  std::vector<File> files;
+  std::vector<std::string> names;
+  if (std::filesystem::exists(index_path, ec)) {
+    detail::ShardIndex index = detail::read_shard_index(index_path);
+    for (const std::string& name : index.files) {
+      files.push_back(File::open(dir / name));
+      names.push_back(name);
+    }
+    detail::check_shard_index(index, files, index_path.string());
+  } else {
+    files.push_back(File::open(dir / "model.safetensors"));
+    names.push_back("model.safetensors");
+  }
+  for (size_t i = 1; i < files.size(); ++i) {
+    const Metadata& a = files[0].metadata();
+    const Metadata& b = files[i].metadata();
+    if (a == b) continue;
+    std::string key;
+    for (const auto& [k, v] : a)
+      if (!b.count(k) || b.at(k) != v) {
+        key = k;
+        break;
+      }
+    if (key.empty())
+      for (const auto& [k, v] : b)
+        if (!a.count(k)) {
+          key = k;
+          break;
+        }
+    const auto show = [&](const Metadata& m) {
+      return m.count(key) ? quote_name(m.at(key)) : std::string("absent");
+    };
+    throw Error(ErrorCode::format, "index", key, std::nullopt,
+                fmt::format("the shards' metadata differ: {} is {} in {} but {} in {}",
+                            quote_name(key), show(a), names[0], show(b), names[i]),
+                dir.string());
+  }
+  Writer w = Writer::to_file(out);
+  w.set_metadata(files[0].metadata());
+  for (const File& f : files)
+    for (const TensorInfo& t : f.tensors()) w.declare(t.name, t.dtype, t.shape);  // dups refused
+  for (const File& f : files)
+    for (const TensorInfo& t : f.tensors()) w.copy_from(t.name, f, t.name);
+  w.commit();
+}
+
+}  // namespace tlio

@@ -1,0 +1,1 @@
+tlio bigram generate DATA/hf --tokens 5

@@ -14,3 +14,24 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE=ON -D
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS (default 60)
+# from its seed corpus; a crash fails the run and leaves the input in build-fuzz/crashes/.
+fuzz_seconds=${TLIO_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DTLIO_FUZZ=ON -DTLIO_BUILD_TESTS=OFF -DTLIO_BUILD_BENCH=OFF
+  cmake --build build-fuzz -j"$jobs" --target fuzz_file fuzz_model_json
+  mkdir -p build-fuzz/crashes
+  for t in fuzz_file fuzz_model_json; do
+    corpus=$(mktemp -d)
+    cp -r fuzz/corpus/$t/. "$corpus"/
+    if [ "$t" = fuzz_file ]; then
+      cp tests/data/bad/*.safetensors tests/data/hf/*.safetensors "$corpus"/
+    fi
+    echo "fuzzing $t for ${fuzz_seconds}s"
+    ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz/$t "$corpus" -max_total_time="$fuzz_seconds" \
+      -rss_limit_mb=4096 -max_len=65536 -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 2>&1 | tail -n 12
+    rm -rf "$corpus"
+  done
+fi

@@ -90,8 +90,11 @@ std::optional<bool> JsonDoc::optional_bool(const char* key) const {
 }
 
 ShardIndex read_shard_index(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  JsonDoc doc(text, path.string(), "index");
+  return parse_shard_index(read_text_file(path), path.string());
+}
+
+ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
+  JsonDoc doc(text, source, "index");
   ShardIndex index;
   dom::element meta;
   if (doc.root()["metadata"].get(meta) == simdjson::SUCCESS && !meta.is_null()) {

@@ -45,6 +45,8 @@ struct ShardIndex {
 /// Reads model.safetensors.index.json: weight_map names must be plain file names in the same
 /// directory, and no tensor may be listed twice.
 ShardIndex read_shard_index(const std::filesystem::path& path);
+/// The same from the index text; `source` names it in errors.
+ShardIndex parse_shard_index(std::string_view text, const std::string& source);
 
 /// With the shards opened (in index.files order): every listed tensor is in its shard, every
 /// shard tensor is listed for that shard, total_size is the sum of the tensors' data bytes.

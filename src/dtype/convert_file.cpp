@@ -1,8 +1,8 @@
 // dtype/convert_file.cpp: typed reads and whole-file conversion (tlio convert --dtype).
-#include <regex>
 
 #include <fmt/core.h>
 
+#include "common/text.hpp"
 #include "format/quote.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -15,18 +15,6 @@ namespace {
 // Output produced per conversion step: large enough to use every core (convert() splits arrays
 // of a million elements and more), small enough to keep memory bounded.
 constexpr size_t kConvertChunkBytes = size_t{16} << 20;
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::regex compile(const std::string& pattern, const char* what) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw_invalid(fmt::format("invalid {} regex {}: {}", what, detail::quote_name(pattern), e.what()));
-  }
-}
 
 // Runs fn, naming `tensor` in any tlio::Error it throws that names none.
 template <class Fn>
@@ -46,14 +34,14 @@ bool is_quantization_companion(const File& f, std::string_view name) {
   // int4: <w>.scales beside <w>.qweight. bitsandbytes: the state of a 4-bit weight; LLM.int8:
   // the row scales and format marker (quant/ owns the full checks; these names are enough to
   // leave them alone).
-  if (ends_with(name, ".scales")) {
+  if (name.ends_with(".scales")) {
     std::string qweight(name.substr(0, name.size() - 7));
     qweight += ".qweight";
     if (f.header().find(qweight)) return true;
   }
   for (std::string_view suffix : {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
                                   ".SCB", ".weight_format"})
-    if (ends_with(name, suffix)) return true;
+    if (name.ends_with(suffix)) return true;
   return name.find(".quant_state.") != std::string_view::npos;
 }
 
@@ -77,9 +65,7 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   if (!is_floating(to) || !can_convert(Dtype::F32, to))
     throw_invalid(fmt::format("cannot convert tensors to {}: not a supported floating dtype",
                               dtype_name(to)));
-  const bool has_include = !options.include.empty(), has_exclude = !options.exclude.empty();
-  const std::regex include = compile(has_include ? options.include : ".", "--include");
-  const std::regex exclude = compile(has_exclude ? options.exclude : ".", "--exclude");
+  const detail::NameFilter filter(options.include, options.exclude);
 
   ConvertFileReport report;
   Writer w = Writer::to_file(out);
@@ -87,9 +73,7 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   std::vector<bool> converting;
   for (const TensorInfo& t : src.tensors()) {
     bool c = is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
-             !is_quantization_companion(src, t.name) &&
-             (!has_include || std::regex_search(t.name, include)) &&
-             !(has_exclude && std::regex_search(t.name, exclude));
+             !is_quantization_companion(src, t.name) && filter.selects(t.name, true);
     w.declare(t.name, c ? to : t.dtype, t.shape);
   }
   uint64_t total = 0;

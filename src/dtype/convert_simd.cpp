@@ -93,7 +93,10 @@ void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
   F32To16(src, dst, n, round, &f32_to_bf16);
 }
 
-void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
+// 16-bit -> F32 kernels: one vector of 16-bit lanes promoted to one full vector of results.
+template <class Widen>
+void To32(const std::byte* src, std::byte* dst, size_t n, const Widen& widen,
+          float (*scalar)(uint16_t)) {
   const hn::ScalableTag<uint32_t> du32;
   const hn::Rebind<uint16_t, decltype(du32)> du16;
   const size_t lanes = hn::Lanes(du32);
@@ -104,18 +107,22 @@ void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
   auto one = [&](size_t k) {
     uint16_t h;
     std::memcpy(&h, src + 2 * k, 2);
-    const float f = bf16_to_f32(h);
+    const float f = scalar(h);
     std::memcpy(dst + 4 * k, &f, 4);
   };
   if (stream)
     for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
   for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
+    const auto v = widen(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
     if (stream) hn::Stream(v, du32, out + i);
     else hn::StoreU(v, du32, out + i);
   }
   if (stream) hwy::FlushStream();
   for (; i < n; ++i) one(i);
+}
+
+void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
+  To32(src, dst, n, [](auto h) { return hn::ShiftLeft<16>(h); }, &bf16_to_f32);
 }
 
 void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
@@ -153,10 +160,6 @@ void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
 void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
   const hn::ScalableTag<uint32_t> du32;
   const hn::Rebind<float, decltype(du32)> df32;
-  const hn::Rebind<uint16_t, decltype(du32)> du16;
-  const size_t lanes = hn::Lanes(du32);
-  const auto* in = reinterpret_cast<const uint16_t*>(src);
-  auto* out = reinterpret_cast<uint32_t*>(dst);
   const auto em_mask = hn::Set(du32, 0x7FFFu);
   const auto exp_field = hn::Set(du32, 0x0F800000u);  // F16 exponent bits after << 13
   const auto rebias = hn::Set(du32, (127u - 15u) << 23);
@@ -164,18 +167,7 @@ void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
   const auto sub_extra = hn::Set(du32, 1u << 23);
   const auto magic = hn::Set(du32, 113u << 23);  // 2^-14
   const auto zero = hn::Zero(du32);
-  const bool stream = n * 4 >= kStreamMinOutputBytes;
-  size_t i = 0;
-  auto one = [&](size_t k) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * k, 2);
-    const float f = f16_to_f32(h);
-    std::memcpy(dst + 4 * k, &f, 4);
-  };
-  if (stream)
-    for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
-  for (; i + lanes <= n; i += lanes) {
-    const auto h = hn::PromoteTo(du32, hn::LoadU(du16, in + i));
+  auto widen = [&](auto h) {
     const auto sign = hn::ShiftLeft<16>(hn::AndNot(em_mask, h));
     const auto shifted = hn::ShiftLeft<13>(hn::And(h, em_mask));
     const auto exp = hn::And(shifted, exp_field);
@@ -184,11 +176,9 @@ void F16ToF32(const std::byte* src, std::byte* dst, size_t n) {
     // Zero and subnormals: renormalise with an exact FP subtraction.
     const auto sub = hn::Sub(hn::BitCast(df32, hn::Add(o, sub_extra)), hn::BitCast(df32, magic));
     o = hn::IfThenElse(hn::Eq(exp, zero), hn::BitCast(du32, sub), o);
-    if (stream) hn::Stream(hn::Or(o, sign), du32, out + i);
-    else hn::StoreU(hn::Or(o, sign), du32, out + i);
-  }
-  if (stream) hwy::FlushStream();
-  for (; i < n; ++i) one(i);
+    return hn::Or(o, sign);
+  };
+  To32(src, dst, n, widen, &f16_to_f32);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -33,10 +33,6 @@ constexpr std::string_view kScales = ".scales";
   throw_format("int4", tensor, std::move(detail));
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, size_t nscales) {
   if (cols % 2) throw_invalid(fmt::format("int4 needs an even number of columns, not {}", cols));
   if (group == 0 || cols % group)
@@ -52,7 +48,7 @@ void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, s
 std::optional<uint64_t> parse_int4_scheme(std::string_view scheme) noexcept {
   constexpr std::string_view prefix = "int4-g", suffix = "-sym";
   if (scheme.size() <= prefix.size() + suffix.size() || scheme.substr(0, prefix.size()) != prefix ||
-      !ends_with(scheme, suffix))
+      !scheme.ends_with(suffix))
     return std::nullopt;
   std::string_view digits = scheme.substr(prefix.size(), scheme.size() - prefix.size() - suffix.size());
   if (digits.empty() || digits[0] == '0') return std::nullopt;
@@ -149,15 +145,15 @@ std::vector<QuantizedWeight> find_int4_weights(const File& f) {
   std::vector<QuantizedWeight> out;
   bool any_qweight = false;
   for (const TensorInfo& t : f.tensors())
-    if (ends_with(t.name, kQweight)) any_qweight = true;
+    if (t.name.ends_with(kQweight)) any_qweight = true;
   for (const TensorInfo& t : f.tensors()) {
-    if (ends_with(t.name, kScales) && (declared_group || any_qweight)) {
+    if (t.name.ends_with(kScales) && (declared_group || any_qweight)) {
       std::string base = t.name.substr(0, t.name.size() - kScales.size());
       if (!f.header().find(base + std::string(kQweight)))
         int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name),
                                        quote_name(base + std::string(kQweight))));
     }
-    if (!ends_with(t.name, kQweight)) continue;
+    if (!t.name.ends_with(kQweight)) continue;
     std::string base = t.name.substr(0, t.name.size() - kQweight.size());
     const std::string scales_name = base + std::string(kScales);
     const TensorInfo* s = f.header().find(scales_name);

@@ -2,10 +2,10 @@
 // Both stream: matrices are processed in blocks of rows, so memory stays bounded whatever the
 // model size.
 #include <cmath>
-#include <regex>
 
 #include <fmt/core.h>
 
+#include "common/text.hpp"
 #include "format/quote.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -21,18 +21,6 @@ namespace {
 
 // Input elements processed per block when quantizing or dequantizing.
 constexpr uint64_t kBlockElements = uint64_t{4} << 20;
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::regex compile(const std::string& pattern, const char* what) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw_invalid(fmt::format("invalid {} regex {}: {}", what, quote_name(pattern), e.what()));
-  }
-}
 
 // Why `t` cannot be quantized with `group`, or "" when it can.
 std::string unquantizable(const TensorInfo& t, uint64_t group) {
@@ -53,9 +41,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
     throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
                 fmt::format("unknown quantization scheme {} (int4-g<group>-sym)",
                             quote_name(options.scheme)));
-  const bool has_include = !options.include.empty(), has_exclude = !options.exclude.empty();
-  const std::regex include = compile(has_include ? options.include : ".", "--include");
-  const std::regex exclude = compile(has_exclude ? options.exclude : ".", "--exclude");
+  const detail::NameFilter filter(options.include, options.exclude);
 
   // Weights already quantized stay as they are, and must share the scheme.
   std::vector<QuantizedWeight> existing = find_quantized_weights(src);
@@ -78,13 +64,11 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
   std::vector<const TensorInfo*> selected;
   for (const TensorInfo& t : src.tensors()) {
     bool pick = !is_stored_part(t.name) &&
-                (has_include ? std::regex_search(t.name, include)
-                             : ends_with(t.name, "_proj.weight") && t.shape.size() == 2) &&
-                !(has_exclude && std::regex_search(t.name, exclude));
+                filter.selects(t.name, t.name.ends_with("_proj.weight") && t.shape.size() == 2);
     if (pick) {
       std::string why = unquantizable(t, *group);
       if (!why.empty()) {
-        if (has_include)
+        if (filter.has_include())
           throw Error(ErrorCode::invalid_argument, {}, t.name, std::nullopt,
                       fmt::format("cannot quantize {}: {}", quote_name(t.name), why));
         report.items.push_back({t.name, false, why, 0, 0, t.byte_size(), t.byte_size()});

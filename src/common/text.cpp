@@ -1,0 +1,29 @@
+#include "common/text.hpp"
+
+#include <fmt/core.h>
+
+#include "format/quote.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+std::regex compile_regex(const std::string& pattern, const char* what) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw_invalid(fmt::format("invalid {} regex {}: {}", what, quote_name(pattern), e.what()));
+  }
+}
+
+NameFilter::NameFilter(const std::string& include, const std::string& exclude)
+    : has_include_(!include.empty()),
+      has_exclude_(!exclude.empty()),
+      include_(compile_regex(has_include_ ? include : ".", "--include")),
+      exclude_(compile_regex(has_exclude_ ? exclude : ".", "--exclude")) {}
+
+bool NameFilter::selects(const std::string& name, bool by_default) const {
+  const bool in = has_include_ ? std::regex_search(name, include_) : by_default;
+  return in && !(has_exclude_ && std::regex_search(name, exclude_));
+}
+
+}  // namespace tlio::detail

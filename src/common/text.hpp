@@ -1,0 +1,25 @@
+// common/text.hpp: small text helpers shared by the modules that select tensors by name.
+#pragma once
+
+#include <regex>
+#include <string>
+
+namespace tlio::detail {
+
+/// Compiles a user's ECMAScript regex; Error{invalid_argument} naming `what` (e.g. "--include").
+std::regex compile_regex(const std::string& pattern, const char* what);
+
+/// Selection by --include/--exclude: with an include pattern, names it finds; otherwise the
+/// default choice; minus names the exclude pattern finds. Empty patterns are absent.
+class NameFilter {
+ public:
+  NameFilter(const std::string& include, const std::string& exclude);
+  bool selects(const std::string& name, bool by_default) const;
+  bool has_include() const noexcept { return has_include_; }
+
+ private:
+  bool has_include_, has_exclude_;
+  std::regex include_, exclude_;
+};
+
+}  // namespace tlio::detail

@@ -119,12 +119,18 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
     std::vector<float> row(out == Dtype::F32 ? 0 : cols);
     for (uint64_t r = b; r < e; ++r) {
       const uint64_t src_row = first_row + r;
-      float* o = out == Dtype::F32 ? reinterpret_cast<float*>(dst.data() + r * cols * 4) : row.data();
-      detail::int4_dequantize_row(qweight.data() + src_row * cols / 2,
-                                  scales.data() + src_row * groups, cols, group, o);
-      if (out != Dtype::F32)
-        convert(Dtype::F32, std::as_bytes(std::span(row)), out,
-                dst.subspan(r * cols * out_bytes, cols * out_bytes), cols);
+      const uint8_t* q = qweight.data() + src_row * cols / 2;
+      const uint16_t* s = scales.data() + src_row * groups;
+      std::byte* o = dst.data() + r * cols * out_bytes;
+      if (out == Dtype::F32) {
+        detail::int4_dequantize_row(q, s, cols, group, reinterpret_cast<float*>(o));
+        continue;
+      }
+      if (out == Dtype::BF16 &&
+          detail::int4_dequantize_row_bf16(q, s, cols, group, reinterpret_cast<uint16_t*>(o)))
+        continue;
+      detail::int4_dequantize_row(q, s, cols, group, row.data());
+      convert(Dtype::F32, std::as_bytes(std::span(row)), out, {o, cols * out_bytes}, cols);
     }
   });
 }

@@ -64,6 +64,48 @@ void DequantizeRow(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint
   }
 }
 
+bool DequantizeRowBF16(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint64_t group,
+                       uint16_t* out) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)q, (void)scales, (void)cols, (void)group, (void)out;
+  return false;
+#else
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(df)> du32;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t lanes = hn::Lanes(df);
+  if (group % (2 * lanes) != 0) return false;
+  const auto abs_mask = hn::Set(du32, 0x7FFFFFFFu);
+  const auto inf = hn::Set(du32, 0x7F800000u);
+  const auto bias = hn::Set(du32, 0x7FFFu);
+  const auto one = hn::Set(du32, 1u);
+  const auto quiet = hn::Set(du32, 0x40u);
+  // F32 -> BF16 bits in the low half of each lane (as f32_to_bf16: nearest even, NaN quieted).
+  auto to_bf16 = [&](auto f) {
+    const auto u = hn::BitCast(du32, f);
+    const auto is_nan = hn::Gt(hn::And(u, abs_mask), inf);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), one);
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, bias), lsb));
+    return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(u), quiet), rounded);
+  };
+  auto* out32 = reinterpret_cast<uint32_t*>(out);  // a low/high pair is one 32-bit lane
+  const uint64_t groups = cols / group;
+  for (uint64_t g = 0; g < groups; ++g) {
+    const auto s = hn::Set(df, f16_to_f32(scales[g]));
+    const uint8_t* b = q + g * group / 2;
+    uint32_t* o = out32 + g * group / 2;
+    for (uint64_t k = 0; k < group / 2; k += lanes) {
+      const auto bytes = hn::BitCast(di, hn::PromoteTo(du32, hn::LoadU(du8, b + k)));
+      const auto lo = to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<28>(bytes))), s));
+      const auto hi = to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<24>(bytes))), s));
+      hn::StoreU(hn::Or(lo, hn::ShiftLeft<16>(hi)), du32, o + k);
+    }
+  }
+  return true;
+#endif
+}
+
 void QuantizeRow(const float* w, const float* scale_f32, uint64_t cols, uint64_t group,
                  int8_t* codes, uint8_t* q) {
   // Adding and subtracting 1.5 * 2^23 rounds to nearest even for |x| < 2^22; |w / s| < 16 here.
@@ -94,11 +136,17 @@ HWY_AFTER_NAMESPACE();
 namespace tlio::detail {
 
 HWY_EXPORT(DequantizeRow);
+HWY_EXPORT(DequantizeRowBF16);
 HWY_EXPORT(QuantizeRow);
 
 void int4_dequantize_row(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint64_t group,
                          float* out) {
   HWY_DYNAMIC_DISPATCH(DequantizeRow)(q, scales, cols, group, out);
+}
+
+bool int4_dequantize_row_bf16(const uint8_t* q, const uint16_t* scales, uint64_t cols,
+                              uint64_t group, uint16_t* out) {
+  return HWY_DYNAMIC_DISPATCH(DequantizeRowBF16)(q, scales, cols, group, out);
 }
 
 void int4_quantize_row(const float* w, const float* scale_f32, uint64_t cols, uint64_t group,

@@ -1,0 +1,141 @@
+/* tlio/tlio.h: the C API of libtlio (C99). No exception crosses it: every function that can fail
+ * returns a status code (TL_OK = 0) and leaves a one-line message, the same the C++ API and the
+ * CLI give, in tl_last_error() (per thread). Handles are opaque and freed explicitly.
+ *
+ * Lifetime: pointers a tl_file hands out (names, shapes, tensor data, metadata strings) stay
+ * valid until tl_close(). */
+#ifndef TLIO_TLIO_H
+#define TLIO_TLIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(TLIO_STATIC_DEFINE)
+#define TL_API
+#elif defined(_WIN32)
+#define TL_API __declspec(dllexport)
+#else
+#define TL_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. */
+enum {
+  TL_OK = 0,
+  TL_EFORMAT = 1,      /* the bytes break a rule of the format */
+  TL_EIO = 2,          /* a file could not be opened, read, written or renamed */
+  TL_EINVAL = 3,       /* a malformed request (bad sizes, bad slice, NULL argument) */
+  TL_ENOTFOUND = 4,    /* no tensor or key of that name */
+  TL_EUNSUPPORTED = 5, /* valid, but not something tlio does (e.g. a C64 conversion) */
+  TL_ENOMEM = 6        /* out of memory */
+};
+
+/* Element types, in the reference implementation's order. */
+typedef enum tl_dtype {
+  TL_BOOL = 0,
+  TL_F4,
+  TL_F6_E2M3,
+  TL_F6_E3M2,
+  TL_U8,
+  TL_I8,
+  TL_F8_E5M2,
+  TL_F8_E4M3,
+  TL_F8_E8M0,
+  TL_F8_E4M3FNUZ,
+  TL_F8_E5M2FNUZ,
+  TL_I16,
+  TL_U16,
+  TL_F16,
+  TL_BF16,
+  TL_I32,
+  TL_U32,
+  TL_F32,
+  TL_C64,
+  TL_F64,
+  TL_I64,
+  TL_U64
+} tl_dtype;
+
+typedef struct tl_file tl_file;
+typedef struct tl_writer tl_writer;
+
+/* Written `struct tl_tensor_info` (the name is also the function that fills it). */
+struct tl_tensor_info {
+  const char* name;   /* NUL-terminated; a name may itself hold NUL bytes: see name_len */
+  size_t name_len;
+  tl_dtype dtype;
+  size_t rank;
+  const uint64_t* shape; /* rank entries */
+  uint64_t byte_size;
+  uint64_t data_offsets[2]; /* [begin, end) relative to the data buffer */
+  const void* data;         /* the bytes (zero-copy); NULL with TL_OPEN_PREAD: use tl_tensor_read */
+};
+
+/* ---- library ---------------------------------------------------------------------------- */
+TL_API const char* tl_version(void);
+/* The message of the last failure on this thread ("" when none). */
+TL_API const char* tl_last_error(void);
+TL_API const char* tl_dtype_name(tl_dtype dtype);
+/* Parses a header dtype name ("BF16") or a numpy/torch spelling ("bfloat16"). */
+TL_API int tl_dtype_from_name(const char* name, tl_dtype* out);
+TL_API unsigned tl_dtype_bits(tl_dtype dtype);
+
+/* ---- reading ------------------------------------------------------------------------------ */
+#define TL_OPEN_PREAD 1u /* positional reads instead of a mapping */
+
+TL_API int tl_open(const char* path, tl_file** out);
+TL_API int tl_open_ex(const char* path, unsigned flags, tl_file** out);
+/* Validates caller memory without copying it; it must outlive the tl_file. */
+TL_API int tl_open_memory(const void* data, size_t size, tl_file** out);
+TL_API void tl_close(tl_file* file);
+
+/* Tensors in file (offset) order. */
+TL_API size_t tl_tensor_count(const tl_file* file);
+TL_API int tl_tensor_find(const tl_file* file, const char* name, size_t* index);
+TL_API int tl_tensor_info(const tl_file* file, size_t index, struct tl_tensor_info* out);
+/* Copies tensor `index` (exactly byte_size bytes) into dst. */
+TL_API int tl_tensor_read(const tl_file* file, size_t index, void* dst, size_t dst_size);
+/* Reads tensor `index` converted to `to` (any floating dtype; integers/BOOL to F32/F64). */
+TL_API int tl_tensor_read_as(const tl_file* file, size_t index, tl_dtype to, void* dst,
+                             size_t dst_size);
+
+/* Metadata: NULL when the key is absent. */
+TL_API const char* tl_metadata_get(const tl_file* file, const char* key);
+TL_API size_t tl_metadata_count(const tl_file* file);
+/* The i-th entry in ascending key order. */
+TL_API int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char** value);
+
+/* ---- writing: canonical, streaming, atomic --------------------------------------------------
+ * Declare every tensor (tl_writer_declare, or tl_writer_add which also takes its bytes), then
+ * supply the bytes of declared tensors (tl_writer_write whole, tl_writer_append in order), then
+ * tl_writer_commit. Data given to tl_writer_add must stay valid until commit. Both commit and
+ * abort free the writer; until commit the destination is untouched. */
+TL_API int tl_writer_open(const char* path, tl_writer** out);
+TL_API int tl_writer_set_metadata(tl_writer* writer, const char* key, const char* value);
+TL_API int tl_writer_declare(tl_writer* writer, const char* name, tl_dtype dtype, size_t rank,
+                             const uint64_t* shape);
+TL_API int tl_writer_add(tl_writer* writer, const char* name, tl_dtype dtype, size_t rank,
+                         const uint64_t* shape, const void* data, size_t size);
+TL_API int tl_writer_write(tl_writer* writer, const char* name, const void* data, size_t size);
+TL_API int tl_writer_append(tl_writer* writer, const char* name, const void* data, size_t size);
+TL_API int tl_writer_commit(tl_writer* writer);
+TL_API void tl_writer_abort(tl_writer* writer);
+
+/* ---- conversion and quantized weights --------------------------------------------------- */
+TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, void* dst,
+                      size_t dst_size, uint64_t count);
+/* A tinyllm int4 weight `name` (its logical name, without .qweight) of an open file. */
+TL_API int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
+                        uint64_t* group);
+/* Dequantizes rows [first_row, first_row + row_count) as F32, F16 or BF16 into dst. */
+TL_API int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
+                              uint64_t row_count, tl_dtype out, void* dst, size_t dst_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TLIO_TLIO_H */

@@ -1,0 +1,276 @@
+// capi/capi.cpp: the C API (include/tlio/tlio.h) over the C++ API. Every entry point catches
+// everything at the boundary and turns it into a status code and a thread-local message.
+// The function tl_tensor_info shares its name with the struct it fills (as the C API asks).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#include "tlio/tlio.h"
+#pragma GCC diagnostic pop
+
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tlio/tlio.hpp"
+
+struct tl_file {
+  tlio::File file;
+  std::vector<const std::pair<const std::string, std::string>*> metadata;  // key order
+  // int4 weights opened on demand; readers on several threads share them under the mutex.
+  std::mutex int4_mutex;
+  std::unordered_map<std::string, tlio::Int4Weight> int4;
+};
+
+struct tl_writer {
+  tlio::Writer writer;
+  std::vector<std::pair<std::string, std::pair<const void*, size_t>>> pending;  // tl_writer_add
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+int fail(int code, std::string message) {
+  g_last_error = std::move(message);
+  return code;
+}
+
+int code_of(tlio::ErrorCode c) { return static_cast<int>(c); }
+
+// Runs fn, mapping every exception to a status code and message.
+template <class Fn>
+int guard(Fn&& fn) {
+  try {
+    fn();
+    return TL_OK;
+  } catch (const tlio::Error& e) {
+    return fail(code_of(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(TL_ENOMEM, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(TL_EINVAL, e.what());
+  } catch (...) {
+    return fail(TL_EINVAL, "unknown error");
+  }
+}
+
+bool valid_dtype(tl_dtype d) { return static_cast<int>(d) >= 0 && static_cast<int>(d) < tlio::kDtypeCount; }
+
+tlio::Dtype to_cpp(tl_dtype d) {
+  if (!valid_dtype(d)) tlio::throw_invalid("not a tl_dtype value: " + std::to_string(static_cast<int>(d)));
+  return static_cast<tlio::Dtype>(d);
+}
+
+tl_file* wrap(tlio::File f) {
+  auto* h = new tl_file{std::move(f), {}, {}, {}};
+  for (const auto& kv : h->file.metadata()) h->metadata.push_back(&kv);
+  return h;
+}
+
+const tlio::TensorInfo& tensor_at(const tl_file* file, size_t index) {
+  if (index >= file->file.tensors().size())
+    tlio::throw_invalid("tensor index " + std::to_string(index) + " out of range (" +
+                        std::to_string(file->file.tensors().size()) + " tensors)");
+  return file->file.tensors()[index];
+}
+
+#define TL_REQUIRE(cond, what) \
+  do {                         \
+    if (!(cond)) return fail(TL_EINVAL, what); \
+  } while (0)
+
+}  // namespace
+
+extern "C" {
+
+const char* tl_version(void) { return tlio::version(); }
+const char* tl_last_error(void) { return g_last_error.c_str(); }
+
+const char* tl_dtype_name(tl_dtype dtype) {
+  if (!valid_dtype(dtype)) return "?";
+  return tlio::dtype_name(static_cast<tlio::Dtype>(dtype)).data();  // table literals: NUL-terminated
+}
+
+int tl_dtype_from_name(const char* name, tl_dtype* out) {
+  TL_REQUIRE(name && out, "tl_dtype_from_name: NULL argument");
+  auto d = tlio::parse_dtype_alias(name);
+  if (!d) return fail(TL_EINVAL, std::string("unknown dtype '") + name + "'");
+  *out = static_cast<tl_dtype>(*d);
+  return TL_OK;
+}
+
+unsigned tl_dtype_bits(tl_dtype dtype) {
+  return valid_dtype(dtype) ? tlio::dtype_bits(static_cast<tlio::Dtype>(dtype)) : 0;
+}
+
+int tl_open(const char* path, tl_file** out) { return tl_open_ex(path, 0, out); }
+
+int tl_open_ex(const char* path, unsigned flags, tl_file** out) {
+  TL_REQUIRE(path && out, "tl_open: NULL argument");
+  *out = nullptr;
+  return guard([&] {
+    tlio::OpenOptions o;
+    o.backend = flags & TL_OPEN_PREAD ? tlio::Backend::pread : tlio::Backend::mmap;
+    *out = wrap(tlio::File::open(path, o));
+  });
+}
+
+int tl_open_memory(const void* data, size_t size, tl_file** out) {
+  TL_REQUIRE(out && (data || size == 0), "tl_open_memory: NULL argument");
+  *out = nullptr;
+  return guard([&] {
+    *out = wrap(tlio::File::from_buffer({static_cast<const std::byte*>(data), size}, "<memory>"));
+  });
+}
+
+void tl_close(tl_file* file) { delete file; }
+
+size_t tl_tensor_count(const tl_file* file) { return file ? file->file.tensors().size() : 0; }
+
+int tl_tensor_find(const tl_file* file, const char* name, size_t* index) {
+  TL_REQUIRE(file && name && index, "tl_tensor_find: NULL argument");
+  const tlio::TensorInfo* t = file->file.header().find(name);
+  if (!t) return fail(TL_ENOTFOUND, file->file.name() + ": no tensor named \"" + name + "\"");
+  *index = static_cast<size_t>(t - file->file.tensors().data());
+  return TL_OK;
+}
+
+int tl_tensor_info(const tl_file* file, size_t index, struct tl_tensor_info* out) {
+  TL_REQUIRE(file && out, "tl_tensor_info: NULL argument");
+  return guard([&] {
+    const tlio::TensorInfo& t = tensor_at(file, index);
+    out->name = t.name.c_str();
+    out->name_len = t.name.size();
+    out->dtype = static_cast<tl_dtype>(t.dtype);
+    out->rank = t.shape.size();
+    out->shape = t.shape.data();
+    out->byte_size = t.byte_size();
+    out->data_offsets[0] = t.begin;
+    out->data_offsets[1] = t.end;
+    auto mapped = file->file.mapped_data();
+    out->data = mapped.empty() ? nullptr : mapped.data() + t.begin;
+  });
+}
+
+int tl_tensor_read(const tl_file* file, size_t index, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && (dst || dst_size == 0), "tl_tensor_read: NULL argument");
+  return guard([&] {
+    const tlio::TensorInfo& t = tensor_at(file, index);
+    file->file.read(t.name, {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+int tl_tensor_read_as(const tl_file* file, size_t index, tl_dtype to, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && (dst || dst_size == 0), "tl_tensor_read_as: NULL argument");
+  return guard([&] {
+    const tlio::TensorInfo& t = tensor_at(file, index);
+    tlio::read_as(file->file, t.name, to_cpp(to), {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+const char* tl_metadata_get(const tl_file* file, const char* key) {
+  if (!file || !key) return nullptr;
+  auto it = file->file.metadata().find(key);
+  return it == file->file.metadata().end() ? nullptr : it->second.c_str();
+}
+
+size_t tl_metadata_count(const tl_file* file) { return file ? file->metadata.size() : 0; }
+
+int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char** value) {
+  TL_REQUIRE(file && key && value, "tl_metadata_at: NULL argument");
+  if (i >= file->metadata.size())
+    return fail(TL_EINVAL, "metadata index " + std::to_string(i) + " out of range");
+  *key = file->metadata[i]->first.c_str();
+  *value = file->metadata[i]->second.c_str();
+  return TL_OK;
+}
+
+int tl_writer_open(const char* path, tl_writer** out) {
+  TL_REQUIRE(path && out, "tl_writer_open: NULL argument");
+  *out = nullptr;
+  return guard([&] { *out = new tl_writer{tlio::Writer::to_file(path), {}}; });
+}
+
+int tl_writer_set_metadata(tl_writer* w, const char* key, const char* value) {
+  TL_REQUIRE(w && key && value, "tl_writer_set_metadata: NULL argument");
+  return guard([&] { w->writer.set_metadata(key, value); });
+}
+
+int tl_writer_declare(tl_writer* w, const char* name, tl_dtype dtype, size_t rank,
+                      const uint64_t* shape) {
+  TL_REQUIRE(w && name && (shape || rank == 0), "tl_writer_declare: NULL argument");
+  return guard([&] {
+    w->writer.declare(name, to_cpp(dtype), tlio::Shape(std::span<const uint64_t>(shape, rank)));
+  });
+}
+
+int tl_writer_add(tl_writer* w, const char* name, tl_dtype dtype, size_t rank,
+                  const uint64_t* shape, const void* data, size_t size) {
+  TL_REQUIRE(w && (data || size == 0), "tl_writer_add: NULL argument");
+  int rc = tl_writer_declare(w, name, dtype, rank, shape);
+  if (rc == TL_OK) w->pending.push_back({name, {data, size}});
+  return rc;
+}
+
+int tl_writer_write(tl_writer* w, const char* name, const void* data, size_t size) {
+  TL_REQUIRE(w && name && (data || size == 0), "tl_writer_write: NULL argument");
+  return guard([&] { w->writer.write(name, {static_cast<const std::byte*>(data), size}); });
+}
+
+int tl_writer_append(tl_writer* w, const char* name, const void* data, size_t size) {
+  TL_REQUIRE(w && name && (data || size == 0), "tl_writer_append: NULL argument");
+  return guard([&] { w->writer.append(name, {static_cast<const std::byte*>(data), size}); });
+}
+
+int tl_writer_commit(tl_writer* w) {
+  TL_REQUIRE(w, "tl_writer_commit: NULL argument");
+  int rc = guard([&] {
+    for (const auto& [name, bytes] : w->pending)
+      w->writer.write(name, {static_cast<const std::byte*>(bytes.first), bytes.second});
+    w->writer.commit();
+  });
+  delete w;  // the Writer's destructor removes the temporary when commit failed
+  return rc;
+}
+
+void tl_writer_abort(tl_writer* w) { delete w; }
+
+int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, void* dst,
+               size_t dst_size, uint64_t count) {
+  TL_REQUIRE((src || src_size == 0) && (dst || dst_size == 0), "tl_convert: NULL argument");
+  return guard([&] {
+    tlio::convert(to_cpp(from), {static_cast<const std::byte*>(src), src_size}, to_cpp(to),
+                  {static_cast<std::byte*>(dst), dst_size}, count);
+  });
+}
+
+static const tlio::Int4Weight& int4_of(const tl_file* file, const char* name) {
+  auto* f = const_cast<tl_file*>(file);  // the cache is not part of the file's observable state
+  std::lock_guard<std::mutex> lock(f->int4_mutex);
+  auto it = f->int4.find(name);
+  if (it == f->int4.end()) it = f->int4.emplace(name, tlio::Int4Weight(f->file, name)).first;
+  return it->second;
+}
+
+int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
+                 uint64_t* group) {
+  TL_REQUIRE(file && name && rows && cols && group, "tl_int4_info: NULL argument");
+  return guard([&] {
+    const tlio::Int4Weight& w = int4_of(file, name);
+    *rows = w.rows();
+    *cols = w.cols();
+    *group = w.group();
+  });
+}
+
+int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
+                       uint64_t row_count, tl_dtype out, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && name && (dst || dst_size == 0), "tl_int4_dequantize: NULL argument");
+  return guard([&] {
+    int4_of(file, name).dequantize_rows(first_row, row_count, to_cpp(out),
+                                        {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+}  // extern "C"

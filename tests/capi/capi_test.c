@@ -1,0 +1,151 @@
+/* The C API from C (C99): reading, metadata, writing, conversion, int4, errors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlio/tlio.h"
+
+static int passed = 0, failed = 0;
+
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (cond) {                                                                  \
+      ++passed;                                                                  \
+    } else {                                                                     \
+      ++failed;                                                                  \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              tl_last_error());                                                  \
+    }                                                                            \
+  } while (0)
+
+static char path_buf[4096];
+static const char* data_path(const char* rel) {
+  snprintf(path_buf, sizeof path_buf, "%s/%s", TLIO_TEST_DATA, rel);
+  return path_buf;
+}
+
+static void test_read(unsigned flags) {
+  tl_file* f = NULL;
+  CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), flags, &f) == TL_OK);
+  if (!f) return;
+  CHECK(tl_tensor_count(f) == 1);
+  size_t index = 99;
+  CHECK(tl_tensor_find(f, "w", &index) == TL_OK && index == 0);
+  CHECK(tl_tensor_find(f, "nope", &index) == TL_ENOTFOUND);
+  CHECK(strstr(tl_last_error(), "nope") != NULL);
+  struct tl_tensor_info info;
+  CHECK(tl_tensor_info(f, 0, &info) == TL_OK);
+  CHECK(strcmp(info.name, "w") == 0 && info.name_len == 1);
+  CHECK(info.dtype == TL_F32 && info.rank == 2 && info.shape[0] == 2 && info.shape[1] == 2);
+  CHECK(info.byte_size == 16 && info.data_offsets[0] == 0 && info.data_offsets[1] == 16);
+  CHECK((flags & TL_OPEN_PREAD) ? info.data == NULL : info.data != NULL);
+  float w[4] = {0};
+  CHECK(tl_tensor_read(f, 0, w, sizeof w) == TL_OK);
+  CHECK(w[0] == 1.0f && w[3] == 4.0f);
+  CHECK(tl_tensor_read(f, 0, w, 8) == TL_EINVAL);
+  CHECK(tl_tensor_info(f, 5, &info) == TL_EINVAL);
+  unsigned short bf[4];
+  CHECK(tl_tensor_read_as(f, 0, TL_BF16, bf, sizeof bf) == TL_OK);
+  CHECK(bf[0] == 0x3F80 && bf[1] == 0x4000);
+  CHECK(strcmp(tl_metadata_get(f, "format"), "tinyllm") == 0);
+  CHECK(tl_metadata_get(f, "absent") == NULL);
+  CHECK(tl_metadata_count(f) == 1);
+  const char *k, *v;
+  CHECK(tl_metadata_at(f, 0, &k, &v) == TL_OK && strcmp(k, "format") == 0 && strcmp(v, "tinyllm") == 0);
+  CHECK(tl_metadata_at(f, 1, &k, &v) == TL_EINVAL);
+  tl_close(f);
+}
+
+static void test_errors(void) {
+  tl_file* f = (tl_file*)1;
+  CHECK(tl_open(data_path("bad/offsets_gap.safetensors"), &f) == TL_EFORMAT);
+  CHECK(f == NULL);
+  CHECK(strstr(tl_last_error(), "rule 5") != NULL);
+  CHECK(tl_open(data_path("does-not-exist.safetensors"), &f) == TL_EIO);
+  CHECK(tl_open(NULL, &f) == TL_EINVAL);
+  unsigned char junk[5] = {1, 2, 3, 4, 5};
+  CHECK(tl_open_memory(junk, sizeof junk, &f) == TL_EFORMAT);
+  CHECK(strstr(tl_last_error(), "rule 1") != NULL);
+  tl_dtype d;
+  CHECK(tl_dtype_from_name("bfloat16", &d) == TL_OK && d == TL_BF16);
+  CHECK(tl_dtype_from_name("float128", &d) == TL_EINVAL);
+  CHECK(strcmp(tl_dtype_name(TL_F8_E4M3), "F8_E4M3") == 0);
+  CHECK(tl_dtype_bits(TL_F4) == 4 && tl_dtype_bits(TL_U64) == 64);
+  CHECK(TL_BOOL == 0 && TL_U64 == 21 && TL_EUNSUPPORTED == 5);
+  CHECK(strlen(tl_version()) > 0);
+}
+
+static void test_write(const char* dir) {
+  char out[4096];
+  snprintf(out, sizeof out, "%s/capi.safetensors", dir);
+  tl_writer* w = NULL;
+  CHECK(tl_writer_open(out, &w) == TL_OK);
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  unsigned char b[3] = {7, 8, 9};
+  uint64_t sa[2] = {2, 3}, sb[1] = {3};
+  CHECK(tl_writer_set_metadata(w, "format", "tinyllm") == TL_OK);
+  CHECK(tl_writer_add(w, "a", TL_F32, 2, sa, a, sizeof a) == TL_OK);
+  CHECK(tl_writer_declare(w, "b", TL_U8, 1, sb) == TL_OK);
+  CHECK(tl_writer_declare(w, "a", TL_U8, 1, sb) == TL_EINVAL); /* twice */
+  CHECK(tl_writer_append(w, "b", b, 1) == TL_OK);
+  CHECK(tl_writer_append(w, "b", b + 1, 2) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+  tl_file* f = NULL;
+  CHECK(tl_open(out, &f) == TL_OK);
+  if (f) {
+    size_t i;
+    CHECK(tl_tensor_find(f, "b", &i) == TL_OK);
+    unsigned char got[3];
+    CHECK(tl_tensor_read(f, i, got, 3) == TL_OK && got[2] == 9);
+    CHECK(tl_tensor_find(f, "a", &i) == TL_OK && i == 0); /* F32 before U8 */
+    tl_close(f);
+  }
+  /* An incomplete tensor: commit fails and leaves nothing behind. */
+  snprintf(out, sizeof out, "%s/incomplete.safetensors", dir);
+  CHECK(tl_writer_open(out, &w) == TL_OK);
+  CHECK(tl_writer_declare(w, "b", TL_U8, 1, sb) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_EINVAL);
+  CHECK(tl_open(out, &f) == TL_EIO);
+  CHECK(tl_writer_open(out, &w) == TL_OK);
+  tl_writer_abort(w);
+}
+
+static void test_convert_and_int4(void) {
+  float in[3] = {1.0f, -2.5f, 65504.0f};
+  unsigned short h[3];
+  CHECK(tl_convert(TL_F32, in, sizeof in, TL_F16, h, sizeof h, 3) == TL_OK);
+  CHECK(h[0] == 0x3C00 && h[1] == 0xC100 && h[2] == 0x7BFF);
+  CHECK(tl_convert(TL_C64, in, 8, TL_F32, h, 4, 1) == TL_EUNSUPPORTED);
+  tl_file* f = NULL;
+  CHECK(tl_open(data_path("hf/tinyllm_int4_layout.safetensors"), &f) == TL_OK);
+  if (!f) return;
+  uint64_t rows, cols, group;
+  CHECK(tl_int4_info(f, "w", &rows, &cols, &group) == TL_OK);
+  CHECK(rows == 4 && cols == 16 && group == 8);
+  float out[64];
+  CHECK(tl_int4_dequantize(f, "w", 0, 4, TL_F32, out, sizeof out) == TL_OK);
+  /* Element (0, 0): low nibble of byte 0 times scale 0 (F16 at w.scales[0]). */
+  size_t qi, si;
+  struct tl_tensor_info qinfo, sinfo;
+  CHECK(tl_tensor_find(f, "w.qweight", &qi) == TL_OK && tl_tensor_info(f, qi, &qinfo) == TL_OK);
+  CHECK(tl_tensor_find(f, "w.scales", &si) == TL_OK && tl_tensor_info(f, si, &sinfo) == TL_OK);
+  int nib = ((const unsigned char*)qinfo.data)[0] & 15;
+  if (nib >= 8) nib -= 16;
+  float scale;
+  CHECK(tl_convert(TL_F16, sinfo.data, 2, TL_F32, &scale, 4, 1) == TL_OK);
+  CHECK(out[0] == (float)nib * scale);
+  CHECK(tl_int4_dequantize(f, "nope", 0, 1, TL_F32, out, 64) == TL_ENOTFOUND);
+  tl_close(f);
+}
+
+int main(int argc, char** argv) {
+  const char* dir = argc > 1 ? argv[1] : ".";
+  test_read(0);
+  test_read(TL_OPEN_PREAD);
+  test_errors();
+  test_write(dir);
+  test_convert_and_int4();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tlio needs to build and test on Debian 12, skipping what is already there.
 set -euo pipefail
-packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev)
+packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest bc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,141 @@
+"""Tests of the Python module (run by CTest with PYTHONPATH=build/python)."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import tlio
+
+DATA = pathlib.Path(os.environ.get("TLIO_TEST_DATA", pathlib.Path(__file__).parents[2] / "tests" / "data"))
+
+
+def test_safe_open_like_safetensors():
+    with tlio.safe_open(DATA / "hf" / "worked_example.safetensors", framework="np") as f:
+        assert f.keys() == ["w"]
+        assert f.metadata() == {"format": "tinyllm"}
+        w = f.get_tensor("w")
+        assert w.dtype == np.float32 and w.shape == (2, 2)
+        assert w.tolist() == [[1, 2], [3, 4]]
+        assert not w.flags.writeable
+        with pytest.raises(ValueError):
+            w[0, 0] = 5
+        assert f.get_dtype("w") == "F32" and f.get_shape("w") == [2, 2]
+        with pytest.raises(KeyError):
+            f.get_tensor("nope")
+
+
+def test_views_are_zero_copy_and_outlive_the_file():
+    path = DATA / "hf" / "mixed_spec15_dtypes.safetensors"
+    with tlio.safe_open(path, "numpy") as f:
+        a = f.get_tensor("f32")
+        b = f.get_tensor("f32")
+    assert a.base is not None
+    assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]  # same bytes
+    del f
+    assert a.shape == (3,)  # still readable: the array keeps the mapping alive
+
+
+def test_no_metadata_is_none():
+    with tlio.safe_open(DATA / "hf" / "no_metadata.safetensors", "numpy") as f:
+        assert f.metadata() is None
+
+
+def test_get_slice_numpy_indexing():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    data = tlio.save({"x": x})
+    path = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"tlio-py-{os.getpid()}.safetensors"
+    path.write_bytes(data)
+    try:
+        with tlio.safe_open(path, "numpy") as f:
+            s = f.get_slice("x")
+            assert s.get_shape() == [2, 3, 4] and s.get_dtype() == "F32"
+            for index in [1, -1, slice(None), (slice(None), 1), (slice(0, 2), slice(None, None, 2)),
+                          (Ellipsis, -1), (slice(None, None, -1), None, 0), (1, 1, slice(3, 0, -1))]:
+                np.testing.assert_array_equal(s[index], x[index])
+            assert len(s) == 2
+    finally:
+        path.unlink()
+
+
+def test_bf16_and_f8_raw_bits_or_converted():
+    with tlio.safe_open(DATA / "hf" / "dtype_BF16.safetensors", "numpy") as f:
+        name = f.keys()[0]
+        raw = f.get_tensor(name)
+        assert raw.dtype == np.uint16
+        conv = f.get_tensor(name, dtype=np.float32)
+        np.testing.assert_array_equal((raw.astype(np.uint32) << 16).view(np.float32), conv)
+    with tlio.safe_open(DATA / "hf" / "dtype_F8_E4M3.safetensors", "numpy") as f:
+        name = f.keys()[0]
+        assert f.get_tensor(name).dtype == np.uint8
+        assert f.get_tensor(name, dtype=np.float32).dtype == np.float32
+    with tlio.safe_open(DATA / "hf" / "dtype_F4.safetensors", "numpy") as f:
+        name = f.keys()[0]
+        assert f.get_shape(name) == [2, 4]
+        assert f.get_tensor(name).shape == (2, 2)  # packed bytes
+        assert f.get_tensor(name, dtype=np.float32).shape == (2, 4)
+    with tlio.safe_open(DATA / "hf" / "dtype_C64.safetensors", "numpy") as f:
+        assert f.get_tensor(f.keys()[0]).dtype == np.complex64
+
+
+def test_load_save_round_trip_canonical_bytes(tmp_path):
+    tensors = {"b": np.array([1, 2, 3], dtype=np.int64), "a": np.ones((2, 2), dtype=np.float16),
+               "flag": np.array([True, False])}
+    data = tlio.save(tensors, metadata={"format": "tinyllm"})
+    loaded = tlio.load(data)
+    assert sorted(loaded) == ["a", "b", "flag"]
+    for k, v in tensors.items():
+        np.testing.assert_array_equal(loaded[k], v)
+        assert loaded[k].dtype == v.dtype
+    tlio.save_file(tensors, tmp_path / "x.safetensors", metadata={"format": "tinyllm"})
+    assert (tmp_path / "x.safetensors").read_bytes() == data
+    back = tlio.load_file(tmp_path / "x.safetensors")
+    np.testing.assert_array_equal(back["b"], tensors["b"])
+    # The reference golden: same inputs, same bytes.
+    w = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    assert tlio.save({"w": w}, {"format": "tinyllm"}) == (DATA / "hf" / "worked_example.safetensors").read_bytes()
+
+
+def test_non_contiguous_input_and_raw_dtypes(tmp_path):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    loaded = tlio.load(tlio.save({"x": x}))
+    np.testing.assert_array_equal(loaded["x"], x)
+    bits = np.array([0x3F80, 0x4000], dtype=np.uint16)
+    data = tlio.save({"w": bits}, dtypes={"w": "BF16"})
+    tlio.save_file({"w": bits}, tmp_path / "b.safetensors", dtypes={"w": "BF16"})
+    with tlio.safe_open(tmp_path / "b.safetensors", "numpy") as f:
+        assert f.get_dtype("w") == "BF16"
+        assert f.get_tensor("w", dtype=np.float32).tolist() == [1.0, 2.0]
+    assert len(data) > 0
+
+
+def test_errors():
+    with pytest.raises(FileNotFoundError):
+        tlio.safe_open(DATA / "nope.safetensors", "numpy")
+    with pytest.raises(ValueError, match=r"rule 5: tensor \"b\" begins at 8, expected 4"):
+        tlio.safe_open(DATA / "bad" / "offsets_gap.safetensors", "numpy")
+    with pytest.raises(ValueError, match="framework"):
+        tlio.safe_open(DATA / "hf" / "worked_example.safetensors", framework="pt")
+    with pytest.raises(ValueError, match="rule 1"):
+        tlio.load(b"\x01\x02")
+    with pytest.raises(ValueError):
+        tlio.save({"x": np.array(["a", "b"])})
+    # A zero-size tensor whose other dimension numpy cannot hold.
+    with tlio.safe_open(DATA / "bad" / "dim_zero_then_huge.safetensors", "numpy") as f:
+        with pytest.raises(ValueError, match="numpy"):
+            f.get_tensor(f.keys()[0])
+
+
+def test_quantize_convert_dequantize(tmp_path):
+    src = DATA / "quant" / "tiny_model.safetensors"
+    items = tlio.quantize_file(src, tmp_path / "q.safetensors", "int4-g32-sym")
+    assert [i["quantized"] for i in items] == [False, True]
+    with tlio.safe_open(tmp_path / "q.safetensors", "numpy") as f:
+        q = f.quantized()
+        assert q[0]["scheme"] == "int4-g32-sym" and q[0]["shape"] == [8, 64]
+    assert tlio.dequantize_file(tmp_path / "q.safetensors", tmp_path / "d.safetensors", "BF16") == 1
+    converted, kept = tlio.convert_file(src, tmp_path / "c.safetensors", "float16", exclude="norm")
+    assert (converted, kept) == (3, 1)
+    with tlio.safe_open(tmp_path / "c.safetensors", "numpy") as f:
+        assert f.get_dtype("model.norm.weight") == "F32"
+        assert f.get_tensor("model.embed_tokens.weight").dtype == np.float16

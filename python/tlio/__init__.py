@@ -1,0 +1,120 @@
+"""tlio: strict, fast safetensors for Python (numpy).
+
+The API follows the `safetensors` package, so code can switch by changing the import:
+
+    from tlio import safe_open, load_file, save_file, load, save
+
+Tensors come back as read-only numpy arrays that view the mapped file (no copy). Types numpy
+lacks come back as their raw bits: BF16 as uint16, the F8 formats as uint8; pass
+``dtype=np.float32`` to get converted values. F4 comes back as its packed bytes (uint8, the last
+dimension halved: two values per byte, the lower-indexed in the low nibble), F6 as a flat uint8
+array of its packed bytes, C64 as complex64. Bad files raise ValueError with the same message as
+the `tlio` command; a missing file raises FileNotFoundError; an unknown tensor name KeyError.
+"""
+import numpy as _np
+
+from . import _tlio
+from ._tlio import convert_file, dequantize_file, quantize_file
+
+__version__ = _tlio.__version__
+__all__ = ["safe_open", "load_file", "save_file", "load", "save", "convert_file",
+           "quantize_file", "dequantize_file"]
+
+_FRAMEWORKS = ("numpy", "np")
+
+
+class _Slice:
+    """A lazy tensor: its dtype and shape without reading it, and numpy indexing that returns
+    views (ints, slices with steps, negative indices, ellipsis, None)."""
+
+    def __init__(self, file, name):
+        self._file, self._name = file, name
+
+    def get_dtype(self):
+        return self._file.dtype(self._name)
+
+    def get_shape(self):
+        return list(self._file.shape(self._name))
+
+    def __getitem__(self, index):
+        return self._file.array(self._name)[index]
+
+    def __len__(self):
+        shape = self.get_shape()
+        if not shape:
+            raise TypeError("len() of a scalar tensor")
+        return shape[0]
+
+
+class safe_open:
+    """``with safe_open(path, framework="numpy") as f: f.get_tensor(name)``."""
+
+    def __init__(self, filename, framework="numpy", device="cpu"):
+        if framework not in _FRAMEWORKS:
+            raise ValueError(f"framework {framework!r} is not supported: tlio gives numpy arrays "
+                             f"(framework='numpy' or 'np')")
+        if device != "cpu":
+            raise ValueError(f"device {device!r} is not supported: tlio maps files on the CPU")
+        self._file = _tlio.File(str(filename))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def keys(self):
+        """Tensor names, sorted."""
+        return self._file.keys()
+
+    def offset_keys(self):
+        """Tensor names in the order of their bytes in the file."""
+        return self._file.offset_keys()
+
+    def metadata(self):
+        """The metadata dict, or None when the file has none."""
+        return self._file.metadata()
+
+    def get_tensor(self, name, dtype=None):
+        """A read-only view of the tensor; with dtype (np.float32, np.float64, np.float16) a
+        converted copy instead."""
+        if dtype is None:
+            return self._file.array(name)
+        return self._file.converted(name, _np.dtype(dtype))
+
+    def get_slice(self, name):
+        self._file.dtype(name)  # KeyError now for unknown names
+        return _Slice(self._file, name)
+
+    def get_dtype(self, name):
+        return self._file.dtype(name)
+
+    def get_shape(self, name):
+        return list(self._file.shape(name))
+
+    def quantized(self):
+        """The file's quantized weights (int4 pairs) as dicts: name, scheme, shape, stored."""
+        return self._file.quantized()
+
+
+def load_file(filename, device="cpu"):
+    """{name: read-only array} for every tensor (zero-copy views of the mapped file)."""
+    with safe_open(filename, framework="numpy", device=device) as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
+def load(data):
+    """{name: array} from the bytes of a file."""
+    f = _tlio.File.from_bytes(bytes(data))
+    return {k: f.array(k) for k in f.keys()}
+
+
+def save_file(tensors, filename, metadata=None, dtypes=None):
+    """Writes {name: array} canonically and atomically. dtypes may name the safetensors dtype of
+    raw-bit arrays, e.g. {"w": "BF16"} for a uint16 array of BF16 bits."""
+    _tlio.save_file(tensors, str(filename), metadata, dtypes or {})
+
+
+def save(tensors, metadata=None, dtypes=None):
+    """The canonical file bytes for {name: array}."""
+    return _tlio.save(tensors, metadata, dtypes or {})

@@ -1,0 +1,263 @@
+// python/tlio_module.cpp: the compiled part of the Python module (imported as tlio._tlio; the
+// safetensors-style API is in tlio/__init__.py). Tensors come back as read-only numpy arrays
+// viewing the mapped file: each array holds a reference to the file, so the mapping lives as
+// long as any array of it.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cstring>
+
+#include "tlio/tlio.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// The numpy dtype a tensor is exposed as (raw bits for types numpy lacks).
+py::dtype numpy_dtype(tlio::Dtype d) {
+  using D = tlio::Dtype;
+  switch (d) {
+    case D::BOOL: return py::dtype("bool");
+    case D::U8: return py::dtype("uint8");
+    case D::I8: return py::dtype("int8");
+    case D::U16: return py::dtype("<u2");
+    case D::I16: return py::dtype("<i2");
+    case D::U32: return py::dtype("<u4");
+    case D::I32: return py::dtype("<i4");
+    case D::U64: return py::dtype("<u8");
+    case D::I64: return py::dtype("<i8");
+    case D::F16: return py::dtype("<f2");
+    case D::F32: return py::dtype("<f4");
+    case D::F64: return py::dtype("<f8");
+    case D::C64: return py::dtype("<c8");
+    case D::BF16: return py::dtype("<u2");  // raw bits
+    default: return py::dtype("uint8");     // F8_* raw bits; F4/F6 packed bytes
+  }
+}
+
+// The array shape: the header's, except packed sub-byte types, which are their bytes
+// (F4: the last dimension halved; F6: one flat dimension).
+std::vector<py::ssize_t> numpy_shape(const tlio::TensorInfo& t) {
+  std::vector<py::ssize_t> shape;
+  if (tlio::dtype_bits(t.dtype) == 6) return {static_cast<py::ssize_t>(t.byte_size())};
+  for (uint64_t d : t.shape) {
+    if (d > static_cast<uint64_t>(PTRDIFF_MAX))
+      throw py::value_error("tensor \"" + t.name + "\" has a dimension numpy cannot hold (" +
+                            std::to_string(d) + ")");
+    shape.push_back(static_cast<py::ssize_t>(d));
+  }
+  if (t.dtype == tlio::Dtype::F4) {
+    if (shape.empty()) shape.push_back(1);
+    else shape.back() /= 2;
+  }
+  return shape;
+}
+
+// Row-major strides in bytes; zero-size arrays included.
+std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::ssize_t item) {
+  std::vector<py::ssize_t> s(shape.size());
+  py::ssize_t acc = item;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= std::max<py::ssize_t>(shape[i], 1);
+  }
+  return s;
+}
+
+// A tensor as a read-only numpy array over the File's bytes (zero-copy with mmap).
+py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name) {
+  const tlio::TensorInfo& t = file->header().at(name);
+  tlio::TensorView v = file->view(name);
+  auto shape = numpy_shape(t);
+  py::dtype dt = numpy_dtype(t.dtype);
+  auto strides = strides_for(shape, dt.itemsize());
+  // The array's base owns a copy of the view (which keeps the mapping alive).
+  auto* keep = new tlio::TensorView(v);
+  py::capsule base(keep, [](void* p) { delete static_cast<tlio::TensorView*>(p); });
+  py::array a(dt, shape, strides, v.bytes().data(), base);
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+// A tensor converted to F32/F64/F16 (a new array).
+py::array converted_array(const tlio::File& file, const std::string& name, py::dtype want) {
+  const tlio::TensorInfo& t = file.header().at(name);
+  tlio::Dtype to;
+  if (want.kind() != 'f') throw py::value_error("dtype must be float32, float64 or float16");
+  if (want.itemsize() == 4) to = tlio::Dtype::F32;
+  else if (want.itemsize() == 8) to = tlio::Dtype::F64;
+  else if (want.itemsize() == 2) to = tlio::Dtype::F16;
+  else throw py::value_error("dtype must be float32, float64 or float16");
+  std::vector<py::ssize_t> shape;
+  for (uint64_t d : t.shape) shape.push_back(static_cast<py::ssize_t>(d));
+  py::array out(want, shape);
+  tlio::read_as(file, name, to,
+                {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+  return out;
+}
+
+tlio::Dtype dtype_of_array(const py::array& a, const std::string& name) {
+  const char kind = a.dtype().kind();
+  const auto size = a.dtype().itemsize();
+  using D = tlio::Dtype;
+  if (kind == 'b' && size == 1) return D::BOOL;
+  if (kind == 'u') return size == 1 ? D::U8 : size == 2 ? D::U16 : size == 4 ? D::U32 : D::U64;
+  if (kind == 'i') return size == 1 ? D::I8 : size == 2 ? D::I16 : size == 4 ? D::I32 : D::I64;
+  if (kind == 'f') return size == 2 ? D::F16 : size == 4 ? D::F32 : D::F64;
+  if (kind == 'c' && size == 8) return D::C64;
+  throw py::value_error("tensor \"" + name + "\": numpy dtype " + std::string(py::str(a.dtype())) +
+                        " has no safetensors dtype");
+}
+
+// Writes a {name: array} dict (C-contiguous copies where needed) with a Writer.
+void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& metadata,
+                const py::dict& dtypes) {
+  if (!metadata.is_none())
+    for (auto kv : metadata.cast<py::dict>())
+      w.set_metadata(py::str(kv.first).cast<std::string>(), py::str(kv.second).cast<std::string>());
+  std::vector<std::pair<std::string, py::array>> arrays;
+  for (auto kv : tensors) {
+    std::string name = kv.first.cast<std::string>();
+    py::array a = py::array::ensure(kv.second, py::array::c_style | py::array::forcecast);
+    if (!a) throw py::value_error("tensor \"" + name + "\" is not an array");
+    tlio::Dtype d = dtypes.contains(name.c_str())
+                        ? *tlio::parse_dtype(dtypes[name.c_str()].cast<std::string>())
+                        : dtype_of_array(a, name);
+    tlio::Shape shape;
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) shape.push_back(static_cast<uint64_t>(a.shape(i)));
+    w.declare(name, d, shape);
+    arrays.emplace_back(std::move(name), std::move(a));
+  }
+  for (auto& [name, a] : arrays)
+    w.write(name, {static_cast<const std::byte*>(a.data()), static_cast<size_t>(a.nbytes())});
+  w.commit();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tlio, m) {
+  m.doc() = "tlio: strict, fast safetensors (compiled core)";
+  m.attr("__version__") = tlio::version();
+
+  // tlio::Error -> ValueError (format, invalid), FileNotFoundError/OSError (io), KeyError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tlio::Error& e) {
+      switch (e.code()) {
+        case tlio::ErrorCode::io: {
+          const bool missing = std::string(e.what()).find("No such file") != std::string::npos;
+          PyErr_SetString(missing ? PyExc_FileNotFoundError : PyExc_OSError, e.what());
+          return;
+        }
+        case tlio::ErrorCode::not_found: PyErr_SetString(PyExc_KeyError, e.what()); return;
+        case tlio::ErrorCode::out_of_memory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
+        default: PyErr_SetString(PyExc_ValueError, e.what()); return;
+      }
+    }
+  });
+
+  py::class_<tlio::File, std::shared_ptr<tlio::File>>(m, "File")
+      .def(py::init([](const std::filesystem::path& p) {
+             return std::make_shared<tlio::File>(tlio::File::open(p));
+           }),
+           py::arg("path"))
+      .def_static("from_bytes",
+                  [](py::bytes b) {
+                    std::string s = b;
+                    std::vector<std::byte> v(s.size());
+                    if (!s.empty()) std::memcpy(v.data(), s.data(), s.size());
+                    return std::make_shared<tlio::File>(tlio::File::from_bytes(std::move(v), "<bytes>"));
+                  })
+      .def("keys",
+           [](const tlio::File& f) {
+             std::vector<std::string> k;
+             for (auto n : f.header().sorted_names()) k.emplace_back(n);
+             return k;
+           })
+      .def("offset_keys",
+           [](const tlio::File& f) {
+             std::vector<std::string> k;
+             for (const auto& t : f.tensors()) k.push_back(t.name);
+             return k;
+           })
+      .def("metadata",
+           [](const tlio::File& f) -> py::object {
+             if (!f.header().has_metadata()) return py::none();
+             py::dict d;
+             for (const auto& [k, v] : f.metadata()) d[py::str(k)] = py::str(v);
+             return d;
+           })
+      .def("dtype", [](const tlio::File& f, const std::string& n) {
+        return std::string(tlio::dtype_name(f.header().at(n).dtype));
+      })
+      .def("shape", [](const tlio::File& f, const std::string& n) {
+        return f.header().at(n).shape.to_vector();
+      })
+      .def("array", [](const std::shared_ptr<tlio::File>& f, const std::string& n) {
+        return view_array(f, n);
+      })
+      .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
+        return converted_array(f, n, d);
+      })
+      .def("quantized", [](const tlio::File& f) {
+        py::list out;
+        for (const auto& q : tlio::find_quantized_weights(f)) {
+          py::dict d;
+          d["name"] = q.name;
+          d["scheme"] = q.scheme;
+          d["shape"] = q.shape.to_vector();
+          d["stored"] = q.stored;
+          out.append(d);
+        }
+        return out;
+      });
+
+  m.def("save_file", [](const py::dict& tensors, const std::filesystem::path& path,
+                        const py::object& metadata, const py::dict& dtypes) {
+    tlio::Writer w = tlio::Writer::to_file(path);
+    write_dict(w, tensors, metadata, dtypes);
+  }, py::arg("tensors"), py::arg("path"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
+  m.def("save", [](const py::dict& tensors, const py::object& metadata, const py::dict& dtypes) {
+    tlio::Writer w = tlio::Writer::to_memory();
+    write_dict(w, tensors, metadata, dtypes);
+    auto bytes = w.take_bytes();
+    return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }, py::arg("tensors"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
+  m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                           const std::string& dtype, const std::string& include,
+                           const std::string& exclude) {
+    auto d = tlio::parse_dtype_alias(dtype);
+    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+    tlio::ConvertFileOptions o;
+    o.dtype = *d;
+    o.include = include;
+    o.exclude = exclude;
+    auto r = tlio::convert_file(tlio::File::open(in), out, o);
+    return py::make_tuple(r.converted, r.kept);
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
+  m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                            const std::string& scheme, const std::string& include,
+                            const std::string& exclude) {
+    auto r = tlio::quantize_file(tlio::File::open(in), out, {scheme, include, exclude});
+    py::list items;
+    for (const auto& i : r.items) {
+      py::dict d;
+      d["name"] = i.name;
+      d["quantized"] = i.quantized;
+      d["note"] = i.note;
+      d["rmse"] = i.rmse;
+      d["max_abs_error"] = i.max_abs_error;
+      items.append(d);
+    }
+    return items;
+  }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "");
+  m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                              const std::string& dtype) {
+    auto d = tlio::parse_dtype_alias(dtype);
+    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+    return tlio::dequantize_file(tlio::File::open(in), out, *d).restored;
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "F32");
+}

@@ -10,6 +10,8 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "dtype/bf16-inl.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -79,18 +81,7 @@ void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
 
 void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
   const hn::ScalableTag<uint32_t> du32;
-  const auto abs_mask = hn::Set(du32, 0x7FFFFFFFu);
-  const auto inf = hn::Set(du32, 0x7F800000u);
-  const auto bias = hn::Set(du32, 0x7FFFu);
-  const auto one = hn::Set(du32, 1u);
-  const auto quiet = hn::Set(du32, 0x40u);
-  auto round = [&](auto u) {
-    const auto is_nan = hn::Gt(hn::And(u, abs_mask), inf);
-    const auto lsb = hn::And(hn::ShiftRight<16>(u), one);
-    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, bias), lsb));
-    return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(u), quiet), rounded);
-  };
-  F32To16(src, dst, n, round, &f32_to_bf16);
+  F32To16(src, dst, n, [&](auto u) { return F32BitsToBF16(du32, u); }, &f32_to_bf16);
 }
 
 // 16-bit -> F32 kernels: one vector of 16-bit lanes promoted to one full vector of results.

@@ -7,6 +7,8 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "dtype/bf16-inl.h"
+
 #include <algorithm>
 
 #include "quant/int4_kernels.hpp"
@@ -76,19 +78,7 @@ bool DequantizeRowBF16(const uint8_t* q, const uint16_t* scales, uint64_t cols, 
   const hn::Rebind<uint8_t, decltype(df)> du8;
   const size_t lanes = hn::Lanes(df);
   if (group % (2 * lanes) != 0) return false;
-  const auto abs_mask = hn::Set(du32, 0x7FFFFFFFu);
-  const auto inf = hn::Set(du32, 0x7F800000u);
-  const auto bias = hn::Set(du32, 0x7FFFu);
-  const auto one = hn::Set(du32, 1u);
-  const auto quiet = hn::Set(du32, 0x40u);
-  // F32 -> BF16 bits in the low half of each lane (as f32_to_bf16: nearest even, NaN quieted).
-  auto to_bf16 = [&](auto f) {
-    const auto u = hn::BitCast(du32, f);
-    const auto is_nan = hn::Gt(hn::And(u, abs_mask), inf);
-    const auto lsb = hn::And(hn::ShiftRight<16>(u), one);
-    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, bias), lsb));
-    return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(u), quiet), rounded);
-  };
+  auto to_bf16 = [&](auto f) { return F32BitsToBF16(du32, hn::BitCast(du32, f)); };
   auto* out32 = reinterpret_cast<uint32_t*>(out);  // a low/high pair is one 32-bit lane
   const uint64_t groups = cols / group;
   for (uint64_t g = 0; g < groups; ++g) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests), then the
 # whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer (the Python module
-# stays out of that build: loading it would need libasan preloaded), then each fuzz target.
+# stays out of that build: loading it would need libasan preloaded), the concurrency test under
+# ThreadSanitizer, then each fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -15,6 +16,12 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE=ON -D
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# ThreadSanitizer: threads sharing one file, converting and dequantizing at once.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
+  -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
+cmake --build build-tsan -j"$jobs" --target concurrency_test
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/concurrency_test
 
 # Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS (default 60)
 # from its seed corpus; a crash fails the run and leaves the input in build-fuzz/crashes/.

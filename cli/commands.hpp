@@ -14,5 +14,8 @@ void add_dequantize(CLI::App& app, int& exit_code);
 void add_shard(CLI::App& app, int& exit_code);
 void add_merge(CLI::App& app, int& exit_code);
 void add_bigram(CLI::App& app, int& exit_code);
+void add_cat(CLI::App& app, int& exit_code);
+void add_stats(CLI::App& app, int& exit_code);
+void add_diff(CLI::App& app, int& exit_code);
 
 }  // namespace tlio::cli

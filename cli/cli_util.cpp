@@ -42,8 +42,12 @@ std::string human_size(uint64_t bytes) {
 ProgressBar::ProgressBar(std::string label, uint64_t min_total_to_show)
     : label_(std::move(label)), min_total_(min_total_to_show), enabled_(isatty(STDERR_FILENO)) {}
 
-ProgressBar::~ProgressBar() {
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::finish() {
   if (drawn_) fmt::print(stderr, "\n");
+  drawn_ = false;
+  enabled_ = false;
 }
 
 void ProgressBar::update(uint64_t done, uint64_t total) {

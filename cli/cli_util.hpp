@@ -29,6 +29,8 @@ class ProgressBar {
   ProgressBar(std::string label, uint64_t min_total_to_show = uint64_t{64} << 20);
   ~ProgressBar();
   void update(uint64_t done, uint64_t total);
+  /// Ends the bar's line (before printing anything else).
+  void finish();
 
  private:
   std::string label_;

@@ -55,6 +55,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       ProgressBar bar("converting");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::ConvertFileReport r = tlio::convert_file(src, a->out, options);
+      bar.finish();
       fmt::print("{} -> {}: {} tensors converted to {}, {} kept; {} -> {}\n", a->in, a->out,
                  r.converted, tlio::dtype_name(options.dtype), r.kept,
                  human_size(r.data_bytes_in), human_size(r.data_bytes_out));

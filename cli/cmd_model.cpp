@@ -31,7 +31,10 @@ void add_shard(CLI::App& app, int& exit_code) {
     exit_code = guarded([&] {
       const uint64_t max = tlio::parse_size(a->size);
       tlio::File src = tlio::File::open(a->in);
-      tlio::ShardReport r = tlio::shard_file(src, a->out, max);
+      ProgressBar bar("sharding");
+      tlio::ShardReport r = tlio::shard_file(
+          src, a->out, max, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
+      bar.finish();
       for (const auto& f : r.files) fmt::print("  {}\n", f);
       fmt::print("{} -> {}: {} file(s), {} of tensor data\n", a->in, a->out, r.files.size(),
                  human_size(r.total_size));
@@ -52,7 +55,11 @@ void add_merge(CLI::App& app, int& exit_code) {
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::merge_shards(a->dir, a->out);
+      {
+        ProgressBar bar("merging");
+        tlio::merge_shards(a->dir, a->out,
+                           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
+      }
       tlio::File f = tlio::File::open(a->out);
       fmt::print("{} -> {}: {} tensors, {}\n", a->dir, a->out, f.tensors().size(),
                  human_size(f.header().data_size()));

@@ -33,8 +33,11 @@ void add_quantize(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
-      tlio::QuantizeOptions o{a->scheme, a->include, a->exclude};
+      ProgressBar bar("quantizing");
+      tlio::QuantizeOptions o{a->scheme, a->include, a->exclude,
+                              [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }};
       tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
+      bar.finish();
       size_t done = 0;
       for (const auto& item : r.items) {
         if (!item.quantized) {
@@ -79,8 +82,11 @@ void add_dequantize(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
-      tlio::DequantizeReport r =
-          tlio::dequantize_file(src, a->out, *tlio::parse_dtype_alias(a->dtype));
+      ProgressBar bar("dequantizing");
+      tlio::DequantizeReport r = tlio::dequantize_file(
+          src, a->out, *tlio::parse_dtype_alias(a->dtype),
+          [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
+      bar.finish();
       fmt::print("{} -> {}: {} weights restored{}\n", a->in, a->out, r.restored,
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);
       return kExitOk;

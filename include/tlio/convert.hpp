@@ -18,6 +18,7 @@
 
 #include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
+#include "tlio/writer.hpp"
 
 namespace tlio {
 
@@ -57,8 +58,7 @@ struct ConvertFileOptions {
   Dtype dtype = Dtype::BF16;  ///< target: a floating dtype other than F6_* and C64
   std::string include;        ///< regex searched in names; empty: every floating tensor
   std::string exclude;        ///< regex searched in names; empty: none
-  /// Called as output data is produced (bytes done, bytes total); may be empty.
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  ProgressCallback progress;  ///< output bytes done / total
 };
 
 struct ConvertFileReport {

@@ -17,6 +17,7 @@
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/writer.hpp"
 
 namespace tlio {
 
@@ -92,11 +93,12 @@ struct ShardReport {
 /// metadata: model-0000i-of-0000n.safetensors plus model.safetensors.index.json, written last;
 /// or a single model.safetensors and no index when everything fits.
 TLIO_API ShardReport shard_file(const File& src, const std::filesystem::path& out_dir,
-                                uint64_t max_size);
+                                uint64_t max_size, const ProgressCallback& progress = {});
 
 /// Merges the weights of a model directory (or a single-file one) into one canonical file.
 /// The shards' metadata must agree (Error{format, "index"} naming the difference).
-TLIO_API void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out);
+TLIO_API void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
+                           const ProgressCallback& progress = {});
 
 // ---- the bigram tracer -------------------------------------------------------------------------
 

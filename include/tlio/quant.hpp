@@ -18,6 +18,7 @@
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
 #include "tlio/shape.hpp"
+#include "tlio/writer.hpp"
 
 namespace tlio {
 
@@ -86,6 +87,7 @@ struct QuantizeOptions {
   std::string scheme;   ///< "int4-g<G>-sym"
   std::string include;  ///< regex searched in names; replaces the default selection
   std::string exclude;  ///< regex searched in names; removed from the selection
+  ProgressCallback progress;  ///< output bytes done / total
 };
 
 struct QuantizeReport {
@@ -115,6 +117,7 @@ struct DequantizeReport {
 /// Writes `src` with every quantized weight restored as `<name>` of dtype `dtype` (F32, F16 or
 /// BF16), dropping the `quant` metadata key.
 TLIO_API DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out,
-                                          Dtype dtype = Dtype::F32);
+                                          Dtype dtype = Dtype::F32,
+                                          const ProgressCallback& progress = {});
 
 }  // namespace tlio

@@ -27,6 +27,10 @@ namespace tlio {
 
 class File;
 
+/// Progress of a long file operation: bytes of output data done so far, and in all. Called from
+/// the calling thread, often; may be empty.
+using ProgressCallback = std::function<void(uint64_t done, uint64_t total)>;
+
 class TLIO_API Writer {
  public:
   /// A writer that replaces `path` atomically on commit().

@@ -50,7 +50,8 @@ uint64_t parse_size(std::string_view text) {
   return static_cast<uint64_t>(std::llround(bytes));
 }
 
-ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size) {
+ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size,
+                       const ProgressCallback& progress) {
   if (max_size == 0) throw_invalid("the shard size limit must be at least 1 byte");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -76,6 +77,7 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   report.total_size = total;
   detail::ShardIndex index;
   index.total_size = total;
+  uint64_t copied = 0;
   for (size_t i = 0; i < n; ++i) {
     const std::string name = n == 1 ? std::string("model.safetensors")
                                     : fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, n);
@@ -85,7 +87,11 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
       w.declare(t->name, t->dtype, t->shape);
       index.weight_map.emplace_back(t->name, name);
     }
-    for (const TensorInfo* t : shards[i]) w.copy_from(t->name, src, t->name);
+    for (const TensorInfo* t : shards[i]) {
+      w.copy_from(t->name, src, t->name);
+      copied += t->byte_size();
+      if (progress) progress(copied, total);
+    }
     w.commit();
     report.files.push_back(name);
     index.files.push_back(name);
@@ -104,7 +110,8 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   return report;
 }
 
-void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out) {
+void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
+                  const ProgressCallback& progress) {
   std::error_code ec;
   const std::filesystem::path index_path = dir / "model.safetensors.index.json";
   std::vector<File> files;
@@ -148,8 +155,14 @@ void merge_shards(const std::filesystem::path& dir, const std::filesystem::path&
   w.set_metadata(files[0].metadata());
   for (const File& f : files)
     for (const TensorInfo& t : f.tensors()) w.declare(t.name, t.dtype, t.shape);  // dups refused
+  uint64_t total = 0, done = 0;
+  for (const File& f : files) total += f.header().data_size();
   for (const File& f : files)
-    for (const TensorInfo& t : f.tensors()) w.copy_from(t.name, f, t.name);
+    for (const TensorInfo& t : f.tensors()) {
+      w.copy_from(t.name, f, t.name);
+      done += t.byte_size();
+      if (progress) progress(done, total);
+    }
   w.commit();
 }
 

@@ -87,11 +87,18 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
     w.declare(t.name + ".qweight", Dtype::U8, {t.shape[0], t.shape[1] / 2});
     w.declare(t.name + ".scales", Dtype::F16, {t.shape[0], t.shape[1] / *group});
   }
-  w.layout();
+  uint64_t total = 0, done = 0;
+  for (const TensorInfo& t : w.layout()) total += t.byte_size();
+  auto tick = [&](uint64_t bytes) {
+    done += bytes;
+    if (options.progress) options.progress(done, total);
+  };
   // Copy the others first (in-kernel), then quantize in blocks of rows.
   for (const TensorInfo& t : src.tensors())
-    if (std::find(selected.begin(), selected.end(), &t) == selected.end())
+    if (std::find(selected.begin(), selected.end(), &t) == selected.end()) {
       w.copy_from(t.name, src, t.name);
+      tick(t.byte_size());
+    }
   for (const TensorInfo* t : selected) {
     const uint64_t rows = t->shape[0], cols = t->shape[1], in_bits = dtype_bits(t->dtype);
     const uint64_t block_rows = std::max<uint64_t>(1, kBlockElements / std::max<uint64_t>(cols, 1));
@@ -124,6 +131,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       }
       w.append(t->name + ".qweight", std::as_bytes(std::span(q)));
       w.append(t->name + ".scales", std::as_bytes(std::span(s)));
+      tick(q.size() + s.size() * 2);
     }
     item.rmse = rows * cols != 0 ? std::sqrt(sq / static_cast<double>(rows * cols)) : 0;
     item.max_abs_error = max_abs;
@@ -136,7 +144,8 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
   return report;
 }
 
-DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out, Dtype dtype) {
+DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out, Dtype dtype,
+                                 const ProgressCallback& progress) {
   if (dtype != Dtype::F32 && dtype != Dtype::F16 && dtype != Dtype::BF16)
     throw_invalid(fmt::format("dequantize writes F32, F16 or BF16, not {}", dtype_name(dtype)));
   const std::vector<QuantizedWeight> weights = find_quantized_weights(src);
@@ -160,9 +169,17 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
       throw_invalid(fmt::format("cannot restore {}: a tensor of that name exists", quote_name(q.name)));
     w.declare(q.name, dtype, q.shape);
   }
-  w.layout();
+  uint64_t total = 0, done = 0;
+  for (const TensorInfo& t : w.layout()) total += t.byte_size();
+  auto tick = [&](uint64_t bytes) {
+    done += bytes;
+    if (progress) progress(done, total);
+  };
   for (const TensorInfo& t : src.tensors())
-    if (!is_stored_part(t.name)) w.copy_from(t.name, src, t.name);
+    if (!is_stored_part(t.name)) {
+      w.copy_from(t.name, src, t.name);
+      tick(t.byte_size());
+    }
   for (const QuantizedWeight& q : weights) {
     const Int4Weight iw(src, q.name);
     const uint64_t cols = iw.cols(), out_bytes = dtype_bits(dtype) / 8;
@@ -173,6 +190,7 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
       buf.resize(n * cols * out_bytes);
       iw.dequantize_rows(r0, n, dtype, buf);
       w.append(q.name, buf);
+      tick(buf.size());
     }
   }
   w.commit();

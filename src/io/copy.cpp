@@ -1,6 +1,7 @@
 #include "io/copy.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -60,6 +61,21 @@ void stream_sse2(std::byte* dst, const std::byte* src, size_t n) {  // baseline 
   _mm_sfence();
 }
 
+// Streams n bytes (a multiple of 64) to a 16-byte aligned dst, one line after the other.
+void stream_sse2_linear(std::byte* dst, const std::byte* src, size_t n) {
+  for (size_t at = 0; at < n; at += 64) {
+    const auto* s = reinterpret_cast<const __m128i*>(src + at);
+    auto* d = reinterpret_cast<__m128i*>(dst + at);
+    __m128i a = _mm_loadu_si128(s), b = _mm_loadu_si128(s + 1);
+    __m128i c = _mm_loadu_si128(s + 2), e = _mm_loadu_si128(s + 3);
+    _mm_stream_si128(d, a);
+    _mm_stream_si128(d + 1, b);
+    _mm_stream_si128(d + 2, c);
+    _mm_stream_si128(d + 3, e);
+  }
+  _mm_sfence();
+}
+
 using StreamKernel = void (*)(std::byte*, const std::byte*, size_t);
 const StreamKernel kStream = __builtin_cpu_supports("avx512f") ? stream_avx512
                              : __builtin_cpu_supports("avx")   ? stream_avx
@@ -69,16 +85,24 @@ const StreamKernel kStream = __builtin_cpu_supports("avx512f") ? stream_avx512
 }  // namespace
 
 void copy_bytes(std::byte* dst, const std::byte* src, size_t n) noexcept {
+  if (n >= kStreamingCopyThreshold) return stream_bytes(dst, src, n);
+  if (n) std::memcpy(dst, src, n);
+}
+
+void stream_bytes(std::byte* dst, const std::byte* src, size_t n) noexcept {
 #if defined(__x86_64__)
-  if (n >= kStreamingCopyThreshold) {
-    size_t head = (64 - (reinterpret_cast<uintptr_t>(dst) & 63)) & 63;  // align dst to 64
-    std::memcpy(dst, src, head);
+  {
+    const size_t head = std::min(n, (64 - (reinterpret_cast<uintptr_t>(dst) & 63)) & 63);
+    std::memcpy(dst, src, head);  // align dst to 64
     dst += head;
     src += head;
     n -= head;
-    size_t bulk = n / kBlock * kBlock;
+    const size_t bulk = n / kBlock * kBlock;
     kStream(dst, src, bulk);
-    std::memcpy(dst + bulk, src + bulk, n - bulk);
+    // The rest, under one block: linear 64-byte lines, then the last bytes.
+    const size_t lines = (n - bulk) / 64 * 64;
+    stream_sse2_linear(dst + bulk, src + bulk, lines);
+    std::memcpy(dst + bulk + lines, src + bulk + lines, n - bulk - lines);
     return;
   }
 #endif

@@ -14,4 +14,8 @@ inline constexpr size_t kStreamingCopyThreshold = size_t{1} << 20;
 /// memcpy, streaming for large sizes. Buffers may overlap no more than memcpy's allow.
 void copy_bytes(std::byte* dst, const std::byte* src, size_t n) noexcept;
 
+/// memcpy with non-temporal stores whatever the size: for pieces of a large output that are
+/// produced in a small scratch buffer (hot in cache) and not read back soon.
+void stream_bytes(std::byte* dst, const std::byte* src, size_t n) noexcept;
+
 }  // namespace tlio::detail

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/parallel.hpp"
+#include "io/copy.hpp"
 #include "quant/int4_kernels.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -116,12 +117,20 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
   detail::parallel_for(row_count, kParallelMinElements / std::max<uint64_t>(cols, 1), 1,
                        detail::thread_count(detail::configured_threads()),
                        [&](uint64_t b, uint64_t e) {
-    std::vector<float> row(out == Dtype::F32 ? 0 : cols);
+    // Large F32 outputs: each row is made in a cached scratch row, then streamed out
+    // (non-temporal), which spares a read for ownership of every output line.
+    const bool stream = out == Dtype::F32 && row_count * cols * 4 >= detail::kStreamingCopyThreshold;
+    std::vector<float> row(out == Dtype::F32 && !stream ? 0 : cols);
     for (uint64_t r = b; r < e; ++r) {
       const uint64_t src_row = first_row + r;
       const uint8_t* q = qweight.data() + src_row * cols / 2;
       const uint16_t* s = scales.data() + src_row * groups;
       std::byte* o = dst.data() + r * cols * out_bytes;
+      if (stream) {
+        detail::int4_dequantize_row(q, s, cols, group, row.data());
+        detail::stream_bytes(o, reinterpret_cast<const std::byte*>(row.data()), cols * 4);
+        continue;
+      }
       if (out == Dtype::F32) {
         detail::int4_dequantize_row(q, s, cols, group, reinterpret_cast<float*>(o));
         continue;

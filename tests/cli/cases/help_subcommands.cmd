@@ -1,0 +1,2 @@
+tlio cat --help
+tlio diff --help

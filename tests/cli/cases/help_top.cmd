@@ -1,0 +1,2 @@
+tlio --help
+tlio --version

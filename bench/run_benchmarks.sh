@@ -19,6 +19,12 @@ echo "== Google Benchmark programs"
 "$build/bench/bench_convert" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_convert.txt"
 "$build/bench/bench_quant" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true | tee "$out/bench_quant.txt"
 
+echo "== Python module: zero-copy load_file, copying tensors out"
+"$build/bench/make_bench_file" "$dir/tlio-bench-1g.safetensors"
+"$build/bench/make_bench_file" "$dir/tlio-bench-1m.safetensors" 200 1
+PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_python.py "$dir/tlio-bench-1g.safetensors" \
+  "$dir/tlio-bench-1m.safetensors" | tee "$out/python.txt"
+
 echo "== Python json.loads of the 50,000-tensor header (the reference parses with serde, ~1 us/tensor)"
 "$build/bench/make_bench_file" --many "$dir/tlio-bench-50k.safetensors"
 /usr/bin/python3 - "$dir/tlio-bench-50k.safetensors" <<'PY' | tee "$out/python_json.txt"

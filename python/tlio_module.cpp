@@ -199,6 +199,28 @@ PYBIND11_MODULE(_tlio, m) {
       .def("array", [](const std::shared_ptr<tlio::File>& f, const std::string& n) {
         return view_array(f, n);
       })
+      .def("copy",
+           [](const tlio::File& f, const std::string& n) {
+             // A writable copy made by tlio's streaming copy (fast for large tensors).
+             const tlio::TensorInfo& t = f.header().at(n);
+             auto shape = numpy_shape(t);
+             py::array out(numpy_dtype(t.dtype), shape);
+             f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+             return out;
+           })
+      .def("read_into",
+           [](const tlio::File& f, const std::string& n, py::array out) {
+             const tlio::TensorInfo& t = f.header().at(n);
+             if (!(out.flags() & py::array::c_style) || !out.writeable())
+               throw py::value_error("out must be a writable C-contiguous array");
+             if (static_cast<uint64_t>(out.nbytes()) != t.byte_size() ||
+                 out.dtype().itemsize() != numpy_dtype(t.dtype).itemsize())
+               throw py::value_error("out does not match tensor \"" + n + "\" (" +
+                                     std::to_string(t.byte_size()) + " bytes of " +
+                                     std::string(tlio::dtype_name(t.dtype)) + ")");
+             f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+             return out;
+           })
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       })

@@ -21,6 +21,14 @@ def test_safe_open_like_safetensors():
         with pytest.raises(ValueError):
             w[0, 0] = 5
         assert f.get_dtype("w") == "F32" and f.get_shape("w") == [2, 2]
+        c = f.get_tensor("w", copy=True)
+        assert c.flags.writeable and c.tolist() == w.tolist()
+        c[0, 0] = 9
+        assert w[0, 0] == 1
+        out = np.zeros((2, 2), dtype=np.float32)
+        assert f.get_tensor("w", out=out) is not None and out.tolist() == w.tolist()
+        with pytest.raises(ValueError):
+            f.get_tensor("w", out=np.zeros(3, dtype=np.float32))
         with pytest.raises(KeyError):
             f.get_tensor("nope")
 

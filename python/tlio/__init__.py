@@ -75,12 +75,17 @@ class safe_open:
         """The metadata dict, or None when the file has none."""
         return self._file.metadata()
 
-    def get_tensor(self, name, dtype=None):
-        """A read-only view of the tensor; with dtype (np.float32, np.float64, np.float16) a
-        converted copy instead."""
-        if dtype is None:
-            return self._file.array(name)
-        return self._file.converted(name, _np.dtype(dtype))
+    def get_tensor(self, name, dtype=None, copy=False, out=None):
+        """A read-only view of the tensor; with copy=True a writable copy; with out=array the
+        bytes copied into that (C-contiguous, same size) array at full memory speed; with dtype
+        (np.float32, np.float64, np.float16) a converted copy."""
+        if dtype is not None:
+            return self._file.converted(name, _np.dtype(dtype))
+        if out is not None:
+            return self._file.read_into(name, out)
+        if copy:
+            return self._file.copy(name)
+        return self._file.array(name)
 
     def get_slice(self, name):
         self._file.dtype(name)  # KeyError now for unknown names

@@ -160,7 +160,7 @@ TEST(Llama, Int4QuantizedLayersCountAsTheirLogicalWeight) {
   l.write(dir / "m");
   File src = File::open(dir / "m" / "model.safetensors");
   std::filesystem::create_directories(dir / "q");
-  quantize_file(src, dir / "q" / "model.safetensors", {"int4-g8-sym", "", ""});
+  quantize_file(src, dir / "q" / "model.safetensors", {"int4-g8-sym", "", "", {}});
   std::filesystem::copy_file(dir / "m" / "config.json", dir / "q" / "config.json");
   Model q = Model::open(dir / "q");
   EXPECT_EQ(q.quantized().size(), 14u);

@@ -257,7 +257,7 @@ TEST(Int4File, QuantizeDefaultSelectionThenDequantize) {
   test::TempDir dir;
   save_file(dir / "m.safetensors", m.tensors(), {{"format", "pt"}, {"note", "kept"}});
   File src = File::open(dir / "m.safetensors");
-  QuantizeReport r = quantize_file(src, dir / "q.safetensors", {"int4-g32-sym", "", ""});
+  QuantizeReport r = quantize_file(src, dir / "q.safetensors", {"int4-g32-sym", "", "", {}});
   ASSERT_EQ(r.items.size(), 3u);
   size_t quantized = 0;
   for (const auto& item : r.items) {
@@ -308,22 +308,22 @@ TEST(Int4File, IncludeAndExclude) {
   File src = File::from_bytes(serialize(m.tensors()));
   test::TempDir dir;
   // --include replaces the default: the embedding (16 x 8, group 8) is quantized, q_proj is not.
-  quantize_file(src, dir / "a.safetensors", {"int4-g8-sym", "embed", ""});
+  quantize_file(src, dir / "a.safetensors", {"int4-g8-sym", "embed", "", {}});
   File a = File::open(dir / "a.safetensors");
   EXPECT_TRUE(a.header().find("model.embed_tokens.weight.qweight"));
   EXPECT_TRUE(a.header().find("model.layers.0.self_attn.q_proj.weight"));
   // An explicitly included tensor that cannot be quantized is an error.
   try {
-    quantize_file(src, dir / "b.safetensors", {"int4-g8-sym", "norm", ""});
+    quantize_file(src, dir / "b.safetensors", {"int4-g8-sym", "norm", "", {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.tensor(), "model.norm.weight");
   }
-  quantize_file(src, dir / "c.safetensors", {"int4-g32-sym", "", "q_proj"});
+  quantize_file(src, dir / "c.safetensors", {"int4-g32-sym", "", "q_proj", {}});
   File c = File::open(dir / "c.safetensors");
   EXPECT_TRUE(c.header().find("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_TRUE(c.header().find("model.layers.0.mlp.up_proj.weight.qweight"));
-  EXPECT_THROW(quantize_file(src, dir / "d.safetensors", {"nf5", "", ""}), Error);
+  EXPECT_THROW(quantize_file(src, dir / "d.safetensors", {"nf5", "", "", {}}), Error);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ TEST(Concurrency, ThreadsShareOneFile) {
   for (int i = 0; i < 16; ++i) names.push_back("model.layers." + std::to_string(i) + ".mlp.up_proj.weight");
   for (const auto& n : names) t.push_back({n, Dtype::F32, {64, 256}, std::as_bytes(std::span(w))});
   save_file(dir / "m.safetensors", t);
-  quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors", {"int4-g32-sym", "", ""});
+  quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors", {"int4-g32-sym", "", "", {}});
   for (Backend backend : {Backend::mmap, Backend::pread}) {
     const File f = File::open(dir / "m.safetensors", {backend});
     const File q = File::open(dir / "q.safetensors", {backend});

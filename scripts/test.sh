@@ -32,14 +32,13 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cmake --build build-fuzz -j"$jobs" --target fuzz_file fuzz_model_json
   mkdir -p build-fuzz/crashes
   for t in fuzz_file fuzz_model_json; do
-    corpus=$(mktemp -d)
-    cp -r fuzz/corpus/$t/. "$corpus"/
-    if [ "$t" = fuzz_file ]; then
-      cp tests/data/bad/*.safetensors tests/data/hf/*.safetensors "$corpus"/
-    fi
+    work_corpus=$(mktemp -d)  # new inputs go here; the seed folders are only read
+    seeds=(fuzz/corpus/$t)
+    if [ "$t" = fuzz_file ]; then seeds+=(tests/data/bad tests/data/hf tests/data/realfiles); fi
     echo "fuzzing $t for ${fuzz_seconds}s"
-    ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz/$t "$corpus" -max_total_time="$fuzz_seconds" \
-      -rss_limit_mb=4096 -max_len=65536 -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 2>&1 | tail -n 12
-    rm -rf "$corpus"
+    ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz/$t "$work_corpus" "${seeds[@]}" \
+      -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -max_len=65536 \
+      -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 2>&1 | tail -n 12
+    rm -rf "$work_corpus"
   done
 fi

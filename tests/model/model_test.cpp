@@ -270,7 +270,9 @@ TEST(Shard, RoundTripAtSeveralSizes) {
       for (size_t i = 0; i + 1 < r.files.size(); ++i) {
         File shard = File::open(out / r.files[i]);
         EXPECT_EQ(shard.metadata(), src.metadata());
-        if (shard.tensors().size() > 1) EXPECT_LE(shard.header().data_size(), max);
+        if (shard.tensors().size() > 1) {
+          EXPECT_LE(shard.header().data_size(), max);
+        }
       }
     }
     std::filesystem::copy_file(dir / "m" / "config.json", out / "config.json",

@@ -35,7 +35,7 @@ void parallel_for(uint64_t count, uint64_t min_items, uint64_t align, unsigned t
     fn(uint64_t{0}, count);
     return;
   }
-  const uint64_t per = (count / threads + align - 1) / align * align;
+  const uint64_t per = ((count + threads - 1) / threads + align - 1) / align * align;
   std::vector<std::thread> helpers;
   std::vector<std::exception_ptr> errors(threads);
   for (unsigned t = 1; t < threads; ++t) {

@@ -19,6 +19,15 @@ inline std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) noexcept {
   return r;
 }
 
+/// The product of all values (1 for none); nullopt on overflow.
+template <class Range>
+std::optional<uint64_t> checked_product(const Range& values) noexcept {
+  uint64_t r = 1;
+  for (uint64_t v : values)
+    if (__builtin_mul_overflow(r, v, &r)) return std::nullopt;
+  return r;
+}
+
 /// Converts to size_t for indexing memory; nullopt when it does not fit (32-bit hosts).
 inline std::optional<size_t> to_size(uint64_t v) noexcept {
   if (v > SIZE_MAX) return std::nullopt;

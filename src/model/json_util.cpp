@@ -1,9 +1,7 @@
 #include "model/json_util.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/core.h>
 
@@ -13,81 +11,6 @@
 namespace tlio::detail {
 
 namespace dom = simdjson::dom;
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io("cannot open", path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw_io("read failed", path.string());
-  return s.str();
-}
-
-namespace {
-
-// The first key that appears twice in one object, at any depth.
-std::optional<std::string> duplicate_key(dom::element el) {
-  dom::object obj;
-  dom::array arr;
-  if (el.get_object().get(obj) == simdjson::SUCCESS) {
-    std::vector<std::string_view> keys;
-    for (auto f : obj) {
-      keys.push_back(f.key);
-      if (auto d = duplicate_key(f.value)) return d;
-    }
-    std::sort(keys.begin(), keys.end());
-    auto it = std::adjacent_find(keys.begin(), keys.end());
-    if (it != keys.end()) return std::string(*it);
-  } else if (el.get_array().get(arr) == simdjson::SUCCESS) {
-    for (auto v : arr)
-      if (auto d = duplicate_key(v)) return d;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-JsonDoc::JsonDoc(std::string_view json, std::string source, std::string rule)
-    : source_(std::move(source)), rule_(std::move(rule)) {
-  auto err = parser_.parse(json.data(), json.size()).get(root_);
-  if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
-  if (!root_.is_object()) fail({}, "not a JSON object");
-  if (auto d = duplicate_key(root_)) fail(*d, fmt::format("key {} appears twice", quote_name(*d)));
-}
-
-void JsonDoc::fail(const std::string& key, std::string detail) const {
-  throw Error(ErrorCode::format, rule_, key, std::nullopt, std::move(detail), source_);
-}
-
-std::optional<std::string> JsonDoc::optional_string(const char* key) const {
-  dom::element v;
-  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
-  std::string_view s;
-  if (v.get_string().get(s)) fail(key, fmt::format("{} is not a string", key));
-  return std::string(s);
-}
-
-std::optional<uint64_t> JsonDoc::optional_uint(const char* key) const {
-  dom::element v;
-  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
-  uint64_t n;
-  if (v.get_uint64().get(n)) fail(key, fmt::format("{} is not a non-negative integer", key));
-  return n;
-}
-
-uint64_t JsonDoc::required_uint(const char* key) const {
-  auto v = optional_uint(key);
-  if (!v) fail(key, fmt::format("missing key {}", key));
-  return *v;
-}
-
-std::optional<bool> JsonDoc::optional_bool(const char* key) const {
-  dom::element v;
-  if (root_[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
-  bool b;
-  if (v.get_bool().get(b)) fail(key, fmt::format("{} is not true or false", key));
-  return b;
-}
 
 ShardIndex read_shard_index(const std::filesystem::path& path) {
   return parse_shard_index(read_text_file(path), path.string());

@@ -2,8 +2,6 @@
 // shard index) with simdjson, every failure a format error with the given rule.
 #pragma once
 
-#include <simdjson.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -11,30 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_doc.hpp"
 #include "tlio/file.hpp"
 
 namespace tlio::detail {
-
-/// Reads a whole (small) file; Error{io} naming it.
-std::string read_text_file(const std::filesystem::path& path);
-
-/// A parsed JSON object document. Rejects invalid JSON, a non-object root and duplicate keys
-/// at any depth.
-class JsonDoc {
- public:
-  JsonDoc(std::string_view json, std::string source, std::string rule);
-  [[noreturn]] void fail(const std::string& key, std::string detail) const;
-  std::optional<std::string> optional_string(const char* key) const;
-  std::optional<uint64_t> optional_uint(const char* key) const;
-  uint64_t required_uint(const char* key) const;
-  std::optional<bool> optional_bool(const char* key) const;
-  simdjson::dom::element root() const { return root_; }
-
- private:
-  simdjson::dom::parser parser_;
-  simdjson::dom::element root_;
-  std::string source_, rule_;
-};
 
 struct ShardIndex {
   std::vector<std::pair<std::string, std::string>> weight_map;  // tensor -> file, sorted

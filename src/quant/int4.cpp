@@ -10,6 +10,7 @@
 
 #include "common/parallel.hpp"
 #include "io/copy.hpp"
+#include "quant/bnb_file.hpp"
 #include "quant/int4_kernels.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -202,6 +203,7 @@ std::vector<QuantizedWeight> find_int4_weights(const File& f) {
     w.name = base;
     w.scheme = int4_scheme_name(group);
     w.shape = Shape{out_features, in_features};
+    w.blocksize = group;
     w.stored = {t.name, scales_name};
     w.stored_bytes = t.byte_size() + s->byte_size();
     out.push_back(std::move(w));
@@ -220,7 +222,12 @@ std::vector<QuantizedWeight> find_int4_weights(const File& f) {
 
 std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
   try {
-    return find_int4_weights(f);
+    std::vector<QuantizedWeight> all = find_int4_weights(f);
+    for (QuantizedWeight& w : detail::find_bnb_weights(f)) all.push_back(std::move(w));
+    std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+      return f.header().at(a.stored[0]).begin < f.header().at(b.stored[0]).begin;
+    });
+    return all;
   } catch (const Error& e) {
     throw e.with_source(f.name());
   }
@@ -230,7 +237,7 @@ Int4Weight::Int4Weight(const File& f, std::string_view name) {
   const std::string base(name);
   bool found = false;
   for (const QuantizedWeight& w : find_quantized_weights(f))
-    if (w.name == base) {
+    if (w.name == base && parse_int4_scheme(w.scheme)) {
       found = true;
       rows_ = w.shape[0];
       cols_ = w.shape[1];

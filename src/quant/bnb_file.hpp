@@ -1,0 +1,25 @@
+// quant/bnb_file.hpp: bitsandbytes weights in a file: finding and checking them (the layout
+// transformers saves for Linear4bit and Linear8bitLt) and loading what dequantization needs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tlio/bnb.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio::detail {
+
+inline constexpr std::string_view kBnbStateInfix = ".quant_state.bitsandbytes__";
+
+/// The bnb 4-bit and LLM.int8 weights of `f`, checked (rules BNB-001..004 and "bnb").
+std::vector<QuantizedWeight> find_bnb_weights(const File& f);
+
+/// The quant_state of a 4-bit weight found by find_bnb_weights.
+BnbQuantState bnb_state_of(const File& f, const QuantizedWeight& w);
+/// Its effective absmax (nested ones dequantized, offset added), one float per block.
+std::vector<float> bnb_effective_absmax(const File& f, const QuantizedWeight& w,
+                                        const BnbQuantState& state);
+
+}  // namespace tlio::detail

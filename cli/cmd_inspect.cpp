@@ -25,6 +25,24 @@ std::string json_str(std::string_view s) {
   return out;
 }
 
+// How a quantized weight is described in the dtype column: the scheme and, for bitsandbytes,
+// its block, nesting and the dtype dequantize restores.
+std::string quant_label(const tlio::QuantizedWeight& q) {
+  if (q.scheme == "nf4" || q.scheme == "fp4")
+    return fmt::format("{} bs{}{} -> {}", q.scheme, q.blocksize, q.nested ? " nested" : "",
+                       tlio::dtype_name(q.dtype));
+  if (q.scheme == "int8") return "int8 (LLM.int8)";
+  return q.scheme;
+}
+
+// The distinct schemes, in order of appearance.
+std::string scheme_list(const std::vector<tlio::QuantizedWeight>& quantized) {
+  std::vector<std::string> schemes;
+  for (const auto& q : quantized)
+    if (std::find(schemes.begin(), schemes.end(), q.scheme) == schemes.end()) schemes.push_back(q.scheme);
+  return fmt::format("{}", fmt::join(schemes, ", "));
+}
+
 // What inspect shows, for a file or a model directory alike.
 struct Listing {
   struct Entry {
@@ -98,8 +116,10 @@ void print_json(const Listing& l) {
     const auto& q = l.quantized[i];
     std::vector<std::string> stored;
     for (const auto& s : q.stored) stored.push_back(json_str(s));
-    out += fmt::format("{}{{\"name\":{},\"scheme\":{},\"shape\":[{}],\"stored\":[{}],\"bytes\":{}}}",
+    out += fmt::format("{}{{\"name\":{},\"scheme\":{},\"shape\":[{}],\"dtype\":\"{}\","
+                       "\"blocksize\":{},\"nested\":{},\"stored\":[{}],\"bytes\":{}}}",
                        i ? "," : "", json_str(q.name), json_str(q.scheme), fmt::join(q.shape, ","),
+                       tlio::dtype_name(q.dtype), q.blocksize, q.nested ? "true" : "false",
                        fmt::join(stored, ","), q.stored_bytes);
   }
   out += "],\"dtype_counts\":{";
@@ -157,7 +177,7 @@ void print_table(const Listing& l) {
     auto q = part_of.find(t.name);
     if (q != part_of.end()) {
       if (!shown.insert(q->second).second) continue;
-      rows.push_back({display_name(q->second->name), q->second->scheme, shape_text(q->second->shape),
+      rows.push_back({display_name(q->second->name), quant_label(*q->second), shape_text(q->second->shape),
                       human_size(q->second->stored_bytes), ""});
       for (const auto& s : q->second->stored)
         for (const auto& e2 : l.tensors)
@@ -187,7 +207,7 @@ void print_table(const Listing& l) {
              human_size(l.data_size), parts.empty() ? "" : "; ", fmt::join(parts, ", "));
   if (!l.quantized.empty())
     fmt::print("; {} quantized weight{} ({})", l.quantized.size(), l.quantized.size() == 1 ? "" : "s",
-               l.quantized[0].scheme);
+               scheme_list(l.quantized));
   fmt::print("\n");
 }
 

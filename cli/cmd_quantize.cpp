@@ -3,30 +3,56 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "tlio/bnb.hpp"
+#include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio::cli {
 
 void add_quantize(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("quantize", "Quantize weight matrices (tinyllm int4)");
+  auto* cmd = app.add_subcommand("quantize", "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8)");
   cmd->footer(
-      "By default the 2-D *_proj.weight matrices are quantized (each <name> becomes\n"
-      "<name>.qweight + <name>.scales); embeddings, norms, lm_head and 1-D tensors are kept.\n"
-      "--include REGEX replaces that selection, --exclude REGEX removes from it (searches).\n"
-      "Prints the quantization error per tensor and the size saved.\n\n"
-      "Example: tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym");
+      "Schemes:\n"
+      "  int4-g<G>-sym  tinyllm: <name> becomes <name>.qweight + <name>.scales\n"
+      "  nf4, fp4       bitsandbytes 4-bit, the layout transformers saves for Linear4bit:\n"
+      "                 <name> (packed) + .absmax, .quant_map, .quant_state.bitsandbytes__<type>\n"
+      "                 (+ .nested_absmax, .nested_quant_map with --nested)\n"
+      "  int8           LLM.int8 (Linear8bitLt): <p>.weight I8 + <p>.SCB + <p>.weight_format\n"
+      "By default the 2-D *_proj.weight matrices are quantized; embeddings, norms, lm_head and\n"
+      "1-D tensors are kept. --include REGEX replaces that selection, --exclude REGEX removes\n"
+      "from it (searches). Prints the quantization error per tensor and the size saved.\n\n"
+      "Examples:\n"
+      "  tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym\n"
+      "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
-    std::string in, out, scheme, include, exclude;
+    std::string in, out, scheme, include, exclude, storage = "U8";
+    uint64_t blocksize = 64;
+    bool nested = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file")->required();
   cmd->add_option("OUT", a->out, "Output file")->required();
-  cmd->add_option("--scheme", a->scheme, "int4-g<group>-sym, e.g. int4-g32-sym")
+  cmd->add_option("--scheme", a->scheme, "int4-g<group>-sym (e.g. int4-g32-sym), nf4, fp4 or int8")
       ->required()
       ->check([](const std::string& v) -> std::string {
-        return tlio::parse_int4_scheme(v) ? std::string{}
-                                          : "unknown scheme '" + v + "' (int4-g<group>-sym)";
+        return tlio::is_quant_scheme(v) ? std::string{}
+                                        : "unknown scheme '" + v + "' (int4-g<group>-sym, nf4, fp4, int8)";
+      });
+  cmd->add_option("--blocksize", a->blocksize, "nf4/fp4: values per absmax, 32..4096 (default 64)")
+      ->check([](const std::string& v) -> std::string {
+        try {
+          return tlio::is_bnb_4bit_blocksize(std::stoull(v)) ? std::string{}
+                                                             : "--blocksize must be 32, 64, ..., 4096";
+        } catch (...) {
+          return "--blocksize must be 32, 64, ..., 4096";
+        }
+      });
+  cmd->add_flag("--nested", a->nested, "nf4/fp4: quantize the absmax too (double quantization)");
+  cmd->add_option("--storage", a->storage, "nf4/fp4: dtype the packed bytes are stored as (default U8)")
+      ->check([](const std::string& v) -> std::string {
+        auto d = tlio::parse_dtype_alias(v);
+        return d ? std::string{} : "unknown dtype '" + v + "'";
       });
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
   cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");
@@ -34,8 +60,18 @@ void add_quantize(CLI::App& app, int& exit_code) {
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
       ProgressBar bar("quantizing");
-      tlio::QuantizeOptions o{a->scheme, a->include, a->exclude,
-                              [&bar](uint64_t done, uint64_t total) { bar.update(done, total); }};
+      const bool bnb4 = a->scheme == "nf4" || a->scheme == "fp4";
+      if (!bnb4 && (a->nested || a->storage != "U8" || a->blocksize != 64))
+        throw tlio::Error(tlio::ErrorCode::invalid_argument, {}, {}, std::nullopt,
+                          "--blocksize, --nested and --storage apply to nf4 and fp4 only");
+      tlio::QuantizeOptions o;
+      o.scheme = a->scheme;
+      o.include = a->include;
+      o.exclude = a->exclude;
+      o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+      o.blocksize = a->blocksize;
+      o.nested = a->nested;
+      o.storage = *tlio::parse_dtype_alias(a->storage);
       tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
       bar.finish();
       size_t done = 0;
@@ -63,16 +99,21 @@ void add_quantize(CLI::App& app, int& exit_code) {
 
 void add_dequantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("dequantize", "Restore quantized weights to plain tensors");
-  cmd->footer("Each <name>.qweight + <name>.scales pair becomes <name> again; the scheme comes from\n"
-              "the metadata (or the shapes). The quant metadata key is dropped.\n\n"
+  cmd->footer("Every quantized weight becomes a plain tensor again, in its logical shape:\n"
+              "  int4: <name>.qweight + <name>.scales -> <name> (scheme from the metadata or shapes)\n"
+              "  nf4/fp4: recognised by <name>.quant_state.bitsandbytes__<type>; restored in the\n"
+              "    original dtype and shape its quant_state records unless --dtype is given\n"
+              "  int8: <p>.weight + <p>.SCB [+ <p>.weight_format] -> <p>.weight\n"
+              "Without --dtype, int4 and int8 weights are written as F32. The quant metadata key is\n"
+              "dropped.\n\n"
               "Example: tlio dequantize model-int4.safetensors model.safetensors --dtype BF16");
   struct Args {
-    std::string in, out, dtype = "F32";
+    std::string in, out, dtype;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file")->required();
   cmd->add_option("OUT", a->out, "Output file")->required();
-  cmd->add_option("--dtype", a->dtype, "F32 (default), F16 or BF16")
+  cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
         return d && (*d == tlio::Dtype::F32 || *d == tlio::Dtype::F16 || *d == tlio::Dtype::BF16)
@@ -83,8 +124,10 @@ void add_dequantize(CLI::App& app, int& exit_code) {
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
       ProgressBar bar("dequantizing");
+      std::optional<tlio::Dtype> dtype;
+      if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);
       tlio::DequantizeReport r = tlio::dequantize_file(
-          src, a->out, *tlio::parse_dtype_alias(a->dtype),
+          src, a->out, dtype,
           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
       bar.finish();
       fmt::print("{} -> {}: {} weights restored{}\n", a->in, a->out, r.restored,

@@ -43,18 +43,18 @@ void for_each_chunk(const tlio::File& f, const tlio::TensorInfo& t,
   }
 }
 
-// The values of a quantized weight, dequantized block of rows by block of rows.
+// The values of a quantized weight, dequantized chunk by chunk.
 void for_each_chunk(const tlio::File& f, const tlio::QuantizedWeight& q,
                     const std::function<void(std::span<const double>)>& fn) {
-  const tlio::Int4Weight w(f, q.name);
-  const uint64_t rows_per = std::max<uint64_t>(1, kChunk / std::max<uint64_t>(w.cols(), 1));
-  std::vector<float> rows;
+  const tlio::QuantizedReader r(f, q.name);
+  const uint64_t n = r.element_count();
+  std::vector<float> values;
   std::vector<double> buf;
-  for (uint64_t r = 0; r < w.rows(); r += rows_per) {
-    const uint64_t n = std::min(rows_per, w.rows() - r);
-    rows.resize(n * w.cols());
-    w.dequantize_rows(r, n, tlio::Dtype::F32, std::as_writable_bytes(std::span(rows)));
-    buf.assign(rows.begin(), rows.end());
+  for (uint64_t i = 0; i < n; i += kChunk) {
+    const uint64_t m = std::min(kChunk, n - i);
+    values.resize(m);
+    r.read(i, m, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
+    buf.assign(values.begin(), values.end());
     fn(buf);
   }
 }

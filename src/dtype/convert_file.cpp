@@ -42,6 +42,9 @@ bool is_quantization_companion(const File& f, std::string_view name) {
   for (std::string_view suffix : {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
                                   ".SCB", ".weight_format"})
     if (name.ends_with(suffix)) return true;
+  // A bnb 4-bit weight's packed codes may be stored as a float dtype (quant_storage).
+  for (std::string_view type : {"nf4", "fp4"})
+    if (f.header().find(std::string(name) + ".quant_state.bitsandbytes__" + std::string(type))) return true;
   return name.find(".quant_state.") != std::string_view::npos;
 }
 

@@ -167,6 +167,27 @@ TEST(Llama, Int4QuantizedLayersCountAsTheirLogicalWeight) {
   EXPECT_NO_THROW(q.check());
 }
 
+TEST(Llama, BnbQuantizedLayersCountAsTheirLogicalWeight) {
+  test::TempDir dir;
+  Llama l;
+  l.write(dir / "m");
+  File src = File::open(dir / "m" / "model.safetensors");
+  for (const char* scheme : {"nf4", "int8"}) {
+    const auto out = dir / scheme;
+    std::filesystem::create_directories(out);
+    QuantizeOptions o;
+    o.scheme = scheme;
+    o.blocksize = 32;
+    o.nested = true;
+    if (std::string(scheme) == "int8") o = QuantizeOptions{scheme, "", "", {}};
+    quantize_file(src, out / "model.safetensors", o);
+    std::filesystem::copy_file(dir / "m" / "config.json", out / "config.json");
+    Model q = Model::open(out);
+    EXPECT_EQ(q.quantized().size(), 14u) << scheme;
+    EXPECT_NO_THROW(q.check()) << scheme;
+  }
+}
+
 // ---- course directories: bigram, tokenizer rule -------------------------------------------------
 
 TEST(Bigram, TrainWeightsEqualTheDirectComputation) {

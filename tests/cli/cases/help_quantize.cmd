@@ -1,0 +1,2 @@
+tlio quantize --help
+tlio dequantize --help

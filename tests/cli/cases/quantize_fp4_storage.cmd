@@ -1,0 +1,5 @@
+tlio quantize DATA/quant/tiny_model.safetensors TMP/q.safetensors --scheme fp4 --blocksize 32 --storage bf16 --exclude down_proj
+tlio inspect TMP/q.safetensors --json
+tlio convert TMP/q.safetensors TMP/c.safetensors --dtype f16
+tlio dequantize TMP/c.safetensors TMP/d.safetensors --dtype bf16
+tlio inspect TMP/d.safetensors

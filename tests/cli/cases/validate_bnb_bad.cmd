@@ -1,0 +1,1 @@
+tlio validate DATA/bnb_bad/bnb001_blocksize48.safetensors DATA/bnb_bad/bnb002_shape.safetensors DATA/bnb_bad/bnb003_quant_map.safetensors DATA/bnb_bad/bnb004_no_nested_absmax.safetensors DATA/bnb/nf4_bs64_f16_64x96.safetensors

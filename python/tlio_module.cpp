@@ -231,9 +231,27 @@ PYBIND11_MODULE(_tlio, m) {
           d["name"] = q.name;
           d["scheme"] = q.scheme;
           d["shape"] = q.shape.to_vector();
+          d["dtype"] = std::string(tlio::dtype_name(q.dtype));
+          d["blocksize"] = q.blocksize;
+          d["nested"] = q.nested;
           d["stored"] = q.stored;
           out.append(d);
         }
+        return out;
+      })
+      .def("dequantized", [](const tlio::File& f, const std::string& name, const std::string& dtype) {
+        const tlio::QuantizedReader r(f, name);
+        tlio::Dtype to = r.weight().dtype;
+        if (!dtype.empty()) {
+          auto d = tlio::parse_dtype_alias(dtype);
+          if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+          to = *d;
+        }
+        std::vector<py::ssize_t> shape;
+        for (uint64_t d : r.weight().shape) shape.push_back(static_cast<py::ssize_t>(d));
+        py::array out(numpy_dtype(to), shape);
+        r.read(0, r.element_count(), to,
+               {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
         return out;
       });
 
@@ -262,8 +280,18 @@ PYBIND11_MODULE(_tlio, m) {
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                             const std::string& scheme, const std::string& include,
-                            const std::string& exclude) {
-    auto r = tlio::quantize_file(tlio::File::open(in), out, {scheme, include, exclude});
+                            const std::string& exclude, uint64_t blocksize, bool nested,
+                            const std::string& storage) {
+    tlio::QuantizeOptions o;
+    o.scheme = scheme;
+    o.include = include;
+    o.exclude = exclude;
+    o.blocksize = blocksize;
+    o.nested = nested;
+    auto st = tlio::parse_dtype_alias(storage);
+    if (!st) throw py::value_error("unknown storage dtype '" + storage + "'");
+    o.storage = *st;
+    auto r = tlio::quantize_file(tlio::File::open(in), out, o);
     py::list items;
     for (const auto& i : r.items) {
       py::dict d;
@@ -275,11 +303,15 @@ PYBIND11_MODULE(_tlio, m) {
       items.append(d);
     }
     return items;
-  }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "");
+  }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "",
+     py::arg("blocksize") = 64, py::arg("nested") = false, py::arg("storage") = "U8");
   m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
-                              const std::string& dtype) {
-    auto d = tlio::parse_dtype_alias(dtype);
-    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
-    return tlio::dequantize_file(tlio::File::open(in), out, *d).restored;
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "F32");
+                              const std::optional<std::string>& dtype) {
+    std::optional<tlio::Dtype> d;
+    if (dtype) {
+      d = tlio::parse_dtype_alias(*dtype);
+      if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
+    }
+    return tlio::dequantize_file(tlio::File::open(in), out, d).restored;
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none());
 }

@@ -134,6 +134,36 @@ TL_API int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, u
 TL_API int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
                               uint64_t row_count, tl_dtype out, void* dst, size_t dst_size);
 
+/* Any quantized weight: tinyllm int4 ("int4-g<G>-sym"), bitsandbytes 4-bit ("nf4", "fp4") or
+ * LLM.int8 ("int8"). `dtype` is what dequantization restores by default (bnb 4-bit: the original
+ * dtype, else F32); `blocksize` is the int4 group or the bnb block (0 for int8). Strings and
+ * shape stay valid until tl_close(). */
+typedef struct tl_quantized_info {
+  const char* name;   /* logical name */
+  const char* scheme;
+  size_t rank;
+  const uint64_t* shape; /* logical shape */
+  tl_dtype dtype;
+  uint64_t blocksize;
+  int nested;         /* bnb 4-bit: the absmax is itself quantized */
+} tl_quantized_info;
+/* The quantized weights of an open file (checked; a malformed one is TL_EFORMAT). */
+TL_API int tl_quantized_count(const tl_file* file, size_t* count);
+TL_API int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info);
+/* Elements [first, first + count) of quantized weight `name` in row-major logical order, as
+ * F32, F16 or BF16 (rounded to nearest even) into dst. Safe from several threads. */
+TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t first,
+                             uint64_t count, tl_dtype out, void* dst, size_t dst_size);
+
+/* Whole files, written atomically. scheme: "int4-g<G>-sym", "nf4", "fp4" or "int8"; blocksize
+ * (nf4/fp4; 0 means 64) and nested (nf4/fp4) as `tlio quantize`; include/exclude are regexes
+ * or NULL. */
+TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme,
+                            uint64_t blocksize, int nested, const char* include,
+                            const char* exclude);
+/* dtype: TL_F32, TL_F16 or TL_BF16, or -1 for each weight's default dtype. */
+TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
+
 #ifdef __cplusplus
 }
 #endif

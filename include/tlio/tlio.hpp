@@ -6,6 +6,7 @@
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/header.hpp"
+#include "tlio/bnb.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/version.hpp"
 #include "tlio/writer.hpp"

@@ -147,3 +147,33 @@ def test_quantize_convert_dequantize(tmp_path):
     with tlio.safe_open(tmp_path / "c.safetensors", "numpy") as f:
         assert f.get_dtype("model.norm.weight") == "F32"
         assert f.get_tensor("model.embed_tokens.weight").dtype == np.float16
+
+
+def test_bitsandbytes_goldens_dequantize_and_quantize(tmp_path):
+    bnb = DATA / "bnb"
+    golden = bnb / "fp4_bs64_bf16_96x200_nested.safetensors"
+    expected = tlio.load_file(bnb / "fp4_bs64_bf16_96x200_nested.expected.safetensors")
+    name = "model.layers.0.mlp.down_proj.weight"
+    with tlio.safe_open(golden, "numpy") as f:
+        (q,) = f.quantized()
+        assert (q["name"], q["scheme"], q["shape"], q["dtype"], q["blocksize"], q["nested"]) == (
+            name, "fp4", [96, 200], "BF16", 64, True)
+        assert len(q["stored"]) == 6
+        restored = f.get_dequantized(name)  # BF16 as raw bits, bit for bit as bitsandbytes
+        assert restored.dtype == np.uint16 and restored.shape == (96, 200)
+        assert np.array_equal(restored, expected["dequant"])
+        assert np.array_equal(f.get_dequantized(name, "F32").view(np.uint32),
+                              expected["dequant_f32"].view(np.uint32))
+        with pytest.raises(KeyError):
+            f.get_dequantized("nope")
+    tlio.save_file({name: expected["input"]}, tmp_path / "in.safetensors", {"format": "pt"},
+                   dtypes={name: "BF16"})
+    items = tlio.quantize_file(tmp_path / "in.safetensors", tmp_path / "q.safetensors", "fp4",
+                               blocksize=64, nested=True)
+    assert items[0]["quantized"] and items[0]["rmse"] > 0
+    assert (tmp_path / "q.safetensors").read_bytes() == golden.read_bytes()
+    assert tlio.dequantize_file(tmp_path / "q.safetensors", tmp_path / "d.safetensors") == 1
+    assert np.array_equal(tlio.load_file(tmp_path / "d.safetensors")[name], expected["dequant"])
+    with pytest.raises(ValueError, match="BNB-003"):
+        with tlio.safe_open(DATA / "bnb_bad" / "bnb003_quant_map.safetensors", "numpy") as f:
+            f.quantized()

@@ -98,8 +98,15 @@ class safe_open:
         return list(self._file.shape(name))
 
     def quantized(self):
-        """The file's quantized weights (int4 pairs) as dicts: name, scheme, shape, stored."""
+        """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8) as dicts: name,
+        scheme, shape, dtype (restored by default), blocksize, nested, stored."""
         return self._file.quantized()
+
+    def get_dequantized(self, name, dtype=None):
+        """Quantized weight `name` dequantized into a new array of its logical shape, as its
+        default dtype (bitsandbytes 4-bit: the original) or dtype "F32", "F16", "BF16" (BF16 as
+        raw uint16 bits, like BF16 tensors)."""
+        return self._file.dequantized(name, "" if dtype is None else str(dtype))
 
 
 def load_file(filename, device="cpu"):

@@ -8,6 +8,7 @@
 
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +21,9 @@ struct tl_file {
   // int4 weights opened on demand; readers on several threads share them under the mutex.
   std::mutex int4_mutex;
   std::unordered_map<std::string, tlio::Int4Weight> int4;
+  // Quantized weights, found on first use, and their readers (under the same mutex).
+  std::optional<std::vector<tlio::QuantizedWeight>> quantized;
+  std::unordered_map<std::string, tlio::QuantizedReader> readers;
 };
 
 struct tl_writer {
@@ -63,7 +67,7 @@ tlio::Dtype to_cpp(tl_dtype d) {
 }
 
 tl_file* wrap(tlio::File f) {
-  auto* h = new tl_file{std::move(f), {}, {}, {}};
+  auto* h = new tl_file{std::move(f), {}, {}, {}, {}, {}};
   for (const auto& kv : h->file.metadata()) h->metadata.push_back(&kv);
   return h;
 }
@@ -270,6 +274,78 @@ int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row
   return guard([&] {
     int4_of(file, name).dequantize_rows(first_row, row_count, to_cpp(out),
                                         {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* file) {
+  auto* f = const_cast<tl_file*>(file);  // a cache, as int4_of's
+  std::lock_guard<std::mutex> lock(f->int4_mutex);
+  if (!f->quantized) f->quantized = tlio::find_quantized_weights(f->file);
+  return *f->quantized;
+}
+
+static const tlio::QuantizedReader& reader_of(const tl_file* file, const char* name) {
+  auto* f = const_cast<tl_file*>(file);
+  std::lock_guard<std::mutex> lock(f->int4_mutex);
+  auto it = f->readers.find(name);
+  if (it == f->readers.end()) it = f->readers.emplace(name, tlio::QuantizedReader(f->file, name)).first;
+  return it->second;
+}
+
+int tl_quantized_count(const tl_file* file, size_t* count) {
+  TL_REQUIRE(file && count, "tl_quantized_count: NULL argument");
+  return guard([&] { *count = quantized_of(file).size(); });
+}
+
+int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info) {
+  TL_REQUIRE(file && info, "tl_quantized_at: NULL argument");
+  return guard([&] {
+    const auto& all = quantized_of(file);
+    if (index >= all.size())
+      throw tlio::Error(tlio::ErrorCode::not_found, {}, {}, std::nullopt,
+                        "quantized weight index " + std::to_string(index) + " of " +
+                            std::to_string(all.size()));
+    const tlio::QuantizedWeight& q = all[index];
+    info->name = q.name.c_str();
+    info->scheme = q.scheme.c_str();
+    info->rank = q.shape.size();
+    info->shape = q.shape.data();
+    info->dtype = static_cast<tl_dtype>(q.dtype);
+    info->blocksize = q.blocksize;
+    info->nested = q.nested ? 1 : 0;
+  });
+}
+
+int tl_quantized_read(const tl_file* file, const char* name, uint64_t first, uint64_t count,
+                      tl_dtype out, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && name && (dst || dst_size == 0), "tl_quantized_read: NULL argument");
+  TL_REQUIRE(valid_dtype(out), "tl_quantized_read: invalid dtype");
+  return guard([&] {
+    reader_of(file, name).read(first, count, to_cpp(out), {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+int tl_quantize_file(const char* src, const char* dst, const char* scheme, uint64_t blocksize,
+                     int nested, const char* include, const char* exclude) {
+  TL_REQUIRE(src && dst && scheme, "tl_quantize_file: NULL argument");
+  return guard([&] {
+    tlio::QuantizeOptions o;
+    o.scheme = scheme;
+    o.include = include ? include : "";
+    o.exclude = exclude ? exclude : "";
+    o.blocksize = blocksize ? blocksize : 64;
+    o.nested = nested != 0;
+    tlio::quantize_file(tlio::File::open(src), dst, o);
+  });
+}
+
+int tl_dequantize_file(const char* src, const char* dst, int dtype) {
+  TL_REQUIRE(src && dst, "tl_dequantize_file: NULL argument");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_file: invalid dtype");
+  return guard([&] {
+    std::optional<tlio::Dtype> d;
+    if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
+    tlio::dequantize_file(tlio::File::open(src), dst, d);
   });
 }
 

@@ -1,4 +1,4 @@
-/* The C API from C (C99): reading, metadata, writing, conversion, int4, errors. */
+/* The C API from C (C99): reading, metadata, writing, conversion, int4, bitsandbytes, errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +139,88 @@ static void test_convert_and_int4(void) {
   tl_close(f);
 }
 
+static long read_all(const char* path, unsigned char* buf, long cap) {
+  FILE* fp = fopen(path, "rb");
+  if (!fp) return -1;
+  long n = (long)fread(buf, 1, (size_t)cap, fp);
+  fclose(fp);
+  return n;
+}
+
+static void test_bnb(const char* dir) {
+  static unsigned char got[65536], want[65536];
+  char in_path[4096], out_path[4096], deq_path[4096], golden[4096];
+  tl_file* q = NULL;
+  tl_file* e = NULL;
+  snprintf(golden, sizeof golden, "%s", data_path("bnb/nf4_bs64_f16_64x96_nested.safetensors"));
+  CHECK(tl_open(golden, &q) == TL_OK);
+  CHECK(tl_open(data_path("bnb/nf4_bs64_f16_64x96_nested.expected.safetensors"), &e) == TL_OK);
+  if (!q || !e) return;
+  size_t count = 0;
+  CHECK(tl_quantized_count(q, &count) == TL_OK && count == 1);
+  tl_quantized_info info;
+  CHECK(tl_quantized_at(q, 0, &info) == TL_OK);
+  CHECK(strcmp(info.name, "model.layers.0.mlp.down_proj.weight") == 0);
+  CHECK(strcmp(info.scheme, "nf4") == 0 && info.dtype == TL_F16 && info.blocksize == 64 && info.nested == 1);
+  CHECK(info.rank == 2 && info.shape[0] == 64 && info.shape[1] == 96);
+  CHECK(tl_quantized_at(q, 1, &info) == TL_ENOTFOUND);
+  /* Dequantized bit for bit as bnb does, whole and from an odd element on. */
+  size_t di;
+  struct tl_tensor_info dinfo;
+  CHECK(tl_tensor_find(e, "dequant", &di) == TL_OK && tl_tensor_info(e, di, &dinfo) == TL_OK);
+  CHECK(tl_tensor_read(e, di, want, (size_t)dinfo.byte_size) == TL_OK);
+  CHECK(tl_quantized_read(q, info.name, 0, 6144, TL_F16, got, 6144 * 2) == TL_OK);
+  CHECK(memcmp(got, want, 6144 * 2) == 0);
+  CHECK(tl_quantized_read(q, "model.layers.0.mlp.down_proj.weight", 101, 500, TL_F16, got, 1000) == TL_OK);
+  CHECK(memcmp(got, want + 202, 1000) == 0);
+  CHECK(tl_quantized_read(q, "model.layers.0.mlp.down_proj.weight", 6000, 145, TL_F16, got, 290) == TL_EINVAL);
+  CHECK(tl_quantized_read(q, "nope", 0, 1, TL_F32, got, 4) == TL_ENOTFOUND);
+
+  /* Quantizing the golden's input gives the golden file; dequantizing restores F16 [64, 96]. */
+  size_t ii;
+  struct tl_tensor_info iinfo;
+  CHECK(tl_tensor_find(e, "input", &ii) == TL_OK && tl_tensor_info(e, ii, &iinfo) == TL_OK);
+  snprintf(in_path, sizeof in_path, "%s/bnb_in.safetensors", dir);
+  snprintf(out_path, sizeof out_path, "%s/bnb_q.safetensors", dir);
+  snprintf(deq_path, sizeof deq_path, "%s/bnb_d.safetensors", dir);
+  tl_writer* w = NULL;
+  CHECK(tl_writer_open(in_path, &w) == TL_OK);
+  if (w) {
+    CHECK(tl_writer_set_metadata(w, "format", "pt") == TL_OK);
+    CHECK(tl_writer_add(w, "model.layers.0.mlp.down_proj.weight", TL_F16, 2, iinfo.shape, iinfo.data,
+                        (size_t)iinfo.byte_size) == TL_OK);
+    CHECK(tl_writer_commit(w) == TL_OK);
+  }
+  CHECK(tl_quantize_file(in_path, out_path, "nf4", 64, 1, NULL, NULL) == TL_OK);
+  long n_got = read_all(out_path, got, sizeof got), n_want = read_all(golden, want, sizeof want);
+  CHECK(n_got > 0 && n_got == n_want && memcmp(got, want, (size_t)n_got) == 0);
+  CHECK(tl_dequantize_file(out_path, deq_path, -1) == TL_OK);
+  tl_file* d = NULL;
+  CHECK(tl_open(deq_path, &d) == TL_OK);
+  if (d) {
+    size_t k;
+    struct tl_tensor_info kinfo;
+    CHECK(tl_tensor_find(d, "model.layers.0.mlp.down_proj.weight", &k) == TL_OK && tl_tensor_info(d, k, &kinfo) == TL_OK);
+    CHECK(kinfo.dtype == TL_F16 && kinfo.rank == 2 && kinfo.shape[1] == 96);
+    CHECK(memcmp(kinfo.data, dinfo.data, (size_t)dinfo.byte_size) == 0);
+    tl_close(d);
+  }
+  CHECK(tl_quantize_file(in_path, out_path, "nf4", 48, 0, NULL, NULL) == TL_EINVAL);
+  CHECK(tl_quantize_file(in_path, out_path, "q3", 0, 0, NULL, NULL) == TL_EUNSUPPORTED);
+  CHECK(tl_dequantize_file(out_path, deq_path, TL_I32) == TL_EINVAL);
+  tl_close(q);
+  tl_close(e);
+
+  /* A malformed bnb weight: the file opens (reader rules hold), its quantized weights do not. */
+  tl_file* bad = NULL;
+  CHECK(tl_open(data_path("bnb_bad/bnb003_quant_map.safetensors"), &bad) == TL_OK);
+  if (bad) {
+    CHECK(tl_quantized_count(bad, &count) == TL_EFORMAT);
+    CHECK(strstr(tl_last_error(), "BNB-003") != NULL);
+    tl_close(bad);
+  }
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -146,6 +228,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_write(dir);
   test_convert_and_int4();
+  test_bnb(dir);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

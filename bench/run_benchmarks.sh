@@ -89,3 +89,18 @@ dq_med=$(printf '%s\n' "${dq_times[@]}" | median)
   echo "tlio dequantize:            ${dq_times[*]}  median ${dq_med} s  ratio to dd $(echo "scale=3; $dq_med / $dd_med" | bc)"
 } | tee -a "$out/convert_vs_dd.txt"
 rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"
+
+echo "== whole process: tlio quantize --scheme nf4 / dequantize of 1 GiB of F32 weights vs dd"
+nq_times=(); ndq_times=()
+for i in 1 2 3; do
+  rm -f "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors"; sync
+  nq_times+=("$(seconds "$build/tlio" quantize "$proj" "$dir/out-nf4.safetensors" --scheme nf4)")
+  ndq_times+=("$(seconds "$build/tlio" dequantize "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors")")
+done
+nq_med=$(printf '%s\n' "${nq_times[@]}" | median)
+ndq_med=$(printf '%s\n' "${ndq_times[@]}" | median)
+{
+  echo "tlio quantize --scheme nf4: ${nq_times[*]}  median ${nq_med} s  ratio to dd $(echo "scale=3; $nq_med / $dd_med" | bc)"
+  echo "tlio dequantize (nf4->F32): ${ndq_times[*]}  median ${ndq_med} s  ratio to dd $(echo "scale=3; $ndq_med / $dd_med" | bc)"
+} | tee -a "$out/convert_vs_dd.txt"
+rm -f "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors" "$proj"

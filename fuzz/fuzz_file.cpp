@@ -35,7 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     try {
-      (void)tlio::find_quantized_weights(f);
+      // Quantized weights that pass their checks must dequantize anywhere in range.
+      for (const tlio::QuantizedWeight& q : tlio::find_quantized_weights(f)) {
+        const tlio::QuantizedReader r(f, q.name);
+        const uint64_t n = r.element_count(), m = std::min<uint64_t>(n, 4096);
+        std::vector<std::byte> out(m * 4);
+        r.read(0, m, tlio::Dtype::F32, out);
+        r.read(n - m, m, tlio::Dtype::BF16, std::span(out).first(m * 2));
+        if (n > 1) r.read(1, std::min<uint64_t>(n - 1, 4096), tlio::Dtype::F16,
+                          std::span(out).first(std::min<uint64_t>(n - 1, 4096) * 2));
+      }
     } catch (const tlio::Error&) {
     }
     // Canonical rewrite: the writer's output must read back with the same tensors.

@@ -172,8 +172,9 @@ Dtype check_float_out(Dtype out) {
 
 // Produces elements [first, first + count) as `out` in dst, on the configured threads: `f32`
 // fills F32 values for a sub-range; `bf16` (optional) fills BF16 bits directly for sub-ranges
-// that start at an even element and returns false where it cannot. Large F32 outputs are made in
-// a cached scratch and streamed out, sparing a read for ownership of each output line.
+// that start at an even element and returns false where it cannot. Large F32 and BF16 outputs
+// are made in a cached scratch and streamed out, sparing a read for ownership of each output
+// line.
 template <class F32Fn, class BF16Fn>
 void produce(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst, F32Fn&& f32,
              BF16Fn&& bf16) {
@@ -182,7 +183,7 @@ void produce(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst
   if (dst.size() != count * out_bytes)
     throw_invalid(fmt::format("destination holds {} bytes, {} {} values need {}", dst.size(), count,
                               dtype_name(out), count * out_bytes));
-  const bool stream = out == Dtype::F32 && dst.size() >= detail::kStreamingCopyThreshold;
+  const bool stream = out != Dtype::F16 && dst.size() >= detail::kStreamingCopyThreshold;
   detail::parallel_for(count, kParallelMinElements, kScratchElements,
                        detail::thread_count(detail::configured_threads()),
                        [&](uint64_t b, uint64_t e) {
@@ -194,10 +195,15 @@ void produce(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst
         f32(first + i, m, reinterpret_cast<float*>(o));
         continue;
       }
-      if (out == Dtype::BF16 && (first + i) % 2 == 0 && bf16(first + i, m, reinterpret_cast<uint16_t*>(o)))
-        continue;
+      if (out == Dtype::BF16 && (first + i) % 2 == 0) {
+        auto* bits = reinterpret_cast<uint16_t*>(stream ? static_cast<void*>(scratch.data()) : o);
+        if (bf16(first + i, m, bits)) {
+          if (stream) detail::stream_bytes(o, reinterpret_cast<const std::byte*>(bits), m * 2);
+          continue;
+        }
+      }
       f32(first + i, m, scratch.data());
-      if (stream)
+      if (out == Dtype::F32)
         detail::stream_bytes(o, reinterpret_cast<const std::byte*>(scratch.data()), m * 4);
       else
         convert(Dtype::F32, std::as_bytes(std::span(scratch.data(), m)), out, {o, m * out_bytes}, m);
@@ -262,7 +268,7 @@ Lanes<W> cascade_row_sum(const float* data, uint64_t items) {
   const uint64_t rows = items / kIlp;
   std::array<Lanes<W>, kIlp> partial{};
   if (rows > 0) {
-    const int ceil_log2 = rows <= 1 ? 0 : std::bit_width(rows - 1);
+    const int ceil_log2 = rows <= 1 ? 0 : static_cast<int>(std::bit_width(rows - 1));
     const int level_power = std::max(4, ceil_log2 / kLevels);
     const uint64_t level_step = uint64_t{1} << level_power, level_mask = level_step - 1;
     std::array<std::array<Lanes<W>, kIlp>, kLevels> acc{};

@@ -72,35 +72,25 @@ bf_med=$(printf '%s\n' "${bf_times[@]}" | median)
 } | tee -a "$out/convert_vs_dd.txt"
 rm -f "$dir/out-bf16.safetensors"
 
-echo "== whole process: tlio quantize / dequantize (int4-g32-sym) of 1 GiB of F32 weights vs dd"
+# Median times of quantizing the 1 GiB projection file with `scheme` and dequantizing the
+# result, three runs each, printed with their ratio to dd.
+quantize_vs_dd() {
+  local scheme=$1 q_times=() dq_times=() q_med dq_med
+  for i in 1 2 3; do
+    rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"; sync
+    q_times+=("$(seconds "$build/tlio" quantize "$proj" "$dir/out-q.safetensors" --scheme "$scheme")")
+    dq_times+=("$(seconds "$build/tlio" dequantize "$dir/out-q.safetensors" "$dir/out-dq.safetensors")")
+  done
+  q_med=$(printf '%s\n' "${q_times[@]}" | median)
+  dq_med=$(printf '%s\n' "${dq_times[@]}" | median)
+  echo "tlio quantize --scheme $scheme: ${q_times[*]}  median ${q_med} s  ratio to dd $(echo "scale=3; $q_med / $dd_med" | bc)"
+  echo "tlio dequantize ($scheme -> F32): ${dq_times[*]}  median ${dq_med} s  ratio to dd $(echo "scale=3; $dq_med / $dd_med" | bc)"
+  rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"
+}
+
+echo "== whole process: tlio quantize / dequantize (int4-g32-sym, nf4) of 1 GiB of F32 weights vs dd"
 proj="$dir/tlio-bench-proj-1gib.safetensors"
 "$build/bench/make_bench_file" --proj "$proj" 256 1024 1024
 cat "$proj" > /dev/null
-q_times=(); dq_times=()
-for i in 1 2 3; do
-  rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"; sync
-  q_times+=("$(seconds "$build/tlio" quantize "$proj" "$dir/out-q.safetensors" --scheme int4-g32-sym)")
-  dq_times+=("$(seconds "$build/tlio" dequantize "$dir/out-q.safetensors" "$dir/out-dq.safetensors")")
-done
-q_med=$(printf '%s\n' "${q_times[@]}" | median)
-dq_med=$(printf '%s\n' "${dq_times[@]}" | median)
-{
-  echo "tlio quantize int4-g32-sym: ${q_times[*]}  median ${q_med} s  ratio to dd $(echo "scale=3; $q_med / $dd_med" | bc)"
-  echo "tlio dequantize:            ${dq_times[*]}  median ${dq_med} s  ratio to dd $(echo "scale=3; $dq_med / $dd_med" | bc)"
-} | tee -a "$out/convert_vs_dd.txt"
-rm -f "$dir/out-q.safetensors" "$dir/out-dq.safetensors"
-
-echo "== whole process: tlio quantize --scheme nf4 / dequantize of 1 GiB of F32 weights vs dd"
-nq_times=(); ndq_times=()
-for i in 1 2 3; do
-  rm -f "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors"; sync
-  nq_times+=("$(seconds "$build/tlio" quantize "$proj" "$dir/out-nf4.safetensors" --scheme nf4)")
-  ndq_times+=("$(seconds "$build/tlio" dequantize "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors")")
-done
-nq_med=$(printf '%s\n' "${nq_times[@]}" | median)
-ndq_med=$(printf '%s\n' "${ndq_times[@]}" | median)
-{
-  echo "tlio quantize --scheme nf4: ${nq_times[*]}  median ${nq_med} s  ratio to dd $(echo "scale=3; $nq_med / $dd_med" | bc)"
-  echo "tlio dequantize (nf4->F32): ${ndq_times[*]}  median ${ndq_med} s  ratio to dd $(echo "scale=3; $ndq_med / $dd_med" | bc)"
-} | tee -a "$out/convert_vs_dd.txt"
-rm -f "$dir/out-nf4.safetensors" "$dir/out-nf4-dq.safetensors" "$proj"
+{ quantize_vs_dd int4-g32-sym; quantize_vs_dd nf4; } | tee -a "$out/convert_vs_dd.txt"
+rm -f "$proj"

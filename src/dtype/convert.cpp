@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -234,16 +235,10 @@ void set_conversion_threads(unsigned threads) noexcept {
   detail::configured_threads_setting().store(threads, std::memory_order_relaxed);
 }
 
-float bf16_to_f32(uint16_t bits) noexcept {
-  const uint32_t u = uint32_t{bits} << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+float bf16_to_f32(uint16_t bits) noexcept { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
 uint16_t f32_to_bf16(float value) noexcept {
-  uint32_t u;
-  std::memcpy(&u, &value, 4);
+  const auto u = std::bit_cast<uint32_t>(value);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
 }
@@ -256,20 +251,13 @@ float f16_to_f32(uint16_t bits) noexcept {
     o += (128u - 16u) << 23;  // Inf/NaN
   } else if (exp == 0) {      // zero and subnormals: renormalise exactly
     o += 1u << 23;
-    float f;
-    std::memcpy(&f, &o, 4);
-    f -= 6.103515625e-05f;  // 2^-14
-    std::memcpy(&o, &f, 4);
+    o = std::bit_cast<uint32_t>(std::bit_cast<float>(o) - 6.103515625e-05f);  // minus 2^-14
   }
-  o |= uint32_t{bits & 0x8000u} << 16;
-  float f;
-  std::memcpy(&f, &o, 4);
-  return f;
+  return std::bit_cast<float>(o | uint32_t{bits & 0x8000u} << 16);
 }
 
 uint16_t f32_to_f16(float value) noexcept {
-  uint32_t u;
-  std::memcpy(&u, &value, 4);
+  const auto u = std::bit_cast<uint32_t>(value);
   const uint32_t sign = u & 0x80000000u;
   uint32_t a = u ^ sign;
   uint32_t o;
@@ -278,11 +266,8 @@ uint16_t f32_to_f16(float value) noexcept {
   } else if (a >= 0x47800000u) {
     o = 0x7C00u;  // rounds past 65504: infinity
   } else if (a < 0x38800000u) {
-    float f;
-    std::memcpy(&f, &a, 4);
-    f += 0.5f;  // places the subnormal bits; the FPU rounds to nearest even
-    std::memcpy(&o, &f, 4);
-    o -= 0x3F000000u;
+    // Adding 0.5 places the subnormal bits; the FPU rounds to nearest even.
+    o = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3F000000u;
   } else {
     a += 0xC8000FFFu + ((a >> 13) & 1);  // rebias, round to nearest even
     o = a >> 13;

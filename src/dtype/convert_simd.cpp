@@ -38,18 +38,22 @@ size_t head_to_align(const T* out, size_t align, size_t n) {
   return std::min(n, (align - misalign) / sizeof(T));
 }
 
+// Converts element k alone through the scalar reference (heads, tails, the scalar target).
+template <class In, class Out>
+void convert_one(const std::byte* src, std::byte* dst, size_t k, Out (*scalar)(In)) {
+  In x;
+  std::memcpy(&x, src + sizeof(In) * k, sizeof(In));
+  const Out y = scalar(x);
+  std::memcpy(dst + sizeof(Out) * k, &y, sizeof(Out));
+}
+
 // F32 -> 16-bit kernels: two F32 vectors make one full vector of 16-bit results.
 template <class Round>
 void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
              uint16_t (*scalar)(float)) {
 #if HWY_TARGET == HWY_SCALAR
   (void)round;  // one lane: the scalar helper is the kernel
-  for (size_t k = 0; k < n; ++k) {
-    float f;
-    std::memcpy(&f, src + 4 * k, 4);
-    const uint16_t h = scalar(f);
-    std::memcpy(dst + 2 * k, &h, 2);
-  }
+  for (size_t k = 0; k < n; ++k) convert_one(src, dst, k, scalar);
 #else
   const hn::ScalableTag<uint16_t> d16;
   const hn::Repartition<uint32_t, decltype(d16)> du32;
@@ -59,12 +63,7 @@ void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
   auto* out = reinterpret_cast<uint16_t*>(dst);
   const bool stream = n * 2 >= kStreamMinOutputBytes;
   size_t i = 0;
-  auto one = [&](size_t k) {
-    float f;
-    std::memcpy(&f, src + 4 * k, 4);
-    const uint16_t h = scalar(f);
-    std::memcpy(dst + 2 * k, &h, 2);
-  };
+  auto one = [&](size_t k) { convert_one(src, dst, k, scalar); };
   if (stream)
     for (size_t head = head_to_align(out, hn::Lanes(d16) * 2, n); i < head; ++i) one(i);
   auto step = [&](size_t at) {
@@ -106,12 +105,7 @@ void To32(const std::byte* src, std::byte* dst, size_t n, const Widen& widen,
   auto* out = reinterpret_cast<uint32_t*>(dst);
   const bool stream = n * 4 >= kStreamMinOutputBytes;
   size_t i = 0;
-  auto one = [&](size_t k) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * k, 2);
-    const float f = scalar(h);
-    std::memcpy(dst + 4 * k, &f, 4);
-  };
+  auto one = [&](size_t k) { convert_one(src, dst, k, scalar); };
   if (stream)
     for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
   for (; i + lanes <= n; i += lanes) {

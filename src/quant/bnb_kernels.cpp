@@ -121,42 +121,42 @@ HWY_INLINE uint64_t Dequant4Vectors(const uint8_t* packed, const float* absmax, 
 #endif
 }
 
-void Dequant4F32(const uint8_t* packed, const float* absmax, const float* table,
-                 uint64_t blocksize, uint64_t first, uint64_t count, float* out) {
+// Elements [first, first + count) into out: a scalar head up to the vector alignment, the
+// vector loop (`store` gets the output position and the even/odd values), a scalar tail.
+template <class T, class Scalar, class Store>
+void Dequant4Range(const uint8_t* packed, const float* absmax, const float* table,
+                   uint64_t blocksize, uint64_t first, uint64_t count, T* out,
+                   const Scalar& scalar, const Store& store) {
   const uint64_t end = first + count;
   uint64_t i = first;
 #if HWY_TARGET != HWY_SCALAR
-  const hn::ScalableTag<float> df;
-  const uint64_t step = 2 * hn::Lanes(df);
-  for (; i < end && i % step; ++i) out[i - first] = dequant_one(packed, absmax, table, blocksize, i);
+  const uint64_t step = 2 * hn::Lanes(hn::ScalableTag<float>());
+  for (; i < end && i % step; ++i) out[i - first] = scalar(dequant_one(packed, absmax, table, blocksize, i));
   i = Dequant4Vectors(packed, absmax, table, blocksize, i, end,
-                      [&](uint64_t at, auto even, auto odd) {
-                        hn::StoreInterleaved2(even, odd, df, out + (at - first));
-                      });
+                      [&](uint64_t at, auto even, auto odd) { store(out + (at - first), even, odd); });
+#else
+  (void)store;
 #endif
-  for (; i < end; ++i) out[i - first] = dequant_one(packed, absmax, table, blocksize, i);
+  for (; i < end; ++i) out[i - first] = scalar(dequant_one(packed, absmax, table, blocksize, i));
+}
+
+void Dequant4F32(const uint8_t* packed, const float* absmax, const float* table,
+                 uint64_t blocksize, uint64_t first, uint64_t count, float* out) {
+  const hn::ScalableTag<float> df;
+  Dequant4Range(packed, absmax, table, blocksize, first, count, out, [](float v) { return v; },
+                [&](float* o, auto even, auto odd) { hn::StoreInterleaved2(even, odd, df, o); });
 }
 
 void Dequant4BF16(const uint8_t* packed, const float* absmax, const float* table,
                   uint64_t blocksize, uint64_t first, uint64_t count, uint16_t* out) {
-  const uint64_t end = first + count;
-  uint64_t i = first;
-#if HWY_TARGET != HWY_SCALAR
-  const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du32;
-  const uint64_t step = 2 * hn::Lanes(df);
-  for (; i < end && i % step; ++i)
-    out[i - first] = f32_to_bf16(dequant_one(packed, absmax, table, blocksize, i));
+  const hn::RebindToUnsigned<hn::ScalableTag<float>> du32;
   // An (even, odd) pair of BF16 values is one little-endian 32-bit lane; `first` is even.
-  i = Dequant4Vectors(packed, absmax, table, blocksize, i, end,
-                      [&](uint64_t at, auto even, auto odd) {
-                        const auto e = F32BitsToBF16(du32, hn::BitCast(du32, even));
-                        const auto o = F32BitsToBF16(du32, hn::BitCast(du32, odd));
-                        hn::StoreU(hn::Or(e, hn::ShiftLeft<16>(o)), du32,
-                                   reinterpret_cast<uint32_t*>(out + (at - first)));
-                      });
-#endif
-  for (; i < end; ++i) out[i - first] = f32_to_bf16(dequant_one(packed, absmax, table, blocksize, i));
+  Dequant4Range(packed, absmax, table, blocksize, first, count, out, &f32_to_bf16,
+                [&](uint16_t* o, auto even, auto odd) {
+                  const auto e = F32BitsToBF16(du32, hn::BitCast(du32, even));
+                  const auto h = F32BitsToBF16(du32, hn::BitCast(du32, odd));
+                  hn::StoreU(hn::Or(e, hn::ShiftLeft<16>(h)), du32, reinterpret_cast<uint32_t*>(o));
+                });
 }
 
 }  // namespace HWY_NAMESPACE

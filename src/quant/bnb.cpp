@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/core.h>
 #include <fmt/format.h>

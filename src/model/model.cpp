@@ -11,6 +11,7 @@
 
 #include "format/quote.hpp"
 #include "model/json_util.hpp"
+#include "quant/tensor_set.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 
@@ -112,8 +113,16 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
                               m.file_names_[m.index_[i - 1].second.file],
                               m.file_names_[m.index_[i].second.file]),
                   index_path.string());
-  for (const File& f : m.files_)
-    for (QuantizedWeight& q : find_quantized_weights(f)) m.quantized_.push_back(std::move(q));
+  // Quantized weights are found across shards: a sharder may put a weight's parts (a bnb
+  // quant_state, int4 scales) in another file than the weight.
+  std::vector<const File*> shards;
+  for (const File& f : m.files_) shards.push_back(&f);
+  try {
+    m.quantized_ = detail::find_quantized_weights(detail::TensorSet(shards));
+  } catch (const Error& e) {
+    const ModelTensor* t = m.find(e.tensor());
+    throw e.with_source(t ? m.files_[t->file].name() : dir.string());
+  }
   return m;
 }
 

@@ -26,9 +26,9 @@ std::string describe(const TensorInfo& t) {
   return fmt::format("{} is {} [{}]", quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", "));
 }
 
-const TensorInfo& companion(const File& f, const std::string& name, const char* rule,
+const TensorInfo& companion(const TensorSet& f, const std::string& name, const char* rule,
                             const std::string& owner) {
-  const TensorInfo* t = f.header().find(name);
+  const TensorInfo* t = f.find(name);
   if (!t) bnb_error(rule, owner, fmt::format("{} has no {}", quote_name(owner), quote_name(name)));
   return *t;
 }
@@ -49,7 +49,7 @@ bool is_transposed_absmax(const TensorInfo& a, const Shape& shape, uint64_t bloc
   return cols % blocksize == 0 && a.shape[0] == cols / blocksize && a.shape[1] == rows;
 }
 
-QuantizedWeight check_4bit(const File& f, const TensorInfo& state_tensor) {
+QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   const std::string& sname = state_tensor.name;
   const size_t at = sname.find(kBnbStateInfix);
   const std::string base = sname.substr(0, at);
@@ -86,7 +86,7 @@ QuantizedWeight check_4bit(const File& f, const TensorInfo& state_tensor) {
   const TensorInfo& qmap = companion(f, base + ".quant_map", "bnb", base);
   if (qmap.dtype != Dtype::F32 || qmap.element_count() != 16)
     bnb_error("BNB-003", qmap.name, describe(qmap) + "; quant_map is F32 [16]");
-  const std::vector<float> stored_map = read_f32(f, qmap.name);
+  const std::vector<float> stored_map = f.f32(qmap.name);
   const auto& table = bnb_4bit_table(st.quant_type);
   for (size_t i = 0; i < 16; ++i)
     if (!(stored_map[i] == table[i]))  // == ignores the sign of zero, as it should
@@ -95,8 +95,8 @@ QuantizedWeight check_4bit(const File& f, const TensorInfo& state_tensor) {
                             stored_map[i], bnb_quant_type_name(st.quant_type), table[i]));
 
   const TensorInfo& absmax = companion(f, base + ".absmax", "bnb", base);
-  const TensorInfo* nested_absmax = f.header().find(base + ".nested_absmax");
-  const TensorInfo* nested_map = f.header().find(base + ".nested_quant_map");
+  const TensorInfo* nested_absmax = f.find(base + ".nested_absmax");
+  const TensorInfo* nested_map = f.find(base + ".nested_quant_map");
   QuantizedWeight w;
   w.name = base;
   w.scheme = std::string(bnb_quant_type_name(st.quant_type));
@@ -133,11 +133,11 @@ QuantizedWeight check_4bit(const File& f, const TensorInfo& state_tensor) {
                                                 describe(absmax), blocks, st.blocksize));
   }
   w.stored.push_back(sname);
-  for (const std::string& s : w.stored) w.stored_bytes += f.header().at(s).byte_size();
+  for (const std::string& s : w.stored) w.stored_bytes += f.at(s).byte_size();
   return w;
 }
 
-QuantizedWeight check_int8(const File& f, const TensorInfo& scb) {
+QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
   const std::string prefix = scb.name.substr(0, scb.name.size() - 4);  // without ".SCB"
   const std::string weight = prefix + ".weight";
   const TensorInfo& cb = companion(f, weight, "bnb", scb.name);
@@ -151,7 +151,7 @@ QuantizedWeight check_int8(const File& f, const TensorInfo& scb) {
   w.scheme = "int8";
   w.shape = cb.shape;
   w.stored = {weight, scb.name};
-  if (const TensorInfo* format = f.header().find(prefix + ".weight_format")) {
+  if (const TensorInfo* format = f.find(prefix + ".weight_format")) {
     if (format->dtype != Dtype::U8 || format->element_count() != 1)
       bnb_error("bnb", format->name, describe(*format) + "; weight_format is a U8 scalar");
     const uint8_t value = static_cast<uint8_t>(f.view(format->name).bytes()[0]);
@@ -160,20 +160,18 @@ QuantizedWeight check_int8(const File& f, const TensorInfo& scb) {
                                                  quote_name(format->name), value));
     w.stored.push_back(format->name);
   }
-  for (const std::string& s : w.stored) w.stored_bytes += f.header().at(s).byte_size();
+  for (const std::string& s : w.stored) w.stored_bytes += f.at(s).byte_size();
   return w;
 }
 
 }  // namespace
 
-std::vector<QuantizedWeight> find_bnb_weights(const File& f) {
-  std::vector<std::pair<uint64_t, QuantizedWeight>> found;  // keyed by the main tensor's offset
+std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
+  std::vector<QuantizedWeight> found;
   std::map<std::string, std::string, std::less<>> state_of_base;
-  auto add = [&](QuantizedWeight w) {
-    const uint64_t offset = f.header().at(w.name).begin;
-    found.emplace_back(offset, std::move(w));
-  };
-  for (const TensorInfo& t : f.tensors()) {
+  auto add = [&](QuantizedWeight w) { found.push_back(std::move(w)); };
+  for (const TensorInfo* tp : f.tensors()) {
+    const TensorInfo& t = *tp;
     const size_t at = t.name.find(".quant_state.");
     if (at != std::string::npos) {
       if (t.name.find(kBnbStateInfix) != at)
@@ -189,7 +187,8 @@ std::vector<QuantizedWeight> find_bnb_weights(const File& f) {
       add(check_int8(f, t));
     }
   }
-  for (const TensorInfo& t : f.tensors()) {
+  for (const TensorInfo* tp : f.tensors()) {
+    const TensorInfo& t = *tp;
     for (std::string_view suffix : {".quant_map", ".nested_absmax", ".nested_quant_map"})
       if (t.name.ends_with(suffix)) {
         const std::string base = t.name.substr(0, t.name.size() - suffix.size());
@@ -199,33 +198,30 @@ std::vector<QuantizedWeight> find_bnb_weights(const File& f) {
                                                base + std::string(kBnbStateInfix)));
       }
     if (t.name.ends_with(".weight_format") &&
-        !f.header().find(t.name.substr(0, t.name.size() - 14) + ".SCB"))
+        !f.find(t.name.substr(0, t.name.size() - 14) + ".SCB"))
       bnb_error("bnb", t.name, fmt::format("{} has no {}", quote_name(t.name),
                                            quote_name(t.name.substr(0, t.name.size() - 14) + ".SCB")));
   }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<QuantizedWeight> out;
-  for (auto& [offset, w] : found) out.push_back(std::move(w));
-  return out;
+  return found;  // find_quantized_weights puts every scheme's weights in file order
 }
 
-BnbQuantState bnb_state_of(const File& f, const QuantizedWeight& w) {
+BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w) {
   const TensorView sv = f.view(w.stored.back());
   return parse_bnb_quant_state({reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
 }
 
-std::vector<float> bnb_effective_absmax(const File& f, const QuantizedWeight& w,
+std::vector<float> bnb_effective_absmax(const TensorSet& f, const QuantizedWeight& w,
                                         const BnbQuantState& st) {
   const std::string absmax_name = w.name + ".absmax";
   if (st.nested) {
     const TensorView codes = f.view(absmax_name);
     return bnb_unnest_absmax(
         {reinterpret_cast<const uint8_t*>(codes.bytes().data()), codes.bytes().size()},
-        read_f32(f, w.name + ".nested_absmax"), read_f32(f, w.name + ".nested_quant_map"),
+        f.f32(w.name + ".nested_absmax"), f.f32(w.name + ".nested_quant_map"),
         st.nested_blocksize, static_cast<float>(st.nested_offset));
   }
-  std::vector<float> absmax = read_f32(f, absmax_name);
-  const TensorInfo& a = f.header().at(absmax_name);
+  std::vector<float> absmax = f.f32(absmax_name);
+  const TensorInfo& a = f.at(absmax_name);
   if (a.shape.size() == 2 && is_transposed_absmax(a, st.shape, st.blocksize)) {
     const uint64_t per_row = a.shape[0], rows = a.shape[1];
     std::vector<float> restored(absmax.size());

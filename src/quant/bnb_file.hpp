@@ -7,19 +7,21 @@
 
 #include "tlio/bnb.hpp"
 #include "tlio/file.hpp"
+#include "quant/tensor_set.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio::detail {
 
 inline constexpr std::string_view kBnbStateInfix = ".quant_state.bitsandbytes__";
 
-/// The bnb 4-bit and LLM.int8 weights of `f`, checked (rules BNB-001..004 and "bnb").
-std::vector<QuantizedWeight> find_bnb_weights(const File& f);
+/// The bnb 4-bit and LLM.int8 weights of `f` (one file or a model's shards), checked (rules
+/// BNB-001..004 and "bnb").
+std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f);
 
 /// The quant_state of a 4-bit weight found by find_bnb_weights.
-BnbQuantState bnb_state_of(const File& f, const QuantizedWeight& w);
+BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w);
 /// Its effective absmax (nested ones dequantized, offset added), one float per block.
-std::vector<float> bnb_effective_absmax(const File& f, const QuantizedWeight& w,
+std::vector<float> bnb_effective_absmax(const TensorSet& f, const QuantizedWeight& w,
                                         const BnbQuantState& state);
 
 }  // namespace tlio::detail

@@ -11,6 +11,7 @@
 #include "common/parallel.hpp"
 #include "io/copy.hpp"
 #include "quant/bnb_file.hpp"
+#include "quant/tensor_set.hpp"
 #include "quant/int4_kernels.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
@@ -22,6 +23,7 @@
 namespace tlio {
 
 using detail::quote_name;
+using detail::TensorSet;
 
 // Matrices of at least this many elements are dequantized on all cores.
 inline constexpr uint64_t kParallelMinElements = uint64_t{1} << 20;
@@ -149,7 +151,7 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
 
 namespace {
 
-std::vector<QuantizedWeight> find_int4_weights(const File& f) {
+std::vector<QuantizedWeight> find_int4_weights(const TensorSet& f) {
   std::optional<uint64_t> declared_group;
   auto quant = f.metadata().find("quant");
   if (quant != f.metadata().end()) {
@@ -160,19 +162,20 @@ std::vector<QuantizedWeight> find_int4_weights(const File& f) {
   }
   std::vector<QuantizedWeight> out;
   bool any_qweight = false;
-  for (const TensorInfo& t : f.tensors())
-    if (t.name.ends_with(kQweight)) any_qweight = true;
-  for (const TensorInfo& t : f.tensors()) {
+  for (const TensorInfo* t : f.tensors())
+    if (t->name.ends_with(kQweight)) any_qweight = true;
+  for (const TensorInfo* tp : f.tensors()) {
+    const TensorInfo& t = *tp;
     if (t.name.ends_with(kScales) && (declared_group || any_qweight)) {
       std::string base = t.name.substr(0, t.name.size() - kScales.size());
-      if (!f.header().find(base + std::string(kQweight)))
+      if (!f.find(base + std::string(kQweight)))
         int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name),
                                        quote_name(base + std::string(kQweight))));
     }
     if (!t.name.ends_with(kQweight)) continue;
     std::string base = t.name.substr(0, t.name.size() - kQweight.size());
     const std::string scales_name = base + std::string(kScales);
-    const TensorInfo* s = f.header().find(scales_name);
+    const TensorInfo* s = f.find(scales_name);
     if (!s) int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));
     if (t.dtype != Dtype::U8 || t.shape.size() != 2)
       int4_error(t.name, fmt::format("{} is {} [{}]; int4 qweight is U8 [out, in/2]",
@@ -220,14 +223,22 @@ std::vector<QuantizedWeight> find_int4_weights(const File& f) {
 
 }  // namespace
 
+namespace detail {
+
+std::vector<QuantizedWeight> find_quantized_weights(const TensorSet& set) {
+  std::vector<QuantizedWeight> all = find_int4_weights(set);
+  for (QuantizedWeight& w : find_bnb_weights(set)) all.push_back(std::move(w));
+  std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+    return set.position(a.stored[0]) < set.position(b.stored[0]);
+  });
+  return all;
+}
+
+}  // namespace detail
+
 std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
   try {
-    std::vector<QuantizedWeight> all = find_int4_weights(f);
-    for (QuantizedWeight& w : detail::find_bnb_weights(f)) all.push_back(std::move(w));
-    std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-      return f.header().at(a.stored[0]).begin < f.header().at(b.stored[0]).begin;
-    });
-    return all;
+    return detail::find_quantized_weights(detail::TensorSet({&f}));
   } catch (const Error& e) {
     throw e.with_source(f.name());
   }

@@ -33,8 +33,9 @@ QuantizedReader::QuantizedReader(const File& f, std::string_view name) {
     data_ = f.view(weight_.stored[0]);
     scales_ = read_f32(f, weight_.stored[1]);
   } else {
+    const detail::TensorSet set({&f});
     data_ = f.view(weight_.name);
-    scales_ = detail::bnb_effective_absmax(f, weight_, detail::bnb_state_of(f, weight_));
+    scales_ = detail::bnb_effective_absmax(set, weight_, detail::bnb_state_of(set, weight_));
   }
 }
 

@@ -188,6 +188,60 @@ TEST(Llama, BnbQuantizedLayersCountAsTheirLogicalWeight) {
   }
 }
 
+TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
+  // Small shards put a weight's parts (bnb state, int4 scales) in different files, as any
+  // size-based sharder (transformers' too) may.
+  test::TempDir dir;
+  Llama l;
+  l.write(dir / "m");
+  File src = File::open(dir / "m" / "model.safetensors");
+  for (const char* scheme : {"nf4", "int4-g8-sym"}) {
+    QuantizeOptions o;
+    o.scheme = scheme;
+    o.blocksize = 32;
+    o.nested = std::string(scheme) == "nf4";
+    quantize_file(src, dir / "q.safetensors", o);
+    const auto out = dir / (std::string("sharded-") + scheme);
+    shard_file(File::open(dir / "q.safetensors"), out, 1000);
+    std::filesystem::copy_file(dir / "m" / "config.json", out / "config.json");
+    Model q = Model::open(out);
+    EXPECT_GT(q.files().size(), 3u) << scheme;
+    EXPECT_EQ(q.quantized().size(), 14u) << scheme;
+    EXPECT_NO_THROW(q.check()) << scheme;
+  }
+  // A part missing from every shard is still an error, naming the tensor and its file: two
+  // shards made by hand, tensors alternating, one quant_state left out.
+  quantize_file(src, dir / "q.safetensors", {"nf4", "", "", {}});
+  const File nf4 = File::open(dir / "q.safetensors");
+  const auto broken = dir / "broken";
+  std::filesystem::create_directories(broken);
+  std::filesystem::copy_file(dir / "m" / "config.json", broken / "config.json");
+  const std::string dropped = "model.layers.0.mlp.up_proj.weight.quant_state.bitsandbytes__nf4";
+  std::vector<TensorData> parts[2];
+  std::string weight_map;
+  size_t k = 0;
+  for (const TensorInfo& t : nf4.tensors()) {
+    if (t.name == dropped) continue;
+    const size_t shard = k++ % 2;
+    parts[shard].push_back({t.name, t.dtype, t.shape, nf4.view(t.name).bytes()});
+    weight_map += (weight_map.empty() ? "" : ", ") + std::string("\"") + t.name + "\": \"s" +
+                  std::to_string(shard) + ".safetensors\"";
+  }
+  for (int i = 0; i < 2; ++i) save_file(broken / ("s" + std::to_string(i) + ".safetensors"), parts[i]);
+  {
+    std::ofstream index(broken / "model.safetensors.index.json");
+    index << "{\"weight_map\": {" << weight_map << "}}";
+  }
+  try {
+    Model::open(broken);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.rule(), "bnb") << e.what();
+    EXPECT_NE(std::string(e.what()).find("up_proj.weight.quant_map"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(".safetensors"), std::string::npos) << e.what();
+  }
+}
+
 // ---- course directories: bigram, tokenizer rule -------------------------------------------------
 
 TEST(Bigram, TrainWeightsEqualTheDirectComputation) {

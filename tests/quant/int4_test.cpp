@@ -177,6 +177,21 @@ TEST(Int4, GoldenLayoutFileDequantizes) {
   iw.dequantize_rows(1, 2, Dtype::F32, std::as_writable_bytes(std::span(rows12)));
   EXPECT_TRUE(std::equal(rows12.begin(), rows12.end(), out.begin() + 16));
   EXPECT_THROW(iw.dequantize_rows(3, 2, Dtype::F32, std::as_writable_bytes(std::span(rows12))), Error);
+
+  // QuantizedReader: any element range, across partial rows, equals the row reader's values.
+  const QuantizedReader r(f, "w");
+  EXPECT_EQ(r.element_count(), 64u);
+  for (uint64_t first = 0; first < 64; first += 5)
+    for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{16}, uint64_t{33}, 64 - first}) {
+      if (first + count > 64) continue;
+      std::vector<float> part(count);
+      r.read(first, count, Dtype::F32, std::as_writable_bytes(std::span(part)));
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), out.begin() + static_cast<ptrdiff_t>(first)))
+          << first << " +" << count;
+    }
+  std::vector<float> one(1);
+  EXPECT_THROW(r.read(64, 1, Dtype::F32, std::as_writable_bytes(std::span(one))), Error);
+  EXPECT_THROW(QuantizedReader(f, "w.qweight"), Error);
 }
 
 // A file image with the given header entries; data is zeros.

@@ -23,9 +23,14 @@ TEST(Concurrency, ThreadsShareOneFile) {
   for (const auto& n : names) t.push_back({n, Dtype::F32, {64, 256}, std::as_bytes(std::span(w))});
   save_file(dir / "m.safetensors", t);
   quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors", {"int4-g32-sym", "", "", {}});
+  QuantizeOptions nf4{"nf4", "", "", {}};
+  nf4.nested = true;
+  quantize_file(File::open(dir / "m.safetensors"), dir / "nf4.safetensors", nf4);
   for (Backend backend : {Backend::mmap, Backend::pread}) {
     const File f = File::open(dir / "m.safetensors", {backend});
     const File q = File::open(dir / "q.safetensors", {backend});
+    const File b = File::open(dir / "nf4.safetensors", {backend});
+    const QuantizedReader shared(b, names[0]);  // one reader used by every thread
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
     for (int k = 0; k < 8; ++k)
@@ -40,6 +45,14 @@ TEST(Concurrency, ThreadsShareOneFile) {
           std::vector<float> rows(2 * 256);
           iw.dequantize_rows(static_cast<uint64_t>(k), 2, Dtype::F32, std::as_writable_bytes(std::span(rows)));
           if (std::abs(rows[3] - w[k * 256 + 3]) > 0.05f) ++failures;
+          std::vector<uint16_t> bnb(300);
+          shared.read(static_cast<uint64_t>(k) * 1000 + 1, bnb.size(), Dtype::BF16,
+                      std::as_writable_bytes(std::span(bnb)));
+          const QuantizedReader own(b, n);
+          std::vector<float> values(w.size());
+          own.read(0, w.size(), Dtype::F32, std::as_writable_bytes(std::span(values)));
+          if (std::abs(values[7] - w[7]) > 0.1f || bnb[0] != f32_to_bf16(values[static_cast<size_t>(k) * 1000 + 1]))
+            ++failures;
           SliceIndex idx[] = {SliceIndex::at(static_cast<uint64_t>(k)), SliceIndex::range(1, 3)};
           if (f.read_slice(n, idx).size() != 8) ++failures;
         }

@@ -1,0 +1,60 @@
+// quant/tensor_set.hpp: the tensors of one file or of all shards of a model, as one set, so a
+// quantized weight whose parts a sharder put in different files is still found whole.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio::detail {
+
+class TensorSet {
+ public:
+  explicit TensorSet(std::vector<const File*> files) : files_(std::move(files)) {
+    for (const File* f : files_)
+      for (const TensorInfo& t : f->tensors()) all_.push_back(&t);
+  }
+
+  /// Every tensor, file by file, each file's in offset order.
+  const std::vector<const TensorInfo*>& tensors() const noexcept { return all_; }
+  /// The first file's metadata (shards carry the same).
+  const Metadata& metadata() const noexcept { return files_.front()->metadata(); }
+
+  const TensorInfo* find(std::string_view name) const noexcept {
+    for (const File* f : files_)
+      if (const TensorInfo* t = f->header().find(name)) return t;
+    return nullptr;
+  }
+  const TensorInfo& at(std::string_view name) const { return file_of(name).header().at(name); }
+  TensorView view(std::string_view name) const { return file_of(name).view(name); }
+  std::vector<float> f32(std::string_view name) const { return read_f32(file_of(name), name); }
+
+  /// Sort key placing tensors in file order, then offset order.
+  std::pair<size_t, uint64_t> position(std::string_view name) const {
+    for (size_t i = 0; i < files_.size(); ++i)
+      if (const TensorInfo* t = files_[i]->header().find(name)) return {i, t->begin};
+    return {files_.size(), 0};
+  }
+
+  const File& file_of(std::string_view name) const {
+    for (const File* f : files_)
+      if (f->header().find(name)) return *f;
+    throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+                "no tensor named " + std::string(name));
+  }
+
+ private:
+  std::vector<const File*> files_;
+  std::vector<const TensorInfo*> all_;
+};
+
+/// The quantized weights of every scheme in `set`, checked, in file order of their main tensor
+/// (find_quantized_weights of quant.hpp for a model's shards).
+std::vector<QuantizedWeight> find_quantized_weights(const TensorSet& set);
+
+}  // namespace tlio::detail

@@ -39,7 +39,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
         return tlio::is_quant_scheme(v) ? std::string{}
                                         : "unknown scheme '" + v + "' (int4-g<group>-sym, nf4, fp4, int8)";
       });
-  cmd->add_option("--blocksize", a->blocksize, "nf4/fp4: values per absmax, 32..4096 (default 64)")
+  auto* blocksize = cmd->add_option("--blocksize", a->blocksize, "nf4/fp4: values per absmax, 32..4096 (default 64)")
       ->check([](const std::string& v) -> std::string {
         try {
           return tlio::is_bnb_4bit_blocksize(std::stoull(v)) ? std::string{}
@@ -48,20 +48,20 @@ void add_quantize(CLI::App& app, int& exit_code) {
           return "--blocksize must be 32, 64, ..., 4096";
         }
       });
-  cmd->add_flag("--nested", a->nested, "nf4/fp4: quantize the absmax too (double quantization)");
-  cmd->add_option("--storage", a->storage, "nf4/fp4: dtype the packed bytes are stored as (default U8)")
+  auto* nested = cmd->add_flag("--nested", a->nested, "nf4/fp4: quantize the absmax too (double quantization)");
+  auto* storage = cmd->add_option("--storage", a->storage, "nf4/fp4: dtype the packed bytes are stored as (default U8)")
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
         return d ? std::string{} : "unknown dtype '" + v + "'";
       });
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
   cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");
-  cmd->callback([a, &exit_code] {
+  cmd->callback([a, blocksize, nested, storage, &exit_code] {
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
       ProgressBar bar("quantizing");
       const bool bnb4 = a->scheme == "nf4" || a->scheme == "fp4";
-      if (!bnb4 && (a->nested || a->storage != "U8" || a->blocksize != 64))
+      if (!bnb4 && (blocksize->count() || nested->count() || storage->count()))
         throw tlio::Error(tlio::ErrorCode::invalid_argument, {}, {}, std::nullopt,
                           "--blocksize, --nested and --storage apply to nf4 and fp4 only");
       tlio::QuantizeOptions o;

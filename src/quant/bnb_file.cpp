@@ -169,7 +169,6 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
 std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
   std::vector<QuantizedWeight> found;
   std::map<std::string, std::string, std::less<>> state_of_base;
-  auto add = [&](QuantizedWeight w) { found.push_back(std::move(w)); };
   for (const TensorInfo* tp : f.tensors()) {
     const TensorInfo& t = *tp;
     const size_t at = t.name.find(".quant_state.");
@@ -182,9 +181,9 @@ std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
       if (!fresh)
         bnb_error("bnb", t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
                                              quote_name(t.name), quote_name(it->first)));
-      add(check_4bit(f, t));
+      found.push_back(check_4bit(f, t));
     } else if (t.name.ends_with(".SCB")) {
-      add(check_int8(f, t));
+      found.push_back(check_int8(f, t));
     }
   }
   for (const TensorInfo* tp : f.tensors()) {

@@ -46,7 +46,7 @@ void for_each_chunk(const tlio::File& f, const tlio::TensorInfo& t,
 // The values of a quantized weight, dequantized chunk by chunk.
 void for_each_chunk(const tlio::File& f, const tlio::QuantizedWeight& q,
                     const std::function<void(std::span<const double>)>& fn) {
-  const tlio::QuantizedReader r(f, q.name);
+  const tlio::QuantizedReader r(f, q);
   const uint64_t n = r.element_count();
   std::vector<float> values;
   std::vector<double> buf;

@@ -98,6 +98,9 @@ class TLIO_API QuantizedReader {
   /// `name` is the logical name. Throws Error{not_found} when no quantized weight has it, and
   /// the errors of find_quantized_weights.
   QuantizedReader(const File& f, std::string_view name);
+  /// `weight` is one of find_quantized_weights(f)'s results: its checks are not run again, so
+  /// readers for every weight of a file cost one detection, not one each.
+  QuantizedReader(const File& f, QuantizedWeight weight);
   const QuantizedWeight& weight() const noexcept { return weight_; }
   uint64_t element_count() const noexcept;
   /// Elements [first, first + count) as `out` (F32, F16 or BF16, rounded to nearest even).

@@ -6,6 +6,7 @@
 #include "tlio/tlio.h"
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/quote.hpp"
 #include "tlio/tlio.hpp"
 
 struct tl_file {
@@ -285,10 +287,17 @@ static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* fil
 }
 
 static const tlio::QuantizedReader& reader_of(const tl_file* file, const char* name) {
+  const auto& all = quantized_of(file);  // takes the lock itself: before ours
   auto* f = const_cast<tl_file*>(file);
   std::lock_guard<std::mutex> lock(f->int4_mutex);
   auto it = f->readers.find(name);
-  if (it == f->readers.end()) it = f->readers.emplace(name, tlio::QuantizedReader(f->file, name)).first;
+  if (it == f->readers.end()) {
+    auto w = std::find_if(all.begin(), all.end(), [&](const auto& q) { return q.name == name; });
+    if (w == all.end())
+      throw tlio::Error(tlio::ErrorCode::not_found, {}, name, std::nullopt,
+                        "no quantized weight named " + tlio::detail::quote_name(name));
+    it = f->readers.emplace(name, tlio::QuantizedReader(f->file, *w)).first;
+  }
   return it->second;
 }
 

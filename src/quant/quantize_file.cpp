@@ -482,7 +482,7 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
   constexpr uint64_t kDequantizeChunk = uint64_t{128} << 10;
   std::vector<std::byte> buf;  // reused: faulted in once
   for (const QuantizedWeight& q : weights) {
-    const QuantizedReader reader(src, q.name);
+    const QuantizedReader reader(src, q);
     const Dtype to = dtype.value_or(q.dtype);
     const uint64_t n = reader.element_count(), out_bytes = dtype_bits(to) / 8;
     for (uint64_t i = 0; i < n; i += kDequantizeChunk) {

@@ -13,17 +13,21 @@
 
 namespace tlio {
 
-QuantizedReader::QuantizedReader(const File& f, std::string_view name) {
-  bool found = false;
+namespace {
+
+QuantizedWeight named_weight(const File& f, std::string_view name) {
   for (QuantizedWeight& w : find_quantized_weights(f))
-    if (w.name == name) {
-      weight_ = std::move(w);
-      found = true;
-      break;
-    }
-  if (!found)
-    throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
-                fmt::format("no quantized weight named {}", detail::quote_name(name)));
+    if (w.name == name) return std::move(w);
+  throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+              fmt::format("no quantized weight named {}", detail::quote_name(name)));
+}
+
+}  // namespace
+
+QuantizedReader::QuantizedReader(const File& f, std::string_view name)
+    : QuantizedReader(f, named_weight(f, name)) {}
+
+QuantizedReader::QuantizedReader(const File& f, QuantizedWeight weight) : weight_(std::move(weight)) {
   if (parse_int4_scheme(weight_.scheme)) {
     data_ = f.view(weight_.stored[0]);
     const TensorView s = f.view(weight_.stored[1]);

@@ -15,15 +15,15 @@
 #include <vector>
 
 #include "format/quote.hpp"
+#include "io/checked.hpp"
 #include "tlio/tlio.hpp"
 
 struct tl_file {
   tlio::File file;
   std::vector<const std::pair<const std::string, std::string>*> metadata;  // key order
-  // int4 weights opened on demand; readers on several threads share them under the mutex.
-  std::mutex int4_mutex;
-  std::unordered_map<std::string, tlio::Int4Weight> int4;
-  // Quantized weights, found on first use, and their readers (under the same mutex).
+  // Quantized weights, found on first use, and readers opened on demand; threads share them
+  // under the mutex.
+  std::mutex cache_mutex;
   std::optional<std::vector<tlio::QuantizedWeight>> quantized;
   std::unordered_map<std::string, tlio::QuantizedReader> readers;
 };
@@ -69,7 +69,7 @@ tlio::Dtype to_cpp(tl_dtype d) {
 }
 
 tl_file* wrap(tlio::File f) {
-  auto* h = new tl_file{std::move(f), {}, {}, {}, {}, {}};
+  auto* h = new tl_file{std::move(f), {}, {}, {}, {}};
   for (const auto& kv : h->file.metadata()) h->metadata.push_back(&kv);
   return h;
 }
@@ -251,37 +251,9 @@ int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, voi
   });
 }
 
-static const tlio::Int4Weight& int4_of(const tl_file* file, const char* name) {
-  auto* f = const_cast<tl_file*>(file);  // the cache is not part of the file's observable state
-  std::lock_guard<std::mutex> lock(f->int4_mutex);
-  auto it = f->int4.find(name);
-  if (it == f->int4.end()) it = f->int4.emplace(name, tlio::Int4Weight(f->file, name)).first;
-  return it->second;
-}
-
-int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
-                 uint64_t* group) {
-  TL_REQUIRE(file && name && rows && cols && group, "tl_int4_info: NULL argument");
-  return guard([&] {
-    const tlio::Int4Weight& w = int4_of(file, name);
-    *rows = w.rows();
-    *cols = w.cols();
-    *group = w.group();
-  });
-}
-
-int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
-                       uint64_t row_count, tl_dtype out, void* dst, size_t dst_size) {
-  TL_REQUIRE(file && name && (dst || dst_size == 0), "tl_int4_dequantize: NULL argument");
-  return guard([&] {
-    int4_of(file, name).dequantize_rows(first_row, row_count, to_cpp(out),
-                                        {static_cast<std::byte*>(dst), dst_size});
-  });
-}
-
 static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* file) {
-  auto* f = const_cast<tl_file*>(file);  // a cache, as int4_of's
-  std::lock_guard<std::mutex> lock(f->int4_mutex);
+  auto* f = const_cast<tl_file*>(file);  // a cache, not part of the file's observable state
+  std::lock_guard<std::mutex> lock(f->cache_mutex);
   if (!f->quantized) f->quantized = tlio::find_quantized_weights(f->file);
   return *f->quantized;
 }
@@ -289,7 +261,7 @@ static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* fil
 static const tlio::QuantizedReader& reader_of(const tl_file* file, const char* name) {
   const auto& all = quantized_of(file);  // takes the lock itself: before ours
   auto* f = const_cast<tl_file*>(file);
-  std::lock_guard<std::mutex> lock(f->int4_mutex);
+  std::lock_guard<std::mutex> lock(f->cache_mutex);
   auto it = f->readers.find(name);
   if (it == f->readers.end()) {
     auto w = std::find_if(all.begin(), all.end(), [&](const auto& q) { return q.name == name; });
@@ -355,6 +327,45 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
     std::optional<tlio::Dtype> d;
     if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
     tlio::dequantize_file(tlio::File::open(src), dst, d);
+  });
+}
+
+// An int4 weight's reader; not_found for other names and schemes.
+static const tlio::QuantizedReader& int4_reader_of(const tl_file* file, const char* name) {
+  const auto& all = quantized_of(file);
+  const bool int4 = std::any_of(all.begin(), all.end(), [&](const auto& q) {
+    return q.name == name && tlio::parse_int4_scheme(q.scheme);
+  });
+  if (!int4)
+    throw tlio::Error(tlio::ErrorCode::not_found, {}, name, std::nullopt,
+                      "no int4 weight named " + tlio::detail::quote_name(name));
+  return reader_of(file, name);
+}
+
+int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
+                 uint64_t* group) {
+  TL_REQUIRE(file && name && rows && cols && group, "tl_int4_info: NULL argument");
+  return guard([&] {
+    const tlio::QuantizedWeight& w = int4_reader_of(file, name).weight();
+    *rows = w.shape[0];
+    *cols = w.shape[1];
+    *group = w.blocksize;
+  });
+}
+
+int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
+                       uint64_t row_count, tl_dtype out, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && name && (dst || dst_size == 0), "tl_int4_dequantize: NULL argument");
+  TL_REQUIRE(valid_dtype(out), "tl_int4_dequantize: invalid dtype");
+  return guard([&] {
+    const tlio::QuantizedReader& r = int4_reader_of(file, name);
+    const uint64_t cols = r.weight().shape[1];
+    const auto first = tlio::detail::checked_mul(first_row, cols);
+    const auto count = tlio::detail::checked_mul(row_count, cols);
+    if (!first || !count)
+      tlio::throw_invalid("rows [" + std::to_string(first_row) + ", +" + std::to_string(row_count) +
+                          ") are outside the " + std::to_string(r.weight().shape[0]) + " rows");
+    r.read(*first, *count, to_cpp(out), {static_cast<std::byte*>(dst), dst_size});
   });
 }
 

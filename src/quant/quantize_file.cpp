@@ -14,6 +14,7 @@
 #include "common/text.hpp"
 #include "format/quote.hpp"
 #include "io/checked.hpp"
+#include "quant/bnb_file.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -208,7 +209,7 @@ class Bnb4Scheme final : public Scheme {
                                        wt.nest.blocksize, wt.nest.offset);
     }
     wt.state_json = bnb_quant_state_json(st);
-    const std::string state_name = t.name + ".quant_state.bitsandbytes__" + std::string(bnb_quant_type_name(type_));
+    wt.state_name = t.name + std::string(detail::kBnbStateInfix) + std::string(bnb_quant_type_name(type_));
     std::vector<TensorData> out;
     // The packed weight replaces the tensor under its own name (declared by the caller).
     out.push_back({t.name, storage_, {packed / (dtype_bits(storage_) / 8), 1}, {}});
@@ -218,7 +219,7 @@ class Bnb4Scheme final : public Scheme {
       out.push_back({t.name + ".nested_absmax", Dtype::F32, {wt.nest.absmax2.size()}, {}});
       out.push_back({t.name + ".nested_quant_map", Dtype::F32, {256}, {}});
     }
-    out.push_back({state_name, Dtype::U8, {wt.state_json.size()}, {}});
+    out.push_back({wt.state_name, Dtype::U8, {wt.state_json.size()}, {}});
     return out;
   }
 
@@ -257,8 +258,7 @@ class Bnb4Scheme final : public Scheme {
       put(t.name + ".absmax", std::as_bytes(std::span(wt.absmax)));
     }
     put(t.name + ".quant_map", std::as_bytes(std::span(bnb_4bit_table(type_))));
-    put(t.name + ".quant_state.bitsandbytes__" + std::string(bnb_quant_type_name(type_)),
-        std::as_bytes(std::span(wt.state_json)));
+    put(wt.state_name, std::as_bytes(std::span(wt.state_json)));
     weights_.erase(t.name);
   }
 
@@ -267,7 +267,7 @@ class Bnb4Scheme final : public Scheme {
     std::vector<float> absmax;     // per block
     BnbNestedAbsmax nest;          // nested only
     std::vector<float> effective;  // nested only: the absmax dequantization will use
-    std::string state_json;
+    std::string state_json, state_name;  // the quant_state tensor's bytes and name
   };
   BnbQuantType type_;
   uint64_t blocksize_;

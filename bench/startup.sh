@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Process start-up: `tlio --version` against a C++ hello world built here with the same compiler,
+# and `import tlio` against `import numpy` (which tlio imports), each pair run in turn
+# (A B A B ...) with hyperfine, medians of the per-round means.
+# Usage: bench/startup.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rounds=${2:-7}
+command -v hyperfine >/dev/null || { echo "startup.sh needs hyperfine (apt-get install hyperfine)"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf '#include <iostream>\nint main() { std::cout << "hello 1.0\\n"; }\n' > "$work/hello.cpp"
+"${CXX:-g++}" -O2 -o "$work/hello" "$work/hello.cpp"
+
+mean_ms() {  # one hyperfine round of 200 runs, mean in ms
+  hyperfine -N -w 20 -r 200 --export-json "$work/r.json" "$1" >/dev/null 2>&1 ||
+    hyperfine -w 20 -r 200 --export-json "$work/r.json" "$1" >/dev/null
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["mean"] * 1e3)' "$work/r.json"
+}
+pair() {  # label, baseline command, command
+  local a=() b=()
+  for _ in $(seq "$rounds"); do a+=("$(mean_ms "$2")"); b+=("$(mean_ms "$3")"); done
+  python3 - "$1" "${a[*]}" "${b[*]}" <<'PY'
+import statistics, sys
+label, a, b = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"{label}: baseline {ma:.2f} ms, tlio {mb:.2f} ms, ratio {mb / ma:.2f}x "
+      f"(medians of {len(a)} rounds in turn; rounds {min(b):.2f}-{max(b):.2f} ms)")
+PY
+}
+pair "tlio --version vs C++ hello world" "$work/hello" "$build/tlio --version"
+pair "import tlio vs import numpy" "/usr/bin/python3 -c 'import numpy'" \
+  "env PYTHONPATH=$build/python /usr/bin/python3 -c 'import tlio'"

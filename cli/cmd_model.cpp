@@ -84,7 +84,7 @@ void add_bigram(CLI::App& app, int& exit_code) {
   train->callback([t, &exit_code] {
     exit_code = guarded([&] {
       std::ifstream in(t->text, std::ios::binary);
-      if (!in) throw tlio::Error(tlio::ErrorCode::io, {}, {}, std::nullopt, "cannot open", t->text);
+      if (!in) throw tlio::Error(tlio::ErrorCode::io, Rule::none, {}, std::nullopt, "cannot open", t->text);
       std::ostringstream s;
       s << in.rdbuf();
       const std::string text = s.str();

@@ -62,7 +62,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ProgressBar bar("quantizing");
       const bool bnb4 = a->scheme == "nf4" || a->scheme == "fp4";
       if (!bnb4 && (blocksize->count() || nested->count() || storage->count()))
-        throw tlio::Error(tlio::ErrorCode::invalid_argument, {}, {}, std::nullopt,
+        throw tlio::Error(tlio::ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
                           "--blocksize, --nested and --storage apply to nf4 and fp4 only");
       tlio::QuantizeOptions o;
       o.scheme = a->scheme;

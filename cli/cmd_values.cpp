@@ -170,7 +170,7 @@ void add_cat(CLI::App& app, int& exit_code) {
       tlio::File f = tlio::File::open(a->file);
       const tlio::TensorInfo& t = f.header().at(a->name);
       if (!numeric(t.dtype))
-        throw tlio::Error(tlio::ErrorCode::unsupported, {}, t.name, std::nullopt,
+        throw tlio::Error(tlio::ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
                           fmt::format("cannot show {} values", tlio::dtype_name(t.dtype)));
       const auto indices = parse_slice(a->slice, t);
       std::vector<uint64_t> shape;

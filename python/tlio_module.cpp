@@ -141,21 +141,36 @@ PYBIND11_MODULE(_tlio, m) {
   m.doc() = "tlio: strict, fast safetensors (compiled core)";
   m.attr("__version__") = tlio::version();
 
-  // tlio::Error -> ValueError (format, invalid), FileNotFoundError/OSError (io), KeyError.
+  // tlio::Error -> Python by kind, never by message text: invalid files SafetensorError (a
+  // ValueError), bad arguments ValueError, unknown names KeyError, I/O OSError(errno, ...) which
+  // Python turns into FileNotFoundError, PermissionError, IsADirectoryError, ... by errno.
+  static py::exception<tlio::Error> safetensor_error(m, "SafetensorError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const tlio::Error& e) {
       switch (e.code()) {
         case tlio::ErrorCode::io: {
-          const bool missing = std::string(e.what()).find("No such file") != std::string::npos;
-          PyErr_SetString(missing ? PyExc_FileNotFoundError : PyExc_OSError, e.what());
+          const py::object os_error = py::reinterpret_borrow<py::object>(PyExc_OSError);
+          const py::object exc = e.os_error() ? os_error(e.os_error().value(), e.what())
+                                              : os_error(e.what());
+          PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+          return;
+        }
+        case tlio::ErrorCode::format: {
+          py::object exc = py::handle(safetensor_error.ptr())(e.what());
+          exc.attr("rule") = std::string(e.rule_name());
+          exc.attr("tensor") = e.tensor().empty() ? py::none() : py::cast(e.tensor());
+          exc.attr("offset") = e.offset() ? py::cast(*e.offset()) : py::none();
+          PyErr_SetObject(safetensor_error.ptr(), exc.ptr());
           return;
         }
         case tlio::ErrorCode::not_found: PyErr_SetString(PyExc_KeyError, e.what()); return;
         case tlio::ErrorCode::out_of_memory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
-        default: PyErr_SetString(PyExc_ValueError, e.what()); return;
+        case tlio::ErrorCode::invalid_argument:
+        case tlio::ErrorCode::unsupported: PyErr_SetString(PyExc_ValueError, e.what()); return;
       }
+      PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
 

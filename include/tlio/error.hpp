@@ -1,8 +1,8 @@
 // tlio/error.hpp: the one error type thrown by the C++ API.
 //
-// Every failure carries a code (what kind of failure), the rule it broke ("1".."5" for the
-// reader rules of the spec, or a named check such as "int4"), the tensor or key concerned,
-// the byte offset in the file when known, and a one-line message such as
+// Every failure carries a code (what kind of failure), the rule it broke (one of the reader rules
+// 1..5 of the spec, or a named check such as int4), the tensor or key concerned, the byte offset
+// in the file when known, the operating system's error for I/O failures, and a one-line message
 //   model.safetensors: rule 5: tensor "b" begins at 12, expected 16
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "tlio/export.hpp"
 
@@ -28,14 +29,39 @@ enum class ErrorCode : int {
 
 TLIO_API std::string_view error_code_name(ErrorCode code) noexcept;
 
+/// The rule an input broke. r1..r5 are the reader rules of the spec (header length, JSON, metadata,
+/// entries, layout); the others are the named checks of quantized weights and model directories.
+enum class Rule : uint8_t {
+  none,
+  r1_length,    ///< "1": the 8-byte header length and the file's size
+  r2_json,      ///< "2": UTF-8, JSON syntax, one object, no duplicate keys
+  r3_metadata,  ///< "3": __metadata__ is an object of strings
+  r4_entry,     ///< "4": each tensor entry (fields, dtype, shape, offsets)
+  r5_layout,    ///< "5": the tensors tile the data section in order
+  int4,         ///< "int4": tinyllm int4 pairs
+  bnb,          ///< "bnb": bitsandbytes layout and quant_state
+  bnb_001,      ///< "BNB-001": quant_type and blocksize
+  bnb_002,      ///< "BNB-002": sizes of the packed codes and absmax
+  bnb_003,      ///< "BNB-003": the stored quant_map
+  bnb_004,      ///< "BNB-004": a nested absmax is complete
+  model,        ///< "model": model directory, config.json, tokenizer, architecture checks
+  index,        ///< "index": the shard index of a sharded model
+};
+
+/// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index"; "" for none.
+TLIO_API std::string_view rule_name(Rule rule) noexcept;
+
 class TLIO_API Error : public std::runtime_error {
  public:
-  /// `rule` is empty when no rule applies; `tensor` is empty when no tensor or key applies.
-  Error(ErrorCode code, std::string rule, std::string tensor, std::optional<uint64_t> offset,
-        std::string detail, std::string source = {});
+  /// `rule` is Rule::none when no rule applies; `tensor` is empty when no tensor or key applies.
+  Error(ErrorCode code, Rule rule, std::string tensor, std::optional<uint64_t> offset,
+        std::string detail, std::string source = {}, std::error_code os_error = {});
 
   ErrorCode code() const noexcept { return code_; }
-  const std::string& rule() const noexcept { return rule_; }
+  Rule rule() const noexcept { return rule_; }
+  std::string_view rule_name() const noexcept { return tlio::rule_name(rule_); }
+  /// For I/O errors, what the operating system said (errno); empty otherwise.
+  std::error_code os_error() const noexcept { return os_error_; }
   const std::string& tensor() const noexcept { return tensor_; }
   std::optional<uint64_t> offset() const noexcept { return offset_; }
   /// The message without the source prefix, e.g. `tensor "b" begins at 12, expected 16`.
@@ -45,20 +71,26 @@ class TLIO_API Error : public std::runtime_error {
 
   /// The same error, attributed to `source` (a file name); keeps an existing source.
   Error with_source(std::string source) const;
+  /// The same error about `tensor`, with `context` before its detail ("context: detail", e.g.
+  /// `tensor "w": ...`); code, rule, offset, source and OS error are kept.
+  Error with_tensor(std::string tensor, std::string_view context) const;
 
  private:
   ErrorCode code_;
-  std::string rule_;
+  Rule rule_;
   std::string tensor_;
   std::optional<uint64_t> offset_;
   std::string detail_;
   std::string source_;
+  std::error_code os_error_;
 };
 
 /// Shorthands for the common kinds (rule and tensor optional).
-[[noreturn]] TLIO_API void throw_format(std::string rule, std::string tensor, std::string detail,
+[[noreturn]] TLIO_API void throw_format(Rule rule, std::string tensor, std::string detail,
                                         std::optional<uint64_t> offset = std::nullopt);
 [[noreturn]] TLIO_API void throw_invalid(std::string detail, std::string tensor = {});
-[[noreturn]] TLIO_API void throw_io(std::string detail, std::string source = {});
+/// `os_error` (errno) adds the OS reason to the message: "cannot open: Permission denied".
+[[noreturn]] TLIO_API void throw_io(std::string detail, std::string source = {},
+                                    std::error_code os_error = {});
 
 }  // namespace tlio

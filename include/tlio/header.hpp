@@ -2,7 +2,7 @@
 //
 // A Header is produced only by Header::parse, which enforces reader rules 2-5 of the spec in
 // the order of DECISIONS.md; holding one means the rules hold. Rule 1 (the 8-byte length prefix)
-// is checked by read_header_length, which File::open runs first.
+// (the 8-byte length prefix) is checked by File::open first.
 #pragma once
 
 #include <cstddef>
@@ -66,10 +66,6 @@ class TLIO_API Header {
   bool has_metadata_ = false;
   uint64_t data_size_ = 0;
 };
-
-/// Rule 1: reads N from the first 8 bytes of a file of `file_size` bytes and checks
-/// N <= kMaxHeaderSize and 8 + N <= file_size. `prefix` must hold min(8, file_size) bytes.
-TLIO_API uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size);
 
 /// The canonical header text (writer rules 1-4, padding included) for `tensors` laid out in the
 /// order given, with their begin/end as given. Metadata is omitted when empty.

@@ -1,5 +1,7 @@
 """Tests of the Python module (run by CTest with PYTHONPATH=build/python)."""
+import errno
 import os
+import shutil
 import pathlib
 
 import numpy as np
@@ -177,3 +179,34 @@ def test_bitsandbytes_goldens_dequantize_and_quantize(tmp_path):
     with pytest.raises(ValueError, match="BNB-003"):
         with tlio.safe_open(DATA / "bnb_bad" / "bnb003_quant_map.safetensors", "numpy") as f:
             f.quantized()
+
+
+def test_errors_by_kind(tmp_path):
+    # Invalid data: SafetensorError, a ValueError, with the rule, tensor and offset.
+    with pytest.raises(tlio.SafetensorError) as info:
+        tlio.safe_open(DATA / "bad" / "offsets_gap.safetensors", "numpy")
+    assert isinstance(info.value, ValueError)
+    assert (info.value.rule, info.value.tensor) == ("5", "b")
+    with pytest.raises(tlio.SafetensorError) as info:
+        tlio.load(b"\x01\x02")
+    assert info.value.rule == "1" and info.value.tensor is None and info.value.offset == 0
+    # Paths: the OSError subclass for the errno, whatever the message says.
+    with pytest.raises(FileNotFoundError) as missing:
+        tlio.safe_open(tmp_path / "nope.safetensors", "numpy")
+    assert missing.value.errno == errno.ENOENT and "nope.safetensors" in str(missing.value)
+    with pytest.raises(IsADirectoryError):
+        tlio.safe_open(tmp_path, "numpy")
+    if os.geteuid() != 0:  # root reads anything
+        locked = tmp_path / "locked.safetensors"
+        shutil.copy(DATA / "hf" / "worked_example.safetensors", locked)
+        locked.chmod(0)
+        with pytest.raises(PermissionError):
+            tlio.safe_open(locked, "numpy")
+    # Unknown names: KeyError; bad arguments: a plain ValueError, not SafetensorError.
+    with tlio.safe_open(DATA / "hf" / "worked_example.safetensors", "numpy") as f:
+        with pytest.raises(KeyError):
+            f.get_tensor("no such tensor")
+    with pytest.raises(ValueError) as bad_arg:
+        tlio.convert_file(DATA / "hf" / "worked_example.safetensors", tmp_path / "o.safetensors",
+                          dtype="F32", include="(")
+    assert not isinstance(bad_arg.value, tlio.SafetensorError)

@@ -8,16 +8,20 @@ Tensors come back as read-only numpy arrays that view the mapped file (no copy).
 lacks come back as their raw bits: BF16 as uint16, the F8 formats as uint8; pass
 ``dtype=np.float32`` to get converted values. F4 comes back as its packed bytes (uint8, the last
 dimension halved: two values per byte, the lower-indexed in the low nibble), F6 as a flat uint8
-array of its packed bytes, C64 as complex64. Bad files raise ValueError with the same message as
-the `tlio` command; a missing file raises FileNotFoundError; an unknown tensor name KeyError.
+array of its packed bytes, C64 as complex64.
+
+Errors come by kind, with the same message as the `tlio` command: an invalid file raises
+SafetensorError (a ValueError; its `rule`, `tensor` and `offset` say where), a bad argument
+ValueError, an unknown tensor name KeyError, and a file that cannot be read the OSError for its
+errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 """
 import numpy as _np
 
 from . import _tlio
-from ._tlio import convert_file, dequantize_file, quantize_file
+from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
 
 __version__ = _tlio.__version__
-__all__ = ["safe_open", "load_file", "save_file", "load", "save", "convert_file",
+__all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "quantize_file", "dequantize_file"]
 
 _FRAMEWORKS = ("numpy", "np")

@@ -266,7 +266,7 @@ static const tlio::QuantizedReader& reader_of(const tl_file* file, const char* n
   if (it == f->readers.end()) {
     auto w = std::find_if(all.begin(), all.end(), [&](const auto& q) { return q.name == name; });
     if (w == all.end())
-      throw tlio::Error(tlio::ErrorCode::not_found, {}, name, std::nullopt,
+      throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
                         "no quantized weight named " + tlio::detail::quote_name(name));
     it = f->readers.emplace(name, tlio::QuantizedReader(f->file, *w)).first;
   }
@@ -283,7 +283,7 @@ int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info) 
   return guard([&] {
     const auto& all = quantized_of(file);
     if (index >= all.size())
-      throw tlio::Error(tlio::ErrorCode::not_found, {}, {}, std::nullopt,
+      throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
                         "quantized weight index " + std::to_string(index) + " of " +
                             std::to_string(all.size()));
     const tlio::QuantizedWeight& q = all[index];
@@ -337,7 +337,7 @@ static const tlio::QuantizedReader& int4_reader_of(const tl_file* file, const ch
     return q.name == name && tlio::parse_int4_scheme(q.scheme);
   });
   if (!int4)
-    throw tlio::Error(tlio::ErrorCode::not_found, {}, name, std::nullopt,
+    throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
                       "no int4 weight named " + tlio::detail::quote_name(name));
   return reader_of(file, name);
 }

@@ -2,8 +2,6 @@
 #include "common/json_doc.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/core.h>
 
@@ -13,15 +11,6 @@
 namespace tlio::detail {
 
 namespace dom = simdjson::dom;
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io("cannot open", path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw_io("read failed", path.string());
-  return s.str();
-}
 
 namespace {
 
@@ -47,8 +36,8 @@ std::optional<std::string> duplicate_key(dom::element el) {
 
 }  // namespace
 
-JsonDoc::JsonDoc(std::string_view json, std::string source, std::string rule)
-    : source_(std::move(source)), rule_(std::move(rule)) {
+JsonDoc::JsonDoc(std::string_view json, std::string source, Rule rule)
+    : source_(std::move(source)), rule_(rule) {
   auto err = parser_.parse(json.data(), json.size()).get(root_);
   if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
   if (!root_.is_object()) fail({}, "not a JSON object");

@@ -11,16 +11,15 @@
 #include <string>
 #include <string_view>
 
-namespace tlio::detail {
+#include "tlio/error.hpp"
 
-/// Reads a whole (small) file; Error{io} naming it.
-std::string read_text_file(const std::filesystem::path& path);
+namespace tlio::detail {
 
 /// A parsed JSON object document. Rejects invalid JSON, a non-object root and duplicate keys
 /// at any depth.
 class JsonDoc {
  public:
-  JsonDoc(std::string_view json, std::string source, std::string rule);
+  JsonDoc(std::string_view json, std::string source, Rule rule);
   [[noreturn]] void fail(const std::string& key, std::string detail) const;
   std::optional<std::string> optional_string(const char* key) const;
   std::optional<uint64_t> optional_uint(const char* key) const;
@@ -31,7 +30,8 @@ class JsonDoc {
  private:
   simdjson::dom::parser parser_;
   simdjson::dom::element root_;
-  std::string source_, rule_;
+  std::string source_;
+  Rule rule_;
 };
 
 }  // namespace tlio::detail

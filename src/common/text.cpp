@@ -18,8 +18,8 @@ std::regex compile_regex(const std::string& pattern, const char* what) {
 NameFilter::NameFilter(const std::string& include, const std::string& exclude)
     : has_include_(!include.empty()),
       has_exclude_(!exclude.empty()),
-      include_(compile_regex(has_include_ ? include : ".", "--include")),
-      exclude_(compile_regex(has_exclude_ ? exclude : ".", "--exclude")) {}
+      include_(compile_regex(has_include_ ? include : ".", "include")),
+      exclude_(compile_regex(has_exclude_ ? exclude : ".", "exclude")) {}
 
 bool NameFilter::selects(const std::string& name, bool by_default) const {
   const bool in = has_include_ ? std::regex_search(name, include_) : by_default;

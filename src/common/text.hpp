@@ -6,10 +6,10 @@
 
 namespace tlio::detail {
 
-/// Compiles a user's ECMAScript regex; Error{invalid_argument} naming `what` (e.g. "--include").
+/// Compiles a user's ECMAScript regex; Error{invalid_argument} naming `what` (e.g. "include").
 std::regex compile_regex(const std::string& pattern, const char* what);
 
-/// Selection by --include/--exclude: with an include pattern, names it finds; otherwise the
+/// Selection by include/exclude patterns: with an include pattern, names it finds; otherwise the
 /// default choice; minus names the exclude pattern finds. Empty patterns are absent.
 class NameFilter {
  public:

@@ -217,7 +217,7 @@ uint64_t bytes_for(Dtype d, uint64_t count) {
 void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std::byte> dst,
              uint64_t count) {
   if (!can_convert(from, to))
-    throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("cannot convert {} to {}", dtype_name(from), dtype_name(to)));
   if (src.size() != bytes_for(from, count) || dst.size() != bytes_for(to, count))
     throw_invalid(fmt::format("converting {} elements {} -> {} needs {} and {} bytes; got {} and {}",

@@ -23,8 +23,7 @@ void for_tensor(const std::string& tensor, Fn&& fn) {
     fn();
   } catch (const Error& e) {
     if (!e.tensor().empty()) throw;
-    throw Error(e.code(), e.rule(), tensor, e.offset(),
-                fmt::format("tensor {}: {}", detail::quote_name(tensor), e.detail()), e.source());
+    throw e.with_tensor(tensor, "tensor " + detail::quote_name(tensor));
   }
 }
 

@@ -45,7 +45,8 @@ auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
 void validate_memory(File::State& s) {
   s.file_size = s.memory.size();
   s.header_size =
-      read_header_length(s.memory.first(std::min<size_t>(8, s.memory.size())), s.file_size);
+      detail::read_header_length(s.memory.first(std::min(detail::kSniffBytes, s.memory.size())),
+                                 s.file_size);
   const uint64_t data_size = s.file_size - 8 - s.header_size;
   s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
                                   data_size, data_size >= detail::kJsonPadding);
@@ -71,9 +72,10 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
       return;
     }
     s->file_size = detail::fd_size(s->fd.get(), s->name);
-    std::byte prefix[8] = {};
-    detail::pread_exact(s->fd.get(), 0, {prefix, std::min<uint64_t>(8, s->file_size)}, s->name);
-    s->header_size = read_header_length(prefix, s->file_size);
+    std::byte prefix[detail::kSniffBytes] = {};
+    const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, s->file_size));
+    detail::pread_exact(s->fd.get(), 0, {prefix, prefix_size}, s->name);
+    s->header_size = detail::read_header_length({prefix, prefix_size}, s->file_size);
     std::vector<std::byte> json(static_cast<size_t>(s->header_size) + detail::kJsonPadding);
     detail::pread_exact(s->fd.get(), 8, std::span(json).first(s->header_size), s->name);
     s->header = detail::parse_header(std::span(json).first(s->header_size),

@@ -48,10 +48,11 @@ namespace {
 
 struct PendingError {
   bool set = false;
-  std::string rule, tensor, detail;
+  Rule rule = Rule::none;
+  std::string tensor, detail;
   std::optional<uint64_t> offset;
 
-  void record(const char* r, std::string t, std::string d) {
+  void record(Rule r, std::string t, std::string d) {
     if (set) return;
     set = true;
     rule = r;
@@ -64,7 +65,7 @@ struct PendingError {
 };
 
 [[noreturn]] void rule2(std::string detail, std::string tensor = {}) {
-  throw_format("2", std::move(tensor), std::move(detail));
+  throw_format(Rule::r2_json, std::move(tensor), std::move(detail));
 }
 
 std::string json_error_text(simdjson::error_code e) {
@@ -271,7 +272,7 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
       if (value.is_null()) continue;  // MLX writes null for "no metadata"
       if (!value.is_object()) {
         check_no_duplicate_keys(value, {});
-        rule3.record("3", "__metadata__", "__metadata__ is not an object of strings");
+        rule3.record(Rule::r3_metadata, "__metadata__", "__metadata__ is not an object of strings");
         continue;
       }
       h.has_metadata_ = true;
@@ -280,7 +281,7 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
         std::string_view text;
         if (entry.value.get_string().get(text) != simdjson::SUCCESS) {
           check_no_duplicate_keys(entry.value, std::string(entry.key));
-          rule3.record("3", std::string(entry.key),
+          rule3.record(Rule::r3_metadata, std::string(entry.key),
                        fmt::format("metadata value of {} is not a string", quote_name(entry.key)));
           h.metadata_.try_emplace(std::string(entry.key));
           continue;
@@ -298,7 +299,7 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
     TensorInfo& info = h.tensors_.emplace_back();
     info.name.assign(key.data(), key.size());
 
-    auto bad_entry = [&](std::string why) { rule4.record("4", info.name, std::move(why)); };
+    auto bad_entry = [&](std::string why) { rule4.record(Rule::r4_entry, info.name, std::move(why)); };
 
     if (!value.is_object()) {
       check_no_duplicate_keys(value, info.name);
@@ -477,14 +478,14 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
   uint64_t expected_begin = 0;
   for (const TensorInfo& t : h.tensors_) {
     if (t.begin != expected_begin)
-      throw_format("5", t.name,
+      throw_format(Rule::r5_layout, t.name,
                    fmt::format("tensor {} begins at {}, expected {}", quote_name(t.name), t.begin,
                                expected_begin),
                    detail::checked_add(data_start, t.begin));
     expected_begin = t.end;
   }
   if (expected_begin != data_size)
-    throw_format("5", {},
+    throw_format(Rule::r5_layout, {},
                  fmt::format("data ends at {}, file has {} data bytes", expected_begin, data_size),
                  detail::checked_add(data_start, std::min(expected_begin, data_size)));
   return h;
@@ -498,20 +499,47 @@ Header detail::parse_header(std::span<const std::byte> json, uint64_t data_size,
   return HeaderBuilder::build(json, data_size, padded);
 }
 
-uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size) {
+std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
+  const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
+  auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
+  if (starts("PK\x03\x04") || starts("PK\x05\x06"))
+    return "a zip archive (a PyTorch checkpoint saved by torch.save is one)";
+  if (b.size() >= 2 && b[0] == '\x80' && b[1] >= 2 && b[1] <= 5)
+    return "a Python pickle (a PyTorch checkpoint of the format before torch 1.6 is one)";
+  if (starts("GGUF")) return "a GGUF file (llama.cpp)";
+  if (starts("\x93NUMPY")) return "a NumPy .npy array";
+  if (starts("\x89HDF\r\n\x1a\n")) return "an HDF5 file (Keras .h5 weights are)";
+  if (starts("\x1f\x8b")) return "gzip-compressed data";
+  if (starts("\x28\xb5\x2f\xfd")) return "zstd-compressed data";
+  // Text: no control bytes besides tab, newline, carriage return (UTF-8 lead bytes are fine).
+  if (b.size() < 4) return {};
+  for (char c : b) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') return {};
+    if (u == 0x7f) return {};
+  }
+  const size_t first = b.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (b[first] == '{' || b[first] == '['))
+    return "JSON text (a config or index file?)";
+  return "text";
+}
+
+uint64_t detail::read_header_length(std::span<const std::byte> prefix, uint64_t file_size) {
+  // A file that is not safetensors at all fails here; say what it looks like.
+  auto fail = [&](std::string reason) {
+    const std::string looks_like = describe_foreign_file(prefix);
+    if (!looks_like.empty())
+      reason = fmt::format("not a safetensors file: this looks like {} ({})", looks_like, reason);
+    throw_format(Rule::r1_length, {}, std::move(reason), 0);
+  };
   if (file_size < 8 || prefix.size() < 8)
-    throw_format("1", {},
-                 fmt::format("file is {} bytes, shorter than the 8-byte header length", file_size),
-                 0);
+    fail(fmt::format("file is {} bytes, shorter than the 8-byte header length", file_size));
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<uint64_t>(prefix[i]);
   if (n > kMaxHeaderSize)
-    throw_format("1", {},
-                 fmt::format("header length {} exceeds the limit of {}", n, kMaxHeaderSize), 0);
+    fail(fmt::format("header length {} exceeds the limit of {}", n, kMaxHeaderSize));
   if (8 + n > file_size)
-    throw_format(
-        "1", {},
-        fmt::format("header length {} runs past the end of the file ({} bytes)", n, file_size), 0);
+    fail(fmt::format("header length {} runs past the end of the file ({} bytes)", n, file_size));
   return n;
 }
 
@@ -531,7 +559,7 @@ const TensorInfo* Header::find(std::string_view name) const noexcept {
 
 const TensorInfo& Header::at(std::string_view name) const {
   if (const TensorInfo* t = find(name)) return *t;
-  throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+  throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
               fmt::format("no tensor named {}", quote_name(name)));
 }
 

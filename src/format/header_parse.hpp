@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tlio/header.hpp"
 
@@ -13,5 +14,18 @@ namespace tlio::detail {
 /// follows it in a mapped file): the JSON is then parsed in place instead of copied.
 inline constexpr size_t kJsonPadding = 64;  // simdjson::SIMDJSON_PADDING
 Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool padded);
+
+/// How many leading bytes of a file read_header_length is given when the file has them: enough to
+/// recognise what a file that is not safetensors is (zip, pickle, GGUF, text, ...).
+inline constexpr size_t kSniffBytes = 16;
+
+/// Rule 1: reads N from the first 8 bytes of a file of `file_size` bytes and checks
+/// N <= kMaxHeaderSize and 8 + N <= file_size. `prefix` holds the first min(kSniffBytes,
+/// file_size) bytes; when the rule fails, the message says what the file looks like instead.
+uint64_t read_header_length(std::span<const std::byte> prefix, uint64_t file_size);
+
+/// What a file that breaks rule 1 looks like, from its first bytes ("a zip archive (...)"), or
+/// empty when it looks like nothing in particular.
+std::string describe_foreign_file(std::span<const std::byte> prefix);
 
 }  // namespace tlio::detail

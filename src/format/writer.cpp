@@ -85,7 +85,7 @@ struct Writer::Impl {
     freeze();
     auto it = index.find(tensor);
     if (it == index.end())
-      throw Error(ErrorCode::not_found, {}, std::string(tensor), std::nullopt,
+      throw Error(ErrorCode::not_found, Rule::none, std::string(tensor), std::nullopt,
                   fmt::format("no tensor named {} was declared", quote_name(tensor)));
     return it->second;
   }

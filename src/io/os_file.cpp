@@ -17,7 +17,7 @@ namespace tlio::detail {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
-  throw_io(fmt::format("{}: {}", what, std::strerror(err)), name);
+  throw_io(what, name, std::error_code(err, std::generic_category()));
 }
 
 // Largest single read/write request; Linux transfers at most 0x7ffff000 bytes per call anyway.
@@ -113,6 +113,18 @@ void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64
     out_off += n;
     length -= n;
   }
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  Fd fd = open_read(path);
+  const uint64_t size = fd_size(fd.get(), name);
+  if (size > kMaxTextFileSize)
+    throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", size, kMaxTextFileSize),
+             name, std::make_error_code(std::errc::file_too_large));
+  std::string text(static_cast<size_t>(size), '\0');
+  pread_exact(fd.get(), 0, std::as_writable_bytes(std::span(text)), name);
+  return text;
 }
 
 Mapping::Mapping(int fd, uint64_t size, const std::string& name) {

@@ -42,6 +42,13 @@ void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const s
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
                 const std::string& name);
 
+/// The largest JSON side file (config.json, a shard index) read whole; larger ones are refused
+/// before any allocation. Real configs are a few KB and indexes of 100k tensors a few MB.
+inline constexpr uint64_t kMaxTextFileSize = 64ULL << 20;
+
+/// Reads a whole small file (at most kMaxTextFileSize bytes); Error{io} naming it, with errno.
+std::string read_text_file(const std::filesystem::path& path);
+
 /// A read-only shared mapping of a whole file.
 class Mapping {
  public:

@@ -40,7 +40,7 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
   }
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw_io("cannot create the directory: " + ec.message(), out_dir.string());
+  if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
   write_text(out_dir / "config.json",
              "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
   std::vector<TensorData> t = {{"bigram.weight", Dtype::F32, {kVocab, kVocab}, std::as_bytes(std::span(w))}};
@@ -53,7 +53,7 @@ std::string bigram_generate(const Model& model, const BigramSampling& s) {
                               model.config().arch));
   model.check();
   if (model.config().vocab_size != kVocab)
-    throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("bigram generation reads bytes: vocab_size must be 256, not {}",
                             model.config().vocab_size));
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))

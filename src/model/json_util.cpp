@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "format/quote.hpp"
+#include "io/os_file.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -17,7 +18,7 @@ ShardIndex read_shard_index(const std::filesystem::path& path) {
 }
 
 ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
-  JsonDoc doc(text, source, "index");
+  JsonDoc doc(text, source, Rule::index);
   ShardIndex index;
   dom::element meta;
   if (doc.root()["metadata"].get(meta) == simdjson::SUCCESS && !meta.is_null()) {
@@ -55,7 +56,7 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
 void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
                        const std::string& source) {
   auto fail = [&](const std::string& tensor, std::string detail) {
-    throw Error(ErrorCode::format, "index", tensor, std::nullopt, std::move(detail), source);
+    throw Error(ErrorCode::format, Rule::index, tensor, std::nullopt, std::move(detail), source);
   };
   std::map<std::string_view, size_t> shard_of_file;
   for (size_t i = 0; i < index.files.size(); ++i) shard_of_file[index.files[i]] = i;

@@ -2,14 +2,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include "format/quote.hpp"
+#include "io/os_file.hpp"
 #include "model/json_util.hpp"
 #include "quant/tensor_set.hpp"
 #include "tlio/error.hpp"
@@ -30,7 +29,7 @@ constexpr const char* kTokenizer = "tokenizer.json";
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json, const std::string& source) {
-  detail::JsonDoc doc(json, source, "model");
+  detail::JsonDoc doc(json, source, Rule::model);
   ModelConfig c;
   auto tl_arch = doc.optional_string("tl_arch");
   auto model_type = doc.optional_string("model_type");
@@ -73,18 +72,25 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   m.dir_ = dir;
   const std::string dir_name = dir.string();
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw_io("not a directory", dir_name);
+  const auto dir_status = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(dir_status))
+    throw_io("cannot open", dir_name, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+  if (!std::filesystem::is_directory(dir_status))
+    throw_io("cannot open as a model", dir_name, std::make_error_code(std::errc::not_a_directory));
   const auto config_path = dir / kConfig;
+  if (!std::filesystem::exists(config_path, ec))
+    throw Error(ErrorCode::format, Rule::model, kConfig, std::nullopt,
+                fmt::format("not a model directory: it has no {}", kConfig), dir_name);
   m.config_ = parse_model_config(detail::read_text_file(config_path), config_path.string());
 
   // Tokenizer rule (course directories only).
   if (m.config_.course) {
     const bool has_file = std::filesystem::exists(dir / kTokenizer, ec);
     if (m.config_.tokenizer == "file" && !has_file)
-      throw Error(ErrorCode::format, "model", kTokenizer, std::nullopt,
+      throw Error(ErrorCode::format, Rule::model, kTokenizer, std::nullopt,
                   "tl_tokenizer is \"file\" but tokenizer.json is missing", config_path.string());
     if (m.config_.tokenizer == "bytes" && has_file)
-      throw Error(ErrorCode::format, "model", kTokenizer, std::nullopt,
+      throw Error(ErrorCode::format, Rule::model, kTokenizer, std::nullopt,
                   "tokenizer.json is present but tl_tokenizer is \"bytes\"", config_path.string());
   }
 
@@ -108,7 +114,7 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < m.index_.size(); ++i)
     if (m.index_[i].first == m.index_[i - 1].first)
-      throw Error(ErrorCode::format, "index", std::string(m.index_[i].first), std::nullopt,
+      throw Error(ErrorCode::format, Rule::index, std::string(m.index_[i].first), std::nullopt,
                   fmt::format("tensor {} is stored in {} and in {}", quote_name(m.index_[i].first),
                               m.file_names_[m.index_[i - 1].second.file],
                               m.file_names_[m.index_[i].second.file]),
@@ -141,7 +147,7 @@ const ModelTensor* Model::find(std::string_view name) const noexcept {
 TensorView Model::view(std::string_view name) const {
   const ModelTensor* t = find(name);
   if (!t)
-    throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+    throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
                 fmt::format("no tensor named {}", quote_name(name)), dir_.string());
   return files_[t->file].view(name);
 }
@@ -149,7 +155,7 @@ TensorView Model::view(std::string_view name) const {
 void Model::check() const {
   const std::string source = (dir_ / kConfig).string();
   auto fail = [&](const std::string& tensor, std::string detail) {
-    throw Error(ErrorCode::format, "model", tensor, std::nullopt, std::move(detail), dir_.string());
+    throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), dir_.string());
   };
   // Logical tensors: stored ones, with quantized pairs replaced by their logical weight.
   std::vector<std::pair<std::string, Shape>> logical;

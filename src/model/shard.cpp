@@ -55,7 +55,7 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   if (max_size == 0) throw_invalid("the shard size limit must be at least 1 byte");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw_io("cannot create the directory: " + ec.message(), out_dir.string());
+  if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
 
   // Greedy over the canonical order: start a new shard when the next tensor would overflow it.
   std::vector<TensorInfo> layout = src.tensors();
@@ -146,7 +146,7 @@ void merge_shards(const std::filesystem::path& dir, const std::filesystem::path&
     const auto show = [&](const Metadata& m) {
       return m.count(key) ? quote_name(m.at(key)) : std::string("absent");
     };
-    throw Error(ErrorCode::format, "index", key, std::nullopt,
+    throw Error(ErrorCode::format, Rule::index, key, std::nullopt,
                 fmt::format("the shards' metadata differ: {} is {} in {} but {} in {}",
                             quote_name(key), show(a), names[0], show(b), names[i]),
                 dir.string());

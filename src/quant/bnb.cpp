@@ -163,7 +163,7 @@ float scaled(float x, const BlockScale& s) {
 
 Dtype check_float_out(Dtype out) {
   if (out != Dtype::F32 && out != Dtype::F16 && out != Dtype::BF16)
-    throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("bitsandbytes weights dequantize to F32, F16 or BF16, not {}",
                             dtype_name(out)));
   return out;
@@ -436,7 +436,7 @@ std::string_view torch_name(Dtype d) {
 
 BnbQuantState parse_bnb_quant_state(std::string_view json) {
   namespace dom = simdjson::dom;
-  const detail::JsonDoc doc(json, {}, "bnb");
+  const detail::JsonDoc doc(json, {}, Rule::bnb);
   static constexpr std::string_view kKeys[] = {"quant_type", "blocksize", "dtype", "shape",
                                                "nested_blocksize", "nested_dtype", "nested_offset"};
   for (auto field : dom::object(doc.root()))
@@ -451,12 +451,12 @@ BnbQuantState parse_bnb_quant_state(std::string_view json) {
   const std::string type = required_string("quant_type");
   const auto parsed_type = parse_bnb_quant_type(type);
   if (!parsed_type)
-    throw Error(ErrorCode::format, "BNB-001", {}, std::nullopt,
+    throw Error(ErrorCode::format, Rule::bnb_001, {}, std::nullopt,
                 fmt::format("quant_type {} is not nf4 or fp4", detail::quote_name(type)));
   st.quant_type = *parsed_type;
   st.blocksize = doc.required_uint("blocksize");
   if (!is_bnb_4bit_blocksize(st.blocksize))
-    throw Error(ErrorCode::format, "BNB-001", {}, std::nullopt,
+    throw Error(ErrorCode::format, Rule::bnb_001, {}, std::nullopt,
                 fmt::format("blocksize {} is not one of 32, 64, ..., 4096", st.blocksize));
   const std::string dtype = required_string("dtype");
   const auto d = dtype_of_torch_name(dtype);
@@ -481,7 +481,7 @@ BnbQuantState parse_bnb_quant_state(std::string_view json) {
                           doc.root()["nested_offset"].error() == simdjson::SUCCESS;
   if (any_nested) {
     auto nested_fail = [](const char* key, std::string detail) {
-      throw Error(ErrorCode::format, "BNB-004", key, std::nullopt, std::move(detail));
+      throw Error(ErrorCode::format, Rule::bnb_004, key, std::nullopt, std::move(detail));
     };
     st.nested = true;
     const auto nbs = doc.optional_uint("nested_blocksize");

@@ -18,7 +18,7 @@ namespace tlio::detail {
 
 namespace {
 
-[[noreturn]] void bnb_error(const char* rule, const std::string& tensor, std::string detail) {
+[[noreturn]] void bnb_error(Rule rule, const std::string& tensor, std::string detail) {
   throw_format(rule, tensor, std::move(detail));
 }
 
@@ -26,7 +26,7 @@ std::string describe(const TensorInfo& t) {
   return fmt::format("{} is {} [{}]", quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", "));
 }
 
-const TensorInfo& companion(const TensorSet& f, const std::string& name, const char* rule,
+const TensorInfo& companion(const TensorSet& f, const std::string& name, Rule rule,
                             const std::string& owner) {
   const TensorInfo* t = f.find(name);
   if (!t) bnb_error(rule, owner, fmt::format("{} has no {}", quote_name(owner), quote_name(name)));
@@ -56,45 +56,44 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   const std::string type_name = sname.substr(at + kBnbStateInfix.size());
   const auto type = parse_bnb_quant_type(type_name);
   if (!type)
-    bnb_error("BNB-001", sname, fmt::format("{}: quant_type {} is not nf4 or fp4", quote_name(sname),
+    bnb_error(Rule::bnb_001, sname, fmt::format("{}: quant_type {} is not nf4 or fp4", quote_name(sname),
                                             quote_name(type_name)));
   if (state_tensor.dtype != Dtype::U8 || state_tensor.shape.size() != 1)
-    bnb_error("bnb", sname, describe(state_tensor) + "; a quant_state is U8 [bytes of JSON]");
+    bnb_error(Rule::bnb, sname, describe(state_tensor) + "; a quant_state is U8 [bytes of JSON]");
   const TensorView sv = f.view(sname);
   BnbQuantState st;
   try {
     st = parse_bnb_quant_state({reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
   } catch (const Error& e) {
-    throw Error(e.code(), e.rule(), sname, std::nullopt,
-                fmt::format("{}: {}", quote_name(sname), e.detail()));
+    throw e.with_tensor(sname, quote_name(sname));
   }
   if (st.quant_type != *type)
-    bnb_error("bnb", sname, fmt::format("{} holds quant_type {}", quote_name(sname),
+    bnb_error(Rule::bnb, sname, fmt::format("{} holds quant_type {}", quote_name(sname),
                                         bnb_quant_type_name(st.quant_type)));
   const uint64_t n = *checked_product(st.shape);
   const uint64_t blocks = blocks_of(n, st.blocksize);
 
-  const TensorInfo& packed = companion(f, base, "bnb", sname);
+  const TensorInfo& packed = companion(f, base, Rule::bnb, sname);
   if (!is_storage_dtype(packed.dtype))
-    bnb_error("bnb", base, describe(packed) + "; packed 4-bit codes are stored as U8 (or the "
+    bnb_error(Rule::bnb, base, describe(packed) + "; packed 4-bit codes are stored as U8 (or the "
                                               "quant_storage dtype F16, BF16, F32, F64, I8)");
   if (packed.byte_size() != n / 2 + n % 2)
-    bnb_error("BNB-002", base, fmt::format("{} holds {} bytes; the {} values of shape [{}] pack two "
+    bnb_error(Rule::bnb_002, base, fmt::format("{} holds {} bytes; the {} values of shape [{}] pack two "
                                            "to a byte into {}", quote_name(base), packed.byte_size(),
                                            n, fmt::join(st.shape, ", "), n / 2 + n % 2));
 
-  const TensorInfo& qmap = companion(f, base + ".quant_map", "bnb", base);
+  const TensorInfo& qmap = companion(f, base + ".quant_map", Rule::bnb, base);
   if (qmap.dtype != Dtype::F32 || qmap.element_count() != 16)
-    bnb_error("BNB-003", qmap.name, describe(qmap) + "; quant_map is F32 [16]");
+    bnb_error(Rule::bnb_003, qmap.name, describe(qmap) + "; quant_map is F32 [16]");
   const std::vector<float> stored_map = f.f32(qmap.name);
   const auto& table = bnb_4bit_table(st.quant_type);
   for (size_t i = 0; i < 16; ++i)
     if (!(stored_map[i] == table[i]))  // == ignores the sign of zero, as it should
-      bnb_error("BNB-003", qmap.name,
+      bnb_error(Rule::bnb_003, qmap.name,
                 fmt::format("{} entry {} is {}, the {} table has {}", quote_name(qmap.name), i,
                             stored_map[i], bnb_quant_type_name(st.quant_type), table[i]));
 
-  const TensorInfo& absmax = companion(f, base + ".absmax", "bnb", base);
+  const TensorInfo& absmax = companion(f, base + ".absmax", Rule::bnb, base);
   const TensorInfo* nested_absmax = f.find(base + ".nested_absmax");
   const TensorInfo* nested_map = f.find(base + ".nested_quant_map");
   QuantizedWeight w;
@@ -107,29 +106,29 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   w.stored = {base, absmax.name, qmap.name};
   if (st.nested) {
     if (!nested_absmax || !nested_map)
-      bnb_error("BNB-004", base, fmt::format("{} has a nested quant_state but no {}", quote_name(base),
+      bnb_error(Rule::bnb_004, base, fmt::format("{} has a nested quant_state but no {}", quote_name(base),
                                              quote_name(base + (nested_absmax ? ".nested_quant_map"
                                                                               : ".nested_absmax"))));
     if (absmax.dtype != Dtype::U8 || absmax.element_count() != blocks || absmax.shape.size() != 1)
-      bnb_error("BNB-004", absmax.name, fmt::format("{}; a nested absmax is U8 [{}] (one code per "
+      bnb_error(Rule::bnb_004, absmax.name, fmt::format("{}; a nested absmax is U8 [{}] (one code per "
                                                     "block of {})", describe(absmax), blocks, st.blocksize));
     const uint64_t nested_blocks = blocks_of(blocks, st.nested_blocksize);
     if (nested_absmax->dtype != Dtype::F32 || nested_absmax->element_count() != nested_blocks)
-      bnb_error("BNB-004", nested_absmax->name,
+      bnb_error(Rule::bnb_004, nested_absmax->name,
                 fmt::format("{}; it needs F32 [{}] ({} blocks in nested blocks of {})",
                             describe(*nested_absmax), nested_blocks, blocks, st.nested_blocksize));
     if (nested_map->dtype != Dtype::F32 || nested_map->element_count() != 256)
-      bnb_error("BNB-004", nested_map->name, describe(*nested_map) + "; nested_quant_map is F32 [256]");
+      bnb_error(Rule::bnb_004, nested_map->name, describe(*nested_map) + "; nested_quant_map is F32 [256]");
     w.stored.push_back(nested_absmax->name);
     w.stored.push_back(nested_map->name);
   } else {
     if (nested_absmax || nested_map)
-      bnb_error("BNB-004", (nested_absmax ? nested_absmax : nested_map)->name,
+      bnb_error(Rule::bnb_004, (nested_absmax ? nested_absmax : nested_map)->name,
                 fmt::format("{} has nested tensors but its quant_state is not nested", quote_name(base)));
     const bool shape_ok = absmax.shape.size() == 1 || is_transposed_absmax(absmax, st.shape, st.blocksize);
     if ((absmax.dtype != Dtype::F32 && absmax.dtype != Dtype::BF16) ||
         absmax.element_count() != blocks || !shape_ok)
-      bnb_error("bnb", absmax.name, fmt::format("{}; it needs F32 [{}] (one per block of {})",
+      bnb_error(Rule::bnb, absmax.name, fmt::format("{}; it needs F32 [{}] (one per block of {})",
                                                 describe(absmax), blocks, st.blocksize));
   }
   w.stored.push_back(sname);
@@ -140,11 +139,11 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
 QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
   const std::string prefix = scb.name.substr(0, scb.name.size() - 4);  // without ".SCB"
   const std::string weight = prefix + ".weight";
-  const TensorInfo& cb = companion(f, weight, "bnb", scb.name);
+  const TensorInfo& cb = companion(f, weight, Rule::bnb, scb.name);
   if (cb.dtype != Dtype::I8 || cb.shape.size() != 2)
-    bnb_error("bnb", weight, describe(cb) + "; an LLM.int8 weight is I8 [out, in]");
+    bnb_error(Rule::bnb, weight, describe(cb) + "; an LLM.int8 weight is I8 [out, in]");
   if (scb.dtype != Dtype::F32 || scb.shape.size() != 1 || scb.shape[0] != cb.shape[0])
-    bnb_error("bnb", scb.name, fmt::format("{}; it needs F32 [{}] (one scale per row of {})",
+    bnb_error(Rule::bnb, scb.name, fmt::format("{}; it needs F32 [{}] (one scale per row of {})",
                                            describe(scb), cb.shape[0], quote_name(weight)));
   QuantizedWeight w;
   w.name = weight;
@@ -153,10 +152,10 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
   w.stored = {weight, scb.name};
   if (const TensorInfo* format = f.find(prefix + ".weight_format")) {
     if (format->dtype != Dtype::U8 || format->element_count() != 1)
-      bnb_error("bnb", format->name, describe(*format) + "; weight_format is a U8 scalar");
+      bnb_error(Rule::bnb, format->name, describe(*format) + "; weight_format is a U8 scalar");
     const uint8_t value = static_cast<uint8_t>(f.view(format->name).bytes()[0]);
     if (value != 0)  // 1..3 were the col32/turing/ampere tile layouts of old GPUs
-      bnb_error("bnb", format->name, fmt::format("{} is {}; only the row layout (0) is defined",
+      bnb_error(Rule::bnb, format->name, fmt::format("{} is {}; only the row layout (0) is defined",
                                                  quote_name(format->name), value));
     w.stored.push_back(format->name);
   }
@@ -174,12 +173,12 @@ std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
     const size_t at = t.name.find(".quant_state.");
     if (at != std::string::npos) {
       if (t.name.find(kBnbStateInfix) != at)
-        bnb_error("bnb", t.name, fmt::format("{} is not a bitsandbytes quant_state "
+        bnb_error(Rule::bnb, t.name, fmt::format("{} is not a bitsandbytes quant_state "
                                              "(<weight>.quant_state.bitsandbytes__nf4 or __fp4)",
                                              quote_name(t.name)));
       auto [it, fresh] = state_of_base.emplace(t.name.substr(0, at), t.name);
       if (!fresh)
-        bnb_error("bnb", t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
+        bnb_error(Rule::bnb, t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
                                              quote_name(t.name), quote_name(it->first)));
       found.push_back(check_4bit(f, t));
     } else if (t.name.ends_with(".SCB")) {
@@ -192,13 +191,13 @@ std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
       if (t.name.ends_with(suffix)) {
         const std::string base = t.name.substr(0, t.name.size() - suffix.size());
         if (!state_of_base.count(base))
-          bnb_error("bnb", t.name, fmt::format("{} has no {}nf4 or {}fp4", quote_name(t.name),
+          bnb_error(Rule::bnb, t.name, fmt::format("{} has no {}nf4 or {}fp4", quote_name(t.name),
                                                base + std::string(kBnbStateInfix),
                                                base + std::string(kBnbStateInfix)));
       }
     if (t.name.ends_with(".weight_format") &&
         !f.find(t.name.substr(0, t.name.size() - 14) + ".SCB"))
-      bnb_error("bnb", t.name, fmt::format("{} has no {}", quote_name(t.name),
+      bnb_error(Rule::bnb, t.name, fmt::format("{} has no {}", quote_name(t.name),
                                            quote_name(t.name.substr(0, t.name.size() - 14) + ".SCB")));
   }
   return found;  // find_quantized_weights puts every scheme's weights in file order

@@ -34,7 +34,7 @@ constexpr std::string_view kQweight = ".qweight";
 constexpr std::string_view kScales = ".scales";
 
 [[noreturn]] void int4_error(const std::string& tensor, std::string detail) {
-  throw_format("int4", tensor, std::move(detail));
+  throw_format(Rule::int4, tensor, std::move(detail));
 }
 
 void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, size_t nscales) {
@@ -107,7 +107,7 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
                           uint64_t row_count, Dtype out, std::span<std::byte> dst) {
   check_matrix(rows, cols, group, qweight.size(), scales.size());
   if (out != Dtype::F32 && out != Dtype::F16 && out != Dtype::BF16)
-    throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("int4 dequantizes to F32, F16 or BF16, not {}", dtype_name(out)));
   auto end_row = detail::checked_add(first_row, row_count);
   if (!end_row || *end_row > rows)
@@ -255,7 +255,7 @@ Int4Weight::Int4Weight(const File& f, std::string_view name) {
       group_ = *parse_int4_scheme(w.scheme);
     }
   if (!found)
-    throw Error(ErrorCode::not_found, {}, base, std::nullopt,
+    throw Error(ErrorCode::not_found, Rule::none, base, std::nullopt,
                 fmt::format("no int4 weight named {}", quote_name(base)));
   qweight_ = f.view(base + std::string(kQweight));
   const TensorView s = f.view(base + std::string(kScales));

@@ -337,7 +337,7 @@ std::unique_ptr<Scheme> make_scheme(const QuantizeOptions& o) {
     return std::make_unique<Bnb4Scheme>(*type, o.blocksize, o.nested, o.storage);
   }
   if (o.scheme == "int8") return std::make_unique<Int8Scheme>();
-  throw Error(ErrorCode::unsupported, {}, {}, std::nullopt,
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("unknown quantization scheme {} (int4-g<group>-sym, nf4, fp4, int8)",
                           quote_name(o.scheme)));
 }
@@ -384,7 +384,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       std::string why = scheme->unquantizable(t);
       if (!why.empty()) {
         if (filter.has_include())
-          throw Error(ErrorCode::invalid_argument, {}, t.name, std::nullopt,
+          throw Error(ErrorCode::invalid_argument, Rule::none, t.name, std::nullopt,
                       fmt::format("cannot quantize {}: {}", quote_name(t.name), why));
         report.items.push_back({t.name, false, why, 0, 0, t.byte_size(), t.byte_size()});
         pick = false;
@@ -405,8 +405,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       }
     } catch (const Error& e) {
       if (!e.tensor().empty()) throw;
-      throw Error(e.code(), e.rule(), t.name, std::nullopt,
-                  fmt::format("tensor {}: {}", quote_name(t.name), e.detail()));
+      throw e.with_tensor(t.name, "tensor " + quote_name(t.name));
     }
     selected.push_back(&t);
     item_of.push_back(report.items.size());
@@ -430,8 +429,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       scheme->write(w, src, t, report.items[item_of[k]], tick);
     } catch (const Error& e) {
       if (!e.tensor().empty()) throw;
-      throw Error(e.code(), e.rule(), t.name, std::nullopt,
-                  fmt::format("tensor {}: {}", quote_name(t.name), e.detail()));
+      throw e.with_tensor(t.name, "tensor " + quote_name(t.name));
     }
   }
   w.commit();

@@ -18,7 +18,7 @@ namespace {
 QuantizedWeight named_weight(const File& f, std::string_view name) {
   for (QuantizedWeight& w : find_quantized_weights(f))
     if (w.name == name) return std::move(w);
-  throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+  throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
               fmt::format("no quantized weight named {}", detail::quote_name(name)));
 }
 

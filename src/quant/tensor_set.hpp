@@ -44,7 +44,7 @@ class TensorSet {
   const File& file_of(std::string_view name) const {
     for (const File* f : files_)
       if (f->header().find(name)) return *f;
-    throw Error(ErrorCode::not_found, {}, std::string(name), std::nullopt,
+    throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
                 "no tensor named " + std::string(name));
   }
 

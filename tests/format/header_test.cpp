@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -24,7 +26,7 @@ std::optional<Error> verdict(const std::vector<std::byte>& file) {
 
 std::string rule_of(const std::vector<std::byte>& file) {
   auto e = verdict(file);
-  return e ? e->rule() : "accept";
+  return e ? std::string(e->rule_name()) : "accept";
 }
 
 std::vector<std::byte> zeros(size_t n) { return std::vector<std::byte>(n); }
@@ -43,8 +45,8 @@ TEST(BadGoldens, EveryFileGetsTheManifestVerdictAndRule) {
     } else {
       ASSERT_TRUE(e.has_value());
       EXPECT_EQ(e->code(), ErrorCode::format);
-      EXPECT_EQ(e->rule(), std::to_string(c["tlio_rule"].get_int64().value()));
-      EXPECT_EQ(std::string(e->what()).rfind("t.safetensors: rule " + e->rule() + ": ", 0), 0u);
+      EXPECT_EQ(e->rule_name(), std::to_string(c["tlio_rule"].get_int64().value()));
+      EXPECT_EQ(std::string(e->what()).rfind("t.safetensors: rule " + std::string(e->rule_name()) + ": ", 0), 0u);
     }
     ++checked;
   }
@@ -65,6 +67,33 @@ TEST(Rule1, LengthPrefix) {
   EXPECT_EQ(rule_of(big), "1");
   auto e = verdict(big);
   EXPECT_EQ(e->offset(), 0u);
+}
+
+// Files that are not safetensors at all are named as what they look like, still under rule 1.
+TEST(Rule1, ForeignFilesAreNamed) {
+  auto message_of = [](std::string_view bytes) {
+    std::vector<std::byte> file(bytes.size());
+    std::memcpy(file.data(), bytes.data(), bytes.size());
+    auto e = verdict(file);
+    EXPECT_TRUE(e.has_value());
+    EXPECT_EQ(e->rule(), Rule::r1_length);
+    return std::string(e->what());
+  };
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"# tlio\n\nA strict, fast tool for model weights.\n", "looks like text (header length"},
+      {"{\n  \"architectures\": [\"LlamaForCausalLM\"]\n}\n", "looks like JSON text"},
+      {std::string_view("PK\x03\x04\x00\x00\x08\x08\x00\x00archive/data.pkl", 28), "a zip archive"},
+      {std::string_view("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
+       "a Python pickle"},
+      {std::string_view("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 16), "a GGUF file"},
+      {"abc", "file is 3 bytes"},
+  };
+  for (const auto& [bytes, expected] : cases)
+    EXPECT_NE(message_of(bytes).find(expected), std::string::npos) << message_of(bytes);
+  // A binary prefix that is only a bad length is not guessed at.
+  auto big = zeros(16);
+  big[7] = std::byte{0x01};
+  EXPECT_EQ(verdict(big)->detail().find("looks like"), std::string::npos);
 }
 
 TEST(Rule1, ExactlyTheLimitIsAllowed) {
@@ -178,7 +207,7 @@ TEST(Rule4, TensorNamedInError) {
   auto e =
       verdict(make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", zeros(4)));
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->rule(), "4");
+  EXPECT_EQ(e->rule_name(), "4");
   EXPECT_EQ(e->tensor(), "w");
   EXPECT_EQ(std::string(e->what()),
             "t.safetensors: rule 4: tensor \"w\" (F32 [2]) needs 8 bytes but data_offsets [0, 4] "

@@ -82,7 +82,7 @@ TEST(RealFiles, AbuseAttemptRejectedByRule1) {
                "syoyo-safetensors-cpp__safetensors_abuse_attempt_1.safetensors");
     FAIL() << "accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.rule(), "1");
+    EXPECT_EQ(e.rule_name(), "1");
   }
 }
 

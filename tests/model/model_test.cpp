@@ -34,7 +34,7 @@ void expect_rejected(const std::filesystem::path& dir, const std::string& rule,
     ADD_FAILURE() << "accepted " << dir;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::format) << e.what();
-    EXPECT_EQ(e.rule(), rule) << e.what();
+    EXPECT_EQ(e.rule_name(), rule) << e.what();
     EXPECT_EQ(e.tensor(), tensor) << e.what();
   }
 }
@@ -140,7 +140,7 @@ TEST(Llama, ConfigErrorsNameTheKey) {
       Model::open(dir / "m");
       return std::string("accepted");
     } catch (const Error& e) {
-      EXPECT_EQ(e.rule(), "model") << e.what();
+      EXPECT_EQ(e.rule_name(), "model") << e.what();
       EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
       return e.tensor();
     }
@@ -236,7 +236,7 @@ TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
     Model::open(broken);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.rule(), "bnb") << e.what();
+    EXPECT_EQ(e.rule_name(), "bnb") << e.what();
     EXPECT_NE(std::string(e.what()).find("up_proj.weight.quant_map"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(".safetensors"), std::string::npos) << e.what();
   }

@@ -309,7 +309,7 @@ TEST(BnbQuantState, RoundTripsAndRefusesBadJson) {
       ADD_FAILURE() << "accepted " << json;
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::format) << json;
-      EXPECT_EQ(e.rule(), rule) << json << ": " << e.what();
+      EXPECT_EQ(e.rule_name(), rule) << json << ": " << e.what();
     }
   }
 }
@@ -348,7 +348,7 @@ void expect_rule(const Tensors& ts, const char* rule, const std::string& tensor,
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::format) << e.what();
-    EXPECT_EQ(e.rule(), rule) << e.what();
+    EXPECT_EQ(e.rule_name(), rule) << e.what();
     EXPECT_EQ(e.tensor(), tensor) << e.what();
   }
 }

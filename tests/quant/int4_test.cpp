@@ -211,7 +211,7 @@ std::string int4_rejection(const Metadata& meta, std::vector<TensorData> tensors
     return "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::format);
-    EXPECT_EQ(e.rule(), "int4");
+    EXPECT_EQ(e.rule_name(), "int4");
     EXPECT_EQ(std::string(e.what()).rfind("q.safetensors: int4: ", 0), 0u) << e.what();
     return e.tensor();
   }

@@ -31,7 +31,7 @@ TEST(Limits, HugeDeclaredShapesAllocateNothing) {
     File::from_bytes(test::make_file(h2, std::vector<std::byte>(8)));
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.rule(), "5");  // claims 1 TiB of data, the file has 8 bytes
+    EXPECT_EQ(e.rule_name(), "5");  // claims 1 TiB of data, the file has 8 bytes
   }
   EXPECT_LT(peak_rss_mib() - before, 64);
 }
@@ -64,7 +64,7 @@ TEST(Limits, AHundredMegabyteHeaderOfPaddingAndOneOfNesting) {
     File::from_bytes(test::make_file(deep));
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.rule(), "2");
+    EXPECT_EQ(e.rule_name(), "2");
   }
 }
 

@@ -93,14 +93,33 @@ std::string pad(std::string_view s, size_t width, bool right) {
   return right ? fill + std::string(s) : std::string(s) + fill;
 }
 
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else
+          out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 std::string display_name(std::string_view name) {
   bool plain = !name.empty() && name.front() != ' ' && name.back() != ' ';
   for (unsigned char c : name)
     if (c < 0x20 || c == 0x7F || c == '"') plain = false;
-  if (plain) return std::string(name);
-  std::string out;
-  tlio::append_json_string(out, name);
-  return out;
+  return plain ? std::string(name) : json_string(name);
 }
 
 }  // namespace tlio::cli

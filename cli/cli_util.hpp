@@ -47,6 +47,10 @@ size_t display_width(std::string_view s);
 /// `s` padded with spaces to `width` columns (left-aligned, or right-aligned when `right`).
 std::string pad(std::string_view s, size_t width, bool right = false);
 
+/// `s` as a JSON string literal (the --json outputs): quotes, backslashes and control characters
+/// escaped, everything else (UTF-8 included) as is.
+std::string json_string(std::string_view s);
+
 /// A name as shown in tables: as is, or JSON-quoted when it holds control characters, spaces
 /// at the ends, or is empty.
 std::string display_name(std::string_view name);

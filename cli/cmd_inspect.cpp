@@ -19,12 +19,6 @@ std::string shape_text(std::span<const uint64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-std::string json_str(std::string_view s) {
-  std::string out;
-  tlio::append_json_string(out, s);
-  return out;
-}
-
 // How a quantized weight is described in the dtype column: the scheme and, for bitsandbytes,
 // its block, nesting and the dtype dequantize restores.
 std::string quant_label(const tlio::QuantizedWeight& q) {
@@ -70,18 +64,18 @@ void print_metadata_json(std::string& out, const tlio::File& f) {
   for (const auto& [k, v] : f.metadata()) {
     if (!first) out += ",";
     first = false;
-    out += json_str(k) + ":" + json_str(v);
+    out += json_string(k) + ":" + json_string(v);
   }
   out += "}";
 }
 
 void print_json(const Listing& l) {
   std::string out = "{";
-  out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_str(l.name));
+  out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_string(l.name));
   if (l.config) {
     const auto& c = *l.config;
-    out += fmt::format("\"config\":{{\"arch\":{},\"vocab_size\":{}", json_str(c.arch), c.vocab_size);
-    if (c.course) out += fmt::format(",\"tokenizer\":{}", json_str(c.tokenizer));
+    out += fmt::format("\"config\":{{\"arch\":{},\"vocab_size\":{}", json_string(c.arch), c.vocab_size);
+    if (c.course) out += fmt::format(",\"tokenizer\":{}", json_string(c.tokenizer));
     if (c.arch == "llama")
       out += fmt::format(",\"hidden_size\":{},\"intermediate_size\":{},\"num_hidden_layers\":{},"
                          "\"num_attention_heads\":{},\"num_key_value_heads\":{},\"head_dim\":{},"
@@ -91,7 +85,7 @@ void print_json(const Listing& l) {
                          c.tie_word_embeddings ? "true" : "false");
     out += "},\"files\":[";
     for (size_t i = 0; i < l.files.size(); ++i)
-      out += fmt::format("{}{{\"name\":{},\"size\":{}}}", i ? "," : "", json_str(l.files[i].first),
+      out += fmt::format("{}{{\"name\":{},\"size\":{}}}", i ? "," : "", json_string(l.files[i].first),
                          l.files[i].second);
     out += "],";
   } else {
@@ -106,19 +100,19 @@ void print_json(const Listing& l) {
     const auto& t = *l.tensors[i].info;
     out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
                        "\"bytes\":{}{}}}",
-                       i ? "," : "", json_str(t.name), tlio::dtype_name(t.dtype),
+                       i ? "," : "", json_string(t.name), tlio::dtype_name(t.dtype),
                        fmt::join(t.shape, ","), t.begin, t.end, t.byte_size(),
-                       l.tensors[i].file.empty() ? "" : ",\"file\":" + json_str(l.tensors[i].file));
+                       l.tensors[i].file.empty() ? "" : ",\"file\":" + json_string(l.tensors[i].file));
     ++counts[tlio::dtype_name(t.dtype)];
   }
   out += "],\"quantized\":[";
   for (size_t i = 0; i < l.quantized.size(); ++i) {
     const auto& q = l.quantized[i];
     std::vector<std::string> stored;
-    for (const auto& s : q.stored) stored.push_back(json_str(s));
+    for (const auto& s : q.stored) stored.push_back(json_string(s));
     out += fmt::format("{}{{\"name\":{},\"scheme\":{},\"shape\":[{}],\"dtype\":\"{}\","
                        "\"blocksize\":{},\"nested\":{},\"stored\":[{}],\"bytes\":{}}}",
-                       i ? "," : "", json_str(q.name), json_str(q.scheme), fmt::join(q.shape, ","),
+                       i ? "," : "", json_string(q.name), json_string(q.scheme), fmt::join(q.shape, ","),
                        tlio::dtype_name(q.dtype), q.blocksize, q.nested ? "true" : "false",
                        fmt::join(stored, ","), q.stored_bytes);
   }

@@ -390,21 +390,16 @@ void add_diff(CLI::App& app, int& exit_code) {
       const bool equal = only_a.empty() && only_b.empty() && mismatched.empty() &&
                          std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.equal; });
       if (a->json) {
-        auto js = [](std::string_view s) {
-          std::string o;
-          tlio::append_json_string(o, s);
-          return o;
-        };
         auto num = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
         std::vector<std::string> oa, ob, rs;
-        for (const auto& n : only_a) oa.push_back(js(n));
-        for (const auto& n : only_b) ob.push_back(js(n));
+        for (const auto& n : only_a) oa.push_back(json_string(n));
+        for (const auto& n : only_b) ob.push_back(json_string(n));
         for (const auto& r : rows)
           rs.push_back(fmt::format("{{\"name\":{},\"equal\":{},\"max_abs_diff\":{},\"max_rel_diff\":{},\"rmse\":{}}}",
-                                   js(r.name), r.equal ? "true" : "false", num(r.max_abs),
+                                   json_string(r.name), r.equal ? "true" : "false", num(r.max_abs),
                                    num(r.max_rel), num(r.rmse)));
         std::vector<std::string> ms;
-        for (const auto& m : mismatched) ms.push_back(js(m));
+        for (const auto& m : mismatched) ms.push_back(json_string(m));
         fmt::print("{{\"equal\":{},\"only_in_a\":[{}],\"only_in_b\":[{}],\"mismatched\":[{}],\"tensors\":[{}]}}\n",
                    equal ? "true" : "false", fmt::join(oa, ","), fmt::join(ob, ","), fmt::join(ms, ","),
                    fmt::join(rs, ","));

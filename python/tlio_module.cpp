@@ -135,6 +135,11 @@ void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& meta
   w.commit();
 }
 
+struct QuantizedWeights {
+  std::shared_ptr<tlio::File> file;
+  std::vector<tlio::QuantizedWeight> weights;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_tlio, m) {
@@ -239,23 +244,38 @@ PYBIND11_MODULE(_tlio, m) {
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       })
-      .def("quantized", [](const tlio::File& f) {
+      ;
+
+  // The quantized weights of one file, found once (detection checks every weight): safe_open
+  // makes one on first use, so get_dequantized costs one weight, not one detection per call.
+  py::class_<QuantizedWeights>(m, "QuantizedWeights")
+      .def(py::init([](std::shared_ptr<tlio::File> f) {
+        QuantizedWeights q{f, tlio::find_quantized_weights(*f)};
+        return q;
+      }))
+      .def("list", [](const QuantizedWeights& q) {
         py::list out;
-        for (const auto& q : tlio::find_quantized_weights(f)) {
+        for (const auto& w : q.weights) {
           py::dict d;
-          d["name"] = q.name;
-          d["scheme"] = q.scheme;
-          d["shape"] = q.shape.to_vector();
-          d["dtype"] = std::string(tlio::dtype_name(q.dtype));
-          d["blocksize"] = q.blocksize;
-          d["nested"] = q.nested;
-          d["stored"] = q.stored;
+          d["name"] = w.name;
+          d["scheme"] = w.scheme;
+          d["shape"] = w.shape.to_vector();
+          d["dtype"] = std::string(tlio::dtype_name(w.dtype));
+          d["blocksize"] = w.blocksize;
+          d["nested"] = w.nested;
+          d["stored"] = w.stored;
           out.append(d);
         }
         return out;
       })
-      .def("dequantized", [](const tlio::File& f, const std::string& name, const std::string& dtype) {
-        const tlio::QuantizedReader r(f, name);
+      .def("dequantized", [](const QuantizedWeights& q, const std::string& name,
+                             const std::string& dtype) {
+        auto it = std::find_if(q.weights.begin(), q.weights.end(),
+                               [&](const tlio::QuantizedWeight& w) { return w.name == name; });
+        if (it == q.weights.end())
+          throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
+                            "no quantized weight named \"" + name + "\"", q.file->name());
+        const tlio::QuantizedReader r(*q.file, *it);
         tlio::Dtype to = r.weight().dtype;
         if (!dtype.empty()) {
           auto d = tlio::parse_dtype_alias(dtype);

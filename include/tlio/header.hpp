@@ -67,18 +67,6 @@ class TLIO_API Header {
   uint64_t data_size_ = 0;
 };
 
-/// The canonical header text (writer rules 1-4, padding included) for `tensors` laid out in the
-/// order given, with their begin/end as given. Metadata is omitted when empty.
-TLIO_API std::string canonical_header(const Metadata& metadata,
-                                      const std::vector<TensorInfo>& tensors);
-
-/// Sorts tensors into canonical write order (dtype rank, then name bytes) and assigns
-/// contiguous data offsets. Throws Error{invalid_argument} on size overflow.
-TLIO_API void canonical_layout(std::vector<TensorInfo>& tensors);
-
-/// Appends `s` as a JSON string literal with the reference escaping (serde_json compact).
-TLIO_API void append_json_string(std::string& out, std::string_view s);
-
 /// Byte size of `count` elements of `dtype`; nullopt on overflow or when count * bits is not
 /// a whole number of bytes.
 TLIO_API std::optional<uint64_t> tensor_bytes(Dtype dtype,

@@ -60,6 +60,7 @@ class safe_open:
         if device != "cpu":
             raise ValueError(f"device {device!r} is not supported: tlio maps files on the CPU")
         self._file = _tlio.File(str(filename))
+        self._quantized = None
 
     def __enter__(self):
         return self
@@ -104,13 +105,18 @@ class safe_open:
     def quantized(self):
         """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8) as dicts: name,
         scheme, shape, dtype (restored by default), blocksize, nested, stored."""
-        return self._file.quantized()
+        return self._quantized_weights().list()
+
+    def _quantized_weights(self):
+        if self._quantized is None:
+            self._quantized = _tlio.QuantizedWeights(self._file)
+        return self._quantized
 
     def get_dequantized(self, name, dtype=None):
         """Quantized weight `name` dequantized into a new array of its logical shape, as its
         default dtype (bitsandbytes 4-bit: the original) or dtype "F32", "F16", "BF16" (BF16 as
         raw uint16 bits, like BF16 tensors)."""
-        return self._file.dequantized(name, "" if dtype is None else str(dtype))
+        return self._quantized_weights().dequantized(name, "" if dtype is None else str(dtype))
 
 
 def load_file(filename, device="cpu"):

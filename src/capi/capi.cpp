@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "tlio/tlio.hpp"
 

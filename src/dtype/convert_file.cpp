@@ -3,7 +3,7 @@
 #include <fmt/core.h>
 
 #include "common/text.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"

@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "format/header_parse.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
+#include "format/header_text.hpp"
 #include "format/slice.hpp"
 #include "io/checked.hpp"
 #include "io/copy.hpp"
@@ -124,8 +125,8 @@ std::vector<std::byte> File::raw_header() const {
 
 bool File::is_canonical() const {
   std::vector<TensorInfo> layout = tensors();
-  canonical_layout(layout);
-  std::string text = canonical_header(metadata(), layout);
+  detail::canonical_layout(layout);
+  std::string text = detail::canonical_header(metadata(), layout);
   std::vector<std::byte> raw = raw_header();
   return text.size() == raw.size() &&
          std::equal(text.begin(), text.end(), raw.begin(),

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "format/name_index.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"

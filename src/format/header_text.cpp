@@ -1,57 +1,17 @@
-// format/header_text.cpp: the canonical header (writer rules 1-4) and its JSON escaping.
+// format/header_text.cpp: the canonical header (writer rules 1-4) and byte counts of tensors.
 #include <fmt/core.h>
 
 #include <algorithm>
 
+#include "common/json_text.hpp"
+#include "format/header_text.hpp"
 #include "io/checked.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
 
 namespace tlio {
 
-void append_json_string(std::string& out, std::string_view s) {
-  // serde_json's compact escaping: the two mandatory escapes, the short forms for \b \t \n \f \r,
-  // \u00XX (lowercase hex) for other control characters; everything else raw, including
-  // '/', DEL and non-ASCII.
-  static constexpr char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  size_t run = 0;  // start of the pending run of bytes copied as they are
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        out += "\\u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out.push_back('"');
-}
+using detail::append_json_string;
 
 std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shape) noexcept {
   for (uint64_t d : shape)
@@ -67,7 +27,7 @@ std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shap
   return *bits / 8;
 }
 
-void canonical_layout(std::vector<TensorInfo>& tensors) {
+void detail::canonical_layout(std::vector<TensorInfo>& tensors) {
   std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     int ra = write_rank(a.dtype), rb = write_rank(b.dtype);
     return ra != rb ? ra < rb : a.name < b.name;  // std::string compares bytes as unsigned
@@ -84,7 +44,8 @@ void canonical_layout(std::vector<TensorInfo>& tensors) {
   }
 }
 
-std::string canonical_header(const Metadata& metadata, const std::vector<TensorInfo>& tensors) {
+std::string detail::canonical_header(const Metadata& metadata,
+                                     const std::vector<TensorInfo>& tensors) {
   std::string out;
   out.reserve(64 + tensors.size() * 80);
   out.push_back('{');

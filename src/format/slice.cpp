@@ -4,7 +4,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {

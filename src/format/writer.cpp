@@ -14,7 +14,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
+#include "format/header_text.hpp"
 #include "io/checked.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
@@ -50,8 +51,8 @@ struct Writer::Impl {
   void freeze() {
     if (frozen) return;
     check_open();
-    canonical_layout(tensors);
-    std::string text = canonical_header(metadata, tensors);
+    detail::canonical_layout(tensors);
+    std::string text = detail::canonical_header(metadata, tensors);
     if (text.size() > kMaxHeaderSize)
       throw_invalid(fmt::format("header would be {} bytes, over the limit of {}", text.size(),
                                 kMaxHeaderSize));

@@ -5,7 +5,7 @@
 
 #include <fmt/core.h>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
 

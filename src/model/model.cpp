@@ -7,7 +7,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
 #include "quant/tensor_set.hpp"

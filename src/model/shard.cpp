@@ -6,7 +6,8 @@
 
 #include <fmt/core.h>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
+#include "format/header_text.hpp"
 #include "io/checked.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
@@ -59,7 +60,7 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
 
   // Greedy over the canonical order: start a new shard when the next tensor would overflow it.
   std::vector<TensorInfo> layout = src.tensors();
-  canonical_layout(layout);
+  detail::canonical_layout(layout);
   std::vector<std::vector<const TensorInfo*>> shards(1);
   uint64_t used = 0, total = 0;
   for (const TensorInfo& t : layout) {

@@ -12,7 +12,7 @@
 
 #include "common/json_doc.hpp"
 #include "common/parallel.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "io/copy.hpp"
 #include "quant/bnb_kernels.hpp"

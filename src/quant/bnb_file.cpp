@@ -9,7 +9,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"

@@ -13,7 +13,7 @@
 #include "quant/bnb_file.hpp"
 #include "quant/tensor_set.hpp"
 #include "quant/int4_kernels.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"

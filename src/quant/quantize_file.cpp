@@ -12,7 +12,7 @@
 #include <fmt/core.h>
 
 #include "common/text.hpp"
-#include "format/quote.hpp"
+#include "common/json_text.hpp"
 #include "io/checked.hpp"
 #include "quant/bnb_file.hpp"
 #include "tlio/bnb.hpp"

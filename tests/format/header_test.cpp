@@ -274,25 +274,6 @@ TEST(Header, EscapedNamesCompareUnescaped) {
   EXPECT_EQ(f.tensors()[0].name, "\xC3\xA9\xF0\x9F\x98\x80");
 }
 
-TEST(Header, CanonicalText) {
-  std::vector<TensorInfo> t(1);
-  t[0].name = "w";
-  t[0].dtype = Dtype::F32;
-  t[0].shape = {2, 2};
-  canonical_layout(t);
-  EXPECT_EQ(
-      canonical_header({{"format", "tinyllm"}}, t),
-      R"({"__metadata__":{"format":"tinyllm"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})"
-      "   ");
-  EXPECT_EQ(canonical_header({}, {}), "{}      ");
-}
-
-TEST(Header, JsonEscaping) {
-  std::string out;
-  append_json_string(out, std::string("a\"b\\c\b\t\n\f\r\x01\x1f\x7f/\xC3\xA9", 16));
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\b\\t\\n\\f\\r\\u0001\\u001f\x7f/\xC3\xA9\"");
-}
-
 TEST(Header, TensorBytes) {
   uint64_t big[] = {UINT64_MAX, 2};
   EXPECT_FALSE(tensor_bytes(Dtype::U8, big));

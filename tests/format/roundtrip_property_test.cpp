@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "common/json_text.hpp"
 #include "test_util.hpp"
 #include "tlio/file.hpp"
 #include "tlio/writer.hpp"
@@ -87,7 +88,7 @@ std::string render(const Metadata& meta, std::vector<TensorInfo> tensors, std::m
   auto str = [&](const std::string& s) {
     if (style == 3) return escape_everything(s);
     std::string o;
-    append_json_string(o, s);
+    detail::append_json_string(o, s);
     return o;
   };
   std::vector<std::string> items;

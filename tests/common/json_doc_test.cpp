@@ -1,0 +1,51 @@
+// Tests for common/json_doc.hpp: strict small JSON documents and typed fields.
+#include "common/json_doc.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+Error error_of(std::string_view json) {
+  try {
+    JsonDoc doc(json, "config.json", Rule::model);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << json;
+  return Error(ErrorCode::format, Rule::none, {}, {}, "");
+}
+
+TEST(JsonDoc, RefusesInvalidNonObjectsAndDuplicatesAtAnyDepth) {
+  EXPECT_NE(std::string(error_of("{").detail()).find("invalid JSON"), std::string::npos);
+  EXPECT_EQ(error_of("[1]").detail(), "not a JSON object");
+  const Error dup = error_of(R"({"a": {"b": [{"c": 1, "c": 2}]}})");
+  EXPECT_EQ(dup.tensor(), "c");
+  EXPECT_EQ(dup.rule(), Rule::model);
+  EXPECT_EQ(dup.source(), "config.json");
+  EXPECT_STREQ(dup.what(), "config.json: model: key \"c\" appears twice");
+}
+
+TEST(JsonDoc, TypedFields) {
+  const JsonDoc doc(R"({"s": "x", "n": 7, "b": true, "z": null, "neg": -1})", "c", Rule::model);
+  EXPECT_EQ(doc.optional_string("s"), "x");
+  EXPECT_EQ(doc.optional_string("missing"), std::nullopt);
+  EXPECT_EQ(doc.optional_string("z"), std::nullopt);  // null is absent
+  EXPECT_EQ(doc.required_uint("n"), 7u);
+  EXPECT_EQ(doc.optional_bool("b"), true);
+  EXPECT_THROW(doc.optional_string("n"), Error);
+  EXPECT_THROW(doc.optional_uint("neg"), Error);
+  EXPECT_THROW(doc.optional_bool("s"), Error);
+  try {
+    doc.required_uint("missing");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.tensor(), "missing");
+    EXPECT_EQ(e.detail(), "missing key missing");
+  }
+}
+
+}  // namespace
+}  // namespace tlio::detail

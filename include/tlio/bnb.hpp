@@ -33,10 +33,6 @@ TLIO_API const std::array<float, 16>& bnb_4bit_table(BnbQuantType type) noexcept
 /// create_dynamic_map(): the 256 sorted values of the 8-bit blockwise code.
 TLIO_API const std::array<float, 256>& bnb_dynamic_map() noexcept;
 
-/// The float32 mean of `values` as torch computes it on a CPU (its summation order), which is
-/// what bitsandbytes stores as nested_offset.
-TLIO_API float bnb_mean(std::span<const float> values) noexcept;
-
 // ---- 4-bit ------------------------------------------------------------------------------------
 
 /// Quantizes n = x.size() values: packed holds (n + 1) / 2 bytes (element 2j in the high nibble),
@@ -101,9 +97,6 @@ struct BnbQuantState {
 TLIO_API BnbQuantState parse_bnb_quant_state(std::string_view json);
 /// The JSON exactly as Python's json.dumps writes it for bitsandbytes (key order, ", " and ": ").
 TLIO_API std::string bnb_quant_state_json(const BnbQuantState& state);
-/// Python's repr() of a float: shortest round-trip digits, exponent form below 1e-4 and from
-/// 1e16, ".0" on whole numbers ("0.0", "1e-05", "0.05738766863942146").
-TLIO_API std::string python_float_repr(double value);
 
 // ---- LLM.int8 -----------------------------------------------------------------------------------
 

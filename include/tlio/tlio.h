@@ -12,8 +12,10 @@
 
 #if defined(TLIO_STATIC_DEFINE)
 #define TL_API
-#elif defined(_WIN32)
+#elif defined(_WIN32) && defined(TLIO_BUILDING_LIBRARY)
 #define TL_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define TL_API __declspec(dllimport)
 #else
 #define TL_API __attribute__((visibility("default")))
 #endif
@@ -155,9 +157,32 @@ TL_API int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info*
 TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t first,
                              uint64_t count, tl_dtype out, void* dst, size_t dst_size);
 
-/* Whole files, written atomically. scheme: "int4-g<G>-sym", "nf4", "fp4" or "int8"; blocksize
- * (nf4/fp4; 0 means 64) and nested (nf4/fp4) as `tlio quantize`; include/exclude are regexes
- * or NULL. */
+/* Options of tl_quantize_file_with. Options grow at the end: a caller sets struct_size to the
+ * sizeof it was compiled with (tl_quantize_options_init does), and fields past that size keep
+ * their defaults, so a program built against an older tlio.h keeps working with a newer
+ * libtlio. A struct_size smaller than the first version's, or larger than this library's, is
+ * TL_EINVAL (an older library does not know the newer fields, so it refuses rather than
+ * ignoring them). */
+typedef void (*tl_progress_fn)(uint64_t done, uint64_t total, void* user);
+typedef struct tl_quantize_options {
+  size_t struct_size;     /* sizeof(tl_quantize_options) */
+  const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4" or "int8" (required) */
+  const char* include;    /* regex searched in names, or NULL: replaces the default selection */
+  const char* exclude;    /* regex searched in names, or NULL */
+  uint64_t blocksize;     /* nf4/fp4: 32, 64, ..., 4096; 0 means 64 */
+  int nested;             /* nf4/fp4: quantize the absmax too */
+  tl_dtype storage;       /* nf4/fp4: dtype the packed codes are stored as (default TL_U8) */
+  tl_progress_fn progress; /* output bytes done / total, or NULL */
+  void* progress_user;    /* passed to progress */
+} tl_quantize_options;
+/* Fills `options` with the defaults and struct_size. */
+TL_API void tl_quantize_options_init(tl_quantize_options* options);
+/* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`). */
+TL_API int tl_quantize_file_with(const char* src, const char* dst,
+                                 const tl_quantize_options* options);
+
+/* The fixed-argument form of tl_quantize_file_with (kept for existing callers): blocksize
+ * (0 means 64) and nested as there, the other options at their defaults. */
 TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme,
                             uint64_t blocksize, int nested, const char* include,
                             const char* exclude);

@@ -7,6 +7,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -306,18 +307,54 @@ int tl_quantized_read(const tl_file* file, const char* name, uint64_t first, uin
   });
 }
 
-int tl_quantize_file(const char* src, const char* dst, const char* scheme, uint64_t blocksize,
-                     int nested, const char* include, const char* exclude) {
-  TL_REQUIRE(src && dst && scheme, "tl_quantize_file: NULL argument");
+void tl_quantize_options_init(tl_quantize_options* options) {
+  if (!options) return;
+  *options = tl_quantize_options{};
+  options->struct_size = sizeof(tl_quantize_options);
+  options->storage = TL_U8;
+}
+
+// The first tl_quantize_options is this one: a smaller struct_size is not a tl_quantize_options.
+// A field added later is read only when the caller's struct_size covers it
+// (offsetof(field) + sizeof(field) <= struct_size) and keeps its default otherwise.
+static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
+                                                     sizeof(void*);
+
+int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_options* options) {
+  TL_REQUIRE(src && dst && options, "tl_quantize_file_with: NULL argument");
+  TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&
+                 options->struct_size <= sizeof(tl_quantize_options),
+             "tl_quantize_file_with: struct_size is not that of a tl_quantize_options "
+             "(use tl_quantize_options_init)");
+  TL_REQUIRE(options->scheme, "tl_quantize_file_with: no scheme");
   return guard([&] {
+    const tl_quantize_options& c = *options;
     tlio::QuantizeOptions o;
-    o.scheme = scheme;
-    o.include = include ? include : "";
-    o.exclude = exclude ? exclude : "";
-    o.blocksize = blocksize ? blocksize : 64;
-    o.nested = nested != 0;
+    o.scheme = c.scheme;
+    o.include = c.include ? c.include : "";
+    o.exclude = c.exclude ? c.exclude : "";
+    o.blocksize = c.blocksize ? c.blocksize : 64;
+    o.nested = c.nested != 0;
+    o.storage = to_cpp(c.storage);
+    if (c.progress) {
+      const tl_progress_fn fn = c.progress;
+      void* user = c.progress_user;
+      o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
+    }
     tlio::quantize_file(tlio::File::open(src), dst, o);
   });
+}
+
+int tl_quantize_file(const char* src, const char* dst, const char* scheme, uint64_t blocksize,
+                     int nested, const char* include, const char* exclude) {
+  tl_quantize_options o;
+  tl_quantize_options_init(&o);
+  o.scheme = scheme;
+  o.blocksize = blocksize;
+  o.nested = nested;
+  o.include = include;
+  o.exclude = exclude;
+  return tl_quantize_file_with(src, dst, &o);
 }
 
 int tl_dequantize_file(const char* src, const char* dst, int dtype) {

@@ -13,6 +13,7 @@
 #include "common/json_doc.hpp"
 #include "common/parallel.hpp"
 #include "common/json_text.hpp"
+#include "quant/bnb_detail.hpp"
 #include "io/checked.hpp"
 #include "io/copy.hpp"
 #include "quant/bnb_kernels.hpp"
@@ -307,7 +308,7 @@ float torch_sum(std::span<const float> x) {
 
 }  // namespace
 
-float bnb_mean(std::span<const float> values) noexcept {
+float detail::bnb_mean(std::span<const float> values) noexcept {
   if (values.empty()) return std::nanf("");
   return torch_sum(values) / static_cast<float>(values.size());
 }
@@ -396,7 +397,7 @@ BnbNestedAbsmax bnb_nest_absmax(std::span<const float> absmax, uint64_t blocksiz
                                 std::optional<float> offset) {
   BnbNestedAbsmax nested;
   nested.blocksize = blocksize;
-  nested.offset = offset ? *offset : bnb_mean(absmax);
+  nested.offset = offset ? *offset : detail::bnb_mean(absmax);
   std::vector<float> centred(absmax.size());
   for (size_t i = 0; i < absmax.size(); ++i) centred[i] = absmax[i] - nested.offset;
   nested.codes.resize(absmax.size());
@@ -503,7 +504,7 @@ BnbQuantState parse_bnb_quant_state(std::string_view json) {
   return st;
 }
 
-std::string python_float_repr(double value) {
+std::string detail::python_float_repr(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
   char buf[64];
@@ -542,7 +543,7 @@ std::string bnb_quant_state_json(const BnbQuantState& st) {
   if (st.nested)
     out += fmt::format(", \"nested_blocksize\": {}, \"nested_dtype\": \"{}\", \"nested_offset\": {}",
                        st.nested_blocksize, torch_name(st.nested_dtype),
-                       python_float_repr(st.nested_offset));
+                       detail::python_float_repr(st.nested_offset));
   return out + "}";
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 
+#include "quant/bnb_detail.hpp"
 #include "test_util.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
@@ -20,6 +21,8 @@
 namespace tlio {
 namespace {
 
+using detail::bnb_mean;
+using detail::python_float_repr;
 using test::data_dir;
 
 std::filesystem::path bnb_dir() { return data_dir() / "bnb"; }

@@ -22,18 +22,24 @@ std::string shape_text(std::span<const uint64_t> shape) {
 // How a quantized weight is described in the dtype column: the scheme and, for bitsandbytes,
 // its block, nesting and the dtype dequantize restores.
 std::string quant_label(const tlio::QuantizedWeight& q) {
-  if (q.scheme == "nf4" || q.scheme == "fp4")
-    return fmt::format("{} bs{}{} -> {}", q.scheme, q.blocksize, q.nested ? " nested" : "",
-                       tlio::dtype_name(q.dtype));
-  if (q.scheme == "int8") return "int8 (LLM.int8)";
-  return q.scheme;
+  switch (q.scheme.kind()) {
+    case tlio::SchemeKind::bnb_4bit:
+      return fmt::format("{} bs{}{} -> {}", q.scheme.name(), q.scheme.block(),
+                         q.scheme.nested() ? " nested" : "", tlio::dtype_name(q.dtype));
+    case tlio::SchemeKind::llm_int8:
+      return "int8 (LLM.int8)";
+    case tlio::SchemeKind::int4:
+      break;
+  }
+  return q.scheme.name();
 }
 
 // The distinct schemes, in order of appearance.
 std::string scheme_list(const std::vector<tlio::QuantizedWeight>& quantized) {
   std::vector<std::string> schemes;
   for (const auto& q : quantized)
-    if (std::find(schemes.begin(), schemes.end(), q.scheme) == schemes.end()) schemes.push_back(q.scheme);
+    if (std::find(schemes.begin(), schemes.end(), q.scheme.name()) == schemes.end())
+      schemes.push_back(q.scheme.name());
   return fmt::format("{}", fmt::join(schemes, ", "));
 }
 
@@ -112,8 +118,8 @@ void print_json(const Listing& l) {
     for (const auto& s : q.stored) stored.push_back(json_string(s));
     out += fmt::format("{}{{\"name\":{},\"scheme\":{},\"shape\":[{}],\"dtype\":\"{}\","
                        "\"blocksize\":{},\"nested\":{},\"stored\":[{}],\"bytes\":{}}}",
-                       i ? "," : "", json_string(q.name), json_string(q.scheme), fmt::join(q.shape, ","),
-                       tlio::dtype_name(q.dtype), q.blocksize, q.nested ? "true" : "false",
+                       i ? "," : "", json_string(q.name), json_string(q.scheme.name()), fmt::join(q.shape, ","),
+                       tlio::dtype_name(q.dtype), q.scheme.block(), q.scheme.nested() ? "true" : "false",
                        fmt::join(stored, ","), q.stored_bytes);
   }
   out += "],\"dtype_counts\":{";

@@ -1,5 +1,9 @@
 // cli/cmd_quantize.cpp: `tlio quantize` and `tlio dequantize`.
 #include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -10,68 +14,127 @@
 
 namespace tlio::cli {
 
+namespace {
+
+// "a, b or c".
+std::string or_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return out;
+}
+
+// The scheme names for --scheme's help: "int4-g<group>-sym (e.g. int4-g32-sym), nf4, fp4 or int8".
+std::string scheme_choices() {
+  std::vector<std::string> names;
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+    names.push_back(s.syntax.find('<') == std::string_view::npos  // a pattern gets an example
+                        ? std::string(s.syntax)
+                        : fmt::format("{} (e.g. {})", s.syntax, s.example));
+  return or_list(names);
+}
+
+// The registry's description of every scheme, as the footer's table.
+std::string scheme_table() {
+  size_t width = 0;
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes()) width = std::max(width, s.syntax.size());
+  std::string out = "Schemes:\n";
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
+    std::string_view layout = s.layout;
+    bool first = true;
+    while (!layout.empty()) {
+      const size_t nl = layout.find('\n');
+      out += fmt::format("  {:<{}}  {}\n", first ? s.syntax : "", width, layout.substr(0, nl));
+      layout = nl == std::string_view::npos ? std::string_view{} : layout.substr(nl + 1);
+      first = false;
+    }
+  }
+  return out;
+}
+
+// One command-line option per scheme option (several schemes may share one).
+struct SchemeFlag {
+  std::string name;
+  CLI::Option* cli = nullptr;
+  std::string value;
+  bool flag = false;
+};
+
+}  // namespace
+
 void add_quantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("quantize", "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8)");
   cmd->footer(
-      "Schemes:\n"
-      "  int4-g<G>-sym  tinyllm: <name> becomes <name>.qweight + <name>.scales\n"
-      "  nf4, fp4       bitsandbytes 4-bit, the layout transformers saves for Linear4bit:\n"
-      "                 <name> (packed) + .absmax, .quant_map, .quant_state.bitsandbytes__<type>\n"
-      "                 (+ .nested_absmax, .nested_quant_map with --nested)\n"
-      "  int8           LLM.int8 (Linear8bitLt): <p>.weight I8 + <p>.SCB + <p>.weight_format\n"
+      scheme_table() +
       "By default the 2-D *_proj.weight matrices are quantized; embeddings, norms, lm_head and\n"
       "1-D tensors are kept. --include REGEX replaces that selection, --exclude REGEX removes\n"
-      "from it (searches). Prints the quantization error per tensor and the size saved.\n\n"
+      "from it (searches). Prints the quantization error per tensor and the size saved. An\n"
+      "option the scheme does not have is a usage error.\n\n"
       "Examples:\n"
       "  tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym\n"
       "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
-    std::string in, out, scheme, include, exclude, storage = "U8";
-    uint64_t blocksize = 64;
-    bool nested = false;
+    std::string in, out, scheme, include, exclude;
+    std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file")->required();
   cmd->add_option("OUT", a->out, "Output file")->required();
-  cmd->add_option("--scheme", a->scheme, "int4-g<group>-sym (e.g. int4-g32-sym), nf4, fp4 or int8")
+  cmd->add_option("--scheme", a->scheme, scheme_choices())
       ->required()
       ->check([](const std::string& v) -> std::string {
-        return tlio::is_quant_scheme(v) ? std::string{}
-                                        : "unknown scheme '" + v + "' (int4-g<group>-sym, nf4, fp4, int8)";
+        if (tlio::QuantScheme::try_parse(v)) return {};
+        std::vector<std::string> syntaxes;
+        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) syntaxes.emplace_back(s.syntax);
+        return fmt::format("unknown scheme '{}' ({})", v, fmt::join(syntaxes, ", "));
       });
-  auto* blocksize = cmd->add_option("--blocksize", a->blocksize, "nf4/fp4: values per absmax, 32..4096 (default 64)")
-      ->check([](const std::string& v) -> std::string {
-        try {
-          return tlio::is_bnb_4bit_blocksize(std::stoull(v)) ? std::string{}
-                                                             : "--blocksize must be 32, 64, ..., 4096";
-        } catch (...) {
-          return "--blocksize must be 32, 64, ..., 4096";
+  // The registry's options, each once, its help prefixed by the schemes that have it.
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+    for (const tlio::SchemeOptionInfo& o : s.options)
+      if (std::none_of(a->options.begin(), a->options.end(),
+                       [&](const SchemeFlag& f) { return f.name == o.name; }))
+        a->options.push_back({std::string(o.name), nullptr, {}, o.kind == tlio::OptionKind::flag});
+  for (SchemeFlag& f : a->options) {
+    std::vector<std::string> owners;
+    std::string_view help;
+    for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+      for (const tlio::SchemeOptionInfo& o : s.options)
+        if (o.name == f.name) {
+          std::string names(s.syntax);
+          for (size_t at; (at = names.find(", ")) != std::string::npos;) names.replace(at, 2, "/");
+          owners.push_back(names);
+          help = o.help;
         }
-      });
-  auto* nested = cmd->add_flag("--nested", a->nested, "nf4/fp4: quantize the absmax too (double quantization)");
-  auto* storage = cmd->add_option("--storage", a->storage, "nf4/fp4: dtype the packed bytes are stored as (default U8)")
-      ->check([](const std::string& v) -> std::string {
-        auto d = tlio::parse_dtype_alias(v);
-        return d ? std::string{} : "unknown dtype '" + v + "'";
-      });
+    const std::string text = fmt::format("{}: {}", fmt::join(owners, "/"), help);
+    bool numeric = false;
+    for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+      for (const tlio::SchemeOptionInfo& o : s.options)
+        if (o.name == f.name) numeric = o.kind == tlio::OptionKind::number;
+    if (f.flag)
+      f.cli = cmd->add_flag_callback("--" + f.name, [&f] { f.value = "true"; }, text);
+    else
+      f.cli = cmd->add_option("--" + f.name, f.value, text)->type_name(numeric ? "UINT" : "TEXT");
+  }
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
   cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");
-  cmd->callback([a, blocksize, nested, storage, &exit_code] {
+  cmd->callback([a, &exit_code] {
+    // The scheme and its options first: an option it does not have is a usage error.
+    tlio::QuantizeOptions o;
+    try {
+      o.scheme = tlio::QuantScheme::parse(a->scheme);
+      for (const SchemeFlag& f : a->options)
+        if (f.cli->count()) o.scheme.set_option(f.name, f.value);
+    } catch (const tlio::Error& e) {
+      print_error(e.what());
+      exit_code = kExitUsage;
+      return;
+    }
     exit_code = guarded([&] {
       tlio::File src = tlio::File::open(a->in);
       ProgressBar bar("quantizing");
-      const bool bnb4 = a->scheme == "nf4" || a->scheme == "fp4";
-      if (!bnb4 && (blocksize->count() || nested->count() || storage->count()))
-        throw tlio::Error(tlio::ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                          "--blocksize, --nested and --storage apply to nf4 and fp4 only");
-      tlio::QuantizeOptions o;
-      o.scheme = a->scheme;
       o.include = a->include;
       o.exclude = a->exclude;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      o.blocksize = a->blocksize;
-      o.nested = a->nested;
-      o.storage = *tlio::parse_dtype_alias(a->storage);
       tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
       bar.finish();
       size_t done = 0;

@@ -277,7 +277,7 @@ void add_stats(CLI::App& app, int& exit_code) {
         auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
         if (q != quantized.end()) {
           each = [&, q](const auto& fn) { for_each_chunk(f, *q, fn); };
-          kind = fmt::format("{} [{}]", q->scheme, fmt::join(q->shape, ", "));
+          kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
         } else {
           const tlio::TensorInfo& t = f.header().at(name);
           if (!numeric(t.dtype)) {

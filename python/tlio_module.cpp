@@ -235,7 +235,7 @@ PYBIND11_MODULE(_tlio, m) {
                throw py::value_error("out must be a writable C-contiguous array");
              if (static_cast<uint64_t>(out.nbytes()) != t.byte_size() ||
                  out.dtype().itemsize() != numpy_dtype(t.dtype).itemsize())
-               throw py::value_error("out does not match tensor \"" + n + "\" (" +
+               throw py::value_error("out does not match tensor " + std::string(py::repr(py::str(n))) + " (" +
                                      std::to_string(t.byte_size()) + " bytes of " +
                                      std::string(tlio::dtype_name(t.dtype)) + ")");
              f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
@@ -258,11 +258,11 @@ PYBIND11_MODULE(_tlio, m) {
         for (const auto& w : q.weights) {
           py::dict d;
           d["name"] = w.name;
-          d["scheme"] = w.scheme;
+          d["scheme"] = w.scheme.name();
           d["shape"] = w.shape.to_vector();
           d["dtype"] = std::string(tlio::dtype_name(w.dtype));
-          d["blocksize"] = w.blocksize;
-          d["nested"] = w.nested;
+          d["blocksize"] = w.scheme.block();
+          d["nested"] = w.scheme.nested();
           d["stored"] = w.stored;
           out.append(d);
         }
@@ -274,7 +274,8 @@ PYBIND11_MODULE(_tlio, m) {
                                [&](const tlio::QuantizedWeight& w) { return w.name == name; });
         if (it == q.weights.end())
           throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
-                            "no quantized weight named \"" + name + "\"", q.file->name());
+                            "no quantized weight named " + std::string(py::repr(py::str(name))),
+                            q.file->name());
         const tlio::QuantizedReader r(*q.file, *it);
         tlio::Dtype to = r.weight().dtype;
         if (!dtype.empty()) {
@@ -315,18 +316,21 @@ PYBIND11_MODULE(_tlio, m) {
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                             const std::string& scheme, const std::string& include,
-                            const std::string& exclude, uint64_t blocksize, bool nested,
-                            const std::string& storage) {
+                            const std::string& exclude, std::optional<uint64_t> blocksize,
+                            std::optional<bool> nested, std::optional<std::string> storage) {
     tlio::QuantizeOptions o;
-    o.scheme = scheme;
+    o.scheme = tlio::QuantScheme::parse(scheme);
+    // Only the options given: one the scheme does not have is a ValueError (as in the CLI).
+    if (blocksize) o.scheme.set_option("blocksize", std::to_string(*blocksize));
+    if (nested) o.scheme.set_option("nested", *nested ? "true" : "false");
+    if (storage) o.scheme.set_option("storage", *storage);
     o.include = include;
     o.exclude = exclude;
-    o.blocksize = blocksize;
-    o.nested = nested;
-    auto st = tlio::parse_dtype_alias(storage);
-    if (!st) throw py::value_error("unknown storage dtype '" + storage + "'");
-    o.storage = *st;
-    auto r = tlio::quantize_file(tlio::File::open(in), out, o);
+    tlio::QuantizeReport r;
+    {
+      py::gil_scoped_release release;  // a whole file: let other threads run
+      r = tlio::quantize_file(tlio::File::open(in), out, o);
+    }
     py::list items;
     for (const auto& i : r.items) {
       py::dict d;
@@ -339,7 +343,7 @@ PYBIND11_MODULE(_tlio, m) {
     }
     return items;
   }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "",
-     py::arg("blocksize") = 64, py::arg("nested") = false, py::arg("storage") = "U8");
+     py::arg("blocksize") = py::none(), py::arg("nested") = py::none(), py::arg("storage") = py::none());
   m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                               const std::optional<std::string>& dtype) {
     std::optional<tlio::Dtype> d;

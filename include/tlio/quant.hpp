@@ -3,20 +3,24 @@
 //   bitsandbytes 4-bit (nf4/fp4): `<w>` packed codes + `<w>.absmax`, `<w>.quant_map`
 //     [+ `<w>.nested_absmax`, `<w>.nested_quant_map`] + `<w>.quant_state.bitsandbytes__<type>`;
 //   LLM.int8: `<p>.weight` I8 [out, in] + `<p>.SCB` F32 [out] [+ `<p>.weight_format`].
-// This header gives the int4 kernels (bnb.hpp has the bitsandbytes ones), the detection and
-// consistency checks of quantized weights in a file, readers that dequantize on demand, and
-// whole-file quantize and dequantize.
+// This header gives the quantization schemes as types (QuantScheme: a scheme and its options,
+// named, parsed and bounded in one registry), the int4 kernels (bnb.hpp has the bitsandbytes
+// ones), the detection and consistency checks of quantized weights in a file, a reader that
+// dequantizes any of them on demand, and whole-file quantize and dequantize.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "tlio/bnb.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
@@ -25,11 +29,94 @@
 
 namespace tlio {
 
-// ---- tinyllm int4-g<group>-sym -----------------------------------------------------------------
+namespace detail {
+class WeightDecoder;
+}  // namespace detail
 
-/// Parses "int4-g<group>-sym" (group a positive decimal without leading zeros); nullopt otherwise.
-TLIO_API std::optional<uint64_t> parse_int4_scheme(std::string_view scheme) noexcept;
-TLIO_API std::string int4_scheme_name(uint64_t group);
+// ---- schemes ---------------------------------------------------------------------------------
+
+/// The quantization schemes tlio reads and writes.
+enum class SchemeKind : uint8_t {
+  int4,      ///< tinyllm "int4-g<group>-sym": <w>.qweight + <w>.scales
+  bnb_4bit,  ///< bitsandbytes "nf4" / "fp4" (Linear4bit), optionally nested
+  llm_int8,  ///< bitsandbytes "int8" (LLM.int8, Linear8bitLt)
+};
+
+struct Int4Options {
+  uint64_t group = 32;  ///< values per F16 scale along a row
+};
+struct Bnb4bitOptions {
+  BnbQuantType type = BnbQuantType::nf4;
+  uint64_t blocksize = 64;    ///< 32, 64, ..., 4096
+  bool nested = false;        ///< quantize the absmax too (compress_statistics)
+  Dtype storage = Dtype::U8;  ///< dtype the packed bytes are stored as (quant_storage)
+};
+struct LlmInt8Options {};
+
+/// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
+/// "int8"), then options set by name; every scheme's name syntax, options and bounds live in one
+/// registry (quant_schemes()), which the CLI, C API and Python ask too.
+class TLIO_API QuantScheme {
+ public:
+  using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options>;
+
+  /// int4-g32-sym.
+  QuantScheme() = default;
+  /// Throws Error{invalid_argument} for options out of bounds (a group of 0, a bnb blocksize
+  /// outside 32..4096, a storage dtype bitsandbytes cannot hold packed codes in).
+  explicit QuantScheme(Options options);
+  /// Throws Error{unsupported} naming the schemes there are, for a name no scheme has.
+  static QuantScheme parse(std::string_view name);
+  static std::optional<QuantScheme> try_parse(std::string_view name) noexcept;
+
+  SchemeKind kind() const noexcept { return static_cast<SchemeKind>(options_.index()); }
+  const Options& options() const noexcept { return options_; }
+  /// "int4-g32-sym", "nf4", "fp4" or "int8" (options besides the int4 group are not in it).
+  std::string name() const;
+  /// The int4 group or the bnb 4-bit blocksize; 0 for int8.
+  uint64_t block() const noexcept;
+  /// bnb 4-bit: whether the absmax is itself quantized.
+  bool nested() const noexcept;
+
+  /// Sets option `option` ("blocksize", "nested", "storage", as quant_schemes() lists them) from
+  /// its text ("64", "true"/"false", a dtype name). Throws Error{invalid_argument} when this
+  /// scheme has no such option ("nested is an option of nf4 and fp4, not of int8") or the value
+  /// is out of its bounds.
+  void set_option(std::string_view option, std::string_view value);
+
+  friend bool operator==(const QuantScheme& a, const QuantScheme& b) noexcept;
+
+ private:
+  Options options_;
+};
+
+/// What an option's value is.
+enum class OptionKind : uint8_t {
+  flag,    ///< true or false
+  number,  ///< an unsigned integer
+  dtype,   ///< a dtype name
+};
+
+/// One option of a scheme, for help texts and option parsers.
+struct SchemeOptionInfo {
+  std::string_view name;  ///< as set_option takes it: "blocksize"
+  OptionKind kind;
+  std::string_view help;  ///< "values per absmax, 32..4096 (default 64)"
+};
+
+/// One scheme as the registry describes it.
+struct SchemeInfo {
+  SchemeKind kind;
+  std::string_view syntax;   ///< "int4-g<group>-sym", "nf4, fp4", "int8"
+  std::string_view example;  ///< a name it parses: "int4-g32-sym"
+  std::string_view layout;   ///< what it stores, one or more lines separated by '\n'
+  std::span<const SchemeOptionInfo> options;
+};
+
+/// Every scheme, in the order help texts list them.
+TLIO_API std::span<const SchemeInfo> quant_schemes() noexcept;
+
+// ---- tinyllm int4-g<group>-sym kernels -----------------------------------------------------------
 
 /// Quantizes a row-major [rows, cols] matrix of F32 values: per (row, group) the scale is
 /// absmax / 7 in F32 rounded to F16, and q = clamp(round_half_even(w / scale), -8, 7); a group
@@ -53,11 +140,9 @@ TLIO_API void int4_dequantize_rows(std::span<const uint8_t> qweight,
 /// One logical weight stored quantized.
 struct QuantizedWeight {
   std::string name;                 ///< logical name, e.g. "model.layers.0.mlp.up_proj.weight"
-  std::string scheme;               ///< "int4-g<group>-sym", "nf4", "fp4" or "int8"
+  QuantScheme scheme;               ///< with the options the file records (group, block, nesting)
   Shape shape;                      ///< logical shape
   Dtype dtype = Dtype::F32;         ///< what dequantize restores by default (bnb 4-bit: the original)
-  uint64_t blocksize = 0;           ///< int4: the group; bnb 4-bit: the block; int8: 0
-  bool nested = false;              ///< bnb 4-bit: the absmax is itself quantized
   std::vector<std::string> stored;  ///< the stored tensors it is made of
   uint64_t stored_bytes = 0;
 };
@@ -70,25 +155,6 @@ struct QuantizedWeight {
 /// stored quant_map (rules "BNB-001".."BNB-004", else "bnb"). Throws Error{format} naming the
 /// tensor.
 TLIO_API std::vector<QuantizedWeight> find_quantized_weights(const File& f);
-
-/// Dequantizes a quantized weight of an open file row by row, without materialising it.
-class TLIO_API Int4Weight {
- public:
-  /// `name` is the logical name (without `.qweight`). Checks the pair like
-  /// find_quantized_weights. Holds a view of the packed bytes (zero-copy with mmap), so it may
-  /// outlive `f`.
-  Int4Weight(const File& f, std::string_view name);
-  uint64_t rows() const noexcept { return rows_; }
-  uint64_t cols() const noexcept { return cols_; }
-  uint64_t group() const noexcept { return group_; }
-  /// Rows [first, first + count) as `out` (F32, F16 or BF16) into dst.
-  void dequantize_rows(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const;
-
- private:
-  TensorView qweight_;
-  std::vector<uint16_t> scales_;  // small: copied, so aligned
-  uint64_t rows_ = 0, cols_ = 0, group_ = 0;
-};
 
 /// Dequantizes any quantized weight of an open file (int4, nf4, fp4, int8) in ranges of elements
 /// of the row-major logical tensor, without materialising it. Holds views of the packed bytes
@@ -104,29 +170,22 @@ class TLIO_API QuantizedReader {
   const QuantizedWeight& weight() const noexcept { return weight_; }
   uint64_t element_count() const noexcept;
   /// Elements [first, first + count) as `out` (F32, F16 or BF16, rounded to nearest even).
+  /// Safe to call from several threads at once.
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const;
 
  private:
   QuantizedWeight weight_;
-  TensorView data_;            // int4 qweight, bnb packed codes, int8 CB
-  std::vector<float> scales_;  // bnb: effective absmax; int8: SCB
-  std::vector<uint16_t> int4_scales_;
+  std::shared_ptr<const detail::WeightDecoder> decoder_;  // the scheme's, from the registry
 };
 
 // ---- whole files -------------------------------------------------------------------------------
 
 struct QuantizeOptions {
-  std::string scheme;   ///< "int4-g<G>-sym", "nf4", "fp4" or "int8"
+  QuantScheme scheme;   ///< with its options
   std::string include;  ///< regex searched in names; replaces the default selection
   std::string exclude;  ///< regex searched in names; removed from the selection
   ProgressCallback progress;  ///< output bytes done / total
-  uint64_t blocksize = 64;    ///< nf4/fp4: 32, 64, ..., 4096
-  bool nested = false;        ///< nf4/fp4: quantize the absmax too (compress_statistics)
-  Dtype storage = Dtype::U8;  ///< nf4/fp4: dtype the packed bytes are stored as (quant_storage)
 };
-
-/// Whether `scheme` is one quantize_file knows.
-TLIO_API bool is_quant_scheme(std::string_view scheme) noexcept;
 
 struct QuantizeReport {
   struct Item {

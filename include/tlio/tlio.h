@@ -129,13 +129,6 @@ TL_API void tl_writer_abort(tl_writer* writer);
 /* ---- conversion and quantized weights --------------------------------------------------- */
 TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, void* dst,
                       size_t dst_size, uint64_t count);
-/* A tinyllm int4 weight `name` (its logical name, without .qweight) of an open file. */
-TL_API int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
-                        uint64_t* group);
-/* Dequantizes rows [first_row, first_row + row_count) as F32, F16 or BF16 into dst. */
-TL_API int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
-                              uint64_t row_count, tl_dtype out, void* dst, size_t dst_size);
-
 /* Any quantized weight: tinyllm int4 ("int4-g<G>-sym"), bitsandbytes 4-bit ("nf4", "fp4") or
  * LLM.int8 ("int8"). `dtype` is what dequantization restores by default (bnb 4-bit: the original
  * dtype, else F32); `blocksize` is the int4 group or the bnb block (0 for int8). Strings and
@@ -169,7 +162,9 @@ typedef struct tl_quantize_options {
   const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4" or "int8" (required) */
   const char* include;    /* regex searched in names, or NULL: replaces the default selection */
   const char* exclude;    /* regex searched in names, or NULL */
-  uint64_t blocksize;     /* nf4/fp4: 32, 64, ..., 4096; 0 means 64 */
+  /* Scheme options; one left at its default is not given, one given to a scheme that does not
+   * have it is TL_EINVAL ("nested is an option of nf4, fp4, not of int8"). */
+  uint64_t blocksize;     /* nf4/fp4: 32, 64, ..., 4096; 0: the default, 64 */
   int nested;             /* nf4/fp4: quantize the absmax too */
   tl_dtype storage;       /* nf4/fp4: dtype the packed codes are stored as (default TL_U8) */
   tl_progress_fn progress; /* output bytes done / total, or NULL */

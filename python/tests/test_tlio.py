@@ -210,3 +210,23 @@ def test_errors_by_kind(tmp_path):
         tlio.convert_file(DATA / "hf" / "worked_example.safetensors", tmp_path / "o.safetensors",
                           dtype="F32", include="(")
     assert not isinstance(bad_arg.value, tlio.SafetensorError)
+
+
+def test_quantize_options_belong_to_their_scheme(tmp_path):
+    src = DATA / "quant" / "tiny_model.safetensors"
+    # An option the scheme does not have is refused, with the CLI's message, and writes nothing.
+    with pytest.raises(ValueError, match="blocksize is an option of nf4, fp4, not of int4-g32-sym"):
+        tlio.quantize_file(src, tmp_path / "a.safetensors", "int4-g32-sym", blocksize=64)
+    with pytest.raises(ValueError, match="nested is an option of nf4, fp4, not of int8"):
+        tlio.quantize_file(src, tmp_path / "a.safetensors", "int8", nested=False)
+    assert not (tmp_path / "a.safetensors").exists()
+    with pytest.raises(ValueError, match="blocksize 48 is not one of"):
+        tlio.quantize_file(src, tmp_path / "a.safetensors", "nf4", blocksize=48)
+    with pytest.raises(ValueError, match="unknown quantization scheme"):
+        tlio.quantize_file(src, tmp_path / "a.safetensors", "q3")
+    items = tlio.quantize_file(src, tmp_path / "b.safetensors", "nf4", blocksize=32, nested=True,
+                               storage="F16")
+    assert any(i["quantized"] for i in items)
+    with tlio.safe_open(tmp_path / "b.safetensors", "np") as f:
+        q = f.quantized()[0]
+        assert (q["scheme"], q["blocksize"], q["nested"]) == ("nf4", 32, True)

@@ -26,6 +26,7 @@ struct tl_file {
   // under the mutex.
   std::mutex cache_mutex;
   std::optional<std::vector<tlio::QuantizedWeight>> quantized;
+  std::vector<std::string> scheme_names;  // quantized[i].scheme.name(), for tl_quantized_info
   std::unordered_map<std::string, tlio::QuantizedReader> readers;
 };
 
@@ -255,7 +256,10 @@ int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, voi
 static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* file) {
   auto* f = const_cast<tl_file*>(file);  // a cache, not part of the file's observable state
   std::lock_guard<std::mutex> lock(f->cache_mutex);
-  if (!f->quantized) f->quantized = tlio::find_quantized_weights(f->file);
+  if (!f->quantized) {
+    f->quantized = tlio::find_quantized_weights(f->file);
+    for (const auto& q : *f->quantized) f->scheme_names.push_back(q.scheme.name());
+  }
   return *f->quantized;
 }
 
@@ -289,12 +293,12 @@ int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info) 
                             std::to_string(all.size()));
     const tlio::QuantizedWeight& q = all[index];
     info->name = q.name.c_str();
-    info->scheme = q.scheme.c_str();
+    info->scheme = file->scheme_names[index].c_str();
     info->rank = q.shape.size();
     info->shape = q.shape.data();
     info->dtype = static_cast<tl_dtype>(q.dtype);
-    info->blocksize = q.blocksize;
-    info->nested = q.nested ? 1 : 0;
+    info->blocksize = q.scheme.block();
+    info->nested = q.scheme.nested() ? 1 : 0;
   });
 }
 
@@ -330,12 +334,14 @@ int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_op
   return guard([&] {
     const tl_quantize_options& c = *options;
     tlio::QuantizeOptions o;
-    o.scheme = c.scheme;
+    o.scheme = tlio::QuantScheme::parse(c.scheme);
     o.include = c.include ? c.include : "";
     o.exclude = c.exclude ? c.exclude : "";
-    o.blocksize = c.blocksize ? c.blocksize : 64;
-    o.nested = c.nested != 0;
-    o.storage = to_cpp(c.storage);
+    // Options left at their defaults are not given: a scheme without them takes them silently,
+    // one given to a scheme that lacks it is refused by the registry.
+    if (c.blocksize) o.scheme.set_option("blocksize", std::to_string(c.blocksize));
+    if (c.nested) o.scheme.set_option("nested", "true");
+    if (c.storage != TL_U8) o.scheme.set_option("storage", tl_dtype_name(c.storage));
     if (c.progress) {
       const tl_progress_fn fn = c.progress;
       void* user = c.progress_user;
@@ -364,45 +370,6 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
     std::optional<tlio::Dtype> d;
     if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
     tlio::dequantize_file(tlio::File::open(src), dst, d);
-  });
-}
-
-// An int4 weight's reader; not_found for other names and schemes.
-static const tlio::QuantizedReader& int4_reader_of(const tl_file* file, const char* name) {
-  const auto& all = quantized_of(file);
-  const bool int4 = std::any_of(all.begin(), all.end(), [&](const auto& q) {
-    return q.name == name && tlio::parse_int4_scheme(q.scheme);
-  });
-  if (!int4)
-    throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
-                      "no int4 weight named " + tlio::detail::quote_name(name));
-  return reader_of(file, name);
-}
-
-int tl_int4_info(const tl_file* file, const char* name, uint64_t* rows, uint64_t* cols,
-                 uint64_t* group) {
-  TL_REQUIRE(file && name && rows && cols && group, "tl_int4_info: NULL argument");
-  return guard([&] {
-    const tlio::QuantizedWeight& w = int4_reader_of(file, name).weight();
-    *rows = w.shape[0];
-    *cols = w.shape[1];
-    *group = w.blocksize;
-  });
-}
-
-int tl_int4_dequantize(const tl_file* file, const char* name, uint64_t first_row,
-                       uint64_t row_count, tl_dtype out, void* dst, size_t dst_size) {
-  TL_REQUIRE(file && name && (dst || dst_size == 0), "tl_int4_dequantize: NULL argument");
-  TL_REQUIRE(valid_dtype(out), "tl_int4_dequantize: invalid dtype");
-  return guard([&] {
-    const tlio::QuantizedReader& r = int4_reader_of(file, name);
-    const uint64_t cols = r.weight().shape[1];
-    const auto first = tlio::detail::checked_mul(first_row, cols);
-    const auto count = tlio::detail::checked_mul(row_count, cols);
-    if (!first || !count)
-      tlio::throw_invalid("rows [" + std::to_string(first_row) + ", +" + std::to_string(row_count) +
-                          ") are outside the " + std::to_string(r.weight().shape[0]) + " rows");
-    r.read(*first, *count, to_cpp(out), {static_cast<std::byte*>(dst), dst_size});
   });
 }
 

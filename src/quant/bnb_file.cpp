@@ -98,11 +98,9 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   const TensorInfo* nested_map = f.find(base + ".nested_quant_map");
   QuantizedWeight w;
   w.name = base;
-  w.scheme = std::string(bnb_quant_type_name(st.quant_type));
+  w.scheme = QuantScheme(Bnb4bitOptions{st.quant_type, st.blocksize, st.nested, packed.dtype});
   w.shape = st.shape;
   w.dtype = st.dtype;
-  w.blocksize = st.blocksize;
-  w.nested = st.nested;
   w.stored = {base, absmax.name, qmap.name};
   if (st.nested) {
     if (!nested_absmax || !nested_map)
@@ -147,7 +145,7 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
                                            describe(scb), cb.shape[0], quote_name(weight)));
   QuantizedWeight w;
   w.name = weight;
-  w.scheme = "int8";
+  w.scheme = QuantScheme(LlmInt8Options{});
   w.shape = cb.shape;
   w.stored = {weight, scb.name};
   if (const TensorInfo* format = f.find(prefix + ".weight_format")) {
@@ -165,42 +163,46 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
 
 }  // namespace
 
-std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f) {
+std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f) {
   std::vector<QuantizedWeight> found;
   std::map<std::string, std::string, std::less<>> state_of_base;
   for (const TensorInfo* tp : f.tensors()) {
     const TensorInfo& t = *tp;
     const size_t at = t.name.find(".quant_state.");
-    if (at != std::string::npos) {
-      if (t.name.find(kBnbStateInfix) != at)
-        bnb_error(Rule::bnb, t.name, fmt::format("{} is not a bitsandbytes quant_state "
-                                             "(<weight>.quant_state.bitsandbytes__nf4 or __fp4)",
-                                             quote_name(t.name)));
-      auto [it, fresh] = state_of_base.emplace(t.name.substr(0, at), t.name);
-      if (!fresh)
-        bnb_error(Rule::bnb, t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
-                                             quote_name(t.name), quote_name(it->first)));
-      found.push_back(check_4bit(f, t));
-    } else if (t.name.ends_with(".SCB")) {
-      found.push_back(check_int8(f, t));
-    }
+    if (at == std::string::npos) continue;
+    if (t.name.find(kBnbStateInfix) != at)
+      bnb_error(Rule::bnb, t.name, fmt::format("{} is not a bitsandbytes quant_state "
+                                               "(<weight>.quant_state.bitsandbytes__nf4 or __fp4)",
+                                               quote_name(t.name)));
+    auto [it, fresh] = state_of_base.emplace(t.name.substr(0, at), t.name);
+    if (!fresh)
+      bnb_error(Rule::bnb, t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
+                                               quote_name(t.name), quote_name(it->first)));
+    found.push_back(check_4bit(f, t));
   }
-  for (const TensorInfo* tp : f.tensors()) {
-    const TensorInfo& t = *tp;
+  for (const TensorInfo* tp : f.tensors())
     for (std::string_view suffix : {".quant_map", ".nested_absmax", ".nested_quant_map"})
-      if (t.name.ends_with(suffix)) {
-        const std::string base = t.name.substr(0, t.name.size() - suffix.size());
+      if (tp->name.ends_with(suffix)) {
+        const std::string base = tp->name.substr(0, tp->name.size() - suffix.size());
         if (!state_of_base.count(base))
-          bnb_error(Rule::bnb, t.name, fmt::format("{} has no {}nf4 or {}fp4", quote_name(t.name),
-                                               base + std::string(kBnbStateInfix),
-                                               base + std::string(kBnbStateInfix)));
+          bnb_error(Rule::bnb, tp->name, fmt::format("{} has no {}nf4 or {}fp4", quote_name(tp->name),
+                                                     base + std::string(kBnbStateInfix),
+                                                     base + std::string(kBnbStateInfix)));
       }
-    if (t.name.ends_with(".weight_format") &&
-        !f.find(t.name.substr(0, t.name.size() - 14) + ".SCB"))
-      bnb_error(Rule::bnb, t.name, fmt::format("{} has no {}", quote_name(t.name),
-                                           quote_name(t.name.substr(0, t.name.size() - 14) + ".SCB")));
+  return found;
+}
+
+std::vector<QuantizedWeight> find_llm_int8_weights(const TensorSet& f) {
+  std::vector<QuantizedWeight> found;
+  for (const TensorInfo* tp : f.tensors())
+    if (tp->name.ends_with(".SCB")) found.push_back(check_int8(f, *tp));
+  for (const TensorInfo* tp : f.tensors()) {
+    const std::string& name = tp->name;
+    if (name.ends_with(".weight_format") && !f.find(name.substr(0, name.size() - 14) + ".SCB"))
+      bnb_error(Rule::bnb, name, fmt::format("{} has no {}", quote_name(name),
+                                             quote_name(name.substr(0, name.size() - 14) + ".SCB")));
   }
-  return found;  // find_quantized_weights puts every scheme's weights in file order
+  return found;
 }
 
 BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w) {

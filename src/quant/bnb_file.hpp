@@ -14,9 +14,11 @@ namespace tlio::detail {
 
 inline constexpr std::string_view kBnbStateInfix = ".quant_state.bitsandbytes__";
 
-/// The bnb 4-bit and LLM.int8 weights of `f` (one file or a model's shards), checked (rules
-/// BNB-001..004 and "bnb").
-std::vector<QuantizedWeight> find_bnb_weights(const TensorSet& f);
+/// The bnb 4-bit weights of `f` (one file or a model's shards), checked (rules BNB-001..004 and
+/// "bnb"); orphaned companions (a quant_map without a quant_state) are refused.
+std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f);
+/// The LLM.int8 weights (<p>.weight I8 + <p>.SCB [+ <p>.weight_format]), checked (rule "bnb").
+std::vector<QuantizedWeight> find_llm_int8_weights(const TensorSet& f);
 
 /// The quant_state of a 4-bit weight found by find_bnb_weights.
 BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w);

@@ -1,7 +1,6 @@
-// quant/int4.cpp: tinyllm int4-g<group>-sym: kernels, detection and checks, row reader.
+// quant/int4.cpp: tinyllm int4-g<group>-sym kernels: quantize a matrix, dequantize rows.
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -10,8 +9,6 @@
 
 #include "common/parallel.hpp"
 #include "io/copy.hpp"
-#include "quant/bnb_file.hpp"
-#include "quant/tensor_set.hpp"
 #include "quant/int4_kernels.hpp"
 #include "common/json_text.hpp"
 #include "io/checked.hpp"
@@ -23,19 +20,11 @@
 namespace tlio {
 
 using detail::quote_name;
-using detail::TensorSet;
 
 // Matrices of at least this many elements are dequantized on all cores.
 inline constexpr uint64_t kParallelMinElements = uint64_t{1} << 20;
 
 namespace {
-
-constexpr std::string_view kQweight = ".qweight";
-constexpr std::string_view kScales = ".scales";
-
-[[noreturn]] void int4_error(const std::string& tensor, std::string detail) {
-  throw_format(Rule::int4, tensor, std::move(detail));
-}
 
 void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, size_t nscales) {
   if (cols % 2) throw_invalid(fmt::format("int4 needs an even number of columns, not {}", cols));
@@ -48,21 +37,6 @@ void check_matrix(uint64_t rows, uint64_t cols, uint64_t group, size_t qbytes, s
 }
 
 }  // namespace
-
-std::optional<uint64_t> parse_int4_scheme(std::string_view scheme) noexcept {
-  constexpr std::string_view prefix = "int4-g", suffix = "-sym";
-  if (scheme.size() <= prefix.size() + suffix.size() || scheme.substr(0, prefix.size()) != prefix ||
-      !scheme.ends_with(suffix))
-    return std::nullopt;
-  std::string_view digits = scheme.substr(prefix.size(), scheme.size() - prefix.size() - suffix.size());
-  if (digits.empty() || digits[0] == '0') return std::nullopt;
-  uint64_t group = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), group);
-  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
-  return group;
-}
-
-std::string int4_scheme_name(uint64_t group) { return fmt::format("int4-g{}-sym", group); }
 
 void int4_quantize(std::span<const float> weights, uint64_t rows, uint64_t cols, uint64_t group,
                    std::span<uint8_t> qweight, std::span<uint16_t> scales) {
@@ -145,129 +119,6 @@ void int4_dequantize_rows(std::span<const uint8_t> qweight, std::span<const uint
       convert(Dtype::F32, std::as_bytes(std::span(row)), out, {o, cols * out_bytes}, cols);
     }
   });
-}
-
-// ---- detection and checks ----------------------------------------------------------------------
-
-namespace {
-
-std::vector<QuantizedWeight> find_int4_weights(const TensorSet& f) {
-  std::optional<uint64_t> declared_group;
-  auto quant = f.metadata().find("quant");
-  if (quant != f.metadata().end()) {
-    declared_group = parse_int4_scheme(quant->second);
-    if (!declared_group)
-      int4_error("__metadata__", fmt::format("metadata quant {} is not a scheme tlio knows "
-                                             "(int4-g<group>-sym)", quote_name(quant->second)));
-  }
-  std::vector<QuantizedWeight> out;
-  bool any_qweight = false;
-  for (const TensorInfo* t : f.tensors())
-    if (t->name.ends_with(kQweight)) any_qweight = true;
-  for (const TensorInfo* tp : f.tensors()) {
-    const TensorInfo& t = *tp;
-    if (t.name.ends_with(kScales) && (declared_group || any_qweight)) {
-      std::string base = t.name.substr(0, t.name.size() - kScales.size());
-      if (!f.find(base + std::string(kQweight)))
-        int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name),
-                                       quote_name(base + std::string(kQweight))));
-    }
-    if (!t.name.ends_with(kQweight)) continue;
-    std::string base = t.name.substr(0, t.name.size() - kQweight.size());
-    const std::string scales_name = base + std::string(kScales);
-    const TensorInfo* s = f.find(scales_name);
-    if (!s) int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));
-    if (t.dtype != Dtype::U8 || t.shape.size() != 2)
-      int4_error(t.name, fmt::format("{} is {} [{}]; int4 qweight is U8 [out, in/2]",
-                                     quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", ")));
-    if (s->dtype != Dtype::F16 || s->shape.size() != 2)
-      int4_error(s->name, fmt::format("{} is {} [{}]; int4 scales are F16 [out, in/group]",
-                                      quote_name(s->name), dtype_name(s->dtype), fmt::join(s->shape, ", ")));
-    const uint64_t out_features = t.shape[0], in_features = t.shape[1] * 2;
-    if (s->shape[0] != out_features)
-      int4_error(s->name, fmt::format("{} has {} rows, {} has {}", quote_name(s->name), s->shape[0],
-                                      quote_name(t.name), out_features));
-    uint64_t group;
-    if (declared_group) {
-      group = *declared_group;
-      if (in_features % group || s->shape[1] != in_features / group)
-        int4_error(s->name, fmt::format("{} has {} column(s); with group {} (metadata quant) and "
-                                        "{} inputs it needs {}", quote_name(s->name), s->shape[1],
-                                        group, in_features,
-                                        in_features % group ? std::string("a group dividing them")
-                                                            : std::to_string(in_features / group)));
-    } else {
-      if (s->shape[1] == 0 || in_features % s->shape[1])
-        int4_error(s->name, fmt::format("{} has {} column(s), which do not divide the {} inputs of {}",
-                                        quote_name(s->name), s->shape[1], in_features, quote_name(t.name)));
-      group = in_features / s->shape[1];
-    }
-    QuantizedWeight w;
-    w.name = base;
-    w.scheme = int4_scheme_name(group);
-    w.shape = Shape{out_features, in_features};
-    w.blocksize = group;
-    w.stored = {t.name, scales_name};
-    w.stored_bytes = t.byte_size() + s->byte_size();
-    out.push_back(std::move(w));
-  }
-  if (out.size() > 1) {  // one file, one group (the metadata can only name one)
-    for (const auto& w : out)
-      if (w.scheme != out[0].scheme)
-        int4_error(w.name + std::string(kScales),
-                   fmt::format("{} implies {} but {} implies {}", quote_name(w.name), w.scheme,
-                               quote_name(out[0].name), out[0].scheme));
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace detail {
-
-std::vector<QuantizedWeight> find_quantized_weights(const TensorSet& set) {
-  std::vector<QuantizedWeight> all = find_int4_weights(set);
-  for (QuantizedWeight& w : find_bnb_weights(set)) all.push_back(std::move(w));
-  std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-    return set.position(a.stored[0]) < set.position(b.stored[0]);
-  });
-  return all;
-}
-
-}  // namespace detail
-
-std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
-  try {
-    return detail::find_quantized_weights(detail::TensorSet({&f}));
-  } catch (const Error& e) {
-    throw e.with_source(f.name());
-  }
-}
-
-Int4Weight::Int4Weight(const File& f, std::string_view name) {
-  const std::string base(name);
-  bool found = false;
-  for (const QuantizedWeight& w : find_quantized_weights(f))
-    if (w.name == base && parse_int4_scheme(w.scheme)) {
-      found = true;
-      rows_ = w.shape[0];
-      cols_ = w.shape[1];
-      group_ = *parse_int4_scheme(w.scheme);
-    }
-  if (!found)
-    throw Error(ErrorCode::not_found, Rule::none, base, std::nullopt,
-                fmt::format("no int4 weight named {}", quote_name(base)));
-  qweight_ = f.view(base + std::string(kQweight));
-  const TensorView s = f.view(base + std::string(kScales));
-  scales_.resize(s.bytes().size() / 2);
-  std::memcpy(scales_.data(), s.bytes().data(), s.bytes().size());
-}
-
-void Int4Weight::dequantize_rows(uint64_t first, uint64_t count, Dtype out,
-                                 std::span<std::byte> dst) const {
-  std::span<const uint8_t> q(reinterpret_cast<const uint8_t*>(qweight_.bytes().data()),
-                             qweight_.bytes().size());
-  int4_dequantize_rows(q, scales_, rows_, cols_, group_, first, count, out, dst);
 }
 
 }  // namespace tlio

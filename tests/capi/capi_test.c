@@ -117,7 +117,7 @@ static void test_write(const char* dir) {
   tl_writer_abort(w);
 }
 
-static void test_convert_and_int4(void) {
+static void test_convert_and_int4(void) { /* int4 through the scheme-generic calls */
   float in[3] = {1.0f, -2.5f, 65504.0f};
   unsigned short h[3];
   CHECK(tl_convert(TL_F32, in, sizeof in, TL_F16, h, sizeof h, 3) == TL_OK);
@@ -126,11 +126,14 @@ static void test_convert_and_int4(void) {
   tl_file* f = NULL;
   CHECK(tl_open(data_path("hf/tinyllm_int4_layout.safetensors"), &f) == TL_OK);
   if (!f) return;
-  uint64_t rows, cols, group;
-  CHECK(tl_int4_info(f, "w", &rows, &cols, &group) == TL_OK);
-  CHECK(rows == 4 && cols == 16 && group == 8);
+  size_t count = 0;
+  tl_quantized_info qw;
+  CHECK(tl_quantized_count(f, &count) == TL_OK && count == 1);
+  CHECK(tl_quantized_at(f, 0, &qw) == TL_OK);
+  CHECK(strcmp(qw.name, "w") == 0 && strcmp(qw.scheme, "int4-g8-sym") == 0);
+  CHECK(qw.rank == 2 && qw.shape[0] == 4 && qw.shape[1] == 16 && qw.blocksize == 8);
   float out[64];
-  CHECK(tl_int4_dequantize(f, "w", 0, 4, TL_F32, out, sizeof out) == TL_OK);
+  CHECK(tl_quantized_read(f, "w", 0, 64, TL_F32, out, sizeof out) == TL_OK);
   /* Element (0, 0): low nibble of byte 0 times scale 0 (F16 at w.scales[0]). */
   size_t qi, si;
   struct tl_tensor_info qinfo, sinfo;
@@ -141,7 +144,8 @@ static void test_convert_and_int4(void) {
   float scale;
   CHECK(tl_convert(TL_F16, sinfo.data, 2, TL_F32, &scale, 4, 1) == TL_OK);
   CHECK(out[0] == (float)nib * scale);
-  CHECK(tl_int4_dequantize(f, "nope", 0, 1, TL_F32, out, 64) == TL_ENOTFOUND);
+  CHECK(tl_quantized_read(f, "nope", 0, 1, TL_F32, out, 4) == TL_ENOTFOUND);
+  CHECK(tl_quantized_read(f, "w", 60, 8, TL_F32, out, 32) == TL_EINVAL); /* past the end */
   tl_close(f);
 }
 
@@ -238,6 +242,11 @@ static void test_bnb(const char* dir) {
       CHECK(sinfo.dtype == TL_BF16); /* packed codes stored as BF16 (quant_storage) */
       tl_close(s);
     }
+    /* An option the scheme does not have: refused with the CLI's message. */
+    o.scheme = "int8";
+    CHECK(tl_quantize_file_with(in_path, out_path, &o) == TL_EINVAL);
+    CHECK(strstr(tl_last_error(), "nested is an option of nf4, fp4, not of int8") != NULL);
+    o.scheme = "nf4";
     o.struct_size = sizeof o + 8; /* from a newer tlio.h: refused, not half-understood */
     CHECK(tl_quantize_file_with(in_path, out_path, &o) == TL_EINVAL);
     CHECK(strstr(tl_last_error(), "struct_size") != NULL);

@@ -160,7 +160,7 @@ TEST(Llama, Int4QuantizedLayersCountAsTheirLogicalWeight) {
   l.write(dir / "m");
   File src = File::open(dir / "m" / "model.safetensors");
   std::filesystem::create_directories(dir / "q");
-  quantize_file(src, dir / "q" / "model.safetensors", {"int4-g8-sym", "", "", {}});
+  quantize_file(src, dir / "q" / "model.safetensors", {QuantScheme::parse("int4-g8-sym"), "", "", {}});
   std::filesystem::copy_file(dir / "m" / "config.json", dir / "q" / "config.json");
   Model q = Model::open(dir / "q");
   EXPECT_EQ(q.quantized().size(), 14u);
@@ -176,10 +176,11 @@ TEST(Llama, BnbQuantizedLayersCountAsTheirLogicalWeight) {
     const auto out = dir / scheme;
     std::filesystem::create_directories(out);
     QuantizeOptions o;
-    o.scheme = scheme;
-    o.blocksize = 32;
-    o.nested = true;
-    if (std::string(scheme) == "int8") o = QuantizeOptions{scheme, "", "", {}};
+    o.scheme = QuantScheme::parse(scheme);
+    if (o.scheme.kind() == SchemeKind::bnb_4bit) {
+      o.scheme.set_option("blocksize", "32");
+      o.scheme.set_option("nested", "true");
+    }
     quantize_file(src, out / "model.safetensors", o);
     std::filesystem::copy_file(dir / "m" / "config.json", out / "config.json");
     Model q = Model::open(out);
@@ -197,9 +198,11 @@ TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
   File src = File::open(dir / "m" / "model.safetensors");
   for (const char* scheme : {"nf4", "int4-g8-sym"}) {
     QuantizeOptions o;
-    o.scheme = scheme;
-    o.blocksize = 32;
-    o.nested = std::string(scheme) == "nf4";
+    o.scheme = QuantScheme::parse(scheme);
+    if (o.scheme.kind() == SchemeKind::bnb_4bit) {
+      o.scheme.set_option("blocksize", "32");
+      o.scheme.set_option("nested", "true");
+    }
     quantize_file(src, dir / "q.safetensors", o);
     const auto out = dir / (std::string("sharded-") + scheme);
     shard_file(File::open(dir / "q.safetensors"), out, 1000);
@@ -211,7 +214,7 @@ TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
   }
   // A part missing from every shard is still an error, naming the tensor and its file: two
   // shards made by hand, tensors alternating, one quant_state left out.
-  quantize_file(src, dir / "q.safetensors", {"nf4", "", "", {}});
+  quantize_file(src, dir / "q.safetensors", {QuantScheme::parse("nf4"), "", "", {}});
   const File nf4 = File::open(dir / "q.safetensors");
   const auto broken = dir / "broken";
   std::filesystem::create_directories(broken);

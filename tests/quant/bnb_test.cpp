@@ -115,9 +115,10 @@ TEST(BnbFourBit, EveryGoldenDequantizesBitForBit) {
     ASSERT_EQ(found.size(), 1u);
     const QuantizedWeight& w = found[0];
     EXPECT_EQ(w.name, kPrefix + ".weight");
-    EXPECT_EQ(w.scheme, c.quant_type);
-    EXPECT_EQ(w.blocksize, c.blocksize);
-    EXPECT_EQ(w.nested, c.nested);
+    EXPECT_EQ(w.scheme.name(), c.quant_type);
+    EXPECT_EQ(w.scheme.kind(), SchemeKind::bnb_4bit);
+    EXPECT_EQ(w.scheme.block(), c.blocksize);
+    EXPECT_EQ(w.scheme.nested(), c.nested);
     EXPECT_EQ(w.dtype, torch_dtype(c.dtype));
     EXPECT_EQ(w.shape, e.header().at("input").shape);
     EXPECT_EQ(w.stored.size(), c.nested ? 6u : 4u);
@@ -178,10 +179,8 @@ TEST(BnbFourBit, EveryGoldenQuantizesToTheSameFile) {
     // The whole file, byte for byte.
     const File in = File::from_bytes(input_file(e));
     QuantizeOptions o;
-    o.scheme = c.quant_type;
-    o.blocksize = c.blocksize;
-    o.nested = c.nested;
-    o.storage = torch_dtype(c.storage);
+    o.scheme = QuantScheme(Bnb4bitOptions{*parse_bnb_quant_type(c.quant_type), c.blocksize,
+                                          c.nested, torch_dtype(c.storage)});
     o.include = "down_proj";  // one golden is 3-D, outside the default selection
     const QuantizeReport report = quantize_file(in, dir / "q.safetensors", o);
     ASSERT_EQ(report.items.size(), 1u);
@@ -251,7 +250,8 @@ TEST(BnbInt8, GoldenQuantizesAndDequantizes) {
   const File golden = File::open(bnb_dir() / (name + ".safetensors"));
   const auto found = find_quantized_weights(golden);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].scheme, "int8");
+  EXPECT_EQ(found[0].scheme.name(), "int8");
+  EXPECT_EQ(found[0].scheme.kind(), SchemeKind::llm_int8);
   EXPECT_EQ(found[0].name, kPrefix + ".weight");
   EXPECT_EQ(found[0].stored.size(), 3u);
   const QuantizedReader r(golden, found[0].name);
@@ -260,7 +260,7 @@ TEST(BnbInt8, GoldenQuantizesAndDequantizes) {
   EXPECT_EQ(out, bytes_of(e, "dequant_f32"));
 
   QuantizeOptions o;
-  o.scheme = "int8";
+  o.scheme = QuantScheme::parse("int8");
   quantize_file(File::from_bytes(input_file(e)), dir / "q.safetensors", o);
   EXPECT_EQ(test::read_bytes(dir / "q.safetensors"), test::read_bytes(bnb_dir() / (name + ".safetensors")));
   dequantize_file(File::open(dir / "q.safetensors"), dir / "d.safetensors");
@@ -444,7 +444,7 @@ TEST(BnbChecks, TransposedBf16AbsmaxReadsLikeTheOriginal) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32(f32_to_bf16(std::sin(float(i)) * float(1 + i % 7)));
   TensorData in{"layer.weight", Dtype::F32, {4, 128}, std::as_bytes(std::span(x))};
   QuantizeOptions o;
-  o.scheme = "nf4";
+  o.scheme = QuantScheme::parse("nf4");
   o.include = "layer";
   quantize_file(File::from_bytes(serialize(std::span(&in, 1))), dir / "q.safetensors", o);
   Tensors ts;

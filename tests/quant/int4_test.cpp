@@ -80,12 +80,17 @@ std::vector<float> random_matrix(uint64_t rows, uint64_t cols, double scale, std
 }
 
 TEST(Int4, SchemeNames) {
-  EXPECT_EQ(parse_int4_scheme("int4-g32-sym"), 32u);
-  EXPECT_EQ(parse_int4_scheme("int4-g1-sym"), 1u);
+  auto group_of = [](const char* name) -> std::optional<uint64_t> {
+    const auto s = QuantScheme::try_parse(name);
+    if (!s || s->kind() != SchemeKind::int4) return std::nullopt;
+    return s->block();
+  };
+  EXPECT_EQ(group_of("int4-g32-sym"), 32u);
+  EXPECT_EQ(group_of("int4-g1-sym"), 1u);
   for (const char* bad : {"int4-g0-sym", "int4-g032-sym", "int4-g-sym", "int4-g32", "nf4",
                           "int4-g32-asym", "int4-g99999999999999999999999-sym", ""})
-    EXPECT_FALSE(parse_int4_scheme(bad)) << bad;
-  EXPECT_EQ(int4_scheme_name(128), "int4-g128-sym");
+    EXPECT_FALSE(group_of(bad)) << bad;
+  EXPECT_EQ(QuantScheme(Int4Options{128}).name(), "int4-g128-sym");
 }
 
 TEST(Int4, QuantizeMatchesTheReferenceForEveryGroupThatDivides) {
@@ -163,20 +168,20 @@ TEST(Int4, GoldenLayoutFileDequantizes) {
   auto weights = find_quantized_weights(f);
   ASSERT_EQ(weights.size(), 1u);
   EXPECT_EQ(weights[0].name, "w");
-  EXPECT_EQ(weights[0].scheme, "int4-g8-sym");  // no quant metadata: group from the shapes
+  EXPECT_EQ(weights[0].scheme.name(), "int4-g8-sym");  // no quant metadata: group from the shapes
   EXPECT_EQ(weights[0].shape, (std::vector<uint64_t>{4, 16}));
   auto q = f.copy_as<uint8_t>("w.qweight");
   auto s = f.copy_as<uint16_t>("w.scales");
-  Int4Weight iw(f, "w");
+  const QuantizedReader iw(f, "w");
   std::vector<float> out(64);
-  iw.dequantize_rows(0, 4, Dtype::F32, std::as_writable_bytes(std::span(out)));
+  iw.read(0, 64, Dtype::F32, std::as_writable_bytes(std::span(out)));
   for (uint64_t r = 0; r < 4; ++r)
     for (uint64_t c = 0; c < 16; ++c)
       EXPECT_EQ(out[r * 16 + c], static_cast<float>(nib(q, 16, r, c) * f16_value(s[r * 2 + c / 8])));
   std::vector<float> rows12(32);
-  iw.dequantize_rows(1, 2, Dtype::F32, std::as_writable_bytes(std::span(rows12)));
+  iw.read(16, 32, Dtype::F32, std::as_writable_bytes(std::span(rows12)));
   EXPECT_TRUE(std::equal(rows12.begin(), rows12.end(), out.begin() + 16));
-  EXPECT_THROW(iw.dequantize_rows(3, 2, Dtype::F32, std::as_writable_bytes(std::span(rows12))), Error);
+  EXPECT_THROW(iw.read(48, 32, Dtype::F32, std::as_writable_bytes(std::span(rows12))), Error);
 
   // QuantizedReader: any element range, across partial rows, equals the row reader's values.
   const QuantizedReader r(f, "w");
@@ -272,7 +277,7 @@ TEST(Int4File, QuantizeDefaultSelectionThenDequantize) {
   test::TempDir dir;
   save_file(dir / "m.safetensors", m.tensors(), {{"format", "pt"}, {"note", "kept"}});
   File src = File::open(dir / "m.safetensors");
-  QuantizeReport r = quantize_file(src, dir / "q.safetensors", {"int4-g32-sym", "", "", {}});
+  QuantizeReport r = quantize_file(src, dir / "q.safetensors", {QuantScheme::parse("int4-g32-sym"), "", "", {}});
   ASSERT_EQ(r.items.size(), 3u);
   size_t quantized = 0;
   for (const auto& item : r.items) {
@@ -323,22 +328,22 @@ TEST(Int4File, IncludeAndExclude) {
   File src = File::from_bytes(serialize(m.tensors()));
   test::TempDir dir;
   // --include replaces the default: the embedding (16 x 8, group 8) is quantized, q_proj is not.
-  quantize_file(src, dir / "a.safetensors", {"int4-g8-sym", "embed", "", {}});
+  quantize_file(src, dir / "a.safetensors", {QuantScheme::parse("int4-g8-sym"), "embed", "", {}});
   File a = File::open(dir / "a.safetensors");
   EXPECT_TRUE(a.header().find("model.embed_tokens.weight.qweight"));
   EXPECT_TRUE(a.header().find("model.layers.0.self_attn.q_proj.weight"));
   // An explicitly included tensor that cannot be quantized is an error.
   try {
-    quantize_file(src, dir / "b.safetensors", {"int4-g8-sym", "norm", "", {}});
+    quantize_file(src, dir / "b.safetensors", {QuantScheme::parse("int4-g8-sym"), "norm", "", {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.tensor(), "model.norm.weight");
   }
-  quantize_file(src, dir / "c.safetensors", {"int4-g32-sym", "", "q_proj", {}});
+  quantize_file(src, dir / "c.safetensors", {QuantScheme::parse("int4-g32-sym"), "", "q_proj", {}});
   File c = File::open(dir / "c.safetensors");
   EXPECT_TRUE(c.header().find("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_TRUE(c.header().find("model.layers.0.mlp.up_proj.weight.qweight"));
-  EXPECT_THROW(quantize_file(src, dir / "d.safetensors", {"nf5", "", "", {}}), Error);
+  EXPECT_THROW(QuantScheme::parse("nf5"), Error);
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ TEST(Concurrency, ThreadsShareOneFile) {
   for (int i = 0; i < 16; ++i) names.push_back("model.layers." + std::to_string(i) + ".mlp.up_proj.weight");
   for (const auto& n : names) t.push_back({n, Dtype::F32, {64, 256}, std::as_bytes(std::span(w))});
   save_file(dir / "m.safetensors", t);
-  quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors", {"int4-g32-sym", "", "", {}});
-  QuantizeOptions nf4{"nf4", "", "", {}};
-  nf4.nested = true;
+  quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors",
+                {QuantScheme::parse("int4-g32-sym"), "", "", {}});
+  QuantizeOptions nf4{QuantScheme(Bnb4bitOptions{BnbQuantType::nf4, 64, true}), "", "", {}};
   quantize_file(File::open(dir / "m.safetensors"), dir / "nf4.safetensors", nf4);
   for (Backend backend : {Backend::mmap, Backend::pread}) {
     const File f = File::open(dir / "m.safetensors", {backend});
@@ -41,9 +41,10 @@ TEST(Concurrency, ThreadsShareOneFile) {
           std::vector<uint16_t> bf(w.size());
           read_as(f, n, Dtype::BF16, std::as_writable_bytes(std::span(bf)));
           if (bf[5] != f32_to_bf16(w[5])) ++failures;
-          Int4Weight iw(q, n);
+          const QuantizedReader iw(q, n);
           std::vector<float> rows(2 * 256);
-          iw.dequantize_rows(static_cast<uint64_t>(k), 2, Dtype::F32, std::as_writable_bytes(std::span(rows)));
+          iw.read(static_cast<uint64_t>(k) * 256, rows.size(), Dtype::F32,
+                  std::as_writable_bytes(std::span(rows)));
           if (std::abs(rows[3] - w[k * 256 + 3]) > 0.05f) ++failures;
           std::vector<uint16_t> bnb(300);
           shared.read(static_cast<uint64_t>(k) * 1000 + 1, bnb.size(), Dtype::BF16,

@@ -1,0 +1,91 @@
+// quant/schemes.hpp: the scheme registry. One entry per SchemeKind owns everything that depends
+// on the scheme: its name syntax and options (with their bounds), detection and checks of its
+// weights in a set of tensors, the decoder that dequantizes one weight, and the encoder that
+// quantize_file streams tensors through. Everything else asks scheme_entry(kind).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quant/tensor_set.hpp"
+#include "tlio/quant.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio::detail {
+
+/// Dequantizes one weight by element ranges; made once per weight, shared by readers.
+class WeightDecoder {
+ public:
+  virtual ~WeightDecoder() = default;
+  /// Elements [first, first + count) (already bounds-checked) as F32, F16 or BF16 into dst.
+  virtual void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const = 0;
+};
+
+/// Quantizes whole tensors of a file into a Writer (quantize_file's work for one scheme).
+class WeightEncoder {
+ public:
+  virtual ~WeightEncoder() = default;
+  /// Why `t` cannot be quantized, or "".
+  virtual std::string unquantizable(const TensorInfo& t) const = 0;
+  /// The stored tensors that will replace `t` (checked for name clashes, then declared).
+  virtual std::vector<TensorData> outputs(const File& src, const TensorInfo& t) = 0;
+  /// Streams `t` quantized into the tensors outputs() declared; reports its error in `item`.
+  virtual void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
+                     const std::function<void(uint64_t)>& tick) = 0;
+  /// Metadata of the output file (int4 records format and quant).
+  virtual void update_metadata(Metadata&) const {}
+};
+
+struct SchemeEntry {
+  SchemeInfo info;
+  /// The options a name stands for, or nullopt when the name is not this scheme's.
+  std::optional<QuantScheme::Options> (*parse)(std::string_view name);
+  std::string (*name)(const QuantScheme::Options&);
+  /// Checks option bounds; Error{invalid_argument}.
+  void (*validate)(const QuantScheme::Options&);
+  /// Sets one of info.options from text (the registry has checked that this scheme has it).
+  void (*set_option)(QuantScheme::Options&, std::string_view option, std::string_view value);
+  /// This scheme's weights in `set`, checked (Error{format} naming rule and tensor).
+  std::vector<QuantizedWeight> (*detect)(const TensorSet& set);
+  std::shared_ptr<const WeightDecoder> (*decoder)(const TensorSet& set, const QuantizedWeight& w);
+  std::unique_ptr<WeightEncoder> (*encoder)(const QuantScheme::Options&);
+};
+
+/// The entries, one per SchemeKind, in SchemeKind order.
+std::span<const SchemeEntry> scheme_entries() noexcept;
+inline const SchemeEntry& scheme_entry(SchemeKind kind) noexcept {
+  return scheme_entries()[static_cast<size_t>(kind)];
+}
+
+// Each scheme's entry, defined beside its code.
+const SchemeEntry& int4_scheme_entry() noexcept;
+const SchemeEntry& bnb_4bit_scheme_entry() noexcept;
+const SchemeEntry& llm_int8_scheme_entry() noexcept;
+
+/// Chunked F32 input and error statistics, shared by the encoders (quant/encode_util.cpp).
+/// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every
+/// chunk size (whole rows or whole blocks). F32 tensors are read in place when aligned; other
+/// dtypes are converted into `buf`, kept across tensors so its pages are faulted in once.
+void for_each_f32_chunk(const File& src, const TensorInfo& t, uint64_t align,
+                        std::vector<float>& buf,
+                        const std::function<void(uint64_t, std::span<const float>)>& fn);
+
+/// Squared and largest error of quantized chunks against their input.
+struct ErrorStats {
+  double squares = 0;
+  float max_abs = 0;
+  void add(std::span<const float> input, std::span<const float> restored);
+  void finish(QuantizeReport::Item& item, uint64_t n) const;
+};
+
+/// Parses an option value: an unsigned decimal, or true/false/1/0.
+uint64_t parse_uint_option(std::string_view option, std::string_view value);
+bool parse_bool_option(std::string_view option, std::string_view value);
+
+}  // namespace tlio::detail

@@ -1,0 +1,91 @@
+// Tests for the scheme registry (quant/schemes.hpp) through QuantScheme and quant_schemes():
+// names, options and their bounds, refusals, and that every entry is complete.
+#include <gtest/gtest.h>
+
+#include "quant/schemes.hpp"
+#include "tlio/error.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio {
+namespace {
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+TEST(Schemes, NamesRoundTrip) {
+  for (const char* name : {"int4-g32-sym", "int4-g128-sym", "nf4", "fp4", "int8"})
+    EXPECT_EQ(QuantScheme::parse(name).name(), name);
+  EXPECT_EQ(QuantScheme::parse("nf4").kind(), SchemeKind::bnb_4bit);
+  EXPECT_EQ(QuantScheme::parse("int8").kind(), SchemeKind::llm_int8);
+  EXPECT_EQ(QuantScheme().name(), "int4-g32-sym");
+  try {
+    QuantScheme::parse("q3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_STREQ(e.what(), "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8)");
+  }
+}
+
+TEST(Schemes, OptionsSetByNameWithBounds) {
+  QuantScheme s = QuantScheme::parse("fp4");
+  s.set_option("blocksize", "128");
+  s.set_option("nested", "true");
+  s.set_option("storage", "bf16");
+  const auto& o = std::get<Bnb4bitOptions>(s.options());
+  EXPECT_EQ(o.type, BnbQuantType::fp4);
+  EXPECT_EQ(o.blocksize, 128u);
+  EXPECT_TRUE(o.nested);
+  EXPECT_EQ(o.storage, Dtype::BF16);
+  EXPECT_EQ(s.block(), 128u);
+  EXPECT_TRUE(s.nested());
+  EXPECT_EQ(message_of([&] { s.set_option("blocksize", "48"); }),
+            "blocksize 48 is not one of 32, 64, ..., 4096");
+  EXPECT_EQ(s.block(), 128u);  // a refused value leaves the scheme as it was
+  EXPECT_EQ(message_of([&] { s.set_option("blocksize", "6x"); }),
+            "blocksize must be an unsigned integer, not \"6x\"");
+  EXPECT_EQ(message_of([&] { s.set_option("storage", "I16"); }),
+            "quant storage I16 is not U8, I8, F16, BF16, F32 or F64");
+  EXPECT_EQ(message_of([&] { s.set_option("nested", "maybe"); }),
+            "nested must be true or false, not \"maybe\"");
+  EXPECT_THROW(QuantScheme(Int4Options{0}), Error);
+  EXPECT_THROW(QuantScheme(Bnb4bitOptions{BnbQuantType::nf4, 100}), Error);
+}
+
+TEST(Schemes, AnOptionTheSchemeDoesNotHaveIsRefused) {
+  QuantScheme int4 = QuantScheme::parse("int4-g32-sym");
+  EXPECT_EQ(message_of([&] { int4.set_option("blocksize", "64"); }),
+            "blocksize is an option of nf4, fp4, not of int4-g32-sym");
+  QuantScheme int8 = QuantScheme::parse("int8");
+  EXPECT_EQ(message_of([&] { int8.set_option("nested", "true"); }),
+            "nested is an option of nf4, fp4, not of int8");
+  EXPECT_EQ(message_of([&] { int8.set_option("colour", "red"); }),
+            "\"colour\" is not an option of any quantization scheme");
+}
+
+TEST(Schemes, EveryEntryIsCompleteAndInKindOrder) {
+  const auto entries = detail::scheme_entries();
+  ASSERT_EQ(entries.size(), quant_schemes().size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const detail::SchemeEntry& e = entries[i];
+    EXPECT_EQ(static_cast<size_t>(e.info.kind), i);
+    EXPECT_FALSE(e.info.syntax.empty());
+    EXPECT_FALSE(e.info.layout.empty());
+    // Its example parses to itself, through the registry.
+    const auto s = QuantScheme::try_parse(e.info.example);
+    ASSERT_TRUE(s) << e.info.example;
+    EXPECT_EQ(s->kind(), e.info.kind);
+    EXPECT_TRUE(e.parse && e.name && e.validate && e.set_option && e.detect && e.decoder && e.encoder);
+  }
+}
+
+}  // namespace
+}  // namespace tlio

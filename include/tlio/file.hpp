@@ -71,7 +71,12 @@ struct SlicePlan {
 /// does not fall on byte boundaries.
 TLIO_API SlicePlan plan_slice(const TensorInfo& info, std::span<const SliceIndex> indices);
 
-/// The bytes of one tensor, with its info. Cheap to copy; keeps the bytes alive.
+namespace detail {
+struct FileState;
+}  // namespace detail
+
+/// The bytes of one tensor, with its info. Cheap to copy; keeps the bytes and the info alive
+/// (the File may be gone). Only a File makes one, so there is no empty view to misuse.
 class TLIO_API TensorView {
  public:
   const TensorInfo& info() const noexcept { return *info_; }
@@ -101,9 +106,12 @@ class TLIO_API TensorView {
 
  private:
   friend class File;
+  TensorView(std::shared_ptr<const void> keepalive, const TensorInfo& info,
+             std::span<const std::byte> bytes)
+      : keepalive_(std::move(keepalive)), info_(&info), bytes_(bytes) {}
   void check_element_type(Dtype requested, unsigned bits, bool raw_ok) const;
   std::shared_ptr<const void> keepalive_;
-  const TensorInfo* info_ = nullptr;
+  const TensorInfo* info_;
   std::span<const std::byte> bytes_;
 };
 
@@ -118,11 +126,17 @@ class TLIO_API File {
   /// Validates and takes ownership of `bytes`.
   static File from_bytes(std::vector<std::byte> bytes, std::string name = "<buffer>");
 
-  const Header& header() const noexcept;
-  const std::vector<TensorInfo>& tensors() const noexcept { return header().tensors(); }
-  const Metadata& metadata() const noexcept { return header().metadata(); }
+  // References into the File: not on a temporary, which would leave them dangling
+  // (File::open(p).header().at("x") does not compile; keep the File, or take a TensorView).
+  const Header& header() const& noexcept;
+  const Header& header() const&& = delete;
+  const std::vector<TensorInfo>& tensors() const& noexcept { return header().tensors(); }
+  const std::vector<TensorInfo>& tensors() const&& = delete;
+  const Metadata& metadata() const& noexcept { return header().metadata(); }
+  const Metadata& metadata() const&& = delete;
   /// Name used in messages (the path, or the buffer name).
-  const std::string& name() const noexcept;
+  const std::string& name() const& noexcept;
+  const std::string& name() const&& = delete;
   Backend backend() const noexcept;
   uint64_t file_size() const noexcept;
   /// N: the header length from the first 8 bytes. The data buffer starts at 8 + N.
@@ -155,11 +169,9 @@ class TLIO_API File {
   File& operator=(File&&) noexcept;
   ~File();
 
-  struct State;
-
  private:
-  explicit File(std::shared_ptr<const State> state);
-  std::shared_ptr<const State> state_;
+  explicit File(std::shared_ptr<const detail::FileState> state);
+  std::shared_ptr<const detail::FileState> state_;
 };
 
 }  // namespace tlio

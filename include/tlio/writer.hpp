@@ -25,6 +25,10 @@
 
 namespace tlio {
 
+namespace detail {
+struct WriterState;
+}  // namespace detail
+
 class File;
 
 /// Progress of a long file operation: bytes of output data done so far, and in all. Called from
@@ -76,11 +80,9 @@ class TLIO_API Writer {
   Writer& operator=(Writer&&) noexcept;
   ~Writer();
 
-  struct Impl;
-
  private:
-  explicit Writer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Writer(std::unique_ptr<detail::WriterState> impl);
+  std::unique_ptr<detail::WriterState> impl_;
 };
 
 /// One tensor for the convenience functions below.

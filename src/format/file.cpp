@@ -16,7 +16,7 @@
 
 namespace tlio {
 
-struct File::State {
+struct detail::FileState {
   std::string name;
   Backend backend = Backend::mmap;
   detail::Fd fd;                      // -1 for buffers
@@ -43,7 +43,7 @@ auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
 }
 
 // Validates an in-memory file image (rules 1-5).
-void validate_memory(File::State& s) {
+void validate_memory(detail::FileState& s) {
   s.file_size = s.memory.size();
   s.header_size =
       detail::read_header_length(s.memory.first(std::min(detail::kSniffBytes, s.memory.size())),
@@ -55,13 +55,13 @@ void validate_memory(File::State& s) {
 
 }  // namespace
 
-File::File(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+File::File(std::shared_ptr<const detail::FileState> state) : state_(std::move(state)) {}
 File::File(File&&) noexcept = default;
 File& File::operator=(File&&) noexcept = default;
 File::~File() = default;
 
 File File::open(const std::filesystem::path& path, OpenOptions options) {
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<detail::FileState>();
   s->name = path.string();
   s->backend = options.backend;
   attributed(s->name, [&] {
@@ -86,7 +86,7 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
 }
 
 File File::from_buffer(std::span<const std::byte> bytes, std::string name) {
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<detail::FileState>();
   s->name = std::move(name);
   s->memory = bytes;
   attributed(s->name, [&] { validate_memory(*s); });
@@ -94,7 +94,7 @@ File File::from_buffer(std::span<const std::byte> bytes, std::string name) {
 }
 
 File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<detail::FileState>();
   s->name = std::move(name);
   s->owned = std::move(bytes);
   s->memory = s->owned;
@@ -102,8 +102,8 @@ File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
   return File(std::move(s));
 }
 
-const Header& File::header() const noexcept { return state_->header; }
-const std::string& File::name() const noexcept { return state_->name; }
+const Header& File::header() const& noexcept { return state_->header; }
+const std::string& File::name() const& noexcept { return state_->name; }
 Backend File::backend() const noexcept { return state_->backend; }
 uint64_t File::file_size() const noexcept { return state_->file_size; }
 uint64_t File::header_size() const noexcept { return state_->header_size; }
@@ -134,7 +134,7 @@ bool File::is_canonical() const {
 }
 
 void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
-  const State& s = *state_;
+  const detail::FileState& s = *state_;
   auto end = detail::checked_add(offset, dst.size());
   if (!end || *end > s.header.data_size())
     throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
@@ -150,27 +150,24 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
 TensorView File::view(std::string_view name) const {
   const TensorInfo& info =
       attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
-  TensorView v;
-  v.info_ = &info;
   if (!state_->memory.empty() || info.byte_size() == 0) {
-    v.keepalive_ = state_;
+    std::span<const std::byte> bytes;
     if (info.byte_size() != 0)
-      v.bytes_ = state_->memory.subspan(static_cast<size_t>(state_->data_start() + info.begin),
-                                        static_cast<size_t>(info.byte_size()));
-    return v;
+      bytes = state_->memory.subspan(static_cast<size_t>(state_->data_start() + info.begin),
+                                     static_cast<size_t>(info.byte_size()));
+    return TensorView(state_, info, bytes);
   }
   // pread backend: the view owns a copy, and keeps the state (and so the info) alive.
   struct Owned {
-    std::shared_ptr<const State> state;
+    std::shared_ptr<const detail::FileState> state;
     std::vector<std::byte> bytes;
   };
   auto owned = std::make_shared<Owned>();
   owned->state = state_;
   owned->bytes.resize(static_cast<size_t>(info.byte_size()));
   read_data(info.begin, owned->bytes);
-  v.bytes_ = owned->bytes;
-  v.keepalive_ = std::move(owned);
-  return v;
+  const std::span<const std::byte> bytes = owned->bytes;
+  return TensorView(std::move(owned), info, bytes);
 }
 
 void File::read(std::string_view name, std::span<std::byte> dst) const {

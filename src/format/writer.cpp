@@ -25,7 +25,7 @@ namespace tlio {
 
 using detail::quote_name;
 
-struct Writer::Impl {
+struct detail::WriterState {
   std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
   std::vector<std::byte> memory;
   std::string name = "<memory>";
@@ -103,13 +103,13 @@ struct Writer::Impl {
   }
 };
 
-Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Writer::Writer(std::unique_ptr<detail::WriterState> impl) : impl_(std::move(impl)) {}
 Writer::Writer(Writer&&) noexcept = default;
 Writer& Writer::operator=(Writer&&) noexcept = default;
 Writer::~Writer() { abort(); }
 
 Writer Writer::to_file(const std::filesystem::path& path) {
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<detail::WriterState>();
   impl->name = path.string();
   try {
     impl->file = std::make_unique<detail::AtomicFile>(path);
@@ -119,7 +119,7 @@ Writer Writer::to_file(const std::filesystem::path& path) {
   return Writer(std::move(impl));
 }
 
-Writer Writer::to_memory() { return Writer(std::make_unique<Impl>()); }
+Writer Writer::to_memory() { return Writer(std::make_unique<detail::WriterState>()); }
 
 void Writer::set_metadata(std::string key, std::string value) {
   impl_->check_not_frozen("set_metadata");
@@ -134,7 +134,7 @@ void Writer::set_metadata(const Metadata& metadata) {
 }
 
 void Writer::declare(std::string name, Dtype dtype, Shape shape) {
-  Impl& w = *impl_;
+  detail::WriterState& w = *impl_;
   w.check_not_frozen("declare");
   if (name == "__metadata__") throw_invalid("a tensor may not be named \"__metadata__\"", name);
   if (!simdjson::validate_utf8(name.data(), name.size()))
@@ -192,7 +192,7 @@ void Writer::write_from(std::string_view name,
 }
 
 void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
-  Impl& w = *impl_;
+  detail::WriterState& w = *impl_;
   size_t i = w.lookup(name);
   const TensorInfo& t = w.tensors[i];
   const TensorInfo& s = src.header().at(src_name);
@@ -214,7 +214,7 @@ void Writer::copy_from(std::string_view name, const File& src, std::string_view 
 }
 
 void Writer::commit() {
-  Impl& w = *impl_;
+  detail::WriterState& w = *impl_;
   w.freeze();
   for (size_t i = 0; i < w.tensors.size(); ++i)
     if (w.written[i] != w.tensors[i].byte_size())

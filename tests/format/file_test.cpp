@@ -2,6 +2,9 @@
 #include "tlio/file.hpp"
 
 #include <gtest/gtest.h>
+
+#include <type_traits>
+#include <utility>
 #include <unistd.h>
 
 #include "test_util.hpp"
@@ -9,6 +12,20 @@
 
 namespace tlio {
 namespace {
+
+// References into a File cannot be taken from a temporary File (they would dangle), and there is
+// no empty TensorView whose accessors have nothing to refer to.
+template <class F>
+concept HasHeader = requires(F&& f) { std::forward<F>(f).header().at("x"); };
+template <class F>
+concept HasTensors = requires(F&& f) { std::forward<F>(f).tensors(); };
+template <class F>
+concept HasMetadata = requires(F&& f) { std::forward<F>(f).metadata(); };
+template <class F>
+concept HasName = requires(F&& f) { std::forward<F>(f).name(); };
+static_assert(HasHeader<const File&> && HasTensors<File&> && HasMetadata<File&> && HasName<File&>);
+static_assert(!HasHeader<File> && !HasTensors<File> && !HasMetadata<File> && !HasName<File>);
+static_assert(!std::is_default_constructible_v<TensorView>);
 
 std::vector<std::byte> sample_file() {
   std::vector<float> w = {1, 2, 3, 4, 5, 6};

@@ -153,7 +153,8 @@ TEST(Writer, OverwritingTheMappedSourceIsSafe) {
   EXPECT_TRUE(std::equal(ga.begin(), ga.end(), a.begin(), a.end()));
   // rewrite_canonical over its own source.
   rewrite_canonical(g, dir / "m.safetensors");
-  EXPECT_EQ(File::open(dir / "m.safetensors").tensors().size(), 2u);
+  const File rewritten = File::open(dir / "m.safetensors");
+  EXPECT_EQ(rewritten.tensors().size(), 2u);
 }
 
 TEST(Writer, HeaderLimitBoundary) {

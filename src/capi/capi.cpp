@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "tlio/tlio.hpp"
 
 struct tl_file {
@@ -71,7 +71,7 @@ tlio::Dtype to_cpp(tl_dtype d) {
 }
 
 tl_file* wrap(tlio::File f) {
-  auto* h = new tl_file{std::move(f), {}, {}, {}, {}};
+  auto* h = new tl_file{std::move(f), {}, {}, {}, {}, {}};
   for (const auto& kv : h->file.metadata()) h->metadata.push_back(&kv);
   return h;
 }

@@ -15,7 +15,7 @@
 #include "common/parallel.hpp"
 #include "dtype/convert_kernels.hpp"
 #include "dtype/minifloat.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "io/copy.hpp"
 #include "tlio/error.hpp"
 
@@ -207,11 +207,12 @@ bool can_convert(Dtype from, Dtype to) noexcept {
 }
 
 uint64_t bytes_for(Dtype d, uint64_t count) {
-  auto bits = detail::checked_mul(count, dtype_bits(d));
-  if (!bits || *bits % 8)
+  const uint64_t shape[] = {count};
+  const detail::TensorSize s = detail::tensor_size(dtype_bits(d), shape);
+  if (s.problem != detail::TensorSize::Problem::none)
     throw_invalid(fmt::format("{} elements of {} are not a whole number of bytes", count,
                               dtype_name(d)));
-  return *bits / 8;
+  return s.bytes;
 }
 
 void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std::byte> dst,

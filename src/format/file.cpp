@@ -10,7 +10,7 @@
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "io/copy.hpp"
 #include "io/os_file.hpp"
 

@@ -21,7 +21,7 @@
 
 #include "format/name_index.hpp"
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
 
@@ -38,11 +38,6 @@ inline constexpr size_t kRetainedParserCapacity = size_t{4} << 20;
 inline constexpr size_t kMaxJsonDepth = simdjson::DEFAULT_MAX_DEPTH;
 
 static_assert(detail::kJsonPadding == simdjson::SIMDJSON_PADDING);
-
-class HeaderBuilder {
- public:
-  static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded);
-};
 
 namespace {
 
@@ -219,264 +214,272 @@ std::optional<uint64_t> as_u64(dom::element el) {
   return v;
 }
 
+
 }  // namespace
 
-Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
-  Header h;
-  h.data_size_ = data_size;
-  const uint64_t header_len = json.size();
+// The validator, in the steps DECISIONS.md orders the rules by: parse the JSON (rule 2), walk it
+// into raw entries, remembering the first metadata (rule 3) and entry (rule 4) failures, check
+// names are unique (rule 2, which outranks 3 and 4), then the layout (rule 5).
+class HeaderBuilder {
+ public:
+  static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
+    HeaderBuilder b(data_size);
+    // `top` views the parser's buffers (a big header gets a parser of its own, freed after the
+    // build) and `rescued`, a rewritten copy of the JSON when parse_json needed one.
+    std::unique_ptr<dom::parser> big_parser;
+    std::string rescued;
+    const dom::object top = parse_json(json, padded, big_parser, rescued);
+    b.h_.tensors_.reserve(top.size());
+    b.h_.name_slots_.reserve(top.size());
+    for (auto field : top) {
+      if (key_is(field.key, "__metadata__"))
+        b.read_metadata(field.value);
+      else
+        b.read_entry(field.key, field.value);
+    }
+    b.check_unique_names();
+    b.rule3_.raise_if_set();
+    b.rule4_.raise_if_set();
+    b.check_layout(8 + json.size());
+    return std::move(b.h_);
+  }
 
+ private:
+  explicit HeaderBuilder(uint64_t data_size) { h_.data_size_ = data_size; }
+
+  static dom::object parse_json(std::span<const std::byte> json, bool padded,
+                                std::unique_ptr<dom::parser>& big_parser, std::string& rescued);
+  void read_metadata(dom::element value);
+  void read_entry(std::string_view key, dom::element value);
+  std::optional<Dtype> read_dtype(dom::element el, TensorInfo& info);
+  bool read_shape(dom::element el, TensorInfo& info);
+  bool read_offsets(dom::element el, TensorInfo& info);
+  void check_size(const TensorInfo& info);
+  void check_unique_names();
+  void check_layout(uint64_t data_start);
+  void bad_entry(const TensorInfo& info, std::string why) {
+    rule4_.record(Rule::r4_entry, info.name, std::move(why));
+  }
+
+  Header h_;
+  PendingError rule3_, rule4_;
+  bool seen_metadata_ = false;
+  bool in_offset_order_ = true;  // tensors in file order sorted by (begin, end) so far
+  // Headers repeat a few dtype names: the last one parsed is remembered.
+  std::string_view last_dtype_text_;
+  Dtype last_dtype_ = Dtype::F32;
+};
+
+// Rule 2: the header is one JSON object (simdjson; a parser per thread, reused while its buffers
+// stay small).
+dom::object HeaderBuilder::parse_json(std::span<const std::byte> json, bool padded,
+                                      std::unique_ptr<dom::parser>& big_parser,
+                                      std::string& rescued) {
   if (json.size() >= 3 && json[0] == std::byte{0xEF} && json[1] == std::byte{0xBB} &&
       json[2] == std::byte{0xBF})
     rule2("byte-order mark before the JSON object (not JSON whitespace)");
-
-  // A parser per thread, reused while its buffers stay small.
   thread_local dom::parser cached_parser(kRetainedParserCapacity);
-  std::unique_ptr<dom::parser> big_parser;
   dom::parser* parser = &cached_parser;
   if (json.size() > kRetainedParserCapacity) {
     big_parser = std::make_unique<dom::parser>();
     parser = big_parser.get();
   }
-
   dom::element root;
   auto err =
       parser->parse(reinterpret_cast<const uint8_t*>(json.data()), json.size(), !padded).get(root);
-  std::string rescued;  // the header with unrepresentable numbers neutralized, when needed
   if (err == simdjson::NUMBER_ERROR) {
     rescued.assign(reinterpret_cast<const char*>(json.data()), json.size());
     if (neutralize_unrepresentable_numbers(rescued)) err = parser->parse(rescued).get(root);
   }
   if (err) rule2(json_error_text(err));
   if (!root.is_object()) rule2("header is not a JSON object");
+  return *as_object(root);
+}
 
-  dom::object top = *as_object(root);
-  const size_t key_count = top.size();
-  h.tensors_.reserve(key_count);
-  h.name_slots_.reserve(key_count);
-  bool in_offset_order = true;  // tensors in file order sorted by (begin, end) so far
-  auto name_at = [&h](uint32_t pos) -> std::string_view { return h.tensors_[pos].name; };
-
-  PendingError rule3, rule4;
-  bool seen_metadata = false;
-  std::string_view last_dtype_text;
-  Dtype last_dtype = Dtype::F32;
-
-  for (auto field : top) {
-    const std::string_view key = field.key;
-    const dom::element value = field.value;
-
-    if (key_is(key, "__metadata__")) {
-      if (seen_metadata) rule2("duplicate key \"__metadata__\"");
-      seen_metadata = true;
-      if (value.is_null()) continue;  // MLX writes null for "no metadata"
-      if (!value.is_object()) {
-        check_no_duplicate_keys(value, {});
-        rule3.record(Rule::r3_metadata, "__metadata__", "__metadata__ is not an object of strings");
-        continue;
-      }
-      h.has_metadata_ = true;
-      dom::object meta = *as_object(value);
-      for (auto entry : meta) {
-        std::string_view text;
-        if (entry.value.get_string().get(text) != simdjson::SUCCESS) {
-          check_no_duplicate_keys(entry.value, std::string(entry.key));
-          rule3.record(Rule::r3_metadata, std::string(entry.key),
-                       fmt::format("metadata value of {} is not a string", quote_name(entry.key)));
-          h.metadata_.try_emplace(std::string(entry.key));
-          continue;
-        }
-        if (!h.metadata_.try_emplace(std::string(entry.key), text).second)
-          rule2(fmt::format("duplicate key {} in __metadata__", quote_name(entry.key)),
-                std::string(entry.key));
-      }
+// Rule 3: __metadata__ is an object of strings (null: none, as MLX writes).
+void HeaderBuilder::read_metadata(dom::element value) {
+  if (seen_metadata_) rule2("duplicate key \"__metadata__\"");
+  seen_metadata_ = true;
+  if (value.is_null()) return;
+  if (!value.is_object()) {
+    check_no_duplicate_keys(value, {});
+    rule3_.record(Rule::r3_metadata, "__metadata__", "__metadata__ is not an object of strings");
+    return;
+  }
+  h_.has_metadata_ = true;
+  const dom::object meta = *as_object(value);
+  for (auto entry : meta) {
+    std::string_view text;
+    if (entry.value.get_string().get(text) != simdjson::SUCCESS) {
+      check_no_duplicate_keys(entry.value, std::string(entry.key));
+      rule3_.record(Rule::r3_metadata, std::string(entry.key),
+                    fmt::format("metadata value of {} is not a string", quote_name(entry.key)));
+      h_.metadata_.try_emplace(std::string(entry.key));
       continue;
     }
+    if (!h_.metadata_.try_emplace(std::string(entry.key), text).second)
+      rule2(fmt::format("duplicate key {} in __metadata__", quote_name(entry.key)),
+            std::string(entry.key));
+  }
+}
 
-    // A tensor entry (duplicate names are found after the walk: they are rule 2, which outranks
-    // everything recorded during it).
-    h.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h.tensors_.size())));
-    TensorInfo& info = h.tensors_.emplace_back();
-    info.name.assign(key.data(), key.size());
-
-    auto bad_entry = [&](std::string why) { rule4.record(Rule::r4_entry, info.name, std::move(why)); };
-
-    if (!value.is_object()) {
-      check_no_duplicate_keys(value, info.name);
-      bad_entry(fmt::format("entry of {} is not an object with fields dtype, shape, data_offsets",
-                            quote_name(key)));
+// Rule 4 for one tensor entry: exactly the fields dtype, shape, data_offsets, each well typed,
+// and offsets spanning the tensor's size. (Duplicate names are found after the walk.)
+void HeaderBuilder::read_entry(std::string_view key, dom::element value) {
+  h_.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h_.tensors_.size())));
+  TensorInfo& info = h_.tensors_.emplace_back();
+  info.name.assign(key.data(), key.size());
+  if (!value.is_object()) {
+    check_no_duplicate_keys(value, info.name);
+    bad_entry(info, fmt::format("entry of {} is not an object with fields dtype, shape, "
+                                "data_offsets", quote_name(key)));
+    return;
+  }
+  std::optional<dom::element> dtype_el, shape_el, offsets_el;
+  const dom::object fields = *as_object(value);
+  for (auto f : fields) {
+    std::optional<dom::element>* slot = key_is(f.key, "dtype")          ? &dtype_el
+                                        : key_is(f.key, "shape")        ? &shape_el
+                                        : key_is(f.key, "data_offsets") ? &offsets_el
+                                                                        : nullptr;
+    if (slot == nullptr) {
+      check_no_duplicate_keys(f.value, info.name);
+      bad_entry(info, fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
+                                  "data_offsets)", quote_name(f.key), quote_name(key)));
       continue;
     }
-    std::optional<dom::element> dtype_el, shape_el, offsets_el;
-    dom::object entry = *as_object(value);
-    for (auto f : entry) {
-      std::optional<dom::element>* slot = nullptr;
-      if (key_is(f.key, "dtype"))
-        slot = &dtype_el;
-      else if (key_is(f.key, "shape"))
-        slot = &shape_el;
-      else if (key_is(f.key, "data_offsets"))
-        slot = &offsets_el;
-      if (slot == nullptr) {
-        check_no_duplicate_keys(f.value, info.name);
-        bad_entry(
-            fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
-                        "data_offsets)",
-                        quote_name(f.key), quote_name(key)));
-        continue;
-      }
-      if (*slot)
-        rule2(
-            fmt::format("duplicate key {} in the entry of {}", quote_name(f.key), quote_name(key)),
+    if (*slot)
+      rule2(fmt::format("duplicate key {} in the entry of {}", quote_name(f.key), quote_name(key)),
             info.name);
-      *slot = f.value;
-    }
-    if (!dtype_el || !shape_el || !offsets_el) {
-      bad_entry(fmt::format("entry of {} lacks field {}", quote_name(key),
-                            !dtype_el   ? "dtype"
-                            : !shape_el ? "shape"
-                                        : "data_offsets"));
-      for (auto* el : {&dtype_el, &shape_el, &offsets_el})
-        if (*el) check_no_duplicate_keys(**el, info.name);
-      continue;
-    }
+    *slot = f.value;
+  }
+  if (!dtype_el || !shape_el || !offsets_el) {
+    bad_entry(info, fmt::format("entry of {} lacks field {}", quote_name(key),
+                                !dtype_el ? "dtype" : !shape_el ? "shape" : "data_offsets"));
+    for (auto* el : {&dtype_el, &shape_el, &offsets_el})
+      if (*el) check_no_duplicate_keys(**el, info.name);
+    return;
+  }
+  const bool dtype_ok = read_dtype(*dtype_el, info).has_value();
+  const bool shape_ok = read_shape(*shape_el, info);
+  const bool offsets_ok = read_offsets(*offsets_el, info);
+  if (dtype_ok && shape_ok && offsets_ok && !rule4_.set) check_size(info);
+}
 
-    // dtype (headers repeat a few dtype names: remember the last one)
-    std::string_view dtype_text;
-    std::optional<Dtype> dtype;
-    if (dtype_el->get_string().get(dtype_text) == simdjson::SUCCESS) {
-      if (dtype_text == last_dtype_text) {
-        dtype = last_dtype;
-      } else {
-        dtype = parse_dtype(dtype_text);
-        if (dtype) {
-          last_dtype_text = dtype_text;
-          last_dtype = *dtype;
-        }
-      }
-    }
-    if (!dtype) {
-      check_no_duplicate_keys(*dtype_el, info.name);
-      if (dtype_el->is_string())
-        bad_entry(
-            fmt::format("unknown dtype {} for tensor {}", quote_name(dtype_text), quote_name(key)));
-      else
-        bad_entry(fmt::format("dtype of tensor {} is not a string", quote_name(key)));
-    } else {
-      info.dtype = *dtype;
-    }
-
-    // shape
-    bool shape_ok = shape_el->is_array();
-    if (shape_ok) {
-      dom::array dims = *as_array(*shape_el);
-      info.shape.reserve(dims.size());
-      for (auto d : dims) {
-        auto v = as_u64(d);
-        if (!v) {
-          check_no_duplicate_keys(d, info.name);
-          shape_ok = false;
-          break;
-        }
-        info.shape.push_back(*v);
-      }
-    } else {
-      check_no_duplicate_keys(*shape_el, info.name);
-    }
-    if (!shape_ok)
-      bad_entry(fmt::format("shape of tensor {} is not a list of integers in [0, 2^64)",
-                            quote_name(key)));
-
-    // data_offsets
-    bool offsets_ok = offsets_el->is_array();
-    if (offsets_ok) {
-      dom::array offs = *as_array(*offsets_el);
-      offsets_ok = offs.size() == 2;
-      std::optional<uint64_t> b, e;
-      if (offsets_ok) {
-        auto it = offs.begin();
-        b = as_u64(*it);
-        ++it;
-        e = as_u64(*it);
-        offsets_ok = b && e;
-      }
-      if (offsets_ok) {
-        info.begin = *b;
-        info.end = *e;
-        if (h.tensors_.size() > 1) {
-          const TensorInfo& prev = h.tensors_[h.tensors_.size() - 2];
-          if (prev.begin > info.begin || (prev.begin == info.begin && prev.end > info.end))
-            in_offset_order = false;
-        }
-      } else {
-        check_no_duplicate_keys(*offsets_el, info.name);
-      }
-    } else {
-      check_no_duplicate_keys(*offsets_el, info.name);
-    }
-    if (!offsets_ok)
-      bad_entry(
-          fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
-                      "[0, 2^64)",
-                      quote_name(key)));
-
-    if (!dtype || !shape_ok || !offsets_ok || rule4.set) continue;
-
-    // Size arithmetic, in bits like the reference: any zero dim makes the tensor empty;
-    // otherwise the product and count x bits must not overflow and must be whole bytes.
-    const unsigned bits = dtype_bits(info.dtype);
-    uint64_t count = 1;
-    bool overflow = false, empty = false;
-    for (uint64_t d : info.shape) {
-      if (d == 0) {
-        empty = true;
-      } else if (!overflow) {
-        auto p = detail::checked_mul(count, d);
-        overflow = !p;
-        count = p.value_or(0);
-      }
-    }
-    if (empty) overflow = false, count = 0;  // any zero dim: no elements, whatever the others
-    std::optional<uint64_t> total_bits = detail::checked_mul(count, bits);
-    if (overflow || !total_bits) {
-      bad_entry(fmt::format("size of tensor {} ({} {}) overflows 64 bits", quote_name(key),
-                            dtype_name(info.dtype), fmt::join(info.shape, "x")));
-      continue;
-    }
-    if (*total_bits % 8 != 0) {
-      bad_entry(fmt::format("tensor {} has {} elements of {} bits: not a whole number of bytes",
-                            quote_name(key), count, bits));
-      continue;
-    }
-    const uint64_t expected = *total_bits / 8;
-    if (info.end < info.begin || info.end - info.begin != expected) {
-      bad_entry(fmt::format("tensor {} ({} [{}]) needs {} bytes but data_offsets [{}, {}] span {}",
-                            quote_name(key), dtype_name(info.dtype), fmt::join(info.shape, ", "),
-                            expected, info.begin, info.end,
-                            info.end < info.begin ? std::string("a negative range")
-                                                  : std::to_string(info.end - info.begin)));
+std::optional<Dtype> HeaderBuilder::read_dtype(dom::element el, TensorInfo& info) {
+  std::string_view text;
+  std::optional<Dtype> dtype;
+  if (el.get_string().get(text) == simdjson::SUCCESS) {
+    if (text == last_dtype_text_) {
+      dtype = last_dtype_;
+    } else if ((dtype = parse_dtype(text))) {
+      last_dtype_text_ = text;
+      last_dtype_ = *dtype;
     }
   }
+  if (dtype) {
+    info.dtype = *dtype;
+    return dtype;
+  }
+  check_no_duplicate_keys(el, info.name);
+  if (el.is_string())
+    bad_entry(info, fmt::format("unknown dtype {} for tensor {}", quote_name(text), quote_name(info.name)));
+  else
+    bad_entry(info, fmt::format("dtype of tensor {} is not a string", quote_name(info.name)));
+  return std::nullopt;
+}
 
-  detail::name_index_sort(h.name_slots_, name_at);
-  if (int64_t dup = detail::name_index_duplicate(h.name_slots_, name_at); dup >= 0) {
-    const std::string& name = h.tensors_[static_cast<size_t>(dup)].name;
+bool HeaderBuilder::read_shape(dom::element el, TensorInfo& info) {
+  bool ok = el.is_array();
+  if (ok) {
+    dom::array dims = *as_array(el);
+    info.shape.reserve(dims.size());
+    for (auto d : dims) {
+      auto v = as_u64(d);
+      if (!v) {
+        check_no_duplicate_keys(d, info.name);
+        ok = false;
+        break;
+      }
+      info.shape.push_back(*v);
+    }
+  } else {
+    check_no_duplicate_keys(el, info.name);
+  }
+  if (!ok)
+    bad_entry(info, fmt::format("shape of tensor {} is not a list of integers in [0, 2^64)",
+                                quote_name(info.name)));
+  return ok;
+}
+
+bool HeaderBuilder::read_offsets(dom::element el, TensorInfo& info) {
+  std::optional<uint64_t> begin, end;
+  if (el.is_array()) {
+    dom::array offs = *as_array(el);
+    if (offs.size() == 2) {
+      auto it = offs.begin();
+      begin = as_u64(*it);
+      ++it;
+      end = as_u64(*it);
+    }
+  }
+  if (!begin || !end) {
+    check_no_duplicate_keys(el, info.name);
+    bad_entry(info, fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
+                                "[0, 2^64)", quote_name(info.name)));
+    return false;
+  }
+  info.begin = *begin;
+  info.end = *end;
+  if (h_.tensors_.size() > 1) {
+    const TensorInfo& prev = h_.tensors_[h_.tensors_.size() - 2];
+    if (prev.begin > info.begin || (prev.begin == info.begin && prev.end > info.end))
+      in_offset_order_ = false;
+  }
+  return true;
+}
+
+// The size in bits, like the reference (any zero dimension makes the tensor empty), must not
+// overflow, must be whole bytes, and must be what data_offsets span.
+void HeaderBuilder::check_size(const TensorInfo& info) {
+  const detail::TensorSize size = detail::tensor_size(dtype_bits(info.dtype), info.shape);
+  if (size.problem == detail::TensorSize::Problem::overflow)
+    return bad_entry(info, fmt::format("size of tensor {} ({} {}) overflows 64 bits",
+                                       quote_name(info.name), dtype_name(info.dtype),
+                                       fmt::join(info.shape, "x")));
+  if (size.problem == detail::TensorSize::Problem::partial_byte)
+    return bad_entry(info, fmt::format("tensor {} has {} elements of {} bits: not a whole number "
+                                       "of bytes", quote_name(info.name), size.elements,
+                                       dtype_bits(info.dtype)));
+  if (info.end < info.begin || info.end - info.begin != size.bytes)
+    bad_entry(info, fmt::format("tensor {} ({} [{}]) needs {} bytes but data_offsets [{}, {}] "
+                                "span {}", quote_name(info.name), dtype_name(info.dtype),
+                                fmt::join(info.shape, ", "), size.bytes, info.begin, info.end,
+                                info.end < info.begin ? std::string("a negative range")
+                                                      : std::to_string(info.end - info.begin)));
+}
+
+void HeaderBuilder::check_unique_names() {
+  auto name_at = [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; };
+  detail::name_index_sort(h_.name_slots_, name_at);
+  if (int64_t dup = detail::name_index_duplicate(h_.name_slots_, name_at); dup >= 0) {
+    const std::string& name = h_.tensors_[static_cast<size_t>(dup)].name;
     rule2(fmt::format("duplicate key {}", quote_name(name)), name);
   }
-  rule3.raise_if_set();
-  rule4.raise_if_set();
+}
 
-  // Rule 5: sorted by (begin, end), the tensors tile the data buffer exactly.
-  auto by_offsets = [](const TensorInfo& a, const TensorInfo& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  };
-  if (!in_offset_order) {
-    std::stable_sort(h.tensors_.begin(), h.tensors_.end(), by_offsets);
-    detail::name_index_build(h.name_slots_, h.tensors_.size(), name_at);
+// Rule 5: sorted by (begin, end), the tensors tile the data buffer exactly.
+void HeaderBuilder::check_layout(uint64_t data_start) {
+  if (!in_offset_order_) {
+    std::stable_sort(h_.tensors_.begin(), h_.tensors_.end(),
+                     [](const TensorInfo& a, const TensorInfo& b) {
+                       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+                     });
+    detail::name_index_build(h_.name_slots_, h_.tensors_.size(),
+                             [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; });
   }
-  const uint64_t data_start = 8 + header_len;
   uint64_t expected_begin = 0;
-  for (const TensorInfo& t : h.tensors_) {
+  for (const TensorInfo& t : h_.tensors_) {
     if (t.begin != expected_begin)
       throw_format(Rule::r5_layout, t.name,
                    fmt::format("tensor {} begins at {}, expected {}", quote_name(t.name), t.begin,
@@ -484,11 +487,10 @@ Header HeaderBuilder::build(std::span<const std::byte> json, uint64_t data_size,
                    detail::checked_add(data_start, t.begin));
     expected_begin = t.end;
   }
-  if (expected_begin != data_size)
+  if (expected_begin != h_.data_size_)
     throw_format(Rule::r5_layout, {},
-                 fmt::format("data ends at {}, file has {} data bytes", expected_begin, data_size),
-                 detail::checked_add(data_start, std::min(expected_begin, data_size)));
-  return h;
+                 fmt::format("data ends at {}, file has {} data bytes", expected_begin, h_.data_size_),
+                 detail::checked_add(data_start, std::min(expected_begin, h_.data_size_)));
 }
 
 Header Header::parse(std::span<const std::byte> json, uint64_t data_size) {

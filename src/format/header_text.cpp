@@ -5,7 +5,7 @@
 
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
 
@@ -14,17 +14,9 @@ namespace tlio {
 using detail::append_json_string;
 
 std::optional<uint64_t> tensor_bytes(Dtype dtype, std::span<const uint64_t> shape) noexcept {
-  for (uint64_t d : shape)
-    if (d == 0) return 0;
-  uint64_t count = 1;
-  for (uint64_t d : shape) {
-    auto p = detail::checked_mul(count, d);
-    if (!p) return std::nullopt;
-    count = *p;
-  }
-  auto bits = detail::checked_mul(count, dtype_bits(dtype));
-  if (!bits || *bits % 8 != 0) return std::nullopt;
-  return *bits / 8;
+  const detail::TensorSize s = detail::tensor_size(dtype_bits(dtype), shape);
+  if (s.problem != detail::TensorSize::Problem::none) return std::nullopt;
+  return s.bytes;
 }
 
 void detail::canonical_layout(std::vector<TensorInfo>& tensors) {

@@ -16,7 +16,7 @@
 
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"

@@ -14,7 +14,7 @@
 #include "common/parallel.hpp"
 #include "common/json_text.hpp"
 #include "quant/bnb_detail.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "io/copy.hpp"
 #include "quant/bnb_kernels.hpp"
 #include "tlio/bnb.hpp"

@@ -11,7 +11,7 @@
 #include "io/copy.hpp"
 #include "quant/int4_kernels.hpp"
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"

@@ -10,7 +10,7 @@
 
 #include "common/text.hpp"
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -72,7 +72,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
         if (d.name != t.name && src.header().find(d.name))
           throw_invalid(fmt::format("cannot quantize {}: {} already exists", quote_name(t.name),
                                     quote_name(d.name)));
-        item.bytes_after += *detail::checked_mul(detail::checked_product(d.shape).value_or(0), dtype_bits(d.dtype)) / 8;
+        item.bytes_after += tensor_bytes(d.dtype, d.shape).value_or(0);
         w.declare(d.name, d.dtype, d.shape);
       }
     } catch (const Error& e) {

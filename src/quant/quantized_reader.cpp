@@ -2,7 +2,7 @@
 #include <fmt/core.h>
 
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"

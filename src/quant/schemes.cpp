@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/json_text.hpp"
-#include "io/checked.hpp"
+#include "common/checked.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 

@@ -229,8 +229,9 @@ class HeaderBuilder {
     std::unique_ptr<dom::parser> big_parser;
     std::string rescued;
     const dom::object top = parse_json(json, padded, big_parser, rescued);
-    b.h_.tensors_.reserve(top.size());
-    b.h_.name_slots_.reserve(top.size());
+    const size_t key_count = top.size();
+    b.h_.tensors_.reserve(key_count);
+    b.h_.name_slots_.reserve(key_count);
     for (auto field : top) {
       if (key_is(field.key, "__metadata__"))
         b.read_metadata(field.value);
@@ -251,10 +252,11 @@ class HeaderBuilder {
                                 std::unique_ptr<dom::parser>& big_parser, std::string& rescued);
   void read_metadata(dom::element value);
   void read_entry(std::string_view key, dom::element value);
-  std::optional<Dtype> read_dtype(dom::element el, TensorInfo& info);
-  bool read_shape(dom::element el, TensorInfo& info);
-  bool read_offsets(dom::element el, TensorInfo& info);
-  void check_size(const TensorInfo& info);
+  // Inlined into read_entry: this is the per-tensor path of 10^5-tensor headers.
+  [[gnu::always_inline]] inline std::optional<Dtype> read_dtype(dom::element el, TensorInfo& info);
+  [[gnu::always_inline]] inline bool read_shape(dom::element el, TensorInfo& info);
+  [[gnu::always_inline]] inline bool read_offsets(dom::element el, TensorInfo& info);
+  [[gnu::always_inline]] inline void check_size(const TensorInfo& info);
   void check_unique_names();
   void check_layout(uint64_t data_start);
   void bad_entry(const TensorInfo& info, std::string why) {
@@ -307,7 +309,7 @@ void HeaderBuilder::read_metadata(dom::element value) {
     return;
   }
   h_.has_metadata_ = true;
-  const dom::object meta = *as_object(value);
+  dom::object meta = *as_object(value);
   for (auto entry : meta) {
     std::string_view text;
     if (entry.value.get_string().get(text) != simdjson::SUCCESS) {
@@ -325,7 +327,7 @@ void HeaderBuilder::read_metadata(dom::element value) {
 
 // Rule 4 for one tensor entry: exactly the fields dtype, shape, data_offsets, each well typed,
 // and offsets spanning the tensor's size. (Duplicate names are found after the walk.)
-void HeaderBuilder::read_entry(std::string_view key, dom::element value) {
+[[gnu::flatten]] void HeaderBuilder::read_entry(std::string_view key, dom::element value) {
   h_.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h_.tensors_.size())));
   TensorInfo& info = h_.tensors_.emplace_back();
   info.name.assign(key.data(), key.size());
@@ -336,7 +338,7 @@ void HeaderBuilder::read_entry(std::string_view key, dom::element value) {
     return;
   }
   std::optional<dom::element> dtype_el, shape_el, offsets_el;
-  const dom::object fields = *as_object(value);
+  dom::object fields = *as_object(value);
   for (auto f : fields) {
     std::optional<dom::element>* slot = key_is(f.key, "dtype")          ? &dtype_el
                                         : key_is(f.key, "shape")        ? &shape_el

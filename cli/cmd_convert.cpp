@@ -3,7 +3,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/file.hpp"
 #include "tlio/writer.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"

@@ -4,21 +4,16 @@
 // every integer dtype and BOOL to F32 or F64. Narrowing rounds to nearest, ties to even; the
 // handling of infinities, NaN, negative zero and overflow per format is in docs/dtypes.md.
 // F32<->BF16, F32<->F16 and F16/BF16 -> F32 run SIMD kernels chosen at run time (Highway);
-// large arrays are split over the machine's cores.
+// large arrays are split over the machine's cores. Conversions of tensors in files are in
+// convert_file.hpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <functional>
 #include <span>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
-#include "tlio/writer.hpp"
 
 namespace tlio {
 
@@ -45,38 +40,5 @@ TLIO_API float bf16_to_f32(uint16_t bits) noexcept;
 TLIO_API uint16_t f32_to_bf16(float value) noexcept;
 TLIO_API float f16_to_f32(uint16_t bits) noexcept;
 TLIO_API uint16_t f32_to_f16(float value) noexcept;
-
-class File;
-
-/// Reads tensor `name` of `f` converted to `to` into `dst` (exactly the converted size).
-/// Throws Error{not_found}, Error{unsupported} (e.g. C64), Error{invalid_argument}.
-TLIO_API void read_as(const File& f, std::string_view name, Dtype to, std::span<std::byte> dst);
-/// Tensor `name` as F32 values (any floating, integer or BOOL tensor).
-TLIO_API std::vector<float> read_f32(const File& f, std::string_view name);
-
-struct ConvertFileOptions {
-  Dtype dtype = Dtype::BF16;  ///< target: a floating dtype other than F6_* and C64
-  std::string include;        ///< regex searched in names; empty: every floating tensor
-  std::string exclude;        ///< regex searched in names; empty: none
-  ProgressCallback progress;  ///< output bytes done / total
-};
-
-struct ConvertFileReport {
-  size_t converted = 0;  ///< tensors whose dtype changed
-  size_t kept = 0;       ///< tensors copied as they are
-  uint64_t data_bytes_in = 0;
-  uint64_t data_bytes_out = 0;
-};
-
-/// Writes `src` canonically to `out` (atomically) with its floating tensors converted to
-/// options.dtype. Integer and BOOL tensors, and the companions of quantized weights (int4
-/// `.scales`, bitsandbytes `absmax`/`quant_map`/..., LLM.int8 `SCB`), are copied as they are.
-/// Streams tensor by tensor in bounded memory. Throws Error{invalid_argument} for a bad regex,
-/// a target that is not a convertible floating dtype, or a NaN bound for F4 (naming the tensor).
-TLIO_API ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
-                                        const ConvertFileOptions& options);
-
-/// True for tensors that belong to a quantized weight and must keep their dtype.
-TLIO_API bool is_quantization_companion(const File& f, std::string_view name);
 
 }  // namespace tlio

@@ -1,12 +1,15 @@
 // tlio/tlio.hpp: the whole C++ API.
 #pragma once
 
+#include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/header.hpp"
-#include "tlio/bnb.hpp"
+#include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/shape.hpp"
 #include "tlio/version.hpp"
 #include "tlio/writer.hpp"

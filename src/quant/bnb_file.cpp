@@ -11,7 +11,7 @@
 
 #include "common/json_text.hpp"
 #include "common/checked.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {

@@ -4,7 +4,7 @@
 #include "common/json_text.hpp"
 #include "common/checked.hpp"
 #include "quant/schemes.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
 

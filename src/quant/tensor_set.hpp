@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "test_util.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/writer.hpp"

@@ -12,7 +12,7 @@
 #include "quant/bnb_detail.hpp"
 #include "test_util.hpp"
 #include "tlio/bnb.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "test_util.hpp"
-#include "tlio/convert.hpp"
+#include "tlio/convert_file.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/writer.hpp"

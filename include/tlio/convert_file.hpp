@@ -1,0 +1,51 @@
+// tlio/convert_file.hpp: conversions of tensors in files: typed reads of one tensor, and whole
+// files rewritten with their floating tensors in another dtype (tlio convert --dtype).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/convert.hpp"
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+
+/// Reads tensor `name` of `f` converted to `to` into `dst` (exactly the converted size).
+/// Throws Error{not_found}, Error{unsupported} (e.g. C64), Error{invalid_argument}.
+TLIO_API void read_as(const File& f, std::string_view name, Dtype to, std::span<std::byte> dst);
+/// Tensor `name` as F32 values (any floating, integer or BOOL tensor).
+TLIO_API std::vector<float> read_f32(const File& f, std::string_view name);
+
+struct ConvertFileOptions {
+  Dtype dtype = Dtype::BF16;  ///< target: a floating dtype other than F6_* and C64
+  std::string include;        ///< regex searched in names; empty: every floating tensor
+  std::string exclude;        ///< regex searched in names; empty: none
+  ProgressCallback progress;  ///< output bytes done / total
+};
+
+struct ConvertFileReport {
+  size_t converted = 0;  ///< tensors whose dtype changed
+  size_t kept = 0;       ///< tensors copied as they are
+  uint64_t data_bytes_in = 0;
+  uint64_t data_bytes_out = 0;
+};
+
+/// Writes `src` canonically to `out` (atomically) with its floating tensors converted to
+/// options.dtype. Integer and BOOL tensors, and the stored tensors of quantized weights (as the
+/// scheme registry finds them: int4 `.scales`, bitsandbytes `absmax`/`quant_map`/..., packed
+/// codes stored as floats, LLM.int8 `SCB`), are copied as they are; a file whose quantized
+/// weights are malformed is refused (Error{format}).
+/// Streams tensor by tensor in bounded memory. Throws Error{invalid_argument} for a bad regex,
+/// a target that is not a convertible floating dtype, or a NaN bound for F4 (naming the tensor).
+TLIO_API ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
+                                        const ConvertFileOptions& options);
+
+}  // namespace tlio

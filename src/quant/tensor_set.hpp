@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_text.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -45,7 +46,7 @@ class TensorSet {
     for (const File* f : files_)
       if (f->header().find(name)) return *f;
     throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
-                "no tensor named " + std::string(name));
+                "no tensor named " + quote_name(name));
   }
 
  private:

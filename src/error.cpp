@@ -1,6 +1,7 @@
 // error.cpp: tlio::Error and its message format "source: rule R: detail[: OS reason]".
 #include "tlio/error.hpp"
 
+#include <iterator>
 #include <utility>
 
 #include "tlio/version.hpp"
@@ -43,37 +44,13 @@ std::string_view error_code_name(ErrorCode code) noexcept {
 }
 
 std::string_view rule_name(Rule rule) noexcept {
-  switch (rule) {
-    case Rule::none:
-      return "";
-    case Rule::r1_length:
-      return "1";
-    case Rule::r2_json:
-      return "2";
-    case Rule::r3_metadata:
-      return "3";
-    case Rule::r4_entry:
-      return "4";
-    case Rule::r5_layout:
-      return "5";
-    case Rule::int4:
-      return "int4";
-    case Rule::bnb:
-      return "bnb";
-    case Rule::bnb_001:
-      return "BNB-001";
-    case Rule::bnb_002:
-      return "BNB-002";
-    case Rule::bnb_003:
-      return "BNB-003";
-    case Rule::bnb_004:
-      return "BNB-004";
-    case Rule::model:
-      return "model";
-    case Rule::index:
-      return "index";
-  }
-  return "";
+  // In the enum's order.
+  static constexpr std::string_view kNames[] = {"",    "1",       "2",       "3",       "4",
+                                                "5",   "int4",    "bnb",     "BNB-001", "BNB-002",
+                                                "BNB-003", "BNB-004", "model", "index"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Rule::index) + 1);
+  const auto i = static_cast<size_t>(rule);
+  return i < std::size(kNames) ? kNames[i] : std::string_view{};
 }
 
 Error::Error(ErrorCode code, Rule rule, std::string tensor, std::optional<uint64_t> offset,

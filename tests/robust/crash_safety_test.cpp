@@ -72,7 +72,9 @@ TEST(CrashSafety, KilledWriterLeavesOldOrNewFile) {
     // Leftovers are hidden temporaries beside the file, never the destination's name.
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
       const std::string name = e.path().filename();
-      if (name != "model.safetensors") EXPECT_EQ(name.rfind(".model.safetensors.tlio-tmp-", 0), 0u) << name;
+      if (name != "model.safetensors") {
+        EXPECT_EQ(name.rfind(".model.safetensors.tlio-tmp-", 0), 0u) << name;
+      }
     }
   }
   EXPECT_GT(saw_old, 0);

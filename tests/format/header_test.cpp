@@ -71,6 +71,7 @@ TEST(Rule1, LengthPrefix) {
 
 // Files that are not safetensors at all are named as what they look like, still under rule 1.
 TEST(Rule1, ForeignFilesAreNamed) {
+  using namespace std::string_view_literals;
   auto message_of = [](std::string_view bytes) {
     std::vector<std::byte> file(bytes.size());
     std::memcpy(file.data(), bytes.data(), bytes.size());
@@ -82,10 +83,10 @@ TEST(Rule1, ForeignFilesAreNamed) {
   const std::pair<std::string_view, std::string_view> cases[] = {
       {"# tlio\n\nA strict, fast tool for model weights.\n", "looks like text (header length"},
       {"{\n  \"architectures\": [\"LlamaForCausalLM\"]\n}\n", "looks like JSON text"},
-      {std::string_view("PK\x03\x04\x00\x00\x08\x08\x00\x00archive/data.pkl", 28), "a zip archive"},
-      {std::string_view("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
-       "a Python pickle"},
-      {std::string_view("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 16), "a GGUF file"},
+      // (sv literals keep their NUL bytes; "..." "..." stops a hex escape eating the next letter)
+      {"PK\x03\x04\x00\x00\x08\x08\x00\x00" "archive/data.pkl"sv, "a zip archive"},
+      {"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"sv, "a Python pickle"},
+      {"GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"sv, "a GGUF file"},
       {"abc", "file is 3 bytes"},
   };
   for (const auto& [bytes, expected] : cases)

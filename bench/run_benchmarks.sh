@@ -36,6 +36,12 @@ best = min((lambda t0: (json.loads(text), time.perf_counter() - t0)[1])(time.per
 print(f"json.loads of {n} header bytes: {best * 1e3:.2f} ms (best of 20)")
 PY
 
+echo "== tlio.safe_open vs json.loads of the 50,000-tensor header, in turn in one process"
+PYTHONPATH="$build/python" /usr/bin/python3 bench/header_vs_json.py "$dir/tlio-bench-50k.safetensors" | tee "$out/header_vs_json.txt"
+
+echo "== process start-up (tlio --version, import tlio)"
+if command -v hyperfine >/dev/null; then bash bench/startup.sh "$build" 5 | tee "$out/startup.txt"; fi
+
 echo "== whole process: tlio convert vs dd of a 1 GiB file (warm page cache, fsync)"
 big="$dir/tlio-bench-1gib.safetensors"
 "$build/bench/make_bench_file" "$big" 256 1024 1024

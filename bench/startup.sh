@@ -13,14 +13,15 @@ trap 'rm -rf "$work"' EXIT
 printf '#include <iostream>\nint main() { std::cout << "hello 1.0\\n"; }\n' > "$work/hello.cpp"
 "${CXX:-g++}" -O2 -o "$work/hello" "$work/hello.cpp"
 
-mean_ms() {  # one hyperfine round of 200 runs, mean in ms
-  hyperfine -N -w 20 -r 200 --export-json "$work/r.json" "$1" >/dev/null 2>&1 ||
-    hyperfine -w 20 -r 200 --export-json "$work/r.json" "$1" >/dev/null
+mean_ms() {  # one hyperfine round of $2 runs (default 200), mean in ms
+  local runs=${2:-200}
+  hyperfine -N -w 10 -r "$runs" --export-json "$work/r.json" "$1" >/dev/null 2>&1 ||
+    hyperfine -w 10 -r "$runs" --export-json "$work/r.json" "$1" >/dev/null
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["mean"] * 1e3)' "$work/r.json"
 }
-pair() {  # label, baseline command, command
+pair() {  # label, baseline command, command, runs per round
   local a=() b=()
-  for _ in $(seq "$rounds"); do a+=("$(mean_ms "$2")"); b+=("$(mean_ms "$3")"); done
+  for _ in $(seq "$rounds"); do a+=("$(mean_ms "$2" "$4")"); b+=("$(mean_ms "$3" "$4")"); done
   python3 - "$1" "${a[*]}" "${b[*]}" <<'PY'
 import statistics, sys
 label, a, b = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
@@ -29,6 +30,6 @@ print(f"{label}: baseline {ma:.2f} ms, tlio {mb:.2f} ms, ratio {mb / ma:.2f}x "
       f"(medians of {len(a)} rounds in turn; rounds {min(b):.2f}-{max(b):.2f} ms)")
 PY
 }
-pair "tlio --version vs C++ hello world" "$work/hello" "$build/tlio --version"
+pair "tlio --version vs C++ hello world" "$work/hello" "$build/tlio --version" 200
 pair "import tlio vs import numpy" "/usr/bin/python3 -c 'import numpy'" \
-  "env PYTHONPATH=$build/python /usr/bin/python3 -c 'import tlio'"
+  "env PYTHONPATH=$build/python /usr/bin/python3 -c 'import tlio'" 30

@@ -1,6 +1,7 @@
 // cli/cmd_model.cpp: `tlio shard`, `tlio merge` and `tlio bigram train|generate`.
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -83,8 +84,11 @@ void add_bigram(CLI::App& app, int& exit_code) {
   train->add_option("OUTDIR", t->out, "Model directory to write")->required();
   train->callback([t, &exit_code] {
     exit_code = guarded([&] {
+      errno = 0;
       std::ifstream in(t->text, std::ios::binary);
-      if (!in) throw tlio::Error(tlio::ErrorCode::io, Rule::none, {}, std::nullopt, "cannot open", t->text);
+      if (!in)  // ifstream keeps errno from open(2) on glibc; the message says why when it can
+        tlio::throw_io("cannot open", t->text,
+                       errno ? std::error_code(errno, std::generic_category()) : std::error_code());
       std::ostringstream s;
       s << in.rdbuf();
       const std::string text = s.str();

@@ -15,11 +15,6 @@
 namespace tlio::detail {
 namespace {
 
-bool is_storage(Dtype d) {
-  return d == Dtype::U8 || d == Dtype::I8 || d == Dtype::F16 || d == Dtype::BF16 ||
-         d == Dtype::F32 || d == Dtype::F64;
-}
-
 class Bnb4bitDecoder final : public WeightDecoder {
  public:
   Bnb4bitDecoder(const TensorSet& set, const QuantizedWeight& w)
@@ -179,7 +174,7 @@ const SchemeEntry& bnb_4bit_scheme_entry() noexcept {
         const auto& o = std::get<Bnb4bitOptions>(options);
         if (!is_bnb_4bit_blocksize(o.blocksize))
           throw_invalid(fmt::format("blocksize {} is not one of 32, 64, ..., 4096", o.blocksize));
-        if (!is_storage(o.storage))
+        if (!is_bnb_storage_dtype(o.storage))
           throw_invalid(fmt::format("quant storage {} is not U8, I8, F16, BF16, F32 or F64",
                                     dtype_name(o.storage)));
       },

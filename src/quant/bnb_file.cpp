@@ -36,11 +36,6 @@ const TensorInfo& companion(const TensorSet& f, const std::string& name, Rule ru
 uint64_t blocks_of(uint64_t n, uint64_t blocksize) { return n / blocksize + (n % blocksize != 0); }
 
 // The dtypes bitsandbytes allows as quant_storage for the packed bytes.
-bool is_storage_dtype(Dtype d) {
-  return d == Dtype::U8 || d == Dtype::I8 || d == Dtype::F16 || d == Dtype::BF16 ||
-         d == Dtype::F32 || d == Dtype::F64;
-}
-
 // A non-nested absmax left by inference on some CPUs: [cols / blocksize, rows], transposed.
 bool is_transposed_absmax(const TensorInfo& a, const Shape& shape, uint64_t blocksize) {
   if (a.shape.size() != 2 || shape.size() < 2) return false;
@@ -74,7 +69,7 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   const uint64_t blocks = blocks_of(n, st.blocksize);
 
   const TensorInfo& packed = companion(f, base, Rule::bnb, sname);
-  if (!is_storage_dtype(packed.dtype))
+  if (!is_bnb_storage_dtype(packed.dtype))
     bnb_error(Rule::bnb, base, describe(packed) + "; packed 4-bit codes are stored as U8 (or the "
                                               "quant_storage dtype F16, BF16, F32, F64, I8)");
   if (packed.byte_size() != n / 2 + n % 2)

@@ -14,6 +14,12 @@ namespace tlio::detail {
 
 inline constexpr std::string_view kBnbStateInfix = ".quant_state.bitsandbytes__";
 
+/// The dtypes packed 4-bit codes may be stored as (bitsandbytes' quant_storage).
+inline bool is_bnb_storage_dtype(Dtype d) {
+  return d == Dtype::U8 || d == Dtype::I8 || d == Dtype::F16 || d == Dtype::BF16 ||
+         d == Dtype::F32 || d == Dtype::F64;
+}
+
 /// The bnb 4-bit weights of `f` (one file or a model's shards), checked (rules BNB-001..004 and
 /// "bnb"); orphaned companions (a quant_map without a quant_state) are refused.
 std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f);

@@ -26,7 +26,7 @@ std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f);
 /// The LLM.int8 weights (<p>.weight I8 + <p>.SCB [+ <p>.weight_format]), checked (rule "bnb").
 std::vector<QuantizedWeight> find_llm_int8_weights(const TensorSet& f);
 
-/// The quant_state of a 4-bit weight found by find_bnb_weights.
+/// The quant_state of a 4-bit weight found by find_bnb_4bit_weights.
 BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w);
 /// Its effective absmax (nested ones dequantized, offset added), one float per block.
 std::vector<float> bnb_effective_absmax(const TensorSet& f, const QuantizedWeight& w,

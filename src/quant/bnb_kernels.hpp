@@ -1,6 +1,6 @@
 // quant/bnb_kernels.hpp: the inner loops of bitsandbytes 4-bit quantize and dequantize,
-// compiled by Highway once per x86 target and dispatched at run time. Callers (quant/bnb.cpp)
-// do the checks, the blocking and the threading.
+// compiled by Highway once per x86 target and dispatched at run time. Callers (the bnb_*.cpp
+// files, through bnb_common.hpp) do the checks, the blocking and the threading.
 #pragma once
 
 #include <cstdint>

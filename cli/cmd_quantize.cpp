@@ -55,9 +55,11 @@ std::string scheme_table() {
 // One command-line option per scheme option (several schemes may share one).
 struct SchemeFlag {
   std::string name;
+  tlio::OptionKind kind;
+  std::string_view help;
+  std::vector<std::string> owners;  // the schemes that have it: "nf4/fp4"
   CLI::Option* cli = nullptr;
   std::string value;
-  bool flag = false;
 };
 
 }  // namespace
@@ -90,30 +92,21 @@ void add_quantize(CLI::App& app, int& exit_code) {
       });
   // The registry's options, each once, its help prefixed by the schemes that have it.
   for (const tlio::SchemeInfo& s : tlio::quant_schemes())
-    for (const tlio::SchemeOptionInfo& o : s.options)
-      if (std::none_of(a->options.begin(), a->options.end(),
-                       [&](const SchemeFlag& f) { return f.name == o.name; }))
-        a->options.push_back({std::string(o.name), nullptr, {}, o.kind == tlio::OptionKind::flag});
-  for (SchemeFlag& f : a->options) {
-    std::vector<std::string> owners;
-    std::string_view help;
-    for (const tlio::SchemeInfo& s : tlio::quant_schemes())
-      for (const tlio::SchemeOptionInfo& o : s.options)
-        if (o.name == f.name) {
-          std::string names(s.syntax);
-          for (size_t at; (at = names.find(", ")) != std::string::npos;) names.replace(at, 2, "/");
-          owners.push_back(names);
-          help = o.help;
-        }
-    const std::string text = fmt::format("{}: {}", fmt::join(owners, "/"), help);
-    bool numeric = false;
-    for (const tlio::SchemeInfo& s : tlio::quant_schemes())
-      for (const tlio::SchemeOptionInfo& o : s.options)
-        if (o.name == f.name) numeric = o.kind == tlio::OptionKind::number;
-    if (f.flag)
+    for (const tlio::SchemeOptionInfo& o : s.options) {
+      auto f = std::find_if(a->options.begin(), a->options.end(),
+                            [&](const SchemeFlag& x) { return x.name == o.name; });
+      if (f == a->options.end()) f = a->options.insert(f, {std::string(o.name), o.kind, o.help, {}, nullptr, {}});
+      std::string names(s.syntax);
+      for (size_t at; (at = names.find(", ")) != std::string::npos;) names.replace(at, 2, "/");
+      f->owners.push_back(names);
+    }
+  for (SchemeFlag& f : a->options) {  // (the vector is complete: references stay valid)
+    const std::string text = fmt::format("{}: {}", fmt::join(f.owners, "/"), f.help);
+    if (f.kind == tlio::OptionKind::flag)
       f.cli = cmd->add_flag_callback("--" + f.name, [&f] { f.value = "true"; }, text);
     else
-      f.cli = cmd->add_option("--" + f.name, f.value, text)->type_name(numeric ? "UINT" : "TEXT");
+      f.cli = cmd->add_option("--" + f.name, f.value, text)
+                  ->type_name(f.kind == tlio::OptionKind::number ? "UINT" : "TEXT");
   }
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
   cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");

@@ -144,8 +144,6 @@ class Bnb4bitEncoder final : public WeightEncoder {
   std::map<std::string, Weight> weights_;
   std::vector<uint8_t> packed_;
   std::vector<float> chunk_absmax_;
-  // Scratch kept across tensors (a model has hundreds).
-  std::vector<float> input_, back_;
 };
 
 constexpr SchemeOptionInfo kOptions[] = {

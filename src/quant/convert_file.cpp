@@ -3,10 +3,9 @@
 // the scheme registry can name.
 #include <fmt/core.h>
 
-#include <set>
-
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
+#include "quant/schemes.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
@@ -34,11 +33,8 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   ConvertFileReport report;
   Writer w = Writer::to_file(out);
   w.set_metadata(src.metadata());
-  std::vector<bool> converting;
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
-  std::set<std::string, std::less<>> quantized_parts;
-  for (const QuantizedWeight& q : find_quantized_weights(src))
-    quantized_parts.insert(q.stored.begin(), q.stored.end());
+  const auto quantized_parts = detail::stored_tensor_names(find_quantized_weights(src));
   for (const TensorInfo& t : src.tensors()) {
     bool c = is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
              !quantized_parts.contains(t.name) && filter.selects(t.name, true);

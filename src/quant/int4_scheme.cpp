@@ -201,8 +201,6 @@ class Int4Encoder final : public WeightEncoder {
 
  private:
   uint64_t group_;
-  // Scratch kept across tensors (a model has hundreds).
-  std::vector<float> input_, back_;
   std::vector<uint8_t> q_;
   std::vector<uint16_t> s_;
 };

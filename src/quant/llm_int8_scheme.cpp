@@ -70,9 +70,6 @@ class LlmInt8Encoder final : public WeightEncoder {
     w.write(prefix + ".weight_format", {&row_format, 1});
     tick(all_scb.size() * 4 + 1);
   }
-
- private:
-  std::vector<float> input_, back_;
 };
 
 constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};

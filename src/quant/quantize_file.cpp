@@ -35,12 +35,8 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
         !(q.scheme == options.scheme))
       throw_invalid(fmt::format("the file already holds {} weights; cannot add {}",
                                 q.scheme.name(), options.scheme.name()));
-  auto is_stored_part = [&](const std::string& name) {
-    for (const auto& w : existing)
-      for (const auto& s : w.stored)
-        if (s == name) return true;
-    return false;
-  };
+  const auto stored = detail::stored_tensor_names(existing);
+  auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
 
   QuantizeReport report;
   Writer w = Writer::to_file(out);
@@ -120,12 +116,8 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
   for (const auto& q : weights)
     if (report.scheme.find(q.scheme.name()) == std::string::npos)
       report.scheme += (report.scheme.empty() ? "" : ", ") + q.scheme.name();
-  auto is_stored_part = [&](const std::string& name) {
-    for (const auto& q : weights)
-      for (const auto& s : q.stored)
-        if (s == name) return true;
-    return false;
-  };
+  const auto stored = detail::stored_tensor_names(weights);
+  auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
   Writer w = Writer::to_file(out);
   Metadata meta = src.metadata();
   meta.erase("quant");

@@ -185,6 +185,13 @@ bool operator==(const QuantScheme& a, const QuantScheme& b) noexcept {
 
 namespace tlio {
 
+std::set<std::string, std::less<>> detail::stored_tensor_names(
+    const std::vector<QuantizedWeight>& weights) {
+  std::set<std::string, std::less<>> names;
+  for (const QuantizedWeight& w : weights) names.insert(w.stored.begin(), w.stored.end());
+  return names;
+}
+
 std::vector<QuantizedWeight> detail::find_quantized_weights(const TensorSet& set) {
   std::vector<QuantizedWeight> all;
   for (const SchemeEntry& e : scheme_entries())

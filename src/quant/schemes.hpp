@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +41,10 @@ class WeightEncoder {
                      const std::function<void(uint64_t)>& tick) = 0;
   /// Metadata of the output file (int4 records format and quant).
   virtual void update_metadata(Metadata&) const {}
+
+ protected:
+  // Scratch kept across tensors (a model has hundreds): converted input, dequantized chunk.
+  std::vector<float> input_, back_;
 };
 
 struct SchemeEntry {
@@ -62,6 +67,10 @@ std::span<const SchemeEntry> scheme_entries() noexcept;
 inline const SchemeEntry& scheme_entry(SchemeKind kind) noexcept {
   return scheme_entries()[static_cast<size_t>(kind)];
 }
+
+/// The names of the stored tensors of `weights` (what quantize, dequantize and convert leave to
+/// the schemes).
+std::set<std::string, std::less<>> stored_tensor_names(const std::vector<QuantizedWeight>& weights);
 
 // Each scheme's entry, defined beside its code.
 const SchemeEntry& int4_scheme_entry() noexcept;

@@ -80,6 +80,11 @@ struct tl_tensor_info {
 TL_API const char* tl_version(void);
 /* The message of the last failure on this thread ("" when none). */
 TL_API const char* tl_last_error(void);
+/* The rule the last failure on this thread broke, as the messages print it ("1" to "5", "int4",
+ * "bnb", "BNB-001", ..., "model", "index"), or "" when it broke none (e.g. TL_EIO). */
+TL_API const char* tl_last_error_rule(void);
+/* The OS error number (errno) behind the last TL_EIO failure on this thread, or 0. */
+TL_API int tl_last_error_errno(void);
 TL_API const char* tl_dtype_name(tl_dtype dtype);
 /* Parses a header dtype name ("BF16") or a numpy/torch spelling ("bfloat16"). */
 TL_API int tl_dtype_from_name(const char* name, tl_dtype* out);
@@ -109,6 +114,25 @@ TL_API const char* tl_metadata_get(const tl_file* file, const char* key);
 TL_API size_t tl_metadata_count(const tl_file* file);
 /* The i-th entry in ascending key order. */
 TL_API int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char** value);
+
+/* ---- model directories -------------------------------------------------------------------
+ * config.json plus model.safetensors or the shards of model.safetensors.index.json, all checked
+ * (rules "model" and "index") and mapped read-only. The tl_file handles a model hands out belong
+ * to it: use them with every tl_tensor_* and tl_metadata_* function, never tl_close() them; they
+ * stay valid until tl_model_close(). */
+typedef struct tl_model tl_model;
+TL_API int tl_model_open(const char* dir, tl_model** out);
+TL_API void tl_model_close(tl_model* model);
+/* config.json's architecture ("bigram", "llama", or the model_type tlio does not check). */
+TL_API const char* tl_model_arch(const tl_model* model);
+/* The architecture checks (every expected tensor with its shape, nothing unexpected). */
+TL_API int tl_model_check(const tl_model* model);
+/* The weight files: one, or the shards in index order. NULL when i is out of range. */
+TL_API size_t tl_model_file_count(const tl_model* model);
+TL_API const tl_file* tl_model_file(const tl_model* model, size_t i);
+/* The file holding tensor `name` and its index there (TL_ENOTFOUND when no file has it). */
+TL_API int tl_model_find(const tl_model* model, const char* name, const tl_file** file,
+                         size_t* index);
 
 /* ---- writing: canonical, streaming, atomic --------------------------------------------------
  * Declare every tensor (tl_writer_declare, or tl_writer_add which also takes its bytes), then

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -20,7 +21,13 @@
 #include "tlio/tlio.hpp"
 
 struct tl_file {
-  tlio::File file;
+  explicit tl_file(tlio::File f) : owned(std::move(f)), file(*owned) {}
+  // A file a tl_model owns: valid until tl_model_close().
+  struct Borrowed {};
+  tl_file(const tlio::File& f, Borrowed) : file(f) {}
+
+  std::optional<tlio::File> owned;
+  const tlio::File& file;
   std::vector<const std::pair<const std::string, std::string>*> metadata;  // key order
   // Quantized weights, found on first use, and readers opened on demand; threads share them
   // under the mutex.
@@ -28,6 +35,13 @@ struct tl_file {
   std::optional<std::vector<tlio::QuantizedWeight>> quantized;
   std::vector<std::string> scheme_names;  // quantized[i].scheme.name(), for tl_quantized_info
   std::unordered_map<std::string, tlio::QuantizedReader> readers;
+};
+
+// A model directory: the tl_file of each weight file is made once, so lookups hand out pointers
+// that stay valid until tl_model_close().
+struct tl_model {
+  tlio::Model model;
+  std::vector<std::unique_ptr<tl_file>> files;
 };
 
 struct tl_writer {
@@ -38,9 +52,13 @@ struct tl_writer {
 namespace {
 
 thread_local std::string g_last_error;
+thread_local const char* g_last_rule = "";  // rule_name() literals: static, NUL-terminated
+thread_local int g_last_errno = 0;
 
-int fail(int code, std::string message) {
+int fail(int code, std::string message, const char* rule = "", int os_errno = 0) {
   g_last_error = std::move(message);
+  g_last_rule = rule;
+  g_last_errno = os_errno;
   return code;
 }
 
@@ -53,7 +71,11 @@ int guard(Fn&& fn) {
     fn();
     return TL_OK;
   } catch (const tlio::Error& e) {
-    return fail(code_of(e.code()), e.what());
+    return fail(code_of(e.code()), e.what(), e.rule_name().data(),
+                e.os_error().category() == std::system_category() ||
+                        e.os_error().category() == std::generic_category()
+                    ? e.os_error().value()
+                    : 0);
   } catch (const std::bad_alloc&) {
     return fail(TL_ENOMEM, "out of memory");
   } catch (const std::exception& e) {
@@ -70,10 +92,14 @@ tlio::Dtype to_cpp(tl_dtype d) {
   return static_cast<tlio::Dtype>(d);
 }
 
+void index_metadata(tl_file& h) {
+  for (const auto& kv : h.file.metadata()) h.metadata.push_back(&kv);
+}
+
 tl_file* wrap(tlio::File f) {
-  auto* h = new tl_file{std::move(f), {}, {}, {}, {}, {}};
-  for (const auto& kv : h->file.metadata()) h->metadata.push_back(&kv);
-  return h;
+  auto h = std::make_unique<tl_file>(std::move(f));
+  index_metadata(*h);
+  return h.release();
 }
 
 const tlio::TensorInfo& tensor_at(const tl_file* file, size_t index) {
@@ -94,6 +120,8 @@ extern "C" {
 
 const char* tl_version(void) { return tlio::version(); }
 const char* tl_last_error(void) { return g_last_error.c_str(); }
+const char* tl_last_error_rule(void) { return g_last_rule; }
+int tl_last_error_errno(void) { return g_last_errno; }
 
 const char* tl_dtype_name(tl_dtype dtype) {
   if (!valid_dtype(dtype)) return "?";
@@ -192,6 +220,46 @@ int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char**
   *key = file->metadata[i]->first.c_str();
   *value = file->metadata[i]->second.c_str();
   return TL_OK;
+}
+
+int tl_model_open(const char* dir, tl_model** out) {
+  TL_REQUIRE(dir && out, "tl_model_open: NULL argument");
+  *out = nullptr;
+  return guard([&] {
+    auto m = std::make_unique<tl_model>(tl_model{tlio::Model::open(dir), {}});
+    for (const tlio::File& f : m->model.files()) {
+      m->files.push_back(std::make_unique<tl_file>(f, tl_file::Borrowed{}));
+      index_metadata(*m->files.back());
+    }
+    *out = m.release();
+  });
+}
+
+void tl_model_close(tl_model* model) { delete model; }
+
+const char* tl_model_arch(const tl_model* model) {
+  return model ? model->model.config().arch.c_str() : "";
+}
+
+int tl_model_check(const tl_model* model) {
+  TL_REQUIRE(model, "tl_model_check: NULL argument");
+  return guard([&] { model->model.check(); });
+}
+
+size_t tl_model_file_count(const tl_model* model) { return model ? model->files.size() : 0; }
+
+const tl_file* tl_model_file(const tl_model* model, size_t i) {
+  return model && i < model->files.size() ? model->files[i].get() : nullptr;
+}
+
+int tl_model_find(const tl_model* model, const char* name, const tl_file** file, size_t* index) {
+  TL_REQUIRE(model && name && file && index, "tl_model_find: NULL argument");
+  return guard([&] {
+    const tlio::ModelTensor* t = model->model.find(name);
+    if (!t) (void)model->model.view(name);  // throws the library's not-found error
+    *file = model->files[t->file].get();
+    *index = static_cast<size_t>(t->info - model->model.files()[t->file].tensors().data());
+  });
 }
 
 int tl_writer_open(const char* path, tl_writer** out) {

@@ -68,7 +68,9 @@ static void test_errors(void) {
   CHECK(tl_open(data_path("bad/offsets_gap.safetensors"), &f) == TL_EFORMAT);
   CHECK(f == NULL);
   CHECK(strstr(tl_last_error(), "rule 5") != NULL);
+  CHECK(strcmp(tl_last_error_rule(), "5") == 0 && tl_last_error_errno() == 0);
   CHECK(tl_open(data_path("does-not-exist.safetensors"), &f) == TL_EIO);
+  CHECK(strcmp(tl_last_error_rule(), "") == 0 && tl_last_error_errno() == 2 /* ENOENT */);
   CHECK(tl_open(NULL, &f) == TL_EINVAL);
   unsigned char junk[5] = {1, 2, 3, 4, 5};
   CHECK(tl_open_memory(junk, sizeof junk, &f) == TL_EFORMAT);
@@ -266,6 +268,52 @@ static void test_bnb(const char* dir) {
   }
 }
 
+/* A two-shard model directory written from C, opened as one namespace. */
+static void test_model(const char* dir) {
+  char path[2048], cmd[4200];
+  snprintf(path, sizeof path, "%s/capi_model", dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+  CHECK(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "%s/config.json", path);
+  FILE* cfg = fopen(cmd, "w");
+  CHECK(cfg != NULL);
+  if (!cfg) return;
+  fputs("{\"tl_arch\": \"bigram\", \"tl_tokenizer\": \"bytes\", \"vocab_size\": 256}\n", cfg);
+  fclose(cfg);
+
+  tl_model* m = (tl_model*)1;
+  CHECK(tl_model_open(path, &m) == TL_EIO && m == NULL); /* no weights yet */
+  CHECK(strstr(tl_last_error(), "model.safetensors") != NULL && tl_last_error_errno() == 2);
+  CHECK(tl_model_open(dir, &m) == TL_EFORMAT && strcmp(tl_last_error_rule(), "model") == 0);
+  CHECK(strstr(tl_last_error(), "not a model directory") != NULL);
+
+  static float w[256 * 256];
+  for (int i = 0; i < 256 * 256; ++i) w[i] = (float)(i % 7);
+  const uint64_t shape[2] = {256, 256};
+  snprintf(cmd, sizeof cmd, "%s/model.safetensors", path);
+  tl_writer* wr = NULL;
+  CHECK(tl_writer_open(cmd, &wr) == TL_OK);
+  if (!wr) return;
+  CHECK(tl_writer_add(wr, "bigram.weight", TL_F32, 2, shape, w, sizeof w) == TL_OK);
+  CHECK(tl_writer_commit(wr) == TL_OK);
+
+  CHECK(tl_model_open(path, &m) == TL_OK);
+  if (!m) return;
+  CHECK(strcmp(tl_model_arch(m), "bigram") == 0);
+  CHECK(tl_model_check(m) == TL_OK);
+  CHECK(tl_model_file_count(m) == 1 && tl_model_file(m, 0) != NULL && tl_model_file(m, 1) == NULL);
+  const tl_file* f = NULL;
+  size_t index = 9;
+  CHECK(tl_model_find(m, "bigram.weight", &f, &index) == TL_OK && f == tl_model_file(m, 0) &&
+        index == 0);
+  struct tl_tensor_info info;
+  CHECK(f && tl_tensor_info(f, index, &info) == TL_OK && info.rank == 2 &&
+        ((const float*)info.data)[8] == 1.0f);
+  CHECK(tl_model_find(m, "nope", &f, &index) == TL_ENOTFOUND);
+  CHECK(strstr(tl_last_error(), "\"nope\"") != NULL);
+  tl_model_close(m);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -274,6 +322,7 @@ int main(int argc, char** argv) {
   test_write(dir);
   test_convert_and_int4();
   test_bnb(dir);
+  test_model(dir);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

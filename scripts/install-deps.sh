@@ -14,3 +14,12 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The Rust crate's tests need cargo: Debian's (rustc 1.63) unless one is already installed
+# (e.g. by rustup).
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "installing: cargo"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cargo
+fi

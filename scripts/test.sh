@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests), then the
-# whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer (the Python module
-# stays out of that build: loading it would need libasan preloaded), the concurrency test under
-# ThreadSanitizer, then each fuzz target.
+# Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests) and the Rust
+# crate's tests, then the whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (the Python module stays out of that build: loading it would need libasan preloaded), the
+# concurrency test under ThreadSanitizer, then each fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,6 +11,10 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+# The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
+TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \
+  cargo test --offline --manifest-path bindings/rust/Cargo.toml
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE=ON -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
 cmake --build build-asan -j"$jobs"

@@ -1,0 +1,95 @@
+//! Whole-file quantization and dequantization (as `tlio quantize` and `tlio dequantize`).
+use std::ffi::CString;
+use std::os::raw::c_void;
+use std::path::Path;
+
+use crate::dtype::Dtype;
+use crate::error::{check, Result};
+use crate::file::{c_name, c_path};
+use crate::sys;
+
+/// What `quantize_file` does. Scheme options left unset keep their defaults; one set for a
+/// scheme that does not have it is an `InvalidArgument` error ("nested is an option of nf4, fp4,
+/// not of int8").
+#[derive(Default)]
+pub struct QuantizeOptions<'a> {
+    /// "int4-g<G>-sym", "nf4", "fp4" or "int8".
+    pub scheme: String,
+    /// Regex searched in names: replaces the default selection of weight matrices.
+    pub include: Option<String>,
+    /// Regex searched in names: never quantized.
+    pub exclude: Option<String>,
+    /// nf4/fp4: 32, 64, ..., 4096 (default 64).
+    pub blocksize: Option<u64>,
+    /// nf4/fp4: quantize the absmax too.
+    pub nested: bool,
+    /// nf4/fp4: the dtype the packed codes are stored as (default U8).
+    pub storage: Option<Dtype>,
+    /// Called with (output bytes done, total).
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+impl<'a> QuantizeOptions<'a> {
+    pub fn new(scheme: &str) -> QuantizeOptions<'a> {
+        QuantizeOptions {
+            scheme: scheme.to_string(),
+            ..QuantizeOptions::default()
+        }
+    }
+}
+
+unsafe extern "C" fn call_progress(done: u64, total: u64, user: *mut c_void) {
+    let f = &mut *(user as *mut &mut dyn FnMut(u64, u64));
+    // A panic must not unwind into C++.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(done, total)));
+}
+
+fn optional(text: &Option<String>) -> Result<Option<CString>> {
+    text.as_deref().map(c_name).transpose()
+}
+
+/// Writes `src` with the selected weights quantized to `dst`, atomically.
+pub fn quantize_file(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    options: QuantizeOptions<'_>,
+) -> Result<()> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let scheme = c_name(&options.scheme)?;
+    let (include, exclude) = (optional(&options.include)?, optional(&options.exclude)?);
+    let mut o = std::mem::MaybeUninit::<sys::tl_quantize_options>::uninit();
+    // SAFETY: init fills every field.
+    let mut o = unsafe {
+        sys::tl_quantize_options_init(o.as_mut_ptr());
+        o.assume_init()
+    };
+    o.scheme = scheme.as_ptr();
+    o.include = include.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    o.exclude = exclude.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    o.blocksize = options.blocksize.unwrap_or(0);
+    o.nested = options.nested as i32;
+    if let Some(storage) = options.storage {
+        o.storage = storage.raw();
+    }
+    let mut progress = options.progress;
+    if let Some(f) = progress.as_mut() {
+        o.progress = Some(call_progress);
+        o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
+    }
+    // SAFETY: every pointer in o outlives the call.
+    check(unsafe { sys::tl_quantize_file_with(src.as_ptr(), dst.as_ptr(), &o) })
+}
+
+/// Writes `src` with every quantized weight restored to a plain tensor: as `dtype` (F32, F16 or
+/// BF16), or each weight's default dtype when None.
+pub fn dequantize_file(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    dtype: Option<Dtype>,
+) -> Result<()> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    // SAFETY: NUL-terminated paths.
+    check(unsafe {
+        sys::tl_dequantize_file(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
+    })
+}

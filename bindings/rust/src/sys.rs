@@ -1,0 +1,223 @@
+//! The C API, declared as `include/tlio/tlio.h` declares it (tests/header_mirror.rs fails when
+//! the two differ). Everything here is unsafe to call; the rest of the crate is the safe API.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+pub const TL_OK: c_int = 0;
+pub const TL_EFORMAT: c_int = 1;
+pub const TL_EIO: c_int = 2;
+pub const TL_EINVAL: c_int = 3;
+pub const TL_ENOTFOUND: c_int = 4;
+pub const TL_EUNSUPPORTED: c_int = 5;
+pub const TL_ENOMEM: c_int = 6;
+
+/// A C enum: passed as a 32-bit int.
+pub type tl_dtype = c_int;
+pub const TL_BOOL: tl_dtype = 0;
+pub const TL_F4: tl_dtype = 1;
+pub const TL_F6_E2M3: tl_dtype = 2;
+pub const TL_F6_E3M2: tl_dtype = 3;
+pub const TL_U8: tl_dtype = 4;
+pub const TL_I8: tl_dtype = 5;
+pub const TL_F8_E5M2: tl_dtype = 6;
+pub const TL_F8_E4M3: tl_dtype = 7;
+pub const TL_F8_E8M0: tl_dtype = 8;
+pub const TL_F8_E4M3FNUZ: tl_dtype = 9;
+pub const TL_F8_E5M2FNUZ: tl_dtype = 10;
+pub const TL_I16: tl_dtype = 11;
+pub const TL_U16: tl_dtype = 12;
+pub const TL_F16: tl_dtype = 13;
+pub const TL_BF16: tl_dtype = 14;
+pub const TL_I32: tl_dtype = 15;
+pub const TL_U32: tl_dtype = 16;
+pub const TL_F32: tl_dtype = 17;
+pub const TL_C64: tl_dtype = 18;
+pub const TL_F64: tl_dtype = 19;
+pub const TL_I64: tl_dtype = 20;
+pub const TL_U64: tl_dtype = 21;
+
+pub const TL_OPEN_PREAD: c_uint = 1;
+
+#[repr(C)]
+pub struct tl_file {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tl_writer {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct tl_model {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct tl_tensor_info {
+    pub name: *const c_char,
+    pub name_len: usize,
+    pub dtype: tl_dtype,
+    pub rank: usize,
+    pub shape: *const u64,
+    pub byte_size: u64,
+    pub data_offsets: [u64; 2],
+    pub data: *const c_void,
+}
+
+#[repr(C)]
+pub struct tl_quantized_info {
+    pub name: *const c_char,
+    pub scheme: *const c_char,
+    pub rank: usize,
+    pub shape: *const u64,
+    pub dtype: tl_dtype,
+    pub blocksize: u64,
+    pub nested: c_int,
+}
+
+pub type tl_progress_fn = Option<unsafe extern "C" fn(done: u64, total: u64, user: *mut c_void)>;
+
+#[repr(C)]
+pub struct tl_quantize_options {
+    pub struct_size: usize,
+    pub scheme: *const c_char,
+    pub include: *const c_char,
+    pub exclude: *const c_char,
+    pub blocksize: u64,
+    pub nested: c_int,
+    pub storage: tl_dtype,
+    pub progress: tl_progress_fn,
+    pub progress_user: *mut c_void,
+}
+
+extern "C" {
+    pub fn tl_version() -> *const c_char;
+    pub fn tl_last_error() -> *const c_char;
+    pub fn tl_last_error_rule() -> *const c_char;
+    pub fn tl_last_error_errno() -> c_int;
+    pub fn tl_dtype_name(dtype: tl_dtype) -> *const c_char;
+    pub fn tl_dtype_from_name(name: *const c_char, out: *mut tl_dtype) -> c_int;
+    pub fn tl_dtype_bits(dtype: tl_dtype) -> c_uint;
+
+    pub fn tl_open(path: *const c_char, out: *mut *mut tl_file) -> c_int;
+    pub fn tl_open_ex(path: *const c_char, flags: c_uint, out: *mut *mut tl_file) -> c_int;
+    pub fn tl_open_memory(data: *const c_void, size: usize, out: *mut *mut tl_file) -> c_int;
+    pub fn tl_close(file: *mut tl_file);
+
+    pub fn tl_tensor_count(file: *const tl_file) -> usize;
+    pub fn tl_tensor_find(file: *const tl_file, name: *const c_char, index: *mut usize) -> c_int;
+    pub fn tl_tensor_info(file: *const tl_file, index: usize, out: *mut tl_tensor_info) -> c_int;
+    pub fn tl_tensor_read(
+        file: *const tl_file,
+        index: usize,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+    pub fn tl_tensor_read_as(
+        file: *const tl_file,
+        index: usize,
+        to: tl_dtype,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+
+    pub fn tl_metadata_get(file: *const tl_file, key: *const c_char) -> *const c_char;
+    pub fn tl_metadata_count(file: *const tl_file) -> usize;
+    pub fn tl_metadata_at(
+        file: *const tl_file,
+        i: usize,
+        key: *mut *const c_char,
+        value: *mut *const c_char,
+    ) -> c_int;
+
+    pub fn tl_model_open(dir: *const c_char, out: *mut *mut tl_model) -> c_int;
+    pub fn tl_model_close(model: *mut tl_model);
+    pub fn tl_model_arch(model: *const tl_model) -> *const c_char;
+    pub fn tl_model_check(model: *const tl_model) -> c_int;
+    pub fn tl_model_file_count(model: *const tl_model) -> usize;
+    pub fn tl_model_file(model: *const tl_model, i: usize) -> *const tl_file;
+    pub fn tl_model_find(
+        model: *const tl_model,
+        name: *const c_char,
+        file: *mut *const tl_file,
+        index: *mut usize,
+    ) -> c_int;
+
+    pub fn tl_writer_open(path: *const c_char, out: *mut *mut tl_writer) -> c_int;
+    pub fn tl_writer_set_metadata(
+        writer: *mut tl_writer,
+        key: *const c_char,
+        value: *const c_char,
+    ) -> c_int;
+    pub fn tl_writer_declare(
+        writer: *mut tl_writer,
+        name: *const c_char,
+        dtype: tl_dtype,
+        rank: usize,
+        shape: *const u64,
+    ) -> c_int;
+    pub fn tl_writer_add(
+        writer: *mut tl_writer,
+        name: *const c_char,
+        dtype: tl_dtype,
+        rank: usize,
+        shape: *const u64,
+        data: *const c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn tl_writer_write(
+        writer: *mut tl_writer,
+        name: *const c_char,
+        data: *const c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn tl_writer_append(
+        writer: *mut tl_writer,
+        name: *const c_char,
+        data: *const c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn tl_writer_commit(writer: *mut tl_writer) -> c_int;
+    pub fn tl_writer_abort(writer: *mut tl_writer);
+
+    pub fn tl_convert(
+        from: tl_dtype,
+        src: *const c_void,
+        src_size: usize,
+        to: tl_dtype,
+        dst: *mut c_void,
+        dst_size: usize,
+        count: u64,
+    ) -> c_int;
+    pub fn tl_quantized_count(file: *const tl_file, count: *mut usize) -> c_int;
+    pub fn tl_quantized_at(
+        file: *const tl_file,
+        index: usize,
+        info: *mut tl_quantized_info,
+    ) -> c_int;
+    pub fn tl_quantized_read(
+        file: *const tl_file,
+        name: *const c_char,
+        first: u64,
+        count: u64,
+        out: tl_dtype,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+    pub fn tl_quantize_options_init(options: *mut tl_quantize_options);
+    pub fn tl_quantize_file_with(
+        src: *const c_char,
+        dst: *const c_char,
+        options: *const tl_quantize_options,
+    ) -> c_int;
+    pub fn tl_quantize_file(
+        src: *const c_char,
+        dst: *const c_char,
+        scheme: *const c_char,
+        blocksize: u64,
+        nested: c_int,
+        include: *const c_char,
+        exclude: *const c_char,
+    ) -> c_int;
+    pub fn tl_dequantize_file(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+}

@@ -1,0 +1,123 @@
+//! Quantized weights dequantize exactly as `tlio dequantize` writes them; quantize_file works.
+mod support;
+
+use support::*;
+
+fn check_against_cli(src: &std::path::Path, dir: &std::path::Path) -> usize {
+    let file = tlio::File::open(src).unwrap();
+    let weights = file.quantized().unwrap();
+    let out = dir.join("dequantized.safetensors");
+    run_tlio(&[
+        "dequantize".as_ref(),
+        src.as_os_str(),
+        out.as_os_str(),
+        "--dtype".as_ref(),
+        "F32".as_ref(),
+    ]);
+    let cli = tlio::File::open(&out).unwrap();
+    for q in &weights {
+        let ours = file.dequantize(q.name()).unwrap();
+        let t = cli.tensor(q.name()).unwrap();
+        assert_eq!(t.shape(), q.shape(), "{} {}", src.display(), q.name());
+        assert_eq!(ours.len() as u64, q.numel());
+        let theirs = cli.read_as_f32(q.name()).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&ours) == bits(&theirs),
+            "{} {}: values differ",
+            src.display(),
+            q.name()
+        );
+    }
+    weights.len()
+}
+
+#[test]
+fn dequantize_equals_the_cli() {
+    let dir = scratch("dequantize");
+    let mut weights = 0;
+    let mut schemes = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(data().join("bnb")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with(".safetensors") && !name.ends_with(".expected.safetensors") {
+            for q in tlio::File::open(&path).unwrap().quantized().unwrap() {
+                schemes.insert(q.scheme().to_string());
+            }
+            weights += check_against_cli(&path, &dir);
+        }
+    }
+    // int4 made here from a plain model, through the Rust quantize_file.
+    let int4 = dir.join("int4.safetensors");
+    let mut calls = 0u32;
+    let mut progress = |done: u64, total: u64| {
+        assert!(done <= total);
+        calls += 1;
+    };
+    let mut options = tlio::QuantizeOptions::new("int4-g32-sym");
+    options.progress = Some(&mut progress);
+    tlio::quantize_file(data().join("quant/tiny_model.safetensors"), &int4, options).unwrap();
+    assert!(calls > 0);
+    let int4_file = tlio::File::open(&int4).unwrap();
+    let q = int4_file.quantized().unwrap();
+    assert!(
+        !q.is_empty()
+            && q.iter()
+                .all(|w| w.scheme() == "int4-g32-sym" && w.blocksize() == 32)
+    );
+    weights += check_against_cli(&int4, &dir);
+    schemes.insert("int4-g32-sym".to_string());
+    for s in ["nf4", "fp4", "int8"] {
+        assert!(schemes.contains(s), "no {} golden", s);
+    }
+    assert!(weights >= 20, "{} weights", weights);
+}
+
+#[test]
+fn quantize_options_are_checked() {
+    let dir = scratch("quantize_options");
+    let src = data().join("quant/tiny_model.safetensors");
+    let out = dir.join("q.safetensors");
+    let mut o = tlio::QuantizeOptions::new("int8");
+    o.nested = true;
+    let e = tlio::quantize_file(&src, &out, o).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(
+        e.to_string()
+            .contains("nested is an option of nf4, fp4, not of int8"),
+        "{}",
+        e
+    );
+    assert!(!out.exists());
+
+    let mut o = tlio::QuantizeOptions::new("nf4");
+    o.blocksize = Some(128);
+    o.nested = true;
+    o.storage = Some(tlio::Dtype::BF16);
+    tlio::quantize_file(&src, &out, o).unwrap();
+    let f = tlio::File::open(&out).unwrap();
+    let q = f.quantized().unwrap();
+    assert!(
+        !q.is_empty()
+            && q.iter()
+                .all(|w| w.scheme() == "nf4" && w.blocksize() == 128 && w.nested())
+    );
+
+    let plain = dir.join("plain.safetensors");
+    tlio::dequantize_file(&out, &plain, Some(tlio::Dtype::F16)).unwrap();
+    let p = tlio::File::open(&plain).unwrap();
+    assert!(p.quantized().unwrap().is_empty());
+    assert_eq!(p.tensor(q[0].name()).unwrap().dtype(), tlio::Dtype::F16);
+}
+
+#[test]
+fn a_malformed_quantized_weight_is_a_format_error() {
+    let f = tlio::File::open(data().join("bnb_bad/bnb003_quant_map.safetensors")).unwrap();
+    let e = f.quantized().err().unwrap();
+    assert_eq!(
+        (e.kind(), e.rule()),
+        (tlio::ErrorKind::Format, Some("BNB-003")),
+        "{}",
+        e
+    );
+}

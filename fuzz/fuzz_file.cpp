@@ -1,15 +1,55 @@
 // fuzz_file: a whole file image from a stranger. Opening must accept or throw tlio::Error, never
 // crash or read out of bounds; everything an accepted file offers must work: views, slices,
-// conversions, quantization checks, and a canonical rewrite that reads back the same.
+// conversions, quantization checks, and a canonical rewrite that reads back the same. The header's
+// two walks must agree: what the On-Demand fast path accepts, the DOM walk accepts alike.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "format/header_parse.hpp"
 #include "tlio/tlio.hpp"
+
+namespace {
+
+void check_header_walks_agree(std::span<const std::byte> bytes) {
+  if (bytes.size() < 8) return;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<uint64_t>(bytes[i]);
+  if (n > bytes.size() - 8) return;
+  std::vector<std::byte> padded(n + tlio::detail::kJsonPadding);
+  std::memcpy(padded.data(), bytes.data() + 8, n);
+  const std::span<const std::byte> json(padded.data(), n);
+  const uint64_t data_size = bytes.size() - 8 - n;
+  std::optional<tlio::Header> fast;
+  try {
+    fast = tlio::detail::parse_header_on_demand(json, data_size);
+  } catch (const tlio::Error&) {  // rule 2 (duplicate names) or 5 after an accepting walk
+  }
+  if (!fast) return;
+  try {
+    const tlio::Header dom = tlio::detail::parse_header_dom(json, data_size);
+    if (dom.tensors().size() != fast->tensors().size() || dom.metadata() != fast->metadata() ||
+        dom.has_metadata() != fast->has_metadata())
+      __builtin_trap();
+    for (size_t i = 0; i < dom.tensors().size(); ++i) {
+      const tlio::TensorInfo &a = dom.tensors()[i], &b = fast->tensors()[i];
+      if (a.name != b.name || a.dtype != b.dtype || a.begin != b.begin || a.end != b.end ||
+          !std::equal(a.shape.begin(), a.shape.end(), b.shape.begin(), b.shape.end()))
+        __builtin_trap();
+    }
+  } catch (const tlio::Error&) {
+    __builtin_trap();  // the fast walk accepted a header the DOM walk refuses
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  check_header_walks_agree(bytes);
   try {
     tlio::File f = tlio::File::from_buffer(bytes, "fuzz");
     (void)f.is_canonical();

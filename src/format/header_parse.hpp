@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -14,6 +15,13 @@ namespace tlio::detail {
 /// follows it in a mapped file): the JSON is then parsed in place instead of copied.
 inline constexpr size_t kJsonPadding = 64;  // simdjson::SIMDJSON_PADDING
 Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool padded);
+
+/// The two walks parse_header chooses between, for the tests and the fuzz target that check they
+/// agree. The On-Demand walk needs kJsonPadding bytes after `json`; it returns nullopt for any
+/// header that breaks rule 2, 3 or 4 (and for a few valid ones it does not handle, such as keys
+/// with escapes), which the DOM walk then explains. The DOM walk takes any header.
+std::optional<Header> parse_header_on_demand(std::span<const std::byte> json, uint64_t data_size);
+Header parse_header_dom(std::span<const std::byte> json, uint64_t data_size);
 
 /// How many leading bytes of a file read_header_length is given when the file has them: enough to
 /// recognise what a file that is not safetensors is (zip, pickle, GGUF, text, ...).

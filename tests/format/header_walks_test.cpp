@@ -1,0 +1,156 @@
+// Tests for the two walks of format/header_parse.hpp: the On-Demand fast path accepts exactly
+// the headers the DOM walk accepts, with the same Header, and hands everything else over.
+#include "format/header_parse.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "test_util.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio {
+namespace {
+
+struct Walks {
+  std::optional<Header> fast;  // nullopt: the fast walk handed over
+  std::optional<Header> dom;
+  std::string dom_error;
+};
+
+// Parses `json` (with padding after it) both ways.
+Walks walk_both(std::string_view json, uint64_t data_size) {
+  std::vector<std::byte> padded(json.size() + detail::kJsonPadding);
+  std::memcpy(padded.data(), json.data(), json.size());
+  const std::span<const std::byte> text(padded.data(), json.size());
+  Walks w;
+  try {
+    w.dom = detail::parse_header_dom(text, data_size);
+  } catch (const Error& e) {
+    w.dom_error = e.what();
+  }
+  try {
+    w.fast = detail::parse_header_on_demand(text, data_size);
+  } catch (const Error& e) {
+    // Only rules 2 (duplicate names) and 5 are checked after an accepting fast walk.
+    EXPECT_EQ(e.what(), w.dom_error) << json;
+    return w;
+  }
+  return w;
+}
+
+void expect_same(const Header& a, const Header& b) {
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    const TensorInfo &x = a.tensors()[i], &y = b.tensors()[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(std::vector<uint64_t>(x.shape.begin(), x.shape.end()),
+              std::vector<uint64_t>(y.shape.begin(), y.shape.end()));
+    EXPECT_EQ(x.begin, y.begin);
+    EXPECT_EQ(x.end, y.end);
+    EXPECT_EQ(a.find(x.name), &x);
+  }
+  EXPECT_EQ(a.has_metadata(), b.has_metadata());
+  EXPECT_EQ(a.metadata(), b.metadata());
+}
+
+// Returns whether the fast walk took the header (and, in *valid, whether the DOM walk did).
+bool expect_agree(std::string_view json, uint64_t data_size, bool* valid = nullptr) {
+  SCOPED_TRACE(std::string(json.substr(0, 300)));
+  Walks w = walk_both(json, data_size);
+  if (valid) *valid = w.dom.has_value();
+  if (w.fast) {
+    EXPECT_TRUE(w.dom.has_value()) << "the fast walk accepted what the DOM walk refuses: "
+                                   << w.dom_error;
+    if (w.dom) expect_same(*w.fast, *w.dom);
+  }
+  return w.fast.has_value();
+}
+
+// Every test file's header, with its own data size.
+TEST(HeaderWalks, AgreeOnEveryTestFile) {
+  size_t files = 0, fast = 0, valid = 0;
+  for (const char* folder : {"bad", "hf", "realfiles", "bnb", "bnb_bad", "quant", "numpy"}) {
+    const auto dir = test::data_dir() / folder;
+    if (!std::filesystem::exists(dir)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".safetensors") continue;
+      const auto bytes = test::read_bytes(entry.path());
+      if (bytes.size() < 8) continue;
+      uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<uint64_t>(bytes[i]);
+      if (n > bytes.size() - 8) continue;  // rule 1: neither walk is reached
+      const std::string_view json(reinterpret_cast<const char*>(bytes.data()) + 8, n);
+      SCOPED_TRACE(entry.path().string());
+      bool ok = false;
+      if (expect_agree(json, bytes.size() - 8 - n, &ok)) {
+        ++fast;
+      } else if (ok) {
+        ADD_FAILURE() << "valid, but the fast walk handed it over";
+      }
+      valid += ok;
+      ++files;
+    }
+  }
+  EXPECT_GT(files, 200u);
+  EXPECT_GT(valid, 140u);
+}
+
+TEST(HeaderWalks, TakesPlainHeaders) {
+  EXPECT_TRUE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4));
+  EXPECT_TRUE(expect_agree(
+      R"( {"__metadata__":{"format":"pt","x":"\u00e9\n"},"b":{"data_offsets":[4,8],"shape":[],"dtype":"I32"},"a\"q":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} )",
+      8));
+  EXPECT_TRUE(expect_agree(R"({"__metadata__":null})", 0));
+  EXPECT_TRUE(expect_agree(R"({})", 0));
+}
+
+TEST(HeaderWalks, HandsOverWhatItDoesNotTake) {
+  // Each is refused, or valid but left to the DOM walk; either way the walks agree.
+  for (const char* json : {
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})",   // trailing value
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}x)",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",     // trailing comma
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],}})",
+           R"({"a":{"dtype":"F32","shape":[1,],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32" "shape":[1],"data_offsets":[0,4]}})",      // missing comma
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})",
+           R"({"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[1e0],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+           R"({"a":{"dt\u0079pe":"F32","shape":[1],"data_offsets":[0,4]}})",  // escaped field name
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})",
+           R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",      // rule 5
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+           R"({"__metadata__":{"k":1}})",
+           R"({"__metadata__":{"k":"v","k":"w"}})",
+           R"({"__metadata__":{},"__metadata__":{}})",
+           R"({"__metadata__":nul})",
+           R"({"__metadata__":[]})",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+           "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\x01\":{}}",
+           "{\"\xff\":1}",
+           R"([])",
+           R"("x")",
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4])",          // unclosed
+           R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",
+           R"({"a":[{"dtype":"F32","shape":[1],"data_offsets":[0,4]}]})",
+       }) {
+    expect_agree(json, 0);
+    expect_agree(json, 4);
+  }
+  EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})", 4));
+  EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],}})", 4));
+}
+
+}  // namespace
+}  // namespace tlio

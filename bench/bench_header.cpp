@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bench_files.hpp"
+#include "format/header_parse.hpp"
 #include "tlio/file.hpp"
 
 namespace {
@@ -25,6 +26,30 @@ void BM_ParseHeader50k(benchmark::State& state) {
   state.counters["header_MB"] = double(tlio::File::from_buffer(bytes).header_size()) / 1e6;
 }
 BENCHMARK(BM_ParseHeader50k)->Unit(benchmark::kMillisecond);
+
+// The two walks of the parser, A/B in one run: the On-Demand fast path (what File::open uses on a
+// valid header) and the DOM walk it hands invalid headers to (what every header took before).
+void parse_walk(benchmark::State& state, bool on_demand) {
+  const auto& bytes = many();
+  const uint64_t n = tlio::File::from_buffer(bytes).header_size();
+  const std::span<const std::byte> json(bytes.data() + 8, n);  // the data after it pads it
+  const uint64_t data_size = bytes.size() - 8 - n;
+  for (auto _ : state) {
+    if (on_demand) {
+      auto h = tlio::detail::parse_header_on_demand(json, data_size);
+      if (!h) state.SkipWithError("the fast walk handed over");
+      benchmark::DoNotOptimize(h);
+    } else {
+      auto h = tlio::detail::parse_header_dom(json, data_size, true);
+      benchmark::DoNotOptimize(h);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 50'000);
+}
+void BM_Walk50kOnDemand(benchmark::State& state) { parse_walk(state, true); }
+void BM_Walk50kDom(benchmark::State& state) { parse_walk(state, false); }
+BENCHMARK(BM_Walk50kOnDemand)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Walk50kDom)->Unit(benchmark::kMillisecond);
 
 // First open in a fresh thread: includes growing and faulting in the parser's buffers.
 void BM_ParseHeader50kFreshThread(benchmark::State& state) {

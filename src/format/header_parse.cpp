@@ -39,6 +39,10 @@ inline constexpr size_t kRetainedParserCapacity = size_t{4} << 20;
 inline constexpr size_t kMaxJsonDepth = simdjson::DEFAULT_MAX_DEPTH;
 
 static_assert(detail::kJsonPadding == simdjson::SIMDJSON_PADDING);
+// The shortest tensor entry: "":{"dtype":"U8","shape":[],"data_offsets":[0,0]}, plus its comma.
+inline constexpr size_t kMinEntryBytes = 49;
+// The longest dtype name ("F8_E4M3FNUZ").
+inline constexpr size_t kMaxDtypeNameLength = 11;
 
 namespace {
 
@@ -234,6 +238,12 @@ class HeaderBuilder {
   // nullopt when the JSON breaks rule 2, 3 or 4, or has anything the fast walk gives up on.
   static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size) {
     HeaderBuilder b(data_size);
+    // On-Demand does not count the entries first: reserve for the most a header of this size
+    // can hold, so the vectors never grow by copying. Pages past the ones used are never touched,
+    // so the surplus costs address space only.
+    const size_t most_entries = json.size() / kMinEntryBytes + 1;
+    b.h_.tensors_.reserve(most_entries);
+    b.h_.name_slots_.reserve(most_entries);
     if (!b.walk_valid_json(json)) return std::nullopt;
     b.check_unique_names();
     b.check_layout(8 + json.size());
@@ -325,8 +335,14 @@ bool HeaderBuilder::walk_valid_json(std::span<const std::byte> json) {
     return false;
   for (auto result : top) {
     od::field field;
-    std::string_view key;
-    if (std::move(result).get(field) || field.unescaped_key().get(key)) return false;
+    if (std::move(result).get(field)) return false;
+    // A name without escapes is its JSON text (stage 1 has checked its UTF-8 and that it holds
+    // no control characters): view it in place rather than copy it out.
+    const char* raw = field.key().raw();
+    size_t n = 0;
+    while (raw[n] != '"' && raw[n] != '\\') ++n;
+    std::string_view key(raw, n);
+    if (raw[n] == '\\' && field.unescaped_key().get(key)) return false;
     if (!(key_is(key, "__metadata__") ? walk_valid_metadata(field.value())
                                       : walk_valid_entry(key, field.value())))
       return false;
@@ -362,8 +378,9 @@ bool HeaderBuilder::walk_valid_metadata(od::value value) {
 
 [[gnu::flatten]] bool HeaderBuilder::walk_valid_entry(std::string_view key, od::value value) {
   h_.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h_.tensors_.size())));
-  TensorInfo& info = h_.tensors_.emplace_back();
-  info.name.assign(key.data(), key.size());
+  // Aggregate-initialized from the name: the other members take their initializers, without the
+  // zeroing of the whole struct that emplace_back() (value-initialization) does first.
+  TensorInfo& info = h_.tensors_.emplace_back(std::string(key));
   od::object fields;
   if (value.get_object().get(fields)) return false;
   bool has_dtype = false, has_shape = false, has_offsets = false;
@@ -373,15 +390,19 @@ bool HeaderBuilder::walk_valid_metadata(od::value value) {
     const od::raw_json_string k = field.key();
     od::value v = field.value();
     if (k.unsafe_is_equal("dtype")) {
-      std::string_view text;
-      if (has_dtype || v.get_string().get(text)) return false;
+      // Compared in the JSON text, not unescaped: a dtype name is a few ASCII letters, digits
+      // and underscores, so one written with an escape is left to the DOM walk.
+      od::raw_json_string text;
+      if (has_dtype || v.get_raw_json_string().get(text)) return false;
       has_dtype = true;
-      if (text != last_dtype_text_) {
-        const std::optional<Dtype> d = parse_dtype(text);
+      if (last_dtype_text_.empty() || !text.unsafe_is_equal(last_dtype_text_)) {
+        const char* p = text.raw();
+        size_t n = 0;
+        while (n <= kMaxDtypeNameLength && p[n] != '"' && p[n] != '\\') ++n;
+        if (p[n] != '"') return false;
+        const std::optional<Dtype> d = parse_dtype({p, n});
         if (!d) return false;
         last_dtype_ = *d;
-        // `text` lives in the parser's string buffer, rewritten by the next unescape: keep the
-        // dtype names' own storage instead.
         last_dtype_text_ = dtype_name(*d);
       }
       info.dtype = last_dtype_;
@@ -647,8 +668,9 @@ std::optional<Header> detail::parse_header_on_demand(std::span<const std::byte> 
   return HeaderBuilder::build_on_demand(json, data_size);
 }
 
-Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size) {
-  return HeaderBuilder::build_dom(json, data_size, false);
+Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size,
+                               bool padded) {
+  return HeaderBuilder::build_dom(json, data_size, padded);
 }
 
 std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {

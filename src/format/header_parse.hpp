@@ -19,9 +19,10 @@ Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool pa
 /// The two walks parse_header chooses between, for the tests and the fuzz target that check they
 /// agree. The On-Demand walk needs kJsonPadding bytes after `json`; it returns nullopt for any
 /// header that breaks rule 2, 3 or 4 (and for a few valid ones it does not handle, such as keys
-/// with escapes), which the DOM walk then explains. The DOM walk takes any header.
+/// with escapes), which the DOM walk then explains. The DOM walk takes any header (`padded` as
+/// for parse_header).
 std::optional<Header> parse_header_on_demand(std::span<const std::byte> json, uint64_t data_size);
-Header parse_header_dom(std::span<const std::byte> json, uint64_t data_size);
+Header parse_header_dom(std::span<const std::byte> json, uint64_t data_size, bool padded);
 
 /// How many leading bytes of a file read_header_length is given when the file has them: enough to
 /// recognise what a file that is not safetensors is (zip, pickle, GGUF, text, ...).

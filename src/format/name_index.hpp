@@ -6,9 +6,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tlio::detail {
@@ -23,8 +25,19 @@ inline uint64_t name_hash32(std::string_view name) noexcept {
     h = (h ^ w) * 0xBF58476D1CE4E5B9u;
     h ^= h >> 31;
   }
+  // The last 0-7 bytes in at most two loads, without a byte-by-byte copy that the next 8-byte
+  // load would wait for (the loads overlap, and every byte is in one of them).
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(name.data()) + i;
+  const size_t r = name.size() - i;
   uint64_t tail = 0;
-  std::memcpy(&tail, name.data() + i, name.size() - i);
+  if (r >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + r - 4, 4);
+    tail = lo | uint64_t{hi} << 32;
+  } else if (r > 0) {
+    tail = p[0] | uint64_t{p[r / 2]} << 8 | uint64_t{p[r - 1]} << 16;
+  }
   h = (h ^ tail) * 0x94D049BB133111EBu;
   h ^= h >> 33;
   h *= 0xFF51AFD7ED558CCDu;
@@ -41,12 +54,20 @@ inline uint64_t name_index_key(std::string_view name, uint32_t pos) noexcept {
 /// `name_of(pos)` gives the name at a position.
 template <class NameOf>
 void name_index_sort(std::vector<uint64_t>& keys, const NameOf& name_of) {
+  // LSD radix sort on the 32 hash bits: three 11-bit digits, their counts taken in one pass.
+  constexpr int kDigitBits = 11, kDigits = 3;
+  constexpr uint32_t kBuckets = 1u << kDigitBits;
+  auto digit = [](uint64_t k, int d) { return (k >> (32 + d * kDigitBits)) & (kBuckets - 1); };
+  std::array<std::array<uint32_t, kBuckets>, kDigits> start{};  // keys < 2^32: positions are u32
+  for (uint64_t k : keys)
+    for (int d = 0; d < kDigits; ++d) ++start[d][digit(k, d)];
+  for (auto& counts : start) {  // counts -> where each bucket starts
+    uint32_t sum = 0;
+    for (uint32_t& c : counts) sum += std::exchange(c, sum);
+  }
   std::vector<uint64_t> tmp(keys.size());
-  for (int shift = 32; shift < 64; shift += 8) {  // LSD radix sort on the hash bytes
-    size_t bucket[257] = {};
-    for (uint64_t k : keys) ++bucket[((k >> shift) & 0xFF) + 1];
-    for (int b = 0; b < 256; ++b) bucket[b + 1] += bucket[b];
-    for (uint64_t k : keys) tmp[bucket[(k >> shift) & 0xFF]++] = k;
+  for (int d = 0; d < kDigits; ++d) {
+    for (uint64_t k : keys) tmp[start[d][digit(k, d)]++] = k;
     keys.swap(tmp);
   }
   auto by_name = [&](uint64_t a, uint64_t b) {

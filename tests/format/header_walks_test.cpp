@@ -8,6 +8,7 @@
 #include <string>
 
 #include "test_util.hpp"
+#include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {
@@ -26,7 +27,7 @@ Walks walk_both(std::string_view json, uint64_t data_size) {
   const std::span<const std::byte> text(padded.data(), json.size());
   Walks w;
   try {
-    w.dom = detail::parse_header_dom(text, data_size);
+    w.dom = detail::parse_header_dom(text, data_size, true);
   } catch (const Error& e) {
     w.dom_error = e.what();
   }
@@ -105,6 +106,29 @@ TEST(HeaderWalks, TakesPlainHeaders) {
       8));
   EXPECT_TRUE(expect_agree(R"({"__metadata__":null})", 0));
   EXPECT_TRUE(expect_agree(R"({})", 0));
+}
+
+TEST(HeaderWalks, TakesEveryDtype) {
+  for (int i = 0; i < kDtypeCount; ++i) {
+    const Dtype d = static_cast<Dtype>(i);
+    const unsigned bytes = dtype_bits(d);  // 8 elements
+    const std::string json = "{\"a\":{\"dtype\":\"" + std::string(dtype_name(d)) +
+                             "\",\"shape\":[8],\"data_offsets\":[0," + std::to_string(bytes) +
+                             "]},\"b\":{\"dtype\":\"" + std::string(dtype_name(d)) +
+                             "\",\"shape\":[],\"data_offsets\":[" + std::to_string(bytes) + "," +
+                             std::to_string(bytes + (bytes % 8 == 0 ? bytes / 8 : 0)) + "]}}";
+    // A scalar of a sub-byte dtype is not whole bytes (rule 4): handed over, still agreeing.
+    EXPECT_EQ(expect_agree(json, bytes + (bytes % 8 == 0 ? bytes / 8 : 0)), bytes % 8 == 0)
+        << dtype_name(d);
+  }
+  // Escaped or unknown dtype names go to the DOM walk, which accepts the first.
+  bool valid = false;
+  EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F\u0033\u0032","shape":[1],"data_offsets":[0,4]}})", 4, &valid));
+  EXPECT_TRUE(valid);
+  for (const char* bad : {"", "F3", "F322", "f32", "F8_E4M3FNUZZ", "F8_E4M3FNUZ\u0000", "F32\u0001"})
+    EXPECT_FALSE(expect_agree(std::string(R"({"a":{"dtype":")") + bad +
+                                  R"(","shape":[1],"data_offsets":[0,4]}})",
+                              4));
 }
 
 TEST(HeaderWalks, HandsOverWhatItDoesNotTake) {

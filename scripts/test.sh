@@ -21,11 +21,13 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-# ThreadSanitizer: threads sharing one file, converting and dequantizing at once.
+# ThreadSanitizer: threads sharing one file, converting and dequantizing at once,
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
   -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
-cmake --build build-tsan -j"$jobs" --target concurrency_test
+cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/concurrency_test
+# and the header parser walking two halves on two threads.
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/header_walks_test
 
 # Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS (default 60)
 # from its seed corpus; a crash fails the run and leaves the input in build-fuzz/crashes/.

@@ -1,9 +1,12 @@
 // format/header_parse.cpp: validating header parser (reader rules 1-5).
 //
-// The JSON is parsed with simdjson's DOM parser (runtime-dispatched SIMD kernels), then walked
-// once. Rule 2 failures (syntax, duplicate keys at any level) end the walk at once; the first
-// rule 3 and the first rule 4 failure are remembered and reported after the walk, so a file that
-// breaks several rules reports the lowest-numbered one, as DECISIONS.md orders them.
+// Two walks build a Header. A header that follows the rules (nearly all) is walked once with
+// simdjson On-Demand, straight into the Header (big ones in two halves on two threads); that walk
+// only accepts, and hands anything else to the DOM walk: simdjson's DOM parser (runtime-dispatched
+// SIMD kernels), then a walk of the tree. There rule 2 failures (syntax, duplicate keys at any
+// level) end the walk at once; the first rule 3 and the first rule 4 failure are remembered and
+// reported after the walk, so a file that breaks several rules reports the lowest-numbered one,
+// as DECISIONS.md orders them.
 #include "format/header_parse.hpp"
 
 #include <fmt/core.h>
@@ -15,9 +18,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "format/name_index.hpp"
 #include "common/json_text.hpp"
@@ -41,6 +49,9 @@ inline constexpr size_t kMaxJsonDepth = simdjson::DEFAULT_MAX_DEPTH;
 static_assert(detail::kJsonPadding == simdjson::SIMDJSON_PADDING);
 // The shortest tensor entry: "":{"dtype":"U8","shape":[],"data_offsets":[0,0]}, plus its comma.
 inline constexpr size_t kMinEntryBytes = 49;
+// Headers from this size on are walked in two halves on two threads (walk_in_halves): about
+// 13,000 tensors. Below it a thread costs more than it saves.
+inline constexpr size_t kSplitWalkBytes = size_t{1} << 20;
 // The longest dtype name ("F8_E4M3FNUZ").
 inline constexpr size_t kMaxDtypeNameLength = 11;
 
@@ -231,12 +242,15 @@ class HeaderBuilder {
  public:
   static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
     if (padded)
-      if (std::optional<Header> h = build_on_demand(json, data_size)) return std::move(*h);
+      if (std::optional<Header> h = build_on_demand(json, data_size, kSplitWalkBytes))
+        return std::move(*h);
     return build_dom(json, data_size, padded);
   }
 
   // nullopt when the JSON breaks rule 2, 3 or 4, or has anything the fast walk gives up on.
-  static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size) {
+  // A header of `split_from` bytes or more is walked in two halves at once (see walk_in_halves).
+  static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size,
+                                               size_t split_from) {
     HeaderBuilder b(data_size);
     // On-Demand does not count the entries first: reserve for the most a header of this size
     // can hold, so the vectors never grow by copying. Pages past the ones used are never touched,
@@ -244,7 +258,10 @@ class HeaderBuilder {
     const size_t most_entries = json.size() / kMinEntryBytes + 1;
     b.h_.tensors_.reserve(most_entries);
     b.h_.name_slots_.reserve(most_entries);
-    if (!b.walk_valid_json(json)) return std::nullopt;
+    static const bool several_cores = std::thread::hardware_concurrency() > 1;
+    const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)
+                                                                   : b.walk_whole(json);
+    if (!walked) return std::nullopt;
     b.check_unique_names();
     b.check_layout(8 + json.size());
     return std::move(b.h_);
@@ -276,7 +293,14 @@ class HeaderBuilder {
  private:
   explicit HeaderBuilder(uint64_t data_size) { h_.data_size_ = data_size; }
 
-  bool walk_valid_json(std::span<const std::byte> json);
+  // How a walk of the members of the top object ended.
+  enum class WalkEnd { rejected, whole, at_split };
+  static constexpr size_t kNoSplit = ~size_t{0};
+  WalkEnd walk_valid_json(std::span<const std::byte> json, od::parser& parser,
+                          size_t split = kNoSplit);
+  bool walk_whole(std::span<const std::byte> json);
+  bool walk_in_halves(std::span<const std::byte> json);
+  bool append(HeaderBuilder&& second);
   bool walk_valid_entry(std::string_view key, od::value value);
   bool walk_valid_metadata(od::value value);
   static dom::object parse_json(std::span<const std::byte> json, bool padded,
@@ -291,11 +315,17 @@ class HeaderBuilder {
   // Whether the tensors, in file order, are still sorted by (begin, end): then check_layout
   // need not sort them.
   void note_offset_order(const TensorInfo& info) {
-    if (h_.tensors_.size() < 2) return;
-    const TensorInfo& prev = h_.tensors_[h_.tensors_.size() - 2];
+    if (h_.tensors_.size() >= 2) note_offset_order(h_.tensors_[h_.tensors_.size() - 2], info);
+  }
+  void note_offset_order(const TensorInfo& prev, const TensorInfo& info) {
     if (prev.begin > info.begin || (prev.begin == info.begin && prev.end > info.end))
       in_offset_order_ = false;
   }
+  // The name index's view of the names (positions into tensors_).
+  auto name_at() const {
+    return [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; };
+  }
+  void sort_names();
   void check_unique_names();
   void check_layout(uint64_t data_start);
   void bad_entry(const TensorInfo& info, std::string why) {
@@ -306,6 +336,7 @@ class HeaderBuilder {
   PendingError rule3_, rule4_;
   bool seen_metadata_ = false;
   bool in_offset_order_ = true;  // tensors in file order sorted by (begin, end) so far
+  bool names_sorted_ = false;    // name_slots_ in index order already (walk_in_halves)
   // Headers repeat a few dtype names: the last one parsed is remembered.
   std::string_view last_dtype_text_;
   Dtype last_dtype_ = Dtype::F32;
@@ -319,37 +350,158 @@ class HeaderBuilder {
 // says what is wrong, so messages and the order of rules come from one place. (On-Demand's
 // stage 1, which checks UTF-8 and control characters, is runtime-dispatched; its walk is
 // simdjson's portable code. fuzz_file checks both paths agree on every input.)
-bool HeaderBuilder::walk_valid_json(std::span<const std::byte> json) {
-  thread_local od::parser cached_parser;
-  std::unique_ptr<od::parser> big_parser;
-  od::parser* parser = &cached_parser;
-  if (json.size() > kRetainedParserCapacity) {  // as parse_json: do not keep big buffers
-    big_parser = std::make_unique<od::parser>();
-    parser = big_parser.get();
-  }
+// Walks the members of the top object of `json` (padded). With `split`, stops before the member
+// whose key begins at byte `split` (at_split); when no member begins there, the walk goes on to
+// the end as if no split had been asked for (whole).
+HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte> json,
+                                                      od::parser& parser, size_t split) {
+  const char* const base = reinterpret_cast<const char*>(json.data());
   od::document doc;
   od::object top;
-  if (parser->iterate(reinterpret_cast<const char*>(json.data()), json.size(),
-                      json.size() + simdjson::SIMDJSON_PADDING).get(doc) ||
+  if (parser.iterate(base, json.size(), json.size() + simdjson::SIMDJSON_PADDING).get(doc) ||
       doc.get_object().get(top))
-    return false;
+    return WalkEnd::rejected;
   for (auto result : top) {
     od::field field;
-    if (std::move(result).get(field)) return false;
+    if (std::move(result).get(field)) return WalkEnd::rejected;
     // A name without escapes is its JSON text (stage 1 has checked its UTF-8 and that it holds
     // no control characters): view it in place rather than copy it out.
     const char* raw = field.key().raw();
+    if (split != kNoSplit && static_cast<size_t>(raw - 1 - base) >= split) {
+      if (static_cast<size_t>(raw - 1 - base) == split) return WalkEnd::at_split;
+      split = kNoSplit;
+    }
     size_t n = 0;
     while (raw[n] != '"' && raw[n] != '\\') ++n;
     std::string_view key(raw, n);
-    if (raw[n] == '\\' && field.unescaped_key().get(key)) return false;
+    if (raw[n] == '\\' && field.unescaped_key().get(key)) return WalkEnd::rejected;
     if (!(key_is(key, "__metadata__") ? walk_valid_metadata(field.value())
                                       : walk_valid_entry(key, field.value())))
-      return false;
+      return WalkEnd::rejected;
   }
   // Nothing may follow the object: past its last token there is no location left.
   const char* trailing = nullptr;
-  return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS;
+  return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS ? WalkEnd::whole
+                                                                         : WalkEnd::rejected;
+}
+
+namespace {
+
+// On-Demand parsers are kept between parses so their buffers stay faulted in: one per thread
+// for whole headers, and a shared few for second halves, which run on short-lived threads.
+// Parsers that grew past kRetainedParserCapacity are not kept (as parse_json's are not).
+od::parser& whole_header_parser(size_t json_size, std::unique_ptr<od::parser>& big) {
+  thread_local od::parser cached;
+  if (json_size <= kRetainedParserCapacity) return cached;
+  big = std::make_unique<od::parser>();
+  return *big;
+}
+
+class ParserPool {
+ public:
+  std::unique_ptr<od::parser> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return std::make_unique<od::parser>();
+    auto p = std::move(free_.back());
+    free_.pop_back();
+    return p;
+  }
+  void give_back(std::unique_ptr<od::parser> p) {
+    if (p->capacity() > kRetainedParserCapacity) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kMaxPooled) free_.push_back(std::move(p));
+  }
+
+ private:
+  static constexpr size_t kMaxPooled = 2;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<od::parser>> free_;
+};
+
+ParserPool& second_half_parsers() {
+  static ParserPool pool;
+  return pool;
+}
+
+}  // namespace
+
+bool HeaderBuilder::walk_whole(std::span<const std::byte> json) {
+  std::unique_ptr<od::parser> big;
+  return walk_valid_json(json, whole_header_parser(json.size(), big)) == WalkEnd::whole;
+}
+
+// A big header in two halves on two threads. The split is guessed in the text: the first `},"`
+// past the middle, taken as the end of one tensor entry and the start of the next member's key.
+// A second thread walks "{" + the text from there; this thread walks the whole text and stops at
+// that member. Reaching a member that begins exactly there proves the guess (the text before it
+// tokenizes the same alone, so the second half's walk is the rest of this one); when no member
+// begins there (the `},"` was inside a string, say), this walk simply goes on to the end and the
+// other half's work is dropped. Either way the result is the one walk_whole gives.
+bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
+  const std::string_view text(reinterpret_cast<const char*>(json.data()), json.size());
+  const size_t mark = text.find("},\"", text.size() / 2);
+  if (mark == std::string_view::npos) return walk_whole(json);
+  const size_t split = mark + 2;
+
+  // The second half's text, in a buffer this thread keeps while it is not big.
+  thread_local std::vector<std::byte> kept;
+  std::vector<std::byte> once;
+  const size_t rest_size = 1 + (json.size() - split);
+  std::vector<std::byte>& rest = rest_size <= kRetainedParserCapacity ? kept : once;
+  if (rest.size() < rest_size + simdjson::SIMDJSON_PADDING)
+    rest.resize(rest_size + simdjson::SIMDJSON_PADDING);
+  rest[0] = std::byte{'{'};
+  std::memcpy(rest.data() + 1, json.data() + split, json.size() - split);
+  std::memset(rest.data() + rest_size, 0, simdjson::SIMDJSON_PADDING);
+  const std::span<const std::byte> rest_json(rest.data(), rest_size);
+  HeaderBuilder second(h_.data_size_);
+  second.h_.tensors_.reserve(rest_json.size() / kMinEntryBytes + 1);
+  second.h_.name_slots_.reserve(rest_json.size() / kMinEntryBytes + 1);
+  bool second_ok = false;
+  std::jthread worker;
+  try {
+    worker = std::jthread([&] {
+      try {
+        std::unique_ptr<od::parser> parser = second_half_parsers().take();
+        second_ok = second.walk_valid_json(rest_json, *parser) == WalkEnd::whole;
+        second_half_parsers().give_back(std::move(parser));
+        if (second_ok) second.sort_names();
+      } catch (...) {  // out of memory: this half counts as not walked
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: one walk does it all
+    return walk_whole(json);
+  }
+  std::unique_ptr<od::parser> big;
+  const WalkEnd first = walk_valid_json(json, whole_header_parser(json.size(), big), split);
+  if (first != WalkEnd::at_split) return first == WalkEnd::whole;  // (worker joins on return)
+  sort_names();
+  worker.join();
+  return second_ok && append(std::move(second));
+}
+
+// Appends the members a second-half walk read after this one's; false when both halves hold
+// __metadata__ (the DOM walk then reports the duplicate key).
+bool HeaderBuilder::append(HeaderBuilder&& second) {
+  if (second.seen_metadata_) {
+    if (seen_metadata_) return false;
+    seen_metadata_ = true;
+    h_.has_metadata_ = second.h_.has_metadata_;
+    h_.metadata_ = std::move(second.h_.metadata_);
+  }
+  std::vector<TensorInfo>& rest = second.h_.tensors_;
+  const size_t offset = h_.tensors_.size();
+  if (!rest.empty()) {
+    if (offset > 0) note_offset_order(h_.tensors_.back(), rest.front());
+    in_offset_order_ = in_offset_order_ && second.in_offset_order_;
+  }
+  h_.tensors_.insert(h_.tensors_.end(), std::make_move_iterator(rest.begin()),
+                     std::make_move_iterator(rest.end()));
+  // Both halves' name keys are sorted: offset the second's positions and merge.
+  const size_t first_keys = h_.name_slots_.size();
+  for (uint64_t slot : second.h_.name_slots_) h_.name_slots_.push_back(slot + offset);
+  detail::name_index_merge(h_.name_slots_, first_keys, name_at());
+  return true;
 }
 
 bool HeaderBuilder::walk_valid_metadata(od::value value) {
@@ -621,10 +773,14 @@ void HeaderBuilder::check_size(const TensorInfo& info) {
                                                       : std::to_string(info.end - info.begin)));
 }
 
+void HeaderBuilder::sort_names() {
+  detail::name_index_sort(h_.name_slots_, name_at());
+  names_sorted_ = true;
+}
+
 void HeaderBuilder::check_unique_names() {
-  auto name_at = [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; };
-  detail::name_index_sort(h_.name_slots_, name_at);
-  if (int64_t dup = detail::name_index_duplicate(h_.name_slots_, name_at); dup >= 0) {
+  if (!names_sorted_) sort_names();
+  if (int64_t dup = detail::name_index_duplicate(h_.name_slots_, name_at()); dup >= 0) {
     const std::string& name = h_.tensors_[static_cast<size_t>(dup)].name;
     rule2(fmt::format("duplicate key {}", quote_name(name)), name);
   }
@@ -664,8 +820,8 @@ Header detail::parse_header(std::span<const std::byte> json, uint64_t data_size,
 }
 
 std::optional<Header> detail::parse_header_on_demand(std::span<const std::byte> json,
-                                                     uint64_t data_size) {
-  return HeaderBuilder::build_on_demand(json, data_size);
+                                                     uint64_t data_size, size_t split_from) {
+  return HeaderBuilder::build_on_demand(json, data_size, split_from);
 }
 
 Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size,

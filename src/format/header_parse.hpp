@@ -21,7 +21,10 @@ Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool pa
 /// header that breaks rule 2, 3 or 4 (and for a few valid ones it does not handle, such as keys
 /// with escapes), which the DOM walk then explains. The DOM walk takes any header (`padded` as
 /// for parse_header).
-std::optional<Header> parse_header_on_demand(std::span<const std::byte> json, uint64_t data_size);
+/// The On-Demand walk splits headers of `split_from` bytes or more into two halves walked at once
+/// (parse_header: from 1 MiB; tests pass small sizes to exercise the split).
+std::optional<Header> parse_header_on_demand(std::span<const std::byte> json, uint64_t data_size,
+                                             size_t split_from);
 Header parse_header_dom(std::span<const std::byte> json, uint64_t data_size, bool padded);
 
 /// How many leading bytes of a file read_header_length is given when the file has them: enough to

@@ -81,6 +81,16 @@ void name_index_sort(std::vector<uint64_t>& keys, const NameOf& name_of) {
   }
 }
 
+/// Merges keys[0, mid) and keys[mid, end), each sorted by name_index_sort, into one such order.
+template <class NameOf>
+void name_index_merge(std::vector<uint64_t>& keys, size_t mid, const NameOf& name_of) {
+  std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(mid), keys.end(),
+                     [&](uint64_t a, uint64_t b) {
+                       if ((a >> 32) != (b >> 32)) return (a >> 32) < (b >> 32);
+                       return name_of(static_cast<uint32_t>(a)) < name_of(static_cast<uint32_t>(b));
+                     });
+}
+
 /// The position of one of two equal names, or -1 when all names differ.
 template <class NameOf>
 int64_t name_index_duplicate(const std::vector<uint64_t>& keys, const NameOf& name_of) {

@@ -16,6 +16,7 @@ namespace {
 
 struct Walks {
   std::optional<Header> fast;  // nullopt: the fast walk handed over
+  std::optional<Header> halves;  // the fast walk splitting every header it can
   std::optional<Header> dom;
   std::string dom_error;
 };
@@ -31,13 +32,15 @@ Walks walk_both(std::string_view json, uint64_t data_size) {
   } catch (const Error& e) {
     w.dom_error = e.what();
   }
-  try {
-    w.fast = detail::parse_header_on_demand(text, data_size);
-  } catch (const Error& e) {
-    // Only rules 2 (duplicate names) and 5 are checked after an accepting fast walk.
-    EXPECT_EQ(e.what(), w.dom_error) << json;
-    return w;
+  for (size_t split_from : {~size_t{0}, size_t{0}}) {
+    try {
+      (split_from ? w.fast : w.halves) = detail::parse_header_on_demand(text, data_size, split_from);
+    } catch (const Error& e) {
+      // Only rules 2 (duplicate names) and 5 are checked after an accepting fast walk.
+      EXPECT_EQ(e.what(), w.dom_error) << json;
+    }
   }
+  EXPECT_EQ(w.fast.has_value(), w.halves.has_value()) << json;
   return w;
 }
 
@@ -67,6 +70,7 @@ bool expect_agree(std::string_view json, uint64_t data_size, bool* valid = nullp
                                    << w.dom_error;
     if (w.dom) expect_same(*w.fast, *w.dom);
   }
+  if (w.halves && w.dom) expect_same(*w.halves, *w.dom);
   return w.fast.has_value();
 }
 
@@ -106,6 +110,38 @@ TEST(HeaderWalks, TakesPlainHeaders) {
       8));
   EXPECT_TRUE(expect_agree(R"({"__metadata__":null})", 0));
   EXPECT_TRUE(expect_agree(R"({})", 0));
+}
+
+// Headers whose text has `},"` past the middle inside strings, or the metadata in the second
+// half, or an error only in one half: the split walk gives what the whole walk gives.
+TEST(HeaderWalks, HalvesAgreeWithTheWhole) {
+  std::string entries;
+  uint64_t offset = 0;
+  for (int i = 0; i < 40; ++i) {
+    entries += (i ? "," : "") + std::string("\"t") + std::to_string(i) +
+               "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(offset) +
+               "," + std::to_string(offset + 4) + "]}";
+    offset += 4;
+  }
+  const std::string tail_meta = R"(,"__metadata__":{"k":"},\"x\":{},\"y\":{","z":"},"}})";
+  EXPECT_TRUE(expect_agree("{" + entries + "}", offset));
+  EXPECT_TRUE(expect_agree("{" + entries + tail_meta, offset));
+  EXPECT_TRUE(expect_agree(R"({"__metadata__":{"a":"b"},)" + entries + "}", offset));
+  // A name that holds `},"` right past the middle.
+  EXPECT_TRUE(expect_agree("{" + entries + R"(,"q},\"r":{"dtype":"U8","shape":[0],"data_offsets":[)" +
+                               std::to_string(offset) + "," + std::to_string(offset) + "]}}",
+                           offset));
+  EXPECT_FALSE(expect_agree(R"({"__metadata__":{},)" + entries + R"(,"__metadata__":{}})", offset));
+  EXPECT_FALSE(expect_agree("{" + entries + ",\"t3\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                            offset));                                   // duplicate across halves
+  EXPECT_FALSE(expect_agree("{" + entries + "} x", offset));            // trailing text
+  EXPECT_FALSE(expect_agree("{" + entries + "}", offset + 4));          // rule 5
+  std::string broken = "{" + entries + "}";
+  broken[broken.size() * 3 / 4] = '\x01';                              // a control byte late
+  EXPECT_FALSE(expect_agree(broken, offset));
+  broken = "{" + entries + "}";
+  broken[broken.size() / 4] = '\x01';                                  // and early
+  EXPECT_FALSE(expect_agree(broken, offset));
 }
 
 TEST(HeaderWalks, TakesEveryDtype) {

@@ -389,7 +389,8 @@ namespace {
 
 // On-Demand parsers are kept between parses so their buffers stay faulted in: one per thread
 // for whole headers, and a shared few for second halves, which run on short-lived threads.
-// Parsers that grew past kRetainedParserCapacity are not kept (as parse_json's are not).
+// Buffers for more than kRetainedParserCapacity bytes of JSON are not kept (as parse_json's are
+// not).
 od::parser& whole_header_parser(size_t json_size, std::unique_ptr<od::parser>& big) {
   thread_local od::parser cached;
   if (json_size <= kRetainedParserCapacity) return cached;
@@ -397,29 +398,36 @@ od::parser& whole_header_parser(size_t json_size, std::unique_ptr<od::parser>& b
   return *big;
 }
 
-class ParserPool {
+// What a second half's walk needs besides the builder: its text ("{" + the members from the
+// split on, padded) and a parser.
+struct HalfWorkspace {
+  std::vector<std::byte> text;
+  od::parser parser;
+};
+
+class HalfWorkspacePool {
  public:
-  std::unique_ptr<od::parser> take() {
+  std::unique_ptr<HalfWorkspace> take() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (free_.empty()) return std::make_unique<od::parser>();
-    auto p = std::move(free_.back());
+    if (free_.empty()) return std::make_unique<HalfWorkspace>();
+    auto w = std::move(free_.back());
     free_.pop_back();
-    return p;
+    return w;
   }
-  void give_back(std::unique_ptr<od::parser> p) {
-    if (p->capacity() > kRetainedParserCapacity) return;
+  void give_back(std::unique_ptr<HalfWorkspace> w) {
+    if (w->text.size() > kRetainedParserCapacity) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (free_.size() < kMaxPooled) free_.push_back(std::move(p));
+    if (free_.size() < kMaxPooled) free_.push_back(std::move(w));
   }
 
  private:
   static constexpr size_t kMaxPooled = 2;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<od::parser>> free_;
+  std::vector<std::unique_ptr<HalfWorkspace>> free_;
 };
 
-ParserPool& second_half_parsers() {
-  static ParserPool pool;
+HalfWorkspacePool& half_workspaces() {
+  static HalfWorkspacePool pool;
   return pool;
 }
 
@@ -443,28 +451,23 @@ bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
   if (mark == std::string_view::npos) return walk_whole(json);
   const size_t split = mark + 2;
 
-  // The second half's text, in a buffer this thread keeps while it is not big.
-  thread_local std::vector<std::byte> kept;
-  std::vector<std::byte> once;
-  const size_t rest_size = 1 + (json.size() - split);
-  std::vector<std::byte>& rest = rest_size <= kRetainedParserCapacity ? kept : once;
-  if (rest.size() < rest_size + simdjson::SIMDJSON_PADDING)
-    rest.resize(rest_size + simdjson::SIMDJSON_PADDING);
-  rest[0] = std::byte{'{'};
-  std::memcpy(rest.data() + 1, json.data() + split, json.size() - split);
-  std::memset(rest.data() + rest_size, 0, simdjson::SIMDJSON_PADDING);
-  const std::span<const std::byte> rest_json(rest.data(), rest_size);
   HeaderBuilder second(h_.data_size_);
-  second.h_.tensors_.reserve(rest_json.size() / kMinEntryBytes + 1);
-  second.h_.name_slots_.reserve(rest_json.size() / kMinEntryBytes + 1);
   bool second_ok = false;
   std::jthread worker;
   try {
     worker = std::jthread([&] {
       try {
-        std::unique_ptr<od::parser> parser = second_half_parsers().take();
-        second_ok = second.walk_valid_json(rest_json, *parser) == WalkEnd::whole;
-        second_half_parsers().give_back(std::move(parser));
+        std::unique_ptr<HalfWorkspace> space = half_workspaces().take();
+        const size_t size = 1 + (json.size() - split);
+        space->text.resize(size + simdjson::SIMDJSON_PADDING);
+        space->text[0] = std::byte{'{'};
+        std::memcpy(space->text.data() + 1, json.data() + split, json.size() - split);
+        std::memset(space->text.data() + size, 0, simdjson::SIMDJSON_PADDING);
+        second.h_.tensors_.reserve(size / kMinEntryBytes + 1);
+        second.h_.name_slots_.reserve(size / kMinEntryBytes + 1);
+        second_ok = second.walk_valid_json({space->text.data(), size}, space->parser) ==
+                    WalkEnd::whole;
+        half_workspaces().give_back(std::move(space));
         if (second_ok) second.sort_names();
       } catch (...) {  // out of memory: this half counts as not walked
       }

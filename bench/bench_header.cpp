@@ -31,8 +31,7 @@ BENCHMARK(BM_ParseHeader50k)->Unit(benchmark::kMillisecond);
 // uses on a valid header of 1 MiB or more) and on one, and the DOM walk it hands invalid headers
 // to (what every header took before).
 enum class Walk { halves, whole, dom };
-void parse_walk(benchmark::State& state, Walk walk) {
-  const auto& bytes = many();
+void parse_walk(benchmark::State& state, Walk walk, const std::vector<std::byte>& bytes) {
   const uint64_t n = tlio::File::from_buffer(bytes).header_size();
   const std::span<const std::byte> json(bytes.data() + 8, n);  // the data after it pads it
   const uint64_t data_size = bytes.size() - 8 - n;
@@ -47,14 +46,25 @@ void parse_walk(benchmark::State& state, Walk walk) {
       benchmark::DoNotOptimize(h);
     }
   }
-  state.SetItemsProcessed(state.iterations() * 50'000);
+  const tlio::File file = tlio::File::from_buffer(bytes);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(file.tensors().size()));
 }
-void BM_Walk50kHalves(benchmark::State& state) { parse_walk(state, Walk::halves); }
-void BM_Walk50kWhole(benchmark::State& state) { parse_walk(state, Walk::whole); }
-void BM_Walk50kDom(benchmark::State& state) { parse_walk(state, Walk::dom); }
+void BM_Walk50kHalves(benchmark::State& state) { parse_walk(state, Walk::halves, many()); }
+void BM_Walk50kWhole(benchmark::State& state) { parse_walk(state, Walk::whole, many()); }
+void BM_Walk50kDom(benchmark::State& state) { parse_walk(state, Walk::dom, many()); }
 BENCHMARK(BM_Walk50kHalves)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Walk50kWhole)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Walk50kDom)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A small header (200 tensors, 15 KB): below the size that is split.
+const std::vector<std::byte>& few() {
+  static const std::vector<std::byte> bytes = tlio::bench::many_small_tensors(200);
+  return bytes;
+}
+void BM_Walk200Whole(benchmark::State& state) { parse_walk(state, Walk::whole, few()); }
+void BM_Walk200Dom(benchmark::State& state) { parse_walk(state, Walk::dom, few()); }
+BENCHMARK(BM_Walk200Whole)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Walk200Dom)->Unit(benchmark::kMicrosecond);
 
 // First open in a fresh thread: includes growing and faulting in the parser's buffers.
 void BM_ParseHeader50kFreshThread(benchmark::State& state) {

@@ -312,14 +312,16 @@ class HeaderBuilder {
   [[gnu::always_inline]] inline bool read_shape(dom::element el, TensorInfo& info);
   [[gnu::always_inline]] inline bool read_offsets(dom::element el, TensorInfo& info);
   [[gnu::always_inline]] inline void check_size(const TensorInfo& info);
-  // Whether the tensors, in file order, are still sorted by (begin, end): then check_layout
-  // need not sort them.
+  // Whether the tensors, in file order, are still sorted by (begin, end) and each begins where
+  // the one before ends: then check_layout has nothing to sort and, the ends aside, nothing to
+  // check (the tensors' bytes need not be read again).
   void note_offset_order(const TensorInfo& info) {
     if (h_.tensors_.size() >= 2) note_offset_order(h_.tensors_[h_.tensors_.size() - 2], info);
   }
   void note_offset_order(const TensorInfo& prev, const TensorInfo& info) {
     if (prev.begin > info.begin || (prev.begin == info.begin && prev.end > info.end))
       in_offset_order_ = false;
+    if (info.begin != prev.end) tiled_ = false;
   }
   // The name index's view of the names (positions into tensors_).
   auto name_at() const {
@@ -336,6 +338,7 @@ class HeaderBuilder {
   PendingError rule3_, rule4_;
   bool seen_metadata_ = false;
   bool in_offset_order_ = true;  // tensors in file order sorted by (begin, end) so far
+  bool tiled_ = true;            // and each begins where the one before it ends
   bool names_sorted_ = false;    // name_slots_ in index order already (walk_in_halves)
   // Headers repeat a few dtype names: the last one parsed is remembered.
   std::string_view last_dtype_text_;
@@ -497,6 +500,7 @@ bool HeaderBuilder::append(HeaderBuilder&& second) {
   if (!rest.empty()) {
     if (offset > 0) note_offset_order(h_.tensors_.back(), rest.front());
     in_offset_order_ = in_offset_order_ && second.in_offset_order_;
+    tiled_ = tiled_ && second.tiled_;
   }
   h_.tensors_.insert(h_.tensors_.end(), std::make_move_iterator(rest.begin()),
                      std::make_move_iterator(rest.end()));
@@ -793,6 +797,11 @@ void HeaderBuilder::check_unique_names() {
 
 // Rule 5: sorted by (begin, end), the tensors tile the data buffer exactly.
 void HeaderBuilder::check_layout(uint64_t data_start) {
+  const std::vector<TensorInfo>& all = h_.tensors_;
+  if (in_offset_order_ && tiled_ &&
+      (all.empty() ? h_.data_size_ == 0
+                   : all.front().begin == 0 && all.back().end == h_.data_size_))
+    return;  // what the walk saw already proves it
   if (!in_offset_order_) {
     std::stable_sort(h_.tensors_.begin(), h_.tensors_.end(),
                      [](const TensorInfo& a, const TensorInfo& b) {

@@ -27,6 +27,10 @@ inline constexpr uint64_t kMaxHeaderSize = 100'000'000;
 using Metadata = std::map<std::string, std::string>;
 
 struct TLIO_API TensorInfo {
+  // User-provided, so that value-initialization (vector::emplace_back()) runs the member
+  // initializers only, without first zeroing the whole struct: parsers make one per tensor.
+  TensorInfo() noexcept {}
+
   std::string name;
   Dtype dtype = Dtype::F32;
   Shape shape;

@@ -537,11 +537,8 @@ bool HeaderBuilder::walk_valid_metadata(od::value value) {
 
 [[gnu::flatten]] bool HeaderBuilder::walk_valid_entry(std::string_view key, od::value value) {
   h_.name_slots_.push_back(detail::name_index_key(key, static_cast<uint32_t>(h_.tensors_.size())));
-  // Default-initialized and moved in: emplace_back() would value-initialize, zeroing the whole
-  // struct before the member initializers run.
-  TensorInfo fresh;
-  fresh.name.assign(key.data(), key.size());
-  TensorInfo& info = h_.tensors_.emplace_back(std::move(fresh));
+  TensorInfo& info = h_.tensors_.emplace_back();
+  info.name.assign(key.data(), key.size());
   od::object fields;
   if (value.get_object().get(fields)) return false;
   bool has_dtype = false, has_shape = false, has_offsets = false;

@@ -346,16 +346,17 @@ class HeaderBuilder {
 };
 
 // The fast path, for headers that follow rules 2-4 (nearly all): simdjson On-Demand walks the JSON
-// once, straight into the Header, without building a DOM tape first (a third less time on a
-// 50,000-tensor header). It accepts only what the DOM walk below accepts, and gives up (false) at
-// the first thing it does not expect: any JSON or rule 3/4 error, an unknown or repeated field, a
-// key with an escape, a number that is not a plain u64. The DOM walk then runs from the start and
-// says what is wrong, so messages and the order of rules come from one place. (On-Demand's
-// stage 1, which checks UTF-8 and control characters, is runtime-dispatched; its walk is
-// simdjson's portable code. fuzz_file checks both paths agree on every input.)
-// Walks the members of the top object of `json` (padded). With `split`, stops before the member
-// whose key begins at byte `split` (at_split); when no member begins there, the walk goes on to
-// the end as if no split had been asked for (whole).
+// once, straight into the Header, without building a DOM tape first (10-20% less time than the
+// DOM walk, docs/benchmarks.md). It accepts only what the DOM walk accepts, and gives up at the
+// first thing it does not expect: any JSON or rule 3/4 error, an unknown or repeated field, a
+// field name or dtype written with escapes, a number that is not a plain u64. The DOM walk then
+// runs from the start and says what is wrong, so messages and the order of rules come from one
+// place. (Stage 1, which checks UTF-8 and control characters, is runtime-dispatched; the walk is
+// simdjson's portable code. header_walks_test and fuzz_file check the walks agree.)
+//
+// walk_valid_json walks the members of the top object of `json` (padded). With `split`, it stops
+// before the member whose key begins at byte `split` (at_split); when no member begins there, it
+// goes on to the end as if no split had been asked for (whole).
 HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte> json,
                                                       od::parser& parser, size_t split) {
   const char* const base = reinterpret_cast<const char*>(json.data());

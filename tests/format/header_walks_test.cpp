@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -207,6 +208,18 @@ TEST(HeaderWalks, HandsOverWhatItDoesNotTake) {
        }) {
     expect_agree(json, 0);
     expect_agree(json, 4);
+  }
+  // Names are viewed in the JSON text when they hold no escape: raw control bytes (invalid
+  // JSON) must still be refused, and escaped names still compare unescaped.
+  for (const char* name : {"c\x01d", "c\td", "c\x1f", "\x7f", "c\\u0001d", "\\u00e9", "\xc3\xa9"}) {
+    bool valid = false;
+    expect_agree(std::string("{\"") + name + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                 4, &valid);
+    const std::string_view n(name);
+    const bool raw_control = std::any_of(n.begin(), n.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20;
+    });
+    EXPECT_EQ(valid, !raw_control) << name;
   }
   EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})", 4));
   EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],}})", 4));

@@ -149,6 +149,10 @@ fn worked_example() {
 #[test]
 fn dtypes() {
     assert_eq!(tlio::Dtype::all().len(), 22);
+    // The enum's order is the C API's: each variant's name is what libtlio calls its value.
+    for &d in tlio::Dtype::all() {
+        assert_eq!(format!("{:?}", d), d.name());
+    }
     for &d in tlio::Dtype::all() {
         assert_eq!(tlio::Dtype::from_name(d.name()).unwrap(), d);
         assert_eq!(d.to_string().parse::<tlio::Dtype>().unwrap(), d);

@@ -125,14 +125,67 @@ void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& meta
     tlio::Dtype d = dtypes.contains(name.c_str())
                         ? *tlio::parse_dtype(dtypes[name.c_str()].cast<std::string>())
                         : dtype_of_array(a, name);
+    // Big-endian arrays are written as the little-endian bytes of the same values.
+    if (a.dtype().attr("byteorder").cast<std::string>() == ">")
+      a = a.attr("astype")(a.dtype().attr("newbyteorder")("<"));
     tlio::Shape shape;
     for (py::ssize_t i = 0; i < a.ndim(); ++i) shape.push_back(static_cast<uint64_t>(a.shape(i)));
     w.declare(name, d, shape);
     arrays.emplace_back(std::move(name), std::move(a));
   }
+  py::gil_scoped_release release;  // the arrays are held above; no Python below
   for (auto& [name, a] : arrays)
     w.write(name, {static_cast<const std::byte*>(a.data()), static_cast<size_t>(a.nbytes())});
   w.commit();
+}
+
+// serialize()/serialize_file(): items are (name, dtype name, shape, data), data a bytes-like
+// object or, as the safetensors package's TensorSpec gives it, (address, length) of memory the
+// caller keeps alive. Returns the file bytes, or writes `path` when it is not None.
+py::object serialize_items(const py::list& items, const py::object& metadata,
+                           const py::object& path) {
+  tlio::Writer w = path.is_none() ? tlio::Writer::to_memory()
+                                  : tlio::Writer::to_file(path.cast<std::filesystem::path>());
+  if (!metadata.is_none())
+    for (auto kv : metadata.cast<py::dict>())
+      w.set_metadata(kv.first.cast<std::string>(), kv.second.cast<std::string>());
+  struct Bytes {
+    std::string name;
+    const std::byte* data;
+    size_t size;
+  };
+  std::vector<Bytes> bytes;
+  std::vector<py::buffer_info> held;  // buffers stay acquired until the bytes are written
+  held.reserve(items.size());
+  for (auto item : items) {
+    auto t = item.cast<py::tuple>();
+    auto name = t[0].cast<std::string>();
+    const auto dtype_name = t[1].cast<std::string>();
+    const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(dtype_name);
+    if (!d)
+      throw py::value_error("tensor \"" + name + "\": unknown dtype \"" + dtype_name + "\"");
+    tlio::Shape shape;
+    for (auto dim : t[2].cast<py::sequence>()) shape.push_back(dim.cast<uint64_t>());
+    w.declare(name, *d, shape);
+    if (py::isinstance<py::tuple>(t[3])) {
+      auto raw = t[3].cast<py::tuple>();
+      bytes.push_back({std::move(name), reinterpret_cast<const std::byte*>(raw[0].cast<uintptr_t>()),
+                       raw[1].cast<size_t>()});
+    } else {
+      held.push_back(t[3].cast<py::buffer>().request());
+      const py::buffer_info& b = held.back();
+      bytes.push_back({std::move(name), static_cast<const std::byte*>(b.ptr),
+                       static_cast<size_t>(b.size * b.itemsize)});
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    for (const Bytes& b : bytes) w.write(b.name, {b.data, b.size});
+    w.commit();
+  }
+  if (!path.is_none()) return py::none();
+  auto out = w.take_bytes();
+  return py::bytes(reinterpret_cast<const char*>(out.data()), out.size());
 }
 
 struct QuantizedWeights {
@@ -180,10 +233,14 @@ PYBIND11_MODULE(_tlio, m) {
   });
 
   py::class_<tlio::File, std::shared_ptr<tlio::File>>(m, "File")
-      .def(py::init([](const std::filesystem::path& p) {
-             return std::make_shared<tlio::File>(tlio::File::open(p));
+      .def(py::init([](const std::filesystem::path& p, const std::string& backend) {
+             tlio::OpenOptions o;
+             if (backend == "pread") o.backend = tlio::Backend::pread;
+             else if (backend != "mmap")
+               throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
+             return std::make_shared<tlio::File>(tlio::File::open(p, o));
            }),
-           py::arg("path"))
+           py::arg("path"), py::arg("backend") = "mmap")
       .def_static("from_bytes",
                   [](py::bytes b) {
                     std::string s = b;
@@ -301,6 +358,13 @@ PYBIND11_MODULE(_tlio, m) {
     auto bytes = w.take_bytes();
     return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }, py::arg("tensors"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
+  m.def("serialize_items", &serialize_items, py::arg("items"), py::arg("metadata"),
+        py::arg("path"));
+  m.def("dtype_name", [](const std::string& name) {
+    const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(name);
+    if (!d) throw py::value_error("unknown dtype \"" + name + "\"");
+    return std::string(tlio::dtype_name(*d));
+  });
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

@@ -15,6 +15,8 @@ SafetensorError (a ValueError; its `rule`, `tensor` and `offset` say where), a b
 ValueError, an unknown tensor name KeyError, and a file that cannot be read the OSError for its
 errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 """
+import os as _os
+
 import numpy as _np
 
 from . import _tlio
@@ -22,7 +24,8 @@ from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
 
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
-           "quantize_file", "dequantize_file"]
+           "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
+           "deserialize"]
 
 _FRAMEWORKS = ("numpy", "np")
 
@@ -53,13 +56,13 @@ class _Slice:
 class safe_open:
     """``with safe_open(path, framework="numpy") as f: f.get_tensor(name)``."""
 
-    def __init__(self, filename, framework="numpy", device="cpu"):
+    def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap"):
         if framework not in _FRAMEWORKS:
             raise ValueError(f"framework {framework!r} is not supported: tlio gives numpy arrays "
                              f"(framework='numpy' or 'np')")
         if device != "cpu":
             raise ValueError(f"device {device!r} is not supported: tlio maps files on the CPU")
-        self._file = _tlio.File(str(filename))
+        self._file = _tlio.File(_os.fspath(filename), backend)
         self._quantized = None
 
     def __enter__(self):
@@ -92,6 +95,10 @@ class safe_open:
             return self._file.copy(name)
         return self._file.array(name)
 
+    def get_tensors(self):
+        """{name: array} for every tensor, in file order."""
+        return {k: self._file.array(k) for k in self._file.offset_keys()}
+
     def get_slice(self, name):
         self._file.dtype(name)  # KeyError now for unknown names
         return _Slice(self._file, name)
@@ -119,9 +126,9 @@ class safe_open:
         return self._quantized_weights().dequantized(name, "" if dtype is None else str(dtype))
 
 
-def load_file(filename, device="cpu"):
+def load_file(filename, device="cpu", *, backend="mmap"):
     """{name: read-only array} for every tensor (zero-copy views of the mapped file)."""
-    with safe_open(filename, framework="numpy", device=device) as f:
+    with safe_open(filename, framework="numpy", device=device, backend=backend) as f:
         return {k: f.get_tensor(k) for k in f.keys()}
 
 
@@ -134,9 +141,79 @@ def load(data):
 def save_file(tensors, filename, metadata=None, dtypes=None):
     """Writes {name: array} canonically and atomically. dtypes may name the safetensors dtype of
     raw-bit arrays, e.g. {"w": "BF16"} for a uint16 array of BF16 bits."""
-    _tlio.save_file(tensors, str(filename), metadata, dtypes or {})
+    _tlio.save_file(tensors, _os.fspath(filename), metadata, dtypes or {})
 
 
 def save(tensors, metadata=None, dtypes=None):
     """The canonical file bytes for {name: array}."""
     return _tlio.save(tensors, metadata, dtypes or {})
+
+
+# ---- the safetensors package's raw API ---------------------------------------------------------
+
+class TensorSpec:
+    """One tensor for serialize()/serialize_file(), as the safetensors package describes it:
+    TensorSpec(dtype="float32", shape=[2, 3], data_ptr=address, data_len=bytes). The caller keeps
+    the memory alive during the call. dtype takes numpy/torch names or header names ("F32");
+    with "float4_e2m1fn_x2" (two F4 values per byte, as torch stores them) the last dimension
+    given is the storage's and is doubled."""
+
+    __slots__ = ("_dtype", "_shape", "_data_ptr", "_data_len")
+
+    def __init__(self, *, dtype, shape, data_ptr, data_len):
+        self._dtype = _tlio.dtype_name(str(dtype))  # ValueError for an unknown dtype, now
+        shape = [int(d) for d in shape]
+        if str(dtype) == "float4_e2m1fn_x2" and shape:
+            shape[-1] *= 2
+        self._shape = shape
+        self._data_ptr = int(data_ptr)
+        self._data_len = int(data_len)
+
+    dtype = property(lambda self: self._dtype, doc="The header dtype (\"F32\", \"BF16\", ...).")
+    shape = property(lambda self: list(self._shape), doc="The header (logical) shape.")
+    data_ptr = property(lambda self: self._data_ptr)
+    data_len = property(lambda self: self._data_len)
+
+    def __repr__(self):
+        return (f"TensorSpec(dtype='{self._dtype}', shape={self._shape}, "
+                f"data_ptr={self._data_ptr}, data_len={self._data_len})")
+
+
+def _items(tensor_dict):
+    """(name, dtype, shape, data) for the compiled writer, from TensorSpecs or from the
+    {"dtype", "shape", "data"} dicts of earlier safetensors versions."""
+    items = []
+    for name, t in tensor_dict.items():
+        if isinstance(t, TensorSpec):
+            items.append((name, t.dtype, t.shape, (t.data_ptr, t.data_len)))
+        elif isinstance(t, dict):
+            data = t["data"]
+            items.append((name, str(t["dtype"]), list(t["shape"]),
+                          data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data)))
+        else:
+            raise TypeError(f"tensor {name!r}: expected a TensorSpec or a dict with dtype, shape "
+                            f"and data, not {type(t).__name__}")
+    return items
+
+
+def serialize(tensor_dict, metadata=None):
+    """The bytes of a safetensors file holding `tensor_dict` ({name: TensorSpec or
+    {"dtype", "shape", "data"}}), canonical: the same bytes as the safetensors package writes."""
+    return _tlio.serialize_items(_items(tensor_dict), metadata, None)
+
+
+def serialize_file(tensor_dict, filename, metadata=None):
+    """serialize() into `filename` (str or os.PathLike), atomically."""
+    _tlio.serialize_items(_items(tensor_dict), metadata, _os.fspath(filename))
+
+
+def deserialize(bytes):  # noqa: A002 - the package's parameter name
+    """[(name, {"shape": [...], "dtype": "F32", "data": bytearray}), ...] in file order, after
+    checking every rule (SafetensorError otherwise)."""
+    f = _tlio.File.from_bytes(_builtins_bytes(bytes))
+    return [(k, {"shape": list(f.shape(k)), "dtype": f.dtype(k),
+                 "data": bytearray(f.array(k).tobytes())}) for k in f.offset_keys()]
+
+
+def _builtins_bytes(data):
+    return data if isinstance(data, bytes) else bytes(data)

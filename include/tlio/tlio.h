@@ -118,8 +118,8 @@ TL_API int tl_metadata_at(const tl_file* file, size_t i, const char** key, const
 /* ---- model directories -------------------------------------------------------------------
  * config.json plus model.safetensors or the shards of model.safetensors.index.json, all checked
  * (rules "model" and "index") and mapped read-only. The tl_file handles a model hands out belong
- * to it: use them with every tl_tensor_* and tl_metadata_* function, never tl_close() them; they
- * stay valid until tl_model_close(). */
+ * to it: use them with every tl_tensor_* and tl_metadata_* function (tl_close() leaves them
+ * alone); they stay valid until tl_model_close(). */
 typedef struct tl_model tl_model;
 TL_API int tl_model_open(const char* dir, tl_model** out);
 TL_API void tl_model_close(tl_model* model);

@@ -160,7 +160,10 @@ int tl_open_memory(const void* data, size_t size, tl_file** out) {
   });
 }
 
-void tl_close(tl_file* file) { delete file; }
+void tl_close(tl_file* file) {
+  if (file && !file->owned) return;  // a model's file: tl_model_close() frees it
+  delete file;
+}
 
 size_t tl_tensor_count(const tl_file* file) { return file ? file->file.tensors().size() : 0; }
 

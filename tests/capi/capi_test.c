@@ -309,6 +309,8 @@ static void test_model(const char* dir) {
   struct tl_tensor_info info;
   CHECK(f && tl_tensor_info(f, index, &info) == TL_OK && info.rank == 2 &&
         ((const float*)info.data)[8] == 1.0f);
+  tl_close((tl_file*)f); /* a model's file: left alone */
+  CHECK(tl_tensor_info(f, index, &info) == TL_OK);
   CHECK(tl_model_find(m, "nope", &f, &index) == TL_ENOTFOUND);
   CHECK(strstr(tl_last_error(), "\"nope\"") != NULL);
   tl_model_close(m);

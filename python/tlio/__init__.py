@@ -212,7 +212,7 @@ def deserialize(bytes):  # noqa: A002 - the package's parameter name
     checking every rule (SafetensorError otherwise)."""
     f = _tlio.File.from_bytes(_builtins_bytes(bytes))
     return [(k, {"shape": list(f.shape(k)), "dtype": f.dtype(k),
-                 "data": bytearray(f.array(k).tobytes())}) for k in f.offset_keys()]
+                 "data": bytearray(memoryview(f.array(k)))}) for k in f.offset_keys()]
 
 
 def _builtins_bytes(data):

@@ -52,10 +52,16 @@ inline constexpr size_t kMinEntryBytes = 49;
 // Headers from this size on are walked in two halves on two threads (walk_in_halves): about
 // 13,000 tensors. Below it a thread costs more than it saves.
 inline constexpr size_t kSplitWalkBytes = size_t{1} << 20;
-// The longest dtype name ("F8_E4M3FNUZ").
-inline constexpr size_t kMaxDtypeNameLength = 11;
 
 namespace {
+
+// The length of the JSON string whose text begins at `raw` (after its opening quote), up to its
+// closing quote or its first escape, whichever comes first: raw[result] says which.
+size_t unescaped_length(const char* raw) noexcept {
+  size_t n = 0;
+  while (raw[n] != '"' && raw[n] != '\\') ++n;
+  return n;
+}
 
 struct PendingError {
   bool set = false;
@@ -252,12 +258,7 @@ class HeaderBuilder {
   static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size,
                                                size_t split_from) {
     HeaderBuilder b(data_size);
-    // On-Demand does not count the entries first: reserve for the most a header of this size
-    // can hold, so the vectors never grow by copying. Pages past the ones used are never touched,
-    // so the surplus costs address space only.
-    const size_t most_entries = json.size() / kMinEntryBytes + 1;
-    b.h_.tensors_.reserve(most_entries);
-    b.h_.name_slots_.reserve(most_entries);
+    b.reserve_for(json.size());
     static const bool several_cores = std::thread::hardware_concurrency() > 1;
     const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)
                                                                    : b.walk_whole(json);
@@ -298,6 +299,13 @@ class HeaderBuilder {
   static constexpr size_t kNoSplit = ~size_t{0};
   WalkEnd walk_valid_json(std::span<const std::byte> json, od::parser& parser,
                           size_t split = kNoSplit);
+  // On-Demand does not count the entries first: reserve for the most a header of this size can
+  // hold, so the vectors never grow by copying. Pages past the ones used are never touched, so
+  // the surplus costs address space only.
+  void reserve_for(size_t json_size) {
+    h_.tensors_.reserve(json_size / kMinEntryBytes + 1);
+    h_.name_slots_.reserve(json_size / kMinEntryBytes + 1);
+  }
   bool walk_whole(std::span<const std::byte> json);
   bool walk_in_halves(std::span<const std::byte> json);
   bool append(HeaderBuilder&& second);
@@ -375,8 +383,7 @@ HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte>
       if (static_cast<size_t>(raw - 1 - base) == split) return WalkEnd::at_split;
       split = kNoSplit;
     }
-    size_t n = 0;
-    while (raw[n] != '"' && raw[n] != '\\') ++n;
+    const size_t n = unescaped_length(raw);
     std::string_view key(raw, n);
     if (raw[n] == '\\' && field.unescaped_key().get(key)) return WalkEnd::rejected;
     if (!(key_is(key, "__metadata__") ? walk_valid_metadata(field.value())
@@ -467,8 +474,7 @@ bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
         space->text[0] = std::byte{'{'};
         std::memcpy(space->text.data() + 1, json.data() + split, json.size() - split);
         std::memset(space->text.data() + size, 0, simdjson::SIMDJSON_PADDING);
-        second.h_.tensors_.reserve(size / kMinEntryBytes + 1);
-        second.h_.name_slots_.reserve(size / kMinEntryBytes + 1);
+        second.reserve_for(size);
         second_ok = second.walk_valid_json({space->text.data(), size}, space->parser) ==
                     WalkEnd::whole;
         half_workspaces().give_back(std::move(space));
@@ -556,8 +562,7 @@ bool HeaderBuilder::walk_valid_metadata(od::value value) {
       has_dtype = true;
       if (last_dtype_text_.empty() || !text.unsafe_is_equal(last_dtype_text_)) {
         const char* p = text.raw();
-        size_t n = 0;
-        while (n <= kMaxDtypeNameLength && p[n] != '"' && p[n] != '\\') ++n;
+        const size_t n = unescaped_length(p);
         if (p[n] != '"') return false;
         const std::optional<Dtype> d = parse_dtype({p, n});
         if (!d) return false;

@@ -20,8 +20,8 @@ unsafe impl Sync for Model {}
 
 impl Drop for Model {
     fn drop(&mut self) {
-        self.files.clear(); // borrowed handles: nothing to close
-                            // SAFETY: opened by tl_model_open and closed once, here.
+        // SAFETY: opened by tl_model_open and closed once, here (`files` are borrowed handles:
+        // dropping them afterwards closes nothing).
         unsafe { sys::tl_model_close(self.raw.as_ptr()) }
     }
 }

@@ -1,8 +1,8 @@
 // tlio/file.hpp: opening a safetensors file and reading its tensors.
 //
-// File::open maps the file read-only (or, with Backend::pread, reads it with positional reads),
-// validates the whole header before anything is handed out, and then gives zero-copy views,
-// typed copies and slices.
+// File::open maps the file read-only (or privately copy-on-write with Backend::mmap_private, or,
+// with Backend::pread, reads it with positional reads), validates the whole header before
+// anything is handed out, and then gives zero-copy views, typed copies and slices.
 //
 // Lifetime rule: a TensorView (and a SliceView) holds a shared reference to the bytes it views.
 // Destroying the File does not invalidate views; the mapping is released when the File and all
@@ -35,6 +35,10 @@ namespace tlio {
 enum class Backend {
   mmap,   ///< read-only shared mapping; views are zero-copy
   pread,  ///< positional reads; views own a copy of the tensor bytes
+  /// Private copy-on-write mapping: views are zero-copy and writable (TensorView::
+  /// writable_bytes); a written page becomes this process's own copy, the file never changes.
+  /// Reserves no swap up front (MAP_NORESERVE), so a 100 GB file maps on a small machine.
+  mmap_private,
 };
 
 struct OpenOptions {
@@ -85,6 +89,13 @@ class TLIO_API TensorView {
   const Shape& shape() const noexcept { return info_->shape; }
   /// The raw little-endian bytes. Not necessarily aligned for the element type.
   std::span<const std::byte> bytes() const noexcept { return bytes_; }
+  /// True when the bytes are this process's own (Backend::mmap_private, Backend::pread,
+  /// File::from_bytes), so writable_bytes() may be used.
+  bool writable() const noexcept { return writable_; }
+  /// The same bytes, writable. Writes stay in this process and are seen by every view of the
+  /// same File (with pread, a view owns its copy: by this view only). Throws
+  /// Error{invalid_argument} for views of a read-only mapping or of a caller's buffer.
+  std::span<std::byte> writable_bytes() const;
 
   /// A typed copy. T must be the tensor's type (float for F32, ...) or, for raw access to the
   /// bits, an unsigned integer of the same width (uint16_t for BF16/F16, uint8_t for F8_*).
@@ -107,12 +118,13 @@ class TLIO_API TensorView {
  private:
   friend class File;
   TensorView(std::shared_ptr<const void> keepalive, const TensorInfo& info,
-             std::span<const std::byte> bytes)
-      : keepalive_(std::move(keepalive)), info_(&info), bytes_(bytes) {}
+             std::span<const std::byte> bytes, bool writable)
+      : keepalive_(std::move(keepalive)), info_(&info), bytes_(bytes), writable_(writable) {}
   void check_element_type(Dtype requested, unsigned bits, bool raw_ok) const;
   std::shared_ptr<const void> keepalive_;
   const TensorInfo* info_;
   std::span<const std::byte> bytes_;
+  bool writable_;
 };
 
 class TLIO_API File {

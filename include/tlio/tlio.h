@@ -73,7 +73,8 @@ struct tl_tensor_info {
   const uint64_t* shape; /* rank entries */
   uint64_t byte_size;
   uint64_t data_offsets[2]; /* [begin, end) relative to the data buffer */
-  const void* data;         /* the bytes (zero-copy); NULL with TL_OPEN_PREAD: use tl_tensor_read */
+  const void* data;         /* the bytes (zero-copy; writable with TL_OPEN_PRIVATE); NULL with
+                             * TL_OPEN_PREAD: use tl_tensor_read */
 };
 
 /* ---- library ---------------------------------------------------------------------------- */
@@ -91,7 +92,10 @@ TL_API int tl_dtype_from_name(const char* name, tl_dtype* out);
 TL_API unsigned tl_dtype_bits(tl_dtype dtype);
 
 /* ---- reading ------------------------------------------------------------------------------ */
-#define TL_OPEN_PREAD 1u /* positional reads instead of a mapping */
+#define TL_OPEN_PREAD 1u   /* positional reads instead of a mapping */
+#define TL_OPEN_PRIVATE 2u /* a private copy-on-write mapping: tl_tensor_info's data may be
+                            * written (cast away const); writes stay in this process, the file
+                            * never changes. Not with TL_OPEN_PREAD. */
 
 TL_API int tl_open(const char* path, tl_file** out);
 TL_API int tl_open_ex(const char* path, unsigned flags, tl_file** out);

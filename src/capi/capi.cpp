@@ -145,9 +145,14 @@ int tl_open(const char* path, tl_file** out) { return tl_open_ex(path, 0, out); 
 int tl_open_ex(const char* path, unsigned flags, tl_file** out) {
   TL_REQUIRE(path && out, "tl_open: NULL argument");
   *out = nullptr;
+  TL_REQUIRE((flags & ~(TL_OPEN_PREAD | TL_OPEN_PRIVATE)) == 0, "tl_open_ex: unknown flags");
+  TL_REQUIRE(flags != (TL_OPEN_PREAD | TL_OPEN_PRIVATE),
+             "tl_open_ex: TL_OPEN_PREAD and TL_OPEN_PRIVATE exclude each other");
   return guard([&] {
     tlio::OpenOptions o;
-    o.backend = flags & TL_OPEN_PREAD ? tlio::Backend::pread : tlio::Backend::mmap;
+    o.backend = flags & TL_OPEN_PREAD     ? tlio::Backend::pread
+                : flags & TL_OPEN_PRIVATE ? tlio::Backend::mmap_private
+                                          : tlio::Backend::mmap;
     *out = wrap(tlio::File::open(path, o));
   });
 }

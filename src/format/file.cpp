@@ -20,7 +20,7 @@ struct detail::FileState {
   std::string name;
   Backend backend = Backend::mmap;
   detail::Fd fd;                      // -1 for buffers
-  detail::Mapping mapping;            // mmap backend
+  detail::Mapping mapping;            // mmap backends
   std::vector<std::byte> owned;       // from_bytes
   std::span<const std::byte> memory;  // the whole file when it is in memory
   uint64_t file_size = 0;
@@ -66,8 +66,9 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
   s->backend = options.backend;
   attributed(s->name, [&] {
     s->fd = detail::open_read(path);
-    if (options.backend == Backend::mmap) {
-      s->mapping = detail::Mapping(s->fd.get(), detail::fd_size(s->fd.get(), s->name), s->name);
+    if (options.backend != Backend::pread) {
+      s->mapping = detail::Mapping(s->fd.get(), detail::fd_size(s->fd.get(), s->name), s->name,
+                                   options.backend == Backend::mmap_private);
       s->memory = s->mapping.bytes();
       validate_memory(*s);
       return;
@@ -155,7 +156,10 @@ TensorView File::view(std::string_view name) const {
     if (info.byte_size() != 0)
       bytes = state_->memory.subspan(static_cast<size_t>(state_->data_start() + info.begin),
                                      static_cast<size_t>(info.byte_size()));
-    return TensorView(state_, info, bytes);
+    // Writable where the memory is this process's own: a private mapping or from_bytes (and
+    // the empty views of pread files).
+    const bool writable = state_->backend != Backend::mmap || !state_->owned.empty();
+    return TensorView(state_, info, bytes, writable);
   }
   // pread backend: the view owns a copy, and keeps the state (and so the info) alive.
   struct Owned {
@@ -167,7 +171,7 @@ TensorView File::view(std::string_view name) const {
   owned->bytes.resize(static_cast<size_t>(info.byte_size()));
   read_data(info.begin, owned->bytes);
   const std::span<const std::byte> bytes = owned->bytes;
-  return TensorView(std::move(owned), info, bytes);
+  return TensorView(std::move(owned), info, bytes, true);
 }
 
 void File::read(std::string_view name, std::span<std::byte> dst) const {
@@ -202,6 +206,16 @@ void TensorView::check_element_type(Dtype requested, unsigned bits, bool raw_ok)
   throw_invalid(fmt::format("tensor {} is {}; cannot copy it as {}",
                             detail::quote_name(info_->name), dtype_name(d), dtype_name(requested)),
                 info_->name);
+}
+
+std::span<std::byte> TensorView::writable_bytes() const {
+  if (!writable_)
+    throw_invalid(fmt::format("tensor {} views read-only memory (open with Backend::mmap_private "
+                              "for writable views)",
+                              detail::quote_name(info_->name)),
+                  info_->name);
+  // The memory is a private mapping or a buffer this process allocated: never const objects.
+  return {const_cast<std::byte*>(bytes_.data()), bytes_.size()};
 }
 
 std::vector<std::span<const std::byte>> TensorView::slice_chunks(

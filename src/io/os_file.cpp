@@ -127,10 +127,12 @@ std::string read_text_file(const std::filesystem::path& path) {
   return text;
 }
 
-Mapping::Mapping(int fd, uint64_t size, const std::string& name) {
+Mapping::Mapping(int fd, uint64_t size, const std::string& name, bool private_copy) {
   if (size == 0) return;
   if (size > SIZE_MAX) throw_io("file too large to map on this platform", name);
-  void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+  void* p = private_copy ? ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_NORESERVE, fd, 0)
+                         : ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) fail("cannot map", name, errno);
   addr_ = static_cast<const std::byte*>(p);
   size_ = static_cast<size_t>(size);

@@ -49,11 +49,12 @@ inline constexpr uint64_t kMaxTextFileSize = 64ULL << 20;
 /// Reads a whole small file (at most kMaxTextFileSize bytes); Error{io} naming it, with errno.
 std::string read_text_file(const std::filesystem::path& path);
 
-/// A read-only shared mapping of a whole file.
+/// A mapping of a whole file: read-only and shared, or private copy-on-write (writes become
+/// this process's own pages; no swap reserved up front, so any file size maps).
 class Mapping {
  public:
   Mapping() = default;
-  Mapping(int fd, uint64_t size, const std::string& name);
+  Mapping(int fd, uint64_t size, const std::string& name, bool private_copy = false);
   Mapping(Mapping&& o) noexcept;
   Mapping& operator=(Mapping&& o) noexcept;
   ~Mapping();

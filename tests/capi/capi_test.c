@@ -60,6 +60,16 @@ static void test_read(unsigned flags) {
   const char *k, *v;
   CHECK(tl_metadata_at(f, 0, &k, &v) == TL_OK && strcmp(k, "format") == 0 && strcmp(v, "tinyllm") == 0);
   CHECK(tl_metadata_at(f, 1, &k, &v) == TL_EINVAL);
+  if (flags & TL_OPEN_PRIVATE) {
+    /* Writes land in this process's copy: seen by reads of this handle, not by the file. */
+    float changed = 42.0f;
+    memcpy((void*)info.data, &changed, sizeof changed);
+    CHECK(tl_tensor_read(f, 0, w, sizeof w) == TL_OK && w[0] == 42.0f && w[1] == 2.0f);
+    tl_file* again = NULL;
+    CHECK(tl_open(data_path("hf/worked_example.safetensors"), &again) == TL_OK);
+    CHECK(again && tl_tensor_read(again, 0, w, sizeof w) == TL_OK && w[0] == 1.0f);
+    tl_close(again);
+  }
   tl_close(f);
 }
 
@@ -72,6 +82,9 @@ static void test_errors(void) {
   CHECK(tl_open(data_path("does-not-exist.safetensors"), &f) == TL_EIO);
   CHECK(strcmp(tl_last_error_rule(), "") == 0 && tl_last_error_errno() == 2 /* ENOENT */);
   CHECK(tl_open(NULL, &f) == TL_EINVAL);
+  CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), TL_OPEN_PREAD | TL_OPEN_PRIVATE,
+                   &f) == TL_EINVAL && f == NULL);
+  CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), 8u, &f) == TL_EINVAL);
   unsigned char junk[5] = {1, 2, 3, 4, 5};
   CHECK(tl_open_memory(junk, sizeof junk, &f) == TL_EFORMAT);
   CHECK(strstr(tl_last_error(), "rule 1") != NULL);
@@ -320,6 +333,7 @@ int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
   test_read(TL_OPEN_PREAD);
+  test_read(TL_OPEN_PRIVATE);
   test_errors();
   test_write(dir);
   test_convert_and_int4();

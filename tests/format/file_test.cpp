@@ -49,6 +49,7 @@ TEST(File, AllBackendsAgree) {
   files.push_back(File::open(dir / "s.safetensors", {Backend::pread}));
   files.push_back(File::from_buffer(bytes));
   files.push_back(File::from_bytes(sample_file()));
+  files.push_back(File::open(dir / "s.safetensors", {Backend::mmap_private}));
   for (const File& f : files) {
     EXPECT_EQ(f.metadata().at("format"), "tinyllm");
     EXPECT_EQ(f.copy_as<float>("w"), (std::vector<float>{1, 2, 3, 4, 5, 6}));
@@ -178,6 +179,32 @@ TEST(File, PreadBackendReportsTruncationAsIoError) {
     EXPECT_EQ(e.code(), ErrorCode::io);
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
   }
+}
+
+TEST(File, PrivateMappingIsWritableAndLeavesTheFileAlone) {
+  test::TempDir dir;
+  const auto bytes = sample_file();
+  test::write_bytes(dir / "s.safetensors", bytes);
+  File f = File::open(dir / "s.safetensors", {Backend::mmap_private});
+  EXPECT_EQ(f.backend(), Backend::mmap_private);
+  TensorView w = f.view("w");
+  ASSERT_TRUE(w.writable());
+  const float changed = 42;
+  std::memcpy(w.writable_bytes().data(), &changed, sizeof changed);
+  EXPECT_EQ(f.copy_as<float>("w")[0], 42.0f);  // seen by later views of the same File
+  EXPECT_EQ(File::open(dir / "s.safetensors").copy_as<float>("w")[0], 1.0f);
+  EXPECT_EQ(test::read_bytes(dir / "s.safetensors"), bytes);
+  EXPECT_TRUE(f.view("empty").writable());
+
+  // Read-only memory: a shared mapping, a caller's buffer. Owned memory: pread, from_bytes.
+  File shared = File::open(dir / "s.safetensors");
+  File borrowed = File::from_buffer(bytes);
+  for (const File* ro : {&shared, &borrowed}) {
+    EXPECT_FALSE(ro->view("w").writable());
+    EXPECT_THROW((void)ro->view("w").writable_bytes(), Error);
+  }
+  EXPECT_TRUE(File::open(dir / "s.safetensors", {Backend::pread}).view("w").writable());
+  EXPECT_TRUE(File::from_bytes(bytes).view("w").writable());
 }
 
 }  // namespace

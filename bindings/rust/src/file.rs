@@ -55,9 +55,12 @@ pub struct File {
     owned: bool,
     /// The bytes of `from_bytes`, which the C side views without copying.
     _buffer: Option<Vec<u8>>,
+    /// True when the tensor bytes are this process's own (`open_private`, `from_bytes`).
+    writable: bool,
 }
 
-// SAFETY: a tl_file is immutable after opening; its lazily built caches (quantized weights and
+// SAFETY: a tl_file is immutable after opening (tensor bytes change only through
+// `tensor_data_mut`, which takes `&mut self`); its lazily built caches (quantized weights and
 // their readers) are guarded by a mutex inside libtlio, and errors are thread-local.
 unsafe impl Send for File {}
 unsafe impl Sync for File {}
@@ -164,14 +167,26 @@ pub(crate) fn zeroed_vec<T: Copy + Default>(count: u64, what: &str) -> Result<Ve
 impl File {
     /// Opens and validates a file (rules 1-5, name index), mapped read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<File> {
-        let c = c_path(path.as_ref())?;
+        File::open_with(path.as_ref(), 0)
+    }
+
+    /// Opens and validates a file as a private copy-on-write mapping: zero-copy like `open`,
+    /// and `tensor_data_mut` gives writable bytes. A written page becomes this process's own
+    /// copy; the file never changes.
+    pub fn open_private(path: impl AsRef<Path>) -> Result<File> {
+        File::open_with(path.as_ref(), sys::TL_OPEN_PRIVATE)
+    }
+
+    fn open_with(path: &Path, flags: std::os::raw::c_uint) -> Result<File> {
+        let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: c is NUL-terminated; raw is set on success.
-        check(unsafe { sys::tl_open(c.as_ptr(), &mut raw) })?;
+        check(unsafe { sys::tl_open_ex(c.as_ptr(), flags, &mut raw) })?;
         Ok(File {
-            raw: NonNull::new(raw).expect("tl_open succeeded"),
+            raw: NonNull::new(raw).expect("tl_open_ex succeeded"),
             owned: true,
             _buffer: None,
+            writable: flags & sys::TL_OPEN_PRIVATE != 0,
         })
     }
 
@@ -187,6 +202,7 @@ impl File {
             raw: NonNull::new(raw).expect("tl_open_memory succeeded"),
             owned: true,
             _buffer: Some(bytes),
+            writable: true,
         })
     }
 
@@ -196,6 +212,7 @@ impl File {
             raw: NonNull::new(raw as *mut _).expect("a model's file"),
             owned: false,
             _buffer: None,
+            writable: false,
         }
     }
 
@@ -287,6 +304,25 @@ impl File {
     /// The tensor named `name` (`NotFound` when there is none).
     pub fn tensor(&self, name: &str) -> Result<TensorView<'_>> {
         self.tensor_at(self.index_of(name)?)
+    }
+
+    /// The bytes of tensor `name`, writable: for files from `open_private` (writes stay in
+    /// this process) and `from_bytes` (writes change the buffer). `InvalidArgument` for files
+    /// mapped read-only.
+    pub fn tensor_data_mut(&mut self, name: &str) -> Result<&mut [u8]> {
+        if !self.writable {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "tensor {:?}: the file is mapped read-only (open it with File::open_private)",
+                    name
+                ),
+            ));
+        }
+        let data = self.tensor(name)?.data;
+        // SAFETY: the bytes are this process's own (a private mapping or the owned buffer),
+        // alive while `self` is, and `&mut self` keeps every other view of them away.
+        Ok(unsafe { std::slice::from_raw_parts_mut(data.as_ptr() as *mut u8, data.len()) })
     }
 
     /// Tensor `name` as f32 values: any floating dtype converted exactly or rounded as the C++

@@ -193,3 +193,19 @@ fn threads_share_a_file() {
         }
     });
 }
+
+#[test]
+fn private_mapping_is_writable_and_leaves_the_file_alone() {
+    let path = data().join("hf/worked_example.safetensors");
+    let mut file = tlio::File::open_private(&path).unwrap();
+    file.tensor_data_mut("w").unwrap()[..4].copy_from_slice(&42f32.to_le_bytes());
+    assert_eq!(file.read_as_f32("w").unwrap(), vec![42.0, 2.0, 3.0, 4.0]);
+    let reread = tlio::File::open(&path).unwrap();
+    assert_eq!(reread.read_as_f32("w").unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+
+    let mut shared = tlio::File::open(&path).unwrap();
+    let e = shared.tensor_data_mut("w").unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    let mut file = tlio::File::open_private(&path).unwrap();
+    assert_eq!(file.tensor_data_mut("x").unwrap_err().kind(), tlio::ErrorKind::NotFound);
+}

@@ -66,18 +66,22 @@ std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::
   return s;
 }
 
-// A tensor as a read-only numpy array over the File's bytes (zero-copy with mmap).
-py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name) {
+// A tensor as a numpy array over the File's bytes (zero-copy with the mmap backends): read-only,
+// or writable when asked (files opened "private" or "pread", whose bytes are this process's own).
+py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name,
+                     bool writable) {
   const tlio::TensorInfo& t = file->header().at(name);
   tlio::TensorView v = file->view(name);
   auto shape = numpy_shape(t);
   py::dtype dt = numpy_dtype(t.dtype);
   auto strides = strides_for(shape, dt.itemsize());
+  void* data = writable ? static_cast<void*>(v.writable_bytes().data())
+                        : const_cast<std::byte*>(v.bytes().data());
   // The array's base owns a copy of the view (which keeps the mapping alive).
   auto* keep = new tlio::TensorView(v);
   py::capsule base(keep, [](void* p) { delete static_cast<tlio::TensorView*>(p); });
-  py::array a(dt, shape, strides, v.bytes().data(), base);
-  a.attr("setflags")(py::arg("write") = false);
+  py::array a(dt, shape, strides, data, base);
+  if (!writable) a.attr("setflags")(py::arg("write") = false);
   return a;
 }
 
@@ -236,6 +240,7 @@ PYBIND11_MODULE(_tlio, m) {
       .def(py::init([](const std::filesystem::path& p, const std::string& backend) {
              tlio::OpenOptions o;
              if (backend == "pread") o.backend = tlio::Backend::pread;
+             else if (backend == "private") o.backend = tlio::Backend::mmap_private;
              else if (backend != "mmap")
                throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
              return std::make_shared<tlio::File>(tlio::File::open(p, o));
@@ -273,9 +278,11 @@ PYBIND11_MODULE(_tlio, m) {
       .def("shape", [](const tlio::File& f, const std::string& n) {
         return f.header().at(n).shape.to_vector();
       })
-      .def("array", [](const std::shared_ptr<tlio::File>& f, const std::string& n) {
-        return view_array(f, n);
-      })
+      .def("array",
+           [](const std::shared_ptr<tlio::File>& f, const std::string& n, bool writable) {
+             return view_array(f, n, writable);
+           },
+           py::arg("name"), py::arg("writable") = false)
       .def("copy",
            [](const tlio::File& f, const std::string& n) {
              // A writable copy made by tlio's streaming copy (fast for large tensors).

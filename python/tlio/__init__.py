@@ -1,10 +1,15 @@
-"""tlio: strict, fast safetensors for Python (numpy).
+"""tlio: strict, fast safetensors for Python (numpy and torch).
 
 The API follows the `safetensors` package, so code can switch by changing the import:
 
-    from tlio import safe_open, load_file, save_file, load, save
+    from tlio import safe_open, load_file, save_file, load, save   # numpy
+    from tlio.torch import load_file, save_file, load_model, ...   # torch
 
-Tensors come back as read-only numpy arrays that view the mapped file (no copy). Types numpy
+With framework="pt" (or tlio.torch), tensors are torch tensors over a private copy-on-write
+mapping of the file: no copy on loading, writable, and writes never reach the file (see
+tlio.torch).
+
+With numpy, tensors come back as read-only arrays that view the mapped file (no copy). Types numpy
 lacks come back as their raw bits: BF16 as uint16, the F8 formats as uint8; pass
 ``dtype=np.float32`` to get converted values. F4 comes back as its packed bytes (uint8, the last
 dimension halved: two values per byte, the lower-indexed in the low nibble), F6 as a flat uint8
@@ -27,24 +32,29 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
            "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
            "deserialize"]
 
-_FRAMEWORKS = ("numpy", "np")
+_NUMPY = ("numpy", "np")
+_TORCH = ("pt", "torch")
+_BACKENDS = ("mmap", "pread")
 
 
 class _Slice:
-    """A lazy tensor: its dtype and shape without reading it, and numpy indexing that returns
-    views (ints, slices with steps, negative indices, ellipsis, None)."""
+    """A lazy tensor: its dtype and shape without reading it, and indexing (ints, slices with
+    steps, negative indices, ellipsis, None). numpy: a view; torch: a tensor, contiguous (a
+    view of the mapping when the rows are contiguous, else a copy), as the package gives."""
 
-    def __init__(self, file, name):
-        self._file, self._name = file, name
+    def __init__(self, opened, name):
+        self._opened, self._name = opened, name
 
     def get_dtype(self):
-        return self._file.dtype(self._name)
+        return self._opened._file.dtype(self._name)
 
     def get_shape(self):
-        return list(self._file.shape(self._name))
+        return list(self._opened._file.shape(self._name))
 
     def __getitem__(self, index):
-        return self._file.array(self._name)[index]
+        if self._opened._torch is None:
+            return self._opened._file.array(self._name)[index]
+        return self._opened.get_tensor(self._name)[index].contiguous()
 
     def __len__(self):
         shape = self.get_shape()
@@ -54,15 +64,30 @@ class _Slice:
 
 
 class safe_open:
-    """``with safe_open(path, framework="numpy") as f: f.get_tensor(name)``."""
+    """``with safe_open(path, framework="numpy"|"pt") as f: f.get_tensor(name)``.
+
+    framework "numpy"/"np" gives read-only numpy arrays viewing a shared mapping; "pt"/"torch"
+    gives torch tensors viewing a private copy-on-write mapping (writable; writes stay in this
+    process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
+    reads each tensor with positional reads into memory of its own instead of mapping."""
 
     def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap"):
-        if framework not in _FRAMEWORKS:
-            raise ValueError(f"framework {framework!r} is not supported: tlio gives numpy arrays "
-                             f"(framework='numpy' or 'np')")
-        if device != "cpu":
-            raise ValueError(f"device {device!r} is not supported: tlio maps files on the CPU")
-        self._file = _tlio.File(_os.fspath(filename), backend)
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend {backend!r} is not 'mmap' or 'pread'")
+        if framework in _TORCH:
+            from . import torch as torch_module  # imports torch, only when asked for
+            self._torch = torch_module._Converter(device)
+            file_backend = "private" if backend == "mmap" else backend
+        elif framework in _NUMPY:
+            if device != "cpu":
+                raise ValueError(f"device {device!r} is not supported with numpy: arrays are "
+                                 f"on the CPU")
+            self._torch = None
+            file_backend = backend
+        else:
+            raise ValueError(f"framework {framework!r} is not supported: 'numpy' (or 'np') or "
+                             f"'pt' (or 'torch')")
+        self._file = _tlio.File(_os.fspath(filename), file_backend)
         self._quantized = None
 
     def __enter__(self):
@@ -84,9 +109,14 @@ class safe_open:
         return self._file.metadata()
 
     def get_tensor(self, name, dtype=None, copy=False, out=None):
-        """A read-only view of the tensor; with copy=True a writable copy; with out=array the
-        bytes copied into that (C-contiguous, same size) array at full memory speed; with dtype
-        (np.float32, np.float64, np.float16) a converted copy."""
+        """The tensor. torch: a tensor viewing the private mapping (no copy, writable). numpy: a
+        read-only view; with copy=True a writable copy; with out=array the bytes copied into that
+        (C-contiguous, same size) array at full memory speed; with dtype (np.float32,
+        np.float64, np.float16) a converted copy."""
+        if self._torch is not None:
+            if dtype is not None or copy or out is not None:
+                raise ValueError("dtype=, copy= and out= are for framework='numpy'")
+            return self._torch.tensor(self._file.array(name, True), self._file.dtype(name), name)
         if dtype is not None:
             return self._file.converted(name, _np.dtype(dtype))
         if out is not None:
@@ -96,12 +126,12 @@ class safe_open:
         return self._file.array(name)
 
     def get_tensors(self):
-        """{name: array} for every tensor, in file order."""
-        return {k: self._file.array(k) for k in self._file.offset_keys()}
+        """{name: tensor} for every tensor, in file order."""
+        return {k: self.get_tensor(k) for k in self._file.offset_keys()}
 
     def get_slice(self, name):
         self._file.dtype(name)  # KeyError now for unknown names
-        return _Slice(self._file, name)
+        return _Slice(self, name)
 
     def get_dtype(self, name):
         return self._file.dtype(name)
@@ -122,8 +152,11 @@ class safe_open:
     def get_dequantized(self, name, dtype=None):
         """Quantized weight `name` dequantized into a new array of its logical shape, as its
         default dtype (bitsandbytes 4-bit: the original) or dtype "F32", "F16", "BF16" (BF16 as
-        raw uint16 bits, like BF16 tensors)."""
-        return self._quantized_weights().dequantized(name, "" if dtype is None else str(dtype))
+        raw uint16 bits, like BF16 tensors, with numpy; torch.bfloat16 with torch)."""
+        array = self._quantized_weights().dequantized(name, "" if dtype is None else str(dtype))
+        if self._torch is None:
+            return array
+        return self._torch.tensor(array, "BF16" if array.dtype == _np.uint16 else None, name)
 
 
 def load_file(filename, device="cpu", *, backend="mmap"):

@@ -25,6 +25,10 @@ namespace tlio {
 
 using detail::quote_name;
 
+// Pieces this large start their writeback at once, so the disk works while the next ones are
+// copied and commit's fsync waits for little (small pieces would only add system calls).
+constexpr size_t kWritebackFrom = size_t{4} << 20;
+
 struct detail::WriterState {
   std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
   std::vector<std::byte> memory;
@@ -77,6 +81,7 @@ struct detail::WriterState {
   void put(uint64_t offset, std::span<const std::byte> bytes) {
     if (file) {
       detail::pwrite_all(file->fd(), offset, bytes, name);
+      if (bytes.size() >= kWritebackFrom) detail::start_writeback(file->fd(), offset, bytes.size());
     } else if (!bytes.empty()) {
       std::memcpy(memory.data() + offset, bytes.data(), bytes.size());
     }

@@ -91,6 +91,11 @@ void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const s
   }
 }
 
+void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept {
+  (void)::sync_file_range(fd, static_cast<off64_t>(offset), static_cast<off64_t>(length),
+                          SYNC_FILE_RANGE_WRITE);
+}
+
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
                 const std::string& name) {
   while (length > 0) {

@@ -37,6 +37,10 @@ uint64_t fd_size(int fd, const std::string& name);
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
 /// Writes all of `src` at `offset`; Error{io} on failure (disk full included).
 void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name);
+/// Asks the kernel to start writing [offset, offset + length) to disk now, without waiting, so
+/// a final fsync finds most of a large file already written. Best effort: errors are ignored
+/// (the fsync reports them).
+void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept;
 /// Copies `length` bytes between files in the kernel (copy_file_range), falling back to
 /// pread/pwrite through a bounded buffer where the kernel refuses.
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,

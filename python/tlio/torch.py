@@ -1,0 +1,294 @@
+"""tlio.torch: the safetensors package's torch module, so code switches by changing the import:
+
+    from tlio.torch import save_file, load_file, save_model, load_model
+
+Loading maps the file privately (copy-on-write): tensors view the mapping with no copy of
+their bytes, stay valid after the file is closed, and are writable; a written page becomes this
+process's own and the file never changes. BF16 comes back as torch.bfloat16; U16/U32/U64 and
+the F8/F4 formats as torch's types where the installed torch has them, else a ValueError naming
+the tensor and its dtype (read such files with framework="numpy").
+
+Saving refuses tensors that share memory (use save_model, which drops the aliases and records
+them in the metadata, so load_model ties them back) and non-contiguous tensors, as the package
+does; the bytes are written by tlio's canonical atomic writer with the GIL released.
+"""
+import os as _os
+from collections import defaultdict as _defaultdict
+
+import numpy as _np
+import torch as _torch
+
+from . import _tlio
+from . import safe_open as _safe_open
+
+__all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
+           "storage_size"]
+
+# Header dtype -> torch dtype, for the types this torch has. The numpy array a tensor comes in
+# as has the same width; types torch.from_numpy does not take are reinterpreted with .view().
+_TORCH_DTYPES = {
+    "F64": _torch.float64, "F32": _torch.float32, "F16": _torch.float16,
+    "BF16": _torch.bfloat16, "I64": _torch.int64, "I32": _torch.int32, "I16": _torch.int16,
+    "I8": _torch.int8, "U8": _torch.uint8, "BOOL": _torch.bool, "C64": _torch.complex64,
+}
+# Types newer torch versions have: header dtype -> (torch attribute, first torch with it).
+_NEWER_TORCH_DTYPES = {
+    "U16": ("uint16", "2.3"), "U32": ("uint32", "2.3"), "U64": ("uint64", "2.3"),
+    "F8_E4M3": ("float8_e4m3fn", "2.1"), "F8_E5M2": ("float8_e5m2", "2.1"),
+    "F8_E4M3FNUZ": ("float8_e4m3fnuz", "2.2"), "F8_E5M2FNUZ": ("float8_e5m2fnuz", "2.2"),
+    "F8_E8M0": ("float8_e8m0fnu", "2.7"), "F4": ("float4_e2m1fn_x2", "2.8"),
+}
+for _name, (_attr, _since) in _NEWER_TORCH_DTYPES.items():
+    if hasattr(_torch, _attr):
+        _TORCH_DTYPES[_name] = getattr(_torch, _attr)
+_HEADER_DTYPES = {t: n for n, t in _TORCH_DTYPES.items()}
+# torch.from_numpy takes these numpy types; others are viewed as the signed type of their width.
+_FROM_NUMPY = {_np.dtype(t) for t in ("float64", "float32", "float16", "complex64", "int64",
+                                      "int32", "int16", "int8", "uint8", "bool")}
+_SIGNED_OF_WIDTH = {1: _np.int8, 2: _np.int16, 4: _np.int32, 8: _np.int64}
+
+
+def _torch_dtype(dtype, name):
+    try:
+        return _TORCH_DTYPES[dtype]
+    except KeyError:
+        pass
+    if dtype in _NEWER_TORCH_DTYPES:
+        attr, since = _NEWER_TORCH_DTYPES[dtype]
+        why = f"torch {_torch.__version__} has no torch.{attr} (torch >= {since} has)"
+    else:
+        why = "torch has no such type"
+    raise ValueError(f"tensor {name!r} is {dtype}: {why}; read it with framework='numpy'")
+
+
+class _Converter:
+    """numpy arrays from the compiled module -> torch tensors on one device, sharing memory."""
+
+    def __init__(self, device):
+        if isinstance(device, int):
+            device = f"cuda:{device}"
+        self.device = _torch.device(device)
+        self.on_cpu = self.device.type == "cpu"
+
+    def tensor(self, array, dtype, name):
+        """`array` (whose memory the tensor shares) as header dtype `dtype` (None: as the
+        array's own numpy type)."""
+        want = None if dtype is None else _torch_dtype(dtype, name)
+        if array.dtype not in _FROM_NUMPY:
+            array = array.view(_SIGNED_OF_WIDTH[array.dtype.itemsize])
+        t = _torch.from_numpy(array)
+        if want is not None and t.dtype != want:
+            t = t.view(want)
+        return t if self.on_cpu else t.to(self.device)
+
+
+def storage_ptr(tensor):
+    """The address of the storage under `tensor` (0 for storage-less tensors, e.g. on meta)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except AttributeError:  # torch < 2.0
+        try:
+            return tensor.storage().data_ptr()
+        except NotImplementedError:
+            return 0
+    except NotImplementedError:
+        return 0
+
+
+def storage_size(tensor):
+    """The size in bytes of the storage under `tensor`."""
+    try:
+        return tensor.untyped_storage().nbytes()
+    except AttributeError:  # torch < 2.0
+        try:
+            return tensor.storage().size() * tensor.element_size()
+        except NotImplementedError:
+            return tensor.nelement() * tensor.element_size()
+
+
+def _byte_range(tensor):
+    """[first byte, one past the last byte) the tensor's elements cover."""
+    start = tensor.data_ptr()
+    if tensor.nelement() == 0:
+        return start, start
+    last = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+    return start, start + (last + 1) * tensor.element_size()
+
+
+def _shared_groups(tensors):
+    """Sets of names whose tensors overlap in memory (groups of one included), as the package
+    finds them: same device and storage, then overlapping byte ranges."""
+    by_storage = _defaultdict(set)
+    for name, t in tensors.items():
+        if t.device.type != "meta" and storage_ptr(t) != 0 and storage_size(t) != 0:
+            by_storage[(t.device, storage_ptr(t), storage_size(t))].add(name)
+    groups = []
+    for names in by_storage.values():
+        ranges = sorted((*_byte_range(tensors[n]), n) for n in names)
+        stop = None
+        for start, end, name in ranges:
+            if stop is not None and start < stop:
+                groups[-1].add(name)
+                stop = max(stop, end)
+            else:
+                groups.append({name})
+                stop = end
+    return groups
+
+
+def _covers_storage(tensor):
+    return (tensor.data_ptr() == storage_ptr(tensor) and
+            tensor.nelement() * tensor.element_size() == storage_size(tensor))
+
+
+def _aliases(state_dict, preferred_names=()):
+    """{kept_name: [dropped names]} for every group of tensors sharing memory: kept is the
+    alphabetically first name whose tensor covers the whole storage (preferring
+    `preferred_names`)."""
+    preferred_names = set(preferred_names)
+    aliases = {}
+    for group in _shared_groups(state_dict):
+        if len(group) < 2:
+            continue
+        complete = sorted(n for n in group if _covers_storage(state_dict[n]))
+        if not complete:
+            raise RuntimeError(
+                f"tensors {sorted(group)} share memory but none covers the whole storage: "
+                f"saving one of them would store memory the others do not use; save "
+                f"contiguous copies (.clone()) of the ones to keep")
+        keep = next((n for n in complete if n in preferred_names), complete[0])
+        aliases[keep] = [n for n in sorted(group) if n != keep]
+    return aliases
+
+
+def _items(tensors):
+    """(name, header dtype, shape, (address, bytes)) for the compiled writer, after the
+    package's checks; also the tensors to keep alive while it writes."""
+    if not isinstance(tensors, dict):
+        raise ValueError(f"expected a dict of {{str: torch.Tensor}}, not {type(tensors).__name__}")
+    for name, t in tensors.items():
+        if not isinstance(t, _torch.Tensor):
+            raise ValueError(f"tensor {name!r} is a {type(t).__name__}, not a torch.Tensor")
+    sparse = [n for n, t in tensors.items() if t.layout != _torch.strided]
+    if sparse:
+        raise ValueError(f"tensors {sparse} are sparse; tlio saves dense tensors (make them "
+                         f"dense with .to_dense(), which may take much more room)")
+    shared = [sorted(g) for g in _shared_groups(tensors) if len(g) > 1]
+    if shared:
+        raise RuntimeError(
+            f"some tensors share memory, which would store their bytes twice and load them "
+            f"untied: {shared}. Use tlio.torch.save_model (it keeps one name per storage and "
+            f"records the others in the metadata), or save copies (.clone()).")
+    items, alive = [], []
+    for name, t in tensors.items():
+        if not t.is_contiguous():
+            raise ValueError(
+                f"tensor {name!r} is not contiguous: save .contiguous() of it (or, if it views "
+                f"another tensor, save the whole tensor and slice it after loading)")
+        if t.device.type != "cpu":
+            t = t.to("cpu")
+        dtype = _HEADER_DTYPES.get(t.dtype)
+        if dtype is None:
+            raise ValueError(f"tensor {name!r} is {t.dtype}, which safetensors has no dtype for")
+        shape = list(t.shape)
+        if dtype == "F4" and shape:  # torch's float4_e2m1fn_x2 holds two values per element
+            shape[-1] *= 2
+        alive.append(t)
+        items.append((name, dtype, shape, (t.data_ptr(), t.nelement() * t.element_size())))
+    return items, alive
+
+
+def _metadata(metadata):
+    if metadata is None:
+        return None
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValueError(f"metadata must map str to str, not {k!r}: {v!r}")
+    return metadata
+
+
+def save(tensors, metadata=None):
+    """The bytes of a safetensors file holding {name: tensor} (canonical)."""
+    items, alive = _items(tensors)
+    data = _tlio.serialize_items(items, _metadata(metadata), None)
+    del alive
+    return data
+
+
+def save_file(tensors, filename, metadata=None):
+    """Writes {name: tensor} to `filename` (str or os.PathLike), canonically and atomically.
+    Tensors must be dense, contiguous and not share memory (see save_model)."""
+    items, alive = _items(tensors)
+    _tlio.serialize_items(items, _metadata(metadata), _os.fspath(filename))
+    del alive
+
+
+def load(data):
+    """{name: tensor} from the bytes of a file (one copy of the bytes, which the tensors view;
+    writable)."""
+    f = _tlio.File.from_bytes(bytes(data))
+    convert = _Converter("cpu")
+    return {k: convert.tensor(f.array(k, True), f.dtype(k), k) for k in f.offset_keys()}
+
+
+def load_file(filename, device="cpu", *, backend="mmap"):
+    """{name: tensor} of a file, in file order: with "mmap", views of a private copy-on-write
+    mapping (no copy; writable; the file never changes); with "pread", copies."""
+    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
+        return f.get_tensors()
+
+
+def save_model(model, filename, metadata=None, force_contiguous=True):
+    """Saves model.state_dict(), keeping one name per group of tensors that share memory (the
+    alphabetically first that covers the whole storage) and recording each dropped name in the
+    metadata as {dropped: kept} (user entries win), so load_model ties them back. With
+    force_contiguous, non-contiguous tensors are saved as contiguous copies."""
+    state_dict = model.state_dict()
+    metadata = dict(metadata) if metadata is not None else None
+    for kept, dropped in _aliases(state_dict).items():
+        for name in dropped:
+            if metadata is None:
+                metadata = {}
+            metadata.setdefault(name, kept)
+            del state_dict[name]
+    if force_contiguous:
+        state_dict = {k: v.contiguous() for k, v in state_dict.items()}
+    try:
+        save_file(state_dict, filename, metadata)
+    except ValueError as e:
+        raise ValueError(f"{e} (or use save_model(..., force_contiguous=True))") from None
+
+
+def load_model(model, filename, strict=True, device="cpu", *, backend="mmap"):
+    """Loads a file into `model` (one copy, from the mapping into the parameters) and returns
+    (missing, unexpected) names. Names the model ties to another (they share memory) are
+    loaded through the name the file has; names the file's metadata records as dropped in
+    favour of a kept tensor ({dropped: kept}, as save_model writes) are loaded from it. With
+    strict, any missing or unexpected name is a RuntimeError."""
+    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
+        state_dict = f.get_tensors()
+        records = f.metadata() or {}
+    model_state = model.state_dict()
+    tied = _aliases(model_state, preferred_names=state_dict.keys())
+    tied_names = {n for dropped in tied.values() for n in dropped}
+    for dropped, kept in records.items():
+        if (dropped in model_state and dropped not in state_dict and dropped not in tied_names
+                and kept in state_dict):
+            state_dict[dropped] = state_dict[kept]  # saved once, not tied in this model
+    missing, unexpected = model.load_state_dict(state_dict, strict=False)
+    missing = set(missing)
+    for name in tied_names:
+        if name in missing:
+            missing.remove(name)
+        elif name in state_dict:
+            unexpected.append(name)
+    if strict and (missing or unexpected):
+        error = f"Error(s) in loading state_dict for {model.__class__.__name__}:"
+        if missing:
+            error += "\n    Missing key(s) in state_dict: " + ", ".join(
+                f'"{k}"' for k in sorted(missing))
+        if unexpected:
+            error += "\n    Unexpected key(s) in state_dict: " + ", ".join(
+                f'"{k}"' for k in sorted(unexpected))
+        raise RuntimeError(error)
+    return sorted(missing), unexpected

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests) and the Rust
-# crate's tests, then the whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+# Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests), the Python
+# package installed with pip into a virtual environment (its tests run again from there), the
+# Rust crate's tests, then the whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (the Python module stays out of that build: loading it would need libasan preloaded), the
 # concurrency test under ThreadSanitizer, then each fuzz target.
 set -euo pipefail
@@ -11,6 +12,17 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+# `pip install --no-build-isolation .` (offline) into a venv that sees Debian's numpy and torch;
+# the Python tests then import the installed package, from outside the checkout.
+rm -rf build/venv
+/usr/bin/python3 -m venv --system-site-packages build/venv
+TLIO_CMAKE_BUILD_DIR="$PWD/build/pip-cmake" build/venv/bin/pip install --quiet --no-index \
+  --no-build-isolation .
+(cd / && TLIO_TEST_DATA="$OLDPWD/tests/data" "$OLDPWD/build/venv/bin/python" -c \
+  'import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__' &&
+  TLIO_TEST_DATA="$OLDPWD/tests/data" "$OLDPWD/build/venv/bin/python" -m pytest -q \
+  -p no:cacheprovider "$OLDPWD/python/tests")
 
 # The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
 TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \

@@ -305,6 +305,16 @@ PYBIND11_MODULE(_tlio, m) {
              f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
              return out;
            })
+      .def("read_many",
+           [](const tlio::File& f, const std::vector<std::tuple<std::string, uintptr_t, size_t>>& targets) {
+             // (name, address, bytes) of memory the caller keeps alive (torch parameters).
+             std::vector<tlio::TensorTarget> t;
+             t.reserve(targets.size());
+             for (const auto& [name, address, size] : targets)
+               t.push_back({name, {reinterpret_cast<std::byte*>(address), size}});
+             py::gil_scoped_release release;
+             f.read_many(t);
+           })
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       });

@@ -70,6 +70,12 @@ struct SlicePlan {
   uint64_t byte_size = 0;
 };
 
+/// One tensor to copy out with File::read_many: its name and exactly byte_size() bytes to fill.
+struct TensorTarget {
+  std::string_view name;
+  std::span<std::byte> dst;
+};
+
 /// Validates `indices` against `info` and computes the plan. Throws Error{invalid_argument} for
 /// start > stop, an index or stop past the dimension, too many indices, or a sub-byte slice that
 /// does not fall on byte boundaries.
@@ -167,6 +173,10 @@ class TLIO_API File {
   std::vector<T> copy_as(std::string_view name) const {
     return view(name).copy_as<T>();
   }
+  /// Copies several tensors at once (loading a model's parameters), their bytes split evenly
+  /// over up to `threads` threads (0: set_conversion_threads' setting, by default one per
+  /// core). Every target is checked (name, size) before any byte is copied.
+  void read_many(std::span<const TensorTarget> targets, unsigned threads = 0) const;
   /// Copies a slice; with pread only the needed bytes are read.
   std::vector<std::byte> read_slice(std::string_view name, std::span<const SliceIndex> indices,
                                     std::vector<uint64_t>* shape = nullptr) const;

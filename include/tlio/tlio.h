@@ -109,6 +109,11 @@ TL_API int tl_tensor_find(const tl_file* file, const char* name, size_t* index);
 TL_API int tl_tensor_info(const tl_file* file, size_t index, struct tl_tensor_info* out);
 /* Copies tensor `index` (exactly byte_size bytes) into dst. */
 TL_API int tl_tensor_read(const tl_file* file, size_t index, void* dst, size_t dst_size);
+/* Copies `count` tensors at once (a model's parameters), their bytes split over the cores:
+ * tensor indices[i] into dsts[i], which holds sizes[i] (exactly its byte_size) bytes. Every
+ * target is checked before any byte is copied. */
+TL_API int tl_tensor_read_many(const tl_file* file, const size_t* indices, void** dsts,
+                               const size_t* sizes, size_t count);
 /* Reads tensor `index` converted to `to` (any floating dtype; integers/BOOL to F32/F64). */
 TL_API int tl_tensor_read_as(const tl_file* file, size_t index, tl_dtype to, void* dst,
                              size_t dst_size);

@@ -361,3 +361,99 @@ def test_concurrent_reads_from_threads(tmp_path):
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert set(pool.map(load, range(16))) == {256 * 64 * 5.0}
+
+
+class Mixed(torch.nn.Module):
+    """Parameters and buffers of several dtypes; every module loads as nn.Module does."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 6)
+        self.norm = torch.nn.LayerNorm(6)
+        self.low = torch.nn.Linear(6, 4).half()
+        self.register_buffer("flags", torch.zeros(5, dtype=torch.bool))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+
+class WithBatchNorm(Mixed):
+    """BatchNorm overrides _load_from_state_dict: such models load through load_state_dict."""
+
+    def __init__(self):
+        super().__init__()
+        self.batch = torch.nn.BatchNorm1d(6)
+
+
+def randomized(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for t in model.state_dict().values():
+            if t.dtype == torch.bool:
+                t.copy_(torch.rand(t.shape, generator=g) > 0.5)
+            elif t.dtype.is_floating_point:
+                t.copy_(torch.randn(t.shape, generator=g))
+            else:
+                t.fill_(int(torch.randint(0, 1000, (), generator=g)))
+    return model
+
+
+def assert_same_state(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert sa[k].dtype == sb[k].dtype and torch.equal(sa[k], sb[k]), k
+
+
+@pytest.mark.parametrize("backend", ["mmap", "pread"])
+def test_load_model_fills_parameters_as_load_state_dict_does(tmp_path, backend, monkeypatch):
+    path = tmp_path / "mixed.safetensors"
+    source = randomized(Mixed(), 1)
+    tlio.torch.save_model(source, path)
+    # The direct path (plain modules) and load_state_dict give the same model.
+    direct = randomized(Mixed(), 2)
+    through_torch = []
+    original = torch.nn.Module.load_state_dict
+    monkeypatch.setattr(torch.nn.Module, "load_state_dict",
+                        lambda self, sd, strict=True: through_torch.extend(sd) or original(self, sd, strict))
+    assert tlio.torch.load_model(direct, path, backend=backend) == ([], [])
+    assert through_torch == []  # every tensor came straight from the file
+    monkeypatch.undo()
+    assert_same_state(direct, source)
+    reference = randomized(Mixed(), 3)
+    reference.load_state_dict(tlio.torch.load_file(path))
+    assert_same_state(direct, reference)
+
+
+def test_load_model_keeps_what_load_state_dict_does_for_the_rest(tmp_path):
+    path = tmp_path / "mixed.safetensors"
+    source = randomized(Mixed(), 1)
+    tlio.torch.save_model(source, path)
+    # A module that loads its own way: through load_state_dict.
+    bn_source = randomized(WithBatchNorm(), 7)
+    tlio.torch.save_model(bn_source, tmp_path / "bn.safetensors")
+    bn = randomized(WithBatchNorm(), 8)
+    assert tlio.torch.load_model(bn, tmp_path / "bn.safetensors") == ([], [])
+    assert_same_state(bn, bn_source)
+    # A load hook: the model loads through load_state_dict, and the hook sees every tensor.
+    hooked = randomized(Mixed(), 4)
+    seen = []
+    hooked.lin._register_load_state_dict_pre_hook(
+        lambda state_dict, prefix, *args: seen.extend(k for k in state_dict if k.startswith(prefix)))
+    tlio.torch.load_model(hooked, path)
+    assert sorted(seen) == ["lin.bias", "lin.weight"]
+    assert_same_state(hooked, source)
+    # Another dtype in the model: converted by load_state_dict's copy.
+    wider = randomized(Mixed(), 5)
+    wider.low.float()
+    tlio.torch.load_model(wider, path)
+    assert wider.low.weight.dtype == torch.float32
+    assert torch.equal(wider.low.weight, source.low.weight.float())
+    # A non-contiguous parameter is filled too.
+    strided = randomized(Mixed(), 6)
+    strided.lin.weight.data = strided.lin.weight.data.t().contiguous().t()
+    tlio.torch.load_model(strided, path)
+    assert torch.equal(strided.lin.weight, source.lin.weight)
+    # Another shape: load_state_dict's error.
+    other = Mixed()
+    other.lin = torch.nn.Linear(8, 7)
+    with pytest.raises(RuntimeError, match="size mismatch for lin.weight"):
+        tlio.torch.load_model(other, path)

@@ -259,28 +259,64 @@ def save_model(model, filename, metadata=None, force_contiguous=True):
         raise ValueError(f"{e} (or use save_model(..., force_contiguous=True))") from None
 
 
+def _loads_plainly(model):
+    """True when model.load_state_dict would only check each shape and copy: no module changes
+    how it loads (an override, a load hook, extra state)."""
+    base = _torch.nn.Module
+    if type(model).load_state_dict is not base.load_state_dict:
+        return False
+    for m in model.modules():
+        cls = type(m)
+        if (cls._load_from_state_dict is not base._load_from_state_dict
+                or getattr(cls, "get_extra_state", None) is not getattr(base, "get_extra_state", None)
+                or m._load_state_dict_pre_hooks
+                or getattr(m, "_load_state_dict_post_hooks", None)):
+            return False
+    return True
+
+
 def load_model(model, filename, strict=True, device="cpu", *, backend="mmap"):
-    """Loads a file into `model` (one copy, from the mapping into the parameters) and returns
-    (missing, unexpected) names. Names the model ties to another (they share memory) are
-    loaded through the name the file has; names the file's metadata records as dropped in
-    favour of a kept tensor ({dropped: kept}, as save_model writes) are loaded from it. With
-    strict, any missing or unexpected name is a RuntimeError."""
-    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
-        state_dict = f.get_tensors()
-        records = f.metadata() or {}
+    """Loads a file into `model` and returns (missing, unexpected) names. Names the model ties
+    to another (they share memory) are loaded through the name the file has; names the file's
+    metadata records as dropped in favour of a kept tensor ({dropped: kept}, as save_model
+    writes) are loaded from it. With strict, any missing or unexpected name is a RuntimeError.
+
+    One copy, from the file into the parameters: for a model whose modules load as nn.Module
+    does (no overrides or load hooks), parameters and buffers on the CPU with the file's dtype
+    and shape are filled straight from the file on every core; the rest goes through
+    model.load_state_dict."""
     model_state = model.state_dict()
-    tied = _aliases(model_state, preferred_names=state_dict.keys())
-    tied_names = {n for dropped in tied.values() for n in dropped}
-    for dropped, kept in records.items():
-        if (dropped in model_state and dropped not in state_dict and dropped not in tied_names
-                and kept in state_dict):
-            state_dict[dropped] = state_dict[kept]  # saved once, not tied in this model
-    missing, unexpected = model.load_state_dict(state_dict, strict=False)
-    missing = set(missing)
+    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
+        names = f.keys()
+        records = f.metadata() or {}
+        tied = _aliases(model_state, preferred_names=names)
+        tied_names = {n for dropped in tied.values() for n in dropped}
+        # Model name -> file name: itself, or the kept tensor of a dropped one not tied here.
+        sources = {n: n for n in names}
+        for dropped, kept in records.items():
+            if (dropped in model_state and dropped not in sources and dropped not in tied_names
+                    and kept in sources):
+                sources[dropped] = kept
+        direct = {}
+        if _torch.device(device if not isinstance(device, int) else f"cuda:{device}").type == "cpu" \
+                and _loads_plainly(model):
+            for name, target in model_state.items():
+                src = sources.get(name)
+                dtype = _TORCH_DTYPES.get(f.get_dtype(src)) if src is not None else None
+                if (dtype is not None and dtype == target.dtype and dtype is not _TORCH_DTYPES.get("F4")
+                        and f.get_shape(src) == list(target.shape)
+                        and target.device.type == "cpu" and target.is_contiguous()):
+                    direct[name] = src
+            f._file.read_many([(src, model_state[name].data_ptr(),
+                                model_state[name].nelement() * model_state[name].element_size())
+                               for name, src in direct.items()])
+        rest = {name: f.get_tensor(src) for name, src in sources.items() if name not in direct}
+    missing, unexpected = model.load_state_dict(rest, strict=False)
+    missing = set(missing) - direct.keys()
     for name in tied_names:
         if name in missing:
             missing.remove(name)
-        elif name in state_dict:
+        elif name in names:
             unexpected.append(name)
     if strict and (missing or unexpected):
         error = f"Error(s) in loading state_dict for {model.__class__.__name__}:"

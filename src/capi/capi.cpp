@@ -205,6 +205,20 @@ int tl_tensor_read(const tl_file* file, size_t index, void* dst, size_t dst_size
   });
 }
 
+int tl_tensor_read_many(const tl_file* file, const size_t* indices, void** dsts,
+                        const size_t* sizes, size_t count) {
+  TL_REQUIRE(file && (count == 0 || (indices && dsts && sizes)), "tl_tensor_read_many: NULL argument");
+  return guard([&] {
+    std::vector<tlio::TensorTarget> targets;
+    targets.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!dsts[i] && sizes[i] != 0) tlio::throw_invalid("tl_tensor_read_many: NULL destination");
+      targets.push_back({tensor_at(file, indices[i]).name, {static_cast<std::byte*>(dsts[i]), sizes[i]}});
+    }
+    file->file.read_many(targets);
+  });
+}
+
 int tl_tensor_read_as(const tl_file* file, size_t index, tl_dtype to, void* dst, size_t dst_size) {
   TL_REQUIRE(file && (dst || dst_size == 0), "tl_tensor_read_as: NULL argument");
   return guard([&] {

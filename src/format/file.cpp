@@ -11,10 +11,16 @@
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
 #include "common/checked.hpp"
+#include "common/parallel.hpp"
 #include "io/copy.hpp"
 #include "io/os_file.hpp"
 
 namespace tlio {
+
+namespace {
+// read_many stays on one thread below this: a thread costs more than copying a few MiB.
+constexpr uint64_t kParallelReadFrom = uint64_t{8} << 20;
+}  // namespace
 
 struct detail::FileState {
   std::string name;
@@ -182,6 +188,40 @@ void File::read(std::string_view name, std::span<std::byte> dst) const {
                               detail::quote_name(info.name), info.byte_size()),
                   info.name);
   read_data(info.begin, dst);
+}
+
+void File::read_many(std::span<const TensorTarget> targets, unsigned threads) const {
+  struct Piece {
+    uint64_t begin;  // data offset of the tensor
+    std::byte* dst;
+    uint64_t size;
+  };
+  std::vector<Piece> pieces;
+  pieces.reserve(targets.size());
+  uint64_t total = 0;
+  for (const TensorTarget& t : targets) {
+    const TensorInfo& info = attributed(
+        state_->name, [&]() -> const TensorInfo& { return state_->header.at(t.name); });
+    if (t.dst.size() != info.byte_size())
+      throw_invalid(fmt::format("destination holds {} bytes, tensor {} has {}", t.dst.size(),
+                                detail::quote_name(info.name), info.byte_size()),
+                    info.name);
+    pieces.push_back({info.begin, t.dst.data(), info.byte_size()});
+    total += info.byte_size();  // no overflow: the tensors lie in one file
+  }
+  // Bytes [b, e) of the pieces laid end to end; each thread takes one such range.
+  auto copy_range = [&](uint64_t b, uint64_t e) {
+    uint64_t at = 0;
+    for (const Piece& p : pieces) {
+      const uint64_t from = std::max(b, at), to = std::min(e, at + p.size);
+      if (from < to)
+        read_data(p.begin + (from - at), {p.dst + (from - at), static_cast<size_t>(to - from)});
+      at += p.size;
+      if (at >= e) break;
+    }
+  };
+  const unsigned n = detail::thread_count(threads ? threads : detail::configured_threads());
+  detail::parallel_for(total, kParallelReadFrom, 4096, n, copy_range);
 }
 
 std::vector<std::byte> File::read_slice(std::string_view name, std::span<const SliceIndex> indices,

@@ -60,6 +60,15 @@ static void test_read(unsigned flags) {
   const char *k, *v;
   CHECK(tl_metadata_at(f, 0, &k, &v) == TL_OK && strcmp(k, "format") == 0 && strcmp(v, "tinyllm") == 0);
   CHECK(tl_metadata_at(f, 1, &k, &v) == TL_EINVAL);
+  {
+    float many[4] = {0};
+    size_t index0 = 0, sizes[1] = {sizeof many}, short_size[1] = {8};
+    void* dsts[1] = {many};
+    CHECK(tl_tensor_read_many(f, &index0, dsts, sizes, 1) == TL_OK && many[3] == 4.0f);
+    CHECK(tl_tensor_read_many(f, &index0, dsts, short_size, 1) == TL_EINVAL);
+    CHECK(tl_tensor_read_many(f, NULL, NULL, NULL, 0) == TL_OK);
+    CHECK(tl_tensor_read_many(f, NULL, dsts, sizes, 1) == TL_EINVAL);
+  }
   if (flags & TL_OPEN_PRIVATE) {
     /* Writes land in this process's copy: seen by reads of this handle, not by the file. */
     float changed = 42.0f;

@@ -207,5 +207,41 @@ TEST(File, PrivateMappingIsWritableAndLeavesTheFileAlone) {
   EXPECT_TRUE(File::from_bytes(bytes).view("w").writable());
 }
 
+TEST(File, ReadManySplitsTheBytesOverThreads) {
+  // 12 MiB in tensors of different sizes, so the parts of the threads cut through tensors.
+  std::vector<std::vector<uint32_t>> values;
+  std::vector<TensorData> t;
+  const std::vector<uint64_t> counts = {1u << 20, 3, 0, (1u << 20) + 777, 5, 1u << 20};
+  for (size_t i = 0; i < counts.size(); ++i) {
+    values.emplace_back(counts[i]);
+    for (uint64_t j = 0; j < counts[i]; ++j)
+      values.back()[j] = static_cast<uint32_t>(j * 2654435761u + i);
+  }
+  for (size_t i = 0; i < counts.size(); ++i)
+    t.push_back({"t" + std::to_string(i), Dtype::U32, {counts[i]}, std::as_bytes(std::span(values[i]))});
+  test::TempDir dir;
+  test::write_bytes(dir / "m.safetensors", serialize(t, {}));
+  for (Backend b : {Backend::mmap, Backend::pread, Backend::mmap_private}) {
+    File f = File::open(dir / "m.safetensors", {b});
+    for (unsigned threads : {1u, 2u, 3u}) {
+      std::vector<std::vector<uint32_t>> out;
+      std::vector<TensorTarget> targets;
+      for (size_t i = 0; i < counts.size(); ++i) out.emplace_back(counts[i], 0xFFFFFFFFu);
+      for (size_t i = counts.size(); i-- > 0;)  // any order
+        targets.push_back({t[i].name, std::as_writable_bytes(std::span(out[i]))});
+      f.read_many(targets, threads);
+      for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(out[i], values[i]) << i << " " << threads;
+    }
+    // Checked before any byte moves: a wrong size or name leaves every destination alone.
+    std::vector<uint32_t> a(counts[0], 7), small(2, 7);
+    std::vector<TensorTarget> bad = {{"t0", std::as_writable_bytes(std::span(a))},
+                                     {"t1", std::as_writable_bytes(std::span(small))}};
+    EXPECT_THROW(f.read_many(bad), Error);
+    bad[1].name = "nope";
+    EXPECT_THROW(f.read_many(bad), Error);
+    EXPECT_EQ(a[0], 7u);
+  }
+}
+
 }  // namespace
 }  // namespace tlio

@@ -306,6 +306,30 @@ impl File {
         self.tensor_at(self.index_of(name)?)
     }
 
+    /// Copies several tensors at once (a model's parameters), their bytes split over the
+    /// cores: each `(name, destination)` gets exactly the tensor's bytes. Every target is
+    /// checked (name, size) before any byte is copied.
+    pub fn read_many(&self, targets: &mut [(&str, &mut [u8])]) -> Result<()> {
+        let mut indices = Vec::with_capacity(targets.len());
+        let mut dsts = Vec::with_capacity(targets.len());
+        let mut sizes = Vec::with_capacity(targets.len());
+        for (name, dst) in targets.iter_mut() {
+            indices.push(self.index_of(name)?);
+            dsts.push(dst.as_mut_ptr() as *mut c_void);
+            sizes.push(dst.len());
+        }
+        // SAFETY: each destination is a distinct live &mut slice of sizes[i] bytes.
+        check(unsafe {
+            sys::tl_tensor_read_many(
+                self.raw(),
+                indices.as_ptr(),
+                dsts.as_mut_ptr(),
+                sizes.as_ptr(),
+                targets.len(),
+            )
+        })
+    }
+
     /// The bytes of tensor `name`, writable: for files from `open_private` (writes stay in
     /// this process) and `from_bytes` (writes change the buffer). `InvalidArgument` for files
     /// mapped read-only.

@@ -114,6 +114,13 @@ extern "C" {
         dst: *mut c_void,
         dst_size: usize,
     ) -> c_int;
+    pub fn tl_tensor_read_many(
+        file: *const tl_file,
+        indices: *const usize,
+        dsts: *mut *mut c_void,
+        sizes: *const usize,
+        count: usize,
+    ) -> c_int;
     pub fn tl_tensor_read_as(
         file: *const tl_file,
         index: usize,

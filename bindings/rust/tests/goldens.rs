@@ -209,3 +209,28 @@ fn private_mapping_is_writable_and_leaves_the_file_alone() {
     let mut file = tlio::File::open_private(&path).unwrap();
     assert_eq!(file.tensor_data_mut("x").unwrap_err().kind(), tlio::ErrorKind::NotFound);
 }
+
+#[test]
+fn read_many_fills_every_target() {
+    let path = data().join("hf/mixed_all_dtypes.safetensors");
+    let file = tlio::File::open(&path).unwrap();
+    let names = file.names();
+    let mut buffers: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| vec![0xAA; file.tensor(n).unwrap().data().len()])
+        .collect();
+    let mut targets: Vec<(&str, &mut [u8])> = names
+        .iter()
+        .copied()
+        .zip(buffers.iter_mut().map(|b| b.as_mut_slice()))
+        .collect();
+    file.read_many(&mut targets).unwrap();
+    for (name, buffer) in names.iter().zip(&buffers) {
+        assert_eq!(buffer.as_slice(), file.tensor(name).unwrap().data(), "{}", name);
+    }
+    let mut short = [0u8; 1];
+    let e = file.read_many(&mut [(names[0], &mut short[..])]).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    let e = file.read_many(&mut [("no such tensor", &mut short[..])]).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::NotFound);
+}

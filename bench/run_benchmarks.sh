@@ -39,6 +39,9 @@ PY
 echo "== tlio.safe_open vs json.loads of the 50,000-tensor header, in turn in one process"
 PYTHONPATH="$build/python" /usr/bin/python3 bench/header_vs_json.py "$dir/tlio-bench-50k.safetensors" | tee "$out/header_vs_json.txt"
 
+echo "== tlio.torch: load_model vs torch.load, load_file, save_file vs dd (1 GiB, in turn)"
+PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_torch.py "$dir" 9 | tee "$out/torch.txt"
+
 echo "== process start-up (tlio --version, import tlio)"
 if command -v hyperfine >/dev/null; then bash bench/startup.sh "$build" 5 | tee "$out/startup.txt"; fi
 

@@ -247,10 +247,13 @@ PYBIND11_MODULE(_tlio, m) {
            }),
            py::arg("path"), py::arg("backend") = "mmap")
       .def_static("from_bytes",
-                  [](py::bytes b) {
-                    std::string s = b;
-                    std::vector<std::byte> v(s.size());
-                    if (!s.empty()) std::memcpy(v.data(), s.data(), s.size());
+                  [](const py::bytes& b) {
+                    // One copy, straight from the bytes object into the File's buffer.
+                    char* data = nullptr;
+                    Py_ssize_t size = 0;
+                    if (PyBytes_AsStringAndSize(b.ptr(), &data, &size) != 0) throw py::error_already_set();
+                    std::vector<std::byte> v(static_cast<size_t>(size));
+                    if (size != 0) std::memcpy(v.data(), data, v.size());
                     return std::make_shared<tlio::File>(tlio::File::from_bytes(std::move(v), "<bytes>"));
                   })
       .def("keys",

@@ -17,5 +17,6 @@ void add_bigram(CLI::App& app, int& exit_code);
 void add_cat(CLI::App& app, int& exit_code);
 void add_stats(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
+void add_import(CLI::App& app, int& exit_code);
 
 }  // namespace tlio::cli

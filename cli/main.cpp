@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add_cat(app, exit_code);
   add_stats(app, exit_code);
   add_diff(app, exit_code);
+  add_import(app, exit_code);
   auto is_subcommand = [&app](const std::string& word) {
     for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
       if (sub->get_name() == word) return true;

@@ -47,8 +47,9 @@ std::string_view rule_name(Rule rule) noexcept {
   // In the enum's order.
   static constexpr std::string_view kNames[] = {"",    "1",       "2",       "3",       "4",
                                                 "5",   "int4",    "bnb",     "BNB-001", "BNB-002",
-                                                "BNB-003", "BNB-004", "model", "index"};
-  static_assert(std::size(kNames) == static_cast<size_t>(Rule::index) + 1);
+                                                "BNB-003", "BNB-004", "model", "index",
+                                                "zip", "pickle", "checkpoint"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Rule::checkpoint) + 1);
   const auto i = static_cast<size_t>(rule);
   return i < std::size(kNames) ? kNames[i] : std::string_view{};
 }

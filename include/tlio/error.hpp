@@ -46,9 +46,13 @@ enum class Rule : uint8_t {
   bnb_004,      ///< "BNB-004": a nested absmax is complete
   model,        ///< "model": model directory, config.json, tokenizer, architecture checks
   index,        ///< "index": the shard index of a sharded model
+  zip,          ///< "zip": the zip container of a PyTorch checkpoint
+  pickle,       ///< "pickle": a checkpoint's pickle stream and the globals it names
+  checkpoint,   ///< "checkpoint": a checkpoint's storages and tensor views
 };
 
-/// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index"; "" for none.
+/// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index", "zip",
+/// "pickle", "checkpoint"; "" for none.
 TLIO_API std::string_view rule_name(Rule rule) noexcept;
 
 class TLIO_API Error : public std::runtime_error {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tlio/bnb.hpp"
+#include "tlio/checkpoint.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/dtype.hpp"

@@ -1,0 +1,70 @@
+// tlio/checkpoint.hpp: PyTorch checkpoints (torch.save's zip format, and the legacy format of
+// torch < 1.6) read with no pickle ever executed, and imported as safetensors.
+//
+// The pickle is decoded, not run: the callables that rebuild tensors (torch._utils.
+// _rebuild_tensor_v2 and its kin, storages, dtypes, OrderedDict, torch.Size) are understood;
+// any other class becomes an inert object whose tensors are still found; a global that would
+// run code when torch loads the file (os.system, builtins.eval, subprocess, ...) is refused,
+// naming it. Tensors are named by walking the object: dict keys and list indices joined with
+// "." (a top-level dict's "state_dict" dict is taken when it has one). See docs/import.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+#include "tlio/shape.hpp"
+
+namespace tlio {
+
+struct CheckpointTensor {
+  std::string name;
+  Dtype dtype = Dtype::F32;
+  Shape shape;
+  bool contiguous = true;  ///< stored row-major (else written as a contiguous copy)
+  std::string alias_of;    ///< an exact alias of this tensor (same storage and view): written once
+};
+
+struct CheckpointContents {
+  std::string format;                     ///< "zip" or "legacy"
+  std::vector<CheckpointTensor> tensors;  ///< in the order the walk meets them
+  uint64_t dropped_values = 0;            ///< leaves that are not tensors (ints, strings, ...)
+  std::vector<std::string> skipped;       ///< unsupported tensors left out, with why
+};
+
+struct ImportOptions {
+  /// A path into the object ("model.encoder"): that sub-object is imported instead.
+  std::string key;
+  /// Leave out tensors tlio cannot write (complex128, quantized, sparse) with a note, instead
+  /// of failing.
+  bool skip_unsupported = false;
+  /// Called with (bytes written, total) while tensor bytes are written.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct ImportReport {
+  CheckpointContents contents;
+  uint64_t tensors_written = 0;
+  uint64_t bytes_written = 0;
+};
+
+/// True when the file starts like a PyTorch checkpoint (a zip archive, or a legacy pickle).
+TLIO_API bool looks_like_checkpoint(const std::filesystem::path& path);
+
+/// The tensors of a checkpoint (names, dtypes, shapes) without converting it. Error{format}
+/// with Rule::zip, Rule::pickle or Rule::checkpoint for anything malformed or refused.
+TLIO_API CheckpointContents read_checkpoint(const std::filesystem::path& src,
+                                            const ImportOptions& options = {});
+
+/// Writes the checkpoint's tensors to `dst` as a canonical safetensors file (atomically:
+/// nothing is left behind on failure), with metadata {"format": "pt"} plus {dropped: kept}
+/// for exact aliases.
+TLIO_API ImportReport import_checkpoint(const std::filesystem::path& src,
+                                        const std::filesystem::path& dst,
+                                        const ImportOptions& options = {});
+
+}  // namespace tlio

@@ -8,6 +8,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "tlio/checkpoint.hpp"
 #include "tlio/file.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
@@ -73,6 +74,37 @@ void print_metadata_json(std::string& out, const tlio::File& f) {
     out += json_string(k) + ":" + json_string(v);
   }
   out += "}";
+}
+
+// A PyTorch checkpoint: its tensors as `tlio import` would write them, nothing converted.
+void print_checkpoint(const std::string& path, bool json) {
+  const tlio::CheckpointContents c = tlio::read_checkpoint(path);
+  if (json) {
+    std::string out = fmt::format("{{\"checkpoint\":{},\"format\":\"{}\",\"tensors\":[", json_string(path), c.format);
+    for (size_t i = 0; i < c.tensors.size(); ++i) {
+      const auto& t = c.tensors[i];
+      out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"contiguous\":{}{}}}",
+                         i ? "," : "", json_string(t.name), tlio::dtype_name(t.dtype),
+                         fmt::join(t.shape, ","), t.contiguous,
+                         t.alias_of.empty() ? "" : ",\"alias_of\":" + json_string(t.alias_of));
+    }
+    out += fmt::format("],\"dropped_values\":{}}}", c.dropped_values);
+    fmt::print("{}\n", out);
+    return;
+  }
+  fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n", path, c.format);
+  std::vector<std::vector<std::string>> rows = {{"name", "dtype", "shape", "note"}};
+  for (const auto& t : c.tensors)
+    rows.push_back({t.name, std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),
+                    !t.alias_of.empty() ? "alias of " + t.alias_of : t.contiguous ? "" : "strided"});
+  std::vector<size_t> width(4, 0);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < 4; ++i) width[i] = std::max(width[i], r[i].size());
+  fmt::print("tensors:\n");
+  for (const auto& r : rows)
+    fmt::print("  {:<{}}  {:<{}}  {:<{}}  {}\n", r[0], width[0], r[1], width[1], r[2], width[2], r[3]);
+  fmt::print("total:     {} tensors; {} other values; {} skipped\n", c.tensors.size(), c.dropped_values,
+             c.skipped.size());
 }
 
 void print_json(const Listing& l) {
@@ -240,6 +272,9 @@ void add_inspect(CLI::App& app, int& exit_code) {
           for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
         }
         l.quantized = model->quantized();
+      } else if (tlio::looks_like_checkpoint(*path)) {
+        print_checkpoint(*path, *json);
+        return kExitOk;
       } else {
         file.emplace(tlio::File::open(*path));
         l.first = &*file;

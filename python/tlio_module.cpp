@@ -192,6 +192,26 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
   return py::bytes(reinterpret_cast<const char*>(out.data()), out.size());
 }
 
+// What a checkpoint holds, as plain Python values.
+py::dict checkpoint_dict(const tlio::CheckpointContents& c) {
+  py::list tensors;
+  for (const auto& t : c.tensors) {
+    py::dict d;
+    d["name"] = t.name;
+    d["dtype"] = std::string(tlio::dtype_name(t.dtype));
+    d["shape"] = t.shape.to_vector();
+    d["contiguous"] = t.contiguous;
+    d["alias_of"] = t.alias_of.empty() ? py::object(py::none()) : py::cast(t.alias_of);
+    tensors.append(d);
+  }
+  py::dict d;
+  d["format"] = c.format;
+  d["tensors"] = tensors;
+  d["dropped_values"] = c.dropped_values;
+  d["skipped"] = c.skipped;
+  return d;
+}
+
 struct QuantizedWeights {
   std::shared_ptr<tlio::File> file;
   std::vector<tlio::QuantizedWeight> weights;
@@ -385,6 +405,31 @@ PYBIND11_MODULE(_tlio, m) {
     if (!d) throw py::value_error("unknown dtype \"" + name + "\"");
     return std::string(tlio::dtype_name(*d));
   });
+  m.def("read_checkpoint", [](const std::filesystem::path& src, const std::string& key) {
+    tlio::ImportOptions o;
+    o.key = key;
+    tlio::CheckpointContents c;
+    {
+      py::gil_scoped_release release;
+      c = tlio::read_checkpoint(src, o);
+    }
+    return checkpoint_dict(c);
+  }, py::arg("src"), py::arg("key") = "");
+  m.def("import_checkpoint", [](const std::filesystem::path& src, const std::filesystem::path& dst,
+                                const std::string& key, bool skip_unsupported) {
+    tlio::ImportOptions o;
+    o.key = key;
+    o.skip_unsupported = skip_unsupported;
+    tlio::ImportReport r;
+    {
+      py::gil_scoped_release release;  // a whole file: let other threads run
+      r = tlio::import_checkpoint(src, dst, o);
+    }
+    py::dict d = checkpoint_dict(r.contents);
+    d["tensors_written"] = r.tensors_written;
+    d["bytes_written"] = r.bytes_written;
+    return d;
+  }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false);
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

@@ -217,6 +217,16 @@ TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme
 /* dtype: TL_F32, TL_F16 or TL_BF16, or -1 for each weight's default dtype. */
 TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
+/* ---- PyTorch checkpoints ------------------------------------------------------------------- */
+#define TL_IMPORT_SKIP_UNSUPPORTED 1u /* leave out tensors safetensors cannot hold */
+
+/* Converts the PyTorch checkpoint `src` (zip or legacy format; its pickle is decoded, never run)
+ * to the safetensors file `dst`, atomically, as `tlio import`. `key` (NULL for none) imports
+ * the sub-object at that path ("model.encoder"). A pickle naming code torch.load would run is
+ * TL_EFORMAT with tl_last_error_rule() "pickle"; `tensors` (may be NULL) gets the count written. */
+TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
+                                uint64_t* tensors);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,7 @@ from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
-           "deserialize"]
+           "deserialize", "import_checkpoint", "read_checkpoint"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch")
@@ -250,3 +250,21 @@ def deserialize(bytes):  # noqa: A002 - the package's parameter name
 
 def _builtins_bytes(data):
     return data if isinstance(data, bytes) else bytes(data)
+
+
+# ---- PyTorch checkpoints -----------------------------------------------------------------------
+
+def import_checkpoint(src, dst, key=None, *, skip_unsupported=False):
+    """Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
+    safetensors file `dst`, atomically, as `tlio import` does: its pickle is decoded, never run
+    (one that names code torch.load would run raises SafetensorError, rule "pickle"). `key`
+    imports the sub-object at that path ("model.encoder"). Returns what was written: format,
+    tensors (name, dtype, shape, contiguous, alias_of), dropped_values, skipped,
+    tensors_written, bytes_written."""
+    return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported)
+
+
+def read_checkpoint(src, key=None):
+    """The tensors of a PyTorch checkpoint (name, dtype, shape, contiguous, alias_of) as
+    import_checkpoint would write them, without converting it."""
+    return _tlio.read_checkpoint(_os.fspath(src), key or "")

@@ -850,9 +850,9 @@ std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
   const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
   if (starts("PK\x03\x04") || starts("PK\x05\x06"))
-    return "a zip archive (a PyTorch checkpoint saved by torch.save is one)";
+    return "a zip archive (a PyTorch checkpoint saved by torch.save is one: convert it with `tlio import`)";
   if (b.size() >= 2 && b[0] == '\x80' && b[1] >= 2 && b[1] <= 5)
-    return "a Python pickle (a PyTorch checkpoint of the format before torch 1.6 is one)";
+    return "a Python pickle (a PyTorch checkpoint of the format before torch 1.6 is one: convert it with `tlio import`)";
   if (starts("GGUF")) return "a GGUF file (llama.cpp)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("\x89HDF\r\n\x1a\n")) return "an HDF5 file (Keras .h5 weights are)";

@@ -47,6 +47,7 @@
 //! Linking: `build.rs` takes libtlio from `TLIO_LIB_DIR`, else `pkg-config tlio`, else the
 //! repository's `build/`.
 
+mod checkpoint;
 mod dtype;
 mod error;
 mod file;
@@ -55,6 +56,7 @@ mod quant;
 pub mod sys;
 mod writer;
 
+pub use checkpoint::import_checkpoint;
 pub use dtype::Dtype;
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, QuantizedWeight, TensorView};

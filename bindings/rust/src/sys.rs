@@ -39,6 +39,7 @@ pub const TL_U64: tl_dtype = 21;
 
 pub const TL_OPEN_PREAD: c_uint = 1;
 pub const TL_OPEN_PRIVATE: c_uint = 2;
+pub const TL_IMPORT_SKIP_UNSUPPORTED: c_uint = 1;
 
 #[repr(C)]
 pub struct tl_file {
@@ -228,4 +229,11 @@ extern "C" {
         exclude: *const c_char,
     ) -> c_int;
     pub fn tl_dequantize_file(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+    pub fn tl_import_checkpoint(
+        src: *const c_char,
+        dst: *const c_char,
+        key: *const c_char,
+        flags: c_uint,
+        tensors: *mut u64,
+    ) -> c_int;
 }

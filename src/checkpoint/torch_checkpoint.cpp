@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "checkpoint/pickle.hpp"
+#include "checkpoint/torch_checkpoint.hpp"
 #include "checkpoint/zip.hpp"
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
@@ -394,11 +395,8 @@ struct Checkpoint {
 // The 10-byte little-endian magic number the legacy format starts with (0x1950a86a20f9469cfc6c).
 constexpr std::array<uint8_t, 10> kLegacyMagic = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
-void open_checkpoint(Checkpoint& c, const std::filesystem::path& path) {
-  c.name = path.string();
-  c.fd = detail::open_read(path);
-  c.mapping = detail::Mapping(c.fd.get(), detail::fd_size(c.fd.get(), c.name), c.name);
-  c.bytes = c.mapping.bytes();
+// Reads the container and runs the pickle(s) of c.bytes.
+void parse_checkpoint(Checkpoint& c) {
   if (detail::looks_like_zip(c.bytes)) {
     c.format = "zip";
     c.zip.emplace(c.bytes);
@@ -464,6 +462,14 @@ void open_checkpoint(Checkpoint& c, const std::filesystem::path& path) {
       throw_format(Rule::checkpoint, {}, fmt::format("storage {} is listed twice", quote_name(key)));
     pos += static_cast<size_t>(*size);
   }
+}
+
+void open_checkpoint(Checkpoint& c, const std::filesystem::path& path) {
+  c.name = path.string();
+  c.fd = detail::open_read(path);
+  c.mapping = detail::Mapping(c.fd.get(), detail::fd_size(c.fd.get(), c.name), c.name);
+  c.bytes = c.mapping.bytes();
+  parse_checkpoint(c);
 }
 
 // ---- naming: the walk ------------------------------------------------------------------------
@@ -736,16 +742,42 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
   }
 }
 
+namespace {
+// The contents, with every storage found and checked against its records (no byte read).
+CheckpointContents contents_of(Checkpoint& c, const ImportOptions& options) {
+  CheckpointContents contents;
+  for (const Plan& pl : plan(c, options, contents))
+    if (pl.alias_of.empty()) (void)c.storage_bytes(c.resolver.tensors[pl.tensor].storage);
+  return contents;
+}
+}  // namespace
+
 CheckpointContents read_checkpoint(const std::filesystem::path& src, const ImportOptions& options) {
   Checkpoint c;
   try {
     open_checkpoint(c, src);
-    CheckpointContents contents;
-    plan(c, options, contents);
-    return contents;
+    return contents_of(c, options);
   } catch (const Error& e) {
     throw e.with_source(src.string());
   }
+}
+
+CheckpointContents detail::read_checkpoint_bytes(std::span<const std::byte> bytes,
+                                                 const ImportOptions& options) {
+  Checkpoint c;
+  c.name = "<memory>";
+  c.bytes = bytes;
+  parse_checkpoint(c);
+  return contents_of(c, options);
+}
+
+CheckpointContents detail::read_data_pickle(std::span<const std::byte> pickle) {
+  Checkpoint c;
+  c.format = "zip";
+  c.root = c.pickle.run(pickle, 0, c.resolver);
+  CheckpointContents contents;
+  plan(c, {}, contents);
+  return contents;
 }
 
 ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,

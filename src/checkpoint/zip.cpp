@@ -191,37 +191,35 @@ std::vector<std::byte> ZipArchive::read(const ZipEntry& e) const {
   }
   if (e.size > kMaxInflatedSize)
     bad(e.name, fmt::format("entry {} inflates to {} bytes, over the limit of {}", quote_name(e.name), e.size, kMaxInflatedSize));
-  std::vector<std::byte> out(static_cast<size_t>(e.size));
+  // The output grows as the stream really inflates (a chunk at a time), never to a declared size
+  // the stream does not back: a small bomb claiming gigabytes allocates little.
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<std::byte> out;
   z_stream z{};
-  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw Error(ErrorCode::out_of_memory, Rule::none, e.name, std::nullopt, "zlib could not start");
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+    throw Error(ErrorCode::out_of_memory, Rule::none, e.name, std::nullopt, "zlib could not start");
   const auto* in = reinterpret_cast<const Bytef*>(bytes_.data() + e.data_offset);
-  uint64_t in_left = e.compressed_size, out_done = 0;
+  uint64_t in_left = e.compressed_size;
   int rc = Z_OK;
-  // zlib counts in 32 bits: feed both sides in pieces.
-  while (rc == Z_OK) {
-    if (z.avail_in == 0 && in_left > 0) {
+  while (rc == Z_OK && out.size() <= e.size) {
+    if (z.avail_in == 0 && in_left > 0) {  // zlib counts in 32 bits: feed in pieces
       z.next_in = const_cast<Bytef*>(in);
       z.avail_in = static_cast<uInt>(std::min<uint64_t>(in_left, 1u << 30));
       in += z.avail_in;
       in_left -= z.avail_in;
     }
-    if (z.avail_out == 0) {
-      const uint64_t room = std::min<uint64_t>(out.size() - out_done, 1u << 30);
-      z.next_out = reinterpret_cast<Bytef*>(out.data() + out_done);
-      z.avail_out = static_cast<uInt>(room);
-      out_done += room;
-      if (room == 0) {  // full: one more byte of output would be too much
-        unsigned char probe;
-        z.next_out = &probe;
-        z.avail_out = 1;
-      }
-    }
+    const size_t before = out.size();
+    // Room for the rest of the declared size, plus one byte to notice a longer stream.
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(kChunk, e.size - before + 1));
+    out.resize(before + room);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + before);
+    z.avail_out = static_cast<uInt>(room);
     rc = inflate(&z, Z_NO_FLUSH);
-    if (z.total_out > e.size || (rc == Z_BUF_ERROR && z.avail_in == 0 && in_left == 0)) break;
+    out.resize(before + (room - z.avail_out));
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_left == 0) break;  // input ended early
   }
-  const uint64_t produced = z.total_out;
   inflateEnd(&z);
-  if (rc != Z_STREAM_END || produced != e.size)
+  if (rc != Z_STREAM_END || out.size() != e.size)
     bad(e.name, fmt::format("entry {} does not inflate to its {} bytes", quote_name(e.name), e.size));
   uLong crc = crc32(0, nullptr, 0);
   for (uint64_t done = 0; done < out.size();) {

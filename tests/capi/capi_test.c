@@ -106,6 +106,34 @@ static void test_errors(void) {
   CHECK(strlen(tl_version()) > 0);
 }
 
+static void test_import(const char* dir) {
+  char out[4096];
+  snprintf(out, sizeof out, "%s/imported.safetensors", dir);
+  uint64_t tensors = 0;
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 0, &tensors) == TL_OK);
+  CHECK(tensors == 7);
+  tl_file* f = NULL;
+  tl_file* expected = NULL;
+  CHECK(tl_open(out, &f) == TL_OK);
+  CHECK(tl_open(data_path("checkpoints/small_zip.expected.safetensors"), &expected) == TL_OK);
+  if (f && expected) {
+    size_t i, j;
+    CHECK(tl_tensor_find(f, "weight_t", &i) == TL_OK && tl_tensor_find(expected, "weight_t", &j) == TL_OK);
+    struct tl_tensor_info a, b;
+    CHECK(tl_tensor_info(f, i, &a) == TL_OK && tl_tensor_info(expected, j, &b) == TL_OK);
+    CHECK(a.byte_size == b.byte_size && memcmp(a.data, b.data, (size_t)a.byte_size) == 0);
+    CHECK(strcmp(tl_metadata_get(f, "format"), "pt") == 0);
+  }
+  tl_close(f);
+  tl_close(expected);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, "state_dict.ids", 0, &tensors) == TL_OK);
+  CHECK(tensors == 1);
+  snprintf(out, sizeof out, "%s/evil.safetensors", dir);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/evil_os_system.pt"), out, NULL, 0, NULL) == TL_EFORMAT);
+  CHECK(strcmp(tl_last_error_rule(), "pickle") == 0 && strstr(tl_last_error(), "posix.system") != NULL);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 8u, NULL) == TL_EINVAL);
+}
+
 static void test_write(const char* dir) {
   char out[4096];
   snprintf(out, sizeof out, "%s/capi.safetensors", dir);
@@ -345,6 +373,7 @@ int main(int argc, char** argv) {
   test_read(TL_OPEN_PRIVATE);
   test_errors();
   test_write(dir);
+  test_import(dir);
   test_convert_and_int4();
   test_bnb(dir);
   test_model(dir);

@@ -207,7 +207,10 @@ fn private_mapping_is_writable_and_leaves_the_file_alone() {
     let e = shared.tensor_data_mut("w").unwrap_err();
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
     let mut file = tlio::File::open_private(&path).unwrap();
-    assert_eq!(file.tensor_data_mut("x").unwrap_err().kind(), tlio::ErrorKind::NotFound);
+    assert_eq!(
+        file.tensor_data_mut("x").unwrap_err().kind(),
+        tlio::ErrorKind::NotFound
+    );
 }
 
 #[test]
@@ -226,11 +229,20 @@ fn read_many_fills_every_target() {
         .collect();
     file.read_many(&mut targets).unwrap();
     for (name, buffer) in names.iter().zip(&buffers) {
-        assert_eq!(buffer.as_slice(), file.tensor(name).unwrap().data(), "{}", name);
+        assert_eq!(
+            buffer.as_slice(),
+            file.tensor(name).unwrap().data(),
+            "{}",
+            name
+        );
     }
     let mut short = [0u8; 1];
-    let e = file.read_many(&mut [(names[0], &mut short[..])]).unwrap_err();
+    let e = file
+        .read_many(&mut [(names[0], &mut short[..])])
+        .unwrap_err();
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
-    let e = file.read_many(&mut [("no such tensor", &mut short[..])]).unwrap_err();
+    let e = file
+        .read_many(&mut [("no such tensor", &mut short[..])])
+        .unwrap_err();
     assert_eq!(e.kind(), tlio::ErrorKind::NotFound);
 }

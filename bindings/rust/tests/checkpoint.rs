@@ -1,0 +1,54 @@
+//! PyTorch checkpoints: imported as torch.load reads them; code-running pickles refused.
+mod support;
+
+use support::*;
+
+#[test]
+fn imports_what_torch_load_returns() {
+    for name in ["small_zip", "small_legacy"] {
+        let out = scratch(&format!("import-{}", name)).join("out.safetensors");
+        let src = data().join("checkpoints").join(format!("{}.pt", name));
+        assert_eq!(tlio::import_checkpoint(&src, &out, None, false).unwrap(), 7);
+        let got = tlio::File::open(&out).unwrap();
+        let expected = tlio::File::open(
+            data()
+                .join("checkpoints")
+                .join(format!("{}.expected.safetensors", name)),
+        )
+        .unwrap();
+        assert_eq!(got.len(), expected.len());
+        for t in expected.tensors() {
+            let g = got.tensor(t.name()).unwrap();
+            assert_eq!(
+                (g.dtype(), g.shape(), g.data()),
+                (t.dtype(), t.shape(), t.data()),
+                "{}",
+                t.name()
+            );
+        }
+    }
+    let out = scratch("import-key").join("out.safetensors");
+    let src = data().join("checkpoints/small_zip.pt");
+    assert_eq!(
+        tlio::import_checkpoint(&src, &out, Some("state_dict.ids"), false).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn code_running_pickle_is_refused() {
+    let out = scratch("import-evil").join("out.safetensors");
+    let e = tlio::import_checkpoint(
+        data().join("checkpoints/evil_os_system.pt"),
+        &out,
+        None,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.rule()),
+        (tlio::ErrorKind::Format, Some("pickle"))
+    );
+    assert!(e.message().contains("posix.system"), "{}", e.message());
+    assert!(!out.exists());
+}

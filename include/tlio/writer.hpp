@@ -66,6 +66,10 @@ class TLIO_API Writer {
   /// Copies tensor `src_name` of `src` as tensor `name` (same dtype and shape), using in-kernel
   /// copies where the OS allows.
   void copy_from(std::string_view name, const File& src, std::string_view src_name);
+  /// Copies all of tensor `name`'s bytes from offset `offset` of the open file `fd` (bytes kept
+  /// in another format, e.g. a checkpoint's storage), in the kernel where the OS allows: they
+  /// never pass through this process's memory. Error{io} when the file is too short.
+  void copy_from_fd(std::string_view name, int fd, uint64_t offset);
 
   /// Checks every tensor was supplied whole, then publishes the file (fsync + rename + directory
   /// fsync). After commit() the Writer is finished.

@@ -810,14 +810,24 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
       const unsigned element = dtype_bits(pl.dtype) / 8;
       const uint64_t bytes = detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes;
       const bool swap = c.big_endian && element > 1;
-      if (pl.contiguous && !swap) {
-        w.write(pl.name, storages[i].subspan(static_cast<size_t>(t.offset) * element, static_cast<size_t>(bytes)));
+      const auto piece = bytes == 0 ? std::span<const std::byte>{}
+                                    : storages[i].subspan(static_cast<size_t>(t.offset) * element,
+                                                          static_cast<size_t>(bytes));
+      const bool in_file = bytes != 0 && piece.data() >= c.bytes.data() &&
+                           piece.data() <= c.bytes.data() + c.bytes.size();
+      if (pl.contiguous && !swap && in_file) {
+        // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
+        // through this process (its memory stays small whatever the checkpoint's size).
+        w.copy_from_fd(pl.name, c.fd.get(), static_cast<uint64_t>(piece.data() - c.bytes.data()));
+      } else if (pl.contiguous && !swap) {
+        w.write(pl.name, piece);  // an inflated entry, in memory
       } else {
         const size_t chunk = kGatherBytes / element * element;
         w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
           gather(storages[i], t, element, swap, offset / element, buffer.size() / element, buffer.data());
         }, chunk);
       }
+      if (in_file) detail::drop_pages(storages[i]);  // gathered pages leave this process
       done += bytes;
       ++report.tensors_written;
       if (options.progress) options.progress(done, total);

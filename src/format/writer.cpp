@@ -212,10 +212,25 @@ void Writer::copy_from(std::string_view name, const File& src, std::string_view 
     // In-kernel copy: no trip through user memory (and no page faults on a mapping).
     detail::copy_range(src.native_handle(), 8 + src.header_size() + s.begin, w.file->fd(),
                        w.data_start + t.begin, t.byte_size(), w.name);
+    if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
     w.written[i] = t.byte_size();
     return;
   }
   w.accept(i, src.view(src_name).bytes());
+}
+
+void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
+  detail::WriterState& w = *impl_;
+  size_t i = w.lookup(name);
+  const TensorInfo& t = w.tensors[i];
+  if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
+  if (w.file) {
+    detail::copy_range(fd, offset, w.file->fd(), w.data_start + t.begin, t.byte_size(), w.name);
+    if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
+  } else if (t.byte_size() != 0) {
+    detail::pread_exact(fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}, w.name);
+  }
+  w.written[i] = t.byte_size();
 }
 
 void Writer::commit() {

@@ -96,6 +96,14 @@ void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept {
                           SYNC_FILE_RANGE_WRITE);
 }
 
+void drop_pages(std::span<const std::byte> mapped) noexcept {
+  // Whole pages inside the span only: neighbours may still be in use.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(mapped.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(mapped.data()) + mapped.size()) / page * page;
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
                 const std::string& name) {
   while (length > 0) {

@@ -41,6 +41,9 @@ void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const s
 /// a final fsync finds most of a large file already written. Best effort: errors are ignored
 /// (the fsync reports them).
 void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept;
+/// Tells the kernel this process is done with these pages of a read-only file mapping: they
+/// leave its resident memory (the page cache keeps them). Best effort.
+void drop_pages(std::span<const std::byte> mapped) noexcept;
 /// Copies `length` bytes between files in the kernel (copy_file_range), falling back to
 /// pread/pwrite through a bounded buffer where the kernel refuses.
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,

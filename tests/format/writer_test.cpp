@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/statvfs.h>
 
 #include "test_util.hpp"
@@ -48,6 +50,35 @@ TEST(Writer, StreamingInAnyOrderAndPartsMatchesSerialize) {
   w.commit();
   EXPECT_EQ(test::read_bytes(dir / "s.safetensors"), expected);
   EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"s.safetensors"});
+}
+
+TEST(Writer, CopyFromFdTakesBytesFromAnotherFile) {
+  test::TempDir dir;
+  std::vector<std::byte> raw(64);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<std::byte>(i);
+  test::write_bytes(dir / "raw.bin", raw);
+  const int fd = ::open((dir / "raw.bin").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  for (bool to_file : {true, false}) {
+    Writer w = to_file ? Writer::to_file(dir / "out.safetensors") : Writer::to_memory();
+    w.declare("a", Dtype::U8, {8});
+    w.declare("b", Dtype::F32, {2});
+    w.copy_from_fd("a", fd, 10);
+    w.copy_from_fd("b", fd, 56);
+    EXPECT_THROW(w.copy_from_fd("b", fd, 0), Error);  // already written
+    w.commit();
+    const File f = to_file ? File::open(dir / "out.safetensors") : File::from_bytes(w.take_bytes());
+    const auto a = f.view("a").bytes();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), raw.begin() + 10));
+    const auto b = f.view("b").bytes();
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), raw.begin() + 56));
+  }
+  Writer short_source = Writer::to_file(dir / "short.safetensors");
+  short_source.declare("a", Dtype::U8, {16});
+  EXPECT_THROW(short_source.copy_from_fd("a", fd, 60), Error);  // 4 bytes left
+  short_source.abort();
+  ::close(fd);
+  EXPECT_FALSE(std::filesystem::exists(dir / "short.safetensors"));
 }
 
 TEST(Writer, LayoutIsCanonical) {

@@ -5,28 +5,36 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/checkpoint.hpp"
+#include "tlio/model.hpp"
 
 namespace tlio::cli {
 
 void add_import(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("import", "Convert a PyTorch checkpoint to safetensors (no pickle is run)");
+  // SRC DST [--key PATH] [--max-size SIZE] [--skip-unsupported]
   cmd->footer(
       "SRC is a torch.save file (.bin, .pt, .pth, .ckpt): the zip format or the legacy one of\n"
-      "torch < 1.6. Its pickle is decoded, never run: tensors are rebuilt from their storages,\n"
+      "torch < 1.6; or a directory with pytorch_model.bin, or shards and\n"
+      "pytorch_model.bin.index.json: then DST is a model directory (model.safetensors or shards\n"
+      "with model.safetensors.index.json; config and tokenizer files copied). Its pickle is decoded, never run: tensors are rebuilt from their storages,\n"
       "other objects stay inert, and a pickle naming code that torch.load would run (os.system,\n"
       "builtins.eval, ...) is refused. Tensors are named by their path in the object (dict keys\n"
       "and list indices joined with '.'); a top-level 'state_dict' dict is taken when present.\n"
       "Exact aliases are written once and recorded in the metadata as {dropped: kept}.\n\n"
       "Examples:\n  tlio import pytorch_model.bin model.safetensors\n"
-      "  tlio import last.ckpt encoder.safetensors --key model.encoder");
+      "  tlio import last.ckpt encoder.safetensors --key model.encoder\n"
+      "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
-    std::string src, dst, key;
+    std::string src, dst, key, max_size;
     bool skip_unsupported = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
   cmd->add_option("DST", a->dst, "Output safetensors file")->required();
   cmd->add_option("--key", a->key, "Import the sub-object at this path (a.b.0) instead");
+  cmd->add_option("--max-size", a->max_size,
+                  "Directories: split the weights into shards of at most SIZE (5GB, 500MiB, ...); "
+                  "default: as the source was split");
   cmd->add_flag("--skip-unsupported", a->skip_unsupported,
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
   cmd->callback([a, &exit_code] {
@@ -34,6 +42,7 @@ void add_import(CLI::App& app, int& exit_code) {
       tlio::ImportOptions options;
       options.key = a->key;
       options.skip_unsupported = a->skip_unsupported;
+      if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::ImportReport r = tlio::import_checkpoint(a->src, a->dst, options);

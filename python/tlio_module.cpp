@@ -405,6 +405,7 @@ PYBIND11_MODULE(_tlio, m) {
     if (!d) throw py::value_error("unknown dtype \"" + name + "\"");
     return std::string(tlio::dtype_name(*d));
   });
+  m.def("parse_size", [](const std::string& text) { return tlio::parse_size(text); });
   m.def("read_checkpoint", [](const std::filesystem::path& src, const std::string& key) {
     tlio::ImportOptions o;
     o.key = key;
@@ -416,10 +417,11 @@ PYBIND11_MODULE(_tlio, m) {
     return checkpoint_dict(c);
   }, py::arg("src"), py::arg("key") = "");
   m.def("import_checkpoint", [](const std::filesystem::path& src, const std::filesystem::path& dst,
-                                const std::string& key, bool skip_unsupported) {
+                                const std::string& key, bool skip_unsupported, uint64_t max_size) {
     tlio::ImportOptions o;
     o.key = key;
     o.skip_unsupported = skip_unsupported;
+    o.max_shard_size = max_size;
     tlio::ImportReport r;
     {
       py::gil_scoped_release release;  // a whole file: let other threads run
@@ -429,7 +431,8 @@ PYBIND11_MODULE(_tlio, m) {
     d["tensors_written"] = r.tensors_written;
     d["bytes_written"] = r.bytes_written;
     return d;
-  }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false);
+  }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
+     py::arg("max_size") = 0);
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

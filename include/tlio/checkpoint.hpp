@@ -42,6 +42,8 @@ struct ImportOptions {
   /// Leave out tensors tlio cannot write (complex128, quantized, sparse) with a note, instead
   /// of failing.
   bool skip_unsupported = false;
+  /// Directories: the most tensor bytes per output shard (0: split as the source was).
+  uint64_t max_shard_size = 0;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -62,7 +64,10 @@ TLIO_API CheckpointContents read_checkpoint(const std::filesystem::path& src,
 
 /// Writes the checkpoint's tensors to `dst` as a canonical safetensors file (atomically:
 /// nothing is left behind on failure), with metadata {"format": "pt"} plus {dropped: kept}
-/// for exact aliases.
+/// for exact aliases. When `src` is a directory holding pytorch_model.bin, or shards listed in
+/// pytorch_model.bin.index.json, `dst` becomes a model directory: model.safetensors, or shards
+/// (split as the source, or by max_shard_size) with model.safetensors.index.json, and the
+/// config and tokenizer files (*.json, *.txt, *.model, *.tiktoken, *.jinja) copied.
 TLIO_API ImportReport import_checkpoint(const std::filesystem::path& src,
                                         const std::filesystem::path& dst,
                                         const ImportOptions& options = {});

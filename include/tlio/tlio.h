@@ -221,11 +221,13 @@ TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 #define TL_IMPORT_SKIP_UNSUPPORTED 1u /* leave out tensors safetensors cannot hold */
 
 /* Converts the PyTorch checkpoint `src` (zip or legacy format; its pickle is decoded, never run)
- * to the safetensors file `dst`, atomically, as `tlio import`. `key` (NULL for none) imports
- * the sub-object at that path ("model.encoder"). A pickle naming code torch.load would run is
+ * to the safetensors file `dst`, atomically, as `tlio import`; a directory with
+ * pytorch_model.bin or its shards becomes a model directory, split as the source or in shards of
+ * at most `max_shard_size` tensor bytes (0: as the source). `key` (NULL for none) imports the
+ * sub-object at that path ("model.encoder"). A pickle naming code torch.load would run is
  * TL_EFORMAT with tl_last_error_rule() "pickle"; `tensors` (may be NULL) gets the count written. */
 TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
-                                uint64_t* tensors);
+                                uint64_t max_shard_size, uint64_t* tensors);
 
 #ifdef __cplusplus
 }

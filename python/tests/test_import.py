@@ -359,3 +359,91 @@ def test_read_checkpoint_lists_without_writing(tmp_path):
     c = tlio.read_checkpoint(src)
     assert c["format"] == "zip"
     assert c["tensors"] == [{"name": "a", "dtype": "F16", "shape": [2, 3], "contiguous": True, "alias_of": None}]
+
+
+# ---- model directories ------------------------------------------------------------------------
+
+def hf_directory(tmp_path, shards):
+    """A directory as transformers writes it: config and tokenizer files, and the state dict in
+    `shards` pytorch_model*.bin files (with pytorch_model.bin.index.json when more than one)."""
+    src = tmp_path / "hf"
+    src.mkdir()
+    torch.manual_seed(0)
+    state = {f"layers.{i}.weight": torch.randn(8, 4) for i in range(6)}
+    state["embed.weight"] = torch.randn(10, 4)
+    state["head.weight"] = state["embed.weight"]  # tied: one storage, two names
+    (src / "config.json").write_text('{"model_type": "gpt2", "vocab_size": 10}')
+    (src / "tokenizer.json").write_text('{"version": "1.0"}')
+    (src / "merges.txt").write_text("a b\n")
+    (src / "modeling_custom.py").write_text("raise SystemExit")  # code is never copied
+    if shards == 1:
+        torch.save(state, src / "pytorch_model.bin")
+        return src, state
+    layers = sorted(n for n in state if n.startswith("layers."))
+    weight_map = {}
+    for s in range(shards):
+        part = {n: state[n] for n in layers[s::shards]}
+        if s == shards - 1:  # the tied pair stays together, as transformers keeps it
+            part.update({"embed.weight": state["embed.weight"], "head.weight": state["head.weight"]})
+        file = f"pytorch_model-{s + 1:05}-of-{shards:05}.bin"
+        torch.save(part, src / file)
+        weight_map.update({n: file for n in part})
+    import json
+    (src / "pytorch_model.bin.index.json").write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    return src, state
+
+
+def assert_model_directory(dst, state):
+    out = subprocess.run([CLI, "validate", str(dst)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (dst / "config.json").exists() and (dst / "tokenizer.json").exists() and (dst / "merges.txt").exists()
+    assert not (dst / "modeling_custom.py").exists()
+    got = {}
+    records = {}
+    for f in sorted(dst.glob("*.safetensors")):
+        got.update(tlio.torch.load_file(f))
+        records.update({k: v for k, v in (tlio.safe_open(f, "pt").metadata() or {}).items() if k != "format"})
+    for name, t in state.items():
+        kept = records.get(name, name)
+        assert torch.equal(got[kept], t), name
+    return got, records
+
+
+def test_directory_with_one_bin(tmp_path):
+    src, state = hf_directory(tmp_path, 1)
+    dst = tmp_path / "st"
+    report = tlio.import_checkpoint(src, dst)
+    assert sorted(p.name for p in dst.iterdir()) == ["config.json", "merges.txt", "model.safetensors", "tokenizer.json"]
+    got, records = assert_model_directory(dst, state)
+    assert records == {"head.weight": "embed.weight"} and report["tensors_written"] == 7
+
+
+def test_directory_with_shards_split_as_the_source_or_by_max_size(tmp_path):
+    src, state = hf_directory(tmp_path, 3)
+    dst = tmp_path / "st"
+    tlio.import_checkpoint(src, dst)
+    assert sorted(p.name for p in dst.glob("model*")) == [
+        "model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+        "model-00003-of-00003.safetensors", "model.safetensors.index.json"]
+    assert_model_directory(dst, state)
+    # --max-size re-splits: 128 bytes per layer tensor, at most 300 bytes per shard.
+    resplit = tmp_path / "resplit"
+    out = subprocess.run([CLI, "import", str(src), str(resplit), "--max-size", "300B"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert len(list(resplit.glob("model-*.safetensors"))) >= 4
+    assert_model_directory(resplit, state)
+
+
+def test_directory_index_that_lies_is_refused(tmp_path):
+    src, _ = hf_directory(tmp_path, 2)
+    import json
+    index = json.loads((src / "pytorch_model.bin.index.json").read_text())
+    index["weight_map"]["layers.0.weight"] = "pytorch_model-00002-of-00002.bin"  # the wrong shard
+    (src / "pytorch_model.bin.index.json").write_text(json.dumps(index))
+    dst = tmp_path / "st"
+    with pytest.raises(tlio.SafetensorError, match="layers.0.weight") as e:
+        tlio.import_checkpoint(src, dst)
+    assert e.value.rule == "index"
+    assert not dst.exists() or not any(dst.iterdir())
+    with pytest.raises(tlio.SafetensorError, match="neither pytorch_model.bin"):
+        tlio.import_checkpoint(tmp_path, tmp_path / "x")

@@ -464,13 +464,14 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
 }
 
 int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
-                         uint64_t* tensors) {
+                         uint64_t max_shard_size, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_checkpoint: NULL argument");
   TL_REQUIRE((flags & ~TL_IMPORT_SKIP_UNSUPPORTED) == 0, "tl_import_checkpoint: unknown flags");
   return guard([&] {
     tlio::ImportOptions o;
     if (key) o.key = key;
     o.skip_unsupported = flags & TL_IMPORT_SKIP_UNSUPPORTED;
+    o.max_shard_size = max_shard_size;
     const tlio::ImportReport r = tlio::import_checkpoint(src, dst, o);
     if (tensors) *tensors = r.tensors_written;
   });

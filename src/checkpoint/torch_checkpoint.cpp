@@ -11,6 +11,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -21,6 +22,7 @@
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
+#include "model/json_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/writer.hpp"
 
@@ -780,60 +782,238 @@ CheckpointContents detail::read_data_pickle(std::span<const std::byte> pickle) {
   return contents;
 }
 
+namespace {
+
+// One tensor to write: which checkpoint and plan, and its storage (checked).
+struct Job {
+  Checkpoint* checkpoint;
+  const Plan* plan;
+  std::span<const std::byte> storage;
+  uint64_t bytes = 0;
+};
+
+// Writes one tensor of a checkpoint: contiguous bytes file-to-file in the kernel, strided or
+// byte-swapped ones gathered a chunk at a time.
+void write_tensor(Writer& w, const Job& job) {
+  Checkpoint& c = *job.checkpoint;
+  const Plan& pl = *job.plan;
+  const TensorRecord& t = c.resolver.tensors[pl.tensor];
+  const unsigned element = dtype_bits(pl.dtype) / 8;
+  const bool swap = c.big_endian && element > 1;
+  const auto piece = job.bytes == 0 ? std::span<const std::byte>{}
+                                    : job.storage.subspan(static_cast<size_t>(t.offset) * element,
+                                                          static_cast<size_t>(job.bytes));
+  const bool in_file = job.bytes != 0 && piece.data() >= c.bytes.data() &&
+                       piece.data() <= c.bytes.data() + c.bytes.size();
+  if (pl.contiguous && !swap && in_file) {
+    // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
+    // through this process (its memory stays small whatever the checkpoint's size).
+    w.copy_from_fd(pl.name, c.fd.get(), static_cast<uint64_t>(piece.data() - c.bytes.data()));
+  } else if (pl.contiguous && !swap) {
+    w.write(pl.name, piece);  // an inflated entry, in memory
+  } else {
+    const size_t chunk = kGatherBytes / element * element;
+    w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
+      gather(job.storage, t, element, swap, offset / element, buffer.size() / element, buffer.data());
+    }, chunk);
+  }
+  if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
+}
+
+// Output files of an import: each gets its jobs and the alias records of its tensors.
+struct Output {
+  std::string name;
+  std::vector<Job> jobs;
+  std::vector<std::pair<std::string, std::string>> aliases;  // dropped -> kept
+};
+
+// The jobs of one checkpoint's plans (storages checked before anything is written), and its
+// alias records.
+void add_jobs(Checkpoint& c, const std::vector<Plan>& plans, std::vector<Job>& jobs,
+              std::vector<std::pair<std::string, std::string>>& aliases) {
+  for (const Plan& pl : plans) {
+    if (!pl.alias_of.empty()) {
+      aliases.emplace_back(pl.name, pl.alias_of);
+      continue;
+    }
+    jobs.push_back({&c, &pl, c.storage_bytes(c.resolver.tensors[pl.tensor].storage),
+                    detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes});
+  }
+}
+
+// Writes every output (atomically each); returns the bytes written.
+uint64_t write_outputs(const std::filesystem::path& dir_or_file, bool into_dir,
+                       const std::vector<Output>& outputs, const ImportOptions& options,
+                       ImportReport& report) {
+  uint64_t total = 0, done = 0;
+  for (const Output& o : outputs)
+    for (const Job& j : o.jobs) total += j.bytes;
+  for (const Output& o : outputs) {
+    Writer w = Writer::to_file(into_dir ? dir_or_file / o.name : dir_or_file);
+    w.set_metadata("format", "pt");
+    for (const auto& [dropped, kept] : o.aliases)
+      if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
+    for (const Job& j : o.jobs) w.declare(j.plan->name, j.plan->dtype, Shape(j.plan->shape));
+    for (const Job& j : o.jobs) {
+      write_tensor(w, j);
+      done += j.bytes;
+      ++report.tensors_written;
+      if (options.progress) options.progress(done, total);
+    }
+    w.commit();
+  }
+  return done;
+}
+
+bool is_side_file(const std::filesystem::path& p) {
+  // Config and tokenizer files a model directory carries; never weights or code.
+  const std::string name = p.filename().string();
+  const std::string ext = p.extension().string();
+  if (name == "pytorch_model.bin.index.json" || name == "model.safetensors.index.json") return false;
+  return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" || ext == ".jinja";
+}
+
+ImportReport import_directory(const std::filesystem::path& src, const std::filesystem::path& dst,
+                              const ImportOptions& options) {
+  ImportReport report;
+  std::vector<std::string> sources;
+  std::optional<detail::ShardIndex> index;
+  std::error_code ec;
+  if (std::filesystem::exists(src / "pytorch_model.bin.index.json", ec)) {
+    index = detail::read_shard_index(src / "pytorch_model.bin.index.json");
+    sources = index->files;
+  } else if (std::filesystem::exists(src / "pytorch_model.bin", ec)) {
+    sources = {"pytorch_model.bin"};
+  } else {
+    throw_format(Rule::checkpoint, {}, "the directory has neither pytorch_model.bin nor pytorch_model.bin.index.json");
+  }
+  // Open and plan every source first: nothing is written until all of them check out.
+  std::vector<std::unique_ptr<Checkpoint>> checkpoints;
+  std::vector<std::vector<Plan>> plans;
+  std::vector<Output> outputs;
+  std::unordered_map<std::string, std::string> found;  // tensor -> source file
+  for (const std::string& file : sources) {
+    auto c = std::make_unique<Checkpoint>();
+    try {
+      open_checkpoint(*c, src / file);
+      CheckpointContents contents;
+      plans.push_back(plan(*c, options, contents));
+      report.contents.dropped_values += contents.dropped_values;
+      for (auto& t : contents.tensors) {
+        if (!found.emplace(t.name, file).second)
+          refuse(t.name, fmt::format("tensor {} is in two shards", quote_name(t.name)));
+        report.contents.tensors.push_back(std::move(t));
+      }
+      for (auto& why : contents.skipped) report.contents.skipped.push_back(std::move(why));
+      Output o;
+      add_jobs(*c, plans.back(), o.jobs, o.aliases);
+      outputs.push_back(std::move(o));
+    } catch (const Error& e) {
+      throw e.with_source((src / file).string());
+    }
+    checkpoints.push_back(std::move(c));
+  }
+  report.contents.format = checkpoints.front()->format;
+  if (index) {  // the index must describe the shards (aliases are tensors of their shard)
+    const std::string where = (src / "pytorch_model.bin.index.json").string();
+    for (const auto& [name, file] : index->weight_map) {
+      auto it = found.find(name);
+      if (it == found.end() || it->second != file)
+        throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
+                    fmt::format("tensor {} is listed for {} but {}", quote_name(name), file,
+                                it == found.end() ? "no shard holds it" : "is in " + it->second),
+                    where);
+    }
+    if (found.size() != index->weight_map.size())
+      for (const auto& [name, file] : found)
+        if (!std::binary_search(index->weight_map.begin(), index->weight_map.end(), std::make_pair(name, file)))
+          throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
+                      fmt::format("tensor {} of {} is not in the index", quote_name(name), file), where);
+  }
+  // As the source was split, or greedily by --max-size.
+  if (options.max_shard_size > 0) {
+    std::vector<Output> split(1);
+    uint64_t used = 0;
+    for (Output& o : outputs) {
+      for (Job& j : o.jobs) {
+        if (!split.back().jobs.empty() && used + j.bytes > options.max_shard_size) {
+          split.emplace_back();
+          used = 0;
+        }
+        used += j.bytes;
+        split.back().jobs.push_back(j);
+      }
+      // Alias records go with the shard of their kept tensor.
+      for (auto& a : o.aliases)
+        for (Output& s : split)
+          if (std::any_of(s.jobs.begin(), s.jobs.end(), [&](const Job& j) { return j.plan->name == a.second; }))
+            s.aliases.push_back(a);
+    }
+    outputs = std::move(split);
+  }
+  const size_t n = outputs.size();
+  for (size_t i = 0; i < n; ++i)
+    outputs[i].name = n == 1 ? std::string("model.safetensors")
+                             : fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, n);
+
+  std::filesystem::create_directories(dst, ec);
+  if (ec) throw_io("cannot create the directory", dst.string(), ec);
+  std::vector<std::filesystem::path> created;  // removed again if anything fails
+  try {
+    for (const Output& o : outputs) created.push_back(dst / o.name);
+    report.bytes_written = write_outputs(dst, true, outputs, options, report);
+    if (n > 1) {
+      detail::ShardIndex out_index;
+      out_index.total_size = report.bytes_written;
+      for (const Output& o : outputs) {
+        out_index.files.push_back(o.name);
+        for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
+      }
+      std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
+      const std::string text = detail::shard_index_json(out_index);
+      const auto index_path = dst / "model.safetensors.index.json";
+      created.push_back(index_path);
+      detail::AtomicFile f(index_path);
+      detail::pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), index_path.string());
+      f.commit();
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(src)) {
+      if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
+      const auto to = dst / entry.path().filename();
+      created.push_back(to);
+      std::filesystem::copy_file(entry.path(), to, std::filesystem::copy_options::overwrite_existing);
+    }
+  } catch (...) {
+    for (const auto& p : created) std::filesystem::remove(p, ec);
+    throw;
+  }
+  return report;
+}
+
+}  // namespace
+
 ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,
                                const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(src, ec)) {
+    try {
+      return import_directory(src, dst, options);
+    } catch (const Error& e) {
+      throw e.with_source(src.string());
+    } catch (const std::filesystem::filesystem_error& e) {
+      throw_io(e.what(), dst.string(), e.code());
+    }
+  }
   Checkpoint c;
   ImportReport report;
   try {
     open_checkpoint(c, src);
     const std::vector<Plan> plans = plan(c, options, report.contents);
-    Writer w = Writer::to_file(dst);
-    w.set_metadata("format", "pt");
-    uint64_t total = 0;
-    std::vector<std::span<const std::byte>> storages(plans.size());
-    for (size_t i = 0; i < plans.size(); ++i) {
-      const Plan& pl = plans[i];
-      if (!pl.alias_of.empty()) {
-        if (pl.name != "format") w.set_metadata(pl.name, pl.alias_of);  // "format" stays "pt"
-        continue;
-      }
-      // Every storage is found and checked before any byte is written.
-      storages[i] = c.storage_bytes(c.resolver.tensors[pl.tensor].storage);
-      w.declare(pl.name, pl.dtype, Shape(pl.shape));
-      total += detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes;
-    }
-    uint64_t done = 0;
-    for (size_t i = 0; i < plans.size(); ++i) {
-      const Plan& pl = plans[i];
-      if (!pl.alias_of.empty()) continue;
-      const TensorRecord& t = c.resolver.tensors[pl.tensor];
-      const unsigned element = dtype_bits(pl.dtype) / 8;
-      const uint64_t bytes = detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes;
-      const bool swap = c.big_endian && element > 1;
-      const auto piece = bytes == 0 ? std::span<const std::byte>{}
-                                    : storages[i].subspan(static_cast<size_t>(t.offset) * element,
-                                                          static_cast<size_t>(bytes));
-      const bool in_file = bytes != 0 && piece.data() >= c.bytes.data() &&
-                           piece.data() <= c.bytes.data() + c.bytes.size();
-      if (pl.contiguous && !swap && in_file) {
-        // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
-        // through this process (its memory stays small whatever the checkpoint's size).
-        w.copy_from_fd(pl.name, c.fd.get(), static_cast<uint64_t>(piece.data() - c.bytes.data()));
-      } else if (pl.contiguous && !swap) {
-        w.write(pl.name, piece);  // an inflated entry, in memory
-      } else {
-        const size_t chunk = kGatherBytes / element * element;
-        w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-          gather(storages[i], t, element, swap, offset / element, buffer.size() / element, buffer.data());
-        }, chunk);
-      }
-      if (in_file) detail::drop_pages(storages[i]);  // gathered pages leave this process
-      done += bytes;
-      ++report.tensors_written;
-      if (options.progress) options.progress(done, total);
-    }
-    w.commit();
-    report.bytes_written = done;
+    std::vector<Output> outputs(1);
+    add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
+    if (options.max_shard_size > 0)
+      throw_invalid("--max-size splits model directories: give a directory holding pytorch_model.bin");
+    report.bytes_written = write_outputs(dst, false, outputs, options, report);
     return report;
   } catch (const Error& e) {
     throw e.with_source(src.string());

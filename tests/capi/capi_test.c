@@ -110,7 +110,7 @@ static void test_import(const char* dir) {
   char out[4096];
   snprintf(out, sizeof out, "%s/imported.safetensors", dir);
   uint64_t tensors = 0;
-  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 0, &tensors) == TL_OK);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 0, 0, &tensors) == TL_OK);
   CHECK(tensors == 7);
   tl_file* f = NULL;
   tl_file* expected = NULL;
@@ -126,12 +126,12 @@ static void test_import(const char* dir) {
   }
   tl_close(f);
   tl_close(expected);
-  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, "state_dict.ids", 0, &tensors) == TL_OK);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, "state_dict.ids", 0, 0, &tensors) == TL_OK);
   CHECK(tensors == 1);
   snprintf(out, sizeof out, "%s/evil.safetensors", dir);
-  CHECK(tl_import_checkpoint(data_path("checkpoints/evil_os_system.pt"), out, NULL, 0, NULL) == TL_EFORMAT);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/evil_os_system.pt"), out, NULL, 0, 0, NULL) == TL_EFORMAT);
   CHECK(strcmp(tl_last_error_rule(), "pickle") == 0 && strstr(tl_last_error(), "posix.system") != NULL);
-  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 8u, NULL) == TL_EINVAL);
+  CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 8u, 0, NULL) == TL_EINVAL);
 }
 
 static void test_write(const char* dir) {

@@ -5,20 +5,31 @@ use crate::error::{check, Result};
 use crate::file::{c_name, c_path};
 use crate::sys;
 
+/// What `import_checkpoint` does beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions<'a> {
+    /// Import the sub-object at this path ("model.encoder") instead of the state dict.
+    pub key: Option<&'a str>,
+    /// Leave out tensors safetensors cannot hold (complex128, quantized, sparse) instead of
+    /// failing.
+    pub skip_unsupported: bool,
+    /// Directories: the most tensor bytes per output shard (0: split as the source was).
+    pub max_shard_size: u64,
+}
+
 /// Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
 /// safetensors file `dst`, atomically, as `tlio import` does, and returns the number of tensors
-/// written. `key` imports the sub-object at that path ("model.encoder"); `skip_unsupported`
-/// leaves out tensors safetensors cannot hold instead of failing. A pickle naming code that
-/// `torch.load` would run is an `ErrorKind::Format` error with rule "pickle".
+/// written. A directory holding pytorch_model.bin or its shards becomes a model directory. A
+/// pickle naming code that `torch.load` would run is an `ErrorKind::Format` error with rule
+/// "pickle".
 pub fn import_checkpoint(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
-    key: Option<&str>,
-    skip_unsupported: bool,
+    options: &ImportOptions<'_>,
 ) -> Result<u64> {
     let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    let key = key.map(c_name).transpose()?;
-    let flags = if skip_unsupported {
+    let key = options.key.map(c_name).transpose()?;
+    let flags = if options.skip_unsupported {
         sys::TL_IMPORT_SKIP_UNSUPPORTED
     } else {
         0
@@ -31,6 +42,7 @@ pub fn import_checkpoint(
             dst.as_ptr(),
             key.as_ref().map_or(std::ptr::null(), |k| k.as_ptr()),
             flags,
+            options.max_shard_size,
             &mut tensors,
         )
     })?;

@@ -56,7 +56,7 @@ mod quant;
 pub mod sys;
 mod writer;
 
-pub use checkpoint::import_checkpoint;
+pub use checkpoint::{import_checkpoint, ImportOptions};
 pub use dtype::Dtype;
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, QuantizedWeight, TensorView};

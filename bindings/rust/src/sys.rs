@@ -234,6 +234,7 @@ extern "C" {
         dst: *const c_char,
         key: *const c_char,
         flags: c_uint,
+        max_shard_size: u64,
         tensors: *mut u64,
     ) -> c_int;
 }

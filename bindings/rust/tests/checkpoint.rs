@@ -8,7 +8,10 @@ fn imports_what_torch_load_returns() {
     for name in ["small_zip", "small_legacy"] {
         let out = scratch(&format!("import-{}", name)).join("out.safetensors");
         let src = data().join("checkpoints").join(format!("{}.pt", name));
-        assert_eq!(tlio::import_checkpoint(&src, &out, None, false).unwrap(), 7);
+        assert_eq!(
+            tlio::import_checkpoint(&src, &out, &Default::default()).unwrap(),
+            7
+        );
         let got = tlio::File::open(&out).unwrap();
         let expected = tlio::File::open(
             data()
@@ -30,7 +33,15 @@ fn imports_what_torch_load_returns() {
     let out = scratch("import-key").join("out.safetensors");
     let src = data().join("checkpoints/small_zip.pt");
     assert_eq!(
-        tlio::import_checkpoint(&src, &out, Some("state_dict.ids"), false).unwrap(),
+        tlio::import_checkpoint(
+            &src,
+            &out,
+            &tlio::ImportOptions {
+                key: Some("state_dict.ids"),
+                ..Default::default()
+            }
+        )
+        .unwrap(),
         1
     );
 }
@@ -41,8 +52,7 @@ fn code_running_pickle_is_refused() {
     let e = tlio::import_checkpoint(
         data().join("checkpoints/evil_os_system.pt"),
         &out,
-        None,
-        false,
+        &Default::default(),
     )
     .unwrap_err();
     assert_eq!(

@@ -42,6 +42,9 @@ PYTHONPATH="$build/python" /usr/bin/python3 bench/header_vs_json.py "$dir/tlio-b
 echo "== tlio.torch: load_model vs torch.load, load_file, save_file vs dd (1 GiB, in turn)"
 PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_torch.py "$dir" 9 | tee "$out/torch.txt"
 
+echo "== tlio import of a 1 GiB torch.save checkpoint vs dd (in turn, peak RSS)"
+PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_import.py "$build" "$dir" 5 | tee "$out/import.txt"
+
 echo "== process start-up (tlio --version, import tlio)"
 if command -v hyperfine >/dev/null; then bash bench/startup.sh "$build" 5 | tee "$out/startup.txt"; fi
 

@@ -261,6 +261,13 @@ void add_inspect(CLI::App& app, int& exit_code) {
       std::optional<tlio::File> file;
       std::optional<tlio::Model> model;
       std::error_code ec;
+      if (std::filesystem::is_directory(*path, ec) &&
+          !std::filesystem::exists(std::filesystem::path(*path) / "model.safetensors", ec) &&
+          !std::filesystem::exists(std::filesystem::path(*path) / "model.safetensors.index.json", ec) &&
+          tlio::looks_like_checkpoint(std::filesystem::path(*path) / "pytorch_model.bin")) {
+        print_checkpoint((std::filesystem::path(*path) / "pytorch_model.bin").string(), *json);
+        return kExitOk;
+      }
       if (std::filesystem::is_directory(*path, ec)) {
         model.emplace(tlio::Model::open(*path));
         l.config = &model->config();

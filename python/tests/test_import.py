@@ -416,6 +416,11 @@ def test_directory_with_one_bin(tmp_path):
     assert sorted(p.name for p in dst.iterdir()) == ["config.json", "merges.txt", "model.safetensors", "tokenizer.json"]
     got, records = assert_model_directory(dst, state)
     assert records == {"head.weight": "embed.weight"} and report["tensors_written"] == 7
+    # The source directory itself: listed as a checkpoint, and validate points to tlio import.
+    out = subprocess.run([CLI, "inspect", str(src)], capture_output=True, text=True)
+    assert out.returncode == 0 and "layers.0.weight" in out.stdout
+    out = subprocess.run([CLI, "validate", str(src)], capture_output=True, text=True)
+    assert out.returncode == 1 and "tlio import" in out.stdout + out.stderr
 
 
 def test_directory_with_shards_split_as_the_source_or_by_max_size(tmp_path):

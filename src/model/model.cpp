@@ -105,6 +105,13 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
     }
     detail::check_shard_index(index, m.files_, index_path.string());
   } else {
+    if (!std::filesystem::exists(dir / kSingle, ec) &&
+        (std::filesystem::exists(dir / "pytorch_model.bin", ec) ||
+         std::filesystem::exists(dir / "pytorch_model.bin.index.json", ec)))
+      throw Error(ErrorCode::format, Rule::model, kSingle, std::nullopt,
+                  "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
+                  "convert the directory with `tlio import`",
+                  dir_name);
     m.file_names_.push_back(kSingle);
     m.files_.push_back(File::open(dir / kSingle, options));
   }

@@ -11,6 +11,7 @@ Usage (after a build): PYTHONPATH=build/python /usr/bin/python3 bench/bench_impo
 """
 import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,9 +73,7 @@ def main():
             print(f"  {name:<34} median {m:.3f} s  ratio {m / base:.2f}  peak RSS {max(rss[name]):.0f} MiB  (runs {runs})")
         print("  every tlio import output passed tlio validate")
     finally:
-        for p in scratch.iterdir():
-            p.unlink()
-        scratch.rmdir()
+        shutil.rmtree(scratch)
 
 
 if __name__ == "__main__":

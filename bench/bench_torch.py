@@ -10,8 +10,8 @@
 Usage (after a build): PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [DIR] [ROUNDS]
 DIR (default /tmp) gets ~4 GiB of scratch files, removed at the end. Warm page cache.
 """
-import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,9 +98,7 @@ def main():
         report("3. saving 1 GiB of torch tensors (target: tlio <= 1.2x dd)", times,
                "dd bs=16M conv=fsync")
     finally:
-        for p in scratch.iterdir():
-            p.unlink()
-        scratch.rmdir()
+        shutil.rmtree(scratch)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """PyTorch checkpoints imported without running their pickle: checkpoints made by Debian's
 python3-torch compared with torch.load, and a hostile corpus made here (code-running globals,
 lying storages, views past their storage, broken pickles and zips)."""
-import io
+import json
 import os
 import pathlib
 import pickle
@@ -388,7 +388,6 @@ def hf_directory(tmp_path, shards):
         file = f"pytorch_model-{s + 1:05}-of-{shards:05}.bin"
         torch.save(part, src / file)
         weight_map.update({n: file for n in part})
-    import json
     (src / "pytorch_model.bin.index.json").write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
     return src, state
 
@@ -441,7 +440,6 @@ def test_directory_with_shards_split_as_the_source_or_by_max_size(tmp_path):
 
 def test_directory_index_that_lies_is_refused(tmp_path):
     src, _ = hf_directory(tmp_path, 2)
-    import json
     index = json.loads((src / "pytorch_model.bin.index.json").read_text())
     index["weight_map"]["layers.0.weight"] = "pytorch_model-00002-of-00002.bin"  # the wrong shard
     (src / "pytorch_model.bin.index.json").write_text(json.dumps(index))

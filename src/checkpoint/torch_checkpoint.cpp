@@ -58,13 +58,18 @@ enum class Callable : int64_t {
   rebuild_parameter, // (data, requires_grad, hooks[, state])
   rebuild_from_type, // _rebuild_from_type_v2(func, new_type, args, state)
   unsupported_tensor,
-  storage_class,     // torch.FloatStorage, torch.UntypedStorage, ...: integer = dtype or -1
-  dtype,             // torch.float32, ...
+  storage_class,     // torch.FloatStorage, torch.UntypedStorage, ...: index in kStorageClasses
+  dtype,             // torch.float32, ...: the Dtype
   ordered_dict,
   torch_size,
   codecs_encode,
   builtin_container,  // set, frozenset, list, tuple, dict, bytearray, bytes
 };
+
+// A resolved global keeps its Callable in the low byte of PyValue::integer and what it names
+// (a storage class, a dtype) above it.
+Callable callable_of(const PyValue& v) { return static_cast<Callable>(v.integer & 0xFF); }
+size_t named_of(const PyValue& v) { return static_cast<size_t>(v.integer >> 8); }
 
 struct StorageClass {
   std::string_view name;
@@ -90,7 +95,8 @@ constexpr std::array<std::pair<std::string_view, Dtype>, 20> kTorchDtypes = {{
     {"uint16", Dtype::U16},
 }};
 
-// Modules and callables torch.load would run code through; naming one refuses the file.
+// Modules (and single callables, "numpy.load") torch.load would run code through; naming one
+// refuses the file. builtins/__builtin__ are handled apart, by an allowlist.
 constexpr std::array kRefusedModules = {
     "os", "posix", "nt", "subprocess", "sys", "importlib", "runpy", "shutil", "socket", "pickle",
     "_pickle", "cPickle", "marshal", "types", "ctypes", "_ctypes", "code", "codeop", "pty",
@@ -100,7 +106,7 @@ constexpr std::array kRefusedModules = {
     "popen2", "timeit", "trace", "cProfile", "profile", "urllib", "http", "ftplib", "smtplib",
     "telnetlib", "requests", "dill", "joblib", "torch.hub", "torch.jit", "torch._C",
     "torch.package", "torch.serialization", "numpy.load", "numpy.lib.npyio", "copyreg",
-    "__main__", "__builtin__.eval"};
+    "__main__"};
 // builtins/__builtin__ names that only build containers or values; any other builtin is refused.
 constexpr std::array kHarmlessBuiltins = {"set", "frozenset", "list", "tuple", "dict", "bytearray",
                                           "bytes", "complex", "slice", "range", "int", "float",
@@ -134,14 +140,12 @@ class TorchResolver : public detail::PickleResolver {
   std::vector<StorageRecord> storages;
   std::unordered_map<std::string, size_t> storage_by_key;
   std::vector<TensorRecord> tensors;
-  bool legacy = false;
 
   ValueId global(Pickle& p, std::string_view module, std::string_view name) override {
     const std::string full = fmt::format("{}.{}", module, name);
     auto tagged = [&](Callable c, int64_t extra = 0) {
       ValueId v = p.make_text(PyKind::global, full);
-      p[v].integer = static_cast<int64_t>(c);
-      p[v].floating = static_cast<double>(extra);
+      p[v].integer = static_cast<int64_t>(c) | (extra << 8);
       return v;
     };
     if (module == "builtins" || module == "__builtin__") {
@@ -185,9 +189,9 @@ class TorchResolver : public detail::PickleResolver {
     const auto& f = t.items;
     if (f.size() < 5) throw_format(Rule::pickle, {}, "a storage id with fewer than 5 fields");
     const PyValue& cls = p[f[1]];
-    if (cls.kind != PyKind::global || static_cast<Callable>(cls.integer) != Callable::storage_class)
+    if (cls.kind != PyKind::global || callable_of(cls) != Callable::storage_class)
       throw_format(Rule::pickle, {}, fmt::format("a storage of unknown type {}", cls.kind == PyKind::global ? cls.text : "?"));
-    const StorageClass& sc = kStorageClasses[static_cast<size_t>(cls.floating)];
+    const StorageClass& sc = kStorageClasses[named_of(cls)];
     const std::string key = text_or_int(p, f[2], "a storage key");
     const int64_t numel = integer(p, f[4], "a storage size");
     if (numel < 0) throw_format(Rule::checkpoint, {}, fmt::format("storage {} has a negative size", quote_name(key)));
@@ -263,7 +267,7 @@ class TorchResolver : public detail::PickleResolver {
 
   ValueId call(Pickle& p, ValueId callable, ValueId args, int nesting) {
     if (p[callable].kind != PyKind::global) return p.object(callable, args);
-    const auto kind = static_cast<Callable>(p[callable].integer);
+    const Callable kind = callable_of(p[callable]);
     const std::vector<ValueId> a = p[args].items;  // a copy: p may grow below
     switch (kind) {
       case Callable::rebuild_tensor:
@@ -281,9 +285,9 @@ class TorchResolver : public detail::PickleResolver {
         if (kind == Callable::rebuild_tensor_v3) {
           if (a.size() < 7) throw_format(Rule::pickle, {}, "_rebuild_tensor_v3 without a dtype");
           const PyValue& d = p[a[6]];
-          if (d.kind != PyKind::global || static_cast<Callable>(d.integer) != Callable::dtype)
+          if (d.kind != PyKind::global || callable_of(d) != Callable::dtype)
             return unsupported(p, fmt::format("its dtype {} is not one tlio writes", d.kind == PyKind::global ? d.text : "?"));
-          t.dtype = static_cast<Dtype>(static_cast<int>(d.floating));
+          t.dtype = static_cast<Dtype>(named_of(d));
         }
         tensors.push_back(std::move(t));
         return tensor_value(p, tensors.size() - 1);
@@ -428,7 +432,6 @@ void parse_checkpoint(Checkpoint& c) {
   if (head.size() < 2 || std::to_integer<uint8_t>(head[0]) != 0x80)
     throw_format(Rule::checkpoint, {}, "not a PyTorch checkpoint (neither a zip archive nor a pickle)");
   c.format = "legacy";
-  c.resolver.legacy = true;
   size_t pos = 0;
   ValueId magic = c.pickle.run(c.bytes, pos, c.resolver, &pos);
   const PyValue& m = c.pickle[magic];

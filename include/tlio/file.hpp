@@ -39,6 +39,9 @@ enum class Backend {
   /// writable_bytes); a written page becomes this process's own copy, the file never changes.
   /// Reserves no swap up front (MAP_NORESERVE), so a 100 GB file maps on a small machine.
   mmap_private,
+  /// An http:// or https:// URL (chosen by File::open for such names): the header in one or two
+  /// range requests, each tensor's bytes by range when asked for; views own their bytes.
+  http,
 };
 
 struct OpenOptions {

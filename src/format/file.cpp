@@ -13,6 +13,7 @@
 #include "common/checked.hpp"
 #include "common/parallel.hpp"
 #include "io/copy.hpp"
+#include "io/http.hpp"
 #include "io/os_file.hpp"
 
 namespace tlio {
@@ -27,6 +28,8 @@ struct detail::FileState {
   Backend backend = Backend::mmap;
   detail::Fd fd;                      // -1 for buffers
   detail::Mapping mapping;            // mmap backends
+  std::shared_ptr<const detail::HttpFile> http;  // http backend
+  std::vector<std::byte> http_header;            // its header bytes, fetched once
   std::vector<std::byte> owned;       // from_bytes
   std::span<const std::byte> memory;  // the whole file when it is in memory
   uint64_t file_size = 0;
@@ -70,6 +73,29 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
   auto s = std::make_shared<detail::FileState>();
   s->name = path.string();
   s->backend = options.backend;
+  if (detail::is_url(s->name)) {
+    // The header from the opening request's bytes, plus one exact request when it is longer.
+    s->backend = Backend::http;
+    attributed(s->name, [&] {
+      auto http = detail::HttpFile::open(s->name);
+      s->file_size = http->size();
+      const auto prefix = http->prefix();
+      s->header_size = detail::read_header_length(
+          prefix.first(std::min<size_t>(detail::kSniffBytes, prefix.size())), s->file_size);
+      std::vector<std::byte> json(static_cast<size_t>(s->header_size) + detail::kJsonPadding);
+      const size_t have = std::min<size_t>(prefix.size() - std::min<size_t>(prefix.size(), 8),
+                                           static_cast<size_t>(s->header_size));
+      if (have) std::memcpy(json.data(), prefix.data() + 8, have);
+      if (have < s->header_size)
+        http->read(8 + have, std::span(json).subspan(have, static_cast<size_t>(s->header_size) - have));
+      s->header = detail::parse_header(std::span(json).first(s->header_size),
+                                       s->file_size - 8 - s->header_size, true);
+      json.resize(static_cast<size_t>(s->header_size));
+      s->http_header = std::move(json);
+      s->http = std::move(http);
+    });
+    return File(std::move(s));
+  }
   attributed(s->name, [&] {
     s->fd = detail::open_read(path);
     if (options.backend != Backend::pread) {
@@ -125,6 +151,8 @@ std::vector<std::byte> File::raw_header() const {
   std::vector<std::byte> out(static_cast<size_t>(state_->header_size));
   if (!state_->memory.empty())
     std::copy_n(state_->memory.data() + 8, out.size(), out.data());
+  else if (state_->http)
+    out = state_->http_header;
   else
     attributed(state_->name, [&] { detail::pread_exact(state_->fd.get(), 8, out, state_->name); });
   return out;
@@ -150,8 +178,10 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
     detail::copy_bytes(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
     return;
   }
-  attributed(s.name,
-             [&] { detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name); });
+  attributed(s.name, [&] {
+    if (s.http) s.http->read(s.data_start() + offset, dst);
+    else detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name);
+  });
 }
 
 TensorView File::view(std::string_view name) const {

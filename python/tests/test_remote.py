@@ -1,0 +1,138 @@
+"""Files over HTTP: Debian's nginx on 127.0.0.1 serving the test data, and a server of faults.
+The remote reading must give the local bytes, with only the requests it needs."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import tlio
+import tlio.numpy
+from http_servers import fault_server, nginx
+
+DATA = pathlib.Path(os.environ.get("TLIO_TEST_DATA", pathlib.Path(__file__).parents[2] / "tests" / "data"))
+CLI = os.environ.get("TLIO_CLI", str(pathlib.Path(__file__).parents[2] / "build" / "tlio"))
+
+
+def run(*args, env=None):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def log_lines(server):
+    return server.log.read_text().splitlines() if server.log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    for name in ["worked_example.safetensors", "mixed_all_dtypes.safetensors", "many_1000.safetensors",
+                 "zero_size.safetensors", "no_metadata.safetensors"]:
+        (root / name).write_bytes((DATA / "hf" / name).read_bytes())
+    # A header longer than the first request (128 KiB): 3000 tensors with long names.
+    big = {f"model.layers.{i}.some.rather.long.parameter.name.weight": np.full(4, i, np.float32) for i in range(3000)}
+    tlio.numpy.save_file(big, root / "long_header.safetensors")
+    with nginx(root) as server:
+        server.root = root
+        yield server
+
+
+@pytest.mark.parametrize("name", ["worked_example", "mixed_all_dtypes", "many_1000", "zero_size", "no_metadata"])
+def test_remote_reads_equal_local(served, name, tmp_path):
+    url = f"{served.url}/{name}.safetensors"
+    local = served.root / f"{name}.safetensors"
+    with tlio.safe_open(url, "np") as r, tlio.safe_open(local, "np") as l:
+        assert r.keys() == l.keys() and r.metadata() == l.metadata()
+        for k in l.keys():
+            assert r.get_tensor(k).tobytes() == l.get_tensor(k).tobytes()
+    a, b = run("inspect", "--json", url), run("inspect", "--json", local)
+    assert a.returncode == 0, a.stderr
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    ja.pop("file"), jb.pop("file")
+    assert ja == jb
+    assert run("convert", url, tmp_path / "r.safetensors").returncode == 0
+    assert run("convert", local, tmp_path / "l.safetensors").returncode == 0
+    assert (tmp_path / "r.safetensors").read_bytes() == (tmp_path / "l.safetensors").read_bytes()
+    assert run("validate", url).returncode == 0
+
+
+def test_only_the_bytes_needed(served):
+    before = len(log_lines(served))
+    url = f"{served.url}/long_header.safetensors"
+    out = run("inspect", url)
+    assert out.returncode == 0, out.stderr
+    lines = log_lines(served)[before:]
+    header = 8 + int.from_bytes((served.root / "long_header.safetensors").read_bytes()[:8], "little")
+    assert header > 128 << 10
+    assert len(lines) == 2, lines  # the first range, then the exact rest of the header
+    sent = sum(int(line.split()[1]) for line in lines)
+    assert sent <= header + (128 << 10)
+    # One tensor: its bytes and the header, nothing else.
+    before = len(log_lines(served))
+    with tlio.safe_open(url, "np") as f:
+        assert f.get_tensor("model.layers.7.some.rather.long.parameter.name.weight").tolist() == [7] * 4
+    lines = log_lines(served)[before:]
+    assert len(lines) == 3 and lines[-1].split()[:2] == ["206", "16"], lines
+
+
+def test_missing_file_is_an_error(served, tmp_path):
+    out = run("inspect", f"{served.url}/nope.safetensors")
+    assert out.returncode == 1 and "404" in out.stderr
+    with pytest.raises(FileNotFoundError):
+        tlio.safe_open(f"{served.url}/nope.safetensors", "np")
+
+
+@pytest.fixture
+def files():
+    a = tlio.numpy.save({"w": np.arange(100000, dtype=np.float32), "b": np.ones(3, np.int64)})
+    b = tlio.numpy.save({"w": np.arange(100000, dtype=np.float32) * 2, "b": np.ones(3, np.int64)})
+    assert len(a) == len(b)
+    return {"m.safetensors": a, "m.safetensors.v2": b}
+
+
+def expected_w(files):
+    return tlio.load(files["m.safetensors"])["w"]
+
+
+@pytest.mark.parametrize("fault", ["ignore-range", "cut-once", "fail-once", "busy-once"])
+def test_faults_that_still_give_the_right_bytes(files, fault, tmp_path):
+    with fault_server(files) as srv:
+        out = run("convert", f"{srv.url}/{fault}/m.safetensors", tmp_path / "o.safetensors")
+        assert out.returncode == 0, out.stderr
+        assert np.array_equal(tlio.load_file(tmp_path / "o.safetensors")["w"], expected_w(files))
+        ranges = [r for _, r, _, _ in srv.requests]
+        if fault == "cut-once":  # the opening request was cut at half: resumed from there
+            assert ranges[:2] == ["bytes=0-131071", "bytes=65536-131071"], ranges
+        if fault in ("fail-once", "busy-once"):  # answered 500/429 once, then asked again
+            assert ranges[:2] == ["bytes=0-131071", "bytes=0-131071"], ranges
+
+
+def test_a_file_that_changes_is_an_error_and_leaves_nothing(files, tmp_path):
+    with fault_server(files) as srv:
+        out = run("convert", f"{srv.url}/changes/m.safetensors", tmp_path / "o.safetensors")
+    assert out.returncode == 1 and "changed" in out.stderr, out.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_encoded_answers_are_refused(files):
+    with fault_server(files) as srv:
+        out = run("inspect", f"{srv.url}/gzip/m.safetensors")
+    assert out.returncode == 1 and "gzip" in out.stderr
+
+
+def test_token_goes_to_its_origin_only(files):
+    with fault_server(files) as other, fault_server(files, redirect_to=other.url) as srv:
+        out = run("inspect", f"{srv.url}/plain/m.safetensors", env={"HF_TOKEN": "secret-token"})
+        assert out.returncode == 0 and "secret-token" not in out.stdout + out.stderr
+        assert all(auth == "Bearer secret-token" for _, _, auth, _ in srv.requests)
+        out = run("inspect", f"{srv.url}/redirect/m.safetensors", env={"HF_TOKEN": "secret-token"})
+        assert out.returncode == 0, out.stderr
+        assert other.requests and all(auth is None for _, _, auth, _ in other.requests)
+
+
+def test_a_stalled_server_times_out(files):
+    with fault_server(files, stall_seconds=4) as srv:
+        out = run("inspect", f"{srv.url}/stall/m.safetensors", env={"TLIO_HTTP_TIMEOUT": "1", "TLIO_HTTP_ATTEMPTS": "2"})
+    assert out.returncode == 1 and "2 attempt" in out.stderr, out.stderr

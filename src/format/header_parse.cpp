@@ -850,9 +850,9 @@ std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
   const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
   if (starts("PK\x03\x04") || starts("PK\x05\x06"))
-    return "a zip archive (a PyTorch checkpoint saved by torch.save is one: convert it with `tlio import`)";
+    return "a zip archive, as torch.save writes PyTorch checkpoints";
   if (b.size() >= 2 && b[0] == '\x80' && b[1] >= 2 && b[1] <= 5)
-    return "a Python pickle (a PyTorch checkpoint of the format before torch 1.6 is one: convert it with `tlio import`)";
+    return "a Python pickle, as PyTorch checkpoints before torch 1.6 are";
   if (starts("GGUF")) return "a GGUF file (llama.cpp)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("\x89HDF\r\n\x1a\n")) return "an HDF5 file (Keras .h5 weights are)";
@@ -875,7 +875,9 @@ uint64_t detail::read_header_length(std::span<const std::byte> prefix, uint64_t 
   // A file that is not safetensors at all fails here; say what it looks like.
   auto fail = [&](std::string reason) {
     const std::string looks_like = describe_foreign_file(prefix);
-    if (!looks_like.empty())
+    if (looks_like.find("PyTorch") != std::string::npos)  // what to do matters more than why
+      reason = fmt::format("not a safetensors file but {}: convert it with `tlio import`", looks_like);
+    else if (!looks_like.empty())
       reason = fmt::format("not a safetensors file: this looks like {} ({})", looks_like, reason);
     throw_format(Rule::r1_length, {}, std::move(reason), 0);
   };

@@ -1007,6 +1007,8 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
       throw_io(e.what(), dst.string(), e.code());
     }
   }
+  if (options.max_shard_size > 0)
+    throw_invalid("--max-size splits model directories: give a directory holding pytorch_model.bin");
   Checkpoint c;
   ImportReport report;
   try {
@@ -1014,8 +1016,6 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     const std::vector<Plan> plans = plan(c, options, report.contents);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
-    if (options.max_shard_size > 0)
-      throw_invalid("--max-size splits model directories: give a directory holding pytorch_model.bin");
     report.bytes_written = write_outputs(dst, false, outputs, options, report);
     return report;
   } catch (const Error& e) {

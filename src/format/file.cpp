@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "format/header_parse.hpp"
@@ -29,7 +30,7 @@ struct detail::FileState {
   detail::Fd fd;                      // -1 for buffers
   detail::Mapping mapping;            // mmap backends
   std::shared_ptr<const detail::HttpFile> http;  // http backend
-  std::vector<std::byte> http_header;            // its header bytes, fetched once
+  std::vector<std::byte> header_bytes;  // the header as read (pread, http): read once
   std::vector<std::byte> owned;       // from_bytes
   std::span<const std::byte> memory;  // the whole file when it is in memory
   uint64_t file_size = 0;
@@ -69,30 +70,42 @@ File::File(File&&) noexcept = default;
 File& File::operator=(File&&) noexcept = default;
 File::~File() = default;
 
+namespace {
+
+// Reads and validates the header of a file not held in memory (pread, http) through
+// `read_at(offset, dst)`, keeping its bytes for raw_header().
+void read_header(detail::FileState& s,
+                 const std::function<void(uint64_t, std::span<std::byte>)>& read_at) {
+  std::byte prefix[detail::kSniffBytes] = {};
+  const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, s.file_size));
+  read_at(0, {prefix, prefix_size});
+  s.header_size = detail::read_header_length({prefix, prefix_size}, s.file_size);
+  std::vector<std::byte> json(static_cast<size_t>(s.header_size) + detail::kJsonPadding);
+  read_at(8, std::span(json).first(s.header_size));
+  s.header = detail::parse_header(std::span(json).first(s.header_size),
+                                  s.file_size - 8 - s.header_size, true);
+  json.resize(static_cast<size_t>(s.header_size));
+  s.header_bytes = std::move(json);
+}
+
+}  // namespace
+
 File File::open(const std::filesystem::path& path, OpenOptions options) {
   auto s = std::make_shared<detail::FileState>();
   s->name = path.string();
   s->backend = options.backend;
   if (detail::is_url(s->name)) {
-    // The header from the opening request's bytes, plus one exact request when it is longer.
     s->backend = Backend::http;
     attributed(s->name, [&] {
-      auto http = detail::HttpFile::open(s->name);
-      s->file_size = http->size();
-      const auto prefix = http->prefix();
-      s->header_size = detail::read_header_length(
-          prefix.first(std::min<size_t>(detail::kSniffBytes, prefix.size())), s->file_size);
-      std::vector<std::byte> json(static_cast<size_t>(s->header_size) + detail::kJsonPadding);
-      const size_t have = std::min<size_t>(prefix.size() - std::min<size_t>(prefix.size(), 8),
-                                           static_cast<size_t>(s->header_size));
-      if (have) std::memcpy(json.data(), prefix.data() + 8, have);
-      if (have < s->header_size)
-        http->read(8 + have, std::span(json).subspan(have, static_cast<size_t>(s->header_size) - have));
-      s->header = detail::parse_header(std::span(json).first(s->header_size),
-                                       s->file_size - 8 - s->header_size, true);
-      json.resize(static_cast<size_t>(s->header_size));
-      s->http_header = std::move(json);
-      s->http = std::move(http);
+      s->http = detail::HttpFile::open(s->name);
+      s->file_size = s->http->size();
+      // The opening request's bytes, and one exact request for what a longer header adds.
+      const auto prefix = s->http->prefix();
+      read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) {
+        const size_t have = offset < prefix.size() ? std::min<size_t>(prefix.size() - offset, dst.size()) : 0;
+        if (have) std::memcpy(dst.data(), prefix.data() + offset, have);
+        if (have < dst.size()) s->http->read(offset + have, dst.subspan(have));
+      });
     });
     return File(std::move(s));
   }
@@ -106,14 +119,9 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
       return;
     }
     s->file_size = detail::fd_size(s->fd.get(), s->name);
-    std::byte prefix[detail::kSniffBytes] = {};
-    const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, s->file_size));
-    detail::pread_exact(s->fd.get(), 0, {prefix, prefix_size}, s->name);
-    s->header_size = detail::read_header_length({prefix, prefix_size}, s->file_size);
-    std::vector<std::byte> json(static_cast<size_t>(s->header_size) + detail::kJsonPadding);
-    detail::pread_exact(s->fd.get(), 8, std::span(json).first(s->header_size), s->name);
-    s->header = detail::parse_header(std::span(json).first(s->header_size),
-                                     s->file_size - 8 - s->header_size, true);
+    read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) {
+      detail::pread_exact(s->fd.get(), offset, dst, s->name);
+    });
   });
   return File(std::move(s));
 }
@@ -148,14 +156,9 @@ std::span<const std::byte> File::mapped_data() const noexcept {
 }
 
 std::vector<std::byte> File::raw_header() const {
-  std::vector<std::byte> out(static_cast<size_t>(state_->header_size));
-  if (!state_->memory.empty())
-    std::copy_n(state_->memory.data() + 8, out.size(), out.data());
-  else if (state_->http)
-    out = state_->http_header;
-  else
-    attributed(state_->name, [&] { detail::pread_exact(state_->fd.get(), 8, out, state_->name); });
-  return out;
+  if (state_->memory.empty()) return state_->header_bytes;
+  const auto header = state_->memory.subspan(8, static_cast<size_t>(state_->header_size));
+  return {header.begin(), header.end()};
 }
 
 bool File::is_canonical() const {

@@ -846,13 +846,22 @@ Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_s
   return HeaderBuilder::build_dom(json, data_size, padded);
 }
 
-std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
+namespace {
+// What the first bytes of a PyTorch checkpoint say it is, or "" for anything else.
+std::string_view checkpoint_kind(std::span<const std::byte> prefix) {
   const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
-  auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
-  if (starts("PK\x03\x04") || starts("PK\x05\x06"))
+  if (b.substr(0, 4) == "PK\x03\x04" || b.substr(0, 4) == "PK\x05\x06")
     return "a zip archive, as torch.save writes PyTorch checkpoints";
   if (b.size() >= 2 && b[0] == '\x80' && b[1] >= 2 && b[1] <= 5)
     return "a Python pickle, as PyTorch checkpoints before torch 1.6 are";
+  return {};
+}
+}  // namespace
+
+std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
+  const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
+  auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
+  if (const std::string_view kind = checkpoint_kind(prefix); !kind.empty()) return std::string(kind);
   if (starts("GGUF")) return "a GGUF file (llama.cpp)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("\x89HDF\r\n\x1a\n")) return "an HDF5 file (Keras .h5 weights are)";
@@ -875,7 +884,7 @@ uint64_t detail::read_header_length(std::span<const std::byte> prefix, uint64_t 
   // A file that is not safetensors at all fails here; say what it looks like.
   auto fail = [&](std::string reason) {
     const std::string looks_like = describe_foreign_file(prefix);
-    if (looks_like.find("PyTorch") != std::string::npos)  // what to do matters more than why
+    if (!checkpoint_kind(prefix).empty())  // what to do matters more than why
       reason = fmt::format("not a safetensors file but {}: convert it with `tlio import`", looks_like);
     else if (!looks_like.empty())
       reason = fmt::format("not a safetensors file: this looks like {} ({})", looks_like, reason);

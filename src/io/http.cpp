@@ -66,7 +66,6 @@ bool is_url(std::string_view name) noexcept {
 // One request's state, shared with libcurl's callbacks.
 struct HttpFile::Exchange {
   HttpFile* file = nullptr;
-  bool first = false;  // the opening request: pins size and validator
   Response response;
   // Bytes wanted: file offsets [want_begin, want_end); they land in dst.
   uint64_t want_begin = 0, want_end = 0;
@@ -188,7 +187,7 @@ std::shared_ptr<HttpFile> HttpFile::open(const std::string& url, const HttpOptio
   global_init();
   auto f = std::make_shared<HttpFile>(url, options);
   f->prefix_.resize(static_cast<size_t>(kHttpFirstRange));
-  const uint64_t got = f->transfer(0, f->prefix_, true);
+  const uint64_t got = f->transfer(0, f->prefix_);
   f->prefix_.resize(static_cast<size_t>(got));
   return f;
 }
@@ -197,14 +196,13 @@ void HttpFile::read(uint64_t offset, std::span<std::byte> dst) const {
   if (dst.empty()) return;
   if (offset > size_ || dst.size() > size_ - offset)
     http_fail(url_, fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", dst.size(), offset, size_));
-  const uint64_t got = const_cast<HttpFile*>(this)->transfer(offset, dst, false);
+  const uint64_t got = const_cast<HttpFile*>(this)->transfer(offset, dst);
   if (got != dst.size()) http_fail(url_, "the server sent fewer bytes than asked");
 }
 
-uint64_t HttpFile::transfer(uint64_t offset, std::span<std::byte> dst, bool first) {
+uint64_t HttpFile::transfer(uint64_t offset, std::span<std::byte> dst) {
   Exchange x;
   x.file = this;
-  x.first = first;
   x.want_begin = offset;
   x.want_end = offset + dst.size();
   x.dst = dst.data();
@@ -248,13 +246,11 @@ uint64_t HttpFile::transfer(uint64_t offset, std::span<std::byte> dst, bool firs
     if (x.done) return x.received;
     if (rc == CURLE_OK && (r.status == 200 || r.status == 206) && x.body_started)
       return x.received;  // the whole answer arrived (the opening request of a small file)
-    if (first && r.status == 416 && !pinned_) {  // an empty file
+    if (!pinned_ && r.status == 416) {  // the opening request of an empty file
       pinned_ = true;
       size_ = 0;
       return 0;
     }
-    if (!r.content_encoding.empty() && r.content_encoding != "identity" && r.status / 100 != 2)
-      http_fail(url_, fmt::format("HTTP {}", r.status));
     // Retry connection errors, cut bodies, 5xx and 429 (after Retry-After); not the rest.
     const bool busy = r.status == 429 || (r.status >= 500 && r.status < 600);
     const bool cut = rc != CURLE_OK && (r.status == 0 || r.status == 200 || r.status == 206);

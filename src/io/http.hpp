@@ -57,9 +57,9 @@ class HttpFile {
 
  private:
   struct Exchange;
-  // Fetches [offset, offset + dst.size()) (the opening request: up to that much); returns the
-  // bytes received. Not thread-safe before the file is pinned (open() pins it).
-  uint64_t transfer(uint64_t offset, std::span<std::byte> dst, bool first);
+  // Fetches [offset, offset + dst.size()) (the opening request, which pins the file: up to that
+  // much); returns the bytes received. Thread-safe once pinned (open() pins it).
+  uint64_t transfer(uint64_t offset, std::span<std::byte> dst);
 
   std::string url_;
   HttpOptions options_;

@@ -46,6 +46,9 @@ enum class Backend {
 
 struct OpenOptions {
   Backend backend = Backend::mmap;
+  /// For http(s) URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,
+  /// never after a redirect to another one, never in a message. Empty: $HF_TOKEN, if set.
+  std::string token = {};
 };
 
 /// One index per dimension: a single position (drops the dimension) or a [start, stop) range.
@@ -76,6 +79,12 @@ struct SlicePlan {
 /// One tensor to copy out with File::read_many: its name and exactly byte_size() bytes to fill.
 struct TensorTarget {
   std::string_view name;
+  std::span<std::byte> dst;
+};
+
+/// A byte range of the data buffer to copy out with File::read_data_many.
+struct DataRange {
+  uint64_t offset;  ///< data offset, as in TensorInfo::begin
   std::span<std::byte> dst;
 };
 
@@ -178,13 +187,17 @@ class TLIO_API File {
   }
   /// Copies several tensors at once (loading a model's parameters), their bytes split evenly
   /// over up to `threads` threads (0: set_conversion_threads' setting, by default one per
-  /// core). Every target is checked (name, size) before any byte is copied.
+  /// core); from a URL, tensors that touch in the file come in one request, with several
+  /// requests in flight. Every target is checked (name, size) before any byte is copied.
   void read_many(std::span<const TensorTarget> targets, unsigned threads = 0) const;
   /// Copies a slice; with pread only the needed bytes are read.
   std::vector<std::byte> read_slice(std::string_view name, std::span<const SliceIndex> indices,
                                     std::vector<uint64_t>* shape = nullptr) const;
   /// Reads `length` bytes of the data buffer at data offset `offset` into `dst`.
   void read_data(uint64_t offset, std::span<std::byte> dst) const;
+  /// Reads several ranges of the data buffer (all checked first), as read_many does: split
+  /// over threads, or for a URL, touching ranges in one request and several requests in flight.
+  void read_data_many(std::span<const DataRange> ranges, unsigned threads = 0) const;
   /// Whole data buffer when it is in memory (mmap or buffer); empty span with pread.
   std::span<const std::byte> mapped_data() const noexcept;
   /// The OS file descriptor (for copy_file_range and the like); -1 for buffers.

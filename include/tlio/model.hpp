@@ -41,11 +41,17 @@ struct ModelTensor {
   size_t file;  ///< index into Model::files()
 };
 
+/// True when `path` names a model directory rather than a file: a local folder; a URL ending in
+/// '/'; a URL whose path does not end in ".safetensors" and under which config.json exists
+/// (one request to find out).
+TLIO_API bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options = {});
+
 class TLIO_API Model {
  public:
   /// Opens a model directory: config.json, the tokenizer rule, model.safetensors or the shards
   /// of model.safetensors.index.json (all checked), mapped read-only. Does not run the
-  /// architecture checks (see check()).
+  /// architecture checks (see check()). `dir` may be an http(s) URL: its files are fetched by
+  /// name (config.json, then the index or model.safetensors; HTTP has no listing).
   static Model open(const std::filesystem::path& dir, OpenOptions options = {});
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
@@ -95,10 +101,11 @@ struct ShardReport {
 TLIO_API ShardReport shard_file(const File& src, const std::filesystem::path& out_dir,
                                 uint64_t max_size, const ProgressCallback& progress = {});
 
-/// Merges the weights of a model directory (or a single-file one) into one canonical file.
-/// The shards' metadata must agree (Error{format, "index"} naming the difference).
+/// Merges the weights of a model directory (or a single-file one; either may be a URL) into one
+/// canonical file. The shards' metadata must agree (Error{format, "index"} naming the
+/// difference).
 TLIO_API void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
-                           const ProgressCallback& progress = {});
+                           const ProgressCallback& progress = {}, const OpenOptions& options = {});
 
 // ---- the bigram tracer -------------------------------------------------------------------------
 

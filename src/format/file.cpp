@@ -95,9 +95,11 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
   s->name = path.string();
   s->backend = options.backend;
   if (detail::is_url(s->name)) {
+    const std::string url = s->name;
+    s->name = detail::url_for_messages(url);
     s->backend = Backend::http;
     attributed(s->name, [&] {
-      s->http = detail::HttpFile::open(s->name);
+      s->http = detail::HttpFile::open(url, {.token = options.token});
       s->file_size = s->http->size();
       // The opening request's bytes, and one exact request for what a longer header adds.
       const auto prefix = s->http->prefix();
@@ -224,14 +226,8 @@ void File::read(std::string_view name, std::span<std::byte> dst) const {
 }
 
 void File::read_many(std::span<const TensorTarget> targets, unsigned threads) const {
-  struct Piece {
-    uint64_t begin;  // data offset of the tensor
-    std::byte* dst;
-    uint64_t size;
-  };
-  std::vector<Piece> pieces;
-  pieces.reserve(targets.size());
-  uint64_t total = 0;
+  std::vector<DataRange> ranges;
+  ranges.reserve(targets.size());
   for (const TensorTarget& t : targets) {
     const TensorInfo& info = attributed(
         state_->name, [&]() -> const TensorInfo& { return state_->header.at(t.name); });
@@ -239,22 +235,40 @@ void File::read_many(std::span<const TensorTarget> targets, unsigned threads) co
       throw_invalid(fmt::format("destination holds {} bytes, tensor {} has {}", t.dst.size(),
                                 detail::quote_name(info.name), info.byte_size()),
                     info.name);
-    pieces.push_back({info.begin, t.dst.data(), info.byte_size()});
-    total += info.byte_size();  // no overflow: the tensors lie in one file
+    ranges.push_back({info.begin, t.dst});
   }
-  // Bytes [b, e) of the pieces laid end to end; each thread takes one such range.
-  auto copy_range = [&](uint64_t b, uint64_t e) {
+  read_data_many(ranges, threads);
+}
+
+void File::read_data_many(std::span<const DataRange> ranges, unsigned threads) const {
+  const detail::FileState& s = *state_;
+  uint64_t total = 0;
+  for (const DataRange& r : ranges) {
+    auto end = detail::checked_add(r.offset, r.dst.size());
+    if (!end || *end > s.header.data_size())
+      throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
+                                r.dst.size(), r.offset, s.header.data_size()));
+    total += r.dst.size();  // no overflow: each range lies in the file
+  }
+  if (s.http) {
+    std::vector<detail::HttpRange> http;
+    http.reserve(ranges.size());
+    for (const DataRange& r : ranges) http.push_back({s.data_start() + r.offset, r.dst.data(), r.dst.size()});
+    attributed(s.name, [&] { s.http->read_ranges(http); });
+    return;
+  }
+  // Bytes [b, e) of the ranges laid end to end; each thread takes one such stretch.
+  auto copy_stretch = [&](uint64_t b, uint64_t e) {
     uint64_t at = 0;
-    for (const Piece& p : pieces) {
-      const uint64_t from = std::max(b, at), to = std::min(e, at + p.size);
-      if (from < to)
-        read_data(p.begin + (from - at), {p.dst + (from - at), static_cast<size_t>(to - from)});
-      at += p.size;
+    for (const DataRange& r : ranges) {
+      const uint64_t from = std::max(b, at), to = std::min(e, at + r.dst.size());
+      if (from < to) read_data(r.offset + (from - at), r.dst.subspan(from - at, to - from));
+      at += r.dst.size();
       if (at >= e) break;
     }
   };
   const unsigned n = detail::thread_count(threads ? threads : detail::configured_threads());
-  detail::parallel_for(total, kParallelReadFrom, 4096, n, copy_range);
+  detail::parallel_for(total, kParallelReadFrom, 4096, n, copy_stretch);
 }
 
 std::vector<std::byte> File::read_slice(std::string_view name, std::span<const SliceIndex> indices,
@@ -263,11 +277,14 @@ std::vector<std::byte> File::read_slice(std::string_view name, std::span<const S
       attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
   detail::SliceGeometry g = detail::slice_geometry(info, indices);
   std::vector<std::byte> out(static_cast<size_t>(g.byte_size()));
+  // The runs in one call: from a URL, runs that touch come in one request, several at once.
+  std::vector<DataRange> runs;
   size_t pos = 0;
   g.for_each_run([&](uint64_t off, uint64_t len) {
-    read_data(info.begin + off, {out.data() + pos, static_cast<size_t>(len)});
+    runs.push_back({info.begin + off, {out.data() + pos, static_cast<size_t>(len)}});
     pos += static_cast<size_t>(len);
   });
+  read_data_many(runs);
   if (shape) *shape = std::move(g.out_shape);
   return out;
 }

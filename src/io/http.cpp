@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <atomic>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -18,8 +21,10 @@
 namespace tlio::detail {
 namespace {
 
+std::string url_for_messages_impl(std::string_view url);
+
 [[noreturn]] void http_fail(const std::string& url, std::string detail, int err = EIO) {
-  throw_io(std::move(detail), url, std::error_code(err, std::generic_category()));
+  throw_io(std::move(detail), url_for_messages_impl(url), std::error_code(err, std::generic_category()));
 }
 
 void global_init() {
@@ -63,19 +68,94 @@ bool is_url(std::string_view name) noexcept {
   return name.substr(0, 7) == "http://" || name.substr(0, 8) == "https://";
 }
 
+namespace {
+// The URL up to its query or fragment (the part a path is joined to).
+size_t path_end(std::string_view url) noexcept { return std::min(url.find('?'), url.find('#')); }
+}  // namespace
+
+std::string url_join(std::string_view dir, std::string_view name) {
+  const size_t end = std::min(path_end(dir), dir.size());
+  std::string out(dir.substr(0, end));
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
+  out += dir.substr(end);
+  return out;
+}
+
+bool url_ends_with_slash(std::string_view url) noexcept {
+  const size_t end = std::min(path_end(url), url.size());
+  return end > 0 && url[end - 1] == '/';
+}
+
+namespace {
+std::string url_for_messages_impl(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t host = scheme + 3;
+  const size_t authority_end = std::min(url.find_first_of("/?#", host), url.size());
+  const size_t at = url.substr(0, authority_end).rfind('@');
+  if (at == std::string_view::npos || at < host) return std::string(url);
+  return std::string(url.substr(0, host)) + std::string(url.substr(at + 1));
+}
+}  // namespace
+
+std::string url_for_messages(std::string_view url) { return url_for_messages_impl(url); }
+
+// libcurl easy handles kept between requests: each keeps its connection open, so a run of
+// requests to one server pays for one TCP (and TLS) handshake per handle, not per request.
+struct HttpFile::Handles {
+  std::mutex mutex;
+  std::vector<CURL*> idle;
+  ~Handles() {
+    for (CURL* c : idle) curl_easy_cleanup(c);
+  }
+  CURL* take() {
+    {
+      std::lock_guard lock(mutex);
+      if (!idle.empty()) {
+        CURL* c = idle.back();
+        idle.pop_back();
+        curl_easy_reset(c);  // options go; the open connection stays
+        return c;
+      }
+    }
+    return curl_easy_init();
+  }
+  void give_back(CURL* c) {
+    std::lock_guard lock(mutex);
+    idle.push_back(c);
+  }
+};
+
 // One request's state, shared with libcurl's callbacks.
 struct HttpFile::Exchange {
   HttpFile* file = nullptr;
   Response response;
-  // Bytes wanted: file offsets [want_begin, want_end); they land in dst.
+  // Bytes wanted: file offsets [want_begin, want_end); they land in the ranges' destinations
+  // (consecutive ranges, so the body is scattered in order).
   uint64_t want_begin = 0, want_end = 0;
-  std::byte* dst = nullptr;
+  std::span<const HttpRange> ranges;
+  size_t range_index = 0;  // the range the next wanted byte belongs to
   uint64_t received = 0;     // of [want_begin, want_end) so far (kept across retries)
   uint64_t asked_from = 0;   // this attempt's Range start
   uint64_t body_offset = 0;  // file offset of the next body byte
   bool body_started = false;
   bool done = false;     // everything wanted arrived (the rest of a 200 body is dropped)
   std::string problem;   // why the body callback refused the answer (not retried)
+  int problem_errno = EIO;
+
+  // Copies body bytes for file offsets [from, from + len) into the ranges.
+  void scatter(uint64_t from, const char* data, uint64_t len) {
+    while (len) {
+      while (ranges[range_index].offset + ranges[range_index].size <= from) ++range_index;
+      const HttpRange& r = ranges[range_index];
+      const uint64_t n = std::min(len, r.offset + r.size - from);
+      std::memcpy(r.dst + (from - r.offset), data, static_cast<size_t>(n));
+      from += n;
+      data += n;
+      len -= n;
+    }
+  }
 
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
     auto* x = static_cast<Exchange*>(user);
@@ -125,8 +205,10 @@ struct HttpFile::Exchange {
       f.pinned_ = true;
     } else {
       const std::string& now = f.validator_is_etag_ ? etag : r.last_modified;
-      if ((total && *total != f.size_) || (!f.validator_.empty() && !now.empty() && now != f.validator_))
+      if ((total && *total != f.size_) || (!f.validator_.empty() && !now.empty() && now != f.validator_)) {
+        problem_errno = ESTALE;
         return "the file changed on the server while it was read";
+      }
       if (r.status == 200 && !f.validator_.empty() && now.empty())
         return "the server answered with the whole file and no validator: it may have changed";
     }
@@ -157,7 +239,7 @@ struct HttpFile::Exchange {
     const uint64_t next = x->want_begin + x->received;
     const uint64_t from = std::max(at, next), to = std::min(at + len, x->want_end);
     if (from < to) {
-      std::memcpy(x->dst + (from - x->want_begin), data + (from - at), static_cast<size_t>(to - from));
+      x->scatter(from, data + (from - at), to - from);
       x->received += to - from;
     }
     if (x->want_begin + x->received >= x->want_end) {
@@ -168,7 +250,8 @@ struct HttpFile::Exchange {
   }
 };
 
-HttpFile::HttpFile(std::string url, HttpOptions options) : url_(std::move(url)), options_(std::move(options)) {
+HttpFile::HttpFile(std::string url, HttpOptions options)
+    : url_(std::move(url)), options_(std::move(options)), handles_(std::make_unique<Handles>()) {
   if (options_.token.empty())
     if (const char* t = std::getenv("HF_TOKEN")) options_.token = t;
   if (options_.timeout_seconds <= 0) {
@@ -183,36 +266,104 @@ HttpFile::HttpFile(std::string url, HttpOptions options) : url_(std::move(url)),
 
 HttpFile::~HttpFile() = default;
 
-std::shared_ptr<HttpFile> HttpFile::open(const std::string& url, const HttpOptions& options) {
+std::shared_ptr<HttpFile> HttpFile::open(const std::string& url, const HttpOptions& options,
+                                         uint64_t first_bytes) {
   global_init();
   auto f = std::make_shared<HttpFile>(url, options);
-  f->prefix_.resize(static_cast<size_t>(kHttpFirstRange));
-  const uint64_t got = f->transfer(0, f->prefix_);
+  f->prefix_.resize(static_cast<size_t>(std::max<uint64_t>(first_bytes, 1)));
+  const HttpRange first{0, f->prefix_.data(), f->prefix_.size()};
+  const uint64_t got = f->transfer({&first, 1});
   f->prefix_.resize(static_cast<size_t>(got));
   return f;
 }
 
 void HttpFile::read(uint64_t offset, std::span<std::byte> dst) const {
-  if (dst.empty()) return;
-  if (offset > size_ || dst.size() > size_ - offset)
-    http_fail(url_, fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", dst.size(), offset, size_));
-  const uint64_t got = const_cast<HttpFile*>(this)->transfer(offset, dst);
-  if (got != dst.size()) http_fail(url_, "the server sent fewer bytes than asked");
+  const HttpRange r{offset, dst.data(), dst.size()};
+  read_ranges({&r, 1});
 }
 
-uint64_t HttpFile::transfer(uint64_t offset, std::span<std::byte> dst) {
+void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
+  std::vector<HttpRange> sorted;
+  for (const HttpRange& r : ranges) {
+    if (r.offset > size_ || r.size > size_ - r.offset)
+      http_fail(url_, fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size, r.offset, size_));
+    if (r.size) sorted.push_back(r);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });
+  // Requests: runs of touching ranges, cut at kHttpRequestBytes (a range may be cut in two).
+  std::vector<HttpRange> pieces;  // `sorted`, with ranges cut at request boundaries
+  std::vector<std::pair<size_t, size_t>> requests;  // [first, last) pieces of each
+  uint64_t request_bytes = 0;
+  for (const HttpRange& r : sorted) {
+    const bool touches = !pieces.empty() && pieces.back().offset + pieces.back().size == r.offset;
+    if (!touches) request_bytes = kHttpRequestBytes;  // start a new request below
+    for (uint64_t done = 0; done < r.size;) {
+      if (request_bytes == kHttpRequestBytes) {
+        requests.emplace_back(pieces.size(), pieces.size());
+        request_bytes = 0;
+      }
+      const uint64_t n = std::min(r.size - done, kHttpRequestBytes - request_bytes);
+      pieces.push_back({r.offset + done, r.dst + done, n});
+      ++requests.back().second;
+      request_bytes += n;
+      done += n;
+    }
+  }
+  auto* self = const_cast<HttpFile*>(this);
+  auto fetch = [&](size_t i) {
+    const auto [first, last] = requests[i];
+    const std::span<const HttpRange> run(pieces.data() + first, last - first);
+    uint64_t want = 0;
+    for (const HttpRange& p : run) want += p.size;
+    if (self->transfer(run) != want) http_fail(url_, "the server sent fewer bytes than asked");
+  };
+  unsigned connections = kHttpConnections;
+  if (const char* c = std::getenv("TLIO_HTTP_CONNECTIONS"); c && std::atoi(c) > 0)
+    connections = static_cast<unsigned>(std::min(std::atoi(c), 64));
+  connections = static_cast<unsigned>(std::min<size_t>(connections, requests.size()));
+  if (connections <= 1) {
+    for (size_t i = 0; i < requests.size(); ++i) fetch(i);
+    return;
+  }
+  // Each worker takes the next request; the first error stops the others taking more.
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(connections);
+  auto work = [&](unsigned w) {
+    try {
+      for (size_t i; !failed && (i = next++) < requests.size();) fetch(i);
+    } catch (...) {
+      errors[w] = std::current_exception();
+      failed = true;
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned w = 1; w < connections; ++w) workers.emplace_back(work, w);
+  work(0);
+  for (auto& t : workers) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
   Exchange x;
   x.file = this;
-  x.want_begin = offset;
-  x.want_end = offset + dst.size();
-  x.dst = dst.data();
+  x.want_begin = ranges.front().offset;
+  x.want_end = ranges.back().offset + ranges.back().size;
+  x.ranges = ranges;
+  const uint64_t offset = x.want_begin;
   for (int attempt = 1;; ++attempt) {
     x.asked_from = offset + x.received;
     x.response = Response{};
     x.body_started = false;
-    CURL* curl = curl_easy_init();
+    CURL* curl = handles_->take();
     if (!curl) http_fail(url_, "libcurl could not start", ENOMEM);
-    std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> guard(curl, curl_easy_cleanup);
+    // A handle whose transfer failed may hold a broken connection: it is not kept.
+    bool keep = false;
+    std::unique_ptr<CURL, std::function<void(CURL*)>> guard(curl, [&](CURL* c) {
+      if (keep) handles_->give_back(c);
+      else curl_easy_cleanup(c);
+    });
     curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1).c_str());
     headers = curl_slist_append(headers, "Accept-Encoding: identity");
@@ -241,8 +392,9 @@ uint64_t HttpFile::transfer(uint64_t offset, std::span<std::byte> dst) {
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
     const CURLcode rc = curl_easy_perform(curl);
     const Response& r = x.response;
+    keep = rc == CURLE_OK;
 
-    if (!x.problem.empty()) http_fail(url_, x.problem, ESTALE);
+    if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);
     if (x.done) return x.received;
     if (rc == CURLE_OK && (r.status == 200 || r.status == 206) && x.body_started)
       return x.received;  // the whole answer arrived (the opening request of a small file)

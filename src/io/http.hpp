@@ -24,6 +24,12 @@ inline constexpr uint64_t kHttpFirstRange = uint64_t{128} << 10;
 inline constexpr int kHttpAttempts = 5;
 /// Redirects followed per request (hubs redirect /resolve/ to a CDN).
 inline constexpr long kHttpMaxRedirects = 10;
+/// Requests in flight at once when several ranges are read (read_ranges), unless
+/// $TLIO_HTTP_CONNECTIONS says otherwise: enough to fill a fast link, few enough for a server.
+inline constexpr unsigned kHttpConnections = 4;
+/// The largest single request of read_ranges: longer runs are split so that they are fetched
+/// over several connections at once.
+inline constexpr uint64_t kHttpRequestBytes = uint64_t{16} << 20;
 
 struct HttpOptions {
   /// Sent as "Authorization: Bearer ..." to the URL's own origin only, never after a redirect
@@ -38,12 +44,28 @@ struct HttpOptions {
 
 /// True for http:// and https:// names.
 bool is_url(std::string_view name) noexcept;
+/// `name` inside the directory URL `dir` ("http://h/d" or "http://h/d/" + "x" is
+/// "http://h/d/x"; a query string stays at the end).
+std::string url_join(std::string_view dir, std::string_view name);
+/// True when the URL's path ends with '/' (a directory by its spelling).
+bool url_ends_with_slash(std::string_view url) noexcept;
+/// The URL as messages show it: user and password (https://user:pass@host/) left out.
+std::string url_for_messages(std::string_view url);
+
+/// `size` bytes of the file at `offset` go to `dst` (read_ranges).
+struct HttpRange {
+  uint64_t offset;
+  std::byte* dst;
+  uint64_t size;
+};
 
 class HttpFile {
  public:
-  /// Fetches the first kHttpFirstRange bytes (kept: see prefix()), learning the size and the
-  /// validator. Error{io} naming the URL (never the token) when the server refuses.
-  static std::shared_ptr<HttpFile> open(const std::string& url, const HttpOptions& options = {});
+  /// Fetches the first `first_bytes` bytes (kept: see prefix()), learning the size and the
+  /// validator. Error{io} naming the URL (never the token) when the server refuses; errno
+  /// ENOENT for 404 and 410.
+  static std::shared_ptr<HttpFile> open(const std::string& url, const HttpOptions& options = {},
+                                        uint64_t first_bytes = kHttpFirstRange);
 
   const std::string& url() const noexcept { return url_; }
   uint64_t size() const noexcept { return size_; }
@@ -51,15 +73,21 @@ class HttpFile {
   std::span<const std::byte> prefix() const noexcept { return prefix_; }
   /// Reads exactly dst.size() bytes at `offset` of the pinned version of the file.
   void read(uint64_t offset, std::span<std::byte> dst) const;
+  /// Reads several ranges: ranges that touch in the file are fetched by one request, long ones
+  /// are split into kHttpRequestBytes requests, and up to kHttpConnections requests are in
+  /// flight at once, each writing its bytes straight into the ranges' destinations.
+  void read_ranges(std::span<const HttpRange> ranges) const;
 
   HttpFile(std::string url, HttpOptions options);
   ~HttpFile();
 
  private:
   struct Exchange;
-  // Fetches [offset, offset + dst.size()) (the opening request, which pins the file: up to that
-  // much); returns the bytes received. Thread-safe once pinned (open() pins it).
-  uint64_t transfer(uint64_t offset, std::span<std::byte> dst);
+  struct Handles;
+  // Fetches the bytes of `ranges` (consecutive in the file) with one request (the opening
+  // request, which pins the file, may get fewer: a small file); returns the bytes received.
+  // Thread-safe once pinned (open() pins it).
+  uint64_t transfer(std::span<const HttpRange> ranges);
 
   std::string url_;
   HttpOptions options_;
@@ -68,6 +96,7 @@ class HttpFile {
   std::string validator_;  // a strong ETag, else Last-Modified (may be empty)
   bool validator_is_etag_ = false;
   std::vector<std::byte> prefix_;
+  std::unique_ptr<Handles> handles_;  // libcurl handles kept for their open connections
 };
 
 }  // namespace tlio::detail

@@ -10,6 +10,7 @@
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
+#include "model/location.hpp"
 #include "quant/tensor_set.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
@@ -70,50 +71,59 @@ ModelConfig parse_model_config(std::string_view json, const std::string& source)
 Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   Model m;
   m.dir_ = dir;
-  const std::string dir_name = dir.string();
-  std::error_code ec;
-  const auto dir_status = std::filesystem::status(dir, ec);
-  if (!std::filesystem::exists(dir_status))
-    throw_io("cannot open", dir_name, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
-  if (!std::filesystem::is_directory(dir_status))
-    throw_io("cannot open as a model", dir_name, std::make_error_code(std::errc::not_a_directory));
-  const auto config_path = dir / kConfig;
-  if (!std::filesystem::exists(config_path, ec))
+  const detail::ModelLocation where(dir, options);
+  const std::string& dir_name = where.name();
+  if (!where.is_url()) {
+    std::error_code ec;
+    const auto dir_status = std::filesystem::status(dir, ec);
+    if (!std::filesystem::exists(dir_status))
+      throw_io("cannot open", dir_name, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+    if (!std::filesystem::is_directory(dir_status))
+      throw_io("cannot open as a model", dir_name, std::make_error_code(std::errc::not_a_directory));
+  }
+  const std::string config_name = where.name_of(kConfig);
+  const std::optional<std::string> config = where.read_text(kConfig);
+  if (!config)
     throw Error(ErrorCode::format, Rule::model, kConfig, std::nullopt,
                 fmt::format("not a model directory: it has no {}", kConfig), dir_name);
-  m.config_ = parse_model_config(detail::read_text_file(config_path), config_path.string());
+  m.config_ = parse_model_config(*config, config_name);
 
   // Tokenizer rule (course directories only).
   if (m.config_.course) {
-    const bool has_file = std::filesystem::exists(dir / kTokenizer, ec);
+    const bool has_file = where.exists(kTokenizer);
     if (m.config_.tokenizer == "file" && !has_file)
       throw Error(ErrorCode::format, Rule::model, kTokenizer, std::nullopt,
-                  "tl_tokenizer is \"file\" but tokenizer.json is missing", config_path.string());
+                  "tl_tokenizer is \"file\" but tokenizer.json is missing", config_name);
     if (m.config_.tokenizer == "bytes" && has_file)
       throw Error(ErrorCode::format, Rule::model, kTokenizer, std::nullopt,
-                  "tokenizer.json is present but tl_tokenizer is \"bytes\"", config_path.string());
+                  "tokenizer.json is present but tl_tokenizer is \"bytes\"", config_name);
   }
 
   // Weights: the index when there is one, else model.safetensors.
-  const auto index_path = dir / kIndex;
-  if (std::filesystem::exists(index_path, ec)) {
+  const std::string index_name = where.name_of(kIndex);
+  if (const std::optional<std::string> index_text = where.read_text(kIndex)) {
     m.sharded_ = true;
-    detail::ShardIndex index = detail::read_shard_index(index_path);
+    detail::ShardIndex index = detail::parse_shard_index(*index_text, index_name);
     for (const std::string& name : index.files) {
       m.file_names_.push_back(name);
-      m.files_.push_back(File::open(dir / name, options));
+      m.files_.push_back(where.open(name));
     }
-    detail::check_shard_index(index, m.files_, index_path.string());
+    detail::check_shard_index(index, m.files_, index_name);
   } else {
-    if (!std::filesystem::exists(dir / kSingle, ec) &&
-        (std::filesystem::exists(dir / "pytorch_model.bin", ec) ||
-         std::filesystem::exists(dir / "pytorch_model.bin.index.json", ec)))
-      throw Error(ErrorCode::format, Rule::model, kSingle, std::nullopt,
-                  "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
-                  "convert the directory with `tlio import`",
-                  dir_name);
+    try {
+      m.files_.push_back(where.open(kSingle));
+    } catch (const Error& e) {
+      // Named as what it is when the weights are a PyTorch checkpoint.
+      if (e.code() == ErrorCode::io &&
+          e.os_error() == std::errc::no_such_file_or_directory &&
+          (where.exists("pytorch_model.bin") || where.exists("pytorch_model.bin.index.json")))
+        throw Error(ErrorCode::format, Rule::model, kSingle, std::nullopt,
+                    "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
+                    "convert the directory with `tlio import`",
+                    dir_name);
+      throw;
+    }
     m.file_names_.push_back(kSingle);
-    m.files_.push_back(File::open(dir / kSingle, options));
   }
   for (size_t f = 0; f < m.files_.size(); ++f)
     for (const TensorInfo& t : m.files_[f].tensors()) m.index_.push_back({t.name, {&t, f}});
@@ -125,7 +135,7 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
                   fmt::format("tensor {} is stored in {} and in {}", quote_name(m.index_[i].first),
                               m.file_names_[m.index_[i - 1].second.file],
                               m.file_names_[m.index_[i].second.file]),
-                  index_path.string());
+                  index_name);
   // Quantized weights are found across shards: a sharder may put a weight's parts (a bnb
   // quant_state, int4 scales) in another file than the weight.
   std::vector<const File*> shards;
@@ -134,9 +144,13 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
     m.quantized_ = detail::find_quantized_weights(detail::TensorSet(shards));
   } catch (const Error& e) {
     const ModelTensor* t = m.find(e.tensor());
-    throw e.with_source(t ? m.files_[t->file].name() : dir.string());
+    throw e.with_source(t ? m.files_[t->file].name() : dir_name);
   }
   return m;
+}
+
+bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options) {
+  return detail::is_model_directory(path, options);
 }
 
 std::vector<std::string_view> Model::tensor_names() const {

@@ -11,6 +11,7 @@
 #include "common/checked.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
+#include "model/location.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 #include "tlio/writer.hpp"
@@ -112,20 +113,20 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
 }
 
 void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
-                  const ProgressCallback& progress) {
-  std::error_code ec;
-  const std::filesystem::path index_path = dir / "model.safetensors.index.json";
+                  const ProgressCallback& progress, const OpenOptions& options) {
+  const detail::ModelLocation where(dir, options);
+  const std::string index_name = where.name_of("model.safetensors.index.json");
   std::vector<File> files;
   std::vector<std::string> names;
-  if (std::filesystem::exists(index_path, ec)) {
-    detail::ShardIndex index = detail::read_shard_index(index_path);
+  if (const auto text = where.read_text("model.safetensors.index.json")) {
+    detail::ShardIndex index = detail::parse_shard_index(*text, index_name);
     for (const std::string& name : index.files) {
-      files.push_back(File::open(dir / name));
+      files.push_back(where.open(name));
       names.push_back(name);
     }
-    detail::check_shard_index(index, files, index_path.string());
+    detail::check_shard_index(index, files, index_name);
   } else {
-    files.push_back(File::open(dir / "model.safetensors"));
+    files.push_back(where.open("model.safetensors"));
     names.push_back("model.safetensors");
   }
   for (size_t i = 1; i < files.size(); ++i) {
@@ -150,7 +151,7 @@ void merge_shards(const std::filesystem::path& dir, const std::filesystem::path&
     throw Error(ErrorCode::format, Rule::index, key, std::nullopt,
                 fmt::format("the shards' metadata differ: {} is {} in {} but {} in {}",
                             quote_name(key), show(a), names[0], show(b), names[i]),
-                dir.string());
+                where.name());
   }
   Writer w = Writer::to_file(out);
   w.set_metadata(files[0].metadata());

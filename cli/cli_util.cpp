@@ -1,5 +1,6 @@
 #include "cli_util.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <cstdio>
@@ -11,6 +12,19 @@
 #include "tlio/header.hpp"
 
 namespace tlio::cli {
+
+namespace {
+std::string& token_option() {
+  static std::string token;
+  return token;
+}
+}  // namespace
+
+void add_token_option(CLI::App* cmd) {
+  cmd->add_option("--token", token_option(), "Bearer token for URLs, sent to their own host only (default: $HF_TOKEN)");
+}
+
+tlio::OpenOptions open_options() { return {.backend = tlio::Backend::mmap, .token = token_option()}; }
 
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 

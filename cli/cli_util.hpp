@@ -7,6 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "tlio/file.hpp"
+
+namespace CLI {
+class App;
+}
+
 namespace tlio::cli {
 
 inline constexpr int kExitOk = 0;
@@ -15,6 +21,11 @@ inline constexpr int kExitUsage = 2;
 
 /// Runs `body`; a tlio::Error or other exception becomes one line on stderr and exit 1.
 int guarded(const std::function<int()>& body);
+
+/// Adds --token (a bearer token for http(s) URLs) to a subcommand that reads files.
+void add_token_option(CLI::App* cmd);
+/// How commands open their inputs: the mmap backend, or URLs with the --token given.
+tlio::OpenOptions open_options();
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);

@@ -23,7 +23,8 @@ void add_convert(CLI::App& app, int& exit_code) {
     std::string in, out, dtype, include, exclude;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file")->required();
+  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--dtype", a->dtype,
                   "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
@@ -41,7 +42,7 @@ void add_convert(CLI::App& app, int& exit_code) {
   exclude->needs(cmd->get_option("--dtype"));
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File src = tlio::File::open(a->in);
+      tlio::File src = tlio::File::open(a->in, open_options());
       if (a->dtype.empty()) {
         tlio::rewrite_canonical(src, a->out);
         fmt::print("{} -> {}: {} tensors, {}\n", a->in, a->out, src.tensors().size(),

@@ -252,7 +252,8 @@ void add_inspect(CLI::App& app, int& exit_code) {
               "Examples:\n  tlio inspect model.safetensors\n  tlio inspect model/ --json");
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("FILE", *path, "File or model directory")->required();
+  cmd->add_option("FILE", *path, "File or model directory (or an http(s):// URL)")->required();
+  add_token_option(cmd);
   cmd->add_flag("--json", *json, "Machine-readable output (sizes in bytes)");
   cmd->callback([path, json, &exit_code] {
     exit_code = guarded([&] {
@@ -268,8 +269,8 @@ void add_inspect(CLI::App& app, int& exit_code) {
         print_checkpoint((std::filesystem::path(*path) / "pytorch_model.bin").string(), *json);
         return kExitOk;
       }
-      if (std::filesystem::is_directory(*path, ec)) {
-        model.emplace(tlio::Model::open(*path));
+      if (tlio::is_model_directory(*path, open_options())) {
+        model.emplace(tlio::Model::open(*path, open_options()));
         l.config = &model->config();
         l.first = &model->files()[0];
         for (size_t i = 0; i < model->files().size(); ++i) {
@@ -283,7 +284,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
         print_checkpoint(*path, *json);
         return kExitOk;
       } else {
-        file.emplace(tlio::File::open(*path));
+        file.emplace(tlio::File::open(*path, open_options()));
         l.first = &*file;
         l.file_size = file->file_size();
         l.header_size = file->header_size();

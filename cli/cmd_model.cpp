@@ -25,13 +25,14 @@ void add_shard(CLI::App& app, int& exit_code) {
     std::string in, out, size;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file")->required();
+  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
   cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")->required();
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
       const uint64_t max = tlio::parse_size(a->size);
-      tlio::File src = tlio::File::open(a->in);
+      tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("sharding");
       tlio::ShardReport r = tlio::shard_file(
           src, a->out, max, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
@@ -52,14 +53,16 @@ void add_merge(CLI::App& app, int& exit_code) {
     std::string dir, out;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("DIR", a->dir, "Model directory")->required();
+  cmd->add_option("DIR", a->dir, "Model directory (or its http(s):// URL)")->required();
+  add_token_option(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
       {
         ProgressBar bar("merging");
         tlio::merge_shards(a->dir, a->out,
-                           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
+                           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
+                           open_options());
       }
       tlio::File f = tlio::File::open(a->out);
       fmt::print("{} -> {}: {} tensors, {}\n", a->dir, a->out, f.tensors().size(),
@@ -108,7 +111,8 @@ void add_bigram(CLI::App& app, int& exit_code) {
     tlio::BigramSampling s;
   };
   auto g = std::make_shared<GenArgs>();
-  gen->add_option("DIR", g->dir, "Model directory")->required();
+  gen->add_option("DIR", g->dir, "Model directory (or its http(s):// URL)")->required();
+  add_token_option(gen);
   gen->add_option("--prompt", g->s.prompt, "Text to continue");
   gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)");
   gen->add_option("--seed", g->s.seed, "Random seed (default 0)");
@@ -116,7 +120,7 @@ void add_bigram(CLI::App& app, int& exit_code) {
       ->check(CLI::NonNegativeNumber);
   gen->callback([g, &exit_code] {
     exit_code = guarded([&] {
-      tlio::Model m = tlio::Model::open(g->dir);
+      tlio::Model m = tlio::Model::open(g->dir, open_options());
       const std::string text = tlio::bigram_generate(m, g->s);
       fmt::print("{}{}\n", g->s.prompt, text);
       return kExitOk;

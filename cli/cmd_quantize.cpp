@@ -80,7 +80,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file")->required();
+  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--scheme", a->scheme, scheme_choices())
       ->required()
@@ -123,7 +124,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       return;
     }
     exit_code = guarded([&] {
-      tlio::File src = tlio::File::open(a->in);
+      tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("quantizing");
       o.include = a->include;
       o.exclude = a->exclude;
@@ -167,7 +168,8 @@ void add_dequantize(CLI::App& app, int& exit_code) {
     std::string in, out, dtype;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file")->required();
+  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
       ->check([](const std::string& v) -> std::string {
@@ -178,7 +180,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       });
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File src = tlio::File::open(a->in);
+      tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("dequantizing");
       std::optional<tlio::Dtype> dtype;
       if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);

@@ -18,16 +18,16 @@ void add_validate(CLI::App& app, int& exit_code) {
       "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
       "Example: tlio validate model.safetensors");
   auto files = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("FILE", *files, "Files or model directories to check")->required();
+  cmd->add_option("FILE", *files, "Files or model directories (or http(s):// URLs) to check")->required();
+  add_token_option(cmd);
   cmd->callback([files, &exit_code] {
     int rc = kExitOk;
     for (const auto& path : *files) {
       int one = guarded([&] {
-        std::error_code ec;
-        if (std::filesystem::is_directory(path, ec)) {
-          tlio::Model::open(path).check();  // files, index, tokenizer, architecture
+        if (tlio::is_model_directory(path, open_options())) {
+          tlio::Model::open(path, open_options()).check();  // files, index, tokenizer, architecture
         } else {
-          tlio::File f = tlio::File::open(path);
+          tlio::File f = tlio::File::open(path, open_options());
           tlio::find_quantized_weights(f);  // consistency of quantized weights
         }
         fmt::print("{}: OK\n", path);

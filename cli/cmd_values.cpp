@@ -162,12 +162,13 @@ void add_cat(CLI::App& app, int& exit_code) {
     std::string file, name, slice;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File")->required();
+  cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,:");
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File f = tlio::File::open(a->file);
+      tlio::File f = tlio::File::open(a->file, open_options());
       const tlio::TensorInfo& t = f.header().at(a->name);
       if (!numeric(t.dtype))
         throw tlio::Error(tlio::ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
@@ -257,11 +258,12 @@ void add_stats(CLI::App& app, int& exit_code) {
     std::vector<std::string> names;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File")->required();
+  cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
+  add_token_option(cmd);
   cmd->add_option("NAME", a->names, "Tensors (default: all)");
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File f = tlio::File::open(a->file);
+      tlio::File f = tlio::File::open(a->file, open_options());
       const auto quantized = tlio::find_quantized_weights(f);
       std::set<std::string> parts;
       for (const auto& q : quantized) parts.insert(q.stored.begin(), q.stored.end());
@@ -321,14 +323,15 @@ void add_diff(CLI::App& app, int& exit_code) {
     double atol = 0, rtol = 0;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("A", a->a, "First file")->required();
-  cmd->add_option("B", a->b, "Second file")->required();
+  cmd->add_option("A", a->a, "First file or URL")->required();
+  add_token_option(cmd);
+  cmd->add_option("B", a->b, "Second file or URL")->required();
   cmd->add_flag("--json", a->json, "Machine-readable output");
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(CLI::NonNegativeNumber);
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File fa = tlio::File::open(a->a), fb = tlio::File::open(a->b);
+      tlio::File fa = tlio::File::open(a->a, open_options()), fb = tlio::File::open(a->b, open_options());
       std::vector<std::string> only_a, only_b, mismatched;
       struct Row {
         std::string name;

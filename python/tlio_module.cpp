@@ -71,7 +71,10 @@ std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::
 py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name,
                      bool writable) {
   const tlio::TensorInfo& t = file->header().at(name);
-  tlio::TensorView v = file->view(name);
+  tlio::TensorView v = [&] {
+    py::gil_scoped_release release;  // a remote file's view is fetched now
+    return file->view(name);
+  }();
   auto shape = numpy_shape(t);
   py::dtype dt = numpy_dtype(t.dtype);
   auto strides = strides_for(shape, dt.itemsize());
@@ -257,15 +260,18 @@ PYBIND11_MODULE(_tlio, m) {
   });
 
   py::class_<tlio::File, std::shared_ptr<tlio::File>>(m, "File")
-      .def(py::init([](const std::filesystem::path& p, const std::string& backend) {
+      .def(py::init([](const std::filesystem::path& p, const std::string& backend, const std::string& token) {
              tlio::OpenOptions o;
+             o.token = token;
              if (backend == "pread") o.backend = tlio::Backend::pread;
              else if (backend == "private") o.backend = tlio::Backend::mmap_private;
              else if (backend != "mmap")
                throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
+             py::gil_scoped_release release;  // a URL is fetched now
              return std::make_shared<tlio::File>(tlio::File::open(p, o));
            }),
-           py::arg("path"), py::arg("backend") = "mmap")
+           py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "")
+      .def_property_readonly("remote", [](const tlio::File& f) { return f.backend() == tlio::Backend::http; })
       .def_static("from_bytes",
                   [](const py::bytes& b) {
                     // One copy, straight from the bytes object into the File's buffer.
@@ -312,7 +318,11 @@ PYBIND11_MODULE(_tlio, m) {
              const tlio::TensorInfo& t = f.header().at(n);
              auto shape = numpy_shape(t);
              py::array out(numpy_dtype(t.dtype), shape);
-             f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+             const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
+             {
+               py::gil_scoped_release release;
+               f.read(n, dst);
+             }
              return out;
            })
       .def("read_into",
@@ -325,8 +335,28 @@ PYBIND11_MODULE(_tlio, m) {
                throw py::value_error("out does not match tensor " + std::string(py::repr(py::str(n))) + " (" +
                                      std::to_string(t.byte_size()) + " bytes of " +
                                      std::string(tlio::dtype_name(t.dtype)) + ")");
-             f.read(n, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+             const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
+             {
+               py::gil_scoped_release release;
+               f.read(n, dst);
+             }
              return out;
+           })
+      .def("copies",
+           [](const tlio::File& f, const std::vector<std::string>& names) {
+             // Writable copies of several tensors read at once (from a URL: few requests,
+             // several in flight).
+             std::vector<py::array> arrays;
+             std::vector<tlio::TensorTarget> targets;
+             for (const std::string& n : names) {
+               const tlio::TensorInfo& t = f.header().at(n);
+               py::array out(numpy_dtype(t.dtype), numpy_shape(t));
+               targets.push_back({t.name, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())}});
+               arrays.push_back(std::move(out));
+             }
+             py::gil_scoped_release release;
+             f.read_many(targets);
+             return arrays;
            })
       .def("read_many",
            [](const tlio::File& f, const std::vector<std::tuple<std::string, uintptr_t, size_t>>& targets) {

@@ -66,6 +66,13 @@ class TLIO_API Writer {
   /// Copies tensor `src_name` of `src` as tensor `name` (same dtype and shape), using in-kernel
   /// copies where the OS allows.
   void copy_from(std::string_view name, const File& src, std::string_view src_name);
+  /// Copies several tensors of `src` (`src_names[k]` as `names[k]`; empty `src_names`: the same
+  /// names), all checked before any byte is copied. From a URL, tensors come in file order,
+  /// touching ones in one request, several requests in flight, the next batch fetched while
+  /// this one is written. `copied(bytes)` is called as bytes land (progress).
+  void copy_many_from(const File& src, std::span<const std::string_view> names,
+                      std::span<const std::string_view> src_names = {},
+                      const std::function<void(uint64_t bytes)>& copied = {});
   /// Copies all of tensor `name`'s bytes from offset `offset` of the open file `fd` (bytes kept
   /// in another format, e.g. a checkpoint's storage), in the kernel where the OS allows: they
   /// never pass through this process's memory. Error{io} when the file is too short.

@@ -34,6 +34,10 @@ def served(tmp_path_factory):
     # A header longer than the first request (128 KiB): 3000 tensors with long names.
     big = {f"model.layers.{i}.some.rather.long.parameter.name.weight": np.full(4, i, np.float32) for i in range(3000)}
     tlio.numpy.save_file(big, root / "long_header.safetensors")
+    # Model directories: a bigram model (one file), and a sharded one with an index.
+    assert run("bigram", "train", DATA / "model_text.txt", root / "bigram").returncode == 0
+    assert run("shard", DATA / "quant" / "tiny_model.safetensors", root / "sharded", "--max-size", "1KB").returncode == 0
+    (root / "sharded" / "config.json").write_text('{"model_type": "tiny", "vocab_size": 16}')
     with nginx(root) as server:
         server.root = root
         yield server
@@ -136,3 +140,75 @@ def test_a_stalled_server_times_out(files):
     with fault_server(files, stall_seconds=4) as srv:
         out = run("inspect", f"{srv.url}/stall/m.safetensors", env={"TLIO_HTTP_TIMEOUT": "1", "TLIO_HTTP_ATTEMPTS": "2"})
     assert out.returncode == 1 and "2 attempt" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("model", ["bigram", "sharded"])
+@pytest.mark.parametrize("slash", ["/", ""])
+def test_model_directories_by_url(served, model, slash, tmp_path):
+    url, local = f"{served.url}/{model}{slash}", served.root / model
+    a, b = run("inspect", "--json", url), run("inspect", "--json", local)
+    assert a.returncode == 0, a.stderr
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ja.pop("dir") == url and jb.pop("dir") == str(local)
+    assert ja == jb
+    out = run("validate", url)
+    assert out.returncode == 0 and out.stdout == f"{url}: OK\n", out.stderr
+    assert run("merge", url, tmp_path / "r.safetensors").returncode == 0
+    assert run("merge", local, tmp_path / "l.safetensors").returncode == 0
+    assert (tmp_path / "r.safetensors").read_bytes() == (tmp_path / "l.safetensors").read_bytes()
+    if model == "bigram":
+        args = ["--prompt", "The ", "--tokens", "40", "--temperature", "0"]
+        a, b = run("bigram", "generate", url, *args), run("bigram", "generate", local, *args)
+        assert a.returncode == 0 and a.stdout == b.stdout, a.stderr
+
+
+def test_model_directory_requests(served):
+    """No listing: config.json, tokenizer.json for a course model (one byte: is it there), the
+    index (404 for a one-file model), then the weights."""
+    before = len(log_lines(served))
+    assert run("inspect", f"{served.url}/bigram/").returncode == 0
+    lines = log_lines(served)[before:]
+    assert [(line.split()[0], line.split()[2]) for line in lines] == [
+        ("206", '"bytes=0-131071"'), ("404", '"bytes=0-0"'), ("404", '"bytes=0-131071"'),
+        ("206", '"bytes=0-131071"')], lines
+    before = len(log_lines(served))
+    assert run("inspect", f"{served.url}/sharded/").returncode == 0
+    shards = len(list((served.root / "sharded").glob("model-*.safetensors")))
+    assert shards > 1
+    assert len(log_lines(served)[before:]) == 2 + shards
+
+
+def test_not_a_model_directory_by_url(served):
+    out = run("inspect", f"{served.url}/nope/")
+    assert out.returncode == 1 and "config.json" in out.stderr, out.stderr
+
+
+def test_many_tensors_come_in_few_requests(served, tmp_path):
+    """many_1000: 1000 touching tensors; convert asks for them in one request, not 1000."""
+    before = len(log_lines(served))
+    assert run("convert", f"{served.url}/many_1000.safetensors", tmp_path / "o.safetensors").returncode == 0
+    lines = log_lines(served)[before:]
+    assert len(lines) <= 2, lines
+    local = tlio.load_file(served.root / "many_1000.safetensors")
+    before = len(log_lines(served))
+    remote = tlio.load_file(f"{served.url}/many_1000.safetensors")
+    assert len(log_lines(served)[before:]) <= 2
+    assert remote.keys() == local.keys()
+    assert all(remote[k].tobytes() == local[k].tobytes() for k in local)
+
+
+def test_token_option_and_keyword(files):
+    with fault_server(files) as srv:
+        out = run("inspect", f"{srv.url}/plain/m.safetensors", "--token", "flag-token", env={"HF_TOKEN": ""})
+        assert out.returncode == 0 and "flag-token" not in out.stdout + out.stderr
+        assert srv.requests and all(auth == "Bearer flag-token" for _, _, auth, _ in srv.requests)
+        srv.requests.clear()
+        with tlio.safe_open(f"{srv.url}/plain/m.safetensors", "np", token="kw-token") as f:
+            assert np.array_equal(f.get_tensor("w"), expected_w(files))
+        assert srv.requests and all(auth == "Bearer kw-token" for _, _, auth, _ in srv.requests)
+
+
+def test_credentials_in_a_url_are_not_printed(served):
+    port = served.url.rsplit(":", 1)[1]
+    out = run("inspect", f"http://user:hunter2@127.0.0.1:{port}/nope.safetensors")
+    assert out.returncode == 1 and "hunter2" not in out.stderr and "127.0.0.1" in out.stderr

@@ -69,9 +69,13 @@ class safe_open:
     framework "numpy"/"np" gives read-only numpy arrays viewing a shared mapping; "pt"/"torch"
     gives torch tensors viewing a private copy-on-write mapping (writable; writes stay in this
     process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
-    reads each tensor with positional reads into memory of its own instead of mapping."""
+    reads each tensor with positional reads into memory of its own instead of mapping.
 
-    def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap"):
+    `filename` may be an http(s):// URL: the header is fetched at once, each tensor's bytes by
+    range when asked for (get_tensors: all at once, several requests in flight). `token` is a
+    bearer token sent to the URL's own host only (default: $HF_TOKEN)."""
+
+    def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap", token=None):
         if backend not in _BACKENDS:
             raise ValueError(f"backend {backend!r} is not 'mmap' or 'pread'")
         if framework in _TORCH:
@@ -87,7 +91,7 @@ class safe_open:
         else:
             raise ValueError(f"framework {framework!r} is not supported: 'numpy' (or 'np') or "
                              f"'pt' (or 'torch')")
-        self._file = _tlio.File(_os.fspath(filename), file_backend)
+        self._file = _tlio.File(_os.fspath(filename), file_backend, token or "")
         self._quantized = None
 
     def __enter__(self):
@@ -127,7 +131,13 @@ class safe_open:
 
     def get_tensors(self):
         """{name: tensor} for every tensor, in file order."""
-        return {k: self.get_tensor(k) for k in self._file.offset_keys()}
+        names = self._file.offset_keys()
+        if not self._file.remote:
+            return {k: self.get_tensor(k) for k in names}
+        arrays = self._file.copies(names)  # one read: touching tensors share requests
+        if self._torch is None:
+            return dict(zip(names, arrays))
+        return {k: self._torch.tensor(a, self._file.dtype(k), k) for k, a in zip(names, arrays)}
 
     def get_slice(self, name):
         self._file.dtype(name)  # KeyError now for unknown names
@@ -159,10 +169,12 @@ class safe_open:
         return self._torch.tensor(array, "BF16" if array.dtype == _np.uint16 else None, name)
 
 
-def load_file(filename, device="cpu", *, backend="mmap"):
-    """{name: read-only array} for every tensor (zero-copy views of the mapped file)."""
-    with safe_open(filename, framework="numpy", device=device, backend=backend) as f:
-        return {k: f.get_tensor(k) for k in f.keys()}
+def load_file(filename, device="cpu", *, backend="mmap", token=None):
+    """{name: read-only array} for every tensor (zero-copy views of the mapped file; copies for
+    a URL, fetched at once)."""
+    with safe_open(filename, framework="numpy", device=device, backend=backend, token=token) as f:
+        tensors = f.get_tensors()
+        return {k: tensors[k] for k in f.keys()}
 
 
 def load(data):

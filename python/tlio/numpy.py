@@ -27,7 +27,7 @@ def load(data):
     return _load(data)
 
 
-def load_file(filename, *, backend="mmap"):
+def load_file(filename, *, backend="mmap", token=None):
     """{name: array} of a file: zero-copy views of the mapping ("mmap") or copies read with
-    pread ("pread")."""
-    return _load_file(filename, backend=backend)
+    pread ("pread"); an http(s):// URL is fetched (`token`: default $HF_TOKEN)."""
+    return _load_file(filename, backend=backend, token=token)

@@ -231,10 +231,11 @@ def load(data):
     return {k: convert.tensor(f.array(k, True), f.dtype(k), k) for k in f.offset_keys()}
 
 
-def load_file(filename, device="cpu", *, backend="mmap"):
+def load_file(filename, device="cpu", *, backend="mmap", token=None):
     """{name: tensor} of a file, in file order: with "mmap", views of a private copy-on-write
-    mapping (no copy; writable; the file never changes); with "pread", copies."""
-    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
+    mapping (no copy; writable; the file never changes); with "pread", copies; an http(s)://
+    URL is fetched at once (`token`: default $HF_TOKEN)."""
+    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
         return f.get_tensors()
 
 
@@ -275,7 +276,7 @@ def _loads_plainly(model):
     return True
 
 
-def load_model(model, filename, strict=True, device="cpu", *, backend="mmap"):
+def load_model(model, filename, strict=True, device="cpu", *, backend="mmap", token=None):
     """Loads a file into `model` and returns (missing, unexpected) names. Names the model ties
     to another (they share memory) are loaded through the name the file has; names the file's
     metadata records as dropped in favour of a kept tensor ({dropped: kept}, as save_model
@@ -286,7 +287,7 @@ def load_model(model, filename, strict=True, device="cpu", *, backend="mmap"):
     and shape are filled straight from the file on every core; the rest goes through
     model.load_state_dict."""
     model_state = model.state_dict()
-    with _safe_open(filename, framework="pt", device=device, backend=backend) as f:
+    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
         names = f.keys()
         records = f.metadata() or {}
         tied = _aliases(model_state, preferred_names=names)

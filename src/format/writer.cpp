@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <thread>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -196,27 +199,141 @@ void Writer::write_from(std::string_view name,
   }
 }
 
+namespace {
+// Bytes a remote copy holds in memory at once, per batch (two batches: one fetched while the
+// other is written).
+constexpr uint64_t kRemoteCopyBatch = uint64_t{64} << 20;
+}  // namespace
+
 void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
+  const std::string_view names[] = {name};
+  const std::string_view src_names[] = {src_name};
+  copy_many_from(src, names, src_names);
+}
+
+void Writer::copy_many_from(const File& src, std::span<const std::string_view> names,
+                            std::span<const std::string_view> src_names,
+                            const std::function<void(uint64_t)>& copied) {
   detail::WriterState& w = *impl_;
-  size_t i = w.lookup(name);
-  const TensorInfo& t = w.tensors[i];
-  const TensorInfo& s = src.header().at(src_name);
-  if (s.dtype != t.dtype || s.shape != t.shape)
-    throw_invalid(fmt::format("cannot copy {} ({} [{}]) into {} ({} [{}])", quote_name(s.name),
-                              dtype_name(s.dtype), fmt::join(s.shape, ", "), quote_name(t.name),
-                              dtype_name(t.dtype), fmt::join(t.shape, ", ")),
-                  t.name);
-  if (w.written[i] != 0)
-    throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
-  if (w.file && src.native_handle() >= 0) {
-    // In-kernel copy: no trip through user memory (and no page faults on a mapping).
-    detail::copy_range(src.native_handle(), 8 + src.header_size() + s.begin, w.file->fd(),
-                       w.data_start + t.begin, t.byte_size(), w.name);
-    if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
-    w.written[i] = t.byte_size();
+  if (!src_names.empty() && src_names.size() != names.size())
+    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
+  struct Piece {
+    size_t i;  // writer tensor
+    const TensorInfo* s;
+  };
+  std::vector<Piece> pieces;
+  std::unordered_set<size_t> seen;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const size_t i = w.lookup(names[k]);
+    const TensorInfo& t = w.tensors[i];
+    const TensorInfo& s = src.header().at(src_names.empty() ? names[k] : src_names[k]);
+    if (s.dtype != t.dtype || s.shape != t.shape)
+      throw_invalid(fmt::format("cannot copy {} ({} [{}]) into {} ({} [{}])", quote_name(s.name),
+                                dtype_name(s.dtype), fmt::join(s.shape, ", "), quote_name(t.name),
+                                dtype_name(t.dtype), fmt::join(t.shape, ", ")),
+                    t.name);
+    if (w.written[i] != 0 || !seen.insert(i).second)
+      throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
+    pieces.push_back({i, &s});
+  }
+  const auto tick = [&](uint64_t n) {
+    if (copied && n) copied(n);
+  };
+  if (src.backend() != Backend::http || !w.file) {
+    for (const Piece& p : pieces) {
+      const TensorInfo& t = w.tensors[p.i];
+      if (w.file && src.native_handle() >= 0) {
+        // In-kernel copy: no trip through user memory (and no page faults on a mapping).
+        detail::copy_range(src.native_handle(), 8 + src.header_size() + p.s->begin, w.file->fd(),
+                           w.data_start + t.begin, t.byte_size(), w.name);
+        if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
+        w.written[p.i] = t.byte_size();
+      } else if (!w.file && !src.mapped_data().empty()) {
+        w.accept(p.i, src.mapped_data().subspan(p.s->begin, t.byte_size()));
+      } else if (!w.file) {
+        // Straight into place: the memory writer's buffer is the destination (below).
+        continue;
+      } else {
+        w.accept(p.i, src.view(p.s->name).bytes());
+      }
+      tick(t.byte_size());
+    }
+    if (w.file || !src.mapped_data().empty()) return;
+    // A memory writer and a file not in memory: every range read into the buffer at once.
+    std::vector<DataRange> ranges;
+    for (const Piece& p : pieces) {
+      const TensorInfo& t = w.tensors[p.i];
+      ranges.push_back({p.s->begin, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}});
+    }
+    src.read_data_many(ranges);
+    for (const Piece& p : pieces) {
+      w.written[p.i] = w.tensors[p.i].byte_size();
+      tick(w.written[p.i]);
+    }
     return;
   }
-  w.accept(i, src.view(src_name).bytes());
+  // From a URL to a file: in source order (touching tensors share requests), in batches of
+  // kRemoteCopyBatch bytes; the next batch is fetched while this one is written.
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.s->begin < b.s->begin; });
+  struct Part {
+    size_t i;
+    uint64_t src_offset, size;
+  };
+  std::vector<std::vector<Part>> batches(1);
+  uint64_t in_batch = 0, largest = 0;
+  for (const Piece& p : pieces)
+    for (uint64_t done = 0, size = p.s->byte_size(); done < size;) {
+      if (in_batch == kRemoteCopyBatch) {
+        batches.emplace_back();
+        in_batch = 0;
+      }
+      const uint64_t n = std::min(size - done, kRemoteCopyBatch - in_batch);
+      batches.back().push_back({p.i, p.s->begin + done, n});
+      in_batch += n;
+      largest = std::max(largest, in_batch);
+      done += n;
+    }
+  std::vector<std::byte> buffers[2];
+  auto fetch = [&](size_t b) {
+    std::vector<std::byte>& buf = buffers[b % 2];
+    buf.resize(static_cast<size_t>(largest));
+    std::vector<DataRange> ranges;
+    uint64_t at = 0;
+    for (const Part& part : batches[b]) {
+      ranges.push_back({part.src_offset, {buf.data() + at, static_cast<size_t>(part.size)}});
+      at += part.size;
+    }
+    src.read_data_many(ranges);
+  };
+  std::exception_ptr fetch_error;
+  std::thread next;
+  auto join_next = [&] {
+    if (next.joinable()) next.join();
+    if (fetch_error) std::rethrow_exception(std::exchange(fetch_error, nullptr));
+  };
+  try {
+    fetch(0);
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (b + 1 < batches.size())
+        next = std::thread([&, b] {
+          try {
+            fetch(b + 1);
+          } catch (...) {
+            fetch_error = std::current_exception();
+          }
+        });
+      uint64_t at = 0;
+      for (const Part& part : batches[b]) {
+        w.accept(part.i, {buffers[b % 2].data() + at, static_cast<size_t>(part.size)});
+        at += part.size;
+        tick(part.size);
+      }
+      join_next();
+    }
+  } catch (...) {
+    if (next.joinable()) next.join();
+    throw;
+  }
 }
 
 void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
@@ -295,7 +412,9 @@ void rewrite_canonical(const File& src, const std::filesystem::path& path) {
   Writer w = Writer::to_file(path);
   w.set_metadata(src.metadata());
   for (const auto& t : src.tensors()) w.declare(t.name, t.dtype, t.shape);
-  for (const auto& t : w.layout()) w.copy_from(t.name, src, t.name);
+  std::vector<std::string_view> names;
+  for (const auto& t : w.layout()) names.push_back(t.name);
+  w.copy_many_from(src, names);
   w.commit();
 }
 

@@ -89,11 +89,12 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
       w.declare(t->name, t->dtype, t->shape);
       index.weight_map.emplace_back(t->name, name);
     }
-    for (const TensorInfo* t : shards[i]) {
-      w.copy_from(t->name, src, t->name);
-      copied += t->byte_size();
+    std::vector<std::string_view> names;
+    for (const TensorInfo* t : shards[i]) names.push_back(t->name);
+    w.copy_many_from(src, names, {}, [&](uint64_t bytes) {
+      copied += bytes;
       if (progress) progress(copied, total);
-    }
+    });
     w.commit();
     report.files.push_back(name);
     index.files.push_back(name);
@@ -159,12 +160,14 @@ void merge_shards(const std::filesystem::path& dir, const std::filesystem::path&
     for (const TensorInfo& t : f.tensors()) w.declare(t.name, t.dtype, t.shape);  // dups refused
   uint64_t total = 0, done = 0;
   for (const File& f : files) total += f.header().data_size();
-  for (const File& f : files)
-    for (const TensorInfo& t : f.tensors()) {
-      w.copy_from(t.name, f, t.name);
-      done += t.byte_size();
+  for (const File& f : files) {
+    std::vector<std::string_view> names;
+    for (const TensorInfo& t : f.tensors()) names.push_back(t.name);
+    w.copy_many_from(f, names, {}, [&](uint64_t bytes) {
+      done += bytes;
       if (progress) progress(done, total);
-    }
+    });
+  }
   w.commit();
 }
 

@@ -47,16 +47,19 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
     done += bytes;
     if (options.progress) options.progress(done, total);
   };
+  // Kept tensors first, in one call (from a URL: few requests, several in flight).
+  std::vector<std::string_view> kept;
   for (const TensorInfo& t : w.layout()) {
     const TensorInfo& s = src.header().at(t.name);
     report.data_bytes_in += s.byte_size();
     report.data_bytes_out += t.byte_size();
-    if (t.dtype == s.dtype) {
-      w.copy_from(t.name, src, t.name);
-      ++report.kept;
-      tick(t.byte_size());
-      continue;
-    }
+    if (t.dtype == s.dtype) kept.push_back(t.name);
+  }
+  report.kept = kept.size();
+  w.copy_many_from(src, kept, {}, tick);
+  for (const TensorInfo& t : w.layout()) {
+    const TensorInfo& s = src.header().at(t.name);
+    if (t.dtype == s.dtype) continue;
     ++report.converted;
     const TensorView view = src.view(t.name);
     const unsigned in_bits = dtype_bits(s.dtype), out_bits = dtype_bits(t.dtype);

@@ -86,11 +86,10 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
     if (options.progress) options.progress(done, total);
   };
   // Copy the others first (in-kernel), then quantize chunk by chunk.
+  std::vector<std::string_view> kept;
   for (const TensorInfo& t : src.tensors())
-    if (std::find(selected.begin(), selected.end(), &t) == selected.end()) {
-      w.copy_from(t.name, src, t.name);
-      tick(t.byte_size());
-    }
+    if (std::find(selected.begin(), selected.end(), &t) == selected.end()) kept.push_back(t.name);
+  w.copy_many_from(src, kept, {}, tick);
   for (size_t k = 0; k < selected.size(); ++k) {
     const TensorInfo& t = *selected[k];
     try {
@@ -135,11 +134,10 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
     done += bytes;
     if (progress) progress(done, total);
   };
+  std::vector<std::string_view> kept;
   for (const TensorInfo& t : src.tensors())
-    if (!is_stored_part(t.name)) {
-      w.copy_from(t.name, src, t.name);
-      tick(t.byte_size());
-    }
+    if (!is_stored_part(t.name)) kept.push_back(t.name);
+  w.copy_many_from(src, kept, {}, tick);
   // Chunks small enough to stay in the cache between being made and being written.
   constexpr uint64_t kDequantizeChunk = uint64_t{128} << 10;
   std::vector<std::byte> buf;  // reused: faulted in once

@@ -97,8 +97,22 @@ TL_API unsigned tl_dtype_bits(tl_dtype dtype);
                             * written (cast away const); writes stay in this process, the file
                             * never changes. Not with TL_OPEN_PREAD. */
 
+/* `path` may be an http:// or https:// URL: the header is fetched at once (one or two range
+ * requests), each tensor's bytes by range when read; TL_OPEN_PREAD and TL_OPEN_PRIVATE do not
+ * apply (tl_tensor_info's data is NULL: use tl_tensor_read). Errors are TL_EIO with the errno
+ * (ENOENT: 404; EACCES: 401/403; ESTALE: the file changed while it was read). */
 TL_API int tl_open(const char* path, tl_file** out);
 TL_API int tl_open_ex(const char* path, unsigned flags, tl_file** out);
+
+/* Options of tl_open_with and tl_model_open_with; they grow at the end as tl_quantize_options
+ * do (struct_size; tl_open_options_init). */
+typedef struct tl_open_options {
+  size_t struct_size; /* sizeof(tl_open_options) */
+  unsigned flags;     /* TL_OPEN_* */
+  const char* token;  /* URLs: bearer token, sent to the URL's own origin only; NULL: $HF_TOKEN */
+} tl_open_options;
+TL_API void tl_open_options_init(tl_open_options* options);
+TL_API int tl_open_with(const char* path, const tl_open_options* options, tl_file** out);
 /* Validates caller memory without copying it; it must outlive the tl_file. */
 TL_API int tl_open_memory(const void* data, size_t size, tl_file** out);
 TL_API void tl_close(tl_file* file);
@@ -130,7 +144,9 @@ TL_API int tl_metadata_at(const tl_file* file, size_t i, const char** key, const
  * to it: use them with every tl_tensor_* and tl_metadata_* function (tl_close() leaves them
  * alone); they stay valid until tl_model_close(). */
 typedef struct tl_model tl_model;
+/* `dir` may be a directory URL: its files are fetched by name (HTTP has no listing). */
 TL_API int tl_model_open(const char* dir, tl_model** out);
+TL_API int tl_model_open_with(const char* dir, const tl_open_options* options, tl_model** out);
 TL_API void tl_model_close(tl_model* model);
 /* config.json's architecture ("bigram", "llama", or the model_type tlio does not check). */
 TL_API const char* tl_model_arch(const tl_model* model);
@@ -202,6 +218,7 @@ typedef struct tl_quantize_options {
   tl_dtype storage;       /* nf4/fp4: dtype the packed codes are stored as (default TL_U8) */
   tl_progress_fn progress; /* output bytes done / total, or NULL */
   void* progress_user;    /* passed to progress */
+  const char* token;      /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
 } tl_quantize_options;
 /* Fills `options` with the defaults and struct_size. */
 TL_API void tl_quantize_options_init(tl_quantize_options* options);

@@ -143,18 +143,39 @@ unsigned tl_dtype_bits(tl_dtype dtype) {
 int tl_open(const char* path, tl_file** out) { return tl_open_ex(path, 0, out); }
 
 int tl_open_ex(const char* path, unsigned flags, tl_file** out) {
+  tl_open_options o;
+  tl_open_options_init(&o);
+  o.flags = flags;
+  return tl_open_with(path, &o, out);
+}
+
+void tl_open_options_init(tl_open_options* options) {
+  if (!options) return;
+  *options = tl_open_options{};
+  options->struct_size = sizeof(tl_open_options);
+}
+
+// The C options as OpenOptions; false (and the thread's error set) when they are not valid.
+static int open_options(const tl_open_options* c, const char* fn, tlio::OpenOptions& o) {
+  TL_REQUIRE(c, (std::string(fn) + ": NULL argument").c_str());
+  TL_REQUIRE(c->struct_size == sizeof(tl_open_options),
+             (std::string(fn) + ": struct_size is not that of a tl_open_options (use tl_open_options_init)").c_str());
+  TL_REQUIRE((c->flags & ~(TL_OPEN_PREAD | TL_OPEN_PRIVATE)) == 0, (std::string(fn) + ": unknown flags").c_str());
+  TL_REQUIRE(c->flags != (TL_OPEN_PREAD | TL_OPEN_PRIVATE),
+             (std::string(fn) + ": TL_OPEN_PREAD and TL_OPEN_PRIVATE exclude each other").c_str());
+  o.backend = c->flags & TL_OPEN_PREAD     ? tlio::Backend::pread
+              : c->flags & TL_OPEN_PRIVATE ? tlio::Backend::mmap_private
+                                           : tlio::Backend::mmap;
+  o.token = c->token ? c->token : "";
+  return TL_OK;
+}
+
+int tl_open_with(const char* path, const tl_open_options* options, tl_file** out) {
   TL_REQUIRE(path && out, "tl_open: NULL argument");
   *out = nullptr;
-  TL_REQUIRE((flags & ~(TL_OPEN_PREAD | TL_OPEN_PRIVATE)) == 0, "tl_open_ex: unknown flags");
-  TL_REQUIRE(flags != (TL_OPEN_PREAD | TL_OPEN_PRIVATE),
-             "tl_open_ex: TL_OPEN_PREAD and TL_OPEN_PRIVATE exclude each other");
-  return guard([&] {
-    tlio::OpenOptions o;
-    o.backend = flags & TL_OPEN_PREAD     ? tlio::Backend::pread
-                : flags & TL_OPEN_PRIVATE ? tlio::Backend::mmap_private
-                                          : tlio::Backend::mmap;
-    *out = wrap(tlio::File::open(path, o));
-  });
+  tlio::OpenOptions o;
+  if (int rc = open_options(options, "tl_open_with", o)) return rc;
+  return guard([&] { *out = wrap(tlio::File::open(path, o)); });
 }
 
 int tl_open_memory(const void* data, size_t size, tl_file** out) {
@@ -245,10 +266,18 @@ int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char**
 }
 
 int tl_model_open(const char* dir, tl_model** out) {
+  tl_open_options o;
+  tl_open_options_init(&o);
+  return tl_model_open_with(dir, &o, out);
+}
+
+int tl_model_open_with(const char* dir, const tl_open_options* options, tl_model** out) {
   TL_REQUIRE(dir && out, "tl_model_open: NULL argument");
   *out = nullptr;
+  tlio::OpenOptions o;
+  if (int rc = open_options(options, "tl_model_open_with", o)) return rc;
   return guard([&] {
-    auto m = std::make_unique<tl_model>(tl_model{tlio::Model::open(dir), {}});
+    auto m = std::make_unique<tl_model>(tl_model{tlio::Model::open(dir, o), {}});
     for (const tlio::File& f : m->model.files()) {
       m->files.push_back(std::make_unique<tl_file>(f, tl_file::Borrowed{}));
       index_metadata(*m->files.back());
@@ -437,7 +466,9 @@ int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_op
       void* user = c.progress_user;
       o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
     }
-    tlio::quantize_file(tlio::File::open(src), dst, o);
+    tlio::OpenOptions open;
+    if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token) open.token = c.token;
+    tlio::quantize_file(tlio::File::open(src, open), dst, o);
   });
 }
 

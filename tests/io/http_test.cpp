@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,12 @@
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/model.hpp"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"  // C's tl_tensor_info names a struct and a function
+#include "tlio/tlio.h"
+#pragma GCC diagnostic pop
+#include "tlio/writer.hpp"
 
 namespace tlio::detail {
 namespace {
@@ -43,25 +50,32 @@ bool listening(int port) {
   return ok;
 }
 
-// nginx serving tests/data for the whole test program.
+// nginx for the whole test program, serving a folder that links tests/data's hf, bad and
+// models folders and holds files the tests write (www()); requests go to access_log().
 class Nginx : public ::testing::Environment {
  public:
   static inline std::string url;
+  static inline std::filesystem::path www, access_log;
 
   void SetUp() override {
     port_ = free_port();
     conf_ = dir_ / "nginx.conf";
-    std::filesystem::create_directories(dir_.path() / "logs");
+    www = dir_ / "www";
+    access_log = dir_ / "access.log";
+    std::filesystem::create_directories(www);
+    for (const char* sub : {"hf", "bad", "models"}) std::filesystem::create_directory_symlink(test::data_dir() / sub, www / sub);
+    const std::string tmp = dir_.path().string();
     std::ofstream(conf_) << (::geteuid() == 0 ? "user root;\n" : "") << "worker_processes 1;\n"
                          << "error_log " << (dir_ / "error.log").string() << ";\npid "
                          << (dir_ / "nginx.pid").string() << ";\nevents { worker_connections 16; }\n"
-                         << "http { access_log off; client_body_temp_path " << dir_.path().string()
-                         << "; proxy_temp_path " << dir_.path().string() << "; fastcgi_temp_path "
-                         << dir_.path().string() << "; uwsgi_temp_path " << dir_.path().string()
-                         << "; scgi_temp_path " << dir_.path().string() << ";\n  server { listen 127.0.0.1:"
-                         << port_ << "; root " << test::data_dir().string() << "; } }\n";
+                         << "http { log_format ranges '$status $body_bytes_sent $http_range';\n"
+                         << "  access_log " << access_log.string() << " ranges;\n  client_body_temp_path " << tmp
+                         << "; proxy_temp_path " << tmp << "; fastcgi_temp_path " << tmp << "; uwsgi_temp_path " << tmp
+                         << "; scgi_temp_path " << tmp << ";\n  server { listen 127.0.0.1:" << port_ << "; root "
+                         << www.string() << "; } }\n";
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // nginx goes when this test program does, however it ends
       const std::string prefix = dir_.path().string(), conf = conf_.string(), err = (dir_ / "error.log").string();
       ::execl("/usr/sbin/nginx", "nginx", "-p", prefix.c_str(), "-c", conf.c_str(), "-e", err.c_str(), "-g",
               "daemon off;", static_cast<char*>(nullptr));
@@ -76,6 +90,14 @@ class Nginx : public ::testing::Environment {
       ::kill(pid_, SIGTERM);
       ::waitpid(pid_, nullptr, 0);
     }
+  }
+
+  // The access log's lines ("status bytes range"), as far as nginx has written them.
+  static std::vector<std::string> log_lines() {
+    std::vector<std::string> lines;
+    std::ifstream in(access_log);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
   }
 
  private:
@@ -136,6 +158,153 @@ TEST(Http, ErrorsAreIoErrorsWithErrno) {
   setenv("TLIO_HTTP_ATTEMPTS", "2", 1);
   EXPECT_THROW((void)HttpFile::open("http://127.0.0.1:" + std::to_string(free_port()) + "/x"), Error);
   unsetenv("TLIO_HTTP_ATTEMPTS");
+}
+
+TEST(Http, UrlHelpers) {
+  EXPECT_EQ(url_join("http://h/d", "x.json"), "http://h/d/x.json");
+  EXPECT_EQ(url_join("http://h/d/", "x.json"), "http://h/d/x.json");
+  EXPECT_EQ(url_join("https://h/d/?sig=1#f", "x"), "https://h/d/x?sig=1#f");
+  EXPECT_TRUE(url_ends_with_slash("http://h/d/") && url_ends_with_slash("http://h/d/?q=1"));
+  EXPECT_FALSE(url_ends_with_slash("http://h/d") || url_ends_with_slash("http://h/d?q=/"));
+  EXPECT_EQ(url_for_messages("https://user:pw@h:8/x@y"), "https://h:8/x@y");
+  EXPECT_EQ(url_for_messages("http://h/a@b"), "http://h/a@b");
+}
+
+TEST(Http, ReadRangesGivesEveryRangeItsBytes) {
+  const auto local = test::read_bytes(test::data_dir() / "hf" / "many_1000.safetensors");
+  auto f = HttpFile::open(Nginx::url + "/hf/many_1000.safetensors");
+  // Touching, overlapping-free ranges out of order, a gap, an empty one, one at the very end.
+  const std::vector<std::pair<uint64_t, uint64_t>> spans = {
+      {5000, 300}, {100, 50}, {150, 4000}, {4150, 850}, {9000, 0}, {local.size() - 7, 7}};
+  std::vector<std::vector<std::byte>> out;
+  std::vector<HttpRange> ranges;
+  for (const auto& [off, size] : spans) out.emplace_back(size);
+  for (size_t i = 0; i < spans.size(); ++i) ranges.push_back({spans[i].first, out[i].data(), spans[i].second});
+  f->read_ranges(ranges);
+  for (size_t i = 0; i < spans.size(); ++i)
+    EXPECT_TRUE(std::equal(out[i].begin(), out[i].end(), local.begin() + static_cast<ptrdiff_t>(spans[i].first)))
+        << "range " << i;
+  const HttpRange past{local.size() - 3, out[0].data(), 4};
+  EXPECT_THROW(f->read_ranges({&past, 1}), Error);
+}
+
+TEST(Http, LongRunsSplitOverSeveralRequestsAndCopiesLandInPlace) {
+  // 40 MiB in two touching tensors: read_many asks for them as kHttpRequestBytes requests
+  // (several in flight), not one per tensor, not one 40 MiB request.
+  std::vector<float> big(10u << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 65521);
+  const auto bytes = std::as_bytes(std::span(big));
+  Writer w = Writer::to_file(Nginx::www / "big.safetensors");
+  w.declare("a", Dtype::F32, Shape{big.size() / 2});
+  w.declare("b", Dtype::F32, Shape{big.size() / 2});
+  w.write("a", bytes.first(bytes.size() / 2));
+  w.write("b", bytes.last(bytes.size() / 2));
+  w.commit();
+  const File remote = File::open(Nginx::url + "/big.safetensors");
+  std::vector<std::byte> a(bytes.size() / 2), b(bytes.size() / 2);
+  const size_t before = Nginx::log_lines().size();
+  const TensorTarget targets[] = {{"b", b}, {"a", a}};
+  remote.read_many(targets);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), bytes.begin()));
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), bytes.begin() + static_cast<ptrdiff_t>(a.size())));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // nginx logs after answering
+  const auto lines = Nginx::log_lines();
+  EXPECT_EQ(lines.size() - before, (bytes.size() + kHttpRequestBytes - 1) / kHttpRequestBytes);
+  // A copy from the URL into a file writer: the same bytes as the local file's.
+  test::TempDir dir;
+  rewrite_canonical(remote, dir / "copy.safetensors");
+  EXPECT_EQ(test::read_bytes(dir / "copy.safetensors"), test::read_bytes(Nginx::www / "big.safetensors"));
+  // Into a memory writer: straight into its buffer.
+  Writer m = Writer::to_memory();
+  m.declare("a", Dtype::F32, Shape{big.size() / 2});
+  const std::string_view names[] = {"a"};
+  uint64_t copied = 0;
+  m.copy_many_from(remote, names, {}, [&](uint64_t n) { copied += n; });
+  m.commit();
+  EXPECT_EQ(copied, a.size());
+  const File back = File::from_bytes(m.take_bytes());
+  const auto got = back.view("a").bytes();
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), a.begin(), a.end()));
+}
+
+TEST(Http, ModelDirectoriesByUrl) {
+  for (const std::string model : {"bigram", "sharded"}) {
+    const Model local = Model::open(test::data_dir() / "models" / model);
+    for (const std::string& url : {Nginx::url + "/models/" + model + "/", Nginx::url + "/models/" + model}) {
+      EXPECT_TRUE(is_model_directory(url));
+      const Model remote = Model::open(url);
+      EXPECT_EQ(remote.config().arch, local.config().arch);
+      EXPECT_EQ(remote.file_names(), local.file_names());
+      EXPECT_EQ(remote.sharded(), local.sharded());
+      ASSERT_EQ(remote.tensor_names(), local.tensor_names());
+      for (std::string_view name : local.tensor_names()) {
+        const TensorView rv = remote.view(name), lv = local.view(name);  // remote views own their bytes
+        const auto a = rv.bytes(), b = lv.bytes();
+        EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << model << " " << name;
+      }
+      remote.check();
+    }
+  }
+  EXPECT_FALSE(is_model_directory(Nginx::url + "/hf/worked_example.safetensors"));  // no request
+  EXPECT_FALSE(is_model_directory(Nginx::url + "/hf/nothing"));  // no config.json under it
+  try {
+    (void)Model::open(Nginx::url + "/hf/");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.rule(), Rule::model);
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos);
+  }
+}
+
+TEST(Http, MergeOfAShardedDirectoryUrlEqualsTheLocalMerge) {
+  test::TempDir dir;
+  merge_shards(Nginx::url + "/models/sharded/", dir / "remote.safetensors");
+  merge_shards(test::data_dir() / "models" / "sharded", dir / "local.safetensors");
+  EXPECT_EQ(test::read_bytes(dir / "remote.safetensors"), test::read_bytes(dir / "local.safetensors"));
+}
+
+TEST(Http, CApiOpensUrls) {
+  const std::string url = Nginx::url + "/hf/worked_example.safetensors";
+  tl_open_options o;
+  tl_open_options_init(&o);
+  o.token = "c-token";
+  tl_file* f = nullptr;
+  ASSERT_EQ(tl_open_with(url.c_str(), &o, &f), TL_OK) << tl_last_error();
+  const File local = File::open(test::data_dir() / "hf" / "worked_example.safetensors");
+  ASSERT_EQ(tl_tensor_count(f), local.tensors().size());
+  std::vector<std::vector<std::byte>> bufs;
+  std::vector<size_t> indices, sizes;
+  std::vector<void*> dsts;
+  for (size_t i = 0; i < tl_tensor_count(f); ++i) {
+    struct tl_tensor_info info;
+    ASSERT_EQ(tl_tensor_info(f, i, &info), TL_OK);
+    EXPECT_EQ(info.data, nullptr);  // nothing mapped: read the bytes
+    bufs.emplace_back(info.byte_size);
+    indices.push_back(i);
+    sizes.push_back(info.byte_size);
+  }
+  for (auto& b : bufs) dsts.push_back(b.data());
+  ASSERT_EQ(tl_tensor_read_many(f, indices.data(), dsts.data(), sizes.data(), indices.size()), TL_OK);
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    struct tl_tensor_info info;
+    tl_tensor_info(f, i, &info);
+    const auto want = local.view(info.name).bytes();
+    EXPECT_TRUE(std::equal(bufs[i].begin(), bufs[i].end(), want.begin(), want.end()));
+  }
+  tl_close(f);
+
+  const std::string missing = Nginx::url + "/hf/nope.safetensors";
+  EXPECT_EQ(tl_open(missing.c_str(), &f), TL_EIO);
+  EXPECT_EQ(tl_last_error_errno(), ENOENT);
+
+  tl_model* m = nullptr;
+  const std::string dir = Nginx::url + "/models/sharded/";
+  ASSERT_EQ(tl_model_open_with(dir.c_str(), &o, &m), TL_OK) << tl_last_error();
+  EXPECT_EQ(tl_model_file_count(m), 4u);
+  EXPECT_STREQ(tl_model_arch(m), "tiny");
+  tl_model_close(m);
+  o.struct_size = 8;
+  EXPECT_EQ(tl_open_with(url.c_str(), &o, &f), TL_EINVAL);
 }
 
 }  // namespace

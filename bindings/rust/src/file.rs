@@ -164,30 +164,67 @@ pub(crate) fn zeroed_vec<T: Copy + Default>(count: u64, what: &str) -> Result<Ve
     Ok(v)
 }
 
+/// How File::open_with and Model::open_with open their input.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// A private copy-on-write mapping (see File::open_private).
+    pub private: bool,
+    /// For http(s):// URLs: a bearer token, sent to the URL's own origin only. None: $HF_TOKEN.
+    pub token: Option<String>,
+}
+
+/// The C options for `options`; the token's CString must outlive their use.
+pub(crate) fn c_open_options(
+    options: &OpenOptions,
+) -> Result<(sys::tl_open_options, Option<CString>)> {
+    let token = options.token.as_deref().map(c_name).transpose()?;
+    let mut o = std::mem::MaybeUninit::<sys::tl_open_options>::uninit();
+    // SAFETY: tl_open_options_init fills every field.
+    let mut o = unsafe {
+        sys::tl_open_options_init(o.as_mut_ptr());
+        o.assume_init()
+    };
+    if options.private {
+        o.flags = sys::TL_OPEN_PRIVATE;
+    }
+    o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    Ok((o, token))
+}
+
 impl File {
-    /// Opens and validates a file (rules 1-5, name index), mapped read-only.
+    /// Opens and validates a file (rules 1-5, name index), mapped read-only. `path` may be an
+    /// http(s):// URL: the header is fetched at once, tensors by range when read (`read`,
+    /// `read_many`; `tensor_data` has no bytes to lend).
     pub fn open(path: impl AsRef<Path>) -> Result<File> {
-        File::open_with(path.as_ref(), 0)
+        File::open_with(path, &OpenOptions::default())
+    }
+
+    /// Opens with options (a private mapping, a token for URLs).
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<File> {
+        let c = c_path(path.as_ref())?;
+        let (o, _token) = c_open_options(options)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c and the token are NUL-terminated and outlive the call; raw is set on success.
+        check(unsafe { sys::tl_open_with(c.as_ptr(), &o, &mut raw) })?;
+        Ok(File {
+            raw: NonNull::new(raw).expect("tl_open_with succeeded"),
+            owned: true,
+            _buffer: None,
+            writable: options.private,
+        })
     }
 
     /// Opens and validates a file as a private copy-on-write mapping: zero-copy like `open`,
     /// and `tensor_data_mut` gives writable bytes. A written page becomes this process's own
     /// copy; the file never changes.
     pub fn open_private(path: impl AsRef<Path>) -> Result<File> {
-        File::open_with(path.as_ref(), sys::TL_OPEN_PRIVATE)
-    }
-
-    fn open_with(path: &Path, flags: std::os::raw::c_uint) -> Result<File> {
-        let c = c_path(path)?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: c is NUL-terminated; raw is set on success.
-        check(unsafe { sys::tl_open_ex(c.as_ptr(), flags, &mut raw) })?;
-        Ok(File {
-            raw: NonNull::new(raw).expect("tl_open_ex succeeded"),
-            owned: true,
-            _buffer: None,
-            writable: flags & sys::TL_OPEN_PRIVATE != 0,
-        })
+        File::open_with(
+            path,
+            &OpenOptions {
+                private: true,
+                ..OpenOptions::default()
+            },
+        )
     }
 
     /// Validates the bytes of a whole file, kept (not copied) for the views.

@@ -59,7 +59,7 @@ mod writer;
 pub use checkpoint::{import_checkpoint, ImportOptions};
 pub use dtype::Dtype;
 pub use error::{Error, ErrorKind, Result};
-pub use file::{File, QuantizedWeight, TensorView};
+pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use model::Model;
 pub use quant::{dequantize_file, quantize_file, QuantizeOptions};
 pub use writer::Writer;

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use crate::error::{check, Result};
-use crate::file::{c_name, c_path, File, TensorView};
+use crate::file::{c_name, c_open_options, c_path, File, OpenOptions, TensorView};
 use crate::sys;
 
 /// A model directory (config.json, then model.safetensors or the shards of
@@ -27,12 +27,19 @@ impl Drop for Model {
 }
 
 impl Model {
+    /// Opens a model directory, or a directory URL (its files fetched by name).
     pub fn open(dir: impl AsRef<Path>) -> Result<Model> {
+        Model::open_with(dir, &OpenOptions::default())
+    }
+
+    /// Opens with options (a token for URLs).
+    pub fn open_with(dir: impl AsRef<Path>, options: &OpenOptions) -> Result<Model> {
         let c = c_path(dir.as_ref())?;
+        let (o, _token) = c_open_options(options)?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: c is NUL-terminated; raw is set on success.
-        check(unsafe { sys::tl_model_open(c.as_ptr(), &mut raw) })?;
-        let raw = NonNull::new(raw).expect("tl_model_open succeeded");
+        // SAFETY: c and the token are NUL-terminated and outlive the call; raw is set on success.
+        check(unsafe { sys::tl_model_open_with(c.as_ptr(), &o, &mut raw) })?;
+        let raw = NonNull::new(raw).expect("tl_model_open_with succeeded");
         // SAFETY: indexes below tl_model_file_count give handles the model owns.
         let n = unsafe { sys::tl_model_file_count(raw.as_ptr()) };
         let files = (0..n)

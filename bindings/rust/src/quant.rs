@@ -27,6 +27,8 @@ pub struct QuantizeOptions<'a> {
     pub storage: Option<Dtype>,
     /// Called with (output bytes done, total).
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// `src` an http(s):// URL: a bearer token, sent to its own origin only. None: $HF_TOKEN.
+    pub token: Option<String>,
 }
 
 impl<'a> QuantizeOptions<'a> {
@@ -57,6 +59,7 @@ pub fn quantize_file(
     let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
     let scheme = c_name(&options.scheme)?;
     let (include, exclude) = (optional(&options.include)?, optional(&options.exclude)?);
+    let token = optional(&options.token)?;
     let mut o = std::mem::MaybeUninit::<sys::tl_quantize_options>::uninit();
     // SAFETY: init fills every field.
     let mut o = unsafe {
@@ -68,6 +71,7 @@ pub fn quantize_file(
     o.exclude = exclude.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     o.blocksize = options.blocksize.unwrap_or(0);
     o.nested = options.nested as i32;
+    o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     if let Some(storage) = options.storage {
         o.storage = storage.raw();
     }

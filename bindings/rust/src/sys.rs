@@ -90,6 +90,14 @@ pub struct tl_quantize_options {
     pub storage: tl_dtype,
     pub progress: tl_progress_fn,
     pub progress_user: *mut c_void,
+    pub token: *const c_char,
+}
+
+#[repr(C)]
+pub struct tl_open_options {
+    pub struct_size: usize,
+    pub flags: c_uint,
+    pub token: *const c_char,
 }
 
 extern "C" {
@@ -103,6 +111,12 @@ extern "C" {
 
     pub fn tl_open(path: *const c_char, out: *mut *mut tl_file) -> c_int;
     pub fn tl_open_ex(path: *const c_char, flags: c_uint, out: *mut *mut tl_file) -> c_int;
+    pub fn tl_open_options_init(options: *mut tl_open_options);
+    pub fn tl_open_with(
+        path: *const c_char,
+        options: *const tl_open_options,
+        out: *mut *mut tl_file,
+    ) -> c_int;
     pub fn tl_open_memory(data: *const c_void, size: usize, out: *mut *mut tl_file) -> c_int;
     pub fn tl_close(file: *mut tl_file);
 
@@ -140,6 +154,11 @@ extern "C" {
     ) -> c_int;
 
     pub fn tl_model_open(dir: *const c_char, out: *mut *mut tl_model) -> c_int;
+    pub fn tl_model_open_with(
+        dir: *const c_char,
+        options: *const tl_open_options,
+        out: *mut *mut tl_model,
+    ) -> c_int;
     pub fn tl_model_close(model: *mut tl_model);
     pub fn tl_model_arch(model: *const tl_model) -> *const c_char;
     pub fn tl_model_check(model: *const tl_model) -> c_int;

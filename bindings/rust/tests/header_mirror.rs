@@ -120,6 +120,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "struct tl_tensor_info {",
         "typedef struct tl_quantized_info {",
         "typedef struct tl_quantize_options {",
+        "typedef struct tl_open_options {",
     ] {
         let start = text
             .find(marker)
@@ -136,7 +137,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        3 + 2 + 1,
+        4 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

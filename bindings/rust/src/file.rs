@@ -80,7 +80,7 @@ pub struct TensorView<'a> {
     name: &'a str,
     dtype: Dtype,
     shape: &'a [u64],
-    data: &'a [u8],
+    data: Option<&'a [u8]>, // None: the file is not mapped (a URL)
     data_offsets: (u64, u64),
 }
 
@@ -95,8 +95,22 @@ impl<'a> TensorView<'a> {
         self.shape
     }
     /// The tensor's bytes, little-endian as stored (zero-copy from the mapping).
+    ///
+    /// # Panics
+    /// When the file is not mapped (opened from an http(s) URL): see `is_mapped`; read such
+    /// tensors with `File::read` or `File::read_many`.
     pub fn data(&self) -> &'a [u8] {
-        self.data
+        self.data.unwrap_or_else(|| {
+            panic!(
+                "tensor {:?} is not mapped (a remote file): read it with File::read",
+                self.name
+            )
+        })
+    }
+    /// False for the tensors of a file opened from a URL, whose bytes are fetched by
+    /// `File::read` / `File::read_many` rather than lent by `data`.
+    pub fn is_mapped(&self) -> bool {
+        self.data.is_some()
     }
     /// [begin, end) in the data section, as the header gives them.
     pub fn data_offsets(&self) -> (u64, u64) {
@@ -303,15 +317,12 @@ impl File {
                 format!("tensor {:?} does not fit in the address space", name),
             )
         })?;
-        let data: &[u8] = if size == 0 {
-            &[]
+        let data: Option<&[u8]> = if size == 0 {
+            Some(&[])
         } else if info.data.is_null() {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                "tensor bytes are not mapped",
-            ));
+            None
         } else {
-            unsafe { std::slice::from_raw_parts(info.data as *const u8, size) }
+            Some(unsafe { std::slice::from_raw_parts(info.data as *const u8, size) })
         };
         Ok(TensorView {
             name,
@@ -341,6 +352,33 @@ impl File {
     /// The tensor named `name` (`NotFound` when there is none).
     pub fn tensor(&self, name: &str) -> Result<TensorView<'_>> {
         self.tensor_at(self.index_of(name)?)
+    }
+
+    /// A copy of tensor `name`'s bytes (fetched by range for a file opened from a URL).
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let index = self.index_of(name)?;
+        let mut info = std::mem::MaybeUninit::<sys::tl_tensor_info>::uninit();
+        // SAFETY: info is written on success.
+        check(unsafe { sys::tl_tensor_info(self.raw(), index, info.as_mut_ptr()) })?;
+        let size = usize::try_from(unsafe { info.assume_init() }.byte_size).map_err(|_| {
+            Error::new(
+                ErrorKind::NoMemory,
+                format!("tensor {:?} does not fit in memory", name),
+            )
+        })?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(size).map_err(|_| {
+            Error::new(
+                ErrorKind::NoMemory,
+                format!("tensor {:?} does not fit in memory", name),
+            )
+        })?;
+        out.resize(size, 0);
+        // SAFETY: out holds exactly the tensor's byte size.
+        check(unsafe {
+            sys::tl_tensor_read(self.raw(), index, out.as_mut_ptr() as *mut c_void, size)
+        })?;
+        Ok(out)
     }
 
     /// Copies several tensors at once (a model's parameters), their bytes split over the
@@ -380,7 +418,12 @@ impl File {
                 ),
             ));
         }
-        let data = self.tensor(name)?.data;
+        let data = self.tensor(name)?.data.ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("tensor {:?} is not mapped (a remote file)", name),
+            )
+        })?;
         // SAFETY: the bytes are this process's own (a private mapping or the owned buffer),
         // alive while `self` is, and `&mut self` keeps every other view of them away.
         Ok(unsafe { std::slice::from_raw_parts_mut(data.as_ptr() as *mut u8, data.len()) })

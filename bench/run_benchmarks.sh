@@ -45,6 +45,9 @@ PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_torch.py "$dir" 9 | tee 
 echo "== tlio import of a 1 GiB torch.save checkpoint vs dd (in turn, peak RSS)"
 PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_import.py "$build" "$dir" 5 | tee "$out/import.txt"
 
+echo "== remote files: tlio convert URL vs curl -o + sync (nginx on loopback, in turn), request counts"
+PYTHONPATH="$build/python" /usr/bin/python3 bench/bench_remote.py "$build" "$dir" 7 | tee "$out/remote.txt"
+
 echo "== process start-up (tlio --version, import tlio)"
 if command -v hyperfine >/dev/null; then bash bench/startup.sh "$build" 5 | tee "$out/startup.txt"; fi
 

@@ -324,8 +324,8 @@ void add_diff(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("A", a->a, "First file or URL")->required();
-  add_token_option(cmd);
   cmd->add_option("B", a->b, "Second file or URL")->required();
+  add_token_option(cmd);
   cmd->add_flag("--json", a->json, "Machine-readable output");
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(CLI::NonNegativeNumber);

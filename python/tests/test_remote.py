@@ -3,7 +3,9 @@ The remote reading must give the local bytes, with only the requests it needs.""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -22,7 +24,15 @@ def run(*args, env=None):
 
 
 def log_lines(server):
-    return server.log.read_text().splitlines() if server.log.exists() else []
+    """The access log's lines, once nginx has written all of them (it logs a request after
+    answering it, so the client may be done first)."""
+    lines = None
+    while True:
+        now = server.log.read_text().splitlines() if server.log.exists() else []
+        if now == lines:
+            return now
+        lines = now
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +45,8 @@ def served(tmp_path_factory):
     big = {f"model.layers.{i}.some.rather.long.parameter.name.weight": np.full(4, i, np.float32) for i in range(3000)}
     tlio.numpy.save_file(big, root / "long_header.safetensors")
     # Model directories: a bigram model (one file), and a sharded one with an index.
-    assert run("bigram", "train", DATA / "model_text.txt", root / "bigram").returncode == 0
-    assert run("shard", DATA / "quant" / "tiny_model.safetensors", root / "sharded", "--max-size", "1KB").returncode == 0
-    (root / "sharded" / "config.json").write_text('{"model_type": "tiny", "vocab_size": 16}')
+    for model in ["bigram", "sharded"]:
+        shutil.copytree(DATA / "models" / model, root / model)
     with nginx(root) as server:
         server.root = root
         yield server
@@ -212,3 +221,23 @@ def test_credentials_in_a_url_are_not_printed(served):
     port = served.url.rsplit(":", 1)[1]
     out = run("inspect", f"http://user:hunter2@127.0.0.1:{port}/nope.safetensors")
     assert out.returncode == 1 and "hunter2" not in out.stderr and "127.0.0.1" in out.stderr
+
+
+def test_torch_loads_from_a_url(served):
+    torch = pytest.importorskip("torch")
+    import tlio.torch
+
+    url, local = f"{served.url}/mixed_all_dtypes.safetensors", served.root / "mixed_all_dtypes.safetensors"
+    try:
+        want = tlio.torch.load_file(local)
+    except ValueError:  # a dtype this torch lacks: use a file of common dtypes
+        url, local = f"{served.url}/worked_example.safetensors", served.root / "worked_example.safetensors"
+        want = tlio.torch.load_file(local)
+    got = tlio.torch.load_file(url)
+    assert list(got) == list(want)
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4))
+    tlio.torch.save_model(model, served.root / "model.safetensors")
+    fresh = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4))
+    assert tlio.torch.load_model(fresh, f"{served.url}/model.safetensors") == ([], [])
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), fresh.state_dict().values()))

@@ -155,7 +155,7 @@ void tl_open_options_init(tl_open_options* options) {
   options->struct_size = sizeof(tl_open_options);
 }
 
-// The C options as OpenOptions; false (and the thread's error set) when they are not valid.
+// The C options as OpenOptions: TL_OK, or TL_EINVAL (the thread's error set) when they are not valid.
 static int open_options(const tl_open_options* c, const char* fn, tlio::OpenOptions& o) {
   TL_REQUIRE(c, (std::string(fn) + ": NULL argument").c_str());
   TL_REQUIRE(c->struct_size == sizeof(tl_open_options),

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <atomic>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -77,7 +77,11 @@ std::string url_join(std::string_view dir, std::string_view name) {
   const size_t end = std::min(path_end(dir), dir.size());
   std::string out(dir.substr(0, end));
   if (out.empty() || out.back() != '/') out += '/';
-  out += name;
+  // Percent-encoded: a '?', '#' or space in a file name is part of the name, not of the URL.
+  std::unique_ptr<char, decltype(&curl_free)> escaped(
+      curl_easy_escape(nullptr, name.data(), static_cast<int>(name.size())), curl_free);
+  if (!escaped) throw_invalid("cannot encode a file name for a URL");
+  out += escaped.get();
   out += dir.substr(end);
   return out;
 }

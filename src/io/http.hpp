@@ -44,8 +44,8 @@ struct HttpOptions {
 
 /// True for http:// and https:// names.
 bool is_url(std::string_view name) noexcept;
-/// `name` inside the directory URL `dir` ("http://h/d" or "http://h/d/" + "x" is
-/// "http://h/d/x"; a query string stays at the end).
+/// `name` (a file name, percent-encoded here) inside the directory URL `dir` ("http://h/d" or
+/// "http://h/d/" + "x" is "http://h/d/x"; a query string stays at the end).
 std::string url_join(std::string_view dir, std::string_view name);
 /// True when the URL's path ends with '/' (a directory by its spelling).
 bool url_ends_with_slash(std::string_view url) noexcept;

@@ -3,7 +3,8 @@
 
 #include <fmt/core.h>
 
-#include <cerrno>
+#include <cstring>
+#include <span>
 
 #include "io/http.hpp"
 #include "io/os_file.hpp"

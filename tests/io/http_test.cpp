@@ -164,6 +164,8 @@ TEST(Http, UrlHelpers) {
   EXPECT_EQ(url_join("http://h/d", "x.json"), "http://h/d/x.json");
   EXPECT_EQ(url_join("http://h/d/", "x.json"), "http://h/d/x.json");
   EXPECT_EQ(url_join("https://h/d/?sig=1#f", "x"), "https://h/d/x?sig=1#f");
+  EXPECT_EQ(url_join("http://h/d/", "a?b #c.json"), "http://h/d/a%3Fb%20%23c.json");
+  EXPECT_EQ(url_join("http://h/d/", "model-00001-of-00002.safetensors"), "http://h/d/model-00001-of-00002.safetensors");
   EXPECT_TRUE(url_ends_with_slash("http://h/d/") && url_ends_with_slash("http://h/d/?q=1"));
   EXPECT_FALSE(url_ends_with_slash("http://h/d") || url_ends_with_slash("http://h/d?q=/"));
   EXPECT_EQ(url_for_messages("https://user:pw@h:8/x@y"), "https://h:8/x@y");

@@ -55,17 +55,42 @@ std::optional<uint64_t> number(std::string_view s) {
   return v;
 }
 
-// What one response said (the last one, after redirects).
-struct Response {
-  long status = 0;
-  std::string content_range, etag, last_modified, content_encoding;
-  std::optional<uint64_t> content_length, retry_after;
-};
-
 }  // namespace
 
 bool is_url(std::string_view name) noexcept {
   return name.substr(0, 7) == "http://" || name.substr(0, 8) == "https://";
+}
+
+void read_response_header(std::string_view line, HttpResponse& r) {
+  if (line.substr(0, 5) == "HTTP/") {  // a new response (after a redirect): start over
+    r = HttpResponse{};
+    const auto space = line.find(' ');
+    if (space != std::string_view::npos)
+      if (const auto status = number(line.substr(space + 1, 3)); status && *status >= 100)
+        r.status = static_cast<long>(*status);
+    return;
+  }
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos) return;
+  const std::string key = lower(trim(line.substr(0, colon)));
+  const std::string_view value = trim(line.substr(colon + 1));
+  if (key == "content-range") r.content_range = value;
+  else if (key == "etag") r.etag = value;
+  else if (key == "last-modified") r.last_modified = value;
+  else if (key == "content-encoding") r.content_encoding = lower(value);
+  else if (key == "content-length") r.content_length = number(value);
+  else if (key == "retry-after") r.retry_after = number(value);
+}
+
+std::optional<ContentRange> parse_content_range(std::string_view text) {
+  if (text.substr(0, 6) != "bytes ") return std::nullopt;
+  text.remove_prefix(6);
+  const size_t dash = text.find('-'), slash = text.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash) return std::nullopt;
+  const auto first = number(text.substr(0, dash)), last = number(text.substr(dash + 1, slash - dash - 1)),
+             total = number(text.substr(slash + 1));
+  if (!first || !last || !total || *first > *last || *last >= *total) return std::nullopt;
+  return ContentRange{*first, *last, *total};
 }
 
 namespace {
@@ -134,7 +159,7 @@ struct HttpFile::Handles {
 // One request's state, shared with libcurl's callbacks.
 struct HttpFile::Exchange {
   HttpFile* file = nullptr;
-  Response response;
+  HttpResponse response;
   // Bytes wanted: file offsets [want_begin, want_end); they land in the ranges' destinations
   // (consecutive ranges, so the body is scattered in order).
   uint64_t want_begin = 0, want_end = 0;
@@ -162,40 +187,22 @@ struct HttpFile::Exchange {
   }
 
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
-    auto* x = static_cast<Exchange*>(user);
-    const std::string_view line(data, size * n);
-    if (line.substr(0, 5) == "HTTP/") {  // a new response (after a redirect): start over
-      x->response = Response{};
-      const auto space = line.find(' ');
-      if (space != std::string_view::npos)
-        x->response.status = std::atol(std::string(line.substr(space + 1, 3)).c_str());
-      return size * n;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) return size * n;
-    const std::string key = lower(trim(line.substr(0, colon)));
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (key == "content-range") x->response.content_range = value;
-    else if (key == "etag") x->response.etag = value;
-    else if (key == "last-modified") x->response.last_modified = value;
-    else if (key == "content-encoding") x->response.content_encoding = lower(value);
-    else if (key == "content-length") x->response.content_length = number(value);
-    else if (key == "retry-after") x->response.retry_after = number(value);
+    read_response_header({data, size * n}, static_cast<Exchange*>(user)->response);
     return size * n;
   }
 
   // Checks the answer's headers before any of its bytes is used; "" when it may be used.
   std::string check_answer() {
-    const Response& r = response;
+    const HttpResponse& r = response;
     if (!r.content_encoding.empty() && r.content_encoding != "identity")
       return fmt::format("the server sent the file {}-encoded, which would change its bytes", r.content_encoding);
     HttpFile& f = *file;
     std::optional<uint64_t> total;
+    std::optional<ContentRange> range;
     if (r.status == 206) {
-      const auto slash = r.content_range.rfind('/');
-      if (r.content_range.substr(0, 6) != "bytes " || slash == std::string::npos ||
-          !(total = number(r.content_range.substr(slash + 1))))
+      if (!(range = parse_content_range(r.content_range)))
         return fmt::format("a 206 answer without a usable Content-Range (\"{}\")", r.content_range);
+      total = range->total;
     } else {
       total = r.content_length;  // 200: the whole file
     }
@@ -218,8 +225,7 @@ struct HttpFile::Exchange {
     }
     want_end = std::min(want_end, f.size_);  // the opening request may ask past a small file
     if (r.status == 206) {
-      const std::string expected = fmt::format("bytes {}-{}/{}", asked_from, want_end - 1, f.size_);
-      if (r.content_range != expected)
+      if (range->first != asked_from || range->last != want_end - 1)
         return fmt::format("asked for bytes {}-{}, the server answered \"{}\"", asked_from, want_end - 1, r.content_range);
       body_offset = asked_from;
     } else {
@@ -358,7 +364,7 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
   const uint64_t offset = x.want_begin;
   for (int attempt = 1;; ++attempt) {
     x.asked_from = offset + x.received;
-    x.response = Response{};
+    x.response = HttpResponse{};
     x.body_started = false;
     CURL* curl = handles_->take();
     if (!curl) http_fail(url_, "libcurl could not start", ENOMEM);
@@ -395,7 +401,7 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
     const CURLcode rc = curl_easy_perform(curl);
-    const Response& r = x.response;
+    const HttpResponse& r = x.response;
     keep = rc == CURLE_OK;
 
     if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);

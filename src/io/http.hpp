@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,22 @@ struct HttpOptions {
   /// Attempts per request. 0: $TLIO_HTTP_ATTEMPTS, else kHttpAttempts.
   int attempts = 0;
 };
+
+/// What one response said (the last one, after redirects).
+struct HttpResponse {
+  long status = 0;
+  std::string content_range, etag, last_modified, content_encoding;
+  std::optional<uint64_t> content_length, retry_after;
+};
+/// Reads one header line of a response into `r`; a status line ("HTTP/1.1 206 ...") starts a
+/// new response. Lines it does not know are skipped.
+void read_response_header(std::string_view line, HttpResponse& r);
+
+/// "bytes FIRST-LAST/TOTAL" with FIRST <= LAST < TOTAL, else nullopt.
+struct ContentRange {
+  uint64_t first, last, total;
+};
+std::optional<ContentRange> parse_content_range(std::string_view text);
 
 /// True for http:// and https:// names.
 bool is_url(std::string_view name) noexcept;

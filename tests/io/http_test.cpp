@@ -172,6 +172,37 @@ TEST(Http, UrlHelpers) {
   EXPECT_EQ(url_for_messages("http://h/a@b"), "http://h/a@b");
 }
 
+TEST(Http, ResponseHeadersAndContentRanges) {
+  HttpResponse r;
+  read_response_header("HTTP/1.1 302 Found\r\n", r);
+  read_response_header("ETag: \"old\"\r\n", r);
+  EXPECT_EQ(r.status, 302);
+  read_response_header("HTTP/2 206 \r\n", r);  // after a redirect: the new answer only
+  EXPECT_EQ(r.status, 206);
+  EXPECT_EQ(r.etag, "");
+  read_response_header("content-RANGE:  bytes 0-9/10 \r\n", r);
+  read_response_header("Content-Encoding: GZIP\r\n", r);
+  read_response_header("Content-Length: 10\r\n", r);
+  read_response_header("Retry-After: Wed, 21 Oct 2026 07:28:00 GMT\r\n", r);  // a date: not a delay
+  read_response_header("no colon here\r\n", r);
+  EXPECT_EQ(r.content_range, "bytes 0-9/10");
+  EXPECT_EQ(r.content_encoding, "gzip");
+  EXPECT_EQ(r.content_length, 10u);
+  EXPECT_FALSE(r.retry_after.has_value());
+  HttpResponse bad;
+  read_response_header("HTTP/1.1 abc\r\n", bad);
+  EXPECT_EQ(bad.status, 0);
+
+  const auto ok = parse_content_range("bytes 5-9/10");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->first, 5u);
+  EXPECT_EQ(ok->last, 9u);
+  EXPECT_EQ(ok->total, 10u);
+  for (const char* text : {"bytes 5-4/10", "bytes 0-10/10", "bytes 0-9/*", "bytes */10", "bytes -9/10",
+                           "bytes 0-9/10x", "Bytes 0-9/10", "bytes 0+9/10", "bytes 99999999999999999999-1/2", ""})
+    EXPECT_FALSE(parse_content_range(text).has_value()) << text;
+}
+
 TEST(Http, ReadRangesGivesEveryRangeItsBytes) {
   const auto local = test::read_bytes(test::data_dir() / "hf" / "many_1000.safetensors");
   auto f = HttpFile::open(Nginx::url + "/hf/many_1000.safetensors");

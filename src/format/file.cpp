@@ -102,12 +102,7 @@ File File::open(const std::filesystem::path& path, OpenOptions options) {
       s->http = detail::HttpFile::open(url, {.token = options.token});
       s->file_size = s->http->size();
       // The opening request's bytes, and one exact request for what a longer header adds.
-      const auto prefix = s->http->prefix();
-      read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) {
-        const size_t have = offset < prefix.size() ? std::min<size_t>(prefix.size() - offset, dst.size()) : 0;
-        if (have) std::memcpy(dst.data(), prefix.data() + offset, have);
-        if (have < dst.size()) s->http->read(offset + have, dst.subspan(have));
-      });
+      read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) { s->http->read(offset, dst); });
     });
     return File(std::move(s));
   }

@@ -294,10 +294,14 @@ void HttpFile::read(uint64_t offset, std::span<std::byte> dst) const {
 
 void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
   std::vector<HttpRange> sorted;
-  for (const HttpRange& r : ranges) {
+  for (const HttpRange& r : ranges)
     if (r.offset > size_ || r.size > size_ - r.offset)
       http_fail(url_, fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size, r.offset, size_));
-    if (r.size) sorted.push_back(r);
+  for (const HttpRange& r : ranges) {
+    // Bytes the opening request already brought are not asked for again.
+    const uint64_t have = r.offset < prefix_.size() ? std::min<uint64_t>(prefix_.size() - r.offset, r.size) : 0;
+    if (have) std::memcpy(r.dst, prefix_.data() + r.offset, static_cast<size_t>(have));
+    if (r.size > have) sorted.push_back({r.offset + have, r.dst + have, r.size - have});
   }
   std::sort(sorted.begin(), sorted.end(), [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });
   // Requests: runs of touching ranges, cut at kHttpRequestBytes (a range may be cut in two).

@@ -90,7 +90,8 @@ class HttpFile {
   std::span<const std::byte> prefix() const noexcept { return prefix_; }
   /// Reads exactly dst.size() bytes at `offset` of the pinned version of the file.
   void read(uint64_t offset, std::span<std::byte> dst) const;
-  /// Reads several ranges: ranges that touch in the file are fetched by one request, long ones
+  /// Reads several ranges (bytes the opening request brought are copied from prefix()): ranges
+  /// that touch in the file are fetched by one request, long ones
   /// are split into kHttpRequestBytes requests, and up to kHttpConnections requests are in
   /// flight at once, each writing its bytes straight into the ranges' destinations.
   void read_ranges(std::span<const HttpRange> ranges) const;

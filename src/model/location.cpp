@@ -3,7 +3,6 @@
 
 #include <fmt/core.h>
 
-#include <cstring>
 #include <span>
 
 #include "io/http.hpp"
@@ -52,10 +51,7 @@ std::optional<std::string> ModelLocation::read_text(std::string_view file) const
     throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", f->size(), kMaxTextFileSize),
              name_of(file));
   std::string text(static_cast<size_t>(f->size()), '\0');
-  const auto prefix = f->prefix();
-  std::memcpy(text.data(), prefix.data(), prefix.size());
-  if (prefix.size() < text.size())
-    f->read(prefix.size(), std::as_writable_bytes(std::span(text)).subspan(prefix.size()));
+  f->read(0, std::as_writable_bytes(std::span(text)));  // from the opening request's bytes, mostly
   return text;
 }
 

@@ -47,6 +47,7 @@ def served(tmp_path_factory):
     # Model directories: a bigram model (one file), and a sharded one with an index.
     for model in ["bigram", "sharded"]:
         shutil.copytree(DATA / "models" / model, root / model)
+    shutil.copy(DATA / "quant" / "tiny_model.safetensors", root)
     with nginx(root) as server:
         server.root = root
         yield server
@@ -247,3 +248,24 @@ def test_torch_loads_from_a_url(served):
     fresh = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4))
     assert tlio.torch.load_model(fresh, f"{served.url}/model.safetensors") == ([], [])
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), fresh.state_dict().values()))
+
+
+def test_every_reading_command_takes_a_url(served, tmp_path):
+    """cat, stats, diff, quantize, dequantize and shard of a URL print and write what they do
+    for the local file."""
+    url, local = f"{served.url}/tiny_model.safetensors", served.root / "tiny_model.safetensors"
+    name = tlio.safe_open(local, "np").keys()[0]
+    for args in (["cat", "{}", name], ["stats", "{}"], ["diff", "{}", str(local)]):
+        a = run(*[url if x == "{}" else x for x in args])
+        b = run(*[str(local) if x == "{}" else x for x in args])
+        assert a.returncode == 0 and a.stdout.replace(url, "F") == b.stdout.replace(str(local), "F"), (args, a.stderr)
+    for src, tag in ((url, "r"), (local, "l")):
+        assert run("quantize", src, tmp_path / f"{tag}.q", "--scheme", "int4-g32-sym").returncode == 0
+        assert run("shard", src, tmp_path / f"{tag}.shards", "--max-size", "2KB").returncode == 0
+    assert (tmp_path / "r.q").read_bytes() == (tmp_path / "l.q").read_bytes()
+    (served.root / "q.safetensors").write_bytes((tmp_path / "l.q").read_bytes())
+    assert run("dequantize", f"{served.url}/q.safetensors", tmp_path / "r.d").returncode == 0
+    assert run("dequantize", tmp_path / "l.q", tmp_path / "l.d").returncode == 0
+    assert (tmp_path / "r.d").read_bytes() == (tmp_path / "l.d").read_bytes()
+    for f in (tmp_path / "l.shards").iterdir():
+        assert (tmp_path / "r.shards" / f.name).read_bytes() == f.read_bytes()

@@ -169,14 +169,15 @@ TensorView Model::view(std::string_view name) const {
   const ModelTensor* t = find(name);
   if (!t)
     throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
-                fmt::format("no tensor named {}", quote_name(name)), dir_.string());
+                fmt::format("no tensor named {}", quote_name(name)), detail::ModelLocation(dir_, {}).name());
   return files_[t->file].view(name);
 }
 
 void Model::check() const {
-  const std::string source = (dir_ / kConfig).string();
+  const detail::ModelLocation where(dir_, {});  // names for messages (a URL without credentials)
+  const std::string source = where.name_of(kConfig);
   auto fail = [&](const std::string& tensor, std::string detail) {
-    throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), dir_.string());
+    throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), where.name());
   };
   // Logical tensors: stored ones, with quantized pairs replaced by their logical weight.
   std::vector<std::pair<std::string, Shape>> logical;

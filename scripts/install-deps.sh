@@ -2,7 +2,7 @@
 # Installs what tlio needs to build and test on Debian 12, skipping what is already there.
 set -euo pipefail
 packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light
+  pybind11-dev python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
   python3-torch python3-venv python3-pip python3-setuptools python3-wheel)
 missing=()
 for p in "${packages[@]}"; do

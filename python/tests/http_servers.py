@@ -32,13 +32,21 @@ def wait_for(port, seconds=10):
 
 
 @contextlib.contextmanager
-def nginx(root):
+def nginx(root, tls=False):
     """nginx serving `root` at the yielded base URL; the access log path is `.log` of the
-    yielded object (one line per request: status, bytes sent, range)."""
+    yielded object (one line per request: status, bytes sent, range). With tls, https with a
+    self-signed certificate for 127.0.0.1, whose path is `.cert`."""
     prefix = pathlib.Path(tempfile.mkdtemp(prefix="tlio-nginx-"))
     port = free_port()
     (prefix / "logs").mkdir()
     (prefix / "tmp").mkdir()
+    listen = f"127.0.0.1:{port}"
+    if tls:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", str(prefix / "key.pem"), "-out", str(prefix / "cert.pem")],
+                       check=True, capture_output=True)
+        listen += f" ssl; ssl_certificate {prefix}/cert.pem; ssl_certificate_key {prefix}/key.pem"
     conf = prefix / "nginx.conf"
     # As root, nginx's workers would switch to nobody, who cannot read pytest's private folders.
     user = "user root;" if os.geteuid() == 0 else ""
@@ -54,7 +62,7 @@ http {{
   client_body_temp_path {prefix}/tmp; proxy_temp_path {prefix}/tmp; fastcgi_temp_path {prefix}/tmp;
   uwsgi_temp_path {prefix}/tmp; scgi_temp_path {prefix}/tmp;
   server {{
-    listen 127.0.0.1:{port};
+    listen {listen};
     root {root};
   }}
 }}
@@ -64,8 +72,9 @@ http {{
     try:
         wait_for(port)
         server = type("Nginx", (), {})()
-        server.url = f"http://127.0.0.1:{port}"
+        server.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         server.log = prefix / "logs" / "access.log"
+        server.cert = prefix / "cert.pem"
         yield server
     finally:
         proc.terminate()

@@ -269,3 +269,18 @@ def test_every_reading_command_takes_a_url(served, tmp_path):
     assert (tmp_path / "r.d").read_bytes() == (tmp_path / "l.d").read_bytes()
     for f in (tmp_path / "l.shards").iterdir():
         assert (tmp_path / "r.shards" / f.name).read_bytes() == f.read_bytes()
+
+
+def test_https_is_verified(served, tmp_path):
+    """A self-signed server is refused by default; trusted through $CURL_CA_BUNDLE it reads as
+    over http."""
+    with nginx(served.root, tls=True) as server:
+        url = f"{server.url}/worked_example.safetensors"
+        out = run("inspect", "--json", url, env={"CURL_CA_BUNDLE": ""})
+        assert out.returncode == 1 and "certificate" in out.stderr.lower(), out.stderr
+        a = run("inspect", "--json", url, env={"CURL_CA_BUNDLE": str(server.cert)})
+        b = run("inspect", "--json", f"{served.url}/worked_example.safetensors")
+        assert a.returncode == 0, a.stderr
+        ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+        ja.pop("file"), jb.pop("file")
+        assert ja == jb

@@ -55,6 +55,42 @@ std::optional<uint64_t> number(std::string_view s) {
   return v;
 }
 
+// Failures another attempt may not meet: the network, not the request or the peer's
+// certificate (a TLS verification failure, a bad URL or too many redirects is final).
+bool transient(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The errno a libcurl failure is reported with.
+int os_error(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT: return ECONNREFUSED;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return EHOSTUNREACH;
+    case CURLE_OPERATION_TIMEDOUT: return ETIMEDOUT;
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR: return ECONNRESET;
+    default: return EIO;  // TLS, a malformed URL, too many redirects, ...
+  }
+}
+
 }  // namespace
 
 bool is_url(std::string_view name) noexcept {
@@ -395,6 +431,8 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.timeout_seconds);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "tlio");
+    // TLS is verified against the system's CAs, or the bundle $CURL_CA_BUNDLE names (as curl's).
+    if (const char* ca = std::getenv("CURL_CA_BUNDLE"); ca && *ca) curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
     if (!options_.token.empty()) {
       // libcurl sends it to the first origin only (CURLOPT_UNRESTRICTED_AUTH stays off).
       curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
@@ -419,7 +457,7 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     }
     // Retry connection errors, cut bodies, 5xx and 429 (after Retry-After); not the rest.
     const bool busy = r.status == 429 || (r.status >= 500 && r.status < 600);
-    const bool cut = rc != CURLE_OK && (r.status == 0 || r.status == 200 || r.status == 206);
+    const bool cut = transient(rc) && (r.status == 0 || r.status == 200 || r.status == 206);
     if (!(busy || cut) || attempt >= options_.attempts) {
       if (r.status == 404 || r.status == 410) http_fail(url_, fmt::format("HTTP {}: not found", r.status), ENOENT);
       if (r.status == 401 || r.status == 403)
@@ -427,8 +465,7 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
       if (r.status == 412) http_fail(url_, "the file changed on the server while it was read", ESTALE);
       if (r.status && r.status != 200 && r.status != 206)
         http_fail(url_, fmt::format("HTTP {} after {} attempt(s)", r.status, attempt));
-      http_fail(url_, fmt::format("{} after {} attempt(s)", curl_easy_strerror(rc), attempt),
-                rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNRESET);
+      http_fail(url_, fmt::format("{} after {} attempt(s)", curl_easy_strerror(rc), attempt), os_error(rc));
     }
     auto wait = std::chrono::milliseconds(250 << (attempt - 1));
     if (r.retry_after) wait = std::chrono::milliseconds(std::min<uint64_t>(*r.retry_after, 60) * 1000);

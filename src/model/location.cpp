@@ -81,7 +81,12 @@ bool is_model_directory(const std::filesystem::path& path, const OpenOptions& op
   if (url_ends_with_slash(name)) return true;
   const std::string_view p = std::string_view(name).substr(0, name.find_first_of("?#"));
   if (p.ends_with(".safetensors")) return false;
-  return ModelLocation(path, options).exists("config.json");
+  try {
+    return ModelLocation(path, options).exists("config.json");
+  } catch (const Error& e) {
+    // The server cannot be reached: the message names what was given, not the probe.
+    throw Error(e.code(), e.rule(), e.tensor(), e.offset(), e.detail(), url_for_messages(name), e.os_error());
+  }
 }
 
 }  // namespace tlio::detail

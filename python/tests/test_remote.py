@@ -251,8 +251,8 @@ def test_torch_loads_from_a_url(served):
 
 
 def test_every_reading_command_takes_a_url(served, tmp_path):
-    """cat, stats, diff, quantize, dequantize and shard of a URL print and write what they do
-    for the local file."""
+    """cat, stats, diff, convert --dtype (read chunk by chunk), quantize, dequantize and shard of
+    a URL print and write what they do for the local file."""
     url, local = f"{served.url}/tiny_model.safetensors", served.root / "tiny_model.safetensors"
     name = tlio.safe_open(local, "np").keys()[0]
     for args in (["cat", "{}", name], ["stats", "{}"], ["diff", "{}", str(local)]):
@@ -260,9 +260,11 @@ def test_every_reading_command_takes_a_url(served, tmp_path):
         b = run(*[str(local) if x == "{}" else x for x in args])
         assert a.returncode == 0 and a.stdout.replace(url, "F") == b.stdout.replace(str(local), "F"), (args, a.stderr)
     for src, tag in ((url, "r"), (local, "l")):
+        assert run("convert", src, tmp_path / f"{tag}.c", "--dtype", "BF16").returncode == 0
         assert run("quantize", src, tmp_path / f"{tag}.q", "--scheme", "int4-g32-sym").returncode == 0
         assert run("shard", src, tmp_path / f"{tag}.shards", "--max-size", "2KB").returncode == 0
     assert (tmp_path / "r.q").read_bytes() == (tmp_path / "l.q").read_bytes()
+    assert (tmp_path / "r.c").read_bytes() == (tmp_path / "l.c").read_bytes()
     (served.root / "q.safetensors").write_bytes((tmp_path / "l.q").read_bytes())
     assert run("dequantize", f"{served.url}/q.safetensors", tmp_path / "r.d").returncode == 0
     assert run("dequantize", tmp_path / "l.q", tmp_path / "l.d").returncode == 0

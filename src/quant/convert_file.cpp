@@ -61,15 +61,29 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
     const TensorInfo& s = src.header().at(t.name);
     if (t.dtype == s.dtype) continue;
     ++report.converted;
-    const TensorView view = src.view(t.name);
+    // A mapped source is converted in place; any other (pread, a URL) is read chunk by chunk,
+    // so a tensor never has to fit in memory whole.
+    const bool mapped = !src.mapped_data().empty() || s.byte_size() == 0;
+    const std::span<const std::byte> whole =
+        mapped ? src.mapped_data().subspan(static_cast<size_t>(s.begin), static_cast<size_t>(s.byte_size()))
+               : std::span<const std::byte>{};
+    std::vector<std::byte> chunk;
     const unsigned in_bits = dtype_bits(s.dtype), out_bits = dtype_bits(t.dtype);
     for_tensor(t.name, [&] {
       w.write_from(
           t.name,
           [&](uint64_t offset, std::span<std::byte> buf) {
             const uint64_t first = offset * 8 / out_bits, count = buf.size() * 8 / out_bits;
-            convert(s.dtype, view.bytes().subspan(first * in_bits / 8, count * in_bits / 8),
-                    t.dtype, buf, count);
+            const uint64_t in_offset = first * in_bits / 8, in_size = count * in_bits / 8;
+            std::span<const std::byte> in;
+            if (mapped) {
+              in = whole.subspan(static_cast<size_t>(in_offset), static_cast<size_t>(in_size));
+            } else {
+              chunk.resize(static_cast<size_t>(in_size));
+              src.read_data(s.begin + in_offset, chunk);
+              in = chunk;
+            }
+            convert(s.dtype, in, t.dtype, buf, count);
             tick(buf.size());
           },
           kConvertChunkBytes);

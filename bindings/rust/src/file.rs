@@ -208,7 +208,7 @@ pub(crate) fn c_open_options(
 impl File {
     /// Opens and validates a file (rules 1-5, name index), mapped read-only. `path` may be an
     /// http(s):// URL: the header is fetched at once, tensors by range when read (`read`,
-    /// `read_many`; `tensor_data` has no bytes to lend).
+    /// `read_many`; their views are not mapped, see `TensorView::is_mapped`).
     pub fn open(path: impl AsRef<Path>) -> Result<File> {
         File::open_with(path, &OpenOptions::default())
     }

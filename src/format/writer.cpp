@@ -239,27 +239,8 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
   const auto tick = [&](uint64_t n) {
     if (copied && n) copied(n);
   };
-  if (src.backend() != Backend::http || !w.file) {
-    for (const Piece& p : pieces) {
-      const TensorInfo& t = w.tensors[p.i];
-      if (w.file && src.native_handle() >= 0) {
-        // In-kernel copy: no trip through user memory (and no page faults on a mapping).
-        detail::copy_range(src.native_handle(), 8 + src.header_size() + p.s->begin, w.file->fd(),
-                           w.data_start + t.begin, t.byte_size(), w.name);
-        if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
-        w.written[p.i] = t.byte_size();
-      } else if (!w.file && !src.mapped_data().empty()) {
-        w.accept(p.i, src.mapped_data().subspan(p.s->begin, t.byte_size()));
-      } else if (!w.file) {
-        // Straight into place: the memory writer's buffer is the destination (below).
-        continue;
-      } else {
-        w.accept(p.i, src.view(p.s->name).bytes());
-      }
-      tick(t.byte_size());
-    }
-    if (w.file || !src.mapped_data().empty()) return;
-    // A memory writer and a file not in memory: every range read into the buffer at once.
+  if (!w.file) {
+    // A memory writer: every range read straight into its buffer at once.
     std::vector<DataRange> ranges;
     for (const Piece& p : pieces) {
       const TensorInfo& t = w.tensors[p.i];
@@ -269,6 +250,25 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
     for (const Piece& p : pieces) {
       w.written[p.i] = w.tensors[p.i].byte_size();
       tick(w.written[p.i]);
+    }
+    return;
+  }
+  if (src.native_handle() >= 0) {
+    // In-kernel copies: no trip through user memory (and no page faults on a mapping).
+    for (const Piece& p : pieces) {
+      const TensorInfo& t = w.tensors[p.i];
+      detail::copy_range(src.native_handle(), 8 + src.header_size() + p.s->begin, w.file->fd(),
+                         w.data_start + t.begin, t.byte_size(), w.name);
+      if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
+      w.written[p.i] = t.byte_size();
+      tick(t.byte_size());
+    }
+    return;
+  }
+  if (!src.mapped_data().empty()) {  // a buffer
+    for (const Piece& p : pieces) {
+      w.accept(p.i, src.mapped_data().subspan(p.s->begin, p.s->byte_size()));
+      tick(p.s->byte_size());
     }
     return;
   }

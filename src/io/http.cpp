@@ -21,10 +21,8 @@
 namespace tlio::detail {
 namespace {
 
-std::string url_for_messages_impl(std::string_view url);
-
 [[noreturn]] void http_fail(const std::string& url, std::string detail, int err = EIO) {
-  throw_io(std::move(detail), url_for_messages_impl(url), std::error_code(err, std::generic_category()));
+  throw_io(std::move(detail), url_for_messages(url), std::error_code(err, std::generic_category()));
 }
 
 void global_init() {
@@ -152,8 +150,7 @@ bool url_ends_with_slash(std::string_view url) noexcept {
   return end > 0 && url[end - 1] == '/';
 }
 
-namespace {
-std::string url_for_messages_impl(std::string_view url) {
+std::string url_for_messages(std::string_view url) {
   const size_t scheme = url.find("://");
   if (scheme == std::string_view::npos) return std::string(url);
   const size_t host = scheme + 3;
@@ -162,9 +159,6 @@ std::string url_for_messages_impl(std::string_view url) {
   if (at == std::string_view::npos || at < host) return std::string(url);
   return std::string(url.substr(0, host)) + std::string(url.substr(at + 1));
 }
-}  // namespace
-
-std::string url_for_messages(std::string_view url) { return url_for_messages_impl(url); }
 
 // libcurl easy handles kept between requests: each keeps its connection open, so a run of
 // requests to one server pays for one TCP (and TLS) handshake per handle, not per request.
@@ -308,6 +302,12 @@ HttpFile::HttpFile(std::string url, HttpOptions options)
     const char* a = std::getenv("TLIO_HTTP_ATTEMPTS");
     options_.attempts = a && std::atoi(a) > 0 ? std::atoi(a) : kHttpAttempts;
   }
+  if (options_.connections == 0) {
+    const char* c = std::getenv("TLIO_HTTP_CONNECTIONS");
+    options_.connections = c && std::atoi(c) > 0 ? static_cast<unsigned>(std::min(std::atoi(c), 64)) : kHttpConnections;
+  }
+  if (options_.ca_bundle.empty())
+    if (const char* ca = std::getenv("CURL_CA_BUNDLE")) options_.ca_bundle = ca;
 }
 
 HttpFile::~HttpFile() = default;
@@ -367,10 +367,7 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
     for (const HttpRange& p : run) want += p.size;
     if (self->transfer(run) != want) http_fail(url_, "the server sent fewer bytes than asked");
   };
-  unsigned connections = kHttpConnections;
-  if (const char* c = std::getenv("TLIO_HTTP_CONNECTIONS"); c && std::atoi(c) > 0)
-    connections = static_cast<unsigned>(std::min(std::atoi(c), 64));
-  connections = static_cast<unsigned>(std::min<size_t>(connections, requests.size()));
+  const auto connections = static_cast<unsigned>(std::min<size_t>(options_.connections, requests.size()));
   if (connections <= 1) {
     for (size_t i = 0; i < requests.size(); ++i) fetch(i);
     return;
@@ -431,8 +428,8 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.timeout_seconds);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "tlio");
-    // TLS is verified against the system's CAs, or the bundle $CURL_CA_BUNDLE names (as curl's).
-    if (const char* ca = std::getenv("CURL_CA_BUNDLE"); ca && *ca) curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+    // TLS is verified against the system's CAs, or the bundle options_.ca_bundle names.
+    if (!options_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     if (!options_.token.empty()) {
       // libcurl sends it to the first origin only (CURLOPT_UNRESTRICTED_AUTH stays off).
       curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);

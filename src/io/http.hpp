@@ -41,6 +41,12 @@ struct HttpOptions {
   long timeout_seconds = 0;
   /// Attempts per request. 0: $TLIO_HTTP_ATTEMPTS, else kHttpAttempts.
   int attempts = 0;
+  /// Requests in flight in read_ranges. 0: $TLIO_HTTP_CONNECTIONS (at most 64), else
+  /// kHttpConnections.
+  unsigned connections = 0;
+  /// A CA bundle to verify TLS against instead of the system's. Empty: $CURL_CA_BUNDLE (as for
+  /// the curl tool), if set.
+  std::string ca_bundle = {};
 };
 
 /// What one response said (the last one, after redirects).

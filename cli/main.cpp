@@ -3,10 +3,12 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "signals.hpp"
 #include "tlio/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace tlio::cli;
+  install_signal_handlers();
   CLI::App app{"tlio: strict, fast safetensors tool", "tlio"};
   app.set_version_flag("--version", std::string("tlio ") + tlio::version());
   app.require_subcommand(1);

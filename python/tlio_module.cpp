@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "tlio/tlio.hpp"
@@ -14,6 +15,38 @@
 namespace py = pybind11;
 
 namespace {
+
+// Ctrl-C during a call that let go of the GIL: the library asks this now and then on the
+// calling thread; at most every 50 ms it takes the GIL to let Python run its signal handlers.
+// An exception they raise (KeyboardInterrupt) is kept here and raised once the call has
+// cleaned up and thrown Error{interrupted}.
+struct PendingInterrupt {
+  std::chrono::steady_clock::time_point last_asked{};
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local PendingInterrupt t_pending;
+
+bool python_wants_stop(void*) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - t_pending.last_asked < std::chrono::milliseconds(50)) return false;
+  t_pending.last_asked = now;
+  const py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  PyErr_Fetch(&t_pending.type, &t_pending.value, &t_pending.traceback);
+  return true;
+}
+
+// A long call: the GIL released and Ctrl-C honoured. Only C++ below (no Python objects).
+class LongCall {
+ public:
+  LongCall() : interrupts_(python_wants_stop, nullptr) {}
+
+ private:
+  py::gil_scoped_release release_;
+  tlio::InterruptScope interrupts_;
+};
 
 // The numpy dtype a tensor is exposed as (raw bits for types numpy lacks).
 py::dtype numpy_dtype(tlio::Dtype d) {
@@ -72,7 +105,7 @@ py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string&
                      bool writable) {
   const tlio::TensorInfo& t = file->header().at(name);
   tlio::TensorView v = [&] {
-    py::gil_scoped_release release;  // a remote file's view is fetched now
+    LongCall call;  // a remote file's view is fetched now
     return file->view(name);
   }();
   auto shape = numpy_shape(t);
@@ -140,7 +173,7 @@ void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& meta
     w.declare(name, d, shape);
     arrays.emplace_back(std::move(name), std::move(a));
   }
-  py::gil_scoped_release release;  // the arrays are held above; no Python below
+  LongCall call;  // the arrays are held above; no Python below
   for (auto& [name, a] : arrays)
     w.write(name, {static_cast<const std::byte*>(a.data()), static_cast<size_t>(a.nbytes())});
   w.commit();
@@ -186,7 +219,7 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
     }
   }
   {
-    py::gil_scoped_release release;
+    LongCall call;
     for (const Bytes& b : bytes) w.write(b.name, {b.data, b.size});
     w.commit();
   }
@@ -252,6 +285,14 @@ PYBIND11_MODULE(_tlio, m) {
         }
         case tlio::ErrorCode::not_found: PyErr_SetString(PyExc_KeyError, e.what()); return;
         case tlio::ErrorCode::out_of_memory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
+        case tlio::ErrorCode::interrupted:
+          if (t_pending.type) {  // what Python's handler raised, as it raised it
+            PyErr_Restore(t_pending.type, t_pending.value, t_pending.traceback);
+            t_pending.type = t_pending.value = t_pending.traceback = nullptr;
+          } else {
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+          }
+          return;
         case tlio::ErrorCode::invalid_argument:
         case tlio::ErrorCode::unsupported: PyErr_SetString(PyExc_ValueError, e.what()); return;
       }
@@ -267,7 +308,7 @@ PYBIND11_MODULE(_tlio, m) {
              else if (backend == "private") o.backend = tlio::Backend::mmap_private;
              else if (backend != "mmap")
                throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
-             py::gil_scoped_release release;  // a URL is fetched now
+             LongCall call;  // a URL is fetched now
              return std::make_shared<tlio::File>(tlio::File::open(p, o));
            }),
            py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "")
@@ -320,7 +361,7 @@ PYBIND11_MODULE(_tlio, m) {
              py::array out(numpy_dtype(t.dtype), shape);
              const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
              {
-               py::gil_scoped_release release;
+               LongCall call;
                f.read(n, dst);
              }
              return out;
@@ -337,7 +378,7 @@ PYBIND11_MODULE(_tlio, m) {
                                      std::string(tlio::dtype_name(t.dtype)) + ")");
              const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
              {
-               py::gil_scoped_release release;
+               LongCall call;
                f.read(n, dst);
              }
              return out;
@@ -354,7 +395,7 @@ PYBIND11_MODULE(_tlio, m) {
                targets.push_back({t.name, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())}});
                arrays.push_back(std::move(out));
              }
-             py::gil_scoped_release release;
+             LongCall call;
              f.read_many(targets);
              return arrays;
            })
@@ -365,7 +406,7 @@ PYBIND11_MODULE(_tlio, m) {
              t.reserve(targets.size());
              for (const auto& [name, address, size] : targets)
                t.push_back({name, {reinterpret_cast<std::byte*>(address), size}});
-             py::gil_scoped_release release;
+             LongCall call;
              f.read_many(t);
            })
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
@@ -441,7 +482,7 @@ PYBIND11_MODULE(_tlio, m) {
     o.key = key;
     tlio::CheckpointContents c;
     {
-      py::gil_scoped_release release;
+      LongCall call;
       c = tlio::read_checkpoint(src, o);
     }
     return checkpoint_dict(c);
@@ -454,7 +495,7 @@ PYBIND11_MODULE(_tlio, m) {
     o.max_shard_size = max_size;
     tlio::ImportReport r;
     {
-      py::gil_scoped_release release;  // a whole file: let other threads run
+      LongCall call;  // a whole file: let other threads run
       r = tlio::import_checkpoint(src, dst, o);
     }
     py::dict d = checkpoint_dict(r.contents);
@@ -472,7 +513,11 @@ PYBIND11_MODULE(_tlio, m) {
     o.dtype = *d;
     o.include = include;
     o.exclude = exclude;
-    auto r = tlio::convert_file(tlio::File::open(in), out, o);
+    tlio::ConvertFileReport r;
+    {
+      LongCall call;
+      r = tlio::convert_file(tlio::File::open(in), out, o);
+    }
     return py::make_tuple(r.converted, r.kept);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
@@ -489,7 +534,7 @@ PYBIND11_MODULE(_tlio, m) {
     o.exclude = exclude;
     tlio::QuantizeReport r;
     {
-      py::gil_scoped_release release;  // a whole file: let other threads run
+      LongCall call;  // a whole file: let other threads run
       r = tlio::quantize_file(tlio::File::open(in), out, o);
     }
     py::list items;
@@ -512,6 +557,7 @@ PYBIND11_MODULE(_tlio, m) {
       d = tlio::parse_dtype_alias(*dtype);
       if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
     }
+    LongCall call;
     return tlio::dequantize_file(tlio::File::open(in), out, d).restored;
   }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none());
 }

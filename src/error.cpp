@@ -39,6 +39,8 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "unsupported";
     case ErrorCode::out_of_memory:
       return "out_of_memory";
+    case ErrorCode::interrupted:
+      return "interrupted";
   }
   return "unknown";
 }

@@ -25,6 +25,7 @@ enum class ErrorCode : int {
   not_found = 4,         ///< a tensor or key asked for by name does not exist
   unsupported = 5,       ///< a valid request that tlio does not do
   out_of_memory = 6,     ///< an allocation failed
+  interrupted = 7,       ///< stopped by the caller's InterruptScope (tlio/interrupt.hpp)
 };
 
 TLIO_API std::string_view error_code_name(ErrorCode code) noexcept;

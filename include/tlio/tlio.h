@@ -32,7 +32,8 @@ enum {
   TL_EINVAL = 3,       /* a malformed request (bad sizes, bad slice, NULL argument) */
   TL_ENOTFOUND = 4,    /* no tensor or key of that name */
   TL_EUNSUPPORTED = 5, /* valid, but not something tlio does (e.g. a C64 conversion) */
-  TL_ENOMEM = 6        /* out of memory */
+  TL_ENOMEM = 6,       /* out of memory */
+  TL_EINTERRUPTED = 7  /* stopped by this thread's interrupt check (tl_set_interrupt_check) */
 };
 
 /* Element types, in the reference implementation's order. */
@@ -91,6 +92,17 @@ TL_API const char* tl_dtype_name(tl_dtype dtype);
 TL_API int tl_dtype_from_name(const char* name, tl_dtype* out);
 TL_API unsigned tl_dtype_bits(tl_dtype dtype);
 
+/* ---- stopping and cleaning up ----------------------------------------------------------------
+ * The library installs no signal handlers. `check` (NULL: none) is called now and then, with
+ * `context`, by the long calls this thread makes (writes, conversions, copies: at least every
+ * 64 MiB of data); when it returns nonzero the call removes what it wrote and fails with
+ * TL_EINTERRUPTED, the destination left as it was. Per thread; stays until changed. */
+typedef int (*tl_interrupt_fn)(void* context);
+TL_API void tl_set_interrupt_check(tl_interrupt_fn check, void* context);
+/* Unlinks the temporary file of every unfinished write of this process. Async-signal-safe: for
+ * a signal handler that then ends the process with _exit(). */
+TL_API void tl_remove_temporary_files(void);
+
 /* ---- reading ------------------------------------------------------------------------------ */
 #define TL_OPEN_PREAD 1u   /* positional reads instead of a mapping */
 #define TL_OPEN_PRIVATE 2u /* a private copy-on-write mapping: tl_tensor_info's data may be
@@ -113,6 +125,9 @@ typedef struct tl_open_options {
 } tl_open_options;
 TL_API void tl_open_options_init(tl_open_options* options);
 TL_API int tl_open_with(const char* path, const tl_open_options* options, tl_file** out);
+/* A write to a path that is a device, FIFO or socket fails with TL_EINVAL, to a directory with
+ * TL_EIO (EISDIR), nothing written; a symbolic link is followed to the file it names, which is
+ * replaced (the link stays). */
 /* Validates caller memory without copying it; it must outlive the tl_file. */
 TL_API int tl_open_memory(const void* data, size_t size, tl_file** out);
 TL_API void tl_close(tl_file* file);

@@ -9,6 +9,7 @@
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/header.hpp"
+#include "tlio/interrupt.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/shape.hpp"

@@ -7,6 +7,8 @@
 // an empty map is omitted). Files are replaced atomically: the bytes go to a temporary file in the
 // destination's directory, which is fsynced and renamed over the destination on commit(); until
 // then the old file is untouched, and a Writer destroyed without commit() removes its temporary.
+// Only a regular file is replaced: a device, FIFO, socket or directory is refused when the
+// writer is made, and a symbolic link is followed to the file it names (docs/security.md).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +29,7 @@ namespace tlio {
 
 namespace detail {
 struct WriterState;
+struct WriterAccess;  // the library's own ways to make writers (sets of files)
 }  // namespace detail
 
 class File;
@@ -37,7 +40,8 @@ using ProgressCallback = std::function<void(uint64_t done, uint64_t total)>;
 
 class TLIO_API Writer {
  public:
-  /// A writer that replaces `path` atomically on commit().
+  /// A writer that replaces `path` atomically on commit(). Error{invalid_argument} when `path`
+  /// is a device, FIFO or socket, Error{io} for a directory or a dangling or looping link.
   static Writer to_file(const std::filesystem::path& path);
   /// A writer that builds the file in memory; take_bytes() after commit().
   static Writer to_memory();
@@ -92,6 +96,7 @@ class TLIO_API Writer {
   ~Writer();
 
  private:
+  friend struct detail::WriterAccess;
   explicit Writer(std::unique_ptr<detail::WriterState> impl);
   std::unique_ptr<detail::WriterState> impl_;
 };

@@ -18,6 +18,7 @@
 
 #include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "tlio/interrupt.hpp"
 #include "tlio/tlio.hpp"
 
 struct tl_file {
@@ -64,11 +65,28 @@ int fail(int code, std::string message, const char* rule = "", int os_errno = 0)
 
 int code_of(tlio::ErrorCode c) { return static_cast<int>(c); }
 
+// This thread's tl_set_interrupt_check, asked through an InterruptScope by every call.
+struct CInterruptCheck {
+  tl_interrupt_fn check = nullptr;
+  void* context = nullptr;
+};
+thread_local CInterruptCheck t_interrupt_check;
+
+bool ask_c_check(void* c) {
+  const auto* check = static_cast<const CInterruptCheck*>(c);
+  return check->check(check->context) != 0;
+}
+
 // Runs fn, mapping every exception to a status code and message.
 template <class Fn>
 int guard(Fn&& fn) {
   try {
-    fn();
+    if (t_interrupt_check.check) {
+      const tlio::InterruptScope scope(ask_c_check, &t_interrupt_check);
+      fn();
+    } else {
+      fn();
+    }
     return TL_OK;
   } catch (const tlio::Error& e) {
     return fail(code_of(e.code()), e.what(), e.rule_name().data(),
@@ -122,6 +140,12 @@ const char* tl_version(void) { return tlio::version(); }
 const char* tl_last_error(void) { return g_last_error.c_str(); }
 const char* tl_last_error_rule(void) { return g_last_rule; }
 int tl_last_error_errno(void) { return g_last_errno; }
+
+void tl_set_interrupt_check(tl_interrupt_fn check, void* context) {
+  t_interrupt_check = {check, context};
+}
+
+void tl_remove_temporary_files(void) { tlio::remove_temporary_files(); }
 
 const char* tl_dtype_name(tl_dtype dtype) {
   if (!valid_dtype(dtype)) return "?";

@@ -21,8 +21,11 @@
 #include "checkpoint/zip.hpp"
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
+#include "format/writer_access.hpp"
+#include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
+#include "model/layout.hpp"
 #include "tlio/error.hpp"
 #include "tlio/writer.hpp"
 
@@ -845,14 +848,16 @@ void add_jobs(Checkpoint& c, const std::vector<Plan>& plans, std::vector<Job>& j
 }
 
 // Writes every output (atomically each); returns the bytes written.
-uint64_t write_outputs(const std::filesystem::path& dir_or_file, bool into_dir,
+// Writes one file, or (with a set) each output into the set under its name in the folder.
+uint64_t write_outputs(const std::filesystem::path& dir_or_file, detail::OutputSet* set,
                        const std::vector<Output>& outputs, const ImportOptions& options,
                        ImportReport& report) {
   uint64_t total = 0, done = 0;
   for (const Output& o : outputs)
     for (const Job& j : o.jobs) total += j.bytes;
   for (const Output& o : outputs) {
-    Writer w = Writer::to_file(into_dir ? dir_or_file / o.name : dir_or_file);
+    Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file / o.name)
+                   : Writer::to_file(dir_or_file);
     w.set_metadata("format", "pt");
     for (const auto& [dropped, kept] : o.aliases)
       if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
@@ -955,41 +960,31 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
     outputs = std::move(split);
   }
   const size_t n = outputs.size();
-  for (size_t i = 0; i < n; ++i)
-    outputs[i].name = n == 1 ? std::string("model.safetensors")
-                             : fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, n);
+  for (size_t i = 0; i < n; ++i) outputs[i].name = detail::weights_file_name(i + 1, n);
 
   std::filesystem::create_directories(dst, ec);
   if (ec) throw_io("cannot create the directory", dst.string(), ec);
-  std::vector<std::filesystem::path> created;  // removed again if anything fails
-  try {
-    for (const Output& o : outputs) created.push_back(dst / o.name);
-    report.bytes_written = write_outputs(dst, true, outputs, options, report);
-    if (n > 1) {
-      detail::ShardIndex out_index;
-      out_index.total_size = report.bytes_written;
-      for (const Output& o : outputs) {
-        out_index.files.push_back(o.name);
-        for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
-      }
-      std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
-      const std::string text = detail::shard_index_json(out_index);
-      const auto index_path = dst / "model.safetensors.index.json";
-      created.push_back(index_path);
-      detail::AtomicFile f(index_path);
-      detail::pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), index_path.string());
-      f.commit();
+  detail::OutputSet set;  // the folder's weights change only once every file is whole
+  std::vector<std::string> written;
+  report.bytes_written = write_outputs(dst, &set, outputs, options, report);
+  for (const Output& o : outputs) written.push_back(o.name);
+  if (n > 1) {
+    detail::ShardIndex out_index;
+    out_index.total_size = report.bytes_written;
+    for (const Output& o : outputs) {
+      out_index.files.push_back(o.name);
+      for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
     }
-    for (const auto& entry : std::filesystem::directory_iterator(src)) {
-      if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
-      const auto to = dst / entry.path().filename();
-      created.push_back(to);
-      std::filesystem::copy_file(entry.path(), to, std::filesystem::copy_options::overwrite_existing);
-    }
-  } catch (...) {
-    for (const auto& p : created) std::filesystem::remove(p, ec);
-    throw;
+    std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
+    set.add_text(dst / detail::kShardIndexFile, detail::shard_index_json(out_index));
+    written.push_back(detail::kShardIndexFile);
   }
+  for (const auto& entry : std::filesystem::directory_iterator(src)) {
+    if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
+    set.add_copy(entry.path(), dst / entry.path().filename());
+    written.push_back(entry.path().filename().string());
+  }
+  detail::publish_weights(set, dst, written);
   return report;
 }
 
@@ -1016,7 +1011,7 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     const std::vector<Plan> plans = plan(c, options, report.contents);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
-    report.bytes_written = write_outputs(dst, false, outputs, options, report);
+    report.bytes_written = write_outputs(dst, nullptr, outputs, options, report);
     return report;
   } catch (const Error& e) {
     throw e.with_source(src.string());

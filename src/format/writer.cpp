@@ -20,6 +20,8 @@
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
 #include "common/checked.hpp"
+#include "format/writer_access.hpp"
+#include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -34,6 +36,7 @@ constexpr size_t kWritebackFrom = size_t{4} << 20;
 
 struct detail::WriterState {
   std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
+  detail::OutputSet* set = nullptr;           // commit() hands the file to this set
   std::vector<std::byte> memory;
   std::string name = "<memory>";
   Metadata metadata;
@@ -125,6 +128,12 @@ Writer Writer::to_file(const std::filesystem::path& path) {
     throw e.with_source(impl->name);
   }
   return Writer(std::move(impl));
+}
+
+Writer detail::WriterAccess::into_set(OutputSet& set, const std::filesystem::path& path) {
+  Writer w = Writer::to_file(path);
+  w.impl_->set = &set;
+  return w;
 }
 
 Writer Writer::to_memory() { return Writer(std::make_unique<detail::WriterState>()); }
@@ -361,10 +370,13 @@ void Writer::commit() {
           w.tensors[i].name);
   if (w.file) {
     try {
-      w.file->commit();
+      if (w.set)
+        w.set->add(std::move(w.file));
+      else
+        w.file->commit();
     } catch (const Error& e) {
       w.finished = true;
-      w.file->abort();
+      if (w.file) w.file->abort();
       throw e.with_source(w.name);
     }
   }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "io/interrupt.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -20,16 +21,11 @@ namespace {
   throw_io(what, name, std::error_code(err, std::generic_category()));
 }
 
-// Largest single read/write request; Linux transfers at most 0x7ffff000 bytes per call anyway.
-constexpr size_t kMaxIoChunk = size_t{1} << 30;
+// Largest single read/write/copy request: also how much data passes between two questions to
+// the thread's InterruptScope.
+constexpr size_t kMaxIoChunk = size_t{64} << 20;
 // Buffer for the pread/pwrite fallback of copy_range.
 constexpr size_t kCopyBuffer = size_t{1} << 20;
-
-mode_t current_umask() {
-  mode_t m = ::umask(0);
-  ::umask(m);
-  return m;
-}
 
 }  // namespace
 
@@ -64,6 +60,7 @@ uint64_t fd_size(int fd, const std::string& name) {
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name) {
   size_t done = 0;
   while (done < dst.size()) {
+    poll_interrupt();
     size_t want = std::min(dst.size() - done, kMaxIoChunk);
     ssize_t got = ::pread(fd, dst.data() + done, want, static_cast<off_t>(offset + done));
     if (got < 0) {
@@ -81,6 +78,7 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
 void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name) {
   size_t done = 0;
   while (done < src.size()) {
+    poll_interrupt();
     size_t want = std::min(src.size() - done, kMaxIoChunk);
     ssize_t put = ::pwrite(fd, src.data() + done, want, static_cast<off_t>(offset + done));
     if (put < 0) {
@@ -107,6 +105,7 @@ void drop_pages(std::span<const std::byte> mapped) noexcept {
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,
                 const std::string& name) {
   while (length > 0) {
+    poll_interrupt();
     loff_t src = static_cast<loff_t>(in_off), dst = static_cast<loff_t>(out_off);
     size_t want = static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk));
     ssize_t n = ::copy_file_range(in_fd, &src, out_fd, &dst, want, 0);
@@ -119,7 +118,7 @@ void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64
   if (length == 0) return;
   std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(length, kCopyBuffer)));
   while (length > 0) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));
+    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));  // polled below
     pread_exact(in_fd, in_off, {buf.data(), n}, name);
     pwrite_all(out_fd, out_off, {buf.data(), n}, name);
     in_off += n;
@@ -149,9 +148,10 @@ Mapping::Mapping(int fd, uint64_t size, const std::string& name, bool private_co
   if (p == MAP_FAILED) fail("cannot map", name, errno);
   addr_ = static_cast<const std::byte*>(p);
   size_ = static_cast<size_t>(size);
+  live_ = LiveEntry::mapping(addr_, size_, name);
 }
 
-Mapping::Mapping(Mapping&& o) noexcept : addr_(o.addr_), size_(o.size_) {
+Mapping::Mapping(Mapping&& o) noexcept : addr_(o.addr_), size_(o.size_), live_(std::move(o.live_)) {
   o.addr_ = nullptr;
   o.size_ = 0;
 }
@@ -161,6 +161,7 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
     if (addr_) ::munmap(const_cast<std::byte*>(addr_), size_);
     addr_ = o.addr_;
     size_ = o.size_;
+    live_ = std::move(o.live_);
     o.addr_ = nullptr;
     o.size_ = 0;
   }
@@ -168,50 +169,8 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
 }
 
 Mapping::~Mapping() {
+  live_.reset();  // before the range can be mapped again by someone else
   if (addr_) ::munmap(const_cast<std::byte*>(addr_), size_);
-}
-
-AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest), dest_name_(dest.string()) {
-  std::filesystem::path dir = dest.parent_path();
-  if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + dest.filename().string() + ".tlio-tmp-XXXXXX")).string();
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = ::mkostemp(buf.data(), O_CLOEXEC);
-  if (fd < 0) fail("cannot create a temporary file in " + dir.string(), dest_name_, errno);
-  fd_ = Fd(fd);
-  tmp_ = buf.data();
-}
-
-AtomicFile::~AtomicFile() { abort(); }
-
-void AtomicFile::commit() {
-  if (done_) throw_io("file already committed or aborted", dest_name_);
-  mode_t mode = 0666 & ~current_umask();
-  struct stat st;
-  if (::stat(dest_.c_str(), &st) == 0) mode = st.st_mode & 07777;
-  if (::fchmod(fd_.get(), mode) != 0) fail("cannot set permissions", dest_name_, errno);
-  if (::fsync(fd_.get()) != 0) fail("fsync failed", dest_name_, errno);
-  if (::rename(tmp_.c_str(), dest_.c_str()) != 0)
-    fail("cannot rename into place", dest_name_, errno);
-  done_ = true;
-  fd_ = Fd();
-  std::filesystem::path dir = dest_.parent_path();
-  if (dir.empty()) dir = ".";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    int rc = ::fsync(dfd);
-    int err = errno;
-    ::close(dfd);
-    if (rc != 0 && err != EINVAL) fail("fsync of the directory failed", dest_name_, err);
-  }
-}
-
-void AtomicFile::abort() noexcept {
-  if (done_) return;
-  done_ = true;
-  fd_ = Fd();
-  ::unlink(tmp_.c_str());
 }
 
 }  // namespace tlio::detail

@@ -1,6 +1,7 @@
-// io/os_file.hpp: the operating-system layer. Owns file descriptors, read-only mappings,
-// positional reads and writes, and atomic replacement of a destination file. Everything above
-// this module sees bytes and Error{io}, never errno.
+// io/os_file.hpp: the operating-system layer. Owns file descriptors, read-only mappings and
+// positional reads and writes (output files: atomic_file.hpp). Everything above this module
+// sees bytes and Error{io}, never errno. Reads, writes and copies ask the thread's
+// InterruptScope between system calls, so a long one can be stopped.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <span>
 #include <string>
+
+#include "io/live_files.hpp"
 
 namespace tlio::detail {
 
@@ -70,28 +73,7 @@ class Mapping {
  private:
   const std::byte* addr_ = nullptr;
   size_t size_ = 0;
-};
-
-/// A temporary file beside `dest` that replaces it on commit(). The temporary is named
-/// `.<dest name>.tlio-tmp-XXXXXX` so it never shadows a real file; it is removed by abort() or
-/// the destructor if commit() did not happen.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::filesystem::path& dest);
-  AtomicFile(AtomicFile&&) = delete;
-  ~AtomicFile();
-  int fd() const noexcept { return fd_.get(); }
-  const std::string& name() const noexcept { return dest_name_; }
-  /// fsync, set the mode (the replaced file's, or 0666 & ~umask), rename over dest, fsync dir.
-  void commit();
-  void abort() noexcept;
-
- private:
-  std::filesystem::path dest_;
-  std::filesystem::path tmp_;
-  std::string dest_name_;
-  Fd fd_;
-  bool done_ = false;
+  LiveEntry live_;  // names the file to a SIGBUS handler
 };
 
 }  // namespace tlio::detail

@@ -5,7 +5,8 @@
 
 #include <fmt/core.h>
 
-#include "io/os_file.hpp"
+#include "format/writer_access.hpp"
+#include "model/layout.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 #include "tlio/writer.hpp"
@@ -16,12 +17,6 @@ namespace {
 
 constexpr uint64_t kVocab = 256;  // the bytes tokenizer
 constexpr uint8_t kStartByte = 10;  // generation without a prompt starts after '\n'
-
-void write_text(const std::filesystem::path& path, std::string_view text) {
-  detail::AtomicFile f(path);
-  detail::pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), path.string());
-  f.commit();
-}
 
 }  // namespace
 
@@ -41,10 +36,17 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
-  write_text(out_dir / "config.json",
-             "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
-  std::vector<TensorData> t = {{"bigram.weight", Dtype::F32, {kVocab, kVocab}, std::as_bytes(std::span(w))}};
-  save_file(out_dir / "model.safetensors", t, {{"format", "tinyllm"}});
+  // config.json and the weights are published together (model/layout.hpp).
+  detail::OutputSet set;
+  set.add_text(out_dir / "config.json",
+               "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
+  Writer out = detail::WriterAccess::into_set(set, out_dir / detail::kSingleWeightsFile);
+  out.set_metadata("format", "tinyllm");
+  out.declare("bigram.weight", Dtype::F32, {kVocab, kVocab});
+  out.write("bigram.weight", std::as_bytes(std::span(w)));
+  out.commit();
+  const std::string files[] = {"config.json", detail::kSingleWeightsFile};
+  detail::publish_weights(set, out_dir, files);
 }
 
 std::string bigram_generate(const Model& model, const BigramSampling& s) {

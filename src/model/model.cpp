@@ -10,6 +10,7 @@
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
 #include "model/json_util.hpp"
+#include "model/layout.hpp"
 #include "model/location.hpp"
 #include "quant/tensor_set.hpp"
 #include "tlio/error.hpp"
@@ -23,8 +24,8 @@ namespace dom = simdjson::dom;
 namespace {
 
 constexpr const char* kConfig = "config.json";
-constexpr const char* kSingle = "model.safetensors";
-constexpr const char* kIndex = "model.safetensors.index.json";
+using detail::kShardIndexFile;
+using detail::kSingleWeightsFile;
 constexpr const char* kTokenizer = "tokenizer.json";
 
 }  // namespace
@@ -100,8 +101,8 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   }
 
   // Weights: the index when there is one, else model.safetensors.
-  const std::string index_name = where.name_of(kIndex);
-  if (const std::optional<std::string> index_text = where.read_text(kIndex)) {
+  const std::string index_name = where.name_of(kShardIndexFile);
+  if (const std::optional<std::string> index_text = where.read_text(kShardIndexFile)) {
     m.sharded_ = true;
     detail::ShardIndex index = detail::parse_shard_index(*index_text, index_name);
     for (const std::string& name : index.files) {
@@ -111,19 +112,19 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
     detail::check_shard_index(index, m.files_, index_name);
   } else {
     try {
-      m.files_.push_back(where.open(kSingle));
+      m.files_.push_back(where.open(kSingleWeightsFile));
     } catch (const Error& e) {
       // Named as what it is when the weights are a PyTorch checkpoint.
       if (e.code() == ErrorCode::io &&
           e.os_error() == std::errc::no_such_file_or_directory &&
           (where.exists("pytorch_model.bin") || where.exists("pytorch_model.bin.index.json")))
-        throw Error(ErrorCode::format, Rule::model, kSingle, std::nullopt,
+        throw Error(ErrorCode::format, Rule::model, kSingleWeightsFile, std::nullopt,
                     "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
                     "convert the directory with `tlio import`",
                     dir_name);
       throw;
     }
-    m.file_names_.push_back(kSingle);
+    m.file_names_.push_back(kSingleWeightsFile);
   }
   for (size_t f = 0; f < m.files_.size(); ++f)
     for (const TensorInfo& t : m.files_[f].tensors()) m.index_.push_back({t.name, {&t, f}});

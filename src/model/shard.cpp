@@ -9,7 +9,9 @@
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
 #include "common/checked.hpp"
-#include "io/os_file.hpp"
+#include "format/writer_access.hpp"
+#include "io/atomic_file.hpp"
+#include "model/layout.hpp"
 #include "model/json_util.hpp"
 #include "model/location.hpp"
 #include "tlio/error.hpp"
@@ -80,10 +82,10 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   detail::ShardIndex index;
   index.total_size = total;
   uint64_t copied = 0;
+  detail::OutputSet set;  // nothing replaces the folder's weights until every file is whole
   for (size_t i = 0; i < n; ++i) {
-    const std::string name = n == 1 ? std::string("model.safetensors")
-                                    : fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, n);
-    Writer w = Writer::to_file(out_dir / name);
+    const std::string name = detail::weights_file_name(i + 1, n);
+    Writer w = detail::WriterAccess::into_set(set, out_dir / name);
     w.set_metadata(src.metadata());
     for (const TensorInfo* t : shards[i]) {
       w.declare(t->name, t->dtype, t->shape);
@@ -99,17 +101,12 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
     report.files.push_back(name);
     index.files.push_back(name);
   }
-  const std::filesystem::path index_path = out_dir / "model.safetensors.index.json";
-  if (n == 1) {
-    std::filesystem::remove(index_path, ec);  // a stale index would shadow model.safetensors
-    return report;
+  if (n > 1) {
+    std::sort(index.weight_map.begin(), index.weight_map.end());
+    set.add_text(out_dir / detail::kShardIndexFile, detail::shard_index_json(index));
+    report.files.push_back(detail::kShardIndexFile);
   }
-  std::sort(index.weight_map.begin(), index.weight_map.end());
-  const std::string text = detail::shard_index_json(index);
-  detail::AtomicFile f(index_path);
-  detail::pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), index_path.string());
-  f.commit();
-  report.files.push_back(index_path.filename().string());
+  detail::publish_weights(set, out_dir, report.files);
   return report;
 }
 
@@ -161,9 +158,9 @@ void merge_shards(const std::filesystem::path& dir, const std::filesystem::path&
   uint64_t total = 0, done = 0;
   for (const File& f : files) total += f.header().data_size();
   for (const File& f : files) {
-    std::vector<std::string_view> names;
-    for (const TensorInfo& t : f.tensors()) names.push_back(t.name);
-    w.copy_many_from(f, names, {}, [&](uint64_t bytes) {
+    std::vector<std::string_view> tensor_names;
+    for (const TensorInfo& t : f.tensors()) tensor_names.push_back(t.name);
+    w.copy_many_from(f, tensor_names, {}, [&](uint64_t bytes) {
       done += bytes;
       if (progress) progress(done, total);
     });

@@ -1,5 +1,7 @@
-// Tests for io/os_file.hpp: atomic replacement and in-kernel copies.
+// Tests for io/os_file.hpp: in-kernel copies and positional reads.
 #include "io/os_file.hpp"
+
+#include "io/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,39 +11,6 @@
 
 namespace tlio::detail {
 namespace {
-
-TEST(AtomicFile, TemporaryIsHiddenAndRemovedOnAbort) {
-  test::TempDir dir;
-  {
-    AtomicFile f(dir / "x.bin");
-    std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-      names.push_back(e.path().filename());
-    ASSERT_EQ(names.size(), 1u);
-    EXPECT_EQ(names[0].rfind(".x.bin.tlio-tmp-", 0), 0u);
-  }
-  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
-}
-
-TEST(AtomicFile, CommitPublishes) {
-  test::TempDir dir;
-  AtomicFile f(dir / "x.bin");
-  std::byte b[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
-  pwrite_all(f.fd(), 0, b, "x");
-  f.commit();
-  EXPECT_EQ(test::read_bytes(dir / "x.bin").size(), 3u);
-  EXPECT_THROW(f.commit(), Error);
-}
-
-TEST(AtomicFile, MissingDirectoryIsIoError) {
-  test::TempDir dir;
-  try {
-    AtomicFile f(dir / "no" / "x.bin");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::io);
-  }
-}
 
 TEST(CopyRange, CopiesAtOffsets) {
   test::TempDir dir;

@@ -3,6 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -10,6 +13,7 @@
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/interrupt.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/writer.hpp"
@@ -361,6 +365,86 @@ TEST(Shard, RoundTripAtSeveralSizes) {
     merge_shards(out, out / "merged.safetensors");
     EXPECT_EQ(test::read_bytes(out / "merged.safetensors"), original);
   }
+}
+
+std::vector<std::string> folder_names(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
+  test::TempDir dir;
+  Llama l;
+  l.write(dir / "m");
+  File src = File::open(dir / "m" / "model.safetensors");
+  const uint64_t total = src.header().data_size();
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  write_text(out / "README.md", "mine");
+  write_text(out / "config.json", read_text(dir / "m" / "config.json"));
+  const auto small = shard_file(src, out, total / 6);
+  ASSERT_GT(small.files.size(), 4u);
+  const auto big = shard_file(src, out, total / 2);
+  ASSERT_LT(big.files.size(), small.files.size());
+  std::vector<std::string> expected = big.files;
+  expected.push_back("README.md");
+  expected.push_back("config.json");
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(folder_names(out), expected);  // no shard of the first set is left
+  EXPECT_NO_THROW(Model::open(out).check());
+  // Sharded -> one file: the index and the shards go, model.safetensors stays alone.
+  shard_file(src, out, total * 2);
+  EXPECT_EQ(folder_names(out), (std::vector<std::string>{"README.md", "config.json", "model.safetensors"}));
+  // One file -> sharded: model.safetensors goes.
+  shard_file(src, out, total / 3);
+  for (const auto& n : folder_names(out)) EXPECT_NE(n, "model.safetensors");
+  EXPECT_NO_THROW(Model::open(out).check());
+}
+
+bool stop_after(void* context) { return --*static_cast<int*>(context) < 0; }
+
+TEST(Shard, AnInterruptedRunLeavesThePreviousSetWhole) {
+  test::TempDir dir;
+  Llama l;
+  l.write(dir / "m");
+  File src = File::open(dir / "m" / "model.safetensors");
+  const uint64_t total = src.header().data_size();
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  write_text(out / "config.json", read_text(dir / "m" / "config.json"));
+  shard_file(src, out, total / 3);
+  const auto before = folder_names(out);
+  std::vector<std::vector<std::byte>> bytes;
+  for (const auto& n : before) bytes.push_back(test::read_bytes(out / n));
+  for (int polls : {0, 2, 5, 9}) {
+    SCOPED_TRACE(polls);
+    int left = polls;
+    try {
+      const InterruptScope scope(stop_after, &left);
+      shard_file(src, out, total / 5);
+      ADD_FAILURE() << "not interrupted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::interrupted);
+    }
+    EXPECT_EQ(folder_names(out), before);
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(test::read_bytes(out / before[i]), bytes[i]) << before[i];
+  }
+  EXPECT_NO_THROW(Model::open(out).check());
+}
+
+TEST(Shard, OutputsThatAreNotFilesAreRefused) {
+  test::TempDir dir;
+  Llama l;
+  l.write(dir / "m");
+  File src = File::open(dir / "m" / "model.safetensors");
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  ASSERT_EQ(::mkfifo((out / "model.safetensors").c_str(), 0644), 0);
+  EXPECT_THROW(shard_file(src, out, src.header().data_size() * 2), Error);
+  EXPECT_EQ(folder_names(out), std::vector<std::string>{"model.safetensors"});
+  EXPECT_TRUE(std::filesystem::is_fifo(out / "model.safetensors"));
 }
 
 TEST(Shard, IndexTextIsWhatTransformersWrites) {

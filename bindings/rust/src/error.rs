@@ -20,6 +20,8 @@ pub enum ErrorKind {
     Unsupported,
     /// Out of memory.
     NoMemory,
+    /// Stopped by the check given to `with_interrupt_check`; nothing was left behind.
+    Interrupted,
 }
 
 /// An error from tlio: its kind, the message the CLI and the C++ and Python APIs give (e.g.
@@ -52,6 +54,7 @@ impl Error {
             sys::TL_ENOTFOUND => ErrorKind::NotFound,
             sys::TL_EUNSUPPORTED => ErrorKind::Unsupported,
             sys::TL_ENOMEM => ErrorKind::NoMemory,
+            sys::TL_EINTERRUPTED => ErrorKind::Interrupted,
             _ => ErrorKind::InvalidArgument,
         };
         // SAFETY: the three return thread-local, NUL-terminated strings or plain ints.
@@ -128,6 +131,7 @@ impl From<Error> for std::io::Error {
             (ErrorKind::NotFound, _) => K::NotFound,
             (ErrorKind::Unsupported, _) => K::Unsupported,
             (ErrorKind::NoMemory, _) => K::OutOfMemory,
+            (ErrorKind::Interrupted, _) => K::Interrupted,
         };
         std::io::Error::new(kind, e)
     }

@@ -11,6 +11,7 @@ pub const TL_EINVAL: c_int = 3;
 pub const TL_ENOTFOUND: c_int = 4;
 pub const TL_EUNSUPPORTED: c_int = 5;
 pub const TL_ENOMEM: c_int = 6;
+pub const TL_EINTERRUPTED: c_int = 7;
 
 /// A C enum: passed as a 32-bit int.
 pub type tl_dtype = c_int;
@@ -77,6 +78,7 @@ pub struct tl_quantized_info {
     pub nested: c_int,
 }
 
+pub type tl_interrupt_fn = Option<unsafe extern "C" fn(context: *mut c_void) -> c_int>;
 pub type tl_progress_fn = Option<unsafe extern "C" fn(done: u64, total: u64, user: *mut c_void)>;
 
 #[repr(C)]
@@ -108,6 +110,8 @@ extern "C" {
     pub fn tl_dtype_name(dtype: tl_dtype) -> *const c_char;
     pub fn tl_dtype_from_name(name: *const c_char, out: *mut tl_dtype) -> c_int;
     pub fn tl_dtype_bits(dtype: tl_dtype) -> c_uint;
+    pub fn tl_set_interrupt_check(check: tl_interrupt_fn, context: *mut c_void);
+    pub fn tl_remove_temporary_files();
 
     pub fn tl_open(path: *const c_char, out: *mut *mut tl_file) -> c_int;
     pub fn tl_open_ex(path: *const c_char, flags: c_uint, out: *mut *mut tl_file) -> c_int;

@@ -1,0 +1,13 @@
+// cli/signals.hpp: what Ctrl-C, SIGTERM, SIGHUP and SIGBUS do to a tlio command.
+#pragma once
+
+namespace tlio::cli {
+
+/// Installs the CLI's handlers. SIGINT, SIGTERM and SIGHUP remove the temporaries of every
+/// unfinished write (tlio::remove_temporary_files), print one line and exit with 128 + the
+/// signal (130, 143, 129); a folder output is never half-published, since its files are renamed
+/// into place with these signals held back. SIGBUS inside a mapped input (the file shrank, or
+/// its storage failed, while it was read) removes them too, says which file changed and exits 1.
+void install_signal_handlers();
+
+}  // namespace tlio::cli

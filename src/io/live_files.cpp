@@ -1,0 +1,174 @@
+#include "io/live_files.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+namespace tlio::detail {
+namespace {
+
+// Slots come in chunks allocated on first need and kept for the life of the process (a handler
+// may read any of them at any moment), up to kMaxChunks * kSlotsPerChunk entries.
+constexpr size_t kSlotsPerChunk = 64;
+constexpr size_t kMaxChunks = 256;
+// A temporary's full path, as given to open(2) (PATH_MAX on Linux).
+constexpr size_t kNameCapacity = 4096;
+
+enum class Kind : uint8_t { none, temporary, mapping };
+
+struct Slot {
+  std::atomic<bool> claimed{false};
+  // Odd while the fields below change; a reader keeps what it copied only if the count is the
+  // same even number before and after.
+  std::atomic<uint32_t> seq{0};
+  Kind kind = Kind::none;
+  const void* address = nullptr;
+  size_t size = 0;
+  size_t name_size = 0;
+  char name[kNameCapacity];
+};
+
+std::atomic<Slot*> g_chunks[kMaxChunks];
+
+Slot* slot_at(int index) noexcept {
+  Slot* chunk = g_chunks[static_cast<size_t>(index) / kSlotsPerChunk].load(std::memory_order_acquire);
+  return chunk + static_cast<size_t>(index) % kSlotsPerChunk;
+}
+
+int claim_slot() noexcept {
+  for (size_t c = 0; c < kMaxChunks; ++c) {
+    Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    if (!chunk) {
+      Slot* fresh = new (std::nothrow) Slot[kSlotsPerChunk];
+      if (!fresh) return -1;
+      if (g_chunks[c].compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+        chunk = fresh;
+      } else {
+        delete[] fresh;  // another thread added this chunk first; `chunk` is theirs
+      }
+    }
+    for (size_t i = 0; i < kSlotsPerChunk; ++i)
+      if (!chunk[i].claimed.exchange(true, std::memory_order_acq_rel))
+        return static_cast<int>(c * kSlotsPerChunk + i);
+  }
+  return -1;
+}
+
+void publish(Slot& s, Kind kind, const void* address, size_t size, std::string_view name) noexcept {
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.kind = kind;
+  s.address = address;
+  s.size = size;
+  s.name_size = name.size();
+  std::memcpy(s.name, name.data(), name.size());
+  s.name[name.size()] = '\0';
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+// A stable copy of one slot, or kind none when it is free or changed while it was read.
+struct Snapshot {
+  Kind kind = Kind::none;
+  const void* address = nullptr;
+  size_t size = 0;
+  size_t name_size = 0;
+  char name[kNameCapacity];
+};
+
+bool read_slot(const Slot& s, Snapshot& out) noexcept {
+  const uint32_t before = s.seq.load(std::memory_order_acquire);
+  if (before % 2 != 0) return false;
+  out.kind = s.kind;
+  out.address = s.address;
+  out.size = s.size;
+  out.name_size = s.name_size < kNameCapacity ? s.name_size : kNameCapacity - 1;
+  std::memcpy(out.name, s.name, out.name_size);
+  out.name[out.name_size] = '\0';
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.seq.load(std::memory_order_relaxed) == before && out.kind != Kind::none;
+}
+
+template <class Fn>
+void for_each_live(Fn&& fn) noexcept {
+  Snapshot snap;
+  for (size_t c = 0; c < kMaxChunks; ++c) {
+    const Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    if (!chunk) return;
+    for (size_t i = 0; i < kSlotsPerChunk; ++i)
+      if (chunk[i].claimed.load(std::memory_order_acquire) && read_slot(chunk[i], snap))
+        if (fn(snap)) return;
+  }
+}
+
+int register_entry(Kind kind, const void* address, size_t size, std::string_view name) noexcept {
+  if (name.size() >= kNameCapacity) return -1;
+  const int index = claim_slot();
+  if (index >= 0) publish(*slot_at(index), kind, address, size, name);
+  return index;
+}
+
+}  // namespace
+
+LiveEntry LiveEntry::temporary(std::string_view path) noexcept {
+  return LiveEntry(register_entry(Kind::temporary, nullptr, 0, path));
+}
+
+LiveEntry LiveEntry::mapping(const void* address, size_t size, std::string_view name) noexcept {
+  return LiveEntry(register_entry(Kind::mapping, address, size, name));
+}
+
+LiveEntry& LiveEntry::operator=(LiveEntry&& o) noexcept {
+  if (this != &o) {
+    reset();
+    slot_ = o.slot_;
+    o.slot_ = -1;
+  }
+  return *this;
+}
+
+void LiveEntry::reset() noexcept {
+  if (slot_ < 0) return;
+  Slot& s = *slot_at(slot_);
+  publish(s, Kind::none, nullptr, 0, {});
+  s.claimed.store(false, std::memory_order_release);
+  slot_ = -1;
+}
+
+void unlink_live_temporaries() noexcept {
+  for_each_live([](const Snapshot& s) {
+    if (s.kind == Kind::temporary) (void)::unlink(s.name);
+    return false;
+  });
+}
+
+bool live_mapping_name(const void* address, char* out, size_t size) noexcept {
+  bool found = false;
+  const auto* a = static_cast<const std::byte*>(address);
+  for_each_live([&](const Snapshot& s) {
+    const auto* begin = static_cast<const std::byte*>(s.address);
+    if (s.kind != Kind::mapping || a < begin || a >= begin + s.size) return false;
+    if (size > 0) {
+      const size_t n = s.name_size < size - 1 ? s.name_size : size - 1;
+      std::memcpy(out, s.name, n);
+      out[n] = '\0';
+    }
+    found = true;
+    return true;
+  });
+  return found;
+}
+
+bool is_live_temporary(std::string_view path) noexcept {
+  bool found = false;
+  for_each_live([&](const Snapshot& s) {
+    found = s.kind == Kind::temporary && std::string_view(s.name, s.name_size) == path;
+    return found;
+  });
+  return found;
+}
+
+}  // namespace tlio::detail

@@ -1,0 +1,42 @@
+// io/live_files.hpp: the files this process has in flight, readable from a signal handler.
+//
+// A program that must end at once (Ctrl-C in the CLI, SIGBUS from a shrunken mapping) can still
+// remove the temporaries of unfinished writes and name the mapped file that failed: every
+// AtomicFile registers its temporary here and every Mapping its address range. The table is a
+// fixed set of slots, each guarded by a sequence counter, so a handler reads it without locks or
+// allocation and never acts on a slot that changed while it was read.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace tlio::detail {
+
+/// One registered entry; unregisters itself when destroyed. An entry that does not fit (the
+/// table is full, or the name is longer than a slot holds) is simply not registered: the file
+/// is then not cleaned up by a signal handler, and nothing else changes.
+class LiveEntry {
+ public:
+  LiveEntry() = default;
+  static LiveEntry temporary(std::string_view path) noexcept;
+  static LiveEntry mapping(const void* address, size_t size, std::string_view name) noexcept;
+  LiveEntry(LiveEntry&& o) noexcept : slot_(o.slot_) { o.slot_ = -1; }
+  LiveEntry& operator=(LiveEntry&& o) noexcept;
+  LiveEntry(const LiveEntry&) = delete;
+  ~LiveEntry() { reset(); }
+  void reset() noexcept;
+
+ private:
+  explicit LiveEntry(int slot) : slot_(slot) {}
+  int slot_ = -1;
+};
+
+/// Unlinks every registered temporary. Async-signal-safe.
+void unlink_live_temporaries() noexcept;
+/// Copies the name of the registered mapping holding `address` into `out` (NUL-terminated,
+/// cut to `size`); false when none holds it. Async-signal-safe.
+bool live_mapping_name(const void* address, char* out, size_t size) noexcept;
+/// Whether `path` is a temporary registered by this process (a leftover scan skips those).
+bool is_live_temporary(std::string_view path) noexcept;
+
+}  // namespace tlio::detail

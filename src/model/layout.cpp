@@ -1,0 +1,60 @@
+#include "model/layout.hpp"
+
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <system_error>
+
+#include "model/json_util.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+// The weight files the folder holds now: its index's shards, or model.safetensors. An index
+// that does not parse names nothing (its shards are then left where they are).
+std::vector<std::string> current_weights(const std::filesystem::path& dir, bool& has_index) {
+  std::error_code ec;
+  has_index = std::filesystem::is_regular_file(dir / kShardIndexFile, ec);
+  if (has_index) {
+    try {
+      return read_shard_index(dir / kShardIndexFile).files;
+    } catch (const Error&) {
+      return {};
+    }
+  }
+  if (std::filesystem::is_regular_file(dir / kSingleWeightsFile, ec)) return {kSingleWeightsFile};
+  return {};
+}
+
+// Only a plain file name of this folder, and only a regular file, is ever removed.
+void remove_weights_file(const std::filesystem::path& dir, const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return;
+  const std::filesystem::path p = dir / name;
+  struct stat st;
+  if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(p.c_str());
+}
+
+}  // namespace
+
+std::string weights_file_name(size_t i, size_t count) {
+  return count == 1 ? std::string(kSingleWeightsFile)
+                    : fmt::format("model-{:05}-of-{:05}.safetensors", i, count);
+}
+
+void publish_weights(OutputSet& set, const std::filesystem::path& dir,
+                     std::span<const std::string> new_files) {
+  bool had_index = false;
+  const std::vector<std::string> previous = current_weights(dir, had_index);
+  const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
+  set.commit();
+  // A previous index left beside a new model.safetensors would still be read first.
+  if (had_index && !has_index) remove_weights_file(dir, kShardIndexFile);
+  for (const std::string& name : previous)
+    if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
+      remove_weights_file(dir, name);
+}
+
+}  // namespace tlio::detail

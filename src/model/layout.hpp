@@ -1,0 +1,27 @@
+// model/layout.hpp: the files of a model directory's weights and how a new set replaces an old.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "io/atomic_file.hpp"
+
+namespace tlio::detail {
+
+inline constexpr const char* kSingleWeightsFile = "model.safetensors";
+inline constexpr const char* kShardIndexFile = "model.safetensors.index.json";
+
+/// "model.safetensors" for one file, else "model-00001-of-00003.safetensors" (1-based `i`).
+std::string weights_file_name(size_t i, size_t count);
+
+/// Publishes `set`, the new weights of `dir` (the shards then their index, or
+/// model.safetensors alone), in place of the previous ones, so that a reader always finds one
+/// whole set: the new files are renamed in (the index last), then the previous set's files that
+/// the new one does not have are removed (the previous index's shards, or model.safetensors),
+/// and the previous index when the new set has none. Files no index named are left alone.
+void publish_weights(OutputSet& set, const std::filesystem::path& dir,
+                     std::span<const std::string> new_files);
+
+}  // namespace tlio::detail

@@ -1,8 +1,13 @@
-/* The C API from C (C99): reading, metadata, writing, conversion, int4, bitsandbytes, errors. */
+/* The C API from C (C99): reading, metadata, writing, conversion, int4, bitsandbytes, errors,
+ * outputs that are not files, interrupt checks. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tlio/tlio.h"
 
@@ -167,6 +172,53 @@ static void test_write(const char* dir) {
   CHECK(tl_open(out, &f) == TL_EIO);
   CHECK(tl_writer_open(out, &w) == TL_OK);
   tl_writer_abort(w);
+}
+
+static int calls_before_stop;
+static int stop_when_counted_down(void* context) {
+  (void)context;
+  return --calls_before_stop < 0;
+}
+
+static void test_output_safety(const char* dir) {
+  char folder[4096], fifo[4200], out[4200];
+  snprintf(folder, sizeof folder, "%s/capi_outputs", dir);
+  snprintf(fifo, sizeof fifo, "%s/fifo", folder);
+  snprintf(out, sizeof out, "%s/out.safetensors", folder);
+  mkdir(folder, 0755);
+  unlink(fifo);
+  unlink(out);
+  CHECK(mkfifo(fifo, 0644) == 0);
+  tl_writer* w = NULL;
+  CHECK(tl_writer_open(fifo, &w) == TL_EINVAL && w == NULL);
+  CHECK(strstr(tl_last_error(), "is a FIFO, not a file") != NULL);
+  CHECK(tl_writer_open(folder, &w) == TL_EIO && tl_last_error_errno() == 21 /* EISDIR */);
+  struct stat st;
+  CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+
+  /* A check that says stop: the commit fails with TL_EINTERRUPTED and leaves nothing. */
+  static float big[1 << 18];
+  uint64_t shape[1] = {1 << 18};
+  calls_before_stop = 0;
+  tl_set_interrupt_check(stop_when_counted_down, NULL);
+  CHECK(tl_writer_open(out, &w) == TL_OK);
+  CHECK(tl_writer_add(w, "w", TL_F32, 1, shape, big, sizeof big) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_EINTERRUPTED);
+  CHECK(strstr(tl_last_error(), "interrupted") != NULL);
+  CHECK(access(out, F_OK) != 0);
+  CHECK(rmdir(folder) != 0); /* the fifo, and no temporary: */
+  unlink(fifo);
+  CHECK(rmdir(folder) == 0);
+  mkdir(folder, 0755);
+  tl_set_interrupt_check(NULL, NULL);
+  CHECK(tl_writer_open(out, &w) == TL_OK);
+  CHECK(tl_writer_add(w, "w", TL_F32, 1, shape, big, sizeof big) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+  CHECK(access(out, F_OK) == 0);
+  tl_remove_temporary_files(); /* nothing unfinished: removes nothing */
+  CHECK(access(out, F_OK) == 0);
+  unlink(out);
+  rmdir(folder);
 }
 
 static void test_convert_and_int4(void) { /* int4 through the scheme-generic calls */
@@ -373,6 +425,7 @@ int main(int argc, char** argv) {
   test_read(TL_OPEN_PRIVATE);
   test_errors();
   test_write(dir);
+  test_output_safety(dir);
   test_import(dir);
   test_convert_and_int4();
   test_bnb(dir);

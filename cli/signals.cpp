@@ -62,6 +62,9 @@ void install_signal_handlers() {
     if (old.sa_handler == SIG_IGN) continue;  // ignored by who started us (nohup, a background job)
     ::sigaction(s, &stop, nullptr);
   }
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG, reported and cleaned up like
+  // any I/O error, instead of the process dying of SIGXFSZ with its temporaries left.
+  ::signal(SIGXFSZ, SIG_IGN);
   struct sigaction bus {};
   bus.sa_sigaction = on_bus;
   bus.sa_flags = SA_SIGINFO;

@@ -8,6 +8,7 @@ namespace tlio::cli {
 /// signal (130, 143, 129); a folder output is never half-published, since its files are renamed
 /// into place with these signals held back. SIGBUS inside a mapped input (the file shrank, or
 /// its storage failed, while it was read) removes them too, says which file changed and exits 1.
+/// SIGXFSZ is ignored: a write past `ulimit -f` is an I/O error (EFBIG) like a full disk.
 void install_signal_handlers();
 
 }  // namespace tlio::cli

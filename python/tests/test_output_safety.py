@@ -211,6 +211,23 @@ def test_killed_writers_leftovers_are_removed_by_the_next_write(tmp_path, big, t
     assert temporaries(tmp_path) == [".out.safetensors.tlio-tmp-Zz9Zz9"]
 
 
+def test_cli_write_errors_keep_the_old_file(tmp_path, big, tiny):
+    """An I/O error mid-write (here EFBIG past a file-size limit, as ENOSPC on a full disk):
+    a message with the errno, exit 1, the old file as it was, nothing else left."""
+    import resource
+    out = tmp_path / "out.safetensors"
+    out.write_bytes(tiny.read_bytes())
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    r = subprocess.run([CLI, "convert", str(big), str(out)], capture_output=True, text=True, preexec_fn=limit)
+    assert r.returncode == 1, r.stderr
+    assert "File too large" in r.stderr and str(out) in r.stderr, r.stderr
+    assert out.read_bytes() == tiny.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["out.safetensors", "tiny.safetensors"]
+
+
 def test_shard_again_replaces_the_set(tmp_path, big):
     out = tmp_path / "shards"
     out.mkdir()

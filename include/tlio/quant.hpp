@@ -147,7 +147,7 @@ struct QuantizedWeight {
   uint64_t stored_bytes = 0;
 };
 
-/// Finds the quantized weights of a valid file and checks their consistency (DECISIONS.md), in
+/// Finds the quantized weights of a valid file and checks their consistency (docs/quantization.md), in
 /// file order of their main tensor. int4: every `.qweight` has its `.scales` and the reverse,
 /// dtypes U8/F16, shapes that agree with the group of the metadata `quant` (inferred from shapes
 /// without it); a `quant` of another scheme or a malformed one is refused (rule "int4").

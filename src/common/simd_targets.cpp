@@ -1,5 +1,6 @@
-// common/simd_targets.cpp: the two functions Highway's run-time dispatch calls
-// (hwy::SupportedTargets, hwy::GetChosenTarget), defined here so that libtlio does not link
+// common/simd_targets.cpp: the functions Highway's headers call into its library
+// (hwy::SupportedTargets and hwy::GetChosenTarget for run-time dispatch, hwy::Abort for the
+// assertions a build without NDEBUG keeps), defined here so that libtlio does not link
 // libhwy.so. That library runs a timer calibration in a load-time initializer (about 7 ms on this
 // VM, more than the rest of `tlio --version` together) for its nanobenchmark, which tlio never
 // uses. The kernels still come from Highway's headers (foreach_target.h, HWY_EXPORT,
@@ -11,7 +12,10 @@
 // against libhwy's own SupportedTargets() on the machine that runs it.
 #include <hwy/targets.h>
 
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 #if HWY_ARCH_X86
 #include <cpuid.h>
@@ -81,6 +85,17 @@ int64_t SupportedTargets() {
 ChosenTarget& GetChosenTarget() {
   static ChosenTarget chosen;
   return chosen;
+}
+
+// A failed HWY_ASSERT/HWY_DASSERT (Debug builds): a bug in a kernel, never bad input.
+void Abort(const char* file, int line, const char* format, ...) {
+  std::fprintf(stderr, "tlio: Highway assertion failed at %s:%d: ", file, line);
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::abort();
 }
 
 }  // namespace hwy

@@ -6,7 +6,7 @@
 // SIMD kernels), then a walk of the tree. There rule 2 failures (syntax, duplicate keys at any
 // level) end the walk at once; the first rule 3 and the first rule 4 failure are remembered and
 // reported after the walk, so a file that breaks several rules reports the lowest-numbered one,
-// as DECISIONS.md orders them.
+// as docs/format.md ("Reading: the rules, in the order they are checked") orders them.
 #include "format/header_parse.hpp"
 
 #include <fmt/core.h>
@@ -239,7 +239,7 @@ std::optional<uint64_t> as_u64(dom::element el) {
 
 }  // namespace
 
-// The validator, in the steps DECISIONS.md orders the rules by: parse the JSON (rule 2), walk it
+// The validator, in the steps docs/format.md orders the rules by: parse the JSON (rule 2), walk it
 // into raw entries, remembering the first metadata (rule 3) and entry (rule 4) failures, check
 // names are unique (rule 2, which outranks 3 and 4), then the layout (rule 5). A header in memory
 // with padding after it first tries the one-pass On-Demand walk (walk_valid_json), which only

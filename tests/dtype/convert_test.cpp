@@ -132,7 +132,7 @@ ValueTable table_of(const Def& f) {
   return t;
 }
 
-// The expected bits of x per DECISIONS.md, found by search (no rounding arithmetic).
+// The expected bits of x per docs/dtypes.md ("Narrowing"), found by search (no rounding arithmetic).
 uint32_t expected_bits(const Def& f, const ValueTable& t, double x) {
   const uint32_t sign = std::signbit(x) ? 1u << (f.bits - 1) : 0;
   const double a = std::fabs(x);

@@ -374,16 +374,28 @@ std::vector<std::string> folder_names(const std::filesystem::path& dir) {
   return names;
 }
 
-TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
+// A Llama source file and an output folder holding its config.json, for shard_file.
+struct ShardScene {
   test::TempDir dir;
-  Llama l;
-  l.write(dir / "m");
-  File src = File::open(dir / "m" / "model.safetensors");
-  const uint64_t total = src.header().data_size();
-  const auto out = dir / "out";
-  std::filesystem::create_directories(out);
+  File src;
+  uint64_t total;
+  std::filesystem::path out;
+  ShardScene() : src(make_source(dir)), total(src.header().data_size()), out(dir / "out") {
+    std::filesystem::create_directories(out);
+    write_text(out / "config.json", read_text(dir / "m" / "config.json"));
+  }
+  static File make_source(const test::TempDir& d) {
+    Llama().write(d / "m");
+    return File::open(d / "m" / "model.safetensors");
+  }
+};
+
+TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
+  ShardScene scene;
+  const File& src = scene.src;
+  const uint64_t total = scene.total;
+  const auto& out = scene.out;
   write_text(out / "README.md", "mine");
-  write_text(out / "config.json", read_text(dir / "m" / "config.json"));
   const auto small = shard_file(src, out, total / 6);
   ASSERT_GT(small.files.size(), 4u);
   const auto big = shard_file(src, out, total / 2);
@@ -406,14 +418,10 @@ TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
 bool stop_after(void* context) { return --*static_cast<int*>(context) < 0; }
 
 TEST(Shard, AnInterruptedRunLeavesThePreviousSetWhole) {
-  test::TempDir dir;
-  Llama l;
-  l.write(dir / "m");
-  File src = File::open(dir / "m" / "model.safetensors");
-  const uint64_t total = src.header().data_size();
-  const auto out = dir / "out";
-  std::filesystem::create_directories(out);
-  write_text(out / "config.json", read_text(dir / "m" / "config.json"));
+  ShardScene scene;
+  const File& src = scene.src;
+  const uint64_t total = scene.total;
+  const auto& out = scene.out;
   shard_file(src, out, total / 3);
   const auto before = folder_names(out);
   std::vector<std::vector<std::byte>> bytes;

@@ -1,5 +1,5 @@
 // Tests for tinyllm int4-g<group>-sym (tlio/quant.hpp): the kernels against an independent
-// reference of the DECISIONS.md rule, the golden layout file, malformed pairs, whole files.
+// reference of the rule in docs/quantization.md, the golden layout file, malformed pairs, whole files.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,7 +43,7 @@ struct Reference {
   std::vector<uint16_t> scales;
 };
 
-// The rule of DECISIONS.md, written plainly (non-negative inputs' scale search, no tricks).
+// The rule of docs/quantization.md, written plainly (non-negative inputs' scale search, no tricks).
 Reference reference_quantize(const std::vector<float>& w, uint64_t rows, uint64_t cols, uint64_t group) {
   Reference r;
   r.q.assign(w.size(), 0);

@@ -60,7 +60,7 @@ fn writes_as_the_canonical_writer_and_hf() {
         let cpp = dir.join("cpp.safetensors");
         run_tlio(&["convert".as_ref(), golden.as_os_str(), cpp.as_os_str()]);
         assert_eq!(ours, std::fs::read(&cpp).unwrap(), "{}", golden.display());
-        // Hugging Face's bytes too, but for the documented exceptions (DECISIONS.md): an empty
+        // Hugging Face's bytes too, but for the documented exceptions (docs/format.md, "Writing"): an empty
         // metadata map is omitted, and several metadata keys are sorted (HF's order is random).
         if ours == std::fs::read(&golden).unwrap() {
             same_as_hf += 1;

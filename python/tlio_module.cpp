@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 
 #include "tlio/tlio.hpp"
 
@@ -44,6 +45,20 @@ class LongCall {
   LongCall() : interrupts_(python_wants_stop, nullptr) {}
 
  private:
+  // Destroyed last, with the GIL held again: a stop the call did not act on (it finished
+  // first, or the request was swallowed) is handed back to Python's signal machinery, which
+  // raises KeyboardInterrupt at its next check; one the call did act on is left for the
+  // exception translator.
+  struct UnusedStop {
+    ~UnusedStop() {
+      if (!t_pending.type || std::uncaught_exceptions() > 0) return;
+      Py_XDECREF(t_pending.type);
+      Py_XDECREF(t_pending.value);
+      Py_XDECREF(t_pending.traceback);
+      t_pending.type = t_pending.value = t_pending.traceback = nullptr;
+      PyErr_SetInterrupt();
+    }
+  } unused_stop_;
   py::gil_scoped_release release_;
   tlio::InterruptScope interrupts_;
 };

@@ -177,7 +177,9 @@ def test_cli_interrupted_shard_leaves_the_previous_set(tmp_path, big):
     while not temporaries(out):
         assert p.poll() is None
         time.sleep(0.0005)
+    p.send_signal(signal.SIGSTOP)  # surely mid-write, not yet publishing
     p.send_signal(signal.SIGTERM)
+    p.send_signal(signal.SIGCONT)
     p.communicate(timeout=30)
     assert p.returncode == 143
     assert {n: (out / n).stat().st_ino for n in os.listdir(out)} == before
@@ -288,3 +290,5 @@ def test_python_ctrl_c_during_a_long_write(tmp_path, big):
     assert "KeyboardInterrupt" in out, (out, err)
     assert waited < 5, waited  # about a second, with room for a loaded machine
     assert temporaries(tmp_path) == []
+    # Stopped inside the first call, not after it returned: it published nothing.
+    assert not (tmp_path / "out.safetensors").exists()

@@ -84,10 +84,12 @@ ProcessId this_process() {
   return {pid, process_start(pid).value_or(0)};
 }
 
+// Gone: no process has the pid (kill says ESRCH; an EPERM answer means one lives, though
+// /proc may hide it, as with hidepid), or the one that has it started at another time.
 bool process_gone(const ProcessId& p) {
-  if (const auto start = process_start(p.pid)) return p.start != 0 && *start != p.start;  // reused
-  if (errno == ENOENT && this_process().start != 0) return true;  // /proc works: no such pid
-  return ::kill(p.pid, 0) != 0 && errno == ESRCH;
+  if (::kill(p.pid, 0) != 0 && errno == ESRCH) return true;
+  const auto start = process_start(p.pid);
+  return start && p.start != 0 && *start != p.start;
 }
 
 // "<pid>-<start>-XXXXXX" after the marker; nullopt for any other name (an older tlio's
@@ -169,6 +171,8 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest)
   const std::string target_name = target_.filename().string();
   remove_leftovers(dir, target_name);
   const ProcessId self = this_process();
+  // Created and registered with the stop signals held, so a handler finds every temporary.
+  const HeldSignals held;
   const std::string tmpl = (dir / fmt::format(".{}{}{}-{}-XXXXXX", target_name, kTempMarker,
                                               self.pid, self.start)).string();
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -253,10 +257,11 @@ void OutputSet::add_copy(const std::filesystem::path& src, const std::filesystem
   add(std::move(f));
 }
 
-void OutputSet::commit() {
+void OutputSet::commit(const std::function<void()>& then) {
   const HeldSignals held;
   for (auto& f : files_) f->commit();  // on failure the rest are aborted by the destructor
   files_.clear();
+  if (then) then();
 }
 
 }  // namespace tlio::detail

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -76,8 +77,9 @@ class OutputSet {
   void add_text(const std::filesystem::path& dest, std::string_view text);
   /// Adds a copy of the file `src` (side files such as config.json), copied in the kernel.
   void add_copy(const std::filesystem::path& src, const std::filesystem::path& dest);
-  /// Publishes every file; the set is empty afterwards.
-  void commit();
+  /// Publishes every file, then runs `then` (e.g. removing what the set replaces), all with
+  /// the stop signals held; the set is empty afterwards.
+  void commit(const std::function<void()>& then = {});
   bool empty() const noexcept { return files_.empty(); }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -19,16 +20,22 @@ constexpr size_t kNameCapacity = 4096;
 
 enum class Kind : uint8_t { none, temporary, mapping };
 
+// A signal handler may only touch lock-free atomics.
+static_assert(std::atomic<Kind>::is_always_lock_free && std::atomic<size_t>::is_always_lock_free &&
+              std::atomic<const void*>::is_always_lock_free && std::atomic_ref<char>::is_always_lock_free);
+
+// Every field is atomic (relaxed; the sequence counter orders them), so a handler reading a slot
+// while its owner changes it is a race the counter detects, never undefined behaviour.
 struct Slot {
   std::atomic<bool> claimed{false};
   // Odd while the fields below change; a reader keeps what it copied only if the count is the
   // same even number before and after.
   std::atomic<uint32_t> seq{0};
-  Kind kind = Kind::none;
-  const void* address = nullptr;
-  size_t size = 0;
-  size_t name_size = 0;
-  char name[kNameCapacity];
+  std::atomic<Kind> kind{Kind::none};
+  std::atomic<const void*> address{nullptr};
+  std::atomic<size_t> size{0};
+  std::atomic<size_t> name_size{0};
+  char name[kNameCapacity];  // accessed through std::atomic_ref only
 };
 
 std::atomic<Slot*> g_chunks[kMaxChunks];
@@ -61,16 +68,16 @@ void publish(Slot& s, Kind kind, const void* address, size_t size, std::string_v
   const uint32_t seq = s.seq.load(std::memory_order_relaxed);
   s.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  s.kind = kind;
-  s.address = address;
-  s.size = size;
-  s.name_size = name.size();
-  std::memcpy(s.name, name.data(), name.size());
-  s.name[name.size()] = '\0';
+  s.kind.store(kind, std::memory_order_relaxed);
+  s.address.store(address, std::memory_order_relaxed);
+  s.size.store(size, std::memory_order_relaxed);
+  s.name_size.store(name.size(), std::memory_order_relaxed);
+  for (size_t i = 0; i < name.size(); ++i)
+    std::atomic_ref<char>(s.name[i]).store(name[i], std::memory_order_relaxed);
   s.seq.store(seq + 2, std::memory_order_release);
 }
 
-// A stable copy of one slot, or kind none when it is free or changed while it was read.
+// A stable copy of one slot.
 struct Snapshot {
   Kind kind = Kind::none;
   const void* address = nullptr;
@@ -79,14 +86,16 @@ struct Snapshot {
   char name[kNameCapacity];
 };
 
-bool read_slot(const Slot& s, Snapshot& out) noexcept {
+// False when the slot is free or changed while it was read.
+bool read_slot(Slot& s, Snapshot& out) noexcept {
   const uint32_t before = s.seq.load(std::memory_order_acquire);
   if (before % 2 != 0) return false;
-  out.kind = s.kind;
-  out.address = s.address;
-  out.size = s.size;
-  out.name_size = s.name_size < kNameCapacity ? s.name_size : kNameCapacity - 1;
-  std::memcpy(out.name, s.name, out.name_size);
+  out.kind = s.kind.load(std::memory_order_relaxed);
+  out.address = s.address.load(std::memory_order_relaxed);
+  out.size = s.size.load(std::memory_order_relaxed);
+  out.name_size = std::min(s.name_size.load(std::memory_order_relaxed), kNameCapacity - 1);
+  for (size_t i = 0; i < out.name_size; ++i)
+    out.name[i] = std::atomic_ref<char>(s.name[i]).load(std::memory_order_relaxed);
   out.name[out.name_size] = '\0';
   std::atomic_thread_fence(std::memory_order_acquire);
   return s.seq.load(std::memory_order_relaxed) == before && out.kind != Kind::none;
@@ -96,7 +105,7 @@ template <class Fn>
 void for_each_live(Fn&& fn) noexcept {
   Snapshot snap;
   for (size_t c = 0; c < kMaxChunks; ++c) {
-    const Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
     if (!chunk) return;
     for (size_t i = 0; i < kSlotsPerChunk; ++i)
       if (chunk[i].claimed.load(std::memory_order_acquire) && read_slot(chunk[i], snap))

@@ -36,7 +36,7 @@ void unlink_live_temporaries() noexcept;
 /// Copies the name of the registered mapping holding `address` into `out` (NUL-terminated,
 /// cut to `size`); false when none holds it. Async-signal-safe.
 bool live_mapping_name(const void* address, char* out, size_t size) noexcept;
-/// Whether `path` is a temporary registered by this process (a leftover scan skips those).
+/// Whether `path` is a temporary registered by this process.
 bool is_live_temporary(std::string_view path) noexcept;
 
 }  // namespace tlio::detail

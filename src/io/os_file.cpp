@@ -158,10 +158,10 @@ Mapping::Mapping(Mapping&& o) noexcept : addr_(o.addr_), size_(o.size_), live_(s
 
 Mapping& Mapping::operator=(Mapping&& o) noexcept {
   if (this != &o) {
+    live_ = std::move(o.live_);  // unregistered before the old range can be mapped again
     if (addr_) ::munmap(const_cast<std::byte*>(addr_), size_);
     addr_ = o.addr_;
     size_ = o.size_;
-    live_ = std::move(o.live_);
     o.addr_ = nullptr;
     o.size_ = 0;
   }

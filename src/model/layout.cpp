@@ -13,25 +13,26 @@
 namespace tlio::detail {
 namespace {
 
-// The weight files the folder holds now: its index's shards, or model.safetensors. An index
-// that does not parse names nothing (its shards are then left where they are).
-std::vector<std::string> current_weights(const std::filesystem::path& dir, bool& has_index) {
+// The shards the folder's index names now (none without an index, or with one that does not
+// parse: then nothing is removed).
+std::vector<std::string> indexed_shards(const std::filesystem::path& dir, bool& has_index) {
   std::error_code ec;
   has_index = std::filesystem::is_regular_file(dir / kShardIndexFile, ec);
-  if (has_index) {
-    try {
-      return read_shard_index(dir / kShardIndexFile).files;
-    } catch (const Error&) {
-      return {};
-    }
+  if (!has_index) return {};
+  try {
+    return read_shard_index(dir / kShardIndexFile).files;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::interrupted) throw;
+    return {};
   }
-  if (std::filesystem::is_regular_file(dir / kSingleWeightsFile, ec)) return {kSingleWeightsFile};
-  return {};
 }
 
-// Only a plain file name of this folder, and only a regular file, is ever removed.
+// Only a plain .safetensors file name of this folder, and only a regular file, is ever removed
+// (an index could name anything).
 void remove_weights_file(const std::filesystem::path& dir, const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return;
+  if (name.find('/') != std::string::npos || !name.ends_with(".safetensors") ||
+      name.size() == std::string_view(".safetensors").size())
+    return;
   const std::filesystem::path p = dir / name;
   struct stat st;
   if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(p.c_str());
@@ -47,14 +48,16 @@ std::string weights_file_name(size_t i, size_t count) {
 void publish_weights(OutputSet& set, const std::filesystem::path& dir,
                      std::span<const std::string> new_files) {
   bool had_index = false;
-  const std::vector<std::string> previous = current_weights(dir, had_index);
+  const std::vector<std::string> previous = indexed_shards(dir, had_index);
   const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
-  set.commit();
-  // A previous index left beside a new model.safetensors would still be read first.
-  if (had_index && !has_index) remove_weights_file(dir, kShardIndexFile);
-  for (const std::string& name : previous)
-    if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
-      remove_weights_file(dir, name);
+  set.commit([&] {
+    // A previous index left beside a new model.safetensors would still be read first.
+    std::error_code ec;
+    if (had_index && !has_index) std::filesystem::remove(dir / kShardIndexFile, ec);
+    for (const std::string& name : previous)
+      if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
+        remove_weights_file(dir, name);
+  });
 }
 
 }  // namespace tlio::detail

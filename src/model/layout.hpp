@@ -17,10 +17,11 @@ inline constexpr const char* kShardIndexFile = "model.safetensors.index.json";
 std::string weights_file_name(size_t i, size_t count);
 
 /// Publishes `set`, the new weights of `dir` (the shards then their index, or
-/// model.safetensors alone), in place of the previous ones, so that a reader always finds one
-/// whole set: the new files are renamed in (the index last), then the previous set's files that
-/// the new one does not have are removed (the previous index's shards, or model.safetensors),
-/// and the previous index when the new set has none. Files no index named are left alone.
+/// model.safetensors alone), in place of the previous ones: the new files are renamed in (the
+/// index last), then the .safetensors files the previous index named that the new set does not
+/// have are removed, and the previous index when the new set has none; all with the stop
+/// signals held. Files no index named are left alone. Only while the renames run (a few system
+/// calls) can a reader see new shards beside the old index, when the two sets share names.
 void publish_weights(OutputSet& set, const std::filesystem::path& dir,
                      std::span<const std::string> new_files);
 

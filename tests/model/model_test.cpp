@@ -409,10 +409,25 @@ TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
   // Sharded -> one file: the index and the shards go, model.safetensors stays alone.
   shard_file(src, out, total * 2);
   EXPECT_EQ(folder_names(out), (std::vector<std::string>{"README.md", "config.json", "model.safetensors"}));
-  // One file -> sharded: model.safetensors goes.
-  shard_file(src, out, total / 3);
-  for (const auto& n : folder_names(out)) EXPECT_NE(n, "model.safetensors");
-  EXPECT_NO_THROW(Model::open(out).check());
+  // One file -> sharded: no index named model.safetensors, so it stays (the index is read first).
+  const auto sharded = shard_file(src, out, total / 3);
+  expected = sharded.files;
+  for (const char* kept : {"README.md", "config.json", "model.safetensors"}) expected.push_back(kept);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(folder_names(out), expected);
+  EXPECT_EQ(Model::open(out).file_names().size(), sharded.files.size() - 1);
+}
+
+TEST(Shard, OnlyTheOldIndexsSafetensorsFilesAreRemoved) {
+  ShardScene scene;
+  // An index that names more than shards: its config.json and notes are not weights.
+  write_text(scene.out / "notes.txt", "mine");
+  write_text(scene.out / "old-00001.safetensors", "old shard");
+  write_text(scene.out / "model.safetensors.index.json",
+             R"({"metadata": {}, "weight_map": {"a": "config.json", "b": "notes.txt", "c": "old-00001.safetensors"}})");
+  shard_file(scene.src, scene.out, scene.total * 2);
+  EXPECT_EQ(folder_names(scene.out), (std::vector<std::string>{"config.json", "model.safetensors", "notes.txt"}));
+  EXPECT_EQ(read_text(scene.out / "notes.txt"), "mine");
 }
 
 bool stop_after(void* context) { return --*static_cast<int*>(context) < 0; }

@@ -40,6 +40,35 @@ void remove_weights_file(const std::filesystem::path& dir, const std::string& na
 
 }  // namespace
 
+WeightFiles open_weights(const ModelLocation& where) {
+  WeightFiles w;
+  const std::string index_name = where.name_of(kShardIndexFile);
+  if (const std::optional<std::string> index_text = where.read_text(kShardIndexFile)) {
+    w.sharded = true;
+    const ShardIndex index = parse_shard_index(*index_text, index_name);
+    for (const std::string& name : index.files) {
+      w.names.push_back(name);
+      w.files.push_back(where.open(name));
+    }
+    check_shard_index(index, w.files, index_name);
+    return w;
+  }
+  try {
+    w.files.push_back(where.open(kSingleWeightsFile));
+  } catch (const Error& e) {
+    // Named as what it is when the weights are a PyTorch checkpoint.
+    if (e.code() == ErrorCode::io && e.os_error() == std::errc::no_such_file_or_directory &&
+        (where.exists("pytorch_model.bin") || where.exists("pytorch_model.bin.index.json")))
+      throw Error(ErrorCode::format, Rule::model, kSingleWeightsFile, std::nullopt,
+                  "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
+                  "convert the directory with `tlio import`",
+                  where.name());
+    throw;
+  }
+  w.names.push_back(kSingleWeightsFile);
+  return w;
+}
+
 std::string weights_file_name(size_t i, size_t count) {
   return count == 1 ? std::string(kSingleWeightsFile)
                     : fmt::format("model-{:05}-of-{:05}.safetensors", i, count);

@@ -7,11 +7,25 @@
 #include <string>
 
 #include "io/atomic_file.hpp"
+#include "model/json_util.hpp"
+#include "model/location.hpp"
+#include "tlio/file.hpp"
 
 namespace tlio::detail {
 
 inline constexpr const char* kSingleWeightsFile = "model.safetensors";
 inline constexpr const char* kShardIndexFile = "model.safetensors.index.json";
+
+/// A folder's weights, opened: the shards its index names (checked against it), else
+/// model.safetensors alone.
+struct WeightFiles {
+  std::vector<std::string> names;
+  std::vector<File> files;
+  bool sharded = false;
+};
+/// Opens `where`'s weights. A folder whose weights are a PyTorch checkpoint gets a format
+/// error that points to `tlio import`.
+WeightFiles open_weights(const ModelLocation& where);
 
 /// "model.safetensors" for one file, else "model-00001-of-00003.safetensors" (1-based `i`).
 std::string weights_file_name(size_t i, size_t count);

@@ -25,7 +25,6 @@ namespace {
 
 constexpr const char* kConfig = "config.json";
 using detail::kShardIndexFile;
-using detail::kSingleWeightsFile;
 constexpr const char* kTokenizer = "tokenizer.json";
 
 }  // namespace
@@ -100,32 +99,11 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
                   "tokenizer.json is present but tl_tokenizer is \"bytes\"", config_name);
   }
 
-  // Weights: the index when there is one, else model.safetensors.
   const std::string index_name = where.name_of(kShardIndexFile);
-  if (const std::optional<std::string> index_text = where.read_text(kShardIndexFile)) {
-    m.sharded_ = true;
-    detail::ShardIndex index = detail::parse_shard_index(*index_text, index_name);
-    for (const std::string& name : index.files) {
-      m.file_names_.push_back(name);
-      m.files_.push_back(where.open(name));
-    }
-    detail::check_shard_index(index, m.files_, index_name);
-  } else {
-    try {
-      m.files_.push_back(where.open(kSingleWeightsFile));
-    } catch (const Error& e) {
-      // Named as what it is when the weights are a PyTorch checkpoint.
-      if (e.code() == ErrorCode::io &&
-          e.os_error() == std::errc::no_such_file_or_directory &&
-          (where.exists("pytorch_model.bin") || where.exists("pytorch_model.bin.index.json")))
-        throw Error(ErrorCode::format, Rule::model, kSingleWeightsFile, std::nullopt,
-                    "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
-                    "convert the directory with `tlio import`",
-                    dir_name);
-      throw;
-    }
-    m.file_names_.push_back(kSingleWeightsFile);
-  }
+  detail::WeightFiles weights = detail::open_weights(where);
+  m.sharded_ = weights.sharded;
+  m.file_names_ = std::move(weights.names);
+  m.files_ = std::move(weights.files);
   for (size_t f = 0; f < m.files_.size(); ++f)
     for (const TensorInfo& t : m.files_[f].tensors()) m.index_.push_back({t.name, {&t, f}});
   std::sort(m.index_.begin(), m.index_.end(),

@@ -113,20 +113,9 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
 void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
                   const ProgressCallback& progress, const OpenOptions& options) {
   const detail::ModelLocation where(dir, options);
-  const std::string index_name = where.name_of("model.safetensors.index.json");
-  std::vector<File> files;
-  std::vector<std::string> names;
-  if (const auto text = where.read_text("model.safetensors.index.json")) {
-    detail::ShardIndex index = detail::parse_shard_index(*text, index_name);
-    for (const std::string& name : index.files) {
-      files.push_back(where.open(name));
-      names.push_back(name);
-    }
-    detail::check_shard_index(index, files, index_name);
-  } else {
-    files.push_back(where.open("model.safetensors"));
-    names.push_back("model.safetensors");
-  }
+  detail::WeightFiles weights = detail::open_weights(where);
+  const std::vector<File>& files = weights.files;
+  const std::vector<std::string>& names = weights.names;
   for (size_t i = 1; i < files.size(); ++i) {
     const Metadata& a = files[0].metadata();
     const Metadata& b = files[i].metadata();

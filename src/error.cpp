@@ -4,7 +4,6 @@
 #include <iterator>
 #include <utility>
 
-#include "tlio/version.hpp"
 
 namespace tlio {
 namespace {
@@ -91,7 +90,5 @@ void throw_io(std::string detail, std::string source, std::error_code os_error) 
   throw Error(ErrorCode::io, Rule::none, {}, std::nullopt, std::move(detail), std::move(source),
               os_error);
 }
-
-const char* version() noexcept { return TLIO_VERSION_STRING; }
 
 }  // namespace tlio

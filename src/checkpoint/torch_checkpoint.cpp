@@ -940,17 +940,14 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   }
   // As the source was split, or greedily by --max-size.
   if (options.max_shard_size > 0) {
-    std::vector<Output> split(1);
-    uint64_t used = 0;
+    std::vector<uint64_t> sizes;
+    for (const Output& o : outputs)
+      for (const Job& j : o.jobs) sizes.push_back(j.bytes);
+    const std::vector<size_t> shard_of = detail::plan_shards(sizes, options.max_shard_size);
+    std::vector<Output> split(shard_of.empty() ? 1 : shard_of.back() + 1);
+    size_t k = 0;
     for (Output& o : outputs) {
-      for (Job& j : o.jobs) {
-        if (!split.back().jobs.empty() && used + j.bytes > options.max_shard_size) {
-          split.emplace_back();
-          used = 0;
-        }
-        used += j.bytes;
-        split.back().jobs.push_back(j);
-      }
+      for (Job& j : o.jobs) split[shard_of[k++]].jobs.push_back(j);
       // Alias records go with the shard of their kept tensor.
       for (auto& a : o.aliases)
         for (Output& s : split)

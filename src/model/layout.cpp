@@ -69,6 +69,21 @@ WeightFiles open_weights(const ModelLocation& where) {
   return w;
 }
 
+std::vector<size_t> plan_shards(std::span<const uint64_t> sizes, uint64_t max_size) {
+  std::vector<size_t> shard_of(sizes.size());
+  size_t shard = 0;
+  uint64_t used = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (k > 0 && used + sizes[k] > max_size) {
+      ++shard;
+      used = 0;
+    }
+    shard_of[k] = shard;
+    used += sizes[k];
+  }
+  return shard_of;
+}
+
 std::string weights_file_name(size_t i, size_t count) {
   return count == 1 ? std::string(kSingleWeightsFile)
                     : fmt::format("model-{:05}-of-{:05}.safetensors", i, count);

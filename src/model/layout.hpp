@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "io/atomic_file.hpp"
 #include "model/json_util.hpp"
@@ -26,6 +27,11 @@ struct WeightFiles {
 /// Opens `where`'s weights. A folder whose weights are a PyTorch checkpoint gets a format
 /// error that points to `tlio import`.
 WeightFiles open_weights(const ModelLocation& where);
+
+/// The shard each item goes to (0, 1, ...), greedily in the order given: a new shard starts when
+/// the next item would take the current one past `max_size` (an item larger than that gets a
+/// shard of its own), as transformers shards.
+std::vector<size_t> plan_shards(std::span<const uint64_t> sizes, uint64_t max_size);
 
 /// "model.safetensors" for one file, else "model-00001-of-00003.safetensors" (1-based `i`).
 std::string weights_file_name(size_t i, size_t count);

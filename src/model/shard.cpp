@@ -61,21 +61,18 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
 
-  // Greedy over the canonical order: start a new shard when the next tensor would overflow it.
+  // Greedy over the canonical order.
   std::vector<TensorInfo> layout = src.tensors();
   detail::canonical_layout(layout);
-  std::vector<std::vector<const TensorInfo*>> shards(1);
-  uint64_t used = 0, total = 0;
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
   for (const TensorInfo& t : layout) {
-    const TensorInfo& info = src.header().at(t.name);
-    if (!shards.back().empty() && used + t.byte_size() > max_size) {
-      shards.emplace_back();
-      used = 0;
-    }
-    shards.back().push_back(&info);
-    used += t.byte_size();
+    sizes.push_back(t.byte_size());
     total += t.byte_size();
   }
+  const std::vector<size_t> shard_of = detail::plan_shards(sizes, max_size);
+  std::vector<std::vector<const TensorInfo*>> shards(shard_of.empty() ? 1 : shard_of.back() + 1);
+  for (size_t k = 0; k < layout.size(); ++k) shards[shard_of[k]].push_back(&src.header().at(layout[k].name));
   const size_t n = shards.size();
   ShardReport report;
   report.total_size = total;

@@ -21,10 +21,6 @@ namespace {
 constexpr int kMaxLinkHops = 40;
 constexpr std::string_view kTempMarker = ".tlio-tmp-";
 
-[[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
-  throw_io(what, name, std::error_code(err, std::generic_category()));
-}
-
 mode_t current_umask() {
   mode_t m = ::umask(0);
   ::umask(m);
@@ -106,11 +102,12 @@ std::optional<ProcessId> parse_owner(std::string_view rest) {
 }
 
 // Removes the temporaries that earlier writes to `target` left when their process died.
-void remove_leftovers(const std::filesystem::path& dir, const std::string& target_name) {
+// `self` is this process: its own temporaries are never leftovers.
+void remove_leftovers(const std::filesystem::path& dir, const std::string& target_name,
+                      const ProcessId& self) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;  // creating the temporary will report what is wrong with the folder
   const std::string prefix = "." + target_name + std::string(kTempMarker);
-  const ProcessId self = this_process();
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
@@ -122,6 +119,12 @@ void remove_leftovers(const std::filesystem::path& dir, const std::string& targe
       (void)::unlinkat(::dirfd(d), e->d_name, 0);
   }
   ::closedir(d);
+}
+
+// The folder a file is in ("." for a bare name).
+std::filesystem::path folder_of(const std::filesystem::path& file) {
+  std::filesystem::path dir = file.parent_path();
+  return dir.empty() ? "." : dir;
 }
 
 // Holds SIGINT, SIGTERM and SIGHUP back on this thread while it lives.
@@ -149,13 +152,13 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
       const int err = errno;
       if (err == ENOENT && hops == 0) return at;  // a new file
       if (err == ENOENT)
-        fail(fmt::format("is a symbolic link to {}, which does not exist", at.string()), dest.string(), err);
-      fail("cannot look at the output", dest.string(), err);
+        throw_errno(fmt::format("is a symbolic link to {}, which does not exist", at.string()), dest.string(), err);
+      throw_errno("cannot look at the output", dest.string(), err);
     }
     if (S_ISREG(st.st_mode)) return at;
     if (!S_ISLNK(st.st_mode)) refuse_node(dest, at, st.st_mode);
     if (hops == kMaxLinkHops)
-      fail(fmt::format("is a chain of more than {} symbolic links (a loop?)", kMaxLinkHops),
+      throw_errno(fmt::format("is a chain of more than {} symbolic links (a loop?)", kMaxLinkHops),
            dest.string(), ELOOP);
     std::error_code ec;
     const std::filesystem::path link = std::filesystem::read_symlink(at, ec);
@@ -166,11 +169,10 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
     : dest_name_(dest.string()), target_(output_target(dest)) {
-  std::filesystem::path dir = target_.parent_path();
-  if (dir.empty()) dir = ".";
+  const std::filesystem::path dir = folder_of(target_);
   const std::string target_name = target_.filename().string();
-  remove_leftovers(dir, target_name);
   const ProcessId self = this_process();
+  remove_leftovers(dir, target_name, self);
   // Created and registered with the stop signals held, so a handler finds every temporary.
   const HeldSignals held;
   const std::string tmpl = (dir / fmt::format(".{}{}{}-{}-XXXXXX", target_name, kTempMarker,
@@ -178,7 +180,7 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest)
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   const int fd = ::mkostemp(buf.data(), O_CLOEXEC);
-  if (fd < 0) fail("cannot create a temporary file in " + dir.string(), dest_name_, errno);
+  if (fd < 0) throw_errno("cannot create a temporary file in " + dir.string(), dest_name_, errno);
   fd_ = Fd(fd);
   tmp_ = buf.data();
   live_ = LiveEntry::temporary(tmp_.native());
@@ -192,8 +194,8 @@ void AtomicFile::prepare() {
   mode_t mode = 0666 & ~current_umask();
   struct stat st;
   if (::stat(target_.c_str(), &st) == 0) mode = st.st_mode & 07777;  // keep the replaced file's
-  if (::fchmod(fd_.get(), mode) != 0) fail("cannot set permissions", dest_name_, errno);
-  if (::fsync(fd_.get()) != 0) fail("fsync failed", dest_name_, errno);
+  if (::fchmod(fd_.get(), mode) != 0) throw_errno("cannot set permissions", dest_name_, errno);
+  if (::fsync(fd_.get()) != 0) throw_errno("fsync failed", dest_name_, errno);
   fd_ = Fd();
   prepared_ = true;
 }
@@ -206,17 +208,15 @@ void AtomicFile::commit() {
     refuse_node(std::filesystem::path(dest_name_), target_, st.st_mode);
   }
   if (::rename(tmp_.c_str(), target_.c_str()) != 0)
-    fail("cannot rename into place", dest_name_, errno);
+    throw_errno("cannot rename into place", dest_name_, errno);
   done_ = true;
   live_.reset();
-  std::filesystem::path dir = target_.parent_path();
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dfd = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     const int rc = ::fsync(dfd);
     const int err = errno;
     ::close(dfd);
-    if (rc != 0 && err != EINVAL) fail("fsync of the directory failed", dest_name_, err);
+    if (rc != 0 && err != EINVAL) throw_errno("fsync of the directory failed", dest_name_, err);
   }
 }
 
@@ -226,16 +226,6 @@ void AtomicFile::abort() noexcept {
   fd_ = Fd();
   ::unlink(tmp_.c_str());
   live_.reset();
-}
-
-void write_text_file(const std::filesystem::path& dest, std::string_view text) {
-  AtomicFile f(dest);
-  pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), dest.string());
-  f.commit();
-}
-
-OutputSet::~OutputSet() {
-  for (auto& f : files_) f->abort();
 }
 
 void OutputSet::add(std::unique_ptr<AtomicFile> file) {

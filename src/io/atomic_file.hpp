@@ -59,9 +59,6 @@ class AtomicFile {
   bool done_ = false;
 };
 
-/// Writes `text` to `dest` atomically (config files, shard indexes).
-void write_text_file(const std::filesystem::path& dest, std::string_view text);
-
 /// Files published together: each is written whole to its temporary first; commit() renames
 /// them in the order they were added with SIGINT, SIGTERM and SIGHUP held back on this thread,
 /// so a handler that ends the process cannot stop a set half-published. A set destroyed before
@@ -70,7 +67,6 @@ class OutputSet {
  public:
   OutputSet() = default;
   OutputSet(OutputSet&&) = default;
-  ~OutputSet();
   /// Takes a complete file (prepare() is called on it).
   void add(std::unique_ptr<AtomicFile> file);
   /// Adds a small file with this content.

@@ -17,10 +17,6 @@
 namespace tlio::detail {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
-  throw_io(what, name, std::error_code(err, std::generic_category()));
-}
-
 // Largest single read/write/copy request: also how much data passes between two questions to
 // the thread's InterruptScope.
 constexpr size_t kMaxIoChunk = size_t{64} << 20;
@@ -28,6 +24,10 @@ constexpr size_t kMaxIoChunk = size_t{64} << 20;
 constexpr size_t kCopyBuffer = size_t{1} << 20;
 
 }  // namespace
+
+void throw_errno(const std::string& what, const std::string& name, int err) {
+  throw_io(what, name, std::error_code(err, std::generic_category()));
+}
 
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) {
@@ -43,17 +43,17 @@ Fd::~Fd() {
 
 Fd open_read(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open", path.string(), errno);
+  if (fd < 0) throw_errno("cannot open", path.string(), errno);
   Fd owned(fd);
   struct stat st;
-  if (::fstat(fd, &st) != 0) fail("cannot stat", path.string(), errno);
-  if (S_ISDIR(st.st_mode)) fail("cannot read", path.string(), EISDIR);
+  if (::fstat(fd, &st) != 0) throw_errno("cannot stat", path.string(), errno);
+  if (S_ISDIR(st.st_mode)) throw_errno("cannot read", path.string(), EISDIR);
   return owned;
 }
 
 uint64_t fd_size(int fd, const std::string& name) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) fail("cannot stat", name, errno);
+  if (::fstat(fd, &st) != 0) throw_errno("cannot stat", name, errno);
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -65,7 +65,7 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
     ssize_t got = ::pread(fd, dst.data() + done, want, static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
-      fail("read failed", name, errno);
+      throw_errno("read failed", name, errno);
     }
     if (got == 0)
       throw_io(
@@ -83,7 +83,7 @@ void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const s
     ssize_t put = ::pwrite(fd, src.data() + done, want, static_cast<off_t>(offset + done));
     if (put < 0) {
       if (errno == EINTR) continue;
-      fail("write failed", name, errno);
+      throw_errno("write failed", name, errno);
     }
     done += static_cast<size_t>(put);
   }
@@ -118,7 +118,7 @@ void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64
   if (length == 0) return;
   std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(length, kCopyBuffer)));
   while (length > 0) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));  // polled below
+    size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));  // (pread/pwrite poll)
     pread_exact(in_fd, in_off, {buf.data(), n}, name);
     pwrite_all(out_fd, out_off, {buf.data(), n}, name);
     in_off += n;
@@ -145,7 +145,7 @@ Mapping::Mapping(int fd, uint64_t size, const std::string& name, bool private_co
   void* p = private_copy ? ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_NORESERVE, fd, 0)
                          : ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) fail("cannot map", name, errno);
+  if (p == MAP_FAILED) throw_errno("cannot map", name, errno);
   addr_ = static_cast<const std::byte*>(p);
   size_ = static_cast<size_t>(size);
   live_ = LiveEntry::mapping(addr_, size_, name);

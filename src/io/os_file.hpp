@@ -33,6 +33,9 @@ class Fd {
   int fd_ = -1;
 };
 
+/// Error{io} for `name`: "what: <the OS's text for err>".
+[[noreturn]] void throw_errno(const std::string& what, const std::string& name, int err);
+
 /// Opens `path` read-only; Error{io} naming the path on failure (also for directories).
 Fd open_read(const std::filesystem::path& path);
 uint64_t fd_size(int fd, const std::string& name);

@@ -32,7 +32,11 @@ std::string text_of(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void write(const std::filesystem::path& dest, std::string_view text) { write_text_file(dest, text); }
+void write(const std::filesystem::path& dest, std::string_view text) {
+  AtomicFile f(dest);
+  pwrite_all(f.fd(), 0, std::as_bytes(std::span(text)), dest.string());
+  f.commit();
+}
 
 // The error a write to `dest` gets; fails the test if it is accepted.
 Error refusal(const std::filesystem::path& dest) {

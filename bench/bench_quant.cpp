@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "quant/bnb/bnb.hpp"
+#include "quant/int4/int4.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/quant.hpp"
@@ -33,7 +35,7 @@ const Matrix& matrix() {
     for (auto& v : x.w) v = d(rng);
     x.q.resize(kElems / 2);
     x.s.resize(kElems / kGroup);
-    tlio::int4_quantize(x.w, kRows, kCols, kGroup, x.q, x.s);
+    tlio::detail::int4_quantize(x.w, kRows, kCols, kGroup, x.q, x.s);
     return x;
   }();
   return m;
@@ -64,7 +66,7 @@ void BM_Int4Dequantize(benchmark::State& state) {
   auto dst = faulted(bytes);
   tlio::set_conversion_threads(static_cast<unsigned>(state.range(1)));
   for (auto _ : state) {
-    tlio::int4_dequantize_rows(m.q, m.s, kRows, kCols, kGroup, 0, kRows, out, {dst.get(), bytes});
+    tlio::detail::int4_dequantize_rows(m.q, m.s, kRows, kCols, kGroup, 0, kRows, out, {dst.get(), bytes});
     benchmark::ClobberMemory();
   }
   tlio::set_conversion_threads(0);
@@ -79,7 +81,7 @@ void BM_Int4Quantize(benchmark::State& state) {
   std::vector<uint8_t> q(kElems / 2);
   std::vector<uint16_t> s(kElems / kGroup);
   for (auto _ : state) {
-    tlio::int4_quantize(m.w, kRows, kCols, kGroup, q, s);
+    tlio::detail::int4_quantize(m.w, kRows, kCols, kGroup, q, s);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kElems * 4));
@@ -101,7 +103,7 @@ const Bnb4& bnb4(tlio::BnbQuantType type) {
   if (b.packed.empty()) {
     b.packed.resize(kElems / 2);
     b.absmax.resize(kElems / kBnbBlock);
-    tlio::bnb_quantize_4bit(matrix().w, type, kBnbBlock, b.packed, b.absmax);
+    tlio::detail::bnb_quantize_4bit(matrix().w, type, kBnbBlock, b.packed, b.absmax);
   }
   return b;
 }
@@ -116,7 +118,7 @@ void BM_Bnb4Dequantize(benchmark::State& state) {
   auto dst = faulted(bytes);
   tlio::set_conversion_threads(static_cast<unsigned>(state.range(2)));
   for (auto _ : state) {
-    tlio::bnb_dequantize_4bit(b.packed, b.absmax, type, kBnbBlock, 0, kElems, out, {dst.get(), bytes});
+    tlio::detail::bnb_dequantize_4bit(b.packed, b.absmax, type, kBnbBlock, 0, kElems, out, {dst.get(), bytes});
     benchmark::ClobberMemory();
   }
   tlio::set_conversion_threads(0);
@@ -134,7 +136,7 @@ void BM_Bnb4Quantize(benchmark::State& state) {
   std::vector<float> absmax(kElems / kBnbBlock);
   tlio::set_conversion_threads(static_cast<unsigned>(state.range(1)));
   for (auto _ : state) {
-    tlio::bnb_quantize_4bit(matrix().w, type, kBnbBlock, packed, absmax);
+    tlio::detail::bnb_quantize_4bit(matrix().w, type, kBnbBlock, packed, absmax);
     benchmark::ClobberMemory();
   }
   tlio::set_conversion_threads(0);
@@ -149,7 +151,7 @@ BENCHMARK(BM_Bnb4Quantize)->Args({0, 1})->Args({0, 2})->Args({1, 1})
 void BM_Bnb4QuantizeScalarBaseline(benchmark::State& state) {
   const uint64_t n = kElems / 8;
   const float* w = matrix().w.data();
-  const auto& table = tlio::bnb_4bit_table(tlio::BnbQuantType::nf4);
+  const auto& table = tlio::detail::bnb_4bit_table(tlio::BnbQuantType::nf4);
   std::vector<uint8_t> packed(n / 2);
   std::vector<float> absmax(n / kBnbBlock);
   for (auto _ : state) {

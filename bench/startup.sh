@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Process start-up: `tlio --version` against a C++ hello world built here with the same compiler,
-# and `import tlio` against `import numpy` (which tlio imports), each pair run in turn
-# (A B A B ...) with hyperfine, medians of the per-round means.
+# `tlio validate` of the 50,000-tensor file against the same work done in a running process
+# (bench/open_in_process), and `import tlio` against `import numpy` (which tlio imports), each
+# pair run in turn (A B A B ...), medians of the per-round means.
 # Usage: bench/startup.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +32,18 @@ print(f"{label}: baseline {ma:.2f} ms, tlio {mb:.2f} ms, ratio {mb / ma:.2f}x "
 PY
 }
 pair "tlio --version vs C++ hello world" "$work/hello" "$build/tlio --version" 200
+"$build/bench/make_bench_file" --many "$work/many.safetensors"
+a=() b=()
+for _ in $(seq "$rounds"); do
+  a+=("$("$build/bench/open_in_process" "$work/many.safetensors" 31)")
+  b+=("$(mean_ms "$build/tlio validate $work/many.safetensors" 31)")
+done
+python3 - "${a[*]}" "${b[*]}" <<'PY'
+import statistics, sys
+a, b = [float(x) for x in sys.argv[1].split()], [float(x) for x in sys.argv[2].split()]
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"tlio validate (50,000 tensors) vs the same in-process: in-process {ma:.2f} ms, "
+      f"tlio {mb:.2f} ms, ratio {mb / ma:.2f}x (medians of {len(a)} rounds in turn)")
+PY
 pair "import tlio vs import numpy" "/usr/bin/python3 -c 'import numpy'" \
   "env PYTHONPATH=$build/python /usr/bin/python3 -c 'import tlio'" 30

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/bigram.hpp"
 #include "tlio/model.hpp"
 
 namespace tlio::cli {

@@ -6,20 +6,21 @@
 #include <cstring>
 #include <string_view>
 
+#include "quant/bnb/bnb.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  tlio::BnbQuantState st;
+  tlio::detail::BnbQuantState st;
   try {
-    st = tlio::parse_bnb_quant_state({reinterpret_cast<const char*>(data), size});
+    st = tlio::detail::parse_bnb_quant_state({reinterpret_cast<const char*>(data), size});
   } catch (const tlio::Error&) {
     return 0;
   }
-  const std::string text = tlio::bnb_quant_state_json(st);
-  tlio::BnbQuantState back;
+  const std::string text = tlio::detail::bnb_quant_state_json(st);
+  tlio::detail::BnbQuantState back;
   try {
-    back = tlio::parse_bnb_quant_state(text);
+    back = tlio::detail::parse_bnb_quant_state(text);
   } catch (const tlio::Error&) {
     __builtin_trap();  // what tlio writes, tlio must read
   }

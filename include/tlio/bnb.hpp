@@ -1,22 +1,13 @@
-// tlio/bnb.hpp: bitsandbytes weights. The kernels and the quant_state of bitsandbytes 4-bit
-// (NF4/FP4 with a float32 absmax per block, optionally "nested": the absmax itself quantized to
-// 8 bits), its 8-bit blockwise quantization with the dynamic map, and LLM.int8 row-wise int8.
-// The arithmetic is bnb >= 0.50's CPU default backend, bit for bit (docs/quantization.md); how
-// such weights are laid out in a file, found and dequantized is quant.hpp's business.
+// tlio/bnb.hpp: the names of bitsandbytes' 4-bit types and its blocksizes, as quantize options
+// take them. The kernels (bit for bit bnb >= 0.50's CPU default backend, docs/quantization.md)
+// are internal: files are quantized and dequantized through quant.hpp.
 #pragma once
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <span>
-#include <string>
 #include <string_view>
-#include <vector>
 
-#include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
-#include "tlio/shape.hpp"
 
 namespace tlio {
 
@@ -27,89 +18,5 @@ TLIO_API std::string_view bnb_quant_type_name(BnbQuantType type) noexcept;
 TLIO_API std::optional<BnbQuantType> parse_bnb_quant_type(std::string_view name) noexcept;
 /// The 4-bit blocksizes bitsandbytes accepts: 32, 64, ..., 4096 (rule BNB-001).
 TLIO_API bool is_bnb_4bit_blocksize(uint64_t blocksize) noexcept;
-
-/// get_4bit_type(type): the value of each 4-bit code (index = code).
-TLIO_API const std::array<float, 16>& bnb_4bit_table(BnbQuantType type) noexcept;
-/// create_dynamic_map(): the 256 sorted values of the 8-bit blockwise code.
-TLIO_API const std::array<float, 256>& bnb_dynamic_map() noexcept;
-
-// ---- 4-bit ------------------------------------------------------------------------------------
-
-/// Quantizes n = x.size() values: packed holds (n + 1) / 2 bytes (element 2j in the high nibble),
-/// absmax ceil(n / blocksize) floats. Throws Error{invalid_argument} for a blocksize outside
-/// BNB-001, wrong buffer sizes, or a NaN or infinite value.
-TLIO_API void bnb_quantize_4bit(std::span<const float> x, BnbQuantType type, uint64_t blocksize,
-                                std::span<uint8_t> packed, std::span<float> absmax);
-
-/// Elements [first, first + count) of a 4-bit tensor as `out` (F32, F16 or BF16, rounded to
-/// nearest even) into dst. `absmax` is the effective (non-nested) absmax of the whole tensor,
-/// `packed` its whole packed bytes.
-TLIO_API void bnb_dequantize_4bit(std::span<const uint8_t> packed, std::span<const float> absmax,
-                                  BnbQuantType type, uint64_t blocksize, uint64_t first,
-                                  uint64_t count, Dtype out, std::span<std::byte> dst);
-
-// ---- 8-bit blockwise (dynamic map) ---------------------------------------------------------------
-
-/// quantize_blockwise: q holds one code per value (the nearest entry of bnb_dynamic_map, ties to
-/// the lower), absmax one float per block (any blocksize >= 1).
-TLIO_API void bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksize,
-                                      std::span<uint8_t> q, std::span<float> absmax);
-/// dequantize_blockwise: out[i] = code[q[i]] * absmax[i / blocksize] in float32.
-TLIO_API void bnb_dequantize_blockwise8(std::span<const uint8_t> q, std::span<const float> absmax,
-                                        std::span<const float> code, uint64_t blocksize,
-                                        std::span<float> out);
-
-/// An absmax vector quantized the way compress_statistics / nested=True does it: offset = its
-/// mean, and (absmax - offset) quantized 8-bit blockwise.
-struct BnbNestedAbsmax {
-  float offset = 0;
-  uint64_t blocksize = 256;
-  std::vector<uint8_t> codes;   ///< one per outer block
-  std::vector<float> absmax2;   ///< one per `blocksize` outer blocks
-};
-/// `offset` overrides the mean (to reproduce a file made with another summation order).
-TLIO_API BnbNestedAbsmax bnb_nest_absmax(std::span<const float> absmax, uint64_t blocksize = 256,
-                                         std::optional<float> offset = std::nullopt);
-/// The effective absmax: f32(f32(code[codes[b]] * absmax2[b / blocksize]) + offset).
-TLIO_API std::vector<float> bnb_unnest_absmax(std::span<const uint8_t> codes,
-                                              std::span<const float> absmax2,
-                                              std::span<const float> code, uint64_t blocksize,
-                                              float offset);
-
-// ---- quant_state --------------------------------------------------------------------------------
-
-/// The non-tensor fields of a 4-bit QuantState, stored as the JSON of the
-/// `<w>.quant_state.bitsandbytes__<type>` tensor.
-struct BnbQuantState {
-  BnbQuantType quant_type = BnbQuantType::nf4;
-  uint64_t blocksize = 64;
-  Dtype dtype = Dtype::F32;  ///< the original dtype: F16, BF16 or F32
-  Shape shape;               ///< the original shape
-  bool nested = false;
-  uint64_t nested_blocksize = 256;
-  Dtype nested_dtype = Dtype::F32;
-  double nested_offset = 0;  ///< a float32 value widened
-};
-
-/// Parses the JSON. Throws Error{format} with rule "BNB-001" for a quant_type or blocksize
-/// outside that rule, "BNB-004" for an incomplete nested state, "bnb" for anything else (not
-/// JSON, unknown or missing keys, wrong types).
-TLIO_API BnbQuantState parse_bnb_quant_state(std::string_view json);
-/// The JSON exactly as Python's json.dumps writes it for bitsandbytes (key order, ", " and ": ").
-TLIO_API std::string bnb_quant_state_json(const BnbQuantState& state);
-
-// ---- LLM.int8 -----------------------------------------------------------------------------------
-
-/// Quantizes a row-major [rows, cols] matrix as Int8Params does: each value rounded to F16 first,
-/// SCB[r] = max |w[r, :]|, cb = round_half_even(w * f32(127 * f32(1 / SCB[r]))) (torch computes
-/// `127.0 / SCB` through the reciprocal). A zero row stores 0s.
-/// Throws Error{invalid_argument} for NaN or infinite values (after the F16 rounding).
-TLIO_API void llm_int8_quantize(std::span<const float> w, uint64_t rows, uint64_t cols,
-                                std::span<int8_t> cb, std::span<float> scb);
-/// Elements [first, first + count) of the row-major matrix: f32(f32(cb * SCB[r]) * (1/127 as
-/// float32)), as `out` (F32, F16 or BF16) into dst.
-TLIO_API void llm_int8_dequantize(std::span<const int8_t> cb, std::span<const float> scb,
-                                  uint64_t cols, uint64_t first, uint64_t count, Dtype out,
-                                  std::span<std::byte> dst);
 
 }  // namespace tlio

@@ -1,5 +1,5 @@
-// tlio/convert_file.hpp: conversions of tensors in files: typed reads of one tensor, and whole
-// files rewritten with their floating tensors in another dtype (tlio convert --dtype).
+// tlio/convert_file.hpp: whole files rewritten with their floating tensors in another dtype
+// (tlio convert --dtype). Typed reads of one tensor (read_as) are File's, in tlio/file.hpp.
 #pragma once
 
 #include <cstddef>
@@ -17,12 +17,6 @@
 #include "tlio/writer.hpp"
 
 namespace tlio {
-
-/// Reads tensor `name` of `f` converted to `to` into `dst` (exactly the converted size).
-/// Throws Error{not_found}, Error{unsupported} (e.g. C64), Error{invalid_argument}.
-TLIO_API void read_as(const File& f, std::string_view name, Dtype to, std::span<std::byte> dst);
-/// Tensor `name` as F32 values (any floating, integer or BOOL tensor).
-TLIO_API std::vector<float> read_f32(const File& f, std::string_view name);
 
 struct ConvertFileOptions {
   Dtype dtype = Dtype::BF16;  ///< target: a floating dtype other than F6_* and C64

@@ -95,6 +95,7 @@ TLIO_API SlicePlan plan_slice(const TensorInfo& info, std::span<const SliceIndex
 
 namespace detail {
 struct FileState;
+struct FileAccess;
 }  // namespace detail
 
 /// The bytes of one tensor, with its info. Cheap to copy; keeps the bytes and the info alive
@@ -208,8 +209,15 @@ class TLIO_API File {
   ~File();
 
  private:
+  friend struct detail::FileAccess;
   explicit File(std::shared_ptr<const detail::FileState> state);
   std::shared_ptr<const detail::FileState> state_;
 };
+
+/// Reads tensor `name` of `f` converted to `to` into `dst` (exactly the converted size).
+/// Throws Error{not_found}, Error{unsupported} (e.g. C64), Error{invalid_argument}.
+TLIO_API void read_as(const File& f, std::string_view name, Dtype to, std::span<std::byte> dst);
+/// Tensor `name` as F32 values (any floating, integer or BOOL tensor).
+TLIO_API std::vector<float> read_f32(const File& f, std::string_view name);
 
 }  // namespace tlio

@@ -1,6 +1,7 @@
 // tlio/tlio.hpp: the whole C++ API.
 #pragma once
 
+#include "tlio/bigram.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/convert.hpp"

@@ -4,35 +4,25 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <functional>
 #include <utility>
 
-#include "format/header_parse.hpp"
+#include "common/checked.hpp"
 #include "common/json_text.hpp"
+#include "format/file_access.hpp"
+#include "format/header_parse.hpp"
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
-#include "common/checked.hpp"
-#include "common/parallel.hpp"
 #include "io/copy.hpp"
-#include "io/http.hpp"
-#include "io/os_file.hpp"
+#include "io/store.hpp"
 
 namespace tlio {
-
-namespace {
-// read_many stays on one thread below this: a thread costs more than copying a few MiB.
-constexpr uint64_t kParallelReadFrom = uint64_t{8} << 20;
-}  // namespace
 
 struct detail::FileState {
   std::string name;
   Backend backend = Backend::mmap;
-  detail::Fd fd;                      // -1 for buffers
-  detail::Mapping mapping;            // mmap backends
-  std::shared_ptr<const detail::HttpFile> http;  // http backend
-  std::vector<std::byte> header_bytes;  // the header as read (pread, http): read once
-  std::vector<std::byte> owned;       // from_bytes
-  std::span<const std::byte> memory;  // the whole file when it is in memory
+  std::shared_ptr<const detail::ByteSource> source;
+  std::span<const std::byte> memory;    // source->memory(): the whole file, or empty
+  std::vector<std::byte> header_bytes;  // the header as read when not in memory: read once
   uint64_t file_size = 0;
   uint64_t header_size = 0;
   Header header;
@@ -52,92 +42,80 @@ auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
   }
 }
 
-// Validates an in-memory file image (rules 1-5).
-void validate_memory(detail::FileState& s) {
-  s.file_size = s.memory.size();
-  s.header_size =
-      detail::read_header_length(s.memory.first(std::min(detail::kSniffBytes, s.memory.size())),
-                                 s.file_size);
-  const uint64_t data_size = s.file_size - 8 - s.header_size;
-  s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
-                                  data_size, data_size >= detail::kJsonPadding);
-}
-
-}  // namespace
-
-File::File(std::shared_ptr<const detail::FileState> state) : state_(std::move(state)) {}
-File::File(File&&) noexcept = default;
-File& File::operator=(File&&) noexcept = default;
-File::~File() = default;
-
-namespace {
-
-// Reads and validates the header of a file not held in memory (pread, http) through
-// `read_at(offset, dst)`, keeping its bytes for raw_header().
-void read_header(detail::FileState& s,
-                 const std::function<void(uint64_t, std::span<std::byte>)>& read_at) {
+// Validates the file (rules 1-5): in place when it is in memory, else read through the source
+// (the header's bytes kept for raw_header()).
+void validate(detail::FileState& s) {
+  const detail::ByteSource& src = *s.source;
+  s.memory = src.memory();
+  s.file_size = src.size();
+  if (!s.memory.empty() || s.file_size == 0) {
+    s.header_size = detail::read_header_length(
+        s.memory.first(std::min(detail::kSniffBytes, s.memory.size())), s.file_size);
+    const uint64_t data_size = s.file_size - 8 - s.header_size;
+    s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
+                                    data_size, data_size >= detail::kJsonPadding);
+    return;
+  }
   std::byte prefix[detail::kSniffBytes] = {};
   const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, s.file_size));
-  read_at(0, {prefix, prefix_size});
+  src.read(0, {prefix, prefix_size});
   s.header_size = detail::read_header_length({prefix, prefix_size}, s.file_size);
   std::vector<std::byte> json(static_cast<size_t>(s.header_size) + detail::kJsonPadding);
-  read_at(8, std::span(json).first(s.header_size));
+  src.read(8, std::span(json).first(s.header_size));
   s.header = detail::parse_header(std::span(json).first(s.header_size),
                                   s.file_size - 8 - s.header_size, true);
   json.resize(static_cast<size_t>(s.header_size));
   s.header_bytes = std::move(json);
 }
 
+File from_source(std::shared_ptr<const detail::ByteSource> source, Backend backend) {
+  auto s = std::make_shared<detail::FileState>();
+  s->name = source->name();
+  s->backend = backend;
+  s->source = std::move(source);
+  attributed(s->name, [&] { validate(*s); });
+  return detail::FileAccess::make(std::move(s));
+}
+
+detail::SourceOptions::Access access_for(Backend backend) {
+  switch (backend) {
+    case Backend::pread: return detail::SourceOptions::Access::read;
+    case Backend::mmap_private: return detail::SourceOptions::Access::map_private;
+    default: return detail::SourceOptions::Access::map_shared;
+  }
+}
+
 }  // namespace
 
-File File::open(const std::filesystem::path& path, OpenOptions options) {
-  auto s = std::make_shared<detail::FileState>();
-  s->name = path.string();
-  s->backend = options.backend;
-  if (detail::is_url(s->name)) {
-    const std::string url = s->name;
-    s->name = detail::url_for_messages(url);
-    s->backend = Backend::http;
-    attributed(s->name, [&] {
-      s->http = detail::HttpFile::open(url, {.token = options.token});
-      s->file_size = s->http->size();
-      // The opening request's bytes, and one exact request for what a longer header adds.
-      read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) { s->http->read(offset, dst); });
-    });
-    return File(std::move(s));
-  }
-  attributed(s->name, [&] {
-    s->fd = detail::open_read(path);
-    if (options.backend != Backend::pread) {
-      s->mapping = detail::Mapping(s->fd.get(), detail::fd_size(s->fd.get(), s->name), s->name,
-                                   options.backend == Backend::mmap_private);
-      s->memory = s->mapping.bytes();
-      validate_memory(*s);
-      return;
-    }
-    s->file_size = detail::fd_size(s->fd.get(), s->name);
-    read_header(*s, [&](uint64_t offset, std::span<std::byte> dst) {
-      detail::pread_exact(s->fd.get(), offset, dst, s->name);
-    });
+File detail::FileAccess::make(std::shared_ptr<const FileState> state) { return File(std::move(state)); }
+
+const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { return *f.state_->source; }
+
+File detail::open_file(const Location& where, const OpenOptions& options) {
+  std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
+    return open_source(where, {.access = access_for(options.backend), .token = options.token});
   });
-  return File(std::move(s));
+  // A remote file is read by ranges, whatever backend was asked for.
+  const Backend backend = source->memory().empty() && source->batches_ranges() ? Backend::http
+                                                                                  : options.backend;
+  return from_source(std::move(source), backend);
+}
+
+File::File(std::shared_ptr<const detail::FileState> state) : state_(std::move(state)) {}
+File::File(File&&) noexcept = default;
+File& File::operator=(File&&) noexcept = default;
+File::~File() = default;
+
+File File::open(const std::filesystem::path& path, OpenOptions options) {
+  return detail::open_file(detail::Location::parse(path.native()), options);
 }
 
 File File::from_buffer(std::span<const std::byte> bytes, std::string name) {
-  auto s = std::make_shared<detail::FileState>();
-  s->name = std::move(name);
-  s->memory = bytes;
-  attributed(s->name, [&] { validate_memory(*s); });
-  return File(std::move(s));
+  return from_source(detail::borrowed_memory_source(bytes, std::move(name)), Backend::mmap);
 }
 
 File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
-  auto s = std::make_shared<detail::FileState>();
-  s->name = std::move(name);
-  s->owned = std::move(bytes);
-  s->memory = s->owned;
-  attributed(s->name, [&] { validate_memory(*s); });
-  return File(std::move(s));
+  return from_source(detail::owned_memory_source(std::move(bytes), std::move(name)), Backend::mmap);
 }
 
 const Header& File::header() const& noexcept { return state_->header; }
@@ -145,7 +123,7 @@ const std::string& File::name() const& noexcept { return state_->name; }
 Backend File::backend() const noexcept { return state_->backend; }
 uint64_t File::file_size() const noexcept { return state_->file_size; }
 uint64_t File::header_size() const noexcept { return state_->header_size; }
-int File::native_handle() const noexcept { return state_->fd.get(); }
+int File::native_handle() const noexcept { return state_->source->descriptor(); }
 
 std::span<const std::byte> File::mapped_data() const noexcept {
   if (state_->memory.empty()) return {};
@@ -178,10 +156,7 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
     detail::copy_bytes(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
     return;
   }
-  attributed(s.name, [&] {
-    if (s.http) s.http->read(s.data_start() + offset, dst);
-    else detail::pread_exact(s.fd.get(), s.data_start() + offset, dst, s.name);
-  });
+  attributed(s.name, [&] { s.source->read(s.data_start() + offset, dst); });
 }
 
 TensorView File::view(std::string_view name) const {
@@ -194,10 +169,10 @@ TensorView File::view(std::string_view name) const {
                                      static_cast<size_t>(info.byte_size()));
     // Writable where the memory is this process's own: a private mapping or from_bytes (and
     // the empty views of pread files).
-    const bool writable = state_->backend != Backend::mmap || !state_->owned.empty();
+    const bool writable = state_->memory.empty() || state_->source->memory_writable();
     return TensorView(state_, info, bytes, writable);
   }
-  // pread backend: the view owns a copy, and keeps the state (and so the info) alive.
+  // Not in memory (pread, remote): the view owns a copy, and keeps the state (and so the info) alive.
   struct Owned {
     std::shared_ptr<const detail::FileState> state;
     std::vector<std::byte> bytes;
@@ -237,33 +212,16 @@ void File::read_many(std::span<const TensorTarget> targets, unsigned threads) co
 
 void File::read_data_many(std::span<const DataRange> ranges, unsigned threads) const {
   const detail::FileState& s = *state_;
-  uint64_t total = 0;
+  std::vector<detail::ReadRange> reads;
+  reads.reserve(ranges.size());
   for (const DataRange& r : ranges) {
     auto end = detail::checked_add(r.offset, r.dst.size());
     if (!end || *end > s.header.data_size())
       throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
                                 r.dst.size(), r.offset, s.header.data_size()));
-    total += r.dst.size();  // no overflow: each range lies in the file
+    reads.push_back({s.data_start() + r.offset, r.dst.data(), r.dst.size()});
   }
-  if (s.http) {
-    std::vector<detail::HttpRange> http;
-    http.reserve(ranges.size());
-    for (const DataRange& r : ranges) http.push_back({s.data_start() + r.offset, r.dst.data(), r.dst.size()});
-    attributed(s.name, [&] { s.http->read_ranges(http); });
-    return;
-  }
-  // Bytes [b, e) of the ranges laid end to end; each thread takes one such stretch.
-  auto copy_stretch = [&](uint64_t b, uint64_t e) {
-    uint64_t at = 0;
-    for (const DataRange& r : ranges) {
-      const uint64_t from = std::max(b, at), to = std::min(e, at + r.dst.size());
-      if (from < to) read_data(r.offset + (from - at), r.dst.subspan(from - at, to - from));
-      at += r.dst.size();
-      if (at >= e) break;
-    }
-  };
-  const unsigned n = detail::thread_count(threads ? threads : detail::configured_threads());
-  detail::parallel_for(total, kParallelReadFrom, 4096, n, copy_stretch);
+  attributed(s.name, [&] { s.source->read_ranges(reads, threads); });
 }
 
 std::vector<std::byte> File::read_slice(std::string_view name, std::span<const SliceIndex> indices,

@@ -17,9 +17,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/json_text.hpp"
-#include "format/header_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
+#include "format/file_access.hpp"
+#include "format/header_text.hpp"
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
@@ -262,11 +263,14 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
     }
     return;
   }
-  if (src.native_handle() >= 0) {
+  // What the source can do decides how: the kernel copies from a descriptor, memory is
+  // written as it is, anything else is read in batches.
+  const detail::ByteSource& source = detail::FileAccess::source(src);
+  if (const int in_fd = source.descriptor(); in_fd >= 0) {
     // In-kernel copies: no trip through user memory (and no page faults on a mapping).
     for (const Piece& p : pieces) {
       const TensorInfo& t = w.tensors[p.i];
-      detail::copy_range(src.native_handle(), 8 + src.header_size() + p.s->begin, w.file->fd(),
+      detail::copy_range(in_fd, 8 + src.header_size() + p.s->begin, w.file->fd(),
                          w.data_start + t.begin, t.byte_size(), w.name);
       if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
       w.written[p.i] = t.byte_size();
@@ -274,14 +278,14 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
     }
     return;
   }
-  if (!src.mapped_data().empty()) {  // a buffer
+  if (!source.memory().empty()) {  // a buffer
     for (const Piece& p : pieces) {
       w.accept(p.i, src.mapped_data().subspan(p.s->begin, p.s->byte_size()));
       tick(p.s->byte_size());
     }
     return;
   }
-  // From a URL to a file: in source order (touching tensors share requests), in batches of
+  // Read by ranges (a URL) to a file: in source order (touching tensors share requests), in batches of
   // kRemoteCopyBatch bytes; the next batch is fetched while this one is written.
   std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.s->begin < b.s->begin; });
   struct Part {

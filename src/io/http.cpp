@@ -1,6 +1,5 @@
 #include "io/http.hpp"
 
-#include <curl/curl.h>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "io/curl_library.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -23,11 +23,6 @@ namespace {
 
 [[noreturn]] void http_fail(const std::string& url, std::string detail, int err = EIO) {
   throw_io(std::move(detail), url_for_messages(url), std::error_code(err, std::generic_category()));
-}
-
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 std::string lower(std::string_view s) {
@@ -91,10 +86,6 @@ int os_error(CURLcode rc) {
 
 }  // namespace
 
-bool is_url(std::string_view name) noexcept {
-  return name.substr(0, 7) == "http://" || name.substr(0, 8) == "https://";
-}
-
 void read_response_header(std::string_view line, HttpResponse& r) {
   if (line.substr(0, 5) == "HTTP/") {  // a new response (after a redirect): start over
     r = HttpResponse{};
@@ -137,8 +128,9 @@ std::string url_join(std::string_view dir, std::string_view name) {
   std::string out(dir.substr(0, end));
   if (out.empty() || out.back() != '/') out += '/';
   // Percent-encoded: a '?', '#' or space in a file name is part of the name, not of the URL.
-  std::unique_ptr<char, decltype(&curl_free)> escaped(
-      curl_easy_escape(nullptr, name.data(), static_cast<int>(name.size())), curl_free);
+  const CurlLibrary& curl = curl_library();
+  std::unique_ptr<char, decltype(curl.free)> escaped(
+      curl.easy_escape(nullptr, name.data(), static_cast<int>(name.size())), curl.free);
   if (!escaped) throw_invalid("cannot encode a file name for a URL");
   out += escaped.get();
   out += dir.substr(end);
@@ -166,7 +158,7 @@ struct HttpFile::Handles {
   std::mutex mutex;
   std::vector<CURL*> idle;
   ~Handles() {
-    for (CURL* c : idle) curl_easy_cleanup(c);
+    for (CURL* c : idle) curl_library().easy_cleanup(c);
   }
   CURL* take() {
     {
@@ -174,11 +166,11 @@ struct HttpFile::Handles {
       if (!idle.empty()) {
         CURL* c = idle.back();
         idle.pop_back();
-        curl_easy_reset(c);  // options go; the open connection stays
+        curl_library().easy_reset(c);  // options go; the open connection stays
         return c;
       }
     }
-    return curl_easy_init();
+    return curl_library().easy_init();
   }
   void give_back(CURL* c) {
     std::lock_guard lock(mutex);
@@ -314,7 +306,7 @@ HttpFile::~HttpFile() = default;
 
 std::shared_ptr<HttpFile> HttpFile::open(const std::string& url, const HttpOptions& options,
                                          uint64_t first_bytes) {
-  global_init();
+  curl_library();  // loads libcurl, or says why it cannot
   auto f = std::make_shared<HttpFile>(url, options);
   f->prefix_.resize(static_cast<size_t>(std::max<uint64_t>(first_bytes, 1)));
   const HttpRange first{0, f->prefix_.data(), f->prefix_.size()};
@@ -403,43 +395,44 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     x.asked_from = offset + x.received;
     x.response = HttpResponse{};
     x.body_started = false;
+    const CurlLibrary& lib = curl_library();
     CURL* curl = handles_->take();
     if (!curl) http_fail(url_, "libcurl could not start", ENOMEM);
     // A handle whose transfer failed may hold a broken connection: it is not kept.
     bool keep = false;
     std::unique_ptr<CURL, std::function<void(CURL*)>> guard(curl, [&](CURL* c) {
       if (keep) handles_->give_back(c);
-      else curl_easy_cleanup(c);
+      else lib.easy_cleanup(c);
     });
     curl_slist* headers = nullptr;
-    headers = curl_slist_append(headers, fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1).c_str());
-    headers = curl_slist_append(headers, "Accept-Encoding: identity");
+    headers = lib.slist_append(headers, fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1).c_str());
+    headers = lib.slist_append(headers, "Accept-Encoding: identity");
     if (pinned_ && !validator_.empty())
-      headers = curl_slist_append(headers, fmt::format("If-Range: {}", validator_).c_str());
-    std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_guard(headers, curl_slist_free_all);
-    curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kHttpMaxRedirects);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.timeout_seconds);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.timeout_seconds);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "tlio");
+      headers = lib.slist_append(headers, fmt::format("If-Range: {}", validator_).c_str());
+    std::unique_ptr<curl_slist, decltype(lib.slist_free_all)> header_guard(headers, lib.slist_free_all);
+    lib.easy_setopt(curl, CURLOPT_URL, url_.c_str());
+    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    lib.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    lib.easy_setopt(curl, CURLOPT_MAXREDIRS, kHttpMaxRedirects);
+    lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.timeout_seconds);
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.timeout_seconds);
+    lib.easy_setopt(curl, CURLOPT_USERAGENT, "tlio");
     // TLS is verified against the system's CAs, or the bundle options_.ca_bundle names.
-    if (!options_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+    if (!options_.ca_bundle.empty()) lib.easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     if (!options_.token.empty()) {
       // libcurl sends it to the first origin only (CURLOPT_UNRESTRICTED_AUTH stays off).
-      curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-      curl_easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, options_.token.c_str());
+      lib.easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+      lib.easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, options_.token.c_str());
     }
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &x);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
-    const CURLcode rc = curl_easy_perform(curl);
+    lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
+    lib.easy_setopt(curl, CURLOPT_HEADERDATA, &x);
+    lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
+    lib.easy_setopt(curl, CURLOPT_WRITEDATA, &x);
+    const CURLcode rc = lib.easy_perform(curl);
     const HttpResponse& r = x.response;
     keep = rc == CURLE_OK;
 
@@ -462,7 +455,7 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
       if (r.status == 412) http_fail(url_, "the file changed on the server while it was read", ESTALE);
       if (r.status && r.status != 200 && r.status != 206)
         http_fail(url_, fmt::format("HTTP {} after {} attempt(s)", r.status, attempt));
-      http_fail(url_, fmt::format("{} after {} attempt(s)", curl_easy_strerror(rc), attempt), os_error(rc));
+      http_fail(url_, fmt::format("{} after {} attempt(s)", lib.easy_strerror(rc), attempt), os_error(rc));
     }
     auto wait = std::chrono::milliseconds(250 << (attempt - 1));
     if (r.retry_after) wait = std::chrono::milliseconds(std::min<uint64_t>(*r.retry_after, 60) * 1000);

@@ -65,8 +65,6 @@ struct ContentRange {
 };
 std::optional<ContentRange> parse_content_range(std::string_view text);
 
-/// True for http:// and https:// names.
-bool is_url(std::string_view name) noexcept;
 /// `name` (a file name, percent-encoded here) inside the directory URL `dir` ("http://h/d" or
 /// "http://h/d/" + "x" is "http://h/d/x"; a query string stays at the end).
 std::string url_join(std::string_view dir, std::string_view name);

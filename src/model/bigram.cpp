@@ -8,6 +8,7 @@
 #include "format/writer_access.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
+#include "tlio/bigram.hpp"
 #include "tlio/model.hpp"
 #include "tlio/writer.hpp"
 

@@ -1,6 +1,6 @@
-// model/location.hpp: where a model directory's files come from: a local folder, or a directory
-// URL whose files are fetched by name (HTTP has no listing: config.json, then the shard index or
-// model.safetensors).
+// model/location.hpp: where a model directory's files come from: a folder of any store, its
+// files asked for by name (a store without listings, such as HTTP, is never listed: config.json,
+// then the shard index or model.safetensors).
 #pragma once
 
 #include <filesystem>
@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "io/location.hpp"
+#include "io/store.hpp"
 #include "tlio/file.hpp"
 
 namespace tlio::detail {
@@ -16,11 +18,12 @@ class ModelLocation {
  public:
   ModelLocation(const std::filesystem::path& dir, OpenOptions options);
 
-  bool is_url() const noexcept { return is_url_; }
   /// The directory as messages name it (a URL without its credentials).
-  const std::string& name() const noexcept { return name_; }
+  const std::string& name() const noexcept { return dir_.display(); }
   /// The name of `file` inside it, as messages show it.
-  std::string name_of(std::string_view file) const;
+  std::string name_of(std::string_view file) const { return dir_.join(file).display(); }
+  /// Error{io} when it cannot be a directory: missing (ENOENT) or a file (ENOTDIR).
+  void check_directory() const { store_->check_directory(dir_); }
   /// The whole of a small text file (JSON, at most kMaxTextFileSize bytes), or nullopt when
   /// the directory has no such file.
   std::optional<std::string> read_text(std::string_view file) const;
@@ -28,13 +31,10 @@ class ModelLocation {
   File open(std::string_view file) const;
 
  private:
-  std::string path_of(std::string_view file) const;
-
-  std::filesystem::path dir_;
-  std::string url_;  // when is_url_
-  std::string name_;
-  bool is_url_ = false;
+  Location dir_;
+  const Store* store_;
   OpenOptions options_;
+  SourceOptions source_options_;
 };
 
 /// True when `path` is a model directory rather than a file: a local folder, a URL ending in

@@ -73,14 +73,7 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   m.dir_ = dir;
   const detail::ModelLocation where(dir, options);
   const std::string& dir_name = where.name();
-  if (!where.is_url()) {
-    std::error_code ec;
-    const auto dir_status = std::filesystem::status(dir, ec);
-    if (!std::filesystem::exists(dir_status))
-      throw_io("cannot open", dir_name, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
-    if (!std::filesystem::is_directory(dir_status))
-      throw_io("cannot open as a model", dir_name, std::make_error_code(std::errc::not_a_directory));
-  }
+  where.check_directory();
   const std::string config_name = where.name_of(kConfig);
   const std::optional<std::string> config = where.read_text(kConfig);
   if (!config)

@@ -2,6 +2,8 @@
 // 127.0.0.1 with a generated config (so the HTTP code also runs under the sanitizers).
 #include "io/http.hpp"
 
+#include "io/curl_library.hpp"
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -119,13 +121,13 @@ TEST(Http, OpenLearnsSizeAndKeepsThePrefix) {
   f->read(local.size() / 2, middle);
   EXPECT_TRUE(std::equal(middle.begin(), middle.end(), local.begin() + static_cast<ptrdiff_t>(local.size() / 2)));
   EXPECT_THROW(f->read(local.size() - 10, middle), Error);  // past the end
-  EXPECT_TRUE(is_url("https://x/y") && is_url("http://x") && !is_url("file:///x") && !is_url("/http://"));
 }
 
 TEST(Http, FileOpenOfAUrlReadsAsTheLocalFile) {
   for (const char* name : {"mixed_all_dtypes.safetensors", "zero_size.safetensors", "worked_example.safetensors"}) {
     const File remote = File::open(Nginx::url + "/hf/" + name);
     const File local = File::open(test::data_dir() / "hf" / name);
+    EXPECT_TRUE(curl_library_loaded());  // loaded by the first URL
     EXPECT_EQ(remote.backend(), Backend::http);
     ASSERT_EQ(remote.tensors().size(), local.tensors().size());
     EXPECT_EQ(remote.raw_header(), local.raw_header());

@@ -14,6 +14,7 @@
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/interrupt.hpp"
+#include "tlio/bigram.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/writer.hpp"

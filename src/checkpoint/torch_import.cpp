@@ -1,0 +1,270 @@
+// checkpoint/torch_import.cpp: import_checkpoint: a checkpoint file or model directory planned,
+// then its tensors streamed from the mapped checkpoints into the canonical writer.
+#include "tlio/checkpoint.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/torch_container.hpp"
+#include "checkpoint/torch_views.hpp"
+#include "common/checked.hpp"
+#include "common/json_text.hpp"
+#include "format/writer_access.hpp"
+#include "io/atomic_file.hpp"
+#include "io/os_file.hpp"
+#include "model/json_util.hpp"
+#include "model/layout.hpp"
+#include "tlio/error.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+namespace {
+
+using detail::Checkpoint;
+using detail::gather;
+using detail::open_checkpoint;
+using detail::Plan;
+using detail::quote_name;
+using detail::refuse;
+using detail::TensorRecord;
+
+/// Bytes gathered at a time for non-contiguous or byte-swapped tensors.
+constexpr size_t kGatherBytes = size_t{8} << 20;
+
+// One tensor to write: which checkpoint and plan, and its storage (checked).
+struct Job {
+  Checkpoint* checkpoint;
+  const Plan* plan;
+  std::span<const std::byte> storage;
+  uint64_t bytes = 0;
+};
+
+// Writes one tensor of a checkpoint: contiguous bytes file-to-file in the kernel, strided or
+// byte-swapped ones gathered a chunk at a time.
+void write_tensor(Writer& w, const Job& job) {
+  Checkpoint& c = *job.checkpoint;
+  const Plan& pl = *job.plan;
+  const TensorRecord& t = c.resolver.tensors[pl.tensor];
+  const unsigned element = dtype_bits(pl.dtype) / 8;
+  const bool swap = c.big_endian && element > 1;
+  const auto piece = job.bytes == 0 ? std::span<const std::byte>{}
+                                    : job.storage.subspan(static_cast<size_t>(t.offset) * element,
+                                                          static_cast<size_t>(job.bytes));
+  const bool in_file = job.bytes != 0 && piece.data() >= c.bytes.data() &&
+                       piece.data() <= c.bytes.data() + c.bytes.size();
+  if (pl.contiguous && !swap && in_file) {
+    // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
+    // through this process (its memory stays small whatever the checkpoint's size).
+    w.copy_from_fd(pl.name, c.fd.get(), static_cast<uint64_t>(piece.data() - c.bytes.data()));
+  } else if (pl.contiguous && !swap) {
+    w.write(pl.name, piece);  // an inflated entry, in memory
+  } else {
+    const size_t chunk = kGatherBytes / element * element;
+    w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
+      gather(job.storage, t, element, swap, offset / element, buffer.size() / element, buffer.data());
+    }, chunk);
+  }
+  if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
+}
+
+// Output files of an import: each gets its jobs and the alias records of its tensors.
+struct Output {
+  std::string name;
+  std::vector<Job> jobs;
+  std::vector<std::pair<std::string, std::string>> aliases;  // dropped -> kept
+};
+
+// The jobs of one checkpoint's plans (storages checked before anything is written), and its
+// alias records.
+void add_jobs(Checkpoint& c, const std::vector<Plan>& plans, std::vector<Job>& jobs,
+              std::vector<std::pair<std::string, std::string>>& aliases) {
+  for (const Plan& pl : plans) {
+    if (!pl.alias_of.empty()) {
+      aliases.emplace_back(pl.name, pl.alias_of);
+      continue;
+    }
+    jobs.push_back({&c, &pl, c.storage_bytes(c.resolver.tensors[pl.tensor].storage),
+                    detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes});
+  }
+}
+
+// Writes every output (atomically each); returns the bytes written.
+// Writes one file, or (with a set) each output into the set under its name in the folder.
+uint64_t write_outputs(const std::filesystem::path& dir_or_file, detail::OutputSet* set,
+                       const std::vector<Output>& outputs, const ImportOptions& options,
+                       ImportReport& report) {
+  uint64_t total = 0, done = 0;
+  for (const Output& o : outputs)
+    for (const Job& j : o.jobs) total += j.bytes;
+  for (const Output& o : outputs) {
+    Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file / o.name)
+                   : Writer::to_file(dir_or_file);
+    w.set_metadata("format", "pt");
+    for (const auto& [dropped, kept] : o.aliases)
+      if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
+    for (const Job& j : o.jobs) w.declare(j.plan->name, j.plan->dtype, Shape(j.plan->shape));
+    for (const Job& j : o.jobs) {
+      write_tensor(w, j);
+      done += j.bytes;
+      ++report.tensors_written;
+      if (options.progress) options.progress(done, total);
+    }
+    w.commit();
+  }
+  return done;
+}
+
+bool is_side_file(const std::filesystem::path& p) {
+  // Config and tokenizer files a model directory carries; never weights or code.
+  const std::string name = p.filename().string();
+  const std::string ext = p.extension().string();
+  if (name == "pytorch_model.bin.index.json" || name == "model.safetensors.index.json") return false;
+  return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" || ext == ".jinja";
+}
+
+ImportReport import_directory(const std::filesystem::path& src, const std::filesystem::path& dst,
+                              const ImportOptions& options) {
+  ImportReport report;
+  std::vector<std::string> sources;
+  std::optional<detail::ShardIndex> index;
+  std::error_code ec;
+  if (std::filesystem::exists(src / "pytorch_model.bin.index.json", ec)) {
+    index = detail::read_shard_index(src / "pytorch_model.bin.index.json");
+    sources = index->files;
+  } else if (std::filesystem::exists(src / "pytorch_model.bin", ec)) {
+    sources = {"pytorch_model.bin"};
+  } else {
+    throw_format(Rule::checkpoint, {}, "the directory has neither pytorch_model.bin nor pytorch_model.bin.index.json");
+  }
+  // Open and plan every source first: nothing is written until all of them check out.
+  std::vector<std::unique_ptr<Checkpoint>> checkpoints;
+  std::vector<std::vector<Plan>> plans;
+  std::vector<Output> outputs;
+  std::unordered_map<std::string, std::string> found;  // tensor -> source file
+  for (const std::string& file : sources) {
+    auto c = std::make_unique<Checkpoint>();
+    try {
+      open_checkpoint(*c, src / file);
+      CheckpointContents contents;
+      plans.push_back(plan(*c, options, contents));
+      report.contents.dropped_values += contents.dropped_values;
+      for (auto& t : contents.tensors) {
+        if (!found.emplace(t.name, file).second)
+          refuse(t.name, fmt::format("tensor {} is in two shards", quote_name(t.name)));
+        report.contents.tensors.push_back(std::move(t));
+      }
+      for (auto& why : contents.skipped) report.contents.skipped.push_back(std::move(why));
+      Output o;
+      add_jobs(*c, plans.back(), o.jobs, o.aliases);
+      outputs.push_back(std::move(o));
+    } catch (const Error& e) {
+      throw e.with_source((src / file).string());
+    }
+    checkpoints.push_back(std::move(c));
+  }
+  report.contents.format = checkpoints.front()->format;
+  if (index) {  // the index must describe the shards (aliases are tensors of their shard)
+    const std::string where = (src / "pytorch_model.bin.index.json").string();
+    for (const auto& [name, file] : index->weight_map) {
+      auto it = found.find(name);
+      if (it == found.end() || it->second != file)
+        throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
+                    fmt::format("tensor {} is listed for {} but {}", quote_name(name), file,
+                                it == found.end() ? "no shard holds it" : "is in " + it->second),
+                    where);
+    }
+    if (found.size() != index->weight_map.size())
+      for (const auto& [name, file] : found)
+        if (!std::binary_search(index->weight_map.begin(), index->weight_map.end(), std::make_pair(name, file)))
+          throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
+                      fmt::format("tensor {} of {} is not in the index", quote_name(name), file), where);
+  }
+  // As the source was split, or greedily by --max-size.
+  if (options.max_shard_size > 0) {
+    std::vector<uint64_t> sizes;
+    for (const Output& o : outputs)
+      for (const Job& j : o.jobs) sizes.push_back(j.bytes);
+    const std::vector<size_t> shard_of = detail::plan_shards(sizes, options.max_shard_size);
+    std::vector<Output> split(shard_of.empty() ? 1 : shard_of.back() + 1);
+    size_t k = 0;
+    for (Output& o : outputs) {
+      for (Job& j : o.jobs) split[shard_of[k++]].jobs.push_back(j);
+      // Alias records go with the shard of their kept tensor.
+      for (auto& a : o.aliases)
+        for (Output& s : split)
+          if (std::any_of(s.jobs.begin(), s.jobs.end(), [&](const Job& j) { return j.plan->name == a.second; }))
+            s.aliases.push_back(a);
+    }
+    outputs = std::move(split);
+  }
+  const size_t n = outputs.size();
+  for (size_t i = 0; i < n; ++i) outputs[i].name = detail::weights_file_name(i + 1, n);
+
+  std::filesystem::create_directories(dst, ec);
+  if (ec) throw_io("cannot create the directory", dst.string(), ec);
+  detail::OutputSet set;  // the folder's weights change only once every file is whole
+  std::vector<std::string> written;
+  report.bytes_written = write_outputs(dst, &set, outputs, options, report);
+  for (const Output& o : outputs) written.push_back(o.name);
+  if (n > 1) {
+    detail::ShardIndex out_index;
+    out_index.total_size = report.bytes_written;
+    for (const Output& o : outputs) {
+      out_index.files.push_back(o.name);
+      for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
+    }
+    std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
+    set.add_text(dst / detail::kShardIndexFile, detail::shard_index_json(out_index));
+    written.push_back(detail::kShardIndexFile);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(src)) {
+    if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
+    set.add_copy(entry.path(), dst / entry.path().filename());
+    written.push_back(entry.path().filename().string());
+  }
+  detail::publish_weights(set, dst, written);
+  return report;
+}
+
+}  // namespace
+
+ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,
+                               const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(src, ec)) {
+    try {
+      return import_directory(src, dst, options);
+    } catch (const Error& e) {
+      throw e.with_source(src.string());
+    } catch (const std::filesystem::filesystem_error& e) {
+      throw_io(e.what(), dst.string(), e.code());
+    }
+  }
+  if (options.max_shard_size > 0)
+    throw_invalid("--max-size splits model directories: give a directory holding pytorch_model.bin");
+  Checkpoint c;
+  ImportReport report;
+  try {
+    open_checkpoint(c, src);
+    const std::vector<Plan> plans = plan(c, options, report.contents);
+    std::vector<Output> outputs(1);
+    add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
+    report.bytes_written = write_outputs(dst, nullptr, outputs, options, report);
+    return report;
+  } catch (const Error& e) {
+    throw e.with_source(src.string());
+  }
+}
+
+}  // namespace tlio

@@ -1,0 +1,124 @@
+// checkpoint/torch_walk.cpp: the naming walk over a checkpoint's object, and --key's descent.
+#include "checkpoint/torch_walk.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "checkpoint/pickle.hpp"
+#include "common/json_text.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+/// How deep the walk goes into nested containers, and how many values it may visit.
+constexpr size_t kMaxWalkDepth = 1000;
+constexpr uint64_t kMaxWalkSteps = uint64_t{1} << 24;
+
+}  // namespace
+
+std::optional<std::string> key_text(const Pickle& p, ValueId k) {
+  if (p[k].kind == PyKind::text) return p[k].text;
+  if (p[k].kind == PyKind::integer) return std::to_string(p[k].integer);
+  return std::nullopt;
+}
+
+ValueId descend(const Pickle& p, ValueId root, const std::string& key) {
+  ValueId v = root;
+  size_t start = 0;
+  while (start <= key.size()) {
+    const size_t dot = std::min(key.find('.', start), key.size());
+    const std::string part = key.substr(start, dot - start);
+    const PyValue& c = p[v];
+    ValueId next = kNoValue;
+    const std::vector<ValueId>* pairs = c.kind == PyKind::dict ? &c.pairs
+                                        : c.kind == PyKind::object && c.state != kNoValue ? &p[c.state].pairs
+                                                                                          : nullptr;
+    if (pairs)
+      for (size_t i = 0; i + 1 < pairs->size(); i += 2)
+        if (key_text(p, (*pairs)[i]) == part) next = (*pairs)[i + 1];
+    if (next == kNoValue && (c.kind == PyKind::list || c.kind == PyKind::tuple)) {
+      char* stop = nullptr;
+      const unsigned long long i = std::strtoull(part.c_str(), &stop, 10);
+      if (!part.empty() && *stop == '\0' && i < c.items.size()) next = c.items[static_cast<size_t>(i)];
+    }
+    if (next == kNoValue)
+      throw Error(ErrorCode::not_found, Rule::none, key, std::nullopt,
+                  fmt::format("--key {}: no {} in the checkpoint", quote_name(key), quote_name(key.substr(0, dot))));
+    v = next;
+    start = dot + 1;
+  }
+  return v;
+}
+
+WalkResult walk(const Pickle& p, ValueId root) {
+  WalkResult out;
+  struct Item {
+    ValueId value;
+    std::string path;
+    size_t depth;
+  };
+  std::vector<Item> todo{{root, "", 0}};
+  std::unordered_set<ValueId> seen;  // containers are walked once: no cycles, no blow-up
+  uint64_t steps = 0;
+  auto join = [](const std::string& path, const std::string& part) {
+    return path.empty() ? part : path + "." + part;
+  };
+  while (!todo.empty()) {
+    Item it = std::move(todo.back());
+    todo.pop_back();
+    if (++steps > kMaxWalkSteps)
+      throw_format(Rule::checkpoint, {}, fmt::format("the object holds more than {} values", kMaxWalkSteps));
+    const PyValue& v = p[it.value];
+    if (v.kind == PyKind::resolved) {
+      if (v.text == "tensor") out.tensors.push_back({it.path, static_cast<size_t>(v.integer)});
+      else ++out.dropped;  // a bare storage
+      continue;
+    }
+    const bool container = v.kind == PyKind::dict || v.kind == PyKind::list || v.kind == PyKind::tuple ||
+                           v.kind == PyKind::set || v.kind == PyKind::object;
+    if (!container) {
+      ++out.dropped;
+      continue;
+    }
+    if (!seen.insert(it.value).second) continue;
+    if (it.depth >= kMaxWalkDepth)
+      throw_format(Rule::checkpoint, {}, fmt::format("the object nests deeper than {} levels", kMaxWalkDepth));
+    // Children pushed in reverse so they are met in order.
+    std::vector<Item> children;
+    auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base) {
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        if (auto k = key_text(p, pairs[i])) children.push_back({pairs[i + 1], join(base, *k), it.depth + 1});
+        else ++out.dropped;
+      }
+    };
+    auto add_items = [&](const std::vector<ValueId>& items, const std::string& base) {
+      for (size_t i = 0; i < items.size(); ++i) children.push_back({items[i], join(base, std::to_string(i)), it.depth + 1});
+    };
+    if (v.kind == PyKind::dict) {
+      add_pairs(v.pairs, it.path);
+    } else if (v.kind == PyKind::object) {
+      // An inert object: its state (attributes), then what was set or appended into it, then
+      // the arguments it was made from.
+      if (v.state != kNoValue) {
+        if (p[v.state].kind == PyKind::dict) add_pairs(p[v.state].pairs, it.path);
+        else children.push_back({v.state, it.path, it.depth + 1});
+      }
+      add_pairs(v.pairs, it.path);
+      add_items(v.items, it.path);
+      if (v.args != kNoValue && p[v.args].kind == PyKind::tuple) add_items(p[v.args].items, it.path);
+    } else {
+      add_items(v.items, it.path);
+    }
+    for (auto c = children.rbegin(); c != children.rend(); ++c) todo.push_back(std::move(*c));
+  }
+  return out;
+}
+
+}  // namespace tlio::detail

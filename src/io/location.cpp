@@ -1,0 +1,42 @@
+// io/location.cpp: parsing names into locations.
+#include "io/location.hpp"
+
+#include <utility>
+
+#include "io/store.hpp"
+
+namespace tlio::detail {
+
+namespace {
+// The scheme of "scheme://...": a letter, then letters, digits, '+', '-' or '.' (RFC 3986), as
+// written (schemes are registered in lower case).
+std::string_view scheme_of(std::string_view text) noexcept {
+  const size_t end = text.find("://");
+  if (end == std::string_view::npos || end == 0) return {};
+  const std::string_view s = text.substr(0, end);
+  if (!(s[0] >= 'a' && s[0] <= 'z')) return {};
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))
+      return {};
+  return s;
+}
+}  // namespace
+
+Location::Location(std::string scheme, std::string text)
+    : scheme_(std::move(scheme)), text_(std::move(text)) {
+  display_ = store_of(*this).display(text_);
+}
+
+Location Location::parse(std::string_view text) {
+  const std::string_view scheme = scheme_of(text);
+  if (!scheme.empty() && find_store(scheme)) return Location(std::string(scheme), std::string(text));
+  return Location({}, std::string(text));
+}
+
+Location Location::local(const std::filesystem::path& path) { return Location({}, path.string()); }
+
+Location Location::join(std::string_view name) const {
+  return Location(scheme_, store_of(*this).join(text_, name));
+}
+
+}  // namespace tlio::detail

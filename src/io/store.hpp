@@ -1,0 +1,60 @@
+// io/store.hpp: a kind of place files live (local folders, HTTP servers), registered by URL
+// scheme in io/store.cpp. A store opens ByteSources and answers the few questions model
+// directories ask of it. Adding a kind of location is one Store and one line in the table.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "io/location.hpp"
+#include "io/source.hpp"
+
+namespace tlio::detail {
+
+struct SourceOptions {
+  /// How a local file is read: mapped read-only, mapped privately (copy-on-write: views may be
+  /// written), or with positional reads. Remote stores read by ranges whatever it says.
+  enum class Access { map_shared, map_private, read } access = Access::map_shared;
+  /// A credential for remote stores (http: a bearer token for the URL's own origin). Never in
+  /// a message.
+  std::string token = {};
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  /// Opens one version of the file at `where`. Error{io} naming where.display(), with errno
+  /// (ENOENT when there is no such file).
+  virtual std::shared_ptr<const ByteSource> open(const Location& where,
+                                                 const SourceOptions& options) const = 0;
+  /// The whole of a small file (at most kMaxTextFileSize bytes), or nullopt when there is none.
+  virtual std::optional<std::string> read_small(const Location& where,
+                                                const SourceOptions& options) const = 0;
+  virtual bool exists(const Location& where, const SourceOptions& options) const = 0;
+  /// True or false when the store can tell whether `where` is a directory without asking for a
+  /// file in it; nullopt when it cannot (HTTP has no listing).
+  virtual std::optional<bool> is_directory(const Location& where) const = 0;
+  /// Throws Error{io} when `where` cannot be a directory (missing: ENOENT; a file: ENOTDIR).
+  /// Stores without directories accept every location.
+  virtual void check_directory(const Location& where) const = 0;
+  /// The location of `name` inside the directory `dir` (of this store).
+  virtual std::string join(const std::string& dir, std::string_view name) const = 0;
+  /// `text` as messages show it (without credentials).
+  virtual std::string display(const std::string& text) const = 0;
+};
+
+/// The store registered for `scheme` ("" is local files), or null.
+const Store* find_store(std::string_view scheme) noexcept;
+/// The store of `where` (always registered: Location::parse only makes registered schemes).
+const Store& store_of(const Location& where) noexcept;
+
+/// Opens `where` with its store.
+inline std::shared_ptr<const ByteSource> open_source(const Location& where,
+                                                     const SourceOptions& options) {
+  return store_of(where).open(where, options);
+}
+
+}  // namespace tlio::detail

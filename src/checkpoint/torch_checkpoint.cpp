@@ -26,7 +26,7 @@ namespace {
 using detail::Checkpoint;
 using detail::open_checkpoint;
 using detail::parse_checkpoint;
-using detail::Plan;
+using detail::TensorPlan;
 
 }  // namespace
 
@@ -48,7 +48,7 @@ namespace {
 // The contents, with every storage found and checked against its records (no byte read).
 CheckpointContents contents_of(Checkpoint& c, const ImportOptions& options) {
   CheckpointContents contents;
-  for (const Plan& pl : plan(c, options, contents))
+  for (const TensorPlan& pl : plan_tensors(c, options, contents))
     if (pl.alias_of.empty()) (void)c.storage_bytes(c.resolver.tensors[pl.tensor].storage);
   return contents;
 }
@@ -78,7 +78,7 @@ CheckpointContents detail::read_data_pickle(std::span<const std::byte> pickle) {
   c.format = "zip";
   c.root = c.pickle.run(pickle, 0, c.resolver);
   CheckpointContents contents;
-  plan(c, {}, contents);
+  plan_tensors(c, {}, contents);
   return contents;
 }
 

@@ -20,7 +20,7 @@
 
 namespace tlio::detail {
 
-[[noreturn]] void refuse(std::string tensor, std::string detail) {
+[[noreturn]] void refuse_checkpoint(std::string tensor, std::string detail) {
   throw_format(Rule::checkpoint, std::move(tensor), std::move(detail));
 }
 
@@ -30,7 +30,7 @@ std::span<const std::byte> Checkpoint::storage_bytes(size_t s) {
   std::span<const std::byte> whole;
   if (zip) {
     const detail::ZipEntry* e = zip->find(prefix + "data/" + key);
-    if (!e) refuse({}, fmt::format("storage {} has no entry data/{} in the archive", quote_name(key), key));
+    if (!e) refuse_checkpoint({}, fmt::format("storage {} has no entry data/{} in the archive", quote_name(key), key));
     if (e->method == 0) {
       whole = zip->stored(*e);
     } else {
@@ -40,21 +40,21 @@ std::span<const std::byte> Checkpoint::storage_bytes(size_t s) {
     }
   } else {
     auto it = legacy_storages.find(key);
-    if (it == legacy_storages.end()) refuse({}, fmt::format("storage {} is not in the file", quote_name(key)));
+    if (it == legacy_storages.end()) refuse_checkpoint({}, fmt::format("storage {} is not in the file", quote_name(key)));
     whole = it->second;
   }
   const unsigned bits = dtype_bits(*r.dtype);
   const StorageRecord& root_record = r.root_key.empty() ? r : resolver.storages[resolver.storage_by_key.at(r.root_key)];
   const auto root_bytes = detail::checked_mul(root_record.numel, bits / 8);
   if (!root_bytes || *root_bytes != whole.size())
-    refuse({}, fmt::format("storage {} holds {} bytes, but its record says {} elements of {} bytes",
+    refuse_checkpoint({}, fmt::format("storage {} holds {} bytes, but its record says {} elements of {} bytes",
                            quote_name(key), whole.size(), root_record.numel, bits / 8));
   if (r.root_key.empty()) return whole;
   const auto begin = detail::checked_mul(r.view_offset, bits / 8);
   const auto size = detail::checked_mul(r.numel, bits / 8);
   const auto end = begin && size ? detail::checked_add(*begin, *size) : std::nullopt;
   if (!end || *end > whole.size())
-    refuse({}, fmt::format("storage view {} lies outside storage {}", quote_name(r.key), quote_name(key)));
+    refuse_checkpoint({}, fmt::format("storage view {} lies outside storage {}", quote_name(r.key), quote_name(key)));
   return whole.subspan(static_cast<size_t>(*begin), static_cast<size_t>(*size));
 }
 

@@ -18,7 +18,7 @@
 namespace tlio::detail {
 
 // A Rule::checkpoint error about `tensor` (which may be empty).
-[[noreturn]] void refuse(std::string tensor, std::string detail);
+[[noreturn]] void refuse_checkpoint(std::string tensor, std::string detail);
 
 struct Checkpoint {
   detail::Fd fd;

@@ -32,11 +32,11 @@ namespace tlio {
 namespace {
 
 using detail::Checkpoint;
-using detail::gather;
+using detail::gather_view;
 using detail::open_checkpoint;
-using detail::Plan;
+using detail::TensorPlan;
 using detail::quote_name;
-using detail::refuse;
+using detail::refuse_checkpoint;
 using detail::TensorRecord;
 
 /// Bytes gathered at a time for non-contiguous or byte-swapped tensors.
@@ -45,7 +45,7 @@ constexpr size_t kGatherBytes = size_t{8} << 20;
 // One tensor to write: which checkpoint and plan, and its storage (checked).
 struct Job {
   Checkpoint* checkpoint;
-  const Plan* plan;
+  const TensorPlan* plan;
   std::span<const std::byte> storage;
   uint64_t bytes = 0;
 };
@@ -54,7 +54,7 @@ struct Job {
 // byte-swapped ones gathered a chunk at a time.
 void write_tensor(Writer& w, const Job& job) {
   Checkpoint& c = *job.checkpoint;
-  const Plan& pl = *job.plan;
+  const TensorPlan& pl = *job.plan;
   const TensorRecord& t = c.resolver.tensors[pl.tensor];
   const unsigned element = dtype_bits(pl.dtype) / 8;
   const bool swap = c.big_endian && element > 1;
@@ -72,7 +72,7 @@ void write_tensor(Writer& w, const Job& job) {
   } else {
     const size_t chunk = kGatherBytes / element * element;
     w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-      gather(job.storage, t, element, swap, offset / element, buffer.size() / element, buffer.data());
+      gather_view(job.storage, t, element, swap, offset / element, buffer.size() / element, buffer.data());
     }, chunk);
   }
   if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
@@ -87,9 +87,9 @@ struct Output {
 
 // The jobs of one checkpoint's plans (storages checked before anything is written), and its
 // alias records.
-void add_jobs(Checkpoint& c, const std::vector<Plan>& plans, std::vector<Job>& jobs,
+void add_jobs(Checkpoint& c, const std::vector<TensorPlan>& plans, std::vector<Job>& jobs,
               std::vector<std::pair<std::string, std::string>>& aliases) {
-  for (const Plan& pl : plans) {
+  for (const TensorPlan& pl : plans) {
     if (!pl.alias_of.empty()) {
       aliases.emplace_back(pl.name, pl.alias_of);
       continue;
@@ -149,7 +149,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   }
   // Open and plan every source first: nothing is written until all of them check out.
   std::vector<std::unique_ptr<Checkpoint>> checkpoints;
-  std::vector<std::vector<Plan>> plans;
+  std::vector<std::vector<TensorPlan>> plans;
   std::vector<Output> outputs;
   std::unordered_map<std::string, std::string> found;  // tensor -> source file
   for (const std::string& file : sources) {
@@ -157,11 +157,11 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
     try {
       open_checkpoint(*c, src / file);
       CheckpointContents contents;
-      plans.push_back(plan(*c, options, contents));
+      plans.push_back(plan_tensors(*c, options, contents));
       report.contents.dropped_values += contents.dropped_values;
       for (auto& t : contents.tensors) {
         if (!found.emplace(t.name, file).second)
-          refuse(t.name, fmt::format("tensor {} is in two shards", quote_name(t.name)));
+          refuse_checkpoint(t.name, fmt::format("tensor {} is in two shards", quote_name(t.name)));
         report.contents.tensors.push_back(std::move(t));
       }
       for (auto& why : contents.skipped) report.contents.skipped.push_back(std::move(why));
@@ -257,7 +257,7 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
   ImportReport report;
   try {
     open_checkpoint(c, src);
-    const std::vector<Plan> plans = plan(c, options, report.contents);
+    const std::vector<TensorPlan> plans = plan_tensors(c, options, report.contents);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
     report.bytes_written = write_outputs(dst, nullptr, outputs, options, report);

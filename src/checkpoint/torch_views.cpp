@@ -29,23 +29,23 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
                 fmt::format("tensor {} is stored as {}, which safetensors has no dtype for", quote_name(name), s.type_name));
   const Dtype dtype = t.dtype.value_or(*s.dtype);
   if (t.size.size() != t.stride.size())
-    refuse(name, fmt::format("tensor {} has {} sizes but {} strides", quote_name(name), t.size.size(), t.stride.size()));
-  if (t.offset < 0) refuse(name, fmt::format("tensor {} has a negative storage offset", quote_name(name)));
+    refuse_checkpoint(name, fmt::format("tensor {} has {} sizes but {} strides", quote_name(name), t.size.size(), t.stride.size()));
+  if (t.offset < 0) refuse_checkpoint(name, fmt::format("tensor {} has a negative storage offset", quote_name(name)));
   uint64_t last = static_cast<uint64_t>(t.offset), numel = 1;
   bool empty = false;
   for (size_t i = 0; i < t.size.size(); ++i) {
     if (t.size[i] < 0 || t.stride[i] < 0)
-      refuse(name, fmt::format("tensor {} has a negative size or stride", quote_name(name)));
+      refuse_checkpoint(name, fmt::format("tensor {} has a negative size or stride", quote_name(name)));
     if (t.size[i] == 0) empty = true;
     const auto n = detail::checked_mul(numel, static_cast<uint64_t>(t.size[i]));
-    if (!n) refuse(name, fmt::format("tensor {}: its size overflows", quote_name(name)));
+    if (!n) refuse_checkpoint(name, fmt::format("tensor {}: its size overflows", quote_name(name)));
     numel = *n;
   }
   if (!empty)
     for (size_t i = 0; i < t.size.size(); ++i) {
       const auto step = detail::checked_mul(static_cast<uint64_t>(t.size[i] - 1), static_cast<uint64_t>(t.stride[i]));
       const auto sum = step ? detail::checked_add(last, *step) : std::nullopt;
-      if (!sum) refuse(name, fmt::format("tensor {}: its view overflows", quote_name(name)));
+      if (!sum) refuse_checkpoint(name, fmt::format("tensor {}: its view overflows", quote_name(name)));
       last = *sum;
     }
   // The view's elements (of `dtype`) must lie inside the storage's bytes.
@@ -54,7 +54,7 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
   const auto end = detail::checked_add(last, 1);
   const auto view_end = end ? detail::checked_mul(*end, element) : std::nullopt;
   if (!empty && (!view_end || !storage_bytes || *view_end > *storage_bytes))
-    refuse(name, fmt::format("tensor {} reaches element {} of a storage of {} bytes ({} {}-byte elements)",
+    refuse_checkpoint(name, fmt::format("tensor {} reaches element {} of a storage of {} bytes ({} {}-byte elements)",
                              quote_name(name), last, storage_bytes.value_or(0), storage_bytes.value_or(0) / element, element));
   // Row-major strides: then the bytes can be written in one piece.
   uint64_t expected = 1;
@@ -68,7 +68,7 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
 
 }  // namespace
 
-std::vector<Plan> plan(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents) {
+std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents) {
   ValueId root = c.root;
   if (!options.key.empty()) {
     root = descend(c.pickle, root, options.key);
@@ -78,18 +78,18 @@ std::vector<Plan> plan(Checkpoint& c, const ImportOptions& options, CheckpointCo
       if (key_text(c.pickle, pairs[i]) == "state_dict" && c.pickle[pairs[i + 1]].kind == PyKind::dict)
         root = pairs[i + 1];
   }
-  WalkResult w = walk(c.pickle, root);
+  NamedTensors w = walk_names(c.pickle, root);
   contents.format = c.format;
   contents.dropped_values = w.dropped;
-  std::vector<Plan> plans;
+  std::vector<TensorPlan> plans;
   std::unordered_set<std::string> names;
-  for (const Named& n : w.tensors) {
+  for (const NamedTensor& n : w.tensors) {
     const std::string name = n.name.empty() ? "tensor" : n.name;
     if (!names.insert(name).second)
-      refuse(name, fmt::format("two tensors would be named {}", quote_name(name)));
+      refuse_checkpoint(name, fmt::format("two tensors would be named {}", quote_name(name)));
     const TensorRecord& t = c.resolver.tensors[n.tensor];
     std::string why = t.unsupported;
-    Plan pl{name, n.tensor, Dtype::F32, {}, true, {}};
+    TensorPlan pl{name, n.tensor, Dtype::F32, {}, true, {}};
     if (why.empty()) {
       try {
         pl.dtype = check_view(c, name, t, &pl.contiguous);
@@ -113,23 +113,23 @@ std::vector<Plan> plan(Checkpoint& c, const ImportOptions& options, CheckpointCo
   // Exact aliases (same storage, offset, sizes, strides, dtype): the alphabetically first name
   // is written, the others recorded.
   std::map<std::tuple<size_t, int64_t, std::vector<int64_t>, std::vector<int64_t>, Dtype>, std::string> first;
-  for (const Plan& pl : plans) {
+  for (const TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];
     auto key = std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype);
     auto [it, inserted] = first.emplace(key, pl.name);
     if (!inserted && pl.name < it->second) it->second = pl.name;
   }
-  for (Plan& pl : plans) {
+  for (TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];
     const std::string& kept = first.at(std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype));
     if (kept != pl.name) pl.alias_of = kept;
   }
-  for (const Plan& pl : plans)
+  for (const TensorPlan& pl : plans)
     contents.tensors.push_back({pl.name, pl.dtype, Shape(pl.shape), pl.contiguous, pl.alias_of});
   return plans;
 }
 
-void gather(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
+void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
             uint64_t first, uint64_t count, std::byte* out) {
   const size_t rank = t.size.size();
   std::vector<uint64_t> index(rank);

@@ -15,7 +15,7 @@
 
 namespace tlio::detail {
 
-struct Plan {
+struct TensorPlan {
   std::string name;
   size_t tensor;
   Dtype dtype;
@@ -27,10 +27,10 @@ struct Plan {
 // The tensors to write (under options.key, else a top-level "state_dict" when there is one),
 // each view checked against its storage's record; fills `contents`. An unsupported tensor
 // throws, or with options.skip_unsupported is left out and listed.
-std::vector<Plan> plan(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents);
+std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents);
 
 // Copies elements [first, first + count) of the row-major order of view `t` into `out`.
-void gather(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
+void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
             uint64_t first, uint64_t count, std::byte* out);
 
 }  // namespace tlio::detail

@@ -57,8 +57,8 @@ ValueId descend(const Pickle& p, ValueId root, const std::string& key) {
   return v;
 }
 
-WalkResult walk(const Pickle& p, ValueId root) {
-  WalkResult out;
+NamedTensors walk_names(const Pickle& p, ValueId root) {
+  NamedTensors out;
   struct Item {
     ValueId value;
     std::string path;

@@ -12,13 +12,13 @@
 
 namespace tlio::detail {
 
-struct Named {
+struct NamedTensor {
   std::string name;
   size_t tensor;
 };
 
-struct WalkResult {
-  std::vector<Named> tensors;
+struct NamedTensors {
+  std::vector<NamedTensor> tensors;
   uint64_t dropped = 0;
 };
 
@@ -29,6 +29,6 @@ std::optional<std::string> key_text(const Pickle& p, ValueId k);
 ValueId descend(const Pickle& p, ValueId root, const std::string& key);
 
 // The tensors under `root`, named by their path, in the order the walk meets them.
-WalkResult walk(const Pickle& p, ValueId root);
+NamedTensors walk_names(const Pickle& p, ValueId root);
 
 }  // namespace tlio::detail

@@ -261,12 +261,8 @@ void add_inspect(CLI::App& app, int& exit_code) {
       l.name = *path;
       std::optional<tlio::File> file;
       std::optional<tlio::Model> model;
-      std::error_code ec;
-      if (std::filesystem::is_directory(*path, ec) &&
-          !std::filesystem::exists(std::filesystem::path(*path) / "model.safetensors", ec) &&
-          !std::filesystem::exists(std::filesystem::path(*path) / "model.safetensors.index.json", ec) &&
-          tlio::looks_like_checkpoint(std::filesystem::path(*path) / "pytorch_model.bin")) {
-        print_checkpoint((std::filesystem::path(*path) / "pytorch_model.bin").string(), *json);
+      if (const auto checkpoint = tlio::checkpoint_in_directory(*path)) {
+        print_checkpoint(checkpoint->string(), *json);
         return kExitOk;
       }
       if (tlio::is_model_directory(*path, open_options())) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests), the Python
 # package installed with pip into a virtual environment (its tests run again from there), the
-# Rust crate's tests, then the whole C++ suite again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (the Python module stays out of that build: loading it would need libasan preloaded), the
-# concurrency test under ThreadSanitizer, then each fuzz target.
+# Rust crate's tests, the suites again on a static Debug build, then the whole C++
+# suite again under AddressSanitizer + UndefinedBehaviorSanitizer (the Python module stays out of
+# that build: loading it would need libasan preloaded), the concurrency test under
+# ThreadSanitizer, then each fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -27,6 +28,13 @@ TLIO_CMAKE_BUILD_DIR="$PWD/build/pip-cmake" build/venv/bin/pip install --quiet -
 # The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
 TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \
   cargo test --offline --manifest-path bindings/rust/Cargo.toml
+
+# Debug, static and without Python: the C++, C and CLI suites pass in that configuration too
+# (assertions on; the installed static package is built against by tests/consumer).
+cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DBUILD_SHARED_LIBS=OFF -DTLIO_PYTHON=OFF \
+  -DTLIO_BUILD_BENCH=OFF
+cmake --build build-debug -j"$jobs"
+ctest --test-dir build-debug --output-on-failure -j"$jobs"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE=ON -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
 cmake --build build-asan -j"$jobs"

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 
 #include "checkpoint/torch_checkpoint.hpp"
@@ -18,6 +19,7 @@
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/zip.hpp"
 #include "io/os_file.hpp"
+#include "model/layout.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {
@@ -42,6 +44,17 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
   } catch (const Error&) {
     return false;
   }
+}
+
+std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) ||
+      std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
+      std::filesystem::exists(dir / detail::kShardIndexFile, ec))
+    return std::nullopt;
+  const std::filesystem::path weights = dir / detail::kTorchWeightsFile;
+  if (!looks_like_checkpoint(weights)) return std::nullopt;
+  return weights;
 }
 
 namespace {

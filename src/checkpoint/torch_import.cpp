@@ -129,7 +129,7 @@ bool is_side_file(const std::filesystem::path& p) {
   // Config and tokenizer files a model directory carries; never weights or code.
   const std::string name = p.filename().string();
   const std::string ext = p.extension().string();
-  if (name == "pytorch_model.bin.index.json" || name == "model.safetensors.index.json") return false;
+  if (name == detail::kTorchIndexFile || name == detail::kShardIndexFile) return false;
   return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" || ext == ".jinja";
 }
 
@@ -139,13 +139,14 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   std::vector<std::string> sources;
   std::optional<detail::ShardIndex> index;
   std::error_code ec;
-  if (std::filesystem::exists(src / "pytorch_model.bin.index.json", ec)) {
-    index = detail::read_shard_index(src / "pytorch_model.bin.index.json");
+  if (std::filesystem::exists(src / detail::kTorchIndexFile, ec)) {
+    index = detail::read_shard_index(src / detail::kTorchIndexFile);
     sources = index->files;
-  } else if (std::filesystem::exists(src / "pytorch_model.bin", ec)) {
-    sources = {"pytorch_model.bin"};
+  } else if (std::filesystem::exists(src / detail::kTorchWeightsFile, ec)) {
+    sources = {detail::kTorchWeightsFile};
   } else {
-    throw_format(Rule::checkpoint, {}, "the directory has neither pytorch_model.bin nor pytorch_model.bin.index.json");
+    throw_format(Rule::checkpoint, {}, fmt::format("the directory has neither {} nor {}",
+                                                   detail::kTorchWeightsFile, detail::kTorchIndexFile));
   }
   // Open and plan every source first: nothing is written until all of them check out.
   std::vector<std::unique_ptr<Checkpoint>> checkpoints;

@@ -58,10 +58,11 @@ WeightFiles open_weights(const ModelLocation& where) {
   } catch (const Error& e) {
     // Named as what it is when the weights are a PyTorch checkpoint.
     if (e.code() == ErrorCode::io && e.os_error() == std::errc::no_such_file_or_directory &&
-        (where.exists("pytorch_model.bin") || where.exists("pytorch_model.bin.index.json")))
+        (where.exists(kTorchWeightsFile) || where.exists(kTorchIndexFile)))
       throw Error(ErrorCode::format, Rule::model, kSingleWeightsFile, std::nullopt,
-                  "the weights are a PyTorch checkpoint (pytorch_model.bin), not safetensors: "
-                  "convert the directory with `tlio import`",
+                  fmt::format("the weights are a PyTorch checkpoint ({}), not safetensors: "
+                              "convert the directory with `tlio import`",
+                              kTorchWeightsFile),
                   where.name());
     throw;
   }

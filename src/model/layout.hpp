@@ -16,6 +16,9 @@ namespace tlio::detail {
 
 inline constexpr const char* kSingleWeightsFile = "model.safetensors";
 inline constexpr const char* kShardIndexFile = "model.safetensors.index.json";
+/// The weights of a folder saved by torch.save (transformers before safetensors).
+inline constexpr const char* kTorchWeightsFile = "pytorch_model.bin";
+inline constexpr const char* kTorchIndexFile = "pytorch_model.bin.index.json";
 
 /// A folder's weights, opened: the shards its index names (checked against it), else
 /// model.safetensors alone.

@@ -84,5 +84,19 @@ TEST(Checkpoint, NotACheckpoint) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// A folder's weights are its checkpoint only when it has no safetensors weights.
+TEST(Checkpoint, FoundInAFolderWithoutSafetensorsWeights) {
+  test::TempDir dir;
+  EXPECT_EQ(checkpoint_in_directory(dir.path()), std::nullopt);
+  std::filesystem::copy_file(ckpt("small_zip.pt"), dir / "pytorch_model.bin");
+  EXPECT_EQ(checkpoint_in_directory(dir.path()), dir / "pytorch_model.bin");
+  EXPECT_EQ(checkpoint_in_directory(dir / "pytorch_model.bin"), std::nullopt);  // not a folder
+  std::filesystem::copy_file(ckpt("small_zip.expected.safetensors"), dir / "model.safetensors");
+  EXPECT_EQ(checkpoint_in_directory(dir.path()), std::nullopt);
+  test::TempDir other;
+  test::write_bytes(other / "pytorch_model.bin", test::to_bytes("not a checkpoint"));
+  EXPECT_EQ(checkpoint_in_directory(other.path()), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tlio

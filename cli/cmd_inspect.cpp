@@ -267,6 +267,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
       }
       if (tlio::is_model_directory(*path, open_options())) {
         model.emplace(tlio::Model::open(*path, open_options()));
+        l.name = model->name();  // a URL without its credentials
         l.config = &model->config();
         l.first = &model->files()[0];
         for (size_t i = 0; i < model->files().size(); ++i) {
@@ -282,6 +283,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
       } else {
         file.emplace(tlio::File::open(*path, open_options()));
         l.first = &*file;
+        l.name = file->name();  // a URL without its credentials
         l.file_size = file->file_size();
         l.header_size = file->header_size();
         l.data_size = file->header().data_size();

@@ -24,13 +24,17 @@ void add_validate(CLI::App& app, int& exit_code) {
     int rc = kExitOk;
     for (const auto& path : *files) {
       int one = guarded([&] {
+        std::string name;  // as messages show it: a URL without its credentials
         if (tlio::is_model_directory(path, open_options())) {
-          tlio::Model::open(path, open_options()).check();  // files, index, tokenizer, architecture
+          const tlio::Model m = tlio::Model::open(path, open_options());
+          m.check();  // files, index, tokenizer, architecture
+          name = m.name();
         } else {
           tlio::File f = tlio::File::open(path, open_options());
           tlio::find_quantized_weights(f);  // consistency of quantized weights
+          name = f.name();
         }
-        fmt::print("{}: OK\n", path);
+        fmt::print("{}: OK\n", name);
         return kExitOk;
       });
       if (one != kExitOk) rc = kExitFailure;

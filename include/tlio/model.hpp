@@ -55,6 +55,8 @@ class TLIO_API Model {
   static Model open(const std::filesystem::path& dir, OpenOptions options = {});
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
+  /// The directory as messages name it (a URL without its user and password).
+  const std::string& name() const noexcept { return name_; }
   const ModelConfig& config() const noexcept { return config_; }
   /// The weight files (one, or the shards in index order).
   const std::vector<File>& files() const noexcept { return files_; }
@@ -75,6 +77,7 @@ class TLIO_API Model {
 
  private:
   std::filesystem::path dir_;
+  std::string name_;
   ModelConfig config_;
   std::vector<File> files_;
   std::vector<std::string> file_names_;

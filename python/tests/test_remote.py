@@ -228,6 +228,12 @@ def test_credentials_in_a_url_are_not_printed(served):
     port = served.url.rsplit(":", 1)[1]
     out = run("inspect", f"http://user:hunter2@127.0.0.1:{port}/nope.safetensors")
     assert out.returncode == 1 and "hunter2" not in out.stderr and "127.0.0.1" in out.stderr
+    # Nor when the file or model is read: what is printed names it without them.
+    for args in (["inspect", "--json"], ["inspect"], ["validate"]):
+        for what in ("worked_example.safetensors", "bigram/"):
+            out = run(*args, f"http://user:hunter2@127.0.0.1:{port}/{what}")
+            assert out.returncode == 0, out.stderr
+            assert "hunter2" not in out.stdout + out.stderr and f"127.0.0.1:{port}/{what}" in out.stdout
 
 
 def test_torch_loads_from_a_url(served):

@@ -12,30 +12,44 @@
 namespace tlio::detail {
 namespace {
 
-// The soname of the libcurl the headers came from (libcurl4-openssl-dev links libcurl.so.4).
-constexpr const char* kCurlSoname = "libcurl.so.4";
+// The sonames of libcurl's ABI 4: Debian's OpenSSL build (what libcurl4-openssl-dev links), then
+// its GnuTLS build.
+constexpr const char* kCurlSonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
 
 std::atomic<bool> loaded{false};
+
+[[noreturn]] void unsupported(std::string detail) {
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, std::move(detail));
+}
 
 template <class Fn>
 void resolve(void* handle, Fn& slot, const char* name) {
   void* symbol = dlsym(handle, name);
-  if (!symbol)
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("http(s) needs libcurl, and {} has no {}", kCurlSoname, name));
+  if (!symbol) unsupported(fmt::format("http(s) needs libcurl, and the one loaded has no {}", name));
   slot = reinterpret_cast<Fn>(symbol);
 }
 
 CurlLibrary load() {
-  // RTLD_LOCAL: its symbols stay out of the way of a libcurl the host program may link itself.
-  void* handle = dlopen(kCurlSoname, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("http(s) needs libcurl ({}), which could not be loaded: {} "
-                            "(Debian: apt-get install libcurl4)",
-                            kCurlSoname, why ? why : "unknown reason"));
+  // RTLD_LOCAL: its symbols are not added to the global scope (a host that links libcurl gets
+  // the same object back).
+  void* handle = nullptr;
+  std::string why;
+  for (const char* soname : kCurlSonames) {
+    if ((handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL))) break;
+    const char* e = dlerror();
+    why = e ? e : "unknown reason";
   }
+  if (!handle)
+    unsupported(fmt::format("http(s) needs libcurl (libcurl.so.4), which could not be loaded: {} "
+                            "(Debian: apt-get install libcurl4)",
+                            why));
+  // Not closed, even on failure: libcurl's state lives until the process ends.
+  decltype(&::curl_version_info) version_info = nullptr;
+  resolve(handle, version_info, "curl_version_info");
+  const curl_version_info_data* info = version_info(CURLVERSION_NOW);
+  if (!info || info->version_num < kMinCurlVersion)
+    unsupported(fmt::format("http(s) needs libcurl 7.85.0 or later; this one is {}",
+                            info && info->version ? info->version : "of unknown version"));
   CurlLibrary lib{};
   resolve(handle, lib.global_init, "curl_global_init");
   resolve(handle, lib.easy_init, "curl_easy_init");
@@ -44,14 +58,9 @@ CurlLibrary load() {
   resolve(handle, lib.easy_setopt, "curl_easy_setopt");
   resolve(handle, lib.easy_perform, "curl_easy_perform");
   resolve(handle, lib.easy_strerror, "curl_easy_strerror");
-  resolve(handle, lib.easy_escape, "curl_easy_escape");
-  resolve(handle, lib.free, "curl_free");
   resolve(handle, lib.slist_append, "curl_slist_append");
   resolve(handle, lib.slist_free_all, "curl_slist_free_all");
-  if (lib.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                "libcurl could not initialise");
-  // The handle is never closed: libcurl's state lives until the process ends.
+  if (lib.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) unsupported("libcurl could not initialise");
   return lib;
 }
 

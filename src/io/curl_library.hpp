@@ -8,7 +8,13 @@
 namespace tlio::detail {
 
 /// The libcurl functions tlio calls, resolved from libcurl.so.4 (the ABI the build's headers
-/// describe). Members are named after the functions without their `curl_` prefix.
+/// describe), of version kMinCurlVersion or later. Members are named after the functions
+/// without their `curl_` prefix. easy_setopt is called through a pointer, so libcurl's
+/// compile-time checks of option types do not apply: pass long for numbers.
+/// CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR, which keep requests to http(s), came
+/// with 7.85.0.
+inline constexpr unsigned kMinCurlVersion = 0x075500;
+
 struct CurlLibrary {
   decltype(&::curl_global_init) global_init;
   decltype(&::curl_easy_init) easy_init;
@@ -17,8 +23,6 @@ struct CurlLibrary {
   CURLcode (*easy_setopt)(CURL*, CURLoption, ...);
   decltype(&::curl_easy_perform) easy_perform;
   decltype(&::curl_easy_strerror) easy_strerror;
-  decltype(&::curl_easy_escape) easy_escape;
-  decltype(&::curl_free) free;
   decltype(&::curl_slist_append) slist_append;
   decltype(&::curl_slist_free_all) slist_free_all;
 };

@@ -128,11 +128,20 @@ std::string url_join(std::string_view dir, std::string_view name) {
   std::string out(dir.substr(0, end));
   if (out.empty() || out.back() != '/') out += '/';
   // Percent-encoded: a '?', '#' or space in a file name is part of the name, not of the URL.
-  const CurlLibrary& curl = curl_library();
-  std::unique_ptr<char, decltype(curl.free)> escaped(
-      curl.easy_escape(nullptr, name.data(), static_cast<int>(name.size())), curl.free);
-  if (!escaped) throw_invalid("cannot encode a file name for a URL");
-  out += escaped.get();
+  // Every byte but RFC 3986's unreserved characters, as curl_easy_escape does (done here so
+  // that naming a file needs no libcurl).
+  constexpr char kHex[] = "0123456789ABCDEF";
+  for (const char c : name) {
+    const auto b = static_cast<unsigned char>(c);
+    if ((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || b == '-' ||
+        b == '.' || b == '_' || b == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
   out += dir.substr(end);
   return out;
 }
@@ -414,8 +423,10 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     lib.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
     lib.easy_setopt(curl, CURLOPT_MAXREDIRS, kHttpMaxRedirects);
-    lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    lib.easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    // Only http(s), after redirects too: refused outright if this libcurl cannot promise it.
+    if (lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        lib.easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK)
+      http_fail(url_, "libcurl cannot restrict requests to http and https", ENOTSUP);
     lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.timeout_seconds);
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned

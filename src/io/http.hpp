@@ -88,7 +88,6 @@ class HttpFile {
   static std::shared_ptr<HttpFile> open(const std::string& url, const HttpOptions& options = {},
                                         uint64_t first_bytes = kHttpFirstRange);
 
-  const std::string& url() const noexcept { return url_; }
   uint64_t size() const noexcept { return size_; }
   /// The first bytes of the file, as the opening request returned them.
   std::span<const std::byte> prefix() const noexcept { return prefix_; }

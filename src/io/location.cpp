@@ -33,8 +33,6 @@ Location Location::parse(std::string_view text) {
   return Location({}, std::string(text));
 }
 
-Location Location::local(const std::filesystem::path& path) { return Location({}, path.string()); }
-
 Location Location::join(std::string_view name) const {
   return Location(scheme_, store_of(*this).join(text_, name));
 }

@@ -13,7 +13,6 @@ class Location {
   /// "scheme://rest" with a registered scheme is that store's; anything else is a local path
   /// (a file named "ftp:x" stays a file).
   static Location parse(std::string_view text);
-  static Location local(const std::filesystem::path& path);
 
   /// "" for a local path; else the URL's scheme ("http", "https").
   const std::string& scheme() const noexcept { return scheme_; }

@@ -1,7 +1,7 @@
 // io/source.hpp: where the bytes of a file come from. A ByteSource is one version of one file,
 // opened by its store (io/store.hpp); it says what it can do (be in memory, hand the kernel a
-// descriptor, take many ranges at once) and File, Writer's copies and model directories ask it
-// instead of branching on where the file lives.
+// descriptor, take many ranges at once) and File and Writer's copies ask it instead of
+// branching on where the file lives (model directories ask the store).
 #pragma once
 
 #include <cstddef>
@@ -37,8 +37,9 @@ class ByteSource {
   bool memory_writable() const noexcept { return memory_writable_; }
   /// An OS file the kernel can copy from (copy_file_range), or -1.
   virtual int descriptor() const noexcept { return -1; }
-  /// True when read_ranges does best with every range in one call (it merges touching ranges
-  /// into requests and keeps several in flight) rather than split over threads.
+  /// True for sources read by ranges from elsewhere (a server): their read_ranges takes every
+  /// range in one call, merges touching ones into requests and keeps several in flight, and
+  /// File reports them as Backend::http.
   virtual bool batches_ranges() const noexcept { return false; }
 
   /// Reads exactly dst.size() bytes at `offset` (the caller checked they lie in the source).

@@ -27,7 +27,8 @@ class Store {
  public:
   virtual ~Store() = default;
   /// Opens one version of the file at `where`. Error{io} naming where.display(), with errno
-  /// (ENOENT when there is no such file).
+  /// (ENOENT when there is no such file); Error{unsupported} when what the store needs (libcurl)
+  /// cannot be loaded.
   virtual std::shared_ptr<const ByteSource> open(const Location& where,
                                                  const SourceOptions& options) const = 0;
   /// The whole of a small file (at most kMaxTextFileSize bytes), or nullopt when there is none.

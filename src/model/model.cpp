@@ -73,6 +73,7 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   m.dir_ = dir;
   const detail::ModelLocation where(dir, options);
   const std::string& dir_name = where.name();
+  m.name_ = dir_name;
   where.check_directory();
   const std::string config_name = where.name_of(kConfig);
   const std::optional<std::string> config = where.read_text(kConfig);

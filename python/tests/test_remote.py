@@ -48,6 +48,7 @@ def served(tmp_path_factory):
     for model in ["bigram", "sharded"]:
         shutil.copytree(DATA / "models" / model, root / model)
     shutil.copy(DATA / "quant" / "tiny_model.safetensors", root)
+    (root / "empty.safetensors").write_bytes(b"")
     with nginx(root) as server:
         server.root = root
         yield server
@@ -222,6 +223,23 @@ def test_token_option_and_keyword(files):
         with tlio.safe_open(f"{srv.url}/plain/m.safetensors", "np", token="kw-token") as f:
             assert np.array_equal(f.get_tensor("w"), expected_w(files))
         assert srv.requests and all(auth == "Bearer kw-token" for _, _, auth, _ in srv.requests)
+
+
+def test_an_empty_remote_file_fails_rule_1_as_on_disk(served, tmp_path):
+    (tmp_path / "empty.safetensors").write_bytes(b"")
+    remote = run("validate", f"{served.url}/empty.safetensors")
+    local = run("validate", tmp_path / "empty.safetensors")
+    assert remote.returncode == local.returncode == 1
+    assert "rule 1: file is 0 bytes" in remote.stderr and "No error" not in remote.stderr
+    assert remote.stderr.split(": rule 1")[1] == local.stderr.split(": rule 1")[1]
+
+
+def test_an_unknown_url_scheme_is_named():
+    out = run("inspect", "ftp://user:pw@example.org/m.safetensors")
+    assert out.returncode != 0
+    assert "unsupported URL scheme 'ftp'" in out.stderr and "pw@" not in out.stderr
+    with pytest.raises(ValueError, match="unsupported URL scheme .ftp."):
+        tlio.safe_open("ftp://example.org/m.safetensors", "np")
 
 
 def test_credentials_in_a_url_are_not_printed(served):

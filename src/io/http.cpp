@@ -449,6 +449,13 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
 
     if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);
     if (x.done) return x.received;
+    if (rc == CURLE_OK && r.status == 200 && !x.body_started && r.content_length == 0) {
+      // An empty file: a 200 without a body never reaches on_body, which checks answers.
+      x.body_started = true;
+      x.problem = x.check_answer();
+      if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);
+      return x.received;
+    }
     if (rc == CURLE_OK && (r.status == 200 || r.status == 206) && x.body_started)
       return x.received;  // the whole answer arrived (the opening request of a small file)
     if (!pinned_ && r.status == 416) {  // the opening request of an empty file

@@ -1,9 +1,14 @@
 // io/location.cpp: parsing names into locations.
 #include "io/location.hpp"
 
+#include <fmt/core.h>
+
+#include <optional>
 #include <utility>
 
+#include "io/http.hpp"
 #include "io/store.hpp"
+#include "tlio/error.hpp"
 
 namespace tlio::detail {
 
@@ -29,8 +34,14 @@ Location::Location(std::string scheme, std::string text)
 
 Location Location::parse(std::string_view text) {
   const std::string_view scheme = scheme_of(text);
-  if (!scheme.empty() && find_store(scheme)) return Location(std::string(scheme), std::string(text));
-  return Location({}, std::string(text));
+  if (scheme.empty()) return Location({}, std::string(text));
+  if (!find_store(scheme))
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("unsupported URL scheme '{}' (tlio reads local paths, http:// and "
+                            "https://)",
+                            scheme),
+                url_for_messages(text));
+  return Location(std::string(scheme), std::string(text));
 }
 
 Location Location::join(std::string_view name) const {

@@ -10,8 +10,9 @@ namespace tlio::detail {
 
 class Location {
  public:
-  /// "scheme://rest" with a registered scheme is that store's; anything else is a local path
-  /// (a file named "ftp:x" stays a file).
+  /// "scheme://rest" with a registered scheme is that store's, with any other scheme
+  /// Error{unsupported} ("unsupported URL scheme 'ftp'"); anything else is a local path (a
+  /// file named "ftp:x" or "/data/http://x" stays a file).
   static Location parse(std::string_view text);
 
   /// "" for a local path; else the URL's scheme ("http", "https").

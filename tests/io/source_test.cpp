@@ -22,12 +22,26 @@ namespace {
 TEST(Location, RegisteredSchemesAreUrlsEverythingElseIsAPath) {
   EXPECT_EQ(Location::parse("https://h/x.safetensors").scheme(), "https");
   EXPECT_EQ(Location::parse("http://h").scheme(), "http");
-  for (const char* path : {"model.safetensors", "/abs/x", "file:///x", "ftp://h/x", "/http://x",
-                           "HTTP://h/x", "://x", "dir/http://x", ""}) {
+  for (const char* path : {"model.safetensors", "/abs/x", "ftp:x", "/http://x", "HTTP://h/x",
+                           "://x", "dir/http://x", "a b://x", ""}) {
     const Location l = Location::parse(path);
     EXPECT_TRUE(l.is_local()) << path;
     EXPECT_EQ(l.text(), path);
     EXPECT_EQ(l.path(), std::filesystem::path(path));
+  }
+}
+
+TEST(Location, AnUnknownSchemeIsRefusedByName) {
+  for (const char* url : {"ftp://h/x", "file:///x", "gopher://user:pw@h/x"}) {
+    try {
+      (void)Location::parse(url);
+      FAIL() << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::unsupported);
+      const std::string what = e.what();
+      EXPECT_NE(what.find("unsupported URL scheme '"), std::string::npos) << what;
+      EXPECT_EQ(what.find("pw@"), std::string::npos) << what;
+    }
   }
 }
 

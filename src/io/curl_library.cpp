@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <atomic>
-#include <mutex>
 #include <string>
 
 #include "tlio/error.hpp"
@@ -37,7 +36,7 @@ CurlLibrary load() {
   for (const char* soname : kCurlSonames) {
     if ((handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL))) break;
     const char* e = dlerror();
-    why = e ? e : "unknown reason";
+    if (why.empty()) why = e ? e : "unknown reason";  // the first soname's reason
   }
   if (!handle)
     unsupported(fmt::format("http(s) needs libcurl (libcurl.so.4), which could not be loaded: {} "

@@ -12,7 +12,6 @@
 #include "format/header_parse.hpp"
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
-#include "io/copy.hpp"
 #include "io/store.hpp"
 
 namespace tlio {
@@ -21,12 +20,12 @@ struct detail::FileState {
   std::string name;
   Backend backend = Backend::mmap;
   std::shared_ptr<const detail::ByteSource> source;
-  std::span<const std::byte> memory;    // source->memory(): the whole file, or empty
   std::vector<std::byte> header_bytes;  // the header as read when not in memory: read once
-  uint64_t file_size = 0;
   uint64_t header_size = 0;
   Header header;
 
+  // The whole file when it is in memory, else empty.
+  std::span<const std::byte> memory() const noexcept { return source->memory(); }
   uint64_t data_start() const { return 8 + header_size; }
 };
 
@@ -46,24 +45,24 @@ auto attributed(const std::string& source, Fn&& fn) -> decltype(fn()) {
 // (the header's bytes kept for raw_header()).
 void validate(detail::FileState& s) {
   const detail::ByteSource& src = *s.source;
-  s.memory = src.memory();
-  s.file_size = src.size();
-  if (!s.memory.empty() || s.file_size == 0) {
+  const std::span<const std::byte> memory = src.memory();
+  const uint64_t file_size = src.size();
+  if (!memory.empty() || file_size == 0) {
     s.header_size = detail::read_header_length(
-        s.memory.first(std::min(detail::kSniffBytes, s.memory.size())), s.file_size);
-    const uint64_t data_size = s.file_size - 8 - s.header_size;
-    s.header = detail::parse_header(s.memory.subspan(8, static_cast<size_t>(s.header_size)),
+        memory.first(std::min(detail::kSniffBytes, memory.size())), file_size);
+    const uint64_t data_size = file_size - 8 - s.header_size;
+    s.header = detail::parse_header(memory.subspan(8, static_cast<size_t>(s.header_size)),
                                     data_size, data_size >= detail::kJsonPadding);
     return;
   }
   std::byte prefix[detail::kSniffBytes] = {};
-  const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, s.file_size));
+  const auto prefix_size = static_cast<size_t>(std::min<uint64_t>(sizeof prefix, file_size));
   src.read(0, {prefix, prefix_size});
-  s.header_size = detail::read_header_length({prefix, prefix_size}, s.file_size);
+  s.header_size = detail::read_header_length({prefix, prefix_size}, file_size);
   std::vector<std::byte> json(static_cast<size_t>(s.header_size) + detail::kJsonPadding);
   src.read(8, std::span(json).first(s.header_size));
   s.header = detail::parse_header(std::span(json).first(s.header_size),
-                                  s.file_size - 8 - s.header_size, true);
+                                  file_size - 8 - s.header_size, true);
   json.resize(static_cast<size_t>(s.header_size));
   s.header_bytes = std::move(json);
 }
@@ -96,8 +95,7 @@ File detail::open_file(const Location& where, const OpenOptions& options) {
     return open_source(where, {.access = access_for(options.backend), .token = options.token});
   });
   // A remote file is read by ranges, whatever backend was asked for.
-  const Backend backend = source->memory().empty() && source->batches_ranges() ? Backend::http
-                                                                                  : options.backend;
+  const Backend backend = source->batches_ranges() ? Backend::http : options.backend;
   return from_source(std::move(source), backend);
 }
 
@@ -121,18 +119,18 @@ File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
 const Header& File::header() const& noexcept { return state_->header; }
 const std::string& File::name() const& noexcept { return state_->name; }
 Backend File::backend() const noexcept { return state_->backend; }
-uint64_t File::file_size() const noexcept { return state_->file_size; }
+uint64_t File::file_size() const noexcept { return state_->source->size(); }
 uint64_t File::header_size() const noexcept { return state_->header_size; }
 int File::native_handle() const noexcept { return state_->source->descriptor(); }
 
 std::span<const std::byte> File::mapped_data() const noexcept {
-  if (state_->memory.empty()) return {};
-  return state_->memory.subspan(static_cast<size_t>(state_->data_start()));
+  if (state_->memory().empty()) return {};
+  return state_->memory().subspan(static_cast<size_t>(state_->data_start()));
 }
 
 std::vector<std::byte> File::raw_header() const {
-  if (state_->memory.empty()) return state_->header_bytes;
-  const auto header = state_->memory.subspan(8, static_cast<size_t>(state_->header_size));
+  if (state_->memory().empty()) return state_->header_bytes;
+  const auto header = state_->memory().subspan(8, static_cast<size_t>(state_->header_size));
   return {header.begin(), header.end()};
 }
 
@@ -152,24 +150,20 @@ void File::read_data(uint64_t offset, std::span<std::byte> dst) const {
   if (!end || *end > s.header.data_size())
     throw_invalid(fmt::format("read of {} bytes at data offset {} is past the data ({} bytes)",
                               dst.size(), offset, s.header.data_size()));
-  if (!s.memory.empty()) {
-    detail::copy_bytes(dst.data(), s.memory.data() + s.data_start() + offset, dst.size());
-    return;
-  }
   attributed(s.name, [&] { s.source->read(s.data_start() + offset, dst); });
 }
 
 TensorView File::view(std::string_view name) const {
   const TensorInfo& info =
       attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(name); });
-  if (!state_->memory.empty() || info.byte_size() == 0) {
+  if (!state_->memory().empty() || info.byte_size() == 0) {
     std::span<const std::byte> bytes;
     if (info.byte_size() != 0)
-      bytes = state_->memory.subspan(static_cast<size_t>(state_->data_start() + info.begin),
+      bytes = state_->memory().subspan(static_cast<size_t>(state_->data_start() + info.begin),
                                      static_cast<size_t>(info.byte_size()));
     // Writable where the memory is this process's own: a private mapping or from_bytes (and
     // the empty views of pread files).
-    const bool writable = state_->memory.empty() || state_->source->memory_writable();
+    const bool writable = state_->memory().empty() || state_->source->memory_writable();
     return TensorView(state_, info, bytes, writable);
   }
   // Not in memory (pread, remote): the view owns a copy, and keeps the state (and so the info) alive.

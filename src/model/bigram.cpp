@@ -39,14 +39,14 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
   if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
   // config.json and the weights are published together (model/layout.hpp).
   detail::OutputSet set;
-  set.add_text(out_dir / "config.json",
+  set.add_text(out_dir / detail::kConfigFile,
                "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
   Writer out = detail::WriterAccess::into_set(set, out_dir / detail::kSingleWeightsFile);
   out.set_metadata("format", "tinyllm");
   out.declare("bigram.weight", Dtype::F32, {kVocab, kVocab});
   out.write("bigram.weight", std::as_bytes(std::span(w)));
   out.commit();
-  const std::string files[] = {"config.json", detail::kSingleWeightsFile};
+  const std::string files[] = {detail::kConfigFile, detail::kSingleWeightsFile};
   detail::publish_weights(set, out_dir, files);
 }
 

@@ -14,6 +14,8 @@
 
 namespace tlio::detail {
 
+/// What makes a folder a model directory (its architecture, for transformers).
+inline constexpr const char* kConfigFile = "config.json";
 inline constexpr const char* kSingleWeightsFile = "model.safetensors";
 inline constexpr const char* kShardIndexFile = "model.safetensors.index.json";
 /// The weights of a folder saved by torch.save (transformers before safetensors).

@@ -2,6 +2,7 @@
 #include "model/location.hpp"
 
 #include "format/file_access.hpp"
+#include "model/layout.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -26,7 +27,7 @@ bool is_model_directory(const std::filesystem::path& path, const OpenOptions& op
   const Location where = Location::parse(path.native());
   if (const std::optional<bool> by_store = store_of(where).is_directory(where)) return *by_store;
   try {
-    return ModelLocation(path, options).exists("config.json");
+    return ModelLocation(path, options).exists(kConfigFile);
   } catch (const Error& e) {
     // The server cannot be reached: the message names what was given, not the probe.
     throw Error(e.code(), e.rule(), e.tensor(), e.offset(), e.detail(), where.display(), e.os_error());

@@ -23,7 +23,7 @@ namespace dom = simdjson::dom;
 
 namespace {
 
-constexpr const char* kConfig = "config.json";
+using detail::kConfigFile;
 using detail::kShardIndexFile;
 constexpr const char* kTokenizer = "tokenizer.json";
 
@@ -75,11 +75,11 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   const std::string& dir_name = where.name();
   m.name_ = dir_name;
   where.check_directory();
-  const std::string config_name = where.name_of(kConfig);
-  const std::optional<std::string> config = where.read_text(kConfig);
+  const std::string config_name = where.name_of(kConfigFile);
+  const std::optional<std::string> config = where.read_text(kConfigFile);
   if (!config)
-    throw Error(ErrorCode::format, Rule::model, kConfig, std::nullopt,
-                fmt::format("not a model directory: it has no {}", kConfig), dir_name);
+    throw Error(ErrorCode::format, Rule::model, kConfigFile, std::nullopt,
+                fmt::format("not a model directory: it has no {}", kConfigFile), dir_name);
   m.config_ = parse_model_config(*config, config_name);
 
   // Tokenizer rule (course directories only).
@@ -148,7 +148,7 @@ TensorView Model::view(std::string_view name) const {
 
 void Model::check() const {
   const detail::ModelLocation where(dir_, {});  // names for messages (a URL without credentials)
-  const std::string source = where.name_of(kConfig);
+  const std::string source = where.name_of(kConfigFile);
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), where.name());
   };

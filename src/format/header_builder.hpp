@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -81,7 +82,7 @@ class HeaderBuilder {
  public:
   static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
     if (padded)
-      if (std::optional<Header> h = build_on_demand(json, data_size, kSplitWalkBytes))
+      if (std::optional<Header> h = build_on_demand(json, data_size, split_walk_from(json.size())))
         return std::move(*h);
     return build_dom(json, data_size, padded);
   }
@@ -126,6 +127,17 @@ class HeaderBuilder {
 
  private:
   explicit HeaderBuilder(uint64_t data_size) { h_.data_size_ = data_size; }
+
+  // Where build() splits: from kSplitWalkBytes, but not for the process's first big header. Two
+  // halves pay off once the allocator holds the memory they need; in a fresh process the second
+  // parser's buffers, the copied half and the first walk's stage 1 over the whole text are all
+  // faulted in first, and one walk is faster (docs/benchmarks.md, "Process start-up").
+  static size_t split_walk_from(size_t json_size) {
+    static std::atomic<bool> walked_big_header{false};
+    if (json_size < kSplitWalkBytes) return kSplitWalkBytes;
+    return walked_big_header.exchange(true, std::memory_order_relaxed) ? kSplitWalkBytes
+                                                                       : kNoSplit;
+  }
 
   // How a walk of the members of the top object ended.
   enum class WalkEnd { rejected, whole, at_split };

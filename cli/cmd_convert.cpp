@@ -1,26 +1,58 @@
-// cli/cmd_convert.cpp: `tlio convert IN OUT [--dtype D] [--include REGEX] [--exclude REGEX]`.
+// cli/cmd_convert.cpp: `tlio convert IN OUT [--dtype D] [--include REGEX] [--exclude REGEX]
+// [--keep REGEX] [--drop REGEX] [--rename 'REGEX=REPLACEMENT'] [--json]`.
 #include <fmt/core.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/convert_file.hpp"
+#include "tlio/edit.hpp"
 #include "tlio/file.hpp"
-#include "tlio/writer.hpp"
 
 namespace tlio::cli {
 
+namespace {
+
+// 'REGEX=REPLACEMENT' split at the first '=' that no backslash escapes (`\=` stays in the regex,
+// where it means '=').
+std::pair<std::string, std::string> split_rename(const std::string& rule) {
+  for (size_t i = 0; i < rule.size(); ++i) {
+    if (rule[i] == '\\') {
+      ++i;
+    } else if (rule[i] == '=') {
+      return {rule.substr(0, i), rule.substr(i + 1)};
+    }
+  }
+  return {rule, std::string(1, '\0')};  // no '=': refused by the check below
+}
+
+}  // namespace
+
 void add_convert(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "convert", "Rewrite a file canonically, optionally converting floating tensors");
+      "convert", "Rewrite a file canonically: other dtypes, fewer tensors, new names");
   cmd->footer(
-      "Without --dtype the tensors are copied as they are. With --dtype, floating tensors are\n"
-      "converted (rounding to nearest even); integer and BOOL tensors and the companions of\n"
-      "quantized weights are copied. --include/--exclude select by regex search on names.\n"
+      "Without --dtype the tensors are copied as they are (in the kernel). With --dtype,\n"
+      "floating tensors are converted (rounding to nearest even); integer and BOOL tensors and\n"
+      "the companions of quantized weights are copied. --include/--exclude choose which are\n"
+      "converted, by regex search on names.\n"
+      "--keep/--drop choose which tensors are written and --rename 'REGEX=REPLACEMENT' renames\n"
+      "them (each repeatable; \\1 inserts a group; keep and drop see the original names; rules\n"
+      "run in order). A quantized weight moves whole: keep and drop decide by its logical name,\n"
+      "and its stored tensors are renamed together. Two tensors renamed to one name is an error.\n"
       "OUT may be IN itself: the new file replaces it atomically.\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
-      "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm");
+      "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
+      "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
+      "      --rename '^encoder\\.(.*)=\\1'");
   struct Args {
     std::string in, out, dtype, include, exclude;
+    std::vector<std::string> keep, drop, rename;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
@@ -40,25 +72,64 @@ void add_convert(CLI::App& app, int& exit_code) {
   auto* exclude = cmd->add_option("--exclude", a->exclude, "Do not convert tensors matching REGEX");
   include->needs(cmd->get_option("--dtype"));
   exclude->needs(cmd->get_option("--dtype"));
+  cmd->add_option("--keep", a->keep, "Write only tensors matching REGEX (repeatable: any of them)");
+  cmd->add_option("--drop", a->drop, "Leave out tensors matching REGEX (repeatable)");
+  cmd->add_option("--rename", a->rename, "Rename by 'REGEX=REPLACEMENT' (repeatable, in order)")
+      ->check([](const std::string& v) -> std::string {
+        return split_rename(v).second == std::string(1, '\0')
+                   ? "expected 'REGEX=REPLACEMENT', got '" + v + "'"
+                   : "";
+      });
+  cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
-      tlio::File src = tlio::File::open(a->in, open_options());
+      tlio::TensorSelection selection;
+      selection.keep = a->keep;
+      selection.drop = a->drop;
+      for (const std::string& r : a->rename) selection.rename.push_back(split_rename(r));
       if (a->dtype.empty()) {
-        tlio::rewrite_canonical(src, a->out);
-        fmt::print("{} -> {}: {} tensors, {}\n", a->in, a->out, src.tensors().size(),
-                   human_size(src.header().data_size()));
+        tlio::EditOptions options;
+        options.open = open_options();
+        options.tensors = selection;
+        ProgressBar bar("copying");
+        options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+        const tlio::EditReport r = tlio::edit_file(a->in, a->out, options);
+        bar.finish();
+        if (a->json)
+          fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
+                     "\"converted\":0,\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
+                     json_string(a->in), json_string(a->out), r.kept, r.dropped, r.renamed,
+                     r.source_data_bytes, r.data_bytes);
+        else
+          fmt::print("{} -> {}: {} tensor{}{}{}, {}\n", a->in, a->out, r.kept,
+                     r.kept == 1 ? "" : "s",
+                     r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
+                     r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
+                     human_size(r.data_bytes));
         return kExitOk;
       }
+      tlio::File src = tlio::File::open(a->in, open_options());
       tlio::ConvertFileOptions options;
       options.dtype = *tlio::parse_dtype_alias(a->dtype);
       options.include = a->include;
       options.exclude = a->exclude;
+      options.tensors = selection;
       ProgressBar bar("converting");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::ConvertFileReport r = tlio::convert_file(src, a->out, options);
       bar.finish();
-      fmt::print("{} -> {}: {} tensors converted to {}, {} kept; {} -> {}\n", a->in, a->out,
+      if (a->json) {
+        fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
+                   "\"converted\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
+                   json_string(a->in), json_string(a->out), r.converted + r.kept, r.dropped,
+                   r.renamed, r.converted, tlio::dtype_name(options.dtype), r.data_bytes_in,
+                   r.data_bytes_out);
+        return kExitOk;
+      }
+      fmt::print("{} -> {}: {} tensors converted to {}, {} kept{}{}; {} -> {}\n", a->in, a->out,
                  r.converted, tlio::dtype_name(options.dtype), r.kept,
+                 r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
+                 r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
                  human_size(r.data_bytes_in), human_size(r.data_bytes_out));
       return kExitOk;
     });

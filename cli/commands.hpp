@@ -9,6 +9,7 @@ namespace tlio::cli {
 void add_validate(CLI::App& app, int& exit_code);
 void add_inspect(CLI::App& app, int& exit_code);
 void add_convert(CLI::App& app, int& exit_code);
+void add_metadata(CLI::App& app, int& exit_code);
 void add_quantize(CLI::App& app, int& exit_code);
 void add_dequantize(CLI::App& app, int& exit_code);
 void add_shard(CLI::App& app, int& exit_code);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_validate(app, exit_code);
   add_inspect(app, exit_code);
   add_convert(app, exit_code);
+  add_metadata(app, exit_code);
   add_quantize(app, exit_code);
   add_dequantize(app, exit_code);
   add_shard(app, exit_code);

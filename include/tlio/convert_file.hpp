@@ -12,6 +12,7 @@
 
 #include "tlio/convert.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/edit.hpp"
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
 #include "tlio/writer.hpp"
@@ -23,11 +24,16 @@ struct ConvertFileOptions {
   std::string include;        ///< regex searched in names; empty: every floating tensor
   std::string exclude;        ///< regex searched in names; empty: none
   ProgressCallback progress;  ///< output bytes done / total
+  /// Which tensors are written and their names (tlio/edit.hpp). include/exclude, like keep and
+  /// drop, see the source's names.
+  TensorSelection tensors;
 };
 
 struct ConvertFileReport {
   size_t converted = 0;  ///< tensors whose dtype changed
   size_t kept = 0;       ///< tensors copied as they are
+  size_t dropped = 0;    ///< tensors left out (options.tensors)
+  size_t renamed = 0;    ///< tensors written under another name
   uint64_t data_bytes_in = 0;
   uint64_t data_bytes_out = 0;
 };

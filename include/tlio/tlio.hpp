@@ -7,6 +7,7 @@
 #include "tlio/convert.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/edit.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/header.hpp"

@@ -3,9 +3,14 @@
 // the scheme registry can name.
 #include <fmt/core.h>
 
+#include <map>
+#include <string_view>
+#include <vector>
+
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
 #include "quant/schemes.hpp"
+#include "quant/tensor_plan.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
@@ -31,14 +36,20 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   const detail::NameFilter filter(options.include, options.exclude);
 
   ConvertFileReport report;
+  const detail::TensorPlan plan = detail::plan_tensors(src, options.tensors);
+  report.dropped = plan.dropped;
+  report.renamed = plan.renamed;
   Writer w = Writer::to_file(out);
   w.set_metadata(src.metadata());
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   const auto quantized_parts = detail::stored_tensor_names(find_quantized_weights(src));
-  for (const TensorInfo& t : src.tensors()) {
+  std::map<std::string_view, const TensorInfo*> source_of;
+  for (const detail::PlannedTensor& p : plan.tensors) {
+    const TensorInfo& t = *p.source;
     bool c = is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
              !quantized_parts.contains(t.name) && filter.selects(t.name, true);
-    w.declare(t.name, c ? to : t.dtype, t.shape);
+    w.declare(p.name, c ? to : t.dtype, t.shape);
+    source_of.emplace(p.name, &t);
   }
   uint64_t total = 0;
   for (const TensorInfo& t : w.layout()) total += t.byte_size();
@@ -48,17 +59,20 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
     if (options.progress) options.progress(done, total);
   };
   // Kept tensors first, in one call (from a URL: few requests, several in flight).
-  std::vector<std::string_view> kept;
+  std::vector<std::string_view> kept, kept_sources;
   for (const TensorInfo& t : w.layout()) {
-    const TensorInfo& s = src.header().at(t.name);
+    const TensorInfo& s = *source_of.at(t.name);
     report.data_bytes_in += s.byte_size();
     report.data_bytes_out += t.byte_size();
-    if (t.dtype == s.dtype) kept.push_back(t.name);
+    if (t.dtype == s.dtype) {
+      kept.push_back(t.name);
+      kept_sources.push_back(s.name);
+    }
   }
   report.kept = kept.size();
-  w.copy_many_from(src, kept, {}, tick);
+  w.copy_many_from(src, kept, kept_sources, tick);
   for (const TensorInfo& t : w.layout()) {
-    const TensorInfo& s = src.header().at(t.name);
+    const TensorInfo& s = *source_of.at(t.name);
     if (t.dtype == s.dtype) continue;
     ++report.converted;
     // A mapped source is converted in place; any other (pread, a URL) is read chunk by chunk,

@@ -1,0 +1,149 @@
+// quant/edit_file.cpp: metadata edits and keep/drop/rename as one atomic rewrite whose tensor
+// bytes are copied in the kernel, or, when only the header changes and keeps its length, one
+// write of the header in place.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <system_error>
+
+#include "common/json_text.hpp"
+#include "format/file_access.hpp"
+#include "format/header_text.hpp"
+#include "io/location.hpp"
+#include "io/os_file.hpp"
+#include "quant/tensor_plan.hpp"
+#include "tlio/edit.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio {
+
+using detail::quote_name;
+
+namespace {
+
+// "'a', 'b'" or "none": the keys a file has, for a message.
+std::string key_list(const Metadata& meta) {
+  std::string keys;
+  for (const auto& entry : meta) keys += (keys.empty() ? "" : ", ") + quote_name(entry.first);
+  return keys.empty() ? "none" : keys;
+}
+
+Metadata edited_metadata(const File& src, const EditOptions& options) {
+  Metadata meta = src.metadata();
+  for (const std::string& key : options.delete_metadata) {
+    if (options.set_metadata.contains(key))
+      throw_invalid(fmt::format("metadata key {} is both set and deleted", quote_name(key)));
+    if (meta.erase(key) == 0)
+      throw_invalid(fmt::format("no metadata key {} to delete (the file has {})", quote_name(key),
+                                key_list(src.metadata())));
+  }
+  for (const auto& [key, value] : options.set_metadata) meta[key] = value;
+  return meta;
+}
+
+// The edited file's canonical header when the tensors keep their offsets (only names and
+// metadata change) and it is exactly as long as the source's: then it can be written over the
+// old one. nullopt otherwise.
+std::optional<std::string> header_in_place(const File& src, const detail::TensorPlan& plan,
+                                           const Metadata& meta) {
+  if (plan.tensors.size() != src.tensors().size()) return std::nullopt;
+  std::vector<TensorInfo> out;
+  out.reserve(plan.tensors.size());
+  std::map<std::string_view, const TensorInfo*> source_of;
+  for (const detail::PlannedTensor& p : plan.tensors) {
+    TensorInfo t = *p.source;
+    t.name = p.name;
+    out.push_back(std::move(t));
+    source_of.emplace(p.name, p.source);
+  }
+  detail::canonical_layout(out);
+  for (const TensorInfo& t : out) {
+    const TensorInfo* s = source_of.at(t.name);
+    if (t.begin != s->begin || t.end != s->end) return std::nullopt;
+  }
+  std::string header = detail::canonical_header(meta, out);
+  if (header.size() != src.header_size()) return std::nullopt;
+  return header;
+}
+
+// Writes `header` over the source's own in one write and syncs it. False (nothing written) when
+// the file cannot be opened for writing or is no longer the one `src` read.
+bool write_header_in_place(const File& src, const std::filesystem::path& path,
+                           const std::string& header) {
+  const int read_fd = detail::FileAccess::source(src).descriptor();
+  if (read_fd < 0) return false;
+  detail::Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (fd.get() < 0) return false;
+  struct stat a {}, b {};
+  if (::fstat(fd.get(), &a) != 0 || ::fstat(read_fd, &b) != 0 || a.st_dev != b.st_dev ||
+      a.st_ino != b.st_ino || !S_ISREG(a.st_mode))
+    return false;
+  // The bytes on disk must still be the header that was parsed (no one edited it since).
+  const std::vector<std::byte> before = src.raw_header();
+  std::vector<std::byte> now(before.size());
+  detail::pread_exact(fd.get(), 8, now, src.name());
+  if (now != before) throw_io("changed while it was edited", src.name());
+  if (std::memcmp(before.data(), header.data(), header.size()) == 0) return true;  // no change
+  detail::pwrite_all(fd.get(), 8, std::as_bytes(std::span(header)), src.name());
+  if (::fsync(fd.get()) != 0)
+    throw_io("cannot sync the edited header", src.name(), {errno, std::system_category()});
+  return true;
+}
+
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec);
+}
+
+}  // namespace
+
+EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
+                     const EditOptions& options) {
+  const File src = File::open(src_path, options.open);
+  EditReport report;
+  report.metadata = edited_metadata(src, options);
+  const detail::TensorPlan plan = detail::plan_tensors(src, options.tensors);
+  report.kept = plan.tensors.size();
+  report.dropped = plan.dropped;
+  report.renamed = plan.renamed;
+  for (const detail::PlannedTensor& p : plan.tensors) report.data_bytes += p.source->byte_size();
+  report.source_data_bytes = src.header().data_size();
+
+  const bool into_source = dst.empty() || same_file(src_path, dst);
+  if (into_source && detail::Location::parse(src_path.string()).is_local())
+    if (const std::optional<std::string> header = header_in_place(src, plan, report.metadata))
+      if (write_header_in_place(src, src_path, *header)) {
+        report.in_place = true;
+        return report;
+      }
+
+  Writer w = Writer::to_file(dst.empty() ? src_path : dst);
+  w.set_metadata(report.metadata);
+  for (const detail::PlannedTensor& p : plan.tensors)
+    w.declare(p.name, p.source->dtype, p.source->shape);
+  std::vector<std::string_view> names, src_names;
+  {
+    std::map<std::string_view, std::string_view> source_name;
+    for (const detail::PlannedTensor& p : plan.tensors) source_name.emplace(p.name, p.source->name);
+    for (const TensorInfo& t : w.layout()) {
+      names.push_back(t.name);
+      src_names.push_back(source_name.at(t.name));
+    }
+  }
+  uint64_t done = 0;
+  w.copy_many_from(src, names, src_names, [&](uint64_t bytes) {
+    done += bytes;
+    if (options.progress) options.progress(done, report.data_bytes);
+  });
+  w.commit();
+  return report;
+}
+
+}  // namespace tlio

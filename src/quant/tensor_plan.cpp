@@ -1,0 +1,142 @@
+// quant/tensor_plan.cpp: keep, drop and rename over a file's tensors, quantized weights whole.
+#include "quant/tensor_plan.hpp"
+
+#include <fmt/core.h>
+
+#include <map>
+#include <regex>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/json_text.hpp"
+#include "common/text.hpp"
+#include "tlio/error.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+struct RenameRule {
+  std::regex pattern;
+  std::string format;  // the replacement in std::regex_replace's syntax ($1, $&, $$)
+};
+
+// `\1`..`\9` and `\0` as the users write them (Python's re.sub, sed), in the ECMAScript
+// format std::regex_replace takes; `\\` is a backslash, and a `$` is literal.
+std::string replacement_format(const std::string& replacement, unsigned groups,
+                               const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < replacement.size(); ++i) {
+    const char c = replacement[i];
+    if (c == '$') {
+      out += "$$";
+    } else if (c == '\\' && i + 1 < replacement.size() && replacement[i + 1] >= '0' &&
+               replacement[i + 1] <= '9') {
+      const unsigned g = static_cast<unsigned>(replacement[++i] - '0');
+      if (g > groups)
+        throw_invalid(fmt::format("rename replacement {} refers to group \\{}, but regex {} has "
+                                  "{} group{}", quote_name(replacement), g, quote_name(pattern),
+                                  groups, groups == 1 ? "" : "s"));
+      out += g == 0 ? std::string("$&") : fmt::format("${}", g);
+    } else if (c == '\\' && i + 1 < replacement.size() && replacement[i + 1] == '\\') {
+      out += '\\';
+      ++i;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool matches_any(const std::vector<std::regex>& patterns, const std::string& name) {
+  for (const std::regex& p : patterns)
+    if (std::regex_search(name, p)) return true;
+  return false;
+}
+
+// The part of a quantized weight's stored names that names the layer: their longest common
+// prefix, cut back to a '.' unless every name is it or goes on with a '.'. Renaming it renames
+// every stored tensor alike, so the weight stays whole.
+std::string common_stem(const std::vector<std::string>& names) {
+  std::string_view prefix = names.front();
+  for (const std::string& n : names) {
+    size_t k = 0;
+    while (k < prefix.size() && k < n.size() && prefix[k] == n[k]) ++k;
+    prefix = prefix.substr(0, k);
+  }
+  bool at_boundary = true;
+  for (const std::string& n : names)
+    if (n.size() > prefix.size() && n[prefix.size()] != '.') at_boundary = false;
+  if (at_boundary) return std::string(prefix);
+  const size_t dot = prefix.rfind('.');
+  return dot == std::string_view::npos ? std::string() : std::string(prefix.substr(0, dot));
+}
+
+}  // namespace
+
+TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
+  std::vector<std::regex> keep, drop;
+  for (const std::string& re : selection.keep) keep.push_back(compile_regex(re, "keep"));
+  for (const std::string& re : selection.drop) drop.push_back(compile_regex(re, "drop"));
+  std::vector<RenameRule> rules;
+  for (const auto& [re, replacement] : selection.rename) {
+    std::regex pattern = compile_regex(re, "rename");
+    std::string format = replacement_format(replacement, pattern.mark_count(), re);
+    rules.push_back({std::move(pattern), std::move(format)});
+  }
+  const auto selected = [&](const std::string& name) {
+    return (keep.empty() || matches_any(keep, name)) && !matches_any(drop, name);
+  };
+  const auto renamed = [&](std::string name) {
+    for (const RenameRule& r : rules) name = std::regex_replace(name, r.pattern, r.format);
+    return name;
+  };
+
+  // Quantized weights decide for their stored tensors (only looked for when the selection can
+  // tell them apart from plain ones).
+  struct Decision {
+    bool keep;
+    std::string name;
+  };
+  std::unordered_map<std::string_view, Decision> decided;
+  if (!selection.empty()) {
+    for (const QuantizedWeight& w : find_quantized_weights(src)) {
+      const bool kept = selected(w.name);
+      const std::string stem = common_stem(w.stored);
+      const std::string new_stem = rules.empty() ? stem : renamed(stem);
+      for (const std::string& part : w.stored)
+        decided.emplace(src.header().at(part).name,
+                        Decision{kept, new_stem + part.substr(stem.size())});
+    }
+  }
+
+  TensorPlan plan;
+  std::map<std::string, const TensorInfo*, std::less<>> by_new_name;
+  for (const TensorInfo& t : src.tensors()) {
+    const auto d = decided.find(t.name);
+    const bool kept = d != decided.end() ? d->second.keep : selected(t.name);
+    if (!kept) {
+      ++plan.dropped;
+      continue;
+    }
+    std::string name = d != decided.end() ? d->second.name
+                       : rules.empty()    ? t.name
+                                          : renamed(t.name);
+    if (name != t.name) ++plan.renamed;
+    const auto [slot, inserted] = by_new_name.try_emplace(name, &t);
+    if (!inserted)
+      throw_invalid(fmt::format("renaming gives tensors {} and {} the same name {}",
+                                quote_name(slot->second->name), quote_name(t.name),
+                                quote_name(name)),
+                    name);
+    plan.tensors.push_back({&t, std::move(name)});
+  }
+  if (plan.tensors.empty() && !src.tensors().empty())
+    throw_invalid(fmt::format("the selection leaves none of the {} tensor{} of {}",
+                              src.tensors().size(), src.tensors().size() == 1 ? "" : "s",
+                              src.name()));
+  return plan;
+}
+
+}  // namespace tlio::detail

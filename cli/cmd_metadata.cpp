@@ -30,7 +30,7 @@ void print_metadata(const tlio::Metadata& meta, const std::string& name) {
   }
   size_t width = 0;
   for (const auto& entry : meta) width = std::max(width, display_width(display_name(entry.first)));
-  for (const auto& [k, v] : meta) fmt::print("{}  {}\n", pad(display_name(k), width), v);
+  for (const auto& [k, v] : meta) fmt::print("{}  {}\n", pad(display_name(k), width), display_name(v));
 }
 
 }  // namespace

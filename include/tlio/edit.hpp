@@ -20,8 +20,10 @@ namespace tlio {
 /// names (not anchored: write ^ and $ to anchor). keep and drop see the source's names; rename
 /// rules run in order, each on the result of the one before, replacing every match (`\1`..`\9`
 /// insert groups, `\0` the whole match). A quantized weight (find_quantized_weights) moves as a
-/// whole or not at all: keep and drop decide on its logical name, and its stored tensors are
-/// renamed together, as the common prefix of their names (the layer's path) is renamed.
+/// whole or not at all: keep and drop decide on its logical name (a drop regex that matches a
+/// stored tensor of a kept weight, or a keep regex one of a weight left out, is an error), and
+/// its stored tensors are renamed together, as the common prefix of their names (the layer's
+/// path) is renamed.
 struct TensorSelection {
   std::vector<std::string> keep;  ///< a tensor must match one of these; empty: every tensor
   std::vector<std::string> drop;  ///< a tensor matching any of these is left out
@@ -55,7 +57,8 @@ struct EditReport {
 /// header alone is overwritten in one write and synced; its tensors' bytes are not rewritten.
 /// Throws Error{invalid_argument}, with nothing written, for a bad regex, a rename that makes
 /// two tensors one name (naming both), a name the format forbids, deleting a key that is not
-/// there, or an edit that drops every tensor of a file that had some.
+/// there, a selection that would split a quantized weight, or one that leaves no tensor of a
+/// file that had some.
 TLIO_API EditReport edit_file(const std::filesystem::path& src, const std::filesystem::path& dst,
                               const EditOptions& options);
 

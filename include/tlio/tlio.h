@@ -249,6 +249,48 @@ TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme
 /* dtype: TL_F32, TL_F16 or TL_BF16, or -1 for each weight's default dtype. */
 TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
+/* ---- editing ---------------------------------------------------------------------------------
+ * Metadata edits and keep/drop/rename of tensors without touching their bytes (as `tlio metadata`
+ * and `tlio convert --keep/--drop/--rename`). Regexes are ECMAScript, searched in names; keep and
+ * drop see the source's names; rename rules run in order, each replacing every match (\1..\9
+ * insert groups). A quantized weight moves whole: keep and drop decide by its logical name, and
+ * its stored tensors are renamed together. The options grow at the end as tl_quantize_options
+ * do (struct_size; tl_edit_options_init). Arrays may be NULL when their count is 0. */
+typedef struct tl_edit_options {
+  size_t struct_size;              /* sizeof(tl_edit_options) */
+  const char* const* set_keys;     /* metadata entries added or replaced: set_keys[i] = */
+  const char* const* set_values;   /*   set_values[i] */
+  size_t set_count;
+  const char* const* delete_keys;  /* metadata keys removed (each must exist) */
+  size_t delete_count;
+  const char* const* keep;         /* a tensor must match one of these; none: every tensor */
+  size_t keep_count;
+  const char* const* drop;         /* a tensor matching any of these is left out */
+  size_t drop_count;
+  const char* const* rename_patterns;      /* rename_patterns[i] is replaced by */
+  const char* const* rename_replacements;  /*   rename_replacements[i] */
+  size_t rename_count;
+  tl_progress_fn progress;         /* data bytes copied / total, or NULL */
+  void* progress_user;
+  const char* token;               /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
+} tl_edit_options;
+typedef struct tl_edit_report {
+  size_t kept;        /* tensors written */
+  size_t dropped;     /* tensors left out */
+  size_t renamed;     /* tensors written under another name */
+  int in_place;       /* 1: only the header was rewritten, in the file itself */
+  uint64_t data_bytes; /* data bytes of the result */
+} tl_edit_report;
+/* Fills `options` with the defaults (no edit) and struct_size. */
+TL_API void tl_edit_options_init(tl_edit_options* options);
+/* Edits `src` into `dst`, or into `src` itself when `dst` is NULL or names the same file: in
+ * place when only the header changes and keeps its length (one synced write), else one atomic
+ * rewrite whose tensor bytes are copied in the kernel. A bad regex, two tensors renamed to one
+ * name, a missing key to delete, a selection that would split a quantized weight or that keeps
+ * no tensor is TL_EINVAL with nothing written. `report` may be NULL. */
+TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options* options,
+                        tl_edit_report* report);
+
 /* ---- PyTorch checkpoints ------------------------------------------------------------------- */
 #define TL_IMPORT_SKIP_UNSUPPORTED 1u /* leave out tensors safetensors cannot hold */
 

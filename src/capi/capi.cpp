@@ -518,6 +518,58 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   });
 }
 
+void tl_edit_options_init(tl_edit_options* options) {
+  if (!options) return;
+  *options = tl_edit_options{};
+  options->struct_size = sizeof(tl_edit_options);
+}
+
+static constexpr size_t kEditOptionsFirstSize = sizeof(tl_edit_options);
+
+int tl_edit_file(const char* src, const char* dst, const tl_edit_options* options,
+                 tl_edit_report* report) {
+  TL_REQUIRE(src && options, "tl_edit_file: NULL argument");
+  TL_REQUIRE(options->struct_size >= kEditOptionsFirstSize &&
+                 options->struct_size <= sizeof(tl_edit_options),
+             "tl_edit_file: struct_size is not that of a tl_edit_options (use tl_edit_options_init)");
+  const tl_edit_options& c = *options;
+  const auto given = [](const char* const* array, size_t count) { return count == 0 || array; };
+  TL_REQUIRE(given(c.set_keys, c.set_count) && given(c.set_values, c.set_count) &&
+                 given(c.delete_keys, c.delete_count) && given(c.keep, c.keep_count) &&
+                 given(c.drop, c.drop_count) && given(c.rename_patterns, c.rename_count) &&
+                 given(c.rename_replacements, c.rename_count),
+             "tl_edit_file: an array is NULL but its count is not 0");
+  const auto strings = [](const char* const* array, size_t count) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < count; ++i) {
+      if (!array[i]) tlio::throw_invalid("tl_edit_file: a NULL string in an array");
+      out.emplace_back(array[i]);
+    }
+    return out;
+  };
+  return guard([&] {
+    tlio::EditOptions o;
+    const std::vector<std::string> keys = strings(c.set_keys, c.set_count),
+                                   values = strings(c.set_values, c.set_count);
+    for (size_t i = 0; i < keys.size(); ++i) o.set_metadata[keys[i]] = values[i];
+    o.delete_metadata = strings(c.delete_keys, c.delete_count);
+    o.tensors.keep = strings(c.keep, c.keep_count);
+    o.tensors.drop = strings(c.drop, c.drop_count);
+    const std::vector<std::string> patterns = strings(c.rename_patterns, c.rename_count),
+                                   replacements = strings(c.rename_replacements, c.rename_count);
+    for (size_t i = 0; i < patterns.size(); ++i)
+      o.tensors.rename.emplace_back(patterns[i], replacements[i]);
+    if (c.progress) {
+      const tl_progress_fn fn = c.progress;
+      void* user = c.progress_user;
+      o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
+    }
+    if (c.token) o.open.token = c.token;
+    const tlio::EditReport r = tlio::edit_file(src, dst ? dst : "", o);
+    if (report) *report = {r.kept, r.dropped, r.renamed, r.in_place ? 1 : 0, r.data_bytes};
+  });
+}
+
 int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
                          uint64_t max_shard_size, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_checkpoint: NULL argument");

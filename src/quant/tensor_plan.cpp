@@ -49,10 +49,15 @@ std::string replacement_format(const std::string& replacement, unsigned groups,
   return out;
 }
 
+// The index of the first of `patterns` found in `name`, or -1.
+int first_match(const std::vector<std::regex>& patterns, const std::string& name) {
+  for (size_t i = 0; i < patterns.size(); ++i)
+    if (std::regex_search(name, patterns[i])) return static_cast<int>(i);
+  return -1;
+}
+
 bool matches_any(const std::vector<std::regex>& patterns, const std::string& name) {
-  for (const std::regex& p : patterns)
-    if (std::regex_search(name, p)) return true;
-  return false;
+  return first_match(patterns, name) >= 0;
 }
 
 // The part of a quantized weight's stored names that names the layer: their longest common
@@ -103,6 +108,21 @@ TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
   if (!selection.empty()) {
     for (const QuantizedWeight& w : find_quantized_weights(src)) {
       const bool kept = selected(w.name);
+      for (const std::string& part : w.stored) {
+        if (part == w.name) continue;
+        // A pattern that would split the weight: a drop naming a part of a kept one, or a keep
+        // naming a part of one left out.
+        const int drop_hit = first_match(drop, part);
+        const int keep_hit = kept || keep.empty() || drop_hit >= 0 ? -1 : first_match(keep, part);
+        if ((kept && drop_hit >= 0) || keep_hit >= 0)
+          throw_invalid(fmt::format("{} regex {} matches {}, a stored tensor of quantized weight "
+                                    "{} ({}), which moves whole: select the weight by its name, "
+                                    "or dequantize it first", kept ? "drop" : "keep",
+                                    quote_name(kept ? selection.drop[drop_hit]
+                                                    : selection.keep[keep_hit]),
+                                    quote_name(part), quote_name(w.name), w.scheme.name()),
+                        part);
+      }
       const std::string stem = common_stem(w.stored);
       const std::string new_stem = rules.empty() ? stem : renamed(stem);
       for (const std::string& part : w.stored)

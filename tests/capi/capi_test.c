@@ -418,6 +418,82 @@ static void test_model(const char* dir) {
   tl_model_close(m);
 }
 
+/* Metadata edited in place, tensors kept, dropped and renamed by rewrite, refusals. */
+static void test_edit(const char* dir) {
+  char src[4096], out[4096];
+  snprintf(src, sizeof src, "%s/edit.safetensors", dir);
+  snprintf(out, sizeof out, "%s/edited.safetensors", dir);
+  tl_writer* w = NULL;
+  float a[2] = {1, 2}, b[2] = {3, 4};
+  uint64_t shape[1] = {2};
+  CHECK(tl_writer_open(src, &w) == TL_OK);
+  CHECK(tl_writer_set_metadata(w, "format", "pt") == TL_OK);
+  CHECK(tl_writer_add(w, "layers.0.w", TL_F32, 1, shape, a, sizeof a) == TL_OK);
+  CHECK(tl_writer_add(w, "layers.1.w", TL_F32, 1, shape, b, sizeof b) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+
+  tl_edit_options o;
+  tl_edit_options_init(&o);
+  const char* keys[1] = {"format"};
+  const char* values[1] = {"np"};
+  o.set_keys = keys;
+  o.set_values = values;
+  o.set_count = 1;
+  tl_edit_report r;
+  CHECK(tl_edit_file(src, NULL, &o, &r) == TL_OK && r.in_place == 1 && r.kept == 2);
+  tl_file* f = NULL;
+  CHECK(tl_open(src, &f) == TL_OK);
+  if (f) {
+    CHECK(strcmp(tl_metadata_get(f, "format"), "np") == 0);
+    tl_close(f);
+  }
+
+  tl_edit_options_init(&o);
+  const char* drop[1] = {"^layers\\.0\\."};
+  const char* patterns[1] = {"^layers\\.(\\d+)\\.w$"};
+  const char* replacements[1] = {"h\\1"};
+  o.drop = drop;
+  o.drop_count = 1;
+  o.rename_patterns = patterns;
+  o.rename_replacements = replacements;
+  o.rename_count = 1;
+  CHECK(tl_edit_file(src, out, &o, &r) == TL_OK && r.in_place == 0 && r.kept == 1 &&
+        r.dropped == 1 && r.renamed == 1 && r.data_bytes == 8);
+  CHECK(tl_open(out, &f) == TL_OK);
+  if (f) {
+    size_t i;
+    float got[2];
+    CHECK(tl_tensor_count(f) == 1 && tl_tensor_find(f, "h1", &i) == TL_OK);
+    CHECK(tl_tensor_read(f, i, got, sizeof got) == TL_OK && got[1] == 4.0f);
+    tl_close(f);
+  }
+
+  /* Refused, nothing written: two tensors renamed to one name, a key that is not there, an
+   * array without its strings, a struct_size of something else. */
+  remove(out);
+  const char* clash[1] = {"\\d"};
+  const char* empty[1] = {""};
+  tl_edit_options_init(&o);
+  o.rename_patterns = clash;
+  o.rename_replacements = empty;
+  o.rename_count = 1;
+  CHECK(tl_edit_file(src, out, &o, NULL) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "the same name \"layers..w\"") != NULL);
+  tl_edit_options_init(&o);
+  const char* missing[1] = {"licence"};
+  o.delete_keys = missing;
+  o.delete_count = 1;
+  CHECK(tl_edit_file(src, out, &o, NULL) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "licence") != NULL);
+  tl_edit_options_init(&o);
+  o.keep_count = 1;
+  CHECK(tl_edit_file(src, out, &o, NULL) == TL_EINVAL);
+  tl_edit_options_init(&o);
+  o.struct_size = 8;
+  CHECK(tl_edit_file(src, out, &o, NULL) == TL_EINVAL);
+  CHECK(tl_open(out, &f) == TL_EIO);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -425,6 +501,7 @@ int main(int argc, char** argv) {
   test_read(TL_OPEN_PRIVATE);
   test_errors();
   test_write(dir);
+  test_edit(dir);
   test_output_safety(dir);
   test_import(dir);
   test_convert_and_int4();

@@ -187,6 +187,21 @@ TEST_P(EditQuantized, WeightsMoveWhole) {
   EXPECT_EQ(find_quantized_weights(k).size(), 2u);
   EXPECT_EQ(k.tensors().size(), quantized.tensors().size() - 1);
 
+  // A regex that names a stored tensor alone would split the weight: refused.
+  for (const bool as_drop : {true, false}) {
+    EditOptions split;
+    const std::string part = find_quantized_weights(quantized)[0].stored.back();
+    (as_drop ? split.tensors.drop : split.tensors.keep).push_back("^" + part + "$");
+    try {
+      edit_file(dir / "q.safetensors", dir / "s.safetensors", split);
+      ADD_FAILURE() << (as_drop ? "drop" : "keep") << " of " << part << " alone was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.tensor(), part) << (as_drop ? "drop" : "keep");
+      EXPECT_NE(std::string(e.what()).find("which moves whole"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "s.safetensors"));
+  }
+
   // Dropping one logical weight drops all its stored tensors.
   EditOptions drop;
   drop.tensors.drop = {"layers\\.1\\."};

@@ -535,6 +535,33 @@ PYBIND11_MODULE(_tlio, m) {
     }
     return py::make_tuple(r.converted, r.kept);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
+  m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
+                        const std::map<std::string, std::string>& metadata,
+                        const std::vector<std::string>& del, const std::vector<std::string>& keep,
+                        const std::vector<std::string>& drop,
+                        const std::vector<std::pair<std::string, std::string>>& rename) {
+    tlio::EditOptions o;
+    o.set_metadata = metadata;
+    o.delete_metadata = del;
+    o.tensors.keep = keep;
+    o.tensors.drop = drop;
+    o.tensors.rename = rename;
+    tlio::EditReport r;
+    {
+      LongCall call;
+      r = tlio::edit_file(src, dst, o);
+    }
+    py::dict d;
+    d["kept"] = r.kept;
+    d["dropped"] = r.dropped;
+    d["renamed"] = r.renamed;
+    d["in_place"] = r.in_place;
+    d["data_bytes"] = r.data_bytes;
+    py::dict meta;
+    for (const auto& [k, v] : r.metadata) meta[py::str(k)] = py::str(v);
+    d["metadata"] = meta;
+    return d;
+  });
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                             const std::string& scheme, const std::string& include,
                             const std::string& exclude, std::optional<uint64_t> blocksize,

@@ -30,7 +30,7 @@ from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
-           "deserialize", "import_checkpoint", "read_checkpoint"]
+           "deserialize", "import_checkpoint", "read_checkpoint", "edit_file"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch")
@@ -262,6 +262,70 @@ def deserialize(bytes):  # noqa: A002 - the package's parameter name
 
 def _builtins_bytes(data):
     return data if isinstance(data, bytes) else bytes(data)
+
+
+# ---- editing -------------------------------------------------------------------------------------
+
+def _strings(value, what):
+    """None, one str, or an iterable of str, as a list (TypeError naming `what` otherwise)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a str or an iterable of str, not "
+                        f"{type(value).__name__}") from None
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"{what} must hold str, not {type(item).__name__} ({item!r})")
+    return items
+
+
+def _rename_rules(rename):
+    """A dict {regex: replacement} or an iterable of (regex, replacement) pairs, in order."""
+    if rename is None:
+        return []
+    pairs = list(rename.items()) if isinstance(rename, dict) else list(rename)
+    for pair in pairs:
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 2 or
+                not all(isinstance(x, str) for x in pair)):
+            raise TypeError(f"rename must map str regexes to str replacements, got {pair!r}")
+    return [tuple(p) for p in pairs]
+
+
+def edit_file(src, dst=None, *, metadata=None, delete=(), keep=None, drop=None, rename=None):
+    """Edits the metadata and the set of tensors of `src` without touching the tensors' bytes,
+    as ``tlio metadata`` and ``tlio convert --keep/--drop/--rename`` do.
+
+    The result goes to `dst`, or replaces `src` itself when `dst` is None (or the same file): in
+    place when only the header changes and keeps its length (one synced write of the header),
+    else as one atomic rewrite whose tensor bytes are copied in the kernel.
+
+    metadata: dict of str to str, entries added or replaced. delete: keys removed (each must
+    exist). keep: a regex or a list of them; only tensors matching one are written. drop:
+    regexes; matching tensors are left out. rename: {regex: replacement} or a list of pairs,
+    applied in order, each replacing every match; ``\\1`` inserts a group. Regexes are
+    ECMAScript, searched in names; keep and drop see the original names. A quantized weight
+    moves whole: keep and drop decide by its logical name, and its stored tensors are renamed
+    together.
+
+    Returns a dict: kept, dropped and renamed (tensor counts), in_place (bool), data_bytes (of
+    the result) and metadata (the result's). Raises ValueError, with nothing written, for a bad
+    regex, two tensors renamed to one name, a key to delete that is not there, or a selection
+    that would split a quantized weight or keep no tensor; TypeError for arguments of the wrong
+    type."""
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict of str to str, not {type(metadata).__name__}")
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"metadata must map str to str, got {k!r}: {v!r}")
+    return _tlio.edit_file(_os.fspath(src), "" if dst is None else _os.fspath(dst), metadata,
+                           _strings(delete, "delete"), _strings(keep, "keep"),
+                           _strings(drop, "drop"), _rename_rules(rename))
 
 
 # ---- PyTorch checkpoints -----------------------------------------------------------------------

@@ -49,6 +49,7 @@
 
 mod checkpoint;
 mod dtype;
+mod edit;
 mod error;
 mod file;
 mod interrupt;
@@ -59,6 +60,7 @@ mod writer;
 
 pub use checkpoint::{import_checkpoint, ImportOptions};
 pub use dtype::Dtype;
+pub use edit::{edit_file, EditOptions, EditReport};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};

@@ -40,7 +40,7 @@ impl<'a> QuantizeOptions<'a> {
     }
 }
 
-unsafe extern "C" fn call_progress(done: u64, total: u64, user: *mut c_void) {
+pub(crate) unsafe extern "C" fn call_progress(done: u64, total: u64, user: *mut c_void) {
     let f = &mut *(user as *mut &mut dyn FnMut(u64, u64));
     // A panic must not unwind into C++.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(done, total)));

@@ -96,6 +96,36 @@ pub struct tl_quantize_options {
 }
 
 #[repr(C)]
+pub struct tl_edit_options {
+    pub struct_size: usize,
+    pub set_keys: *const *const c_char,
+    pub set_values: *const *const c_char,
+    pub set_count: usize,
+    pub delete_keys: *const *const c_char,
+    pub delete_count: usize,
+    pub keep: *const *const c_char,
+    pub keep_count: usize,
+    pub drop: *const *const c_char,
+    pub drop_count: usize,
+    pub rename_patterns: *const *const c_char,
+    pub rename_replacements: *const *const c_char,
+    pub rename_count: usize,
+    pub progress: tl_progress_fn,
+    pub progress_user: *mut c_void,
+    pub token: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub struct tl_edit_report {
+    pub kept: usize,
+    pub dropped: usize,
+    pub renamed: usize,
+    pub in_place: c_int,
+    pub data_bytes: u64,
+}
+
+#[repr(C)]
 pub struct tl_open_options {
     pub struct_size: usize,
     pub flags: c_uint,
@@ -252,6 +282,13 @@ extern "C" {
         exclude: *const c_char,
     ) -> c_int;
     pub fn tl_dequantize_file(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+    pub fn tl_edit_options_init(options: *mut tl_edit_options);
+    pub fn tl_edit_file(
+        src: *const c_char,
+        dst: *const c_char,
+        options: *const tl_edit_options,
+        report: *mut tl_edit_report,
+    ) -> c_int;
     pub fn tl_import_checkpoint(
         src: *const c_char,
         dst: *const c_char,

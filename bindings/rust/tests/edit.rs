@@ -1,0 +1,89 @@
+//! edit_file: metadata in place, keep/drop/rename by rewrite, refusals that write nothing.
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+
+use support::*;
+
+fn sample(path: &std::path::Path) {
+    let mut w = tlio::Writer::create(path).unwrap();
+    w.metadata("format", "pt").unwrap();
+    let tensors = [("layers.0.w", [1.0f32, 2.0]), ("layers.1.w", [3.0, 4.0])];
+    for (name, _) in &tensors {
+        w.declare(name, tlio::Dtype::F32, &[2]).unwrap();
+    }
+    for (name, values) in &tensors {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.write(name, &bytes).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn metadata_in_place_and_tensors_by_rewrite() {
+    let dir = scratch("edit");
+    let src = dir.join("m.safetensors");
+    sample(&src);
+    let inode = std::fs::metadata(&src).unwrap().ino();
+    let r = tlio::edit_file(
+        &src,
+        None,
+        tlio::EditOptions {
+            set_metadata: vec![("format".into(), "np".into())],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(r.in_place);
+    assert_eq!(std::fs::metadata(&src).unwrap().ino(), inode);
+    assert_eq!(tlio::File::open(&src).unwrap().metadata()["format"], "np");
+
+    let out = dir.join("out.safetensors");
+    let mut calls = 0;
+    let mut progress = |_done: u64, _total: u64| calls += 1;
+    let r = tlio::edit_file(
+        &src,
+        Some(&out),
+        tlio::EditOptions {
+            drop: vec![r"^layers\.0\.".into()],
+            rename: vec![(r"^layers\.(\d+)\.w$".into(), r"h\1".into())],
+            progress: Some(&mut progress),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        r,
+        tlio::EditReport { kept: 1, dropped: 1, renamed: 1, in_place: false, data_bytes: 8 }
+    );
+    assert!(calls >= 1);
+    let f = tlio::File::open(&out).unwrap();
+    assert_eq!(f.names(), vec!["h1"]);
+    assert_eq!(f.read_as_f32("h1").unwrap(), vec![3.0, 4.0]);
+}
+
+#[test]
+fn refusals_write_nothing() {
+    let dir = scratch("edit-refused");
+    let src = dir.join("m.safetensors");
+    sample(&src);
+    let before = std::fs::read(&src).unwrap();
+    let out = dir.join("out.safetensors");
+    let clash = tlio::edit_file(
+        &src,
+        Some(&out),
+        tlio::EditOptions { rename: vec![(r"\d".into(), "".into())], ..Default::default() },
+    )
+    .unwrap_err();
+    assert_eq!(clash.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(clash.to_string().contains("the same name \"layers..w\""), "{clash}");
+    let missing = tlio::edit_file(
+        &src,
+        Some(&out),
+        tlio::EditOptions { delete_metadata: vec!["licence".into()], ..Default::default() },
+    )
+    .unwrap_err();
+    assert!(missing.to_string().contains("no metadata key \"licence\""), "{missing}");
+    assert_eq!(std::fs::read(&src).unwrap(), before);
+    assert!(!out.exists());
+}

@@ -1,6 +1,6 @@
-// cli/cmd_values.cpp: commands that look at tensor values: `tlio cat`, `tlio stats`, `tlio diff`.
-// Values are converted to F64 chunk by chunk (through the public convert API), so any size works
-// in bounded memory.
+// cli/cmd_values.cpp: commands that look at tensor values: `tlio cat`, `tlio stats` (`tlio diff` is
+// cmd_diff.cpp). Values are converted to F64 chunk by chunk (through the public convert API), so
+// any size works in bounded memory.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
@@ -304,121 +304,6 @@ void add_stats(CLI::App& app, int& exit_code) {
         if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
       }
       return kExitOk;
-    });
-  });
-}
-
-// ---- diff ----------------------------------------------------------------------------------------
-
-void add_diff(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("diff", "Compare the tensors of two files");
-  cmd->footer("Lists tensors only in one file and dtype/shape differences, and per common tensor\n"
-              "the largest absolute and relative difference and the RMSE. Equal means\n"
-              "|a - b| <= atol + rtol * |b| everywhere (NaN equals NaN in the same place).\n"
-              "Exit 0 when the files are equal within tolerance, 1 otherwise.\n\n"
-              "Example: tlio diff a.safetensors b.safetensors --atol 1e-3");
-  struct Args {
-    std::string a, b;
-    bool json = false;
-    double atol = 0, rtol = 0;
-  };
-  auto a = std::make_shared<Args>();
-  cmd->add_option("A", a->a, "First file or URL")->required();
-  cmd->add_option("B", a->b, "Second file or URL")->required();
-  add_token_option(cmd);
-  cmd->add_flag("--json", a->json, "Machine-readable output");
-  cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(CLI::NonNegativeNumber);
-  cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
-      tlio::File fa = tlio::File::open(a->a, open_options()), fb = tlio::File::open(a->b, open_options());
-      std::vector<std::string> only_a, only_b, mismatched;
-      struct Row {
-        std::string name;
-        double max_abs = 0, max_rel = 0, rmse = 0;
-        bool equal = true;
-      };
-      std::vector<Row> rows;
-      for (auto name : fa.header().sorted_names())
-        if (!fb.header().find(name)) only_a.emplace_back(name);
-      for (auto name : fb.header().sorted_names())
-        if (!fa.header().find(name)) only_b.emplace_back(name);
-      for (auto name_view : fa.header().sorted_names()) {
-        const std::string name(name_view);
-        const tlio::TensorInfo* ta = &fa.header().at(name);
-        const tlio::TensorInfo* tb = fb.header().find(name);
-        if (!tb) continue;
-        if (ta->dtype != tb->dtype || !(ta->shape == tb->shape)) {
-          mismatched.push_back(fmt::format("{}: {} [{}] vs {} [{}]", display_name(name),
-                                           tlio::dtype_name(ta->dtype), fmt::join(ta->shape, ", "),
-                                           tlio::dtype_name(tb->dtype), fmt::join(tb->shape, ", ")));
-          continue;
-        }
-        Row r{name};
-        if (!numeric(ta->dtype)) {  // compare bytes
-          auto va = fa.view(name).bytes(), vb = fb.view(name).bytes();
-          r.equal = std::equal(va.begin(), va.end(), vb.begin(), vb.end());
-          r.max_abs = r.equal ? 0 : std::numeric_limits<double>::infinity();
-          rows.push_back(r);
-          continue;
-        }
-        std::vector<double> other;
-        double sq = 0;
-        uint64_t count = 0;
-        const tlio::TensorView vb = fb.view(name);
-        const unsigned bits = tlio::dtype_bits(tb->dtype);
-        for_each_chunk(fa, *ta, [&](std::span<const double> x) {
-          other.resize(x.size());
-          tlio::convert(tb->dtype, vb.bytes().subspan(count * bits / 8, x.size() * bits / 8),
-                        tlio::Dtype::F64, std::as_writable_bytes(std::span(other)), x.size());
-          for (size_t i = 0; i < x.size(); ++i) {
-            const double u = x[i], v = other[i];
-            if (std::isnan(u) || std::isnan(v)) {
-              if (std::isnan(u) != std::isnan(v)) r.equal = false, r.max_abs = INFINITY;
-              continue;
-            }
-            if (u == v) continue;  // equal infinities included
-            const double d = std::fabs(u - v);
-            r.max_abs = std::max(r.max_abs, d);
-            if (v != 0) r.max_rel = std::max(r.max_rel, d / std::fabs(v));
-            else r.max_rel = INFINITY;
-            if (std::isfinite(d)) sq += d * d;
-            if (!(d <= a->atol + a->rtol * std::fabs(v))) r.equal = false;
-          }
-          count += x.size();
-        });
-        r.rmse = count ? std::sqrt(sq / static_cast<double>(count)) : 0;
-        rows.push_back(r);
-      }
-      const bool equal = only_a.empty() && only_b.empty() && mismatched.empty() &&
-                         std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.equal; });
-      if (a->json) {
-        auto num = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
-        std::vector<std::string> oa, ob, rs;
-        for (const auto& n : only_a) oa.push_back(json_string(n));
-        for (const auto& n : only_b) ob.push_back(json_string(n));
-        for (const auto& r : rows)
-          rs.push_back(fmt::format("{{\"name\":{},\"equal\":{},\"max_abs_diff\":{},\"max_rel_diff\":{},\"rmse\":{}}}",
-                                   json_string(r.name), r.equal ? "true" : "false", num(r.max_abs),
-                                   num(r.max_rel), num(r.rmse)));
-        std::vector<std::string> ms;
-        for (const auto& m : mismatched) ms.push_back(json_string(m));
-        fmt::print("{{\"equal\":{},\"only_in_a\":[{}],\"only_in_b\":[{}],\"mismatched\":[{}],\"tensors\":[{}]}}\n",
-                   equal ? "true" : "false", fmt::join(oa, ","), fmt::join(ob, ","), fmt::join(ms, ","),
-                   fmt::join(rs, ","));
-      } else {
-        for (const auto& n : only_a) fmt::print("only in {}: {}\n", a->a, display_name(n));
-        for (const auto& n : only_b) fmt::print("only in {}: {}\n", a->b, display_name(n));
-        for (const auto& m : mismatched) fmt::print("differs: {}\n", m);
-        for (const auto& r : rows)
-          if (!r.equal || r.max_abs > 0)
-            fmt::print("{} {}: max abs {:.6g}, max rel {:.6g}, rmse {:.6g}\n",
-                       r.equal ? "within tolerance" : "differs", display_name(r.name), r.max_abs,
-                       r.max_rel, r.rmse);
-        fmt::print("{}: {} common tensors, {}\n", equal ? "equal" : "different", rows.size(),
-                   equal ? "all within tolerance" : "see above");
-      }
-      return equal ? kExitOk : kExitFailure;
     });
   });
 }

@@ -535,6 +535,40 @@ PYBIND11_MODULE(_tlio, m) {
     }
     return py::make_tuple(r.converted, r.kept);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
+  m.def("compare_files", [](const tlio::File& a, const tlio::File& b, double atol, double rtol) {
+    tlio::CompareOptions o;
+    o.atol = atol;
+    o.rtol = rtol;
+    tlio::CompareReport r;
+    {
+      LongCall call;
+      r = tlio::compare_files(a, b, o);
+    }
+    py::list tensors;
+    for (const tlio::TensorComparison& c : r.tensors) {
+      py::dict d;
+      d["name"] = c.name;
+      d["a_type"] = c.a_type;
+      d["b_type"] = c.b_type;
+      d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
+      d["elements"] = c.elements;
+      d["compared"] = c.compared;
+      d["note"] = c.note;
+      d["max_abs"] = c.max_abs;
+      d["max_rel"] = c.max_rel;
+      d["rmse"] = c.rmse;
+      d["cosine"] = c.cosine;
+      d["outside"] = c.outside;
+      d["equal"] = c.equal;
+      tensors.append(d);
+    }
+    py::dict d;
+    d["equal"] = r.equal;
+    d["only_in_a"] = r.only_in_a;
+    d["only_in_b"] = r.only_in_b;
+    d["tensors"] = tensors;
+    return d;
+  });
   m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
                         const std::map<std::string, std::string>& metadata,
                         const std::vector<std::string>& del, const std::vector<std::string>& keep,

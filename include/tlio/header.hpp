@@ -71,6 +71,11 @@ class TLIO_API Header {
   uint64_t data_size_ = 0;
 };
 
+/// Natural order of names, as people read them: runs of ASCII digits compare by their value
+/// ("layers.2" before "layers.10"; "01" before "1" when the values tie), everything else by
+/// bytes. A strict weak order: sort with it.
+TLIO_API bool natural_less(std::string_view a, std::string_view b) noexcept;
+
 /// Byte size of `count` elements of `dtype`; nullopt on overflow or when count * bits is not
 /// a whole number of bytes.
 TLIO_API std::optional<uint64_t> tensor_bytes(Dtype dtype,

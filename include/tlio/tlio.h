@@ -249,6 +249,50 @@ TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme
 /* dtype: TL_F32, TL_F16 or TL_BF16, or -1 for each weight's default dtype. */
 TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
+/* ---- comparing values ------------------------------------------------------------------------
+ * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):
+ * other dtypes, and quantized weights (int4, nf4, fp4, int8) dequantized, under their logical
+ * names. A value of A is within tolerance of B's when |a - b| <= atol + rtol * |b|, or both are
+ * NaN, or the same infinity. */
+typedef struct tl_compare_options {
+  size_t struct_size;      /* sizeof(tl_compare_options) */
+  double atol;             /* finite, not negative (default 0) */
+  double rtol;
+  tl_progress_fn progress; /* elements compared / all, or NULL */
+  void* progress_user;
+} tl_compare_options;
+TL_API void tl_compare_options_init(tl_compare_options* options);
+typedef struct tl_comparison tl_comparison;
+typedef struct tl_tensor_comparison {
+  const char* name;
+  const char* a_type;     /* a dtype ("BF16") or a scheme ("nf4") */
+  const char* b_type;
+  size_t rank;
+  const uint64_t* shape;  /* logical (A's when the shapes differ) */
+  uint64_t elements;
+  int compared;           /* 0: not compared by value; note says why */
+  const char* note;
+  double max_abs;         /* infinite where one side is NaN or infinite alone */
+  double max_rel;
+  double rmse;
+  double cosine;
+  uint64_t outside;       /* elements outside tolerance */
+  int equal;
+} tl_tensor_comparison;
+/* `out` is freed with tl_comparison_free; its strings and shapes live until then. */
+TL_API int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_options* options,
+                            tl_comparison** out);
+/* 1 when no name is in one file only and every common tensor is equal within tolerance. */
+TL_API int tl_comparison_equal(const tl_comparison* comparison);
+/* The common names, in natural order ("layers.2" before "layers.10"). */
+TL_API size_t tl_comparison_count(const tl_comparison* comparison);
+TL_API int tl_comparison_at(const tl_comparison* comparison, size_t index,
+                            tl_tensor_comparison* out);
+/* Names only in A (side 0) or only in B (side 1); NULL when index is out of range. */
+TL_API size_t tl_comparison_only_count(const tl_comparison* comparison, int side);
+TL_API const char* tl_comparison_only_at(const tl_comparison* comparison, int side, size_t index);
+TL_API void tl_comparison_free(tl_comparison* comparison);
+
 /* ---- editing ---------------------------------------------------------------------------------
  * Metadata edits and keep/drop/rename of tensors without touching their bytes (as `tlio metadata`
  * and `tlio convert --keep/--drop/--rename`). Regexes are ECMAScript, searched in names; keep and

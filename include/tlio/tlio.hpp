@@ -4,6 +4,7 @@
 #include "tlio/bigram.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/checkpoint.hpp"
+#include "tlio/compare.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/dtype.hpp"

@@ -97,3 +97,42 @@ def test_quantized_weights_move_whole(tmp_path):
                                     "blocks.0.mlp.up_proj.weight.absmax",
                                     "blocks.0.mlp.up_proj.weight.quant_map",
                                     "blocks.0.mlp.up_proj.weight.quant_state.bitsandbytes__nf4"]
+
+
+# ---- compare_files ---------------------------------------------------------------------------
+
+def test_compare_across_dtypes_and_quantization(tmp_path):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    tlio.save_file({"model.layers.10.mlp.up_proj.weight": w,
+                    "model.layers.2.mlp.up_proj.weight": w * 2,
+                    "ids": np.arange(4, dtype=np.int64)}, tmp_path / "a.safetensors")
+    tlio.convert_file(tmp_path / "a.safetensors", tmp_path / "bf16.safetensors", "bf16")
+    tlio.quantize_file(tmp_path / "a.safetensors", tmp_path / "nf4.safetensors", "nf4")
+
+    same = tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors")
+    assert same["equal"] and all(t["cosine"] == 1.0 for t in same["tensors"])
+
+    r = tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "bf16.safetensors")
+    assert not r["equal"]
+    names = [t["name"] for t in r["tensors"]]
+    assert names == ["ids", "model.layers.2.mlp.up_proj.weight", "model.layers.10.mlp.up_proj.weight"]
+    t = r["tensors"][2]
+    assert t["a_type"] == "F32" and t["b_type"] == "BF16" and t["shape"] == (64, 64)
+    # BF16 by hand: round to nearest even on the upper 16 bits.
+    bits = w.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+    err = np.abs(w.astype(np.float64) - rounded)
+    assert t["max_abs"] == err.max()
+    assert abs(t["rmse"] - np.sqrt((err ** 2).mean())) < 1e-12
+    assert tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "bf16.safetensors",
+                              rtol=1 / 256)["equal"]
+
+    q = tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "nf4.safetensors")
+    assert q["only_in_a"] == [] and q["only_in_b"] == []  # absmax etc. are not names here
+    nf4 = {t["name"]: t for t in q["tensors"]}["model.layers.2.mlp.up_proj.weight"]
+    assert nf4["b_type"] == "nf4" and 0.99 < nf4["cosine"] < 1 and nf4["outside"] > 0
+    with pytest.raises(ValueError, match="tolerances must be finite"):
+        tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors", atol=-1)
+    with pytest.raises(TypeError, match="atol must be a number"):
+        tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors", atol="0.1")

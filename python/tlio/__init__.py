@@ -30,7 +30,7 @@ from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
-           "deserialize", "import_checkpoint", "read_checkpoint", "edit_file"]
+           "deserialize", "import_checkpoint", "read_checkpoint", "edit_file", "compare_files"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch")
@@ -262,6 +262,28 @@ def deserialize(bytes):  # noqa: A002 - the package's parameter name
 
 def _builtins_bytes(data):
     return data if isinstance(data, bytes) else bytes(data)
+
+
+# ---- comparing values ----------------------------------------------------------------------------
+
+def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None):
+    """Compares the values of every name two files share, as ``tlio diff`` does: after
+    converting both to float64, so different dtypes (F32 against BF16) and quantized weights
+    (int4, nf4, fp4, int8: dequantized, under their logical names) compare too. A value of `a`
+    is within tolerance of `b`'s when ``|a - b| <= atol + rtol * |b|`` (`b` is the reference, as
+    in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs.
+
+    Returns a dict: ``equal`` (no name in one file only, every common tensor within tolerance),
+    ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
+    order: name, a_type and b_type (a dtype or a scheme), shape, elements, compared (False when
+    the values cannot be compared: note says why), note, max_abs, max_rel, rmse, cosine (float;
+    inf where one side is NaN or infinite alone), outside (elements outside tolerance), equal."""
+    for what, value in (("atol", atol), ("rtol", rtol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    fa = _tlio.File(_os.fspath(a), "mmap", token or "")
+    fb = _tlio.File(_os.fspath(b), "mmap", token or "")
+    return _tlio.compare_files(fa, fb, float(atol), float(rtol))
 
 
 # ---- editing -------------------------------------------------------------------------------------

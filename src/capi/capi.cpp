@@ -45,6 +45,10 @@ struct tl_model {
   std::vector<std::unique_ptr<tl_file>> files;
 };
 
+struct tl_comparison {
+  tlio::CompareReport report;
+};
+
 struct tl_writer {
   tlio::Writer writer;
   std::vector<std::pair<std::string, std::pair<const void*, size_t>>> pending;  // tl_writer_add
@@ -517,6 +521,72 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
     tlio::dequantize_file(tlio::File::open(src), dst, d);
   });
 }
+
+void tl_compare_options_init(tl_compare_options* options) {
+  if (!options) return;
+  *options = tl_compare_options{};
+  options->struct_size = sizeof(tl_compare_options);
+}
+
+int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_options* options,
+                     tl_comparison** out) {
+  TL_REQUIRE(a && b && out, "tl_compare_files: NULL argument");
+  TL_REQUIRE(!options || (options->struct_size >= sizeof(tl_compare_options) &&
+                          options->struct_size <= sizeof(tl_compare_options)),
+             "tl_compare_files: struct_size is not that of a tl_compare_options "
+             "(use tl_compare_options_init)");
+  *out = nullptr;
+  return guard([&] {
+    tlio::CompareOptions o;
+    if (options) {
+      o.atol = options->atol;
+      o.rtol = options->rtol;
+      if (options->progress) {
+        const tl_progress_fn fn = options->progress;
+        void* user = options->progress_user;
+        o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
+      }
+    }
+    auto c = std::make_unique<tl_comparison>();
+    c->report = tlio::compare_files(a->file, b->file, o);
+    *out = c.release();
+  });
+}
+
+int tl_comparison_equal(const tl_comparison* comparison) {
+  return comparison && comparison->report.equal ? 1 : 0;
+}
+
+size_t tl_comparison_count(const tl_comparison* comparison) {
+  return comparison ? comparison->report.tensors.size() : 0;
+}
+
+int tl_comparison_at(const tl_comparison* comparison, size_t index, tl_tensor_comparison* out) {
+  TL_REQUIRE(comparison && out, "tl_comparison_at: NULL argument");
+  TL_REQUIRE(index < comparison->report.tensors.size(), "tl_comparison_at: index out of range");
+  const tlio::TensorComparison& c = comparison->report.tensors[index];
+  *out = {c.name.c_str(), c.a_type.c_str(), c.b_type.c_str(), c.shape.size(), c.shape.data(),
+          c.elements, c.compared ? 1 : 0, c.note.c_str(), c.max_abs, c.max_rel, c.rmse, c.cosine,
+          c.outside, c.equal ? 1 : 0};
+  return TL_OK;
+}
+
+static const std::vector<std::string>* only_side(const tl_comparison* comparison, int side) {
+  if (!comparison || (side != 0 && side != 1)) return nullptr;
+  return side == 0 ? &comparison->report.only_in_a : &comparison->report.only_in_b;
+}
+
+size_t tl_comparison_only_count(const tl_comparison* comparison, int side) {
+  const std::vector<std::string>* names = only_side(comparison, side);
+  return names ? names->size() : 0;
+}
+
+const char* tl_comparison_only_at(const tl_comparison* comparison, int side, size_t index) {
+  const std::vector<std::string>* names = only_side(comparison, side);
+  return names && index < names->size() ? (*names)[index].c_str() : nullptr;
+}
+
+void tl_comparison_free(tl_comparison* comparison) { delete comparison; }
 
 void tl_edit_options_init(tl_edit_options* options) {
   if (!options) return;

@@ -45,4 +45,39 @@ std::vector<std::string_view> Header::sorted_names() const {
   return names;
 }
 
+namespace {
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) noexcept {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      // Compare the runs' values without parsing them (they may be longer than any integer):
+      // past leading zeros, the longer run is larger; of equal length, the bytes decide.
+      size_t ie = i, je = j;
+      while (ie < a.size() && is_digit(a[ie])) ++ie;
+      while (je < b.size() && is_digit(b[je])) ++je;
+      size_t iz = i, jz = j;
+      while (iz + 1 < ie && a[iz] == '0') ++iz;
+      while (jz + 1 < je && b[jz] == '0') ++jz;
+      const std::string_view va = a.substr(iz, ie - iz), vb = b.substr(jz, je - jz);
+      if (va.size() != vb.size()) return va.size() < vb.size();
+      if (va != vb) return va < vb;
+      // Same value: more leading zeros first, so "01" and "1" are still ordered.
+      if (ie - i != je - j) return ie - i > je - j;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j])
+      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
 }  // namespace tlio

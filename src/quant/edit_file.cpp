@@ -106,6 +106,10 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 
 EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
                      const EditOptions& options) {
+  const bool local = detail::Location::parse(src_path.string()).is_local();
+  if (dst.empty() && !local)
+    throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
+                              detail::Location::parse(src_path.string()).display()));
   const File src = File::open(src_path, options.open);
   EditReport report;
   report.metadata = edited_metadata(src, options);
@@ -117,7 +121,7 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
   report.source_data_bytes = src.header().data_size();
 
   const bool into_source = dst.empty() || same_file(src_path, dst);
-  if (into_source && detail::Location::parse(src_path.string()).is_local())
+  if (into_source && local)
     if (const std::optional<std::string> header = header_in_place(src, plan, report.metadata))
       if (write_header_in_place(src, src_path, *header)) {
         report.in_place = true;

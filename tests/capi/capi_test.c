@@ -494,6 +494,51 @@ static void test_edit(const char* dir) {
   CHECK(tl_open(out, &f) == TL_EIO);
 }
 
+/* Values compared across dtypes: F32 against its BF16 conversion. */
+static void test_compare(const char* dir) {
+  char a_path[4096], b_path[4096];
+  snprintf(a_path, sizeof a_path, "%s/compare_a.safetensors", dir);
+  snprintf(b_path, sizeof b_path, "%s/compare_b.safetensors", dir);
+  float w[4] = {1.0f, 1.0078125f, -3.0f, 0.1f}; /* only 0.1 is not exact in BF16 */
+  uint16_t bf[4];
+  CHECK(tl_convert(TL_F32, w, sizeof w, TL_BF16, bf, sizeof bf, 4) == TL_OK);
+  uint64_t shape[1] = {4};
+  tl_writer* wr = NULL;
+  CHECK(tl_writer_open(a_path, &wr) == TL_OK);
+  CHECK(tl_writer_add(wr, "w", TL_F32, 1, shape, w, sizeof w) == TL_OK);
+  CHECK(tl_writer_add(wr, "only_a", TL_F32, 1, shape, w, sizeof w) == TL_OK);
+  CHECK(tl_writer_commit(wr) == TL_OK);
+  CHECK(tl_writer_open(b_path, &wr) == TL_OK);
+  CHECK(tl_writer_add(wr, "w", TL_BF16, 1, shape, bf, sizeof bf) == TL_OK);
+  CHECK(tl_writer_commit(wr) == TL_OK);
+  tl_file *a = NULL, *b = NULL;
+  CHECK(tl_open(a_path, &a) == TL_OK && tl_open(b_path, &b) == TL_OK);
+  if (!a || !b) return;
+  tl_comparison* c = NULL;
+  CHECK(tl_compare_files(a, b, NULL, &c) == TL_OK);
+  CHECK(tl_comparison_equal(c) == 0);
+  CHECK(tl_comparison_count(c) == 1);
+  CHECK(tl_comparison_only_count(c, 0) == 1 && strcmp(tl_comparison_only_at(c, 0, 0), "only_a") == 0);
+  CHECK(tl_comparison_only_count(c, 1) == 0 && tl_comparison_only_at(c, 1, 0) == NULL);
+  tl_tensor_comparison t;
+  CHECK(tl_comparison_at(c, 0, &t) == TL_OK);
+  CHECK(strcmp(t.name, "w") == 0 && strcmp(t.a_type, "F32") == 0 && strcmp(t.b_type, "BF16") == 0);
+  CHECK(t.compared == 1 && t.equal == 0 && t.outside == 1 && t.elements == 4);
+  CHECK(t.max_abs > 0 && t.max_abs < 0.001 && t.cosine > 0.999999);
+  CHECK(tl_comparison_at(c, 1, &t) == TL_EINVAL);
+  tl_comparison_free(c);
+  tl_compare_options o;
+  tl_compare_options_init(&o);
+  o.atol = 0.001;
+  CHECK(tl_compare_files(a, b, &o, &c) == TL_OK);
+  CHECK(tl_comparison_at(c, 0, &t) == TL_OK && t.equal == 1);
+  tl_comparison_free(c);
+  o.atol = -1;
+  CHECK(tl_compare_files(a, b, &o, &c) == TL_EINVAL && c == NULL);
+  tl_close(a);
+  tl_close(b);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -502,6 +547,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_write(dir);
   test_edit(dir);
+  test_compare(dir);
   test_output_safety(dir);
   test_import(dir);
   test_convert_and_int4();

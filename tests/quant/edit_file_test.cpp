@@ -124,6 +124,14 @@ TEST(EditFile, RefusalsWriteNothing) {
   EditOptions nothing;
   nothing.tensors.keep = {"^encoder\\."};
   refused(nothing, "leaves none of the 4 tensors");
+  // A URL cannot be edited in place (and nothing is fetched to find that out).
+  try {
+    edit_file("http://127.0.0.1:9/m.safetensors", {}, EditOptions{});
+    ADD_FAILURE() << "an edit of a URL without a destination was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("needs a destination"), std::string::npos) << e.what();
+  }
   EditOptions reserved;
   reserved.tensors.rename = {{"^ids$", "__metadata__"}};
   EXPECT_THROW(edit_file(path, dir / "out.safetensors", reserved), Error);

@@ -48,6 +48,7 @@
 //! repository's `build/`.
 
 mod checkpoint;
+mod compare;
 mod dtype;
 mod edit;
 mod error;
@@ -59,6 +60,7 @@ pub mod sys;
 mod writer;
 
 pub use checkpoint::{import_checkpoint, ImportOptions};
+pub use compare::{compare_files, CompareOptions, Comparison, TensorComparison};
 pub use dtype::Dtype;
 pub use edit::{edit_file, EditOptions, EditReport};
 pub use error::{Error, ErrorKind, Result};

@@ -96,6 +96,38 @@ pub struct tl_quantize_options {
 }
 
 #[repr(C)]
+pub struct tl_compare_options {
+    pub struct_size: usize,
+    pub atol: f64,
+    pub rtol: f64,
+    pub progress: tl_progress_fn,
+    pub progress_user: *mut c_void,
+}
+
+#[repr(C)]
+pub struct tl_comparison {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct tl_tensor_comparison {
+    pub name: *const c_char,
+    pub a_type: *const c_char,
+    pub b_type: *const c_char,
+    pub rank: usize,
+    pub shape: *const u64,
+    pub elements: u64,
+    pub compared: c_int,
+    pub note: *const c_char,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub rmse: f64,
+    pub cosine: f64,
+    pub outside: u64,
+    pub equal: c_int,
+}
+
+#[repr(C)]
 pub struct tl_edit_options {
     pub struct_size: usize,
     pub set_keys: *const *const c_char,
@@ -282,6 +314,27 @@ extern "C" {
         exclude: *const c_char,
     ) -> c_int;
     pub fn tl_dequantize_file(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+    pub fn tl_compare_options_init(options: *mut tl_compare_options);
+    pub fn tl_compare_files(
+        a: *const tl_file,
+        b: *const tl_file,
+        options: *const tl_compare_options,
+        out: *mut *mut tl_comparison,
+    ) -> c_int;
+    pub fn tl_comparison_equal(comparison: *const tl_comparison) -> c_int;
+    pub fn tl_comparison_count(comparison: *const tl_comparison) -> usize;
+    pub fn tl_comparison_at(
+        comparison: *const tl_comparison,
+        index: usize,
+        out: *mut tl_tensor_comparison,
+    ) -> c_int;
+    pub fn tl_comparison_only_count(comparison: *const tl_comparison, side: c_int) -> usize;
+    pub fn tl_comparison_only_at(
+        comparison: *const tl_comparison,
+        side: c_int,
+        index: usize,
+    ) -> *const c_char;
+    pub fn tl_comparison_free(comparison: *mut tl_comparison);
     pub fn tl_edit_options_init(options: *mut tl_edit_options);
     pub fn tl_edit_file(
         src: *const c_char,

@@ -54,7 +54,13 @@ fn metadata_in_place_and_tensors_by_rewrite() {
     .unwrap();
     assert_eq!(
         r,
-        tlio::EditReport { kept: 1, dropped: 1, renamed: 1, in_place: false, data_bytes: 8 }
+        tlio::EditReport {
+            kept: 1,
+            dropped: 1,
+            renamed: 1,
+            in_place: false,
+            data_bytes: 8
+        }
     );
     assert!(calls >= 1);
     let f = tlio::File::open(&out).unwrap();
@@ -72,18 +78,69 @@ fn refusals_write_nothing() {
     let clash = tlio::edit_file(
         &src,
         Some(&out),
-        tlio::EditOptions { rename: vec![(r"\d".into(), "".into())], ..Default::default() },
+        tlio::EditOptions {
+            rename: vec![(r"\d".into(), "".into())],
+            ..Default::default()
+        },
     )
     .unwrap_err();
     assert_eq!(clash.kind(), tlio::ErrorKind::InvalidArgument);
-    assert!(clash.to_string().contains("the same name \"layers..w\""), "{clash}");
+    assert!(
+        clash.to_string().contains("the same name \"layers..w\""),
+        "{clash}"
+    );
     let missing = tlio::edit_file(
         &src,
         Some(&out),
-        tlio::EditOptions { delete_metadata: vec!["licence".into()], ..Default::default() },
+        tlio::EditOptions {
+            delete_metadata: vec!["licence".into()],
+            ..Default::default()
+        },
     )
     .unwrap_err();
-    assert!(missing.to_string().contains("no metadata key \"licence\""), "{missing}");
+    assert!(
+        missing.to_string().contains("no metadata key \"licence\""),
+        "{missing}"
+    );
     assert_eq!(std::fs::read(&src).unwrap(), before);
     assert!(!out.exists());
+}
+
+#[test]
+fn compare_across_dtypes() {
+    let dir = scratch("compare");
+    let a = dir.join("a.safetensors");
+    sample(&a);
+    let b = dir.join("b.safetensors");
+    let out = run_tlio(&[
+        "convert".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--dtype".as_ref(),
+        "f16".as_ref(),
+    ]);
+    assert!(out.status.success(), "{:?}", out);
+    let (fa, fb) = (tlio::File::open(&a).unwrap(), tlio::File::open(&b).unwrap());
+    let same = tlio::compare_files(&fa, &fa, Default::default()).unwrap();
+    assert!(same.equal);
+    assert!(same.tensors.iter().all(|t| t.cosine == 1.0));
+    // 1, 2, 3 and 4 are exact in F16: equal, with B's dtype named.
+    let r = tlio::compare_files(&fa, &fb, Default::default()).unwrap();
+    assert!(r.equal, "{r:?}");
+    let names: Vec<&str> = r.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["layers.0.w", "layers.1.w"]);
+    assert_eq!(
+        (r.tensors[0].a_type.as_str(), r.tensors[0].b_type.as_str()),
+        ("F32", "F16")
+    );
+    assert_eq!(r.tensors[0].shape, vec![2]);
+    let bad = tlio::compare_files(
+        &fa,
+        &fb,
+        tlio::CompareOptions {
+            atol: -1.0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(bad.unwrap_err().kind(), tlio::ErrorKind::InvalidArgument);
 }

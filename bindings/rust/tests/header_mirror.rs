@@ -43,17 +43,18 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A C type (words without the declarator's name) as Rust spells it in sys.rs.
+/// A C type (words without the declarator's name) as Rust spells it in sys.rs. Pointers are
+/// spelled from the inside out: each `*` is `*const` when what it points at is const (a
+/// `const` before the base type for the first, right before that `*` for the others).
 fn rust_type(c: &[String]) -> String {
     let stars = c.iter().filter(|w| *w == "*").count();
-    let is_const = c.first().map_or(false, |w| w == "const");
     let base: Vec<&str> = c
         .iter()
         .map(String::as_str)
         .filter(|w| !matches!(*w, "const" | "struct" | "*"))
         .collect();
     assert_eq!(base.len(), 1, "unexpected C type {:?}", c);
-    let base = match base[0] {
+    let mut out = match base[0] {
         "char" => "c_char",
         "void" if stars == 0 => return String::new(),
         "void" => "c_void",
@@ -61,17 +62,21 @@ fn rust_type(c: &[String]) -> String {
         "uint64_t" => "u64",
         "int" => "c_int",
         "unsigned" => "c_uint",
+        "double" => "f64",
         other => other,
-    };
-    if stars == 0 {
-        return base.to_string();
     }
-    format!(
-        "{}{}{}",
-        "*mut ".repeat(stars - 1),
-        if is_const { "*const " } else { "*mut " },
-        base
-    )
+    .to_string();
+    let first_star = c.iter().position(|w| w == "*").unwrap_or(c.len());
+    let mut pointee_const = c[..first_star].iter().any(|w| w == "const");
+    for w in c.iter().skip(first_star) {
+        if w == "*" {
+            out = format!("{}{}", if pointee_const { "*const " } else { "*mut " }, out);
+            pointee_const = false;
+        } else if w == "const" {
+            pointee_const = true;
+        }
+    }
+    out
 }
 
 /// "const char* path" -> ("path", "*const c_char"); arrays become [T; N].
@@ -121,6 +126,10 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "typedef struct tl_quantized_info {",
         "typedef struct tl_quantize_options {",
         "typedef struct tl_open_options {",
+        "typedef struct tl_compare_options {",
+        "typedef struct tl_tensor_comparison {",
+        "typedef struct tl_edit_options {",
+        "typedef struct tl_edit_report {",
     ] {
         let start = text
             .find(marker)
@@ -137,7 +146,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        4 + 2 + 1,
+        8 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

@@ -1,0 +1,130 @@
+//! Comparing the values of two files (as `tlio diff`): across dtypes and against quantized
+//! weights, dequantized under their logical names.
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+
+use crate::error::{check, Result};
+use crate::file::File;
+use crate::quant::call_progress;
+use crate::sys;
+
+/// What `compare_files` does. A value of A is within tolerance of B's when
+/// |a - b| <= atol + rtol * |b| (B is the reference), or both are NaN, or the same infinity.
+#[derive(Default)]
+pub struct CompareOptions<'a> {
+    pub atol: f64,
+    pub rtol: f64,
+    /// Called with (elements compared, all).
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+/// One name both files have (a quantized weight under its logical name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorComparison {
+    pub name: String,
+    /// A dtype ("BF16") or a quantization scheme ("nf4").
+    pub a_type: String,
+    pub b_type: String,
+    /// Logical shape (A's when the shapes differ).
+    pub shape: Vec<u64>,
+    pub elements: u64,
+    /// False when the values cannot be compared: `note` says why.
+    pub compared: bool,
+    pub note: String,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub rmse: f64,
+    pub cosine: f64,
+    /// Elements outside tolerance.
+    pub outside: u64,
+    pub equal: bool,
+}
+
+/// What `compare_files` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// No name in one file only, and every common tensor equal within tolerance.
+    pub equal: bool,
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+    /// The common names, in natural order ("layers.2" before "layers.10").
+    pub tensors: Vec<TensorComparison>,
+}
+
+fn text(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: a NUL-terminated string that lives as long as the comparison.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+struct Handle(*mut sys::tl_comparison);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: made by tl_compare_files, freed once.
+        unsafe { sys::tl_comparison_free(self.0) }
+    }
+}
+
+/// Compares every name `a` and `b` share by value, after converting both to F64.
+pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<Comparison> {
+    let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
+    // SAFETY: init fills every field.
+    let mut o = unsafe {
+        sys::tl_compare_options_init(o.as_mut_ptr());
+        o.assume_init()
+    };
+    o.atol = options.atol;
+    o.rtol = options.rtol;
+    let mut progress = options.progress;
+    if let Some(f) = progress.as_mut() {
+        o.progress = Some(call_progress);
+        o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
+    }
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: valid handles; o and the progress closure outlive the call.
+    check(unsafe { sys::tl_compare_files(a.raw(), b.raw(), &o, &mut raw) })?;
+    let handle = Handle(raw);
+    // SAFETY: a valid comparison until `handle` drops; every string is copied before.
+    unsafe {
+        let only = |side| {
+            (0..sys::tl_comparison_only_count(handle.0, side))
+                .map(|i| text(sys::tl_comparison_only_at(handle.0, side, i)))
+                .collect::<Vec<_>>()
+        };
+        let mut tensors = Vec::new();
+        for i in 0..sys::tl_comparison_count(handle.0) {
+            let mut t = std::mem::MaybeUninit::<sys::tl_tensor_comparison>::uninit();
+            check(sys::tl_comparison_at(handle.0, i, t.as_mut_ptr()))?;
+            let t = t.assume_init();
+            let shape = if t.rank == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(t.shape, t.rank).to_vec()
+            };
+            tensors.push(TensorComparison {
+                name: text(t.name),
+                a_type: text(t.a_type),
+                b_type: text(t.b_type),
+                shape,
+                elements: t.elements,
+                compared: t.compared != 0,
+                note: text(t.note),
+                max_abs: t.max_abs,
+                max_rel: t.max_rel,
+                rmse: t.rmse,
+                cosine: t.cosine,
+                outside: t.outside,
+                equal: t.equal != 0,
+            });
+        }
+        Ok(Comparison {
+            equal: sys::tl_comparison_equal(handle.0) != 0,
+            only_in_a: only(0),
+            only_in_b: only(1),
+            tensors,
+        })
+    }
+}

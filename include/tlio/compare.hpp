@@ -1,0 +1,57 @@
+// tlio/compare.hpp: comparing the values of two files (tlio diff), across dtypes and against
+// quantized weights: "how much did BF16, or NF4, lose" in one call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+#include "tlio/shape.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+
+struct CompareOptions {
+  /// A value of A is within tolerance of B's when |a - b| <= atol + rtol * |b| (B is the
+  /// reference, as in numpy's isclose), or both are NaN, or both the same infinity.
+  double atol = 0;
+  double rtol = 0;
+  ProgressCallback progress;  ///< elements compared / all
+};
+
+/// One name both files have. A quantized weight counts under its logical name and is compared
+/// dequantized; its stored tensors are not listed on their own.
+struct TensorComparison {
+  std::string name;
+  std::string a_type, b_type;  ///< a dtype ("BF16") or a quantization scheme ("nf4")
+  Shape shape;                 ///< logical (A's, when the shapes differ)
+  uint64_t elements = 0;
+  /// false when the values cannot be compared (shapes differ, or a dtype without numeric
+  /// values on one side): `note` says why.
+  bool compared = false;
+  std::string note;
+  double max_abs = 0;  ///< largest |a - b| (infinite where one side is NaN or infinite alone)
+  double max_rel = 0;  ///< largest |a - b| / |b| (infinite where b is 0 and a is not)
+  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite differences
+  double cosine = 1;   ///< cosine similarity of the finite pairs (1 for two zero tensors)
+  uint64_t outside = 0;  ///< elements outside tolerance
+  bool equal = false;    ///< compared and no element outside tolerance
+};
+
+struct CompareReport {
+  std::vector<std::string> only_in_a, only_in_b;  ///< names (logical for quantized weights)
+  std::vector<TensorComparison> tensors;          ///< the names both have, in natural order
+  bool equal = false;  ///< no name in one file only, and every common tensor equal
+};
+
+/// Compares every name of `a` with the same name in `b`: values converted to F64 (quantized
+/// weights dequantized to F32 first), chunk by chunk, over every core; dtypes without numeric
+/// values (BOOL aside) are compared by their bytes when both sides have the same dtype. Reads
+/// each tensor once; memory stays bounded by a few chunks per thread. Results do not depend on
+/// the number of threads.
+TLIO_API CompareReport compare_files(const File& a, const File& b,
+                                     const CompareOptions& options = {});
+
+}  // namespace tlio

@@ -1,0 +1,266 @@
+// quant/compare_files.cpp: the values of two files compared name by name, across dtypes and
+// against quantized weights (dequantized), in chunks over every core.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/parallel.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/compare.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio {
+
+namespace {
+
+// Elements per chunk: each chunk's sums are added in one order, whatever the thread count.
+constexpr uint64_t kCompareChunk = uint64_t{1} << 18;
+
+// What a name stands for in one file: a plain tensor or a quantized weight.
+struct Entry {
+  const TensorInfo* plain = nullptr;
+  std::optional<QuantizedReader> quantized;
+  Shape shape;
+  std::string type;
+  bool numeric = false;  // values convert to F64 (or dequantize)
+};
+
+std::map<std::string, Entry> entries_of(const File& f) {
+  std::map<std::string, Entry> out;
+  const std::vector<QuantizedWeight> weights = find_quantized_weights(f);
+  const auto parts = detail::stored_tensor_names(weights);
+  for (const QuantizedWeight& w : weights) {
+    Entry e;
+    e.shape = w.shape;
+    e.type = w.scheme.name();
+    e.numeric = true;
+    e.quantized.emplace(f, w);
+    out.emplace(w.name, std::move(e));
+  }
+  for (const TensorInfo& t : f.tensors()) {
+    if (parts.contains(t.name)) continue;
+    Entry e;
+    e.plain = &t;
+    e.shape = t.shape;
+    e.type = dtype_name(t.dtype);
+    e.numeric = can_convert(t.dtype, Dtype::F64);
+    out.emplace(t.name, std::move(e));
+  }
+  return out;
+}
+
+// Elements [first, first + count) of an entry as F64.
+void read_values(const File& f, const Entry& e, uint64_t first, std::span<double> out,
+                 std::vector<std::byte>& raw, std::vector<float>& f32) {
+  const uint64_t count = out.size();
+  if (e.quantized) {
+    f32.resize(count);
+    e.quantized->read(first, count, Dtype::F32, std::as_writable_bytes(std::span(f32)));
+    std::copy(f32.begin(), f32.end(), out.begin());
+    return;
+  }
+  const Dtype d = e.plain->dtype;
+  const unsigned bits = dtype_bits(d);
+  const uint64_t offset = first * bits / 8, bytes = count * bits / 8;
+  std::span<const std::byte> in;
+  if (const std::span<const std::byte> mapped = f.mapped_data(); !mapped.empty()) {
+    in = mapped.subspan(static_cast<size_t>(e.plain->begin + offset), static_cast<size_t>(bytes));
+  } else {
+    raw.resize(static_cast<size_t>(bytes));
+    f.read_data(e.plain->begin + offset, raw);
+    in = raw;
+  }
+  convert(d, in, Dtype::F64, std::as_writable_bytes(out), count);
+}
+
+// One chunk's sums; added in chunk order so the totals do not depend on the threads.
+struct Sums {
+  double max_abs = 0, max_rel = 0, squares = 0, dot = 0, norm_a = 0, norm_b = 0;
+  uint64_t finite = 0, outside = 0;
+
+  void add(const Sums& o) {
+    max_abs = std::max(max_abs, o.max_abs);
+    max_rel = std::max(max_rel, o.max_rel);
+    squares += o.squares;
+    dot += o.dot;
+    norm_a += o.norm_a;
+    norm_b += o.norm_b;
+    finite += o.finite;
+    outside += o.outside;
+  }
+};
+
+Sums compare_values(std::span<const double> a, std::span<const double> b, double atol,
+                    double rtol) {
+  Sums s;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double u = a[i], v = b[i];
+    if (std::isnan(u) || std::isnan(v)) {
+      if (std::isnan(u) != std::isnan(v)) {
+        s.max_abs = s.max_rel = INFINITY;
+        ++s.outside;
+      }
+      continue;
+    }
+    if (std::isinf(u) || std::isinf(v)) {
+      if (u != v) {
+        s.max_abs = s.max_rel = INFINITY;
+        ++s.outside;
+      }
+      continue;
+    }
+    const double d = std::fabs(u - v);
+    s.max_abs = std::max(s.max_abs, d);
+    if (d > 0) s.max_rel = std::max(s.max_rel, v != 0 ? d / std::fabs(v) : INFINITY);
+    s.squares += d * d;
+    s.dot += u * v;
+    s.norm_a += u * u;
+    s.norm_b += v * v;
+    ++s.finite;
+    if (!(d <= atol + rtol * std::fabs(v))) ++s.outside;
+  }
+  return s;
+}
+
+// sqrt(a.a * b.b) when that does not overflow: for a == b it is exactly |a.b|, so identical
+// tensors have a cosine of exactly 1.
+double cosine(const Sums& s) {
+  if (s.norm_a == 0 && s.norm_b == 0) return 1.0;
+  if (s.norm_a == 0 || s.norm_b == 0) return 0.0;
+  const double product = s.norm_a * s.norm_b;
+  const double norms = std::isfinite(product) && product > 0
+                           ? std::sqrt(product)
+                           : std::sqrt(s.norm_a) * std::sqrt(s.norm_b);
+  return std::clamp(s.dot / norms, -1.0, 1.0);
+}
+
+// Progress across the whole comparison: elements done so far, reported from the calling thread.
+struct Progress {
+  const ProgressCallback& callback;
+  uint64_t done = 0, total = 0;
+  void report(uint64_t now) const {
+    if (callback) callback(std::min(now, total), total);
+  }
+};
+
+void compare_numeric(const File& fa, const Entry& a, const File& fb, const Entry& b,
+                     const CompareOptions& options, TensorComparison& c, Progress& progress) {
+  const uint64_t n = c.elements, chunks = (n + kCompareChunk - 1) / kCompareChunk;
+  std::vector<Sums> sums(static_cast<size_t>(chunks));
+  std::atomic<uint64_t> compared{0};
+  detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
+                       [&](uint64_t begin, uint64_t end) {
+                         std::vector<double> va, vb;
+                         std::vector<std::byte> raw;
+                         std::vector<float> f32;
+                         for (uint64_t k = begin; k < end; ++k) {
+                           const uint64_t first = k * kCompareChunk;
+                           const uint64_t m = std::min(kCompareChunk, n - first);
+                           va.resize(m);
+                           vb.resize(m);
+                           read_values(fa, a, first, va, raw, f32);
+                           read_values(fb, b, first, vb, raw, f32);
+                           sums[k] = compare_values(va, vb, options.atol, options.rtol);
+                           compared += m;
+                           if (begin == 0) progress.report(progress.done + compared.load());
+                         }
+                       });
+  progress.done += n;
+  progress.report(progress.done);
+  Sums total;
+  for (const Sums& s : sums) total.add(s);
+  c.compared = true;
+  c.max_abs = total.max_abs;
+  c.max_rel = total.max_rel;
+  c.rmse = total.finite ? std::sqrt(total.squares / static_cast<double>(total.finite)) : 0;
+  c.cosine = cosine(total);
+  c.outside = total.outside;
+  c.equal = total.outside == 0;
+}
+
+// Dtypes without numeric values, the same on both sides: equal bytes or not, a piece at a time.
+void compare_bytes(const File& fa, const TensorInfo& a, const File& fb, const TensorInfo& b,
+                   TensorComparison& c) {
+  constexpr uint64_t kPiece = uint64_t{16} << 20;
+  std::vector<std::byte> x, y;
+  c.equal = true;
+  for (uint64_t at = 0; at < a.byte_size() && c.equal; at += kPiece) {
+    const uint64_t m = std::min(kPiece, a.byte_size() - at);
+    x.resize(static_cast<size_t>(m));
+    y.resize(static_cast<size_t>(m));
+    fa.read_data(a.begin + at, x);
+    fb.read_data(b.begin + at, y);
+    c.equal = x == y;
+  }
+  c.compared = true;
+  c.note = c.equal ? "" : "bytes differ";
+  c.max_abs = c.max_rel = c.equal ? 0 : INFINITY;
+  c.outside = c.equal ? 0 : c.elements;
+  c.cosine = c.equal ? 1 : 0;
+}
+
+}  // namespace
+
+CompareReport compare_files(const File& a, const File& b, const CompareOptions& options) {
+  if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) ||
+      std::isinf(options.rtol))
+    throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
+                              options.atol, options.rtol));
+  const std::map<std::string, Entry> ea = entries_of(a), eb = entries_of(b);
+  CompareReport report;
+  for (const auto& [name, e] : ea)
+    if (!eb.contains(name)) report.only_in_a.push_back(name);
+  for (const auto& [name, e] : eb)
+    if (!ea.contains(name)) report.only_in_b.push_back(name);
+
+  Progress progress{options.progress};
+  for (const auto& [name, x] : ea)
+    if (const auto y = eb.find(name); y != eb.end() && x.numeric && y->second.numeric &&
+                                      x.shape == y->second.shape)
+      progress.total += x.quantized ? x.quantized->element_count() : x.plain->element_count();
+
+  for (const auto& [name, x] : ea) {
+    const auto it = eb.find(name);
+    if (it == eb.end()) continue;
+    const Entry& y = it->second;
+    TensorComparison c;
+    c.name = name;
+    c.a_type = x.type;
+    c.b_type = y.type;
+    c.shape = x.shape;
+    c.elements = x.quantized ? x.quantized->element_count() : x.plain->element_count();
+    if (!(x.shape == y.shape)) {
+      c.note = fmt::format("shape [{}] vs [{}]", fmt::join(x.shape, ", "), fmt::join(y.shape, ", "));
+    } else if (x.numeric && y.numeric) {
+      compare_numeric(a, x, b, y, options, c, progress);
+    } else if (x.plain && y.plain && x.plain->dtype == y.plain->dtype) {
+      compare_bytes(a, *x.plain, b, *y.plain, c);
+    } else {
+      c.note = fmt::format("{} and {} cannot be compared by value", x.type, y.type);
+    }
+    report.tensors.push_back(std::move(c));
+  }
+  const auto natural = [](const std::string& p, const std::string& q) { return natural_less(p, q); };
+  std::sort(report.only_in_a.begin(), report.only_in_a.end(), natural);
+  std::sort(report.only_in_b.begin(), report.only_in_b.end(), natural);
+  std::sort(report.tensors.begin(), report.tensors.end(),
+            [](const TensorComparison& p, const TensorComparison& q) {
+              return natural_less(p.name, q.name);
+            });
+  report.equal = report.only_in_a.empty() && report.only_in_b.empty() &&
+                 std::all_of(report.tensors.begin(), report.tensors.end(),
+                             [](const TensorComparison& c) { return c.equal; });
+  return report;
+}
+
+}  // namespace tlio

@@ -26,7 +26,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
     std::string src, dst, key, max_size;
-    bool skip_unsupported = false;
+    bool skip_unsupported = false, allow_empty = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
@@ -37,11 +37,14 @@ void add_import(CLI::App& app, int& exit_code) {
                   "default: as the source was split");
   cmd->add_flag("--skip-unsupported", a->skip_unsupported,
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
+  cmd->add_flag("--allow-empty", a->allow_empty,
+                "Write a file without tensors when the checkpoint has none (else an error)");
   cmd->callback([a, &exit_code] {
     exit_code = guarded([&] {
       tlio::ImportOptions options;
       options.key = a->key;
       options.skip_unsupported = a->skip_unsupported;
+      options.allow_empty = a->allow_empty;
       if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };

@@ -503,11 +503,13 @@ PYBIND11_MODULE(_tlio, m) {
     return checkpoint_dict(c);
   }, py::arg("src"), py::arg("key") = "");
   m.def("import_checkpoint", [](const std::filesystem::path& src, const std::filesystem::path& dst,
-                                const std::string& key, bool skip_unsupported, uint64_t max_size) {
+                                const std::string& key, bool skip_unsupported, uint64_t max_size,
+                                bool allow_empty) {
     tlio::ImportOptions o;
     o.key = key;
     o.skip_unsupported = skip_unsupported;
     o.max_shard_size = max_size;
+    o.allow_empty = allow_empty;
     tlio::ImportReport r;
     {
       LongCall call;  // a whole file: let other threads run
@@ -518,7 +520,7 @@ PYBIND11_MODULE(_tlio, m) {
     d["bytes_written"] = r.bytes_written;
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
-     py::arg("max_size") = 0);
+     py::arg("max_size") = 0, py::arg("allow_empty") = false);
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

@@ -45,6 +45,8 @@ struct ImportOptions {
   bool skip_unsupported = false;
   /// Directories: the most tensor bytes per output shard (0: split as the source was).
   uint64_t max_shard_size = 0;
+  /// Write a file without tensors when the checkpoint has none, instead of failing.
+  bool allow_empty = false;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -215,6 +215,11 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
   };
   auto kind_of = [&](ValueId v) { return values_[v].kind; };
   auto put_memo = [&](uint64_t key, ValueId v) {
+    // A pickler numbers memo entries 0, 1, 2, ... as it makes values, so an index far past the
+    // values made is not a pickler's (and torch.load, whose memo is an array, cannot load it).
+    if (key > 2 * uint64_t{values_.size()} + kMemoIndexSlack)
+      bad(op_at, fmt::format("memo index {} lies far past the {} values made so far", key,
+                             values_.size()));
     if (memo.size() >= kMaxPickleMemo && !memo.count(key))
       bad(op_at, fmt::format("the memo holds more than {} entries", kMaxPickleMemo));
     memo[key] = v;

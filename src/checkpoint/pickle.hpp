@@ -19,6 +19,7 @@ inline constexpr size_t kMaxPickleValues = size_t{1} << 24;  // values created
 inline constexpr size_t kMaxPickleStack = size_t{1} << 20;   // stack entries
 inline constexpr size_t kMaxPickleMarks = size_t{1} << 16;   // open MARKs
 inline constexpr size_t kMaxPickleMemo = size_t{1} << 22;    // memo entries
+inline constexpr uint64_t kMemoIndexSlack = 1024;  // memo indexes past 2 x values made + this: refused
 
 using ValueId = uint32_t;
 inline constexpr ValueId kNoValue = UINT32_MAX;

@@ -57,7 +57,12 @@ void write_tensor(Writer& w, const Job& job) {
   const TensorPlan& pl = *job.plan;
   const TensorRecord& t = c.resolver.tensors[pl.tensor];
   const unsigned element = dtype_bits(pl.dtype) / 8;
-  const bool swap = c.big_endian && element > 1;
+  // A big-endian checkpoint's values are byte-swapped one by one; a complex value is two
+  // floats, each swapped on its own (as torch.load does).
+  const unsigned swap_unit = !c.big_endian || element == 1 ? 0
+                             : pl.dtype == Dtype::C64    ? element / 2
+                                                         : element;
+  const bool swap = swap_unit != 0;
   const auto piece = job.bytes == 0 ? std::span<const std::byte>{}
                                     : job.storage.subspan(static_cast<size_t>(t.offset) * element,
                                                           static_cast<size_t>(job.bytes));
@@ -72,7 +77,8 @@ void write_tensor(Writer& w, const Job& job) {
   } else {
     const size_t chunk = kGatherBytes / element * element;
     w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-      gather_view(job.storage, t, element, swap, offset / element, buffer.size() / element, buffer.data());
+      gather_view(job.storage, t, element, swap_unit, offset / element, buffer.size() / element,
+                  buffer.data());
     }, chunk);
   }
   if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
@@ -133,6 +139,18 @@ bool is_side_file(const std::filesystem::path& p) {
   return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" || ext == ".jinja";
 }
 
+// An import that finds no tensor is almost always the wrong file or the wrong --key (or a
+// pickle torch.load itself cannot load): an error unless an empty output is asked for.
+void refuse_if_empty(const CheckpointContents& contents, const ImportOptions& options) {
+  if (!contents.tensors.empty() || options.allow_empty) return;
+  std::string why = fmt::format("found no tensor to import ({} other value{} dropped", contents.dropped_values,
+                                contents.dropped_values == 1 ? "" : "s");
+  if (!contents.skipped.empty()) why += fmt::format(", {} tensor{} skipped", contents.skipped.size(),
+                                                    contents.skipped.size() == 1 ? "" : "s");
+  why += options.key.empty() ? ")" : fmt::format(", under key {})", quote_name(options.key));
+  throw_format(Rule::checkpoint, {}, why + "; --allow-empty (allow_empty) writes a file without tensors");
+}
+
 ImportReport import_directory(const std::filesystem::path& src, const std::filesystem::path& dst,
                               const ImportOptions& options) {
   ImportReport report;
@@ -175,6 +193,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
     checkpoints.push_back(std::move(c));
   }
   report.contents.format = checkpoints.front()->format;
+  refuse_if_empty(report.contents, options);
   if (index) {  // the index must describe the shards (aliases are tensors of their shard)
     const std::string where = (src / "pytorch_model.bin.index.json").string();
     for (const auto& [name, file] : index->weight_map) {
@@ -259,6 +278,7 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
   try {
     open_checkpoint(c, src);
     const std::vector<TensorPlan> plans = plan_tensors(c, options, report.contents);
+    refuse_if_empty(report.contents, options);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
     report.bytes_written = write_outputs(dst, nullptr, outputs, options, report);

@@ -129,8 +129,8 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
   return plans;
 }
 
-void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
-            uint64_t first, uint64_t count, std::byte* out) {
+void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element,
+                 unsigned swap_unit, uint64_t first, uint64_t count, std::byte* out) {
   const size_t rank = t.size.size();
   std::vector<uint64_t> index(rank);
   uint64_t rest = first;
@@ -143,8 +143,10 @@ void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsi
     uint64_t at = static_cast<uint64_t>(t.offset);
     for (size_t i = 0; i < rank; ++i) at += index[i] * static_cast<uint64_t>(t.stride[i]);
     const std::byte* src = storage.data() + at * element;
-    if (swap)
-      for (unsigned b = 0; b < element; ++b) out[k * element + b] = src[element - 1 - b];
+    if (swap_unit)
+      for (unsigned part = 0; part < element; part += swap_unit)
+        for (unsigned b = 0; b < swap_unit; ++b)
+          out[k * element + part + b] = src[part + swap_unit - 1 - b];
     else
       std::memcpy(out + k * element, src, element);
     for (size_t i = rank; i-- > 0;) {  // next index, last dimension fastest

@@ -29,8 +29,10 @@ struct TensorPlan {
 // throws, or with options.skip_unsupported is left out and listed.
 std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents);
 
-// Copies elements [first, first + count) of the row-major order of view `t` into `out`.
-void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element, bool swap,
-            uint64_t first, uint64_t count, std::byte* out);
+// Copies elements [first, first + count) of the row-major order of view `t` into `out`,
+// reversing the bytes of each `swap_unit`-byte part of an element when swap_unit is not 0 (a
+// big-endian checkpoint: the element size, or half of it for a complex value).
+void gather_view(std::span<const std::byte> storage, const TensorRecord& t, unsigned element,
+                 unsigned swap_unit, uint64_t first, uint64_t count, std::byte* out);
 
 }  // namespace tlio::detail

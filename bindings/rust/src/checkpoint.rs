@@ -15,6 +15,8 @@ pub struct ImportOptions<'a> {
     pub skip_unsupported: bool,
     /// Directories: the most tensor bytes per output shard (0: split as the source was).
     pub max_shard_size: u64,
+    /// Write a file without tensors when the checkpoint has none (else a `Format` error).
+    pub allow_empty: bool,
 }
 
 /// Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
@@ -29,11 +31,13 @@ pub fn import_checkpoint(
 ) -> Result<u64> {
     let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
     let key = options.key.map(c_name).transpose()?;
-    let flags = if options.skip_unsupported {
-        sys::TL_IMPORT_SKIP_UNSUPPORTED
-    } else {
-        0
-    };
+    let mut flags = 0;
+    if options.skip_unsupported {
+        flags |= sys::TL_IMPORT_SKIP_UNSUPPORTED;
+    }
+    if options.allow_empty {
+        flags |= sys::TL_IMPORT_ALLOW_EMPTY;
+    }
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings (or NULL for no key) and a valid out pointer.
     check(unsafe {

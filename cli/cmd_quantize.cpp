@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "cli_util.hpp"
@@ -70,13 +71,16 @@ void add_quantize(CLI::App& app, int& exit_code) {
       scheme_table() +
       "By default the 2-D *_proj.weight matrices are quantized; embeddings, norms, lm_head and\n"
       "1-D tensors are kept. --include REGEX replaces that selection, --exclude REGEX removes\n"
-      "from it (searches). Prints the quantization error per tensor and the size saved. An\n"
-      "option the scheme does not have is a usage error.\n\n"
+      "from it (searches); 1-D tensors (biases, norms) are quantized only when --include names\n"
+      "them and --allow-1d is given. Prints the quantization error per tensor, what was kept\n"
+      "and why, and the size saved. A selection that quantizes nothing is an error (exit 1).\n"
+      "An option the scheme does not have is a usage error.\n\n"
       "Examples:\n"
       "  tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym\n"
       "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
     std::string in, out, scheme, include, exclude;
+    bool allow_1d = false;
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
@@ -111,6 +115,9 @@ void add_quantize(CLI::App& app, int& exit_code) {
   }
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
   cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");
+  cmd->add_flag("--allow-1d", a->allow_1d,
+                "Quantize 1-D tensors (biases, norms) that --include names too")
+      ->needs(cmd->get_option("--include"));
   cmd->callback([a, &exit_code] {
     // The scheme and its options first: an option it does not have is a usage error.
     tlio::QuantizeOptions o;
@@ -128,6 +135,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ProgressBar bar("quantizing");
       o.include = a->include;
       o.exclude = a->exclude;
+      o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
       bar.finish();
@@ -142,13 +150,24 @@ void add_quantize(CLI::App& app, int& exit_code) {
                    item.rmse, item.max_abs_error, human_size(item.bytes_before),
                    human_size(item.bytes_after));
       }
-      const double saved = r.data_bytes_before
-                               ? 100.0 * double(r.data_bytes_before - r.data_bytes_after) /
-                                     double(r.data_bytes_before)
-                               : 0.0;
-      fmt::print("{} -> {}: {} tensors quantized ({}); data {} -> {} ({:.1f}% saved)\n", a->in,
-                 a->out, done, a->scheme, human_size(r.data_bytes_before),
-                 human_size(r.data_bytes_after), saved);
+      // What was kept as it is, and why: a count and the first few names a reason.
+      for (const tlio::QuantizeReport::Kept& k : r.kept) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < k.names.size() && i < 3; ++i) names.push_back(display_name(k.names[i]));
+        if (k.names.size() > 3) names.push_back(fmt::format("... ({} more)", k.names.size() - 3));
+        fmt::print("  kept {} {} {}{}: {}\n", k.names.size(),
+                   k.reason == "already quantized" ? (k.names.size() == 1 ? "weight" : "weights")
+                                                   : (k.names.size() == 1 ? "tensor" : "tensors"),
+                   k.reason,
+                   k.reason.starts_with("1-D") ? "; --include with --allow-1d quantizes them" : "",
+                   fmt::join(names, ", "));
+      }
+      // A change in size, either way (a tiny or 1-D tensor can grow: its scales cost more).
+      const double before = static_cast<double>(r.data_bytes_before);
+      const double change = before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
+      fmt::print("{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", a->in,
+                 a->out, done, done == 1 ? "" : "s", a->scheme, human_size(r.data_bytes_before),
+                 human_size(r.data_bytes_after), std::fabs(change), change >= 0 ? "saved" : "larger");
       return kExitOk;
     });
   });

@@ -601,7 +601,8 @@ PYBIND11_MODULE(_tlio, m) {
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                             const std::string& scheme, const std::string& include,
                             const std::string& exclude, std::optional<uint64_t> blocksize,
-                            std::optional<bool> nested, std::optional<std::string> storage) {
+                            std::optional<bool> nested, std::optional<std::string> storage,
+                            bool allow_1d) {
     tlio::QuantizeOptions o;
     o.scheme = tlio::QuantScheme::parse(scheme);
     // Only the options given: one the scheme does not have is a ValueError (as in the CLI).
@@ -610,6 +611,7 @@ PYBIND11_MODULE(_tlio, m) {
     if (storage) o.scheme.set_option("storage", *storage);
     o.include = include;
     o.exclude = exclude;
+    o.allow_1d = allow_1d;
     tlio::QuantizeReport r;
     {
       LongCall call;  // a whole file: let other threads run
@@ -627,7 +629,8 @@ PYBIND11_MODULE(_tlio, m) {
     }
     return items;
   }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "",
-     py::arg("blocksize") = py::none(), py::arg("nested") = py::none(), py::arg("storage") = py::none());
+     py::arg("blocksize") = py::none(), py::arg("nested") = py::none(), py::arg("storage") = py::none(),
+     py::arg("allow_1d") = false);
   m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                               const std::optional<std::string>& dtype) {
     std::optional<tlio::Dtype> d;

@@ -166,6 +166,9 @@ struct QuantizeOptions {
   std::string include;  ///< regex searched in names; replaces the default selection
   std::string exclude;  ///< regex searched in names; removed from the selection
   ProgressCallback progress;  ///< output bytes done / total
+  /// Quantize 1-D (and 0-D) tensors that `include` names too. Without it biases and norms are
+  /// never quantized, whatever the selection.
+  bool allow_1d = false;
 };
 
 struct QuantizeReport {
@@ -177,6 +180,13 @@ struct QuantizeReport {
     uint64_t bytes_before = 0, bytes_after = 0;
   };
   std::vector<Item> items;  ///< selected tensors, in file order
+  /// The other tensors, written as they are, grouped by why (reasons in a fixed order: already
+  /// quantized, not selected, excluded, 1-D). Quantized weights count under their logical name.
+  struct Kept {
+    std::string reason;
+    std::vector<std::string> names;
+  };
+  std::vector<Kept> kept;
   uint64_t data_bytes_before = 0, data_bytes_after = 0;
 };
 
@@ -184,7 +194,10 @@ struct QuantizeReport {
 /// int4: metadata keeps its keys and gets format=tinyllm and quant=<scheme>. nf4/fp4/int8: the
 /// layout transformers saves for Linear4bit / Linear8bitLt, metadata unchanged. A
 /// default-selected tensor that cannot be quantized (its shape or dtype) is skipped with a note;
-/// an explicitly included one is an Error{invalid_argument}.
+/// an explicitly included one is an Error{invalid_argument}. 1-D tensors are kept unless
+/// `include` names them and `allow_1d` is set. A selection that quantizes no tensor is an
+/// Error{invalid_argument} saying what the selection was and why each tensor was kept, with
+/// nothing written.
 TLIO_API QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
                                       const QuantizeOptions& options);
 

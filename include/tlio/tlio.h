@@ -234,6 +234,7 @@ typedef struct tl_quantize_options {
   tl_progress_fn progress; /* output bytes done / total, or NULL */
   void* progress_user;    /* passed to progress */
   const char* token;      /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
+  int allow_1d;           /* quantize 1-D tensors (biases, norms) that `include` names too */
 } tl_quantize_options;
 /* Fills `options` with the defaults and struct_size. */
 TL_API void tl_quantize_options_init(tl_quantize_options* options);

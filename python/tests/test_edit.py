@@ -136,3 +136,16 @@ def test_compare_across_dtypes_and_quantization(tmp_path):
         tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors", atol=-1)
     with pytest.raises(TypeError, match="atol must be a number"):
         tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors", atol="0.1")
+
+
+def test_quantize_keeps_1d_unless_asked_and_refuses_nothing(tmp_path):
+    src = tmp_path / "m.safetensors"
+    tlio.save_file({"a.up_proj.weight": np.ones((64, 64), np.float32),
+                    "a.norm": np.ones(64, np.float32)}, src)
+    with pytest.raises(ValueError, match=r"1 1-D \(biases, norms\), quantized only with allow_1d"):
+        tlio.quantize_file(src, tmp_path / "q.safetensors", "nf4", include="norm")
+    assert not (tmp_path / "q.safetensors").exists()
+    items = tlio.quantize_file(src, tmp_path / "q.safetensors", "nf4", include="norm", allow_1d=True)
+    assert [(i["name"], i["quantized"]) for i in items] == [("a.norm", True)]
+    with pytest.raises(ValueError, match="include \"zzz\" selects no tensor"):
+        tlio.quantize_file(src, tmp_path / "z.safetensors", "nf4", include="zzz")

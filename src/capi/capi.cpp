@@ -496,6 +496,8 @@ int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_op
     }
     tlio::OpenOptions open;
     if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token) open.token = c.token;
+    if (c.struct_size >= offsetof(tl_quantize_options, allow_1d) + sizeof(c.allow_1d))
+      o.allow_1d = c.allow_1d != 0;
     tlio::quantize_file(tlio::File::open(src, open), dst, o);
   });
 }

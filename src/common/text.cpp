@@ -21,9 +21,16 @@ NameFilter::NameFilter(const std::string& include, const std::string& exclude)
       include_(compile_regex(has_include_ ? include : ".", "include")),
       exclude_(compile_regex(has_exclude_ ? exclude : ".", "exclude")) {}
 
+bool NameFilter::includes(const std::string& name, bool by_default) const {
+  return has_include_ ? std::regex_search(name, include_) : by_default;
+}
+
+bool NameFilter::excludes(const std::string& name) const {
+  return has_exclude_ && std::regex_search(name, exclude_);
+}
+
 bool NameFilter::selects(const std::string& name, bool by_default) const {
-  const bool in = has_include_ ? std::regex_search(name, include_) : by_default;
-  return in && !(has_exclude_ && std::regex_search(name, exclude_));
+  return includes(name, by_default) && !excludes(name);
 }
 
 }  // namespace tlio::detail

@@ -15,6 +15,9 @@ class NameFilter {
  public:
   NameFilter(const std::string& include, const std::string& exclude);
   bool selects(const std::string& name, bool by_default) const;
+  /// The include regex alone (by_default without one); the exclude regex alone.
+  bool includes(const std::string& name, bool by_default) const;
+  bool excludes(const std::string& name) const;
   bool has_include() const noexcept { return has_include_; }
 
  private:

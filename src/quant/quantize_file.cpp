@@ -38,27 +38,63 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
   const auto stored = detail::stored_tensor_names(existing);
   auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
 
-  QuantizeReport report;
+  // The output first: a destination that is not a file is refused before anything else.
   Writer w = Writer::to_file(out);
+  QuantizeReport report;
+  // Why the tensors not quantized are kept, in this order.
+  enum Why : size_t { already_quantized, not_selected, excluded, one_d, kWhyCount };
+  std::vector<std::vector<std::string>> kept_for(kWhyCount);
+  for (const QuantizedWeight& q : existing) kept_for[already_quantized].push_back(q.name);
+  // The decision for each tensor, before anything is declared: a selection of nothing is an
+  // error with nothing written.
+  std::vector<const TensorInfo*> selected;
+  for (const TensorInfo& t : src.tensors()) {
+    if (is_stored_part(t.name)) continue;
+    const bool by_default = t.name.ends_with("_proj.weight") && t.shape.size() == 2;
+    if (!filter.includes(t.name, by_default)) {
+      kept_for[not_selected].push_back(t.name);
+    } else if (filter.excludes(t.name)) {
+      kept_for[excluded].push_back(t.name);
+    } else if (t.shape.size() <= 1 && !options.allow_1d) {
+      kept_for[one_d].push_back(t.name);
+    } else if (std::string why = scheme->unquantizable(t); !why.empty()) {
+      if (filter.has_include())
+        throw Error(ErrorCode::invalid_argument, Rule::none, t.name, std::nullopt,
+                    fmt::format("cannot quantize {}: {}", quote_name(t.name), why));
+      report.items.push_back({t.name, false, why, 0, 0, t.byte_size(), t.byte_size()});
+    } else {
+      selected.push_back(&t);
+    }
+  }
+  const char* const reasons[kWhyCount] = {
+      "already quantized",
+      filter.has_include() ? "not matched by include" : "not in the default selection (2-D *_proj.weight)",
+      "matched by exclude", "1-D (biases, norms)"};
+  for (size_t r = 0; r < kWhyCount; ++r)
+    if (!kept_for[r].empty()) report.kept.push_back({reasons[r], std::move(kept_for[r])});
+  if (selected.empty()) {
+    std::string why;
+    for (const QuantizeReport::Kept& k : report.kept)
+      why += fmt::format("; {} {}{}", k.names.size(), k.reason,
+                         k.reason.starts_with("1-D") ? ", quantized only with allow_1d (--allow-1d)"
+                                                     : "");
+    for (const QuantizeReport::Item& i : report.items)
+      why += fmt::format("; {}: {}", quote_name(i.name), i.note);
+    throw_invalid(filter.has_include()
+                      ? fmt::format("include {} selects no tensor to quantize{}",
+                                    quote_name(options.include), why)
+                      : fmt::format("no tensor to quantize: the default selection is the 2-D "
+                                    "tensors named *_proj.weight, and {} has none (choose others "
+                                    "with include, --include REGEX){}",
+                                    src.name(), why));
+  }
+
   Metadata meta = src.metadata();
   scheme->update_metadata(meta);
   w.set_metadata(meta);
-  std::vector<const TensorInfo*> selected;
   std::vector<size_t> item_of;
   for (const TensorInfo& t : src.tensors()) {
-    bool pick = !is_stored_part(t.name) &&
-                filter.selects(t.name, t.name.ends_with("_proj.weight") && t.shape.size() == 2);
-    if (pick) {
-      std::string why = scheme->unquantizable(t);
-      if (!why.empty()) {
-        if (filter.has_include())
-          throw Error(ErrorCode::invalid_argument, Rule::none, t.name, std::nullopt,
-                      fmt::format("cannot quantize {}: {}", quote_name(t.name), why));
-        report.items.push_back({t.name, false, why, 0, 0, t.byte_size(), t.byte_size()});
-        pick = false;
-      }
-    }
-    if (!pick) {
+    if (std::find(selected.begin(), selected.end(), &t) == selected.end()) {
       w.declare(t.name, t.dtype, t.shape);
       continue;
     }
@@ -75,7 +111,6 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       if (!e.tensor().empty()) throw;
       throw e.with_tensor(t.name, "tensor " + quote_name(t.name));
     }
-    selected.push_back(&t);
     item_of.push_back(report.items.size());
     report.items.push_back(std::move(item));
   }

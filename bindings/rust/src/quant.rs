@@ -29,6 +29,8 @@ pub struct QuantizeOptions<'a> {
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
     /// `src` an http(s):// URL: a bearer token, sent to its own origin only. None: $HF_TOKEN.
     pub token: Option<String>,
+    /// Quantize 1-D tensors (biases, norms) that `include` names too.
+    pub allow_1d: bool,
 }
 
 impl<'a> QuantizeOptions<'a> {
@@ -71,6 +73,7 @@ pub fn quantize_file(
     o.exclude = exclude.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     o.blocksize = options.blocksize.unwrap_or(0);
     o.nested = options.nested as i32;
+    o.allow_1d = options.allow_1d as i32;
     o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     if let Some(storage) = options.storage {
         o.storage = storage.raw();

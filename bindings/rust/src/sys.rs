@@ -94,6 +94,7 @@ pub struct tl_quantize_options {
     pub progress: tl_progress_fn,
     pub progress_user: *mut c_void,
     pub token: *const c_char,
+    pub allow_1d: c_int,
 }
 
 #[repr(C)]

@@ -334,13 +334,22 @@ TEST(Int4File, IncludeAndExclude) {
   File a = File::open(dir / "a.safetensors");
   EXPECT_TRUE(a.header().find("model.embed_tokens.weight.qweight"));
   EXPECT_TRUE(a.header().find("model.layers.0.self_attn.q_proj.weight"));
-  // An explicitly included tensor that cannot be quantized is an error.
+  // A 1-D tensor is kept even when included, unless allow_1d: then a selection of nothing
+  // else is an error that says so.
   try {
     quantize_file(src, dir / "b.safetensors", {QuantScheme::parse("int4-g8-sym"), "norm", "", {}});
     FAIL();
   } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 1-D (biases, norms)"), std::string::npos) << e.what();
+  }
+  // With allow_1d, an explicitly included tensor the scheme cannot quantize is an error naming it.
+  try {
+    quantize_file(src, dir / "b.safetensors", {QuantScheme::parse("int4-g8-sym"), "norm", "", {}, true});
+    FAIL();
+  } catch (const Error& e) {
     EXPECT_EQ(e.tensor(), "model.norm.weight");
   }
+  EXPECT_FALSE(std::filesystem::exists(dir / "b.safetensors"));
   quantize_file(src, dir / "c.safetensors", {QuantScheme::parse("int4-g32-sym"), "", "q_proj", {}});
   File c = File::open(dir / "c.safetensors");
   EXPECT_TRUE(c.header().find("model.layers.0.self_attn.q_proj.weight"));

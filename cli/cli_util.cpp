@@ -41,6 +41,10 @@ int guarded(const std::function<int()>& body) {
   return kExitFailure;
 }
 
+std::string join_path(const std::string& dir, const std::string& rel) {
+  return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
+}
+
 std::string human_size(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return fmt::format("{} B", bytes);

@@ -30,6 +30,9 @@ tlio::OpenOptions open_options();
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);
 
+/// `dir` + "/" + `rel`, without doubling a '/' that `dir` ends with (paths as the user gave them).
+std::string join_path(const std::string& dir, const std::string& rel);
+
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);
 

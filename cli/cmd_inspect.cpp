@@ -4,6 +4,9 @@
 #include <set>
 
 #include <fmt/core.h>
+
+#include <filesystem>
+#include <system_error>
 #include <fmt/format.h>
 
 #include "cli_util.hpp"
@@ -107,7 +110,7 @@ void print_checkpoint(const std::string& path, bool json) {
              c.skipped.size());
 }
 
-void print_json(const Listing& l) {
+std::string json_of(const Listing& l) {
   std::string out = "{";
   out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_string(l.name));
   if (l.config) {
@@ -160,8 +163,8 @@ void print_json(const Listing& l) {
     out += fmt::format("{}\"{}\":{}", first ? "" : ",", d, n);
     first = false;
   }
-  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{}}}\n", l.tensors.size(), l.data_size);
-  fmt::print("{}", out);
+  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{}}}", l.tensors.size(), l.data_size);
+  return out;
 }
 
 void print_table(const Listing& l) {
@@ -245,9 +248,109 @@ void print_table(const Listing& l) {
 
 }  // namespace
 
+// One file or model directory: its table, or its JSON document appended to `json_out` (printed
+// when that is null).
+int inspect_one(const std::string& path, bool json, std::string* json_out) {
+  Listing l;
+  l.name = path;
+  std::optional<tlio::File> file;
+  std::optional<tlio::Model> model;
+  if (const auto checkpoint = tlio::checkpoint_in_directory(path)) {
+    print_checkpoint(checkpoint->string(), json);
+    return kExitOk;
+  }
+  if (tlio::is_model_directory(path, open_options())) {
+    model.emplace(tlio::Model::open(path, open_options()));
+    l.name = model->name();  // a URL without its credentials
+    l.config = &model->config();
+    l.first = &model->files()[0];
+    for (size_t i = 0; i < model->files().size(); ++i) {
+      const auto& f = model->files()[i];
+      l.files.emplace_back(model->file_names()[i], f.file_size());
+      l.data_size += f.header().data_size();
+      for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
+    }
+    l.quantized = model->quantized();
+  } else if (tlio::looks_like_checkpoint(path)) {
+    print_checkpoint(path, json);
+    return kExitOk;
+  } else {
+    file.emplace(tlio::File::open(path, open_options()));
+    l.first = &*file;
+    l.name = file->name();  // a URL without its credentials
+    l.file_size = file->file_size();
+    l.header_size = file->header_size();
+    l.data_size = file->header().data_size();
+    l.canonical = file->is_canonical();
+    for (const auto& t : file->tensors()) l.tensors.push_back({&t, {}});
+    try {
+      l.quantized = tlio::find_quantized_weights(*file);
+    } catch (const tlio::Error& e) {  // valid file, inconsistent quantization: list it plainly
+      print_error(std::string("warning: ") + e.what() + " (quantized weights not grouped)");
+    }
+  }
+  if (!json) {
+    print_table(l);
+  } else if (json_out) {
+    *json_out += json_of(l);
+  } else {
+    fmt::print("{}\n", json_of(l));
+  }
+  return kExitOk;
+}
+
+// A folder that is not one model directory: each model directory, each shard of each index and
+// each other safetensors file in it, one after another (JSON: {"folder", "items": [...]}).
+int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& items, bool json) {
+  if (items.empty())
+    throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
+                      "no safetensors file, shard index or model directory in it", dir);
+  std::string out = fmt::format("{{\"folder\":{},\"items\":[", json_string(dir));
+  bool first = true;
+  int rc = kExitOk;
+  for (const tlio::FolderItem& item : items) {
+    const std::string shown = item.path.empty() ? dir : join_path(dir, item.path);
+    // A model as one listing; an index's shards, each as a file.
+    std::vector<std::string> paths{shown};
+    if (item.kind == tlio::FolderItem::Kind::index) {
+      paths.clear();
+      for (const std::string& shard : item.files) paths.push_back(join_path(dir, shard));
+    }
+    const char* kind = item.kind == tlio::FolderItem::Kind::model   ? "model"
+                       : item.kind == tlio::FolderItem::Kind::index ? "index"
+                                                                    : "file";
+    // An item that cannot be read is reported and the others still listed (exit 1).
+    if (json) {
+      std::string listings;
+      bool ok = true;
+      for (size_t i = 0; i < paths.size() && ok; ++i) {
+        std::string one;
+        ok = guarded([&] { return inspect_one(paths[i], true, &one); }) == kExitOk;
+        listings += (i ? "," : "") + one;
+      }
+      if (!ok) rc = kExitFailure;
+      out += fmt::format("{}{{\"kind\":\"{}\",\"path\":{},\"ok\":{},\"listings\":[{}]}}",
+                         first ? "" : ",", kind, json_string(shown), ok, ok ? listings : "");
+    } else {
+      if (!first) fmt::print("\n");
+      if (item.kind == tlio::FolderItem::Kind::index)
+        fmt::print("index:     {} ({} shard{})\n", shown, paths.size(), paths.size() == 1 ? "" : "s");
+      for (const std::string& p : paths) {
+        std::fflush(stdout);
+        if (guarded([&] { return inspect_one(p, false, nullptr); }) != kExitOk) rc = kExitFailure;
+      }
+    }
+    first = false;
+  }
+  if (json) fmt::print("{}]}}\n", out);
+  return rc;
+}
+
 void add_inspect(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Show metadata and the table of tensors");
-  cmd->footer("FILE may be a model directory (config.json + weights, sharded or not).\n"
+  cmd->footer("FILE may be a model directory (config.json + weights, sharded or not), or any\n"
+              "local folder: then each model directory, shard index and safetensors file in it\n"
+              "is listed, recursively (a PEFT adapter, a diffusers pipeline, `tlio shard` output).\n"
               "Quantized weights are shown as one logical tensor with their stored parts.\n\n"
               "Examples:\n  tlio inspect model.safetensors\n  tlio inspect model/ --json");
   auto path = std::make_shared<std::string>();
@@ -257,47 +360,14 @@ void add_inspect(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", *json, "Machine-readable output (sizes in bytes)");
   cmd->callback([path, json, &exit_code] {
     exit_code = guarded([&] {
-      Listing l;
-      l.name = *path;
-      std::optional<tlio::File> file;
-      std::optional<tlio::Model> model;
-      if (const auto checkpoint = tlio::checkpoint_in_directory(*path)) {
-        print_checkpoint(checkpoint->string(), *json);
-        return kExitOk;
+      std::error_code ec;
+      if (std::filesystem::is_directory(*path, ec) && !tlio::checkpoint_in_directory(*path)) {
+        const std::vector<tlio::FolderItem> items = tlio::folder_contents(*path);
+        const bool one_model = items.size() == 1 && items[0].kind == tlio::FolderItem::Kind::model &&
+                               items[0].path.empty();
+        if (!one_model) return inspect_folder(*path, items, *json);
       }
-      if (tlio::is_model_directory(*path, open_options())) {
-        model.emplace(tlio::Model::open(*path, open_options()));
-        l.name = model->name();  // a URL without its credentials
-        l.config = &model->config();
-        l.first = &model->files()[0];
-        for (size_t i = 0; i < model->files().size(); ++i) {
-          const auto& f = model->files()[i];
-          l.files.emplace_back(model->file_names()[i], f.file_size());
-          l.data_size += f.header().data_size();
-          for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
-        }
-        l.quantized = model->quantized();
-      } else if (tlio::looks_like_checkpoint(*path)) {
-        print_checkpoint(*path, *json);
-        return kExitOk;
-      } else {
-        file.emplace(tlio::File::open(*path, open_options()));
-        l.first = &*file;
-        l.name = file->name();  // a URL without its credentials
-        l.file_size = file->file_size();
-        l.header_size = file->header_size();
-        l.data_size = file->header().data_size();
-        l.canonical = file->is_canonical();
-        for (const auto& t : file->tensors()) l.tensors.push_back({&t, {}});
-        try {
-          l.quantized = tlio::find_quantized_weights(*file);
-        } catch (const tlio::Error& e) {  // valid file, inconsistent quantization: list it plainly
-          print_error(std::string("warning: ") + e.what() + " (quantized weights not grouped)");
-        }
-      }
-      if (*json) print_json(l);
-      else print_table(l);
-      return kExitOk;
+      return inspect_one(*path, *json, nullptr);
     });
   });
 }

@@ -46,6 +46,33 @@ struct ModelTensor {
 /// (one request to find out).
 TLIO_API bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options = {});
 
+/// One thing a folder of weights holds (folder_contents).
+struct FolderItem {
+  enum class Kind {
+    model,  ///< a model directory: config.json of a transformers model beside its weights
+    index,  ///< a shard index (*.safetensors.index.json) with the shards it names
+    file,   ///< a safetensors file no index or model directory covers
+  };
+  Kind kind = Kind::file;
+  std::string path;  ///< relative to the folder, '/'-separated; "" for the folder itself
+  /// The safetensors files it covers, relative to the folder: the file itself, an index's
+  /// shards (as it names them), a model's weights.
+  std::vector<std::string> files;
+};
+
+/// What a local folder of weights holds, recursively, in natural order of the paths: model
+/// directories, shard indexes and the other safetensors files, each file in one item. Any
+/// folder: a model directory, a PEFT adapter, a diffusers pipeline with subfolders, what `tlio
+/// shard` writes, a plain folder of files. A config.json of another kind (diffusers'
+/// `_class_name`, PEFT's `peft_type`) does not make a model directory; names beginning with '.'
+/// (.git, .cache, unfinished writes) are skipped. Error{io} when `dir` is not a directory.
+TLIO_API std::vector<FolderItem> folder_contents(const std::filesystem::path& dir);
+
+/// Checks one item of folder_contents(dir): a model with Model::open and check(), an index with
+/// its shards (every tensor where it says), a file by every rule; quantized weights too. Throws
+/// the first problem.
+TLIO_API void check_folder_item(const std::filesystem::path& dir, const FolderItem& item);
+
 class TLIO_API Model {
  public:
   /// Opens a model directory: config.json, the tokenizer rule, model.safetensors or the shards

@@ -45,6 +45,12 @@ std::string join_path(const std::string& dir, const std::string& rel) {
   return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
 }
 
+std::string thousands(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (size_t at = s.size(); at > 3; at -= 3) s.insert(at - 3, ",");
+  return s;
+}
+
 std::string human_size(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return fmt::format("{} B", bytes);

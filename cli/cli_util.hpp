@@ -33,6 +33,9 @@ void print_error(std::string_view message);
 /// `dir` + "/" + `rel`, without doubling a '/' that `dir` ends with (paths as the user gave them).
 std::string join_path(const std::string& dir, const std::string& rel);
 
+/// 6738415616 as "6,738,415,616".
+std::string thousands(uint64_t n);
+
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);
 

@@ -52,9 +52,10 @@ void add_import(CLI::App& app, int& exit_code) {
       bar.finish();
       for (const std::string& note : r.contents.skipped) fmt::print(stderr, "skipped: {}\n", note);
       const size_t aliases = r.contents.tensors.size() - r.tensors_written;
-      fmt::print("{} -> {}: {} tensors ({}), {} aliases recorded, {} other values dropped{}\n", a->src,
-                 a->dst, r.tensors_written, human_size(r.bytes_written), aliases,
-                 r.contents.dropped_values,
+      fmt::print("{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
+                 a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
+                 human_size(r.bytes_written), aliases, aliases == 1 ? "" : "es",
+                 r.contents.dropped_values, r.contents.dropped_values == 1 ? "" : "s",
                  r.contents.skipped.empty() ? "" : fmt::format(", {} skipped", r.contents.skipped.size()));
       return kExitOk;
     });

@@ -1,6 +1,10 @@
 // cli/cmd_inspect.cpp: `tlio inspect FILE|DIR [--json]`.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
 #include <set>
 
 #include <fmt/core.h>
@@ -46,6 +50,14 @@ std::string scheme_list(const std::vector<tlio::QuantizedWeight>& quantized) {
       schemes.push_back(q.scheme.name());
   return fmt::format("{}", fmt::join(schemes, ", "));
 }
+
+// How inspect shows things beyond the file itself.
+struct InspectOptions {
+  bool json = false;
+  bool group = false;                // fold layers: layers.{0..31}.mlp.up_proj.weight  32x
+  std::optional<std::regex> filter;  // only names this finds
+  std::string filter_text;
+};
 
 // What inspect shows, for a file or a model directory alike.
 struct Listing {
@@ -110,7 +122,22 @@ void print_checkpoint(const std::string& path, bool json) {
              c.skipped.size());
 }
 
-std::string json_of(const Listing& l) {
+// Logical elements: a quantized weight counts its logical shape, not its packed bytes.
+uint64_t parameter_count(const Listing& l) {
+  std::set<std::string_view> stored;
+  uint64_t n = 0;
+  for (const auto& q : l.quantized) {
+    for (const auto& s : q.stored) stored.insert(s);
+    uint64_t e = 1;
+    for (uint64_t d : q.shape) e *= d;
+    n += e;
+  }
+  for (const auto& t : l.tensors)
+    if (!stored.contains(t.info->name)) n += t.info->element_count();
+  return n;
+}
+
+std::string json_of(const Listing& l, const InspectOptions& opt) {
   std::string out = "{";
   out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_string(l.name));
   if (l.config) {
@@ -137,14 +164,16 @@ std::string json_of(const Listing& l) {
   print_metadata_json(out, *l.first);
   out += ",\"tensors\":[";
   std::map<std::string_view, uint64_t> counts;
+  size_t written = 0;
   for (size_t i = 0; i < l.tensors.size(); ++i) {
     const auto& t = *l.tensors[i].info;
+    ++counts[tlio::dtype_name(t.dtype)];
+    if (opt.filter && !std::regex_search(t.name, *opt.filter)) continue;
     out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}],"
                        "\"bytes\":{}{}}}",
-                       i ? "," : "", json_string(t.name), tlio::dtype_name(t.dtype),
+                       written++ ? "," : "", json_string(t.name), tlio::dtype_name(t.dtype),
                        fmt::join(t.shape, ","), t.begin, t.end, t.byte_size(),
                        l.tensors[i].file.empty() ? "" : ",\"file\":" + json_string(l.tensors[i].file));
-    ++counts[tlio::dtype_name(t.dtype)];
   }
   out += "],\"quantized\":[";
   for (size_t i = 0; i < l.quantized.size(); ++i) {
@@ -163,11 +192,107 @@ std::string json_of(const Listing& l) {
     out += fmt::format("{}\"{}\":{}", first ? "" : ",", d, n);
     first = false;
   }
-  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{}}}", l.tensors.size(), l.data_size);
+  out += fmt::format("}},\"tensor_count\":{},\"total_bytes\":{},\"parameters\":{}}}",
+                     l.tensors.size(), l.data_size, parameter_count(l));
   return out;
 }
 
-void print_table(const Listing& l) {
+std::string ranges(std::vector<uint64_t> v);
+
+// A line of inspect's table: a tensor, or a quantized weight with its stored parts.
+struct TableRow {
+  std::string name, dtype, shape, bytes, where;
+  std::string key;  // the name itself (name is as shown: quoted when it must be)
+  std::vector<TableRow> parts;
+  std::vector<uint64_t> dims;
+  uint64_t byte_count = 0;
+};
+
+// Rows that differ only in their numbered path components (layers.0, layers.1, ...), with the
+// same dtype and shape, folded into one: model.layers.{0..31}.mlp.up_proj.weight  32x [..].
+std::vector<TableRow> grouped(std::vector<TableRow> rows) {
+  struct Group {
+    std::string pattern;
+    std::vector<std::vector<uint64_t>> numbers;  // per numbered component
+    size_t count = 0;
+    uint64_t bytes = 0;
+    TableRow first;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> index;  // pattern + dtype + shape -> group
+  for (TableRow& r : rows) {
+    std::string pattern;
+    std::vector<uint64_t> numbers;
+    size_t start = 0;
+    while (start <= r.key.size()) {
+      const size_t dot = std::min(r.key.find('.', start), r.key.size());
+      const std::string_view part(r.key.data() + start, dot - start);
+      const bool number = !part.empty() && part.size() <= 18 &&
+                          std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (number) numbers.push_back(std::stoull(std::string(part)));
+      pattern += number ? std::string("{}") : std::string(part);
+      if (dot < r.key.size()) pattern += '.';
+      start = dot + 1;
+    }
+    const std::string key = pattern + '\0' + r.dtype + '\0' + r.shape;
+    auto [it, fresh] = index.try_emplace(key, groups.size());
+    if (fresh) groups.push_back({pattern, std::vector<std::vector<uint64_t>>(numbers.size()), 0, 0, r});
+    Group& g = groups[it->second];
+    for (size_t i = 0; i < numbers.size(); ++i) g.numbers[i].push_back(numbers[i]);
+    ++g.count;
+    g.bytes += r.byte_count;
+  }
+  std::vector<TableRow> out;
+  for (Group& g : groups) {
+    if (g.count == 1) {
+      g.first.parts.clear();
+      out.push_back(std::move(g.first));
+      continue;
+    }
+    std::string name;
+    size_t k = 0;
+    for (size_t at = 0; at < g.pattern.size(); ++at) {
+      if (g.pattern.compare(at, 2, "{}") == 0) {
+        const std::string r = ranges(g.numbers[k++]);
+        name += r.find_first_of(".,o") == std::string::npos ? r : "{" + r + "}";
+        ++at;
+      } else {
+        name += g.pattern[at];
+      }
+    }
+    out.push_back({display_name(name), g.first.dtype, fmt::format("{}x {}", g.count, g.first.shape),
+                   human_size(g.bytes), "", name, {}, {}, g.bytes});
+  }
+  return out;
+}
+
+
+// 6738415616 as "6.74B", for a parameter count.
+std::string short_count(uint64_t n) {
+  const double v = static_cast<double>(n);
+  if (n >= 1'000'000'000) return fmt::format("{:.3g}B", v / 1e9);
+  if (n >= 1'000'000) return fmt::format("{:.3g}M", v / 1e6);
+  if (n >= 1'000) return fmt::format("{:.3g}K", v / 1e3);
+  return std::to_string(n);
+}
+
+// "0..31", or "0..3,7,9..10" when there are gaps.
+std::string ranges(std::vector<uint64_t> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    pieces.push_back(j > i ? fmt::format("{}..{}", v[i], v[j]) : std::to_string(v[i]));
+    i = j + 1;
+  }
+  // Scattered numbers would make the name unreadable: say how many, from where to where.
+  if (pieces.size() > 6) return fmt::format("{} of {}..{}", v.size(), v.front(), v.back());
+  return fmt::format("{}", fmt::join(pieces, ","));
+}
+
+void print_table(const Listing& l, const InspectOptions& opt) {
   if (l.config) {
     const auto& c = *l.config;
     fmt::print("model:     {} ({}{})\n", l.name, c.arch,
@@ -194,48 +319,73 @@ void print_table(const Listing& l) {
     fmt::print("metadata:\n");
     for (const auto& [k, v] : f.metadata()) fmt::print("  {}: {}\n", display_name(k), display_name(v));
   }
-  // Quantized weights are shown once, as their logical tensor, with their parts under them.
+  // One row per logical tensor: a quantized weight once, with its stored parts under it.
   std::map<std::string, const tlio::QuantizedWeight*> part_of;
   for (const auto& q : l.quantized)
     for (const auto& s : q.stored) part_of[s] = &q;
-  struct Row {
-    std::string name, dtype, shape, bytes, where;
-  };
+  using Row = TableRow;
   std::vector<Row> rows;
   const bool dir = l.config != nullptr;
-  rows.push_back({"name", "dtype", "shape", "bytes", dir ? "file" : "offset"});
   std::set<const tlio::QuantizedWeight*> shown;
   std::map<std::string_view, uint64_t> counts;
+  uint64_t parameters = 0, listed = 0;
+  const auto product = [](std::span<const uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n = d != 0 && n > UINT64_MAX / d ? UINT64_MAX : n * d;
+    return n;
+  };
   for (const auto& e : l.tensors) {
     const auto& t = *e.info;
     ++counts[tlio::dtype_name(t.dtype)];
     auto q = part_of.find(t.name);
     if (q != part_of.end()) {
       if (!shown.insert(q->second).second) continue;
-      rows.push_back({display_name(q->second->name), quant_label(*q->second), shape_text(q->second->shape),
-                      human_size(q->second->stored_bytes), ""});
-      for (const auto& s : q->second->stored)
+      const tlio::QuantizedWeight& w = *q->second;
+      parameters += product(w.shape);  // its logical elements, not its packed bytes
+      if (opt.filter && !std::regex_search(w.name, *opt.filter)) continue;
+      Row row{display_name(w.name), quant_label(w), shape_text(w.shape), human_size(w.stored_bytes), "",
+              w.name, {}, {w.shape.begin(), w.shape.end()}, w.stored_bytes};
+      for (const auto& s : w.stored)
         for (const auto& e2 : l.tensors)
           if (e2.info->name == s)
-            rows.push_back({"  " + display_name(s), std::string(tlio::dtype_name(e2.info->dtype)),
-                            shape_text(e2.info->shape), human_size(e2.info->byte_size()),
-                            dir ? e2.file : std::to_string(e2.info->begin)});
+            row.parts.push_back({"  " + display_name(s), std::string(tlio::dtype_name(e2.info->dtype)),
+                                 shape_text(e2.info->shape), human_size(e2.info->byte_size()),
+                                 dir ? e2.file : std::to_string(e2.info->begin), s, {}, {}, 0});
+      rows.push_back(std::move(row));
       continue;
     }
+    parameters += t.element_count();
+    if (opt.filter && !std::regex_search(t.name, *opt.filter)) continue;
     rows.push_back({display_name(t.name), std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),
-                    human_size(t.byte_size()), dir ? e.file : std::to_string(t.begin)});
+                    human_size(t.byte_size()), dir ? e.file : std::to_string(t.begin), t.name, {},
+                    {t.shape.begin(), t.shape.end()}, t.byte_size()});
+  }
+  listed = rows.size();
+  // Natural order, as people read names: layers.2 before layers.10.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return tlio::natural_less(a.key, b.key); });
+  if (opt.group) {
+    rows = grouped(std::move(rows));
+    for (Row& r : rows) r.where.clear();  // a folded row has no one offset or file
+  }
+  std::vector<Row> lines{{"name", "dtype", "shape", "bytes", opt.group ? "" : dir ? "file" : "offset", {}, {}, {}, 0}};
+  for (Row& r : rows) {
+    std::vector<Row> parts = std::move(r.parts);
+    lines.push_back(std::move(r));
+    if (!opt.group)
+      for (Row& p : parts) lines.push_back(std::move(p));
   }
   size_t w[4] = {0, 0, 0, 0};
-  for (const auto& r : rows) {
+  for (const auto& r : lines) {
     w[0] = std::max(w[0], display_width(r.name));
-    w[1] = std::max(w[1], r.dtype.size());
+    w[1] = std::max(w[1], display_width(r.dtype));
     w[2] = std::max(w[2], r.shape.size());
     w[3] = std::max(w[3], r.bytes.size());
   }
   fmt::print("tensors:\n");
-  for (const auto& r : rows)
-    fmt::print("  {}  {}  {}  {}  {}\n", pad(r.name, w[0]), pad(r.dtype, w[1]), pad(r.shape, w[2]),
-               pad(r.bytes, w[3], true), r.where);
+  for (const auto& r : lines)
+    fmt::print("  {}  {}  {}  {}{}\n", pad(r.name, w[0]), pad(r.dtype, w[1]), pad(r.shape, w[2]),
+               pad(r.bytes, w[3], true), r.where.empty() ? "" : "  " + r.where);
   std::vector<std::string> parts;
   for (const auto& [d, n] : counts) parts.push_back(fmt::format("{} {}", n, d));
   fmt::print("total:     {} tensor{}, {}{}{}", l.tensors.size(), l.tensors.size() == 1 ? "" : "s",
@@ -244,13 +394,18 @@ void print_table(const Listing& l) {
     fmt::print("; {} quantized weight{} ({})", l.quantized.size(), l.quantized.size() == 1 ? "" : "s",
                scheme_list(l.quantized));
   fmt::print("\n");
+  fmt::print("params:    {} ({})\n", short_count(parameters), thousands(parameters));
+  if (opt.filter)
+    fmt::print("shown:     {} {} matching {}\n", listed, listed == 1 ? "tensor" : "tensors",
+               opt.filter_text);
 }
 
 }  // namespace
 
 // One file or model directory: its table, or its JSON document appended to `json_out` (printed
 // when that is null).
-int inspect_one(const std::string& path, bool json, std::string* json_out) {
+int inspect_one(const std::string& path, const InspectOptions& opt, std::string* json_out) {
+  const bool json = opt.json;
   Listing l;
   l.name = path;
   std::optional<tlio::File> file;
@@ -290,18 +445,20 @@ int inspect_one(const std::string& path, bool json, std::string* json_out) {
     }
   }
   if (!json) {
-    print_table(l);
+    print_table(l, opt);
   } else if (json_out) {
-    *json_out += json_of(l);
+    *json_out += json_of(l, opt);
   } else {
-    fmt::print("{}\n", json_of(l));
+    fmt::print("{}\n", json_of(l, opt));
   }
   return kExitOk;
 }
 
 // A folder that is not one model directory: each model directory, each shard of each index and
 // each other safetensors file in it, one after another (JSON: {"folder", "items": [...]}).
-int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& items, bool json) {
+int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& items,
+                   const InspectOptions& opt, std::string* json_out) {
+  const bool json = opt.json;
   if (items.empty())
     throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
                       "no safetensors file, shard index or model directory in it", dir);
@@ -325,7 +482,7 @@ int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& 
       bool ok = true;
       for (size_t i = 0; i < paths.size() && ok; ++i) {
         std::string one;
-        ok = guarded([&] { return inspect_one(paths[i], true, &one); }) == kExitOk;
+        ok = guarded([&] { return inspect_one(paths[i], opt, &one); }) == kExitOk;
         listings += (i ? "," : "") + one;
       }
       if (!ok) rc = kExitFailure;
@@ -337,12 +494,16 @@ int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& 
         fmt::print("index:     {} ({} shard{})\n", shown, paths.size(), paths.size() == 1 ? "" : "s");
       for (const std::string& p : paths) {
         std::fflush(stdout);
-        if (guarded([&] { return inspect_one(p, false, nullptr); }) != kExitOk) rc = kExitFailure;
+        if (guarded([&] { return inspect_one(p, opt, nullptr); }) != kExitOk) rc = kExitFailure;
       }
     }
     first = false;
   }
-  if (json) fmt::print("{}]}}\n", out);
+  if (json) {
+    out += "]}";
+    if (json_out) *json_out += out;
+    else fmt::print("{}\n", out);
+  }
   return rc;
 }
 
@@ -353,22 +514,57 @@ void add_inspect(CLI::App& app, int& exit_code) {
               "is listed, recursively (a PEFT adapter, a diffusers pipeline, `tlio shard` output).\n"
               "Quantized weights are shown as one logical tensor with their stored parts.\n\n"
               "Examples:\n  tlio inspect model.safetensors\n  tlio inspect model/ --json");
-  auto path = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("FILE", *path, "File or model directory (or an http(s):// URL)")->required();
+  struct Args {
+    std::vector<std::string> paths;
+    bool json = false, group = false;
+    std::string filter;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("FILE", a->paths, "Files, model directories or folders (or http(s):// URLs)")
+      ->required();
   add_token_option(cmd);
-  cmd->add_flag("--json", *json, "Machine-readable output (sizes in bytes)");
-  cmd->callback([path, json, &exit_code] {
-    exit_code = guarded([&] {
-      std::error_code ec;
-      if (std::filesystem::is_directory(*path, ec) && !tlio::checkpoint_in_directory(*path)) {
-        const std::vector<tlio::FolderItem> items = tlio::folder_contents(*path);
-        const bool one_model = items.size() == 1 && items[0].kind == tlio::FolderItem::Kind::model &&
-                               items[0].path.empty();
-        if (!one_model) return inspect_folder(*path, items, *json);
+  cmd->add_flag("--json", a->json, "One JSON document on stdout (sizes in bytes)");
+  cmd->add_flag("--group", a->group,
+                "Fold numbered layers: model.layers.{0..31}.mlp.up_proj.weight  32x [..]");
+  cmd->add_option("--filter", a->filter, "Only tensors whose name REGEX finds");
+  cmd->callback([a, &exit_code] {
+    InspectOptions opt;
+    opt.json = a->json;
+    opt.group = a->group;
+    if (!a->filter.empty()) {
+      try {
+        opt.filter.emplace(a->filter, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        print_error(fmt::format("--filter: invalid regex '{}': {}", a->filter, e.what()));
+        exit_code = kExitUsage;
+        return;
       }
-      return inspect_one(*path, *json, nullptr);
-    });
+      opt.filter_text = a->filter;
+    }
+    // Several inputs: one after another (JSON: {"inputs": [...]}); the exit code is the worst.
+    std::string docs;
+    int rc = kExitOk;
+    for (size_t i = 0; i < a->paths.size(); ++i) {
+      const std::string& path = a->paths[i];
+      std::string one;
+      std::string* sink = a->json && a->paths.size() > 1 ? &one : nullptr;
+      if (!a->json && i > 0) fmt::print("\n");
+      std::fflush(stdout);
+      const int r = guarded([&] {
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path)) {
+          const std::vector<tlio::FolderItem> items = tlio::folder_contents(path);
+          const bool one_model = items.size() == 1 &&
+                                 items[0].kind == tlio::FolderItem::Kind::model && items[0].path.empty();
+          if (!one_model) return inspect_folder(path, items, opt, sink);
+        }
+        return inspect_one(path, opt, sink);
+      });
+      if (r != kExitOk) rc = r;
+      if (sink && !one.empty()) docs += (docs.empty() ? "" : ",") + one;
+    }
+    if (a->json && a->paths.size() > 1) fmt::print("{{\"inputs\":[{}]}}\n", docs);
+    exit_code = rc;
   });
 }
 

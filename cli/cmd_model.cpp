@@ -39,7 +39,8 @@ void add_shard(CLI::App& app, int& exit_code) {
           src, a->out, max, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
       bar.finish();
       for (const auto& f : r.files) fmt::print("  {}\n", f);
-      fmt::print("{} -> {}: {} file(s), {} of tensor data\n", a->in, a->out, r.files.size(),
+      fmt::print("{} -> {}: {} file{}, {} of tensor data\n", a->in, a->out, r.files.size(),
+                 r.files.size() == 1 ? "" : "s",
                  human_size(r.total_size));
       return kExitOk;
     });

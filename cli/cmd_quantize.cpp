@@ -207,7 +207,8 @@ void add_dequantize(CLI::App& app, int& exit_code) {
           src, a->out, dtype,
           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
       bar.finish();
-      fmt::print("{} -> {}: {} weights restored{}\n", a->in, a->out, r.restored,
+      fmt::print("{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,
+                 r.restored == 1 ? "" : "s",
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);
       return kExitOk;
     });

@@ -15,6 +15,15 @@ std::regex compile_regex(const std::string& pattern, const char* what) {
   }
 }
 
+std::string digits_grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 NameFilter::NameFilter(const std::string& include, const std::string& exclude)
     : has_include_(!include.empty()),
       has_exclude_(!exclude.empty()),

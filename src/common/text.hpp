@@ -1,6 +1,7 @@
 // common/text.hpp: small text helpers shared by the modules that select tensors by name.
 #pragma once
 
+#include <cstdint>
 #include <regex>
 #include <string>
 
@@ -11,6 +12,9 @@ std::regex compile_regex(const std::string& pattern, const char* what);
 
 /// Selection by include/exclude patterns: with an include pattern, names it finds; otherwise the
 /// default choice; minus names the exclude pattern finds. Empty patterns are absent.
+/// 218103808 as "218,103,808", for people reading sizes in messages.
+std::string digits_grouped(uint64_t n);
+
 class NameFilter {
  public:
   NameFilter(const std::string& include, const std::string& exclude);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/checked.hpp"
+#include "common/text.hpp"
 #include "format/header_builder.hpp"
 #include "format/name_index.hpp"
 #include "tlio/error.hpp"
@@ -73,10 +74,17 @@ void HeaderBuilder::check_layout(uint64_t data_start) {
                    detail::checked_add(data_start, t.begin));
     expected_begin = t.end;
   }
+  // A file shorter than its header says is nearly always a copy or download cut short: say so.
+  if (expected_begin > h_.data_size_)
+    throw_format(Rule::r5_layout, {},
+                 fmt::format("the file ends at {} of {} data bytes: truncated (an incomplete "
+                             "download or copy?)", detail::digits_grouped(h_.data_size_),
+                             detail::digits_grouped(expected_begin)),
+                 detail::checked_add(data_start, h_.data_size_));
   if (expected_begin != h_.data_size_)
     throw_format(Rule::r5_layout, {},
                  fmt::format("data ends at {}, file has {} data bytes", expected_begin, h_.data_size_),
-                 detail::checked_add(data_start, std::min(expected_begin, h_.data_size_)));
+                 detail::checked_add(data_start, expected_begin));
 }
 
 Header Header::parse(std::span<const std::byte> json, uint64_t data_size) {

@@ -234,6 +234,14 @@ TEST(Rule5, TrailingAndMissingBytes) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->detail(), "data ends at 4, file has 5 data bytes");
   EXPECT_EQ(rule_of(make_file(h, zeros(3))), "5");
+  // Too few bytes: the file was cut short, and the message says so, in readable figures.
+  std::string big = R"({"a":{"dtype":"U8","shape":[218103808],"data_offsets":[0,218103808]}})";
+  auto cut = verdict(make_file(big, zeros(98656)));
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->detail(),
+            "the file ends at 98,656 of 218,103,808 data bytes: truncated (an incomplete download "
+            "or copy?)");
+  EXPECT_EQ(cut->rule(), Rule::r5_layout);
 }
 
 TEST(Rule5, ZeroSizeTensorsMayShareOffsetsInAnyFileOrder) {

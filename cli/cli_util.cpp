@@ -41,6 +41,49 @@ int guarded(const std::function<int()>& body) {
   return kExitFailure;
 }
 
+int guarded_json(const std::function<int()>& body, std::string& error, std::string* message) {
+  error = "null";
+  try {
+    return body();
+  } catch (const tlio::Error& e) {
+    if (message) *message = e.what();
+    error = fmt::format("{{\"message\":{}", json_string(e.what()));
+    if (e.rule() != tlio::Rule::none) error += fmt::format(",\"rule\":{}", json_string(e.rule_name()));
+    if (!e.tensor().empty()) error += fmt::format(",\"tensor\":{}", json_string(e.tensor()));
+    if (e.offset()) error += fmt::format(",\"offset\":{}", *e.offset());
+    if (e.os_error()) error += fmt::format(",\"errno\":{}", e.os_error().value());
+    error += "}";
+  } catch (const std::bad_alloc&) {
+    if (message) *message = "out of memory";
+    error = R"({"message":"out of memory"})";
+  } catch (const std::exception& e) {
+    if (message) *message = e.what();
+    error = fmt::format("{{\"message\":{}}}", json_string(e.what()));
+  }
+  return kExitFailure;
+}
+
+int guarded_output(bool json, const std::function<int()>& body) {
+  if (!json) return guarded(body);
+  // The message on stderr as always (people read it), and in the document on stdout.
+  std::string error, message;
+  const int rc = guarded_json(body, error, &message);
+  if (rc != kExitOk && error != "null") {
+    print_error(message);
+    fmt::print("{{\"error\":{}}}\n", error);
+  }
+  return rc;
+}
+
+std::string display_location(const std::string& text) {
+  const size_t scheme = text.find("://");
+  if (scheme == std::string::npos) return text;
+  std::string out = text.substr(0, text.find_first_of("?#"));
+  const size_t host = scheme + 3, path = out.find('/', host), at = out.rfind('@', path);
+  if (at != std::string::npos && at >= host) out.erase(host, at + 1 - host);
+  return out;
+}
+
 std::string join_path(const std::string& dir, const std::string& rel) {
   return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
 }

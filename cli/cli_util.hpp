@@ -21,6 +21,14 @@ inline constexpr int kExitUsage = 2;
 
 /// Runs `body`; a tlio::Error or other exception becomes one line on stderr and exit 1.
 int guarded(const std::function<int()>& body);
+/// The same for --json: the failure becomes `error`, a JSON object ({"message", "rule",
+/// "tensor", "offset", "errno"}; rule/tensor/offset/errno when the error has them), and nothing is
+/// printed. `error` is "null" on success.
+int guarded_json(const std::function<int()>& body, std::string& error,
+                 std::string* message = nullptr);
+/// guarded(), or with `json` a failure printed as the one JSON document on stdout:
+/// {"error": {...}} (as guarded_json describes it), its message on stderr too.
+int guarded_output(bool json, const std::function<int()>& body);
 
 /// Adds --token (a bearer token for http(s) URLs) to a subcommand that reads files.
 void add_token_option(CLI::App* cmd);
@@ -29,6 +37,10 @@ tlio::OpenOptions open_options();
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);
+
+/// A location as output may show it before it is opened: a URL without its user, password and
+/// query (which may hold signatures), a path as given.
+std::string display_location(const std::string& text);
 
 /// `dir` + "/" + `rel`, without doubling a '/' that `dir` ends with (paths as the user gave them).
 std::string join_path(const std::string& dir, const std::string& rel);

@@ -82,7 +82,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       });
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       tlio::TensorSelection selection;
       selection.keep = a->keep;
       selection.drop = a->drop;

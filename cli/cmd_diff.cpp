@@ -126,7 +126,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(CLI::NonNegativeNumber);
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       const tlio::File fa = tlio::File::open(a->a, open_options());
       const tlio::File fb = tlio::File::open(a->b, open_options());
       tlio::CompareOptions o;

@@ -1,6 +1,7 @@
 // cli/cmd_import.cpp: `tlio import SRC DST [--key PATH] [--skip-unsupported]`: a PyTorch
 // checkpoint (zip or legacy) to safetensors, with no pickle ever executed.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -26,7 +27,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
     std::string src, dst, key, max_size;
-    bool skip_unsupported = false, allow_empty = false;
+    bool skip_unsupported = false, allow_empty = false, json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
@@ -39,8 +40,11 @@ void add_import(CLI::App& app, int& exit_code) {
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
   cmd->add_flag("--allow-empty", a->allow_empty,
                 "Write a file without tensors when the checkpoint has none (else an error)");
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
+                "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"skipped\"}");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       tlio::ImportOptions options;
       options.key = a->key;
       options.skip_unsupported = a->skip_unsupported;
@@ -50,8 +54,23 @@ void add_import(CLI::App& app, int& exit_code) {
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::ImportReport r = tlio::import_checkpoint(a->src, a->dst, options);
       bar.finish();
-      for (const std::string& note : r.contents.skipped) fmt::print(stderr, "skipped: {}\n", note);
       const size_t aliases = r.contents.tensors.size() - r.tensors_written;
+      if (a->json) {
+        std::vector<std::string> tensors, skipped;
+        for (const auto& t : r.contents.tensors)
+          tensors.push_back(fmt::format("{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"alias_of\":{}}}",
+                                        json_string(t.name), tlio::dtype_name(t.dtype),
+                                        fmt::join(t.shape, ","),
+                                        t.alias_of.empty() ? "null" : json_string(t.alias_of)));
+        for (const std::string& note : r.contents.skipped) skipped.push_back(json_string(note));
+        fmt::print("{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
+                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"skipped\":[{}]}}\n",
+                   json_string(a->src), json_string(a->dst), json_string(r.contents.format),
+                   fmt::join(tensors, ","), r.tensors_written, r.bytes_written, aliases,
+                   r.contents.dropped_values, fmt::join(skipped, ","));
+        return kExitOk;
+      }
+      for (const std::string& note : r.contents.skipped) fmt::print(stderr, "skipped: {}\n", note);
       fmt::print("{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
                  a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
                  human_size(r.bytes_written), aliases, aliases == 1 ? "" : "es",

@@ -478,16 +478,16 @@ int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& 
                                                                     : "file";
     // An item that cannot be read is reported and the others still listed (exit 1).
     if (json) {
-      std::string listings;
+      std::string listings, error = "null";
       bool ok = true;
       for (size_t i = 0; i < paths.size() && ok; ++i) {
         std::string one;
-        ok = guarded([&] { return inspect_one(paths[i], opt, &one); }) == kExitOk;
+        ok = guarded_json([&] { return inspect_one(paths[i], opt, &one); }, error) == kExitOk;
         listings += (i ? "," : "") + one;
       }
       if (!ok) rc = kExitFailure;
-      out += fmt::format("{}{{\"kind\":\"{}\",\"path\":{},\"ok\":{},\"listings\":[{}]}}",
-                         first ? "" : ",", kind, json_string(shown), ok, ok ? listings : "");
+      out += fmt::format("{}{{\"kind\":\"{}\",\"path\":{},\"ok\":{},\"error\":{},\"listings\":[{}]}}",
+                         first ? "" : ",", kind, json_string(shown), ok, error, ok ? listings : "");
     } else {
       if (!first) fmt::print("\n");
       if (item.kind == tlio::FolderItem::Kind::index)
@@ -550,7 +550,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
       std::string* sink = a->json && a->paths.size() > 1 ? &one : nullptr;
       if (!a->json && i > 0) fmt::print("\n");
       std::fflush(stdout);
-      const int r = guarded([&] {
+      const auto body = [&] {
         std::error_code ec;
         if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path)) {
           const std::vector<tlio::FolderItem> items = tlio::folder_contents(path);
@@ -559,7 +559,17 @@ void add_inspect(CLI::App& app, int& exit_code) {
           if (!one_model) return inspect_folder(path, items, opt, sink);
         }
         return inspect_one(path, opt, sink);
-      });
+      };
+      int r;
+      if (sink) {  // several inputs as JSON: a failure is that input's entry
+        std::string error, message;
+        r = guarded_json(body, error, &message);
+        if (r != kExitOk) print_error(message);
+        if (r != kExitOk)
+          one = fmt::format("{{\"input\":{},\"error\":{}}}", json_string(display_location(path)), error);
+      } else {
+        r = guarded_output(a->json, body);
+      }
       if (r != kExitOk) rc = r;
       if (sink && !one.empty()) docs += (docs.empty() ? "" : ",") + one;
     }

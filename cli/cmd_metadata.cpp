@@ -62,7 +62,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", a->out, "Write the edited file here instead of editing FILE");
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       if (a->set.empty() && a->del.empty()) {
         if (!a->out.empty()) {
           print_error("-o needs --set or --delete (nothing to edit)");

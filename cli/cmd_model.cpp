@@ -1,5 +1,6 @@
 // cli/cmd_model.cpp: `tlio shard`, `tlio merge` and `tlio bigram train|generate`.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <fstream>
@@ -24,20 +25,30 @@ void add_shard(CLI::App& app, int& exit_code) {
       "Example: tlio shard model.safetensors out/ --max-size 5GB");
   struct Args {
     std::string in, out, size;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
   add_token_option(cmd);
   cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
   cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")->required();
+  cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"files\", \"total_size\"}");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       const uint64_t max = tlio::parse_size(a->size);
       tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("sharding");
       tlio::ShardReport r = tlio::shard_file(
           src, a->out, max, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
       bar.finish();
+      if (a->json) {
+        std::vector<std::string> files;
+        for (const auto& f : r.files) files.push_back(json_string(f));
+        fmt::print("{{\"input\":{},\"output\":{},\"files\":[{}],\"total_size\":{}}}\n",
+                   json_string(display_location(a->in)), json_string(a->out), fmt::join(files, ","),
+                   r.total_size);
+        return kExitOk;
+      }
       for (const auto& f : r.files) fmt::print("  {}\n", f);
       fmt::print("{} -> {}: {} file{}, {} of tensor data\n", a->in, a->out, r.files.size(),
                  r.files.size() == 1 ? "" : "s",
@@ -53,13 +64,15 @@ void add_merge(CLI::App& app, int& exit_code) {
               "original (canonical) bytes.\n\nExample: tlio merge out/ model.safetensors");
   struct Args {
     std::string dir, out;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("DIR", a->dir, "Model directory (or its http(s):// URL)")->required();
   add_token_option(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       {
         ProgressBar bar("merging");
         tlio::merge_shards(a->dir, a->out,
@@ -67,8 +80,13 @@ void add_merge(CLI::App& app, int& exit_code) {
                            open_options());
       }
       tlio::File f = tlio::File::open(a->out);
-      fmt::print("{} -> {}: {} tensors, {}\n", a->dir, a->out, f.tensors().size(),
-                 human_size(f.header().data_size()));
+      if (a->json)
+        fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"data_bytes\":{}}}\n",
+                   json_string(display_location(a->dir)), json_string(a->out), f.tensors().size(),
+                   f.header().data_size());
+      else
+        fmt::print("{} -> {}: {} tensor{}, {}\n", a->dir, a->out, f.tensors().size(),
+                   f.tensors().size() == 1 ? "" : "s", human_size(f.header().data_size()));
       return kExitOk;
     });
   });

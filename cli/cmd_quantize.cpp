@@ -80,7 +80,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
     std::string in, out, scheme, include, exclude;
-    bool allow_1d = false;
+    bool allow_1d = false, json = false;
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
@@ -118,6 +118,9 @@ void add_quantize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--allow-1d", a->allow_1d,
                 "Quantize 1-D tensors (biases, norms) that --include names too")
       ->needs(cmd->get_option("--include"));
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
+                "\"data_bytes_before\", \"data_bytes_after\"}");
   cmd->callback([a, &exit_code] {
     // The scheme and its options first: an option it does not have is a usage error.
     tlio::QuantizeOptions o;
@@ -130,7 +133,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("quantizing");
       o.include = a->include;
@@ -139,6 +142,27 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
       bar.finish();
+      if (a->json) {
+        std::vector<std::string> items, kept;
+        for (const auto& i : r.items)
+          items.push_back(fmt::format(
+              "{{\"name\":{},\"quantized\":{},\"note\":{},\"rmse\":{},\"max_abs_error\":{},"
+              "\"bytes_before\":{},\"bytes_after\":{}}}",
+              json_string(i.name), i.quantized, json_string(i.note), i.rmse, i.max_abs_error,
+              i.bytes_before, i.bytes_after));
+        for (const auto& k : r.kept) {
+          std::vector<std::string> names;
+          for (const auto& n : k.names) names.push_back(json_string(n));
+          kept.push_back(fmt::format("{{\"reason\":{},\"names\":[{}]}}", json_string(k.reason),
+                                     fmt::join(names, ",")));
+        }
+        fmt::print("{{\"input\":{},\"output\":{},\"scheme\":{},\"items\":[{}],\"kept\":[{}],"
+                   "\"data_bytes_before\":{},\"data_bytes_after\":{}}}\n",
+                   json_string(display_location(a->in)), json_string(a->out),
+                   json_string(o.scheme.name()), fmt::join(items, ","), fmt::join(kept, ","),
+                   r.data_bytes_before, r.data_bytes_after);
+        return kExitOk;
+      }
       size_t done = 0;
       for (const auto& item : r.items) {
         if (!item.quantized) {
@@ -185,6 +209,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
               "Example: tlio dequantize model-int4.safetensors model.safetensors --dtype BF16");
   struct Args {
     std::string in, out, dtype;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
@@ -197,8 +222,10 @@ void add_dequantize(CLI::App& app, int& exit_code) {
                    ? std::string{}
                    : "--dtype must be F32, F16 or BF16, not '" + v + "'";
       });
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"input\", \"output\", \"restored\", \"schemes\"}");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("dequantizing");
       std::optional<tlio::Dtype> dtype;
@@ -207,6 +234,12 @@ void add_dequantize(CLI::App& app, int& exit_code) {
           src, a->out, dtype,
           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
       bar.finish();
+      if (a->json) {
+        fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}}}\n",
+                   json_string(display_location(a->in)), json_string(a->out), r.restored,
+                   json_string(r.scheme));
+        return kExitOk;
+      }
       fmt::print("{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,
                  r.restored == 1 ? "" : "s",
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);

@@ -1,5 +1,9 @@
 // cli/cmd_validate.cpp: `tlio validate FILE|DIR...`.
 #include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <functional>
+#include <memory>
 
 #include <filesystem>
 #include <string>
@@ -17,31 +21,63 @@ namespace tlio::cli {
 
 namespace {
 
-// A local folder: every model directory, shard index and safetensors file in it, each on its
-// own line.
-int validate_folder(const std::string& dir) {
-  std::vector<tlio::FolderItem> items;
-  if (int rc = guarded([&] {
-        items = tlio::folder_contents(dir);
-        if (items.empty())
-          throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
-                            "no safetensors file, shard index or model directory in it", dir);
+// What validate found for one file, model directory or index, as a line or a JSON object.
+struct Verdict {
+  std::string shown, kind;
+  bool json = false;
+  std::vector<std::string>* json_items = nullptr;
+
+  // `body` checks and returns the name as messages show it (a URL without its credentials).
+  int check(const std::function<std::string()>& body) const {
+    if (!json) {
+      return guarded([&] {
+        const std::string name = body();
+        fmt::print("{}: OK{}\n", name,
+                   kind == "model" ? " (model directory)" : kind == "index" ? " (index and its shards)" : "");
         return kExitOk;
       });
-      rc != kExitOk)
+    }
+    std::string error, name = shown;
+    const int rc = guarded_json([&] { name = body(); return kExitOk; }, error);
+    json_items->push_back(fmt::format("{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"error\":{}}}",
+                                      json_string(name), kind, rc == kExitOk, error));
     return rc;
+  }
+};
+
+// A local folder: every model directory, shard index and safetensors file in it, each on its
+// own line.
+int validate_folder(const std::string& dir, bool json, std::vector<std::string>& json_items) {
+  std::vector<tlio::FolderItem> items;
+  // Only a folder that cannot be listed (or holds nothing) is reported as the folder itself.
+  const auto list = [&] {
+    items = tlio::folder_contents(dir);
+    if (items.empty())
+      throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
+                        "no safetensors file, shard index or model directory in it", dir);
+  };
+  if (json) {
+    std::string error;
+    if (guarded_json([&] { list(); return kExitOk; }, error) != kExitOk) {
+      json_items.push_back(fmt::format("{{\"path\":{},\"kind\":\"folder\",\"ok\":false,\"error\":{}}}",
+                                       json_string(dir), error));
+      return kExitFailure;
+    }
+  } else if (guarded([&] { list(); return kExitOk; }) != kExitOk) {
+    return kExitFailure;
+  }
   int rc = kExitOk;
   for (const tlio::FolderItem& item : items) {
     const std::string shown = item.path.empty() ? dir : join_path(dir, item.path);
-    const int one = guarded([&] {
+    const char* kind = item.kind == tlio::FolderItem::Kind::model   ? "model"
+                       : item.kind == tlio::FolderItem::Kind::index ? "index"
+                                                                    : "file";
+    const Verdict v{shown, kind, json, &json_items};
+    const auto check = [&] {
       tlio::check_folder_item(dir, item);
-      fmt::print("{}: OK{}\n", shown,
-                 item.kind == tlio::FolderItem::Kind::model   ? " (model directory)"
-                 : item.kind == tlio::FolderItem::Kind::index ? " (index and its shards)"
-                                                              : "");
-      return kExitOk;
-    });
-    if (one != kExitOk) rc = kExitFailure;
+      return shown;
+    };
+    if (v.check(check) != kExitOk) rc = kExitFailure;
   }
   return rc;
 }
@@ -56,38 +92,53 @@ void add_validate(CLI::App& app, int& exit_code) {
       "its architecture needs), each shard index with its shards, each other .safetensors file.\n"
       "So a PEFT adapter, a diffusers pipeline or a folder made by `tlio shard` validates too;\n"
       "a config.json of another kind (_class_name, peft_type) is not a model's.\n"
-              "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
+      "Prints 'FILE: OK' per valid file; one line per invalid or unreadable file on "
       "stderr naming the rule.\nExit 0 when all are valid, 1 otherwise.\n\n"
       "Example: tlio validate model.safetensors");
-  auto files = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("FILE", *files, "Files or model directories (or http(s):// URLs) to check")->required();
+  struct Args {
+    std::vector<std::string> files;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("FILE", a->files, "Files, model directories or folders (or http(s):// URLs) to check")
+      ->required();
   add_token_option(cmd);
-  cmd->callback([files, &exit_code] {
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", \"error\"}]}");
+  cmd->callback([a, &exit_code] {
     int rc = kExitOk;
-    for (const auto& path : *files) {
+    std::vector<std::string> items;
+    for (const auto& path : a->files) {
       std::error_code ec;
       // (A folder whose weights are a PyTorch checkpoint is opened as a model, which says to
       // convert it with `tlio import`.)
       if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path)) {
-        if (validate_folder(path) != kExitOk) rc = kExitFailure;
+        if (validate_folder(path, a->json, items) != kExitOk) rc = kExitFailure;
         continue;
       }
-      int one = guarded([&] {
-        std::string name;  // as messages show it: a URL without its credentials
-        if (tlio::is_model_directory(path, open_options())) {
+      Verdict v{display_location(path), "file", a->json, &items};
+      const bool model = [&] {
+        try {
+          return tlio::is_model_directory(path, open_options());
+        } catch (const std::exception&) {
+          return false;  // unreachable: the open below says why
+        }
+      }();
+      if (model) v.kind = "model";
+      const int one = v.check([&] {
+        if (model) {
           const tlio::Model m = tlio::Model::open(path, open_options());
           m.check();  // files, index, tokenizer, architecture
-          name = m.name();
-        } else {
-          tlio::File f = tlio::File::open(path, open_options());
-          tlio::find_quantized_weights(f);  // consistency of quantized weights
-          name = f.name();
+          return m.name();
         }
-        fmt::print("{}: OK\n", name);
-        return kExitOk;
+        tlio::File f = tlio::File::open(path, open_options());
+        tlio::find_quantized_weights(f);  // consistency of quantized weights
+        return f.name();
       });
       if (one != kExitOk) rc = kExitFailure;
     }
+    if (a->json)
+      fmt::print("{{\"ok\":{},\"results\":[{}]}}\n", rc == kExitOk, fmt::join(items, ","));
     std::fflush(stdout);
     exit_code = rc;
   });

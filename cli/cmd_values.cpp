@@ -111,6 +111,25 @@ std::string format_value(double v, tlio::Dtype d) {
   return s;
 }
 
+// The cells as nested JSON lists of `shape` (a scalar: the cell itself).
+std::string json_array(const std::vector<std::string>& cells, const std::vector<uint64_t>& shape) {
+  if (shape.empty()) return cells.empty() ? "null" : cells[0];
+  std::string out;
+  std::function<void(size_t, uint64_t)> rec = [&](size_t dim, uint64_t offset) {
+    uint64_t stride = 1;
+    for (size_t k = dim + 1; k < shape.size(); ++k) stride *= shape[k];
+    out += "[";
+    for (uint64_t i = 0; i < shape[dim]; ++i) {
+      if (i) out += ",";
+      if (dim + 1 == shape.size()) out += cells[offset + i];
+      else rec(dim + 1, offset + i * stride);
+    }
+    out += "]";
+  };
+  rec(0, 0);
+  return out;
+}
+
 // numpy's str() layout: nested brackets, right-aligned columns, "..." past 1,000 elements.
 void print_array(const std::vector<std::string>& cells, const std::vector<uint64_t>& shape) {
   if (shape.empty()) {
@@ -160,14 +179,18 @@ void add_cat(CLI::App& app, int& exit_code) {
               "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8");
   struct Args {
     std::string file, name, slice;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
   add_token_option(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,:");
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"name\", \"dtype\", \"shape\", \"values\"} (nested "
+                "lists; NaN and infinities as null)");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
       tlio::File f = tlio::File::open(a->file, open_options());
       const tlio::TensorInfo& t = f.header().at(a->name);
       if (!numeric(t.dtype))
@@ -180,6 +203,7 @@ void add_cat(CLI::App& app, int& exit_code) {
       for (uint64_t d : shape) n *= d;
       std::vector<std::string> cells;
       cells.reserve(n);
+      const bool as_json = a->json;
       if (tlio::is_integer(t.dtype)) {  // exact, not through double
         const unsigned size = tlio::dtype_bits(t.dtype) / 8;
         const bool is_signed = t.dtype == tlio::Dtype::I8 || t.dtype == tlio::Dtype::I16 ||
@@ -193,7 +217,17 @@ void add_cat(CLI::App& app, int& exit_code) {
       } else {
         std::vector<double> values(n);
         tlio::convert(t.dtype, bytes, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)), n);
-        for (double v : values) cells.push_back(format_value(v, t.dtype));
+        for (double v : values)
+          cells.push_back(!as_json ? format_value(v, t.dtype)
+                          : t.dtype == tlio::Dtype::BOOL ? (v != 0 ? "true" : "false")
+                          : std::isfinite(v)             ? fmt::format("{}", v)
+                                                         : "null");
+      }
+      if (as_json) {
+        fmt::print("{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"values\":{}}}\n",
+                   json_string(t.name), tlio::dtype_name(t.dtype), fmt::join(shape, ","),
+                   json_array(cells, shape));
+        return kExitOk;
       }
       print_array(cells, shape);
       return kExitOk;
@@ -256,13 +290,19 @@ void add_stats(CLI::App& app, int& exit_code) {
   struct Args {
     std::string file;
     std::vector<std::string> names;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
   add_token_option(cmd);
   cmd->add_option("NAME", a->names, "Tensors (default: all)");
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "
+                "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\"}]}");
   cmd->callback([a, &exit_code] {
-    exit_code = guarded([&] {
+    exit_code = guarded_output(a->json, [&] {
+      std::vector<std::string> docs;
+      const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
       tlio::File f = tlio::File::open(a->file, open_options());
       const auto quantized = tlio::find_quantized_weights(f);
       std::set<std::string> parts;
@@ -275,24 +315,41 @@ void add_stats(CLI::App& app, int& exit_code) {
       }
       for (const std::string& name : names) {
         std::function<void(const std::function<void(std::span<const double>)>&)> each;
-        std::string kind;
+        std::string kind, shape_json;
         auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
         if (q != quantized.end()) {
           each = [&, q](const auto& fn) { for_each_chunk(f, *q, fn); };
           kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
+          shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
         } else {
           const tlio::TensorInfo& t = f.header().at(name);
           if (!numeric(t.dtype)) {
-            fmt::print("{}: {} [{}]: no numeric statistics\n", display_name(name),
-                       tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
+            if (a->json)
+              docs.push_back(fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
+                                         json_string(name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ",")));
+            else
+              fmt::print("{}: {} [{}]: no numeric statistics\n", display_name(name),
+                         tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
             continue;
           }
           each = [&](const auto& fn) { for_each_chunk(f, t, fn); };
           kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
+          shape_json = fmt::format("[{}]", fmt::join(t.shape, ","));
         }
         Stats s;
         each([&](std::span<const double> v) { s.add(v); });
         const double sd = s.finite() > 0 ? std::sqrt(s.m2 / static_cast<double>(s.finite())) : 0;
+        if (a->json) {
+          const std::string type = kind.substr(0, kind.find(' '));
+          const bool any = s.count > 0;
+          docs.push_back(fmt::format(
+              "{{\"name\":{},\"type\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
+              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{}}}",
+              json_string(name), json_string(type), shape_json, s.count, s.nan, s.inf, s.zero,
+              any ? number(s.min) : "null", any ? number(s.max) : "null",
+              s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null"));
+          continue;
+        }
         fmt::print("{}: {}\n", display_name(name), kind);
         if (s.count == 0) {
           fmt::print("  (empty)\n");
@@ -303,6 +360,8 @@ void add_stats(CLI::App& app, int& exit_code) {
         std::string h = histogram(f, each, s);
         if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
       }
+      if (a->json)
+        fmt::print("{{\"file\":{},\"tensors\":[{}]}}\n", json_string(f.name()), fmt::join(docs, ","));
       return kExitOk;
     });
   });

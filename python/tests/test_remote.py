@@ -163,7 +163,7 @@ def test_model_directories_by_url(served, model, slash, tmp_path):
     assert ja.pop("dir") == url and jb.pop("dir") == str(local)
     assert ja == jb
     out = run("validate", url)
-    assert out.returncode == 0 and out.stdout == f"{url}: OK\n", out.stderr
+    assert out.returncode == 0 and out.stdout == f"{url}: OK (model directory)\n", out.stderr
     assert run("merge", url, tmp_path / "r.safetensors").returncode == 0
     assert run("merge", local, tmp_path / "l.safetensors").returncode == 0
     assert (tmp_path / "r.safetensors").read_bytes() == (tmp_path / "l.safetensors").read_bytes()

@@ -234,6 +234,18 @@ def test_an_empty_remote_file_fails_rule_1_as_on_disk(served, tmp_path):
     assert remote.stderr.split(": rule 1")[1] == local.stderr.split(": rule 1")[1]
 
 
+def test_a_refused_connection_is_retried_once_not_five_times():
+    # A port nothing listens on (bound and closed here, on loopback): one quick retry at most,
+    # whatever the attempt count for other failures.
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = run("inspect", f"http://127.0.0.1:{port}/m.safetensors", env={"TLIO_HTTP_ATTEMPTS": "5"})
+    assert out.returncode == 1 and "after 2 attempt(s)" in out.stderr, out.stderr
+    assert "Connection refused" in out.stderr or "connect" in out.stderr.lower()
+
+
 def test_an_unknown_url_scheme_is_named():
     out = run("inspect", "ftp://user:pw@example.org/m.safetensors")
     assert out.returncode != 0

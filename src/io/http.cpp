@@ -48,6 +48,15 @@ std::optional<uint64_t> number(std::string_view s) {
   return v;
 }
 
+// A host that does not resolve or refuses the connection rarely changes its mind in a second:
+// one quick retry, not the full count (a typo in a URL should fail at once).
+constexpr int kUnreachableAttempts = 2;
+
+bool unreachable(CURLcode rc) {
+  return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY ||
+         rc == CURLE_COULDNT_CONNECT;
+}
+
 // Failures another attempt may not meet: the network, not the request or the peer's
 // certificate (a TLS verification failure, a bad URL or too many redirects is final).
 bool transient(CURLcode rc) {
@@ -466,7 +475,8 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
     // Retry connection errors, cut bodies, 5xx and 429 (after Retry-After); not the rest.
     const bool busy = r.status == 429 || (r.status >= 500 && r.status < 600);
     const bool cut = transient(rc) && (r.status == 0 || r.status == 200 || r.status == 206);
-    if (!(busy || cut) || attempt >= options_.attempts) {
+    if (!(busy || cut) || attempt >= options_.attempts ||
+        (unreachable(rc) && attempt >= kUnreachableAttempts)) {
       if (r.status == 404 || r.status == 410) http_fail(url_, fmt::format("HTTP {}: not found", r.status), ENOENT);
       if (r.status == 401 || r.status == 403)
         http_fail(url_, fmt::format("HTTP {}: access refused (a token? HF_TOKEN or --token)", r.status), EACCES);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tlio/file.hpp"
 
@@ -47,6 +48,14 @@ std::string join_path(const std::string& dir, const std::string& rel);
 
 /// 6738415616 as "6,738,415,616".
 std::string thousands(uint64_t n);
+
+/// The candidate nearest to `word` (edit distance, at most a third of its length and 3), or ""
+/// when none is near: for "did you mean".
+std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+
+/// The names --dtype takes, for a message about an unknown one: "F32, F16, BF16, ...", the
+/// floating ones only when `floating`.
+std::string dtype_names(bool floating);
 
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);

@@ -63,9 +63,9 @@ void add_convert(CLI::App& app, int& exit_code) {
                   "(also bf16, float16, float8_e4m3fn, ...)")
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
-        if (!d) return "unknown dtype '" + v + "'";
+        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + dtype_names(true);
         if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
-          return "not a floating dtype tlio converts to: '" + v + "'";
+          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + dtype_names(true);
         return {};
       });
   auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX");
@@ -126,8 +126,8 @@ void add_convert(CLI::App& app, int& exit_code) {
                    r.data_bytes_out);
         return kExitOk;
       }
-      fmt::print("{} -> {}: {} tensors converted to {}, {} kept{}{}; {} -> {}\n", a->in, a->out,
-                 r.converted, tlio::dtype_name(options.dtype), r.kept,
+      fmt::print("{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", a->in, a->out,
+                 r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype), r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
                  human_size(r.data_bytes_in), human_size(r.data_bytes_out));

@@ -1,10 +1,32 @@
 // cli/main.cpp: the tlio command line. A client of the public API only (include/tlio).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "signals.hpp"
 #include "tlio/version.hpp"
+
+namespace {
+
+// The commands with their one-line descriptions.
+std::string command_list(CLI::App& app) {
+  std::string out = "tlio: strict, fast safetensors tool\n\nUsage: tlio COMMAND [OPTIONS] ...\n\nCommands:\n";
+  size_t width = 0;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    width = std::max(width, sub->get_name().size());
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    out += "  " + sub->get_name() + std::string(width + 2 - sub->get_name().size(), ' ') +
+           sub->get_description() + "\n";
+  out += "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version.\n";
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tlio::cli;
@@ -27,17 +49,53 @@ int main(int argc, char** argv) {
   add_stats(app, exit_code);
   add_diff(app, exit_code);
   add_import(app, exit_code);
-  auto is_subcommand = [&app](const std::string& word) {
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
-      if (sub->get_name() == word) return true;
-    return false;
+  const std::vector<CLI::App*> commands = app.get_subcommands([](CLI::App*) { return true; });
+  const auto find_command = [&](const std::string& word) -> CLI::App* {
+    for (CLI::App* sub : commands)
+      if (sub->get_name() == word) return sub;
+    return nullptr;
   };
-  if (argc >= 2 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    print_error(std::string("unknown subcommand '") + argv[1] + "' (see tlio --help)");
+  std::vector<std::string> command_names;
+  for (const CLI::App* sub : commands) command_names.push_back(sub->get_name());
+  const auto unknown_command = [&](const std::string& word) {
+    const std::string near = closest(word, command_names);
+    print_error("unknown command '" + word + "'" +
+                (near.empty() ? "" : "; did you mean '" + near + "'?") + " (tlio help lists them)");
     return kExitUsage;
+  };
+  // `tlio` alone and `tlio help`: the commands, a line each; `tlio help COMMAND`: its help.
+  if (argc == 1 || (argc == 2 && std::string(argv[1]) == "help")) {
+    std::printf("%s", command_list(app).c_str());
+    return kExitOk;
   }
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    CLI::App* sub = find_command(argv[2]);
+    if (!sub) return unknown_command(argv[2]);
+    std::printf("%s", sub->help().c_str());
+    return kExitOk;
+  }
+  if (argv[1][0] != '-' && !find_command(argv[1])) return unknown_command(argv[1]);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // An option the command does not have: name the nearest one it does.
+    std::string hint;
+    for (CLI::App* sub : commands) {
+      if (!sub->parsed()) continue;
+      std::vector<std::string> options;
+      for (const CLI::Option* o : sub->get_options())
+        for (const std::string& n : o->get_lnames()) options.push_back("--" + n);
+      for (int i = 2; i < argc && hint.empty(); ++i) {
+        const std::string word = argv[i];
+        if (word.rfind("--", 0) != 0 || std::find(options.begin(), options.end(), word.substr(0, word.find('='))) != options.end())
+          continue;
+        const std::string near = closest(word.substr(0, word.find('=')), options);
+        if (!near.empty()) hint = "did you mean '" + near + "'?";
+      }
+    }
+    const int rc = app.exit(e);
+    if (!hint.empty()) print_error(hint);
+    return rc == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;

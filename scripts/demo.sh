@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target tlio_cli
+# The CLI and the Python module (so `PYTHONPATH=build/python /usr/bin/python3` works next).
+cmake --build build -j"$(nproc)" --target tlio_cli _tlio
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tlio=build/tlio

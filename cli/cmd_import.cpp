@@ -27,7 +27,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
     std::string src, dst, key, max_size;
-    bool skip_unsupported = false, allow_empty = false, json = false;
+    bool skip_unsupported = false, allow_empty = false, json = false, all = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
@@ -40,6 +40,8 @@ void add_import(CLI::App& app, int& exit_code) {
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
   cmd->add_flag("--allow-empty", a->allow_empty,
                 "Write a file without tensors when the checkpoint has none (else an error)");
+  cmd->add_flag("--all", a->all,
+                "A training checkpoint: import every tensor (optimizer state too), not its model part");
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
                 "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"skipped\"}");
@@ -49,6 +51,7 @@ void add_import(CLI::App& app, int& exit_code) {
       options.key = a->key;
       options.skip_unsupported = a->skip_unsupported;
       options.allow_empty = a->allow_empty;
+      options.import_all = a->all;
       if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
@@ -64,13 +67,22 @@ void add_import(CLI::App& app, int& exit_code) {
                                         t.alias_of.empty() ? "null" : json_string(t.alias_of)));
         for (const std::string& note : r.contents.skipped) skipped.push_back(json_string(note));
         fmt::print("{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
-                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"skipped\":[{}]}}\n",
+                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"skipped\":[{}],"
+                   "\"chosen_key\":{}}}\n",
                    json_string(a->src), json_string(a->dst), json_string(r.contents.format),
                    fmt::join(tensors, ","), r.tensors_written, r.bytes_written, aliases,
-                   r.contents.dropped_values, fmt::join(skipped, ","));
+                   r.contents.dropped_values, fmt::join(skipped, ","),
+                   r.contents.chosen_key.empty() ? "null" : json_string(r.contents.chosen_key));
         return kExitOk;
       }
       for (const std::string& note : r.contents.skipped) fmt::print(stderr, "skipped: {}\n", note);
+      if (!r.contents.chosen_key.empty()) {
+        std::vector<std::string> others;
+        for (const std::string& k : r.contents.other_keys) others.push_back(json_string(k));
+        fmt::print(stderr, "note: imported the model part, key {}{} (--all imports everything)\n",
+                   json_string(r.contents.chosen_key),
+                   others.empty() ? "" : fmt::format("; left out {}", fmt::join(others, ", ")));
+      }
       fmt::print("{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
                  a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
                  human_size(r.bytes_written), aliases, aliases == 1 ? "" : "es",

@@ -260,6 +260,7 @@ py::dict checkpoint_dict(const tlio::CheckpointContents& c) {
   d["tensors"] = tensors;
   d["dropped_values"] = c.dropped_values;
   d["skipped"] = c.skipped;
+  d["chosen_key"] = c.chosen_key.empty() ? py::object(py::none()) : py::object(py::str(c.chosen_key));
   return d;
 }
 
@@ -504,12 +505,13 @@ PYBIND11_MODULE(_tlio, m) {
   }, py::arg("src"), py::arg("key") = "");
   m.def("import_checkpoint", [](const std::filesystem::path& src, const std::filesystem::path& dst,
                                 const std::string& key, bool skip_unsupported, uint64_t max_size,
-                                bool allow_empty) {
+                                bool allow_empty, bool import_all) {
     tlio::ImportOptions o;
     o.key = key;
     o.skip_unsupported = skip_unsupported;
     o.max_shard_size = max_size;
     o.allow_empty = allow_empty;
+    o.import_all = import_all;
     tlio::ImportReport r;
     {
       LongCall call;  // a whole file: let other threads run
@@ -520,7 +522,7 @@ PYBIND11_MODULE(_tlio, m) {
     d["bytes_written"] = r.bytes_written;
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
-     py::arg("max_size") = 0, py::arg("allow_empty") = false);
+     py::arg("max_size") = 0, py::arg("allow_empty") = false, py::arg("import_all") = false);
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

@@ -35,6 +35,10 @@ struct CheckpointContents {
   std::vector<CheckpointTensor> tensors;  ///< in the order the walk meets them
   uint64_t dropped_values = 0;            ///< leaves that are not tensors (ints, strings, ...)
   std::vector<std::string> skipped;       ///< unsupported tensors left out, with why
+  /// The top-level key imported without being asked for: "state_dict", or the model's part of
+  /// a training checkpoint ("model" beside "optimizer"); empty when the whole object was.
+  std::string chosen_key;
+  std::vector<std::string> other_keys;    ///< the top-level keys left out when one was chosen
 };
 
 struct ImportOptions {
@@ -47,6 +51,9 @@ struct ImportOptions {
   uint64_t max_shard_size = 0;
   /// Write a file without tensors when the checkpoint has none, instead of failing.
   bool allow_empty = false;
+  /// Import the whole object even when its top level is a training checkpoint (a model state
+  /// dict beside optimizer state) or holds a "state_dict": every tensor, optimizer state too.
+  bool import_all = false;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
 };

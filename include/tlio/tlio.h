@@ -339,6 +339,7 @@ TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options*
 /* ---- PyTorch checkpoints ------------------------------------------------------------------- */
 #define TL_IMPORT_SKIP_UNSUPPORTED 1u /* leave out tensors safetensors cannot hold */
 #define TL_IMPORT_ALLOW_EMPTY 2u      /* write a file without tensors when there are none */
+#define TL_IMPORT_ALL 4u              /* a training checkpoint: everything, not its model part */
 
 /* Converts the PyTorch checkpoint `src` (zip or legacy format; its pickle is decoded, never run)
  * to the safetensors file `dst`, atomically, as `tlio import`; a directory with

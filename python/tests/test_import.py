@@ -480,3 +480,28 @@ def test_directory_index_that_lies_is_refused(tmp_path):
     assert not dst.exists() or not any(dst.iterdir())
     with pytest.raises(tlio.SafetensorError, match="neither pytorch_model.bin"):
         tlio.import_checkpoint(tmp_path, tmp_path / "x")
+
+
+def test_a_training_checkpoint_imports_its_model_part(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()  # momentum buffers: tensors in the optimizer state
+    src = tmp_path / "last.ckpt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 7}, src)
+    report = tlio.import_checkpoint(src, tmp_path / "m.safetensors")
+    assert report["chosen_key"] == "model"
+    got = tlio.torch.load_file(tmp_path / "m.safetensors")
+    assert sorted(got) == ["bias", "weight"] and torch.equal(got["weight"], model.weight.detach())
+    out = subprocess.run([CLI, "import", str(src), str(tmp_path / "c.safetensors")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and 'imported the model part, key "model"' in out.stderr, out.stderr
+    assert '"optimizer"' in out.stderr and "--all" in out.stderr
+    # --all (import_all): every tensor, optimizer state too.
+    everything = tlio.import_checkpoint(src, tmp_path / "all.safetensors", import_all=True)
+    assert everything["chosen_key"] is None
+    names = sorted(tlio.torch.load_file(tmp_path / "all.safetensors"))
+    assert "model.weight" in names and any(n.startswith("optimizer.") for n in names)
+    # A --key that is not there lists the keys that are.
+    with pytest.raises(KeyError, match=r'top level has 3 keys: "model", "optimizer", "epoch"'):
+        tlio.import_checkpoint(src, tmp_path / "k.safetensors", key="modle")

@@ -645,12 +645,13 @@ int tl_edit_file(const char* src, const char* dst, const tl_edit_options* option
 int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
                          uint64_t max_shard_size, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_checkpoint: NULL argument");
-  TL_REQUIRE((flags & ~(TL_IMPORT_SKIP_UNSUPPORTED | TL_IMPORT_ALLOW_EMPTY)) == 0, "tl_import_checkpoint: unknown flags");
+  TL_REQUIRE((flags & ~(TL_IMPORT_SKIP_UNSUPPORTED | TL_IMPORT_ALLOW_EMPTY | TL_IMPORT_ALL)) == 0, "tl_import_checkpoint: unknown flags");
   return guard([&] {
     tlio::ImportOptions o;
     if (key) o.key = key;
     o.skip_unsupported = flags & TL_IMPORT_SKIP_UNSUPPORTED;
     o.allow_empty = flags & TL_IMPORT_ALLOW_EMPTY;
+    o.import_all = flags & TL_IMPORT_ALL;
     o.max_shard_size = max_shard_size;
     const tlio::ImportReport r = tlio::import_checkpoint(src, dst, o);
     if (tensors) *tensors = r.tensors_written;

@@ -2,6 +2,7 @@
 #include "checkpoint/torch_walk.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -48,9 +49,34 @@ ValueId descend(const Pickle& p, ValueId root, const std::string& key) {
       const unsigned long long i = std::strtoull(part.c_str(), &stop, 10);
       if (!part.empty() && *stop == '\0' && i < c.items.size()) next = c.items[static_cast<size_t>(i)];
     }
-    if (next == kNoValue)
+    if (next == kNoValue) {
+      // Say what is there instead: the keys of this level (the first few), or its indices.
+      const std::string where =
+          start == 0 ? "the checkpoint's top level" : quote_name(key.substr(0, start - 1));
+      std::string there;
+      if (pairs) {
+        constexpr size_t kShown = 20;
+        std::vector<std::string> keys;
+        for (size_t i = 0; i + 1 < pairs->size(); i += 2)
+          if (keys.size() < kShown) {
+            const std::optional<std::string> k = key_text(p, (*pairs)[i]);
+            keys.push_back(k ? quote_name(*k) : std::string("(a key that is not text)"));
+          }
+        const size_t total = pairs->size() / 2;
+        there = keys.empty() ? where + " is empty"
+                             : fmt::format("{} has {} key{}: {}{}", where, total, total == 1 ? "" : "s",
+                                           fmt::join(keys, ", "),
+                                           total > kShown ? fmt::format(", ... ({} more)", total - kShown) : "");
+      } else if (c.kind == PyKind::list || c.kind == PyKind::tuple) {
+        there = c.items.empty() ? where + " is empty"
+                                : fmt::format("{} is a list: indices 0..{}", where, c.items.size() - 1);
+      } else {
+        there = where + " holds no keys (not a dict, list or object)";
+      }
       throw Error(ErrorCode::not_found, Rule::none, key, std::nullopt,
-                  fmt::format("--key {}: no {} in the checkpoint", quote_name(key), quote_name(key.substr(0, dot))));
+                  fmt::format("--key {}: no {} in the checkpoint; {}", quote_name(key),
+                              quote_name(key.substr(0, dot)), there));
+    }
     v = next;
     start = dot + 1;
   }

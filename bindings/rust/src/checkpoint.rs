@@ -17,6 +17,8 @@ pub struct ImportOptions<'a> {
     pub max_shard_size: u64,
     /// Write a file without tensors when the checkpoint has none (else a `Format` error).
     pub allow_empty: bool,
+    /// A training checkpoint: import everything (optimizer state too), not its model part.
+    pub import_all: bool,
 }
 
 /// Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
@@ -37,6 +39,9 @@ pub fn import_checkpoint(
     }
     if options.allow_empty {
         flags |= sys::TL_IMPORT_ALLOW_EMPTY;
+    }
+    if options.import_all {
+        flags |= sys::TL_IMPORT_ALL;
     }
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings (or NULL for no key) and a valid out pointer.

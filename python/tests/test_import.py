@@ -120,6 +120,20 @@ def test_state_dict_of_a_training_checkpoint(tmp_path):
         tlio.import_checkpoint(src, tmp_path / "x.safetensors", key="optimizer.nope")
 
 
+def as_big_endian(src, dst):
+    """`src` (storages of 4-byte floats, complex64 included) as a big-endian machine writes it:
+    byteorder "big", every float swapped."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        prefix = zin.namelist()[0].split("/")[0]
+        for info in zin.infolist():
+            data = zin.read(info)
+            if "/data/" in info.filename:
+                data = np.frombuffer(data, dtype="<f4").byteswap().tobytes()
+            zout.writestr(info.filename, data)
+        zout.writestr(f"{prefix}/byteorder", "big")
+    return dst
+
+
 def test_module_state_dict_and_big_endian(tmp_path):
     model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 4))
     src = tmp_path / "pytorch_model.bin"
@@ -128,16 +142,7 @@ def test_module_state_dict_and_big_endian(tmp_path):
     for k, v in model.state_dict().items():
         assert torch.equal(got[k], v)
     # The same checkpoint as a big-endian machine writes it: byteorder "big", storages swapped.
-    big = tmp_path / "big.pt"
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as zout:
-        prefix = zin.namelist()[0].split("/")[0]
-        for info in zin.infolist():
-            data = zin.read(info)
-            if "/data/" in info.filename:
-                data = bytes(torch.frombuffer(bytearray(data), dtype=torch.float32)
-                             .numpy().byteswap().tobytes())
-            zout.writestr(info.filename, data)
-        zout.writestr(f"{prefix}/byteorder", "big")
+    big = as_big_endian(src, tmp_path / "big.pt")
     got_big, _, _ = imported(tmp_path, big)
     for k, v in model.state_dict().items():
         assert torch.equal(got_big[k], v), k
@@ -148,15 +153,7 @@ def test_big_endian_complex64_swaps_each_part(tmp_path):
     c = torch.tensor([1 + 2j, -3.5 + 0.25j, 1e-3 - 7j], dtype=torch.complex64)
     src = tmp_path / "c.pt"
     torch.save({"c": c, "f": torch.tensor([1.5, -2.0])}, src)
-    big = tmp_path / "cbig.pt"
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as zout:
-        prefix = zin.namelist()[0].split("/")[0]
-        for info in zin.infolist():
-            data = zin.read(info)
-            if "/data/" in info.filename:
-                data = np.frombuffer(data, dtype="<f4").byteswap().tobytes()
-            zout.writestr(info.filename, data)
-        zout.writestr(f"{prefix}/byteorder", "big")
+    big = as_big_endian(src, tmp_path / "cbig.pt")  # each float of the complex values swapped
     # (Debian 12's torch 1.13 reads this complex64 unswapped; newer torch.load swaps each part,
     # as a big-endian writer means it and as tlio does.)
     got, _, _ = imported(tmp_path, big)

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
+#include <simdjson.h>
 #include <fmt/core.h>
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -201,7 +203,28 @@ std::string pad(std::string_view s, size_t width, bool right) {
   return right ? fill + std::string(s) : std::string(s) + fill;
 }
 
-std::string json_string(std::string_view s) {
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
+std::string json_string(std::string_view text) {
+  // A path need not be UTF-8: bytes that are not become U+FFFD, so the document stays JSON.
+  std::string valid;
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    for (size_t i = 0; i < text.size();) {
+      size_t n = 1;
+      const auto b = static_cast<unsigned char>(text[i]);
+      if (b >= 0xC0) n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+      if (b < 0x80 || (b >= 0xC0 && i + n <= text.size() &&
+                       simdjson::validate_utf8(text.data() + i, n))) {
+        valid.append(text.substr(i, b < 0x80 ? 1 : n));
+        i += b < 0x80 ? 1 : n;
+      } else {
+        valid += "\xEF\xBF\xBD";
+        ++i;
+      }
+    }
+    text = valid;
+  }
+  const std::string_view s = text;
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {

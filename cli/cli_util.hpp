@@ -85,6 +85,9 @@ size_t display_width(std::string_view s);
 /// `s` padded with spaces to `width` columns (left-aligned, or right-aligned when `right`).
 std::string pad(std::string_view s, size_t width, bool right = false);
 
+/// A number for --json: shortest round-trip form, or null when it is not finite.
+std::string json_number(double v);
+
 /// `s` as a JSON string literal (the --json outputs): quotes, backslashes and control characters
 /// escaped, everything else (UTF-8 included) as is.
 std::string json_string(std::string_view s);

@@ -98,10 +98,10 @@ void add_convert(CLI::App& app, int& exit_code) {
         if (a->json)
           fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
                      "\"converted\":0,\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-                     json_string(a->in), json_string(a->out), r.kept, r.dropped, r.renamed,
+                     json_string(display_location(a->in)), json_string(a->out), r.kept, r.dropped, r.renamed,
                      r.source_data_bytes, r.data_bytes);
         else
-          fmt::print("{} -> {}: {} tensor{}{}{}, {}\n", a->in, a->out, r.kept,
+          fmt::print("{} -> {}: {} tensor{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
                      r.kept == 1 ? "" : "s",
                      r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
                      r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
@@ -121,12 +121,12 @@ void add_convert(CLI::App& app, int& exit_code) {
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
                    "\"converted\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-                   json_string(a->in), json_string(a->out), r.converted + r.kept, r.dropped,
+                   json_string(src.name()), json_string(a->out), r.converted + r.kept, r.dropped,
                    r.renamed, r.converted, tlio::dtype_name(options.dtype), r.data_bytes_in,
                    r.data_bytes_out);
         return kExitOk;
       }
-      fmt::print("{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", a->in, a->out,
+      fmt::print("{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", src.name(), a->out,
                  r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype), r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",

@@ -18,9 +18,6 @@ namespace tlio::cli {
 
 namespace {
 
-// JSON has no infinity: a non-finite figure is null.
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
-
 std::string figure(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "inf"; }
 
 void print_json(const std::string& a, const std::string& b, const tlio::CompareOptions& o,
@@ -48,11 +45,12 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
   for (const auto& n : r.only_in_b) fmt::print("only in {}: {}\n", b, display_name(n));
   // Identical tensors (every value the same) are counted, not listed, unless --all.
   std::vector<const tlio::TensorComparison*> shown;
-  size_t identical = 0, outside = 0;
+  size_t identical = 0, outside = 0, not_compared = 0;
   for (const tlio::TensorComparison& c : r.tensors) {
     const bool same = c.compared && c.equal && c.max_abs == 0;
     identical += same;
-    outside += !c.equal;
+    outside += c.compared && !c.equal;
+    not_compared += !c.compared;
     if (all || !same) shown.push_back(&c);
   }
   if (!shown.empty()) {
@@ -89,8 +87,9 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
   if (identical) summary += fmt::format(", {} identical", identical);
   if (outside)
     summary += fmt::format(", {} outside tolerance (atol {}, rtol {})", outside, o.atol, o.rtol);
-  else if (common > identical)
+  else if (common > identical + not_compared)
     summary += fmt::format(", the rest within tolerance (atol {}, rtol {})", o.atol, o.rtol);
+  if (not_compared) summary += fmt::format(", {} not compared", not_compared);
   if (!r.only_in_a.empty()) summary += fmt::format(", {} only in {}", r.only_in_a.size(), a);
   if (!r.only_in_b.empty()) summary += fmt::format(", {} only in {}", r.only_in_b.size(), b);
   fmt::print("{}\n", summary);
@@ -137,9 +136,9 @@ void add_diff(CLI::App& app, int& exit_code) {
       const tlio::CompareReport r = tlio::compare_files(fa, fb, o);
       bar.finish();
       if (a->json)
-        print_json(a->a, a->b, o, r);
+        print_json(fa.name(), fb.name(), o, r);
       else
-        print_table(a->a, a->b, o, r, a->all);
+        print_table(fa.name(), fb.name(), o, r, a->all);
       return r.equal ? kExitOk : kExitFailure;
     });
   });

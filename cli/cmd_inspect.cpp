@@ -92,7 +92,8 @@ void print_metadata_json(std::string& out, const tlio::File& f) {
 }
 
 // A PyTorch checkpoint: its tensors as `tlio import` would write them, nothing converted.
-void print_checkpoint(const std::string& path, bool json) {
+// `json_out`: where its JSON document goes (printed when null).
+void print_checkpoint(const std::string& path, bool json, std::string* json_out = nullptr) {
   const tlio::CheckpointContents c = tlio::read_checkpoint(path);
   if (json) {
     std::string out = fmt::format("{{\"checkpoint\":{},\"format\":\"{}\",\"tensors\":[", json_string(path), c.format);
@@ -104,7 +105,8 @@ void print_checkpoint(const std::string& path, bool json) {
                          t.alias_of.empty() ? "" : ",\"alias_of\":" + json_string(t.alias_of));
     }
     out += fmt::format("],\"dropped_values\":{}}}", c.dropped_values);
-    fmt::print("{}\n", out);
+    if (json_out) *json_out += out;
+    else fmt::print("{}\n", out);
     return;
   }
   fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n", path, c.format);
@@ -211,17 +213,19 @@ struct TableRow {
 // Rows that differ only in their numbered path components (layers.0, layers.1, ...), with the
 // same dtype and shape, folded into one: model.layers.{0..31}.mlp.up_proj.weight  32x [..].
 std::vector<TableRow> grouped(std::vector<TableRow> rows) {
+  // A name as pieces: literal text, or a numbered component (kNumber) whose value is kept apart.
+  static const std::string kNumber(1, '\0');
   struct Group {
-    std::string pattern;
+    std::vector<std::string> pieces;
     std::vector<std::vector<uint64_t>> numbers;  // per numbered component
     size_t count = 0;
     uint64_t bytes = 0;
     TableRow first;
   };
   std::vector<Group> groups;
-  std::map<std::string, size_t> index;  // pattern + dtype + shape -> group
+  std::map<std::string, size_t> index;  // pieces + dtype + shape -> group
   for (TableRow& r : rows) {
-    std::string pattern;
+    std::vector<std::string> pieces;
     std::vector<uint64_t> numbers;
     size_t start = 0;
     while (start <= r.key.size()) {
@@ -230,15 +234,17 @@ std::vector<TableRow> grouped(std::vector<TableRow> rows) {
       const bool number = !part.empty() && part.size() <= 18 &&
                           std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (number) numbers.push_back(std::stoull(std::string(part)));
-      pattern += number ? std::string("{}") : std::string(part);
-      if (dot < r.key.size()) pattern += '.';
+      pieces.push_back(number ? kNumber : std::string(part));
       start = dot + 1;
     }
-    const std::string key = pattern + '\0' + r.dtype + '\0' + r.shape;
+    // The key separates pieces with a byte no piece holds next to the number marker ("\0\1").
+    std::string key;
+    for (const std::string& p : pieces) key += p + '\1';
+    key += '\2' + r.dtype + '\2' + r.shape;
     auto [it, fresh] = index.try_emplace(key, groups.size());
-    if (fresh) groups.push_back({pattern, std::vector<std::vector<uint64_t>>(numbers.size()), 0, 0, r});
+    if (fresh) groups.push_back({pieces, std::vector<std::vector<uint64_t>>(numbers.size()), 0, 0, r});
     Group& g = groups[it->second];
-    for (size_t i = 0; i < numbers.size(); ++i) g.numbers[i].push_back(numbers[i]);
+    for (size_t i = 0; i < numbers.size() && i < g.numbers.size(); ++i) g.numbers[i].push_back(numbers[i]);
     ++g.count;
     g.bytes += r.byte_count;
   }
@@ -251,13 +257,13 @@ std::vector<TableRow> grouped(std::vector<TableRow> rows) {
     }
     std::string name;
     size_t k = 0;
-    for (size_t at = 0; at < g.pattern.size(); ++at) {
-      if (g.pattern.compare(at, 2, "{}") == 0) {
+    for (size_t i = 0; i < g.pieces.size(); ++i) {
+      if (i) name += '.';
+      if (g.pieces[i] == kNumber && k < g.numbers.size()) {
         const std::string r = ranges(g.numbers[k++]);
         name += r.find_first_of(".,o") == std::string::npos ? r : "{" + r + "}";
-        ++at;
       } else {
-        name += g.pattern[at];
+        name += g.pieces[i];
       }
     }
     out.push_back({display_name(name), g.first.dtype, fmt::format("{}x {}", g.count, g.first.shape),
@@ -265,7 +271,6 @@ std::vector<TableRow> grouped(std::vector<TableRow> rows) {
   }
   return out;
 }
-
 
 // 6738415616 as "6.74B", for a parameter count.
 std::string short_count(uint64_t n) {
@@ -411,7 +416,7 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
   std::optional<tlio::File> file;
   std::optional<tlio::Model> model;
   if (const auto checkpoint = tlio::checkpoint_in_directory(path)) {
-    print_checkpoint(checkpoint->string(), json);
+    print_checkpoint(checkpoint->string(), json, json_out);
     return kExitOk;
   }
   if (tlio::is_model_directory(path, open_options())) {
@@ -427,7 +432,7 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
     }
     l.quantized = model->quantized();
   } else if (tlio::looks_like_checkpoint(path)) {
-    print_checkpoint(path, json);
+    print_checkpoint(path, json, json_out);
     return kExitOk;
   } else {
     file.emplace(tlio::File::open(path, open_options()));

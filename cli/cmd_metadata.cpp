@@ -66,14 +66,15 @@ void add_metadata(CLI::App& app, int& exit_code) {
       if (a->set.empty() && a->del.empty()) {
         if (!a->out.empty()) {
           print_error("-o needs --set or --delete (nothing to edit)");
+          if (a->json) fmt::print("{{\"error\":{{\"message\":\"-o needs --set or --delete (nothing to edit)\"}}}}\n");
           return kExitUsage;
         }
         const tlio::File f = tlio::File::open(a->file, open_options());
         if (a->json)
-          fmt::print("{{\"file\":{},\"metadata\":{}}}\n", json_string(a->file),
+          fmt::print("{{\"file\":{},\"metadata\":{}}}\n", json_string(f.name()),
                      metadata_json(f.metadata()));
         else
-          print_metadata(f.metadata(), a->file);
+          print_metadata(f.metadata(), f.name());
         return kExitOk;
       }
       tlio::EditOptions options;
@@ -84,10 +85,10 @@ void add_metadata(CLI::App& app, int& exit_code) {
       }
       options.delete_metadata = a->del;
       const tlio::EditReport r = tlio::edit_file(a->file, a->out, options);
-      const std::string& written = a->out.empty() ? a->file : a->out;
+      const std::string written = a->out.empty() ? a->file : a->out;  // local: no URL here
       if (a->json) {
         fmt::print("{{\"file\":{},\"output\":{},\"in_place\":{},\"metadata\":{}}}\n",
-                   json_string(a->file), json_string(written), r.in_place,
+                   json_string(display_location(a->file)), json_string(written), r.in_place,
                    metadata_json(r.metadata));
       } else {
         fmt::print("{}: metadata {} ({} key{}){}\n", written,

@@ -148,7 +148,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
           items.push_back(fmt::format(
               "{{\"name\":{},\"quantized\":{},\"note\":{},\"rmse\":{},\"max_abs_error\":{},"
               "\"bytes_before\":{},\"bytes_after\":{}}}",
-              json_string(i.name), i.quantized, json_string(i.note), i.rmse, i.max_abs_error,
+              json_string(i.name), i.quantized, json_string(i.note), json_number(i.rmse),
+              json_number(i.max_abs_error),
               i.bytes_before, i.bytes_after));
         for (const auto& k : r.kept) {
           std::vector<std::string> names;

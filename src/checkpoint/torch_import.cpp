@@ -178,6 +178,10 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
       CheckpointContents contents;
       plans.push_back(plan_tensors(*c, options, contents));
       report.contents.dropped_values += contents.dropped_values;
+      if (report.contents.chosen_key.empty()) {  // shards of one save choose alike
+        report.contents.chosen_key = contents.chosen_key;
+        report.contents.other_keys = contents.other_keys;
+      }
       for (auto& t : contents.tensors) {
         if (!found.emplace(t.name, file).second)
           refuse_checkpoint(t.name, fmt::format("tensor {} is in two shards", quote_name(t.name)));

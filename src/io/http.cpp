@@ -409,6 +409,9 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
   x.want_end = ranges.back().offset + ranges.back().size;
   x.ranges = ranges;
   const uint64_t offset = x.want_begin;
+  // Whether the server has answered this file before: then a refused connection is a blip
+  // mid-download, retried like the rest, not a wrong address.
+  bool reached = pinned_;
   for (int attempt = 1;; ++attempt) {
     x.asked_from = offset + x.received;
     x.response = HttpResponse{};
@@ -473,10 +476,11 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
       return 0;
     }
     // Retry connection errors, cut bodies, 5xx and 429 (after Retry-After); not the rest.
+    reached = reached || r.status != 0 || x.received > 0;
     const bool busy = r.status == 429 || (r.status >= 500 && r.status < 600);
     const bool cut = transient(rc) && (r.status == 0 || r.status == 200 || r.status == 206);
     if (!(busy || cut) || attempt >= options_.attempts ||
-        (unreachable(rc) && attempt >= kUnreachableAttempts)) {
+        (unreachable(rc) && attempt >= kUnreachableAttempts && !reached)) {
       if (r.status == 404 || r.status == 410) http_fail(url_, fmt::format("HTTP {}: not found", r.status), ENOENT);
       if (r.status == 401 || r.status == 403)
         http_fail(url_, fmt::format("HTTP {}: access refused (a token? HF_TOKEN or --token)", r.status), EACCES);

@@ -79,6 +79,7 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
       continue;
     }
     const std::string rel = std::filesystem::relative(p, dir, ec).generic_string();
+    if (ec) throw_io("cannot list", p.string(), ec);
     if (it->is_directory(ec)) {
       files_of[rel];
     } else if (it->is_regular_file(ec)) {
@@ -86,6 +87,7 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
       files_of[parent].push_back(p.filename().string());
     }
   }
+  if (ec) throw_io("cannot list", dir.string(), ec);  // the step that ended the walk failed
 
   std::vector<FolderItem> items;
   for (auto& [folder, names] : files_of) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
 #include <cerrno>
 #include <cstring>
@@ -44,7 +45,13 @@ Metadata edited_metadata(const File& src, const EditOptions& options) {
       throw_invalid(fmt::format("no metadata key {} to delete (the file has {})", quote_name(key),
                                 key_list(src.metadata())));
   }
-  for (const auto& [key, value] : options.set_metadata) meta[key] = value;
+  for (const auto& [key, value] : options.set_metadata) {
+    // The rewrite's writer would refuse these too; the in-place write must not get them.
+    if (!simdjson::validate_utf8(key.data(), key.size()) ||
+        !simdjson::validate_utf8(value.data(), value.size()))
+      throw_invalid(fmt::format("metadata key {} or its value is not valid UTF-8", quote_name(key)));
+    meta[key] = value;
+  }
   return meta;
 }
 
@@ -70,6 +77,8 @@ std::optional<std::string> header_in_place(const File& src, const detail::Tensor
   }
   std::string header = detail::canonical_header(meta, out);
   if (header.size() != src.header_size()) return std::nullopt;
+  // What is written over the file must be a header the reader takes (rules 2-5).
+  Header::parse(std::as_bytes(std::span(header)), src.header().data_size());
   return header;
 }
 

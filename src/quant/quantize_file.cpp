@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -135,6 +137,13 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
     }
   }
   w.commit();
+  // Skipped and quantized items were recorded in two passes: back into file order.
+  std::unordered_map<std::string_view, size_t> position;
+  for (size_t i = 0; i < src.tensors().size(); ++i) position.emplace(src.tensors()[i].name, i);
+  std::stable_sort(report.items.begin(), report.items.end(),
+                   [&](const QuantizeReport::Item& a, const QuantizeReport::Item& b) {
+                     return position.at(a.name) < position.at(b.name);
+                   });
   report.data_bytes_before = src.header().data_size();
   for (const TensorInfo& t : w.layout()) report.data_bytes_after += t.byte_size();
   return report;

@@ -2,6 +2,7 @@
 #include "quant/tensor_plan.hpp"
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
 #include <map>
 #include <regex>
@@ -113,7 +114,10 @@ TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
         // A pattern that would split the weight: a drop naming a part of a kept one, or a keep
         // naming a part of one left out.
         const int drop_hit = first_match(drop, part);
-        const int keep_hit = kept || keep.empty() || drop_hit >= 0 ? -1 : first_match(keep, part);
+        // (A weight its logical name drops is dropped whole, whatever keep says of its parts.)
+        const int keep_hit = kept || keep.empty() || drop_hit >= 0 || matches_any(drop, w.name)
+                                 ? -1
+                                 : first_match(keep, part);
         if ((kept && drop_hit >= 0) || keep_hit >= 0)
           throw_invalid(fmt::format("{} regex {} matches {}, a stored tensor of quantized weight "
                                     "{} ({}), which moves whole: select the weight by its name, "
@@ -143,7 +147,16 @@ TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
     std::string name = d != decided.end() ? d->second.name
                        : rules.empty()    ? t.name
                                           : renamed(t.name);
-    if (name != t.name) ++plan.renamed;
+    if (name != t.name) {
+      ++plan.renamed;
+      if (name == "__metadata__")
+        throw_invalid(fmt::format("renaming gives tensor {} the name \"__metadata__\", which the "
+                                  "format keeps for metadata", quote_name(t.name)), t.name);
+      if (!simdjson::validate_utf8(name.data(), name.size()))
+        throw_invalid(fmt::format("renaming gives tensor {} a name that is not valid UTF-8 "
+                                  "(a regex split a multi-byte character?)", quote_name(t.name)),
+                      t.name);
+    }
     const auto [slot, inserted] = by_new_name.try_emplace(name, &t);
     if (!inserted)
       throw_invalid(fmt::format("renaming gives tensors {} and {} the same name {}",

@@ -211,6 +211,17 @@ TEST(CompareFiles, FiguresDoNotDependOnTheThreads) {
   }
 }
 
+TEST(CompareFiles, SixtyFourBitIntegersAreComparedExactly) {
+  // 2^53 and 2^53 + 1 are one double: the bytes still tell them apart.
+  const std::vector<int64_t> a{int64_t{1} << 53}, b{(int64_t{1} << 53) + 1};
+  const File fa = File::from_bytes(serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(a))}}));
+  const File fb = File::from_bytes(serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(b))}}));
+  const CompareReport r = compare_files(fa, fb);
+  EXPECT_FALSE(r.equal);
+  EXPECT_EQ(r.tensors[0].note, "values differ beyond F64's precision");
+  EXPECT_TRUE(compare_files(fa, fa).equal);
+}
+
 TEST(CompareFiles, ToleranceMustBeAFiniteNonNegativeNumber) {
   const std::vector<float> w(1, 1.0f);
   const File f = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));

@@ -136,6 +136,15 @@ TEST(EditFile, RefusalsWriteNothing) {
   reserved.tensors.rename = {{"^ids$", "__metadata__"}};
   EXPECT_THROW(edit_file(path, dir / "out.safetensors", reserved), Error);
   EXPECT_FALSE(std::filesystem::exists(dir / "out.safetensors"));
+  // In place too, where no writer would check: the file stays as it was.
+  EXPECT_THROW(edit_file(path, {}, reserved), Error);
+  EditOptions bad_utf8;
+  bad_utf8.set_metadata["format"] = "\xff\xfe";  // the same length as "pt": in place
+  EXPECT_THROW(edit_file(path, {}, bad_utf8), Error);
+  EditOptions split_char;
+  split_char.tensors.rename = {{"^ids$", "\xc3"}};
+  EXPECT_THROW(edit_file(path, {}, split_char), Error);
+  EXPECT_EQ(test::read_bytes(path), original);
 }
 
 TEST(EditFile, KeepDropAndRenameSeeTheOriginalNames) {
@@ -209,6 +218,14 @@ TEST_P(EditQuantized, WeightsMoveWhole) {
     }
     EXPECT_FALSE(std::filesystem::exists(dir / "s.safetensors"));
   }
+
+  // keep and drop together: a weight its name drops goes whole, even where keep names parts.
+  EditOptions both;
+  both.tensors.keep = {"^model\\."};
+  both.tensors.drop = {"layers\\.1\\..*weight$"};
+  const EditReport br = edit_file(dir / "q.safetensors", dir / "b.safetensors", both);
+  EXPECT_EQ(find_quantized_weights(File::open(dir / "b.safetensors")).size(), 1u);
+  EXPECT_GT(br.dropped, 1u);
 
   // Dropping one logical weight drops all its stored tensors.
   EditOptions drop;

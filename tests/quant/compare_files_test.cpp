@@ -84,7 +84,7 @@ TEST(CompareFiles, F32AgainstBF16GivesTheRoundingError) {
   EXPECT_TRUE(compare_files(a, b, o).equal);
   o.rtol = 0;
   o.atol = max_abs / 2;
-  const TensorComparison& half = compare_files(a, b, o).tensors[0];
+  const TensorComparison half = compare_files(a, b, o).tensors[0];
   EXPECT_GT(half.outside, 0u);
   EXPECT_LT(half.outside, 4096u);
 }

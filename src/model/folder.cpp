@@ -90,7 +90,10 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
   if (ec) throw_io("cannot list", dir.string(), ec);  // the step that ended the walk failed
 
   std::vector<FolderItem> items;
-  for (auto& [folder, names] : files_of) {
+  for (auto& entry : files_of) {
+    // (Named, not bound: clang 14 cannot capture structured bindings in the lambdas below.)
+    const std::string& folder = entry.first;
+    std::vector<std::string>& names = entry.second;
     std::sort(names.begin(), names.end(), natural_less);
     const std::filesystem::path here = folder.empty() ? dir : dir / folder;
     const auto join = [&](const std::string& name) { return folder.empty() ? name : folder + "/" + name; };

@@ -36,7 +36,7 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   const detail::NameFilter filter(options.include, options.exclude);
 
   ConvertFileReport report;
-  const detail::TensorPlan plan = detail::plan_tensors(src, options.tensors);
+  const detail::SelectionPlan plan = detail::plan_selection(src, options.tensors);
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
   Writer w = Writer::to_file(out);
@@ -44,7 +44,7 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   const auto quantized_parts = detail::stored_tensor_names(find_quantized_weights(src));
   std::map<std::string_view, const TensorInfo*> source_of;
-  for (const detail::PlannedTensor& p : plan.tensors) {
+  for (const detail::SelectedTensor& p : plan.tensors) {
     const TensorInfo& t = *p.source;
     bool c = is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
              !quantized_parts.contains(t.name) && filter.selects(t.name, true);

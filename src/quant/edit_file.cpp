@@ -58,13 +58,13 @@ Metadata edited_metadata(const File& src, const EditOptions& options) {
 // The edited file's canonical header when the tensors keep their offsets (only names and
 // metadata change) and it is exactly as long as the source's: then it can be written over the
 // old one. nullopt otherwise.
-std::optional<std::string> header_in_place(const File& src, const detail::TensorPlan& plan,
+std::optional<std::string> header_in_place(const File& src, const detail::SelectionPlan& plan,
                                            const Metadata& meta) {
   if (plan.tensors.size() != src.tensors().size()) return std::nullopt;
   std::vector<TensorInfo> out;
   out.reserve(plan.tensors.size());
   std::map<std::string_view, const TensorInfo*> source_of;
-  for (const detail::PlannedTensor& p : plan.tensors) {
+  for (const detail::SelectedTensor& p : plan.tensors) {
     TensorInfo t = *p.source;
     t.name = p.name;
     out.push_back(std::move(t));
@@ -122,11 +122,11 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
   const File src = File::open(src_path, options.open);
   EditReport report;
   report.metadata = edited_metadata(src, options);
-  const detail::TensorPlan plan = detail::plan_tensors(src, options.tensors);
+  const detail::SelectionPlan plan = detail::plan_selection(src, options.tensors);
   report.kept = plan.tensors.size();
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
-  for (const detail::PlannedTensor& p : plan.tensors) report.data_bytes += p.source->byte_size();
+  for (const detail::SelectedTensor& p : plan.tensors) report.data_bytes += p.source->byte_size();
   report.source_data_bytes = src.header().data_size();
 
   const bool into_source = dst.empty() || same_file(src_path, dst);
@@ -139,12 +139,12 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
 
   Writer w = Writer::to_file(dst.empty() ? src_path : dst);
   w.set_metadata(report.metadata);
-  for (const detail::PlannedTensor& p : plan.tensors)
+  for (const detail::SelectedTensor& p : plan.tensors)
     w.declare(p.name, p.source->dtype, p.source->shape);
   std::vector<std::string_view> names, src_names;
   {
     std::map<std::string_view, std::string_view> source_name;
-    for (const detail::PlannedTensor& p : plan.tensors) source_name.emplace(p.name, p.source->name);
+    for (const detail::SelectedTensor& p : plan.tensors) source_name.emplace(p.name, p.source->name);
     for (const TensorInfo& t : w.layout()) {
       names.push_back(t.name);
       src_names.push_back(source_name.at(t.name));

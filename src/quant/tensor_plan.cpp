@@ -81,7 +81,7 @@ std::string common_stem(const std::vector<std::string>& names) {
 
 }  // namespace
 
-TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection) {
   std::vector<std::regex> keep, drop;
   for (const std::string& re : selection.keep) keep.push_back(compile_regex(re, "keep"));
   for (const std::string& re : selection.drop) drop.push_back(compile_regex(re, "drop"));
@@ -135,7 +135,7 @@ TensorPlan plan_tensors(const File& src, const TensorSelection& selection) {
     }
   }
 
-  TensorPlan plan;
+  SelectionPlan plan;
   std::map<std::string, const TensorInfo*, std::less<>> by_new_name;
   for (const TensorInfo& t : src.tensors()) {
     const auto d = decided.find(t.name);

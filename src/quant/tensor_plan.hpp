@@ -13,13 +13,13 @@
 
 namespace tlio::detail {
 
-struct PlannedTensor {
+struct SelectedTensor {
   const TensorInfo* source;  ///< the source's entry
   std::string name;          ///< the name it gets
 };
 
-struct TensorPlan {
-  std::vector<PlannedTensor> tensors;  ///< in the source's file order
+struct SelectionPlan {
+  std::vector<SelectedTensor> tensors;  ///< in the source's file order
   size_t dropped = 0;
   size_t renamed = 0;
 };
@@ -27,6 +27,6 @@ struct TensorPlan {
 /// Applies `selection` to the tensors of `src` (see TensorSelection). Throws
 /// Error{invalid_argument} for a bad regex or replacement, for two tensors given one name
 /// (naming both sources and the name), and when no tensor of a file that has some is kept.
-TensorPlan plan_tensors(const File& src, const TensorSelection& selection);
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection);
 
 }  // namespace tlio::detail

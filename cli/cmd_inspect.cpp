@@ -333,12 +333,7 @@ void print_table(const Listing& l, const InspectOptions& opt) {
   const bool dir = l.config != nullptr;
   std::set<const tlio::QuantizedWeight*> shown;
   std::map<std::string_view, uint64_t> counts;
-  uint64_t parameters = 0, listed = 0;
-  const auto product = [](std::span<const uint64_t> shape) {
-    uint64_t n = 1;
-    for (uint64_t d : shape) n = d != 0 && n > UINT64_MAX / d ? UINT64_MAX : n * d;
-    return n;
-  };
+  uint64_t listed = 0;
   for (const auto& e : l.tensors) {
     const auto& t = *e.info;
     ++counts[tlio::dtype_name(t.dtype)];
@@ -346,7 +341,6 @@ void print_table(const Listing& l, const InspectOptions& opt) {
     if (q != part_of.end()) {
       if (!shown.insert(q->second).second) continue;
       const tlio::QuantizedWeight& w = *q->second;
-      parameters += product(w.shape);  // its logical elements, not its packed bytes
       if (opt.filter && !std::regex_search(w.name, *opt.filter)) continue;
       Row row{display_name(w.name), quant_label(w), shape_text(w.shape), human_size(w.stored_bytes), "",
               w.name, {}, {w.shape.begin(), w.shape.end()}, w.stored_bytes};
@@ -359,7 +353,6 @@ void print_table(const Listing& l, const InspectOptions& opt) {
       rows.push_back(std::move(row));
       continue;
     }
-    parameters += t.element_count();
     if (opt.filter && !std::regex_search(t.name, *opt.filter)) continue;
     rows.push_back({display_name(t.name), std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),
                     human_size(t.byte_size()), dir ? e.file : std::to_string(t.begin), t.name, {},
@@ -399,6 +392,7 @@ void print_table(const Listing& l, const InspectOptions& opt) {
     fmt::print("; {} quantized weight{} ({})", l.quantized.size(), l.quantized.size() == 1 ? "" : "s",
                scheme_list(l.quantized));
   fmt::print("\n");
+  const uint64_t parameters = parameter_count(l);
   fmt::print("params:    {} ({})\n", short_count(parameters), thousands(parameters));
   if (opt.filter)
     fmt::print("shown:     {} {} matching {}\n", listed, listed == 1 ? "tensor" : "tensors",

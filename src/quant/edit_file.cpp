@@ -115,10 +115,11 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 
 EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
                      const EditOptions& options) {
-  const bool local = detail::Location::parse(src_path.string()).is_local();
+  const detail::Location where = detail::Location::parse(src_path.string());
+  const bool local = where.is_local();
   if (dst.empty() && !local)
     throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
-                              detail::Location::parse(src_path.string()).display()));
+                              where.display()));
   const File src = File::open(src_path, options.open);
   EditReport report;
   report.metadata = edited_metadata(src, options);

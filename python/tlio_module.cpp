@@ -166,20 +166,47 @@ tlio::Dtype dtype_of_array(const py::array& a, const std::string& name) {
                         " has no safetensors dtype");
 }
 
+// `value` as a std::string, or a TypeError naming what it is (a tensor name, a metadata key or
+// value) and what was given: never pybind11's "Unable to cast" (which names nothing).
+std::string expect_str(py::handle value, const std::string& what) {
+  if (!py::isinstance<py::str>(value))
+    throw py::type_error(what + " must be str, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))) + " (" +
+                         std::string(py::repr(value)) + ")");
+  return value.cast<std::string>();
+}
+
+// The {str: str} metadata dict (None: none) into the writer; TypeError for anything else.
+void set_metadata(tlio::Writer& w, const py::object& metadata) {
+  if (metadata.is_none()) return;
+  if (!py::isinstance<py::dict>(metadata))
+    throw py::type_error("metadata must be a dict of str to str, not " +
+                         std::string(py::str(py::type::of(metadata).attr("__name__"))));
+  for (auto kv : metadata.cast<py::dict>()) {
+    std::string key = expect_str(kv.first, "metadata key");
+    w.set_metadata(key, expect_str(kv.second, "metadata value of \"" + key + "\""));
+  }
+}
+
 // Writes a {name: array} dict (C-contiguous copies where needed) with a Writer.
 void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& metadata,
                 const py::dict& dtypes) {
-  if (!metadata.is_none())
-    for (auto kv : metadata.cast<py::dict>())
-      w.set_metadata(py::str(kv.first).cast<std::string>(), py::str(kv.second).cast<std::string>());
+  set_metadata(w, metadata);
   std::vector<std::pair<std::string, py::array>> arrays;
   for (auto kv : tensors) {
-    std::string name = kv.first.cast<std::string>();
+    std::string name = expect_str(kv.first, "tensor name");
     py::array a = py::array::ensure(kv.second, py::array::c_style | py::array::forcecast);
     if (!a) throw py::value_error("tensor \"" + name + "\" is not an array");
-    tlio::Dtype d = dtypes.contains(name.c_str())
-                        ? *tlio::parse_dtype(dtypes[name.c_str()].cast<std::string>())
-                        : dtype_of_array(a, name);
+    tlio::Dtype d;
+    if (dtypes.contains(name.c_str())) {
+      const std::string given = expect_str(dtypes[name.c_str()], "dtype of tensor \"" + name + "\"");
+      const std::optional<tlio::Dtype> named = tlio::parse_dtype_alias(given);
+      if (!named)
+        throw py::value_error("tensor \"" + name + "\": unknown dtype \"" + given + "\"");
+      d = *named;
+    } else {
+      d = dtype_of_array(a, name);
+    }
     // Big-endian arrays are written as the little-endian bytes of the same values.
     if (a.dtype().attr("byteorder").cast<std::string>() == ">")
       a = a.attr("astype")(a.dtype().attr("newbyteorder")("<"));
@@ -201,9 +228,7 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
                            const py::object& path) {
   tlio::Writer w = path.is_none() ? tlio::Writer::to_memory()
                                   : tlio::Writer::to_file(path.cast<std::filesystem::path>());
-  if (!metadata.is_none())
-    for (auto kv : metadata.cast<py::dict>())
-      w.set_metadata(kv.first.cast<std::string>(), kv.second.cast<std::string>());
+  set_metadata(w, metadata);
   struct Bytes {
     std::string name;
     const std::byte* data;
@@ -214,8 +239,8 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
   held.reserve(items.size());
   for (auto item : items) {
     auto t = item.cast<py::tuple>();
-    auto name = t[0].cast<std::string>();
-    const auto dtype_name = t[1].cast<std::string>();
+    auto name = expect_str(t[0], "tensor name");
+    const auto dtype_name = expect_str(t[1], "dtype of tensor \"" + name + "\"");
     const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(dtype_name);
     if (!d)
       throw py::value_error("tensor \"" + name + "\": unknown dtype \"" + dtype_name + "\"");

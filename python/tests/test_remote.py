@@ -61,7 +61,7 @@ def test_remote_reads_equal_local(served, name, tmp_path):
     with tlio.safe_open(url, "np") as r, tlio.safe_open(local, "np") as l:
         assert r.keys() == l.keys() and r.metadata() == l.metadata()
         for k in l.keys():
-            assert r.get_tensor(k).tobytes() == l.get_tensor(k).tobytes()
+            assert r.get_tensor(k, dtype="bits").tobytes() == l.get_tensor(k, dtype="bits").tobytes()
     a, b = run("inspect", "--json", url), run("inspect", "--json", local)
     assert a.returncode == 0, a.stderr
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)

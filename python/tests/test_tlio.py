@@ -68,21 +68,35 @@ def test_get_slice_numpy_indexing():
         path.unlink()
 
 
-def test_bf16_and_f8_raw_bits_or_converted():
+def test_types_numpy_lacks_are_an_error_or_asked_for_as_bits_or_values(tmp_path):
     with tlio.safe_open(DATA / "hf" / "dtype_BF16.safetensors", "numpy") as f:
         name = f.keys()[0]
-        raw = f.get_tensor(name)
+        with pytest.raises(tlio.SafetensorError, match="BF16, which numpy has no type for.*"
+                           "framework='pt'.*dtype='float32'.*dtype='bits'") as e:
+            f.get_tensor(name)
+        assert e.value.tensor == name and e.value.rule == "dtype"
+        for call in (lambda: f.get_tensors(), lambda: f.get_slice(name)[0],
+                     lambda: f.get_tensor(name, copy=True)):
+            with pytest.raises(tlio.SafetensorError, match="BF16"):
+                call()
+        raw = f.get_tensor(name, dtype="bits")
         assert raw.dtype == np.uint16
-        conv = f.get_tensor(name, dtype=np.float32)
+        conv = f.get_tensor(name, dtype="float32")
         np.testing.assert_array_equal((raw.astype(np.uint32) << 16).view(np.float32), conv)
+    with pytest.raises(tlio.SafetensorError, match="tlio.torch.load_file"):
+        tlio.load_file(DATA / "hf" / "dtype_BF16.safetensors")
+    with pytest.raises(tlio.SafetensorError, match="BF16"):
+        tlio.load((DATA / "hf" / "dtype_BF16.safetensors").read_bytes())
     with tlio.safe_open(DATA / "hf" / "dtype_F8_E4M3.safetensors", "numpy") as f:
         name = f.keys()[0]
-        assert f.get_tensor(name).dtype == np.uint8
+        with pytest.raises(tlio.SafetensorError, match="F8_E4M3"):
+            f.get_tensor(name)
+        assert f.get_tensor(name, dtype="bits").dtype == np.uint8
         assert f.get_tensor(name, dtype=np.float32).dtype == np.float32
     with tlio.safe_open(DATA / "hf" / "dtype_F4.safetensors", "numpy") as f:
         name = f.keys()[0]
         assert f.get_shape(name) == [2, 4]
-        assert f.get_tensor(name).shape == (2, 2)  # packed bytes
+        assert f.get_tensor(name, dtype="bits").shape == (2, 2)  # packed bytes
         assert f.get_tensor(name, dtype=np.float32).shape == (2, 4)
     with tlio.safe_open(DATA / "hf" / "dtype_C64.safetensors", "numpy") as f:
         assert f.get_tensor(f.keys()[0]).dtype == np.complex64
@@ -154,14 +168,17 @@ def test_quantize_convert_dequantize(tmp_path):
 def test_bitsandbytes_goldens_dequantize_and_quantize(tmp_path):
     bnb = DATA / "bnb"
     golden = bnb / "fp4_bs64_bf16_96x200_nested.safetensors"
-    expected = tlio.load_file(bnb / "fp4_bs64_bf16_96x200_nested.expected.safetensors")
+    with tlio.safe_open(bnb / "fp4_bs64_bf16_96x200_nested.expected.safetensors", "np") as f:
+        expected = {k: f.get_tensor(k, dtype="bits") for k in f.keys()}
     name = "model.layers.0.mlp.down_proj.weight"
     with tlio.safe_open(golden, "numpy") as f:
         (q,) = f.quantized()
         assert (q["name"], q["scheme"], q["shape"], q["dtype"], q["blocksize"], q["nested"]) == (
             name, "fp4", [96, 200], "BF16", 64, True)
         assert len(q["stored"]) == 6
-        restored = f.get_dequantized(name)  # BF16 as raw bits, bit for bit as bitsandbytes
+        with pytest.raises(tlio.SafetensorError, match="restores to BF16.*dtype='F32'"):
+            f.get_dequantized(name)  # numpy has no BF16: asked for, or an error
+        restored = f.get_dequantized(name, "BF16")  # its bits, bit for bit as bitsandbytes
         assert restored.dtype == np.uint16 and restored.shape == (96, 200)
         assert np.array_equal(restored, expected["dequant"])
         assert np.array_equal(f.get_dequantized(name, "F32").view(np.uint32),
@@ -175,7 +192,8 @@ def test_bitsandbytes_goldens_dequantize_and_quantize(tmp_path):
     assert items[0]["quantized"] and items[0]["rmse"] > 0
     assert (tmp_path / "q.safetensors").read_bytes() == golden.read_bytes()
     assert tlio.dequantize_file(tmp_path / "q.safetensors", tmp_path / "d.safetensors") == 1
-    assert np.array_equal(tlio.load_file(tmp_path / "d.safetensors")[name], expected["dequant"])
+    with tlio.safe_open(tmp_path / "d.safetensors", "np") as f:
+        assert np.array_equal(f.get_tensor(name, dtype="bits"), expected["dequant"])
     with pytest.raises(ValueError, match="BNB-003"):
         with tlio.safe_open(DATA / "bnb_bad" / "bnb003_quant_map.safetensors", "numpy") as f:
             f.quantized()

@@ -9,11 +9,12 @@ With framework="pt" (or tlio.torch), tensors are torch tensors over a private co
 mapping of the file: no copy on loading, writable, and writes never reach the file (see
 tlio.torch).
 
-With numpy, tensors come back as read-only arrays that view the mapped file (no copy). Types numpy
-lacks come back as their raw bits: BF16 as uint16, the F8 formats as uint8; pass
-``dtype=np.float32`` to get converted values. F4 comes back as its packed bytes (uint8, the last
-dimension halved: two values per byte, the lower-indexed in the low nibble), F6 as a flat uint8
-array of its packed bytes, C64 as complex64.
+With numpy, tensors come back as read-only arrays that view the mapped file (no copy). A type
+numpy lacks (BF16, the F8, F6 and F4 formats) raises SafetensorError rather than handing out
+bits that look like numbers: read it with framework="pt", as converted values
+(``get_tensor(name, dtype="float32")``), or as its stored bits with ``dtype="bits"`` (BF16 as
+uint16, F8 as uint8, F4 as packed uint8 with the last dimension halved, two values per byte and
+the lower-indexed in the low nibble, F6 as a flat uint8 array of its packed bytes).
 
 Errors come by kind, with the same message as the `tlio` command: an invalid file raises
 SafetensorError (a ValueError; its `rule`, `tensor` and `offset` say where), a bad argument
@@ -21,20 +22,90 @@ ValueError, an unknown tensor name KeyError, and a file that cannot be read the 
 errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 """
 import os as _os
+from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
 
 from . import _tlio
-from ._tlio import SafetensorError, convert_file, dequantize_file, quantize_file
+from ._tlio import SafetensorError
 
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
-           "quantize_file", "dequantize_file", "TensorSpec", "serialize", "serialize_file",
-           "deserialize", "import_checkpoint", "read_checkpoint", "edit_file", "compare_files"]
+           "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
+           "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
+           "compare_files"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch")
 _BACKENDS = ("mmap", "pread")
+# Header dtypes numpy has a type for; the others (BF16, F8_*, F6_*, F4) it has not.
+_NUMPY_HAS = frozenset(("BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
+                        "F64", "C64"))
+_BITS = "bits"  # get_tensor(name, dtype="bits"): the stored bits of a type numpy lacks
+
+
+def _error(message, rule=None, tensor=None):
+    """A SafetensorError raised from Python, with the attributes the compiled ones carry."""
+    e = SafetensorError(message)
+    e.rule, e.tensor, e.offset = rule, tensor, None
+    return e
+
+
+def _check_name(name):
+    if not isinstance(name, str):
+        raise TypeError(f"tensor name must be str, not {type(name).__name__} ({name!r})")
+    return name
+
+
+def _numpy_lacks(file, name, how):
+    """SafetensorError for a tensor whose dtype numpy has no type for; `how` says how to read it
+    instead from where the caller stands."""
+    dtype = file.dtype(name)
+    return _error(f"tensor {name!r} is {dtype}, which numpy has no type for: {how}", "dtype", name)
+
+
+def _check_numpy_type(file, name):
+    if file.dtype(name) not in _NUMPY_HAS:
+        raise _numpy_lacks(file, name, f"read it with framework='pt', as values with "
+                                       f"get_tensor({name!r}, dtype='float32'), or as its stored "
+                                       f"bits with dtype='bits'")
+
+
+def _check_numpy_types(file, whole):
+    """Loading every tensor of a file with numpy: SafetensorError for the first type numpy
+    lacks, saying how to read it instead (`whole` names the call)."""
+    for name in file.offset_keys():
+        if file.dtype(name) not in _NUMPY_HAS:
+            raise _numpy_lacks(file, name, f"{whole} cannot return it as numpy values; use "
+                                           f"tlio.torch.{whole}, or safe_open(...) and "
+                                           f"get_tensor({name!r}, dtype='float32') (converted "
+                                           f"values) or dtype='bits' (its stored bits)")
+
+
+def _index_error(name, shape, message):
+    return _error(f"tensor {name!r} (shape {list(shape)}): {message}", "slice", name)
+
+
+def _check_index(name, shape, index):
+    """SafetensorError for an index the tensor's shape cannot take, naming the index, the
+    dimension and its size (numpy's IndexError names neither the tensor nor the rule)."""
+    items = index if isinstance(index, tuple) else (index,)
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > len(shape):
+        raise _index_error(name, shape, f"{consumed} indices for {len(shape)} dimensions")
+    dim = 0
+    for item in items:
+        if item is Ellipsis:
+            dim += len(shape) - consumed
+            continue
+        if item is None:
+            continue
+        if isinstance(item, (int, _np.integer)) and not isinstance(item, bool):
+            size = shape[dim]
+            if not -size <= int(item) < size:
+                raise _index_error(name, shape, f"index {int(item)} is out of range for "
+                                                f"dimension {dim} of size {size}")
+        dim += 1
 
 
 class _Slice:
@@ -46,14 +117,17 @@ class _Slice:
         self._opened, self._name = opened, name
 
     def get_dtype(self):
-        return self._opened._file.dtype(self._name)
+        return self._opened._open_file().dtype(self._name)
 
     def get_shape(self):
-        return list(self._opened._file.shape(self._name))
+        return list(self._opened._open_file().shape(self._name))
 
     def __getitem__(self, index):
+        file = self._opened._open_file()
+        _check_index(self._name, file.shape(self._name), index)
         if self._opened._torch is None:
-            return self._opened._file.array(self._name)[index]
+            _check_numpy_type(file, self._name)
+            return file.array(self._name)[index]
         return self._opened.get_tensor(self._name)[index].contiguous()
 
     def __len__(self):
@@ -71,9 +145,15 @@ class safe_open:
     process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
     reads each tensor with positional reads into memory of its own instead of mapping.
 
-    `filename` may be an http(s):// URL: the header is fetched at once, each tensor's bytes by
-    range when asked for (get_tensors: all at once, several requests in flight). `token` is a
-    bearer token sent to the URL's own host only (default: $HF_TOKEN)."""
+    `filename` is a path (str or os.PathLike), an http(s):// URL, or a binary file object open
+    for reading (a real file is opened again through its descriptor; other objects, such as
+    io.BytesIO, are read whole from their start). For a URL the header is fetched at once, each
+    tensor's bytes by range when asked for (get_tensors: all at once, several requests in
+    flight); `token` is a bearer token sent to the URL's own host only (default: $HF_TOKEN).
+
+    After the ``with`` block (or close()) the object is closed: every method raises
+    SafetensorError("File is closed"), as the safetensors package does; tensors already returned
+    stay valid."""
 
     def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap", token=None):
         if backend not in _BACKENDS:
@@ -91,63 +171,88 @@ class safe_open:
         else:
             raise ValueError(f"framework {framework!r} is not supported: 'numpy' (or 'np') or "
                              f"'pt' (or 'torch')")
-        self._file = _tlio.File(_os.fspath(filename), file_backend, token or "")
+        self._file = _open_source(filename, file_backend, token)
         self._quantized = None
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        self.close()
         return False
+
+    def close(self):
+        """Lets go of the file (its mapping lives on while a returned tensor uses it)."""
+        self._file = self._quantized = None
+
+    def _open_file(self):
+        if self._file is None:
+            raise _error("File is closed", "closed")
+        return self._file
 
     def keys(self):
         """Tensor names, sorted."""
-        return self._file.keys()
+        return self._open_file().keys()
 
     def offset_keys(self):
         """Tensor names in the order of their bytes in the file."""
-        return self._file.offset_keys()
+        return self._open_file().offset_keys()
 
     def metadata(self):
         """The metadata dict, or None when the file has none."""
-        return self._file.metadata()
+        return self._open_file().metadata()
 
     def get_tensor(self, name, dtype=None, copy=False, out=None):
         """The tensor. torch: a tensor viewing the private mapping (no copy, writable). numpy: a
         read-only view; with copy=True a writable copy; with out=array the bytes copied into that
         (C-contiguous, same size) array at full memory speed; with dtype (np.float32,
-        np.float64, np.float16) a converted copy."""
+        np.float64, np.float16 or their names) a converted copy; with dtype="bits" the stored
+        bits of any type (a view; the only way to get a type numpy lacks, such as BF16, as
+        numpy). KeyError for a name the file does not have."""
+        file = self._open_file()
+        _check_name(name)
         if self._torch is not None:
             if dtype is not None or copy or out is not None:
                 raise ValueError("dtype=, copy= and out= are for framework='numpy'")
-            return self._torch.tensor(self._file.array(name, True), self._file.dtype(name), name)
+            return self._torch.tensor(file.array(name, True), file.dtype(name), name)
+        if isinstance(dtype, str) and dtype == _BITS:
+            return file.array(name)
         if dtype is not None:
-            return self._file.converted(name, _np.dtype(dtype))
+            return file.converted(name, _np.dtype(dtype))
+        _check_numpy_type(file, name)
         if out is not None:
-            return self._file.read_into(name, out)
+            return file.read_into(name, out)
         if copy:
-            return self._file.copy(name)
-        return self._file.array(name)
+            return file.copy(name)
+        return file.array(name)
 
     def get_tensors(self):
         """{name: tensor} for every tensor, in file order."""
-        names = self._file.offset_keys()
-        if not self._file.remote:
+        file = self._open_file()
+        names = file.offset_keys()
+        if self._torch is None:
+            _check_numpy_types(file, "load_file")
+        if not file.remote:
             return {k: self.get_tensor(k) for k in names}
-        arrays = self._file.copies(names)  # one read: touching tensors share requests
+        arrays = file.copies(names)  # one read: touching tensors share requests
         if self._torch is None:
             return dict(zip(names, arrays))
-        return {k: self._torch.tensor(a, self._file.dtype(k), k) for k, a in zip(names, arrays)}
+        return {k: self._torch.tensor(a, file.dtype(k), k) for k, a in zip(names, arrays)}
 
     def get_slice(self, name):
-        self._file.dtype(name)  # KeyError now for unknown names
+        """A lazy view of tensor `name`: get_dtype(), get_shape() and indexing, which reads only
+        the rows asked for. An index out of range raises SafetensorError naming the index, the
+        dimension and its size."""
+        self._open_file().dtype(_check_name(name))  # KeyError now for unknown names
         return _Slice(self, name)
 
     def get_dtype(self, name):
-        return self._file.dtype(name)
+        """The header dtype of tensor `name` ("F32", "BF16", ...)."""
+        return self._open_file().dtype(_check_name(name))
 
     def get_shape(self, name):
-        return list(self._file.shape(name))
+        """The shape of tensor `name`, a list of ints."""
+        return list(self._open_file().shape(_check_name(name)))
 
     def quantized(self):
         """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8) as dicts: name,
@@ -155,18 +260,50 @@ class safe_open:
         return self._quantized_weights().list()
 
     def _quantized_weights(self):
+        file = self._open_file()
         if self._quantized is None:
-            self._quantized = _tlio.QuantizedWeights(self._file)
+            self._quantized = _tlio.QuantizedWeights(file)
         return self._quantized
 
     def get_dequantized(self, name, dtype=None):
         """Quantized weight `name` dequantized into a new array of its logical shape, as its
-        default dtype (bitsandbytes 4-bit: the original) or dtype "F32", "F16", "BF16" (BF16 as
-        raw uint16 bits, like BF16 tensors, with numpy; torch.bfloat16 with torch)."""
+        default dtype (bitsandbytes 4-bit: the original) or dtype "F32", "F16", "BF16". With
+        torch a BF16 result is torch.bfloat16; numpy has no BF16, so there a BF16 default raises
+        SafetensorError, and an explicit dtype="BF16" gives its bits as uint16."""
+        _check_name(name)
         array = self._quantized_weights().dequantized(name, "" if dtype is None else str(dtype))
         if self._torch is None:
+            if dtype is None and array.dtype == _np.uint16:  # BF16 bits
+                raise _error(f"quantized weight {name!r} restores to BF16, which numpy has no "
+                             f"type for: pass dtype='F32' (or 'F16'), use framework='pt', or "
+                             f"dtype='BF16' for its bits as uint16", "dtype", name)
             return array
         return self._torch.tensor(array, "BF16" if array.dtype == _np.uint16 else None, name)
+
+
+def _open_source(source, backend, token):
+    """The compiled File for a path, URL or binary file object."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        return _tlio.File(_os.fspath(source), backend, token or "")
+    if not hasattr(source, "read"):
+        raise TypeError(f"filename must be a path, a URL or a binary file object, not "
+                        f"{type(source).__name__}")
+    try:
+        fd = source.fileno()
+    except (AttributeError, OSError, ValueError):  # io.BytesIO and the like have none
+        fd = None
+    if fd is not None and _os.path.exists(f"/proc/self/fd/{fd}"):
+        import stat
+        if stat.S_ISREG(_os.fstat(fd).st_mode):
+            # The same file, opened again (mapped like a path): the object's position stays.
+            return _tlio.File(f"/proc/self/fd/{fd}", backend, "")
+    if hasattr(source, "seek") and getattr(source, "seekable", lambda: True)():
+        source.seek(0)
+    data = source.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"filename's read() returned {type(data).__name__}, not bytes: open the "
+                        f"file in binary mode ('rb')")
+    return _tlio.File.from_bytes(bytes(data))
 
 
 def load_file(filename, device="cpu", *, backend="mmap", token=None):
@@ -180,6 +317,7 @@ def load_file(filename, device="cpu", *, backend="mmap", token=None):
 def load(data):
     """{name: array} from the bytes of a file."""
     f = _tlio.File.from_bytes(bytes(data))
+    _check_numpy_types(f, "load")
     return {k: f.array(k) for k in f.keys()}
 
 
@@ -206,7 +344,10 @@ class TensorSpec:
     __slots__ = ("_dtype", "_shape", "_data_ptr", "_data_len")
 
     def __init__(self, *, dtype, shape, data_ptr, data_len):
-        self._dtype = _tlio.dtype_name(str(dtype))  # ValueError for an unknown dtype, now
+        try:
+            self._dtype = _tlio.dtype_name(str(dtype))
+        except ValueError:  # now, not at serialize(); SafetensorError, as the package raises
+            raise _error(f"unknown dtype {str(dtype)!r} in TensorSpec", "dtype") from None
         shape = [int(d) for d in shape]
         if str(dtype) == "float4_e2m1fn_x2" and shape:
             shape[-1] *= 2
@@ -262,6 +403,51 @@ def deserialize(bytes):  # noqa: A002 - the package's parameter name
 
 def _builtins_bytes(data):
     return data if isinstance(data, bytes) else bytes(data)
+
+
+# ---- whole-file conversions ----------------------------------------------------------------------
+
+class ConvertResult(_NamedTuple):
+    """What convert_file wrote: `converted` tensors changed to the new dtype, `kept` tensors
+    copied as they were (not selected, already that dtype, or not convertible)."""
+    converted: int
+    kept: int
+
+
+def convert_file(src, dst, dtype, include="", exclude=""):
+    """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
+    converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
+    or only those whose names match the regex `include` and not `exclude`. Returns a
+    ConvertResult(converted, kept)."""
+    converted, kept = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
+                                         exclude)
+    return ConvertResult(converted, kept)
+
+
+def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nested=None,
+                  storage=None, allow_1d=False):
+    """Quantizes the weights of `src` into `dst` (atomically), as ``tlio quantize`` does.
+
+    scheme: "int4-g32-sym" (tinyllm int4; other group sizes as "int4-gN-sym"), "nf4" or "fp4"
+    (bitsandbytes 4-bit; `blocksize` default 64, `nested` quantizes the absmax too, `storage`
+    the stored dtype, "U8" by default), or "int8" (LLM.int8). By default the 2-D tensors whose
+    names end in "_proj.weight" are quantized; `include`/`exclude` are regexes that choose
+    others. 1-D tensors (biases, norms) stay as they are unless `include` names them and
+    `allow_1d` is True. Selecting no tensor raises ValueError.
+
+    Returns one dict per tensor of `src`, in file order: name, quantized (bool), note (why it
+    was not, or ""), rmse and max_abs_error (of the dequantized values, for quantized ones)."""
+    return _tlio.quantize_file(_os.fspath(src), _os.fspath(dst), scheme, include, exclude,
+                               blocksize, nested, storage, allow_1d)
+
+
+def dequantize_file(src, dst, dtype=None):
+    """Writes `src` with every quantized weight restored as a plain tensor under its logical
+    name (atomically), as ``tlio dequantize`` does: as `dtype` ("F32", "F16", "BF16"), or by
+    default as its original dtype (bitsandbytes) or F32. Returns the number of weights
+    restored."""
+    return _tlio.dequantize_file(_os.fspath(src), _os.fspath(dst),
+                                 None if dtype is None else str(dtype))
 
 
 # ---- comparing values ----------------------------------------------------------------------------

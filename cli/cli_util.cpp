@@ -37,6 +37,9 @@ void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", me
 int guarded(const std::function<int()>& body) {
   try {
     return body();
+  } catch (const UsageError& e) {
+    print_error(e.what());
+    return kExitUsage;
   } catch (const tlio::Error& e) {
     print_error(e.what());
   } catch (const std::bad_alloc&) {
@@ -51,6 +54,10 @@ int guarded_json(const std::function<int()>& body, std::string& error, std::stri
   error = "null";
   try {
     return body();
+  } catch (const UsageError& e) {
+    if (message) *message = e.what();
+    error = fmt::format("{{\"message\":{}}}", json_string(e.what()));
+    return kExitUsage;
   } catch (const tlio::Error& e) {
     if (message) *message = e.what();
     error = fmt::format("{{\"message\":{}", json_string(e.what()));

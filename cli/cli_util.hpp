@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,7 +21,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
-/// Runs `body`; a tlio::Error or other exception becomes one line on stderr and exit 1.
+/// An argument the input cannot take (a slice past a tensor's end), found once the input is
+/// open: guarded() reports it as a usage error, exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs `body`; a tlio::Error or other exception becomes one line on stderr and exit 1 (a
+/// UsageError exit 2).
 int guarded(const std::function<int()>& body);
 /// The same for --json: the failure becomes `error`, a JSON object ({"message", "rule",
 /// "tensor", "offset", "errno"}; rule/tensor/offset/errno when the error has them), and nothing is

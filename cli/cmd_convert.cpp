@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/convert_file.hpp"
@@ -68,17 +69,21 @@ void add_convert(CLI::App& app, int& exit_code) {
           return "not a floating dtype tlio converts to: '" + v + "'; those are: " + dtype_names(true);
         return {};
       });
-  auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX");
-  auto* exclude = cmd->add_option("--exclude", a->exclude, "Do not convert tensors matching REGEX");
+  auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX")
+                      ->check(regex_check());
+  auto* exclude = cmd->add_option("--exclude", a->exclude, "Do not convert tensors matching REGEX")
+                      ->check(regex_check());
   include->needs(cmd->get_option("--dtype"));
   exclude->needs(cmd->get_option("--dtype"));
-  cmd->add_option("--keep", a->keep, "Write only tensors matching REGEX (repeatable: any of them)");
-  cmd->add_option("--drop", a->drop, "Leave out tensors matching REGEX (repeatable)");
+  cmd->add_option("--keep", a->keep, "Write only tensors matching REGEX (repeatable: any of them)")
+      ->check(regex_check());
+  cmd->add_option("--drop", a->drop, "Leave out tensors matching REGEX (repeatable)")
+      ->check(regex_check());
   cmd->add_option("--rename", a->rename, "Rename by 'REGEX=REPLACEMENT' (repeatable, in order)")
       ->check([](const std::string& v) -> std::string {
-        return split_rename(v).second == std::string(1, '\0')
-                   ? "expected 'REGEX=REPLACEMENT', got '" + v + "'"
-                   : "";
+        auto [regex, replacement] = split_rename(v);
+        if (replacement == std::string(1, '\0')) return "expected 'REGEX=REPLACEMENT', got '" + v + "'";
+        return regex_check()(regex);
       });
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {

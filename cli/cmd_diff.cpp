@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/compare.hpp"
@@ -122,8 +123,8 @@ void add_diff(CLI::App& app, int& exit_code) {
   add_token_option(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->add_flag("--all", a->all, "List identical tensors too");
-  cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(non_negative_check());
+  cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const tlio::File fa = tlio::File::open(a->a, open_options());

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/checkpoint.hpp"
@@ -35,7 +36,8 @@ void add_import(CLI::App& app, int& exit_code) {
   cmd->add_option("--key", a->key, "Import the sub-object at this path (a.b.0) instead");
   cmd->add_option("--max-size", a->max_size,
                   "Directories: split the weights into shards of at most SIZE (5GB, 500MiB, ...); "
-                  "default: as the source was split");
+                  "default: as the source was split")
+      ->check(size_check());
   cmd->add_flag("--skip-unsupported", a->skip_unsupported,
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
   cmd->add_flag("--allow-empty", a->allow_empty,

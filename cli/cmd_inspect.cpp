@@ -13,6 +13,7 @@
 #include <system_error>
 #include <fmt/format.h>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/checkpoint.hpp"
@@ -525,19 +526,14 @@ void add_inspect(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "One JSON document on stdout (sizes in bytes)");
   cmd->add_flag("--group", a->group,
                 "Fold numbered layers: model.layers.{0..31}.mlp.up_proj.weight  32x [..]");
-  cmd->add_option("--filter", a->filter, "Only tensors whose name REGEX finds");
+  cmd->add_option("--filter", a->filter, "Only tensors whose name REGEX finds")
+      ->check(regex_check());
   cmd->callback([a, &exit_code] {
     InspectOptions opt;
     opt.json = a->json;
     opt.group = a->group;
     if (!a->filter.empty()) {
-      try {
-        opt.filter.emplace(a->filter, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        print_error(fmt::format("--filter: invalid regex '{}': {}", a->filter, e.what()));
-        exit_code = kExitUsage;
-        return;
-      }
+      opt.filter.emplace(a->filter, std::regex::ECMAScript);  // checked while parsing
       opt.filter_text = a->filter;
     }
     // Several inputs: one after another (JSON: {"inputs": [...]}); the exit code is the worst.

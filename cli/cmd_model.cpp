@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/error.hpp"
@@ -31,7 +32,9 @@ void add_shard(CLI::App& app, int& exit_code) {
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
   add_token_option(cmd);
   cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
-  cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")->required();
+  cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")
+      ->required()
+      ->check(size_check());
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"files\", \"total_size\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
@@ -134,10 +137,11 @@ void add_bigram(CLI::App& app, int& exit_code) {
   gen->add_option("DIR", g->dir, "Model directory (or its http(s):// URL)")->required();
   add_token_option(gen);
   gen->add_option("--prompt", g->s.prompt, "Text to continue");
-  gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)");
-  gen->add_option("--seed", g->s.seed, "Random seed (default 0)");
+  gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)")
+      ->check(count_check(tlio::kMaxBigramTokens));
+  gen->add_option("--seed", g->s.seed, "Random seed (default 0)")->check(count_check(UINT64_MAX));
   gen->add_option("--temperature", g->s.temperature, "Softmax temperature, 0 = greedy (default 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_check());
   gen->callback([g, &exit_code] {
     exit_code = guarded([&] {
       tlio::Model m = tlio::Model::open(g->dir, open_options());

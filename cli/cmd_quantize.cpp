@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/bnb.hpp"
@@ -113,8 +114,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
       f.cli = cmd->add_option("--" + f.name, f.value, text)
                   ->type_name(f.kind == tlio::OptionKind::number ? "UINT" : "TEXT");
   }
-  cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead");
-  cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX");
+  cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead")
+      ->check(regex_check());
+  cmd->add_option("--exclude", a->exclude, "Do not quantize tensors matching REGEX")
+      ->check(regex_check());
   cmd->add_flag("--allow-1d", a->allow_1d,
                 "Quantize 1-D tensors (biases, norms) that --include names too")
       ->needs(cmd->get_option("--include"));

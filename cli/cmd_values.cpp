@@ -1,13 +1,19 @@
 // cli/cmd_values.cpp: commands that look at tensor values: `tlio cat`, `tlio stats` (`tlio diff` is
 // cmd_diff.cpp). Values are converted to F64 chunk by chunk (through the public convert API), so
-// any size works in bounded memory.
+// any size works in bounded memory; stats spreads the chunks over every core.
 #include <algorithm>
-#include <cstring>
+#include <array>
+#include <atomic>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -27,78 +33,211 @@ constexpr uint64_t kChunk = uint64_t{1} << 20;
 
 bool numeric(tlio::Dtype d) { return tlio::can_convert(d, tlio::Dtype::F64); }
 
-// Calls fn with consecutive chunks of a tensor's values as doubles.
-void for_each_chunk(const tlio::File& f, const tlio::TensorInfo& t,
-                    const std::function<void(std::span<const double>)>& fn) {
-  const tlio::TensorView v = f.view(t.name);
-  const uint64_t n = t.element_count();
-  const unsigned bits = tlio::dtype_bits(t.dtype);
-  std::vector<double> buf;
-  for (uint64_t i = 0; i < n; i += kChunk) {
-    const uint64_t m = std::min(kChunk, n - i);
-    buf.resize(m);
-    tlio::convert(t.dtype, v.bytes().subspan(i * bits / 8, m * bits / 8), tlio::Dtype::F64,
-                  std::as_writable_bytes(std::span(buf)), m);
-    fn(buf);
-  }
-}
-
-// The values of a quantized weight, dequantized chunk by chunk.
-void for_each_chunk(const tlio::File& f, const tlio::QuantizedWeight& q,
-                    const std::function<void(std::span<const double>)>& fn) {
-  const tlio::QuantizedReader r(f, q);
-  const uint64_t n = r.element_count();
-  std::vector<float> values;
-  std::vector<double> buf;
-  for (uint64_t i = 0; i < n; i += kChunk) {
-    const uint64_t m = std::min(kChunk, n - i);
-    values.resize(m);
-    r.read(i, m, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
-    buf.assign(values.begin(), values.end());
-    fn(buf);
-  }
-}
-
 // ---- cat ----------------------------------------------------------------------------------------
 
-std::vector<tlio::SliceIndex> parse_slice(const std::string& spec, const tlio::TensorInfo& t) {
-  std::vector<tlio::SliceIndex> out;
+// One --slice entry, as written: an index, or start:stop:step with any part left out.
+struct SliceEntry {
+  bool index = false;
+  std::optional<int64_t> start, stop, step;
+};
+
+// --slice's syntax: entries separated by commas (spaces ignored), numpy's meaning. Throws
+// UsageError naming what is wrong (CLI11 puts the option's name before it).
+std::vector<SliceEntry> parse_slice_spec(const std::string& spec) {
+  std::vector<SliceEntry> out;
   if (spec.empty()) return out;
-  size_t start = 0, dim = 0;
-  while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
-    std::string part = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
-    if (dim >= t.shape.size())
-      tlio::throw_invalid(fmt::format("--slice {} has more entries than the {} dimensions", spec,
-                                      t.shape.size()));
-    const int64_t size = static_cast<int64_t>(t.shape[dim]);
-    auto number = [&](const std::string& s, int64_t fallback) -> uint64_t {
-      if (s.empty()) return static_cast<uint64_t>(fallback);
-      size_t used = 0;
-      long long v = 0;
-      try {
-        v = std::stoll(s, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != s.size()) tlio::throw_invalid(fmt::format("--slice: '{}' is not an integer", s));
-      if (v < 0) v += size;  // numpy-style negative positions
-      if (v < 0) tlio::throw_invalid(fmt::format("--slice: {} is before the start of dimension {}", s, dim));
-      return static_cast<uint64_t>(v);
-    };
-    const size_t colon = part.find(':');
-    if (colon == std::string::npos) {
-      out.push_back(tlio::SliceIndex::at(number(part, 0)));
+  const auto number = [&](std::string s) -> std::optional<int64_t> {
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+    if (s.empty()) return std::nullopt;
+    int64_t v = 0;
+    const char* first = s.data() + (s[0] == '+' ? 1 : 0);
+    const auto [end, ec] = std::from_chars(first, s.data() + s.size(), v);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc{} && end == s.data() + s.size() &&
+                                                  v == INT64_MIN))
+      throw UsageError(fmt::format("{} is out of range (at most {} in size)", s,
+                                   thousands(INT64_MAX)));
+    if (ec != std::errc{} || end != s.data() + s.size())
+      throw UsageError(fmt::format("'{}' is not an integer (in '{}')", s, spec));
+    return v;
+  };
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = spec.find(',', begin);
+    const std::string part = spec.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    SliceEntry e;
+    const size_t c1 = part.find(':');
+    if (c1 == std::string::npos) {
+      e.index = true;
+      e.start = number(part);
+      if (!e.start) throw UsageError(fmt::format("empty entry in '{}'", spec));
     } else {
-      out.push_back(tlio::SliceIndex::range(number(part.substr(0, colon), 0),
-                                            number(part.substr(colon + 1), size)));
+      const size_t c2 = part.find(':', c1 + 1);
+      if (c2 != std::string::npos && part.find(':', c2 + 1) != std::string::npos)
+        throw UsageError(fmt::format("'{}' has more than start:stop:step", part));
+      e.start = number(part.substr(0, c1));
+      e.stop = number(part.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
+      if (c2 != std::string::npos) e.step = number(part.substr(c2 + 1));
+      if (e.step && *e.step == 0) throw UsageError(fmt::format("step 0 in '{}'", part));
     }
-    ++dim;
+    out.push_back(e);
     if (comma == std::string::npos) break;
-    start = comma + 1;
+    begin = comma + 1;
   }
   return out;
+}
+
+// Where a dimension's selected positions lie: `count` positions from `start`, `step` apart.
+struct DimPick {
+  uint64_t start = 0, count = 0;
+  int64_t step = 1;
+  bool keep = true;  // false for an index: the dimension is dropped from the result
+};
+
+// The entries against a shape, as numpy would take them; UsageError for an index out of range
+// or more entries than dimensions. Dimensions after the entries are taken whole.
+std::vector<DimPick> resolve_slice(const std::vector<SliceEntry>& entries,
+                                   const std::vector<uint64_t>& shape, const std::string& name) {
+  if (entries.size() > shape.size())
+    throw UsageError(fmt::format("--slice has {} entries but tensor {} has {} dimension{}",
+                                 entries.size(), display_name(name), shape.size(),
+                                 shape.size() == 1 ? "" : "s"));
+  std::vector<DimPick> picks;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t size = static_cast<int64_t>(std::min<uint64_t>(shape[d], INT64_MAX));
+    DimPick p;
+    if (d >= entries.size()) {
+      p.count = shape[d];
+    } else if (const SliceEntry& e = entries[d]; e.index) {
+      const int64_t i = *e.start < 0 ? *e.start + size : *e.start;
+      if (i < 0 || i >= size)
+        throw UsageError(fmt::format("--slice: index {} is out of range for dimension {} of "
+                                     "size {} (tensor {})", *e.start, d, thousands(shape[d]),
+                                     display_name(name)));
+      p = {static_cast<uint64_t>(i), 1, 1, false};
+    } else {
+      const int64_t step = e.step.value_or(1);
+      const auto clamp = [&](std::optional<int64_t> v, int64_t fallback, int64_t lo, int64_t hi) {
+        if (!v) return fallback;
+        const int64_t x = *v < 0 ? (*v < -size ? lo : *v + size) : *v;
+        return std::clamp(x, lo, hi);
+      };
+      // numpy's rules: a forward slice runs over [0, size], a backward one over [-1, size - 1].
+      const int64_t start = step > 0 ? clamp(e.start, 0, 0, size) : clamp(e.start, size - 1, -1, size - 1);
+      const int64_t stop = step > 0 ? clamp(e.stop, size, 0, size) : clamp(e.stop, -1, -1, size - 1);
+      const int64_t span = step > 0 ? stop - start : start - stop;
+      const int64_t stride = step > 0 ? step : -step;
+      p.count = span > 0 ? static_cast<uint64_t>((span + stride - 1) / stride) : 0;
+      p.start = p.count ? static_cast<uint64_t>(start) : 0;
+      p.step = step;
+    }
+    picks.push_back(p);
+  }
+  return picks;
+}
+
+// The block of positions [lo, hi) a pick lies in.
+std::pair<uint64_t, uint64_t> pick_block(const DimPick& p) {
+  if (p.count == 0) return {0, 0};
+  const uint64_t last = static_cast<uint64_t>(static_cast<int64_t>(p.start) +
+                                              static_cast<int64_t>(p.count - 1) * p.step);
+  return {std::min(p.start, last), std::max(p.start, last) + 1};
+}
+
+// The picked elements of a row-major `block` (whose dimensions start at `block_lo`), each
+// `size` bytes, in the result's row-major order.
+std::vector<std::byte> gather(std::span<const std::byte> block, const std::vector<uint64_t>& block_shape,
+                              const std::vector<uint64_t>& block_lo, const std::vector<DimPick>& picks,
+                              size_t size) {
+  const size_t dims = picks.size();
+  std::vector<uint64_t> stride(dims, size);
+  for (size_t d = dims; d-- > 1;) stride[d - 1] = stride[d] * block_shape[d];
+  uint64_t total = 1;
+  for (const DimPick& p : picks) total *= p.count;
+  std::vector<std::byte> out(total * size);
+  std::vector<uint64_t> k(dims, 0);
+  for (uint64_t n = 0; n < total; ++n) {
+    uint64_t at = 0;
+    for (size_t d = 0; d < dims; ++d)
+      at += (static_cast<uint64_t>(static_cast<int64_t>(picks[d].start) +
+                                   static_cast<int64_t>(k[d]) * picks[d].step) - block_lo[d]) * stride[d];
+    std::memcpy(out.data() + n * size, block.data() + at, size);
+    for (size_t d = dims; d-- > 0;) {  // the odometer: last dimension fastest
+      if (++k[d] < picks[d].count) break;
+      k[d] = 0;
+    }
+  }
+  return out;
+}
+
+// What cat shows: the values' dtype (F32 for a dequantized weight), the result's shape, and
+// each element's bytes in that dtype (8-byte doubles for floating types, whose bits vary).
+struct CatValues {
+  tlio::Dtype dtype;
+  std::vector<uint64_t> shape;
+  std::vector<double> floats;       // floating and BOOL values
+  std::vector<std::byte> integers;  // integer values, exact, dtype_bits / 8 bytes each
+};
+
+CatValues cat_values(const tlio::File& f, const std::string& name, const std::string& spec,
+                     std::string* scheme) {
+  const std::vector<SliceEntry> entries = parse_slice_spec(spec);
+  const auto quantized = tlio::find_quantized_weights(f);
+  const auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& w) { return w.name == name; });
+  CatValues v;
+  std::vector<uint64_t> shape;
+  if (q != quantized.end()) {
+    v.dtype = tlio::Dtype::F32;
+    shape.assign(q->shape.begin(), q->shape.end());
+    *scheme = q->scheme.name();
+  } else {
+    const tlio::TensorInfo& t = f.header().at(name);
+    if (!numeric(t.dtype))
+      throw tlio::Error(tlio::ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                        fmt::format("cannot show {} values", tlio::dtype_name(t.dtype)));
+    v.dtype = t.dtype;
+    shape.assign(t.shape.begin(), t.shape.end());
+  }
+  const std::vector<DimPick> picks = resolve_slice(entries, shape, name);
+  for (const DimPick& p : picks)
+    if (p.keep) v.shape.push_back(p.count);
+  // The block the picks lie in, read once: a slice of the tensor, or the dequantized rows.
+  std::vector<uint64_t> block_shape, block_lo;
+  std::vector<std::byte> block;
+  uint64_t block_elements = 1;
+  if (q != quantized.end()) {
+    const uint64_t row = std::accumulate(shape.begin() + (shape.empty() ? 0 : 1), shape.end(),
+                                         uint64_t{1}, std::multiplies<>());
+    const auto [lo, hi] = shape.empty() ? std::pair<uint64_t, uint64_t>{0, 1} : pick_block(picks[0]);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      block_lo.push_back(d == 0 ? lo : 0);
+      block_shape.push_back(d == 0 ? hi - lo : shape[d]);
+    }
+    block_elements = (hi - lo) * row;
+    block.resize(block_elements * 4);
+    tlio::QuantizedReader(f, *q).read(lo * row, block_elements, tlio::Dtype::F32, block);
+  } else {
+    std::vector<tlio::SliceIndex> ranges;
+    for (const DimPick& p : picks) {
+      const auto [lo, hi] = pick_block(p);
+      ranges.push_back(tlio::SliceIndex::range(lo, hi));
+      block_lo.push_back(lo);
+      block_shape.push_back(hi - lo);
+      block_elements *= hi - lo;
+    }
+    block = f.read_slice(name, ranges);
+  }
+  if (tlio::is_integer(v.dtype)) {  // exact, not through double
+    v.integers = gather(block, block_shape, block_lo, picks, tlio::dtype_bits(v.dtype) / 8);
+    return v;
+  }
+  std::vector<double> values(block_elements);
+  tlio::convert(v.dtype, block, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)),
+                block_elements);
+  const std::vector<std::byte> picked =
+      gather(std::as_bytes(std::span(values)), block_shape, block_lo, picks, sizeof(double));
+  v.floats.resize(picked.size() / sizeof(double));
+  std::memcpy(v.floats.data(), picked.data(), picked.size());
+  return v;
 }
 
 std::string format_value(double v, tlio::Dtype d) {
@@ -174,8 +313,9 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
 
 void add_cat(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("cat", "Print the values of a tensor (or a slice), like numpy");
-  cmd->footer("--slice takes one entry per leading dimension: an index (4, -1) or a range\n"
-              "(0:2, :, 3:). Values of any numeric dtype are shown converted to decimal.\n\n"
+  cmd->footer("--slice takes one entry per leading dimension, as numpy: an index (4, -1) or a\n"
+              "range with an optional step (0:2, :, 3:, ::2, ::-1). Values of any numeric dtype are\n"
+              "shown converted to decimal; a quantized weight's (by its logical name) dequantized.\n\n"
               "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8");
   struct Args {
     std::string file, name, slice;
@@ -185,48 +325,52 @@ void add_cat(CLI::App& app, int& exit_code) {
   cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
   add_token_option(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
-  cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,:");
+  cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            try {
+              parse_slice_spec(v);
+            } catch (const UsageError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          ""));
   cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"name\", \"dtype\", \"shape\", \"values\"} (nested "
+                "One JSON document on stdout: {\"name\", \"dtype\", \"scheme\" (quantized weights), "
+                "\"shape\", \"values\"} (nested "
                 "lists; NaN and infinities as null)");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       tlio::File f = tlio::File::open(a->file, open_options());
-      const tlio::TensorInfo& t = f.header().at(a->name);
-      if (!numeric(t.dtype))
-        throw tlio::Error(tlio::ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                          fmt::format("cannot show {} values", tlio::dtype_name(t.dtype)));
-      const auto indices = parse_slice(a->slice, t);
-      std::vector<uint64_t> shape;
-      std::vector<std::byte> bytes = f.read_slice(t.name, indices, &shape);
-      uint64_t n = 1;
-      for (uint64_t d : shape) n *= d;
+      std::string scheme;
+      const CatValues v = cat_values(f, a->name, a->slice, &scheme);
       std::vector<std::string> cells;
-      cells.reserve(n);
       const bool as_json = a->json;
-      if (tlio::is_integer(t.dtype)) {  // exact, not through double
-        const unsigned size = tlio::dtype_bits(t.dtype) / 8;
-        const bool is_signed = t.dtype == tlio::Dtype::I8 || t.dtype == tlio::Dtype::I16 ||
-                               t.dtype == tlio::Dtype::I32 || t.dtype == tlio::Dtype::I64;
-        for (uint64_t i = 0; i < n; ++i) {
+      if (tlio::is_integer(v.dtype)) {
+        const unsigned size = tlio::dtype_bits(v.dtype) / 8;
+        const bool is_signed = v.dtype == tlio::Dtype::I8 || v.dtype == tlio::Dtype::I16 ||
+                               v.dtype == tlio::Dtype::I32 || v.dtype == tlio::Dtype::I64;
+        for (size_t at = 0; at < v.integers.size(); at += size) {
           uint64_t u = 0;
-          std::memcpy(&u, bytes.data() + i * size, size);
+          std::memcpy(&u, v.integers.data() + at, size);
           if (is_signed && size < 8 && (u >> (size * 8 - 1)) & 1) u |= ~uint64_t{0} << (size * 8);
           cells.push_back(is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u));
         }
       } else {
-        std::vector<double> values(n);
-        tlio::convert(t.dtype, bytes, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)), n);
-        for (double v : values)
-          cells.push_back(!as_json ? format_value(v, t.dtype)
-                          : t.dtype == tlio::Dtype::BOOL ? (v != 0 ? "true" : "false")
-                          : std::isfinite(v)             ? fmt::format("{}", v)
+        cells.reserve(v.floats.size());
+        for (double x : v.floats)
+          cells.push_back(!as_json ? format_value(x, v.dtype)
+                          : v.dtype == tlio::Dtype::BOOL ? (x != 0 ? "true" : "false")
+                          : std::isfinite(x)             ? fmt::format("{}", x)
                                                          : "null");
       }
+      const std::vector<uint64_t>& shape = v.shape;
       if (as_json) {
-        fmt::print("{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"values\":{}}}\n",
-                   json_string(t.name), tlio::dtype_name(t.dtype), fmt::join(shape, ","),
-                   json_array(cells, shape));
+        fmt::print("{{\"name\":{},\"dtype\":\"{}\",{}\"shape\":[{}],\"values\":{}}}\n",
+                   json_string(a->name), tlio::dtype_name(v.dtype),
+                   scheme.empty() ? "" : fmt::format("\"scheme\":{},", json_string(scheme)),
+                   fmt::join(shape, ","), json_array(cells, shape));
         return kExitOk;
       }
       print_array(cells, shape);
@@ -242,7 +386,7 @@ namespace {
 struct Stats {
   uint64_t count = 0, nan = 0, inf = 0, zero = 0;
   double min = std::numeric_limits<double>::infinity(), max = -min;
-  double mean = 0, m2 = 0;  // Welford
+  double mean = 0, m2 = 0;  // Welford, over the finite values
   void add(std::span<const double> v) {
     for (double x : v) {
       ++count;
@@ -258,24 +402,118 @@ struct Stats {
       m2 += d * (x - mean);
     }
   }
+  // Chan et al.'s combination of two partial results: chunks merged in order give the same
+  // figures whatever the number of threads.
+  void merge(const Stats& b) {
+    const uint64_t na = finite(), nb = b.finite();
+    if (nb > 0) {
+      const double n = static_cast<double>(na + nb), delta = b.mean - mean;
+      mean += delta * static_cast<double>(nb) / n;
+      m2 += b.m2 + delta * delta * static_cast<double>(na) * static_cast<double>(nb) / n;
+    }
+    count += b.count;
+    nan += b.nan;
+    inf += b.inf;
+    zero += b.zero;
+    min = std::min(min, b.min);
+    max = std::max(max, b.max);
+  }
   uint64_t finite() const { return count - nan - inf; }
 };
 
-std::string histogram(const tlio::File& f, const std::function<void(const std::function<void(std::span<const double>)>&)>& each,
-                      const Stats& s) {
-  static const char* kBars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  constexpr int kBins = 16;
-  if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) return "";
-  (void)f;
-  std::vector<uint64_t> bins(kBins, 0);
-  each([&](std::span<const double> v) {
-    for (double x : v) {
-      if (!std::isfinite(x)) continue;
-      int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
-      bins[std::clamp(b, 0, kBins - 1)]++;
+constexpr int kBins = 16;
+
+// One tensor stats looks at: how to read a chunk of its values, and what it shows.
+struct StatsInput {
+  std::string name, kind, shape_json;
+  uint64_t elements = 0, bytes = 0;
+  std::function<void(uint64_t first, uint64_t count, std::vector<double>&)> read;  // thread-safe
+  Stats stats;
+  std::vector<uint64_t> bins;
+};
+
+// Runs fn(i) for i in [0, n) on every core (the calling thread too, which also draws the
+// progress of `done` bytes out of `total`); the first exception is rethrown.
+void parallel_for(size_t n, const std::function<void(size_t)>& fn, std::atomic<uint64_t>& done,
+                  uint64_t total, ProgressBar& bar, bool many_threads) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&](bool draws) {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+      if (draws) bar.update(done.load(), total);
     }
-  });
-  const uint64_t top = *std::max_element(bins.begin(), bins.end());
+  };
+  std::vector<std::thread> threads;
+  const unsigned cores = many_threads ? std::max(1u, std::thread::hardware_concurrency()) : 1;
+  for (unsigned t = 1; t < cores; ++t) threads.emplace_back(work, false);
+  work(true);
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Fills each input's stats, then its histogram (16 bins over [min, max]): two passes over the
+// values, each split in chunks of kChunk over every core.
+void compute_stats(std::vector<StatsInput>& inputs) {
+  struct Piece {
+    size_t input;
+    uint64_t first, count;
+  };
+  std::vector<Piece> pieces;
+  uint64_t total_bytes = 0, total_elements = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (uint64_t first = 0; first < inputs[i].elements; first += kChunk)
+      pieces.push_back({i, first, std::min(kChunk, inputs[i].elements - first)});
+    total_bytes += inputs[i].bytes;
+    total_elements += inputs[i].elements;
+  }
+  const bool many_threads = total_elements > 4 * kChunk;  // else threads cost more than they save
+  ProgressBar bar("stats");
+  std::atomic<uint64_t> done{0};
+  const uint64_t total = 2 * total_bytes;  // two passes
+  const auto bytes_of = [&](const Piece& p) {
+    const StatsInput& in = inputs[p.input];
+    return in.elements ? in.bytes / in.elements * p.count : 0;
+  };
+  std::vector<Stats> partial(pieces.size());
+  parallel_for(pieces.size(), [&](size_t k) {
+    std::vector<double> values;
+    inputs[pieces[k].input].read(pieces[k].first, pieces[k].count, values);
+    partial[k].add(values);
+    done += bytes_of(pieces[k]);
+  }, done, total, bar, many_threads);
+  for (size_t k = 0; k < pieces.size(); ++k) inputs[pieces[k].input].stats.merge(partial[k]);
+  std::vector<std::array<uint64_t, kBins>> bins(pieces.size());
+  parallel_for(pieces.size(), [&](size_t k) {
+    const Stats& s = inputs[pieces[k].input].stats;
+    bins[k].fill(0);
+    if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) return;
+    std::vector<double> values;
+    inputs[pieces[k].input].read(pieces[k].first, pieces[k].count, values);
+    for (double x : values) {
+      if (!std::isfinite(x)) continue;
+      const int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
+      bins[k][std::clamp(b, 0, kBins - 1)]++;
+    }
+    done += bytes_of(pieces[k]);
+  }, done, total, bar, many_threads);
+  bar.finish();
+  for (StatsInput& in : inputs) in.bins.assign(kBins, 0);
+  for (size_t k = 0; k < pieces.size(); ++k)
+    for (int b = 0; b < kBins; ++b) inputs[pieces[k].input].bins[b] += bins[k][b];
+}
+
+std::string histogram(const std::vector<uint64_t>& bins) {
+  static const char* kBars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  const uint64_t top = bins.empty() ? 0 : *std::max_element(bins.begin(), bins.end());
+  if (top == 0) return "";
   std::string out;
   for (uint64_t b : bins) out += kBars[b == 0 ? 0 : 1 + (b * 7 + top - 1) / top];
   return out;
@@ -285,7 +523,9 @@ std::string histogram(const tlio::File& f, const std::function<void(const std::f
 
 void add_stats(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("stats", "Per-tensor min, max, mean, std, NaN/inf/zero counts");
-  cmd->footer("Quantized weights are shown dequantized. The histogram spans [min, max] in 16 bins.\n\n"
+  cmd->footer("Quantized weights are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
+              "The values are read in chunks on every core (a progress bar on a terminal for\n"
+              "big inputs); the figures do not depend on the number of cores.\n\n"
               "Example: tlio stats model.safetensors model.norm.weight");
   struct Args {
     std::string file;
@@ -301,7 +541,6 @@ void add_stats(CLI::App& app, int& exit_code) {
                 "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\"}]}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      std::vector<std::string> docs;
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
       tlio::File f = tlio::File::open(a->file, open_options());
       const auto quantized = tlio::find_quantized_weights(f);
@@ -313,51 +552,81 @@ void add_stats(CLI::App& app, int& exit_code) {
           if (!parts.count(t.name)) names.push_back(t.name);
         for (const auto& q : quantized) names.push_back(q.name);
       }
+      // What each name is, in order: a numeric input, or a line saying it has no statistics.
+      std::vector<StatsInput> inputs;
+      std::vector<std::pair<std::string, std::optional<size_t>>> rows;  // non-numeric: its line
+      std::vector<std::shared_ptr<const tlio::QuantizedReader>> readers;
       for (const std::string& name : names) {
-        std::function<void(const std::function<void(std::span<const double>)>&)> each;
-        std::string kind, shape_json;
         auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
+        StatsInput in;
+        in.name = name;
         if (q != quantized.end()) {
-          each = [&, q](const auto& fn) { for_each_chunk(f, *q, fn); };
-          kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
-          shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
+          auto reader = std::make_shared<const tlio::QuantizedReader>(f, *q);
+          in.elements = reader->element_count();
+          in.bytes = q->stored_bytes;
+          in.read = [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
+            std::vector<float> values(count);
+            reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
+            out.assign(values.begin(), values.end());
+          };
+          in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
+          in.shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
         } else {
           const tlio::TensorInfo& t = f.header().at(name);
           if (!numeric(t.dtype)) {
-            if (a->json)
-              docs.push_back(fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
-                                         json_string(name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ",")));
-            else
-              fmt::print("{}: {} [{}]: no numeric statistics\n", display_name(name),
-                         tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
+            rows.emplace_back(
+                a->json ? fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
+                                      json_string(name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","))
+                        : fmt::format("{}: {} [{}]: no numeric statistics\n", display_name(name),
+                                      tlio::dtype_name(t.dtype), fmt::join(t.shape, ", ")),
+                std::nullopt);
             continue;
           }
-          each = [&](const auto& fn) { for_each_chunk(f, t, fn); };
-          kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
-          shape_json = fmt::format("[{}]", fmt::join(t.shape, ","));
+          const tlio::TensorView view = f.view(t.name);
+          in.elements = t.element_count();
+          in.bytes = t.byte_size();
+          in.read = [view, dtype = t.dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
+            const unsigned bits = tlio::dtype_bits(dtype);
+            out.resize(count);
+            tlio::convert(dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8),
+                          tlio::Dtype::F64, std::as_writable_bytes(std::span(out)), count);
+          };
+          in.kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
+          in.shape_json = fmt::format("[{}]", fmt::join(t.shape, ","));
         }
-        Stats s;
-        each([&](std::span<const double> v) { s.add(v); });
+        rows.emplace_back(std::string(), inputs.size());
+        inputs.push_back(std::move(in));
+      }
+      compute_stats(inputs);
+      std::vector<std::string> docs;
+      for (const auto& [line, index] : rows) {
+        if (!index) {
+          if (a->json) docs.push_back(line);
+          else fmt::print("{}", line);
+          continue;
+        }
+        const StatsInput& in = inputs[*index];
+        const Stats& s = in.stats;
         const double sd = s.finite() > 0 ? std::sqrt(s.m2 / static_cast<double>(s.finite())) : 0;
         if (a->json) {
-          const std::string type = kind.substr(0, kind.find(' '));
+          const std::string type = in.kind.substr(0, in.kind.find(' '));
           const bool any = s.count > 0;
           docs.push_back(fmt::format(
               "{{\"name\":{},\"type\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
               "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{}}}",
-              json_string(name), json_string(type), shape_json, s.count, s.nan, s.inf, s.zero,
+              json_string(in.name), json_string(type), in.shape_json, s.count, s.nan, s.inf, s.zero,
               any ? number(s.min) : "null", any ? number(s.max) : "null",
               s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null"));
           continue;
         }
-        fmt::print("{}: {}\n", display_name(name), kind);
+        fmt::print("{}: {}\n", display_name(in.name), in.kind);
         if (s.count == 0) {
           fmt::print("  (empty)\n");
           continue;
         }
         fmt::print("  min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}\n", s.min, s.max, s.mean, sd);
         fmt::print("  count {}  nan {}  inf {}  zero {}\n", s.count, s.nan, s.inf, s.zero);
-        std::string h = histogram(f, each, s);
+        const std::string h = histogram(in.bins);
         if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
       }
       if (a->json)

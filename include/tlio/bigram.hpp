@@ -18,9 +18,12 @@ namespace tlio {
 /// [256, 256] = log((c_ij + 1) / (c_i + 256)) computed in double, metadata format=tinyllm.
 TLIO_API void bigram_train(std::string_view text, const std::filesystem::path& out_dir);
 
+/// The most bytes one bigram_generate call makes (its result is held in memory).
+inline constexpr uint64_t kMaxBigramTokens = uint64_t{1} << 30;
+
 struct BigramSampling {
   std::string prompt;         ///< empty: start after byte 10 ('\n')
-  uint64_t tokens = 100;      ///< bytes to generate
+  uint64_t tokens = 100;      ///< bytes to generate, at most kMaxBigramTokens
   uint64_t seed = 0;
   double temperature = 1.0;   ///< 0: always the most likely next byte
 };

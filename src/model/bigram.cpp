@@ -61,6 +61,9 @@ std::string bigram_generate(const Model& model, const BigramSampling& s) {
                             model.config().vocab_size));
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
     throw_invalid(fmt::format("temperature must be >= 0, not {}", s.temperature));
+  if (s.tokens > kMaxBigramTokens)
+    throw_invalid(fmt::format("at most {} tokens are generated at once, not {}", kMaxBigramTokens,
+                              s.tokens));
   const TensorView w = model.view("bigram.weight");  // zero-copy (mmap)
   std::mt19937_64 rng(s.seed);
   uint8_t last = s.prompt.empty() ? kStartByte : static_cast<uint8_t>(s.prompt.back());

@@ -50,7 +50,10 @@ uint64_t parse_size(std::string_view text) {
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc{} || end != number.data() + number.size()) return bad();
   const double bytes = value * u->factor;
-  if (!(bytes >= 1) || bytes > 1.8e19) return bad();
+  if (!(bytes >= 1))
+    throw_invalid(fmt::format("size {} is less than 1 byte", quote_name(text)));
+  if (bytes > 1.8e19)
+    throw_invalid(fmt::format("size {} is more than 16 EiB", quote_name(text)));
   return static_cast<uint64_t>(std::llround(bytes));
 }
 

@@ -1,0 +1,67 @@
+#include "arg_checks.hpp"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cmath>
+#include <regex>
+
+#include "cli_util.hpp"
+#include "tlio/error.hpp"
+#include "tlio/model.hpp"
+
+namespace tlio::cli {
+
+CLI::Validator size_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          tlio::parse_size(v);
+        } catch (const tlio::Error& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "");
+}
+
+CLI::Validator regex_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          std::regex compiled(v, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+          return fmt::format("invalid regex '{}': {}", v, e.what());
+        }
+        return {};
+      },
+      "");
+}
+
+CLI::Validator non_negative_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        double x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec == std::errc::result_out_of_range)
+          return fmt::format("{} is out of range: a number from 0 to about 1.8e308", v);
+        if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(x) || x < 0)
+          return fmt::format("{} is not a number from 0 up (such as 0.01 or 1e-3)", v);
+        return {};
+      },
+      "");
+}
+
+CLI::Validator count_check(uint64_t max) {
+  return CLI::Validator(
+      [max](std::string& v) -> std::string {
+        uint64_t x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec != std::errc{} || end != v.data() + v.size() || x > max)
+          return fmt::format("{} is not a whole number from 0 to {}", v, thousands(max));
+        return {};
+      },
+      "");
+}
+
+}  // namespace tlio::cli

@@ -1,0 +1,123 @@
+"""The command line's manners: usage errors exit 2 with readable bounds, cat slices with steps
+and shows quantized weights dequantized, stats agrees with numpy."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import tlio
+
+CLI = os.environ.get("TLIO_CLI", str(pathlib.Path(__file__).parents[2] / "build" / "tlio"))
+
+
+def run(*args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def sample(tmp_path):
+    rng = np.random.default_rng(7)
+    tensors = {"x": np.arange(24, dtype=np.int32).reshape(2, 3, 4),
+               "f": rng.standard_normal((2, 3, 4)).astype(np.float32),
+               "model.layers.0.mlp.up_proj.weight": rng.standard_normal((64, 128)).astype(np.float32)}
+    tlio.save_file(tensors, tmp_path / "s.safetensors")
+    return tmp_path / "s.safetensors", tensors
+
+
+@pytest.mark.parametrize("args, says", [
+    (["shard", "{s}", "{tmp}/o", "--max-size", "5XB"], 'invalid size "5XB"'),
+    (["shard", "{s}", "{tmp}/o", "--max-size", "0"], 'size "0" is less than 1 byte'),
+    (["shard", "{s}", "{tmp}/o", "--max-size", "99999999999999999999999"], "more than 16 EiB"),
+    (["import", "{s}", "{tmp}/o.safetensors", "--max-size", "lots"], 'invalid size "lots"'),
+    (["convert", "{s}", "{tmp}/o.safetensors", "--keep", "["], "--keep: invalid regex '['"),
+    (["convert", "{s}", "{tmp}/o.safetensors", "--drop", "(a"], "--drop: invalid regex '(a'"),
+    (["convert", "{s}", "{tmp}/o.safetensors", "--rename", "(=x"], "--rename: invalid regex '('"),
+    (["convert", "{s}", "{tmp}/o.safetensors", "--dtype", "bf16", "--include", "*"], "--include: invalid regex"),
+    (["quantize", "{s}", "{tmp}/o.safetensors", "--scheme", "nf4", "--exclude", "["], "--exclude: invalid regex"),
+    (["inspect", "{s}", "--filter", "("], "--filter: invalid regex '('"),
+    (["cat", "{s}", "x", "--slice", "0:3:x"], "'x' is not an integer"),
+    (["cat", "{s}", "x", "--slice", "::0"], "step 0"),
+    (["cat", "{s}", "x", "--slice", "1:2:3:4"], "more than start:stop:step"),
+    (["cat", "{s}", "x", "--slice", "99999999999999999999"], "out of range"),
+    (["cat", "{s}", "x", "--slice", "2"], "index 2 is out of range for dimension 0 of size 2"),
+    (["cat", "{s}", "x", "--slice", "0,-4"], "index -4 is out of range for dimension 1 of size 3"),
+    (["cat", "{s}", "x", "--slice", "0,0,0,0"], "4 entries but tensor x has 3 dimensions"),
+    (["diff", "{s}", "{s}", "--atol", "-1"], "--atol: -1 is not a number from 0 up"),
+    (["diff", "{s}", "{s}", "--rtol", "1e999"], "--rtol: 1e999 is out of range: a number from 0 to about 1.8e308"),
+    (["diff", "{s}", "{s}", "--atol", "nan"], "--atol: nan is not a number"),
+    (["bigram", "generate", "{tmp}", "--tokens", "-5"], "--tokens: -5 is not a whole number from 0 to 1,073,741,824"),
+    (["bigram", "generate", "{tmp}", "--seed", "x"], "--seed: x is not a whole number"),
+    (["bigram", "generate", "{tmp}", "--temperature", "-0.5"], "--temperature: -0.5 is not a number"),
+    (["quantize", "{s}", "{tmp}/o.safetensors", "--scheme", "nf4", "--blocksize", "1e400"], "blocksize"),
+])
+def test_usage_errors_exit_2_with_readable_bounds(sample, tmp_path, args, says):
+    path, _ = sample
+    r = run(*[a.format(s=path, tmp=tmp_path) for a in args])
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert says in r.stderr, r.stderr
+    assert len(max(r.stderr.split(), key=len)) < 60, r.stderr  # no 309-digit bound
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o.safetensors").exists()
+
+
+def test_a_slice_past_the_end_is_a_usage_error_in_json_too(sample):
+    path, _ = sample
+    r = run("cat", path, "x", "--slice", "5", "--json")
+    assert r.returncode == 2
+    assert "out of range" in json.loads(r.stdout)["error"]["message"]
+
+
+@pytest.mark.parametrize("spec, index", [
+    ("::2", np.s_[::2]), ("::-1", np.s_[::-1]), ("::-1,1,::-2", np.s_[::-1, 1, ::-2]),
+    ("1,::-1,1:3", np.s_[1, ::-1, 1:3]), (":,::2,1::2", np.s_[:, ::2, 1::2]),
+    ("-1,-2:,-1:-4:-1", np.s_[-1, -2:, -1:-4:-1]), ("5:,:", np.s_[5:, :]), ("0,0,-1", np.s_[0, 0, -1]),
+    ("::-3,10:-10:-1", np.s_[::-3, 10:-10:-1]),
+])
+def test_cat_slices_as_numpy(sample, spec, index):
+    path, tensors = sample
+    for name in ("x", "f"):
+        r = run("cat", path, name, "--slice", spec, "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        want = tensors[name][index]
+        assert doc["shape"] == list(want.shape), (spec, name)
+        assert np.array_equal(np.array(doc["values"], dtype=want.dtype).reshape(want.shape), want)
+
+
+def test_cat_of_a_quantized_weight_prints_its_dequantized_values(sample, tmp_path):
+    path, _ = sample
+    name = "model.layers.0.mlp.up_proj.weight"
+    for scheme in ("nf4", "int4-g32-sym", "int8"):
+        q = tmp_path / f"{scheme}.safetensors"
+        assert run("quantize", path, q, "--scheme", scheme).returncode == 0
+        with tlio.safe_open(q, "np") as f:
+            want = f.get_dequantized(name, "F32")
+        r = run("cat", q, name, "--slice", "3:9:2,::-7", "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["dtype"] == "F32" and doc["scheme"] == scheme
+        assert np.array_equal(np.array(doc["values"], dtype=np.float32), want[3:9:2, ::-7])
+        text = run("cat", q, name, "--slice", "0,:3")
+        assert text.returncode == 0 and text.stdout.startswith("[") and "..." not in text.stdout
+
+
+def test_stats_agrees_with_numpy(tmp_path):
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((2048, 2100)).astype(np.float32)  # more than 4 chunks: all cores
+    big[5, 7] = np.nan
+    big[9, 1] = np.inf
+    tlio.save_file({"big": big, "small": np.arange(5, dtype=np.float16)}, tmp_path / "b.safetensors")
+    r = run("stats", tmp_path / "b.safetensors", "--json")
+    assert r.returncode == 0, r.stderr
+    got = {t["name"]: t for t in json.loads(r.stdout)["tensors"]}
+    finite = big[np.isfinite(big)].astype(np.float64)
+    b = got["big"]
+    assert (b["count"], b["nan"], b["inf"]) == (big.size, 1, 1)
+    assert b["min"] == finite.min() and b["max"] is None  # JSON has no infinity: null
+    assert b["mean"] == pytest.approx(finite.mean(), rel=1e-12, abs=1e-15)
+    assert b["std"] == pytest.approx(finite.std(), rel=1e-12)
+    assert got["small"]["mean"] == 2.0 and got["small"]["max"] == 4.0
+    again = run("stats", tmp_path / "b.safetensors", "--json")
+    assert again.stdout == r.stdout  # the same figures every run, whichever thread did what

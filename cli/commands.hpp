@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace tlio::cli {
 
 void add_validate(CLI::App& app, int& exit_code);
@@ -19,5 +21,9 @@ void add_cat(CLI::App& app, int& exit_code);
 void add_stats(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_import(CLI::App& app, int& exit_code);
+void add_completion(CLI::App& app, int& exit_code);
+
+/// The manual page (roff) for every command, from the app's definitions: `tlio help --man`.
+std::string man_page(CLI::App& app);
 
 }  // namespace tlio::cli

@@ -22,7 +22,8 @@ std::string command_list(CLI::App& app) {
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     out += "  " + sub->get_name() + std::string(width + 2 - sub->get_name().size(), ' ') +
            sub->get_description() + "\n";
-  out += "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version.\n";
+  out += "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version;\n"
+         "tlio help --man prints the manual page; tlio completion bash|zsh|fish a completion script.\n";
   return out;
 }
 
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   add_stats(app, exit_code);
   add_diff(app, exit_code);
   add_import(app, exit_code);
+  add_completion(app, exit_code);
   const std::vector<CLI::App*> commands = app.get_subcommands([](CLI::App*) { return true; });
   const auto find_command = [&](const std::string& word) -> CLI::App* {
     for (CLI::App* sub : commands)
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
   // `tlio` alone and `tlio help`: the commands, a line each; `tlio help COMMAND`: its help.
   if (argc == 1 || (argc == 2 && std::string(argv[1]) == "help")) {
     std::printf("%s", command_list(app).c_str());
+    return kExitOk;
+  }
+  if (argc == 3 && std::string(argv[1]) == "help" && std::string(argv[2]) == "--man") {
+    std::printf("%s", man_page(app).c_str());
     return kExitOk;
   }
   if (argc >= 2 && std::string(argv[1]) == "help") {

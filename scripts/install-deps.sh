@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev
   pybind11-dev python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
-  python3-torch python3-venv python3-pip python3-setuptools python3-wheel)
+  python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh fish man-db)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

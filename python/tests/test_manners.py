@@ -95,3 +95,16 @@ def test_file_conversions_say_what_they_did(tmp_path):
     assert "converted" in tlio.convert_file.__doc__ and "kept" in tlio.ConvertResult.__doc__
     with tlio.safe_open(tmp_path / "b.safetensors", "np") as f:
         assert f.get_dtype("w") == "F16" and f.get_dtype("i") == "I32"
+
+
+def test_torch_metadata_of_the_wrong_type_is_a_type_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    import tlio.torch
+    t = {"w": torch.zeros(2)}
+    with pytest.raises(TypeError, match=r"metadata value of 'a' must be str, not int \(1\)"):
+        tlio.torch.save_file(t, tmp_path / "t.safetensors", {"a": 1})
+    with pytest.raises(TypeError, match=r"metadata key must be str, not int \(2\)"):
+        tlio.torch.save(t, {2: "x"})
+    with pytest.raises(TypeError, match=r"tensor name must be str, not int \(1\)"):
+        tlio.torch.save({1: torch.zeros(2)})
+    assert not (tmp_path / "t.safetensors").exists()

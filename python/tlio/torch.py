@@ -11,6 +11,14 @@ the tensor and its dtype (read such files with framework="numpy").
 Saving refuses tensors that share memory (use save_model, which drops the aliases and records
 them in the metadata, so load_model ties them back) and non-contiguous tensors, as the package
 does; the bytes are written by tlio's canonical atomic writer with the GIL released.
+
+The package's private helpers that transformers and accelerate import are here too, with its
+results: _find_shared_tensors(state_dict) (sets of names whose tensors overlap in memory, one set
+per tensor with a storage), _remove_duplicate_names(state_dict, *, preferred_names=None,
+discard_names=None) ({kept: [names to drop]} per shared group), _is_complete(tensor) (it covers
+its whole storage) and _end_ptr(tensor) (one past its last byte). Two differences: a tensor
+overlapping only an earlier, longer one is grouped with it (the package misses it), and _end_ptr
+takes any strides (the package's raises for a tensor that .view(-1) refuses, e.g. a transpose).
 """
 import os as _os
 from collections import defaultdict as _defaultdict
@@ -106,27 +114,33 @@ def storage_size(tensor):
             return tensor.nelement() * tensor.element_size()
 
 
-def _byte_range(tensor):
-    """[first byte, one past the last byte) the tensor's elements cover."""
+def _end_ptr(tensor):
+    """The address one past the last byte of `tensor`'s elements (its data_ptr() when it has
+    none), as the package's _end_ptr; any strides, where the package's needs a tensor that
+    .view(-1) takes."""
     start = tensor.data_ptr()
     if tensor.nelement() == 0:
-        return start, start
+        return start
     last = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
-    return start, start + (last + 1) * tensor.element_size()
+    return start + (last + 1) * tensor.element_size()
 
 
-def _shared_groups(tensors):
-    """Sets of names whose tensors overlap in memory (groups of one included), as the package
-    finds them: same device and storage, then overlapping byte ranges."""
+def _find_shared_tensors(state_dict):
+    """Sets of names whose tensors overlap in memory, as the package's _find_shared_tensors:
+    tensors grouped by (device, storage address, storage size), then split where their byte
+    ranges stop overlapping. Every tensor with a storage is in one set (alone when it shares
+    nothing); meta tensors and tensors whose storage is empty or at address 0 are in none."""
     by_storage = _defaultdict(set)
-    for name, t in tensors.items():
+    for name, t in state_dict.items():
         if t.device.type != "meta" and storage_ptr(t) != 0 and storage_size(t) != 0:
             by_storage[(t.device, storage_ptr(t), storage_size(t))].add(name)
     groups = []
     for names in by_storage.values():
-        ranges = sorted((*_byte_range(tensors[n]), n) for n in names)
+        ranges = sorted((state_dict[n].data_ptr(), _end_ptr(state_dict[n]), n) for n in names)
         stop = None
         for start, end, name in ranges:
+            # Against the furthest end so far: the package compares with the previous tensor's
+            # end only, and misses a tensor overlapping an earlier, longer one.
             if stop is not None and start < stop:
                 groups[-1].add(name)
                 stop = max(stop, end)
@@ -136,29 +150,55 @@ def _shared_groups(tensors):
     return groups
 
 
-def _covers_storage(tensor):
+def _is_complete(tensor):
+    """True when `tensor` starts at its storage's start and its elements fill the storage."""
     return (tensor.data_ptr() == storage_ptr(tensor) and
             tensor.nelement() * tensor.element_size() == storage_size(tensor))
 
 
-def _aliases(state_dict, preferred_names=()):
-    """{kept_name: [dropped names]} for every group of tensors sharing memory: kept is the
-    alphabetically first name whose tensor covers the whole storage (preferring
-    `preferred_names`)."""
-    preferred_names = set(preferred_names)
-    aliases = {}
-    for group in _shared_groups(state_dict):
-        if len(group) < 2:
-            continue
-        complete = sorted(n for n in group if _covers_storage(state_dict[n]))
+def _remove_duplicate_names(state_dict, *, preferred_names=None, discard_names=None):
+    """{kept: [removed names, sorted]} for every group of _find_shared_tensors with more than one
+    name, as the package's _remove_duplicate_names: kept is the alphabetically first name whose
+    tensor covers the whole storage, preferring names not in `discard_names`, and above all names
+    in `preferred_names`. RuntimeError for a group, even of one name, where no tensor covers the
+    whole storage. A defaultdict(list), as the package's."""
+    return _names_to_remove(state_dict, _find_shared_tensors(state_dict), preferred_names,
+                            discard_names)
+
+
+def _tied(state_dict):
+    """The groups of _find_shared_tensors with more than one name."""
+    return [g for g in _find_shared_tensors(state_dict) if len(g) > 1]
+
+
+def _names_to_remove(state_dict, groups, preferred_names=None, discard_names=None):
+    """_remove_duplicate_names over `groups`."""
+    preferred_names = set(preferred_names or ())
+    discard_names = set(discard_names or ())
+    to_remove = _defaultdict(list)
+    for group in groups:
+        complete = sorted(n for n in group if _is_complete(state_dict[n]))
         if not complete:
-            raise RuntimeError(
-                f"tensors {sorted(group)} share memory but none covers the whole storage: "
-                f"saving one of them would store memory the others do not use; save "
-                f"contiguous copies (.clone()) of the ones to keep")
-        keep = next((n for n in complete if n in preferred_names), complete[0])
-        aliases[keep] = [n for n in sorted(group) if n != keep]
-    return aliases
+            raise RuntimeError(_incomplete_message(state_dict, sorted(group)))
+        keep = next((n for n in complete if n in preferred_names), None)
+        if keep is None:
+            keep = next((n for n in complete if n not in discard_names), complete[0])
+        for name in sorted(group):
+            if name != keep:
+                to_remove[keep].append(name)
+    return to_remove
+
+
+def _incomplete_message(state_dict, names):
+    size = storage_size(state_dict[names[0]])
+    if len(names) == 1:
+        t = state_dict[names[0]]
+        return (f"tensor {names[0]!r} views {t.nelement() * t.element_size()} of the {size} bytes "
+                f"of its storage and no other name covers the storage, so no name can stand for "
+                f"it: use a copy of the tensor (.clone())")
+    return (f"tensors {names} share a storage of {size} bytes but none covers all of it, so "
+            f"none can be kept for the others (saving one would store bytes the others do not "
+            f"use, and drop bytes they do): use copies of them (.clone())")
 
 
 def _items(tensors):
@@ -173,7 +213,7 @@ def _items(tensors):
     if sparse:
         raise ValueError(f"tensors {sparse} are sparse; tlio saves dense tensors (make them "
                          f"dense with .to_dense(), which may take much more room)")
-    shared = [sorted(g) for g in _shared_groups(tensors) if len(g) > 1]
+    shared = [sorted(g) for g in _tied(tensors)]
     if shared:
         raise RuntimeError(
             f"some tensors share memory, which would store their bytes twice and load them "
@@ -199,11 +239,16 @@ def _items(tensors):
 
 
 def _metadata(metadata):
+    """The metadata dict, checked here so a wrong type is a TypeError that names it."""
     if metadata is None:
         return None
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict of str to str, not {type(metadata).__name__}")
     for k, v in metadata.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise ValueError(f"metadata must map str to str, not {k!r}: {v!r}")
+        if not isinstance(k, str):
+            raise TypeError(f"metadata key must be str, not {type(k).__name__} ({k!r})")
+        if not isinstance(v, str):
+            raise TypeError(f"metadata value of {k!r} must be str, not {type(v).__name__} ({v!r})")
     return metadata
 
 
@@ -246,7 +291,9 @@ def save_model(model, filename, metadata=None, force_contiguous=True):
     force_contiguous, non-contiguous tensors are saved as contiguous copies."""
     state_dict = model.state_dict()
     metadata = dict(metadata) if metadata is not None else None
-    for kept, dropped in _aliases(state_dict).items():
+    # Lone tensors viewing part of a storage are saved as themselves, where the package's
+    # save_model refuses them: only groups of two or more names drop any.
+    for kept, dropped in _names_to_remove(state_dict, _tied(state_dict)).items():
         for name in dropped:
             if metadata is None:
                 metadata = {}
@@ -290,7 +337,7 @@ def load_model(model, filename, strict=True, device="cpu", *, backend="mmap", to
     with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
         names = f.keys()
         records = f.metadata() or {}
-        tied = _aliases(model_state, preferred_names=names)
+        tied = _names_to_remove(model_state, _tied(model_state), preferred_names=names)
         tied_names = {n for dropped in tied.values() for n in dropped}
         # Model name -> file name: itself, or the kept tensor of a dropped one not tied here.
         sources = {n: n for n in names}

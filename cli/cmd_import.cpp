@@ -28,7 +28,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
     std::string src, dst, key, max_size;
-    bool skip_unsupported = false, allow_empty = false, json = false, all = false;
+    bool skip_unsupported = false, allow_empty = false, json = false, all = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
@@ -44,9 +44,10 @@ void add_import(CLI::App& app, int& exit_code) {
                 "Write a file without tensors when the checkpoint has none (else an error)");
   cmd->add_flag("--all", a->all,
                 "A training checkpoint: import every tensor (optimizer state too), not its model part");
+  cmd->add_flag("-v,--verbose", a->verbose, "List every value left out (not a tensor) by its path");
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
-                "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"skipped\"}");
+                "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       tlio::ImportOptions options;
@@ -68,16 +69,25 @@ void add_import(CLI::App& app, int& exit_code) {
                                         fmt::join(t.shape, ","),
                                         t.alias_of.empty() ? "null" : json_string(t.alias_of)));
         for (const std::string& note : r.contents.skipped) skipped.push_back(json_string(note));
+        std::vector<std::string> dropped;
+        for (const tlio::DroppedValue& d : r.contents.dropped)
+          dropped.push_back(fmt::format("{{\"path\":{},\"kind\":{}}}", json_string(d.path), json_string(d.kind)));
         fmt::print("{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
-                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"skipped\":[{}],"
-                   "\"chosen_key\":{}}}\n",
+                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"dropped\":[{}],"
+                   "\"skipped\":[{}],\"chosen_key\":{}}}\n",
                    json_string(a->src), json_string(a->dst), json_string(r.contents.format),
                    fmt::join(tensors, ","), r.tensors_written, r.bytes_written, aliases,
-                   r.contents.dropped_values, fmt::join(skipped, ","),
+                   r.contents.dropped_values, fmt::join(dropped, ","), fmt::join(skipped, ","),
                    r.contents.chosen_key.empty() ? "null" : json_string(r.contents.chosen_key));
         return kExitOk;
       }
       for (const std::string& note : r.contents.skipped) fmt::print(stderr, "skipped: {}\n", note);
+      if (a->verbose) {
+        for (const tlio::DroppedValue& d : r.contents.dropped)
+          fmt::print(stderr, "dropped: {} ({})\n", d.path.empty() ? "(the top level)" : display_name(d.path), d.kind);
+        if (r.contents.dropped.size() < r.contents.dropped_values)
+          fmt::print(stderr, "dropped: ... and {} more\n", r.contents.dropped_values - r.contents.dropped.size());
+      }
       if (!r.contents.chosen_key.empty()) {
         std::vector<std::string> others;
         for (const std::string& k : r.contents.other_keys) others.push_back(json_string(k));

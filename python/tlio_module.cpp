@@ -284,6 +284,9 @@ py::dict checkpoint_dict(const tlio::CheckpointContents& c) {
   d["format"] = c.format;
   d["tensors"] = tensors;
   d["dropped_values"] = c.dropped_values;
+  py::list dropped;
+  for (const tlio::DroppedValue& v : c.dropped) dropped.append(py::make_tuple(v.path, v.kind));
+  d["dropped"] = dropped;
   d["skipped"] = c.skipped;
   d["chosen_key"] = c.chosen_key.empty() ? py::object(py::none()) : py::object(py::str(c.chosen_key));
   return d;

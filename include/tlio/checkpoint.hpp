@@ -30,10 +30,22 @@ struct CheckpointTensor {
   std::string alias_of;    ///< an exact alias of this tensor (same storage and view): written once
 };
 
+/// A value of the checkpoint that is not a tensor and so is not imported.
+struct DroppedValue {
+  std::string path;  ///< where it is ("optimizer.param_groups.0.lr"; "" for the top level;
+                     ///< "FILE: path" for a sharded checkpoint)
+  std::string kind;  ///< "int", "float", "str", "bytes", "bool", "None", "storage", "key"
+                     ///< (a dict entry whose key is not text), "global"
+};
+
+/// CheckpointContents::dropped lists at most this many values (dropped_values counts all).
+inline constexpr size_t kMaxDroppedListed = 100000;
+
 struct CheckpointContents {
   std::string format;                     ///< "zip" or "legacy"
   std::vector<CheckpointTensor> tensors;  ///< in the order the walk meets them
   uint64_t dropped_values = 0;            ///< leaves that are not tensors (ints, strings, ...)
+  std::vector<DroppedValue> dropped;      ///< the first kMaxDroppedListed of them, in walk order
   std::vector<std::string> skipped;       ///< unsupported tensors left out, with why
   /// The top-level key imported without being asked for: "state_dict", or the model's part of
   /// a training checkpoint ("model" beside "optimizer"); empty when the whole object was.

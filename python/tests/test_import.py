@@ -502,3 +502,23 @@ def test_a_training_checkpoint_imports_its_model_part(tmp_path):
     # A --key that is not there lists the keys that are.
     with pytest.raises(KeyError, match=r'top level has 3 keys: "model", "optimizer", "epoch"'):
         tlio.import_checkpoint(src, tmp_path / "k.safetensors", key="modle")
+
+
+def test_dropped_values_are_listed_by_path(tmp_path):
+    src = tmp_path / "train.pt"
+    torch.save({"model": {"w": torch.ones(2), "version": 2},
+                "optimizer": {"param_groups": [{"lr": 0.5, "name": "x"}]},
+                "epoch": 3, "done": True, "note": None, 7: "by an int key"}, src)
+    report = tlio.import_checkpoint(src, tmp_path / "all.safetensors", import_all=True)
+    assert report["dropped_values"] == 7
+    assert sorted(report["dropped"]) == sorted([
+        ("model.version", "int"), ("optimizer.param_groups.0.lr", "float"), ("optimizer.param_groups.0.name", "str"),
+        ("epoch", "int"), ("done", "bool"), ("note", "None"), ("7", "str")])
+    r = subprocess.run([CLI, "import", src, tmp_path / "m.safetensors", "-v"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert [l for l in r.stderr.splitlines() if l.startswith("dropped:")] == ["dropped: version (int)"]
+    r = subprocess.run([CLI, "import", src, tmp_path / "a.safetensors", "--all", "-v", "--json"],
+                       capture_output=True, text=True)
+    doc = json.loads(r.stdout)
+    assert {"path": "optimizer.param_groups.0.lr", "kind": "float"} in doc["dropped"]
+    assert "dropped:" not in r.stderr  # with --json they are in the document

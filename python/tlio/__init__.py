@@ -549,8 +549,9 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
     SafetensorError (rule "checkpoint") unless `allow_empty`. A training checkpoint (a model
     state dict under "model", "state_dict", ... beside "optimizer" and the like) imports its
     model part, named in `chosen_key`, unless `import_all`. Returns what was written: format,
-    tensors (name, dtype, shape, contiguous, alias_of), dropped_values, skipped, chosen_key,
-    tensors_written, bytes_written."""
+    tensors (name, dtype, shape, contiguous, alias_of), dropped_values (how many values that
+    are not tensors were left out), dropped ((path, kind) of the first 100,000 of them, kind
+    "int", "float", "str", ...), skipped, chosen_key, tensors_written, bytes_written."""
     if isinstance(max_size, str):
         max_size = _tlio.parse_size(max_size)
     return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported,

@@ -178,6 +178,9 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
       CheckpointContents contents;
       plans.push_back(plan_tensors(*c, options, contents));
       report.contents.dropped_values += contents.dropped_values;
+      for (DroppedValue& d : contents.dropped)  // shard by shard: a path names its shard
+        if (report.contents.dropped.size() < kMaxDroppedListed)
+          report.contents.dropped.push_back({file + ": " + d.path, std::move(d.kind)});
       if (report.contents.chosen_key.empty()) {  // shards of one save choose alike
         report.contents.chosen_key = contents.chosen_key;
         report.contents.other_keys = contents.other_keys;

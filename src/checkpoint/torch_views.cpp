@@ -103,6 +103,7 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
   NamedTensors w = walk_names(c.pickle, root);
   contents.format = c.format;
   contents.dropped_values = w.dropped;
+  contents.dropped = std::move(w.dropped_values);
   std::vector<TensorPlan> plans;
   std::unordered_set<std::string> names;
   for (const NamedTensor& n : w.tensors) {

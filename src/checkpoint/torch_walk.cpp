@@ -96,6 +96,24 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
   auto join = [](const std::string& path, const std::string& part) {
     return path.empty() ? part : path + "." + part;
   };
+  auto drop = [&](const std::string& path, std::string_view kind) {
+    ++out.dropped;
+    if (out.dropped_values.size() < kMaxDroppedListed) out.dropped_values.push_back({path, std::string(kind)});
+  };
+  auto kind_of = [](const PyValue& v) -> std::string_view {
+    switch (v.kind) {
+      case PyKind::none: return "None";
+      case PyKind::boolean: return "bool";
+      case PyKind::integer:
+      case PyKind::big_integer: return "int";
+      case PyKind::floating: return "float";
+      case PyKind::text: return "str";
+      case PyKind::bytes: return "bytes";
+      case PyKind::global: return "global";
+      case PyKind::resolved: return "storage";
+      default: return "object";
+    }
+  };
   while (!todo.empty()) {
     Item it = std::move(todo.back());
     todo.pop_back();
@@ -104,13 +122,13 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
     const PyValue& v = p[it.value];
     if (v.kind == PyKind::resolved) {
       if (v.text == "tensor") out.tensors.push_back({it.path, static_cast<size_t>(v.integer)});
-      else ++out.dropped;  // a bare storage
+      else drop(it.path, "storage");  // a bare storage
       continue;
     }
     const bool container = v.kind == PyKind::dict || v.kind == PyKind::list || v.kind == PyKind::tuple ||
                            v.kind == PyKind::set || v.kind == PyKind::object;
     if (!container) {
-      ++out.dropped;
+      drop(it.path, kind_of(v));
       continue;
     }
     if (!seen.insert(it.value).second) continue;
@@ -121,7 +139,7 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
     auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base) {
       for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
         if (auto k = key_text(p, pairs[i])) children.push_back({pairs[i + 1], join(base, *k), it.depth + 1});
-        else ++out.dropped;
+        else drop(base, "key");
       }
     };
     auto add_items = [&](const std::vector<ValueId>& items, const std::string& base) {

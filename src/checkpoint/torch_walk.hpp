@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checkpoint/pickle.hpp"
+#include "tlio/checkpoint.hpp"
 
 namespace tlio::detail {
 
@@ -20,6 +21,7 @@ struct NamedTensor {
 struct NamedTensors {
   std::vector<NamedTensor> tensors;
   uint64_t dropped = 0;
+  std::vector<DroppedValue> dropped_values;  // the first kMaxDroppedListed
 };
 
 // A dict key as a name part: text, or an integer's digits; nullopt for anything else.

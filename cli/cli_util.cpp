@@ -30,7 +30,11 @@ void add_token_option(CLI::App* cmd) {
   cmd->add_option("--token", token_option(), "Bearer token for URLs, sent to their own host only (default: $HF_TOKEN)");
 }
 
-tlio::OpenOptions open_options() { return {.backend = tlio::Backend::mmap, .token = token_option()}; }
+tlio::OpenOptions open_options() {
+  return {.backend = tlio::Backend::mmap,
+          .token = token_option(),
+          .warning = [](std::string_view message) { fmt::print(stderr, "tlio: warning: {}\n", message); }};
+}
 
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 

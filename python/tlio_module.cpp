@@ -348,6 +348,12 @@ PYBIND11_MODULE(_tlio, m) {
       .def(py::init([](const std::filesystem::path& p, const std::string& backend, const std::string& token) {
              tlio::OpenOptions o;
              o.token = token;
+             // A RuntimeWarning (from whichever thread reads: the GIL is taken for it).
+             o.warning = [](std::string_view message) {
+               const py::gil_scoped_acquire gil;
+               if (PyErr_WarnEx(PyExc_RuntimeWarning, std::string(message).c_str(), 1) != 0)
+                 PyErr_Clear();  // warnings turned into errors cannot surface from here
+             };
              if (backend == "pread") o.backend = tlio::Backend::pread;
              else if (backend == "private") o.backend = tlio::Backend::mmap_private;
              else if (backend != "mmap")

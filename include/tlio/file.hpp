@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -49,6 +50,9 @@ struct OpenOptions {
   /// For http(s) URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,
   /// never after a redirect to another one, never in a message. Empty: $HF_TOKEN, if set.
   std::string token = {};
+  /// Called with a warning about how the input is read (a server that ignores Range requests,
+  /// so the file is downloaded whole once); may be called from another thread. Empty: none.
+  std::function<void(std::string_view)> warning = {};
 };
 
 /// One index per dimension: a single position (drops the dimension) or a [start, stop) range.

@@ -124,6 +124,27 @@ def test_faults_that_still_give_the_right_bytes(files, fault, tmp_path):
             assert ranges[:2] == ["bytes=0-131071", "bytes=0-131071"], ranges
 
 
+def test_a_server_that_ignores_range_is_read_with_one_whole_download(tmp_path):
+    rng = np.random.default_rng(5)
+    tensors = {f"t{i}": rng.standard_normal((64, 128)).astype(np.float32) for i in range(40)}
+    files = {"big.safetensors": tlio.save(tensors)}  # 1.3 MB: far past the opening request
+    with fault_server(files) as srv:
+        url = f"{srv.url}/ignore-range/big.safetensors"
+        out = run("convert", url, tmp_path / "o.safetensors", "--dtype", "F16")
+        assert out.returncode == 0, out.stderr
+        assert out.stderr.count("warning:") == 1 and "ignores Range requests" in out.stderr, out.stderr
+        assert len(srv.requests) == 2, srv.requests  # the opening request, then one whole GET
+        with tlio.safe_open(tmp_path / "o.safetensors", "np") as f:
+            for k, v in tensors.items():
+                assert np.array_equal(f.get_tensor(k), v.astype(np.float16)), k
+        srv.requests.clear()
+        with pytest.warns(RuntimeWarning, match="ignores Range requests"):
+            with tlio.safe_open(url, "np") as f:
+                got = f.get_tensors()
+        assert all(np.array_equal(got[k], v) for k, v in tensors.items())
+        assert len(srv.requests) == 2, srv.requests
+
+
 def test_a_file_that_changes_is_an_error_and_leaves_nothing(files, tmp_path):
     with fault_server(files) as srv:
         out = run("convert", f"{srv.url}/changes/m.safetensors", tmp_path / "o.safetensors")

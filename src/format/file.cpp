@@ -92,7 +92,8 @@ const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { r
 
 File detail::open_file(const Location& where, const OpenOptions& options) {
   std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
-    return open_source(where, {.access = access_for(options.backend), .token = options.token});
+    return open_source(where, {.access = access_for(options.backend), .token = options.token,
+                               .warning = options.warning});
   });
   // A remote file is read by ranges, whatever backend was asked for.
   const Backend backend = source->batches_ranges() ? Backend::http : options.backend;

@@ -15,7 +15,10 @@
 #include <system_error>
 #include <thread>
 
+#include <unistd.h>
+
 #include "io/curl_library.hpp"
+#include "io/os_file.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -212,9 +215,23 @@ struct HttpFile::Exchange {
   bool done = false;     // everything wanted arrived (the rest of a 200 body is dropped)
   std::string problem;   // why the body callback refused the answer (not retried)
   int problem_errno = EIO;
+  int spool_fd = -1;     // >= 0: the wanted bytes go to this file, at their file offsets
 
-  // Copies body bytes for file offsets [from, from + len) into the ranges.
-  void scatter(uint64_t from, const char* data, uint64_t len) {
+  // Copies body bytes for file offsets [from, from + len) into the ranges (or the spool file);
+  // false, with `problem` set, when the spool cannot be written (a full disk).
+  bool scatter(uint64_t from, const char* data, uint64_t len) {
+    while (spool_fd >= 0 && len) {
+      const ssize_t n = ::pwrite(spool_fd, data, static_cast<size_t>(len), static_cast<off_t>(from));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        problem_errno = n < 0 ? errno : ENOSPC;
+        problem = fmt::format("cannot write the temporary copy of the file: {}", std::strerror(problem_errno));
+        return false;
+      }
+      from += static_cast<uint64_t>(n);
+      data += n;
+      len -= static_cast<uint64_t>(n);
+    }
     while (len) {
       while (ranges[range_index].offset + ranges[range_index].size <= from) ++range_index;
       const HttpRange& r = ranges[range_index];
@@ -224,6 +241,7 @@ struct HttpFile::Exchange {
       data += n;
       len -= n;
     }
+    return true;
   }
 
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -270,6 +288,7 @@ struct HttpFile::Exchange {
       body_offset = asked_from;
     } else {
       body_offset = 0;  // 200: the whole body streams past; the wanted bytes are kept
+      f.ranges_ignored_ = true;
     }
     return {};
   }
@@ -289,7 +308,7 @@ struct HttpFile::Exchange {
     const uint64_t next = x->want_begin + x->received;
     const uint64_t from = std::max(at, next), to = std::min(at + len, x->want_end);
     if (from < to) {
-      x->scatter(from, data + (from - at), to - from);
+      if (!x->scatter(from, data + (from - at), to - from)) return 0;
       x->received += to - from;
     }
     if (x->want_begin + x->received >= x->want_end) {
@@ -320,7 +339,23 @@ HttpFile::HttpFile(std::string url, HttpOptions options)
     if (const char* ca = std::getenv("CURL_CA_BUNDLE")) options_.ca_bundle = ca;
 }
 
-HttpFile::~HttpFile() = default;
+HttpFile::~HttpFile() {
+  if (spool_fd_ >= 0) ::close(spool_fd_);
+}
+
+int HttpFile::spool() const {
+  const std::lock_guard lock(spool_mutex_);
+  if (spool_fd_ >= 0) return spool_fd_;
+  if (options_.warning)
+    options_.warning(fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
+                                 "is downloaded once, to a temporary file", url_for_messages(url_), size_));
+  Fd fd = unnamed_temp_file(url_for_messages(url_));
+  const HttpRange whole{0, nullptr, size_};
+  if (const_cast<HttpFile*>(this)->transfer({&whole, 1}, fd.get()) != size_)
+    http_fail(url_, "the server sent fewer bytes than the file has");
+  spool_fd_ = fd.release();
+  return spool_fd_;
+}
 
 std::shared_ptr<HttpFile> HttpFile::open(const std::string& url, const HttpOptions& options,
                                          uint64_t first_bytes) {
@@ -348,6 +383,11 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
     const uint64_t have = r.offset < prefix_.size() ? std::min<uint64_t>(prefix_.size() - r.offset, r.size) : 0;
     if (have) std::memcpy(r.dst, prefix_.data() + r.offset, static_cast<size_t>(have));
     if (r.size > have) sorted.push_back({r.offset + have, r.dst + have, r.size - have});
+  }
+  if (!sorted.empty() && ranges_ignored_) {  // one whole download, then reads from its copy
+    const int fd = spool();
+    for (const HttpRange& r : sorted) pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, url_for_messages(url_));
+    return;
   }
   std::sort(sorted.begin(), sorted.end(), [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });
   // Requests: runs of touching ranges, cut at kHttpRequestBytes (a range may be cut in two).
@@ -402,9 +442,10 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
     if (e) std::rethrow_exception(e);
 }
 
-uint64_t HttpFile::transfer(std::span<const HttpRange> ranges) {
+uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
   Exchange x;
   x.file = this;
+  x.spool_fd = spool_fd;
   x.want_begin = ranges.front().offset;
   x.want_end = ranges.back().offset + ranges.back().size;
   x.ranges = ranges;

@@ -2,12 +2,16 @@
 // the file: the first answer's ETag (or Last-Modified) pins it and every later request carries
 // If-Range, so a file that changes while it is read is an error, never a mix. Every 206's
 // Content-Range is checked against what was asked; a server that ignores Range (200) has its
-// body streamed and only the asked bytes used. Connection errors, 5xx and 429 are retried with
+// body streamed and only the asked bytes used; after such an answer the whole file is fetched
+// once, with one warning, into an unnamed temporary file that every later read comes from. Connection errors, 5xx and 429 are retried with
 // exponential backoff (Retry-After honoured), resuming after the last byte received.
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,6 +51,9 @@ struct HttpOptions {
   /// A CA bundle to verify TLS against instead of the system's. Empty: $CURL_CA_BUNDLE (as for
   /// the curl tool), if set.
   std::string ca_bundle = {};
+  /// Told once per file when the server ignores Range requests (the file is then downloaded
+  /// whole, once, into a temporary file that later reads come from).
+  std::function<void(std::string_view)> warning = {};
 };
 
 /// What one response said (the last one, after redirects).
@@ -108,7 +115,9 @@ class HttpFile {
   // Fetches the bytes of `ranges` (consecutive in the file) with one request (the opening
   // request, which pins the file, may get fewer: a small file); returns the bytes received.
   // Thread-safe once pinned (open() pins it).
-  uint64_t transfer(std::span<const HttpRange> ranges);
+  uint64_t transfer(std::span<const HttpRange> ranges, int spool_fd = -1);
+  // The whole file in a temporary file, fetched by the first caller (once); its descriptor.
+  int spool() const;
 
   std::string url_;
   HttpOptions options_;
@@ -118,6 +127,9 @@ class HttpFile {
   bool validator_is_etag_ = false;
   std::vector<std::byte> prefix_;
   std::unique_ptr<Handles> handles_;  // libcurl handles kept for their open connections
+  std::atomic<bool> ranges_ignored_{false};  // a Range request was answered with 200
+  mutable std::mutex spool_mutex_;
+  mutable int spool_fd_ = -1;  // the whole file, once spool() fetched it
 };
 
 }  // namespace tlio::detail

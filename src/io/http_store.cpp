@@ -40,8 +40,9 @@ class HttpStore final : public Store {
   std::shared_ptr<const ByteSource> open(const Location& where,
                                          const SourceOptions& options) const override {
     // The opening request brings the first kHttpFirstRange bytes: most headers whole.
-    return std::make_shared<HttpSource>(HttpFile::open(where.text(), {.token = options.token}),
-                                        where.display());
+    return std::make_shared<HttpSource>(
+        HttpFile::open(where.text(), {.token = options.token, .warning = options.warning}),
+        where.display());
   }
 
   std::optional<std::string> read_small(const Location& where,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -39,6 +40,20 @@ Fd& Fd::operator=(Fd&& o) noexcept {
 
 Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Fd unnamed_temp_file(const std::string& purpose) {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env && *env ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // A file system without O_TMPFILE: a named file, unlinked at once.
+    std::string name = dir + "/tlio-spool-XXXXXX";
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
+  if (fd < 0) throw_errno(fmt::format("cannot make a temporary file in {} for", dir), purpose, errno);
+  return Fd(fd);
 }
 
 Fd open_read(const std::filesystem::path& path) {

@@ -33,6 +33,10 @@ class Fd {
   int fd_ = -1;
 };
 
+/// A new, empty file without a name in $TMPDIR (else /tmp), open for reading and writing: it
+/// vanishes when closed, whatever happens to the process. Error{io} naming `purpose`.
+Fd unnamed_temp_file(const std::string& purpose);
+
 /// Error{io} for `name`: "what: <the OS's text for err>".
 [[noreturn]] void throw_errno(const std::string& what, const std::string& name, int err);
 

@@ -3,6 +3,7 @@
 // directories ask of it. Adding a kind of location is one Store and one line in the table.
 #pragma once
 
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +22,8 @@ struct SourceOptions {
   /// A credential for remote stores (http: a bearer token for the URL's own origin). Never in
   /// a message.
   std::string token = {};
+  /// Warnings about how a source is read (OpenOptions::warning). Empty: none.
+  std::function<void(std::string_view)> warning = {};
 };
 
 class Store {

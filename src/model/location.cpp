@@ -11,7 +11,7 @@ ModelLocation::ModelLocation(const std::filesystem::path& dir, OpenOptions optio
     : dir_(Location::parse(dir.native())),
       store_(&store_of(dir_)),
       options_(std::move(options)),
-      source_options_{.token = options_.token} {}
+      source_options_{.token = options_.token, .warning = options_.warning} {}
 
 std::optional<std::string> ModelLocation::read_text(std::string_view file) const {
   return store_->read_small(dir_.join(file), source_options_);

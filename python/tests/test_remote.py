@@ -273,6 +273,16 @@ def test_an_unknown_url_scheme_is_named():
     assert "unsupported URL scheme 'ftp'" in out.stderr and "pw@" not in out.stderr
     with pytest.raises(ValueError, match="unsupported URL scheme .ftp."):
         tlio.safe_open("ftp://example.org/m.safetensors", "np")
+    out = run("inspect", "FTP://example.org/m.safetensors")  # schemes are case-insensitive
+    assert "unsupported URL scheme 'ftp'" in out.stderr, out.stderr
+
+
+def test_an_upper_case_scheme_is_that_scheme(served):
+    url = served.url.replace("http://", "HTTP://") + "/worked_example.safetensors"
+    with tlio.safe_open(url, "np") as f:
+        assert f.get_tensor("w").tolist() == [[1, 2], [3, 4]]
+    out = run("validate", url)
+    assert out.returncode == 0, out.stderr
 
 
 def test_credentials_in_a_url_are_not_printed(served):

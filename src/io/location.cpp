@@ -13,12 +13,14 @@
 namespace tlio::detail {
 
 namespace {
-// The scheme of "scheme://...": a letter, then letters, digits, '+', '-' or '.' (RFC 3986), as
-// written (schemes are registered in lower case).
-std::string_view scheme_of(std::string_view text) noexcept {
+// The scheme of "scheme://...": a letter, then letters, digits, '+', '-' or '.' (RFC 3986),
+// in lower case (schemes are case-insensitive: HTTPS:// is https://); "" when there is none.
+std::string scheme_of(std::string_view text) {
   const size_t end = text.find("://");
   if (end == std::string_view::npos || end == 0) return {};
-  const std::string_view s = text.substr(0, end);
+  std::string s(text.substr(0, end));
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   if (!(s[0] >= 'a' && s[0] <= 'z')) return {};
   for (char c : s)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))
@@ -33,7 +35,7 @@ Location::Location(std::string scheme, std::string text)
 }
 
 Location Location::parse(std::string_view text) {
-  const std::string_view scheme = scheme_of(text);
+  const std::string scheme = scheme_of(text);
   if (scheme.empty()) return Location({}, std::string(text));
   if (!find_store(scheme))
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
@@ -41,7 +43,8 @@ Location Location::parse(std::string_view text) {
                             "https://)",
                             scheme),
                 url_for_messages(text));
-  return Location(std::string(scheme), std::string(text));
+  // The scheme as stores and libcurl expect it: in lower case.
+  return Location(scheme, scheme + std::string(text.substr(scheme.size())));
 }
 
 Location Location::join(std::string_view name) const {

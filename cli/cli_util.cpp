@@ -36,6 +36,15 @@ tlio::OpenOptions open_options() {
           .warning = [](std::string_view message) { fmt::print(stderr, "tlio: warning: {}\n", message); }};
 }
 
+void check_stdout_output(const std::string& out, bool json) {
+  if (out != "-") return;
+  if (json) throw UsageError("--json and the output '-' would both use standard output");
+  if (isatty(STDOUT_FILENO))
+    throw UsageError("the output '-' is standard output, a terminal: redirect it (> FILE, | ...)");
+}
+
+std::FILE* report_stream(const std::string& out) { return out == "-" ? stderr : stdout; }
+
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 
 int guarded(const std::function<int()>& body) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,13 @@ int guarded_output(bool json, const std::function<int()>& body);
 void add_token_option(CLI::App* cmd);
 /// How commands open their inputs: the mmap backend, or URLs with the --token given.
 tlio::OpenOptions open_options();
+
+/// OUT "-": the output file goes to standard output (the library writes it to an unnamed
+/// temporary and copies it there on commit). UsageError when --json would share stdout with it,
+/// or stdout is a terminal (binary output would garble it).
+void check_stdout_output(const std::string& out, bool json);
+/// Where a command's one-line report goes: stdout, or stderr when OUT is "-".
+std::FILE* report_stream(const std::string& out);
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);

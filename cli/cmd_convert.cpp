@@ -88,6 +88,7 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
+      check_stdout_output(a->out, a->json);
       tlio::TensorSelection selection;
       selection.keep = a->keep;
       selection.drop = a->drop;
@@ -106,7 +107,7 @@ void add_convert(CLI::App& app, int& exit_code) {
                      json_string(display_location(a->in)), json_string(a->out), r.kept, r.dropped, r.renamed,
                      r.source_data_bytes, r.data_bytes);
         else
-          fmt::print("{} -> {}: {} tensor{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
+          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
                      r.kept == 1 ? "" : "s",
                      r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
                      r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
@@ -131,7 +132,7 @@ void add_convert(CLI::App& app, int& exit_code) {
                    r.data_bytes_out);
         return kExitOk;
       }
-      fmt::print("{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", src.name(), a->out,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", src.name(), a->out,
                  r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype), r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",

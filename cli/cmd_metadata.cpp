@@ -77,6 +77,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
           print_metadata(f.metadata(), f.name());
         return kExitOk;
       }
+      check_stdout_output(a->out, a->json);
       tlio::EditOptions options;
       options.open = open_options();
       for (const std::string& kv : a->set) {
@@ -91,7 +92,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
                    json_string(display_location(a->file)), json_string(written), r.in_place,
                    metadata_json(r.metadata));
       } else {
-        fmt::print("{}: metadata {} ({} key{}){}\n", written,
+        fmt::print(report_stream(a->out), "{}: metadata {} ({} key{}){}\n", written,
                    r.in_place ? "rewritten in place" : "written", r.metadata.size(),
                    r.metadata.size() == 1 ? "" : "s",
                    r.in_place ? "" : fmt::format(", {} tensors copied", r.kept));

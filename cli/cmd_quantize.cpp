@@ -137,6 +137,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       return;
     }
     exit_code = guarded_output(a->json, [&] {
+      check_stdout_output(a->out, a->json);
       tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("quantizing");
       o.include = a->include;
@@ -170,11 +171,11 @@ void add_quantize(CLI::App& app, int& exit_code) {
       size_t done = 0;
       for (const auto& item : r.items) {
         if (!item.quantized) {
-          fmt::print("  skipped {}: {}\n", display_name(item.name), item.note);
+          fmt::print(report_stream(a->out), "  skipped {}: {}\n", display_name(item.name), item.note);
           continue;
         }
         ++done;
-        fmt::print("  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n", display_name(item.name),
+        fmt::print(report_stream(a->out), "  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n", display_name(item.name),
                    item.rmse, item.max_abs_error, human_size(item.bytes_before),
                    human_size(item.bytes_after));
       }
@@ -183,7 +184,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
         std::vector<std::string> names;
         for (size_t i = 0; i < k.names.size() && i < 3; ++i) names.push_back(display_name(k.names[i]));
         if (k.names.size() > 3) names.push_back(fmt::format("... ({} more)", k.names.size() - 3));
-        fmt::print("  kept {} {} {}{}: {}\n", k.names.size(),
+        fmt::print(report_stream(a->out), "  kept {} {} {}{}: {}\n", k.names.size(),
                    k.reason == "already quantized" ? (k.names.size() == 1 ? "weight" : "weights")
                                                    : (k.names.size() == 1 ? "tensor" : "tensors"),
                    k.reason,
@@ -193,7 +194,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       // A change in size, either way (a tiny or 1-D tensor can grow: its scales cost more).
       const double before = static_cast<double>(r.data_bytes_before);
       const double change = before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
-      fmt::print("{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", a->in,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", a->in,
                  a->out, done, done == 1 ? "" : "s", a->scheme, human_size(r.data_bytes_before),
                  human_size(r.data_bytes_after), std::fabs(change), change >= 0 ? "saved" : "larger");
       return kExitOk;
@@ -230,6 +231,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
                 "One JSON document on stdout: {\"input\", \"output\", \"restored\", \"schemes\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
+      check_stdout_output(a->out, a->json);
       tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("dequantizing");
       std::optional<tlio::Dtype> dtype;
@@ -244,7 +246,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
                    json_string(r.scheme));
         return kExitOk;
       }
-      fmt::print("{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,
+      fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,
                  r.restored == 1 ? "" : "s",
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);
       return kExitOk;

@@ -153,7 +153,9 @@ class TLIO_API TensorView {
 class TLIO_API File {
  public:
   /// Opens and validates `path`. Throws Error{io} when it cannot be read, Error{format} when it
-  /// breaks a rule; messages start with the path.
+  /// breaks a rule; messages start with the path. The path "-" is standard input, read once
+  /// into an unnamed temporary file (named "<stdin>" in messages): its header is checked as soon
+  /// as it has arrived, and input past the data the header describes is refused (rule 5).
   static File open(const std::filesystem::path& path, OpenOptions options = {});
   /// Validates a caller-owned buffer without copying it. The buffer must outlive the File and
   /// every view of it. `name` is used in error messages.

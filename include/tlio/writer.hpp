@@ -42,6 +42,8 @@ class TLIO_API Writer {
  public:
   /// A writer that replaces `path` atomically on commit(). Error{invalid_argument} when `path`
   /// is a device, FIFO or socket, Error{io} for a directory or a dangling or looping link.
+  /// The path "-" is standard output: the file is built in an unnamed temporary file and
+  /// copied to stdout, in order, on commit (a pipe gets all of it, or nothing on failure).
   static Writer to_file(const std::filesystem::path& path);
   /// A writer that builds the file in memory; take_bytes() after commit().
   static Writer to_memory();

@@ -121,3 +121,52 @@ def test_stats_agrees_with_numpy(tmp_path):
     assert got["small"]["mean"] == 2.0 and got["small"]["max"] == 4.0
     again = run("stats", tmp_path / "b.safetensors", "--json")
     assert again.stdout == r.stdout  # the same figures every run, whichever thread did what
+
+
+def pipe(args, data):
+    return subprocess.run([CLI, *map(str, args)], input=data, capture_output=True, timeout=120)
+
+
+def test_dash_is_stdin_and_stdout(sample, tmp_path):
+    path, tensors = sample
+    data = path.read_bytes()
+    r = pipe(["convert", "-", "-", "--dtype", "bf16"], data)
+    assert r.returncode == 0, r.stderr
+    assert b"<stdin> -> -: 2 tensors converted to BF16, 1 kept" in r.stderr  # the report: on stderr
+    (tmp_path / "bf16.safetensors").write_bytes(r.stdout)
+    assert pipe(["convert", path, tmp_path / "ref.safetensors", "--dtype", "bf16"], b"").returncode == 0
+    assert r.stdout == (tmp_path / "ref.safetensors").read_bytes()  # the same canonical bytes
+    for args in (["quantize", "-", "-", "--scheme", "nf4"], ["metadata", "-", "--set", "k=v", "-o", "-"],
+                 ["convert", "-", "-", "--drop", "^f$"]):
+        r = pipe(args, data)
+        assert r.returncode == 0, (args, r.stderr)
+        assert pipe(["validate", "-"], r.stdout).returncode == 0, args
+    q = pipe(["quantize", "-", "-", "--scheme", "nf4"], data).stdout
+    d = pipe(["dequantize", "-", "-"], q)
+    assert d.returncode == 0 and pipe(["validate", "-"], d.stdout).stdout == b"<stdin>: OK\n"
+    inspect = pipe(["inspect", "-", "--json"], data)
+    assert json.loads(inspect.stdout)["file"] == "<stdin>"
+    stats = pipe(["stats", "-", "x", "--json"], data)
+    assert json.loads(stats.stdout)["tensors"][0]["max"] == 23
+
+
+@pytest.mark.parametrize("cut, says", [
+    (lambda d: d[:5], "rule 1"),
+    (lambda d: d[:40], "inside the"),
+    (lambda d: d[:-1], "truncated"),
+    (lambda d: d + b"extra", "goes on past the"),
+    (lambda d: b"hello, this is text", "looks like text"),
+])
+def test_a_bad_stdin_is_refused_with_the_rule(sample, cut, says):
+    path, _ = sample
+    r = pipe(["convert", "-", "-", "--dtype", "bf16"], cut(path.read_bytes()))
+    assert r.returncode == 1 and says in r.stderr.decode(), r.stderr
+    assert r.stdout == b""  # nothing half-written on stdout
+
+
+def test_dash_output_refuses_json_and_stdin_refuses_in_place(sample):
+    path, _ = sample
+    r = run("convert", path, "-", "--json")
+    assert r.returncode == 2 and "both use standard output" in r.stderr
+    r = pipe(["metadata", "-", "--set", "k=v"], path.read_bytes())
+    assert r.returncode == 1 and b"standard input is not a local file" in r.stderr

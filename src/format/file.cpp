@@ -3,8 +3,12 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
@@ -12,6 +16,7 @@
 #include "format/header_parse.hpp"
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
+#include "io/os_file.hpp"
 #include "io/store.hpp"
 
 namespace tlio {
@@ -90,7 +95,52 @@ File detail::FileAccess::make(std::shared_ptr<const FileState> state) { return F
 
 const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { return *f.state_->source; }
 
+// "-": standard input, read once into an unnamed temporary file. The header is checked as soon
+// as it has arrived (a bad one ends the read there), the data is read up to where the header
+// says it ends, and input that goes on past it is refused.
+std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& options) {
+  const std::string name = "<stdin>";
+  detail::Fd spool = detail::unnamed_temp_file(name);
+  std::byte prefix[detail::kSniffBytes] = {};
+  const size_t got = detail::read_stream(STDIN_FILENO, prefix, name);
+  const uint64_t header_size = detail::read_header_length({prefix, got}, got < sizeof prefix ? got : UINT64_MAX);
+  std::vector<std::byte> head(static_cast<size_t>(8 + header_size) + detail::kJsonPadding);
+  std::memcpy(head.data(), prefix, got);
+  const uint64_t head_size = 8 + header_size;
+  if (got < head_size) {
+    const size_t more = detail::read_stream(STDIN_FILENO, std::span(head).subspan(got, static_cast<size_t>(head_size - got)), name);
+    if (got + more < head_size)
+      throw_format(Rule::r1_length, {},
+                   fmt::format("standard input ends at {} bytes, inside the {}-byte header",
+                               got + more, header_size),
+                   got + more);
+  }
+  const Header header = detail::parse_header(std::span(head).subspan(8, static_cast<size_t>(header_size)),
+                                             detail::kDataSizeUnknown, true);
+  const uint64_t total = head_size + header.data_size();
+  const auto too_long = [&] {
+    throw_format(Rule::r5_layout, {},
+                 fmt::format("standard input goes on past the {} bytes its header describes", total), total);
+  };
+  uint64_t at = std::max<uint64_t>(got, head_size);  // bytes read so far (a short header: data too)
+  if (at > total) too_long();
+  detail::pwrite_all(spool.get(), 0, std::span(head).first(static_cast<size_t>(at)), name);
+  std::vector<std::byte> buf(static_cast<size_t>(std::clamp<uint64_t>(total - at, 1, uint64_t{8} << 20)));
+  while (at < total) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), total - at));
+    const size_t n = detail::read_stream(STDIN_FILENO, std::span(buf).first(want), name);
+    detail::pwrite_all(spool.get(), at, std::span(buf).first(n), name);
+    at += n;
+    if (n < want) break;  // ended early: the file's own checks say it is truncated
+  }
+  std::byte extra;
+  if (at == total && detail::read_stream(STDIN_FILENO, {&extra, 1}, name) == 1) too_long();
+  return detail::descriptor_source(std::move(spool), name, access_for(options.backend));
+}
+
 File detail::open_file(const Location& where, const OpenOptions& options) {
+  if (where.scheme().empty() && where.text() == "-")
+    return from_source(attributed("<stdin>", [&] { return stdin_source(options); }), options.backend);
   std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
     return open_source(where, {.access = access_for(options.backend), .token = options.token,
                                .warning = options.warning});

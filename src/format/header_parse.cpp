@@ -74,6 +74,10 @@ void HeaderBuilder::check_layout(uint64_t data_start) {
                    detail::checked_add(data_start, t.begin));
     expected_begin = t.end;
   }
+  if (h_.data_size_ == detail::kDataSizeUnknown) {  // a stream whose data is still to come
+    h_.data_size_ = expected_begin;
+    return;
+  }
   // A file shorter than its header says is nearly always a copy or download cut short: say so.
   if (expected_begin > h_.data_size_)
     throw_format(Rule::r5_layout, {},

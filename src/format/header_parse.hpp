@@ -16,6 +16,10 @@ namespace tlio::detail {
 inline constexpr size_t kJsonPadding = 64;  // simdjson::SIMDJSON_PADDING
 Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool padded);
 
+/// A data size for parse_header when the data has not arrived yet (standard input): every rule
+/// is checked but where the data ends, and the header's data size is where its tensors end.
+inline constexpr uint64_t kDataSizeUnknown = UINT64_MAX;
+
 /// The two walks parse_header chooses between, for the tests and the fuzz target that check they
 /// agree. The On-Demand walk needs kJsonPadding bytes after `json`; it returns nullopt for any
 /// header that breaks rule 2, 3 or 4 (and for a few valid ones it does not handle, such as keys

@@ -168,7 +168,14 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
 }
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
-    : dest_name_(dest.string()), target_(output_target(dest)) {
+    : dest_name_(dest.string()),
+      target_(dest.native() == kStdoutDestination ? std::filesystem::path() : output_target(dest)),
+      to_stdout_(dest.native() == kStdoutDestination) {
+  if (to_stdout_) {
+    dest_name_ = "<stdout>";
+    fd_ = unnamed_temp_file(dest_name_);
+    return;
+  }
   const std::filesystem::path dir = folder_of(target_);
   const std::string target_name = target_.filename().string();
   const ProcessId self = this_process();
@@ -191,6 +198,7 @@ AtomicFile::~AtomicFile() { abort(); }
 void AtomicFile::prepare() {
   if (done_) throw_io("file already committed or aborted", dest_name_);
   if (prepared_) return;
+  if (to_stdout_) throw_invalid("standard output cannot be one file of a set");
   mode_t mode = 0666 & ~current_umask();
   struct stat st;
   if (::stat(target_.c_str(), &st) == 0) mode = st.st_mode & 07777;  // keep the replaced file's
@@ -201,6 +209,14 @@ void AtomicFile::prepare() {
 }
 
 void AtomicFile::commit() {
+  if (to_stdout_) {
+    if (done_) throw_io("file already committed or aborted", dest_name_);
+    const uint64_t size = fd_size(fd_.get(), dest_name_);
+    copy_to_stream(fd_.get(), size, STDOUT_FILENO, dest_name_);
+    done_ = true;
+    fd_ = Fd();
+    return;
+  }
   prepare();
   struct stat st;
   if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -224,7 +240,7 @@ void AtomicFile::abort() noexcept {
   if (done_) return;
   done_ = true;
   fd_ = Fd();
-  ::unlink(tmp_.c_str());
+  if (!to_stdout_) ::unlink(tmp_.c_str());
   live_.reset();
 }
 

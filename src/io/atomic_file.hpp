@@ -11,6 +11,9 @@
 //    so does remove_temporary_files() from a signal handler.
 //  - Leftovers of a killed process are removed by the next write to the same destination, once
 //    that process is gone. Nothing else is ever removed.
+//  - The destination "-" is standard output: the bytes go to an unnamed temporary file (it
+//    vanishes with the process) and commit copies them to stdout, in order, so a pipe gets the
+//    whole file or, on failure, nothing.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,9 @@ namespace tlio::detail {
 /// ends at. Error{io} (ENOENT, ELOOP) for a dangling or looping link, Error{io, EISDIR} for a
 /// directory, Error{invalid_argument} for any other node that is not a regular file.
 std::filesystem::path output_target(const std::filesystem::path& dest);
+
+/// The destination that means standard output.
+inline constexpr std::string_view kStdoutDestination = "-";
 
 class AtomicFile {
  public:
@@ -57,6 +63,7 @@ class AtomicFile {
   LiveEntry live_;
   bool prepared_ = false;
   bool done_ = false;
+  bool to_stdout_ = false;  // dest "-": commit copies the temporary to standard output
 };
 
 /// Files published together: each is written whole to its temporary first; commit() renames

@@ -41,16 +41,24 @@ class MappedSource final : public ByteSource {
   Mapping mapping_;
 };
 
+}  // namespace
+
+std::shared_ptr<const ByteSource> descriptor_source(Fd fd, std::string name,
+                                                    SourceOptions::Access access) {
+  const uint64_t size = fd_size(fd.get(), name);
+  if (access == SourceOptions::Access::read)
+    return std::make_shared<ReadSource>(std::move(fd), size, std::move(name));
+  return std::make_shared<MappedSource>(std::move(fd), size, std::move(name),
+                                        access == SourceOptions::Access::map_private);
+}
+
+namespace {
+
 class LocalStore final : public Store {
  public:
   std::shared_ptr<const ByteSource> open(const Location& where,
                                          const SourceOptions& options) const override {
-    Fd fd = open_read(where.path());
-    const uint64_t size = fd_size(fd.get(), where.display());
-    if (options.access == SourceOptions::Access::read)
-      return std::make_shared<ReadSource>(std::move(fd), size, where.display());
-    return std::make_shared<MappedSource>(std::move(fd), size, where.display(),
-                                          options.access == SourceOptions::Access::map_private);
+    return descriptor_source(open_read(where.path()), where.display(), options.access);
   }
 
   std::optional<std::string> read_small(const Location& where, const SourceOptions&) const override {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,6 +139,47 @@ void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64
     pwrite_all(out_fd, out_off, {buf.data(), n}, name);
     in_off += n;
     out_off += n;
+    length -= n;
+  }
+}
+
+size_t read_stream(int fd, std::span<std::byte> dst, const std::string& name) {
+  size_t got = 0;
+  while (got < dst.size()) {
+    poll_interrupt();
+    const ssize_t n = ::read(fd, dst.data() + got, std::min<size_t>(dst.size() - got, kMaxIoChunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("cannot read", name, errno);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+void copy_to_stream(int in_fd, uint64_t length, int out_fd, const std::string& name) {
+  off_t in_off = 0;
+  while (length > 0) {
+    poll_interrupt();
+    const ssize_t n = ::sendfile(out_fd, in_fd, &in_off, static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINVAL || errno == ENOSYS)) break;  // not for this pair: plain writes
+    if (n < 0) throw_errno("cannot write", name, errno);
+    if (n == 0) throw_io("the temporary copy ended early", name);
+    length -= static_cast<uint64_t>(n);
+  }
+  if (length == 0) return;
+  std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(length, kCopyBuffer)));
+  while (length > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(length, buf.size()));
+    pread_exact(in_fd, static_cast<uint64_t>(in_off), {buf.data(), n}, name);
+    for (size_t done = 0; done < n;) {  // a stream: write(), in order
+      poll_interrupt();
+      const ssize_t w = ::write(out_fd, buf.data() + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw_errno("cannot write", name, errno);
+      done += static_cast<size_t>(w);
+    }
+    in_off += static_cast<off_t>(n);
     length -= n;
   }
 }

@@ -54,6 +54,14 @@ void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept;
 /// Tells the kernel this process is done with these pages of a read-only file mapping: they
 /// leave its resident memory (the page cache keeps them). Best effort.
 void drop_pages(std::span<const std::byte> mapped) noexcept;
+/// Reads from a stream (a pipe, a terminal) until `dst` is full or the stream ends; the bytes
+/// read. Error{io} naming `name`.
+size_t read_stream(int fd, std::span<std::byte> dst, const std::string& name);
+
+/// Writes the first `length` bytes of the regular file `in_fd` to `out_fd` (a pipe, socket,
+/// terminal or file) in order, in the kernel (sendfile) where it can, through a bounded buffer
+/// where not. Error{io} naming `name` (EPIPE when the reader went away).
+void copy_to_stream(int in_fd, uint64_t length, int out_fd, const std::string& name);
 /// Copies `length` bytes between files in the kernel (copy_file_range), falling back to
 /// pread/pwrite through a bounded buffer where the kernel refuses.
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,

@@ -3,14 +3,15 @@
 // directories ask of it. Adding a kind of location is one Store and one line in the table.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "io/location.hpp"
+#include "io/os_file.hpp"
 #include "io/source.hpp"
 
 namespace tlio::detail {
@@ -25,6 +26,10 @@ struct SourceOptions {
   /// Warnings about how a source is read (OpenOptions::warning). Empty: none.
   std::function<void(std::string_view)> warning = {};
 };
+
+/// A source over an open regular file (a local file, a temporary), read as `access` says.
+std::shared_ptr<const ByteSource> descriptor_source(Fd fd, std::string name,
+                                                    SourceOptions::Access access);
 
 class Store {
  public:

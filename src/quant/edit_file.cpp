@@ -116,10 +116,11 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
                      const EditOptions& options) {
   const detail::Location where = detail::Location::parse(src_path.string());
-  const bool local = where.is_local();
+  const bool stdin_source = where.is_local() && src_path.native() == "-";  // standard input (tlio/file.hpp)
+  const bool local = where.is_local() && !stdin_source;
   if (dst.empty() && !local)
     throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
-                              where.display()));
+                              stdin_source ? "standard input" : where.display()));
   const File src = File::open(src_path, options.open);
   EditReport report;
   report.metadata = edited_metadata(src, options);

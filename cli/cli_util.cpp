@@ -33,7 +33,9 @@ void add_token_option(CLI::App* cmd) {
 tlio::OpenOptions open_options() {
   return {.backend = tlio::Backend::mmap,
           .token = token_option(),
-          .warning = [](std::string_view message) { fmt::print(stderr, "tlio: warning: {}\n", message); }};
+          .warning = [](std::string_view message) {
+            std::fprintf(stderr, "tlio: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+          }};
 }
 
 void check_stdout_output(const std::string& out, bool json) {

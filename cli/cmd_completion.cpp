@@ -167,7 +167,8 @@ std::string bash_script(const std::vector<CommandSpec>& commands) {
   s += "  esac\n";
   s += "  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\")); return; fi\n";
   s += "  if [[ -n $subs ]]; then COMPREPLY=($(compgen -W \"$subs\" -- \"$cur\")); return; fi\n";
-  s += "  COMPREPLY=($(compgen -f -- \"$cur\"))\n}\n";
+  // One name per line: names with spaces or glob characters stay whole.
+  s += "  mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")\n}\n";
   s += "complete -o filenames -o bashdefault -F _tlio tlio\n";
   return s;
 }

@@ -50,6 +50,7 @@ void add_import(CLI::App& app, int& exit_code) {
                 "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
+      check_stdout_output(a->dst, a->json);
       tlio::ImportOptions options;
       options.key = a->key;
       options.skip_unsupported = a->skip_unsupported;
@@ -95,7 +96,7 @@ void add_import(CLI::App& app, int& exit_code) {
                    json_string(r.contents.chosen_key),
                    others.empty() ? "" : fmt::format("; left out {}", fmt::join(others, ", ")));
       }
-      fmt::print("{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
+      fmt::print(report_stream(a->dst), "{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
                  a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
                  human_size(r.bytes_written), aliases, aliases == 1 ? "" : "es",
                  r.contents.dropped_values, r.contents.dropped_values == 1 ? "" : "s",

@@ -76,11 +76,16 @@ void add_merge(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
+      check_stdout_output(a->out, a->json);
       {
         ProgressBar bar("merging");
         tlio::merge_shards(a->dir, a->out,
                            [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
                            open_options());
+      }
+      if (a->out == "-") {  // the file went to stdout: nothing to open again
+        fmt::print(stderr, "{} -> -: merged\n", display_location(a->dir));
+        return kExitOk;
       }
       tlio::File f = tlio::File::open(a->out);
       if (a->json)

@@ -126,7 +126,7 @@ std::vector<DimPick> resolve_slice(const std::vector<SliceEntry>& entries,
       const int64_t stop = step > 0 ? clamp(e.stop, size, 0, size) : clamp(e.stop, -1, -1, size - 1);
       const int64_t span = step > 0 ? stop - start : start - stop;
       const int64_t stride = step > 0 ? step : -step;
-      p.count = span > 0 ? static_cast<uint64_t>((span + stride - 1) / stride) : 0;
+      p.count = span > 0 ? static_cast<uint64_t>((span - 1) / stride + 1) : 0;  // no overflow
       p.start = p.count ? static_cast<uint64_t>(start) : 0;
       p.step = step;
     }
@@ -423,11 +423,16 @@ struct Stats {
 
 constexpr int kBins = 16;
 
-// One tensor stats looks at: how to read a chunk of its values, and what it shows.
+// Reads `count` values from element `first` of one tensor as doubles; thread-safe.
+using ChunkReader = std::function<void(uint64_t first, uint64_t count, std::vector<double>&)>;
+
+// One tensor stats looks at: how to start reading it (a view, a dequantizer: made when its turn
+// comes and dropped after, so a remote file's tensors are not all in memory at once), and what it
+// shows.
 struct StatsInput {
   std::string name, kind, shape_json;
   uint64_t elements = 0, bytes = 0;
-  std::function<void(uint64_t first, uint64_t count, std::vector<double>&)> read;  // thread-safe
+  std::function<ChunkReader()> open;
   Stats stats;
   std::vector<uint64_t> bins;
 };
@@ -459,55 +464,52 @@ void parallel_for(size_t n, const std::function<void(size_t)>& fn, std::atomic<u
   if (failure) std::rethrow_exception(failure);
 }
 
-// Fills each input's stats, then its histogram (16 bins over [min, max]): two passes over the
-// values, each split in chunks of kChunk over every core.
+// Fills each input's stats, then its histogram (16 bins over [min, max]): tensor by tensor, two
+// passes over its values, each split in chunks of kChunk over every core when it is big.
 void compute_stats(std::vector<StatsInput>& inputs) {
-  struct Piece {
-    size_t input;
-    uint64_t first, count;
-  };
-  std::vector<Piece> pieces;
-  uint64_t total_bytes = 0, total_elements = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    for (uint64_t first = 0; first < inputs[i].elements; first += kChunk)
-      pieces.push_back({i, first, std::min(kChunk, inputs[i].elements - first)});
-    total_bytes += inputs[i].bytes;
-    total_elements += inputs[i].elements;
-  }
-  const bool many_threads = total_elements > 4 * kChunk;  // else threads cost more than they save
+  uint64_t total = 0;
+  for (const StatsInput& in : inputs) total += 2 * in.bytes;  // two passes
   ProgressBar bar("stats");
   std::atomic<uint64_t> done{0};
-  const uint64_t total = 2 * total_bytes;  // two passes
-  const auto bytes_of = [&](const Piece& p) {
-    const StatsInput& in = inputs[p.input];
-    return in.elements ? in.bytes / in.elements * p.count : 0;
-  };
-  std::vector<Stats> partial(pieces.size());
-  parallel_for(pieces.size(), [&](size_t k) {
-    std::vector<double> values;
-    inputs[pieces[k].input].read(pieces[k].first, pieces[k].count, values);
-    partial[k].add(values);
-    done += bytes_of(pieces[k]);
-  }, done, total, bar, many_threads);
-  for (size_t k = 0; k < pieces.size(); ++k) inputs[pieces[k].input].stats.merge(partial[k]);
-  std::vector<std::array<uint64_t, kBins>> bins(pieces.size());
-  parallel_for(pieces.size(), [&](size_t k) {
-    const Stats& s = inputs[pieces[k].input].stats;
-    bins[k].fill(0);
-    if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) return;
-    std::vector<double> values;
-    inputs[pieces[k].input].read(pieces[k].first, pieces[k].count, values);
-    for (double x : values) {
-      if (!std::isfinite(x)) continue;
-      const int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
-      bins[k][std::clamp(b, 0, kBins - 1)]++;
+  for (StatsInput& in : inputs) {
+    const ChunkReader read = in.open();
+    const size_t chunks = static_cast<size_t>((in.elements + kChunk - 1) / kChunk);
+    const bool many_threads = chunks > 4;  // else threads cost more than they save
+    const auto count_of = [&](size_t k) { return std::min(kChunk, in.elements - k * kChunk); };
+    const auto bytes_of = [&](size_t k) {
+      return static_cast<uint64_t>(static_cast<double>(in.bytes) * static_cast<double>(count_of(k)) /
+                                   static_cast<double>(in.elements));
+    };
+    std::vector<Stats> partial(chunks);
+    parallel_for(chunks, [&](size_t k) {
+      std::vector<double> values;
+      read(k * kChunk, count_of(k), values);
+      partial[k].add(values);
+      done += bytes_of(k);
+    }, done, total, bar, many_threads);
+    for (const Stats& p : partial) in.stats.merge(p);  // in chunk order: the same figures always
+    const Stats& s = in.stats;
+    in.bins.assign(kBins, 0);
+    if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) {
+      done += in.bytes;
+      continue;
     }
-    done += bytes_of(pieces[k]);
-  }, done, total, bar, many_threads);
+    std::vector<std::array<uint64_t, kBins>> bins(chunks);
+    parallel_for(chunks, [&](size_t k) {
+      bins[k].fill(0);
+      std::vector<double> values;
+      read(k * kChunk, count_of(k), values);
+      for (double x : values) {
+        if (!std::isfinite(x)) continue;
+        const int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
+        bins[k][std::clamp(b, 0, kBins - 1)]++;
+      }
+      done += bytes_of(k);
+    }, done, total, bar, many_threads);
+    for (const auto& b : bins)
+      for (int i = 0; i < kBins; ++i) in.bins[i] += b[i];
+  }
   bar.finish();
-  for (StatsInput& in : inputs) in.bins.assign(kBins, 0);
-  for (size_t k = 0; k < pieces.size(); ++k)
-    for (int b = 0; b < kBins; ++b) inputs[pieces[k].input].bins[b] += bins[k][b];
 }
 
 std::string histogram(const std::vector<uint64_t>& bins) {
@@ -555,19 +557,20 @@ void add_stats(CLI::App& app, int& exit_code) {
       // What each name is, in order: a numeric input, or a line saying it has no statistics.
       std::vector<StatsInput> inputs;
       std::vector<std::pair<std::string, std::optional<size_t>>> rows;  // non-numeric: its line
-      std::vector<std::shared_ptr<const tlio::QuantizedReader>> readers;
       for (const std::string& name : names) {
         auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
         StatsInput in;
         in.name = name;
         if (q != quantized.end()) {
-          auto reader = std::make_shared<const tlio::QuantizedReader>(f, *q);
-          in.elements = reader->element_count();
+          in.elements = tlio::QuantizedReader(f, *q).element_count();
           in.bytes = q->stored_bytes;
-          in.read = [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
-            std::vector<float> values(count);
-            reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
-            out.assign(values.begin(), values.end());
+          in.open = [&f, weight = *q]() -> ChunkReader {
+            auto reader = std::make_shared<const tlio::QuantizedReader>(f, weight);
+            return [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
+              std::vector<float> values(count);
+              reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
+              out.assign(values.begin(), values.end());
+            };
           };
           in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
           in.shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
@@ -582,14 +585,16 @@ void add_stats(CLI::App& app, int& exit_code) {
                 std::nullopt);
             continue;
           }
-          const tlio::TensorView view = f.view(t.name);
           in.elements = t.element_count();
           in.bytes = t.byte_size();
-          in.read = [view, dtype = t.dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
-            const unsigned bits = tlio::dtype_bits(dtype);
-            out.resize(count);
-            tlio::convert(dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8),
-                          tlio::Dtype::F64, std::as_writable_bytes(std::span(out)), count);
+          in.open = [&f, name = t.name, dtype = t.dtype]() -> ChunkReader {
+            const tlio::TensorView view = f.view(name);  // a copy for a URL: one tensor at a time
+            return [view, dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
+              const unsigned bits = tlio::dtype_bits(dtype);
+              out.resize(count);
+              tlio::convert(dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8),
+                            tlio::Dtype::F64, std::as_writable_bytes(std::span(out)), count);
+            };
           };
           in.kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
           in.shape_json = fmt::format("[{}]", fmt::join(t.shape, ","));

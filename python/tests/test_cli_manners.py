@@ -74,6 +74,8 @@ def test_a_slice_past_the_end_is_a_usage_error_in_json_too(sample):
     ("1,::-1,1:3", np.s_[1, ::-1, 1:3]), (":,::2,1::2", np.s_[:, ::2, 1::2]),
     ("-1,-2:,-1:-4:-1", np.s_[-1, -2:, -1:-4:-1]), ("5:,:", np.s_[5:, :]), ("0,0,-1", np.s_[0, 0, -1]),
     ("::-3,10:-10:-1", np.s_[::-3, 10:-10:-1]),
+    ("0:5:9223372036854775807", np.s_[0:5:9223372036854775807]),  # steps near the int64 limit
+    ("::-9223372036854775802,0", np.s_[::-9223372036854775802, 0]),
 ])
 def test_cat_slices_as_numpy(sample, spec, index):
     path, tensors = sample
@@ -170,3 +172,16 @@ def test_dash_output_refuses_json_and_stdin_refuses_in_place(sample):
     assert r.returncode == 2 and "both use standard output" in r.stderr
     r = pipe(["metadata", "-", "--set", "k=v"], path.read_bytes())
     assert r.returncode == 1 and b"standard input is not a local file" in r.stderr
+
+
+def test_merge_and_import_to_stdout_report_on_stderr(sample, tmp_path):
+    path, _ = sample
+    assert run("shard", path, tmp_path / "dir", "--max-size", "10KB").returncode == 0
+    r = pipe(["merge", tmp_path / "dir", "-"], b"")
+    assert r.returncode == 0 and b"merged" in r.stderr, r.stderr
+    assert r.stdout == pipe(["convert", path, "-"], b"").stdout  # the same canonical bytes
+    torch = pytest.importorskip("torch")
+    torch.save({"w": torch.ones(3)}, tmp_path / "c.pt")
+    r = pipe(["import", tmp_path / "c.pt", "-"], b"")
+    assert r.returncode == 0 and b"1 tensor" in r.stderr, r.stderr
+    assert pipe(["validate", "-"], r.stdout).stdout == b"<stdin>: OK\n"

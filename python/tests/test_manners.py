@@ -108,3 +108,13 @@ def test_torch_metadata_of_the_wrong_type_is_a_type_error(tmp_path):
     with pytest.raises(TypeError, match=r"tensor name must be str, not int \(1\)"):
         tlio.torch.save({1: torch.zeros(2)})
     assert not (tmp_path / "t.safetensors").exists()
+
+
+def test_slices_with_booleans_and_arrays_follow_numpy(tmp_path):
+    tlio.save_file(W, tmp_path / "w.safetensors")
+    with tlio.safe_open(tmp_path / "w.safetensors", "np") as f:
+        s = f.get_slice("w")
+        assert s[0, True].tolist() == W["w"][0, True].tolist()  # a bool adds an axis
+        assert s[np.array([1, 0])].tolist() == W["w"][[1, 0]].tolist()
+        with pytest.raises(IndexError):
+            s[np.array([5])]  # fancy indexing: numpy's own error

@@ -90,6 +90,10 @@ def _check_index(name, shape, index):
     """SafetensorError for an index the tensor's shape cannot take, naming the index, the
     dimension and its size (numpy's IndexError names neither the tensor nor the rule)."""
     items = index if isinstance(index, tuple) else (index,)
+    if not all(i is None or i is Ellipsis or isinstance(i, slice) or
+               (isinstance(i, (int, _np.integer)) and not isinstance(i, (bool, _np.bool_)))
+               for i in items):
+        return  # booleans and arrays (fancy indexing): numpy's own rules and errors
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > len(shape):
         raise _index_error(name, shape, f"{consumed} indices for {len(shape)} dimensions")

@@ -95,6 +95,8 @@ File detail::FileAccess::make(std::shared_ptr<const FileState> state) { return F
 
 const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { return *f.state_->source; }
 
+namespace {
+
 // "-": standard input, read once into an unnamed temporary file. The header is checked as soon
 // as it has arrived (a bad one ends the read there), the data is read up to where the header
 // says it ends, and input that goes on past it is refused.
@@ -117,7 +119,9 @@ std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& option
   }
   const Header header = detail::parse_header(std::span(head).subspan(8, static_cast<size_t>(header_size)),
                                              detail::kDataSizeUnknown, true);
-  const uint64_t total = head_size + header.data_size();
+  const std::optional<uint64_t> whole = detail::checked_add(head_size, header.data_size());
+  if (!whole) throw_format(Rule::r5_layout, {}, "the header describes more than 2^64 bytes", head_size);
+  const uint64_t total = *whole;
   const auto too_long = [&] {
     throw_format(Rule::r5_layout, {},
                  fmt::format("standard input goes on past the {} bytes its header describes", total), total);
@@ -137,6 +141,8 @@ std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& option
   if (at == total && detail::read_stream(STDIN_FILENO, {&extra, 1}, name) == 1) too_long();
   return detail::descriptor_source(std::move(spool), name, access_for(options.backend));
 }
+
+}  // namespace
 
 File detail::open_file(const Location& where, const OpenOptions& options) {
   if (where.scheme().empty() && where.text() == "-")

@@ -244,8 +244,12 @@ struct HttpFile::Exchange {
     return true;
   }
 
-  static size_t on_header(char* data, size_t size, size_t n, void* user) {
-    read_response_header({data, size * n}, static_cast<Exchange*>(user)->response);
+  static size_t on_header(char* data, size_t size, size_t n, void* user) noexcept {
+    try {
+      read_response_header({data, size * n}, static_cast<Exchange*>(user)->response);
+    } catch (...) {
+      return 0;  // (out of memory) the transfer fails
+    }
     return size * n;
   }
 
@@ -293,9 +297,22 @@ struct HttpFile::Exchange {
     return {};
   }
 
-  static size_t on_body(char* data, size_t size, size_t n, void* user) {
+  // libcurl is C: nothing may be thrown through it.
+  static size_t on_body(char* data, size_t size, size_t n, void* user) noexcept {
     auto* x = static_cast<Exchange*>(user);
-    const size_t len = size * n;
+    try {
+      return body(x, data, size * n);
+    } catch (...) {
+      try {
+        x->problem = "out of memory while receiving the file";
+        x->problem_errno = ENOMEM;
+      } catch (...) {  // then libcurl's own write error says it failed
+      }
+      return 0;
+    }
+  }
+
+  static size_t body(Exchange* x, char* data, size_t len) {
     if (!x->body_started) {
       x->body_started = true;
       if (x->response.status != 200 && x->response.status != 206) return 0;  // an error page
@@ -346,9 +363,11 @@ HttpFile::~HttpFile() {
 int HttpFile::spool() const {
   const std::lock_guard lock(spool_mutex_);
   if (spool_fd_ >= 0) return spool_fd_;
+  // Without the query: a presigned URL's signature must not reach a log.
+  const std::string shown = url_for_messages(url_.substr(0, url_.find_first_of("?#")));
   if (options_.warning)
     options_.warning(fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
-                                 "is downloaded once, to a temporary file", url_for_messages(url_), size_));
+                                 "is downloaded once, to a temporary file", shown, size_));
   Fd fd = unnamed_temp_file(url_for_messages(url_));
   const HttpRange whole{0, nullptr, size_};
   if (const_cast<HttpFile*>(this)->transfer({&whole, 1}, fd.get()) != size_)

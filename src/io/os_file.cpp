@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -156,12 +157,25 @@ size_t read_stream(int fd, std::span<std::byte> dst, const std::string& name) {
   return got;
 }
 
+namespace {
+// Until `fd` takes more bytes (a full pipe on a non-blocking descriptor); a tenth of a second at
+// most, so a stop request is seen.
+void wait_writable(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  (void)::poll(&p, 1, 100);
+}
+}  // namespace
+
 void copy_to_stream(int in_fd, uint64_t length, int out_fd, const std::string& name) {
   off_t in_off = 0;
   while (length > 0) {
     poll_interrupt();
     const ssize_t n = ::sendfile(out_fd, in_fd, &in_off, static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk)));
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a non-blocking stdout: wait
+      wait_writable(out_fd);
+      continue;
+    }
     if (n < 0 && (errno == EINVAL || errno == ENOSYS)) break;  // not for this pair: plain writes
     if (n < 0) throw_errno("cannot write", name, errno);
     if (n == 0) throw_io("the temporary copy ended early", name);
@@ -176,6 +190,10 @@ void copy_to_stream(int in_fd, uint64_t length, int out_fd, const std::string& n
       poll_interrupt();
       const ssize_t w = ::write(out_fd, buf.data() + done, n - done);
       if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        wait_writable(out_fd);
+        continue;
+      }
       if (w < 0) throw_errno("cannot write", name, errno);
       done += static_cast<size_t>(w);
     }

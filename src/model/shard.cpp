@@ -52,9 +52,9 @@ uint64_t parse_size(std::string_view text) {
   const double bytes = value * u->factor;
   if (!(bytes >= 1))
     throw_invalid(fmt::format("size {} is less than 1 byte", quote_name(text)));
-  if (bytes > 1.8e19)
+  if (bytes >= 18446744073709549568.0)  // the largest double below 2^64
     throw_invalid(fmt::format("size {} is more than 16 EiB", quote_name(text)));
-  return static_cast<uint64_t>(std::llround(bytes));
+  return static_cast<uint64_t>(std::round(bytes));
 }
 
 ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size,

@@ -200,43 +200,71 @@ CatValues cat_values(const tlio::File& f, const std::string& name, const std::st
   const std::vector<DimPick> picks = resolve_slice(entries, shape, name);
   for (const DimPick& p : picks)
     if (p.keep) v.shape.push_back(p.count);
-  // The block the picks lie in, read once: a slice of the tensor, or the dequantized rows.
-  std::vector<uint64_t> block_shape, block_lo;
-  std::vector<std::byte> block;
-  uint64_t block_elements = 1;
-  if (q != quantized.end()) {
-    const uint64_t row = std::accumulate(shape.begin() + (shape.empty() ? 0 : 1), shape.end(),
-                                         uint64_t{1}, std::multiplies<>());
-    const auto [lo, hi] = shape.empty() ? std::pair<uint64_t, uint64_t>{0, 1} : pick_block(picks[0]);
-    for (size_t d = 0; d < shape.size(); ++d) {
-      block_lo.push_back(d == 0 ? lo : 0);
-      block_shape.push_back(d == 0 ? hi - lo : shape[d]);
+  // The picked elements of a block, appended to the result (integers exact, the rest as doubles).
+  const auto take = [&](std::span<const std::byte> block, const std::vector<uint64_t>& block_shape,
+                        const std::vector<uint64_t>& block_lo, const std::vector<DimPick>& block_picks,
+                        uint64_t elements) {
+    if (tlio::is_integer(v.dtype)) {
+      const std::vector<std::byte> picked =
+          gather(block, block_shape, block_lo, block_picks, tlio::dtype_bits(v.dtype) / 8);
+      v.integers.insert(v.integers.end(), picked.begin(), picked.end());
+      return;
     }
-    block_elements = (hi - lo) * row;
-    block.resize(block_elements * 4);
-    tlio::QuantizedReader(f, *q).read(lo * row, block_elements, tlio::Dtype::F32, block);
-  } else {
-    std::vector<tlio::SliceIndex> ranges;
-    for (const DimPick& p : picks) {
-      const auto [lo, hi] = pick_block(p);
-      ranges.push_back(tlio::SliceIndex::range(lo, hi));
-      block_lo.push_back(lo);
-      block_shape.push_back(hi - lo);
-      block_elements *= hi - lo;
-    }
-    block = f.read_slice(name, ranges);
-  }
-  if (tlio::is_integer(v.dtype)) {  // exact, not through double
-    v.integers = gather(block, block_shape, block_lo, picks, tlio::dtype_bits(v.dtype) / 8);
+    std::vector<double> values(elements);
+    tlio::convert(v.dtype, block, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)), elements);
+    const std::vector<std::byte> picked =
+        gather(std::as_bytes(std::span(values)), block_shape, block_lo, block_picks, sizeof(double));
+    const size_t at = v.floats.size();
+    v.floats.resize(at + picked.size() / sizeof(double));
+    std::memcpy(v.floats.data() + at, picked.data(), picked.size());
+  };
+  const bool is_quantized = q != quantized.end();
+  if (shape.empty()) {  // a scalar
+    take(f.read_slice(name, {}), {}, {}, picks, 1);
     return v;
   }
-  std::vector<double> values(block_elements);
-  tlio::convert(v.dtype, block, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)),
-                block_elements);
-  const std::vector<std::byte> picked =
-      gather(std::as_bytes(std::span(values)), block_shape, block_lo, picks, sizeof(double));
-  v.floats.resize(picked.size() / sizeof(double));
-  std::memcpy(v.floats.data(), picked.data(), picked.size());
+  for (const DimPick& p : picks)
+    if (p.count == 0) return v;  // nothing to show, nothing to read
+  // The other dimensions' blocks (a quantized weight: whole rows, as it dequantizes by element).
+  std::vector<uint64_t> rest_shape, rest_lo;
+  uint64_t row_elements = 1;
+  for (size_t d = 1; d < shape.size(); ++d) {
+    const auto [lo, hi] = is_quantized ? std::pair<uint64_t, uint64_t>{0, shape[d]} : pick_block(picks[d]);
+    rest_lo.push_back(lo);
+    rest_shape.push_back(hi - lo);
+    row_elements *= hi - lo;
+  }
+  // Rows of dimension 0 are read in groups whose block is at most kCatBlockBytes (as doubles),
+  // so a sparse slice of a big tensor reads about what it shows; a step longer than a group
+  // reads one row at a time.
+  constexpr uint64_t kCatBlockBytes = uint64_t{64} << 20;
+  const uint64_t rows_per_block = std::max<uint64_t>(1, kCatBlockBytes / (row_elements * 12));
+  const DimPick& first = picks[0];
+  const uint64_t stride = static_cast<uint64_t>(first.step > 0 ? first.step : -first.step);
+  for (uint64_t k = 0; k < first.count;) {
+    const uint64_t n = std::min(first.count - k, (rows_per_block - 1) / stride + 1);
+    const DimPick group{static_cast<uint64_t>(static_cast<int64_t>(first.start) + static_cast<int64_t>(k) * first.step),
+                        n, first.step, first.keep};
+    const auto [lo, hi] = pick_block(group);
+    std::vector<uint64_t> block_shape{hi - lo}, block_lo{lo};
+    block_shape.insert(block_shape.end(), rest_shape.begin(), rest_shape.end());
+    block_lo.insert(block_lo.end(), rest_lo.begin(), rest_lo.end());
+    const uint64_t elements = (hi - lo) * row_elements;
+    std::vector<std::byte> block;
+    if (is_quantized) {
+      block.resize(elements * 4);
+      tlio::QuantizedReader(f, *q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
+    } else {
+      std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
+      for (size_t d = 1; d < shape.size(); ++d)
+        ranges.push_back(tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
+      block = f.read_slice(name, ranges);
+    }
+    std::vector<DimPick> block_picks{group};
+    block_picks.insert(block_picks.end(), picks.begin() + 1, picks.end());
+    take(block, block_shape, block_lo, block_picks, elements);
+    k += n;
+  }
   return v;
 }
 

@@ -185,3 +185,21 @@ def test_merge_and_import_to_stdout_report_on_stderr(sample, tmp_path):
     r = pipe(["import", tmp_path / "c.pt", "-"], b"")
     assert r.returncode == 0 and b"1 tensor" in r.stderr, r.stderr
     assert pipe(["validate", "-"], r.stdout).stdout == b"<stdin>: OK\n"
+
+
+def test_cat_reads_big_tensors_in_row_groups(tmp_path):
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((3000, 2000)).astype(np.float32)  # rows of 2000: groups of 2796 rows
+    path = tmp_path / "big.safetensors"
+    tlio.save_file({"model.layers.0.mlp.up_proj.weight": w}, path)
+    name = "model.layers.0.mlp.up_proj.weight"
+    for spec, index in (("0:3000:1499,::999", np.s_[0:3000:1499, ::999]),
+                        ("::-1,7", np.s_[::-1, 7]), ("2990:,-3:", np.s_[2990:, -3:])):
+        doc = json.loads(run("cat", path, name, "--slice", spec, "--json").stdout)
+        assert np.array_equal(np.array(doc["values"], dtype=np.float32), w[index]), spec
+    q = tmp_path / "q.safetensors"
+    assert run("quantize", path, q, "--scheme", "int8").returncode == 0
+    with tlio.safe_open(q, "np") as f:
+        want = f.get_dequantized(name, "F32")
+    doc = json.loads(run("cat", q, name, "--slice", "0:3000:1499,::999", "--json").stdout)
+    assert np.array_equal(np.array(doc["values"], dtype=np.float32), want[0:3000:1499, ::999])

@@ -109,6 +109,37 @@ std::string option_words(const CommandSpec& c) {
   return fmt::format("{}", fmt::join(words, " "));
 }
 
+// Every option name that takes a value (the word after it is that value, not a command), each
+// once, in the order the commands define them.
+std::vector<std::string> valued_options(const std::vector<CommandSpec>& commands) {
+  std::vector<std::string> valued;
+  for (const CommandSpec& c : commands)
+    for (const OptionSpec& o : c.options)
+      if (!o.value.empty())
+        for (const std::string& n : o.names)
+          if (std::find(valued.begin(), valued.end(), n) == valued.end()) valued.push_back(n);
+  return valued;
+}
+
+// The commands that have subcommands ("bigram"), each once.
+std::vector<std::string> parent_commands(const std::vector<CommandSpec>& commands) {
+  std::vector<std::string> parents;
+  for (const CommandSpec& c : commands)
+    if (const size_t sp = c.path.find(' '); sp != std::string::npos &&
+        std::find(parents.begin(), parents.end(), c.path.substr(0, sp)) == parents.end())
+      parents.push_back(c.path.substr(0, sp));
+  return parents;
+}
+
+// `c`'s subcommands: (name, description).
+std::vector<std::pair<std::string, std::string>> subcommands_of(const CommandSpec& c,
+                                                                const std::vector<CommandSpec>& commands) {
+  std::vector<std::pair<std::string, std::string>> subs;
+  for (const CommandSpec& d : commands)
+    if (d.path.rfind(c.path + " ", 0) == 0) subs.emplace_back(d.path.substr(c.path.size() + 1), d.description);
+  return subs;
+}
+
 // bash: the command is the first word that is not an option (and, for a command with
 // subcommands, the next one too); an option's value is completed from its words, else files.
 std::string bash_script(const std::vector<CommandSpec>& commands) {
@@ -122,21 +153,9 @@ std::string bash_script(const std::vector<CommandSpec>& commands) {
       "    case \"$w\" in -*) continue ;; esac\n"
       "    case \"${{COMP_WORDS[i-1]}}\" in\n",
       tlio::version());
-  // Options that take a value: the word after them is that value, not a command.
-  std::vector<std::string> valued;
-  for (const CommandSpec& c : commands)
-    for (const OptionSpec& o : c.options)
-      if (!o.value.empty())
-        for (const std::string& n : o.names)
-          if (std::find(valued.begin(), valued.end(), n) == valued.end()) valued.push_back(n);
-  s += fmt::format("      {}) continue ;;\n", fmt::join(valued, "|"));
+  s += fmt::format("      {}) continue ;;\n", fmt::join(valued_options(commands), "|"));
   s += "    esac\n";
-  std::vector<std::string> parents;
-  for (const CommandSpec& c : commands)
-    if (const size_t sp = c.path.find(' '); sp != std::string::npos) {
-      const std::string parent = c.path.substr(0, sp);
-      if (std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
-    }
+  const std::vector<std::string> parents = parent_commands(commands);
   s += "    if [[ -z $cmd ]]; then cmd=\"$w\"\n";
   if (!parents.empty())
     s += fmt::format("    elif [[ $cmd == @({}) ]]; then cmd=\"$cmd $w\"; break\n", fmt::join(parents, "|"));
@@ -159,8 +178,7 @@ std::string bash_script(const std::vector<CommandSpec>& commands) {
   s += "  local opts=\"\" subs=\"\"\n  case \"$cmd\" in\n";
   for (const CommandSpec& c : commands) {
     std::vector<std::string> subs;
-    for (const CommandSpec& d : commands)
-      if (d.path.rfind(c.path + " ", 0) == 0) subs.push_back(d.path.substr(c.path.size() + 1));
+    for (const auto& sub : subcommands_of(c, commands)) subs.push_back(sub.first);
     s += fmt::format("    \"{}\") opts=\"{}\"; subs=\"{}\" ;;\n", c.path, option_words(c),
                      fmt::join(subs, " "));
   }
@@ -196,17 +214,8 @@ std::string zsh_script(const std::vector<CommandSpec>& commands) {
                               "  for ((i = 2; i < CURRENT; i++)); do\n    w=\"${{words[i]}}\"\n"
                               "    [[ $w == -* ]] && continue\n    case \"${{words[i-1]}}\" in\n",
                               tlio::version());
-  std::vector<std::string> valued, parents;
-  for (const CommandSpec& c : commands) {
-    for (const OptionSpec& o : c.options)
-      if (!o.value.empty())
-        for (const std::string& n : o.names)
-          if (std::find(valued.begin(), valued.end(), n) == valued.end()) valued.push_back(n);
-    if (const size_t sp = c.path.find(' '); sp != std::string::npos &&
-        std::find(parents.begin(), parents.end(), c.path.substr(0, sp)) == parents.end())
-      parents.push_back(c.path.substr(0, sp));
-  }
-  s += fmt::format("      ({}) continue ;;\n    esac\n", fmt::join(valued, "|"));
+  const std::vector<std::string> parents = parent_commands(commands);
+  s += fmt::format("      ({}) continue ;;\n    esac\n", fmt::join(valued_options(commands), "|"));
   s += "    if [[ -z $cmd ]]; then cmd=\"$w\"\n";
   if (!parents.empty())
     s += fmt::format("    elif [[ $cmd == ({}) ]]; then cmd=\"$cmd $w\"; break\n", fmt::join(parents, "|"));
@@ -225,11 +234,10 @@ std::string zsh_script(const std::vector<CommandSpec>& commands) {
                    "    _describe command items; return\n  fi\n", zsh_described(top));
   s += "  case \"$cmd\" in\n";
   for (const CommandSpec& c : commands) {
-    std::vector<std::pair<std::string, std::string>> opts, subs;
+    std::vector<std::pair<std::string, std::string>> opts;
     for (const OptionSpec& o : c.options)
       for (const std::string& n : o.names) opts.emplace_back(n, o.help);
-    for (const CommandSpec& d : commands)
-      if (d.path.rfind(c.path + " ", 0) == 0) subs.emplace_back(d.path.substr(c.path.size() + 1), d.description);
+    const auto subs = subcommands_of(c, commands);
     s += fmt::format("    \"{}\")\n      if [[ $PREFIX == -* ]]; then items=({}); _describe option items; return; fi\n",
                      c.path, zsh_described(opts));
     if (!subs.empty())

@@ -590,7 +590,7 @@ void add_stats(CLI::App& app, int& exit_code) {
         StatsInput in;
         in.name = name;
         if (q != quantized.end()) {
-          in.elements = tlio::QuantizedReader(f, *q).element_count();
+          in.elements = std::accumulate(q->shape.begin(), q->shape.end(), uint64_t{1}, std::multiplies<>());
           in.bytes = q->stored_bytes;
           in.open = [&f, weight = *q]() -> ChunkReader {
             auto reader = std::make_shared<const tlio::QuantizedReader>(f, weight);

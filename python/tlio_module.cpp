@@ -176,6 +176,15 @@ std::string expect_str(py::handle value, const std::string& what) {
   return value.cast<std::string>();
 }
 
+// The dtype `given` names for tensor `tensor` ("F32", "bf16", ...): TypeError when it is not a
+// str, ValueError when it names no dtype.
+tlio::Dtype named_dtype(py::handle given, const std::string& tensor) {
+  const std::string text = expect_str(given, "dtype of tensor \"" + tensor + "\"");
+  const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(text);
+  if (!d) throw py::value_error("tensor \"" + tensor + "\": unknown dtype \"" + text + "\"");
+  return *d;
+}
+
 // The {str: str} metadata dict (None: none) into the writer; TypeError for anything else.
 void set_metadata(tlio::Writer& w, const py::object& metadata) {
   if (metadata.is_none()) return;
@@ -197,16 +206,8 @@ void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& meta
     std::string name = expect_str(kv.first, "tensor name");
     py::array a = py::array::ensure(kv.second, py::array::c_style | py::array::forcecast);
     if (!a) throw py::value_error("tensor \"" + name + "\" is not an array");
-    tlio::Dtype d;
-    if (dtypes.contains(name.c_str())) {
-      const std::string given = expect_str(dtypes[name.c_str()], "dtype of tensor \"" + name + "\"");
-      const std::optional<tlio::Dtype> named = tlio::parse_dtype_alias(given);
-      if (!named)
-        throw py::value_error("tensor \"" + name + "\": unknown dtype \"" + given + "\"");
-      d = *named;
-    } else {
-      d = dtype_of_array(a, name);
-    }
+    const tlio::Dtype d = dtypes.contains(name.c_str()) ? named_dtype(dtypes[name.c_str()], name)
+                                                        : dtype_of_array(a, name);
     // Big-endian arrays are written as the little-endian bytes of the same values.
     if (a.dtype().attr("byteorder").cast<std::string>() == ">")
       a = a.attr("astype")(a.dtype().attr("newbyteorder")("<"));
@@ -240,13 +241,10 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
   for (auto item : items) {
     auto t = item.cast<py::tuple>();
     auto name = expect_str(t[0], "tensor name");
-    const auto dtype_name = expect_str(t[1], "dtype of tensor \"" + name + "\"");
-    const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(dtype_name);
-    if (!d)
-      throw py::value_error("tensor \"" + name + "\": unknown dtype \"" + dtype_name + "\"");
+    const tlio::Dtype d = named_dtype(t[1], name);
     tlio::Shape shape;
     for (auto dim : t[2].cast<py::sequence>()) shape.push_back(dim.cast<uint64_t>());
-    w.declare(name, *d, shape);
+    w.declare(name, d, shape);
     if (py::isinstance<py::tuple>(t[3])) {
       auto raw = t[3].cast<py::tuple>();
       bytes.push_back({std::move(name), reinterpret_cast<const std::byte*>(raw[0].cast<uintptr_t>()),

@@ -22,6 +22,7 @@ ValueError, an unknown tensor name KeyError, and a file that cannot be read the 
 errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 """
 import os as _os
+import stat as _stat
 from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
@@ -297,8 +298,7 @@ def _open_source(source, backend, token):
     except (AttributeError, OSError, ValueError):  # io.BytesIO and the like have none
         fd = None
     if fd is not None and _os.path.exists(f"/proc/self/fd/{fd}"):
-        import stat
-        if stat.S_ISREG(_os.fstat(fd).st_mode):
+        if _stat.S_ISREG(_os.fstat(fd).st_mode):
             # The same file, opened again (mapped like a path): the object's position stays.
             return _tlio.File(f"/proc/self/fd/{fd}", backend, "")
     if hasattr(source, "seek") and getattr(source, "seekable", lambda: True)():

@@ -360,15 +360,20 @@ HttpFile::~HttpFile() {
   if (spool_fd_ >= 0) ::close(spool_fd_);
 }
 
+namespace {
+// The URL for the spool's warning and errors: without credentials or query (a presigned URL's
+// signature must not reach a log).
+std::string spool_name(const std::string& url) { return url_for_messages(url.substr(0, url.find_first_of("?#"))); }
+}  // namespace
+
 int HttpFile::spool() const {
   const std::lock_guard lock(spool_mutex_);
   if (spool_fd_ >= 0) return spool_fd_;
-  // Without the query: a presigned URL's signature must not reach a log.
-  const std::string shown = url_for_messages(url_.substr(0, url_.find_first_of("?#")));
+  const std::string shown = spool_name(url_);
   if (options_.warning)
     options_.warning(fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
                                  "is downloaded once, to a temporary file", shown, size_));
-  Fd fd = unnamed_temp_file(url_for_messages(url_));
+  Fd fd = unnamed_temp_file(shown);
   const HttpRange whole{0, nullptr, size_};
   if (const_cast<HttpFile*>(this)->transfer({&whole, 1}, fd.get()) != size_)
     http_fail(url_, "the server sent fewer bytes than the file has");
@@ -405,7 +410,8 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
   }
   if (!sorted.empty() && ranges_ignored_) {  // one whole download, then reads from its copy
     const int fd = spool();
-    for (const HttpRange& r : sorted) pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, url_for_messages(url_));
+    const std::string name = spool_name(url_);
+    for (const HttpRange& r : sorted) pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, name);
     return;
   }
   std::sort(sorted.begin(), sorted.end(), [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });

@@ -7,6 +7,9 @@
 //    their temporaries and throw Error{ErrorCode::interrupted}. Python's Ctrl-C works this way.
 //  - At once, from a signal handler that ends the process: remove_temporary_files() unlinks the
 //    temporary of every unfinished write, then the handler calls _exit(). The CLI works this way.
+//    An upload to an object store cannot be undone from a handler (it takes a request), so
+//    the handler first calls stop_uploads(): when one is under way it returns, and the upload
+//    aborts itself and throws Error{ErrorCode::interrupted}.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +39,12 @@ class TLIO_API InterruptScope {
 /// Unlinks the temporary file of every write of this process that is not yet committed.
 /// Async-signal-safe: for a handler that then ends the process.
 TLIO_API void remove_temporary_files() noexcept;
+
+/// Asks every upload to an object store under way in this process to stop: each aborts (no
+/// parts stay stored, the object is as it was) and throws Error{ErrorCode::interrupted}.
+/// Returns whether any was under way; if so, a handler should return instead of ending the
+/// process (a second signal can still end it at once). Async-signal-safe.
+TLIO_API bool stop_uploads() noexcept;
 
 /// For a SIGBUS handler: when `address` lies in a file tlio has mapped, copies that file's name
 /// into `name` (NUL-terminated, cut to `size`) and returns true. A mapped file that shrinks or

@@ -238,8 +238,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   const size_t n = outputs.size();
   for (size_t i = 0; i < n; ++i) outputs[i].name = detail::weights_file_name(i + 1, n);
 
-  std::filesystem::create_directories(dst, ec);
-  if (ec) throw_io("cannot create the directory", dst.string(), ec);
+  detail::create_output_folder(dst);
   detail::OutputSet set;  // the folder's weights change only once every file is whole
   std::vector<std::string> written;
   report.bytes_written = write_outputs(dst, &set, outputs, options, report);

@@ -12,6 +12,8 @@
 #include <charconv>
 #include <optional>
 
+#include "io/interrupt.hpp"
+#include "io/store.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -168,14 +170,24 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
 }
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest)
-    : dest_name_(dest.string()),
-      target_(dest.native() == kStdoutDestination ? std::filesystem::path() : output_target(dest)),
-      to_stdout_(dest.native() == kStdoutDestination) {
+    : dest_name_(dest.string()), to_stdout_(dest.native() == kStdoutDestination) {
   if (to_stdout_) {
     dest_name_ = "<stdout>";
     fd_ = unnamed_temp_file(dest_name_);
     return;
   }
+  if (Location where = Location::parse(dest.native()); !where.is_local()) {
+    if (!store_of(where).writable())
+      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                  fmt::format("{}:// locations cannot be written (outputs go to local paths, s3:// and gs://)",
+                              where.scheme()),
+                  where.display());
+    dest_name_ = where.display();
+    remote_ = std::move(where);
+    fd_ = unnamed_temp_file(dest_name_);
+    return;
+  }
+  target_ = output_target(dest);
   const std::filesystem::path dir = folder_of(target_);
   const std::string target_name = target_.filename().string();
   const ProcessId self = this_process();
@@ -199,6 +211,10 @@ void AtomicFile::prepare() {
   if (done_) throw_io("file already committed or aborted", dest_name_);
   if (prepared_) return;
   if (to_stdout_) throw_invalid("standard output cannot be one file of a set");
+  if (remote_) {  // uploaded from the open temporary by commit()
+    prepared_ = true;
+    return;
+  }
   mode_t mode = 0666 & ~current_umask();
   struct stat st;
   if (::stat(target_.c_str(), &st) == 0) mode = st.st_mode & 07777;  // keep the replaced file's
@@ -209,6 +225,15 @@ void AtomicFile::prepare() {
 }
 
 void AtomicFile::commit() {
+  if (remote_) {
+    if (done_) throw_io("file already committed or aborted", dest_name_);
+    const uint64_t size = fd_size(fd_.get(), dest_name_);
+    const LiveUpload live;  // a signal handler asks it to stop (tlio::stop_uploads)
+    store_of(*remote_).upload(*remote_, fd_.get(), size, upload_stop_check());
+    done_ = true;
+    fd_ = Fd();
+    return;
+  }
   if (to_stdout_) {
     if (done_) throw_io("file already committed or aborted", dest_name_);
     const uint64_t size = fd_size(fd_.get(), dest_name_);
@@ -240,7 +265,7 @@ void AtomicFile::abort() noexcept {
   if (done_) return;
   done_ = true;
   fd_ = Fd();
-  if (!to_stdout_) ::unlink(tmp_.c_str());
+  if (!to_stdout_ && !remote_) ::unlink(tmp_.c_str());
   live_.reset();
 }
 
@@ -264,6 +289,13 @@ void OutputSet::add_copy(const std::filesystem::path& src, const std::filesystem
 }
 
 void OutputSet::commit(const std::function<void()>& then) {
+  if (!files_.empty() && files_.front()->is_remote()) {
+    // An upload cannot be undone by a handler: each file goes whole, in order, signals free.
+    for (auto& f : files_) f->commit();
+    files_.clear();
+    if (then) then();
+    return;
+  }
   const HeldSignals held;
   for (auto& f : files_) f->commit();  // on failure the rest are aborted by the destructor
   files_.clear();

@@ -11,6 +11,9 @@
 //    so does remove_temporary_files() from a signal handler.
 //  - Leftovers of a killed process are removed by the next write to the same destination, once
 //    that process is gone. Nothing else is ever removed.
+//  - A destination in an object store (s3://, gs://) is built in an unnamed temporary file too;
+//    commit uploads it whole (io/store.hpp: one PUT or a multipart upload, aborted on failure),
+//    so the object appears only complete and an existing one stays as it was until then.
 //  - The destination "-" is standard output: the bytes go to an unnamed temporary file (it
 //    vanishes with the process) and commit copies them to stdout, in order, so a pipe gets the
 //    whole file or, on failure, nothing.
@@ -20,11 +23,13 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "io/live_files.hpp"
+#include "io/location.hpp"
 #include "io/os_file.hpp"
 
 namespace tlio::detail {
@@ -43,6 +48,8 @@ class AtomicFile {
   AtomicFile(AtomicFile&&) = delete;
   ~AtomicFile();
   int fd() const noexcept { return fd_.get(); }
+  /// True for a destination in an object store (commit uploads it).
+  bool is_remote() const noexcept { return remote_.has_value(); }
   /// The destination as given (for messages).
   const std::string& name() const noexcept { return dest_name_; }
   /// The file that commit() replaces (dest, or where its links lead).
@@ -64,11 +71,14 @@ class AtomicFile {
   bool prepared_ = false;
   bool done_ = false;
   bool to_stdout_ = false;  // dest "-": commit copies the temporary to standard output
+  std::optional<Location> remote_;  // an object store's location: commit uploads the temporary
 };
 
 /// Files published together: each is written whole to its temporary first; commit() renames
 /// them in the order they were added with SIGINT, SIGTERM and SIGHUP held back on this thread,
-/// so a handler that ends the process cannot stop a set half-published. A set destroyed before
+/// so a handler that ends the process cannot stop a set half-published. A set of object-store
+/// files is uploaded in that order instead (each file whole; the index, added last, goes last),
+/// with the signals free to stop an upload. A set destroyed before
 /// commit() removes every temporary and leaves the destinations as they were.
 class OutputSet {
  public:

@@ -18,15 +18,12 @@
 #include <unistd.h>
 
 #include "io/curl_library.hpp"
+#include "io/http_request.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
 namespace {
-
-[[noreturn]] void http_fail(const std::string& url, std::string detail, int err = EIO) {
-  throw_io(std::move(detail), url_for_messages(url), std::error_code(err, std::generic_category()));
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -49,51 +46,6 @@ std::optional<uint64_t> number(std::string_view s) {
     v = v * 10 + static_cast<uint64_t>(c - '0');
   }
   return v;
-}
-
-// A host that does not resolve or refuses the connection rarely changes its mind in a second:
-// one quick retry, not the full count (a typo in a URL should fail at once).
-constexpr int kUnreachableAttempts = 2;
-
-bool unreachable(CURLcode rc) {
-  return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY ||
-         rc == CURLE_COULDNT_CONNECT;
-}
-
-// Failures another attempt may not meet: the network, not the request or the peer's
-// certificate (a TLS verification failure, a bad URL or too many redirects is final).
-bool transient(CURLcode rc) {
-  switch (rc) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The errno a libcurl failure is reported with.
-int os_error(CURLcode rc) {
-  switch (rc) {
-    case CURLE_COULDNT_CONNECT: return ECONNREFUSED;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return EHOSTUNREACH;
-    case CURLE_OPERATION_TIMEDOUT: return ETIMEDOUT;
-    case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR: return ECONNRESET;
-    default: return EIO;  // TLS, a malformed URL, too many redirects, ...
-  }
 }
 
 }  // namespace
@@ -173,32 +125,6 @@ std::string url_for_messages(std::string_view url) {
   return std::string(url.substr(0, host)) + std::string(url.substr(at + 1));
 }
 
-// libcurl easy handles kept between requests: each keeps its connection open, so a run of
-// requests to one server pays for one TCP (and TLS) handshake per handle, not per request.
-struct HttpFile::Handles {
-  std::mutex mutex;
-  std::vector<CURL*> idle;
-  ~Handles() {
-    for (CURL* c : idle) curl_library().easy_cleanup(c);
-  }
-  CURL* take() {
-    {
-      std::lock_guard lock(mutex);
-      if (!idle.empty()) {
-        CURL* c = idle.back();
-        idle.pop_back();
-        curl_library().easy_reset(c);  // options go; the open connection stays
-        return c;
-      }
-    }
-    return curl_library().easy_init();
-  }
-  void give_back(CURL* c) {
-    std::lock_guard lock(mutex);
-    idle.push_back(c);
-  }
-};
-
 // One request's state, shared with libcurl's callbacks.
 struct HttpFile::Exchange {
   HttpFile* file = nullptr;
@@ -216,6 +142,8 @@ struct HttpFile::Exchange {
   std::string problem;   // why the body callback refused the answer (not retried)
   int problem_errno = EIO;
   int spool_fd = -1;     // >= 0: the wanted bytes go to this file, at their file offsets
+  bool error_page = false;  // the answer is not 200 or 206: its body is kept in error_body
+  std::string error_body;
 
   // Copies body bytes for file offsets [from, from + len) into the ranges (or the spool file);
   // false, with `problem` set, when the spool cannot be written (a full disk).
@@ -315,9 +243,13 @@ struct HttpFile::Exchange {
   static size_t body(Exchange* x, char* data, size_t len) {
     if (!x->body_started) {
       x->body_started = true;
-      if (x->response.status != 200 && x->response.status != 206) return 0;  // an error page
-      x->problem = x->check_answer();
+      if (x->response.status != 200 && x->response.status != 206) x->error_page = true;
+      else x->problem = x->check_answer();
       if (!x->problem.empty()) return 0;
+    }
+    if (x->error_page) {  // kept for HttpOptions::explain (an object store's XML error)
+      x->error_body.append(data, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, x->error_body.size())));
+      return len;
     }
     if (x->done) return 0;  // a 200 body past what was wanted: stop here
     const uint64_t at = x->body_offset;
@@ -337,46 +269,27 @@ struct HttpFile::Exchange {
 };
 
 HttpFile::HttpFile(std::string url, HttpOptions options)
-    : url_(std::move(url)), options_(std::move(options)), handles_(std::make_unique<Handles>()) {
-  if (options_.token.empty())
-    if (const char* t = std::getenv("HF_TOKEN")) options_.token = t;
-  if (options_.timeout_seconds <= 0) {
-    const char* t = std::getenv("TLIO_HTTP_TIMEOUT");
-    options_.timeout_seconds = t && std::atol(t) > 0 ? std::atol(t) : 30;
-  }
-  if (options_.attempts <= 0) {
-    const char* a = std::getenv("TLIO_HTTP_ATTEMPTS");
-    options_.attempts = a && std::atoi(a) > 0 ? std::atoi(a) : kHttpAttempts;
-  }
-  if (options_.connections == 0) {
-    const char* c = std::getenv("TLIO_HTTP_CONNECTIONS");
-    options_.connections = c && std::atoi(c) > 0 ? static_cast<unsigned>(std::min(std::atoi(c), 64)) : kHttpConnections;
-  }
-  if (options_.ca_bundle.empty())
-    if (const char* ca = std::getenv("CURL_CA_BUNDLE")) options_.ca_bundle = ca;
+    : url_(std::move(url)), options_(resolve_http_options(std::move(options))), handles_(std::make_unique<CurlPool>()) {}
+
+[[noreturn]] void HttpFile::fail(std::string detail, int err) const {
+  throw_io(std::move(detail), name_for_messages(url_, options_), std::error_code(err, std::generic_category()));
 }
 
 HttpFile::~HttpFile() {
   if (spool_fd_ >= 0) ::close(spool_fd_);
 }
 
-namespace {
-// The URL for the spool's warning and errors: without credentials or query (a presigned URL's
-// signature must not reach a log).
-std::string spool_name(const std::string& url) { return url_for_messages(url.substr(0, url.find_first_of("?#"))); }
-}  // namespace
-
 int HttpFile::spool() const {
   const std::lock_guard lock(spool_mutex_);
   if (spool_fd_ >= 0) return spool_fd_;
-  const std::string shown = spool_name(url_);
+  const std::string shown = name_for_messages(url_, options_);
   if (options_.warning)
     options_.warning(fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
                                  "is downloaded once, to a temporary file", shown, size_));
   Fd fd = unnamed_temp_file(shown);
   const HttpRange whole{0, nullptr, size_};
   if (const_cast<HttpFile*>(this)->transfer({&whole, 1}, fd.get()) != size_)
-    http_fail(url_, "the server sent fewer bytes than the file has");
+    fail("the server sent fewer bytes than the file has");
   spool_fd_ = fd.release();
   return spool_fd_;
 }
@@ -401,7 +314,7 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
   std::vector<HttpRange> sorted;
   for (const HttpRange& r : ranges)
     if (r.offset > size_ || r.size > size_ - r.offset)
-      http_fail(url_, fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size, r.offset, size_));
+      fail(fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size, r.offset, size_));
   for (const HttpRange& r : ranges) {
     // Bytes the opening request already brought are not asked for again.
     const uint64_t have = r.offset < prefix_.size() ? std::min<uint64_t>(prefix_.size() - r.offset, r.size) : 0;
@@ -410,7 +323,7 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
   }
   if (!sorted.empty() && ranges_ignored_) {  // one whole download, then reads from its copy
     const int fd = spool();
-    const std::string name = spool_name(url_);
+    const std::string name = name_for_messages(url_, options_);
     for (const HttpRange& r : sorted) pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, name);
     return;
   }
@@ -440,7 +353,7 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
     const std::span<const HttpRange> run(pieces.data() + first, last - first);
     uint64_t want = 0;
     for (const HttpRange& p : run) want += p.size;
-    if (self->transfer(run) != want) http_fail(url_, "the server sent fewer bytes than asked");
+    if (self->transfer(run) != want) fail("the server sent fewer bytes than asked");
   };
   const auto connections = static_cast<unsigned>(std::min<size_t>(options_.connections, requests.size()));
   if (connections <= 1) {
@@ -482,41 +395,32 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
     x.asked_from = offset + x.received;
     x.response = HttpResponse{};
     x.body_started = false;
+    x.error_page = false;
+    x.error_body.clear();
     const CurlLibrary& lib = curl_library();
     CURL* curl = handles_->take();
-    if (!curl) http_fail(url_, "libcurl could not start", ENOMEM);
+    if (!curl) fail("libcurl could not start", ENOMEM);
     // A handle whose transfer failed may hold a broken connection: it is not kept.
     bool keep = false;
     std::unique_ptr<CURL, std::function<void(CURL*)>> guard(curl, [&](CURL* c) {
       if (keep) handles_->give_back(c);
       else lib.easy_cleanup(c);
     });
+    std::vector<std::string> lines = {fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1),
+                                      "Accept-Encoding: identity"};
+    if (pinned_ && !validator_.empty()) lines.push_back(fmt::format("If-Range: {}", validator_));
+    if (options_.sign)
+      for (std::string& h : options_.sign("GET", url_, {})) lines.push_back(std::move(h));
     curl_slist* headers = nullptr;
-    headers = lib.slist_append(headers, fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1).c_str());
-    headers = lib.slist_append(headers, "Accept-Encoding: identity");
-    if (pinned_ && !validator_.empty())
-      headers = lib.slist_append(headers, fmt::format("If-Range: {}", validator_).c_str());
-    std::unique_ptr<curl_slist, decltype(lib.slist_free_all)> header_guard(headers, lib.slist_free_all);
-    lib.easy_setopt(curl, CURLOPT_URL, url_.c_str());
-    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    lib.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    lib.easy_setopt(curl, CURLOPT_MAXREDIRS, kHttpMaxRedirects);
-    // Only http(s), after redirects too: refused outright if this libcurl cannot promise it.
-    if (lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-        lib.easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK)
-      http_fail(url_, "libcurl cannot restrict requests to http and https", ENOTSUP);
-    lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.timeout_seconds);
-    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
-    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.timeout_seconds);
-    lib.easy_setopt(curl, CURLOPT_USERAGENT, "tlio");
-    // TLS is verified against the system's CAs, or the bundle options_.ca_bundle names.
-    if (!options_.ca_bundle.empty()) lib.easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
-    if (!options_.token.empty()) {
-      // libcurl sends it to the first origin only (CURLOPT_UNRESTRICTED_AUTH stays off).
-      lib.easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-      lib.easy_setopt(curl, CURLOPT_XOAUTH2_BEARER, options_.token.c_str());
+    std::unique_ptr<curl_slist, decltype(lib.slist_free_all)> header_guard(nullptr, lib.slist_free_all);
+    for (const std::string& line : lines) {
+      curl_slist* next = lib.slist_append(headers, line.c_str());
+      if (!next) fail("out of memory", ENOMEM);
+      header_guard.release();
+      header_guard.reset(headers = next);
     }
+    set_common_options(curl, url_, options_);
+    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
     lib.easy_setopt(curl, CURLOPT_HEADERDATA, &x);
     lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
@@ -525,13 +429,13 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
     const HttpResponse& r = x.response;
     keep = rc == CURLE_OK;
 
-    if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);
+    if (!x.problem.empty()) fail(x.problem, x.problem_errno);
     if (x.done) return x.received;
     if (rc == CURLE_OK && r.status == 200 && !x.body_started && r.content_length == 0) {
       // An empty file: a 200 without a body never reaches on_body, which checks answers.
       x.body_started = true;
       x.problem = x.check_answer();
-      if (!x.problem.empty()) http_fail(url_, x.problem, x.problem_errno);
+      if (!x.problem.empty()) fail(x.problem, x.problem_errno);
       return x.received;
     }
     if (rc == CURLE_OK && (r.status == 200 || r.status == 206) && x.body_started)
@@ -543,21 +447,10 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
     }
     // Retry connection errors, cut bodies, 5xx and 429 (after Retry-After); not the rest.
     reached = reached || r.status != 0 || x.received > 0;
-    const bool busy = r.status == 429 || (r.status >= 500 && r.status < 600);
-    const bool cut = transient(rc) && (r.status == 0 || r.status == 200 || r.status == 206);
-    if (!(busy || cut) || attempt >= options_.attempts ||
-        (unreachable(rc) && attempt >= kUnreachableAttempts && !reached)) {
-      if (r.status == 404 || r.status == 410) http_fail(url_, fmt::format("HTTP {}: not found", r.status), ENOENT);
-      if (r.status == 401 || r.status == 403)
-        http_fail(url_, fmt::format("HTTP {}: access refused (a token? HF_TOKEN or --token)", r.status), EACCES);
-      if (r.status == 412) http_fail(url_, "the file changed on the server while it was read", ESTALE);
-      if (r.status && r.status != 200 && r.status != 206)
-        http_fail(url_, fmt::format("HTTP {} after {} attempt(s)", r.status, attempt));
-      http_fail(url_, fmt::format("{} after {} attempt(s)", lib.easy_strerror(rc), attempt), os_error(rc));
-    }
-    auto wait = std::chrono::milliseconds(250 << (attempt - 1));
-    if (r.retry_after) wait = std::chrono::milliseconds(std::min<uint64_t>(*r.retry_after, 60) * 1000);
-    std::this_thread::sleep_for(wait);
+    if (!http_retryable(options_, r.status, x.error_body, rc) || attempt >= options_.attempts ||
+        (curl_unreachable(rc) && attempt >= kUnreachableAttempts && !reached))
+      throw_http_failure(url_, options_, r.status, x.error_body, rc, attempt);
+    http_backoff(attempt, r.retry_after);
   }
 }
 

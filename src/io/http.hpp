@@ -7,6 +7,7 @@
 // exponential backoff (Retry-After honoured), resuming after the last byte received.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <atomic>
 #include <cstdint>
@@ -19,7 +20,11 @@
 #include <string_view>
 #include <vector>
 
+#include "io/source.hpp"
+
 namespace tlio::detail {
+
+class CurlPool;
 
 /// Bytes asked for with the first request: the header of nearly every file fits, so `inspect`
 /// of a remote file takes one request (two when the header is longer).
@@ -36,9 +41,16 @@ inline constexpr unsigned kHttpConnections = 4;
 /// over several connections at once.
 inline constexpr uint64_t kHttpRequestBytes = uint64_t{16} << 20;
 
+/// What an error answer said, as explain() reads it.
+struct HttpFailure {
+  std::string message;
+  int os_error = EIO;      ///< ENOENT (missing), EACCES (refused), EIO, ...
+  bool retry = false;      ///< another attempt may succeed (a store that is busy)
+};
+
 struct HttpOptions {
   /// Sent as "Authorization: Bearer ..." to the URL's own origin only, never after a redirect
-  /// to another scheme, host or port. Empty: $HF_TOKEN, if set.
+  /// to another scheme, host or port. Empty: none (the http store defaults it to $HF_TOKEN).
   std::string token;
   /// Seconds to connect, and seconds without a byte before a transfer is abandoned (and
   /// retried). 0: $TLIO_HTTP_TIMEOUT, else 30.
@@ -54,6 +66,20 @@ struct HttpOptions {
   /// Told once per file when the server ignores Range requests (the file is then downloaded
   /// whole, once, into a temporary file that later reads come from).
   std::function<void(std::string_view)> warning = {};
+  /// The header lines that sign one attempt of a request (an object store's Authorization,
+  /// x-amz-date, ...), from its method, URL and the hex SHA-256 of its body. Set: redirects
+  /// are not followed (a signature holds for one host) and no bearer token is sent.
+  std::function<std::vector<std::string>(std::string_view method, const std::string& url,
+                                         std::string_view body_sha256)>
+      sign = {};
+  /// What an error answer means, from its status and the start of its body (an object store's
+  /// XML error); nullopt, or unset: judged by the status alone.
+  std::function<std::optional<HttpFailure>(long status, std::string_view body)> explain = {};
+  /// The name messages give the file ("s3://bucket/key" for an endpoint's URL). Empty: the URL
+  /// without its user, password and query.
+  std::string display = {};
+  /// Asked while a transfer runs (from any thread); true stops it with Error{interrupted}.
+  std::function<bool()> should_stop = {};
 };
 
 /// What one response said (the last one, after redirects).
@@ -111,13 +137,13 @@ class HttpFile {
 
  private:
   struct Exchange;
-  struct Handles;
   // Fetches the bytes of `ranges` (consecutive in the file) with one request (the opening
   // request, which pins the file, may get fewer: a small file); returns the bytes received.
   // Thread-safe once pinned (open() pins it).
   uint64_t transfer(std::span<const HttpRange> ranges, int spool_fd = -1);
   // The whole file in a temporary file, fetched by the first caller (once); its descriptor.
   int spool() const;
+  [[noreturn]] void fail(std::string detail, int err = EIO) const;
 
   std::string url_;
   HttpOptions options_;
@@ -126,10 +152,16 @@ class HttpFile {
   std::string validator_;  // a strong ETag, else Last-Modified (may be empty)
   bool validator_is_etag_ = false;
   std::vector<std::byte> prefix_;
-  std::unique_ptr<Handles> handles_;  // libcurl handles kept for their open connections
+  std::unique_ptr<CurlPool> handles_;  // libcurl handles kept for their open connections
   std::atomic<bool> ranges_ignored_{false};  // a Range request was answered with 200
   mutable std::mutex spool_mutex_;
   mutable int spool_fd_ = -1;  // the whole file, once spool() fetched it
 };
+
+/// A ByteSource over one pinned remote file (its ranges go to read_ranges together).
+std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file, std::string name);
+/// The whole of a small remote file (at most kMaxTextFileSize bytes), or nullopt when the
+/// server says there is none.
+std::optional<std::string> read_small_http(const std::string& url, const HttpOptions& options);
 
 }  // namespace tlio::detail

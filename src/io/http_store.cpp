@@ -1,11 +1,13 @@
 // io/http_store.cpp: files on HTTP(S) servers, read by byte ranges (io/http.hpp).
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <system_error>
 #include <utility>
 #include <vector>
 
 #include "io/http.hpp"
+#include "io/http_request.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
 #include "tlio/error.hpp"
@@ -35,36 +37,32 @@ class HttpSource final : public ByteSource {
   std::shared_ptr<const HttpFile> file_;
 };
 
+// The bearer token: the caller's, else $HF_TOKEN (the Hub's files are the usual URLs).
+HttpOptions http_options(const SourceOptions& options) {
+  HttpOptions o;
+  o.token = options.token;
+  if (o.token.empty())
+    if (const char* t = std::getenv("HF_TOKEN")) o.token = t;
+  o.warning = options.warning;
+  return o;
+}
+
 class HttpStore final : public Store {
  public:
   std::shared_ptr<const ByteSource> open(const Location& where,
                                          const SourceOptions& options) const override {
     // The opening request brings the first kHttpFirstRange bytes: most headers whole.
-    return std::make_shared<HttpSource>(
-        HttpFile::open(where.text(), {.token = options.token, .warning = options.warning}),
-        where.display());
+    return http_source(HttpFile::open(where.text(), http_options(options)), where.display());
   }
 
   std::optional<std::string> read_small(const Location& where,
                                         const SourceOptions& options) const override {
-    std::shared_ptr<HttpFile> f;
-    try {
-      f = HttpFile::open(where.text(), {.token = options.token});
-    } catch (const Error& e) {
-      if (not_found(e)) return std::nullopt;
-      throw;
-    }
-    if (f->size() > kMaxTextFileSize)
-      throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", f->size(), kMaxTextFileSize),
-               where.display());
-    std::string text(static_cast<size_t>(f->size()), '\0');
-    f->read(0, std::as_writable_bytes(std::span(text)));  // from the opening request's bytes, mostly
-    return text;
+    return read_small_http(where.text(), http_options(options));
   }
 
   bool exists(const Location& where, const SourceOptions& options) const override {
     try {
-      HttpFile::open(where.text(), {.token = options.token}, 1);  // one byte: does it exist
+      HttpFile::open(where.text(), http_options(options), 1);  // one byte: does it exist
       return true;
     } catch (const Error& e) {
       if (not_found(e)) return false;
@@ -90,6 +88,26 @@ class HttpStore final : public Store {
 };
 
 }  // namespace
+
+std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file, std::string name) {
+  return std::make_shared<HttpSource>(std::move(file), std::move(name));
+}
+
+std::optional<std::string> read_small_http(const std::string& url, const HttpOptions& options) {
+  std::shared_ptr<HttpFile> f;
+  try {
+    f = HttpFile::open(url, options);
+  } catch (const Error& e) {
+    if (not_found(e)) return std::nullopt;
+    throw;
+  }
+  if (f->size() > kMaxTextFileSize)
+    throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", f->size(), kMaxTextFileSize),
+             name_for_messages(url, options));
+  std::string text(static_cast<size_t>(f->size()), '\0');
+  f->read(0, std::as_writable_bytes(std::span(text)));  // from the opening request's bytes, mostly
+  return text;
+}
 
 const Store& http_store() noexcept {
   static const HttpStore store;

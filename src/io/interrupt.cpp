@@ -1,5 +1,9 @@
 #include "io/interrupt.hpp"
 
+#include <atomic>
+#include <memory>
+#include <thread>
+
 #include "io/live_files.hpp"
 #include "tlio/error.hpp"
 #include "tlio/interrupt.hpp"
@@ -24,11 +28,25 @@ InterruptScope::~InterruptScope() { t_check = {previous_check_, previous_context
 
 void remove_temporary_files() noexcept { detail::unlink_live_temporaries(); }
 
+bool stop_uploads() noexcept { return detail::stop_live_uploads(); }
+
 bool mapped_file_name(const void* address, char* name, size_t size) noexcept {
   return detail::live_mapping_name(address, name, size);
 }
 
 namespace detail {
+
+std::function<bool()> upload_stop_check() {
+  const ThreadCheck c = t_check;
+  const std::thread::id owner = std::this_thread::get_id();
+  auto asked = std::make_shared<std::atomic<bool>>(false);
+  return [c, owner, asked] {
+    if (uploads_stopped()) return true;
+    // The scope's check runs on its own thread only (Python's needs the interpreter there).
+    if (std::this_thread::get_id() == owner && c.check && c.check(c.context)) asked->store(true);
+    return asked->load();
+  };
+}
 
 void poll_interrupt() {
   const ThreadCheck c = t_check;

@@ -180,4 +180,26 @@ bool is_live_temporary(std::string_view path) noexcept {
   return found;
 }
 
+namespace {
+// Lock-free counters (read by signal handlers).
+std::atomic<int> g_uploads{0};
+std::atomic<bool> g_uploads_stopped{false};
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
+}  // namespace
+
+LiveUpload::LiveUpload() noexcept { g_uploads.fetch_add(1); }
+
+LiveUpload::~LiveUpload() {
+  // The last upload to end clears a stop request, so a later upload starts afresh.
+  if (g_uploads.fetch_sub(1) == 1) g_uploads_stopped.store(false);
+}
+
+bool uploads_stopped() noexcept { return g_uploads_stopped.load(); }
+
+bool stop_live_uploads() noexcept {
+  if (g_uploads.load() == 0) return false;
+  g_uploads_stopped.store(true);
+  return true;
+}
+
 }  // namespace tlio::detail

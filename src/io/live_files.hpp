@@ -31,6 +31,19 @@ class LiveEntry {
   int slot_ = -1;
 };
 
+/// Marks an upload under way for as long as it lives (stop_uploads() asks it to stop).
+class LiveUpload {
+ public:
+  LiveUpload() noexcept;
+  ~LiveUpload();
+  LiveUpload(const LiveUpload&) = delete;
+  LiveUpload& operator=(const LiveUpload&) = delete;
+};
+/// Whether stop_uploads() was called while an upload was under way. Async-signal-safe.
+bool uploads_stopped() noexcept;
+/// Sets uploads_stopped() if an upload is under way; returns whether one is. Async-signal-safe.
+bool stop_live_uploads() noexcept;
+
 /// Unlinks every registered temporary. Async-signal-safe.
 void unlink_live_temporaries() noexcept;
 /// Copies the name of the registered mapping holding `address` into `out` (NUL-terminated,

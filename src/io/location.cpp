@@ -39,8 +39,8 @@ Location Location::parse(std::string_view text) {
   if (scheme.empty()) return Location({}, std::string(text));
   if (!find_store(scheme))
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("unsupported URL scheme '{}' (tlio reads local paths, http:// and "
-                            "https://)",
+                fmt::format("unsupported URL scheme '{}' (tlio reads local paths, http://, https://, "
+                            "s3://, gs:// and hf://)",
                             scheme),
                 url_for_messages(text));
   // The scheme as stores and libcurl expect it: in lower case.

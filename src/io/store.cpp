@@ -1,14 +1,21 @@
 // io/store.cpp: the stores tlio knows, by URL scheme. A new kind of location registers here.
 #include "io/store.hpp"
 
+#include <fmt/core.h>
+
 #include <array>
 #include <utility>
+
+#include "tlio/error.hpp"
 
 namespace tlio::detail {
 
 // Defined by each store's own file.
 const Store& local_store() noexcept;
 const Store& http_store() noexcept;
+const Store& s3_store() noexcept;
+const Store& gs_store() noexcept;
+const Store& hf_store() noexcept;
 
 namespace {
 struct Registration {
@@ -20,8 +27,23 @@ constexpr std::array kStores = {
     Registration{"", local_store},
     Registration{"http", http_store},
     Registration{"https", http_store},
+    Registration{"s3", s3_store},
+    Registration{"gs", gs_store},
+    Registration{"hf", hf_store},
 };
 }  // namespace
+
+void Store::upload(const Location& where, int, uint64_t, const std::function<bool()>&) const {
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+              fmt::format("{}:// locations cannot be written (outputs go to local paths, s3:// and gs://)",
+                          where.scheme()),
+              where.display());
+}
+
+void Store::remove(const Location& where) const {
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+              fmt::format("files at {}:// locations cannot be removed", where.scheme()), where.display());
+}
 
 const Store* find_store(std::string_view scheme) noexcept {
   for (const Registration& r : kStores)

@@ -53,6 +53,17 @@ class Store {
   virtual std::string join(const std::string& dir, std::string_view name) const = 0;
   /// `text` as messages show it (without credentials).
   virtual std::string display(const std::string& text) const = 0;
+
+  /// Whether files can be written here (upload, remove).
+  virtual bool writable() const noexcept { return false; }
+  /// Makes the `size` bytes of the regular file `fd` the file at `where`, all at once: readers
+  /// see the previous version (or none) until it is whole. Stops with Error{interrupted} when
+  /// `should_stop` says so, leaving nothing behind. Error{unsupported} for stores that take no
+  /// writes.
+  virtual void upload(const Location& where, int fd, uint64_t size,
+                      const std::function<bool()>& should_stop) const;
+  /// Removes the file at `where`, if there is one.
+  virtual void remove(const Location& where) const;
 };
 
 /// The store registered for `scheme` ("" is local files), or null.

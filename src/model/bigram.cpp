@@ -34,9 +34,7 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
           std::log((static_cast<double>(counts[i * kVocab + j]) + 1.0) /
                    (static_cast<double>(row) + static_cast<double>(kVocab))));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
+  detail::create_output_folder(out_dir);
   // config.json and the weights are published together (model/layout.hpp).
   detail::OutputSet set;
   set.add_text(out_dir / detail::kConfigFile,

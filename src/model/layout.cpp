@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "io/store.hpp"
 #include "model/json_util.hpp"
 #include "tlio/error.hpp"
 
@@ -16,6 +17,18 @@ namespace {
 // The shards the folder's index names now (none without an index, or with one that does not
 // parse: then nothing is removed).
 std::vector<std::string> indexed_shards(const std::filesystem::path& dir, bool& has_index) {
+  if (const Location where = Location::parse(dir.native()); !where.is_local()) {
+    const Location index = where.join(kShardIndexFile);
+    const std::optional<std::string> text = store_of(index).read_small(index, {});
+    has_index = text.has_value();
+    if (!text) return {};
+    try {
+      return parse_shard_index(*text, index.display()).files;
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::interrupted) throw;
+      return {};
+    }
+  }
   std::error_code ec;
   has_index = std::filesystem::is_regular_file(dir / kShardIndexFile, ec);
   if (!has_index) return {};
@@ -33,6 +46,11 @@ void remove_weights_file(const std::filesystem::path& dir, const std::string& na
   if (name.find('/') != std::string::npos || !name.ends_with(".safetensors") ||
       name.size() == std::string_view(".safetensors").size())
     return;
+  if (const Location where = Location::parse(dir.native()); !where.is_local()) {
+    const Location file = where.join(name);
+    store_of(file).remove(file);
+    return;
+  }
   const std::filesystem::path p = dir / name;
   struct stat st;
   if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(p.c_str());
@@ -90,6 +108,13 @@ std::string weights_file_name(size_t i, size_t count) {
                     : fmt::format("model-{:05}-of-{:05}.safetensors", i, count);
 }
 
+void create_output_folder(const std::filesystem::path& dir) {
+  if (!Location::parse(dir.native()).is_local()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw_io("cannot create the directory", dir.string(), ec);
+}
+
 void publish_weights(OutputSet& set, const std::filesystem::path& dir,
                      std::span<const std::string> new_files) {
   bool had_index = false;
@@ -97,8 +122,15 @@ void publish_weights(OutputSet& set, const std::filesystem::path& dir,
   const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
   set.commit([&] {
     // A previous index left beside a new model.safetensors would still be read first.
-    std::error_code ec;
-    if (had_index && !has_index) std::filesystem::remove(dir / kShardIndexFile, ec);
+    if (had_index && !has_index) {
+      if (const Location where = Location::parse(dir.native()); !where.is_local()) {
+        const Location index = where.join(kShardIndexFile);
+        store_of(index).remove(index);
+      } else {
+        std::error_code ec;
+        std::filesystem::remove(dir / kShardIndexFile, ec);
+      }
+    }
     for (const std::string& name : previous)
       if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
         remove_weights_file(dir, name);

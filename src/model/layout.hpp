@@ -41,12 +41,18 @@ std::vector<size_t> plan_shards(std::span<const uint64_t> sizes, uint64_t max_si
 /// "model.safetensors" for one file, else "model-00001-of-00003.safetensors" (1-based `i`).
 std::string weights_file_name(size_t i, size_t count);
 
+/// Makes `dir` ready to take a set of output files: created (with its parents) when it is a
+/// local folder; nothing for an object store's prefix, where folders need no creating.
+void create_output_folder(const std::filesystem::path& dir);
+
 /// Publishes `set`, the new weights of `dir` (the shards then their index, or
 /// model.safetensors alone), in place of the previous ones: the new files are renamed in (the
 /// index last), then the .safetensors files the previous index named that the new set does not
 /// have are removed, and the previous index when the new set has none; all with the stop
 /// signals held. Files no index named are left alone. Only while the renames run (a few system
 /// calls) can a reader see new shards beside the old index, when the two sets share names.
+/// In an object store the files are uploaded one by one (the index last), then the previous
+/// set's other shards deleted.
 void publish_weights(OutputSet& set, const std::filesystem::path& dir,
                      std::span<const std::string> new_files);
 

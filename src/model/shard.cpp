@@ -60,9 +60,7 @@ uint64_t parse_size(std::string_view text) {
 ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size,
                        const ProgressCallback& progress) {
   if (max_size == 0) throw_invalid("the shard size limit must be at least 1 byte");
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw_io("cannot create the directory", out_dir.string(), ec);
+  detail::create_output_folder(out_dir);
 
   // Greedy over the canonical order.
   std::vector<TensorInfo> layout = src.tensors();

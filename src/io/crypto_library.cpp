@@ -1,0 +1,64 @@
+#include "io/crypto_library.hpp"
+
+#include <dlfcn.h>
+#include <fmt/core.h>
+
+#include <atomic>
+#include <string>
+
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+std::atomic<bool> loaded{false};
+
+[[noreturn]] void unsupported(std::string detail) {
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, std::move(detail));
+}
+
+template <class Fn>
+void resolve(void* handle, Fn& slot, const char* name) {
+  void* symbol = dlsym(handle, name);
+  if (!symbol) unsupported(fmt::format("tlio needs OpenSSL's libcrypto 3, and the one loaded has no {}", name));
+  slot = reinterpret_cast<Fn>(symbol);
+}
+
+CryptoLibrary load() {
+  // RTLD_LOCAL: a host that links libcrypto (libcurl does) gets the same object back.
+  void* handle = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    unsupported(fmt::format("tlio needs OpenSSL's libcrypto (libcrypto.so.3) for digests and "
+                            "signing, which could not be loaded: {} (Debian: apt-get install libssl3)",
+                            e ? e : "unknown reason"));
+  }
+  // Not closed: OpenSSL's state lives until the process ends.
+  CryptoLibrary lib{};
+  resolve(handle, lib.md_fetch, "EVP_MD_fetch");
+  resolve(handle, lib.md_free, "EVP_MD_free");
+  resolve(handle, lib.md_ctx_new, "EVP_MD_CTX_new");
+  resolve(handle, lib.md_ctx_free, "EVP_MD_CTX_free");
+  resolve(handle, lib.digest_init, "EVP_DigestInit_ex");
+  resolve(handle, lib.digest_update, "EVP_DigestUpdate");
+  resolve(handle, lib.digest_final, "EVP_DigestFinal_ex");
+  resolve(handle, lib.md_ctx_copy, "EVP_MD_CTX_copy_ex");
+  resolve(handle, lib.hmac, "HMAC");
+  // Fetched once: EVP_sha256() would look the implementation up again on every init.
+  lib.sha256 = lib.md_fetch(nullptr, "SHA256", nullptr);
+  if (!lib.sha256) unsupported("OpenSSL's libcrypto has no SHA-256 implementation available");
+  return lib;
+}
+
+}  // namespace
+
+const CryptoLibrary& crypto_library() {
+  // A failed load throws out of the initialiser, so the next call tries again.
+  static const CryptoLibrary lib = load();
+  loaded.store(true, std::memory_order_release);
+  return lib;
+}
+
+bool crypto_library_loaded() noexcept { return loaded.load(std::memory_order_acquire); }
+
+}  // namespace tlio::detail

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "tlio/convert.hpp"
@@ -26,8 +27,13 @@ std::string& token_option() {
 }
 }  // namespace
 
-void add_token_option(CLI::App* cmd) {
-  cmd->add_option("--token", token_option(), "Bearer token for URLs, sent to their own host only (default: $HF_TOKEN)");
+void add_remote_options(CLI::App* cmd, bool token) {
+  if (token)
+    cmd->add_option("--token", token_option(),
+                    "Bearer token for http(s):// and hf:// URLs, sent to their own host only (default: $HF_TOKEN)");
+  // As the AWS CLI's flag; the library reads the variable for every s3:// request.
+  cmd->add_flag_callback("--no-sign-request", [] { ::setenv("AWS_NO_SIGN_REQUEST", "true", 1); },
+                         "Send s3:// requests unsigned (public buckets), as AWS_NO_SIGN_REQUEST=true");
 }
 
 tlio::OpenOptions open_options() {

@@ -40,8 +40,10 @@ int guarded_json(const std::function<int()>& body, std::string& error,
 /// {"error": {...}} (as guarded_json describes it), its message on stderr too.
 int guarded_output(bool json, const std::function<int()>& body);
 
-/// Adds --token (a bearer token for http(s) URLs) to a subcommand that reads files.
-void add_token_option(CLI::App* cmd);
+/// Adds --token (a bearer token for http(s):// and hf:// URLs) and --no-sign-request (s3://
+/// requests unsigned) to a subcommand that reads or writes files (without --token for those
+/// that take no OpenOptions: their hf:// reads use $HF_TOKEN).
+void add_remote_options(CLI::App* cmd, bool token = true);
 /// How commands open their inputs: the mmap backend, or URLs with the --token given.
 tlio::OpenOptions open_options();
 

@@ -57,7 +57,7 @@ void add_convert(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--dtype", a->dtype,
                   "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "

@@ -120,7 +120,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("A", a->a, "First file or URL")->required();
   cmd->add_option("B", a->b, "Second file or URL (the reference for relative differences)")
       ->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->add_flag("--all", a->all, "List identical tensors too");
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(non_negative_check());

@@ -33,6 +33,7 @@ void add_import(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
   cmd->add_option("DST", a->dst, "Output safetensors file")->required();
+  add_remote_options(cmd, false);
   cmd->add_option("--key", a->key, "Import the sub-object at this path (a.b.0) instead");
   cmd->add_option("--max-size", a->max_size,
                   "Directories: split the weights into shards of at most SIZE (5GB, 500MiB, ...); "

@@ -522,7 +522,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->paths, "Files, model directories or folders (or http(s):// URLs)")
       ->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout (sizes in bytes)");
   cmd->add_flag("--group", a->group,
                 "Fold numbered layers: model.layers.{0..31}.mlp.up_proj.weight  32x [..]");

@@ -53,7 +53,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or http(s):// URL (edits need a local FILE or -o)")
       ->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("--set", a->set, "Add or replace KEY=VALUE (repeatable; split at the first =)")
       ->check([](const std::string& v) -> std::string {
         return v.find('=') == std::string::npos ? "expected KEY=VALUE, got '" + v + "'" : "";

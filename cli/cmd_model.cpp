@@ -30,7 +30,7 @@ void add_shard(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
   cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")
       ->required()
@@ -71,7 +71,7 @@ void add_merge(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("DIR", a->dir, "Model directory (or its http(s):// URL)")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
   cmd->callback([a, &exit_code] {
@@ -140,7 +140,7 @@ void add_bigram(CLI::App& app, int& exit_code) {
   };
   auto g = std::make_shared<GenArgs>();
   gen->add_option("DIR", g->dir, "Model directory (or its http(s):// URL)")->required();
-  add_token_option(gen);
+  add_remote_options(gen);
   gen->add_option("--prompt", g->s.prompt, "Text to continue");
   gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)")
       ->check(count_check(tlio::kMaxBigramTokens));

@@ -86,7 +86,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--scheme", a->scheme, scheme_choices())
       ->required()
@@ -218,7 +218,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file")->required();
   cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
       ->check([](const std::string& v) -> std::string {

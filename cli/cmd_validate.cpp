@@ -102,7 +102,7 @@ void add_validate(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->files, "Files, model directories or folders (or http(s):// URLs) to check")
       ->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", \"error\"}]}");
   cmd->callback([a, &exit_code] {

@@ -351,7 +351,7 @@ void add_cat(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1")
       ->check(CLI::Validator(
@@ -564,7 +564,7 @@ void add_stats(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
-  add_token_option(cmd);
+  add_remote_options(cmd);
   cmd->add_option("NAME", a->names, "Tensors (default: all)");
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "

@@ -9,6 +9,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "signals.hpp"
+#include "tlio/interrupt.hpp"
 #include "tlio/version.hpp"
 
 namespace {
@@ -105,6 +106,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (const int sig = stopped_by_signal()) {
+    tlio::remove_temporary_files();
+    print_error("interrupted during an upload: the unfinished upload was aborted");
+    return 128 + sig;
   }
   return exit_code;
 }

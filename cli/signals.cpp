@@ -25,7 +25,17 @@ void say(const char* text) noexcept {
 // On a terminal the message starts on a line of its own (after "^C" or a progress bar).
 bool g_stderr_is_terminal = false;
 
+volatile sig_atomic_t g_upload_stopped_by = 0;
+
 void on_stop(int sig) {
+  // An upload is undone by a request, which a handler cannot make: the first signal asks it to
+  // abort itself and lets the command end (stopped_by_signal); a second one ends it now.
+  if (g_upload_stopped_by == 0 && tlio::stop_uploads()) {
+    g_upload_stopped_by = sig;
+    if (g_stderr_is_terminal) say("\n");
+    say("tlio: stopping: aborting the upload (again to quit at once)\n");
+    return;
+  }
   tlio::remove_temporary_files();
   if (g_stderr_is_terminal) say("\n");
   say(sig == SIGINT    ? "tlio: interrupted (SIGINT); unfinished outputs removed\n"
@@ -49,6 +59,8 @@ void on_bus(int sig, siginfo_t* info, void*) {
 }
 
 }  // namespace
+
+int stopped_by_signal() noexcept { return g_upload_stopped_by; }
 
 void install_signal_handlers() {
   g_stderr_is_terminal = ::isatty(STDERR_FILENO) == 1;

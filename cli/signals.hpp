@@ -9,6 +9,11 @@ namespace tlio::cli {
 /// into place with these signals held back. SIGBUS inside a mapped input (the file shrank, or
 /// its storage failed, while it was read) removes them too, says which file changed and exits 1.
 /// SIGXFSZ is ignored: a write past `ulimit -f` is an I/O error (EFBIG) like a full disk.
+/// While an upload to an object store runs, the first of those signals asks it to abort
+/// (tlio::stop_uploads) instead, and the command ends once it has: see stopped_by_signal().
 void install_signal_handlers();
+
+/// The signal that stopped an upload (the command then exits with 128 + it), or 0.
+int stopped_by_signal() noexcept;
 
 }  // namespace tlio::cli

@@ -19,6 +19,7 @@
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/zip.hpp"
 #include "io/os_file.hpp"
+#include "io/store.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
 
@@ -34,11 +35,12 @@ using detail::TensorPlan;
 
 bool looks_like_checkpoint(const std::filesystem::path& path) {
   try {
-    detail::Fd fd = detail::open_read(path);
+    const detail::Location where = detail::Location::parse(path.native());
+    const std::shared_ptr<const detail::ByteSource> src =
+        detail::open_source(where, {.access = detail::SourceOptions::Access::read});
     std::byte head[4] = {};
-    const uint64_t size = detail::fd_size(fd.get(), path.string());
-    if (size < 4) return false;
-    detail::pread_exact(fd.get(), 0, head, path.string());
+    if (src->size() < 4) return false;
+    src->read(0, head);
     return detail::looks_like_zip(head) ||
            (std::to_integer<uint8_t>(head[0]) == 0x80 && std::to_integer<uint8_t>(head[2]) == 0x8a);
   } catch (const Error&) {
@@ -47,14 +49,19 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
 }
 
 std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec) ||
-      std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
-      std::filesystem::exists(dir / detail::kShardIndexFile, ec))
+  const detail::Location where = detail::Location::parse(dir.native());
+  const detail::Store& store = detail::store_of(where);
+  if (where.is_local()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
+  } else if (store.is_directory(where) != true) {
+    return std::nullopt;  // by its spelling: a remote folder ends with '/'
+  }
+  if (store.exists(where.join(detail::kSingleWeightsFile), {}) || store.exists(where.join(detail::kShardIndexFile), {}))
     return std::nullopt;
-  const std::filesystem::path weights = dir / detail::kTorchWeightsFile;
-  if (!looks_like_checkpoint(weights)) return std::nullopt;
-  return weights;
+  const detail::Location weights = where.join(detail::kTorchWeightsFile);
+  if (!looks_like_checkpoint(weights.text())) return std::nullopt;
+  return weights.text();
 }
 
 namespace {

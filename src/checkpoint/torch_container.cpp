@@ -16,6 +16,7 @@
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
+#include "io/store.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -131,8 +132,9 @@ void parse_checkpoint(Checkpoint& c) {
 }
 
 void open_checkpoint(Checkpoint& c, const std::filesystem::path& path) {
-  c.name = path.string();
-  c.fd = detail::open_read(path);
+  const Location where = Location::parse(path.native());
+  c.name = where.display();
+  c.fd = detail::open_whole_file(where);
   c.mapping = detail::Mapping(c.fd.get(), detail::fd_size(c.fd.get(), c.name), c.name);
   c.bytes = c.mapping.bytes();
   parse_checkpoint(c);

@@ -3,8 +3,12 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
+
+#include "io/interrupt.hpp"
 
 #include "tlio/error.hpp"
 
@@ -52,5 +56,24 @@ const Store* find_store(std::string_view scheme) noexcept {
 }
 
 const Store& store_of(const Location& where) noexcept { return *find_store(where.scheme()); }
+
+Fd open_whole_file(const Location& where, const SourceOptions& options) {
+  if (where.is_local()) return open_read(where.path());
+  SourceOptions o = options;
+  o.access = SourceOptions::Access::read;
+  const std::shared_ptr<const ByteSource> src = open_source(where, o);
+  Fd fd = unnamed_temp_file(where.display());
+  // In pieces of kDownloadPiece: each is fetched over several connections at once.
+  constexpr uint64_t kDownloadPiece = uint64_t{64} << 20;
+  std::vector<std::byte> buf(static_cast<size_t>(std::min(src->size(), kDownloadPiece)));
+  for (uint64_t at = 0; at < src->size(); at += buf.size()) {
+    poll_interrupt();
+    const std::span<std::byte> piece(buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), src->size() - at)));
+    const ReadRange r{at, piece.data(), piece.size()};
+    src->read_ranges({&r, 1}, 0);
+    pwrite_all(fd.get(), at, piece, where.display());
+  }
+  return fd;
+}
 
 }  // namespace tlio::detail

@@ -77,4 +77,9 @@ inline std::shared_ptr<const ByteSource> open_source(const Location& where,
   return store_of(where).open(where, options);
 }
 
+/// A descriptor of the whole file at `where`: the local file itself, or a remote one
+/// downloaded once into an unnamed temporary (it vanishes when closed). For readers that need
+/// every byte mapped (PyTorch checkpoints).
+Fd open_whole_file(const Location& where, const SourceOptions& options = {});
+
 }  // namespace tlio::detail

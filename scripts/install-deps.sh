@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev
   pybind11-dev python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
-  python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh fish man-db)
+  python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh fish man-db
+  python3-boto3 python3-botocore python3-cryptography libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -23,4 +24,25 @@ if ! command -v cargo >/dev/null 2>&1; then
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cargo
+fi
+# The S3 tests' stand-in server (s3rver, run by python/tests/s3_servers.py) needs node and npm:
+# Debian's unless one is already installed (e.g. NodeSource's nodejs, which brings its own npm).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "installing: nodejs npm"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+# s3rver itself, at the version pinned by scripts/npm's lock, into build/npm of this checkout;
+# again only when the lock there differs from the pinned one or s3rver is not there.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+npm_dir="$root/build/npm"
+if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
+  || ! cmp -s "$root/scripts/npm/package.json" "$npm_dir/package.json" \
+  || ! cmp -s "$root/scripts/npm/package-lock.json" "$npm_dir/package-lock.json"; then
+  echo "installing: s3rver (npm ci into build/npm)"
+  mkdir -p "$npm_dir"
+  cp "$root/scripts/npm/package.json" "$root/scripts/npm/package-lock.json" "$npm_dir/"
+  (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

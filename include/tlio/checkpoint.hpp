@@ -79,7 +79,8 @@ struct ImportReport {
 /// True when the file starts like a PyTorch checkpoint (a zip archive, or a legacy pickle).
 TLIO_API bool looks_like_checkpoint(const std::filesystem::path& path);
 /// The checkpoint holding a folder's weights when it has no safetensors weights
-/// (model.safetensors or its shard index) but a pytorch_model.bin; nullopt otherwise.
+/// (model.safetensors or its shard index) but a pytorch_model.bin; nullopt otherwise, and for
+/// remote folders (which are not asked: see the weights' own error).
 TLIO_API std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesystem::path& dir);
 
 /// The tensors of a checkpoint (names, dtypes, shapes) without converting it. Error{format}

@@ -36,6 +36,8 @@ using detail::TensorPlan;
 bool looks_like_checkpoint(const std::filesystem::path& path) {
   try {
     const detail::Location where = detail::Location::parse(path.native());
+    // A remote name that says it is safetensors is not asked (a request) whether it is not.
+    if (!where.is_local() && where.text().ends_with(".safetensors")) return false;
     const std::shared_ptr<const detail::ByteSource> src =
         detail::open_source(where, {.access = detail::SourceOptions::Access::read});
     std::byte head[4] = {};
@@ -49,19 +51,16 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
 }
 
 std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesystem::path& dir) {
-  const detail::Location where = detail::Location::parse(dir.native());
-  const detail::Store& store = detail::store_of(where);
-  if (where.is_local()) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
-  } else if (store.is_directory(where) != true) {
-    return std::nullopt;  // by its spelling: a remote folder ends with '/'
-  }
-  if (store.exists(where.join(detail::kSingleWeightsFile), {}) || store.exists(where.join(detail::kShardIndexFile), {}))
+  // Local folders only: asking a remote one would cost requests on every safetensors folder,
+  // and its weights' own open says when they are a PyTorch checkpoint (model/layout).
+  std::error_code ec;
+  if (!detail::Location::parse(dir.native()).is_local() || !std::filesystem::is_directory(dir, ec) ||
+      std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
+      std::filesystem::exists(dir / detail::kShardIndexFile, ec))
     return std::nullopt;
-  const detail::Location weights = where.join(detail::kTorchWeightsFile);
-  if (!looks_like_checkpoint(weights.text())) return std::nullopt;
-  return weights.text();
+  const std::filesystem::path weights = dir / detail::kTorchWeightsFile;
+  if (!looks_like_checkpoint(weights)) return std::nullopt;
+  return weights;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "io/crypto_library.hpp"
 #include "io/curl_library.hpp"
 #include "io/location.hpp"
 #include "io/store.hpp"
@@ -88,6 +89,7 @@ TEST(Store, DirectoriesByStore) {
   EXPECT_EQ(http.is_directory(Location::parse("http://h/d")), std::nullopt);
   EXPECT_EQ(find_store("gopher"), nullptr);
   EXPECT_FALSE(curl_library_loaded());
+  EXPECT_FALSE(crypto_library_loaded());  // nor libcrypto: only signing and hashing need it
 }
 
 // Every local access says what it can do, and reads the same bytes.

@@ -116,13 +116,28 @@ bool url_ends_with_slash(std::string_view url) noexcept {
 }
 
 std::string url_for_messages(std::string_view url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string_view::npos) return std::string(url);
+  std::string out(url.substr(0, std::min(url.find('#'), url.size())));
+  // A query's values may be secrets (a presigned URL's signature, a token): names only.
+  if (const size_t q = out.find('?'); q != std::string::npos) {
+    std::string query = out.substr(q + 1), shown;
+    out.resize(q + 1);
+    for (size_t start = 0; start <= query.size();) {
+      const size_t end = std::min(query.find('&', start), query.size());
+      const std::string_view pair = std::string_view(query).substr(start, end - start);
+      if (!shown.empty()) shown += '&';
+      shown += pair.substr(0, pair.find('='));
+      if (pair.find('=') != std::string_view::npos) shown += "=...";
+      start = end + 1;
+    }
+    out += shown;
+  }
+  const size_t scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
   const size_t host = scheme + 3;
-  const size_t authority_end = std::min(url.find_first_of("/?#", host), url.size());
-  const size_t at = url.substr(0, authority_end).rfind('@');
-  if (at == std::string_view::npos || at < host) return std::string(url);
-  return std::string(url.substr(0, host)) + std::string(url.substr(at + 1));
+  const size_t authority_end = std::min(out.find_first_of("/?#", host), out.size());
+  const size_t at = out.substr(0, authority_end).rfind('@');
+  if (at == std::string::npos || at < host) return out;
+  return out.substr(0, host) + out.substr(at + 1);
 }
 
 // One request's state, shared with libcurl's callbacks.

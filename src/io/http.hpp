@@ -103,7 +103,9 @@ std::optional<ContentRange> parse_content_range(std::string_view text);
 std::string url_join(std::string_view dir, std::string_view name);
 /// True when the URL's path ends with '/' (a directory by its spelling).
 bool url_ends_with_slash(std::string_view url) noexcept;
-/// The URL as messages show it: user and password (https://user:pass@host/) left out.
+/// The URL as messages show it: user and password (https://user:pass@host/) left out, the
+/// query's values hidden ("?X-Amz-Signature=...": a presigned URL's signature is a secret), no
+/// fragment.
 std::string url_for_messages(std::string_view url);
 
 /// `size` bytes of the file at `offset` go to `dst` (read_ranges).

@@ -58,7 +58,7 @@ void CurlPool::give_back(CURL* c) {
 
 std::string name_for_messages(const std::string& url, const HttpOptions& options) {
   if (!options.display.empty()) return options.display;
-  return url_for_messages(url.substr(0, url.find_first_of("?#")));
+  return url_for_messages(url);
 }
 
 void set_common_options(CURL* curl, const std::string& url, const HttpOptions& options) {

@@ -56,8 +56,7 @@ inline constexpr int kUnreachableAttempts = 2;
 /// How much of an error answer's body is kept for HttpOptions::explain.
 inline constexpr size_t kMaxErrorBody = 16 << 10;
 
-/// The name messages give a request's file: options.display, else the URL without its user,
-/// password and query (a presigned URL's signature must not reach a log).
+/// The name messages give a request's file: options.display, else url_for_messages(url).
 std::string name_for_messages(const std::string& url, const HttpOptions& options);
 
 /// Throws the Error a request that ended with this status (or libcurl result, with status 0)

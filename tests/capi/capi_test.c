@@ -111,6 +111,19 @@ static void test_errors(void) {
   CHECK(strlen(tl_version()) > 0);
 }
 
+/* Remote locations go through tl_open like paths: an hf:// file offline and not cached is
+ * ENOENT, naming the setting; http:// outputs are refused before anything is written. */
+static void test_remote_locations(void) {
+  setenv("HF_HUB_OFFLINE", "1", 1);
+  setenv("HF_HUB_CACHE", "/nonexistent-tlio-cache", 1);
+  tl_file* f = NULL;
+  CHECK(tl_open("hf://org/repo/model.safetensors", &f) == TL_EIO && f == NULL);
+  CHECK(tl_last_error_errno() == 2 /* ENOENT */ && strstr(tl_last_error(), "HF_HUB_OFFLINE") != NULL);
+  CHECK(tl_open("s3:///no-bucket", &f) == TL_EINVAL);
+  unsetenv("HF_HUB_OFFLINE");
+  unsetenv("HF_HUB_CACHE");
+}
+
 static void test_import(const char* dir) {
   char out[4096];
   snprintf(out, sizeof out, "%s/imported.safetensors", dir);
@@ -545,6 +558,7 @@ int main(int argc, char** argv) {
   test_read(TL_OPEN_PREAD);
   test_read(TL_OPEN_PRIVATE);
   test_errors();
+  test_remote_locations();
   test_write(dir);
   test_edit(dir);
   test_compare(dir);

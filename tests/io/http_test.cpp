@@ -172,6 +172,8 @@ TEST(Http, UrlHelpers) {
   EXPECT_FALSE(url_ends_with_slash("http://h/d") || url_ends_with_slash("http://h/d?q=/"));
   EXPECT_EQ(url_for_messages("https://user:pw@h:8/x@y"), "https://h:8/x@y");
   EXPECT_EQ(url_for_messages("http://h/a@b"), "http://h/a@b");
+  EXPECT_EQ(url_for_messages("https://u:p@h/x.safetensors?X-Amz-Signature=abc&download&t=1#frag"),
+            "https://h/x.safetensors?X-Amz-Signature=...&download&t=...");
 }
 
 TEST(Http, ResponseHeadersAndContentRanges) {

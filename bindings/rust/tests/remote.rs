@@ -135,3 +135,48 @@ fn model_directories_by_url() {
         remote.check().unwrap();
     }
 }
+
+#[test]
+fn hub_files_from_the_local_cache() {
+    // hf:// goes through the C API as any location: here to a cache folder made by the test,
+    // offline (no request could be made).
+    let dir = support::scratch("hub_cache");
+    let commit = "b".repeat(40);
+    let repo = dir.join("hub").join("models--org--name");
+    let snapshot = repo.join("snapshots").join(&commit);
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::write(repo.join("refs").join("main"), &commit).unwrap();
+    let source = support::data().join("hf/mixed_all_dtypes.safetensors");
+    std::fs::copy(&source, snapshot.join("model.safetensors")).unwrap();
+    std::env::set_var("HF_HUB_CACHE", dir.join("hub"));
+    std::env::set_var("HF_HUB_OFFLINE", "1");
+    let cached = File::open("hf://org/name/model.safetensors").unwrap();
+    let local = File::open(&source).unwrap();
+    assert_eq!(cached.names(), local.names());
+    for name in local.names() {
+        assert_eq!(cached.read(name).unwrap(), local.tensor(name).unwrap().data());
+    }
+    let e = File::open("hf://org/name/missing.safetensors")
+        .err()
+        .expect("offline and not cached");
+    assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+fn outputs_go_to_object_stores() {
+    // An s3:// output is built locally and uploaded on commit: here to an endpoint where
+    // nothing listens, so the commit fails with the connection's error and nothing is left.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::env::set_var("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
+    std::env::set_var("AWS_NO_SIGN_REQUEST", "true");
+    let mut w = tlio::Writer::create("s3://bucket/out.safetensors").unwrap();
+    w.declare("x", tlio::Dtype::U8, &[2]).unwrap();
+    w.write("x", &[1, 2]).unwrap();
+    let e = w.commit().err().expect("nothing listens there");
+    assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::ConnectionRefused);
+    let e = tlio::Writer::create("http://127.0.0.1:1/out.safetensors")
+        .err()
+        .expect("http:// takes no writes");
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+}

@@ -47,7 +47,7 @@ enum class Backend {
 
 struct OpenOptions {
   Backend backend = Backend::mmap;
-  /// For http(s) URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,
+  /// For http(s):// and hf:// URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,
   /// never after a redirect to another one, never in a message. Empty: $HF_TOKEN, if set.
   std::string token = {};
   /// Called with a warning about how the input is read (a server that ignores Range requests,

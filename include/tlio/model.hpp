@@ -77,7 +77,7 @@ class TLIO_API Model {
  public:
   /// Opens a model directory: config.json, the tokenizer rule, model.safetensors or the shards
   /// of model.safetensors.index.json (all checked), mapped read-only. Does not run the
-  /// architecture checks (see check()). `dir` may be an http(s) URL: its files are fetched by
+  /// architecture checks (see check()). `dir` may be a URL (http(s)://, s3://, gs://, hf://): its files are fetched by
   /// name (config.json, then the index or model.safetensors; HTTP has no listing).
   static Model open(const std::filesystem::path& dir, OpenOptions options = {});
 

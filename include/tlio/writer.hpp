@@ -44,6 +44,9 @@ class TLIO_API Writer {
   /// is a device, FIFO or socket, Error{io} for a directory or a dangling or looping link.
   /// The path "-" is standard output: the file is built in an unnamed temporary file and
   /// copied to stdout, in order, on commit (a pipe gets all of it, or nothing on failure).
+  /// An s3:// or gs:// location is built the same way and uploaded whole on commit (one PUT,
+  /// or a multipart upload aborted on failure: the object is the new file or what it was);
+  /// other URL schemes are Error{unsupported}.
   static Writer to_file(const std::filesystem::path& path);
   /// A writer that builds the file in memory; take_bytes() after commit().
   static Writer to_memory();

@@ -150,7 +150,7 @@ class safe_open:
     process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
     reads each tensor with positional reads into memory of its own instead of mapping.
 
-    `filename` is a path (str or os.PathLike), an http(s):// URL, or a binary file object open
+    `filename` is a path (str or os.PathLike), a URL (http(s)://, s3://, gs://, hf://: docs/remote.md), or a binary file object open
     for reading (a real file is opened again through its descriptor; other objects, such as
     io.BytesIO, are read whole from their start). For a URL the header is fetched at once, each
     tensor's bytes by range when asked for (get_tensors: all at once, several requests in

@@ -17,7 +17,7 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
 _T = TypeVar("_T")
 _Array = NDArray[Any]
 _Backend = Literal["mmap", "pread"]
-# What safe_open reads: a path, an http(s):// URL (a str) or a binary file object.
+# What safe_open reads: a path, a URL (http(s)://, s3://, gs://, hf://; a str) or a binary file object.
 _Source = StrPath | BinaryIO
 _Index = SupportsIndex | slice | ellipsis | None
 

@@ -29,5 +29,5 @@ def load(data):
 
 def load_file(filename, *, backend="mmap", token=None):
     """{name: array} of a file: zero-copy views of the mapping ("mmap") or copies read with
-    pread ("pread"); an http(s):// URL is fetched (`token`: default $HF_TOKEN)."""
+    pread ("pread"); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN)."""
     return _load_file(filename, backend=backend, token=token)

@@ -278,8 +278,8 @@ def load(data):
 
 def load_file(filename, device="cpu", *, backend="mmap", token=None):
     """{name: tensor} of a file, in file order: with "mmap", views of a private copy-on-write
-    mapping (no copy; writable; the file never changes); with "pread", copies; an http(s)://
-    URL is fetched at once (`token`: default $HF_TOKEN)."""
+    mapping (no copy; writable; the file never changes); with "pread", copies; a URL
+    (http(s)://, s3://, gs://, hf://) is fetched at once (`token`: default $HF_TOKEN)."""
     with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
         return f.get_tensors()
 

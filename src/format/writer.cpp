@@ -85,10 +85,16 @@ struct detail::WriterState {
     put(0, prefix);
   }
 
+  // Large pieces of a file that will be fsynced start their writeback at once (the fsync then
+  // has little left); a staging copy (stdout, an upload) stays in the page cache.
+  void writeback(uint64_t offset, uint64_t size) const noexcept {
+    if (size >= kWritebackFrom && file->lands_on_disk()) detail::start_writeback(file->fd(), offset, size);
+  }
+
   void put(uint64_t offset, std::span<const std::byte> bytes) {
     if (file) {
       detail::pwrite_all(file->fd(), offset, bytes, name);
-      if (bytes.size() >= kWritebackFrom) detail::start_writeback(file->fd(), offset, bytes.size());
+      writeback(offset, bytes.size());
     } else if (!bytes.empty()) {
       std::memcpy(memory.data() + offset, bytes.data(), bytes.size());
     }
@@ -272,7 +278,7 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
       const TensorInfo& t = w.tensors[p.i];
       detail::copy_range(in_fd, 8 + src.header_size() + p.s->begin, w.file->fd(),
                          w.data_start + t.begin, t.byte_size(), w.name);
-      if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
+      w.writeback(w.data_start + t.begin, t.byte_size());
       w.written[p.i] = t.byte_size();
       tick(t.byte_size());
     }
@@ -356,7 +362,7 @@ void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
   if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file) {
     detail::copy_range(fd, offset, w.file->fd(), w.data_start + t.begin, t.byte_size(), w.name);
-    if (t.byte_size() >= kWritebackFrom) detail::start_writeback(w.file->fd(), w.data_start + t.begin, t.byte_size());
+    w.writeback(w.data_start + t.begin, t.byte_size());
   } else if (t.byte_size() != 0) {
     detail::pread_exact(fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}, w.name);
   }

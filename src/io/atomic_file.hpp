@@ -50,6 +50,9 @@ class AtomicFile {
   int fd() const noexcept { return fd_.get(); }
   /// True for a destination in an object store (commit uploads it).
   bool is_remote() const noexcept { return remote_.has_value(); }
+  /// True when the temporary becomes the file (and is fsynced): writers start its writeback
+  /// early. False for a staging copy (standard output, an upload) that is only read back.
+  bool lands_on_disk() const noexcept { return !to_stdout_ && !remote_; }
   /// The destination as given (for messages).
   const std::string& name() const noexcept { return dest_name_; }
   /// The file that commit() replaces (dest, or where its links lead).

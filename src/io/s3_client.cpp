@@ -1,5 +1,6 @@
 #include "io/s3_client.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -230,6 +231,9 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
         const HttpReply r = http_request(pool, "PUT", url(object, query), buf, hash, o);
         if (r.etag.empty()) fail(display, fmt::format("the store answered part {} without an ETag", i + 1));
         etags[i] = r.etag;
+        // Its dirty pages would otherwise be written back while the store assembles the object.
+        (void)::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                          static_cast<off_t>(buf.size()));
       }
     } catch (...) {
       errors[w] = std::current_exception();

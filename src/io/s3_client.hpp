@@ -54,7 +54,8 @@ class S3Client {
   /// Makes the `size` bytes of `fd` the object (one PUT under kS3PartSize, else a multipart
   /// upload with several parts in flight, each part's SHA-256 signed and checked by the
   /// store). On any failure, and when `should_stop` says stop, a multipart upload is aborted
-  /// and the object stays as it was.
+  /// and the object stays as it was. Each part sent is punched out of `fd` (a staging copy), so
+  /// its pages are freed, not written back to disk, while the rest is sent.
   void upload(const S3Object& object, std::string display, int fd, uint64_t size,
               const std::function<bool()>& should_stop) const;
   /// Deletes the object (a missing one is not an error).

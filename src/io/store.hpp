@@ -58,8 +58,8 @@ class Store {
   virtual bool writable() const noexcept { return false; }
   /// Makes the `size` bytes of the regular file `fd` the file at `where`, all at once: readers
   /// see the previous version (or none) until it is whole. Stops with Error{interrupted} when
-  /// `should_stop` says so, leaving nothing behind. Error{unsupported} for stores that take no
-  /// writes.
+  /// `should_stop` says so, leaving nothing behind. `fd` is a staging copy: its bytes may be
+  /// discarded as they are sent. Error{unsupported} for stores that take no writes.
   virtual void upload(const Location& where, int fd, uint64_t size,
                       const std::function<bool()>& should_stop) const;
   /// Removes the file at `where`, if there is one.

@@ -56,9 +56,9 @@ void add_convert(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
   cmd->add_option("--dtype", a->dtype,
                   "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
                   "(also bf16, float16, float8_e4m3fn, ...)")

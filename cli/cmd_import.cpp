@@ -31,8 +31,8 @@ void add_import(CLI::App& app, int& exit_code) {
     bool skip_unsupported = false, allow_empty = false, json = false, all = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("SRC", a->src, "PyTorch checkpoint")->required();
-  cmd->add_option("DST", a->dst, "Output safetensors file")->required();
+  cmd->add_option("SRC", a->src, "PyTorch checkpoint (a file or URL) or model directory")->required();
+  cmd->add_option("DST", a->dst, "Output safetensors file or directory (or s3://, gs:// location)")->required();
   add_remote_options(cmd, false);
   cmd->add_option("--key", a->key, "Import the sub-object at this path (a.b.0) instead");
   cmd->add_option("--max-size", a->max_size,

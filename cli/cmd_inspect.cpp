@@ -520,7 +520,7 @@ void add_inspect(CLI::App& app, int& exit_code) {
     std::string filter;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->paths, "Files, model directories or folders (or http(s):// URLs)")
+  cmd->add_option("FILE", a->paths, "Files, model directories or folders (or URLs: http(s)://, s3://, gs://, hf://)")
       ->required();
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout (sizes in bytes)");

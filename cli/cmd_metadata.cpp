@@ -51,7 +51,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or http(s):// URL (edits need a local FILE or -o)")
+  cmd->add_option("FILE", a->file, "File or URL (edits need a local FILE or -o)")
       ->required();
   add_remote_options(cmd);
   cmd->add_option("--set", a->set, "Add or replace KEY=VALUE (repeatable; split at the first =)")

@@ -29,9 +29,9 @@ void add_shard(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUTDIR", a->out, "Output directory (created if missing)")->required();
+  cmd->add_option("OUTDIR", a->out, "Output directory (created if missing), or an s3:// or gs:// prefix")->required();
   cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")
       ->required()
       ->check(size_check());
@@ -70,9 +70,9 @@ void add_merge(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("DIR", a->dir, "Model directory (or its http(s):// URL)")->required();
+  cmd->add_option("DIR", a->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
@@ -139,7 +139,7 @@ void add_bigram(CLI::App& app, int& exit_code) {
     tlio::BigramSampling s;
   };
   auto g = std::make_shared<GenArgs>();
-  gen->add_option("DIR", g->dir, "Model directory (or its http(s):// URL)")->required();
+  gen->add_option("DIR", g->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(gen);
   gen->add_option("--prompt", g->s.prompt, "Text to continue");
   gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)")

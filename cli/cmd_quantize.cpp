@@ -85,9 +85,9 @@ void add_quantize(CLI::App& app, int& exit_code) {
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
   cmd->add_option("--scheme", a->scheme, scheme_choices())
       ->required()
       ->check([](const std::string& v) -> std::string {
@@ -217,9 +217,9 @@ void add_dequantize(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or http(s):// URL")->required();
+  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file")->required();
+  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
   cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);

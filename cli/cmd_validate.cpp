@@ -100,7 +100,7 @@ void add_validate(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->files, "Files, model directories or folders (or http(s):// URLs) to check")
+  cmd->add_option("FILE", a->files, "Files, model directories or folders (or URLs: http(s)://, s3://, gs://, hf://) to check")
       ->required();
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json,

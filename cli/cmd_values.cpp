@@ -350,7 +350,7 @@ void add_cat(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
+  cmd->add_option("FILE", a->file, "File or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1")
@@ -563,7 +563,7 @@ void add_stats(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or http(s):// URL")->required();
+  cmd->add_option("FILE", a->file, "File or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("NAME", a->names, "Tensors (default: all)");
   cmd->add_flag("--json", a->json,

@@ -89,6 +89,19 @@ def test_small_object_is_one_put(s3):
     assert s3.get_object("bucket", "small.safetensors") == src.read_bytes()
 
 
+def test_odd_objects_get_clear_errors(s3):
+    env = aws_env(s3)
+    s3.put_object("bucket", "empty.safetensors", b"")
+    out = run("validate", "s3://bucket/empty.safetensors", env=env)
+    assert out.returncode == 1 and "0 bytes" in out.stderr, out.stderr
+    out = run("validate", "s3://nobucket/x.safetensors", env=env)
+    assert out.returncode == 1 and "NoSuchBucket" in out.stderr, out.stderr
+    out = run("convert", DATA / "hf" / "worked_example.safetensors", "s3://bucket", env=env)
+    assert out.returncode == 1 and "names a folder" in out.stderr, out.stderr
+    out = run("convert", DATA / "hf" / "worked_example.safetensors", "http://127.0.0.1:1/x.safetensors", env=env)
+    assert out.returncode == 1 and "cannot be written" in out.stderr, out.stderr
+
+
 def test_python_api_reads_and_writes(s3, monkeypatch, big):
     use_aws_env(monkeypatch, s3)
     tensors = {"x": np.arange(12, dtype=np.float32).reshape(3, 4), "y": np.ones(5, np.int8)}

@@ -15,13 +15,22 @@ namespace tlio::detail {
 
 namespace {
 
+// The object a file location names: a key that is not a folder (a GET of "s3://bucket" would
+// list the bucket).
+S3Object file_object(const Location& where) {
+  S3Object object = parse_s3_url(where.text());
+  if (object.key.empty() || object.key.ends_with('/'))
+    throw_invalid(fmt::format("{} names a folder (a bucket or a key prefix), not a file", where.display()));
+  return object;
+}
+
 class ObjectStore final : public Store {
  public:
   explicit ObjectStore(ObjectStoreConfig (*config)()) : config_(config) {}
 
   std::shared_ptr<const ByteSource> open(const Location& where, const SourceOptions& options) const override {
     const S3Client client(config_());
-    const S3Object object = parse_s3_url(where.text());
+    const S3Object object = file_object(where);
     HttpOptions o = client.options(object, where.display());
     o.warning = options.warning;
     return http_source(HttpFile::open(client.url(object), o), where.display());
@@ -29,7 +38,7 @@ class ObjectStore final : public Store {
 
   std::optional<std::string> read_small(const Location& where, const SourceOptions&) const override {
     const S3Client client(config_());
-    const S3Object object = parse_s3_url(where.text());
+    const S3Object object = file_object(where);
     return read_small_http(client.url(object), client.options(object, where.display()));
   }
 
@@ -59,10 +68,7 @@ class ObjectStore final : public Store {
   bool writable() const noexcept override { return true; }
 
   void upload(const Location& where, int fd, uint64_t size, const std::function<bool()>& should_stop) const override {
-    const S3Object object = parse_s3_url(where.text());
-    if (object.key.empty() || object.key.ends_with('/'))
-      throw_invalid(fmt::format("{} names a folder, not a file to write", where.display()));
-    S3Client(config_()).upload(object, where.display(), fd, size, should_stop);
+    S3Client(config_()).upload(file_object(where), where.display(), fd, size, should_stop);
   }
 
   void remove(const Location& where) const override {

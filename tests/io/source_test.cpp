@@ -51,11 +51,12 @@ TEST(Location, AnUnknownSchemeIsRefusedByName) {
 
 TEST(Location, DisplayDropsCredentialsAndJoinFollowsTheStore) {
   const Location url = Location::parse("https://user:secret@h:8/d/?sig=1");
-  EXPECT_EQ(url.display(), "https://h:8/d/?sig=1");
+  EXPECT_EQ(url.display(), "https://h:8/d/?sig=...");  // a query value may be a signature
   EXPECT_EQ(url.text(), "https://user:secret@h:8/d/?sig=1");
   const Location file = url.join("a b.json");
   EXPECT_EQ(file.scheme(), "https");
-  EXPECT_EQ(file.display(), "https://h:8/d/a%20b.json?sig=1");
+  EXPECT_EQ(file.display(), "https://h:8/d/a%20b.json?sig=...");
+  EXPECT_EQ(file.text(), "https://user:secret@h:8/d/a%20b.json?sig=1");
   EXPECT_EQ(Location::parse("dir").join("config.json").text(), (std::filesystem::path("dir") / "config.json").string());
 }
 

@@ -41,9 +41,10 @@ class TLIO_API InterruptScope {
 TLIO_API void remove_temporary_files() noexcept;
 
 /// Asks every upload to an object store under way in this process to stop: each aborts (no
-/// parts stay stored, the object is as it was) and throws Error{ErrorCode::interrupted}.
-/// Returns whether any was under way; if so, a handler should return instead of ending the
-/// process (a second signal can still end it at once). Async-signal-safe.
+/// parts stay stored, the object is as it was) and throws Error{ErrorCode::interrupted}, and so
+/// does every later upload of the process (it is meant to end). Returns whether any was under
+/// way; if so, a handler should return instead of ending the process (a second signal can
+/// still end it at once). Async-signal-safe.
 TLIO_API bool stop_uploads() noexcept;
 
 /// For a SIGBUS handler: when `address` lies in a file tlio has mapped, copies that file's name

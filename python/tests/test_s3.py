@@ -66,6 +66,8 @@ def test_upload_in_parts_then_read_back(s3, big, tmp_path):
     assert s3.get_object("bucket", "models/big.safetensors") == big.read_bytes()
     parts = [r for r in s3.requests[before:] if r.method == "PUT" and "partNumber" in r.query]
     assert sorted(int(r.query["partNumber"]) for r in parts) == [1, 2, 3]
+    started = [r for r in s3.requests[before:] if r.method == "POST" and "uploads" in r.query]
+    assert [r.headers.get("content-type") for r in started] == ["application/octet-stream"]
     assert sorted(r.body_length for r in parts) == [4 * MiB + big.stat().st_size - 20 * MiB, 8 * MiB, 8 * MiB]
     # Every part's SHA-256 is signed (the proxy compared each with the body it received).
     assert all(r.headers["x-amz-content-sha256"] != "UNSIGNED-PAYLOAD" for r in parts)

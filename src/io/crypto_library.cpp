@@ -1,35 +1,25 @@
 #include "io/crypto_library.hpp"
 
-#include <dlfcn.h>
 #include <fmt/core.h>
 
 #include <atomic>
 #include <string>
 
-#include "tlio/error.hpp"
+#include "io/dynamic_library.hpp"
 
 namespace tlio::detail {
 namespace {
 
 std::atomic<bool> loaded{false};
 
-[[noreturn]] void unsupported(std::string detail) {
-  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, std::move(detail));
-}
-
-template <class Fn>
-void resolve(void* handle, Fn& slot, const char* name) {
-  void* symbol = dlsym(handle, name);
-  if (!symbol) unsupported(fmt::format("tlio needs OpenSSL's libcrypto 3, and the one loaded has no {}", name));
-  slot = reinterpret_cast<Fn>(symbol);
-}
+void resolve(void* handle, auto& slot, const char* name) { resolve_symbol(handle, slot, name, "tlio needs OpenSSL's libcrypto 3"); }
 
 CryptoLibrary load() {
   // RTLD_LOCAL: a host that links libcrypto (libcurl does) gets the same object back.
   void* handle = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();
-    unsupported(fmt::format("tlio needs OpenSSL's libcrypto (libcrypto.so.3) for digests and "
+    library_unsupported(fmt::format("tlio needs OpenSSL's libcrypto (libcrypto.so.3) for digests and "
                             "signing, which could not be loaded: {} (Debian: apt-get install libssl3)",
                             e ? e : "unknown reason"));
   }
@@ -46,7 +36,7 @@ CryptoLibrary load() {
   resolve(handle, lib.hmac, "HMAC");
   // Fetched once: EVP_sha256() would look the implementation up again on every init.
   lib.sha256 = lib.md_fetch(nullptr, "SHA256", nullptr);
-  if (!lib.sha256) unsupported("OpenSSL's libcrypto has no SHA-256 implementation available");
+  if (!lib.sha256) library_unsupported("OpenSSL's libcrypto has no SHA-256 implementation available");
   return lib;
 }
 

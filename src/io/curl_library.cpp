@@ -1,12 +1,11 @@
 #include "io/curl_library.hpp"
 
-#include <dlfcn.h>
 #include <fmt/core.h>
 
 #include <atomic>
 #include <string>
 
-#include "tlio/error.hpp"
+#include "io/dynamic_library.hpp"
 
 namespace tlio::detail {
 namespace {
@@ -17,16 +16,7 @@ constexpr const char* kCurlSonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
 
 std::atomic<bool> loaded{false};
 
-[[noreturn]] void unsupported(std::string detail) {
-  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, std::move(detail));
-}
-
-template <class Fn>
-void resolve(void* handle, Fn& slot, const char* name) {
-  void* symbol = dlsym(handle, name);
-  if (!symbol) unsupported(fmt::format("http(s) needs libcurl, and the one loaded has no {}", name));
-  slot = reinterpret_cast<Fn>(symbol);
-}
+void resolve(void* handle, auto& slot, const char* name) { resolve_symbol(handle, slot, name, "http(s) needs libcurl"); }
 
 CurlLibrary load() {
   // RTLD_LOCAL: its symbols are not added to the global scope (a host that links libcurl gets
@@ -39,7 +29,7 @@ CurlLibrary load() {
     if (why.empty()) why = e ? e : "unknown reason";  // the first soname's reason
   }
   if (!handle)
-    unsupported(fmt::format("http(s) needs libcurl (libcurl.so.4), which could not be loaded: {} "
+    library_unsupported(fmt::format("http(s) needs libcurl (libcurl.so.4), which could not be loaded: {} "
                             "(Debian: apt-get install libcurl4)",
                             why));
   // Not closed, even on failure: libcurl's state lives until the process ends.
@@ -47,7 +37,7 @@ CurlLibrary load() {
   resolve(handle, version_info, "curl_version_info");
   const curl_version_info_data* info = version_info(CURLVERSION_NOW);
   if (!info || info->version_num < kMinCurlVersion)
-    unsupported(fmt::format("http(s) needs libcurl 7.85.0 or later; this one is {}",
+    library_unsupported(fmt::format("http(s) needs libcurl 7.85.0 or later; this one is {}",
                             info && info->version ? info->version : "of unknown version"));
   CurlLibrary lib{};
   resolve(handle, lib.global_init, "curl_global_init");
@@ -59,7 +49,7 @@ CurlLibrary load() {
   resolve(handle, lib.easy_strerror, "curl_easy_strerror");
   resolve(handle, lib.slist_append, "curl_slist_append");
   resolve(handle, lib.slist_free_all, "curl_slist_free_all");
-  if (lib.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) unsupported("libcurl could not initialise");
+  if (lib.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) library_unsupported("libcurl could not initialise");
   return lib;
 }
 

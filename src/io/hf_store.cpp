@@ -6,6 +6,7 @@
 // HF_HUB_OFFLINE=1 never makes a request.
 #include <fmt/core.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -32,9 +33,13 @@ std::filesystem::path hf_home() {
   return std::filesystem::path(env("HOME").value_or("")) / ".cache" / "huggingface";
 }
 
+// As huggingface_hub reads its boolean variables: 1, ON, YES, TRUE in any case.
 bool offline() {
   const auto v = env("HF_HUB_OFFLINE");
-  return v && (*v == "1" || *v == "true" || *v == "TRUE" || *v == "yes");
+  if (!v) return false;
+  std::string l = *v;
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l == "1" || l == "on" || l == "yes" || l == "true";
 }
 
 // %XX sequences decoded (a revision such as refs%2Fpr%2F1).
@@ -76,12 +81,20 @@ HubFile parse_hub_url(std::string_view text) {
   const size_t org_end = rest.find('/');
   if (org_end == std::string_view::npos || org_end == 0)
     throw_invalid(fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
-  const size_t repo_end = std::min(rest.find('/', org_end + 1), rest.size());
+  size_t repo_end = std::min(rest.find('/', org_end + 1), rest.size());
+  // A pull request's revision may be written as it is named: @refs/pr/N (as HfFileSystem).
+  if (const std::string_view head = rest.substr(0, repo_end); head.ends_with("@refs") && rest.substr(repo_end).starts_with("/pr/")) {
+    const size_t number_end = std::min(rest.find('/', repo_end + 4), rest.size());
+    repo_end = number_end;
+  }
   std::string_view repo = rest.substr(0, repo_end);
   f.path = repo_end < rest.size() ? std::string(rest.substr(repo_end + 1)) : std::string();
   const size_t at = repo.find('@');
   f.revision = at == std::string_view::npos ? "main" : percent_decode(repo.substr(at + 1));
   repo = repo.substr(0, at);
+  // The revision names a file under refs/ of the cache: it may not climb out of it.
+  if (f.revision.front() == '/' || f.revision.find("..") != std::string::npos)
+    throw_invalid(fmt::format("'{}' is not a revision", f.revision));
   if (repo.size() <= org_end + 1 || f.revision.empty())
     throw_invalid(fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
   for (const char c : repo)
@@ -107,8 +120,9 @@ bool is_commit(std::string_view rev) {
   return true;
 }
 
-// The file in the local cache, if it is there (huggingface_hub's layout).
-std::optional<std::filesystem::path> cached(const HubFile& f) {
+// The file in the local cache, if it is there (huggingface_hub's layout). `commit` is set to
+// the commit the cache's ref names, when it names one, even if the file is not there.
+std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commit_out = nullptr) {
   const std::filesystem::path cache = env("HF_HUB_CACHE") ? std::filesystem::path(*env("HF_HUB_CACHE")) : hf_home() / "hub";
   std::string folder = f.kind + "--" + f.repo;
   for (size_t p; (p = folder.find('/')) != std::string::npos;) folder.replace(p, 1, "--");
@@ -122,6 +136,7 @@ std::optional<std::filesystem::path> cached(const HubFile& f) {
     while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r' || commit.back() == ' ')) commit.pop_back();
     if (!is_commit(commit)) return std::nullopt;
   }
+  if (commit_out) *commit_out = commit;
   const std::filesystem::path file = repo / "snapshots" / commit / f.path;
   std::error_code ec;
   if (f.path.empty() || !std::filesystem::is_regular_file(file, ec)) return std::nullopt;  // follows the blob link
@@ -139,7 +154,12 @@ std::string token(const SourceOptions& options) {
   return t;
 }
 
-std::string resolve_url(const HubFile& f) {
+// The file's URL at the Hub: at the commit the cache's ref names, when it names one, so that a
+// folder read partly from the cache and partly from the Hub is of one commit.
+std::string resolve_url(HubFile f) {
+  std::string commit;
+  (void)cached(f, &commit);
+  if (!commit.empty()) f.revision = commit;
   std::string endpoint = env("HF_ENDPOINT").value_or("https://huggingface.co");
   while (endpoint.ends_with('/')) endpoint.pop_back();
   return fmt::format("{}/{}{}/resolve/{}/{}", endpoint, f.kind == "datasets" ? "datasets/" : "", f.repo,
@@ -197,12 +217,7 @@ class HubStore final : public Store {
 
   void check_directory(const Location& where) const override { (void)parse_hub_url(where.text()); }
 
-  std::string join(const std::string& dir, std::string_view name) const override {
-    std::string out = dir;
-    if (!out.ends_with('/')) out += '/';
-    out += name;
-    return out;
-  }
+  std::string join(const std::string& dir, std::string_view name) const override { return join_key(dir, name); }
 
   std::string display(const std::string& text) const override { return text; }
 };

@@ -80,6 +80,8 @@ struct HttpOptions {
   std::string display = {};
   /// Asked while a transfer runs (from any thread); true stops it with Error{interrupted}.
   std::function<bool()> should_stop = {};
+  /// Send the URL's path as written: "." and ".." segments are not removed (object keys).
+  bool path_as_is = false;
 };
 
 /// What one response said (the last one, after redirects).

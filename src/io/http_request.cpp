@@ -73,6 +73,7 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
     throw_io("libcurl cannot restrict requests to http and https", name_for_messages(url, options),
              std::error_code(ENOTSUP, std::generic_category()));
   lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (options.path_as_is) lib.easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
   lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options.timeout_seconds);
   lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // no byte for the timeout: abandoned
   lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.timeout_seconds);

@@ -189,10 +189,9 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
 
 LiveUpload::LiveUpload() noexcept { g_uploads.fetch_add(1); }
 
-LiveUpload::~LiveUpload() {
-  // The last upload to end clears a stop request, so a later upload starts afresh.
-  if (g_uploads.fetch_sub(1) == 1) g_uploads_stopped.store(false);
-}
+// A stop request stays for the rest of the process: it comes from a signal meant to end it,
+// and a set of files uploaded one by one must not go on with the next file.
+LiveUpload::~LiveUpload() { g_uploads.fetch_sub(1); }
 
 bool uploads_stopped() noexcept { return g_uploads_stopped.load(); }
 

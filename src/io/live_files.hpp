@@ -39,7 +39,8 @@ class LiveUpload {
   LiveUpload(const LiveUpload&) = delete;
   LiveUpload& operator=(const LiveUpload&) = delete;
 };
-/// Whether stop_uploads() was called while an upload was under way. Async-signal-safe.
+/// Whether stop_uploads() was called while an upload was under way (it stays so for the rest of
+/// the process). Async-signal-safe.
 bool uploads_stopped() noexcept;
 /// Sets uploads_stopped() if an upload is under way; returns whether one is. Async-signal-safe.
 bool stop_live_uploads() noexcept;

@@ -70,14 +70,14 @@ IniFile parse_ini(std::string_view text) {
     const bool indented = !raw.empty() && (raw.front() == ' ' || raw.front() == '\t');
     const std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#' || line.front() == ';') continue;
-    if (line.front() == '[' && line.back() == ']') {
-      section = std::string(trim(line.substr(1, line.size() - 2)));
+    if (line.front() == '[' && line.find(']') != std::string_view::npos) {  // "[prod]  # note" too
+      section = std::string(trim(line.substr(1, line.find(']') - 1)));
       nested.clear();
       in_section = true;
       out[section];
       continue;
     }
-    const size_t eq = line.find('=');
+    const size_t eq = line.find_first_of("=:");  // "key = value" or "key: value", as botocore
     if (!in_section || eq == std::string_view::npos) continue;  // as botocore: ignored
     const std::string key = lower(trim(line.substr(0, eq)));
     const std::string value(trim(line.substr(eq + 1)));

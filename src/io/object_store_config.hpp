@@ -12,8 +12,8 @@
 
 namespace tlio::detail {
 
-/// One INI-style file as the AWS CLI and boto read them: "[section]" headers, "key = value"
-/// lines, '#' and ';' comments, and nested blocks ("s3 =" followed by indented "key = value"
+/// One INI-style file as the AWS CLI and boto read them: "[section]" headers (a comment may
+/// follow), "key = value" or "key: value" lines, '#' and ';' comment lines, and nested blocks ("s3 =" followed by indented "key = value"
 /// lines, stored as "s3.key"). Keys are lower-cased; later duplicates win.
 using IniFile = std::map<std::string, std::map<std::string, std::string>, std::less<>>;
 IniFile parse_ini(std::string_view text);

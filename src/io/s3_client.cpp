@@ -34,6 +34,17 @@ std::pair<std::string_view, std::string_view> split_endpoint(std::string_view en
   return {endpoint.substr(0, host), endpoint.substr(host, end - host)};
 }
 
+// Whether `bucket` can be a host name under the endpoint, as botocore decides: lower-case
+// letters, digits and '-', 3 to 63 of them, no dots over https (the certificate's wildcard
+// covers one label).
+bool virtual_host_name(std::string_view bucket, std::string_view endpoint) {
+  if (bucket.size() < 3 || bucket.size() > 63 || bucket.front() == '-' || bucket.back() == '-') return false;
+  for (const char c : bucket)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (c == '.' && !endpoint.starts_with("https://"))))
+      return false;
+  return true;
+}
+
 std::string decode_entities(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -122,7 +133,7 @@ std::optional<HttpFailure> explain_s3_error(long status, std::string_view body, 
 std::string S3Client::url(const S3Object& object, std::string_view query) const {
   std::string u;
   const std::string key = aws_uri_encode(object.key, true);
-  if (config_.path_style) {
+  if (config_.path_style || !virtual_host_name(object.bucket, config_.endpoint)) {
     u = fmt::format("{}/{}/{}", config_.endpoint, object.bucket, key);
   } else {
     const auto [scheme, host] = split_endpoint(config_.endpoint);
@@ -139,6 +150,7 @@ std::string S3Client::url(const S3Object& object, std::string_view query) const 
 HttpOptions S3Client::options(const S3Object& object, std::string display) const {
   HttpOptions o;
   o.display = std::move(display);
+  o.path_as_is = true;  // a key's "./" and "../" are part of it (and of its signature)
   const ObjectStoreConfig& config = config_;
   o.explain = [object, config](long status, std::string_view body) { return explain_s3_error(status, body, object, config); };
   if (config_.credentials)
@@ -170,7 +182,11 @@ bool S3Client::exists(const S3Object& object, std::string display) const {
 
 void S3Client::remove(const S3Object& object, std::string display) const {
   CurlPool pool;
-  http_request(pool, "DELETE", url(object), {}, kEmptySha256, resolve_http_options(options(object, std::move(display))));
+  try {
+    http_request(pool, "DELETE", url(object), {}, kEmptySha256, resolve_http_options(options(object, std::move(display))));
+  } catch (const Error& e) {  // S3 answers 204 for a missing key, Cloud Storage 404
+    if (e.os_error() != std::errc::no_such_file_or_directory) throw;
+  }
 }
 
 void S3Client::upload(const S3Object& object, std::string display, int fd, uint64_t size,
@@ -178,15 +194,20 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
   HttpOptions o = resolve_http_options(options(object, display));
   o.should_stop = should_stop;
   CurlPool pool;
+  const std::string binary = "Content-Type: application/octet-stream";  // the object's type
   if (size < kS3PartSize) {
     std::vector<std::byte> body(static_cast<size_t>(size));
     pread_exact(fd, 0, body, display);
     const std::string hash = to_hex(sha256(body));
-    http_request(pool, "PUT", url(object), body, hash, o);
+    if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+    // Not stopped once under way: the store may have stored it before an interrupted answer.
+    HttpOptions put = o;
+    put.should_stop = {};
+    http_request(pool, "PUT", url(object), body, hash, put, {&binary, 1});
     return;
   }
 
-  const HttpReply started = http_request(pool, "POST", url(object, "uploads="), {}, kEmptySha256, o);
+  const HttpReply started = http_request(pool, "POST", url(object, "uploads="), {}, kEmptySha256, o, {&binary, 1});
   const std::optional<std::string> upload_id = xml_element(started.body, "UploadId");
   if (!upload_id || upload_id->empty()) fail(display, "the store started a multipart upload without an UploadId");
   const std::string id_query = aws_canonical_query({{"uploadId", *upload_id}});
@@ -223,7 +244,7 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
       std::vector<std::byte> buf;  // one part's bytes: memory is workers x part size
       for (size_t i; !failed && (i = next++) < parts;) {
         if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
-        const uint64_t offset = i * part;
+        const uint64_t offset = static_cast<uint64_t>(i) * part;
         buf.resize(static_cast<size_t>(std::min(part, size - offset)));
         pread_exact(fd, offset, buf, display);
         const std::string hash = to_hex(sha256(buf));
@@ -241,8 +262,13 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work, w);
-  work(0);
+  try {
+    for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  } catch (...) {  // no more threads (ulimit -u): those started finish, then the upload aborts
+    failed = true;
+    errors[0] = std::current_exception();
+  }
+  if (!failed) work(0);
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
@@ -253,7 +279,11 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
   xml += "</CompleteMultipartUpload>";
   const auto body = std::as_bytes(std::span(xml));
   const std::string header = "Content-Type: application/xml";
-  const HttpReply done = http_request(pool, "POST", url(object, id_query), body, to_hex(sha256(body)), o, {&header, 1});
+  // Not stopped once sent: the store may complete it before an interrupted answer arrives.
+  HttpOptions complete = o;
+  complete.should_stop = {};
+  if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+  const HttpReply done = http_request(pool, "POST", url(object, id_query), body, to_hex(sha256(body)), complete, {&header, 1});
   // S3 may answer 200 and still report an error in the body.
   if (xml_element(done.body, "Code")) {
     const auto why = explain_s3_error(500, done.body, object, config_);

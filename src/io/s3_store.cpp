@@ -56,12 +56,7 @@ class ObjectStore final : public Store {
 
   void check_directory(const Location&) const override {}
 
-  std::string join(const std::string& dir, std::string_view name) const override {
-    std::string out = dir;
-    if (!out.ends_with('/')) out += '/';
-    out += name;
-    return out;
-  }
+  std::string join(const std::string& dir, std::string_view name) const override { return join_key(dir, name); }
 
   std::string display(const std::string& text) const override { return text; }
 

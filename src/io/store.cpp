@@ -57,6 +57,13 @@ const Store* find_store(std::string_view scheme) noexcept {
 
 const Store& store_of(const Location& where) noexcept { return *find_store(where.scheme()); }
 
+std::string join_key(const std::string& dir, std::string_view name) {
+  std::string out = dir;
+  if (!out.ends_with('/')) out += '/';
+  out += name;
+  return out;
+}
+
 Fd open_whole_file(const Location& where, const SourceOptions& options) {
   if (where.is_local()) return open_read(where.path());
   SourceOptions o = options;

@@ -77,6 +77,10 @@ inline std::shared_ptr<const ByteSource> open_source(const Location& where,
   return store_of(where).open(where, options);
 }
 
+/// `name` inside the key prefix `dir` ("s3://b/models" + "x" is "s3://b/models/x"), as object
+/// stores and the Hub name files (no escaping: keys are taken as written).
+std::string join_key(const std::string& dir, std::string_view name);
+
 /// A descriptor of the whole file at `where`: the local file itself, or a remote one
 /// downloaded once into an unnamed temporary (it vanishes when closed). For readers that need
 /// every byte mapped (PyTorch checkpoints).

@@ -100,7 +100,7 @@ TEST(Digest, Sha256OfKnownInputs) {
 TEST(ObjectStoreConfig, IniFilesAsTheAwsCliReadsThem) {
   const IniFile ini = parse_ini(
       "# comment\n[default]\nregion = eu-west-1\ns3 =\n  addressing_style = path\n  endpoint_url = http://e\n"
-      "\n[profile dev]\n; another\naws_access_key_id=AK\nREGION = us-west-2 \nignored line\n");
+      "\n[profile dev]  # a note\n; another\naws_access_key_id=AK\nREGION: us-west-2 \nignored line\n");
   EXPECT_EQ(ini.at("default").at("region"), "eu-west-1");
   EXPECT_EQ(ini.at("default").at("s3.addressing_style"), "path");
   EXPECT_EQ(ini.at("default").at("s3.endpoint_url"), "http://e");
@@ -212,6 +212,9 @@ TEST(S3Client, AddressesObjectsPathStyleOrByVirtualHost) {
   c.endpoint = "https://s3.eu-west-1.amazonaws.com";
   c.path_style = false;
   EXPECT_EQ(S3Client(c).url(o), "https://bucket.s3.eu-west-1.amazonaws.com/models/llama%203/model.safetensors");
+  // Names that cannot be a host under a TLS wildcard go path-style, as botocore sends them.
+  EXPECT_EQ(S3Client(c).url(parse_s3_url("s3://my.models/k")), "https://s3.eu-west-1.amazonaws.com/my.models/k");
+  EXPECT_EQ(S3Client(c).url(parse_s3_url("s3://Upper_Case/k")), "https://s3.eu-west-1.amazonaws.com/Upper_Case/k");
   EXPECT_EQ(parse_s3_url("s3://b").key, "");
   EXPECT_THROW((void)parse_s3_url("s3:///key"), Error);
   EXPECT_THROW((void)parse_s3_url("s3://bad bucket/key"), Error);
@@ -267,8 +270,13 @@ TEST(HfStore, ReadsTheLocalCacheWithoutARequest) {
     EXPECT_NE(std::string(e.what()).find("HF_HUB_OFFLINE"), std::string::npos) << e.what();
   }
   // A path may not climb out of the snapshot, nor be absolute.
+  // A pull request's revision as HfFileSystem writes it: refs/refs/pr/1 in the cache.
+  write(repo / "refs" / "refs" / "pr" / "1", commit);
+  EXPECT_EQ(hub.read_small(Location::parse("hf://org/name@refs/pr/1/config.json"), {}), std::optional<std::string>("{}"));
+  EXPECT_EQ(hub.read_small(Location::parse("hf://org/name@refs%2Fpr%2F1/config.json"), {}), std::optional<std::string>("{}"));
   for (const char* bad : {"hf://org/name/../../../x", "hf://org/name//etc/passwd", "hf://org/name/a/./b",
-                          "hf://org", "hf://org/na me/x"})
+                          "hf://org", "hf://org/na me/x", "hf://org/name@..%2F..%2Fx/config.json",
+                          "hf://org/name@%2Fetc%2Fx/config.json"})
     EXPECT_THROW((void)hub.read_small(Location::parse(bad), {}), Error) << bad;
   EXPECT_FALSE(curl_library_loaded());
 }

@@ -263,8 +263,9 @@ struct HttpFile::Exchange {
       if (!x->problem.empty()) return 0;
     }
     if (x->error_page) {  // kept for HttpOptions::explain (an object store's XML error)
-      x->error_body.append(data, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, x->error_body.size())));
-      return len;
+      const size_t keep = std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, x->error_body.size()));
+      x->error_body.append(data, keep);
+      return keep == len ? len : 0;  // a longer page is cut there (its start says what it is)
     }
     if (x->done) return 0;  // a 200 body past what was wanted: stop here
     const uint64_t at = x->body_offset;

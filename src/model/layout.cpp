@@ -40,6 +40,16 @@ std::vector<std::string> indexed_shards(const std::filesystem::path& dir, bool& 
   }
 }
 
+// As unlink(2) below: the new set is published, so a file of the old one that cannot be
+// deleted stays (no index names it) and is not an error of the write.
+void remove_remote_file(const Location& file) {
+  try {
+    store_of(file).remove(file);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::interrupted) throw;
+  }
+}
+
 // Only a plain .safetensors file name of this folder, and only a regular file, is ever removed
 // (an index could name anything).
 void remove_weights_file(const std::filesystem::path& dir, const std::string& name) {
@@ -47,8 +57,7 @@ void remove_weights_file(const std::filesystem::path& dir, const std::string& na
       name.size() == std::string_view(".safetensors").size())
     return;
   if (const Location where = Location::parse(dir.native()); !where.is_local()) {
-    const Location file = where.join(name);
-    store_of(file).remove(file);
+    remove_remote_file(where.join(name));
     return;
   }
   const std::filesystem::path p = dir / name;
@@ -124,8 +133,7 @@ void publish_weights(OutputSet& set, const std::filesystem::path& dir,
     // A previous index left beside a new model.safetensors would still be read first.
     if (had_index && !has_index) {
       if (const Location where = Location::parse(dir.native()); !where.is_local()) {
-        const Location index = where.join(kShardIndexFile);
-        store_of(index).remove(index);
+        remove_remote_file(where.join(kShardIndexFile));
       } else {
         std::error_code ec;
         std::filesystem::remove(dir / kShardIndexFile, ec);

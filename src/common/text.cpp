@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
+
 #include "common/json_text.hpp"
 #include "tlio/error.hpp"
 
@@ -13,6 +15,26 @@ std::regex compile_regex(const std::string& pattern, const char* what) {
   } catch (const std::regex_error& e) {
     throw_invalid(fmt::format("invalid {} regex {}: {}", what, quote_name(pattern), e.what()));
   }
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string_view trim_blanks(std::string_view s) noexcept {
+  constexpr std::string_view kBlanks = " \t\r\n";
+  const size_t first = s.find_first_not_of(kBlanks);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kBlanks) - first + 1);
+}
+
+std::optional<std::string> env_value(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
 }
 
 std::string digits_grouped(uint64_t n) {

@@ -2,10 +2,20 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 
 namespace tlio::detail {
+
+/// `s` with A-Z made a-z, other bytes as they are (URL schemes, header names, settings).
+std::string ascii_lower(std::string_view s);
+/// `s` without the spaces, tabs, CRs and LFs at its ends.
+std::string_view trim_blanks(std::string_view s) noexcept;
+/// The environment variable `name`, or nullopt when it is unset or empty (as the AWS CLI and
+/// huggingface_hub treat empty ones).
+std::optional<std::string> env_value(const char* name);
 
 /// Compiles a user's ECMAScript regex; Error{invalid_argument} naming `what` (e.g. "include").
 std::regex compile_regex(const std::string& pattern, const char* what);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "common/text.hpp"
 #include "io/digest.hpp"
 
 namespace tlio::detail {
@@ -45,13 +46,6 @@ std::string aws_canonical_query(std::vector<std::pair<std::string, std::string>>
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 // A header value as SigV4 canonicalises it: outer spaces trimmed, inner runs made one space.
 std::string canonical_value(std::string_view v) {
   std::string out;
@@ -86,7 +80,7 @@ std::vector<std::string> aws_sign(const AwsRequest& request, const AwsCredential
   headers.emplace_back("x-amz-content-sha256", payload);
   headers.emplace_back("x-amz-date", stamp);
   if (!credentials.session_token.empty()) headers.emplace_back("x-amz-security-token", credentials.session_token);
-  for (const auto& [k, v] : request.headers) headers.emplace_back(lower(k), std::string(v));
+  for (const auto& [k, v] : request.headers) headers.emplace_back(ascii_lower(k), std::string(v));
   std::sort(headers.begin(), headers.end());
 
   std::string canonical_headers, signed_headers;

@@ -6,11 +6,10 @@
 // HF_HUB_OFFLINE=1 never makes a request.
 #include <fmt/core.h>
 
-#include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
+#include "common/text.hpp"
 #include "io/aws_sigv4.hpp"
 #include "io/http.hpp"
 #include "io/os_file.hpp"
@@ -21,24 +20,17 @@ namespace tlio::detail {
 
 namespace {
 
-std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return std::string(v);
-}
-
 std::filesystem::path hf_home() {
-  if (const auto h = env("HF_HOME")) return *h;
-  if (const auto x = env("XDG_CACHE_HOME")) return std::filesystem::path(*x) / "huggingface";
-  return std::filesystem::path(env("HOME").value_or("")) / ".cache" / "huggingface";
+  if (const auto h = env_value("HF_HOME")) return *h;
+  if (const auto x = env_value("XDG_CACHE_HOME")) return std::filesystem::path(*x) / "huggingface";
+  return std::filesystem::path(env_value("HOME").value_or("")) / ".cache" / "huggingface";
 }
 
 // As huggingface_hub reads its boolean variables: 1, ON, YES, TRUE in any case.
 bool offline() {
-  const auto v = env("HF_HUB_OFFLINE");
+  const auto v = env_value("HF_HUB_OFFLINE");
   if (!v) return false;
-  std::string l = *v;
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string l = ascii_lower(*v);
   return l == "1" || l == "on" || l == "yes" || l == "true";
 }
 
@@ -123,7 +115,8 @@ bool is_commit(std::string_view rev) {
 // The file in the local cache, if it is there (huggingface_hub's layout). `commit` is set to
 // the commit the cache's ref names, when it names one, even if the file is not there.
 std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commit_out = nullptr) {
-  const std::filesystem::path cache = env("HF_HUB_CACHE") ? std::filesystem::path(*env("HF_HUB_CACHE")) : hf_home() / "hub";
+  const auto cache_setting = env_value("HF_HUB_CACHE");
+  const std::filesystem::path cache = cache_setting ? std::filesystem::path(*cache_setting) : hf_home() / "hub";
   std::string folder = f.kind + "--" + f.repo;
   for (size_t p; (p = folder.find('/')) != std::string::npos;) folder.replace(p, 1, "--");
   const std::filesystem::path repo = cache / folder;
@@ -132,8 +125,7 @@ std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commi
     std::error_code ec;
     const std::filesystem::path ref = repo / "refs" / f.revision;
     if (!std::filesystem::is_regular_file(ref, ec)) return std::nullopt;
-    commit = read_text_file(ref);
-    while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r' || commit.back() == ' ')) commit.pop_back();
+    commit = std::string(trim_blanks(read_text_file(ref)));
     if (!is_commit(commit)) return std::nullopt;
   }
   if (commit_out) *commit_out = commit;
@@ -145,13 +137,12 @@ std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commi
 
 std::string token(const SourceOptions& options) {
   if (!options.token.empty()) return options.token;
-  if (const auto t = env("HF_TOKEN")) return *t;
-  const std::filesystem::path file = env("HF_TOKEN_PATH") ? std::filesystem::path(*env("HF_TOKEN_PATH")) : hf_home() / "token";
+  if (const auto t = env_value("HF_TOKEN")) return *t;
+  const auto token_path = env_value("HF_TOKEN_PATH");
+  const std::filesystem::path file = token_path ? std::filesystem::path(*token_path) : hf_home() / "token";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return {};
-  std::string t = read_text_file(file);
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  return t;
+  return std::string(trim_blanks(read_text_file(file)));
 }
 
 // The file's URL at the Hub: at the commit the cache's ref names, when it names one, so that a
@@ -160,7 +151,7 @@ std::string resolve_url(HubFile f) {
   std::string commit;
   (void)cached(f, &commit);
   if (!commit.empty()) f.revision = commit;
-  std::string endpoint = env("HF_ENDPOINT").value_or("https://huggingface.co");
+  std::string endpoint = env_value("HF_ENDPOINT").value_or("https://huggingface.co");
   while (endpoint.ends_with('/')) endpoint.pop_back();
   return fmt::format("{}/{}{}/resolve/{}/{}", endpoint, f.kind == "datasets" ? "datasets/" : "", f.repo,
                      aws_uri_encode(f.revision, false), aws_uri_encode(f.path, true));

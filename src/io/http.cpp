@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -17,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "common/text.hpp"
 #include "io/curl_library.hpp"
 #include "io/http_request.hpp"
 #include "io/os_file.hpp"
@@ -24,19 +24,6 @@
 
 namespace tlio::detail {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 std::optional<uint64_t> number(std::string_view s) {
   if (s.empty() || s.size() > 19) return std::nullopt;
@@ -61,12 +48,12 @@ void read_response_header(std::string_view line, HttpResponse& r) {
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos) return;
-  const std::string key = lower(trim(line.substr(0, colon)));
-  const std::string_view value = trim(line.substr(colon + 1));
+  const std::string key = ascii_lower(trim_blanks(line.substr(0, colon)));
+  const std::string_view value = trim_blanks(line.substr(colon + 1));
   if (key == "content-range") r.content_range = value;
   else if (key == "etag") r.etag = value;
   else if (key == "last-modified") r.last_modified = value;
-  else if (key == "content-encoding") r.content_encoding = lower(value);
+  else if (key == "content-encoding") r.content_encoding = ascii_lower(value);
   else if (key == "content-length") r.content_length = number(value);
   else if (key == "retry-after") r.retry_after = number(value);
 }
@@ -414,36 +401,23 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
     x.error_page = false;
     x.error_body.clear();
     const CurlLibrary& lib = curl_library();
-    CURL* curl = handles_->take();
-    if (!curl) fail("libcurl could not start", ENOMEM);
-    // A handle whose transfer failed may hold a broken connection: it is not kept.
-    bool keep = false;
-    std::unique_ptr<CURL, std::function<void(CURL*)>> guard(curl, [&](CURL* c) {
-      if (keep) handles_->give_back(c);
-      else lib.easy_cleanup(c);
-    });
+    CurlPool::Lease lease(*handles_, name_for_messages(url_, options_));
+    CURL* curl = lease.get();
     std::vector<std::string> lines = {fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1),
                                       "Accept-Encoding: identity"};
     if (pinned_ && !validator_.empty()) lines.push_back(fmt::format("If-Range: {}", validator_));
     if (options_.sign)
       for (std::string& h : options_.sign("GET", url_, {})) lines.push_back(std::move(h));
-    curl_slist* headers = nullptr;
-    std::unique_ptr<curl_slist, decltype(lib.slist_free_all)> header_guard(nullptr, lib.slist_free_all);
-    for (const std::string& line : lines) {
-      curl_slist* next = lib.slist_append(headers, line.c_str());
-      if (!next) fail("out of memory", ENOMEM);
-      header_guard.release();
-      header_guard.reset(headers = next);
-    }
+    const CurlHeaders headers = curl_headers(lines, name_for_messages(url_, options_));
     set_common_options(curl, url_, options_);
-    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
     lib.easy_setopt(curl, CURLOPT_HEADERDATA, &x);
     lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
     lib.easy_setopt(curl, CURLOPT_WRITEDATA, &x);
     const CURLcode rc = lib.easy_perform(curl);
     const HttpResponse& r = x.response;
-    keep = rc == CURLE_OK;
+    if (rc == CURLE_OK) lease.keep();  // a failed transfer may leave a broken connection
 
     if (!x.problem.empty()) fail(x.problem, x.problem_errno);
     if (x.done) return x.received;

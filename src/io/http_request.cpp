@@ -56,6 +56,27 @@ void CurlPool::give_back(CURL* c) {
   idle_.push_back(c);
 }
 
+CurlPool::Lease::Lease(CurlPool& pool, const std::string& name) : pool_(pool), curl_(pool.take()) {
+  if (!curl_) throw_io("libcurl could not start", name, std::error_code(ENOMEM, std::generic_category()));
+}
+
+CurlPool::Lease::~Lease() {
+  if (keep_) pool_.give_back(curl_);
+  else curl_library().easy_cleanup(curl_);
+}
+
+CurlHeaders curl_headers(std::span<const std::string> lines, const std::string& name) {
+  const CurlLibrary& lib = curl_library();
+  CurlHeaders list(nullptr, lib.slist_free_all);
+  for (const std::string& line : lines) {
+    curl_slist* next = lib.slist_append(list.get(), line.c_str());
+    if (!next) throw_io("out of memory", name, std::error_code(ENOMEM, std::generic_category()));
+    (void)list.release();  // the same list, one line longer
+    list.reset(next);
+  }
+  return list;
+}
+
 std::string name_for_messages(const std::string& url, const HttpOptions& options) {
   if (!options.display.empty()) return options.display;
   return url_for_messages(url);
@@ -225,29 +246,16 @@ HttpReply http_request(CurlPool& pool, std::string_view method, const std::strin
     Call c;
     c.body = body;
     c.options = &options;
-    CURL* curl = pool.take();
-    if (!curl) fail(url, options, "libcurl could not start", ENOMEM);
-    bool keep = false;
-    std::unique_ptr<CURL, std::function<void(CURL*)>> guard(curl, [&](CURL* h) {
-      if (keep) pool.give_back(h);
-      else lib.easy_cleanup(h);
-    });
-    curl_slist* headers = nullptr;
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_guard(nullptr, lib.slist_free_all);
-    auto add = [&](const std::string& line) {
-      curl_slist* next = lib.slist_append(headers, line.c_str());
-      if (!next) fail(url, options, "out of memory", ENOMEM);
-      headers = next;
-      header_guard.release();
-      header_guard.reset(headers);
-    };
-    add("Expect:");  // no 100-continue round trip before each body
-    add("Accept-Encoding: identity");
-    for (const std::string& h : extra_headers) add(h);
+    CurlPool::Lease lease(pool, name_for_messages(url, options));
+    CURL* curl = lease.get();
+    // No 100-continue round trip before each body.
+    std::vector<std::string> lines = {"Expect:", "Accept-Encoding: identity"};
+    lines.insert(lines.end(), extra_headers.begin(), extra_headers.end());
     if (options.sign)
-      for (const std::string& h : options.sign(method, url, body_sha256)) add(h);
+      for (std::string& h : options.sign(method, url, body_sha256)) lines.push_back(std::move(h));
+    const CurlHeaders headers = curl_headers(lines, name_for_messages(url, options));
     set_common_options(curl, url, options);
-    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     if (verb == "PUT") {
       lib.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
       lib.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body.size()));
@@ -272,7 +280,7 @@ HttpReply http_request(CurlPool& pool, std::string_view method, const std::strin
     lib.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Call::on_progress);
     lib.easy_setopt(curl, CURLOPT_XFERINFODATA, &c);
     const CURLcode rc = lib.easy_perform(curl);
-    keep = rc == CURLE_OK;
+    if (rc == CURLE_OK) lease.keep();
     if (c.stopped) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
     const long status = c.response.status;
     if (rc == CURLE_OK && status >= 200 && status < 300) {

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -28,16 +29,37 @@ class CurlPool {
   CurlPool() = default;
   CurlPool(const CurlPool&) = delete;
   ~CurlPool();
-  /// An idle handle, reset (options gone, connection kept), or a new one; null when libcurl
-  /// cannot make one.
-  CURL* take();
-  /// Keeps `c` for the next take(); a handle whose transfer failed should be cleaned up instead.
-  void give_back(CURL* c);
+  /// A handle for one transfer, taken on construction (Error{io, ENOMEM} naming `name` when
+  /// libcurl cannot make one): given back if keep() was called (its transfer succeeded, the
+  /// connection is sound), else cleaned up.
+  class Lease {
+   public:
+    Lease(CurlPool& pool, const std::string& name);
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    CURL* get() const noexcept { return curl_; }
+    void keep() noexcept { keep_ = true; }
+
+   private:
+    CurlPool& pool_;
+    CURL* curl_;
+    bool keep_ = false;
+  };
 
  private:
+  // An idle handle, reset (options gone, connection kept), or a new one; null when libcurl
+  // cannot make one.
+  CURL* take();
+  void give_back(CURL* c);
+
   std::mutex mutex_;
   std::vector<CURL*> idle_;
 };
+
+/// The header lines as libcurl takes them, freed with the list. Error{io, ENOMEM} naming `name`.
+using CurlHeaders = std::unique_ptr<curl_slist, void (*)(curl_slist*)>;
+CurlHeaders curl_headers(std::span<const std::string> lines, const std::string& name);
 
 /// Sets what every request of tlio has: the URL, http(s) only (after redirects too),
 /// redirects followed unless the request is signed, timeouts, the user agent, the CA bundle,

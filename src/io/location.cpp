@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/text.hpp"
 #include "io/http.hpp"
 #include "io/store.hpp"
 #include "tlio/error.hpp"
@@ -18,9 +19,7 @@ namespace {
 std::string scheme_of(std::string_view text) {
   const size_t end = text.find("://");
   if (end == std::string_view::npos || end == 0) return {};
-  std::string s(text.substr(0, end));
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  const std::string s = ascii_lower(text.substr(0, end));
   if (!(s[0] >= 'a' && s[0] <= 'z')) return {};
   for (char c : s)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))

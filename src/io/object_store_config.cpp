@@ -2,10 +2,10 @@
 
 #include <fmt/core.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
+#include "common/text.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
 
@@ -13,33 +13,13 @@ namespace tlio::detail {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-// An environment variable, nullopt when unset or empty (as the AWS CLI treats empty ones).
-std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return std::string(v);
-}
-
 bool env_true(const char* name) {
-  const auto v = env(name);
-  return v && (*v == "1" || lower(*v) == "true" || lower(*v) == "yes");
+  const auto v = env_value(name);
+  return v && (*v == "1" || ascii_lower(*v) == "true" || ascii_lower(*v) == "yes");
 }
 
 std::filesystem::path home() {
-  const auto h = env("HOME");
+  const auto h = env_value("HOME");
   return h ? std::filesystem::path(*h) : std::filesystem::path();
 }
 
@@ -68,10 +48,10 @@ IniFile parse_ini(std::string_view text) {
     std::string_view raw = text.substr(0, end);
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     const bool indented = !raw.empty() && (raw.front() == ' ' || raw.front() == '\t');
-    const std::string_view line = trim(raw);
+    const std::string_view line = trim_blanks(raw);
     if (line.empty() || line.front() == '#' || line.front() == ';') continue;
     if (line.front() == '[' && line.find(']') != std::string_view::npos) {  // "[prod]  # note" too
-      section = std::string(trim(line.substr(1, line.find(']') - 1)));
+      section = std::string(trim_blanks(line.substr(1, line.find(']') - 1)));
       nested.clear();
       in_section = true;
       out[section];
@@ -79,8 +59,8 @@ IniFile parse_ini(std::string_view text) {
     }
     const size_t eq = line.find_first_of("=:");  // "key = value" or "key: value", as botocore
     if (!in_section || eq == std::string_view::npos) continue;  // as botocore: ignored
-    const std::string key = lower(trim(line.substr(0, eq)));
-    const std::string value(trim(line.substr(eq + 1)));
+    const std::string key = ascii_lower(trim_blanks(line.substr(0, eq)));
+    const std::string value(trim_blanks(line.substr(eq + 1)));
     if (indented && !nested.empty()) {
       out[section][nested + "." + key] = value;
       continue;
@@ -94,10 +74,10 @@ IniFile parse_ini(std::string_view text) {
 ObjectStoreConfig s3_config() {
   ObjectStoreConfig c;
   c.scheme = "s3";
-  const auto config_path = env("AWS_CONFIG_FILE").value_or((home() / ".aws" / "config").string());
+  const auto config_path = env_value("AWS_CONFIG_FILE").value_or((home() / ".aws" / "config").string());
   const auto credentials_path =
-      env("AWS_SHARED_CREDENTIALS_FILE").value_or((home() / ".aws" / "credentials").string());
-  const auto named = env("AWS_PROFILE") ? env("AWS_PROFILE") : env("AWS_DEFAULT_PROFILE");
+      env_value("AWS_SHARED_CREDENTIALS_FILE").value_or((home() / ".aws" / "credentials").string());
+  const auto named = env_value("AWS_PROFILE") ? env_value("AWS_PROFILE") : env_value("AWS_DEFAULT_PROFILE");
   const std::string profile = named.value_or("default");
   const IniFile config = read_ini(config_path), credentials = read_ini(credentials_path);
   // ~/.aws/config names profiles "[profile NAME]" (the default one "[default]" too);
@@ -112,14 +92,14 @@ ObjectStoreConfig s3_config() {
   };
 
   // Credentials: the environment, then the credentials file, then the config file.
-  const auto id = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY");
+  const auto id = env_value("AWS_ACCESS_KEY_ID"), secret = env_value("AWS_SECRET_ACCESS_KEY");
   if (id.has_value() != secret.has_value())
     throw_invalid(fmt::format("{} is set but {} is not", id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
                               id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID"));
   if (env_true("AWS_NO_SIGN_REQUEST")) {
     c.credentials_from = "none (AWS_NO_SIGN_REQUEST)";
   } else if (id) {
-    c.credentials = AwsCredentials{*id, *secret, env("AWS_SESSION_TOKEN").value_or("")};
+    c.credentials = AwsCredentials{*id, *secret, env_value("AWS_SESSION_TOKEN").value_or("")};
     c.credentials_from = "the environment (AWS_ACCESS_KEY_ID)";
   } else {
     for (const auto& [ini, section, path] : {std::tuple{&credentials, profile, credentials_path},
@@ -139,16 +119,16 @@ ObjectStoreConfig s3_config() {
     if (!c.credentials) c.credentials_from = "none found (requests are sent unsigned)";
   }
 
-  if (const auto r = env("AWS_REGION")) c.region = *r;
-  else if (const auto d = env("AWS_DEFAULT_REGION")) c.region = *d;
+  if (const auto r = env_value("AWS_REGION")) c.region = *r;
+  else if (const auto d = env_value("AWS_DEFAULT_REGION")) c.region = *d;
   else if (const std::string* p = setting("region")) c.region = *p;
   else c.region = "us-east-1";
 
   std::optional<std::string> endpoint;
   if (!env_true("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") &&
-      !(setting("ignore_configured_endpoint_urls") && lower(*setting("ignore_configured_endpoint_urls")) == "true")) {
-    if ((endpoint = env("AWS_ENDPOINT_URL_S3"))) {
-    } else if ((endpoint = env("AWS_ENDPOINT_URL"))) {
+      !(setting("ignore_configured_endpoint_urls") && ascii_lower(*setting("ignore_configured_endpoint_urls")) == "true")) {
+    if ((endpoint = env_value("AWS_ENDPOINT_URL_S3"))) {
+    } else if ((endpoint = env_value("AWS_ENDPOINT_URL"))) {
     } else if (const std::string* p = setting("s3.endpoint_url")) {
       endpoint = *p;
     } else if (const std::string* q = setting("endpoint_url")) {
@@ -160,8 +140,8 @@ ObjectStoreConfig s3_config() {
   while (c.endpoint.ends_with('/')) c.endpoint.pop_back();
 
   std::string style = "auto";
-  if (const auto s = env("TLIO_S3_ADDRESSING_STYLE")) style = lower(*s);
-  else if (const std::string* p = setting("s3.addressing_style")) style = lower(*p);
+  if (const auto s = env_value("TLIO_S3_ADDRESSING_STYLE")) style = ascii_lower(*s);
+  else if (const std::string* p = setting("s3.addressing_style")) style = ascii_lower(*p);
   if (style != "auto" && style != "path" && style != "virtual")
     throw_invalid(fmt::format("S3 addressing style '{}' is none of auto, path and virtual", style));
   // As the SDKs do: path style for custom endpoints (MinIO, Ceph, an IP address), virtual hosts
@@ -174,9 +154,9 @@ ObjectStoreConfig gs_config() {
   ObjectStoreConfig c;
   c.scheme = "gs";
   c.region = "auto";
-  const auto boto_path = env("BOTO_CONFIG").value_or((home() / ".boto").string());
+  const auto boto_path = env_value("BOTO_CONFIG").value_or((home() / ".boto").string());
   const IniFile boto = read_ini(boto_path);
-  const auto id = env("GOOGLE_ACCESS_KEY_ID"), secret = env("GOOGLE_SECRET_ACCESS_KEY");
+  const auto id = env_value("GOOGLE_ACCESS_KEY_ID"), secret = env_value("GOOGLE_SECRET_ACCESS_KEY");
   if (id.has_value() != secret.has_value())
     throw_invalid(fmt::format("{} is set but {} is not", id ? "GOOGLE_ACCESS_KEY_ID" : "GOOGLE_SECRET_ACCESS_KEY",
                               id ? "GOOGLE_SECRET_ACCESS_KEY" : "GOOGLE_ACCESS_KEY_ID"));
@@ -199,7 +179,7 @@ ObjectStoreConfig gs_config() {
     }
     if (!c.credentials) c.credentials_from = "none found (requests are sent unsigned)";
   }
-  std::optional<std::string> endpoint = env("TLIO_GS_ENDPOINT_URL");
+  std::optional<std::string> endpoint = env_value("TLIO_GS_ENDPOINT_URL");
   if (!endpoint)
     if (const std::string* host = lookup(boto, "Credentials", "gs_host")) {
       const std::string* port = lookup(boto, "Credentials", "gs_port");

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "io/curl_library.hpp"
+#include "io/interrupt.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -281,7 +282,7 @@ HttpReply http_request(CurlPool& pool, std::string_view method, const std::strin
     lib.easy_setopt(curl, CURLOPT_XFERINFODATA, &c);
     const CURLcode rc = lib.easy_perform(curl);
     if (rc == CURLE_OK) lease.keep();
-    if (c.stopped) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+    if (c.stopped) throw_interrupted();
     const long status = c.response.status;
     if (rc == CURLE_OK && status >= 200 && status < 300) {
       if (c.overflow) fail(url, options, fmt::format("the answer is longer than {} bytes", kMaxReplyBody), EIO);

@@ -48,10 +48,15 @@ std::function<bool()> upload_stop_check() {
   };
 }
 
+void throw_interrupted() { throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted"); }
+
+void poll_stop(const std::function<bool()>& should_stop) {
+  if (should_stop && should_stop()) throw_interrupted();
+}
+
 void poll_interrupt() {
   const ThreadCheck c = t_check;
-  if (c.check && c.check(c.context))
-    throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+  if (c.check && c.check(c.context)) throw_interrupted();
 }
 
 }  // namespace detail

@@ -12,5 +12,8 @@ std::function<bool()> upload_stop_check();
 
 /// Throws Error{interrupted} when this thread's InterruptScope says stop; else returns.
 void poll_interrupt();
+/// Throws Error{interrupted} when `should_stop` is set and says stop (upload_stop_check's).
+void poll_stop(const std::function<bool()>& should_stop);
+[[noreturn]] void throw_interrupted();
 
 }  // namespace tlio::detail

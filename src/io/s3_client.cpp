@@ -199,7 +199,7 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
     std::vector<std::byte> body(static_cast<size_t>(size));
     pread_exact(fd, 0, body, display);
     const std::string hash = to_hex(sha256(body));
-    if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+    poll_stop(should_stop);
     // Not stopped once under way: the store may have stored it before an interrupted answer.
     HttpOptions put = o;
     put.should_stop = {};
@@ -243,7 +243,7 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
     try {
       std::vector<std::byte> buf;  // one part's bytes: memory is workers x part size
       for (size_t i; !failed && (i = next++) < parts;) {
-        if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+        poll_stop(should_stop);
         const uint64_t offset = static_cast<uint64_t>(i) * part;
         buf.resize(static_cast<size_t>(std::min(part, size - offset)));
         pread_exact(fd, offset, buf, display);
@@ -282,7 +282,7 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
   // Not stopped once sent: the store may complete it before an interrupted answer arrives.
   HttpOptions complete = o;
   complete.should_stop = {};
-  if (should_stop && should_stop()) throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+  poll_stop(should_stop);
   const HttpReply done = http_request(pool, "POST", url(object, id_query), body, to_hex(sha256(body)), complete, {&header, 1});
   // S3 may answer 200 and still report an error in the body.
   if (xml_element(done.body, "Code")) {

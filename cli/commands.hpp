@@ -21,6 +21,8 @@ void add_cat(CLI::App& app, int& exit_code);
 void add_stats(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_import(CLI::App& app, int& exit_code);
+/// hash, verify and sign.
+void add_trust(CLI::App& app, int& exit_code);
 void add_completion(CLI::App& app, int& exit_code);
 
 /// The manual page (roff) for every command, from the app's definitions: `tlio help --man`.

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add_stats(app, exit_code);
   add_diff(app, exit_code);
   add_import(app, exit_code);
+  add_trust(app, exit_code);
   add_completion(app, exit_code);
   const std::vector<CLI::App*> commands = app.get_subcommands([](CLI::App*) { return true; });
   const auto find_command = [&](const std::string& word) -> CLI::App* {

@@ -297,6 +297,11 @@ struct QuantizedWeights {
 
 }  // namespace
 
+// The C++ type behind tlio.VerificationError (never thrown: errors of that code are mapped).
+struct VerificationFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 PYBIND11_MODULE(_tlio, m) {
   m.doc() = "tlio: strict, fast safetensors (compiled core)";
   m.attr("__version__") = tlio::version();
@@ -305,6 +310,8 @@ PYBIND11_MODULE(_tlio, m) {
   // ValueError), bad arguments ValueError, unknown names KeyError, I/O OSError(errno, ...) which
   // Python turns into FileNotFoundError, PermissionError, IsADirectoryError, ... by errno.
   static py::exception<tlio::Error> safetensor_error(m, "SafetensorError", PyExc_ValueError);
+  // A digest or a signature that does not match (tlio.verify adds the list of problems).
+  static py::exception<VerificationFailure> verification_error(m, "VerificationError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -335,6 +342,12 @@ PYBIND11_MODULE(_tlio, m) {
             PyErr_SetNone(PyExc_KeyboardInterrupt);
           }
           return;
+        case tlio::ErrorCode::verification: {
+          py::object exc = py::handle(verification_error.ptr())(e.what());
+          exc.attr("problems") = py::make_tuple(std::string(e.what()));
+          PyErr_SetObject(verification_error.ptr(), exc.ptr());
+          return;
+        }
         case tlio::ErrorCode::invalid_argument:
         case tlio::ErrorCode::unsupported: PyErr_SetString(PyExc_ValueError, e.what()); return;
       }
@@ -555,6 +568,40 @@ PYBIND11_MODULE(_tlio, m) {
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
      py::arg("max_size") = 0, py::arg("allow_empty") = false, py::arg("import_all") = false);
+  m.def("hash_file", [](const std::string& location, const std::string& token) {
+    tlio::HashOptions o;
+    o.open.token = token;
+    LongCall call;  // a whole file: let other threads run
+    return tlio::hash_file(location, o).sha256;
+  }, py::arg("location"), py::arg("token") = "");
+  m.def("file_sha256", [](const tlio::File& f, const std::string& expected) {
+    LongCall call;
+    return expected.empty() ? tlio::hash_file(f).sha256 : tlio::check_sha256(f, expected).sha256;
+  }, py::arg("file"), py::arg("expected") = "");
+  m.def("sign_folder", [](const std::string& folder, const std::string& key, const std::string& signature,
+                          const std::vector<std::string>& ignore_paths) {
+    tlio::SignOptions o;
+    o.signature = signature;
+    o.ignore_paths = ignore_paths;
+    LongCall call;
+    return tlio::sign_folder(folder, key, o);
+  }, py::arg("folder"), py::arg("key"), py::arg("signature") = "", py::arg("ignore_paths") = std::vector<std::string>{});
+  m.def("check_signature", [](const std::string& folder, const std::string& key, const std::string& signature,
+                              const std::vector<std::string>& ignore_paths) {
+    tlio::VerifyOptions o;
+    o.signature = signature;
+    o.ignore_paths = ignore_paths;
+    tlio::SignatureCheck c;
+    {
+      LongCall call;
+      c = tlio::check_signature(folder, key, o);
+    }
+    py::dict d;
+    d["problems"] = c.problems;
+    d["files"] = c.files;
+    d["key_hint"] = c.key_hint;
+    return d;
+  }, py::arg("folder"), py::arg("key"), py::arg("signature") = "", py::arg("ignore_paths") = std::vector<std::string>{});
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
                            const std::string& exclude) {

@@ -26,6 +26,9 @@ enum class ErrorCode : int {
   unsupported = 5,       ///< a valid request that tlio does not do
   out_of_memory = 6,     ///< an allocation failed
   interrupted = 7,       ///< stopped by the caller's InterruptScope (tlio/interrupt.hpp)
+  /// the bytes are not the ones expected: a SHA-256 or a model signature does not match
+  /// (tlio/trust.hpp)
+  verification = 8,
 };
 
 TLIO_API std::string_view error_code_name(ErrorCode code) noexcept;

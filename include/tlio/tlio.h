@@ -33,7 +33,8 @@ enum {
   TL_ENOTFOUND = 4,    /* no tensor or key of that name */
   TL_EUNSUPPORTED = 5, /* valid, but not something tlio does (e.g. a C64 conversion) */
   TL_ENOMEM = 6,       /* out of memory */
-  TL_EINTERRUPTED = 7  /* stopped by this thread's interrupt check (tl_set_interrupt_check) */
+  TL_EINTERRUPTED = 7, /* stopped by this thread's interrupt check (tl_set_interrupt_check) */
+  TL_EVERIFY = 8       /* the bytes are not the ones expected: a SHA-256 or signature differs */
 };
 
 /* Element types, in the reference implementation's order. */
@@ -349,6 +350,27 @@ TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options*
  * TL_EFORMAT with tl_last_error_rule() "pickle"; `tensors` (may be NULL) gets the count written. */
 TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
                                 uint64_t max_shard_size, uint64_t* tensors);
+
+/* ---- Hashes and model signatures (tlio/trust.hpp, docs/security.md) ------------------------- */
+#define TL_SHA256_HEX_SIZE 65 /* 64 hexadecimal digits and a NUL */
+
+/* The SHA-256 of the file at `location` (a path or URL; `options` NULL for the defaults, else
+ * its token is used), read once front to back, as lower-case hex into `sha256_hex`. TL_EVERIFY
+ * when the file's server publishes another SHA-256 for it (the Hub's X-Linked-Etag). */
+TL_API int tl_hash_file(const char* location, const tl_open_options* options,
+                        char sha256_hex[TL_SHA256_HEX_SIZE]);
+/* The SHA-256 of an open file's bytes (the version it holds) into `sha256_hex` (may be NULL);
+ * TL_EVERIFY unless it equals `expected_hex` (64 hex digits, either case; NULL: not compared). */
+TL_API int tl_file_sha256(const tl_file* file, const char* expected_hex,
+                          char sha256_hex[TL_SHA256_HEX_SIZE]);
+/* Signs every file of `folder` with the PEM private key file `private_key` (P-256, P-384 or
+ * P-521), writing an OpenSSF model-signing v1.0 bundle to `signature` (NULL: FOLDER/model.sig)
+ * atomically, as `tlio sign`. */
+TL_API int tl_sign_folder(const char* folder, const char* private_key, const char* signature);
+/* Checks `folder` against its signature (NULL: FOLDER/model.sig) with the PEM public key file
+ * `public_key`: TL_EVERIFY with every problem in tl_last_error() when a file differs, was added
+ * or removed, or the key hint, the signature or the root digest does not match. */
+TL_API int tl_verify_signature(const char* folder, const char* public_key, const char* signature);
 
 #ifdef __cplusplus
 }

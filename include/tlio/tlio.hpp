@@ -16,5 +16,6 @@
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/shape.hpp"
+#include "tlio/trust.hpp"
 #include "tlio/version.hpp"
 #include "tlio/writer.hpp"

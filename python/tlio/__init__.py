@@ -28,13 +28,13 @@ from typing import NamedTuple as _NamedTuple
 import numpy as _np
 
 from . import _tlio
-from ._tlio import SafetensorError
+from ._tlio import SafetensorError, VerificationError
 
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
-           "compare_files"]
+           "compare_files", "VerificationError", "hash_file", "sign", "verify"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch")
@@ -158,9 +158,14 @@ class safe_open:
 
     After the ``with`` block (or close()) the object is closed: every method raises
     SafetensorError("File is closed"), as the safetensors package does; tensors already returned
-    stay valid."""
+    stay valid.
 
-    def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap", token=None):
+    `sha256` (64 hex digits): the file's bytes must have this SHA-256, checked once it is open and
+    before any tensor is handed out; VerificationError otherwise. It costs a full read of the
+    file (for a URL, a full download), so it is off unless asked for."""
+
+    def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap", token=None,
+                 sha256=None):
         if backend not in _BACKENDS:
             raise ValueError(f"backend {backend!r} is not 'mmap' or 'pread'")
         if framework in _TORCH:
@@ -178,6 +183,8 @@ class safe_open:
                              f"'pt' (or 'torch')")
         self._file = _open_source(filename, file_backend, token)
         self._quantized = None
+        if sha256 is not None:
+            _tlio.file_sha256(self._file, _sha256_argument(sha256))
 
     def __enter__(self):
         return self
@@ -310,10 +317,11 @@ def _open_source(source, backend, token):
     return _tlio.File.from_bytes(bytes(data))
 
 
-def load_file(filename, device="cpu", *, backend="mmap", token=None):
+def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None):
     """{name: read-only array} for every tensor (zero-copy views of the mapped file; copies for
-    a URL, fetched at once)."""
-    with safe_open(filename, framework="numpy", device=device, backend=backend, token=token) as f:
+    a URL, fetched at once). `sha256`: checked first, as safe_open checks it (a full read)."""
+    with safe_open(filename, framework="numpy", device=device, backend=backend, token=token,
+                   sha256=sha256) as f:
         tensors = f.get_tensors()
         return {k: tensors[k] for k in f.keys()}
 
@@ -566,3 +574,44 @@ def read_checkpoint(src, key=None):
     """The tensors of a PyTorch checkpoint (name, dtype, shape, contiguous, alias_of) as
     import_checkpoint would write them, without converting it."""
     return _tlio.read_checkpoint(_os.fspath(src), key or "")
+
+
+def _sha256_argument(sha256):
+    if not isinstance(sha256, str):
+        raise TypeError(f"sha256 must be a str of 64 hex digits, not {type(sha256).__name__}")
+    if not sha256:
+        raise ValueError("sha256 is empty: give 64 hex digits, or None for no check")
+    return sha256
+
+
+def hash_file(path, *, token=None):
+    """The SHA-256 of the file at `path` (a path or URL), as 64 lower-case hex digits, read once
+    front to back (a URL hashed as it downloads, nothing stored). When its server publishes a
+    SHA-256 (the Hub's X-Linked-Etag), the bytes are checked against it: VerificationError."""
+    return _tlio.hash_file(_os.fspath(path), token or "")
+
+
+def sign(folder, *, key, signature=None, ignore_paths=()):
+    """Signs every file of `folder` with the PEM private key file `key` (ECDSA on P-256, P-384
+    or P-521) in the OpenSSF model-signing v1.0 format; the signature goes to `signature`
+    (default FOLDER/model.sig), written atomically. `ignore_paths`: paths in the folder left
+    out (besides the signature and the .git paths). Returns the signature's path."""
+    return _tlio.sign_folder(_os.fspath(folder), _os.fspath(key),
+                             _os.fspath(signature) if signature is not None else "",
+                             [_os.fspath(p) for p in _strings(ignore_paths, "ignore_paths")])
+
+
+def verify(folder, *, key, signature=None, ignore_paths=()):
+    """Checks `folder` against its model signature (default FOLDER/model.sig) with the PEM
+    public key file `key`. Returns {"files": files listed, "key_hint": ...} when every file and
+    the signature match; raises VerificationError otherwise, whose `problems` lists each
+    failure (a file changed, added or missing, the key hint, the signature, the root digest)."""
+    result = _tlio.check_signature(_os.fspath(folder), _os.fspath(key),
+                                   _os.fspath(signature) if signature is not None else "",
+                                   [_os.fspath(p) for p in _strings(ignore_paths, "ignore_paths")])
+    if result["problems"]:
+        error = VerificationError(f"{_os.fspath(folder)}: the signature does not match: "
+                                  + "; ".join(result["problems"]))
+        error.problems = list(result["problems"])
+        raise error
+    return {"files": result["files"], "key_hint": result["key_hint"]}

@@ -27,7 +27,8 @@ def load(data):
     return _load(data)
 
 
-def load_file(filename, *, backend="mmap", token=None):
+def load_file(filename, *, backend="mmap", token=None, sha256=None):
     """{name: array} of a file: zero-copy views of the mapping ("mmap") or copies read with
-    pread ("pread"); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN)."""
-    return _load_file(filename, backend=backend, token=token)
+    pread ("pread"); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN).
+    `sha256`: the SHA-256 the file's bytes must have, checked first (a full read)."""
+    return _load_file(filename, backend=backend, token=token, sha256=sha256)

@@ -276,11 +276,14 @@ def load(data):
     return {k: convert.tensor(f.array(k, True), f.dtype(k), k) for k in f.offset_keys()}
 
 
-def load_file(filename, device="cpu", *, backend="mmap", token=None):
+def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None):
     """{name: tensor} of a file, in file order: with "mmap", views of a private copy-on-write
     mapping (no copy; writable; the file never changes); with "pread", copies; a URL
-    (http(s)://, s3://, gs://, hf://) is fetched at once (`token`: default $HF_TOKEN)."""
-    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
+    (http(s)://, s3://, gs://, hf://) is fetched at once (`token`: default $HF_TOKEN).
+    `sha256` (64 hex digits): the file's bytes must have it, checked before any tensor is made
+    (a full read; tlio.VerificationError otherwise)."""
+    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token,
+                    sha256=sha256) as f:
         return f.get_tensors()
 
 
@@ -323,7 +326,8 @@ def _loads_plainly(model):
     return True
 
 
-def load_model(model, filename, strict=True, device="cpu", *, backend="mmap", token=None):
+def load_model(model, filename, strict=True, device="cpu", *, backend="mmap", token=None,
+               sha256=None):
     """Loads a file into `model` and returns (missing, unexpected) names. Names the model ties
     to another (they share memory) are loaded through the name the file has; names the file's
     metadata records as dropped in favour of a kept tensor ({dropped: kept}, as save_model
@@ -332,9 +336,10 @@ def load_model(model, filename, strict=True, device="cpu", *, backend="mmap", to
     One copy, from the file into the parameters: for a model whose modules load as nn.Module
     does (no overrides or load hooks), parameters and buffers on the CPU with the file's dtype
     and shape are filled straight from the file on every core; the rest goes through
-    model.load_state_dict."""
+    model.load_state_dict. `sha256`: checked first, as load_file checks it."""
     model_state = model.state_dict()
-    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token) as f:
+    with _safe_open(filename, framework="pt", device=device, backend=backend, token=token,
+                    sha256=sha256) as f:
         names = f.keys()
         records = f.metadata() or {}
         tied = _names_to_remove(model_state, _tied(model_state), preferred_names=names)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -655,6 +656,44 @@ int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsi
     o.max_shard_size = max_shard_size;
     const tlio::ImportReport r = tlio::import_checkpoint(src, dst, o);
     if (tensors) *tensors = r.tensors_written;
+  });
+}
+
+static void copy_hex(const std::string& hex, char* out) {
+  if (out) std::memcpy(out, hex.c_str(), hex.size() + 1);
+}
+
+int tl_hash_file(const char* location, const tl_open_options* options, char sha256_hex[TL_SHA256_HEX_SIZE]) {
+  TL_REQUIRE(location && sha256_hex, "tl_hash_file: NULL argument");
+  tlio::HashOptions o;
+  if (options)
+    if (const int rc = open_options(options, "tl_hash_file", o.open); rc != TL_OK) return rc;
+  return guard([&] { copy_hex(tlio::hash_file(location, o).sha256, sha256_hex); });
+}
+
+int tl_file_sha256(const tl_file* file, const char* expected_hex, char sha256_hex[TL_SHA256_HEX_SIZE]) {
+  TL_REQUIRE(file, "tl_file_sha256: NULL argument");
+  return guard([&] {
+    const tlio::FileHash h = expected_hex ? tlio::check_sha256(file->file, expected_hex) : tlio::hash_file(file->file);
+    copy_hex(h.sha256, sha256_hex);
+  });
+}
+
+int tl_sign_folder(const char* folder, const char* private_key, const char* signature) {
+  TL_REQUIRE(folder && private_key, "tl_sign_folder: NULL argument");
+  return guard([&] {
+    tlio::SignOptions o;
+    if (signature) o.signature = signature;
+    (void)tlio::sign_folder(folder, private_key, o);
+  });
+}
+
+int tl_verify_signature(const char* folder, const char* public_key, const char* signature) {
+  TL_REQUIRE(folder && public_key, "tl_verify_signature: NULL argument");
+  return guard([&] {
+    tlio::VerifyOptions o;
+    if (signature) o.signature = signature;
+    (void)tlio::verify_signature(folder, public_key, o);
   });
 }
 

@@ -40,6 +40,8 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "out_of_memory";
     case ErrorCode::interrupted:
       return "interrupted";
+    case ErrorCode::verification:
+      return "verification";
   }
   return "unknown";
 }

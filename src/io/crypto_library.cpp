@@ -34,9 +34,29 @@ CryptoLibrary load() {
   resolve(handle, lib.digest_final, "EVP_DigestFinal_ex");
   resolve(handle, lib.md_ctx_copy, "EVP_MD_CTX_copy_ex");
   resolve(handle, lib.hmac, "HMAC");
+  resolve(handle, lib.bio_new_mem_buf, "BIO_new_mem_buf");
+  resolve(handle, lib.bio_free, "BIO_free");
+  resolve(handle, lib.pem_read_private_key, "PEM_read_bio_PrivateKey");
+  resolve(handle, lib.pem_read_public_key, "PEM_read_bio_PUBKEY");
+  resolve(handle, lib.pkey_free, "EVP_PKEY_free");
+  resolve(handle, lib.pkey_base_id, "EVP_PKEY_get_base_id");
+  resolve(handle, lib.pkey_group_name, "EVP_PKEY_get_group_name");
+  resolve(handle, lib.public_key_der, "i2d_PUBKEY");
+  resolve(handle, lib.digest_sign_init, "EVP_DigestSignInit");
+  resolve(handle, lib.digest_sign, "EVP_DigestSign");
+  resolve(handle, lib.digest_verify_init, "EVP_DigestVerifyInit");
+  resolve(handle, lib.digest_verify, "EVP_DigestVerify");
+  resolve(handle, lib.encode_base64, "EVP_EncodeBlock");
+  resolve(handle, lib.decode_base64, "EVP_DecodeBlock");
+  resolve(handle, lib.err_get_error, "ERR_get_error");
+  resolve(handle, lib.err_error_string, "ERR_error_string_n");
+  resolve(handle, lib.err_clear_error, "ERR_clear_error");
   // Fetched once: EVP_sha256() would look the implementation up again on every init.
   lib.sha256 = lib.md_fetch(nullptr, "SHA256", nullptr);
-  if (!lib.sha256) library_unsupported("OpenSSL's libcrypto has no SHA-256 implementation available");
+  lib.sha384 = lib.md_fetch(nullptr, "SHA384", nullptr);
+  lib.sha512 = lib.md_fetch(nullptr, "SHA512", nullptr);
+  if (!lib.sha256 || !lib.sha384 || !lib.sha512)
+    library_unsupported("OpenSSL's libcrypto has no SHA-2 implementation available");
   return lib;
 }
 

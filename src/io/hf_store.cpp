@@ -6,6 +6,7 @@
 // HF_HUB_OFFLINE=1 never makes a request.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -170,11 +171,42 @@ HttpOptions hub_options(const Location& where, const SourceOptions& options) {
   return o;
 }
 
+// A file of the cache, which names the blobs of LFS files after their SHA-256 (the snapshot's
+// entry links to blobs/SHA256): that is the digest the Hub published for it.
+class CachedSource final : public ByteSource {
+ public:
+  CachedSource(std::shared_ptr<const ByteSource> file, std::string sha256)
+      : ByteSource(file->name(), file->size()), file_(std::move(file)), sha256_(std::move(sha256)) {
+    set_memory(file_->memory(), file_->memory_writable());
+  }
+  int descriptor() const noexcept override { return file_->descriptor(); }
+  void read(uint64_t offset, std::span<std::byte> dst) const override { file_->read(offset, dst); }
+  void read_ranges(std::span<const ReadRange> ranges, unsigned threads) const override {
+    file_->read_ranges(ranges, threads);
+  }
+  PublishedDigest published_sha256() const override { return {sha256_, "the Hugging Face cache's blob name"}; }
+
+ private:
+  std::shared_ptr<const ByteSource> file_;
+  std::string sha256_;
+};
+
+std::shared_ptr<const ByteSource> cached_source(const std::filesystem::path& file, const SourceOptions& options) {
+  std::shared_ptr<const ByteSource> source = open_source(Location::parse(file.string()), options);
+  std::error_code ec;
+  const std::string blob = std::filesystem::canonical(file, ec).filename().string();
+  if (ec || blob.size() != 64 || !std::all_of(blob.begin(), blob.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      }))
+    return source;  // a git object (named by its SHA-1), or a cache laid out by hand
+  return std::make_shared<CachedSource>(std::move(source), blob);
+}
+
 class HubStore final : public Store {
  public:
   std::shared_ptr<const ByteSource> open(const Location& where, const SourceOptions& options) const override {
     const HubFile f = parse_hub_url(where.text());
-    if (const auto file = cached(f)) return open_source(Location::parse(file->string()), options);
+    if (const auto file = cached(f)) return cached_source(*file, options);
     if (offline()) offline_miss(where);
     return http_source(HttpFile::open(resolve_url(f), hub_options(where, options)), where.display());
   }

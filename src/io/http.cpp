@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <atomic>
 #include <chrono>
@@ -35,11 +36,21 @@ std::optional<uint64_t> number(std::string_view s) {
   return v;
 }
 
+// The SHA-256 an entity tag names ("64 hex digits", quoted or not; not a weak one), in lower
+// case, or empty: the Hub's LFS files are tagged by their SHA-256.
+std::string sha256_in_etag(std::string_view tag) {
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
+  if (tag.size() != 64) return {};
+  for (char c : tag)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return {};
+  return ascii_lower(tag);
+}
+
 }  // namespace
 
 void read_response_header(std::string_view line, HttpResponse& r) {
   if (line.substr(0, 5) == "HTTP/") {  // a new response (after a redirect): start over
-    r = HttpResponse{};
+    r = HttpResponse{.linked_etag = std::move(r.linked_etag)};
     const auto space = line.find(' ');
     if (space != std::string_view::npos)
       if (const auto status = number(line.substr(space + 1, 3)); status && *status >= 100)
@@ -56,6 +67,7 @@ void read_response_header(std::string_view line, HttpResponse& r) {
   else if (key == "content-encoding") r.content_encoding = ascii_lower(value);
   else if (key == "content-length") r.content_length = number(value);
   else if (key == "retry-after") r.retry_after = number(value);
+  else if (key == "x-linked-etag") r.linked_etag = value;
 }
 
 std::optional<ContentRange> parse_content_range(std::string_view text) {
@@ -205,6 +217,13 @@ struct HttpFile::Exchange {
       f.size_ = *total;
       f.validator_ = !etag.empty() ? etag : r.last_modified;
       f.validator_is_etag_ = !etag.empty();
+      if (std::string d = sha256_in_etag(r.linked_etag); !d.empty()) {
+        f.published_sha256_ = std::move(d);
+        f.published_by_ = "X-Linked-Etag";
+      } else if (std::string e = sha256_in_etag(etag); !e.empty()) {
+        f.published_sha256_ = std::move(e);
+        f.published_by_ = "ETag";
+      }
       f.pinned_ = true;
     } else {
       const std::string& now = f.validator_is_etag_ ? etag : r.last_modified;

@@ -89,6 +89,9 @@ struct HttpResponse {
   long status = 0;
   std::string content_range, etag, last_modified, content_encoding;
   std::optional<uint64_t> content_length, retry_after;
+  /// X-Linked-Etag, which the Hub sends on its /resolve/ answers (the redirect to its CDN
+  /// included) for files in LFS: their SHA-256. Kept across redirects.
+  std::string linked_etag;
 };
 /// Reads one header line of a response into `r`; a status line ("HTTP/1.1 206 ...") starts a
 /// new response. Lines it does not know are skipped.
@@ -126,6 +129,11 @@ class HttpFile {
                                         uint64_t first_bytes = kHttpFirstRange);
 
   uint64_t size() const noexcept { return size_; }
+  /// The SHA-256 the server published for the file, lower-case hex: its X-Linked-Etag, else a
+  /// strong ETag that is one (64 hex digits); empty when neither is.
+  const std::string& published_sha256() const noexcept { return published_sha256_; }
+  /// "X-Linked-Etag" or "ETag": the header published_sha256() came from.
+  const char* published_by() const noexcept { return published_by_; }
   /// The first bytes of the file, as the opening request returned them.
   std::span<const std::byte> prefix() const noexcept { return prefix_; }
   /// Reads exactly dst.size() bytes at `offset` of the pinned version of the file.
@@ -155,6 +163,8 @@ class HttpFile {
   uint64_t size_ = 0;
   std::string validator_;  // a strong ETag, else Last-Modified (may be empty)
   bool validator_is_etag_ = false;
+  std::string published_sha256_;
+  const char* published_by_ = "";
   std::vector<std::byte> prefix_;
   std::unique_ptr<CurlPool> handles_;  // libcurl handles kept for their open connections
   std::atomic<bool> ranges_ignored_{false};  // a Range request was answered with 200

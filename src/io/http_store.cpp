@@ -32,6 +32,9 @@ class HttpSource final : public ByteSource {
     for (const ReadRange& r : ranges) http.push_back({r.offset, r.dst, r.size});
     file_->read_ranges(http);
   }
+  PublishedDigest published_sha256() const override {
+    return {file_->published_sha256(), file_->published_by()};
+  }
 
  private:
   std::shared_ptr<const HttpFile> file_;

@@ -41,6 +41,13 @@ class ByteSource {
   /// range in one call, merges touching ones into requests and keeps several in flight, and
   /// File reports them as Backend::http.
   virtual bool batches_ranges() const noexcept { return false; }
+  /// The SHA-256 the file's store publishes for it (the Hub's X-Linked-Etag, a Hugging Face
+  /// cache blob's name), lower-case hex, with `what` naming where it came from; empty when the
+  /// store says nothing. Not checked by reads: tlio::hash_file compares it with the bytes.
+  struct PublishedDigest {
+    std::string sha256, what;
+  };
+  virtual PublishedDigest published_sha256() const { return {}; }
 
   /// Reads exactly dst.size() bytes at `offset` (the caller checked they lie in the source).
   virtual void read(uint64_t offset, std::span<std::byte> dst) const;

@@ -1,0 +1,351 @@
+// trust/model_signing.cpp: model signatures in the OpenSSF model-signing v1.0 format, key-based
+// (docs/security.md states it): a Sigstore bundle (v0.3) whose DSSE envelope carries an in-toto
+// statement listing every file's SHA-256, signed with ECDSA over DSSE's pre-authentication
+// encoding. Bundles of the model_signing tool verify here and this file's verify there.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/json_doc.hpp"
+#include "common/json_text.hpp"
+#include "common/text.hpp"
+#include "io/atomic_file.hpp"
+#include "io/digest.hpp"
+#include "io/ecdsa.hpp"
+#include "io/interrupt.hpp"
+#include "io/os_file.hpp"
+#include "tlio/trust.hpp"
+#include "trust/folder_walk.hpp"
+
+namespace tlio {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
+constexpr std::string_view kPayloadType = "application/vnd.in-toto+json";
+constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
+constexpr std::string_view kPredicateType = "https://model_signing/signature/v1.0";
+// Left out of every signature and recorded as such, present or not (model_signing does the same).
+constexpr std::string_view kGitPaths[] = {".git", ".gitattributes", ".github", ".gitignore"};
+
+// DSSE's pre-authentication encoding: what the signature covers.
+std::string pae(std::string_view payload) {
+  return fmt::format("DSSEv1 {} {} {} ", kPayloadType.size(), kPayloadType, payload.size()).append(payload);
+}
+
+std::string json_quoted(std::string_view s) {
+  std::string out;
+  detail::append_json_string(out, s);
+  return out;
+}
+
+// The key's public half as PEM (64-character lines), the text model_signing hashes for the hint.
+std::string key_hint(const detail::EcKey& key) {
+  const std::string b64 = detail::base64_encode(key.public_key_der());
+  std::string pem = "-----BEGIN PUBLIC KEY-----\n";
+  for (size_t at = 0; at < b64.size(); at += 64) pem.append(b64, at, 64).push_back('\n');
+  pem += "-----END PUBLIC KEY-----\n";
+  return detail::to_hex(detail::sha256(pem));
+}
+
+detail::EcKey read_key(const std::string& path, bool is_private) {
+  const std::string pem = detail::read_text_file(path);
+  return is_private ? detail::EcKey::private_from_pem(pem, path) : detail::EcKey::public_from_pem(pem, path);
+}
+
+// `path` relative to the folder (POSIX, normalised), or nullopt when it lies outside it.
+std::optional<std::string> inside(const fs::path& folder, const fs::path& path) {
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(folder, ec);
+  if (ec) return std::nullopt;
+  const fs::path full = fs::weakly_canonical(path.is_absolute() ? path : fs::current_path() / path, ec);
+  if (ec) return std::nullopt;
+  const fs::path rel = full.lexically_relative(base);
+  const std::string text = rel.generic_string();
+  if (text.empty() || text == "." || text == ".." || text.starts_with("../")) return std::nullopt;
+  return text;
+}
+
+// An ignore path as a bundle lists it, relative to the folder; nullopt when it climbs out.
+std::optional<std::string> relative_ignore(std::string_view text) {
+  const fs::path p = fs::path(std::string(text)).lexically_normal();
+  std::string s = p.generic_string();
+  while (s.ends_with('/')) s.pop_back();
+  if (s.empty() || s == "." || p.is_absolute() || s == ".." || s.starts_with("../")) return std::nullopt;
+  return s;
+}
+
+bool ignored(const std::string& rel, const std::set<std::string>& paths) {
+  for (const std::string& p : paths)
+    if (rel == p || (rel.size() > p.size() && rel.starts_with(p) && rel[p.size()] == '/')) return true;
+  return false;
+}
+
+bool is_one_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(path, ec));
+}
+
+std::string signature_path(const std::string& folder, const std::string& given) {
+  if (!given.empty()) return given;
+  if (is_one_file(folder))
+    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                "is a file, not a folder: name its signature file (a one-file model has no folder to hold it)",
+                folder);
+  return (fs::path(folder) / kDefaultSignatureName).string();
+}
+
+// The subject's name: the folder's own name, as model_signing takes it.
+std::string model_name(const std::string& folder) {
+  fs::path p = fs::path(folder).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    std::error_code ec;
+    name = fs::weakly_canonical(fs::absolute(folder), ec).filename().string();
+  }
+  return name;
+}
+
+std::string join(const std::string& folder, const std::string& rel) {
+  return folder.ends_with('/') ? folder + rel : folder + "/" + rel;
+}
+
+// The files of `folder` outside `ignore`, hashed: name -> hex digest. A file that cannot be read
+// is Error (signing) or a problem (verifying, `problems` set).
+// A model that is one file is signed as the single resource ".".
+std::map<std::string, std::string> digests(const std::string& folder, const std::set<std::string>& ignore,
+                                           unsigned threads, std::vector<std::string>* problems) {
+  const bool one_file = is_one_file(folder);
+  const std::vector<std::string> names =
+      one_file ? std::vector<std::string>{"."}
+               : detail::walk_folder(folder, false, [&](const std::string& rel) { return ignored(rel, ignore); });
+  std::vector<std::string> locations;
+  locations.reserve(names.size());
+  for (const std::string& n : names) locations.push_back(one_file ? folder : join(folder, n));
+  std::map<std::string, std::string> out;
+  HashOptions options;
+  options.threads = threads;
+  hash_files(locations, options, [&](size_t i, const FileHash& h, const Error* e) {
+    if (!e) out.emplace(names[i], h.sha256);
+    else if (problems) problems->push_back(fmt::format("{}: cannot be hashed: {}", names[i], e->what()));
+    else throw *e;
+  });
+  return out;
+}
+
+// The in-toto statement, laid out as model_signing writes it (two-space indents).
+std::string statement_text(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files,
+                           const std::set<std::string>& ignore) {
+  detail::Sha256 root;  // over the raw digests in the listed order
+  std::string resources;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::vector<unsigned char> raw;
+    for (size_t k = 0; k + 1 < files[i].second.size(); k += 2)
+      raw.push_back(static_cast<unsigned char>(std::stoi(files[i].second.substr(k, 2), nullptr, 16)));
+    root.update(std::as_bytes(std::span(raw)));
+    resources += fmt::format("{}\n      {{\n        \"algorithm\": \"sha256\",\n        \"digest\": \"{}\",\n"
+                             "        \"name\": {}\n      }}",
+                             i ? "," : "", files[i].second, json_quoted(files[i].first));
+  }
+  const detail::Sha256Digest digest = root.finish();
+  std::vector<std::string> ignore_list;
+  for (const std::string& p : ignore) ignore_list.push_back("        " + json_quoted(p));
+  return fmt::format(
+      "{{\n  \"_type\": \"{}\",\n  \"subject\": [\n    {{\n      \"name\": {},\n      \"digest\": {{\n"
+      "        \"sha256\": \"{}\"\n      }}\n    }}\n  ],\n  \"predicateType\": \"{}\",\n  \"predicate\": {{\n"
+      "    \"serialization\": {{\n      \"method\": \"files\",\n      \"hash_type\": \"sha256\",\n"
+      "      \"allow_symlinks\": false,\n      \"ignore_paths\": [\n{}\n      ]\n    }},\n"
+      "    \"resources\": [{}\n    ]\n  }}\n}}",
+      kStatementType, json_quoted(name), detail::to_hex(digest), kPredicateType, fmt::join(ignore_list, ",\n"),
+      resources);
+}
+
+// What every signature leaves out: the .git paths, the signature itself, the caller's.
+std::set<std::string> base_ignores(const std::string& folder, const std::string& signature,
+                                   const std::vector<std::string>& extra) {
+  std::set<std::string> out(std::begin(kGitPaths), std::end(kGitPaths));
+  if (const auto rel = inside(folder, signature)) out.insert(*rel);
+  for (const std::string& p : extra)
+    if (const auto rel = relative_ignore(p)) out.insert(*rel);
+  return out;
+}
+
+using Element = simdjson::dom::element;
+
+template <class JsonValue>  // an element, or simdjson's result of a lookup
+std::optional<std::string_view> string_at(const JsonValue& e, const char* key) {
+  std::string_view s;
+  if (e[key].get(s) != simdjson::SUCCESS) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+std::string sign_folder(const std::string& folder, const std::string& private_key, const SignOptions& options) {
+  const detail::EcKey key = read_key(private_key, true);
+  const std::string signature = signature_path(folder, options.signature);
+  std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
+  {  // any other .git* entry at the top is left out too (and recorded, so verifiers agree)
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
+      if (const std::string n = e.path().filename().string(); n.starts_with(".git")) ignore.insert(n);
+  }
+  const std::map<std::string, std::string> files = digests(folder, ignore, options.threads, nullptr);
+  std::vector<std::pair<std::string, std::string>> ordered(files.begin(), files.end());
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return detail::path_order(a.first, b.first); });
+  const std::string payload = statement_text(model_name(folder), ordered, ignore);
+  const std::vector<unsigned char> sig = key.sign(pae(payload));
+  const std::string bundle = fmt::format(
+      "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},\"tlogEntries\":[]}},"
+      "\"dsseEnvelope\":{{\"payload\":\"{}\",\"payloadType\":\"{}\",\"signatures\":[{{\"sig\":\"{}\",\"keyid\":\"\"}}]}}}}",
+      kBundleMediaType, key_hint(key),
+      detail::base64_encode({reinterpret_cast<const unsigned char*>(payload.data()), payload.size()}), kPayloadType,
+      detail::base64_encode(sig));
+  detail::poll_interrupt();
+  detail::AtomicFile out(signature);
+  detail::pwrite_all(out.fd(), 0, std::as_bytes(std::span(bundle)), signature);
+  out.commit();
+  return signature;
+}
+
+SignatureCheck check_signature(const std::string& folder, const std::string& public_key,
+                               const VerifyOptions& options) {
+  const detail::EcKey key = read_key(public_key, false);
+  const std::string signature = signature_path(folder, options.signature);
+  const std::string bundle_text = detail::read_text_file(signature);
+  SignatureCheck check;
+  std::vector<std::string>& problems = check.problems;
+  const auto fail = [&](std::string what) {
+    problems.push_back(std::move(what));
+    return check;
+  };
+
+  // The bundle: its media type, key hint and envelope.
+  std::optional<detail::JsonDoc> bundle;
+  try {
+    bundle.emplace(bundle_text, signature, Rule::none);
+  } catch (const Error& e) {
+    return fail(fmt::format("{} is not a Sigstore bundle: {}", signature, e.what()));
+  }
+  const Element root = bundle->root();
+  if (string_at(root, "mediaType") != kBundleMediaType)
+    problems.push_back(fmt::format("the bundle's mediaType is not {}", kBundleMediaType));
+  const std::string hint = key_hint(key);
+  if (const auto given = string_at(root["verificationMaterial"]["publicKey"], "hint"); given && !given->empty()) {
+    check.key_hint = std::string(*given);
+    if (*given != hint)
+      problems.push_back(fmt::format("the signature's key hint {} is not the key given ({}, hint {})", *given,
+                                     public_key, hint));
+  }
+  const Element envelope = root["dsseEnvelope"];
+  const auto payload_b64 = string_at(envelope, "payload");
+  std::string_view sig_b64;
+  {
+    Element first;
+    if (envelope["signatures"].at(0).get(first) == simdjson::SUCCESS) sig_b64 = string_at(first, "sig").value_or("");
+  }
+  std::vector<unsigned char> payload_bytes, sig;
+  if (!payload_b64 || !detail::base64_decode(*payload_b64, payload_bytes))
+    return fail("the bundle has no dsseEnvelope.payload in base64");
+  if (!detail::base64_decode(sig_b64, sig) || sig.empty())
+    return fail("the bundle has no dsseEnvelope.signatures[0].sig in base64");
+  const std::string payload(payload_bytes.begin(), payload_bytes.end());
+  if (!key.verify(pae(payload), sig))
+    problems.push_back(fmt::format("the signature does not verify with the key {}: the statement was changed, or "
+                                   "signed by another key", public_key));
+  if (string_at(envelope, "payloadType") != kPayloadType)
+    problems.push_back(fmt::format("the envelope's payloadType is not {}", kPayloadType));
+
+  // The statement: one subject whose digest covers the resources, which list every file.
+  std::optional<detail::JsonDoc> statement;
+  try {
+    statement.emplace(payload, signature + " (its statement)", Rule::none);
+  } catch (const Error& e) {
+    return fail(fmt::format("the statement is not JSON: {}", e.what()));
+  }
+  const Element st = statement->root();
+  if (string_at(st, "_type") != kStatementType) problems.push_back(fmt::format("the statement's _type is not {}", kStatementType));
+  if (string_at(st, "predicateType") != kPredicateType)
+    problems.push_back(fmt::format("the statement's predicateType is not {}", kPredicateType));
+  simdjson::dom::array subjects;
+  std::optional<std::string_view> subject_digest;
+  if (st["subject"].get(subjects) == simdjson::SUCCESS && subjects.size() == 1)
+    subject_digest = string_at(subjects.at(0)["digest"], "sha256");
+  else
+    problems.push_back("the statement does not have exactly one subject");
+  const Element serialization = st["predicate"]["serialization"];
+  if (string_at(serialization, "method") != "files" || string_at(serialization, "hash_type") != "sha256")
+    problems.push_back("the statement's serialization is not the \"files\" method over sha256");
+  std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
+  if (simdjson::dom::array listed; serialization["ignore_paths"].get(listed) == simdjson::SUCCESS)
+    for (Element p : listed)
+      if (std::string_view s; p.get(s) == simdjson::SUCCESS)
+        if (const auto rel = relative_ignore(s)) ignore.insert(*rel);
+
+  std::map<std::string, std::string> signed_files;
+  detail::Sha256 root_digest;
+  simdjson::dom::array resources;
+  if (st["predicate"]["resources"].get(resources) != simdjson::SUCCESS) return fail("the statement lists no resources");
+  for (Element r : resources) {
+    const auto name = string_at(r, "name"), algorithm = string_at(r, "algorithm"), digest = string_at(r, "digest");
+    std::vector<unsigned char> raw;
+    bool hex = digest && digest->size() == 64;
+    for (size_t k = 0; hex && k < 64; k += 2) {
+      const std::string byte(digest->substr(k, 2));
+      hex = std::isxdigit(static_cast<unsigned char>(byte[0])) && std::isxdigit(static_cast<unsigned char>(byte[1]));
+      if (hex) raw.push_back(static_cast<unsigned char>(std::stoi(byte, nullptr, 16)));
+    }
+    if (!name || algorithm != "sha256" || !hex) {
+      problems.push_back(fmt::format("the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
+                                     simdjson::to_string(r).substr(0, 200)));
+      continue;
+    }
+    root_digest.update(std::as_bytes(std::span(raw)));
+    if (!signed_files.emplace(std::string(*name), std::string(*digest)).second)
+      problems.push_back(fmt::format("the statement lists {} twice", detail::quote_name(*name)));
+  }
+  check.files = signed_files.size();
+  const std::string recomputed = detail::to_hex(root_digest.finish());
+  if (subject_digest && *subject_digest != recomputed)
+    problems.push_back(fmt::format("the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
+                                   "statement is inconsistent",
+                                   *subject_digest, recomputed));
+
+  // The files as they are now.
+  const std::map<std::string, std::string> now = digests(folder, ignore, options.threads, &problems);
+  for (const auto& [name, digest] : signed_files) {
+    const auto it = now.find(name);
+    if (it == now.end()) {
+      std::error_code ec;  // (a file there but unreadable was reported by digests())
+      if (ignored(name, ignore) || !fs::exists(join(folder, name), ec))
+        problems.push_back(fmt::format("{}: missing (the signature lists it)", name));
+    } else if (it->second != detail::ascii_lower(digest)) {
+      problems.push_back(fmt::format("{}: its SHA-256 is {}, the signature says {}", name, it->second, digest));
+    }
+  }
+  for (const auto& [name, digest] : now)
+    if (!signed_files.count(name)) problems.push_back(fmt::format("{}: not in the signature (a file added)", name));
+  return check;
+}
+
+SignatureCheck verify_signature(const std::string& folder, const std::string& public_key,
+                                const VerifyOptions& options) {
+  SignatureCheck check = check_signature(folder, public_key, options);
+  if (!check.ok())
+    throw Error(ErrorCode::verification, Rule::none, {}, std::nullopt,
+                fmt::format("the signature does not match: {}", fmt::join(check.problems, "; ")),
+                signature_path(folder, options.signature));
+  return check;
+}
+
+}  // namespace tlio

@@ -355,14 +355,15 @@ TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* ke
 #define TL_SHA256_HEX_SIZE 65 /* 64 hexadecimal digits and a NUL */
 
 /* The SHA-256 of the file at `location` (a path or URL; `options` NULL for the defaults, else
- * its token is used), read once front to back, as lower-case hex into `sha256_hex`. TL_EVERIFY
+ * its token is used), read once front to back, as lower-case hex into `sha256_hex` (at least
+ * TL_SHA256_HEX_SIZE bytes). TL_EVERIFY
  * when the file's server publishes another SHA-256 for it (the Hub's X-Linked-Etag). */
 TL_API int tl_hash_file(const char* location, const tl_open_options* options,
-                        char sha256_hex[TL_SHA256_HEX_SIZE]);
+                        char* sha256_hex);
 /* The SHA-256 of an open file's bytes (the version it holds) into `sha256_hex` (may be NULL);
  * TL_EVERIFY unless it equals `expected_hex` (64 hex digits, either case; NULL: not compared). */
 TL_API int tl_file_sha256(const tl_file* file, const char* expected_hex,
-                          char sha256_hex[TL_SHA256_HEX_SIZE]);
+                          char* sha256_hex);
 /* Signs every file of `folder` with the PEM private key file `private_key` (P-256, P-384 or
  * P-521), writing an OpenSSF model-signing v1.0 bundle to `signature` (NULL: FOLDER/model.sig)
  * atomically, as `tlio sign`. */

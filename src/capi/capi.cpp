@@ -663,7 +663,7 @@ static void copy_hex(const std::string& hex, char* out) {
   if (out) std::memcpy(out, hex.c_str(), hex.size() + 1);
 }
 
-int tl_hash_file(const char* location, const tl_open_options* options, char sha256_hex[TL_SHA256_HEX_SIZE]) {
+int tl_hash_file(const char* location, const tl_open_options* options, char* sha256_hex) {
   TL_REQUIRE(location && sha256_hex, "tl_hash_file: NULL argument");
   tlio::HashOptions o;
   if (options)
@@ -671,7 +671,7 @@ int tl_hash_file(const char* location, const tl_open_options* options, char sha2
   return guard([&] { copy_hex(tlio::hash_file(location, o).sha256, sha256_hex); });
 }
 
-int tl_file_sha256(const tl_file* file, const char* expected_hex, char sha256_hex[TL_SHA256_HEX_SIZE]) {
+int tl_file_sha256(const tl_file* file, const char* expected_hex, char* sha256_hex) {
   TL_REQUIRE(file, "tl_file_sha256: NULL argument");
   return guard([&] {
     const tlio::FileHash h = expected_hex ? tlio::check_sha256(file->file, expected_hex) : tlio::hash_file(file->file);

@@ -24,6 +24,7 @@
 #include "io/os_file.hpp"
 #include "tlio/trust.hpp"
 #include "trust/folder_walk.hpp"
+#include "trust/model_signing.hpp"
 
 namespace tlio {
 namespace {
@@ -218,58 +219,53 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
   return signature;
 }
 
-SignatureCheck check_signature(const std::string& folder, const std::string& public_key,
-                               const VerifyOptions& options) {
-  const detail::EcKey key = read_key(public_key, false);
-  const std::string signature = signature_path(folder, options.signature);
-  const std::string bundle_text = detail::read_text_file(signature);
-  SignatureCheck check;
-  std::vector<std::string>& problems = check.problems;
+namespace detail {
+
+SignedStatement read_signature(std::string_view bundle_text, const std::string& source, const EcKey& key) {
+  SignedStatement out;
+  std::vector<std::string>& problems = out.problems;
   const auto fail = [&](std::string what) {
     problems.push_back(std::move(what));
-    return check;
+    return std::move(out);
   };
 
   // The bundle: its media type, key hint and envelope.
-  std::optional<detail::JsonDoc> bundle;
+  std::optional<JsonDoc> bundle;
   try {
-    bundle.emplace(bundle_text, signature, Rule::none);
+    bundle.emplace(bundle_text, source, Rule::none);
   } catch (const Error& e) {
-    return fail(fmt::format("{} is not a Sigstore bundle: {}", signature, e.what()));
+    return fail(fmt::format("{} is not a Sigstore bundle: {}", source, e.what()));
   }
   const Element root = bundle->root();
   if (string_at(root, "mediaType") != kBundleMediaType)
     problems.push_back(fmt::format("the bundle's mediaType is not {}", kBundleMediaType));
   const std::string hint = key_hint(key);
   if (const auto given = string_at(root["verificationMaterial"]["publicKey"], "hint"); given && !given->empty()) {
-    check.key_hint = std::string(*given);
+    out.key_hint = std::string(*given);
     if (*given != hint)
-      problems.push_back(fmt::format("the signature's key hint {} is not the key given ({}, hint {})", *given,
-                                     public_key, hint));
-  }
-  const Element envelope = root["dsseEnvelope"];
-  const auto payload_b64 = string_at(envelope, "payload");
-  std::string_view sig_b64;
-  {
-    Element first;
-    if (envelope["signatures"].at(0).get(first) == simdjson::SUCCESS) sig_b64 = string_at(first, "sig").value_or("");
-  }
+      problems.push_back(fmt::format("the signature's key hint {} is not the public key given (its hint is {})",
+                                     *given, hint));
+  }  // (bundles of model_signing 1.0 carry the key's bytes instead: the signature check decides)
+  Element envelope, first;
+  if (root["dsseEnvelope"].get(envelope) != simdjson::SUCCESS) return fail("the bundle has no dsseEnvelope");
   std::vector<unsigned char> payload_bytes, sig;
-  if (!payload_b64 || !detail::base64_decode(*payload_b64, payload_bytes))
+  const auto payload_b64 = string_at(envelope, "payload");
+  if (!payload_b64 || !base64_decode(*payload_b64, payload_bytes))
     return fail("the bundle has no dsseEnvelope.payload in base64");
-  if (!detail::base64_decode(sig_b64, sig) || sig.empty())
+  if (envelope["signatures"].at(0).get(first) != simdjson::SUCCESS || !base64_decode(string_at(first, "sig").value_or(""), sig) ||
+      sig.empty())
     return fail("the bundle has no dsseEnvelope.signatures[0].sig in base64");
   const std::string payload(payload_bytes.begin(), payload_bytes.end());
   if (!key.verify(pae(payload), sig))
-    problems.push_back(fmt::format("the signature does not verify with the key {}: the statement was changed, or "
-                                   "signed by another key", public_key));
+    problems.push_back("the signature does not verify with the public key given: the statement was changed, or "
+                       "signed by another key");
   if (string_at(envelope, "payloadType") != kPayloadType)
     problems.push_back(fmt::format("the envelope's payloadType is not {}", kPayloadType));
 
   // The statement: one subject whose digest covers the resources, which list every file.
-  std::optional<detail::JsonDoc> statement;
+  std::optional<JsonDoc> statement;
   try {
-    statement.emplace(payload, signature + " (its statement)", Rule::none);
+    statement.emplace(payload, source + " (its statement)", Rule::none);
   } catch (const Error& e) {
     return fail(fmt::format("the statement is not JSON: {}", e.what()));
   }
@@ -279,62 +275,75 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
     problems.push_back(fmt::format("the statement's predicateType is not {}", kPredicateType));
   simdjson::dom::array subjects;
   std::optional<std::string_view> subject_digest;
-  if (st["subject"].get(subjects) == simdjson::SUCCESS && subjects.size() == 1)
-    subject_digest = string_at(subjects.at(0)["digest"], "sha256");
-  else
+  if (st["subject"].get(subjects) == simdjson::SUCCESS && subjects.size() == 1) {
+    if (!(subject_digest = string_at(subjects.at(0)["digest"], "sha256")))
+      problems.push_back("the statement's subject has no sha256 digest");
+  } else {
     problems.push_back("the statement does not have exactly one subject");
-  const Element serialization = st["predicate"]["serialization"];
+  }
+  const auto serialization = st["predicate"]["serialization"];
   if (string_at(serialization, "method") != "files" || string_at(serialization, "hash_type") != "sha256")
     problems.push_back("the statement's serialization is not the \"files\" method over sha256");
-  std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
   if (simdjson::dom::array listed; serialization["ignore_paths"].get(listed) == simdjson::SUCCESS)
     for (Element p : listed)
-      if (std::string_view s; p.get(s) == simdjson::SUCCESS)
-        if (const auto rel = relative_ignore(s)) ignore.insert(*rel);
+      if (std::string_view text; p.get(text) == simdjson::SUCCESS) out.ignore_paths.emplace_back(text);
 
-  std::map<std::string, std::string> signed_files;
-  detail::Sha256 root_digest;
+  Sha256 root_digest;  // over the raw digests, in the order listed
   simdjson::dom::array resources;
   if (st["predicate"]["resources"].get(resources) != simdjson::SUCCESS) return fail("the statement lists no resources");
   for (Element r : resources) {
     const auto name = string_at(r, "name"), algorithm = string_at(r, "algorithm"), digest = string_at(r, "digest");
     std::vector<unsigned char> raw;
-    bool hex = digest && digest->size() == 64;
-    for (size_t k = 0; hex && k < 64; k += 2) {
-      const std::string byte(digest->substr(k, 2));
-      hex = std::isxdigit(static_cast<unsigned char>(byte[0])) && std::isxdigit(static_cast<unsigned char>(byte[1]));
-      if (hex) raw.push_back(static_cast<unsigned char>(std::stoi(byte, nullptr, 16)));
-    }
-    if (!name || algorithm != "sha256" || !hex) {
+    if (digest && digest->size() == 64 && digest->find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos)
+      for (size_t k = 0; k < 64; k += 2)
+        raw.push_back(static_cast<unsigned char>(std::stoi(std::string(digest->substr(k, 2)), nullptr, 16)));
+    if (!name || algorithm != "sha256" || raw.empty()) {
       problems.push_back(fmt::format("the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
                                      simdjson::to_string(r).substr(0, 200)));
       continue;
     }
     root_digest.update(std::as_bytes(std::span(raw)));
-    if (!signed_files.emplace(std::string(*name), std::string(*digest)).second)
-      problems.push_back(fmt::format("the statement lists {} twice", detail::quote_name(*name)));
+    if (!out.files.emplace(std::string(*name), ascii_lower(*digest)).second)
+      problems.push_back(fmt::format("the statement lists {} twice", quote_name(*name)));
   }
-  check.files = signed_files.size();
-  const std::string recomputed = detail::to_hex(root_digest.finish());
-  if (subject_digest && *subject_digest != recomputed)
+  const std::string recomputed = to_hex(root_digest.finish());
+  if (subject_digest && ascii_lower(*subject_digest) != recomputed)
     problems.push_back(fmt::format("the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
                                    "statement is inconsistent",
                                    *subject_digest, recomputed));
+  return out;
+}
+
+}  // namespace detail
+
+SignatureCheck check_signature(const std::string& folder, const std::string& public_key,
+                               const VerifyOptions& options) {
+  const detail::EcKey key = read_key(public_key, false);
+  const std::string signature = signature_path(folder, options.signature);
+  detail::SignedStatement statement = detail::read_signature(detail::read_text_file(signature), signature, key);
+  SignatureCheck check;
+  check.problems = std::move(statement.problems);
+  check.key_hint = std::move(statement.key_hint);
+  check.files = statement.files.size();
+  std::vector<std::string>& problems = check.problems;
+  std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
+  for (const std::string& p : statement.ignore_paths)
+    if (const auto rel = relative_ignore(p)) ignore.insert(*rel);
 
   // The files as they are now.
   const std::map<std::string, std::string> now = digests(folder, ignore, options.threads, &problems);
-  for (const auto& [name, digest] : signed_files) {
+  for (const auto& [name, digest] : statement.files) {
     const auto it = now.find(name);
     if (it == now.end()) {
       std::error_code ec;  // (a file there but unreadable was reported by digests())
       if (ignored(name, ignore) || !fs::exists(join(folder, name), ec))
         problems.push_back(fmt::format("{}: missing (the signature lists it)", name));
-    } else if (it->second != detail::ascii_lower(digest)) {
+    } else if (it->second != digest) {
       problems.push_back(fmt::format("{}: its SHA-256 is {}, the signature says {}", name, it->second, digest));
     }
   }
   for (const auto& [name, digest] : now)
-    if (!signed_files.count(name)) problems.push_back(fmt::format("{}: not in the signature (a file added)", name));
+    if (!statement.files.count(name)) problems.push_back(fmt::format("{}: not in the signature (a file added)", name));
   return check;
 }
 

@@ -1,6 +1,7 @@
 /* The C API from C (C99): reading, metadata, writing, conversion, int4, bitsandbytes, errors,
  * outputs that are not files, interrupt checks. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -552,6 +553,57 @@ static void test_compare(const char* dir) {
   tl_close(b);
 }
 
+/* Writes `text` as the whole file `path`. */
+static void write_text(const char* path, const char* text) {
+  FILE* fp = fopen(path, "wb");
+  CHECK(fp != NULL);
+  if (fp) {
+    fputs(text, fp);
+    fclose(fp);
+  }
+}
+
+static void test_trust(const char* dir) {
+  /* A P-256 key made for this test (openssl ecparam -genkey | openssl pkcs8 -topk8 -nocrypt). */
+  static const char kPrivate[] =
+      "-----BEGIN PRIVATE KEY-----\n"
+      "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQggkLBED7VL96qeBMh\n"
+      "FKA7LVYBIwRVoYJDgY3nvY2VUQuhRANCAAT7TQ5pCOtB2TtXo8ddpzoJR0OU50CK\n"
+      "2Y79W3lxNicxBuiXjMgcKYrSoF8izYc1QzI27Ds7pYoZnC3uUPEPTKlY\n"
+      "-----END PRIVATE KEY-----\n";
+  static const char kPublic[] =
+      "-----BEGIN PUBLIC KEY-----\n"
+      "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE+00OaQjrQdk7V6PHXac6CUdDlOdA\n"
+      "itmO/Vt5cTYnMQbol4zIHCmK0qBfIs2HNUMyNuw7O6WKGZwt7lDxD0ypWA==\n"
+      "-----END PUBLIC KEY-----\n";
+  char model[4096], key[4096], pub[4096], file[4200], hex[TL_SHA256_HEX_SIZE];
+  snprintf(model, sizeof model, "%s/signed_model", dir);
+  snprintf(key, sizeof key, "%s/trust_key.pem", dir);
+  snprintf(pub, sizeof pub, "%s/trust_key.pub", dir);
+  snprintf(file, sizeof file, "%s/w.bin", model);
+  CHECK(mkdir(model, 0700) == 0 || errno == EEXIST);
+  write_text(key, kPrivate);
+  write_text(pub, kPublic);
+  write_text(file, "abc");
+  CHECK(tl_hash_file(file, NULL, hex) == TL_OK);
+  CHECK(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0); /* FIPS 180-2 "abc" */
+
+  tl_file* f = NULL;
+  CHECK(tl_open(data_path("hf/worked_example.safetensors"), &f) == TL_OK);
+  CHECK(tl_file_sha256(f, NULL, hex) == TL_OK);
+  CHECK(tl_file_sha256(f, hex, NULL) == TL_OK);
+  CHECK(tl_file_sha256(f, "0000000000000000000000000000000000000000000000000000000000000000", NULL) == TL_EVERIFY);
+  CHECK(strstr(tl_last_error(), hex) != NULL);
+  tl_close(f);
+
+  CHECK(tl_sign_folder(model, key, NULL) == TL_OK);
+  CHECK(tl_verify_signature(model, pub, NULL) == TL_OK);
+  write_text(file, "abd");
+  CHECK(tl_verify_signature(model, pub, NULL) == TL_EVERIFY);
+  CHECK(strstr(tl_last_error(), "w.bin") != NULL);
+  CHECK(tl_sign_folder(model, pub, NULL) == TL_EINVAL); /* a public key cannot sign */
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -567,6 +619,7 @@ int main(int argc, char** argv) {
   test_convert_and_int4();
   test_bnb(dir);
   test_model(dir);
+  test_trust(dir);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

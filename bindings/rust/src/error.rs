@@ -22,6 +22,9 @@ pub enum ErrorKind {
     NoMemory,
     /// Stopped by the check given to `with_interrupt_check`; nothing was left behind.
     Interrupted,
+    /// The bytes are not the ones expected: a SHA-256 or a model signature does not match (the
+    /// message lists what failed).
+    Verification,
 }
 
 /// An error from tlio: its kind, the message the CLI and the C++ and Python APIs give (e.g.
@@ -55,6 +58,7 @@ impl Error {
             sys::TL_EUNSUPPORTED => ErrorKind::Unsupported,
             sys::TL_ENOMEM => ErrorKind::NoMemory,
             sys::TL_EINTERRUPTED => ErrorKind::Interrupted,
+            sys::TL_EVERIFY => ErrorKind::Verification,
             _ => ErrorKind::InvalidArgument,
         };
         // SAFETY: the three return thread-local, NUL-terminated strings or plain ints.
@@ -132,6 +136,7 @@ impl From<Error> for std::io::Error {
             (ErrorKind::Unsupported, _) => K::Unsupported,
             (ErrorKind::NoMemory, _) => K::OutOfMemory,
             (ErrorKind::Interrupted, _) => K::Interrupted,
+            (ErrorKind::Verification, _) => K::InvalidData,
         };
         std::io::Error::new(kind, e)
     }

@@ -57,6 +57,7 @@ mod interrupt;
 mod model;
 mod quant;
 pub mod sys;
+mod trust;
 mod writer;
 
 pub use checkpoint::{import_checkpoint, ImportOptions};
@@ -68,6 +69,7 @@ pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use model::Model;
 pub use quant::{dequantize_file, quantize_file, QuantizeOptions};
+pub use trust::{hash_file, sign_folder, verify_signature};
 pub use writer::Writer;
 
 /// libtlio's version ("0.1.0").

@@ -12,6 +12,7 @@ pub const TL_ENOTFOUND: c_int = 4;
 pub const TL_EUNSUPPORTED: c_int = 5;
 pub const TL_ENOMEM: c_int = 6;
 pub const TL_EINTERRUPTED: c_int = 7;
+pub const TL_EVERIFY: c_int = 8;
 
 /// A C enum: passed as a 32-bit int.
 pub type tl_dtype = c_int;
@@ -43,6 +44,7 @@ pub const TL_OPEN_PRIVATE: c_uint = 2;
 pub const TL_IMPORT_SKIP_UNSUPPORTED: c_uint = 1;
 pub const TL_IMPORT_ALLOW_EMPTY: c_uint = 2;
 pub const TL_IMPORT_ALL: c_uint = 4;
+pub const TL_SHA256_HEX_SIZE: usize = 65;
 
 #[repr(C)]
 pub struct tl_file {
@@ -352,5 +354,25 @@ extern "C" {
         flags: c_uint,
         max_shard_size: u64,
         tensors: *mut u64,
+    ) -> c_int;
+    pub fn tl_hash_file(
+        location: *const c_char,
+        options: *const tl_open_options,
+        sha256_hex: *mut c_char,
+    ) -> c_int;
+    pub fn tl_file_sha256(
+        file: *const tl_file,
+        expected_hex: *const c_char,
+        sha256_hex: *mut c_char,
+    ) -> c_int;
+    pub fn tl_sign_folder(
+        folder: *const c_char,
+        private_key: *const c_char,
+        signature: *const c_char,
+    ) -> c_int;
+    pub fn tl_verify_signature(
+        folder: *const c_char,
+        public_key: *const c_char,
+        signature: *const c_char,
     ) -> c_int;
 }

@@ -32,10 +32,11 @@ def wait_for(port, seconds=10):
 
 
 @contextlib.contextmanager
-def nginx(root, tls=False):
+def nginx(root, tls=False, extra=""):
     """nginx serving `root` at the yielded base URL; the access log path is `.log` of the
     yielded object (one line per request: status, bytes sent, range). With tls, https with a
-    self-signed certificate for 127.0.0.1, whose path is `.cert`."""
+    self-signed certificate for 127.0.0.1, whose path is `.cert`. `extra`: configuration text
+    put inside the server block (locations adding headers, redirects)."""
     prefix = pathlib.Path(tempfile.mkdtemp(prefix="tlio-nginx-"))
     port = free_port()
     (prefix / "logs").mkdir()
@@ -64,6 +65,7 @@ http {{
   server {{
     listen {listen};
     root {root};
+{extra}
   }}
 }}
 """)

@@ -656,10 +656,10 @@ def test_an_absolute_ignore_path_inside_the_folder_is_left_out(tmp_path, keys):
     priv, pub, _ = keys["P-256"]
     folder = make_model(tmp_path)
     (folder / "notes.txt").write_text("draft")
+    theirs = ref.statement_of(ref.sign_folder(folder, priv, tmp_path / "ref.sig", ignore_paths=[folder / "notes.txt"]))
     out = run("sign", folder, "--key", priv, "--ignore-paths", folder / "notes.txt")
     assert out.returncode == 0, out.stderr
     ours = ref.statement_of(ref.load_bundle(folder / "model.sig"))
-    theirs = ref.statement_of(ref.sign_folder(folder, priv, tmp_path / "ref.sig", ignore_paths=[folder / "notes.txt"]))
     assert [r["name"] for r in theirs["predicate"]["resources"]] == MODEL_FILES
     assert [r["name"] for r in ours["predicate"]["resources"]] == MODEL_FILES
     assert ours["predicate"]["serialization"]["ignore_paths"] == sorted(DEFAULT_IGNORES + ["notes.txt"])

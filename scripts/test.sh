@@ -55,9 +55,9 @@ fuzz_seconds=${TLIO_FUZZ_SECONDS:-60}
 if [ "$fuzz_seconds" -gt 0 ]; then
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++ -DTLIO_FUZZ=ON -DTLIO_BUILD_TESTS=OFF -DTLIO_BUILD_BENCH=OFF
-  cmake --build build-fuzz -j"$jobs" --target fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http
+  cmake --build build-fuzz -j"$jobs" --target fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature
   mkdir -p build-fuzz/crashes
-  for t in fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http; do
+  for t in fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature; do
     work_corpus=$(mktemp -d)  # new inputs go here; the seed folders are only read
     seeds=(fuzz/corpus/$t)
     if [ "$t" = fuzz_file ]; then seeds+=(tests/data/bad tests/data/hf tests/data/realfiles tests/data/bnb tests/data/bnb_bad); fi

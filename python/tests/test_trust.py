@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 
 import numpy as np
@@ -150,7 +149,7 @@ def test_hash_file_in_python_is_hashlibs(tmp_path):
 
 
 def test_hash_json_gives_path_size_and_digest(tmp_path):
-    folder = make_model(tmp_path)
+    make_model(tmp_path)
     out = run("hash", "--json", "model", EXAMPLE, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -188,38 +187,39 @@ def test_a_fifo_in_a_folder_is_refused_by_name_without_blocking(tmp_path, keys):
     out = run("hash", folder, timeout=10)
     assert out.returncode == 1 and out.stdout == ""
     assert error_lines(out) == [f"tlio: {folder}/sub/pipe: is not a regular file (a FIFO, socket or device)"]
-    doc = json.loads(run("hash", "--json", folder).stdout)
+    doc = json.loads(run("hash", "--json", folder, timeout=10).stdout)
     assert doc["ok"] is False and "sub/pipe" in doc["files"][0]["error"]["message"]
     signed = run("sign", folder, "--key", keys["P-256"][0], timeout=10)
     assert signed.returncode == 1 and "sub/pipe" in signed.stderr and "FIFO" in signed.stderr
     assert not (folder / "model.sig").exists()
 
 
-def test_a_pipe_given_as_a_path_is_hashed_whole_or_refused(tmp_path):
+@pytest.mark.parametrize("side", ["cli", "python"])
+def test_a_pipe_given_as_a_path_is_hashed_whole_or_refused(side):
     """`tlio hash <(cmd)`, as `sha256sum <(cmd)` is used: its bytes' digest, or an error; never
     the digest of nothing (a pipe's stat size is 0) with exit 0."""
     data = b"bytes through a pipe\n" * 100
-    for attempt in ("cli", "python"):
-        r, w = os.pipe()
-        try:
-            os.write(w, data)  # fits in the pipe's buffer
-            os.close(w)
-            if attempt == "cli":
-                out = run("hash", f"/dev/fd/{r}", timeout=10, pass_fds=(r,))
-                assert sha(b"") not in out.stdout, "the empty string's digest, for a pipe holding 2100 bytes"
-                if out.returncode == 0:
-                    assert out.stdout == f"{sha(data)}  /dev/fd/{r}\n"
-                else:
-                    assert out.returncode == 1 and out.stdout == "" and f"/dev/fd/{r}" in out.stderr
+    r, w = os.pipe()
+    try:
+        os.write(w, data)  # fits in the pipe's buffer: no writer needed while tlio reads
+        os.close(w)
+        path = f"/dev/fd/{r}"
+        if side == "cli":
+            out = run("hash", path, timeout=10, pass_fds=(r,))
+            assert sha(b"") not in out.stdout, f"the empty string's digest for {len(data)} bytes: {out.stdout}"
+            if out.returncode == 0:
+                assert out.stdout == f"{sha(data)}  {path}\n"
             else:
-                try:
-                    digest = tlio.hash_file(f"/dev/fd/{r}")
-                except (OSError, ValueError) as e:
-                    assert f"/dev/fd/{r}" in str(e)
-                else:
-                    assert digest == sha(data), "tlio.hash_file of a pipe"
-        finally:
-            os.close(r)
+                assert out.returncode == 1 and out.stdout == "" and path in out.stderr
+        else:
+            try:
+                digest = tlio.hash_file(path)
+            except (OSError, ValueError) as e:
+                assert path in str(e)
+            else:
+                assert digest == sha(data), f"tlio.hash_file of {len(data)} bytes through a pipe"
+    finally:
+        os.close(r)
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,9 +269,9 @@ def hub_urls(hub, good):
 
 @pytest.fixture
 def hub_env(hub, monkeypatch):
-    for k, v in hub.env.items():
-        if os.environ.get(k) != v:
-            monkeypatch.setenv(k, v)
+    """The hub, with this process's environment pointing hf:// at it (for Python's calls)."""
+    for name in ("HF_ENDPOINT", "HF_HOME"):
+        monkeypatch.setenv(name, hub.env[name])
     for name in ("HF_HUB_OFFLINE", "HF_TOKEN", "HF_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
     return hub
@@ -443,8 +443,9 @@ def test_python_loaders_check_sha256_before_handing_out_tensors(weights):
 
 @pytest.mark.parametrize("curve", CURVES)
 def test_tlio_signs_what_the_reference_verifies(tmp_path, keys, curve):
-    """The bundle is model-signing's, to the byte layout: compact JSON, the statement indented
-    by 2, resources in path order, the git paths and model.sig recorded as ignored."""
+    """The bundle is model-signing's, to the byte layout for these ASCII names: compact JSON,
+    the statement indented by 2, resources in path order, the git paths and model.sig recorded
+    as ignored."""
     priv, pub, _ = keys[curve]
     folder = make_model(tmp_path)
     out = run("sign", folder, "--key", priv)
@@ -711,9 +712,10 @@ def test_the_private_key_never_appears_in_any_output(tmp_path, keys):
     reverse), in text or JSON, from the CLI or in Python's exceptions."""
     priv, pub, pem = keys["P-256"]
     text = pem.decode()
-    body = [line for line in text.splitlines() if not line.startswith("-----")]
+    body = [line for line in text.splitlines() if not line.startswith("-----") and len(line) >= 16]
     scalar = format(ref._load_private(pem).private_numbers().private_value, "x")
-    secrets = [text, *body, scalar, base64.b64encode(pem).decode()[:40]]
+    secrets = [text, *body, scalar]
+    assert len(body) >= 2
 
     def absent(s):
         for secret in secrets:

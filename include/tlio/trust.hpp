@@ -40,7 +40,8 @@ struct HashOptions {
 };
 
 /// The SHA-256 of the file at `location` (a path or any URL tlio reads), read once from start
-/// to end; a URL is hashed as it downloads, nothing is stored. When the file's store publishes
+/// to end; a URL is hashed as it downloads, nothing is stored; a pipe (a FIFO, a shell's
+/// `<(...)`) is read to its end. When the file's store publishes
 /// a SHA-256 (FileHash::checked_against), the bytes are checked against it:
 /// Error{verification} when they differ. Error{io} when it cannot be read.
 TLIO_API FileHash hash_file(const std::string& location, const HashOptions& options = {});

@@ -478,6 +478,31 @@ def test_tlio_signs_what_the_reference_verifies(tmp_path, keys, curve):
     assert out.stdout == f"{folder}: OK (signature: 3 files)\n"
 
 
+def test_names_past_ascii_are_escaped_as_model_signing_writes_them(tmp_path, keys):
+    """A name with an accent and one with an emoji: the statement has them as \\u escapes (a
+    surrogate pair for the emoji), byte for byte what the reference writes; a name that is not
+    UTF-8 cannot be listed in JSON and is refused by name, nothing written."""
+    priv, pub, _ = keys["P-256"]
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "café.txt").write_text("a")
+    (folder / "\U0001F600.bin").write_text("b")
+    assert run("sign", folder, "--key", priv).returncode == 0
+    bundle = ref.load_bundle(folder / "model.sig")
+    payload = base64.b64decode(bundle["dsseEnvelope"]["payload"])
+    assert b"caf\\u00e9.txt" in payload and b"\\ud83d\\ude00.bin" in payload
+    assert payload == ref.statement_bytes(ref.statement_of(bundle))
+    assert ref.verify_folder(folder, folder / "model.sig", pub) == []
+    assert run("verify", folder, "--key", pub).returncode == 0
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / os.fsdecode(b"x\xff.bin")).write_text("c")
+    out = subprocess.run([CLI, "sign", str(bad), "--key", str(priv)], capture_output=True, timeout=60)
+    assert out.returncode == 1 and b"x\xff.bin: its name is not UTF-8" in out.stderr
+    assert not (bad / "model.sig").exists()
+
+
 @pytest.mark.parametrize("curve", CURVES)
 def test_tlio_verifies_what_the_reference_signs(tmp_path, keys, curve):
     priv, pub, _ = keys[curve]

@@ -2,6 +2,7 @@
 // from a mapping (no copy); a remote one's next piece is fetched while the current one is
 // hashed, so it costs about the longer of its download and its hash. Several files go to
 // several threads.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -37,6 +38,7 @@ using detail::ByteSource;
 // enough to keep the source's parallel ranged requests busy.
 constexpr uint64_t kLocalPiece = uint64_t{8} << 20;
 constexpr uint64_t kRemotePiece = uint64_t{32} << 20;
+constexpr size_t kPipePiece = size_t{1} << 20;
 
 void read_piece(const ByteSource& source, uint64_t offset, std::span<std::byte> dst) {
   if (source.batches_ranges()) {
@@ -118,19 +120,40 @@ FileHash hash_source(const ByteSource& source, bool poll, const std::atomic<bool
   return out;
 }
 
-std::shared_ptr<const ByteSource> open_for_hashing(const std::string& location, const OpenOptions& open) {
+// A pipe named by a path (a shell's <(...), a FIFO): read to its end, as sha256sum reads one.
+FileHash hash_pipe(const std::string& path, bool poll, const std::atomic<bool>* stop) {
+  const detail::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) detail::throw_errno("cannot open it", path, errno);
+  detail::Sha256 sha;
+  std::vector<std::byte> buffer(kPipePiece);
+  uint64_t size = 0;
+  for (size_t n = buffer.size(); n == buffer.size(); size += n) {
+    if (poll) detail::poll_interrupt();
+    if (stop && stop->load(std::memory_order_relaxed)) detail::throw_interrupted();
+    n = detail::read_stream(fd.get(), buffer, path);
+    sha.update(std::span(buffer).first(n));
+  }
+  return {path, size, detail::to_hex(sha.finish()), {}};
+}
+
+FileHash hash_location(const std::string& location, const OpenOptions& open, bool poll,
+                       const std::atomic<bool>* stop) {
+  const detail::Location where = detail::Location::parse(location);
+  struct stat st {};
+  if (where.is_local() && ::stat(where.text().c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
+    return hash_pipe(where.text(), poll, stop);
   detail::SourceOptions o;
-  o.access = detail::SourceOptions::Access::read;  // front to back with preads, no mapping
+  o.access = detail::SourceOptions::Access::read;  // a descriptor: hashed from a mapping of our own
   o.token = open.token;
   o.warning = open.warning;
-  return detail::open_source(detail::Location::parse(location), o);
+  return hash_source(*detail::open_source(where, o), poll, stop);
 }
 
 }  // namespace
 
 FileHash hash_file(const std::string& location, const HashOptions& options) {
   detail::poll_interrupt();
-  return hash_source(*open_for_hashing(location, options.open), true, nullptr);
+  return hash_location(location, options.open, true, nullptr);
 }
 
 FileHash hash_file(const File& file) { return hash_source(detail::FileAccess::source(file), true, nullptr); }
@@ -174,7 +197,7 @@ void hash_files(std::span<const std::string> locations, const HashOptions& optio
       for (size_t i; !stop.load() && (i = next.fetch_add(1)) < count;) {
         if (caller) detail::poll_interrupt();
         try {
-          hashes[i] = hash_source(*open_for_hashing(locations[i], options.open), caller, &stop);
+          hashes[i] = hash_location(locations[i], options.open, caller, &stop);
         } catch (const Error& e) {
           if (e.code() == ErrorCode::interrupted) throw;
           errors[i] = e;

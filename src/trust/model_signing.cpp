@@ -43,9 +43,27 @@ std::string pae(std::string_view payload) {
   return fmt::format("DSSEv1 {} {} {} ", kPayloadType.size(), kPayloadType, payload.size()).append(payload);
 }
 
+// A JSON string with everything past ASCII as \uXXXX escapes, as model_signing's protobuf JSON
+// writes its statements (`s` is valid UTF-8: sign_folder checks the names).
 std::string json_quoted(std::string_view s) {
-  std::string out;
-  detail::append_json_string(out, s);
+  std::string quoted, out;
+  detail::append_json_string(quoted, s);  // escapes quotes and controls, leaves UTF-8 as is
+  for (size_t i = 0; i < quoted.size();) {
+    const auto c = static_cast<unsigned char>(quoted[i]);
+    if (c < 0x80) {
+      out += quoted[i++];
+      continue;
+    }
+    const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    uint32_t cp = c & (0x7F >> n);
+    for (size_t k = 1; k < n && i + k < quoted.size(); ++k)
+      cp = cp << 6 | (static_cast<unsigned char>(quoted[i + k]) & 0x3F);
+    i += n;
+    if (cp >= 0x10000)  // a surrogate pair
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+    else
+      out += fmt::format("\\u{:04x}", cp);
+  }
   return out;
 }
 
@@ -123,9 +141,11 @@ std::string join(const std::string& folder, const std::string& rel) {
 
 // The files of `folder` outside `ignore`, hashed: name -> hex digest. A file that cannot be read
 // is Error (signing) or a problem (verifying, `problems` set).
-// A model that is one file is signed as the single resource ".".
+// A model that is one file is signed as the single resource ".". `unreadable` (verifying) gets
+// the names that could not be hashed, each also a problem; signing throws instead.
 std::map<std::string, std::string> digests(const std::string& folder, const std::set<std::string>& ignore,
-                                           unsigned threads, std::vector<std::string>* problems) {
+                                           unsigned threads, std::vector<std::string>* problems,
+                                           std::set<std::string>* unreadable = nullptr) {
   const bool one_file = is_one_file(folder);
   const std::vector<std::string> names =
       one_file ? std::vector<std::string>{"."}
@@ -137,9 +157,14 @@ std::map<std::string, std::string> digests(const std::string& folder, const std:
   HashOptions options;
   options.threads = threads;
   hash_files(locations, options, [&](size_t i, const FileHash& h, const Error* e) {
-    if (!e) out.emplace(names[i], h.sha256);
-    else if (problems) problems->push_back(fmt::format("{}: cannot be hashed: {}", names[i], e->what()));
-    else throw *e;
+    if (!e) {
+      out.emplace(names[i], h.sha256);
+    } else if (problems) {
+      problems->push_back(fmt::format("{}: cannot be hashed: {}", names[i], e->what()));
+      if (unreadable) unreadable->insert(names[i]);
+    } else {
+      throw *e;
+    }
   });
   return out;
 }
@@ -176,8 +201,11 @@ std::set<std::string> base_ignores(const std::string& folder, const std::string&
                                    const std::vector<std::string>& extra) {
   std::set<std::string> out(std::begin(kGitPaths), std::end(kGitPaths));
   if (const auto rel = inside(folder, signature)) out.insert(*rel);
-  for (const std::string& p : extra)
-    if (const auto rel = relative_ignore(p)) out.insert(*rel);
+  for (const std::string& p : extra) {
+    // Relative paths are the folder's; an absolute one counts when it lies inside it.
+    const auto rel = fs::path(p).is_absolute() ? inside(folder, p) : relative_ignore(p);
+    if (rel) out.insert(*rel);
+  }
   return out;
 }
 
@@ -202,6 +230,11 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
       if (const std::string n = e.path().filename().string(); n.starts_with(".git")) ignore.insert(n);
   }
   const std::map<std::string, std::string> files = digests(folder, ignore, options.threads, nullptr);
+  for (const auto& [name, digest] : files)  // a statement is JSON: its names are text
+    if (!simdjson::validate_utf8(name.data(), name.size()))
+      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                  "its name is not UTF-8, which a signature (JSON) cannot list: rename it or ignore it",
+                  join(folder, name));
   std::vector<std::pair<std::string, std::string>> ordered(files.begin(), files.end());
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return detail::path_order(a.first, b.first); });
   const std::string payload = statement_text(model_name(folder), ordered, ignore);
@@ -331,13 +364,12 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
     if (const auto rel = relative_ignore(p)) ignore.insert(*rel);
 
   // The files as they are now.
-  const std::map<std::string, std::string> now = digests(folder, ignore, options.threads, &problems);
+  std::set<std::string> unreadable;  // reported by digests() already
+  const std::map<std::string, std::string> now = digests(folder, ignore, options.threads, &problems, &unreadable);
   for (const auto& [name, digest] : statement.files) {
     const auto it = now.find(name);
     if (it == now.end()) {
-      std::error_code ec;  // (a file there but unreadable was reported by digests())
-      if (ignored(name, ignore) || !fs::exists(join(folder, name), ec))
-        problems.push_back(fmt::format("{}: missing (the signature lists it)", name));
+      if (!unreadable.count(name)) problems.push_back(fmt::format("{}: missing (the signature lists it)", name));
     } else if (it->second != digest) {
       problems.push_back(fmt::format("{}: its SHA-256 is {}, the signature says {}", name, it->second, digest));
     }

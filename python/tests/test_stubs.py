@@ -4,6 +4,7 @@ and the PEP 561 marker py.typed. Adding a runtime function without its stub fail
 import ast
 import importlib
 import inspect
+import io
 import pathlib
 
 import pytest
@@ -125,6 +126,10 @@ def class_members_at_runtime(cls):
     if cls is tlio.SafetensorError:  # its attributes are set on each raised error
         with pytest.raises(tlio.SafetensorError) as e:
             tlio.load(b"not a safetensors file")
+        members |= {k for k in vars(e.value) if public(k)}
+    if cls is tlio.VerificationError:  # so is its list of problems
+        with pytest.raises(tlio.VerificationError) as e:
+            tlio.safe_open(io.BytesIO(tlio.save({})), sha256="0" * 64)
         members |= {k for k in vars(e.value) if public(k)}
     return members
 

@@ -1,7 +1,7 @@
 // Fuzz target: model signatures as a stranger may hand them over. The bytes are read as a
 // Sigstore bundle, then wrapped as the base64 payload of a well-formed bundle (so the in-toto
-// statement reader sees them too), then as base64 text (what decodes must encode back to the
-// same bytes), then as two paths compared in path order (which must be a strict order). Nothing
+// statement reader sees them too), then as base64 text (what decodes must survive an encode
+// and a decode unchanged), then as two paths compared in path order (a strict order). Nothing
 // may crash or throw: every fault is a problem in the result.
 #include <cstddef>
 #include <cstdint>

@@ -297,6 +297,11 @@ struct QuantizedWeights {
 
 }  // namespace
 
+// A message as a Python str, bytes that are not UTF-8 (file names) as os.fsdecode keeps them.
+py::str lossless_text(std::string_view s) {
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
+}
+
 // The C++ type behind tlio.VerificationError (never thrown: errors of that code are mapped).
 struct VerificationFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -343,8 +348,10 @@ PYBIND11_MODULE(_tlio, m) {
           }
           return;
         case tlio::ErrorCode::verification: {
-          py::object exc = py::handle(verification_error.ptr())(e.what());
-          exc.attr("problems") = py::make_tuple(std::string(e.what()));
+          py::object exc = py::handle(verification_error.ptr())(lossless_text(e.what()));
+          py::list problems;
+          problems.append(lossless_text(e.what()));
+          exc.attr("problems") = problems;
           PyErr_SetObject(verification_error.ptr(), exc.ptr());
           return;
         }
@@ -597,7 +604,9 @@ PYBIND11_MODULE(_tlio, m) {
       c = tlio::check_signature(folder, key, o);
     }
     py::dict d;
-    d["problems"] = c.problems;
+    py::list problems;  // file names need not be UTF-8
+    for (const std::string& p : c.problems) problems.append(lossless_text(p));
+    d["problems"] = problems;
     d["files"] = c.files;
     d["key_hint"] = c.key_hint;
     return d;

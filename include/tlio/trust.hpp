@@ -32,8 +32,9 @@ struct FileHash {
 };
 
 struct HashOptions {
-  /// For remote locations: the token and the warning callback (the backend is not used: files
-  /// are read front to back with large positional reads or ranged requests).
+  /// For remote locations the token and the warning callback; for local files the backend:
+  /// mmap (the default) hashes through a mapping (no copy; a file that shrinks meanwhile raises
+  /// SIGBUS, as mapped reads do), pread with positional reads (such a file is Error{io}).
   OpenOptions open = {};
   /// Files hashed at once by hash_files (each file is one sequential SHA-256). 0: one per core.
   unsigned threads = 0;
@@ -46,12 +47,14 @@ struct HashOptions {
 /// Error{verification} when they differ. Error{io} when it cannot be read.
 TLIO_API FileHash hash_file(const std::string& location, const HashOptions& options = {});
 
-/// The SHA-256 of an open File's bytes (its header and data, read through the same source the
-/// File reads, so the digest is of the version the File holds), checked like hash_file's.
+/// The SHA-256 of an open File's bytes (its header and data, read as the File reads them: its
+/// mapping, or positional reads for Backend::pread), checked like hash_file's.
 TLIO_API FileHash hash_file(const File& file);
 
 /// hash_file(file), and Error{verification} naming the file unless its bytes have the SHA-256
-/// `sha256` (64 hex digits, either case; Error{invalid_argument} otherwise).
+/// `sha256` (64 hex digits, either case; Error{invalid_argument} otherwise). It checks the
+/// bytes as they are now: a file rewritten in place afterwards (not replaced: a rename leaves
+/// the File its version) is not caught when its tensors are read.
 TLIO_API FileHash check_sha256(const File& file, std::string_view sha256);
 
 /// Hashes each location on up to `options.threads` threads. `done(index, hash, error)` is
@@ -75,8 +78,9 @@ inline constexpr std::string_view kDefaultSignatureName = "model.sig";
 struct SignOptions {
   /// The signature file. Empty: FOLDER/model.sig.
   std::string signature = {};
-  /// More paths (relative to the folder: files or folders) left out of the signature, besides
-  /// the signature file itself and every path whose name starts with ".git".
+  /// More paths (relative to the folder, or absolute inside it: files or folders) left out of
+  /// the signature, besides the signature file itself and the top-level entries whose names
+  /// start with ".git". One outside the folder is Error{invalid_argument}.
   std::vector<std::string> ignore_paths = {};
   /// Files hashed at once (0: one per core).
   unsigned threads = 0;
@@ -85,8 +89,10 @@ struct SignOptions {
 /// Signs every file of `folder` with the PEM private key in the file `private_key`: writes a
 /// Sigstore bundle (OpenSSF model-signing v1.0, the "files" serialization over SHA-256; see
 /// docs/security.md) to the signature file, atomically. Returns the signature's path.
-/// Error{invalid_argument} for a key that is not an unencrypted PEM EC key, Error{unsupported}
-/// for another curve than P-256/384/521.
+/// Error{invalid_argument} for a file that is not an unencrypted PEM private key, or a
+/// signature path holding something else than a signature (it is never replaced);
+/// Error{unsupported} for a key that is not on P-256/384/521 (RSA, Ed25519), a link or special
+/// file in the folder, a name that is not UTF-8.
 TLIO_API std::string sign_folder(const std::string& folder, const std::string& private_key,
                                  const SignOptions& options = {});
 
@@ -107,14 +113,17 @@ struct SignatureCheck {
   std::vector<std::string> problems;
   /// Files the signature lists.
   size_t files = 0;
-  /// The signature's key hint (hex SHA-256 of the public key's DER SubjectPublicKeyInfo).
+  /// The signature's key hint: the hex SHA-256 of the public key's PEM text (its
+  /// SubjectPublicKeyInfo in 64-character lines, as `openssl ec -pubout` writes it).
   std::string key_hint;
   bool ok() const noexcept { return problems.empty(); }
 };
 
 /// Checks `folder` against its signature with the PEM public key in the file `public_key`.
-/// Mismatches are reported, not thrown; Error{io} or Error{invalid_argument} when the folder,
-/// the key or the signature cannot be read at all.
+/// Mismatches are reported, not thrown (links and special files in the folder too); the files
+/// are only read when the signature verifies. Error{io} or Error{invalid_argument} when the
+/// folder, the key or the signature cannot be read at all, Error{unsupported} for a key not on
+/// P-256/384/521.
 TLIO_API SignatureCheck check_signature(const std::string& folder, const std::string& public_key,
                                         const VerifyOptions& options = {});
 /// check_signature, throwing Error{verification} that lists every problem unless it passed.

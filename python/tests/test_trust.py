@@ -765,3 +765,28 @@ def test_the_private_key_never_appears_in_any_output(tmp_path, keys):
             call()
         absent(str(e.value))
         absent(repr(e.value))
+
+
+def test_a_link_or_fifo_put_in_a_signed_folder_is_a_verification_problem(tmp_path, keys):
+    """Tampering that adds what is not a regular file fails as any tampering does (a
+    VerificationError naming it), not as an error of another kind; a name that is not UTF-8
+    reaches Python as os.fsdecode spells it."""
+    priv, pub, _ = keys["P-256"]
+    folder = make_model(tmp_path)
+    assert run("sign", folder, "--key", priv).returncode == 0
+    os.mkfifo(folder / "sub" / "fifo")
+    (folder / "link").symlink_to("model.safetensors")
+    (folder / os.fsdecode(b"odd\xff")).write_text("x")
+    with pytest.raises(tlio.VerificationError) as e:
+        tlio.verify(folder, key=pub)
+    problems = e.value.problems
+    assert any(p.startswith("sub/fifo: is not a regular file") for p in problems), problems
+    assert any(p.startswith("link: is a symbolic link") for p in problems), problems
+    assert os.fsdecode(b"odd\xff") + ": not in the signature (a file added)" in problems
+
+
+def test_devices_are_refused_and_proc_files_read_whole():
+    out = run("hash", "/dev/zero")
+    assert out.returncode == 1 and "/dev/zero: is not a regular file" in out.stderr
+    out = run("hash", "/proc/self/cmdline")  # its size says 0; its bytes are the command line
+    assert out.returncode == 0 and not out.stdout.startswith(hashlib.sha256(b"").hexdigest())

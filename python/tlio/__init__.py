@@ -584,6 +584,16 @@ def _sha256_argument(sha256):
     return sha256
 
 
+def _paths(value):
+    """None, one path (str, bytes or os.PathLike) or an iterable of them, as a list of str
+    (TypeError for anything else, from os.fsdecode)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
+        return [_os.fsdecode(value)]
+    return [_os.fsdecode(v) for v in value]
+
+
 def hash_file(path, *, token=None):
     """The SHA-256 of the file at `path` (a path or URL), as 64 lower-case hex digits, read once
     front to back (a URL hashed as it downloads, nothing stored). When its server publishes a
@@ -598,7 +608,7 @@ def sign(folder, *, key, signature=None, ignore_paths=()):
     out (besides the signature and the .git paths). Returns the signature's path."""
     return _tlio.sign_folder(_os.fspath(folder), _os.fspath(key),
                              _os.fspath(signature) if signature is not None else "",
-                             [_os.fspath(p) for p in _strings(ignore_paths, "ignore_paths")])
+                             _paths(ignore_paths))
 
 
 def verify(folder, *, key, signature=None, ignore_paths=()):
@@ -608,7 +618,7 @@ def verify(folder, *, key, signature=None, ignore_paths=()):
     failure (a file changed, added or missing, the key hint, the signature, the root digest)."""
     result = _tlio.check_signature(_os.fspath(folder), _os.fspath(key),
                                    _os.fspath(signature) if signature is not None else "",
-                                   [_os.fspath(p) for p in _strings(ignore_paths, "ignore_paths")])
+                                   _paths(ignore_paths))
     if result["problems"]:
         error = VerificationError(f"{_os.fspath(folder)}: the signature does not match: "
                                   + "; ".join(result["problems"]))

@@ -1,5 +1,7 @@
 #include "io/digest.hpp"
 
+#include <algorithm>
+
 #include "io/crypto_library.hpp"
 #include "tlio/error.hpp"
 
@@ -62,6 +64,31 @@ std::string to_hex(std::span<const unsigned char> bytes) {
   for (unsigned char b : bytes) {
     out += kHex[b >> 4];
     out += kHex[b & 15];
+  }
+  return out;
+}
+
+namespace {
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+bool is_sha256_hex(std::string_view text) noexcept {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) { return hex_value(c) >= 0; });
+}
+
+std::vector<unsigned char> from_hex(std::string_view hex) {
+  std::vector<unsigned char> out;
+  if (hex.size() % 2) return out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = hex_value(hex[i]), low = hex_value(hex[i + 1]);
+    if (high < 0 || low < 0) return {};
+    out.push_back(static_cast<unsigned char>(high << 4 | low));
   }
   return out;
 }

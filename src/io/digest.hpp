@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tlio::detail {
 
@@ -33,5 +34,10 @@ Sha256Digest hmac_sha256(std::span<const unsigned char> key, std::string_view da
 
 /// Lower-case hexadecimal of `bytes`.
 std::string to_hex(std::span<const unsigned char> bytes);
+/// True for 64 hexadecimal digits (either case): how SHA-256 digests are written.
+bool is_sha256_hex(std::string_view text) noexcept;
+/// The bytes a string of hexadecimal digits (either case, even length) spells; empty when it
+/// is not one.
+std::vector<unsigned char> from_hex(std::string_view hex);
 
 }  // namespace tlio::detail

@@ -72,21 +72,9 @@ struct MdCtx {
 
 }  // namespace
 
-EcKey EcKey::private_from_pem(std::string_view pem, const std::string& name) {
+EcKey EcKey::from_pem(std::string_view pem, const std::string& name, bool is_private) {
   const CryptoLibrary& lib = crypto_library();
-  EVP_PKEY* key = read_pem(pem, true, name);
-  const std::string_view curve = curve_of(lib, key);
-  if (curve.empty()) {
-    lib.pkey_free(key);
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                "is not an elliptic-curve key on P-256, P-384 or P-521 (the curves model signatures use)", name);
-  }
-  return EcKey(key, curve);
-}
-
-EcKey EcKey::public_from_pem(std::string_view pem, const std::string& name) {
-  const CryptoLibrary& lib = crypto_library();
-  EVP_PKEY* key = read_pem(pem, false, name);
+  EVP_PKEY* key = read_pem(pem, is_private, name);
   const std::string_view curve = curve_of(lib, key);
   if (curve.empty()) {
     lib.pkey_free(key);

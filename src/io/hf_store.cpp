@@ -6,12 +6,12 @@
 // HF_HUB_OFFLINE=1 never makes a request.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "common/text.hpp"
 #include "io/aws_sigv4.hpp"
+#include "io/digest.hpp"
 #include "io/http.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
@@ -195,9 +195,7 @@ std::shared_ptr<const ByteSource> cached_source(const std::filesystem::path& fil
   std::shared_ptr<const ByteSource> source = open_source(Location::parse(file.string()), options);
   std::error_code ec;
   const std::string blob = std::filesystem::canonical(file, ec).filename().string();
-  if (ec || blob.size() != 64 || !std::all_of(blob.begin(), blob.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-      }))
+  if (ec || !is_sha256_hex(blob) || ascii_lower(blob) != blob)
     return source;  // a git object (named by its SHA-1), or a cache laid out by hand
   return std::make_shared<CachedSource>(std::move(source), blob);
 }

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <atomic>
 #include <chrono>
@@ -19,6 +18,7 @@
 
 #include "common/text.hpp"
 #include "io/curl_library.hpp"
+#include "io/digest.hpp"
 #include "io/http_request.hpp"
 #include "io/os_file.hpp"
 #include "tlio/error.hpp"
@@ -40,17 +40,16 @@ std::optional<uint64_t> number(std::string_view s) {
 // case, or empty: the Hub's LFS files are tagged by their SHA-256.
 std::string sha256_in_etag(std::string_view tag) {
   if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
-  if (tag.size() != 64) return {};
-  for (char c : tag)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return {};
-  return ascii_lower(tag);
+  return is_sha256_hex(tag) ? ascii_lower(tag) : std::string();
 }
 
 }  // namespace
 
 void read_response_header(std::string_view line, HttpResponse& r) {
   if (line.substr(0, 5) == "HTTP/") {  // a new response (after a redirect): start over
-    r = HttpResponse{.linked_etag = std::move(r.linked_etag)};
+    std::string linked_etag = std::move(r.linked_etag);  // the redirect's, kept
+    r = HttpResponse{};
+    r.linked_etag = std::move(linked_etag);
     const auto space = line.find(' ');
     if (space != std::string_view::npos)
       if (const auto status = number(line.substr(space + 1, 3)); status && *status >= 100)

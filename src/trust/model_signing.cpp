@@ -139,34 +139,44 @@ std::string join(const std::string& folder, const std::string& rel) {
   return folder.ends_with('/') ? folder + rel : folder + "/" + rel;
 }
 
-// The files of `folder` outside `ignore`, hashed: name -> hex digest. A file that cannot be read
-// is Error (signing) or a problem (verifying, `problems` set).
-// A model that is one file is signed as the single resource ".". `unreadable` (verifying) gets
-// the names that could not be hashed, each also a problem; signing throws instead.
-std::map<std::string, std::string> digests(const std::string& folder, const std::set<std::string>& ignore,
-                                           unsigned threads, std::vector<std::string>* problems,
+// The files of `folder` outside `ignore` (a model that is one file: the single resource ".").
+// Links and special files are Error{unsupported}, or, with `refused` (verifying), problems.
+std::vector<std::string> model_files(const std::string& folder, const std::set<std::string>& ignore,
+                                     std::vector<std::string>* refused) {
+  if (is_one_file(folder)) return {"."};
+  return detail::walk_folder(folder, false, [&](const std::string& rel) { return ignored(rel, ignore); }, refused);
+}
+
+// name -> hex SHA-256 of each of `names`. A file that cannot be read is Error (signing), or
+// with `problems` (verifying) a problem, its name in `unreadable`.
+std::map<std::string, std::string> digests(const std::string& folder, const std::vector<std::string>& names,
+                                           unsigned threads, detail::Problems* problems = nullptr,
                                            std::set<std::string>* unreadable = nullptr) {
-  const bool one_file = is_one_file(folder);
-  const std::vector<std::string> names =
-      one_file ? std::vector<std::string>{"."}
-               : detail::walk_folder(folder, false, [&](const std::string& rel) { return ignored(rel, ignore); });
   std::vector<std::string> locations;
   locations.reserve(names.size());
-  for (const std::string& n : names) locations.push_back(one_file ? folder : join(folder, n));
+  for (const std::string& n : names) locations.push_back(n == "." ? folder : join(folder, n));
   std::map<std::string, std::string> out;
   HashOptions options;
   options.threads = threads;
-  hash_files(locations, options, [&](size_t i, const FileHash& h, const Error* e) {
+  detail::hash_many(locations, options, false, [&](size_t i, const FileHash& h, const Error* e) {
     if (!e) {
       out.emplace(names[i], h.sha256);
     } else if (problems) {
-      problems->push_back(fmt::format("{}: cannot be hashed: {}", names[i], e->what()));
-      if (unreadable) unreadable->insert(names[i]);
+      problems->add(fmt::format("{}: cannot be hashed: {}", detail::shown_name(names[i]), e->what()));
+      unreadable->insert(names[i]);
     } else {
       throw *e;
     }
   });
   return out;
+}
+
+// Text a statement lists must be UTF-8 (it is JSON): Error{unsupported} naming `where`.
+void check_text(std::string_view text, const std::string& where, const char* what) {
+  if (!simdjson::validate_utf8(text.data(), text.size()))
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("{} is not UTF-8, which a signature (JSON) cannot list: rename it or leave it out", what),
+                where);
 }
 
 // The in-toto statement, laid out as model_signing writes it (two-space indents).
@@ -175,9 +185,7 @@ std::string statement_text(const std::string& name, const std::vector<std::pair<
   detail::Sha256 root;  // over the raw digests in the listed order
   std::string resources;
   for (size_t i = 0; i < files.size(); ++i) {
-    std::vector<unsigned char> raw;
-    for (size_t k = 0; k + 1 < files[i].second.size(); k += 2)
-      raw.push_back(static_cast<unsigned char>(std::stoi(files[i].second.substr(k, 2), nullptr, 16)));
+    const std::vector<unsigned char> raw = detail::from_hex(files[i].second);
     root.update(std::as_bytes(std::span(raw)));
     resources += fmt::format("{}\n      {{\n        \"algorithm\": \"sha256\",\n        \"digest\": \"{}\",\n"
                              "        \"name\": {}\n      }}",
@@ -204,9 +212,28 @@ std::set<std::string> base_ignores(const std::string& folder, const std::string&
   for (const std::string& p : extra) {
     // Relative paths are the folder's; an absolute one counts when it lies inside it.
     const auto rel = fs::path(p).is_absolute() ? inside(folder, p) : relative_ignore(p);
-    if (rel) out.insert(*rel);
+    if (!rel)
+      throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                  fmt::format("the ignore path {} is not inside the folder", detail::shown_name(p)), folder);
+    out.insert(*rel);
   }
   return out;
+}
+
+// A signature may replace an older signature, never another file (`--signature key.pem`).
+void refuse_to_replace(const std::string& signature) {
+  std::error_code ec;
+  if (!fs::exists(signature, ec) || fs::is_empty(signature, ec)) return;
+  std::string text;
+  try {
+    text = detail::read_text_file(signature);
+    const detail::JsonDoc doc(text, signature, Rule::none);
+    if (doc.optional_string("mediaType") == std::string(kBundleMediaType)) return;
+  } catch (const Error&) {
+  }
+  throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+              "exists and is not a model signature: it is not replaced (name another --signature, or remove it)",
+              signature);
 }
 
 using Element = simdjson::dom::element;
@@ -223,21 +250,22 @@ std::optional<std::string_view> string_at(const JsonValue& e, const char* key) {
 std::string sign_folder(const std::string& folder, const std::string& private_key, const SignOptions& options) {
   const detail::EcKey key = read_key(private_key, true);
   const std::string signature = signature_path(folder, options.signature);
+  refuse_to_replace(signature);
   std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
   {  // any other .git* entry at the top is left out too (and recorded, so verifiers agree)
     std::error_code ec;
     for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
       if (const std::string n = e.path().filename().string(); n.starts_with(".git")) ignore.insert(n);
   }
-  const std::map<std::string, std::string> files = digests(folder, ignore, options.threads, nullptr);
-  for (const auto& [name, digest] : files)  // a statement is JSON: its names are text
-    if (!simdjson::validate_utf8(name.data(), name.size()))
-      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                  "its name is not UTF-8, which a signature (JSON) cannot list: rename it or ignore it",
-                  join(folder, name));
+  const std::string name = model_name(folder);
+  check_text(name, folder, "the folder's name");
+  for (const std::string& p : ignore) check_text(p, folder, "an ignore path");
+  const std::vector<std::string> names = model_files(folder, ignore, nullptr);
+  for (const std::string& n : names) check_text(n, join(folder, n), "its name");
+  const std::map<std::string, std::string> files = digests(folder, names, options.threads);
   std::vector<std::pair<std::string, std::string>> ordered(files.begin(), files.end());
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return detail::path_order(a.first, b.first); });
-  const std::string payload = statement_text(model_name(folder), ordered, ignore);
+  const std::string payload = statement_text(name, ordered, ignore);
   const std::vector<unsigned char> sig = key.sign(pae(payload));
   const std::string bundle = fmt::format(
       "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},\"tlogEntries\":[]}},"
@@ -256,94 +284,102 @@ namespace detail {
 
 SignedStatement read_signature(std::string_view bundle_text, const std::string& source, const EcKey& key) {
   SignedStatement out;
-  std::vector<std::string>& problems = out.problems;
-  const auto fail = [&](std::string what) {
-    problems.push_back(std::move(what));
-    return std::move(out);
-  };
+  Problems problems(out.problems);
 
   // The bundle: its media type, key hint and envelope.
   std::optional<JsonDoc> bundle;
   try {
     bundle.emplace(bundle_text, source, Rule::none);
   } catch (const Error& e) {
-    return fail(fmt::format("{} is not a Sigstore bundle: {}", source, e.what()));
+    problems.add(fmt::format("{} is not a Sigstore bundle: {}", source, e.what()));
+    return out;
   }
   const Element root = bundle->root();
   if (string_at(root, "mediaType") != kBundleMediaType)
-    problems.push_back(fmt::format("the bundle's mediaType is not {}", kBundleMediaType));
+    problems.add(fmt::format("the bundle's mediaType is not {}", kBundleMediaType));
   const std::string hint = key_hint(key);
   if (const auto given = string_at(root["verificationMaterial"]["publicKey"], "hint"); given && !given->empty()) {
     out.key_hint = std::string(*given);
     if (*given != hint)
-      problems.push_back(fmt::format("the signature's key hint {} is not the public key given (its hint is {})",
-                                     *given, hint));
+      problems.add(fmt::format("the signature's key hint {} is not the public key given (its hint is {})",
+                               shown_name(*given), hint));
   }  // (bundles of model_signing 1.0 carry the key's bytes instead: the signature check decides)
   Element envelope, first;
-  if (root["dsseEnvelope"].get(envelope) != simdjson::SUCCESS) return fail("the bundle has no dsseEnvelope");
   std::vector<unsigned char> payload_bytes, sig;
-  const auto payload_b64 = string_at(envelope, "payload");
-  if (!payload_b64 || !base64_decode(*payload_b64, payload_bytes))
-    return fail("the bundle has no dsseEnvelope.payload in base64");
-  if (envelope["signatures"].at(0).get(first) != simdjson::SUCCESS || !base64_decode(string_at(first, "sig").value_or(""), sig) ||
-      sig.empty())
-    return fail("the bundle has no dsseEnvelope.signatures[0].sig in base64");
+  std::optional<std::string_view> payload_b64;
+  if (root["dsseEnvelope"].get(envelope) != simdjson::SUCCESS) {
+    problems.add("the bundle has no dsseEnvelope");
+    return out;
+  }
+  if (!(payload_b64 = string_at(envelope, "payload")) || !base64_decode(*payload_b64, payload_bytes)) {
+    problems.add("the bundle has no dsseEnvelope.payload in base64");
+    return out;
+  }
+  if (envelope["signatures"].at(0).get(first) != simdjson::SUCCESS ||
+      !base64_decode(string_at(first, "sig").value_or(""), sig) || sig.empty()) {
+    problems.add("the bundle has no dsseEnvelope.signatures[0].sig in base64");
+    return out;
+  }
   const std::string payload(payload_bytes.begin(), payload_bytes.end());
-  if (!key.verify(pae(payload), sig))
-    problems.push_back("the signature does not verify with the public key given: the statement was changed, or "
-                       "signed by another key");
   if (string_at(envelope, "payloadType") != kPayloadType)
-    problems.push_back(fmt::format("the envelope's payloadType is not {}", kPayloadType));
+    problems.add(fmt::format("the envelope's payloadType is not {}", kPayloadType));
+  if (!key.verify(pae(payload), sig)) {
+    problems.add("the signature does not verify with the public key given: the statement was changed, or signed "
+                 "by another key");
+    return out;  // what an unsigned statement lists is not worth reading
+  }
+  out.trusted = true;
 
   // The statement: one subject whose digest covers the resources, which list every file.
   std::optional<JsonDoc> statement;
   try {
     statement.emplace(payload, source + " (its statement)", Rule::none);
   } catch (const Error& e) {
-    return fail(fmt::format("the statement is not JSON: {}", e.what()));
+    problems.add(fmt::format("the statement is not JSON: {}", e.what()));
+    return out;
   }
   const Element st = statement->root();
-  if (string_at(st, "_type") != kStatementType) problems.push_back(fmt::format("the statement's _type is not {}", kStatementType));
+  if (string_at(st, "_type") != kStatementType) problems.add(fmt::format("the statement's _type is not {}", kStatementType));
   if (string_at(st, "predicateType") != kPredicateType)
-    problems.push_back(fmt::format("the statement's predicateType is not {}", kPredicateType));
+    problems.add(fmt::format("the statement's predicateType is not {}", kPredicateType));
   simdjson::dom::array subjects;
   std::optional<std::string_view> subject_digest;
   if (st["subject"].get(subjects) == simdjson::SUCCESS && subjects.size() == 1) {
     if (!(subject_digest = string_at(subjects.at(0)["digest"], "sha256")))
-      problems.push_back("the statement's subject has no sha256 digest");
+      problems.add("the statement's subject has no sha256 digest");
   } else {
-    problems.push_back("the statement does not have exactly one subject");
+    problems.add("the statement does not have exactly one subject");
   }
   const auto serialization = st["predicate"]["serialization"];
   if (string_at(serialization, "method") != "files" || string_at(serialization, "hash_type") != "sha256")
-    problems.push_back("the statement's serialization is not the \"files\" method over sha256");
+    problems.add("the statement's serialization is not the \"files\" method over sha256");
   if (simdjson::dom::array listed; serialization["ignore_paths"].get(listed) == simdjson::SUCCESS)
     for (Element p : listed)
       if (std::string_view text; p.get(text) == simdjson::SUCCESS) out.ignore_paths.emplace_back(text);
 
   Sha256 root_digest;  // over the raw digests, in the order listed
   simdjson::dom::array resources;
-  if (st["predicate"]["resources"].get(resources) != simdjson::SUCCESS) return fail("the statement lists no resources");
+  if (st["predicate"]["resources"].get(resources) != simdjson::SUCCESS) {
+    problems.add("the statement lists no resources");
+    return out;
+  }
   for (Element r : resources) {
     const auto name = string_at(r, "name"), algorithm = string_at(r, "algorithm"), digest = string_at(r, "digest");
-    std::vector<unsigned char> raw;
-    if (digest && digest->size() == 64 && digest->find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos)
-      for (size_t k = 0; k < 64; k += 2)
-        raw.push_back(static_cast<unsigned char>(std::stoi(std::string(digest->substr(k, 2)), nullptr, 16)));
+    const std::vector<unsigned char> raw = digest && is_sha256_hex(*digest) ? from_hex(*digest) : std::vector<unsigned char>{};
     if (!name || algorithm != "sha256" || raw.empty()) {
-      problems.push_back(fmt::format("the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
-                                     simdjson::to_string(r).substr(0, 200)));
+      problems.add(fmt::format("the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
+                               shown_name(simdjson::to_string(r).substr(0, 200))));
       continue;
     }
     root_digest.update(std::as_bytes(std::span(raw)));
     if (!out.files.emplace(std::string(*name), ascii_lower(*digest)).second)
-      problems.push_back(fmt::format("the statement lists {} twice", quote_name(*name)));
+      problems.add(fmt::format("the statement lists {} twice", quote_name(*name)));
   }
   const std::string recomputed = to_hex(root_digest.finish());
   if (subject_digest && ascii_lower(*subject_digest) != recomputed)
-    problems.push_back(fmt::format("the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
-                                   "statement is inconsistent",
-                                   *subject_digest, recomputed));
+    problems.add(fmt::format("the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
+                             "statement is inconsistent",
+                             shown_name(*subject_digest), recomputed));
   return out;
 }
 
@@ -358,24 +394,29 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
   check.problems = std::move(statement.problems);
   check.key_hint = std::move(statement.key_hint);
   check.files = statement.files.size();
-  std::vector<std::string>& problems = check.problems;
+  if (!statement.trusted) return check;  // an unsigned list of files is no reason to read them
   std::set<std::string> ignore = base_ignores(folder, signature, options.ignore_paths);
   for (const std::string& p : statement.ignore_paths)
     if (const auto rel = relative_ignore(p)) ignore.insert(*rel);
 
   // The files as they are now.
+  detail::Problems problems(check.problems);
+  std::vector<std::string> refused;  // links and special files: problems, not errors
+  const std::vector<std::string> names = model_files(folder, ignore, &refused);
+  for (std::string& r : refused) problems.add(std::move(r));
   std::set<std::string> unreadable;  // reported by digests() already
-  const std::map<std::string, std::string> now = digests(folder, ignore, options.threads, &problems, &unreadable);
+  const std::map<std::string, std::string> now = digests(folder, names, options.threads, &problems, &unreadable);
   for (const auto& [name, digest] : statement.files) {
     const auto it = now.find(name);
     if (it == now.end()) {
-      if (!unreadable.count(name)) problems.push_back(fmt::format("{}: missing (the signature lists it)", name));
+      if (!unreadable.count(name)) problems.add(fmt::format("{}: missing (the signature lists it)", detail::shown_name(name)));
     } else if (it->second != digest) {
-      problems.push_back(fmt::format("{}: its SHA-256 is {}, the signature says {}", name, it->second, digest));
+      problems.add(fmt::format("{}: its SHA-256 is {}, the signature says {}", detail::shown_name(name), it->second, digest));
     }
   }
   for (const auto& [name, digest] : now)
-    if (!statement.files.count(name)) problems.push_back(fmt::format("{}: not in the signature (a file added)", name));
+    if (!statement.files.count(name))
+      problems.add(fmt::format("{}: not in the signature (a file added)", detail::shown_name(name)));
   return check;
 }
 

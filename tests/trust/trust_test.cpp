@@ -272,4 +272,88 @@ TEST(ModelSigning, ReadsHostileBundlesAsProblems) {
   }
 }
 
+// A bundle over `statement`, signed with kPrivate384 (as a signer who lists what it likes).
+std::string signed_bundle(const std::string& statement) {
+  const EcKey key = EcKey::private_from_pem(kPrivate384, "test key");
+  const std::string pae = "DSSEv1 28 application/vnd.in-toto+json " + std::to_string(statement.size()) + " " + statement;
+  const std::vector<unsigned char> sig = key.sign(pae);
+  return "{\"mediaType\":\"application/vnd.dev.sigstore.bundle.v0.3+json\",\"dsseEnvelope\":{\"payload\":\"" +
+         base64_encode({reinterpret_cast<const unsigned char*>(statement.data()), statement.size()}) +
+         "\",\"payloadType\":\"application/vnd.in-toto+json\",\"signatures\":[{\"sig\":\"" + base64_encode(sig) +
+         "\"}]}}";
+}
+
+TEST(ModelSigning, KeepsTheFirstHundredProblemsAndCountsTheRest) {
+  std::string resources;
+  for (int i = 0; i < 500; ++i) resources += std::string(i ? "," : "") + "{}";
+  const std::string statement = "{\"predicate\":{\"resources\":[" + resources + "]}}";
+  const SignedStatement s = read_signature(signed_bundle(statement), "sig", EcKey::public_from_pem(kPublic384, "k"));
+  EXPECT_TRUE(s.trusted);
+  ASSERT_EQ(s.problems.size(), 101u);
+  EXPECT_NE(s.problems.back().find("more problems"), std::string::npos) << s.problems.back();
+}
+
+TEST(ModelSigning, NamesWithControlCharactersAreQuoted) {
+  // A name that would move a terminal's cursor to print a fake "OK" is shown JSON-quoted.
+  TempDir dir;
+  write_text(dir / "key.pub", kPublic384);
+  write_text(dir / "model/w.bin", "w");
+  const std::string digest(64, 'a');
+  const std::string statement = "{\"predicate\":{\"resources\":[{\"name\":\"x\\u001b[2K\\rOK\",\"algorithm\":"
+                                "\"sha256\",\"digest\":\"" + digest + "\"}]}}";
+  write_text(dir / "model.sig", signed_bundle(statement));
+  VerifyOptions o;
+  o.signature = (dir / "model.sig").string();
+  const SignatureCheck c = check_signature((dir / "model").string(), (dir / "key.pub").string(), o);
+  EXPECT_TRUE(any_contains(c.problems, "\"x\\u001b[2K\\rOK\": missing"));
+  for (const std::string& p : c.problems) EXPECT_EQ(p.find('\x1b'), std::string::npos) << p;
+}
+
+TEST(ModelSigning, AnUnsignedStatementIsNotCompared) {
+  TempDir dir;
+  write_text(dir / "key.pem", kPrivate384);
+  write_text(dir / "other.pub", kOtherPublic256);
+  write_text(dir / "model/w.bin", "w");
+  (void)sign_folder((dir / "model").string(), (dir / "key.pem").string());
+  write_text(dir / "model/added", "x");
+  const SignatureCheck c = check_signature((dir / "model").string(), (dir / "other.pub").string());
+  EXPECT_FALSE(any_contains(c.problems, "added"));  // the files were not read
+  EXPECT_TRUE(any_contains(c.problems, "does not verify"));
+}
+
+TEST(ModelSigning, NeverReplacesAFileThatIsNoSignature) {
+  TempDir dir;
+  write_text(dir / "key.pem", kPrivate384);
+  write_text(dir / "model/w.bin", "w");
+  SignOptions o;
+  o.signature = (dir / "key.pem").string();  // a typo that would replace the private key
+  EXPECT_THROW((void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o), Error);
+  EXPECT_EQ(tlio::test::read_bytes(dir / "key.pem").size(), kPrivate384.size());
+  o.signature.clear();
+  o.ignore_paths = {"../elsewhere"};
+  EXPECT_THROW((void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o), Error);
+  o.ignore_paths.clear();
+  (void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o);
+  (void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o);  // a signature is replaced
+}
+
+TEST(HashFile, PositionalReadsAndStreams) {
+  TempDir dir;
+  const std::string text(3u << 20, 'q');
+  write_text(dir / "f", text);
+  HashOptions o;
+  o.open.backend = Backend::pread;
+  EXPECT_EQ(hash_file((dir / "f").string(), o).sha256, to_hex(sha256(text)));
+  const File f = File::open(tlio::test::data_dir() / "hf" / "worked_example.safetensors", {Backend::pread});
+  EXPECT_EQ(hash_file(f).sha256, hash_file(f.name()).sha256);
+  // A file whose size says 0 is read to its end; a device is refused.
+  EXPECT_NE(hash_file("/proc/self/status").size, 0u);
+  try {
+    (void)hash_file("/dev/zero");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+  }
+}
+
 }  // namespace

@@ -1,7 +1,7 @@
 //! Hashes and model signatures (OpenSSF model-signing v1.0, key-based): knowing a file is the
 //! one meant. Each is a full read of what it checks, so nothing here runs on `File::open`.
 use std::ffi::CStr;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_int};
 use std::path::Path;
 
 use crate::error::{check, Result};
@@ -46,6 +46,22 @@ impl File {
     }
 }
 
+// tl_sign_folder and tl_verify_signature: a folder, a key file and a signature path or NULL.
+type FolderCall = unsafe extern "C" fn(*const c_char, *const c_char, *const c_char) -> c_int;
+
+fn folder_call(call: FolderCall, folder: &Path, key: &Path, signature: Option<&Path>) -> Result<()> {
+    let (folder, key) = (c_path(folder)?, c_path(key)?);
+    let signature = signature.map(c_path).transpose()?;
+    // SAFETY: NUL-terminated strings, or NULL for the default signature path.
+    check(unsafe {
+        call(
+            folder.as_ptr(),
+            key.as_ptr(),
+            signature.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+        )
+    })
+}
+
 /// Signs every file of `folder` with the PEM private key file `private_key` (ECDSA on P-256,
 /// P-384 or P-521), writing the signature to `signature` (None: FOLDER/model.sig), atomically.
 pub fn sign_folder(
@@ -53,16 +69,7 @@ pub fn sign_folder(
     private_key: impl AsRef<Path>,
     signature: Option<&Path>,
 ) -> Result<()> {
-    let (folder, key) = (c_path(folder.as_ref())?, c_path(private_key.as_ref())?);
-    let signature = signature.map(c_path).transpose()?;
-    // SAFETY: NUL-terminated strings, or NULL for the default signature path.
-    check(unsafe {
-        sys::tl_sign_folder(
-            folder.as_ptr(),
-            key.as_ptr(),
-            signature.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-        )
-    })
+    folder_call(sys::tl_sign_folder, folder.as_ref(), private_key.as_ref(), signature)
 }
 
 /// Checks `folder` against its signature (None: FOLDER/model.sig) with the PEM public key file
@@ -73,14 +80,5 @@ pub fn verify_signature(
     public_key: impl AsRef<Path>,
     signature: Option<&Path>,
 ) -> Result<()> {
-    let (folder, key) = (c_path(folder.as_ref())?, c_path(public_key.as_ref())?);
-    let signature = signature.map(c_path).transpose()?;
-    // SAFETY: NUL-terminated strings, or NULL for the default signature path.
-    check(unsafe {
-        sys::tl_verify_signature(
-            folder.as_ptr(),
-            key.as_ptr(),
-            signature.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-        )
-    })
+    folder_call(sys::tl_verify_signature, folder.as_ref(), public_key.as_ref(), signature)
 }

@@ -44,10 +44,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # ThreadSanitizer: threads sharing one file, converting and dequantizing at once,
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
   -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
-cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test
+cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test trust_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/concurrency_test
-# and the header parser walking two halves on two threads.
+# the header parser walking two halves on two threads,
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/header_walks_test
+# and files hashed on several threads, results handed over in order.
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/trust_test --gtest_filter='HashFiles.*:ModelSigning.*'
 
 # Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS (default 60)
 # from its seed corpus; a crash fails the run and leaves the input in build-fuzz/crashes/.

@@ -184,7 +184,7 @@ void add_verify(CLI::App& app, int& exit_code) {
             return "a SHA-256 is 64 hexadecimal digits";
           },
           "HEX"));
-  cmd->add_option("--key", a->key, "The PEM public key a folder's signature is checked with");
+  cmd->add_option("--key", a->key, "The PEM public key a folder's signature is checked with (or its private key)");
   cmd->add_option("--signature", a->signature, "The signature of a folder (default: FOLDER/model.sig)");
   cmd->add_option("--ignore-paths", a->ignore, "Paths in the folder left out besides those the signature lists");
   cmd->add_option("--threads", a->threads, "Files hashed at once (default: one per core)")->check(count_check(kMaxThreads));

@@ -119,7 +119,8 @@ struct SignatureCheck {
   bool ok() const noexcept { return problems.empty(); }
 };
 
-/// Checks `folder` against its signature with the PEM public key in the file `public_key`.
+/// Checks `folder` against its signature with the PEM public key in the file `public_key` (a
+/// private key's file serves too: its public half checks the signature).
 /// Mismatches are reported, not thrown (links and special files in the folder too); the files
 /// are only read when the signature verifies. Error{io} or Error{invalid_argument} when the
 /// folder, the key or the signature cannot be read at all, Error{unsupported} for a key not on

@@ -613,7 +613,7 @@ def sign(folder, *, key, signature=None, ignore_paths=()):
 
 def verify(folder, *, key, signature=None, ignore_paths=()):
     """Checks `folder` against its model signature (default FOLDER/model.sig) with the PEM
-    public key file `key`. Returns {"files": files listed, "key_hint": ...} when every file and
+    public key file `key` (a private key's public half serves too). Returns {"files": files listed, "key_hint": ...} when every file and
     the signature match; raises VerificationError otherwise, whose `problems` lists each
     failure (a file changed, added or missing, the key hint, the signature, the root digest)."""
     result = _tlio.check_signature(_os.fspath(folder), _os.fspath(key),

@@ -76,9 +76,11 @@ std::string key_hint(const detail::EcKey& key) {
   return detail::to_hex(detail::sha256(pem));
 }
 
+// Verifying takes a private key too (its public half checks the signature): people keep one file.
 detail::EcKey read_key(const std::string& path, bool is_private) {
   const std::string pem = detail::read_text_file(path);
-  return is_private ? detail::EcKey::private_from_pem(pem, path) : detail::EcKey::public_from_pem(pem, path);
+  if (is_private || pem.find("PRIVATE KEY-----") != std::string::npos) return detail::EcKey::private_from_pem(pem, path);
+  return detail::EcKey::public_from_pem(pem, path);
 }
 
 // `path` relative to the folder (POSIX, normalised), or nullopt when it lies outside it.

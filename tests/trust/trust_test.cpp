@@ -219,6 +219,8 @@ TEST(ModelSigning, SignedFolderVerifiesAndEachChangeIsNamed) {
 
   // The hint is the SHA-256 of the public key's PEM text.
   EXPECT_EQ(c.key_hint, to_hex(sha256(kPublic384)));
+  // The private key verifies too (by its public half).
+  EXPECT_TRUE(check_signature(m.string(), key.string()).ok());
 
   // A wrong key: hint and signature.
   c = check_signature(m.string(), other.string());

@@ -11,14 +11,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <optional>
+#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -179,8 +178,7 @@ FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes
   return hash_source(*source, open.backend != Backend::pread, stopped);
 }
 
-FileHash hash_location(const std::string& location, const OpenOptions& open, bool pipes, const StopCheck& stopped) {
-  const detail::Location where = detail::Location::parse(location);
+FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes, const StopCheck& stopped) {
   if (where.is_local()) return hash_local(where.text(), open, pipes, stopped);
   detail::SourceOptions o;
   o.token = open.token;
@@ -191,7 +189,7 @@ FileHash hash_location(const std::string& location, const OpenOptions& open, boo
 }  // namespace
 
 FileHash hash_file(const std::string& location, const HashOptions& options) {
-  return hash_location(location, options.open, true, StopCheck{});
+  return hash_location(detail::Location::parse(location), options.open, true, StopCheck{});
 }
 
 FileHash hash_file(const File& file) { return hash_source(detail::FileAccess::source(file), false, StopCheck{}); }
@@ -232,7 +230,8 @@ void hash_many(std::span<const std::string> locations, const HashOptions& option
     }
   };
   const auto one = [&](size_t i, const StopCheck& stopped) {
-    const bool remote = !Location::parse(locations[i]).is_local();
+    const Location where = Location::parse(locations[i]);
+    const bool remote = !where.is_local();
     if (remote)
       while (!remote_slots.try_acquire_for(std::chrono::milliseconds(20))) stopped();
     const struct Slot {
@@ -241,7 +240,7 @@ void hash_many(std::span<const std::string> locations, const HashOptions& option
         if (slots) slots->release();
       }
     } slot{remote ? &remote_slots : nullptr};
-    return hash_location(locations[i], options.open, pipes, stopped);
+    return hash_location(where, options.open, pipes, stopped);
   };
   // The caller's thread polls its InterruptScope; the others see `stop`.
   const auto work = [&](bool caller) {

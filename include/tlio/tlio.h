@@ -373,6 +373,54 @@ TL_API int tl_sign_folder(const char* folder, const char* private_key, const cha
  * or removed, or the key hint, the signature or the root digest does not match. */
 TL_API int tl_verify_signature(const char* folder, const char* public_key, const char* signature);
 
+/* ---- read plans ---------------------------------------------------------------------------- */
+/* A plan lists tensors or slices of them, each with the buffer it goes to; tl_plan_execute reads
+ * them in few large reads (positional reads for local files, ranged requests for URLs) straight
+ * into the buffers. A quantized weight is asked for by its logical name and dequantized, reading
+ * only the parts of its stored tensors the slice needs. See docs/loading.md. */
+typedef struct tl_plan tl_plan;
+/* Options of tl_plan_open; they grow at the end (struct_size; tl_plan_options_init). */
+typedef struct tl_plan_options {
+  size_t struct_size;          /* sizeof(tl_plan_options) */
+  uint64_t max_inflight_bytes; /* scratch bytes at once; 0: 64 MiB */
+  int64_t max_gap;             /* ranges this close are read as one; -1: 64 KiB local, 1 MiB URLs */
+  int keep_packed;             /* list quantized weights as their stored tensors */
+  const char* token;           /* URLs: bearer token, as tl_open_options' */
+} tl_plan_options;
+TL_API void tl_plan_options_init(tl_plan_options* options);
+/* Opens `source`: a .safetensors file, a folder of weights (its index's shards or
+ * model.safetensors) or a URL of either. `options` may be NULL. */
+TL_API int tl_plan_open(const char* source, const tl_plan_options* options, tl_plan** out);
+TL_API void tl_plan_free(tl_plan* plan);
+/* Adds tensor `name`, dimension d sliced to [starts[d], stops[d]) for d < rank (stops[d]
+ * UINT64_MAX: to the end; rank 0: whole), and sets *item. `dtype`: a quantized weight's values
+ * (TL_F32, TL_F16, TL_BF16), or -1 for its default; a stored tensor is copied as it is (-1 or
+ * its own dtype). TL_ENOTFOUND for a name the plan cannot read, TL_EINVAL for a bad slice. */
+TL_API int tl_plan_add(tl_plan* plan, const char* name, size_t rank, const uint64_t* starts,
+                       const uint64_t* stops, int dtype, size_t* item);
+/* An item's slice shape (valid while the plan lives), dtype and byte size. */
+typedef struct tl_plan_item_info {
+  size_t rank;
+  const uint64_t* shape;
+  tl_dtype dtype;
+  uint64_t byte_size;
+} tl_plan_item_info;
+TL_API int tl_plan_item(const tl_plan* plan, size_t item, tl_plan_item_info* out);
+/* The buffer of `item`: exactly its byte_size bytes, kept alive until tl_plan_execute returns. */
+TL_API int tl_plan_set_destination(tl_plan* plan, size_t item, void* dst, size_t size);
+/* A dry run: the reads executing the plan makes (coalesced, in file and offset order), and the
+ * bytes the buffers receive. tl_plan_read_at's index is below *count. */
+TL_API int tl_plan_reads(tl_plan* plan, size_t* count, uint64_t* wanted_bytes);
+TL_API int tl_plan_read_at(const tl_plan* plan, size_t index, size_t* file, uint64_t* offset,
+                           uint64_t* length);
+/* Reads every item into its buffer. */
+TL_API int tl_plan_execute(tl_plan* plan);
+/* Bytes read elsewhere: `size` data bytes of file `file` at data offset `offset`, copied where
+ * the items want them; tl_plan_finish once all have arrived (dequantizes). */
+TL_API int tl_plan_deliver(tl_plan* plan, size_t file, uint64_t offset, const void* data,
+                           size_t size);
+TL_API int tl_plan_finish(tl_plan* plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "tlio/interrupt.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/read_plan.hpp"
 #include "tlio/shape.hpp"
 #include "tlio/trust.hpp"
 #include "tlio/version.hpp"

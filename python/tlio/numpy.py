@@ -6,10 +6,18 @@ comes back as its raw uint16 bits and F8 as uint8 (numpy has neither), C64 as co
 Big-endian arrays are written as the little-endian bytes of their values."""
 import os as _os
 
-from . import _tlio
-from . import load as _load, load_file as _load_file
+import numpy as _np
 
-__all__ = ["save", "save_file", "load", "load_file"]
+from . import _plan, _tlio
+from . import _error, load as _load, load_file as _load_file
+
+__all__ = ["save", "save_file", "load", "load_file", "load_sharded"]
+
+# Header dtype -> the numpy dtype load_sharded fills (raw bits for BF16 and the F8 types).
+_NUMPY_OF = {"BOOL": "bool", "U8": "u1", "I8": "i1", "U16": "<u2", "I16": "<i2", "U32": "<u4",
+             "I32": "<i4", "U64": "<u8", "I64": "<i8", "F16": "<f2", "F32": "<f4", "F64": "<f8",
+             "C64": "<c8", "BF16": "<u2", "F8_E4M3": "u1", "F8_E5M2": "u1", "F8_E4M3FNUZ": "u1",
+             "F8_E5M2FNUZ": "u1", "F8_E8M0": "u1"}
 
 
 def save(tensor_dict, metadata=None):
@@ -32,3 +40,26 @@ def load_file(filename, *, backend="mmap", token=None, sha256=None):
     pread ("pread"); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN).
     `sha256`: the SHA-256 the file's bytes must have, checked first (a full read)."""
     return _load_file(filename, backend=backend, token=token, sha256=sha256)
+
+
+def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
+                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+    """{name: array} of the slices `plan` asks for, read in few large reads straight into new
+    C-contiguous arrays (docs/loading.md). `source`: a file, a folder of weights or a URL.
+    `plan`: {name: slices} (a tuple of ints and step-1 slices, ... for the whole tensor, None
+    to skip), or a callable (name, shape, dtype) -> slices | None | ...; None: every tensor.
+    A quantized weight is named by its logical name and comes dequantized (as `dtype`: "F32",
+    "F16" or "BF16"; default the dtype it was quantized from), reading only the parts its slice
+    needs; keep_packed=True lists its stored tensors instead. BF16 and F8 come as raw bits."""
+    planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
+                            max_inflight_bytes=max_inflight_bytes)
+    out = {}
+    for name, index, shape, item_dtype, nbytes in planned.items:
+        if item_dtype not in _NUMPY_OF:
+            raise _error(f"tensor {name!r} is {item_dtype}, which numpy has no type for: load it "
+                         f"with tlio.torch.load_sharded", "dtype", name)
+        array = _np.empty(shape, dtype=_NUMPY_OF[item_dtype])
+        planned.plan.set_destination(index, array.ctypes.data, nbytes)
+        out[name] = array
+    planned.plan.execute()
+    return out

@@ -26,11 +26,11 @@ from collections import defaultdict as _defaultdict
 import numpy as _np
 import torch as _torch
 
-from . import _tlio
+from . import _plan, _tlio
 from . import safe_open as _safe_open
 
 __all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
-           "storage_size"]
+           "storage_size", "load_sharded", "load_distributed"]
 
 # Header dtype -> torch dtype, for the types this torch has. The numpy array a tensor comes in
 # as has the same width; types torch.from_numpy does not take are reinterpreted with .view().
@@ -285,6 +285,53 @@ def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None
     with _safe_open(filename, framework="pt", device=device, backend=backend, token=token,
                     sha256=sha256) as f:
         return f.get_tensors()
+
+
+def _empty(shape, dtype, name):
+    return _torch.empty(shape, dtype=_torch_dtype(dtype, name))
+
+
+def _on(device, tensors):
+    device = _torch.device(f"cuda:{device}" if isinstance(device, int) else device)
+    if device.type == "cpu":
+        return tensors
+    return {name: t.to(device) for name, t in tensors.items()}
+
+
+def load_sharded(source, plan, *, device="cpu", dtype=None, keep_packed=False, token=None,
+                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+    """{name: tensor} of the slices `plan` asks for, each a new contiguous tensor of the slice's
+    shape, read in few large reads straight into it (docs/loading.md). `source`: a file, a
+    folder of weights or a URL. `plan`: {name: slices} (a tuple of ints and step-1 slices, ...
+    for the whole tensor, None to skip) or a callable (name, shape, dtype) -> slices | None |
+    ...; None: every tensor. A quantized weight is named by its logical name and comes
+    dequantized (as `dtype`: "F32", "F16" or "BF16"; default the dtype it was quantized from),
+    reading only the parts its slice needs; keep_packed=True lists its stored tensors instead."""
+    planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
+                            max_inflight_bytes=max_inflight_bytes)
+    out = {}
+    for name, index, shape, item_dtype, nbytes in planned.items:
+        t = _empty(shape, item_dtype, name)
+        planned.plan.set_destination(index, t.data_ptr(), nbytes)
+        out[name] = t
+    planned.plan.execute()
+    return _on(device, out)
+
+
+def load_distributed(source, *, plan=None, group=None, device="cpu", dtype=None,
+                     keep_packed=False, token=None,
+                     max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+    """load_sharded for every rank of an initialised torch.distributed group (gloo, nccl),
+    called by all of them: each byte is read from storage once across the group, and the
+    group's collectives move it to the ranks that want it. Without a plan every rank gets
+    every tensor; a plan (a callable may ask torch.distributed.get_rank()) gives each rank its
+    own slices. An error on any rank (a bad slice, a failed read) is raised on every rank, as
+    "rank R: ...". Memory besides the results: at most max_inflight_bytes."""
+    from . import _distributed
+    out = _distributed.load_distributed(source, _empty, plan=plan, group=group, dtype=dtype,
+                                        keep_packed=keep_packed, token=token,
+                                        max_inflight_bytes=max_inflight_bytes)
+    return _on(device, out)
 
 
 def save_model(model, filename, metadata=None, force_contiguous=True):

@@ -47,6 +47,17 @@ class WeightEncoder {
   std::vector<float> input_, back_;
 };
 
+/// Which bytes of one stored tensor of a weight hold what elements of the weight need, so that a
+/// slice reads only those. Element e (row-major in the logical shape) lies in row
+/// r = e / row_elements (row_elements 0: all in one row) at column c = e % row_elements and
+/// needs bytes [r * row_bytes + unit_bytes * (c / unit_elements), + unit_bytes) of the tensor;
+/// unit_elements 0: the tensor is needed whole (small tables, JSON states).
+struct StoredPart {
+  std::string name;
+  uint64_t row_elements = 0, row_bytes = 0;
+  uint64_t unit_elements = 0, unit_bytes = 0;
+};
+
 struct SchemeEntry {
   SchemeInfo info;
   /// The options a name stands for, or nullopt when the name is not this scheme's.
@@ -59,6 +70,8 @@ struct SchemeEntry {
   /// This scheme's weights in `set`, checked (Error{format} naming rule and tensor).
   std::vector<QuantizedWeight> (*detect)(const TensorSet& set);
   std::shared_ptr<const WeightDecoder> (*decoder)(const TensorSet& set, const QuantizedWeight& w);
+  /// How each of w.stored maps to the elements (read plans read a slice's parts only).
+  std::vector<StoredPart> (*parts)(const TensorSet& set, const QuantizedWeight& w);
   std::unique_ptr<WeightEncoder> (*encoder)(const QuantScheme::Options&);
 };
 

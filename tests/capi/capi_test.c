@@ -604,6 +604,48 @@ static void test_trust(const char* dir) {
   CHECK(tl_sign_folder(model, pub, NULL) == TL_EINVAL); /* a public key cannot sign */
 }
 
+static void test_plans(const char* dir) {
+  /* A 6x4 F32 matrix counting up, written here; rows 2..4, columns 1..3 through a plan. */
+  char path[4200];
+  snprintf(path, sizeof path, "%s/plan.safetensors", dir);
+  float values[24], got[6];
+  for (int i = 0; i < 24; ++i) values[i] = (float)i;
+  tl_writer* w = NULL;
+  uint64_t shape[2] = {6, 4};
+  CHECK(tl_writer_open(path, &w) == TL_OK);
+  CHECK(tl_writer_add(w, "m", TL_F32, 2, shape, values, sizeof values) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+
+  tl_plan_options o;
+  tl_plan_options_init(&o);
+  o.max_gap = 0;
+  tl_plan* plan = NULL;
+  CHECK(tl_plan_open(path, &o, &plan) == TL_OK);
+  uint64_t starts[2] = {2, 1}, stops[2] = {4, 3};
+  size_t item = 99, count = 0, file = 9;
+  CHECK(tl_plan_add(plan, "m", 2, starts, stops, -1, &item) == TL_OK && item == 0);
+  tl_plan_item_info info;
+  CHECK(tl_plan_item(plan, item, &info) == TL_OK);
+  CHECK(info.rank == 2 && info.shape[0] == 2 && info.shape[1] == 2 && info.dtype == TL_F32);
+  CHECK(info.byte_size == 16);
+  uint64_t wanted = 0, offset = 0, length = 0;
+  CHECK(tl_plan_reads(plan, &count, &wanted) == TL_OK);
+  CHECK(count == 2 && wanted == 16); /* two rows, 8 bytes each, 8 bytes apart */
+  CHECK(tl_plan_read_at(plan, 1, &file, &offset, &length) == TL_OK);
+  CHECK(file == 0 && offset == (3 * 4 + 1) * 4 && length == 8);
+  CHECK(tl_plan_execute(plan) == TL_EINVAL); /* no destination yet */
+  CHECK(tl_plan_set_destination(plan, item, got, 4 * sizeof got[0]) == TL_OK);
+  CHECK(tl_plan_execute(plan) == TL_OK);
+  CHECK(got[0] == 9.0f && got[1] == 10.0f && got[2] == 13.0f && got[3] == 14.0f);
+  CHECK(tl_plan_set_destination(plan, item, got, 3) == TL_EINVAL);
+  CHECK(tl_plan_add(plan, "absent", 0, NULL, NULL, -1, &item) == TL_ENOTFOUND);
+  stops[0] = 7;
+  CHECK(tl_plan_add(plan, "m", 2, starts, stops, -1, &item) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "7") != NULL);
+  CHECK(tl_plan_add(plan, "m", 0, NULL, NULL, TL_F16, &item) == TL_EINVAL);
+  tl_plan_free(plan);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   test_read(0);
@@ -620,6 +662,7 @@ int main(int argc, char** argv) {
   test_bnb(dir);
   test_model(dir);
   test_trust(dir);
+  test_plans(dir);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -163,6 +163,28 @@ pub struct tl_edit_report {
 }
 
 #[repr(C)]
+pub struct tl_plan {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct tl_plan_options {
+    pub struct_size: usize,
+    pub max_inflight_bytes: u64,
+    pub max_gap: i64,
+    pub keep_packed: c_int,
+    pub token: *const c_char,
+}
+
+#[repr(C)]
+pub struct tl_plan_item_info {
+    pub rank: usize,
+    pub shape: *const u64,
+    pub dtype: tl_dtype,
+    pub byte_size: u64,
+}
+
+#[repr(C)]
 pub struct tl_open_options {
     pub struct_size: usize,
     pub flags: c_uint,
@@ -375,4 +397,44 @@ extern "C" {
         public_key: *const c_char,
         signature: *const c_char,
     ) -> c_int;
+    pub fn tl_plan_options_init(options: *mut tl_plan_options);
+    pub fn tl_plan_open(
+        source: *const c_char,
+        options: *const tl_plan_options,
+        out: *mut *mut tl_plan,
+    ) -> c_int;
+    pub fn tl_plan_free(plan: *mut tl_plan);
+    pub fn tl_plan_add(
+        plan: *mut tl_plan,
+        name: *const c_char,
+        rank: usize,
+        starts: *const u64,
+        stops: *const u64,
+        dtype: c_int,
+        item: *mut usize,
+    ) -> c_int;
+    pub fn tl_plan_item(plan: *const tl_plan, item: usize, out: *mut tl_plan_item_info) -> c_int;
+    pub fn tl_plan_set_destination(
+        plan: *mut tl_plan,
+        item: usize,
+        dst: *mut c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn tl_plan_reads(plan: *mut tl_plan, count: *mut usize, wanted_bytes: *mut u64) -> c_int;
+    pub fn tl_plan_read_at(
+        plan: *const tl_plan,
+        index: usize,
+        file: *mut usize,
+        offset: *mut u64,
+        length: *mut u64,
+    ) -> c_int;
+    pub fn tl_plan_execute(plan: *mut tl_plan) -> c_int;
+    pub fn tl_plan_deliver(
+        plan: *mut tl_plan,
+        file: usize,
+        offset: u64,
+        data: *const c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn tl_plan_finish(plan: *mut tl_plan) -> c_int;
 }

@@ -60,6 +60,7 @@ fn rust_type(c: &[String]) -> String {
         "void" => "c_void",
         "size_t" => "usize",
         "uint64_t" => "u64",
+        "int64_t" => "i64",
         "int" => "c_int",
         "unsigned" => "c_uint",
         "double" => "f64",
@@ -130,6 +131,8 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "typedef struct tl_tensor_comparison {",
         "typedef struct tl_edit_options {",
         "typedef struct tl_edit_report {",
+        "typedef struct tl_plan_options {",
+        "typedef struct tl_plan_item_info {",
     ] {
         let start = text
             .find(marker)
@@ -146,7 +149,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        8 + 2 + 1,
+        10 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

@@ -193,6 +193,19 @@ const SchemeEntry& bnb_4bit_scheme_entry() noexcept {
       [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
         return std::make_shared<Bnb4bitDecoder>(set, w);
       },
+      [](const TensorSet& set, const QuantizedWeight& w) {
+        // The packed codes, two a byte, and one absmax per block, over the flattened weight;
+        // the rest (quant_map, quant_state, a nested absmax's own absmax and map) is small.
+        const auto& o = std::get<Bnb4bitOptions>(w.scheme.options());
+        const TensorInfo& absmax = set.at(w.stored[1]);
+        std::vector<StoredPart> parts{{w.stored[0], 0, 0, 2, 1}};
+        if (absmax.shape.size() == 1)  // a transposed (2-D) absmax is read whole
+          parts.push_back({w.stored[1], 0, 0, o.blocksize, dtype_bits(absmax.dtype) / 8});
+        else
+          parts.push_back({w.stored[1]});
+        for (size_t i = 2; i < w.stored.size(); ++i) parts.push_back({w.stored[i]});
+        return parts;
+      },
       [](const QuantScheme::Options& o) -> std::unique_ptr<WeightEncoder> {
         return std::make_unique<Bnb4bitEncoder>(std::get<Bnb4bitOptions>(o));
       }};

@@ -229,6 +229,12 @@ const SchemeEntry& int4_scheme_entry() noexcept {
       [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
         return std::make_shared<Int4Decoder>(set, w);
       },
+      [](const TensorSet&, const QuantizedWeight& w) {
+        // .qweight [out, in/2]: two codes a byte; .scales F16 [out, in/group].
+        const uint64_t cols = w.shape[1], group = w.scheme.block();
+        return std::vector<StoredPart>{{w.stored[0], cols, cols / 2, 2, 1},
+                                       {w.stored[1], cols, cols / group * 2, group, 2}};
+      },
       [](const QuantScheme::Options& o) -> std::unique_ptr<WeightEncoder> {
         return std::make_unique<Int4Encoder>(std::get<Int4Options>(o).group);
       }};

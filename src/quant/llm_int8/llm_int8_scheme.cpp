@@ -93,6 +93,14 @@ const SchemeEntry& llm_int8_scheme_entry() noexcept {
       [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
         return std::make_shared<LlmInt8Decoder>(set, w);
       },
+      [](const TensorSet& set, const QuantizedWeight& w) {
+        // .weight I8 [out, in]; .SCB one scale per row; .weight_format (when there) small.
+        const uint64_t cols = w.shape[1], scb_bytes = dtype_bits(set.at(w.stored[1]).dtype) / 8;
+        std::vector<StoredPart> parts{{w.stored[0], 0, 0, 1, 1},
+                                      {w.stored[1], cols, scb_bytes, cols, scb_bytes}};
+        for (size_t i = 2; i < w.stored.size(); ++i) parts.push_back({w.stored[i]});
+        return parts;
+      },
       [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> {
         return std::make_unique<LlmInt8Encoder>();
       }};

@@ -1,0 +1,66 @@
+//! Read plans from Rust: slices equal the bytes cut from the whole, the dry run's reads, and a
+//! quantized weight's slice equal to the same slice of its dequantized whole.
+mod support;
+
+use support::*;
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[test]
+fn slices_reads_and_errors() {
+    let dir = scratch("plan");
+    let path = dir.join("m.safetensors");
+    let values: Vec<f32> = (0..6 * 4).map(|i| i as f32).collect();
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut w = tlio::Writer::create(&path).unwrap();
+    w.declare("m", tlio::Dtype::F32, &[6, 4]).unwrap();
+    w.write("m", &bytes).unwrap();
+    w.commit().unwrap();
+
+    let options = tlio::PlanOptions { max_gap: Some(0), ..Default::default() };
+    let mut plan = tlio::ReadPlan::open(&path, &options).unwrap();
+    let rows = plan.add("m", &[2..4, 1..3], None).unwrap();
+    let all = plan.add("m", &[], None).unwrap();
+    let item = plan.item(rows).unwrap();
+    assert_eq!(item.shape, vec![2, 2]);
+    assert_eq!(item.dtype, tlio::Dtype::F32);
+    let (reads, wanted) = plan.reads().unwrap();
+    assert_eq!(wanted, 6 * 4 * 4); // the whole tensor, which the second item asks for
+    assert_eq!(reads.len(), 1);
+    let out = plan.execute().unwrap();
+    assert_eq!(f32s(&out[rows]), vec![9.0, 10.0, 13.0, 14.0]);
+    assert_eq!(out[all], bytes);
+
+    let e = plan.add("absent", &[], None).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::NotFound);
+    let e = plan.add("m", &[0..7], None).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(tlio::ReadPlan::open(dir.join("absent.safetensors"), &options).is_err());
+}
+
+#[test]
+fn quantized_slice_equals_the_slice_of_the_whole() {
+    let dir = scratch("plan_quantized");
+    let src = dir.join("f32.safetensors");
+    let values: Vec<f32> = (0..16 * 64).map(|i| ((i * 37) % 100) as f32 / 50.0 - 1.0).collect();
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut w = tlio::Writer::create(&src).unwrap();
+    w.declare("x", tlio::Dtype::F32, &[16, 64]).unwrap();
+    w.write("x", &bytes).unwrap();
+    w.commit().unwrap();
+    let q = dir.join("nf4.safetensors");
+    let options = tlio::QuantizeOptions { include: Some("x".into()), ..tlio::QuantizeOptions::new("nf4") };
+    tlio::quantize_file(&src, &q, options).unwrap();
+
+    let mut whole = tlio::ReadPlan::open(&q, &Default::default()).unwrap();
+    whole.add("x", &[], Some(tlio::Dtype::F32)).unwrap();
+    let whole = f32s(&whole.execute().unwrap()[0]);
+    let mut plan = tlio::ReadPlan::open(&q, &Default::default()).unwrap();
+    plan.add("x", &[3..5, 10..u64::MAX], Some(tlio::Dtype::F32)).unwrap();
+    let got = f32s(&plan.execute().unwrap()[0]);
+    let expected: Vec<f32> =
+        (3..5).flat_map(|r| (10..64).map(move |c| (r, c))).map(|(r, c)| whole[r * 64 + c]).collect();
+    assert_eq!(got, expected);
+}

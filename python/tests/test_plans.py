@@ -1,0 +1,142 @@
+"""tlio.numpy.load_sharded and tlio.torch.load_sharded: plans as mappings and callables, slices
+of plain and quantized tensors equal to slices of the whole, files, folders and URLs, errors."""
+import time
+
+import numpy as np
+import pytest
+
+import tlio
+import tlio.numpy
+from http_servers import nginx
+
+torch = pytest.importorskip("torch")
+import tlio.torch  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plans")
+    rng = np.random.default_rng(7)
+    tensors = {
+        "w": rng.standard_normal((96, 80), dtype=np.float32),
+        "v": rng.standard_normal((3, 5, 7), dtype=np.float32),
+        "i": np.arange(40, dtype=np.int64).reshape(8, 5),
+        "scalar": np.array(2.5, dtype=np.float32),
+    }
+    tlio.numpy.save_file(tensors, root / "plain.safetensors")
+    tlio.torch.save_file({"h": torch.randn(16, 24).to(torch.bfloat16),
+                          "q": torch.randn(64, 256)}, root / "bf16.safetensors")
+    tlio.quantize_file(root / "bf16.safetensors", root / "int4.safetensors", "int4-g64-sym",
+                       include=r"^q$")
+    tlio.quantize_file(root / "bf16.safetensors", root / "nf4.safetensors", "nf4", include=r"^q$")
+    return root, tensors
+
+
+CASES = [
+    ("w", ...),
+    ("w", (slice(10, 20),)),
+    ("w", (slice(None), slice(5, 70))),
+    ("w", (-1,)),
+    ("w", (slice(-5, None), slice(-3, -1))),
+    ("w", slice(3, 4)),
+    ("v", (1, slice(1, 4), 6)),
+    ("i", (slice(2, 2),)),
+    ("scalar", ...),
+]
+
+
+@pytest.mark.parametrize("name,spec", CASES)
+def test_numpy_slices_equal_numpy_indexing(files, name, spec):
+    root, tensors = files
+    got = tlio.numpy.load_sharded(root / "plain.safetensors", {name: spec})
+    want = tensors[name] if spec is Ellipsis else tensors[name][spec]
+    assert list(got) == [name]
+    assert got[name].flags.c_contiguous and got[name].dtype == want.dtype
+    np.testing.assert_array_equal(got[name], want)
+
+
+def test_torch_plan_callable_and_bf16(files):
+    root, _ = files
+    seen = []
+
+    def plan(name, shape, dtype):
+        seen.append((name, shape, dtype))
+        return (slice(None), slice(4, 12)) if name == "h" else None
+
+    got = tlio.torch.load_sharded(root / "bf16.safetensors", plan)
+    assert sorted(n for n, _, _ in seen) == ["h", "q"]
+    assert ("h", (16, 24), "BF16") in seen
+    whole = tlio.torch.load_file(root / "bf16.safetensors")
+    assert list(got) == ["h"] and got["h"].dtype == torch.bfloat16
+    assert torch.equal(got["h"], whole["h"][:, 4:12])
+
+
+@pytest.mark.parametrize("scheme", ["int4", "nf4"])
+@pytest.mark.parametrize("spec", [(slice(8, 24),), (slice(None), slice(64, 192)), (5, slice(1, 255))])
+def test_quantized_slices_equal_slices_of_the_dequantized_whole(files, scheme, spec):
+    root, _ = files
+    path = root / f"{scheme}.safetensors"
+    with tlio.safe_open(path, "pt") as f:
+        whole = f.get_dequantized("q", dtype="float32")
+    got = tlio.torch.load_sharded(path, {"q": spec}, dtype="F32")
+    assert torch.equal(got["q"], whole[spec].contiguous())
+    half = tlio.numpy.load_sharded(path, {"q": spec}, dtype="F16")
+    assert half["q"].dtype == np.float16
+
+
+def test_keep_packed_lists_stored_tensors(files):
+    root, _ = files
+    path = root / "int4.safetensors"
+    got = tlio.torch.load_sharded(path, {"q.qweight": (slice(0, 2),)}, keep_packed=True)
+    assert torch.equal(got["q.qweight"], tlio.torch.load_file(path)["q.qweight"][:2])
+    with pytest.raises(KeyError, match="q.qweight"):
+        tlio.torch.load_sharded(path, {"q.qweight": ...})
+
+
+def test_whole_file_and_folder(files, tmp_path):
+    root, tensors = files
+    got = tlio.numpy.load_sharded(root / "plain.safetensors", None)
+    assert sorted(got) == sorted(tensors)
+    tlio.numpy.save_file({"a": tensors["w"]}, tmp_path / "model-00001-of-00002.safetensors")
+    tlio.numpy.save_file({"b": tensors["v"]}, tmp_path / "model-00002-of-00002.safetensors")
+    (tmp_path / "model.safetensors.index.json").write_text(
+        '{"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", '
+        '"b": "model-00002-of-00002.safetensors"}}')
+    got = tlio.numpy.load_sharded(tmp_path, {"a": (slice(1, 3),), "b": (2,)})
+    np.testing.assert_array_equal(got["a"], tensors["w"][1:3])
+    np.testing.assert_array_equal(got["b"], tensors["v"][2])
+
+
+def test_from_a_url_reads_only_the_rows(tmp_path):
+    w = np.arange(2048 * 256, dtype=np.float32).reshape(2048, 256)  # 2 MiB, past the first request
+    tlio.numpy.save_file({"w": w, "b": np.ones(8, np.float32)}, tmp_path / "big.safetensors")
+    with nginx(tmp_path) as server:
+        got = tlio.numpy.load_sharded(f"{server.url}/big.safetensors", {"w": (slice(1000, 1010),)})
+        np.testing.assert_array_equal(got["w"], w[1000:1010])
+        time.sleep(0.2)  # nginx logs a request after answering it
+        sent = [int(line.split()[1]) for line in server.log.read_text().splitlines()]
+    # The header's first request (128 KiB), then the ten rows' 10240 bytes in one range.
+    assert sent[1:] == [10 * 256 * 4], sent
+
+
+def test_errors(files):
+    root, _ = files
+    path = root / "plain.safetensors"
+    with pytest.raises(KeyError, match="nope"):
+        tlio.numpy.load_sharded(path, {"nope": ...})
+    with pytest.raises(ValueError, match="step 1"):
+        tlio.numpy.load_sharded(path, {"w": (slice(0, 10, 2),)})
+    with pytest.raises(ValueError, match="out of range"):
+        tlio.numpy.load_sharded(path, {"w": (-97,)})
+    with pytest.raises(ValueError):
+        tlio.numpy.load_sharded(path, {"w": (slice(0, 5), slice(0, 5), 1)})
+    with pytest.raises(ValueError):
+        tlio.numpy.load_sharded(path, {"w": (200,)})
+    with pytest.raises(TypeError):
+        tlio.numpy.load_sharded(path, {"w": ("a",)})
+    with pytest.raises(TypeError):
+        tlio.numpy.load_sharded(path, 42)
+    with pytest.raises(ValueError, match="F32, F16 or BF16"):
+        tlio.numpy.load_sharded(root / "int4.safetensors", {"q": ...}, dtype="I8")
+    with pytest.raises(FileNotFoundError):
+        tlio.numpy.load_sharded(root / "absent.safetensors", None)

@@ -1,0 +1,92 @@
+"""Read plans shared by tlio.numpy and tlio.torch: what a plan argument asks for, and the
+ReadPlan that reads it (docs/loading.md)."""
+import os as _os
+from collections.abc import Mapping as _Mapping
+
+from . import _tlio
+
+DEFAULT_MAX_INFLIGHT_BYTES = 64 << 20
+
+
+def _dimension_index(name, dim, size, value):
+    """(start, stop, is_index) for an int of dimension `dim`, negative ones counted from the end."""
+    if isinstance(value, bool):
+        raise TypeError(f"tensor {name!r}: dimension {dim}: a bool is not an index")
+    i = int(value)
+    if i < 0:
+        if i < -size:
+            raise ValueError(f"tensor {name!r}: index {i} is out of range for dimension {dim} of "
+                             f"size {size}")
+        i += size
+    return (i, i + 1, True)
+
+
+def slice_spec(name, shape, spec):
+    """The plan's slice of tensor `name` as (start, stop, is_index) per leading dimension: `spec`
+    is a tuple of ints and slices (step 1), one of them alone, or ... for the whole tensor."""
+    if spec is Ellipsis:
+        return []
+    items = spec if isinstance(spec, tuple) else (spec,)
+    if len(items) > len(shape):
+        raise ValueError(f"tensor {name!r} (shape {list(shape)}): {len(items)} indices for "
+                         f"{len(shape)} dimensions")
+    out = []
+    for dim, item in enumerate(items):
+        size = shape[dim]
+        if isinstance(item, slice):
+            if item.step not in (None, 1):
+                raise ValueError(f"tensor {name!r}: dimension {dim}: a plan's slices have step 1, "
+                                 f"not {item.step}")
+            start, stop, _ = item.indices(size)
+            out.append((start, max(start, stop), False))
+        elif hasattr(item, "__index__"):
+            out.append(_dimension_index(name, dim, size, item.__index__()))
+        else:
+            raise TypeError(f"tensor {name!r}: dimension {dim}: {item!r} is not an int or a slice")
+    return out
+
+
+def _source(source):
+    return source if isinstance(source, str) else _os.fspath(source)
+
+
+def resolve(plan, entries):
+    """[(name, slice spec)] of the entries (name, shape, dtype, quantized) the plan keeps: all of
+    them whole without a plan; a mapping's names (KeyError for one the source lacks); a callable's
+    answers (None skips, ... is whole)."""
+    if plan is None:
+        return [(name, ...) for name, _, _, _ in entries]
+    if isinstance(plan, _Mapping):
+        known = {name: shape for name, shape, _, _ in entries}
+        for name in plan:
+            if name not in known:
+                raise KeyError(f"the plan names {name!r}, which the source does not have")
+        return [(name, spec) for name, spec in plan.items() if spec is not None]
+    if callable(plan):
+        chosen = []
+        for name, shape, dtype, _ in entries:
+            spec = plan(name, tuple(shape), dtype)
+            if spec is not None:
+                chosen.append((name, spec))
+        return chosen
+    raise TypeError(f"plan must be a mapping of names to slices or a callable, not "
+                    f"{type(plan).__name__}")
+
+
+class Planned:
+    """A ReadPlan with the items a plan argument asked for: `items` lists (name, index, shape,
+    dtype, nbytes) in the order asked."""
+
+    def __init__(self, source, plan, *, dtype=None, keep_packed=False, token=None,
+                 max_inflight_bytes=DEFAULT_MAX_INFLIGHT_BYTES):
+        self.plan = _tlio.ReadPlan(_source(source), max_inflight_bytes=int(max_inflight_bytes),
+                                   keep_packed=bool(keep_packed), token=token or "")
+        entries = self.plan.tensors()
+        shapes = {name: (shape, quantized) for name, shape, _, quantized in entries}
+        self.items = []
+        for name, spec in resolve(plan, entries):
+            shape, quantized = shapes[name]
+            wanted = dtype if quantized and dtype is not None else ""
+            index, out_shape, out_dtype, nbytes = self.plan.add(name, slice_spec(name, shape, spec),
+                                                                wanted)
+            self.items.append((name, index, tuple(out_shape), out_dtype, nbytes))

@@ -1,10 +1,16 @@
 """Type stubs for tlio.numpy (see numpy.py)."""
-from typing import Any, Literal
+from types import EllipsisType
+from typing import Any, Callable, Literal, Mapping
 
 from _typeshed import ReadableBuffer, StrPath
 from numpy.typing import NDArray
 
-__all__ = ["save", "save_file", "load", "load_file"]
+__all__ = ["save", "save_file", "load", "load_file", "load_sharded"]
+
+# A plan's slice of one tensor: ints and step-1 slices per leading dimension, or ... for all.
+_Slices = tuple[int | slice, ...] | int | slice | EllipsisType
+_Plan = (Mapping[str, _Slices | None] | Callable[[str, tuple[int, ...], str], _Slices | None]
+         | None)
 
 def save(tensor_dict: dict[str, NDArray[Any]], metadata: dict[str, str] | None = None) -> bytes: ...
 def save_file(tensor_dict: dict[str, NDArray[Any]], filename: StrPath,
@@ -12,3 +18,6 @@ def save_file(tensor_dict: dict[str, NDArray[Any]], filename: StrPath,
 def load(data: ReadableBuffer) -> dict[str, NDArray[Any]]: ...
 def load_file(filename: StrPath, *, backend: Literal["mmap", "pread"] = "mmap",
               token: str | None = None, sha256: str | None = None) -> dict[str, NDArray[Any]]: ...
+def load_sharded(source: StrPath, plan: _Plan, *, dtype: Literal["F32", "F16", "BF16"] | None = None,
+                 keep_packed: bool = False, token: str | None = None,
+                 max_inflight_bytes: int = ...) -> dict[str, NDArray[Any]]: ...

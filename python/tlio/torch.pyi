@@ -1,15 +1,21 @@
 """Type stubs for tlio.torch (see torch.py)."""
 from collections import defaultdict
-from typing import Iterable, Literal, Mapping
+from types import EllipsisType
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 import torch
 from _typeshed import ReadableBuffer, StrPath
 
 __all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
-           "storage_size"]
+           "storage_size", "load_sharded", "load_distributed"]
 
 _Backend = Literal["mmap", "pread"]
 _Device = str | int | torch.device
+# A plan's slice of one tensor: ints and step-1 slices per leading dimension, or ... for all.
+_Slices = tuple[int | slice, ...] | int | slice | EllipsisType
+_Plan = (Mapping[str, _Slices | None] | Callable[[str, tuple[int, ...], str], _Slices | None]
+         | None)
+_QuantDtype = Literal["F32", "F16", "BF16"]
 
 def save(tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> bytes: ...
 def save_file(tensors: dict[str, torch.Tensor], filename: StrPath,
@@ -23,6 +29,13 @@ def save_model(model: torch.nn.Module, filename: StrPath, metadata: Mapping[str,
 def load_model(model: torch.nn.Module, filename: StrPath, strict: bool = True,
                device: _Device = "cpu", *, backend: _Backend = "mmap",
                token: str | None = None, sha256: str | None = None) -> tuple[list[str], list[str]]: ...
+def load_sharded(source: StrPath, plan: _Plan, *, device: _Device = "cpu",
+                 dtype: _QuantDtype | None = None, keep_packed: bool = False,
+                 token: str | None = None, max_inflight_bytes: int = ...) -> dict[str, torch.Tensor]: ...
+def load_distributed(source: StrPath, *, plan: _Plan = None, group: Any = None,
+                     device: _Device = "cpu", dtype: _QuantDtype | None = None,
+                     keep_packed: bool = False, token: str | None = None,
+                     max_inflight_bytes: int = ...) -> dict[str, torch.Tensor]: ...
 def storage_ptr(tensor: torch.Tensor) -> int: ...
 def storage_size(tensor: torch.Tensor) -> int: ...
 

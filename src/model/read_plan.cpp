@@ -124,6 +124,7 @@ struct ReadPlanState {
   std::string name;
   std::vector<std::string> file_names;
   std::vector<File> files;
+  std::unique_ptr<TensorSet> set;  // over `files`, which never move once opened
   ReadPlanOptions options;
   uint64_t max_gap = 0;
   std::vector<PlanTensor> tensors;
@@ -248,8 +249,8 @@ struct ReadPlanState {
       const QuantizedWeight& w = weights[*entries[s.entry].weight];
       const std::span<std::byte> memory = s.quant->memory->bytes();
       const File scratch = File::from_buffer(memory, files[s.quant->parts[0].file].name());
-      const TensorSet set({&scratch});
-      const auto decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
+      const TensorSet scratch_set({&scratch});
+      const auto decoder = scheme_entry(w.scheme.kind()).decoder(scratch_set, w);
       const std::vector<QuantScratch::Run>& runs = s.quant->runs;
       const uint64_t out_bytes = dtype_bits(items[i].dtype) / 8;
       parallel_for(runs.size(), 2, 1, threads, [&](uint64_t b, uint64_t e) {
@@ -290,10 +291,10 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
 
   std::vector<const File*> file_list;
   for (const File& f : s->files) file_list.push_back(&f);
-  const detail::TensorSet set(file_list);
+  s->set = std::make_unique<detail::TensorSet>(std::move(file_list));
   std::vector<std::string_view> parts;  // stored tensors listed under a logical name
   if (!s->options.keep_packed) {
-    s->weights = detail::find_quantized_weights(set);
+    s->weights = detail::find_quantized_weights(*s->set);
     for (const QuantizedWeight& w : s->weights)
       for (const std::string& n : w.stored) parts.push_back(n);
     std::sort(parts.begin(), parts.end());
@@ -386,11 +387,8 @@ size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, s
       pos += count * out_bytes;
     });
     // The stored tensors laid out as a file of their own, so the decoder reads it as any file.
-    std::vector<const File*> file_list;
-    for (const File& f : s.files) file_list.push_back(&f);
-    const detail::TensorSet set(file_list);
     std::vector<TensorInfo> layout;
-    for (detail::StoredPart& p : detail::scheme_entry(w.scheme.kind()).parts(set, w)) {
+    for (detail::StoredPart& p : detail::scheme_entry(w.scheme.kind()).parts(*s.set, w)) {
       const size_t fi = s.file_of(p.name);
       const TensorInfo& info = s.files[fi].header().at(p.name);
       q->parts.push_back({std::move(p), fi, &info, 0});

@@ -578,6 +578,12 @@ PYBIND11_MODULE(_tlio, m) {
              for (const tlio::PlannedRead& r : p.reads()) out.emplace_back(r.file, r.offset, r.length);
              return out;
            })
+      .def("wanted",
+           [](const tlio::ReadPlan& p) {
+             std::vector<std::tuple<size_t, uint64_t, uint64_t>> out;
+             for (const tlio::PlannedRead& r : p.wanted()) out.emplace_back(r.file, r.offset, r.length);
+             return out;
+           })
       .def("wanted_bytes", &tlio::ReadPlan::wanted_bytes)
       .def("execute",
            [](tlio::ReadPlan& p) {

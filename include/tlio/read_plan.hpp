@@ -28,8 +28,9 @@
 namespace tlio {
 
 struct ReadPlanOptions {
-  /// Bytes held in scratch buffers at once (reads that span gaps between wanted ranges, parts
-  /// of quantized weights); a longer read is done in pieces.
+  /// Bytes held in scratch buffers at once (reads that span gaps between wanted ranges); a
+  /// longer read is done in pieces. A quantized item's parts are held besides, in memory of
+  /// their own (only the pages its slice touches), until the plan is destroyed.
   uint64_t max_inflight_bytes = uint64_t{64} << 20;
   /// Wanted ranges of one file at most this far apart are read as one (the gap is read and
   /// dropped). Unset: 64 KiB for local files, 1 MiB for remote ones.
@@ -84,8 +85,9 @@ class TLIO_API ReadPlan {
   const std::string& name() const noexcept;
   const std::vector<std::string>& file_names() const noexcept;
   /// What the plan can ask for: every stored tensor, in file then offset order, except that a
-  /// quantized weight's stored tensors are one entry under its logical name (keep_packed lists
-  /// them instead).
+  /// quantized weight's stored tensors are one entry under its logical name, listed after them
+  /// (keep_packed lists the stored tensors instead). A stored tensor that has a quantized
+  /// weight's logical name is refused at open (Error{format}) unless keep_packed.
   std::span<const PlanTensor> tensors() const noexcept;
   /// nullptr when there is no such entry.
   const PlanTensor* find(std::string_view name) const noexcept;
@@ -105,8 +107,11 @@ class TLIO_API ReadPlan {
   /// The reads executing the plan makes: wanted ranges merged across gaps up to max_gap, in
   /// file and offset order. A dry run: nothing is read.
   std::vector<PlannedRead> reads() const;
-  /// The bytes the items' buffers receive from the files: what reads() holds without the gaps.
-  uint64_t wanted_bytes() const noexcept;
+  /// The ranges the items want, merged only where they touch or overlap: reads() without the
+  /// gaps (what another process must deliver).
+  std::vector<PlannedRead> wanted() const;
+  /// The bytes the items' buffers receive from the files: the sum of wanted()'s lengths.
+  uint64_t wanted_bytes() const;
 
   /// Reads every item into its buffer (Error{invalid_argument} if one has none) and
   /// dequantizes quantized ones. Asks the thread's InterruptScope between reads.
@@ -116,7 +121,8 @@ class TLIO_API ReadPlan {
   /// bytes of file `file` at data offset `offset`, to where the items want them. Bytes no item
   /// wants are skipped. Call finish() when every wanted byte has been delivered.
   void deliver(size_t file, uint64_t offset, std::span<const std::byte> bytes);
-  /// Dequantizes the quantized items from what was delivered.
+  /// Dequantizes the quantized items from what was delivered (Error{invalid_argument} if an
+  /// item has no destination).
   void finish();
   /// Reads data bytes of file `file` as execute() would (bounds-checked).
   void read_data(size_t file, uint64_t offset, std::span<std::byte> dst) const;

@@ -37,9 +37,16 @@ def worker(rank, world, port, job, queue):
                                 world_size=world,
                                 timeout=datetime.timedelta(seconds=job.get("timeout", 60)))
         try:
+            if rank == job.get("broken_reader"):  # this rank's storage fails under it
+                def broken(*args):
+                    raise OSError(5, "injected read failure")
+                tlio._tlio.ReadPlan.read_data = broken
+            inflight = job.get("inflight", 64 << 20)
+            if isinstance(inflight, list):
+                inflight = inflight[rank]
             plan = rank_plan(job) if job.get("plans") else None
             got = tlio.torch.load_distributed(job["source"], plan=plan,
-                                              max_inflight_bytes=job.get("inflight", 64 << 20))
+                                              max_inflight_bytes=inflight)
             wanted = job["plans"][rank] if job.get("plans") else None
             if wanted is None:
                 with tlio.safe_open(job["local"], "pt") as f:

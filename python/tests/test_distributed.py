@@ -161,6 +161,26 @@ def test_a_failing_rank_fails_every_rank_alike(served):
     assert "c.bias" in message
 
 
+def test_ranks_with_other_memory_bounds_agree_on_one(served):
+    verdicts = run_group({"source": f"{served.url}/plain.safetensors",
+                          "local": str(served.root / "plain.safetensors"),
+                          "inflight": [4 << 20, 16 << 20, 8 << 20, 64 << 20], "timeout": 30},
+                         deadline=120)
+    _assert_all_ok(verdicts)
+
+
+def test_a_failed_read_is_the_error_every_rank_raises(served):
+    local = served.root / "nf4.safetensors"
+    verdicts = run_group({"source": f"{served.url}/nf4.safetensors", "local": str(local),
+                          "broken_reader": 1, "inflight": 1 << 20, "timeout": 30,
+                          "quantized": ["q.weight"]}, deadline=120)
+    errors = {v.get("error") for v in verdicts}
+    assert len(errors) == 1 and all(not v["ok"] for v in verdicts), verdicts
+    kind, message = errors.pop()
+    # The read's own error (errno 5), not what decoding the bytes it left would have said.
+    assert kind == "OSError" and "[Errno 5] rank 1: injected read failure" in message, message
+
+
 def test_needs_a_group():
     with pytest.raises(RuntimeError, match="init_process_group"):
         tlio.torch.load_distributed("nowhere.safetensors")

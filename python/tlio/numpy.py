@@ -9,7 +9,7 @@ import os as _os
 import numpy as _np
 
 from . import _plan, _tlio
-from . import _error, load as _load, load_file as _load_file
+from . import load as _load, load_file as _load_file
 
 __all__ = ["save", "save_file", "load", "load_file", "load_sharded"]
 
@@ -50,15 +50,18 @@ def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
     to skip), or a callable (name, shape, dtype) -> slices | None | ...; None: every tensor.
     A quantized weight is named by its logical name and comes dequantized (as `dtype`: "F32",
     "F16" or "BF16"; default the dtype it was quantized from), reading only the parts its slice
-    needs; keep_packed=True lists its stored tensors instead. BF16 and F8 come as raw bits."""
+    needs; keep_packed=True lists its stored tensors instead. BF16 and F8 come as raw bits, F4
+    as packed uint8 (last dimension halved), F6 as a flat uint8 array of its packed bytes."""
     planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
                             max_inflight_bytes=max_inflight_bytes)
     out = {}
     for name, index, shape, item_dtype, nbytes in planned.items:
-        if item_dtype not in _NUMPY_OF:
-            raise _error(f"tensor {name!r} is {item_dtype}, which numpy has no type for: load it "
-                         f"with tlio.torch.load_sharded", "dtype", name)
-        array = _np.empty(shape, dtype=_NUMPY_OF[item_dtype])
+        if item_dtype in _NUMPY_OF:
+            array = _np.empty(shape, dtype=_NUMPY_OF[item_dtype])
+        elif item_dtype == "F4" and shape:  # packed, two values a byte, as get_tensor's bits
+            array = _np.empty(shape[:-1] + (shape[-1] // 2,), dtype="u1")
+        else:  # F6 (and a 0-d F4): the packed bytes, flat
+            array = _np.empty(nbytes, dtype="u1")
         planned.plan.set_destination(index, array.ctypes.data, nbytes)
         out[name] = array
     planned.plan.execute()

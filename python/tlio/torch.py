@@ -288,7 +288,10 @@ def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None
 
 
 def _empty(shape, dtype, name):
-    return _torch.empty(shape, dtype=_torch_dtype(dtype, name))
+    want = _torch_dtype(dtype, name)
+    if dtype == "F4" and shape:  # torch's float4_e2m1fn_x2 holds two values per element
+        shape = tuple(shape[:-1]) + (shape[-1] // 2,)
+    return _torch.empty(shape, dtype=want)
 
 
 def _on(device, tensors):
@@ -326,7 +329,8 @@ def load_distributed(source, *, plan=None, group=None, device="cpu", dtype=None,
     group's collectives move it to the ranks that want it. Without a plan every rank gets
     every tensor; a plan (a callable may ask torch.distributed.get_rank()) gives each rank its
     own slices. An error on any rank (a bad slice, a failed read) is raised on every rank, as
-    "rank R: ...". Memory besides the results: at most max_inflight_bytes."""
+    "rank R: ...". Memory besides the results: the chunks in flight (within max_inflight_bytes,
+    at least 2 MiB a rank) and the touched parts of quantized weights."""
     from . import _distributed
     out = _distributed.load_distributed(source, _empty, plan=plan, group=group, dtype=dtype,
                                         keep_packed=keep_packed, token=token,

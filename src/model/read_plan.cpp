@@ -187,12 +187,16 @@ struct ReadPlanState {
     return out;
   }
 
-  void ensure_pieces() {
-    if (pieces_current) return;
+  void check_destinations() const {
     for (size_t i = 0; i < states.size(); ++i)
       if (!states[i].has_dst && items[i].byte_size != 0)
         throw_invalid(fmt::format("item {} ({}) has no destination", i, quote_name(items[i].name)),
                       items[i].name);
+  }
+
+  void ensure_pieces() {
+    if (pieces_current) return;
+    check_destinations();
     pieces = all_pieces(true);
     max_end.resize(pieces.size());
     for (size_t i = 0; i < pieces.size(); ++i)
@@ -204,13 +208,13 @@ struct ReadPlanState {
 
   // Calls fn(begin, end) for each run of `sorted` pieces one read covers.
   template <class Fn>
-  void for_each_read(const std::vector<Piece>& sorted, Fn&& fn) const {
+  void for_each_read(const std::vector<Piece>& sorted, uint64_t gap, Fn&& fn) const {
     size_t i = 0;
     while (i < sorted.size()) {
       size_t j = i + 1;
       uint64_t end = sorted[i].end();
       while (j < sorted.size() && sorted[j].file == sorted[i].file &&
-             sorted[j].offset <= end + max_gap) {
+             sorted[j].offset <= end + gap) {
         end = std::max(end, sorted[j].end());
         ++j;
       }
@@ -242,6 +246,7 @@ struct ReadPlanState {
   }
 
   void finish() {
+    check_destinations();
     const unsigned threads = thread_count(options.threads ? options.threads : configured_threads());
     for (size_t i = 0; i < states.size(); ++i) {
       ItemState& s = states[i];
@@ -307,6 +312,13 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
     }
   for (size_t wi = 0; wi < s->weights.size(); ++wi) {
     const QuantizedWeight& w = s->weights[wi];
+    // A stored tensor under a weight's logical name (not one of its parts) would hide it.
+    if (!std::binary_search(parts.begin(), parts.end(), std::string_view(w.name)) && s->set->find(w.name))
+      throw Error(ErrorCode::format, Rule::none, w.name, std::nullopt,
+                  fmt::format("tensor {} is stored and is also the name of a quantized weight; "
+                              "read the file with keep_packed",
+                              detail::quote_name(w.name)),
+                  s->name);
     s->tensors.push_back({w.name, w.shape, w.dtype, true});
     s->entries.push_back({0, nullptr, wi});
   }
@@ -433,30 +445,26 @@ void ReadPlan::set_destination(size_t item, std::span<std::byte> dst) {
   s.pieces_current = false;
 }
 
-std::vector<PlannedRead> ReadPlan::reads() const {
-  const ReadPlanState& s = *state_;
+namespace {
+
+std::vector<PlannedRead> merged_pieces(const ReadPlanState& s, uint64_t gap) {
   const std::vector<Piece> pieces = s.all_pieces(false);
   std::vector<PlannedRead> out;
-  s.for_each_read(pieces, [&](size_t i, size_t, uint64_t end) {
+  s.for_each_read(pieces, gap, [&](size_t i, size_t, uint64_t end) {
     out.push_back({pieces[i].file, pieces[i].offset, end - pieces[i].offset});
   });
   return out;
 }
 
-uint64_t ReadPlan::wanted_bytes() const noexcept {
-  const ReadPlanState& s = *state_;
-  const std::vector<Piece> pieces = s.all_pieces(false);
-  uint64_t total = 0, end = 0;
-  size_t file = SIZE_MAX;
-  for (const Piece& p : pieces) {  // the union: overlapping pieces count once
-    if (p.file != file) {
-      file = p.file;
-      end = 0;
-    }
-    const uint64_t from = std::max(p.offset, end);
-    if (p.end() > from) total += p.end() - from;
-    end = std::max(end, p.end());
-  }
+}  // namespace
+
+std::vector<PlannedRead> ReadPlan::reads() const { return merged_pieces(*state_, state_->max_gap); }
+
+std::vector<PlannedRead> ReadPlan::wanted() const { return merged_pieces(*state_, 0); }
+
+uint64_t ReadPlan::wanted_bytes() const {
+  uint64_t total = 0;
+  for (const PlannedRead& r : wanted()) total += r.length;
   return total;
 }
 
@@ -472,7 +480,7 @@ void ReadPlan::execute() {
   };
   std::vector<Window> windows;  // the rest, through scratch
   const uint64_t window_max = std::max(detail::kMinScratch, s.options.max_inflight_bytes);
-  s.for_each_read(s.pieces, [&](size_t i, size_t j, uint64_t end) {
+  s.for_each_read(s.pieces, s.max_gap, [&](size_t i, size_t j, uint64_t end) {
     bool tiles = true;
     for (size_t k = i + 1; k < j && tiles; ++k) tiles = s.pieces[k].offset == s.pieces[k - 1].end();
     if (tiles) {

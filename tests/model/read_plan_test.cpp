@@ -111,6 +111,11 @@ TEST(ReadPlan, ManyItemsInOnePlanAndTheirReads) {
   ASSERT_EQ(merged.reads().size(), 1u);
   EXPECT_EQ(merged.reads()[0].length, 63u * 96 * 4 + 48 * 4);
   EXPECT_EQ(merged.wanted_bytes(), 64u * 48 * 4);
+  // What the items want has no gaps: one range a row.
+  const std::vector<tlio::PlannedRead> wanted = merged.wanted();
+  ASSERT_EQ(wanted.size(), 64u);
+  EXPECT_EQ(wanted[1].offset - wanted[0].offset, 96u * 4);
+  EXPECT_EQ(wanted[0].length, 48u * 4);
 }
 
 TEST(ReadPlan, DeliverFromElsewhere) {
@@ -147,6 +152,7 @@ TEST(ReadPlan, Errors) {
   std::vector<std::byte> small(3);
   EXPECT_THROW(plan.set_destination(i, small), tlio::Error);
   EXPECT_THROW(plan.execute(), tlio::Error);  // no destination
+  EXPECT_THROW(plan.finish(), tlio::Error);
   EXPECT_THROW(tlio::ReadPlan::open(dir / "absent.safetensors"), tlio::Error);
 }
 
@@ -220,6 +226,48 @@ TEST(ReadPlan, KeepPackedListsStoredTensors) {
   tlio::ReadPlan logical = tlio::ReadPlan::open(dir / "q.safetensors");
   EXPECT_NE(logical.find("x"), nullptr);
   EXPECT_EQ(logical.find("x.qweight"), nullptr);
+}
+
+TEST(ReadPlan, QuantizedWeightsCannotBeFinishedWithoutABuffer) {
+  tlio::test::TempDir dir;
+  std::vector<float> w(8 * 64, 0.25f);
+  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {8, 64}, std::as_bytes(std::span(w))}};
+  tlio::save_file(dir / "f32.safetensors", tensors);
+  tlio::QuantizeOptions qo;
+  qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
+  qo.include = "x";
+  tlio::quantize_file(tlio::File::open(dir / "f32.safetensors"), dir / "q.safetensors", qo);
+  tlio::ReadPlan plan = tlio::ReadPlan::open(dir / "q.safetensors");
+  const std::vector<SliceIndex> rows{SliceIndex::range(0, 2)};
+  plan.add("x", rows);
+  EXPECT_THROW(plan.finish(), tlio::Error);  // not a write through a null buffer
+}
+
+TEST(ReadPlan, AStoredTensorNamedAsAQuantizedWeightIsRefused) {
+  tlio::test::TempDir dir;
+  std::vector<float> w(8 * 64, 0.25f), b(3, 1.0f);
+  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {8, 64}, std::as_bytes(std::span(w))}};
+  tlio::save_file(dir / "f32.safetensors", tensors);
+  tlio::QuantizeOptions qo;
+  qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
+  qo.include = "x";
+  tlio::quantize_file(tlio::File::open(dir / "f32.safetensors"), dir / "q.safetensors", qo);
+  // The quantized file's tensors plus a stored "x": the weight's logical name, taken.
+  const tlio::File q = tlio::File::open(dir / "q.safetensors");
+  std::vector<tlio::TensorData> clash{{"x", Dtype::F32, {3}, std::as_bytes(std::span(b))}};
+  for (const tlio::TensorInfo& t : q.tensors())
+    clash.push_back({t.name, t.dtype, t.shape, q.view(t.name).bytes()});
+  tlio::save_file(dir / "clash.safetensors", clash);
+  try {
+    tlio::ReadPlan::open(dir / "clash.safetensors");
+    FAIL();
+  } catch (const tlio::Error& e) {
+    EXPECT_EQ(e.code(), tlio::ErrorCode::format);
+    EXPECT_NE(std::string(e.what()).find("keep_packed"), std::string::npos);
+  }
+  tlio::ReadPlanOptions packed;
+  packed.keep_packed = true;
+  EXPECT_NE(tlio::ReadPlan::open(dir / "clash.safetensors", packed).find("x"), nullptr);
 }
 
 TEST(ReadPlan, FolderOfShards) {

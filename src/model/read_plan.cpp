@@ -140,13 +140,6 @@ struct ReadPlanState {
   std::vector<uint64_t> max_end;
   bool pieces_current = false;
 
-  size_t file_of(std::string_view stored) const {
-    for (size_t i = 0; i < files.size(); ++i)
-      if (files[i].header().find(stored)) return i;
-    throw Error(ErrorCode::not_found, Rule::none, std::string(stored), std::nullopt,
-                "no tensor named " + quote_name(stored));
-  }
-
   void add_pieces(const ItemState& s, bool with_dst, std::vector<Piece>& out) const {
     const Entry& e = entries[s.entry];
     if (s.quant) {
@@ -401,8 +394,8 @@ size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, s
     // The stored tensors laid out as a file of their own, so the decoder reads it as any file.
     std::vector<TensorInfo> layout;
     for (detail::StoredPart& p : detail::scheme_entry(w.scheme.kind()).parts(*s.set, w)) {
-      const size_t fi = s.file_of(p.name);
-      const TensorInfo& info = s.files[fi].header().at(p.name);
+      const TensorInfo& info = s.set->at(p.name);
+      const size_t fi = s.set->position(p.name).first;
       q->parts.push_back({std::move(p), fi, &info, 0});
       TensorInfo copy;
       copy.name = info.name;

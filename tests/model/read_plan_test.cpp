@@ -207,15 +207,21 @@ TEST_P(QuantizedPlan, SlicesEqualSlicesOfTheDequantizedWhole) {
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedPlan,
                          ::testing::Values("int4-g32-sym", "nf4", "fp4", "int8"));
 
-TEST(ReadPlan, KeepPackedListsStoredTensors) {
-  tlio::test::TempDir dir;
-  std::vector<float> w(16 * 64, 0.5f);
-  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {16, 64}, std::as_bytes(std::span(w))}};
+// A file whose F32 "x" [rows, 64] is stored int4 (x.qweight + x.scales); returns its path.
+std::filesystem::path write_int4_x(const tlio::test::TempDir& dir, uint64_t rows) {
+  std::vector<float> w(rows * 64, 0.5f);
+  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {rows, 64}, std::as_bytes(std::span(w))}};
   tlio::save_file(dir / "f32.safetensors", tensors);
   tlio::QuantizeOptions qo;
   qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
   qo.include = "x";
   tlio::quantize_file(tlio::File::open(dir / "f32.safetensors"), dir / "q.safetensors", qo);
+  return dir / "q.safetensors";
+}
+
+TEST(ReadPlan, KeepPackedListsStoredTensors) {
+  tlio::test::TempDir dir;
+  write_int4_x(dir, 16);
   tlio::ReadPlanOptions o;
   o.keep_packed = true;
   tlio::ReadPlan packed = tlio::ReadPlan::open(dir / "q.safetensors", o);
@@ -230,14 +236,7 @@ TEST(ReadPlan, KeepPackedListsStoredTensors) {
 
 TEST(ReadPlan, QuantizedWeightsCannotBeFinishedWithoutABuffer) {
   tlio::test::TempDir dir;
-  std::vector<float> w(8 * 64, 0.25f);
-  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {8, 64}, std::as_bytes(std::span(w))}};
-  tlio::save_file(dir / "f32.safetensors", tensors);
-  tlio::QuantizeOptions qo;
-  qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
-  qo.include = "x";
-  tlio::quantize_file(tlio::File::open(dir / "f32.safetensors"), dir / "q.safetensors", qo);
-  tlio::ReadPlan plan = tlio::ReadPlan::open(dir / "q.safetensors");
+  tlio::ReadPlan plan = tlio::ReadPlan::open(write_int4_x(dir, 8));
   const std::vector<SliceIndex> rows{SliceIndex::range(0, 2)};
   plan.add("x", rows);
   EXPECT_THROW(plan.finish(), tlio::Error);  // not a write through a null buffer
@@ -245,15 +244,9 @@ TEST(ReadPlan, QuantizedWeightsCannotBeFinishedWithoutABuffer) {
 
 TEST(ReadPlan, AStoredTensorNamedAsAQuantizedWeightIsRefused) {
   tlio::test::TempDir dir;
-  std::vector<float> w(8 * 64, 0.25f), b(3, 1.0f);
-  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {8, 64}, std::as_bytes(std::span(w))}};
-  tlio::save_file(dir / "f32.safetensors", tensors);
-  tlio::QuantizeOptions qo;
-  qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
-  qo.include = "x";
-  tlio::quantize_file(tlio::File::open(dir / "f32.safetensors"), dir / "q.safetensors", qo);
+  std::vector<float> b(3, 1.0f);
   // The quantized file's tensors plus a stored "x": the weight's logical name, taken.
-  const tlio::File q = tlio::File::open(dir / "q.safetensors");
+  const tlio::File q = tlio::File::open(write_int4_x(dir, 8));
   std::vector<tlio::TensorData> clash{{"x", Dtype::F32, {3}, std::as_bytes(std::span(b))}};
   for (const tlio::TensorInfo& t : q.tensors())
     clash.push_back({t.name, t.dtype, t.shape, q.view(t.name).bytes()});

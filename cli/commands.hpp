@@ -19,6 +19,7 @@ void add_merge(CLI::App& app, int& exit_code);
 void add_bigram(CLI::App& app, int& exit_code);
 void add_cat(CLI::App& app, int& exit_code);
 void add_stats(CLI::App& app, int& exit_code);
+void add_slice(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_import(CLI::App& app, int& exit_code);
 /// hash, verify and sign.

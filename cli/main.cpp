@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   add_bigram(app, exit_code);
   add_cat(app, exit_code);
   add_stats(app, exit_code);
+  add_slice(app, exit_code);
   add_diff(app, exit_code);
   add_import(app, exit_code);
   add_trust(app, exit_code);

@@ -30,7 +30,7 @@ namespace tlio {
 struct ReadPlanOptions {
   /// Bytes held in scratch buffers at once (reads that span gaps between wanted ranges); a
   /// longer read is done in pieces. A quantized item's parts are held besides, in memory of
-  /// their own (only the pages its slice touches), until the plan is destroyed.
+  /// their own (only the pages its slice touches), until the plan is cleared or destroyed.
   uint64_t max_inflight_bytes = uint64_t{64} << 20;
   /// Wanted ranges of one file at most this far apart are read as one (the gap is read and
   /// dropped). Unset: 64 KiB for local files, 1 MiB for remote ones.
@@ -100,6 +100,9 @@ class TLIO_API ReadPlan {
   size_t add(std::string_view name, std::span<const SliceIndex> slice = {},
              std::optional<Dtype> as = std::nullopt);
   std::span<const PlanItem> items() const noexcept;
+  /// Removes every item (and frees quantized items' scratch), keeping the files open and
+  /// their headers parsed: for loading a source in batches that each fit in memory.
+  void clear() noexcept;
   /// The caller's buffer for item `item`: exactly its byte_size bytes, kept alive and left
   /// alone until execute() or finish() returns. Error{invalid_argument} for another size.
   void set_destination(size_t item, std::span<std::byte> dst);

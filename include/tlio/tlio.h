@@ -406,6 +406,8 @@ typedef struct tl_plan_item_info {
   uint64_t byte_size;
 } tl_plan_item_info;
 TL_API int tl_plan_item(const tl_plan* plan, size_t item, tl_plan_item_info* out);
+/* Removes every item, keeping the files open: for loading in batches that each fit in memory. */
+TL_API int tl_plan_clear(tl_plan* plan);
 /* The buffer of `item`: exactly its byte_size bytes, kept alive until tl_plan_execute returns. */
 TL_API int tl_plan_set_destination(tl_plan* plan, size_t item, void* dst, size_t size);
 /* A dry run: the reads executing the plan makes (coalesced, in file and offset order), and the

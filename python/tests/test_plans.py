@@ -1,5 +1,9 @@
 """tlio.numpy.load_sharded and tlio.torch.load_sharded: plans as mappings and callables, slices
 of plain and quantized tensors equal to slices of the whole, files, folders and URLs, errors."""
+import json
+import os
+import pathlib
+import subprocess
 import time
 
 import numpy as np
@@ -11,6 +15,12 @@ from http_servers import nginx
 
 torch = pytest.importorskip("torch")
 import tlio.torch  # noqa: E402
+
+CLI = os.environ.get("TLIO_CLI", str(pathlib.Path(__file__).parents[2] / "build" / "tlio"))
+
+
+def cli(*args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +127,42 @@ def test_from_a_url_reads_only_the_rows(tmp_path):
         sent = [int(line.split()[1]) for line in server.log.read_text().splitlines()]
     # The header's first request (128 KiB), then the ten rows' 10240 bytes in one range.
     assert sent[1:] == [10 * 256 * 4], sent
+
+
+def test_cli_slice_from_a_url_reads_only_the_rows(tmp_path):
+    w = np.arange(2048 * 256, dtype=np.float32).reshape(2048, 256)
+    # z lies after w, more than max_gap (1 MiB for URLs) past the rows: a range of its own.
+    tlio.numpy.save_file({"w": w, "z": np.ones(8, np.float32)}, tmp_path / "big.safetensors")
+    with nginx(tmp_path) as server:
+        url = f"{server.url}/big.safetensors"
+        dry = cli("slice", url, "w[1000:1010]", "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        plan = json.loads(dry.stdout)
+        assert plan["bytes_read"] == plan["bytes_wanted"] == 10 * 256 * 4
+        server.log.write_text("")  # nginx appends: what the dry run fetched is left out below
+        out = tmp_path / "rows.safetensors"
+        r = cli("slice", url, "w[1000:1010]", "z[-1]", "-o", out)
+        assert r.returncode == 0, r.stderr
+        time.sleep(0.2)  # nginx logs a request after answering it
+        sent = [int(line.split()[1]) for line in server.log.read_text().splitlines()]
+    got = tlio.numpy.load_file(out)
+    np.testing.assert_array_equal(got["w"], w[1000:1010])
+    np.testing.assert_array_equal(got["z"], np.ones(1, np.float32)[0])
+    # The header's first request (128 KiB), then the rows and the last of z: two ranges.
+    assert sorted(sent[1:]) == [4, 10 * 256 * 4], sent
+
+
+@pytest.mark.parametrize("scheme_file", ["int4", "nf4"])
+def test_cli_slice_equals_load_sharded_in_any_batch_size(files, tmp_path, scheme_file):
+    root, _ = files
+    src = root / f"{scheme_file}.safetensors"
+    want = tlio.torch.load_sharded(src, {"q": (slice(5, 60), slice(64, 200)), "h": (slice(3, 9),)})
+    for memory in ["100", "1KiB", "1MiB"]:
+        out = tmp_path / f"{memory}.safetensors"
+        r = cli("slice", src, "q[5:60, 64:200]", "h[3:9]", "--max-memory", memory, "-o", out)
+        assert r.returncode == 0, r.stderr
+        got = tlio.torch.load_file(out)
+        assert torch.equal(got["q"], want["q"]) and torch.equal(got["h"], want["h"])
 
 
 def test_errors(files):

@@ -780,6 +780,13 @@ int tl_plan_read_at(const tl_plan* plan, size_t index, size_t* file, uint64_t* o
   return TL_OK;
 }
 
+int tl_plan_clear(tl_plan* plan) {
+  TL_REQUIRE(plan, "tl_plan_clear: NULL argument");
+  plan->plan.clear();
+  plan->reads.clear();
+  return TL_OK;
+}
+
 int tl_plan_execute(tl_plan* plan) {
   TL_REQUIRE(plan, "tl_plan_execute: NULL argument");
   return guard([&] { plan->plan.execute(); });

@@ -426,6 +426,14 @@ size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, s
   return s.items.size() - 1;
 }
 
+void ReadPlan::clear() noexcept {
+  state_->items.clear();
+  state_->states.clear();  // and with them the quantized items' scratch
+  state_->pieces.clear();
+  state_->max_end.clear();
+  state_->pieces_current = false;
+}
+
 void ReadPlan::set_destination(size_t item, std::span<std::byte> dst) {
   ReadPlanState& s = *state_;
   if (item >= s.items.size()) throw_invalid(fmt::format("no item {} (the plan has {})", item, s.items.size()));

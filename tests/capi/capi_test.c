@@ -643,6 +643,15 @@ static void test_plans(const char* dir) {
   CHECK(tl_plan_add(plan, "m", 2, starts, stops, -1, &item) == TL_EINVAL);
   CHECK(strstr(tl_last_error(), "7") != NULL);
   CHECK(tl_plan_add(plan, "m", 0, NULL, NULL, TL_F16, &item) == TL_EINVAL);
+  /* Cleared, the plan starts again from item 0 over the same open file: row 5 alone. */
+  CHECK(tl_plan_clear(plan) == TL_OK);
+  CHECK(tl_plan_item(plan, 0, &info) == TL_EINVAL);
+  starts[0] = 5, stops[0] = 6, starts[1] = 0, stops[1] = UINT64_MAX;
+  CHECK(tl_plan_add(plan, "m", 2, starts, stops, -1, &item) == TL_OK && item == 0);
+  CHECK(tl_plan_reads(plan, &count, &wanted) == TL_OK && count == 1 && wanted == 16);
+  CHECK(tl_plan_set_destination(plan, item, got, 4 * sizeof got[0]) == TL_OK);
+  CHECK(tl_plan_execute(plan) == TL_OK);
+  CHECK(got[0] == 20.0f && got[3] == 23.0f);
   tl_plan_free(plan);
 }
 

@@ -120,6 +120,13 @@ impl ReadPlan {
         Ok(PlanItem { shape, dtype: Dtype::from_raw(info.dtype)?, byte_size: info.byte_size })
     }
 
+    /// Removes every item, keeping the files open: for loading in batches that each fit in
+    /// memory. The next item added is item 0 again.
+    pub fn clear(&mut self) -> Result<()> {
+        // SAFETY: a valid handle.
+        check(unsafe { sys::tl_plan_clear(self.raw) })
+    }
+
     /// A dry run: the reads executing the plan makes, and the bytes its items receive.
     pub fn reads(&mut self) -> Result<(Vec<PlannedRead>, u64)> {
         let (mut count, mut wanted) = (0usize, 0u64);

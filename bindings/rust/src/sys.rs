@@ -414,6 +414,7 @@ extern "C" {
         item: *mut usize,
     ) -> c_int;
     pub fn tl_plan_item(plan: *const tl_plan, item: usize, out: *mut tl_plan_item_info) -> c_int;
+    pub fn tl_plan_clear(plan: *mut tl_plan) -> c_int;
     pub fn tl_plan_set_destination(
         plan: *mut tl_plan,
         item: usize,

@@ -37,6 +37,11 @@ fn slices_reads_and_errors() {
     assert_eq!(e.kind(), tlio::ErrorKind::NotFound);
     let e = plan.add("m", &[0..7], None).err().unwrap();
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+
+    plan.clear().unwrap();
+    assert!(plan.item(0).is_err());
+    assert_eq!(plan.add("m", &[5..6], None).unwrap(), 0);
+    assert_eq!(f32s(&plan.execute().unwrap()[0]), vec![20.0, 21.0, 22.0, 23.0]);
     assert!(tlio::ReadPlan::open(dir.join("absent.safetensors"), &options).is_err());
 }
 

@@ -3,12 +3,13 @@
 // new file, through a read plan (only the bytes the slices need are read; docs/loading.md).
 //
 // Memory stays bounded for any size: the slices are read in batches of at most --max-memory bytes
-// (one plan, cleared between batches), and a slice larger than that is read in runs of its first
-// dimension, appended to the output in order.
+// (one plan, cleared between batches), and a slice larger than that in runs of its first
+// dimension (a row larger than that, in runs of the next), appended to the output in order.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -60,36 +61,86 @@ std::vector<SliceIndex> plan_indices(const SliceArg& arg, const PlanTensor& t) {
   return out;
 }
 
-// One piece of the output: an item's slice, or a run of its first kept dimension.
+// One piece of the output: an item's slice, or a run of it. `slice` has an entry for every
+// dimension of the tensor.
 struct Unit {
   size_t item = 0;
   std::vector<SliceIndex> slice;
   uint64_t bytes = 0;
 };
 
-// The units of an item: itself, or runs of its first kept dimension that each fit in
-// `batch_bytes` (when that dimension's rows are whole bytes).
-void add_units(size_t item, const std::vector<SliceIndex>& slice, const PlanItem& info,
-               uint64_t batch_bytes, std::vector<Unit>& out) {
-  const auto kept = std::find_if(slice.begin(), slice.end(),
-                                 [](const SliceIndex& s) { return s.kind == SliceIndex::Kind::range; });
-  const uint64_t rows = info.shape.empty() ? 0 : info.shape[0];
-  // Dimensions after the slice's entries are whole: the first kept one may be one of them.
-  const size_t dim = static_cast<size_t>(kept - slice.begin());
-  if (info.byte_size <= batch_bytes || rows < 2 || info.byte_size % rows != 0) {
-    out.push_back({item, slice, info.byte_size});
+uint64_t count_of(const SliceIndex& s) { return s.kind == SliceIndex::Kind::index ? 1 : s.stop - s.start; }
+
+// Splits `s` into units of at most `budget` bytes, in output order: runs of its first dimension
+// at or after `from` that has more than one position, and when one row alone is too big, each row split the same way
+// along the next kept dimension. Runs hold whole bytes (k rows with k * row bits a multiple of
+// 8), so a few rows of a sub-byte dtype may exceed the budget.
+void split_units(size_t item, std::vector<SliceIndex>& s, size_t from, uint64_t bits, uint64_t budget,
+                 std::vector<Unit>& out) {
+  uint64_t elements = 1;
+  for (const SliceIndex& e : s) elements *= count_of(e);
+  size_t d = from;
+  while (d < s.size() && count_of(s[d]) < 2) ++d;  // an index, or a range of one, is one row
+  const uint64_t bytes = elements * bits / 8;
+  if (bytes <= budget || d == s.size()) {
+    out.push_back({item, s, bytes});
     return;
   }
-  const uint64_t row_bytes = info.byte_size / rows;
-  const uint64_t per = std::max<uint64_t>(1, batch_bytes / row_bytes);
-  std::vector<SliceIndex> s = slice;
-  if (kept == slice.end()) s.resize(dim + 1, SliceIndex::all());
-  const uint64_t first = s[dim].start;
-  for (uint64_t r = 0; r < rows; r += per) {
-    const uint64_t n = std::min(per, rows - r);
-    s[dim] = SliceIndex::range(first + r, first + r + n);
-    out.push_back({item, s, n * row_bytes});
+  const uint64_t rows = count_of(s[d]);
+  const uint64_t row_bits = elements / rows * bits;
+  const SliceIndex whole = s[d];
+  if (row_bits % 8 == 0 && row_bits / 8 > budget) {
+    for (uint64_t r = 0; r < rows; ++r) {
+      s[d] = SliceIndex::range(whole.start + r, whole.start + r + 1);
+      split_units(item, s, d + 1, bits, budget, out);
+    }
+  } else {
+    const uint64_t step = 8 / std::gcd(row_bits, uint64_t{8});
+    const uint64_t per = std::max(step, budget * 8 / row_bits / step * step);
+    for (uint64_t r = 0; r < rows; r += per) {
+      const uint64_t n = std::min(per, rows - r);
+      s[d] = SliceIndex::range(whole.start + r, whole.start + r + n);
+      out.push_back({item, s, n * row_bits / 8});
+    }
   }
+  s[d] = whole;
+}
+
+// Destinations start on this boundary, so a dequantized item's values are aligned.
+constexpr uint64_t kUnitAlignment = 64;
+uint64_t aligned_size(uint64_t n) { return (n + kUnitAlignment - 1) / kUnitAlignment * kUnitAlignment; }
+
+// The smallest --max-memory: smaller batches only multiply the units and reads. The largest
+// keeps budget * 8 (bits) in range.
+constexpr uint64_t kMinBatchBytes = 1024;
+constexpr uint64_t kMaxBatchBytes = uint64_t{1} << 56;
+
+// Why an argument names nothing, with what it may have meant.
+std::string not_found_message(const ReadPlan& plan, const SliceArg& arg, bool keep_packed) {
+  std::string hint;
+  if (arg.text != arg.name && plan.find(arg.text)) {
+    hint = fmt::format("; the tensor {} is named with brackets: '{}[]'", display_name(arg.text), arg.text);
+  } else if (!keep_packed) {
+    for (const PlanTensor& t : plan.tensors())
+      if (t.quantized && arg.name.size() > t.name.size() && arg.name.starts_with(t.name) &&
+          arg.name[t.name.size()] == '.')
+        hint = fmt::format("; it is stored as part of the quantized weight {}: name that, or pass "
+                           "--keep-packed to slice what is stored", display_name(t.name));
+  } else {
+    for (const PlanTensor& t : plan.tensors())
+      if (t.name.size() > arg.name.size() && t.name.starts_with(arg.name) && t.name[arg.name.size()] == '.') {
+        hint = fmt::format("; with --keep-packed a quantized weight is its stored tensors ({}, ...)",
+                           display_name(t.name));
+        break;
+      }
+  }
+  if (hint.empty()) {
+    std::vector<std::string> names;
+    for (const PlanTensor& t : plan.tensors()) names.push_back(t.name);
+    if (const std::string near = closest(arg.name, names); !near.empty())
+      hint = fmt::format("; did you mean {}?", display_name(near));
+  }
+  return fmt::format("no tensor {} in {}{}", display_name(arg.name), plan.name(), hint);
 }
 
 std::string shape_text(const std::vector<uint64_t>& shape) {
@@ -130,7 +181,7 @@ void add_slice(CLI::App& app, int& exit_code) {
             try {
               parse_slice_spec(split_slice_arg(v).spec);
             } catch (const UsageError& e) {
-              return e.what();
+              return "'" + v + "': " + e.what();
             }
             return {};
           },
@@ -166,80 +217,92 @@ void add_slice(CLI::App& app, int& exit_code) {
       options.open = open_options();
       options.keep_packed = a->keep_packed;
       if (!a->max_inflight.empty()) options.max_inflight_bytes = parse_size(a->max_inflight);
-      const uint64_t batch_bytes = a->max_memory.empty() ? kDefaultBatchBytes : parse_size(a->max_memory);
+      const uint64_t batch_bytes =
+          a->max_memory.empty() ? kDefaultBatchBytes : std::min(parse_size(a->max_memory), kMaxBatchBytes);
+      if (batch_bytes < kMinBatchBytes)
+        throw UsageError(fmt::format("slice: --max-memory must be at least {} bytes", kMinBatchBytes));
       ReadPlan plan = ReadPlan::open(a->source, options);
       const std::optional<Dtype> as = a->dtype.empty() ? std::nullopt : parse_dtype_alias(a->dtype);
 
       // Every argument checked, and every item's shape known, before a byte is read.
-      std::vector<std::string> names;
-      for (const PlanTensor& t : plan.tensors()) names.push_back(t.name);
-      std::vector<Unit> units;
       std::vector<PlanItem> items;
+      std::vector<std::vector<SliceIndex>> slices;  // one entry per dimension of the tensor
       std::vector<bool> quantized;
       std::set<std::string> seen;
       for (const std::string& text : a->tensors) {
         const SliceArg arg = split_slice_arg(text);
         const PlanTensor* t = plan.find(arg.name);
-        if (!t) {
-          const std::string near = closest(arg.name, names);
-          throw UsageError(fmt::format("no tensor {} in {}{}", display_name(arg.name), plan.name(),
-                                       near.empty() ? "" : fmt::format("; did you mean {}?", display_name(near))));
-        }
+        if (!t) throw UsageError(not_found_message(plan, arg, a->keep_packed));
         if (!seen.insert(arg.name).second)
           throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
                                        display_name(arg.name)));
-        const std::vector<SliceIndex> slice = plan_indices(arg, *t);
+        std::vector<SliceIndex> slice = plan_indices(arg, *t);
         const size_t item = plan.add(arg.name, slice, t->quantized ? as : std::nullopt);
         items.push_back(plan.items()[item]);
         quantized.push_back(t->quantized);
-        add_units(items.size() - 1, slice, items.back(), batch_bytes, units);
+        for (size_t d = slice.size(); d < t->shape.size(); ++d) slice.push_back(SliceIndex::range(0, t->shape[d]));
+        slices.push_back(std::move(slice));
       }
       plan.clear();
+      if (as && std::find(quantized.begin(), quantized.end(), true) == quantized.end())
+        throw UsageError("slice: --dtype sets what quantized weights dequantize to, and none is named "
+                         "(stored tensors are copied as they are; `tlio convert --dtype` converts)");
 
       std::optional<Writer> writer;
       if (!a->dry_run) {
         writer.emplace(Writer::to_file(a->out));
         for (const PlanItem& it : items) writer->declare(it.name, it.dtype, Shape(it.shape));
       }
-      std::vector<PlannedRead> reads;
+      std::vector<PlannedRead> reads;                                      // --json lists them
+      std::vector<std::pair<uint64_t, uint64_t>> per_file(plan.file_names().size());  // reads, bytes
       uint64_t read_bytes = 0, wanted_bytes = 0;
       std::vector<std::byte> buffer;
       ProgressBar bar("slicing");
       uint64_t total = 0, done = 0;
       for (const PlanItem& it : items) total += it.byte_size;
-      for (size_t begin = 0; begin < units.size();) {
-        // The next batch: units while they fit (at least one).
-        size_t end = begin;
-        uint64_t batch = 0;
-        while (end < units.size() && (end == begin || batch + units[end].bytes <= batch_bytes))
-          batch += units[end++].bytes;
+      // Units are made item by item and read in batches of at most batch_bytes (one unit may be
+      // more), destinations aligned.
+      std::vector<Unit> batch, units;
+      uint64_t batch_size = 0;
+      const auto read_batch = [&] {
         plan.clear();
-        for (size_t u = begin; u < end; ++u)
-          plan.add(items[units[u].item].name, units[u].slice, quantized[units[u].item] ? as : std::nullopt);
+        for (const Unit& u : batch) plan.add(items[u.item].name, u.slice, quantized[u.item] ? as : std::nullopt);
         for (const PlannedRead& r : plan.reads()) {
-          reads.push_back(r);
+          if (a->json) reads.push_back(r);
+          ++per_file[r.file].first;
+          per_file[r.file].second += r.length;
           read_bytes += r.length;
         }
         wanted_bytes += plan.wanted_bytes();
         if (writer) {
-          buffer.resize(batch);
+          buffer.resize(batch_size);
           uint64_t at = 0;
-          for (size_t k = 0; k < end - begin; ++k) {
-            const uint64_t n = plan.items()[k].byte_size;
-            plan.set_destination(k, {buffer.data() + at, n});
-            at += n;
+          for (size_t k = 0; k < batch.size(); ++k) {
+            plan.set_destination(k, {buffer.data() + at, batch[k].bytes});
+            at += aligned_size(batch[k].bytes);
           }
           plan.execute();
           at = 0;
-          for (size_t u = begin; u < end; ++u) {
-            writer->append(items[units[u].item].name, {buffer.data() + at, units[u].bytes});
-            at += units[u].bytes;
+          for (const Unit& u : batch) {
+            writer->append(items[u.item].name, {buffer.data() + at, u.bytes});
+            at += aligned_size(u.bytes);
+            done += u.bytes;
           }
-          done += batch;
           bar.update(done, total);
         }
-        begin = end;
+        batch.clear();
+        batch_size = 0;
+      };
+      for (size_t i = 0; i < items.size(); ++i) {
+        units.clear();
+        split_units(i, slices[i], 0, dtype_bits(items[i].dtype), batch_bytes, units);
+        for (Unit& u : units) {
+          if (!batch.empty() && batch_size + aligned_size(u.bytes) > batch_bytes) read_batch();
+          batch_size += aligned_size(u.bytes);
+          batch.push_back(std::move(u));
+        }
       }
+      if (!batch.empty()) read_batch();
       bar.finish();
       plan.clear();
       if (writer) writer->commit();
@@ -271,12 +334,10 @@ void add_slice(CLI::App& app, int& exit_code) {
           fmt::print(out, "{}  {:<8}  {:<16}  {}{}\n", pad(display_name(items[i].name), name_width),
                      dtype_name(items[i].dtype), shape_text(items[i].shape), thousands(items[i].byte_size),
                      quantized[i] ? " (dequantized)" : "");
-        for (size_t f = 0; f < plan.file_names().size(); ++f) {
-          uint64_t n = 0, bytes = 0;
-          for (const PlannedRead& r : reads)
-            if (r.file == f) ++n, bytes += r.length;
-          if (n) fmt::print(out, "{}: {} read{}, {} bytes\n", plan.file_names()[f], n, n == 1 ? "" : "s", thousands(bytes));
-        }
+        for (size_t f = 0; f < per_file.size(); ++f)
+          if (const auto [n, bytes] = per_file[f]; n)
+            fmt::print(out, "{}: {} read{}, {} bytes\n", plan.file_names()[f], n, n == 1 ? "" : "s",
+                       thousands(bytes));
       }
       fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", plan.name(),
                  a->dry_run ? "" : " -> " + a->out, items.size(), items.size() == 1 ? "" : "s",

@@ -104,7 +104,8 @@ class TLIO_API ReadPlan {
   /// their headers parsed: for loading a source in batches that each fit in memory.
   void clear() noexcept;
   /// The caller's buffer for item `item`: exactly its byte_size bytes, kept alive and left
-  /// alone until execute() or finish() returns. Error{invalid_argument} for another size.
+  /// alone until execute() or finish() returns. Error{invalid_argument} for another size, or
+  /// for a quantized item's buffer not aligned to its values (2 or 4 bytes).
   void set_destination(size_t item, std::span<std::byte> dst);
 
   /// The reads executing the plan makes: wanted ranges merged across gaps up to max_gap, in

@@ -441,6 +441,12 @@ void ReadPlan::set_destination(size_t item, std::span<std::byte> dst) {
     throw_invalid(fmt::format("destination holds {} bytes, item {} ({}) needs {}", dst.size(), item,
                               detail::quote_name(s.items[item].name), s.items[item].byte_size),
                   s.items[item].name);
+  // The decoders store whole F32/F16/BF16 values.
+  const size_t element = dtype_bits(s.items[item].dtype) / 8;
+  if (s.states[item].quant && element > 1 && reinterpret_cast<uintptr_t>(dst.data()) % element != 0)
+    throw_invalid(fmt::format("destination of item {} ({}) is not aligned to its {}-byte values", item,
+                              detail::quote_name(s.items[item].name), element),
+                  s.items[item].name);
   s.states[item].dst = dst;
   s.states[item].has_dst = true;
   s.pieces_current = false;

@@ -242,8 +242,13 @@ TEST(ReadPlan, QuantizedWeightsCannotBeFinishedWithoutABuffer) {
   tlio::test::TempDir dir;
   tlio::ReadPlan plan = tlio::ReadPlan::open(write_int4_x(dir, 8));
   const std::vector<SliceIndex> rows{SliceIndex::range(0, 2)};
-  plan.add("x", rows);
+  const size_t i = plan.add("x", rows);
   EXPECT_THROW(plan.finish(), tlio::Error);  // not a write through a null buffer
+  // The decoders store whole floats: a buffer one byte off is refused, not written unaligned.
+  std::vector<float> buffer(plan.items()[i].byte_size / 4 + 1);
+  const std::span<std::byte> bytes = std::as_writable_bytes(std::span(buffer));
+  EXPECT_THROW(plan.set_destination(i, bytes.subspan(1, plan.items()[i].byte_size)), tlio::Error);
+  plan.set_destination(i, bytes.first(plan.items()[i].byte_size));
 }
 
 TEST(ReadPlan, AStoredTensorNamedAsAQuantizedWeightIsRefused) {

@@ -1,6 +1,7 @@
 // cli/cmd_slice.cpp: `tlio slice SOURCE TENSOR[SLICE]... -o OUT [--dtype D] [--keep-packed]
-// [--max-inflight SIZE] [--max-memory SIZE] [--dry-run] [--json]`: slices of tensors of a file, folder or URL into a
-// new file, through a read plan (only the bytes the slices need are read; docs/loading.md).
+// [--max-inflight SIZE] [--max-memory SIZE] [--dry-run] [--json]`: slices of tensors of a file,
+// folder or URL into a new file, through a read plan (only the bytes the slices need are read;
+// docs/loading.md).
 //
 // Memory stays bounded for any size: the slices are read in batches of at most --max-memory bytes
 // (one plan, cleared between batches), and a slice larger than that in runs of its first
@@ -9,9 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
-#include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -47,7 +47,8 @@ SliceArg split_slice_arg(const std::string& text) {
   return {text, text, ""};
 }
 
-// The plan's slice for an argument, numpy's meaning (negative positions, clamped ranges).
+// The plan's slice for an argument, numpy's meaning (negative positions, clamped ranges): one
+// entry for every dimension of the tensor.
 std::vector<SliceIndex> plan_indices(const SliceArg& arg, const PlanTensor& t) {
   const std::vector<SliceEntry> entries = parse_slice_spec(arg.spec);
   for (const SliceEntry& e : entries)
@@ -72,9 +73,9 @@ struct Unit {
 uint64_t count_of(const SliceIndex& s) { return s.kind == SliceIndex::Kind::index ? 1 : s.stop - s.start; }
 
 // Splits `s` into units of at most `budget` bytes, in output order: runs of its first dimension
-// at or after `from` that has more than one position, and when one row alone is too big, each row split the same way
-// along the next kept dimension. Runs hold whole bytes (k rows with k * row bits a multiple of
-// 8), so a few rows of a sub-byte dtype may exceed the budget.
+// at or after `from` that has more than one position; when one row alone is too big, each row
+// split the same way along the next such dimension. Runs hold whole bytes (k rows with k * row
+// bits a multiple of 8), so a few rows of a sub-byte dtype may exceed the budget.
 void split_units(size_t item, std::vector<SliceIndex>& s, size_t from, uint64_t bits, uint64_t budget,
                  std::vector<Unit>& out) {
   uint64_t elements = 1;
@@ -187,7 +188,9 @@ void add_slice(CLI::App& app, int& exit_code) {
           },
           ""));
   cmd->add_option("-o,--output", a->out, "Output file (or s3://, gs:// location; - for stdout)");
-  cmd->add_option("--dtype", a->dtype, "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; bitsandbytes 4-bit: the dtype it was quantized from)")
+  cmd->add_option("--dtype", a->dtype,
+                  "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; "
+                  "bitsandbytes 4-bit: the dtype it was quantized from)")
       ->check([](const std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
         if (!d || (*d != Dtype::F32 && *d != Dtype::F16 && *d != Dtype::BF16))
@@ -240,7 +243,6 @@ void add_slice(CLI::App& app, int& exit_code) {
         const size_t item = plan.add(arg.name, slice, t->quantized ? as : std::nullopt);
         items.push_back(plan.items()[item]);
         quantized.push_back(t->quantized);
-        for (size_t d = slice.size(); d < t->shape.size(); ++d) slice.push_back(SliceIndex::range(0, t->shape[d]));
         slices.push_back(std::move(slice));
       }
       plan.clear();

@@ -125,8 +125,10 @@ class Int4Decoder final : public WeightDecoder {
     if (dst.size() != count * out_bytes)
       throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count,
                                 count * out_bytes));
-    // Whole rows go straight to dst; a partial first or last row through one scratch row.
+    // Whole rows go straight to dst; part of a row through scratch, decoding only the groups
+    // that hold it (a column slice costs its share of the row, not the row).
     std::vector<std::byte> row;
+    const uint64_t groups = cols_ / group_;
     uint64_t i = first;
     std::byte* o = dst.data();
     while (i < end) {
@@ -139,10 +141,17 @@ class Int4Decoder final : public WeightDecoder {
         o += whole * cols_ * out_bytes;
         continue;
       }
-      row.resize(cols_ * out_bytes);
-      int4_dequantize_rows(q, scales_, rows_, cols_, group_, r, 1, out, row);
       const uint64_t take = std::min(cols_ - in_row, end - i);
-      std::memcpy(o, row.data() + in_row * out_bytes, take * out_bytes);
+      // Groups [g0, g1) cover the columns; with an odd group size (groups may start mid-byte)
+      // the whole row is decoded.
+      uint64_t g0 = in_row / group_, g1 = (in_row + take + group_ - 1) / group_;
+      if (group_ % 2) g0 = 0, g1 = groups;
+      const uint64_t sub_cols = (g1 - g0) * group_;
+      row.resize(sub_cols * out_bytes);
+      int4_dequantize_rows(q.subspan(r * cols_ / 2 + g0 * group_ / 2, sub_cols / 2),
+                           std::span(scales_).subspan(r * groups + g0, g1 - g0), 1, sub_cols, group_,
+                           0, 1, out, row);
+      std::memcpy(o, row.data() + (in_row - g0 * group_) * out_bytes, take * out_bytes);
       i += take;
       o += take * out_bytes;
     }

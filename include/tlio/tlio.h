@@ -408,7 +408,8 @@ typedef struct tl_plan_item_info {
 TL_API int tl_plan_item(const tl_plan* plan, size_t item, tl_plan_item_info* out);
 /* Removes every item, keeping the files open: for loading in batches that each fit in memory. */
 TL_API int tl_plan_clear(tl_plan* plan);
-/* The buffer of `item`: exactly its byte_size bytes, kept alive until tl_plan_execute returns. */
+/* The buffer of `item`: exactly its byte_size bytes, kept alive until tl_plan_execute returns;
+ * a quantized item's aligned to its values (2 or 4 bytes: TL_EINVAL otherwise). */
 TL_API int tl_plan_set_destination(tl_plan* plan, size_t item, void* dst, size_t size);
 /* A dry run: the reads executing the plan makes (coalesced, in file and offset order), and the
  * bytes the buffers receive. tl_plan_read_at's index is below *count. */

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <simdjson.h>
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
@@ -163,6 +164,10 @@ std::string dtype_names(bool floating) {
     if (!floating || (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d)))
       out += (out.empty() ? "" : ", ") + std::string(tlio::dtype_name(d));
   return out + " (or fp16, float16, half, bf16, bfloat16, fp32, float32, float, fp64, double, ...)";
+}
+
+std::string shape_text(std::span<const uint64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 std::string human_size(uint64_t bytes) {

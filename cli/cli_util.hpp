@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -74,6 +75,9 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 /// The names --dtype takes, for a message about an unknown one: "F32, F16, BF16, ...", the
 /// floating ones only when `floating`.
 std::string dtype_names(bool floating);
+
+/// A shape as tables show it: "[4096, 11008]".
+std::string shape_text(std::span<const uint64_t> shape);
 
 /// "16 B", "1.5 KiB", "3.2 GiB".
 std::string human_size(uint64_t bytes);

@@ -24,10 +24,6 @@
 namespace tlio::cli {
 namespace {
 
-std::string shape_text(std::span<const uint64_t> shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 // How a quantized weight is described in the dtype column: the scheme and, for bitsandbytes,
 // its block, nesting and the dtype dequantize restores.
 std::string quant_label(const tlio::QuantizedWeight& q) {

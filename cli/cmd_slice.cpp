@@ -144,10 +144,6 @@ std::string not_found_message(const ReadPlan& plan, const SliceArg& arg, bool ke
   return fmt::format("no tensor {} in {}{}", display_name(arg.name), plan.name(), hint);
 }
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 }  // namespace
 
 void add_slice(CLI::App& app, int& exit_code) {

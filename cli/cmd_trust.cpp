@@ -42,6 +42,8 @@ std::string sha256sum_line(const std::string& hex, const std::string& name) {
 
 std::string json_or_null(const std::string& s) { return s.empty() ? "null" : json_string(s); }
 
+}  // namespace
+
 void add_hash(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("hash", "SHA-256 of files, folders and URLs, printed as sha256sum prints them");
   cmd->footer(
@@ -251,14 +253,6 @@ void add_verify(CLI::App& app, int& exit_code) {
     std::fflush(stdout);
     exit_code = rc;
   });
-}
-
-}  // namespace
-
-void add_trust(CLI::App& app, int& exit_code) {
-  add_hash(app, exit_code);
-  add_verify(app, exit_code);
-  add_sign(app, exit_code);
 }
 
 }  // namespace tlio::cli

@@ -8,6 +8,12 @@
 
 namespace tlio::cli {
 
+/// A command's name and what registers it (main.cpp lists them all).
+struct Command {
+  const char* name;
+  void (*add)(CLI::App& app, int& exit_code);
+};
+
 void add_validate(CLI::App& app, int& exit_code);
 void add_inspect(CLI::App& app, int& exit_code);
 void add_convert(CLI::App& app, int& exit_code);
@@ -22,8 +28,9 @@ void add_stats(CLI::App& app, int& exit_code);
 void add_slice(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_import(CLI::App& app, int& exit_code);
-/// hash, verify and sign.
-void add_trust(CLI::App& app, int& exit_code);
+void add_hash(CLI::App& app, int& exit_code);
+void add_verify(CLI::App& app, int& exit_code);
+void add_sign(CLI::App& app, int& exit_code);
 void add_completion(CLI::App& app, int& exit_code);
 
 /// The manual page (roff) for every command, from the app's definitions: `tlio help --man`.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,34 @@
 #include "tlio/version.hpp"
 
 namespace {
+
+using tlio::cli::Command;
+
+// Every command, in the order `tlio help` lists them.
+constexpr Command kCommands[] = {
+    {"validate", tlio::cli::add_validate},     {"inspect", tlio::cli::add_inspect},
+    {"convert", tlio::cli::add_convert},       {"metadata", tlio::cli::add_metadata},
+    {"quantize", tlio::cli::add_quantize},     {"dequantize", tlio::cli::add_dequantize},
+    {"shard", tlio::cli::add_shard},           {"merge", tlio::cli::add_merge},
+    {"bigram", tlio::cli::add_bigram},         {"cat", tlio::cli::add_cat},
+    {"stats", tlio::cli::add_stats},           {"slice", tlio::cli::add_slice},
+    {"diff", tlio::cli::add_diff},             {"import", tlio::cli::add_import},
+    {"hash", tlio::cli::add_hash},             {"verify", tlio::cli::add_verify},
+    {"sign", tlio::cli::add_sign},             {"completion", tlio::cli::add_completion},
+};
+
+// The commands this run needs. Building one (its options, validators and help text) takes tens
+// of microseconds, and building all of them was most of a short run's own time
+// (docs/benchmarks.md, "Process start-up"), so a run that names its command builds that one and
+// `tlio --version` none. The listings, the help, the hint for a mistyped name and the completion
+// scripts see every command.
+std::span<const Command> commands_needed(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) return {};
+  if (argc >= 2 && std::strcmp(argv[1], "completion") != 0)
+    for (const Command& c : kCommands)
+      if (std::strcmp(argv[1], c.name) == 0) return {&c, 1};
+  return kCommands;
+}
 
 // The commands with their one-line descriptions.
 std::string command_list(CLI::App& app) {
@@ -38,22 +68,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
   int exit_code = kExitOk;
-  add_validate(app, exit_code);
-  add_inspect(app, exit_code);
-  add_convert(app, exit_code);
-  add_metadata(app, exit_code);
-  add_quantize(app, exit_code);
-  add_dequantize(app, exit_code);
-  add_shard(app, exit_code);
-  add_merge(app, exit_code);
-  add_bigram(app, exit_code);
-  add_cat(app, exit_code);
-  add_stats(app, exit_code);
-  add_slice(app, exit_code);
-  add_diff(app, exit_code);
-  add_import(app, exit_code);
-  add_trust(app, exit_code);
-  add_completion(app, exit_code);
+  for (const Command& c : commands_needed(argc, argv)) c.add(app, exit_code);
   const std::vector<CLI::App*> commands = app.get_subcommands([](CLI::App*) { return true; });
   const auto find_command = [&](const std::string& word) -> CLI::App* {
     for (CLI::App* sub : commands)

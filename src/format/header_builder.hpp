@@ -139,11 +139,11 @@ class HeaderBuilder {
                                                                        : kNoSplit;
   }
 
-  // How a walk of the members of the top object ended.
-  enum class WalkEnd { rejected, whole, at_split };
+  // How a walk of the members of the top object ended: rejected, at the end of the whole
+  // object, or (a prefix) at the end of the prefix's last member.
+  enum class WalkEnd { rejected, whole, prefix };
   static constexpr size_t kNoSplit = ~size_t{0};
-  WalkEnd walk_valid_json(std::span<const std::byte> json, od::parser& parser,
-                          size_t split = kNoSplit);
+  WalkEnd walk_valid_json(std::span<const std::byte> json, od::parser& parser, bool prefix = false);
   // On-Demand does not count the entries first: reserve for the most a header of this size can
   // hold, so the vectors never grow by copying. Pages past the ones used are never touched, so
   // the surplus costs address space only.

@@ -42,11 +42,13 @@ size_t unescaped_length(const char* raw) noexcept {
 // place. (Stage 1, which checks UTF-8 and control characters, is runtime-dispatched; the walk is
 // simdjson's portable code. header_walks_test and fuzz_file check the walks agree.)
 //
-// walk_valid_json walks the members of the top object of `json` (padded). With `split`, it stops
-// before the member whose key begins at byte `split` (at_split); when no member begins there, it
-// goes on to the end as if no split had been asked for (whole).
+// walk_valid_json walks the members of the top object of `json` (padded). A `prefix` is the
+// start of a header cut just after the '}' that ends one member's value: its object is never
+// closed, and the walk ends (WalkEnd::prefix) once it has walked the member that uses its last
+// token. Asking simdjson for the next member there would read past the prefix; it is not asked.
+// (simdjson only checks that a root object's last token is a '}', which the cut keeps.)
 HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte> json,
-                                                      od::parser& parser, size_t split) {
+                                                      od::parser& parser, bool prefix) {
   const char* const base = reinterpret_cast<const char*>(json.data());
   od::document doc;
   od::object top;
@@ -59,17 +61,17 @@ HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte>
     // A name without escapes is its JSON text (stage 1 has checked its UTF-8 and that it holds
     // no control characters): view it in place rather than copy it out.
     const char* raw = field.key().raw();
-    if (split != kNoSplit && static_cast<size_t>(raw - 1 - base) >= split) {
-      if (static_cast<size_t>(raw - 1 - base) == split) return WalkEnd::at_split;
-      split = kNoSplit;
-    }
     const size_t n = unescaped_length(raw);
     std::string_view key(raw, n);
     if (raw[n] == '\\' && field.unescaped_key().get(key)) return WalkEnd::rejected;
     if (!(key_is(key, "__metadata__") ? walk_valid_metadata(field.value())
                                       : walk_valid_entry(key, field.value())))
       return WalkEnd::rejected;
+    const char* next = nullptr;
+    if (prefix && doc.current_location().get(next) == simdjson::OUT_OF_BOUNDS)
+      return WalkEnd::prefix;
   }
+  if (prefix) return WalkEnd::rejected;  // its object ended before the cut
   // Nothing may follow the object: past its last token there is no location left.
   const char* trailing = nullptr;
   return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS ? WalkEnd::whole
@@ -130,12 +132,14 @@ bool HeaderBuilder::walk_whole(std::span<const std::byte> json) {
 }
 
 // A big header in two halves on two threads. The split is guessed in the text: the first `},"`
-// past the middle, taken as the end of one tensor entry and the start of the next member's key.
-// A second thread walks "{" + the text from there; this thread walks the whole text and stops at
-// that member. Reaching a member that begins exactly there proves the guess (the text before it
-// tokenizes the same alone, so the second half's walk is the rest of this one); when no member
-// begins there (the `},"` was inside a string, say), this walk simply goes on to the end and the
-// other half's work is dropped. Either way the result is the one walk_whole gives.
+// past the middle, taken as the end of one member's value and the start of the next member's
+// key. A second thread walks "{" + the text from that key on (a copy); this thread walks the
+// text up to and including that '}' in place, as a prefix. When both walks accept, the header is
+// "{" + the first half's members + "," + the second's + "}", and tokenizes as the halves do: the
+// prefix ends outside any string (else its last token would be a string's quote, not the '}'),
+// so the key that begins the second half begins a string in the whole text too. The result is
+// then the one walk_whole gives. When the prefix is not accepted, the guess may have been inside
+// a string: one walk of the whole text decides.
 bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
   const std::string_view text(reinterpret_cast<const char*>(json.data()), json.size());
   const size_t mark = text.find("},\"", text.size() / 2);
@@ -166,8 +170,12 @@ bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
     return walk_whole(json);
   }
   std::unique_ptr<od::parser> big;
-  const WalkEnd first = walk_valid_json(json, whole_header_parser(json.size(), big), split);
-  if (first != WalkEnd::at_split) return first == WalkEnd::whole;  // (worker joins on return)
+  if (walk_valid_json(json.first(mark + 1), whole_header_parser(mark + 1, big), true) !=
+      WalkEnd::prefix) {
+    *this = HeaderBuilder(h_.data_size_);  // (the worker's result is dropped when it joins)
+    reserve_for(json.size());
+    return walk_whole(json);
+  }
   sort_names();
   worker.join();
   return second_ok && append(std::move(second));

@@ -132,6 +132,16 @@ TEST(HeaderWalks, HalvesAgreeWithTheWhole) {
   EXPECT_TRUE(expect_agree("{" + entries + R"(,"q},\"r":{"dtype":"U8","shape":[0],"data_offsets":[)" +
                                std::to_string(offset) + "," + std::to_string(offset) + "]}}",
                            offset));
+  // The metadata's object ending where the first half is cut (the middle is in its value).
+  std::string first, rest;
+  for (size_t at = 0, member = 0; at < entries.size(); ++member) {
+    const size_t end = entries.find("]},", at);
+    const std::string one = entries.substr(at, end == std::string::npos ? std::string::npos : end + 2 - at);
+    (member < 20 ? first : rest) += (member % 20 ? "," : "") + one;
+    at = end == std::string::npos ? entries.size() : end + 3;
+  }
+  const std::string long_meta = R"(,"__metadata__":{"a":"},\"b\":{)" + std::string(200, 'x') + R"("},)";
+  EXPECT_TRUE(expect_agree("{" + first + long_meta + rest + "}", offset));
   EXPECT_FALSE(expect_agree(R"({"__metadata__":{},)" + entries + R"(,"__metadata__":{}})", offset));
   EXPECT_FALSE(expect_agree("{" + entries + ",\"t3\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
                             offset));                                   // duplicate across halves

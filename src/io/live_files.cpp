@@ -35,30 +35,41 @@ struct Slot {
   std::atomic<const void*> address{nullptr};
   std::atomic<size_t> size{0};
   std::atomic<size_t> name_size{0};
-  char name[kNameCapacity];  // accessed through std::atomic_ref only
+  char* name = nullptr;  // kNameCapacity bytes in its chunk, accessed through std::atomic_ref only
 };
 
-std::atomic<Slot*> g_chunks[kMaxChunks];
+// A chunk keeps its slots' small fields together and their names apart: making one touches a
+// page or two rather than a page per slot (a name is a page), and a name's page is touched when
+// its slot is first used. (Every process that opens a file makes the first chunk.)
+struct Chunk {
+  Slot slots[kSlotsPerChunk];
+  char names[kSlotsPerChunk][kNameCapacity];
+  Chunk() noexcept {
+    for (size_t i = 0; i < kSlotsPerChunk; ++i) slots[i].name = names[i];
+  }
+};
+
+std::atomic<Chunk*> g_chunks[kMaxChunks];
 
 Slot* slot_at(int index) noexcept {
-  Slot* chunk = g_chunks[static_cast<size_t>(index) / kSlotsPerChunk].load(std::memory_order_acquire);
-  return chunk + static_cast<size_t>(index) % kSlotsPerChunk;
+  Chunk* chunk = g_chunks[static_cast<size_t>(index) / kSlotsPerChunk].load(std::memory_order_acquire);
+  return &chunk->slots[static_cast<size_t>(index) % kSlotsPerChunk];
 }
 
 int claim_slot() noexcept {
   for (size_t c = 0; c < kMaxChunks; ++c) {
-    Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    Chunk* chunk = g_chunks[c].load(std::memory_order_acquire);
     if (!chunk) {
-      Slot* fresh = new (std::nothrow) Slot[kSlotsPerChunk];
+      Chunk* fresh = new (std::nothrow) Chunk;
       if (!fresh) return -1;
       if (g_chunks[c].compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
         chunk = fresh;
       } else {
-        delete[] fresh;  // another thread added this chunk first; `chunk` is theirs
+        delete fresh;  // another thread added this chunk first; `chunk` is theirs
       }
     }
     for (size_t i = 0; i < kSlotsPerChunk; ++i)
-      if (!chunk[i].claimed.exchange(true, std::memory_order_acq_rel))
+      if (!chunk->slots[i].claimed.exchange(true, std::memory_order_acq_rel))
         return static_cast<int>(c * kSlotsPerChunk + i);
   }
   return -1;
@@ -105,10 +116,10 @@ template <class Fn>
 void for_each_live(Fn&& fn) noexcept {
   Snapshot snap;
   for (size_t c = 0; c < kMaxChunks; ++c) {
-    Slot* chunk = g_chunks[c].load(std::memory_order_acquire);
+    Chunk* chunk = g_chunks[c].load(std::memory_order_acquire);
     if (!chunk) return;
-    for (size_t i = 0; i < kSlotsPerChunk; ++i)
-      if (chunk[i].claimed.load(std::memory_order_acquire) && read_slot(chunk[i], snap))
+    for (Slot& slot : chunk->slots)
+      if (slot.claimed.load(std::memory_order_acquire) && read_slot(slot, snap))
         if (fn(snap)) return;
   }
 }

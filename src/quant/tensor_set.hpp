@@ -2,6 +2,7 @@
 // quantized weight whose parts a sharder put in different files is still found whole.
 #pragma once
 
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,13 +17,15 @@ namespace tlio::detail {
 
 class TensorSet {
  public:
-  explicit TensorSet(std::vector<const File*> files) : files_(std::move(files)) {
-    for (const File* f : files_)
-      for (const TensorInfo& t : f->tensors()) all_.push_back(&t);
-  }
+  explicit TensorSet(std::vector<const File*> files) : files_(std::move(files)) {}
 
-  /// Every tensor, file by file, each file's in offset order.
-  const std::vector<const TensorInfo*>& tensors() const noexcept { return all_; }
+  /// Every tensor (as a pointer), file by file, each file's in offset order: a view of the files'
+  /// tables, nothing copied (a set may hold millions).
+  auto tensors() const noexcept {
+    return files_ |
+           std::views::transform([](const File* f) -> const std::vector<TensorInfo>& { return f->tensors(); }) |
+           std::views::join | std::views::transform([](const TensorInfo& t) { return &t; });
+  }
   /// The first file's metadata (shards carry the same).
   const Metadata& metadata() const noexcept { return files_.front()->metadata(); }
 
@@ -51,7 +54,6 @@ class TensorSet {
 
  private:
   std::vector<const File*> files_;
-  std::vector<const TensorInfo*> all_;
 };
 
 /// The quantized weights of every scheme in `set`, checked, in file order of their main tensor

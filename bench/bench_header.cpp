@@ -30,7 +30,7 @@ BENCHMARK(BM_ParseHeader50k)->Unit(benchmark::kMillisecond);
 // The parser's walks, A/B in one run: the On-Demand fast path on two threads (what File::open
 // uses on a valid header of 1 MiB or more) and on one, and the DOM walk it hands invalid headers
 // to (what every header took before).
-enum class Walk { halves, whole, dom };
+enum class Walk { halves, whole, one_piece, dom };
 void parse_walk(benchmark::State& state, Walk walk, const std::vector<std::byte>& bytes) {
   const uint64_t n = tlio::File::from_buffer(bytes).header_size();
   const std::span<const std::byte> json(bytes.data() + 8, n);  // the data after it pads it
@@ -40,8 +40,9 @@ void parse_walk(benchmark::State& state, Walk walk, const std::vector<std::byte>
       auto h = tlio::detail::parse_header_dom(json, data_size, true);
       benchmark::DoNotOptimize(h);
     } else {
-      auto h = tlio::detail::parse_header_on_demand(json, data_size,
-                                                    walk == Walk::halves ? 0 : ~size_t{0});
+      auto h = tlio::detail::parse_header_on_demand(
+          json, data_size, walk == Walk::halves ? 0 : ~size_t{0},
+          walk == Walk::one_piece ? ~size_t{0} : tlio::detail::kHeaderPieceBytes);
       if (!h) state.SkipWithError("the fast walk handed over");
       benchmark::DoNotOptimize(h);
     }
@@ -51,9 +52,11 @@ void parse_walk(benchmark::State& state, Walk walk, const std::vector<std::byte>
 }
 void BM_Walk50kHalves(benchmark::State& state) { parse_walk(state, Walk::halves, many()); }
 void BM_Walk50kWhole(benchmark::State& state) { parse_walk(state, Walk::whole, many()); }
+void BM_Walk50kWholeOnePiece(benchmark::State& state) { parse_walk(state, Walk::one_piece, many()); }
 void BM_Walk50kDom(benchmark::State& state) { parse_walk(state, Walk::dom, many()); }
 BENCHMARK(BM_Walk50kHalves)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Walk50kWhole)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Walk50kWholeOnePiece)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Walk50kDom)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A small header (200 tensors, 15 KB): below the size that is split.

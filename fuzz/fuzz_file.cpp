@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "format/header_parse.hpp"
@@ -23,24 +24,26 @@ void check_header_walks_agree(std::span<const std::byte> bytes) {
   std::memcpy(padded.data(), bytes.data() + 8, n);
   const std::span<const std::byte> json(padded.data(), n);
   const uint64_t data_size = bytes.size() - 8 - n;
-  // Whole, and split in two halves wherever the input allows (headers of any size).
-  std::optional<tlio::Header> fast, halves;
-  try {
-    fast = tlio::detail::parse_header_on_demand(json, data_size, ~size_t{0});
-  } catch (const tlio::Error&) {  // rule 2 (duplicate names) or 5 after an accepting walk
+  // Whole; split in two halves wherever the input allows (headers of any size); in pieces of a
+  // member or two; and both.
+  constexpr size_t kWhole = ~size_t{0}, kTiny = 60;
+  std::optional<tlio::Header> fast, halves, pieces, halves_in_pieces;
+  for (auto [walk, split_from, piece_bytes] :
+       {std::tuple{&fast, kWhole, kWhole}, std::tuple{&halves, size_t{0}, kWhole},
+        std::tuple{&pieces, kWhole, kTiny}, std::tuple{&halves_in_pieces, size_t{0}, kTiny}}) {
+    try {
+      *walk = tlio::detail::parse_header_on_demand(json, data_size, split_from, piece_bytes);
+    } catch (const tlio::Error&) {  // rule 2 (duplicate names) or 5 after an accepting walk
+    }
+    if (walk->has_value() != fast.has_value()) __builtin_trap();
   }
-  try {
-    halves = tlio::detail::parse_header_on_demand(json, data_size, 0);
-  } catch (const tlio::Error&) {
-  }
-  if (fast.has_value() != halves.has_value()) __builtin_trap();
   if (!fast) return;
   try {
     const tlio::Header dom = tlio::detail::parse_header_dom(json, data_size, true);
     if (dom.tensors().size() != fast->tensors().size() || dom.metadata() != fast->metadata() ||
         dom.has_metadata() != fast->has_metadata())
       __builtin_trap();
-    for (const tlio::Header* h : {&*fast, &*halves}) {
+    for (const tlio::Header* h : {&*fast, &*halves, &*pieces, &*halves_in_pieces}) {
       if (h->tensors().size() != dom.tensors().size() || h->metadata() != dom.metadata())
         __builtin_trap();
       for (size_t i = 0; i < dom.tensors().size(); ++i) {

@@ -44,6 +44,8 @@ inline constexpr size_t kSplitWalkBytes = size_t{1} << 20;
 
 namespace detail {
 
+struct WalkWorkspace;  // a walk's parser and piece text (header_walk_on_demand.cpp)
+
 struct PendingError {
   bool set = false;
   Rule rule = Rule::none;
@@ -82,16 +84,19 @@ class HeaderBuilder {
  public:
   static Header build(std::span<const std::byte> json, uint64_t data_size, bool padded) {
     if (padded)
-      if (std::optional<Header> h = build_on_demand(json, data_size, split_walk_from(json.size())))
+      if (std::optional<Header> h = build_on_demand(json, data_size, split_walk_from(json.size()),
+                                                    detail::kHeaderPieceBytes))
         return std::move(*h);
     return build_dom(json, data_size, padded);
   }
 
   // nullopt when the JSON breaks rule 2, 3 or 4, or has anything the fast walk gives up on.
-  // A header of `split_from` bytes or more is walked in two halves at once (see walk_in_halves).
+  // A header of `split_from` bytes or more is walked in two halves at once (see walk_in_halves),
+  // each in pieces of about `piece_bytes` (walk_pieces).
   static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size,
-                                               size_t split_from) {
+                                               size_t split_from, size_t piece_bytes) {
     HeaderBuilder b(data_size);
+    b.piece_bytes_ = piece_bytes;
     b.reserve_for(json.size());
     static const bool several_cores = std::thread::hardware_concurrency() > 1;
     const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)
@@ -151,6 +156,11 @@ class HeaderBuilder {
     h_.tensors_.reserve(json_size / kMinEntryBytes + 1);
     h_.name_slots_.reserve(json_size / kMinEntryBytes + 1);
   }
+  // How a walk in pieces ended (walk_pieces).
+  enum class PiecesEnd { accepted, rejected, unsure };
+  PiecesEnd walk_pieces(std::span<const std::byte> json, size_t begin, size_t end,
+                        detail::WalkWorkspace& space);
+  void restart(size_t json_size);
   bool walk_whole(std::span<const std::byte> json);
   bool walk_in_halves(std::span<const std::byte> json);
   bool append(HeaderBuilder&& second);
@@ -188,6 +198,7 @@ class HeaderBuilder {
   }
 
   Header h_;
+  size_t piece_bytes_ = detail::kHeaderPieceBytes;
   detail::PendingError rule3_, rule4_;
   bool seen_metadata_ = false;
   bool in_offset_order_ = true;  // tensors in file order sorted by (begin, end) so far

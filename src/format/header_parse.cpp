@@ -100,8 +100,9 @@ Header detail::parse_header(std::span<const std::byte> json, uint64_t data_size,
 }
 
 std::optional<Header> detail::parse_header_on_demand(std::span<const std::byte> json,
-                                                     uint64_t data_size, size_t split_from) {
-  return HeaderBuilder::build_on_demand(json, data_size, split_from);
+                                                     uint64_t data_size, size_t split_from,
+                                                     size_t piece_bytes) {
+  return HeaderBuilder::build_on_demand(json, data_size, split_from, piece_bytes);
 }
 
 Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size,

@@ -14,6 +14,9 @@ namespace tlio::detail {
 /// Header::parse, for a header with at least kJsonPadding readable bytes after it (the data that
 /// follows it in a mapped file): the JSON is then parsed in place instead of copied.
 inline constexpr size_t kJsonPadding = 64;  // simdjson::SIMDJSON_PADDING
+/// The fast walk takes a header in pieces of about this many bytes: a piece and simdjson's index
+/// of it (4 bytes a token) stay in the core's cache, reused from piece to piece.
+inline constexpr size_t kHeaderPieceBytes = size_t{256} << 10;
 Header parse_header(std::span<const std::byte> json, uint64_t data_size, bool padded);
 
 /// A data size for parse_header when the data has not arrived yet (standard input): every rule
@@ -26,9 +29,10 @@ inline constexpr uint64_t kDataSizeUnknown = UINT64_MAX;
 /// with escapes), which the DOM walk then explains. The DOM walk takes any header (`padded` as
 /// for parse_header).
 /// The On-Demand walk splits headers of `split_from` bytes or more into two halves walked at once
-/// (parse_header: from 1 MiB; tests pass small sizes to exercise the split).
+/// (parse_header: from 1 MiB), and walks in pieces of about `piece_bytes` (parse_header: 256 KiB);
+/// tests pass small sizes to exercise both.
 std::optional<Header> parse_header_on_demand(std::span<const std::byte> json, uint64_t data_size,
-                                             size_t split_from);
+                                             size_t split_from, size_t piece_bytes);
 Header parse_header_dom(std::span<const std::byte> json, uint64_t data_size, bool padded);
 
 /// How many leading bytes of a file read_header_length is given when the file has them: enough to

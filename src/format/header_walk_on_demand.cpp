@@ -2,7 +2,9 @@
 // 2-4 in one pass (big ones in two halves on two threads) and gives up on anything else.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,37 +80,59 @@ HeaderBuilder::WalkEnd HeaderBuilder::walk_valid_json(std::span<const std::byte>
                                                                          : WalkEnd::rejected;
 }
 
-namespace {
-
-// On-Demand parsers are kept between parses so their buffers stay faulted in: one per thread
-// for whole headers, and a shared few for second halves, which run on short-lived threads.
-// Buffers for more than kRetainedParserCapacity bytes of JSON are not kept (as parse_json's are
-// not).
-od::parser& whole_header_parser(size_t json_size, std::unique_ptr<od::parser>& big) {
-  thread_local od::parser cached;
-  if (json_size <= kRetainedParserCapacity) return cached;
-  big = std::make_unique<od::parser>();
-  return *big;
-}
-
-// What a second half's walk needs besides the builder: its text ("{" + the members from the
-// split on, padded) and a parser.
-struct HalfWorkspace {
-  std::vector<std::byte> text;
+// What a walk needs besides its builder: a parser, and room for the text of a piece ("{" + some
+// members, padded). Both are kept between walks, so their memory stays faulted in and, pieces
+// being small, in the core's cache: one per thread for whole headers (thread_local), a shared
+// few for second halves, which run on short-lived threads. A workspace that grew past
+// kRetainedParserCapacity (a piece that is one huge member, or a whole walk of a big header)
+// gives that memory back after the walk (as parse_json's parsers do).
+struct detail::WalkWorkspace {
   od::parser parser;
+  std::unique_ptr<std::byte[]> text;  // a piece's text, then kJsonPadding zero bytes
+  size_t text_capacity = 0;
+
+  // Room to parse `bytes` of JSON, made before the first piece: simdjson sizes its buffers to
+  // the capacity asked for, so pieces each a little longer than the last would each allocate
+  // (and fault in) new ones.
+  void reserve_parser(size_t bytes) {
+    if (parser.capacity() < bytes && parser.allocate(bytes) != simdjson::SUCCESS)
+      throw std::bad_alloc();
+  }
+  // Room for a piece's text of `bytes` (and as much as the parser takes).
+  void reserve_text(size_t bytes) {
+    if (text_capacity >= bytes) return;
+    text_capacity = std::max(bytes, parser.capacity());
+    text = std::make_unique_for_overwrite<std::byte[]>(text_capacity + simdjson::SIMDJSON_PADDING);
+  }
+  void release_if_big() {
+    if (parser.capacity() > kRetainedParserCapacity) parser = od::parser();
+    if (text_capacity > kRetainedParserCapacity) {
+      text.reset();
+      text_capacity = 0;
+    }
+  }
 };
 
-class HalfWorkspacePool {
+namespace {
+
+using detail::WalkWorkspace;
+
+WalkWorkspace& thread_workspace() {
+  thread_local WalkWorkspace space;
+  return space;
+}
+
+class WorkspacePool {
  public:
-  std::unique_ptr<HalfWorkspace> take() {
+  std::unique_ptr<WalkWorkspace> take() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (free_.empty()) return std::make_unique<HalfWorkspace>();
+    if (free_.empty()) return std::make_unique<WalkWorkspace>();
     auto w = std::move(free_.back());
     free_.pop_back();
     return w;
   }
-  void give_back(std::unique_ptr<HalfWorkspace> w) {
-    if (w->text.size() > kRetainedParserCapacity) return;
+  void give_back(std::unique_ptr<WalkWorkspace> w) {
+    w->release_if_big();
     std::lock_guard<std::mutex> lock(mutex_);
     if (free_.size() < kMaxPooled) free_.push_back(std::move(w));
   }
@@ -116,69 +140,118 @@ class HalfWorkspacePool {
  private:
   static constexpr size_t kMaxPooled = 2;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<HalfWorkspace>> free_;
+  std::vector<std::unique_ptr<WalkWorkspace>> free_;
 };
 
-HalfWorkspacePool& half_workspaces() {
-  static HalfWorkspacePool pool;
+WorkspacePool& half_workspaces() {
+  static WorkspacePool pool;
   return pool;
 }
 
 }  // namespace
 
-bool HeaderBuilder::walk_whole(std::span<const std::byte> json) {
-  std::unique_ptr<od::parser> big;
-  return walk_valid_json(json, whole_header_parser(json.size(), big)) == WalkEnd::whole;
+// Walks the members of the top object in json[begin, end) (`json` padded): `begin` is 0 (the
+// text's start) or where a member's key begins, `end` is json.size() or just past the '}' that
+// ends a member's value. It goes in pieces of about piece_bytes_ (kHeaderPieceBytes), each cut
+// at the first `},"` past that size, taken as the end of one member's value and the start of the
+// next member's key: the first piece of the text in place, each other one as "{" + its members
+// in `space.text`; a piece that ends before the text does is walked as a prefix. simdjson's index
+// of
+// a piece (4 bytes a token) is then reused from piece to piece and stays in the cache, where one
+// walk of a 4 MB header writes a 4.4 MB index to memory faulted in for it.
+//
+// When every piece is accepted, the text is "{" + the pieces' members joined by "," (+ "}"), and
+// tokenizes as the pieces do: a prefix ends outside any string (else its last token would be a
+// string's quote, not the '}'), so the key after its cut begins a string in the whole text too;
+// the result is the one a single walk gives. A piece not accepted means the header breaks a rule
+// or has something this walk does not take (rejected) or, when that piece was cut, perhaps only
+// that its cut was inside a string (unsure): a single walk of the whole text then decides.
+HeaderBuilder::PiecesEnd HeaderBuilder::walk_pieces(std::span<const std::byte> json, size_t begin,
+                                                    size_t end, WalkWorkspace& space) {
+  const std::string_view text(reinterpret_cast<const char*>(json.data()), json.size());
+  // Pieces are piece_bytes_ and a member long, the last one up to half as long again.
+  space.reserve_parser(std::min(end - begin + 1, piece_bytes_ + piece_bytes_ * 3 / 4));
+  for (size_t at = begin;;) {
+    size_t cut = end;
+    if (end - at > piece_bytes_ + piece_bytes_ / 2) {  // no small last piece
+      const size_t mark = text.find("},\"", at + piece_bytes_);
+      if (mark != std::string_view::npos && mark + 1 < end) cut = mark + 1;
+    }
+    std::span<const std::byte> piece = json.first(cut);
+    if (at != 0) {
+      const size_t size = 1 + (cut - at);
+      space.reserve_text(size);
+      space.text[0] = std::byte{'{'};
+      std::memcpy(space.text.get() + 1, json.data() + at, cut - at);
+      std::memset(space.text.get() + size, 0, simdjson::SIMDJSON_PADDING);
+      piece = {space.text.get(), size};
+    }
+    const bool prefix = cut != json.size();
+    if (walk_valid_json(piece, space.parser, prefix) != (prefix ? WalkEnd::prefix : WalkEnd::whole))
+      return cut == end ? PiecesEnd::rejected : PiecesEnd::unsure;
+    if (cut == end) return PiecesEnd::accepted;
+    at = cut + 1;  // past the ',' to the next key's quote
+  }
 }
 
-// A big header in two halves on two threads. The split is guessed in the text: the first `},"`
-// past the middle, taken as the end of one member's value and the start of the next member's
-// key. A second thread walks "{" + the text from that key on (a copy); this thread walks the
-// text up to and including that '}' in place, as a prefix. When both walks accept, the header is
-// "{" + the first half's members + "," + the second's + "}", and tokenizes as the halves do: the
-// prefix ends outside any string (else its last token would be a string's quote, not the '}'),
-// so the key that begins the second half begins a string in the whole text too. The result is
-// then the one walk_whole gives. When the prefix is not accepted, the guess may have been inside
-// a string: one walk of the whole text decides.
+// A fresh start for a single walk, after pieces or halves that were not accepted.
+void HeaderBuilder::restart(size_t json_size) {
+  const size_t piece_bytes = piece_bytes_;
+  *this = HeaderBuilder(h_.data_size_);
+  piece_bytes_ = piece_bytes;
+  reserve_for(json_size);
+}
+
+bool HeaderBuilder::walk_whole(std::span<const std::byte> json) {
+  WalkWorkspace& space = thread_workspace();
+  PiecesEnd end = walk_pieces(json, 0, json.size(), space);
+  if (end == PiecesEnd::unsure) {
+    restart(json.size());
+    end = walk_valid_json(json, space.parser) == WalkEnd::whole ? PiecesEnd::accepted
+                                                                : PiecesEnd::rejected;
+  }
+  space.release_if_big();
+  return end == PiecesEnd::accepted;
+}
+
+// A big header in two halves on two threads: the text is cut at the first `},"` past the middle
+// (as walk_pieces cuts), a second thread walks the members from that key on and this thread the
+// ones before, each in pieces. Both accepted, the second's members are appended to this one's;
+// the first half not accepted, or the second unsure of a cut, a walk of the whole text decides.
 bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
   const std::string_view text(reinterpret_cast<const char*>(json.data()), json.size());
   const size_t mark = text.find("},\"", text.size() / 2);
   if (mark == std::string_view::npos) return walk_whole(json);
-  const size_t split = mark + 2;
 
   HeaderBuilder second(h_.data_size_);
-  bool second_ok = false;
+  second.piece_bytes_ = piece_bytes_;
+  PiecesEnd second_end = PiecesEnd::rejected;
   std::jthread worker;
   try {
     worker = std::jthread([&] {
       try {
-        std::unique_ptr<HalfWorkspace> space = half_workspaces().take();
-        const size_t size = 1 + (json.size() - split);
-        space->text.resize(size + simdjson::SIMDJSON_PADDING);
-        space->text[0] = std::byte{'{'};
-        std::memcpy(space->text.data() + 1, json.data() + split, json.size() - split);
-        std::memset(space->text.data() + size, 0, simdjson::SIMDJSON_PADDING);
-        second.reserve_for(size);
-        second_ok = second.walk_valid_json({space->text.data(), size}, space->parser) ==
-                    WalkEnd::whole;
+        std::unique_ptr<WalkWorkspace> space = half_workspaces().take();
+        second.reserve_for(json.size() - mark);
+        second_end = second.walk_pieces(json, mark + 2, json.size(), *space);
         half_workspaces().give_back(std::move(space));
-        if (second_ok) second.sort_names();
+        if (second_end == PiecesEnd::accepted) second.sort_names();
       } catch (...) {  // out of memory: this half counts as not walked
+        second_end = PiecesEnd::unsure;
       }
     });
   } catch (const std::system_error&) {  // no thread to be had: one walk does it all
     return walk_whole(json);
   }
-  std::unique_ptr<od::parser> big;
-  if (walk_valid_json(json.first(mark + 1), whole_header_parser(mark + 1, big), true) !=
-      WalkEnd::prefix) {
-    *this = HeaderBuilder(h_.data_size_);  // (the worker's result is dropped when it joins)
-    reserve_for(json.size());
-    return walk_whole(json);
-  }
-  sort_names();
+  WalkWorkspace& space = thread_workspace();
+  const PiecesEnd first_end = walk_pieces(json, 0, mark + 1, space);
+  space.release_if_big();
+  if (first_end == PiecesEnd::accepted) sort_names();
   worker.join();
-  return second_ok && append(std::move(second));
+  if (first_end == PiecesEnd::accepted && second_end == PiecesEnd::accepted)
+    return append(std::move(second));
+  if (first_end == PiecesEnd::accepted && second_end == PiecesEnd::rejected) return false;
+  restart(json.size());
+  return walk_whole(json);
 }
 
 // Appends the members a second-half walk read after this one's; false when both halves hold

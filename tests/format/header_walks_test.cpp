@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "test_util.hpp"
 #include "tlio/dtype.hpp"
@@ -18,6 +19,8 @@ namespace {
 struct Walks {
   std::optional<Header> fast;  // nullopt: the fast walk handed over
   std::optional<Header> halves;  // the fast walk splitting every header it can
+  std::optional<Header> pieces;  // the fast walk in pieces of a member or two (no halves)
+  std::optional<Header> halves_in_pieces;
   std::optional<Header> dom;
   std::string dom_error;
 };
@@ -33,15 +36,20 @@ Walks walk_both(std::string_view json, uint64_t data_size) {
   } catch (const Error& e) {
     w.dom_error = e.what();
   }
-  for (size_t split_from : {~size_t{0}, size_t{0}}) {
+  constexpr size_t kWhole = ~size_t{0}, kTiny = 60;
+  for (auto [walk, split_from, piece_bytes] :
+       {std::tuple{&w.fast, kWhole, kWhole}, std::tuple{&w.halves, size_t{0}, kWhole},
+        std::tuple{&w.pieces, kWhole, kTiny}, std::tuple{&w.halves_in_pieces, size_t{0}, kTiny}}) {
     try {
-      (split_from ? w.fast : w.halves) = detail::parse_header_on_demand(text, data_size, split_from);
+      *walk = detail::parse_header_on_demand(text, data_size, split_from, piece_bytes);
     } catch (const Error& e) {
       // Only rules 2 (duplicate names) and 5 are checked after an accepting fast walk.
       EXPECT_EQ(e.what(), w.dom_error) << json;
     }
   }
   EXPECT_EQ(w.fast.has_value(), w.halves.has_value()) << json;
+  EXPECT_EQ(w.fast.has_value(), w.pieces.has_value()) << json;
+  EXPECT_EQ(w.fast.has_value(), w.halves_in_pieces.has_value()) << json;
   return w;
 }
 
@@ -71,7 +79,8 @@ bool expect_agree(std::string_view json, uint64_t data_size, bool* valid = nullp
                                    << w.dom_error;
     if (w.dom) expect_same(*w.fast, *w.dom);
   }
-  if (w.halves && w.dom) expect_same(*w.halves, *w.dom);
+  for (const std::optional<Header>* split : {&w.halves, &w.pieces, &w.halves_in_pieces})
+    if (*split && w.dom) expect_same(**split, *w.dom);
   return w.fast.has_value();
 }
 

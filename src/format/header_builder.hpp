@@ -135,8 +135,8 @@ class HeaderBuilder {
 
   // Where build() splits: from kSplitWalkBytes, but not for the process's first big header. Two
   // halves pay off once the allocator holds the memory they need; in a fresh process the second
-  // parser's buffers, the copied half and the first walk's stage 1 over the whole text are all
-  // faulted in first, and one walk is faster (docs/benchmarks.md, "Process start-up").
+  // thread's stack, malloc arena, workspace and half of the table are faulted in first, and two
+  // halves measured no faster than one walk (docs/benchmarks.md, "Process start-up").
   static size_t split_walk_from(size_t json_size) {
     static std::atomic<bool> walked_big_header{false};
     if (json_size < kSplitWalkBytes) return kSplitWalkBytes;

@@ -2,7 +2,6 @@
 // quantized weight whose parts a sharder put in different files is still found whole.
 #pragma once
 
-#include <ranges>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,11 +20,41 @@ class TensorSet {
 
   /// Every tensor (as a pointer), file by file, each file's in offset order: a view of the files'
   /// tables, nothing copied (a set may hold millions).
-  auto tensors() const noexcept {
-    return files_ |
-           std::views::transform([](const File* f) -> const std::vector<TensorInfo>& { return f->tensors(); }) |
-           std::views::join | std::views::transform([](const TensorInfo& t) { return &t; });
-  }
+  class Tensors {
+   public:
+    class iterator {
+     public:
+      iterator(const std::vector<const File*>& files, size_t file) : files_(&files), file_(file) {
+        skip_empty();
+      }
+      const TensorInfo* operator*() const noexcept { return &(*files_)[file_]->tensors()[index_]; }
+      iterator& operator++() noexcept {
+        ++index_;
+        skip_empty();
+        return *this;
+      }
+      bool operator==(const iterator& o) const noexcept {
+        return file_ == o.file_ && index_ == o.index_;
+      }
+
+     private:
+      void skip_empty() noexcept {  // past the last tensor of a file, to the next file's first
+        while (file_ < files_->size() && index_ == (*files_)[file_]->tensors().size()) {
+          ++file_;
+          index_ = 0;
+        }
+      }
+      const std::vector<const File*>* files_;
+      size_t file_, index_ = 0;
+    };
+    explicit Tensors(const std::vector<const File*>& files) : files_(files) {}
+    iterator begin() const { return {files_, 0}; }
+    iterator end() const { return {files_, files_.size()}; }
+
+   private:
+    const std::vector<const File*>& files_;
+  };
+  Tensors tensors() const noexcept { return Tensors(files_); }
   /// The first file's metadata (shards carry the same).
   const Metadata& metadata() const noexcept { return files_.front()->metadata(); }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -96,7 +97,7 @@ class HeaderBuilder {
   static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size,
                                                size_t split_from, size_t piece_bytes) {
     HeaderBuilder b(data_size);
-    b.piece_bytes_ = piece_bytes;
+    b.piece_bytes_ = std::clamp<size_t>(piece_bytes, 1, kMaxHeaderSize);  // (sums cannot wrap)
     b.reserve_for(json.size());
     static const bool several_cores = std::thread::hardware_concurrency() > 1;
     const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)

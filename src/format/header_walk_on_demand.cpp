@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -156,9 +156,8 @@ WorkspacePool& half_workspaces() {
 // at the first `},"` past that size, taken as the end of one member's value and the start of the
 // next member's key: the first piece of the text in place, each other one as "{" + its members
 // in `space.text`; a piece that ends before the text does is walked as a prefix. simdjson's index
-// of
-// a piece (4 bytes a token) is then reused from piece to piece and stays in the cache, where one
-// walk of a 4 MB header writes a 4.4 MB index to memory faulted in for it.
+// of a piece (4 bytes a token) is then reused from piece to piece and stays in the cache, where
+// one walk of a 4 MB header writes a 4.4 MB index to memory faulted in for it.
 //
 // When every piece is accepted, the text is "{" + the pieces' members joined by "," (+ "}"), and
 // tokenizes as the pieces do: a prefix ends outside any string (else its last token would be a

@@ -25,12 +25,15 @@ class TensorSet {
     class iterator {
      public:
       iterator(const std::vector<const File*>& files, size_t file) : files_(&files), file_(file) {
-        skip_empty();
+        enter();
       }
-      const TensorInfo* operator*() const noexcept { return &(*files_)[file_]->tensors()[index_]; }
+      const TensorInfo* operator*() const noexcept { return &(*table_)[index_]; }
       iterator& operator++() noexcept {
-        ++index_;
-        skip_empty();
+        if (++index_ == table_->size()) {
+          ++file_;
+          index_ = 0;
+          enter();
+        }
         return *this;
       }
       bool operator==(const iterator& o) const noexcept {
@@ -38,13 +41,16 @@ class TensorSet {
       }
 
      private:
-      void skip_empty() noexcept {  // past the last tensor of a file, to the next file's first
-        while (file_ < files_->size() && index_ == (*files_)[file_]->tensors().size()) {
-          ++file_;
-          index_ = 0;
+      // Points table_ at file_'s tensors, skipping files that have none.
+      void enter() noexcept {
+        for (; file_ < files_->size(); ++file_) {
+          table_ = &(*files_)[file_]->tensors();
+          if (!table_->empty()) return;
         }
+        table_ = nullptr;
       }
       const std::vector<const File*>* files_;
+      const std::vector<TensorInfo>* table_ = nullptr;
       size_t file_, index_ = 0;
     };
     explicit Tensors(const std::vector<const File*>& files) : files_(files) {}

@@ -96,8 +96,7 @@ class HeaderBuilder {
   // each in pieces of about `piece_bytes` (walk_pieces).
   static std::optional<Header> build_on_demand(std::span<const std::byte> json, uint64_t data_size,
                                                size_t split_from, size_t piece_bytes) {
-    HeaderBuilder b(data_size);
-    b.piece_bytes_ = std::clamp<size_t>(piece_bytes, 1, kMaxHeaderSize);  // (sums cannot wrap)
+    HeaderBuilder b(data_size, piece_bytes);
     b.reserve_for(json.size());
     static const bool several_cores = std::thread::hardware_concurrency() > 1;
     const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)
@@ -132,7 +131,11 @@ class HeaderBuilder {
   }
 
  private:
-  explicit HeaderBuilder(uint64_t data_size) { h_.data_size_ = data_size; }
+  // `piece_bytes` is clamped so that sums of it cannot wrap.
+  explicit HeaderBuilder(uint64_t data_size, size_t piece_bytes = detail::kHeaderPieceBytes)
+      : piece_bytes_(std::clamp<size_t>(piece_bytes, 1, kMaxHeaderSize)) {
+    h_.data_size_ = data_size;
+  }
 
   // Where build() splits: from kSplitWalkBytes, but not for the process's first big header. Two
   // halves pay off once the allocator holds the memory they need; in a fresh process the second
@@ -199,7 +202,7 @@ class HeaderBuilder {
   }
 
   Header h_;
-  size_t piece_bytes_ = detail::kHeaderPieceBytes;
+  size_t piece_bytes_;  // walk_pieces' piece size
   detail::PendingError rule3_, rule4_;
   bool seen_metadata_ = false;
   bool in_offset_order_ = true;  // tensors in file order sorted by (begin, end) so far

@@ -195,9 +195,7 @@ HeaderBuilder::PiecesEnd HeaderBuilder::walk_pieces(std::span<const std::byte> j
 
 // A fresh start for a single walk, after pieces or halves that were not accepted.
 void HeaderBuilder::restart(size_t json_size) {
-  const size_t piece_bytes = piece_bytes_;
-  *this = HeaderBuilder(h_.data_size_);
-  piece_bytes_ = piece_bytes;
+  *this = HeaderBuilder(h_.data_size_, piece_bytes_);
   reserve_for(json_size);
 }
 
@@ -222,8 +220,7 @@ bool HeaderBuilder::walk_in_halves(std::span<const std::byte> json) {
   const size_t mark = text.find("},\"", text.size() / 2);
   if (mark == std::string_view::npos) return walk_whole(json);
 
-  HeaderBuilder second(h_.data_size_);
-  second.piece_bytes_ = piece_bytes_;
+  HeaderBuilder second(h_.data_size_, piece_bytes_);
   PiecesEnd second_end = PiecesEnd::rejected;
   std::jthread worker;
   try {

@@ -1,9 +1,10 @@
 """Builds the compiled module with CMake for `pip install --no-build-isolation .`.
 
-libtlio is linked statically into tlio._tlio, so the installed package needs no library path;
-it still uses the system's shared simdjson and fmt. Set TLIO_CMAKE_BUILD_DIR to keep the CMake
-build between installs (a directory of its own: it is configured for a static library), and
-TLIO_CMAKE_ARGS for more CMake options.
+libtlio is linked statically into tlio._tlio (every build does so), so the installed package needs
+no library path; it still uses the system's shared simdjson and fmt. Set TLIO_CMAKE_BUILD_DIR to
+keep the CMake build between installs, or to an existing build folder (`build`, configured for
+the same Python) to install the module that build made instead of compiling libtlio again; and
+TLIO_CMAKE_ARGS for more CMake options when this configures a folder of its own.
 """
 import os
 import pathlib
@@ -33,7 +34,10 @@ class CMakeBuild(build_ext):
                      "-DTLIO_BUILD_TESTS=OFF", "-DTLIO_BUILD_BENCH=OFF", "-DTLIO_PYTHON=ON",
                      f"-DPython3_EXECUTABLE={sys.executable}"]
         configure += shlex.split(os.environ.get("TLIO_CMAKE_ARGS", ""))
-        subprocess.run(configure, check=True)
+        # A folder that is already configured is built as it is: reconfiguring it here would turn
+        # someone's Release build (shared libtlio, tests) into this one.
+        if not (build_dir / "CMakeCache.txt").exists():
+            subprocess.run(configure, check=True)
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "_tlio",
                         "--parallel", str(os.cpu_count() or 2)], check=True)
         built = next((build_dir / "python" / "tlio").glob("_tlio*.so"))

@@ -1,73 +1,158 @@
 #!/usr/bin/env bash
-# Builds tlio and runs every test: the Release build (C++, C, CLI and Python tests), the Python
-# package installed with pip into a virtual environment (its tests run again from there), the
-# Rust crate's tests, the suites again on a static Debug build, then the whole C++
-# suite again under AddressSanitizer + UndefinedBehaviorSanitizer (the Python module stays out of
-# that build: loading it would need libasan preloaded), the concurrency test under
-# ThreadSanitizer, then each fuzz target.
+# Builds tlio and runs every test, in stages, and ends with a table of each stage's wall time:
+# - the Release build: C++, C, CLI and golden tests (ctest);
+# - the Python package installed with pip into a virtual environment (it installs the module the
+#   Release build made; no second build of libtlio), its tests run from outside the checkout;
+# - the Rust crate's tests;
+# - one static build with assertions (libstdc++'s too) under AddressSanitizer + UBSan: the C++, C,
+#   CLI suites and a program built against the installed static package (the Python module stays
+#   out: loading it would need libasan preloaded);
+# - the concurrency tests under ThreadSanitizer;
+# - every fuzz target, two at a time, TLIO_FUZZ_SECONDS each (default 30).
+# Builds go through ccache when it is installed (CMakeLists.txt), so a second run, or CI's fresh
+# clone after a developer's run, compiles only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
 jobs=$(nproc)
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
+stage_names=()
+stage_seconds=()
+running_stage=""
+run_start=$SECONDS
+# stage NAME COMMAND...: runs COMMAND (a failure ends the run) and records its wall time.
+stage() {
+  local name=$1 t0=$SECONDS
+  shift
+  running_stage=$name
+  echo "=== $name"
+  "$@"
+  stage_names+=("$name")
+  stage_seconds+=($((SECONDS - t0)))
+  running_stage=""
+}
+print_stage_table() {
+  echo
+  printf '%-36s %8s\n' "stage" "seconds"
+  local i
+  for i in "${!stage_names[@]}"; do
+    printf '%-36s %8d\n' "${stage_names[$i]}" "${stage_seconds[$i]}"
+  done
+  if [ -n "$running_stage" ]; then printf '%-36s %8s\n' "$running_stage" "failed"; fi
+  printf '%-36s %8d\n' "total" $((SECONDS - run_start))
+}
+trap print_stage_table EXIT
+
+build() {  # build DIR [cmake options...]: configure and build every default target
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" "$@" > /dev/null
+  cmake --build "$dir" -j"$jobs"
+}
+
+stage "install dependencies" bash scripts/install-deps.sh
+
+stage "release: build" build build -DCMAKE_BUILD_TYPE=Release
+stage "release: ctest" ctest --test-dir build --output-on-failure -j"$jobs"
 
 # `pip install --no-build-isolation .` (offline) into a venv that sees Debian's numpy and torch;
-# the Python tests then import the installed package, from outside the checkout.
-rm -rf build/venv
-/usr/bin/python3 -m venv --system-site-packages build/venv
-TLIO_CMAKE_BUILD_DIR="$PWD/build/pip-cmake" build/venv/bin/pip install --quiet --no-index \
-  --no-build-isolation .
-(cd / && TLIO_TEST_DATA="$OLDPWD/tests/data" "$OLDPWD/build/venv/bin/python" -c \
-  'import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__' &&
-  TLIO_TEST_DATA="$OLDPWD/tests/data" "$OLDPWD/build/venv/bin/python" -m pytest -q \
-  -p no:cacheprovider "$OLDPWD/python/tests")
+# the Python tests then import the installed package, from outside the checkout, two at a time.
+pip_install() {
+  rm -rf build/venv
+  /usr/bin/python3 -m venv --system-site-packages build/venv
+  TLIO_CMAKE_BUILD_DIR="$PWD/build" build/venv/bin/pip install --quiet --no-index \
+    --no-build-isolation .
+}
+pytest_installed() {
+  local root=$PWD
+  cd /
+  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" -c \
+    'import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__'
+  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" \
+    -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
+}
+stage "python: pip install" pip_install
+stage "python: pytest (installed)" pytest_installed
 
 # The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
-TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \
-  cargo test --offline --manifest-path bindings/rust/Cargo.toml
+rust_tests() {
+  TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \
+    cargo test --offline --manifest-path bindings/rust/Cargo.toml
+}
+stage "rust: cargo test" rust_tests
 
-# Debug, static and without Python: the C++, C and CLI suites pass in that configuration too
-# (assertions on; the installed static package is built against by tests/consumer).
-cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DBUILD_SHARED_LIBS=OFF -DTLIO_PYTHON=OFF \
-  -DTLIO_BUILD_BENCH=OFF
-cmake --build build-debug -j"$jobs"
-ctest --test-dir build-debug --output-on-failure -j"$jobs"
+# Assertions and sanitizers in one build: Debug (no NDEBUG) at -O1, libstdc++'s bounds checks,
+# static and without Python (tests/consumer builds against the installed static package).
+stage "asan+ubsan+assert: build" build build-asan -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g -D_GLIBCXX_ASSERTIONS" \
+  -DBUILD_SHARED_LIBS=OFF -DTLIO_SANITIZE=ON -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
+asan_tests() {
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+}
+stage "asan+ubsan+assert: ctest" asan_tests
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE=ON -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
-cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+# ThreadSanitizer: threads sharing one file, converting and dequantizing at once; the header
+# parser walking two halves on two threads; files hashed on several threads, results handed over
+# in order.
+tsan_build() {
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
+    -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF > /dev/null
+  cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test trust_test
+}
+tsan_tests() {
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  build-tsan/tests/concurrency_test
+  build-tsan/tests/header_walks_test
+  build-tsan/tests/trust_test --gtest_filter='HashFiles.*:ModelSigning.*'
+}
+stage "tsan: build" tsan_build
+stage "tsan: tests" tsan_tests
 
-# ThreadSanitizer: threads sharing one file, converting and dequantizing at once,
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
-  -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF
-cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test trust_test
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/concurrency_test
-# the header parser walking two halves on two threads,
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/header_walks_test
-# and files hashed on several threads, results handed over in order.
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/trust_test --gtest_filter='HashFiles.*:ModelSigning.*'
-
-# Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS (default 60)
-# from its seed corpus; a crash fails the run and leaves the input in build-fuzz/crashes/.
-fuzz_seconds=${TLIO_FUZZ_SECONDS:-60}
-if [ "$fuzz_seconds" -gt 0 ]; then
+# Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS from its seed
+# corpus, two at a time; a crash fails the run and leaves the input in build-fuzz/crashes/.
+fuzz_seconds=${TLIO_FUZZ_SECONDS:-30}
+fuzz_targets=(fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature)
+fuzz_build() {
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DTLIO_FUZZ=ON -DTLIO_BUILD_TESTS=OFF -DTLIO_BUILD_BENCH=OFF
-  cmake --build build-fuzz -j"$jobs" --target fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature
-  mkdir -p build-fuzz/crashes
-  for t in fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature; do
-    work_corpus=$(mktemp -d)  # new inputs go here; the seed folders are only read
-    seeds=(fuzz/corpus/$t)
-    if [ "$t" = fuzz_file ]; then seeds+=(tests/data/bad tests/data/hf tests/data/realfiles tests/data/bnb tests/data/bnb_bad); fi
-    if [ "$t" = fuzz_zip ]; then seeds=(tests/data/checkpoints); fi
+    -DCMAKE_CXX_COMPILER=clang++ -DTLIO_FUZZ=ON -DTLIO_BUILD_TESTS=OFF -DTLIO_BUILD_BENCH=OFF \
+    > /dev/null
+  cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]}"
+}
+fuzz_one() {  # fuzz_one TARGET: a target's run, its output in build-fuzz/logs/TARGET.log
+  local t=$1 work_corpus seeds=(fuzz/corpus/$1) rc=0
+  work_corpus=$(mktemp -d)  # new inputs go here; the seed folders are only read
+  if [ "$t" = fuzz_file ]; then
+    seeds+=(tests/data/bad tests/data/hf tests/data/realfiles tests/data/bnb tests/data/bnb_bad)
+  fi
+  if [ "$t" = fuzz_zip ]; then seeds=(tests/data/checkpoints); fi
+  ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz/$t "$work_corpus" "${seeds[@]}" \
+    -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -max_len=65536 \
+    -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 > "build-fuzz/logs/$t.log" 2>&1 \
+    || rc=$?
+  rm -rf "$work_corpus"
+  echo "$rc" > "build-fuzz/logs/$t.rc"
+}
+fuzz_all() {
+  rm -rf build-fuzz/logs
+  mkdir -p build-fuzz/crashes build-fuzz/logs
+  local t failed=0
+  for t in "${fuzz_targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
     echo "fuzzing $t for ${fuzz_seconds}s"
-    ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz/$t "$work_corpus" "${seeds[@]}" \
-      -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -max_len=65536 \
-      -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 2>&1 | tail -n 12
-    rm -rf "$work_corpus"
+    fuzz_one "$t" &
   done
+  wait
+  for t in "${fuzz_targets[@]}"; do
+    echo "--- $t"
+    tail -n 12 "build-fuzz/logs/$t.log"
+    if [ "$(cat "build-fuzz/logs/$t.rc" 2>/dev/null)" != 0 ]; then
+      echo "FAILED: $t (exit $(cat "build-fuzz/logs/$t.rc" 2>/dev/null || echo '?'))"
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  stage "fuzz: build" fuzz_build
+  stage "fuzz: run (${#fuzz_targets[@]} targets x ${fuzz_seconds}s, $jobs at a time)" fuzz_all
 fi

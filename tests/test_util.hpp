@@ -14,7 +14,9 @@
 
 namespace tlio::test {
 
-inline std::filesystem::path data_dir() { return TLIO_TEST_DATA; }
+// tests/data in the source tree; defined in test_data_dir.cpp, the one object that holds the
+// checkout's path (so the other test objects compile alike in every clone and hit ccache).
+std::filesystem::path data_dir();
 
 inline std::vector<std::byte> read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -62,14 +62,14 @@ pip_install() {
   TLIO_CMAKE_BUILD_DIR="$PWD/build" build/venv/bin/pip install --quiet --no-index \
     --no-build-isolation .
 }
-pytest_installed() {
-  local root=$PWD
+pytest_installed() (  # a subshell: it runs from /
+  root=$PWD
   cd /
   TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" -c \
     'import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__'
   TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" \
     -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
-}
+)
 stage "python: pip install" pip_install
 stage "python: pytest (installed)" pytest_installed
 

@@ -110,15 +110,6 @@ int guarded_output(bool json, const std::function<int()>& body) {
   return rc;
 }
 
-std::string display_location(const std::string& text) {
-  const size_t scheme = text.find("://");
-  if (scheme == std::string::npos) return text;
-  std::string out = text.substr(0, text.find_first_of("?#"));
-  const size_t host = scheme + 3, path = out.find('/', host), at = out.rfind('@', path);
-  if (at != std::string::npos && at >= host) out.erase(host, at + 1 - host);
-  return out;
-}
-
 std::string join_path(const std::string& dir, const std::string& rel) {
   return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
 }

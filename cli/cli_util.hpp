@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tlio/file.hpp"
+#include "tlio/location.hpp"
 
 namespace CLI {
 class App;
@@ -57,10 +58,6 @@ std::FILE* report_stream(const std::string& out);
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);
-
-/// A location as output may show it before it is opened: a URL without its user, password and
-/// query (which may hold signatures), a path as given.
-std::string display_location(const std::string& text);
 
 /// `dir` + "/" + `rel`, without doubling a '/' that `dir` ends with (paths as the user gave them).
 std::string join_path(const std::string& dir, const std::string& rel);

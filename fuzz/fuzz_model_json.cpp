@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 

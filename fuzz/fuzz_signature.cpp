@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "io/ecdsa.hpp"
-#include "trust/folder_walk.hpp"
+#include "trust/hash.hpp"
 #include "trust/model_signing.hpp"
 
 namespace {

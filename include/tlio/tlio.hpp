@@ -13,6 +13,7 @@
 #include "tlio/file.hpp"
 #include "tlio/header.hpp"
 #include "tlio/interrupt.hpp"
+#include "tlio/location.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/read_plan.hpp"

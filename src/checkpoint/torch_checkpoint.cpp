@@ -37,7 +37,7 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
   try {
     const detail::Location where = detail::Location::parse(path.native());
     // A remote name that says it is safetensors is not asked (a request) whether it is not.
-    if (!where.is_local() && where.text().ends_with(".safetensors")) return false;
+    if (!detail::store_of(where).local_node(where) && where.text().ends_with(".safetensors")) return false;
     const std::shared_ptr<const detail::ByteSource> src =
         detail::open_source(where, {.access = detail::SourceOptions::Access::read});
     std::byte head[4] = {};
@@ -54,7 +54,8 @@ std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesyst
   // Local folders only: asking a remote one would cost requests on every safetensors folder,
   // and its weights' own open says when they are a PyTorch checkpoint (model/layout).
   std::error_code ec;
-  if (!detail::Location::parse(dir.native()).is_local() || !std::filesystem::is_directory(dir, ec) ||
+  const detail::Location where = detail::Location::parse(dir.native());
+  if (!detail::store_of(where).local_node(where) || !std::filesystem::is_directory(dir, ec) ||
       std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
       std::filesystem::exists(dir / detail::kShardIndexFile, ec))
     return std::nullopt;

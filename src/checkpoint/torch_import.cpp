@@ -23,7 +23,7 @@
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
 #include "tlio/writer.hpp"
@@ -107,15 +107,15 @@ void add_jobs(Checkpoint& c, const std::vector<TensorPlan>& plans, std::vector<J
 
 // Writes every output (atomically each); returns the bytes written.
 // Writes one file, or (with a set) each output into the set under its name in the folder.
-uint64_t write_outputs(const std::filesystem::path& dir_or_file, detail::OutputSet* set,
+uint64_t write_outputs(const detail::Location& dir_or_file, detail::OutputSet* set,
                        const std::vector<Output>& outputs, const ImportOptions& options,
                        ImportReport& report) {
   uint64_t total = 0, done = 0;
   for (const Output& o : outputs)
     for (const Job& j : o.jobs) total += j.bytes;
   for (const Output& o : outputs) {
-    Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file / o.name)
-                   : Writer::to_file(dir_or_file);
+    Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file.join(o.name))
+                   : detail::WriterAccess::to_file(dir_or_file);
     w.set_metadata("format", "pt");
     for (const auto& [dropped, kept] : o.aliases)
       if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
@@ -238,10 +238,11 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   const size_t n = outputs.size();
   for (size_t i = 0; i < n; ++i) outputs[i].name = detail::weights_file_name(i + 1, n);
 
-  detail::create_output_folder(dst);
+  const detail::Location out = detail::Location::parse(dst.native());
+  detail::create_output_folder(out);
   detail::OutputSet set;  // the folder's weights change only once every file is whole
   std::vector<std::string> written;
-  report.bytes_written = write_outputs(dst, &set, outputs, options, report);
+  report.bytes_written = write_outputs(out, &set, outputs, options, report);
   for (const Output& o : outputs) written.push_back(o.name);
   if (n > 1) {
     detail::ShardIndex out_index;
@@ -251,15 +252,15 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
       for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
     }
     std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
-    set.add_text(dst / detail::kShardIndexFile, detail::shard_index_json(out_index));
+    set.add_text(out.join(detail::kShardIndexFile), detail::shard_index_json(out_index));
     written.push_back(detail::kShardIndexFile);
   }
   for (const auto& entry : std::filesystem::directory_iterator(src)) {
     if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
-    set.add_copy(entry.path(), dst / entry.path().filename());
+    set.add_copy(entry.path(), out.join(entry.path().filename().string()));
     written.push_back(entry.path().filename().string());
   }
-  detail::publish_weights(set, dst, written);
+  detail::publish_weights(set, out, written);
   return report;
 }
 
@@ -287,7 +288,7 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     refuse_if_empty(report.contents, options);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
-    report.bytes_written = write_outputs(dst, nullptr, outputs, options, report);
+    report.bytes_written = write_outputs(detail::Location::parse(dst.native()), nullptr, outputs, options, report);
     return report;
   } catch (const Error& e) {
     throw e.with_source(src.string());

@@ -145,7 +145,7 @@ std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& option
 }  // namespace
 
 File detail::open_file(const Location& where, const OpenOptions& options) {
-  if (where.scheme().empty() && where.text() == "-")
+  if (where.is_standard_stream())
     return from_source(attributed("<stdin>", [&] { return stdin_source(options); }), options.backend);
   std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
     return open_source(where, {.access = access_for(options.backend), .token = options.token,

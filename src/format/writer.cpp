@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <span>
 #include <thread>
 #include <utility>
 #include <unordered_map>
@@ -127,18 +129,22 @@ Writer& Writer::operator=(Writer&&) noexcept = default;
 Writer::~Writer() { abort(); }
 
 Writer Writer::to_file(const std::filesystem::path& path) {
+  return detail::WriterAccess::to_file(detail::Location::parse(path.native()));
+}
+
+Writer detail::WriterAccess::to_file(const Location& where) {
   auto impl = std::make_unique<detail::WriterState>();
-  impl->name = path.string();
+  impl->name = where.display();
   try {
-    impl->file = std::make_unique<detail::AtomicFile>(path);
+    impl->file = std::make_unique<detail::AtomicFile>(where);
   } catch (const Error& e) {
     throw e.with_source(impl->name);
   }
   return Writer(std::move(impl));
 }
 
-Writer detail::WriterAccess::into_set(OutputSet& set, const std::filesystem::path& path) {
-  Writer w = Writer::to_file(path);
+Writer detail::WriterAccess::into_set(OutputSet& set, const Location& where) {
+  Writer w = to_file(where);
   w.impl_->set = &set;
   return w;
 }
@@ -216,97 +222,69 @@ void Writer::write_from(std::string_view name,
 }
 
 namespace {
-// Bytes a remote copy holds in memory at once, per batch (two batches: one fetched while the
+// Bytes a copy by ranges holds in memory at once, per batch (two batches: one fetched while the
 // other is written).
-constexpr uint64_t kRemoteCopyBatch = uint64_t{64} << 20;
-}  // namespace
+constexpr uint64_t kRangeCopyBatch = uint64_t{64} << 20;
 
-void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
-  const std::string_view names[] = {name};
-  const std::string_view src_names[] = {src_name};
-  copy_many_from(src, names, src_names);
+// One tensor of a copy: the writer's tensor i takes the source's tensor s.
+struct CopyPiece {
+  size_t i;
+  const TensorInfo* s;
+};
+using CopyTick = std::function<void(uint64_t)>;
+
+// Into a memory writer: every range read straight into its buffer at once.
+void copy_into_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces, const CopyTick& tick) {
+  std::vector<DataRange> ranges;
+  for (const CopyPiece& p : pieces) {
+    const TensorInfo& t = w.tensors[p.i];
+    ranges.push_back({p.s->begin, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}});
+  }
+  src.read_data_many(ranges);
+  for (const CopyPiece& p : pieces) {
+    w.written[p.i] = w.tensors[p.i].byte_size();
+    tick(w.written[p.i]);
+  }
 }
 
-void Writer::copy_many_from(const File& src, std::span<const std::string_view> names,
-                            std::span<const std::string_view> src_names,
-                            const std::function<void(uint64_t)>& copied) {
-  detail::WriterState& w = *impl_;
-  if (!src_names.empty() && src_names.size() != names.size())
-    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
-  struct Piece {
-    size_t i;  // writer tensor
-    const TensorInfo* s;
-  };
-  std::vector<Piece> pieces;
-  std::unordered_set<size_t> seen;
-  for (size_t k = 0; k < names.size(); ++k) {
-    const size_t i = w.lookup(names[k]);
-    const TensorInfo& t = w.tensors[i];
-    const TensorInfo& s = src.header().at(src_names.empty() ? names[k] : src_names[k]);
-    if (s.dtype != t.dtype || s.shape != t.shape)
-      throw_invalid(fmt::format("cannot copy {} ({} [{}]) into {} ({} [{}])", quote_name(s.name),
-                                dtype_name(s.dtype), fmt::join(s.shape, ", "), quote_name(t.name),
-                                dtype_name(t.dtype), fmt::join(t.shape, ", ")),
-                    t.name);
-    if (w.written[i] != 0 || !seen.insert(i).second)
-      throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
-    pieces.push_back({i, &s});
+// From a descriptor, in the kernel: no trip through user memory (and no page faults on a mapping).
+void copy_in_kernel(detail::WriterState& w, const File& src, int in_fd, std::span<const CopyPiece> pieces,
+                    const CopyTick& tick) {
+  for (const CopyPiece& p : pieces) {
+    const TensorInfo& t = w.tensors[p.i];
+    detail::copy_range(in_fd, 8 + src.header_size() + p.s->begin, w.file->fd(), w.data_start + t.begin,
+                       t.byte_size(), w.name);
+    w.writeback(w.data_start + t.begin, t.byte_size());
+    w.written[p.i] = t.byte_size();
+    tick(t.byte_size());
   }
-  const auto tick = [&](uint64_t n) {
-    if (copied && n) copied(n);
-  };
-  if (!w.file) {
-    // A memory writer: every range read straight into its buffer at once.
-    std::vector<DataRange> ranges;
-    for (const Piece& p : pieces) {
-      const TensorInfo& t = w.tensors[p.i];
-      ranges.push_back({p.s->begin, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}});
-    }
-    src.read_data_many(ranges);
-    for (const Piece& p : pieces) {
-      w.written[p.i] = w.tensors[p.i].byte_size();
-      tick(w.written[p.i]);
-    }
-    return;
+}
+
+// From a source in memory (a buffer): written as it is.
+void copy_from_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces, const CopyTick& tick) {
+  for (const CopyPiece& p : pieces) {
+    w.accept(p.i, src.mapped_data().subspan(p.s->begin, p.s->byte_size()));
+    tick(p.s->byte_size());
   }
-  // What the source can do decides how: the kernel copies from a descriptor, memory is
-  // written as it is, anything else is read in batches.
-  const detail::ByteSource& source = detail::FileAccess::source(src);
-  if (const int in_fd = source.descriptor(); in_fd >= 0) {
-    // In-kernel copies: no trip through user memory (and no page faults on a mapping).
-    for (const Piece& p : pieces) {
-      const TensorInfo& t = w.tensors[p.i];
-      detail::copy_range(in_fd, 8 + src.header_size() + p.s->begin, w.file->fd(),
-                         w.data_start + t.begin, t.byte_size(), w.name);
-      w.writeback(w.data_start + t.begin, t.byte_size());
-      w.written[p.i] = t.byte_size();
-      tick(t.byte_size());
-    }
-    return;
-  }
-  if (!source.memory().empty()) {  // a buffer
-    for (const Piece& p : pieces) {
-      w.accept(p.i, src.mapped_data().subspan(p.s->begin, p.s->byte_size()));
-      tick(p.s->byte_size());
-    }
-    return;
-  }
-  // Read by ranges (a URL) to a file: in source order (touching tensors share requests), in batches of
-  // kRemoteCopyBatch bytes; the next batch is fetched while this one is written.
-  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.s->begin < b.s->begin; });
+}
+
+// From a source read by ranges (a URL): in source order (touching tensors share requests), in
+// batches of kRangeCopyBatch bytes; the next batch is fetched while this one is written.
+void copy_by_ranges(detail::WriterState& w, const File& src, std::vector<CopyPiece> pieces, const CopyTick& tick) {
+  std::sort(pieces.begin(), pieces.end(), [](const CopyPiece& a, const CopyPiece& b) { return a.s->begin < b.s->begin; });
   struct Part {
     size_t i;
     uint64_t src_offset, size;
   };
   std::vector<std::vector<Part>> batches(1);
   uint64_t in_batch = 0, largest = 0;
-  for (const Piece& p : pieces)
+  for (const CopyPiece& p : pieces)
     for (uint64_t done = 0, size = p.s->byte_size(); done < size;) {
-      if (in_batch == kRemoteCopyBatch) {
+      if (in_batch == kRangeCopyBatch) {
         batches.emplace_back();
         in_batch = 0;
       }
-      const uint64_t n = std::min(size - done, kRemoteCopyBatch - in_batch);
+      const uint64_t n = std::min(size - done, kRangeCopyBatch - in_batch);
       batches.back().push_back({p.i, p.s->begin + done, n});
       in_batch += n;
       largest = std::max(largest, in_batch);
@@ -353,6 +331,46 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
     if (next.joinable()) next.join();
     throw;
   }
+}
+}  // namespace
+
+void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
+  const std::string_view names[] = {name};
+  const std::string_view src_names[] = {src_name};
+  copy_many_from(src, names, src_names);
+}
+
+void Writer::copy_many_from(const File& src, std::span<const std::string_view> names,
+                            std::span<const std::string_view> src_names,
+                            const std::function<void(uint64_t)>& copied) {
+  detail::WriterState& w = *impl_;
+  if (!src_names.empty() && src_names.size() != names.size())
+    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
+  std::vector<CopyPiece> pieces;
+  std::unordered_set<size_t> seen;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const size_t i = w.lookup(names[k]);
+    const TensorInfo& t = w.tensors[i];
+    const TensorInfo& s = src.header().at(src_names.empty() ? names[k] : src_names[k]);
+    if (s.dtype != t.dtype || s.shape != t.shape)
+      throw_invalid(fmt::format("cannot copy {} ({} [{}]) into {} ({} [{}])", quote_name(s.name),
+                                dtype_name(s.dtype), fmt::join(s.shape, ", "), quote_name(t.name),
+                                dtype_name(t.dtype), fmt::join(t.shape, ", ")),
+                    t.name);
+    if (w.written[i] != 0 || !seen.insert(i).second)
+      throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
+    pieces.push_back({i, &s});
+  }
+  const CopyTick tick = [&](uint64_t n) {
+    if (copied && n) copied(n);
+  };
+  if (!w.file) return copy_into_memory(w, src, pieces, tick);
+  // What the source can do decides how: the kernel copies from a descriptor, memory is
+  // written as it is, anything else is read in batches.
+  const detail::ByteSource& source = detail::FileAccess::source(src);
+  if (const int in_fd = source.descriptor(); in_fd >= 0) return copy_in_kernel(w, src, in_fd, pieces, tick);
+  if (!source.memory().empty()) return copy_from_memory(w, src, pieces, tick);
+  copy_by_ranges(w, src, std::move(pieces), tick);
 }
 
 void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {

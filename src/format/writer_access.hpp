@@ -9,9 +9,11 @@
 namespace tlio::detail {
 
 struct WriterAccess {
-  /// A writer to `path` whose commit() checks the file is complete and adds it to `set`, which
+  /// Writer::to_file for a location already parsed.
+  static Writer to_file(const Location& where);
+  /// A writer to `where` whose commit() checks the file is complete and adds it to `set`, which
   /// publishes it with the set's other files.
-  static Writer into_set(OutputSet& set, const std::filesystem::path& path);
+  static Writer into_set(OutputSet& set, const Location& where);
 };
 
 }  // namespace tlio::detail

@@ -1,4 +1,6 @@
-// io/atomic_file.hpp: every output file tlio writes, and sets of them.
+// io/atomic_file.hpp: every output file tlio writes, and sets of them. An AtomicFile is what the
+// store of its destination stages (Store::stage, io/staged_file.hpp); nothing here asks what kind
+// of location that is.
 //
 // What a writer guarantees (docs/security.md, "What a write guarantees"):
 //  - Only a regular file is ever replaced. A destination that is a device, FIFO, socket or
@@ -19,70 +21,51 @@
 //    whole file or, on failure, nothing.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <string>
 #include <string_view>
 #include <vector>
 
-#include "io/live_files.hpp"
 #include "io/location.hpp"
 #include "io/os_file.hpp"
+#include "io/staged_file.hpp"
 
 namespace tlio::detail {
 
-/// Where a write to `dest` lands: `dest` itself, or the regular file a chain of symbolic links
-/// ends at. Error{io} (ENOENT, ELOOP) for a dangling or looping link, Error{io, EISDIR} for a
-/// directory, Error{invalid_argument} for any other node that is not a regular file.
-std::filesystem::path output_target(const std::filesystem::path& dest);
-
-/// The destination that means standard output.
-inline constexpr std::string_view kStdoutDestination = "-";
-
 class AtomicFile {
  public:
+  explicit AtomicFile(const Location& dest);
+  /// The location `dest` names (Location::parse).
   explicit AtomicFile(const std::filesystem::path& dest);
   AtomicFile(AtomicFile&&) = delete;
   ~AtomicFile();
-  int fd() const noexcept { return fd_.get(); }
-  /// True for a destination in an object store (commit uploads it).
-  bool is_remote() const noexcept { return remote_.has_value(); }
+  int fd() const noexcept { return staged_->fd(); }
   /// True when the temporary becomes the file (and is fsynced): writers start its writeback
   /// early. False for a staging copy (standard output, an upload) that is only read back.
-  bool lands_on_disk() const noexcept { return !to_stdout_ && !remote_; }
-  /// The destination as given (for messages).
-  const std::string& name() const noexcept { return dest_name_; }
-  /// The file that commit() replaces (dest, or where its links lead).
-  const std::filesystem::path& target() const noexcept { return target_; }
+  bool lands_on_disk() const noexcept { return staged_->lands_on_disk(); }
+  /// True when commit() is a rename (a set renames all its files with the stop signals held).
+  bool publishes_by_rename() const noexcept { return staged_->publishes_by_rename(); }
+  /// The destination as messages name it.
+  const std::string& name() const noexcept { return staged_->name(); }
   /// Makes the temporary complete and durable (mode, fsync) and closes it; commit() then only
   /// renames. For sets of files, whose renames are done together.
-  void prepare();
+  void prepare() { staged_->prepare(); }
   /// prepare() if not done, checks the target is still not a special file, renames the
-  /// temporary over it, fsyncs the folder.
-  void commit();
-  void abort() noexcept;
+  /// temporary over it, fsyncs the folder (or uploads it, or copies it to standard output).
+  void commit() { staged_->publish(); }
+  void abort() noexcept { staged_->discard(); }
 
  private:
-  std::string dest_name_;
-  std::filesystem::path target_;
-  std::filesystem::path tmp_;
-  Fd fd_;
-  LiveEntry live_;
-  bool prepared_ = false;
-  bool done_ = false;
-  bool to_stdout_ = false;  // dest "-": commit copies the temporary to standard output
-  std::optional<Location> remote_;  // an object store's location: commit uploads the temporary
+  std::unique_ptr<StagedFile> staged_;
 };
 
 /// Files published together: each is written whole to its temporary first; commit() renames
 /// them in the order they were added with SIGINT, SIGTERM and SIGHUP held back on this thread,
-/// so a handler that ends the process cannot stop a set half-published. A set of object-store
-/// files is uploaded in that order instead (each file whole; the index, added last, goes last),
-/// with the signals free to stop an upload. A set destroyed before
-/// commit() removes every temporary and leaves the destinations as they were.
+/// so a handler that ends the process cannot stop a set half-published. A set of files that are
+/// not published by renames (object-store files) is uploaded in that order instead (each file
+/// whole; the index, added last, goes last), with the signals free to stop an upload. A set
+/// destroyed before commit() removes every temporary and leaves the destinations as they were.
 class OutputSet {
  public:
   OutputSet() = default;
@@ -90,9 +73,9 @@ class OutputSet {
   /// Takes a complete file (prepare() is called on it).
   void add(std::unique_ptr<AtomicFile> file);
   /// Adds a small file with this content.
-  void add_text(const std::filesystem::path& dest, std::string_view text);
-  /// Adds a copy of the file `src` (side files such as config.json), copied in the kernel.
-  void add_copy(const std::filesystem::path& src, const std::filesystem::path& dest);
+  void add_text(const Location& dest, std::string_view text);
+  /// Adds a copy of the local file `src` (side files such as config.json), copied in the kernel.
+  void add_copy(const std::filesystem::path& src, const Location& dest);
   /// Publishes every file, then runs `then` (e.g. removing what the set replaces), all with
   /// the stop signals held; the set is empty afterwards.
   void commit(const std::function<void()>& then = {});

@@ -1,5 +1,6 @@
 #include "io/live_files.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,6 +204,15 @@ LiveUpload::LiveUpload() noexcept { g_uploads.fetch_add(1); }
 // A stop request stays for the rest of the process: it comes from a signal meant to end it,
 // and a set of files uploaded one by one must not go on with the next file.
 LiveUpload::~LiveUpload() { g_uploads.fetch_sub(1); }
+
+HeldStopSignals::HeldStopSignals() noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, &old_);
+}
+
+HeldStopSignals::~HeldStopSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
 
 bool uploads_stopped() noexcept { return g_uploads_stopped.load(); }
 

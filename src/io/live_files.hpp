@@ -7,6 +7,8 @@
 // allocation and never acts on a slot that changed while it was read.
 #pragma once
 
+#include <signal.h>
+
 #include <cstddef>
 #include <string_view>
 
@@ -44,6 +46,19 @@ class LiveUpload {
 bool uploads_stopped() noexcept;
 /// Sets uploads_stopped() if an upload is under way; returns whether one is. Async-signal-safe.
 bool stop_live_uploads() noexcept;
+
+/// Holds SIGINT, SIGTERM and SIGHUP back on this thread while it lives: what is registered or
+/// published under it is never cut in half by a handler that ends the process.
+class HeldStopSignals {
+ public:
+  HeldStopSignals() noexcept;
+  ~HeldStopSignals();
+  HeldStopSignals(const HeldStopSignals&) = delete;
+  HeldStopSignals& operator=(const HeldStopSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 /// Unlinks every registered temporary. Async-signal-safe.
 void unlink_live_temporaries() noexcept;

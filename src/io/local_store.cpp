@@ -1,4 +1,7 @@
 // io/local_store.cpp: local files, mapped (shared or private) or read with positional reads.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -88,11 +91,29 @@ class LocalStore final : public Store {
                std::make_error_code(std::errc::not_a_directory));
   }
 
+  std::optional<std::filesystem::path> local_node(const Location& where) const override { return where.path(); }
+
   std::string join(const std::string& dir, std::string_view name) const override {
     return (std::filesystem::path(dir) / name).string();
   }
 
   std::string display(const std::string& text) const override { return text; }
+
+  std::unique_ptr<StagedFile> stage(const Location& where) const override {
+    return stage_local_file(where.path());
+  }
+
+  // Regular files only: a name that now is a link, folder or device is left alone.
+  void remove(const Location& where) const override {
+    struct stat st;
+    if (::lstat(where.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(where.path().c_str());
+  }
+
+  void make_directory(const Location& where) const override {
+    std::error_code ec;
+    std::filesystem::create_directories(where.path(), ec);
+    if (ec) throw_io("cannot create the directory", where.display(), ec);
+  }
 };
 
 }  // namespace

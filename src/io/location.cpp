@@ -10,6 +10,7 @@
 #include "io/http.hpp"
 #include "io/store.hpp"
 #include "tlio/error.hpp"
+#include "tlio/location.hpp"
 
 namespace tlio::detail {
 
@@ -34,6 +35,7 @@ Location::Location(std::string scheme, std::string text)
 }
 
 Location Location::parse(std::string_view text) {
+  if (text == kStandardStream) return Location(std::string(kStandardStream), std::string(text));
   const std::string scheme = scheme_of(text);
   if (scheme.empty()) return Location({}, std::string(text));
   if (!find_store(scheme))
@@ -51,3 +53,8 @@ Location Location::join(std::string_view name) const {
 }
 
 }  // namespace tlio::detail
+
+std::string tlio::display_location(std::string_view location) {
+  if (location == detail::kStandardStream || detail::scheme_of(location).empty()) return std::string(location);
+  return detail::url_for_messages(location);
+}

@@ -8,16 +8,24 @@
 
 namespace tlio::detail {
 
+/// The name that means standard input where a file is read and standard output where one is
+/// written (io/stdio_store.cpp).
+inline constexpr std::string_view kStandardStream = "-";
+
 class Location {
  public:
   /// "scheme://rest" with a registered scheme is that store's, with any other scheme
-  /// Error{unsupported} ("unsupported URL scheme 'ftp'"); anything else is a local path (a
-  /// file named "ftp:x" or "/data/http://x" stays a file).
+  /// Error{unsupported} ("unsupported URL scheme 'ftp'"); "-" is standard input or output;
+  /// anything else is a local path (a file named "ftp:x" or "/data/http://x" stays a file).
   static Location parse(std::string_view text);
+  /// A path known to be local (from a listing of a local folder): never parsed as a URL or "-".
+  static Location local(const std::filesystem::path& path) { return Location({}, path.string()); }
 
-  /// "" for a local path; else the URL's scheme ("http", "https").
+  /// "" for a local path, "-" for standard input or output; else the URL's scheme ("http").
   const std::string& scheme() const noexcept { return scheme_; }
   bool is_local() const noexcept { return scheme_.empty(); }
+  /// "-": standard input or output (the one test for it).
+  bool is_standard_stream() const noexcept { return scheme_ == kStandardStream; }
   /// The location as given: the path, or the whole URL (credentials included: never print it).
   const std::string& text() const noexcept { return text_; }
   /// The local path (is_local() only).

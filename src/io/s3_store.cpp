@@ -60,10 +60,14 @@ class ObjectStore final : public Store {
 
   std::string display(const std::string& text) const override { return text; }
 
-  bool writable() const noexcept override { return true; }
-
-  void upload(const Location& where, int fd, uint64_t size, const std::function<bool()>& should_stop) const override {
-    S3Client(config_()).upload(file_object(where), where.display(), fd, size, should_stop);
+  // Staged in an unnamed temporary, uploaded whole on publish (one PUT or a multipart upload,
+  // aborted on failure).
+  std::unique_ptr<StagedFile> stage(const Location& where) const override {
+    const S3Object object = file_object(where);
+    return stage_upload(where.display(), [config = config_, object, name = where.display()](
+                                             int fd, uint64_t size, const std::function<bool()>& should_stop) {
+      S3Client(config()).upload(object, name, fd, size, should_stop);
+    });
   }
 
   void remove(const Location& where) const override {

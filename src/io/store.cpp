@@ -1,7 +1,10 @@
 // io/store.cpp: the stores tlio knows, by URL scheme. A new kind of location registers here.
 #include "io/store.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <array>
@@ -20,15 +23,17 @@ const Store& http_store() noexcept;
 const Store& s3_store() noexcept;
 const Store& gs_store() noexcept;
 const Store& hf_store() noexcept;
+const Store& stdio_store() noexcept;
 
 namespace {
 struct Registration {
   std::string_view scheme;
   const Store& (*store)() noexcept;
 };
-// "" is a local path.
+// "" is a local path, kStandardStream standard input and output.
 constexpr std::array kStores = {
     Registration{"", local_store},
+    Registration{kStandardStream, stdio_store},
     Registration{"http", http_store},
     Registration{"https", http_store},
     Registration{"s3", s3_store},
@@ -37,7 +42,7 @@ constexpr std::array kStores = {
 };
 }  // namespace
 
-void Store::upload(const Location& where, int, uint64_t, const std::function<bool()>&) const {
+std::unique_ptr<StagedFile> Store::stage(const Location& where) const {
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("{}:// locations cannot be written (outputs go to local paths, s3:// and gs://)",
                           where.scheme()),
@@ -48,6 +53,8 @@ void Store::remove(const Location& where) const {
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("files at {}:// locations cannot be removed", where.scheme()), where.display());
 }
+
+void Store::make_directory(const Location&) const {}
 
 const Store* find_store(std::string_view scheme) noexcept {
   for (const Registration& r : kStores)
@@ -65,10 +72,15 @@ std::string join_key(const std::string& dir, std::string_view name) {
 }
 
 Fd open_whole_file(const Location& where, const SourceOptions& options) {
-  if (where.is_local()) return open_read(where.path());
   SourceOptions o = options;
   o.access = SourceOptions::Access::read;
   const std::shared_ptr<const ByteSource> src = open_source(where, o);
+  // A local file (or standard input, spooled) is its own descriptor already.
+  if (src->descriptor() >= 0) {
+    const int fd = ::fcntl(src->descriptor(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) throw_errno("cannot duplicate the descriptor", where.display(), errno);
+    return Fd(fd);
+  }
   Fd fd = unnamed_temp_file(where.display());
   // In pieces of kDownloadPiece: each is fetched over several connections at once.
   constexpr uint64_t kDownloadPiece = uint64_t{64} << 20;

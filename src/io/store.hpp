@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "io/location.hpp"
 #include "io/os_file.hpp"
 #include "io/source.hpp"
+#include "io/staged_file.hpp"
 
 namespace tlio::detail {
 
@@ -49,21 +51,24 @@ class Store {
   /// Throws Error{io} when `where` cannot be a directory (missing: ENOENT; a file: ENOTDIR).
   /// Stores without directories accept every location.
   virtual void check_directory(const Location& where) const = 0;
+  /// The file or folder on this machine that `where` names, for work on the node itself
+  /// (hashing a named pipe, editing a header in place, looking into a folder before opening it:
+  /// free locally, a request elsewhere); nullopt for stores whose files are not nodes here.
+  virtual std::optional<std::filesystem::path> local_node(const Location&) const { return std::nullopt; }
   /// The location of `name` inside the directory `dir` (of this store).
   virtual std::string join(const std::string& dir, std::string_view name) const = 0;
   /// `text` as messages show it (without credentials).
   virtual std::string display(const std::string& text) const = 0;
 
-  /// Whether files can be written here (upload, remove).
-  virtual bool writable() const noexcept { return false; }
-  /// Makes the `size` bytes of the regular file `fd` the file at `where`, all at once: readers
-  /// see the previous version (or none) until it is whole. Stops with Error{interrupted} when
-  /// `should_stop` says so, leaving nothing behind. `fd` is a staging copy: its bytes may be
-  /// discarded as they are sent. Error{unsupported} for stores that take no writes.
-  virtual void upload(const Location& where, int fd, uint64_t size,
-                      const std::function<bool()>& should_stop) const;
-  /// Removes the file at `where`, if there is one.
+  /// A new file at `where`, staged until it is published whole (io/staged_file.hpp).
+  /// Error{unsupported} for stores that take no writes.
+  virtual std::unique_ptr<StagedFile> stage(const Location& where) const;
+  /// Removes the file at `where`, if there is one (a local store removes regular files only).
+  /// Error{unsupported} for stores that take no writes.
   virtual void remove(const Location& where) const;
+  /// Makes `where` a folder files can be staged in (local: with its parents); stores whose
+  /// folders are only key prefixes have nothing to make.
+  virtual void make_directory(const Location& where) const;
 };
 
 /// The store registered for `scheme` ("" is local files), or null.

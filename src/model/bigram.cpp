@@ -34,18 +34,19 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
           std::log((static_cast<double>(counts[i * kVocab + j]) + 1.0) /
                    (static_cast<double>(row) + static_cast<double>(kVocab))));
   }
-  detail::create_output_folder(out_dir);
+  const detail::Location dir = detail::Location::parse(out_dir.native());
+  detail::create_output_folder(dir);
   // config.json and the weights are published together (model/layout.hpp).
   detail::OutputSet set;
-  set.add_text(out_dir / detail::kConfigFile,
+  set.add_text(dir.join(detail::kConfigFile),
                "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
-  Writer out = detail::WriterAccess::into_set(set, out_dir / detail::kSingleWeightsFile);
+  Writer out = detail::WriterAccess::into_set(set, dir.join(detail::kSingleWeightsFile));
   out.set_metadata("format", "tinyllm");
   out.declare("bigram.weight", Dtype::F32, {kVocab, kVocab});
   out.write("bigram.weight", std::as_bytes(std::span(w)));
   out.commit();
   const std::string files[] = {detail::kConfigFile, detail::kSingleWeightsFile};
-  detail::publish_weights(set, out_dir, files);
+  detail::publish_weights(set, dir, files);
 }
 
 std::string bigram_generate(const Model& model, const BigramSampling& s) {

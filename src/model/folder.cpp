@@ -8,12 +8,12 @@
 #include <map>
 #include <set>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "common/json_doc.hpp"
+#include "io/folder_walk.hpp"
 #include "io/os_file.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
@@ -61,33 +61,18 @@ bool hidden(const std::filesystem::path& p) {
 }  // namespace
 
 std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw_io("not a directory", dir.string(),
-             ec ? ec : std::make_error_code(std::errc::not_a_directory));
-  // The files of each folder, by folder (relative paths, '/'-separated).
+  // The files of each folder, by folder (relative paths, '/'-separated); hidden entries (.git,
+  // .cache, temporaries of unfinished writes) and folders that cannot be read passed over.
   std::map<std::string, std::vector<std::string>> files_of;
   files_of[""];
-  std::filesystem::recursive_directory_iterator it(
-      dir, std::filesystem::directory_options::skip_permission_denied, ec);
-  if (ec) throw_io("cannot list", dir.string(), ec);
-  for (const std::filesystem::recursive_directory_iterator end; it != end; it.increment(ec)) {
-    if (ec) throw_io("cannot list", dir.string(), ec);
-    const std::filesystem::path& p = it->path();
-    if (hidden(p)) {  // .git, .cache, temporaries of unfinished writes
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    const std::string rel = std::filesystem::relative(p, dir, ec).generic_string();
-    if (ec) throw_io("cannot list", p.string(), ec);
-    if (it->is_directory(ec)) {
-      files_of[rel];
-    } else if (it->is_regular_file(ec)) {
-      const std::string parent = std::filesystem::path(rel).parent_path().generic_string();
-      files_of[parent].push_back(p.filename().string());
-    }
-  }
-  if (ec) throw_io("cannot list", dir.string(), ec);  // the step that ended the walk failed
+  detail::walk_local_folder(dir, true, [&](const detail::FolderEntry& e) {
+    const std::filesystem::path rel(e.rel);
+    if (hidden(rel)) return false;
+    if (e.kind == detail::FolderEntry::Kind::folder) files_of[e.rel];
+    else if (e.kind == detail::FolderEntry::Kind::file || e.kind == detail::FolderEntry::Kind::link_to_file)
+      files_of[rel.parent_path().generic_string()].push_back(rel.filename().string());
+    return true;
+  });
 
   std::vector<FolderItem> items;
   for (auto& entry : files_of) {

@@ -1,14 +1,12 @@
 #include "model/layout.hpp"
 
 #include <fmt/core.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <system_error>
 
 #include "io/store.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -16,33 +14,22 @@ namespace {
 
 // The shards the folder's index names now (none without an index, or with one that does not
 // parse: then nothing is removed).
-std::vector<std::string> indexed_shards(const std::filesystem::path& dir, bool& has_index) {
-  if (const Location where = Location::parse(dir.native()); !where.is_local()) {
-    const Location index = where.join(kShardIndexFile);
-    const std::optional<std::string> text = store_of(index).read_small(index, {});
-    has_index = text.has_value();
-    if (!text) return {};
-    try {
-      return parse_shard_index(*text, index.display()).files;
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::interrupted) throw;
-      return {};
-    }
-  }
-  std::error_code ec;
-  has_index = std::filesystem::is_regular_file(dir / kShardIndexFile, ec);
-  if (!has_index) return {};
+std::vector<std::string> indexed_shards(const Location& dir, bool& has_index) {
+  const Location index = dir.join(kShardIndexFile);
+  const std::optional<std::string> text = store_of(index).read_small(index, {});
+  has_index = text.has_value();
+  if (!text) return {};
   try {
-    return read_shard_index(dir / kShardIndexFile).files;
+    return parse_shard_index(*text, index.display()).files;
   } catch (const Error& e) {
     if (e.code() == ErrorCode::interrupted) throw;
     return {};
   }
 }
 
-// As unlink(2) below: the new set is published, so a file of the old one that cannot be
-// deleted stays (no index names it) and is not an error of the write.
-void remove_remote_file(const Location& file) {
+// The new set is published, so a file of the old one that cannot be deleted stays (no index
+// names it) and is not an error of the write.
+void remove_replaced_file(const Location& file) {
   try {
     store_of(file).remove(file);
   } catch (const Error& e) {
@@ -50,19 +37,13 @@ void remove_remote_file(const Location& file) {
   }
 }
 
-// Only a plain .safetensors file name of this folder, and only a regular file, is ever removed
-// (an index could name anything).
-void remove_weights_file(const std::filesystem::path& dir, const std::string& name) {
+// Only a plain .safetensors file name of this folder is ever removed (an index could name
+// anything), and a local store removes only regular files.
+void remove_weights_file(const Location& dir, const std::string& name) {
   if (name.find('/') != std::string::npos || !name.ends_with(".safetensors") ||
       name.size() == std::string_view(".safetensors").size())
     return;
-  if (const Location where = Location::parse(dir.native()); !where.is_local()) {
-    remove_remote_file(where.join(name));
-    return;
-  }
-  const std::filesystem::path p = dir / name;
-  struct stat st;
-  if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(p.c_str());
+  remove_replaced_file(dir.join(name));
 }
 
 }  // namespace
@@ -117,31 +98,19 @@ std::string weights_file_name(size_t i, size_t count) {
                     : fmt::format("model-{:05}-of-{:05}.safetensors", i, count);
 }
 
-void create_output_folder(const std::filesystem::path& dir) {
-  if (!Location::parse(dir.native()).is_local()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw_io("cannot create the directory", dir.string(), ec);
-}
+void create_output_folder(const Location& dir) { store_of(dir).make_directory(dir); }
 
-void publish_weights(OutputSet& set, const std::filesystem::path& dir,
+void publish_weights(OutputSet& set, const Location& where,
                      std::span<const std::string> new_files) {
   bool had_index = false;
-  const std::vector<std::string> previous = indexed_shards(dir, had_index);
+  const std::vector<std::string> previous = indexed_shards(where, had_index);
   const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
   set.commit([&] {
     // A previous index left beside a new model.safetensors would still be read first.
-    if (had_index && !has_index) {
-      if (const Location where = Location::parse(dir.native()); !where.is_local()) {
-        remove_remote_file(where.join(kShardIndexFile));
-      } else {
-        std::error_code ec;
-        std::filesystem::remove(dir / kShardIndexFile, ec);
-      }
-    }
+    if (had_index && !has_index) remove_replaced_file(where.join(kShardIndexFile));
     for (const std::string& name : previous)
       if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
-        remove_weights_file(dir, name);
+        remove_weights_file(where, name);
   });
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io/atomic_file.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "model/location.hpp"
 #include "tlio/file.hpp"
 
@@ -43,7 +43,7 @@ std::string weights_file_name(size_t i, size_t count);
 
 /// Makes `dir` ready to take a set of output files: created (with its parents) when it is a
 /// local folder; nothing for an object store's prefix, where folders need no creating.
-void create_output_folder(const std::filesystem::path& dir);
+void create_output_folder(const Location& dir);
 
 /// Publishes `set`, the new weights of `dir` (the shards then their index, or
 /// model.safetensors alone), in place of the previous ones: the new files are renamed in (the
@@ -53,7 +53,7 @@ void create_output_folder(const std::filesystem::path& dir);
 /// calls) can a reader see new shards beside the old index, when the two sets share names.
 /// In an object store the files are uploaded one by one (the index last), then the previous
 /// set's other shards deleted.
-void publish_weights(OutputSet& set, const std::filesystem::path& dir,
+void publish_weights(OutputSet& set, const Location& dir,
                      std::span<const std::string> new_files);
 
 }  // namespace tlio::detail

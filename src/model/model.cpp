@@ -9,7 +9,7 @@
 
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "model/layout.hpp"
 #include "model/location.hpp"
 #include "quant/tensor_set.hpp"

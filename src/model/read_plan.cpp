@@ -34,6 +34,8 @@ namespace tlio {
 namespace detail {
 namespace {
 
+// The largest gap a read spans rather than being cut in two: files read by ranges over a network
+// (Backend::http) pay a request for each read, local ones a system call.
 constexpr uint64_t kLocalGap = uint64_t{64} << 10;
 constexpr uint64_t kRemoteGap = uint64_t{1} << 20;
 constexpr uint64_t kMinScratch = uint64_t{1} << 20;
@@ -284,7 +286,8 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
     s->files.push_back(File::open(source, open));
     s->file_names.push_back(s->files.back().name());
   }
-  s->max_gap = options.max_gap.value_or(where.is_local() ? detail::kLocalGap : detail::kRemoteGap);
+  const bool by_ranges = !s->files.empty() && s->files.front().backend() == Backend::http;
+  s->max_gap = options.max_gap.value_or(by_ranges ? detail::kRemoteGap : detail::kLocalGap);
   s->options = std::move(options);
 
   std::vector<const File*> file_list;

@@ -12,7 +12,7 @@
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "model/layout.hpp"
-#include "model/json_util.hpp"
+#include "model/shard_index.hpp"
 #include "model/location.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
@@ -60,7 +60,8 @@ uint64_t parse_size(std::string_view text) {
 ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, uint64_t max_size,
                        const ProgressCallback& progress) {
   if (max_size == 0) throw_invalid("the shard size limit must be at least 1 byte");
-  detail::create_output_folder(out_dir);
+  const detail::Location out = detail::Location::parse(out_dir.native());
+  detail::create_output_folder(out);
 
   // Greedy over the canonical order.
   std::vector<TensorInfo> layout = src.tensors();
@@ -83,7 +84,7 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   detail::OutputSet set;  // nothing replaces the folder's weights until every file is whole
   for (size_t i = 0; i < n; ++i) {
     const std::string name = detail::weights_file_name(i + 1, n);
-    Writer w = detail::WriterAccess::into_set(set, out_dir / name);
+    Writer w = detail::WriterAccess::into_set(set, out.join(name));
     w.set_metadata(src.metadata());
     for (const TensorInfo* t : shards[i]) {
       w.declare(t->name, t->dtype, t->shape);
@@ -101,10 +102,10 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   }
   if (n > 1) {
     std::sort(index.weight_map.begin(), index.weight_map.end());
-    set.add_text(out_dir / detail::kShardIndexFile, detail::shard_index_json(index));
+    set.add_text(out.join(detail::kShardIndexFile), detail::shard_index_json(index));
     report.files.push_back(detail::kShardIndexFile);
   }
-  detail::publish_weights(set, out_dir, report.files);
+  detail::publish_weights(set, out, report.files);
   return report;
 }
 

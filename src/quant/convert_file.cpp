@@ -10,7 +10,7 @@
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
 #include "quant/schemes.hpp"
-#include "quant/tensor_plan.hpp"
+#include "quant/tensor_selection.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"

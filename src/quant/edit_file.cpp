@@ -17,9 +17,9 @@
 #include "common/json_text.hpp"
 #include "format/file_access.hpp"
 #include "format/header_text.hpp"
-#include "io/location.hpp"
+#include "io/store.hpp"
 #include "io/os_file.hpp"
-#include "quant/tensor_plan.hpp"
+#include "quant/tensor_selection.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/error.hpp"
 
@@ -116,8 +116,8 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
                      const EditOptions& options) {
   const detail::Location where = detail::Location::parse(src_path.string());
-  const bool stdin_source = where.is_local() && src_path.native() == "-";  // standard input (tlio/file.hpp)
-  const bool local = where.is_local() && !stdin_source;
+  const bool stdin_source = where.is_standard_stream();
+  const bool local = detail::store_of(where).local_node(where).has_value();  // can be edited in place
   if (dst.empty() && !local)
     throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
                               stdin_source ? "standard input" : where.display()));

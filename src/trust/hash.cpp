@@ -26,10 +26,11 @@
 #include "common/text.hpp"
 #include "format/file_access.hpp"
 #include "io/digest.hpp"
+#include "io/folder_walk.hpp"
 #include "io/interrupt.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
-#include "trust/folder_walk.hpp"
+#include "trust/hash.hpp"
 #include "tlio/trust.hpp"
 
 namespace tlio {
@@ -179,7 +180,7 @@ FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes
 }
 
 FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes, const StopCheck& stopped) {
-  if (where.is_local()) return hash_local(where.text(), open, pipes, stopped);
+  if (const auto node = detail::store_of(where).local_node(where)) return hash_local(node->string(), open, pipes, stopped);
   detail::SourceOptions o;
   o.token = open.token;
   o.warning = open.warning;
@@ -231,7 +232,7 @@ void hash_many(std::span<const std::string> locations, const HashOptions& option
   };
   const auto one = [&](size_t i, const StopCheck& stopped) {
     const Location where = Location::parse(locations[i]);
-    const bool remote = !where.is_local();
+    const bool remote = !store_of(where).local_node(where);  // transfers are limited, local reads not
     if (remote)
       while (!remote_slots.try_acquire_for(std::chrono::milliseconds(20))) stopped();
     const struct Slot {
@@ -344,41 +345,23 @@ std::string shown_name(std::string_view name) {
 std::vector<std::string> walk_folder(const std::string& folder, bool follow_file_links,
                                      const std::function<bool(const std::string&)>& skip,
                                      std::vector<std::string>* refused) {
-  namespace fs = std::filesystem;
-  const fs::path root(folder);
-  struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0) throw_errno("cannot list it", folder, errno);
-  if (!S_ISDIR(st.st_mode)) throw_errno("cannot list it", folder, ENOTDIR);
-  std::error_code ec;
+  using Kind = FolderEntry::Kind;
   std::vector<std::string> names;
-  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
-  if (ec) throw_errno("cannot list it", folder, ec.value());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw_errno("cannot list it", folder, ec.value());
-    const fs::directory_entry& entry = *it;
-    const std::string rel = entry.path().lexically_relative(root).generic_string();
-    const fs::file_status link = entry.symlink_status(ec);
-    if (ec) throw_errno("cannot look at it", entry.path().string(), ec.value());
-    if (skip(rel)) {
-      if (fs::is_directory(link)) it.disable_recursion_pending();
-      continue;
+  walk_local_folder(folder, false, [&](const FolderEntry& e) {
+    if (skip(e.rel)) return false;
+    if (e.kind == Kind::folder) return true;
+    if (e.kind == Kind::file || (e.kind == Kind::link_to_file && follow_file_links)) {
+      names.push_back(e.rel);
+      return true;
     }
-    if (fs::is_directory(link)) continue;
-    if (fs::is_regular_file(link)) {
-      names.push_back(rel);
-      continue;
-    }
-    const bool to_file = fs::is_symlink(link) && fs::is_regular_file(entry.status(ec));
-    if (to_file && follow_file_links) {
-      names.push_back(rel);
-      continue;
-    }
-    const char* why = fs::is_symlink(link) ? (to_file ? "is a symbolic link, which a model signature does not follow"
-                                                      : "is a symbolic link to something that is not a regular file")
-                                           : "is not a regular file (a FIFO, socket or device)";
-    if (!refused) throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, why, entry.path().string());
-    refused->push_back(fmt::format("{}: {}", shown_name(rel), why));
-  }
+    const char* why = e.kind == Kind::link_to_file ? "is a symbolic link, which a model signature does not follow"
+                      : e.kind == Kind::other_link ? "is a symbolic link to something that is not a regular file"
+                                                   : "is not a regular file (a FIFO, socket or device)";
+    const std::string path = (std::filesystem::path(folder) / e.rel).string();
+    if (!refused) throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, why, path);
+    refused->push_back(fmt::format("{}: {}", shown_name(e.rel), why));
+    return true;
+  });
   std::sort(names.begin(), names.end(), path_order);
   return names;
 }

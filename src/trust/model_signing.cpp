@@ -23,7 +23,7 @@
 #include "io/interrupt.hpp"
 #include "io/os_file.hpp"
 #include "tlio/trust.hpp"
-#include "trust/folder_walk.hpp"
+#include "trust/hash.hpp"
 #include "trust/model_signing.hpp"
 
 namespace tlio {

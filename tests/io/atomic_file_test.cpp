@@ -238,17 +238,17 @@ TEST(OutputSet, PublishesAllOrNothing) {
   write(dir / "a", "old a");
   {
     OutputSet set;
-    set.add_text(dir / "a", "new a");
-    set.add_text(dir / "b", "new b");
+    set.add_text(Location::local(dir / "a"), "new a");
+    set.add_text(Location::local(dir / "b"), "new b");
     // Destroyed before commit: both temporaries go, the old files stay.
   }
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"a"});
   EXPECT_EQ(text_of(dir / "a"), "old a");
   OutputSet set;
-  set.add_text(dir / "a", "new a");
-  set.add_text(dir / "b", "new b");
+  set.add_text(Location::local(dir / "a"), "new a");
+  set.add_text(Location::local(dir / "b"), "new b");
   write(dir / "src", "copied");
-  set.add_copy(dir / "src", dir / "c");
+  set.add_copy(dir / "src", Location::local(dir / "c"));
   set.commit();
   EXPECT_TRUE(set.empty());
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"a", "b", "c", "src"}));

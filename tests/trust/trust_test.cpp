@@ -16,7 +16,7 @@
 #include "test_util.hpp"
 #include "tlio/file.hpp"
 #include "tlio/trust.hpp"
-#include "trust/folder_walk.hpp"
+#include "trust/hash.hpp"
 #include "trust/model_signing.hpp"
 
 namespace {

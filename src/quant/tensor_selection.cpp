@@ -1,5 +1,5 @@
-// quant/tensor_plan.cpp: keep, drop and rename over a file's tensors, quantized weights whole.
-#include "quant/tensor_plan.hpp"
+// quant/tensor_selection.cpp: keep, drop and rename over a file's tensors, quantized weights whole.
+#include "quant/tensor_selection.hpp"
 
 #include <fmt/core.h>
 #include <simdjson.h>

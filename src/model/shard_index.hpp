@@ -1,5 +1,5 @@
-// model/json_util.hpp: reading the small JSON files of a model directory (config.json, the
-// shard index) with simdjson, every failure a format error with the given rule.
+// model/shard_index.hpp: model.safetensors.index.json: read and checked (every failure a format
+// error naming the index), checked against its opened shards, and written as transformers does.
 #pragma once
 
 #include <cstdint>

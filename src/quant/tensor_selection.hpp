@@ -1,4 +1,4 @@
-// quant/tensor_plan.hpp: which tensors of a file a rewrite keeps and under which names
+// quant/tensor_selection.hpp: which tensors of a file a rewrite keeps and under which names
 // (TensorSelection: keep, drop, rename), shared by edit_file and convert_file. It lives in quant
 // because a quantized weight's stored tensors must stay together, and only the scheme registry
 // knows which they are.

@@ -1,4 +1,6 @@
-// trust/folder_walk.hpp: the files of a local folder as hashes and signatures name them.
+// trust/hash.hpp: what hash.cpp gives model signing besides the public API: a folder's files as
+// hashes and signatures name them (in path order, links and special files refused), names as
+// messages show them, and many files hashed on several threads, results in order.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,5 @@
-#include "model/json_util.hpp"
+// model/shard_index.cpp: the shard index read, checked and written.
+#include "model/shard_index.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,0 +1,176 @@
+// python/module/quant.cpp: quantized weights and whole-file rewrites (tlio/quant.hpp, convert_file.hpp,
+// compare.hpp, edit.hpp).
+#include "module/support.hpp"
+
+namespace tlio_py {
+
+void bind_quant(py::module_& m) {
+  py::class_<QuantizedWeights>(m, "QuantizedWeights")
+      .def(py::init([](std::shared_ptr<tlio::File> f) {
+        QuantizedWeights q{f, tlio::find_quantized_weights(*f)};
+        return q;
+      }))
+      .def("list", [](const QuantizedWeights& q) {
+        py::list out;
+        for (const auto& w : q.weights) {
+          py::dict d;
+          d["name"] = w.name;
+          d["scheme"] = w.scheme.name();
+          d["shape"] = w.shape.to_vector();
+          d["dtype"] = std::string(tlio::dtype_name(w.dtype));
+          d["blocksize"] = w.scheme.block();
+          d["nested"] = w.scheme.nested();
+          d["stored"] = w.stored;
+          out.append(d);
+        }
+        return out;
+      })
+      .def("dequantized", [](const QuantizedWeights& q, const std::string& name,
+                             const std::string& dtype) {
+        auto it = std::find_if(q.weights.begin(), q.weights.end(),
+                               [&](const tlio::QuantizedWeight& w) { return w.name == name; });
+        if (it == q.weights.end())
+          throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
+                            "no quantized weight named " + std::string(py::repr(py::str(name))),
+                            q.file->name());
+        const tlio::QuantizedReader r(*q.file, *it);
+        tlio::Dtype to = r.weight().dtype;
+        if (!dtype.empty()) {
+          auto d = tlio::parse_dtype_alias(dtype);
+          if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+          to = *d;
+        }
+        std::vector<py::ssize_t> shape;
+        for (uint64_t d : r.weight().shape) shape.push_back(static_cast<py::ssize_t>(d));
+        py::array out(numpy_dtype(to), shape);
+        r.read(0, r.element_count(), to,
+               {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
+        return out;
+      });
+
+  // A read plan (tlio.numpy/tlio.torch load_sharded and load_distributed build on it).
+  // Buffers are (address, bytes) of memory the caller keeps alive: numpy arrays or torch tensors.
+
+  m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                           const std::string& dtype, const std::string& include,
+                           const std::string& exclude) {
+    auto d = tlio::parse_dtype_alias(dtype);
+    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+    tlio::ConvertFileOptions o;
+    o.dtype = *d;
+    o.include = include;
+    o.exclude = exclude;
+    tlio::ConvertFileReport r;
+    {
+      LongCall call;
+      r = tlio::convert_file(tlio::File::open(in), out, o);
+    }
+    return py::make_tuple(r.converted, r.kept);
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
+  m.def("compare_files", [](const tlio::File& a, const tlio::File& b, double atol, double rtol) {
+    tlio::CompareOptions o;
+    o.atol = atol;
+    o.rtol = rtol;
+    tlio::CompareReport r;
+    {
+      LongCall call;
+      r = tlio::compare_files(a, b, o);
+    }
+    py::list tensors;
+    for (const tlio::TensorComparison& c : r.tensors) {
+      py::dict d;
+      d["name"] = c.name;
+      d["a_type"] = c.a_type;
+      d["b_type"] = c.b_type;
+      d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
+      d["elements"] = c.elements;
+      d["compared"] = c.compared;
+      d["note"] = c.note;
+      d["max_abs"] = c.max_abs;
+      d["max_rel"] = c.max_rel;
+      d["rmse"] = c.rmse;
+      d["cosine"] = c.cosine;
+      d["outside"] = c.outside;
+      d["equal"] = c.equal;
+      tensors.append(d);
+    }
+    py::dict d;
+    d["equal"] = r.equal;
+    d["only_in_a"] = r.only_in_a;
+    d["only_in_b"] = r.only_in_b;
+    d["tensors"] = tensors;
+    return d;
+  });
+  m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
+                        const std::map<std::string, std::string>& metadata,
+                        const std::vector<std::string>& del, const std::vector<std::string>& keep,
+                        const std::vector<std::string>& drop,
+                        const std::vector<std::pair<std::string, std::string>>& rename) {
+    tlio::EditOptions o;
+    o.set_metadata = metadata;
+    o.delete_metadata = del;
+    o.tensors.keep = keep;
+    o.tensors.drop = drop;
+    o.tensors.rename = rename;
+    tlio::EditReport r;
+    {
+      LongCall call;
+      r = tlio::edit_file(src, dst, o);
+    }
+    py::dict d;
+    d["kept"] = r.kept;
+    d["dropped"] = r.dropped;
+    d["renamed"] = r.renamed;
+    d["in_place"] = r.in_place;
+    d["data_bytes"] = r.data_bytes;
+    py::dict meta;
+    for (const auto& [k, v] : r.metadata) meta[py::str(k)] = py::str(v);
+    d["metadata"] = meta;
+    return d;
+  });
+  m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                            const std::string& scheme, const std::string& include,
+                            const std::string& exclude, std::optional<uint64_t> blocksize,
+                            std::optional<bool> nested, std::optional<std::string> storage,
+                            bool allow_1d) {
+    tlio::QuantizeOptions o;
+    o.scheme = tlio::QuantScheme::parse(scheme);
+    // Only the options given: one the scheme does not have is a ValueError (as in the CLI).
+    if (blocksize) o.scheme.set_option("blocksize", std::to_string(*blocksize));
+    if (nested) o.scheme.set_option("nested", *nested ? "true" : "false");
+    if (storage) o.scheme.set_option("storage", *storage);
+    o.include = include;
+    o.exclude = exclude;
+    o.allow_1d = allow_1d;
+    tlio::QuantizeReport r;
+    {
+      LongCall call;  // a whole file: let other threads run
+      r = tlio::quantize_file(tlio::File::open(in), out, o);
+    }
+    py::list items;
+    for (const auto& i : r.items) {
+      py::dict d;
+      d["name"] = i.name;
+      d["quantized"] = i.quantized;
+      d["note"] = i.note;
+      d["rmse"] = i.rmse;
+      d["max_abs_error"] = i.max_abs_error;
+      items.append(d);
+    }
+    return items;
+  }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "",
+     py::arg("blocksize") = py::none(), py::arg("nested") = py::none(), py::arg("storage") = py::none(),
+     py::arg("allow_1d") = false);
+  m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
+                              const std::optional<std::string>& dtype) {
+    std::optional<tlio::Dtype> d;
+    if (dtype) {
+      d = tlio::parse_dtype_alias(*dtype);
+      if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
+    }
+    LongCall call;
+    return tlio::dequantize_file(tlio::File::open(in), out, d).restored;
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none());
+}
+
+}  // namespace tlio_py

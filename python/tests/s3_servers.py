@@ -215,6 +215,33 @@ def _iso(when):
     return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
+class _UploadGate:
+    """The requests of one multipart upload: its parts go up together; its abort and its
+    completion wait for the parts in flight (s3rver may still be writing a part's file into the
+    upload's folder after the client that sent it has gone) and keep new ones out meanwhile."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._parts = 0
+
+    @contextlib.contextmanager
+    def part(self):
+        with self._cond:
+            self._parts += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._parts -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def whole(self):
+        with self._cond:
+            self._cond.wait_for(lambda: self._parts == 0)
+            yield
+
+
 class S3Server:
     """What s3_server yields; see the module's doc."""
 
@@ -234,6 +261,7 @@ class S3Server:
         self.errors = []  # the proxy's own failures (tracebacks); a test may assert it is empty
         self.faults_hit = 0
         self.uploads = {}  # upload id -> Upload, as the proxy saw them
+        self._gates = {}  # upload id -> _UploadGate
         self._faults = []
         self._lock = threading.Lock()
         self._connections = set()
@@ -279,6 +307,10 @@ class S3Server:
         return None
 
     # --- multipart uploads -------------------------------------------------------------------
+    def upload_gate(self, upload_id):
+        with self._lock:
+            return self._gates.setdefault(upload_id, _UploadGate())
+
     def upload_dir(self, bucket, upload_id):
         return self.data_dir / bucket / UPLOADS_DIR / upload_id
 
@@ -577,6 +609,14 @@ class _Proxy(http.server.BaseHTTPRequestHandler):
 
     # --- serving -------------------------------------------------------------------------
     def _serve(self, spool, length, fault):
+        query, key = self._rec.query, self._key
+        if not (key and "uploadId" in query and self.command in ("DELETE", "PUT", "POST")):
+            return self._serve_request(spool, length, fault)
+        gate = self.server.s3.upload_gate(query["uploadId"])
+        with gate.part() if self.command == "PUT" else gate.whole():
+            return self._serve_request(spool, length, fault)
+
+    def _serve_request(self, spool, length, fault):
         s3 = self.server.s3
         method, query, bucket, key = self.command, self._rec.query, self._bucket, self._key
         if bucket and not key and method == "GET" and "uploads" in query:

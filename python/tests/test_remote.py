@@ -353,3 +353,19 @@ def test_https_is_verified(served, tmp_path):
         ja, jb = json.loads(a.stdout), json.loads(b.stdout)
         ja.pop("file"), jb.pop("file")
         assert ja == jb
+
+
+def test_get_slice_of_a_url_reads_only_the_rows_asked_for():
+    x = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256)  # 1 MiB in rows of 1 KiB
+    data = tlio.save({"x": x})
+    with fault_server({"x.safetensors": data}) as srv:
+        with tlio.safe_open(f"{srv.url}/plain/x.safetensors", "numpy") as f:
+            opened = len(srv.requests)
+            s = f.get_slice("x")
+            np.testing.assert_array_equal(s[600:602], x[600:602])
+            np.testing.assert_array_equal(s[700, ::-2], x[700, ::-2])
+            np.testing.assert_array_equal(s[-1:, 3:7], x[-1:, 3:7])
+        ranges = [r for _, r, _, _ in srv.requests[opened:]]
+    assert len(ranges) == 3, ranges
+    sizes = [int(r.split("-")[1]) - int(r.split("=")[1].split("-")[0]) + 1 for r in ranges]
+    assert sizes == [2 * 1024, 1024, 16], sizes  # two rows, one row, four values of one row

@@ -248,3 +248,16 @@ def test_quantize_options_belong_to_their_scheme(tmp_path):
     with tlio.safe_open(tmp_path / "b.safetensors", "np") as f:
         q = f.quantized()[0]
         assert (q["scheme"], q["blocksize"], q["nested"]) == ("nf4", 32, True)
+
+
+def test_get_slice_with_pread_reads_the_slice_and_indexes_as_numpy(tmp_path):
+    x = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(tlio.save({"x": x}))
+    with tlio.safe_open(path, "numpy", backend="pread") as f:
+        s = f.get_slice("x")
+        for index in [1, -1, slice(None), (slice(None), 1), (slice(0, 2), slice(None, None, 2)),
+                      (Ellipsis, -1), (slice(None, None, -1), None, 0), (1, 1, slice(3, 0, -1)),
+                      (0, slice(1, 3), 2), (slice(5, 1), 0), (1, -2, slice(None), np.int64(4)),
+                      (slice(1, None), [0, 2]), ()]:
+            np.testing.assert_array_equal(s[index], x[index], err_msg=repr(index))

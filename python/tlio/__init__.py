@@ -113,6 +113,28 @@ def _check_index(name, shape, index):
         dim += 1
 
 
+def _leading_slice(index, shape):
+    """(leading, rest): `index` (already checked) split into its leading ints and unit-step
+    slices, as (is a single position, start, stop) per dimension for File.read_slice, and what
+    is left to index the slice read with."""
+    items = index if isinstance(index, tuple) else (index,)
+    leading = []
+    for item in items:
+        dim = len(leading)
+        if dim == len(shape):
+            break
+        if isinstance(item, (int, _np.integer)) and not isinstance(item, bool):
+            position = int(item) % shape[dim] if shape[dim] else 0
+            leading.append((True, position, position + 1))
+        elif isinstance(item, slice) and item.step in (None, 1):
+            start, stop, _ = item.indices(shape[dim])
+            leading.append((False, start, max(start, stop)))
+        else:
+            break
+    whole = sum(1 for single, _, _ in leading if not single)
+    return leading, (slice(None),) * whole + tuple(items[len(leading):])
+
+
 class _Slice:
     """A lazy tensor: its dtype and shape without reading it, and indexing (ints, slices with
     steps, negative indices, ellipsis, None). numpy: a view; torch: a tensor, contiguous (a
@@ -129,11 +151,22 @@ class _Slice:
 
     def __getitem__(self, index):
         file = self._opened._open_file()
-        _check_index(self._name, file.shape(self._name), index)
-        if self._opened._torch is None:
+        shape = file.shape(self._name)
+        _check_index(self._name, shape, index)
+        torch = self._opened._torch
+        if file.in_memory():  # mapped: index a view of the mapping, nothing is read
+            if torch is None:
+                _check_numpy_type(file, self._name)
+                return file.array(self._name)[index]
+            return self._opened.get_tensor(self._name)[index].contiguous()
+        # Read by pread or by ranges: the leading ints and unit-step slices pick the bytes that
+        # are read; what the index asks beyond them is applied to what was read.
+        leading, rest = _leading_slice(index, shape)
+        if torch is None:
             _check_numpy_type(file, self._name)
-            return file.array(self._name)[index]
-        return self._opened.get_tensor(self._name)[index].contiguous()
+            return file.read_slice(self._name, leading)[rest]
+        part = torch.tensor(file.read_slice(self._name, leading), file.dtype(self._name), self._name)
+        return part[rest].contiguous()
 
     def __len__(self):
         shape = self.get_shape()
@@ -253,8 +286,9 @@ class safe_open:
 
     def get_slice(self, name):
         """A lazy view of tensor `name`: get_dtype(), get_shape() and indexing, which reads only
-        the rows asked for. An index out of range raises SafetensorError naming the index, the
-        dimension and its size."""
+        the rows asked for: a view of the mapping for mapped files; with backend="pread" or a
+        URL, only the bytes its leading ints and unit-step slices select. An index out of range
+        raises SafetensorError naming the index, the dimension and its size."""
         self._open_file().dtype(_check_name(name))  # KeyError now for unknown names
         return _Slice(self, name)
 

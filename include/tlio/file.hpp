@@ -4,7 +4,8 @@
 // with Backend::pread, reads it with positional reads), validates the whole header before
 // anything is handed out, and then gives zero-copy views, typed copies and slices.
 //
-// Lifetime rule: a TensorView (and a SliceView) holds a shared reference to the bytes it views.
+// Lifetime rule: a TensorView holds a shared reference to the bytes it views (the chunks
+// slice_chunks gives point into them, valid while that view lives).
 // Destroying the File does not invalidate views; the mapping is released when the File and all
 // views of it are gone. The one exception is File::from_buffer, which borrows the caller's
 // memory: the caller keeps that buffer alive while the File or any view of it is in use

@@ -81,7 +81,9 @@ class TLIO_API Model {
   /// name (config.json, then the index or model.safetensors; HTTP has no listing).
   static Model open(const std::filesystem::path& dir, OpenOptions options = {});
 
-  const std::filesystem::path& dir() const noexcept { return dir_; }
+  /// The directory as given: a path or a URL (with any credentials it holds: messages use
+  /// name()).
+  const std::string& dir() const noexcept { return dir_; }
   /// The directory as messages name it (a URL without its user and password).
   const std::string& name() const noexcept { return name_; }
   const ModelConfig& config() const noexcept { return config_; }
@@ -103,7 +105,7 @@ class TLIO_API Model {
   void check() const;
 
  private:
-  std::filesystem::path dir_;
+  std::string dir_;
   std::string name_;
   ModelConfig config_;
   std::vector<File> files_;

@@ -4,9 +4,9 @@
 //     [+ `<w>.nested_absmax`, `<w>.nested_quant_map`] + `<w>.quant_state.bitsandbytes__<type>`;
 //   LLM.int8: `<p>.weight` I8 [out, in] + `<p>.SCB` F32 [out] [+ `<p>.weight_format`].
 // This header gives the quantization schemes as types (QuantScheme: a scheme and its options,
-// named, parsed and bounded in one registry), the int4 kernels (bnb.hpp has the bitsandbytes
-// ones), the detection and consistency checks of quantized weights in a file, a reader that
-// dequantizes any of them on demand, and whole-file quantize and dequantize.
+// named, parsed and bounded in one registry), the detection and consistency checks of quantized
+// weights in a file, a reader that dequantizes any of them on demand, and whole-file quantize
+// and dequantize. The kernels are internal (src/quant/<family>/, in tlio::detail).
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,7 @@
 #include "dtype/convert_kernels.hpp"
 #include "dtype/minifloat.hpp"
 #include "common/checked.hpp"
-#include "io/copy.hpp"
+#include "common/copy.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "common/parallel.hpp"
-#include "io/copy.hpp"
+#include "common/copy.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {

@@ -51,7 +51,7 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
 
 std::string bigram_generate(const Model& model, const BigramSampling& s) {
   if (model.config().arch != "bigram")
-    throw_invalid(fmt::format("{} is a {} model, not a bigram model", model.dir().string(),
+    throw_invalid(fmt::format("{} is a {} model, not a bigram model", model.name(),
                               model.config().arch));
   model.check();
   if (model.config().vocab_size != kVocab)

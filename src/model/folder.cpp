@@ -125,12 +125,11 @@ void check_folder_item(const std::filesystem::path& dir, const FolderItem& item)
       Model::open(where).check();
       return;
     case FolderItem::Kind::index: {
-      const detail::ShardIndex index =
-          detail::parse_shard_index(detail::read_text_file(where), where.string());
-      std::vector<File> shards;
-      for (const std::string& name : index.files) shards.push_back(File::open(where.parent_path() / name));
-      detail::check_shard_index(index, shards, where.string());
-      for (const File& f : shards) find_quantized_weights(f);
+      const detail::ModelLocation folder(detail::Location::local(where.parent_path()), {});
+      const std::optional<detail::WeightFiles> shards =
+          detail::open_indexed_weights(folder, where.filename().string());
+      if (!shards) throw_io("cannot open", where.string(), std::make_error_code(std::errc::no_such_file_or_directory));
+      for (const File& f : shards->files) find_quantized_weights(f);
       return;
     }
     case FolderItem::Kind::file:

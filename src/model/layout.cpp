@@ -48,19 +48,24 @@ void remove_weights_file(const Location& dir, const std::string& name) {
 
 }  // namespace
 
-WeightFiles open_weights(const ModelLocation& where) {
+std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where, std::string_view index_file) {
+  const std::optional<std::string> index_text = where.read_text(index_file);
+  if (!index_text) return std::nullopt;
+  const std::string index_name = where.name_of(index_file);
   WeightFiles w;
-  const std::string index_name = where.name_of(kShardIndexFile);
-  if (const std::optional<std::string> index_text = where.read_text(kShardIndexFile)) {
-    w.sharded = true;
-    const ShardIndex index = parse_shard_index(*index_text, index_name);
-    for (const std::string& name : index.files) {
-      w.names.push_back(name);
-      w.files.push_back(where.open(name));
-    }
-    check_shard_index(index, w.files, index_name);
-    return w;
+  w.sharded = true;
+  const ShardIndex index = parse_shard_index(*index_text, index_name);
+  for (const std::string& name : index.files) {
+    w.names.push_back(name);
+    w.files.push_back(where.open(name));
   }
+  check_shard_index(index, w.files, index_name);
+  return w;
+}
+
+WeightFiles open_weights(const ModelLocation& where) {
+  if (std::optional<WeightFiles> sharded = open_indexed_weights(where, kShardIndexFile)) return std::move(*sharded);
+  WeightFiles w;
   try {
     w.files.push_back(where.open(kSingleWeightsFile));
   } catch (const Error& e) {

@@ -3,8 +3,10 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/atomic_file.hpp"
@@ -32,6 +34,10 @@ struct WeightFiles {
 /// Opens `where`'s weights. A folder whose weights are a PyTorch checkpoint gets a format
 /// error that points to `tlio import`.
 WeightFiles open_weights(const ModelLocation& where);
+/// Opens the shards the index `index_file` of `where` names and checks them against it (the one
+/// reading of an index: open_weights, and validate's indexes of any name); nullopt when there
+/// is no such file.
+std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where, std::string_view index_file);
 
 /// The shard each item goes to (0, 1, ...), greedily in the order given: a new shard starts when
 /// the next item would take the current one past `max_size` (an item larger than that gets a

@@ -7,8 +7,8 @@
 
 namespace tlio::detail {
 
-ModelLocation::ModelLocation(const std::filesystem::path& dir, OpenOptions options)
-    : dir_(Location::parse(dir.native())),
+ModelLocation::ModelLocation(Location dir, OpenOptions options)
+    : dir_(std::move(dir)),
       store_(&store_of(dir_)),
       options_(std::move(options)),
       source_options_{.token = options_.token, .warning = options_.warning} {}
@@ -23,11 +23,10 @@ bool ModelLocation::exists(std::string_view file) const {
 
 File ModelLocation::open(std::string_view file) const { return open_file(dir_.join(file), options_); }
 
-bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options) {
-  const Location where = Location::parse(path.native());
+bool is_model_directory(const Location& where, const OpenOptions& options) {
   if (const std::optional<bool> by_store = store_of(where).is_directory(where)) return *by_store;
   try {
-    return ModelLocation(path, options).exists(kConfigFile);
+    return ModelLocation(where, options).exists(kConfigFile);
   } catch (const Error& e) {
     // The server cannot be reached: the message names what was given, not the probe.
     throw Error(e.code(), e.rule(), e.tensor(), e.offset(), e.detail(), where.display(), e.os_error());

@@ -16,7 +16,7 @@ namespace tlio::detail {
 
 class ModelLocation {
  public:
-  ModelLocation(const std::filesystem::path& dir, OpenOptions options);
+  ModelLocation(Location dir, OpenOptions options);
 
   /// The directory as messages name it (a URL without its credentials).
   const std::string& name() const noexcept { return dir_.display(); }
@@ -37,8 +37,8 @@ class ModelLocation {
   SourceOptions source_options_;
 };
 
-/// True when `path` is a model directory rather than a file: a local folder, a URL ending in
+/// True when `where` is a model directory rather than a file: a local folder, a URL ending in
 /// '/', or a URL not ending in ".safetensors" under which config.json exists (one request).
-bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options);
+bool is_model_directory(const Location& where, const OpenOptions& options);
 
 }  // namespace tlio::detail

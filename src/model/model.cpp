@@ -70,8 +70,8 @@ ModelConfig parse_model_config(std::string_view json, const std::string& source)
 
 Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   Model m;
-  m.dir_ = dir;
-  const detail::ModelLocation where(dir, options);
+  m.dir_ = dir.string();
+  const detail::ModelLocation where(detail::Location::parse(dir.native()), options);
   const std::string& dir_name = where.name();
   m.name_ = dir_name;
   where.check_directory();
@@ -123,7 +123,7 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
 }
 
 bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options) {
-  return detail::is_model_directory(path, options);
+  return detail::is_model_directory(detail::Location::parse(path.native()), options);
 }
 
 std::vector<std::string_view> Model::tensor_names() const {
@@ -142,15 +142,15 @@ TensorView Model::view(std::string_view name) const {
   const ModelTensor* t = find(name);
   if (!t)
     throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
-                fmt::format("no tensor named {}", quote_name(name)), detail::ModelLocation(dir_, {}).name());
+                fmt::format("no tensor named {}", quote_name(name)), name_);
   return files_[t->file].view(name);
 }
 
 void Model::check() const {
-  const detail::ModelLocation where(dir_, {});  // names for messages (a URL without credentials)
-  const std::string source = where.name_of(kConfigFile);
+  // config.json as messages name it (a URL without credentials)
+  const std::string source = detail::Location::parse(dir_).join(kConfigFile).display();
   auto fail = [&](const std::string& tensor, std::string detail) {
-    throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), where.name());
+    throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), name_);
   };
   // Logical tensors: stored ones, with quantized pairs replaced by their logical weight.
   std::vector<std::pair<std::string, Shape>> logical;

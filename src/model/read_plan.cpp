@@ -19,6 +19,7 @@
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "common/parallel.hpp"
+#include "format/file_access.hpp"
 #include "format/header_text.hpp"
 #include "format/slice.hpp"
 #include "io/interrupt.hpp"
@@ -276,14 +277,14 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
   open.backend = Backend::pread;  // local: positional reads; a URL's store ignores it
   const detail::Location where = detail::Location::parse(source.native());
   s->name = where.display();
-  if (is_model_directory(source, open)) {
-    const detail::ModelLocation dir(source, open);
+  if (detail::is_model_directory(where, open)) {
+    const detail::ModelLocation dir(where, open);
     dir.check_directory();
     detail::WeightFiles w = detail::open_weights(dir);
     s->file_names = std::move(w.names);
     s->files = std::move(w.files);
   } else {
-    s->files.push_back(File::open(source, open));
+    s->files.push_back(detail::open_file(where, open));
     s->file_names.push_back(s->files.back().name());
   }
   const bool by_ranges = !s->files.empty() && s->files.front().backend() == Backend::http;

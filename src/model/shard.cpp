@@ -111,7 +111,7 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
 
 void merge_shards(const std::filesystem::path& dir, const std::filesystem::path& out,
                   const ProgressCallback& progress, const OpenOptions& options) {
-  const detail::ModelLocation where(dir, options);
+  const detail::ModelLocation where(detail::Location::parse(dir.native()), options);
   detail::WeightFiles weights = detail::open_weights(where);
   const std::vector<File>& files = weights.files;
   const std::vector<std::string>& names = weights.names;

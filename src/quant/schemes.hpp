@@ -90,7 +90,7 @@ const SchemeEntry& int4_scheme_entry() noexcept;
 const SchemeEntry& bnb_4bit_scheme_entry() noexcept;
 const SchemeEntry& llm_int8_scheme_entry() noexcept;
 
-/// Chunked F32 input and error statistics, shared by the encoders (quant/encode_util.cpp).
+/// Chunked F32 input, shared by the encoders (defined in quant/schemes.cpp).
 /// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every
 /// chunk size (whole rows or whole blocks). F32 tensors are read in place when aligned; other
 /// dtypes are converted into `buf`, kept across tensors so its pages are faulted in once.

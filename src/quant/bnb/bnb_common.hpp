@@ -14,7 +14,7 @@
 
 #include "common/checked.hpp"
 #include "common/parallel.hpp"
-#include "io/copy.hpp"
+#include "common/copy.hpp"
 #include "quant/bnb/bnb_kernels.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"

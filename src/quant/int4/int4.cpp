@@ -9,7 +9,7 @@
 
 #include "quant/int4/int4.hpp"
 #include "common/parallel.hpp"
-#include "io/copy.hpp"
+#include "common/copy.hpp"
 #include "quant/int4/int4_kernels.hpp"
 #include "common/json_text.hpp"
 #include "common/checked.hpp"

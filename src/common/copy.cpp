@@ -1,4 +1,4 @@
-#include "io/copy.hpp"
+#include "common/copy.hpp"
 
 #include <cstdint>
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Tests for io/copy.hpp: the streaming copy equals memcpy at every size and alignment.
-#include "io/copy.hpp"
+// Tests for common/copy.hpp: the streaming copy equals memcpy at every size and alignment.
+#include "common/copy.hpp"
 
 #include <gtest/gtest.h>
 

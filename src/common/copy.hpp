@@ -1,4 +1,4 @@
-// io/copy.hpp: copying tensor bytes out of a mapping. Large copies use non-temporal stores: the
+// common/copy.hpp: copying tensor bytes out of a mapping. Large copies use non-temporal stores: the
 // destination is usually far larger than the caches and not read back at once, and glibc's
 // memcpy only streams for single copies beyond about 3/4 of the last-level cache, so a file of
 // many mid-sized tensors would otherwise pay a read-for-ownership of every destination line.

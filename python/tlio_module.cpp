@@ -10,6 +10,7 @@ PYBIND11_MODULE(_tlio, m) {
   tlio_py::bind_errors(m);
   tlio_py::bind_file(m);
   tlio_py::bind_quant(m);
+  tlio_py::bind_rewrites(m);
   tlio_py::bind_plan(m);
   tlio_py::bind_writer(m);
   tlio_py::bind_trust(m);

@@ -145,9 +145,6 @@ void bind_file(py::module_& m) {
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       });
-
-  // The quantized weights of one file, found once (detection checks every weight): safe_open
-  // makes one on first use, so get_dequantized costs one weight, not one detection per call.
 }
 
 }  // namespace tlio_py

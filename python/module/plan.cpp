@@ -4,6 +4,8 @@
 namespace tlio_py {
 
 void bind_plan(py::module_& m) {
+  // A read plan (tlio.numpy/tlio.torch load_sharded and load_distributed build on it).
+  // Buffers are (address, bytes) of memory the caller keeps alive: numpy arrays or torch tensors.
   py::class_<tlio::ReadPlan>(m, "ReadPlan")
       .def(py::init([](const std::string& source, uint64_t max_inflight_bytes, int64_t max_gap,
                        bool keep_packed, const std::string& token) {

@@ -1,10 +1,11 @@
-// python/module/quant.cpp: quantized weights and whole-file rewrites (tlio/quant.hpp, convert_file.hpp,
-// compare.hpp, edit.hpp).
+// python/module/quant.cpp: quantized weights, whole-file quantize and dequantize (tlio/quant.hpp).
 #include "module/support.hpp"
 
 namespace tlio_py {
 
 void bind_quant(py::module_& m) {
+  // The quantized weights of one file, found once (detection checks every weight): safe_open
+  // makes one on first use, so get_dequantized costs one weight, not one detection per call.
   py::class_<QuantizedWeights>(m, "QuantizedWeights")
       .def(py::init([](std::shared_ptr<tlio::File> f) {
         QuantizedWeights q{f, tlio::find_quantized_weights(*f)};
@@ -48,86 +49,7 @@ void bind_quant(py::module_& m) {
         return out;
       });
 
-  // A read plan (tlio.numpy/tlio.torch load_sharded and load_distributed build on it).
-  // Buffers are (address, bytes) of memory the caller keeps alive: numpy arrays or torch tensors.
 
-  m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
-                           const std::string& dtype, const std::string& include,
-                           const std::string& exclude) {
-    auto d = tlio::parse_dtype_alias(dtype);
-    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
-    tlio::ConvertFileOptions o;
-    o.dtype = *d;
-    o.include = include;
-    o.exclude = exclude;
-    tlio::ConvertFileReport r;
-    {
-      LongCall call;
-      r = tlio::convert_file(tlio::File::open(in), out, o);
-    }
-    return py::make_tuple(r.converted, r.kept);
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
-  m.def("compare_files", [](const tlio::File& a, const tlio::File& b, double atol, double rtol) {
-    tlio::CompareOptions o;
-    o.atol = atol;
-    o.rtol = rtol;
-    tlio::CompareReport r;
-    {
-      LongCall call;
-      r = tlio::compare_files(a, b, o);
-    }
-    py::list tensors;
-    for (const tlio::TensorComparison& c : r.tensors) {
-      py::dict d;
-      d["name"] = c.name;
-      d["a_type"] = c.a_type;
-      d["b_type"] = c.b_type;
-      d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
-      d["elements"] = c.elements;
-      d["compared"] = c.compared;
-      d["note"] = c.note;
-      d["max_abs"] = c.max_abs;
-      d["max_rel"] = c.max_rel;
-      d["rmse"] = c.rmse;
-      d["cosine"] = c.cosine;
-      d["outside"] = c.outside;
-      d["equal"] = c.equal;
-      tensors.append(d);
-    }
-    py::dict d;
-    d["equal"] = r.equal;
-    d["only_in_a"] = r.only_in_a;
-    d["only_in_b"] = r.only_in_b;
-    d["tensors"] = tensors;
-    return d;
-  });
-  m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
-                        const std::map<std::string, std::string>& metadata,
-                        const std::vector<std::string>& del, const std::vector<std::string>& keep,
-                        const std::vector<std::string>& drop,
-                        const std::vector<std::pair<std::string, std::string>>& rename) {
-    tlio::EditOptions o;
-    o.set_metadata = metadata;
-    o.delete_metadata = del;
-    o.tensors.keep = keep;
-    o.tensors.drop = drop;
-    o.tensors.rename = rename;
-    tlio::EditReport r;
-    {
-      LongCall call;
-      r = tlio::edit_file(src, dst, o);
-    }
-    py::dict d;
-    d["kept"] = r.kept;
-    d["dropped"] = r.dropped;
-    d["renamed"] = r.renamed;
-    d["in_place"] = r.in_place;
-    d["data_bytes"] = r.data_bytes;
-    py::dict meta;
-    for (const auto& [k, v] : r.metadata) meta[py::str(k)] = py::str(v);
-    d["metadata"] = meta;
-    return d;
-  });
   m.def("quantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                             const std::string& scheme, const std::string& include,
                             const std::string& exclude, std::optional<uint64_t> blocksize,

@@ -101,6 +101,7 @@ py::str lossless_text(std::string_view s);
 void bind_errors(py::module_& m);
 void bind_file(py::module_& m);
 void bind_quant(py::module_& m);
+void bind_rewrites(py::module_& m);
 void bind_plan(py::module_& m);
 void bind_writer(py::module_& m);
 void bind_trust(py::module_& m);

@@ -27,7 +27,7 @@ seconds() {  # runs "$@" (output removed after), prints seconds
   rm -rf "$work/out" "$work/out.safetensors"
   printf '%d.%09d\n' $(((t1 - t0) / 1000000000)) $(((t1 - t0) % 1000000000))
 }
-piped() { "$1" convert - - --dtype bf16 < "$work/small.safetensors"; }
+piped() { "$1" convert - - --dtype bf16 < "$work/small.safetensors" 2> /dev/null; }
 validate_many() { for _ in 1 2 3 4 5 6 7 8 9 10; do "$1" validate "$work/many.safetensors"; done; }
 
 job() {  # label, then the job with TLIO standing for the binary

@@ -18,6 +18,7 @@
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
+#include "tlio/location.hpp"
 
 namespace tlio::cli {
 
@@ -46,13 +47,13 @@ tlio::OpenOptions open_options() {
 }
 
 void check_stdout_output(const std::string& out, bool json) {
-  if (out != "-") return;
+  if (!tlio::is_standard_stream(out)) return;
   if (json) throw UsageError("--json and the output '-' would both use standard output");
   if (isatty(STDOUT_FILENO))
     throw UsageError("the output '-' is standard output, a terminal: redirect it (> FILE, | ...)");
 }
 
-std::FILE* report_stream(const std::string& out) { return out == "-" ? stderr : stdout; }
+std::FILE* report_stream(const std::string& out) { return tlio::is_standard_stream(out) ? stderr : stdout; }
 
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 

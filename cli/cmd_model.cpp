@@ -83,7 +83,7 @@ void add_merge(CLI::App& app, int& exit_code) {
                            [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
                            open_options());
       }
-      if (a->out == "-") {  // the file went to stdout: nothing to open again
+      if (tlio::is_standard_stream(a->out)) {  // the file went to stdout: nothing to open again
         fmt::print(stderr, "{} -> -: merged\n", display_location(a->dir));
         return kExitOk;
       }

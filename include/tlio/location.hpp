@@ -14,4 +14,7 @@ namespace tlio {
 /// path (even one holding "://", "?" or "#") as it is.
 TLIO_API std::string display_location(std::string_view location);
 
+/// Whether `location` names standard input (as a source) or standard output (as an output): "-".
+TLIO_API bool is_standard_stream(std::string_view location) noexcept;
+
 }  // namespace tlio

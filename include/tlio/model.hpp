@@ -107,6 +107,7 @@ class TLIO_API Model {
  private:
   std::string dir_;
   std::string name_;
+  std::string config_name_;  // config.json as messages name it (a URL without credentials)
   ModelConfig config_;
   std::vector<File> files_;
   std::vector<std::string> file_names_;

@@ -6,24 +6,98 @@
 
 namespace tlio_py {
 
+namespace {
+
+// tlio.File(path, backend, token): warnings become RuntimeWarnings.
+std::shared_ptr<tlio::File> open_file(const std::filesystem::path& p, const std::string& backend,
+                                      const std::string& token) {
+  tlio::OpenOptions o;
+  o.token = token;
+  // A RuntimeWarning (from whichever thread reads: the GIL is taken for it).
+  o.warning = [](std::string_view message) {
+    const py::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, std::string(message).c_str(), 1) != 0)
+      PyErr_Clear();  // warnings turned into errors cannot surface from here
+  };
+  if (backend == "pread") o.backend = tlio::Backend::pread;
+  else if (backend == "private") o.backend = tlio::Backend::mmap_private;
+  else if (backend != "mmap")
+    throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
+  LongCall call;  // a URL is fetched now
+  return std::make_shared<tlio::File>(tlio::File::open(p, o));
+}
+
+py::array copy_tensor(const tlio::File& f, const std::string& n) {
+  // A writable copy made by tlio's streaming copy (fast for large tensors).
+  const tlio::TensorInfo& t = f.header().at(n);
+  auto shape = numpy_shape(t);
+  py::array out(numpy_dtype(t.dtype), shape);
+  const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
+  {
+    LongCall call;
+    f.read(n, dst);
+  }
+  return out;
+}
+
+py::array read_into(const tlio::File& f, const std::string& n, py::array out) {
+  const tlio::TensorInfo& t = f.header().at(n);
+  if (!(out.flags() & py::array::c_style) || !out.writeable())
+    throw py::value_error("out must be a writable C-contiguous array");
+  if (static_cast<uint64_t>(out.nbytes()) != t.byte_size() ||
+      out.dtype().itemsize() != numpy_dtype(t.dtype).itemsize())
+    throw py::value_error("out does not match tensor " + std::string(py::repr(py::str(n))) + " (" +
+                          std::to_string(t.byte_size()) + " bytes of " +
+                          std::string(tlio::dtype_name(t.dtype)) + ")");
+  const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
+  {
+    LongCall call;
+    f.read(n, dst);
+  }
+  return out;
+}
+
+std::vector<py::array> copy_tensors(const tlio::File& f, const std::vector<std::string>& names) {
+  // Writable copies of several tensors read at once (from a URL: few requests,
+  // several in flight).
+  std::vector<py::array> arrays;
+  std::vector<tlio::TensorTarget> targets;
+  for (const std::string& n : names) {
+    const tlio::TensorInfo& t = f.header().at(n);
+    py::array out(numpy_dtype(t.dtype), numpy_shape(t));
+    targets.push_back({t.name, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())}});
+    arrays.push_back(std::move(out));
+  }
+  LongCall call;
+  f.read_many(targets);
+  return arrays;
+}
+
+py::array read_slice(const tlio::File& f, const std::string& n,
+                     const std::vector<std::tuple<bool, uint64_t, uint64_t>>& index) {
+  // (is a single position, start, stop) per leading dimension: only those bytes read.
+  const tlio::TensorInfo& t = f.header().at(n);
+  std::vector<tlio::SliceIndex> indices;
+  for (const auto& [single, start, stop] : index)
+    indices.push_back(single ? tlio::SliceIndex::at(start) : tlio::SliceIndex::range(start, stop));
+  std::vector<uint64_t> shape;
+  std::vector<std::byte> bytes;
+  {
+    LongCall call;
+    bytes = f.read_slice(n, indices, &shape);
+  }
+  py::array out(numpy_dtype(t.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  if (static_cast<size_t>(out.nbytes()) != bytes.size())
+    throw py::value_error("slice of " + std::string(py::repr(py::str(n))) + " has a packed sub-byte type");
+  std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
+  return out;
+}
+
+}  // namespace
+
 void bind_file(py::module_& m) {
   py::class_<tlio::File, std::shared_ptr<tlio::File>>(m, "File")
-      .def(py::init([](const std::filesystem::path& p, const std::string& backend, const std::string& token) {
-             tlio::OpenOptions o;
-             o.token = token;
-             // A RuntimeWarning (from whichever thread reads: the GIL is taken for it).
-             o.warning = [](std::string_view message) {
-               const py::gil_scoped_acquire gil;
-               if (PyErr_WarnEx(PyExc_RuntimeWarning, std::string(message).c_str(), 1) != 0)
-                 PyErr_Clear();  // warnings turned into errors cannot surface from here
-             };
-             if (backend == "pread") o.backend = tlio::Backend::pread;
-             else if (backend == "private") o.backend = tlio::Backend::mmap_private;
-             else if (backend != "mmap")
-               throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
-             LongCall call;  // a URL is fetched now
-             return std::make_shared<tlio::File>(tlio::File::open(p, o));
-           }),
+      .def(py::init(&open_file),
            py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "")
       .def_property_readonly("remote", [](const tlio::File& f) { return f.backend() == tlio::Backend::http; })
       .def_static("from_bytes",
@@ -66,52 +140,9 @@ void bind_file(py::module_& m) {
              return view_array(f, n, writable);
            },
            py::arg("name"), py::arg("writable") = false)
-      .def("copy",
-           [](const tlio::File& f, const std::string& n) {
-             // A writable copy made by tlio's streaming copy (fast for large tensors).
-             const tlio::TensorInfo& t = f.header().at(n);
-             auto shape = numpy_shape(t);
-             py::array out(numpy_dtype(t.dtype), shape);
-             const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
-             {
-               LongCall call;
-               f.read(n, dst);
-             }
-             return out;
-           })
-      .def("read_into",
-           [](const tlio::File& f, const std::string& n, py::array out) {
-             const tlio::TensorInfo& t = f.header().at(n);
-             if (!(out.flags() & py::array::c_style) || !out.writeable())
-               throw py::value_error("out must be a writable C-contiguous array");
-             if (static_cast<uint64_t>(out.nbytes()) != t.byte_size() ||
-                 out.dtype().itemsize() != numpy_dtype(t.dtype).itemsize())
-               throw py::value_error("out does not match tensor " + std::string(py::repr(py::str(n))) + " (" +
-                                     std::to_string(t.byte_size()) + " bytes of " +
-                                     std::string(tlio::dtype_name(t.dtype)) + ")");
-             const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
-             {
-               LongCall call;
-               f.read(n, dst);
-             }
-             return out;
-           })
-      .def("copies",
-           [](const tlio::File& f, const std::vector<std::string>& names) {
-             // Writable copies of several tensors read at once (from a URL: few requests,
-             // several in flight).
-             std::vector<py::array> arrays;
-             std::vector<tlio::TensorTarget> targets;
-             for (const std::string& n : names) {
-               const tlio::TensorInfo& t = f.header().at(n);
-               py::array out(numpy_dtype(t.dtype), numpy_shape(t));
-               targets.push_back({t.name, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())}});
-               arrays.push_back(std::move(out));
-             }
-             LongCall call;
-             f.read_many(targets);
-             return arrays;
-           })
+      .def("copy", &copy_tensor)
+      .def("read_into", &read_into)
+      .def("copies", &copy_tensors)
       .def("read_many",
            [](const tlio::File& f, const std::vector<std::tuple<std::string, uintptr_t, size_t>>& targets) {
              // (name, address, bytes) of memory the caller keeps alive (torch parameters).
@@ -123,25 +154,7 @@ void bind_file(py::module_& m) {
              f.read_many(t);
            })
       .def("in_memory", [](const tlio::File& f) { return !f.mapped_data().empty(); })
-      .def("read_slice",
-           [](const tlio::File& f, const std::string& n, const std::vector<std::tuple<bool, uint64_t, uint64_t>>& index) {
-             // (is a single position, start, stop) per leading dimension: only those bytes read.
-             const tlio::TensorInfo& t = f.header().at(n);
-             std::vector<tlio::SliceIndex> indices;
-             for (const auto& [single, start, stop] : index)
-               indices.push_back(single ? tlio::SliceIndex::at(start) : tlio::SliceIndex::range(start, stop));
-             std::vector<uint64_t> shape;
-             std::vector<std::byte> bytes;
-             {
-               LongCall call;
-               bytes = f.read_slice(n, indices, &shape);
-             }
-             py::array out(numpy_dtype(t.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
-             if (static_cast<size_t>(out.nbytes()) != bytes.size())
-               throw py::value_error("slice of " + std::string(py::repr(py::str(n))) + " has a packed sub-byte type");
-             std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
-             return out;
-           })
+      .def("read_slice", &read_slice)
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       });

@@ -202,20 +202,10 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   report.contents.format = checkpoints.front()->format;
   refuse_if_empty(report.contents, options);
   if (index) {  // the index must describe the shards (aliases are tensors of their shard)
-    const std::string where = (src / "pytorch_model.bin.index.json").string();
-    for (const auto& [name, file] : index->weight_map) {
-      auto it = found.find(name);
-      if (it == found.end() || it->second != file)
-        throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
-                    fmt::format("tensor {} is listed for {} but {}", quote_name(name), file,
-                                it == found.end() ? "no shard holds it" : "is in " + it->second),
-                    where);
-    }
-    if (found.size() != index->weight_map.size())
-      for (const auto& [name, file] : found)
-        if (!std::binary_search(index->weight_map.begin(), index->weight_map.end(), std::make_pair(name, file)))
-          throw Error(ErrorCode::format, Rule::index, name, std::nullopt,
-                      fmt::format("tensor {} of {} is not in the index", quote_name(name), file), where);
+    std::vector<std::vector<std::string>> names(sources.size());
+    for (const auto& [name, file] : found)
+      names[std::lower_bound(sources.begin(), sources.end(), file) - sources.begin()].push_back(name);
+    detail::check_shard_index(*index, names, (src / detail::kTorchIndexFile).string());
   }
   // As the source was split, or greedily by --max-size.
   if (options.max_shard_size > 0) {

@@ -58,3 +58,7 @@ std::string tlio::display_location(std::string_view location) {
   if (location == detail::kStandardStream || detail::scheme_of(location).empty()) return std::string(location);
   return detail::url_for_messages(location);
 }
+
+bool tlio::is_standard_stream(std::string_view location) noexcept {
+  return location == detail::kStandardStream;
+}

@@ -75,7 +75,8 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   const std::string& dir_name = where.name();
   m.name_ = dir_name;
   where.check_directory();
-  const std::string config_name = where.name_of(kConfigFile);
+  m.config_name_ = where.name_of(kConfigFile);
+  const std::string& config_name = m.config_name_;
   const std::optional<std::string> config = where.read_text(kConfigFile);
   if (!config)
     throw Error(ErrorCode::format, Rule::model, kConfigFile, std::nullopt,
@@ -147,8 +148,7 @@ TensorView Model::view(std::string_view name) const {
 }
 
 void Model::check() const {
-  // config.json as messages name it (a URL without credentials)
-  const std::string source = detail::Location::parse(dir_).join(kConfigFile).display();
+  const std::string& source = config_name_;
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), name_);
   };

@@ -54,34 +54,47 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
   return index;
 }
 
-void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
+void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string>>& names,
                        const std::string& source) {
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::index, tensor, std::nullopt, std::move(detail), source);
   };
-  std::map<std::string_view, size_t> shard_of_file;
-  for (size_t i = 0; i < index.files.size(); ++i) shard_of_file[index.files[i]] = i;
-  uint64_t total = 0;
+  std::map<std::string_view, std::string_view> file_of;  // tensor -> the shard holding it
+  for (size_t i = 0; i < names.size(); ++i)
+    for (const std::string& name : names[i]) {
+      auto [it, fresh] = file_of.emplace(name, index.files[i]);
+      if (!fresh)
+        fail(name, fmt::format("tensor {} is in {} and in {}", quote_name(name), it->second, index.files[i]));
+    }
   for (const auto& [tensor, file] : index.weight_map) {
-    const File& shard = shards[shard_of_file.at(file)];
-    if (!shard.header().find(tensor))
+    auto it = file_of.find(tensor);
+    if (it == file_of.end() || it->second != file)
       fail(tensor, fmt::format("tensor {} is listed in {} but missing from it", quote_name(tensor), file));
   }
+  // Each listed tensor was found where listed: a shard tensor left is one the index does not list.
+  if (file_of.size() != index.weight_map.size())
+    for (const auto& [tensor, file] : file_of) {
+      auto listed = std::lower_bound(index.weight_map.begin(), index.weight_map.end(), tensor,
+                                     [](const auto& entry, std::string_view name) { return entry.first < name; });
+      if (listed == index.weight_map.end() || listed->first != tensor)
+        fail(std::string(tensor), fmt::format("tensor {} of {} is not listed in the index", quote_name(tensor), file));
+    }
+}
+
+void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
+                       const std::string& source) {
+  std::vector<std::vector<std::string>> names(shards.size());
+  uint64_t total = 0;
   for (size_t i = 0; i < shards.size(); ++i)
     for (const TensorInfo& t : shards[i].tensors()) {
+      names[i].push_back(t.name);
       total += t.byte_size();
-      auto it = std::lower_bound(index.weight_map.begin(), index.weight_map.end(),
-                                 std::make_pair(t.name, std::string()));
-      if (it == index.weight_map.end() || it->first != t.name)
-        fail(t.name, fmt::format("tensor {} of {} is not listed in the index", quote_name(t.name),
-                                 index.files[i]));
-      if (it->second != index.files[i])
-        fail(t.name, fmt::format("tensor {} is in {} but the index lists {}", quote_name(t.name),
-                                 index.files[i], it->second));
     }
+  check_shard_index(index, names, source);
   if (index.total_size && *index.total_size != total)
-    fail("total_size", fmt::format("total_size is {}, the shards' tensors hold {} bytes",
-                                   *index.total_size, total));
+    throw Error(ErrorCode::format, Rule::index, "total_size", std::nullopt,
+                fmt::format("total_size is {}, the shards' tensors hold {} bytes", *index.total_size, total),
+                source);
 }
 
 namespace {

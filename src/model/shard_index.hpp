@@ -30,6 +30,10 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source);
 /// shard tensor is listed for that shard, total_size is the sum of the tensors' data bytes.
 void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
                        const std::string& source);
+/// The same for shards of any format, given the names each holds (in index.files order);
+/// total_size is not checked (a pickle's data bytes are not its tensors' bytes).
+void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string>>& names,
+                       const std::string& source);
 
 /// The index text transformers writes: json.dumps(indent=2, sort_keys=True) + "\n" (non-ASCII
 /// escaped as \uXXXX).

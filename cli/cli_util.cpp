@@ -19,6 +19,7 @@
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
 #include "tlio/location.hpp"
+#include "tlio/model.hpp"
 
 namespace tlio::cli {
 
@@ -54,6 +55,24 @@ void check_stdout_output(const std::string& out, bool json) {
 }
 
 std::FILE* report_stream(const std::string& out) { return tlio::is_standard_stream(out) ? stderr : stdout; }
+
+bool folder_input(const std::string& in, const std::string& out) {
+  if (tlio::is_standard_stream(in) || !tlio::is_model_directory(in, open_options())) return false;
+  if (tlio::is_standard_stream(out))
+    throw UsageError("IN is a model folder, so OUT is a folder too, not standard output "
+                     "(`tlio merge` makes one file of a folder)");
+  if (out.ends_with(".safetensors"))
+    throw UsageError(fmt::format("IN is a model folder, so OUT is a folder too, not the file '{}' "
+                                 "(`tlio merge` makes one file of a folder)", out));
+  return true;
+}
+
+std::string json_files_member(const std::vector<std::string>& files) {
+  if (files.empty()) return {};
+  std::vector<std::string> names;
+  for (const std::string& f : files) names.push_back(json_string(f));
+  return fmt::format(",\"files\":[{}]", fmt::join(names, ","));
+}
 
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 

@@ -55,6 +55,11 @@ tlio::OpenOptions open_options();
 void check_stdout_output(const std::string& out, bool json);
 /// Where a command's one-line report goes: stdout, or stderr when OUT is "-".
 std::FILE* report_stream(const std::string& out);
+/// Whether IN is a model folder (then OUT is one too: a usage error when it names a
+/// .safetensors file or standard output).
+bool folder_input(const std::string& in, const std::string& out);
+/// `,"files":[...]`: the files a folder rewrite published, for --json; "" for none.
+std::string json_files_member(const std::vector<std::string>& files);
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);

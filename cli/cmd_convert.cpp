@@ -13,6 +13,7 @@
 #include "tlio/convert_file.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
+#include "tlio/folder_rewrite.hpp"
 
 namespace tlio::cli {
 
@@ -31,6 +32,51 @@ std::pair<std::string, std::string> split_rename(const std::string& rule) {
   return {rule, std::string(1, '\0')};  // no '=': refused by the check below
 }
 
+struct Args {
+  std::string in, out, dtype, include, exclude;
+  std::vector<std::string> keep, drop, rename;
+  bool json = false;
+};
+
+// A model folder in, a folder out: its shards one by one (copied, or converted with --dtype).
+int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
+  tlio::FolderFiles files;
+  tlio::ConvertFileReport r;
+  {
+    ProgressBar bar(a.dtype.empty() ? "copying" : "converting");
+    auto progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+    if (a.dtype.empty()) {
+      r = tlio::copy_folder(a.in, a.out, selection, open_options(), progress, &files);
+    } else {
+      tlio::ConvertFileOptions options;
+      options.dtype = *tlio::parse_dtype_alias(a.dtype);
+      options.include = a.include;
+      options.exclude = a.exclude;
+      options.tensors = selection;
+      options.progress = progress;
+      r = tlio::convert_folder(a.in, a.out, options, open_options(), &files);
+    }
+    bar.finish();
+  }
+  const std::string dtype = a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
+  if (a.json) {
+    fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
+               "\"converted\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}}}\n",
+               json_string(display_location(a.in)), json_string(display_location(a.out)), r.converted + r.kept,
+               r.dropped, r.renamed, r.converted, dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype),
+               r.data_bytes_in, r.data_bytes_out, json_files_member(files));
+    return kExitOk;
+  }
+  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}, {} -> {}\n", display_location(a.in),
+             display_location(a.out), files.size(), files.size() == 1 ? "" : "s", r.converted + r.kept,
+             r.converted + r.kept == 1 ? "" : "s",
+             dtype.empty() ? "" : fmt::format(" ({} converted to {})", r.converted, dtype),
+             r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
+             r.renamed ? fmt::format(", {} renamed", r.renamed) : "", human_size(r.data_bytes_in),
+             human_size(r.data_bytes_out));
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_convert(CLI::App& app, int& exit_code) {
@@ -45,20 +91,17 @@ void add_convert(CLI::App& app, int& exit_code) {
       "them (each repeatable; \\1 inserts a group; keep and drop see the original names; rules\n"
       "run in order). A quantized weight moves whole: keep and drop decide by its logical name,\n"
       "and its stored tensors are renamed together. Two tensors renamed to one name is an error.\n"
-      "OUT may be IN itself: the new file replaces it atomically.\n\n"
+      "OUT may be IN itself: the new file replaces it atomically. IN may be a model folder\n"
+      "(shards with their index): OUT is then a folder with the same shards, a new index, and\n"
+      "config.json (its dtype set), tokenizer and generation files carried over.\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
       "      --rename '^encoder\\.(.*)=\\1'");
-  struct Args {
-    std::string in, out, dtype, include, exclude;
-    std::vector<std::string> keep, drop, rename;
-    bool json = false;
-  };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
   cmd->add_option("--dtype", a->dtype,
                   "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
                   "(also bf16, float16, float8_e4m3fn, ...)")
@@ -93,6 +136,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       selection.keep = a->keep;
       selection.drop = a->drop;
       for (const std::string& r : a->rename) selection.rename.push_back(split_rename(r));
+      if (folder_input(a->in, a->out)) return convert_folder(*a, selection);
       if (a->dtype.empty()) {
         tlio::EditOptions options;
         options.open = open_options();

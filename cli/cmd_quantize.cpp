@@ -12,6 +12,7 @@
 #include "tlio/bnb.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/folder_rewrite.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio::cli {
@@ -85,9 +86,9 @@ void add_quantize(CLI::App& app, int& exit_code) {
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
   cmd->add_option("--scheme", a->scheme, scheme_choices())
       ->required()
       ->check([](const std::string& v) -> std::string {
@@ -138,13 +139,15 @@ void add_quantize(CLI::App& app, int& exit_code) {
     }
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
-      tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("quantizing");
       o.include = a->include;
       o.exclude = a->exclude;
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      tlio::QuantizeReport r = tlio::quantize_file(src, a->out, o);
+      tlio::FolderFiles files;
+      const tlio::QuantizeReport r = folder_input(a->in, a->out)
+                                         ? tlio::quantize_folder(a->in, a->out, o, open_options(), &files)
+                                         : tlio::quantize_file(tlio::File::open(a->in, open_options()), a->out, o);
       bar.finish();
       if (a->json) {
         std::vector<std::string> items, kept;
@@ -162,10 +165,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
                                      fmt::join(names, ",")));
         }
         fmt::print("{{\"input\":{},\"output\":{},\"scheme\":{},\"items\":[{}],\"kept\":[{}],"
-                   "\"data_bytes_before\":{},\"data_bytes_after\":{}}}\n",
+                   "\"data_bytes_before\":{},\"data_bytes_after\":{}{}}}\n",
                    json_string(display_location(a->in)), json_string(a->out),
                    json_string(o.scheme.name()), fmt::join(items, ","), fmt::join(kept, ","),
-                   r.data_bytes_before, r.data_bytes_after);
+                   r.data_bytes_before, r.data_bytes_after, json_files_member(files));
         return kExitOk;
       }
       size_t done = 0;
@@ -217,9 +220,9 @@ void add_dequantize(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
   cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
@@ -232,18 +235,20 @@ void add_dequantize(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
-      tlio::File src = tlio::File::open(a->in, open_options());
       ProgressBar bar("dequantizing");
       std::optional<tlio::Dtype> dtype;
       if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);
-      tlio::DequantizeReport r = tlio::dequantize_file(
-          src, a->out, dtype,
-          [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
+      const tlio::ProgressCallback progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+      tlio::FolderFiles files;
+      const tlio::DequantizeReport r =
+          folder_input(a->in, a->out)
+              ? tlio::dequantize_folder(a->in, a->out, dtype, progress, open_options(), &files)
+              : tlio::dequantize_file(tlio::File::open(a->in, open_options()), a->out, dtype, progress);
       bar.finish();
       if (a->json) {
-        fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}}}\n",
+        fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",
                    json_string(display_location(a->in)), json_string(a->out), r.restored,
-                   json_string(r.scheme));
+                   json_string(r.scheme), json_files_member(files));
         return kExitOk;
       }
       fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,

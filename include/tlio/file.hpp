@@ -41,7 +41,8 @@ enum class Backend {
   /// writable_bytes); a written page becomes this process's own copy, the file never changes.
   /// Reserves no swap up front (MAP_NORESERVE), so a 100 GB file maps on a small machine.
   mmap_private,
-  /// An http:// or https:// URL (chosen by File::open for such names): the header in one or two
+  /// A source read by ranges over HTTP: http(s)://, s3://, gs://, and hf:// files not in the
+  /// local cache (File::open chooses it for them): the header in one or two
   /// range requests, each tensor's bytes by range when asked for; views own their bytes.
   http,
 };
@@ -201,7 +202,7 @@ class TLIO_API File {
   /// Copies a slice; with pread only the needed bytes are read.
   std::vector<std::byte> read_slice(std::string_view name, std::span<const SliceIndex> indices,
                                     std::vector<uint64_t>* shape = nullptr) const;
-  /// Reads `length` bytes of the data buffer at data offset `offset` into `dst`.
+  /// Reads dst.size() bytes of the data buffer at data offset `offset` into `dst`.
   void read_data(uint64_t offset, std::span<std::byte> dst) const;
   /// Reads several ranges of the data buffer (all checked first), as read_many does: split
   /// over threads, or for a URL, touching ranges in one request and several requests in flight.

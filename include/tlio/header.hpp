@@ -1,8 +1,8 @@
 // tlio/header.hpp: a validated safetensors header.
 //
-// A Header is produced only by Header::parse, which enforces reader rules 2-5 in the order
-// docs/format.md gives them; holding one means the rules hold. Rule 1 (the 8-byte length prefix)
-// (the 8-byte length prefix) is checked by File::open first.
+// A Header is produced only by the header parse (Header::parse, and File::open through the same
+// builder), which enforces reader rules 2-5 in the order docs/format.md gives them; holding one
+// means the rules hold. Rule 1 (the 8-byte length prefix) is checked by File::open first.
 #pragma once
 
 #include <cstddef>

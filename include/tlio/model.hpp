@@ -1,5 +1,6 @@
 // tlio/model.hpp: model directories (config.json + weights, one file or shards), their
-// architecture checks, sharding and merging, and the bigram tracer model.
+// architecture checks, sharding and merging, and folders of weights listed and checked (the
+// bigram tracer is in tlio/bigram.hpp, whole-folder rewrites in tlio/folder_rewrite.hpp).
 //
 // Errors about a directory are Error{format} with rule "model" (config.json, architecture,
 // tokenizer) or "index" (model.safetensors.index.json and its shards), naming the file and the
@@ -96,7 +97,8 @@ class TLIO_API Model {
   const ModelTensor* find(std::string_view name) const noexcept;
   /// Throws Error{not_found}.
   TensorView view(std::string_view name) const;
-  /// Quantized weights over all files (int4 pairs).
+  /// Quantized weights over all files, of every scheme (a weight whose parts are in different
+  /// shards counts once, whole).
   const std::vector<QuantizedWeight>& quantized() const noexcept { return quantized_; }
 
   /// The architecture checks: every expected tensor present with its shape (quantized weights

@@ -251,6 +251,19 @@ TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme
 /* dtype: TL_F32, TL_F16 or TL_BF16, or -1 for each weight's default dtype. */
 TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
+/* ---- model folders rewritten whole -----------------------------------------------------------
+ * `src` a model folder (model.safetensors, or shards with model.safetensors.index.json;
+ * config.json optional) at any location, `dst` a folder: the same shards and file names, a new
+ * index, config.json (its dtype set; after dequantize without quantization_config), tokenizer
+ * and generation files carried over; `dst` replaced as a whole or left as it was (as `tlio
+ * convert|quantize|dequantize DIR OUT`). `dst` may be `src`. */
+/* Floating tensors converted to `dtype`; -1: every tensor copied as it is (a canonical copy). */
+TL_API int tl_convert_folder(const char* src, const char* dst, int dtype);
+/* As tl_quantize_file_with, over every shard; the selection is the whole folder's. */
+TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options);
+/* As tl_dequantize_file, over every shard. */
+TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype);
+
 /* ---- comparing values ------------------------------------------------------------------------
  * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):
  * other dtypes, and quantized weights (int4, nf4, fp4, int8) dequantized, under their logical

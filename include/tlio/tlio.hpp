@@ -11,6 +11,7 @@
 #include "tlio/edit.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/folder_rewrite.hpp"
 #include "tlio/header.hpp"
 #include "tlio/interrupt.hpp"
 #include "tlio/location.hpp"

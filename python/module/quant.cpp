@@ -67,7 +67,8 @@ void bind_quant(py::module_& m) {
     tlio::QuantizeReport r;
     {
       LongCall call;  // a whole file: let other threads run
-      r = tlio::quantize_file(tlio::File::open(in), out, o);
+      r = tlio::is_model_directory(in) ? tlio::quantize_folder(in.string(), out.string(), o)
+                                       : tlio::quantize_file(tlio::File::open(in), out, o);
     }
     py::list items;
     for (const auto& i : r.items) {
@@ -91,7 +92,8 @@ void bind_quant(py::module_& m) {
       if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
     }
     LongCall call;
-    return tlio::dequantize_file(tlio::File::open(in), out, d).restored;
+    return tlio::is_model_directory(in) ? tlio::dequantize_folder(in.string(), out.string(), d).restored
+                                        : tlio::dequantize_file(tlio::File::open(in), out, d).restored;
   }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none());
 }
 

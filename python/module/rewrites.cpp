@@ -17,7 +17,8 @@ void bind_rewrites(py::module_& m) {
     tlio::ConvertFileReport r;
     {
       LongCall call;
-      r = tlio::convert_file(tlio::File::open(in), out, o);
+      r = tlio::is_model_directory(in) ? tlio::convert_folder(in.string(), out.string(), o)
+                                       : tlio::convert_file(tlio::File::open(in), out, o);
     }
     return py::make_tuple(r.converted, r.kept);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");

@@ -1,5 +1,5 @@
 // python/module/support.hpp: what the binding files (python/module/*.cpp, one per public header
-// they serve) share: long calls without the GIL, numpy views and dtypes, argument checks, writes
+// or group of headers they serve) share: long calls without the GIL, numpy views and dtypes, argument checks, writes
 // of dicts and items. Tensors come back as numpy arrays viewing the mapped file: each array holds
 // a reference to the file, so the mapping lives as long as any array of it.
 #pragma once

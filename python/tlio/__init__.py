@@ -464,7 +464,11 @@ def convert_file(src, dst, dtype, include="", exclude=""):
     """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
     converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
     or only those whose names match the regex `include` and not `exclude`. Returns a
-    ConvertResult(converted, kept)."""
+    ConvertResult(converted, kept).
+
+    `src` may be a model folder (model.safetensors, or shards with their index): `dst` is then
+    a folder with the same shards, a new index, config.json (its dtype set) and the tokenizer
+    and generation files, replacing `dst`'s previous weights as a whole or not at all."""
     converted, kept = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
                                          exclude)
     return ConvertResult(converted, kept)
@@ -481,8 +485,11 @@ def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nest
     others. 1-D tensors (biases, norms) stay as they are unless `include` names them and
     `allow_1d` is True. Selecting no tensor raises ValueError.
 
-    Returns one dict per tensor of `src`, in file order: name, quantized (bool), note (why it
-    was not, or ""), rmse and max_abs_error (of the dequantized values, for quantized ones)."""
+    `src` may be a model folder: `dst` is then a folder, shard by shard (see convert_file).
+
+    Returns one dict per selected tensor, in file order: name, quantized (bool), note (why a
+    tensor of the default selection was not, or ""), rmse and max_abs_error (of the
+    dequantized values, for quantized ones). Tensors outside the selection are not listed."""
     return _tlio.quantize_file(_os.fspath(src), _os.fspath(dst), scheme, include, exclude,
                                blocksize, nested, storage, allow_1d)
 
@@ -491,7 +498,8 @@ def dequantize_file(src, dst, dtype=None):
     """Writes `src` with every quantized weight restored as a plain tensor under its logical
     name (atomically), as ``tlio dequantize`` does: as `dtype` ("F32", "F16", "BF16"), or by
     default as its original dtype (bitsandbytes) or F32. Returns the number of weights
-    restored."""
+    restored. `src` may be a model folder: `dst` is then a folder (see convert_file), whose
+    config.json loses its quantization_config."""
     return _tlio.dequantize_file(_os.fspath(src), _os.fspath(dst),
                                  None if dtype is None else str(dtype))
 

@@ -1,6 +1,6 @@
-// capi/handles.hpp: what the C API's files (one per public header they serve) share: the handles
-// behind tlio.h's opaque types, and the boundary every entry point crosses (guard: every
-// exception a status code and a thread-local message).
+// capi/handles.hpp: what the C API's files (one per public header or group of headers they
+// serve) share: the handles behind tlio.h's opaque types, and the boundary every entry point
+// crosses (guard: every exception a status code and a thread-local message).
 // The function tl_tensor_info shares its name with the struct it fills (as the C API asks).
 #pragma once
 

@@ -77,34 +77,54 @@ void tl_quantize_options_init(tl_quantize_options* options) {
 static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
                                                      sizeof(void*);
 
+namespace {
+
+// tl_quantize_options as the library's, checked (struct_size, scheme) by the caller.
+tlio::QuantizeOptions quantize_options(const tl_quantize_options& c, tlio::OpenOptions& open) {
+  tlio::QuantizeOptions o;
+  o.scheme = tlio::QuantScheme::parse(c.scheme);
+  o.include = c.include ? c.include : "";
+  o.exclude = c.exclude ? c.exclude : "";
+  // Options left at their defaults are not given: a scheme without them takes them silently,
+  // one given to a scheme that lacks it is refused by the registry.
+  if (c.blocksize) o.scheme.set_option("blocksize", std::to_string(c.blocksize));
+  if (c.nested) o.scheme.set_option("nested", "true");
+  if (c.storage != TL_U8) o.scheme.set_option("storage", tl_dtype_name(c.storage));
+  if (c.progress) {
+    const tl_progress_fn fn = c.progress;
+    void* user = c.progress_user;
+    o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
+  }
+  if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token) open.token = c.token;
+  if (c.struct_size >= offsetof(tl_quantize_options, allow_1d) + sizeof(c.allow_1d))
+    o.allow_1d = c.allow_1d != 0;
+  return o;
+}
+
+#define TL_REQUIRE_QUANTIZE_OPTIONS(fn)                                                               \
+  TL_REQUIRE(src && dst && options, fn ": NULL argument");                                          \
+  TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&                                   \
+                 options->struct_size <= sizeof(tl_quantize_options),                               \
+             fn ": struct_size is not that of a tl_quantize_options (use tl_quantize_options_init)"); \
+  TL_REQUIRE(options->scheme, fn ": no scheme")
+
+}  // namespace
+
 int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_options* options) {
-  TL_REQUIRE(src && dst && options, "tl_quantize_file_with: NULL argument");
-  TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&
-                 options->struct_size <= sizeof(tl_quantize_options),
-             "tl_quantize_file_with: struct_size is not that of a tl_quantize_options "
-             "(use tl_quantize_options_init)");
-  TL_REQUIRE(options->scheme, "tl_quantize_file_with: no scheme");
+  TL_REQUIRE_QUANTIZE_OPTIONS("tl_quantize_file_with");
   return guard([&] {
-    const tl_quantize_options& c = *options;
-    tlio::QuantizeOptions o;
-    o.scheme = tlio::QuantScheme::parse(c.scheme);
-    o.include = c.include ? c.include : "";
-    o.exclude = c.exclude ? c.exclude : "";
-    // Options left at their defaults are not given: a scheme without them takes them silently,
-    // one given to a scheme that lacks it is refused by the registry.
-    if (c.blocksize) o.scheme.set_option("blocksize", std::to_string(c.blocksize));
-    if (c.nested) o.scheme.set_option("nested", "true");
-    if (c.storage != TL_U8) o.scheme.set_option("storage", tl_dtype_name(c.storage));
-    if (c.progress) {
-      const tl_progress_fn fn = c.progress;
-      void* user = c.progress_user;
-      o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
-    }
     tlio::OpenOptions open;
-    if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token) open.token = c.token;
-    if (c.struct_size >= offsetof(tl_quantize_options, allow_1d) + sizeof(c.allow_1d))
-      o.allow_1d = c.allow_1d != 0;
+    const tlio::QuantizeOptions o = quantize_options(*options, open);
     tlio::quantize_file(tlio::File::open(src, open), dst, o);
+  });
+}
+
+int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options) {
+  TL_REQUIRE_QUANTIZE_OPTIONS("tl_quantize_folder");
+  return guard([&] {
+    tlio::OpenOptions open;
+    const tlio::QuantizeOptions o = quantize_options(*options, open);
+    tlio::quantize_folder(src, dst, o, open);
   });
 }
 
@@ -127,6 +147,30 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
     std::optional<tlio::Dtype> d;
     if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
     tlio::dequantize_file(tlio::File::open(src), dst, d);
+  });
+}
+
+int tl_dequantize_folder(const char* src, const char* dst, int dtype) {
+  TL_REQUIRE(src && dst, "tl_dequantize_folder: NULL argument");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_folder: invalid dtype");
+  return guard([&] {
+    std::optional<tlio::Dtype> d;
+    if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
+    tlio::dequantize_folder(src, dst, d);
+  });
+}
+
+int tl_convert_folder(const char* src, const char* dst, int dtype) {
+  TL_REQUIRE(src && dst, "tl_convert_folder: NULL argument");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder: invalid dtype");
+  return guard([&] {
+    if (dtype == -1) {
+      tlio::copy_folder(src, dst, {});
+      return;
+    }
+    tlio::ConvertFileOptions o;
+    o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
+    tlio::convert_folder(src, dst, o);
   });
 }
 

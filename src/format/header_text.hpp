@@ -1,5 +1,6 @@
-// format/header_text.hpp: the canonical layout and header text (writer rules 1-4), shared by the
-// Writer and the tests that check the writer against the reference.
+// format/header_text.hpp: the canonical layout and header text (writer rules 1-4): what the
+// Writer writes, what File::is_canonical compares with, and the order shard, slice and edit
+// plan their outputs in.
 #pragma once
 
 #include <string>

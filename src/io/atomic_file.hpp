@@ -14,7 +14,7 @@
 //  - Leftovers of a killed process are removed by the next write to the same destination, once
 //    that process is gone. Nothing else is ever removed.
 //  - A destination in an object store (s3://, gs://) is built in an unnamed temporary file too;
-//    commit uploads it whole (io/store.hpp: one PUT or a multipart upload, aborted on failure),
+//    commit uploads it whole (io/s3_client.hpp: one PUT or a multipart upload, aborted on failure),
 //    so the object appears only complete and an existing one stays as it was until then.
 //  - The destination "-" is standard output: the bytes go to an unnamed temporary file (it
 //    vanishes with the process) and commit copies them to stdout, in order, so a pipe gets the
@@ -76,8 +76,9 @@ class OutputSet {
   void add_text(const Location& dest, std::string_view text);
   /// Adds a copy of the local file `src` (side files such as config.json), copied in the kernel.
   void add_copy(const std::filesystem::path& src, const Location& dest);
-  /// Publishes every file, then runs `then` (e.g. removing what the set replaces), all with
-  /// the stop signals held; the set is empty afterwards.
+  /// Publishes every file, then runs `then` (e.g. removing what the set replaces); the set is
+  /// empty afterwards. Renames run with the stop signals held; uploads with them free (a
+  /// handler cannot undo an upload: each aborts itself when asked to stop).
   void commit(const std::function<void()>& then = {});
   bool empty() const noexcept { return files_.empty(); }
 

@@ -1,4 +1,5 @@
-// model/model.cpp: config.json, the shard index, opening a model directory, architecture checks.
+// model/model.cpp: config.json, opening a model directory (its weights through model/layout),
+// architecture checks.
 #include <simdjson.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// model/shard_index.hpp: model.safetensors.index.json: read and checked (every failure a format
-// error naming the index), checked against its opened shards, and written as transformers does.
+// model/shard_index.hpp: shard indexes (model.safetensors.index.json, pytorch_model.bin.index.json
+// and indexes of other names): read and checked (every failure a format error naming the index),
+// checked against the names its shards hold, and written as transformers does.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@ struct ShardIndex {
   std::optional<uint64_t> total_size;
 };
 
-/// Reads model.safetensors.index.json: weight_map names must be plain file names in the same
+/// Reads an index file: weight_map names must be plain file names in the same
 /// directory, and no tensor may be listed twice.
 ShardIndex read_shard_index(const std::filesystem::path& path);
 /// The same from the index text; `source` names it in errors.

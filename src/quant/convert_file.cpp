@@ -9,6 +9,7 @@
 
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
+#include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "quant/tensor_selection.hpp"
 #include "tlio/convert_file.hpp"
@@ -16,8 +17,6 @@
 #include "tlio/quant.hpp"
 
 namespace tlio {
-
-using detail::for_tensor;
 
 namespace {
 
@@ -27,26 +26,26 @@ constexpr size_t kConvertChunkBytes = size_t{16} << 20;
 
 }  // namespace
 
-ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
-                               const ConvertFileOptions& options) {
+namespace detail {
+
+ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOptions& options,
+                               const StoredParts& quantized_parts, bool convert_dtypes, bool allow_empty) {
   const Dtype to = options.dtype;
-  if (!is_floating(to) || !can_convert(Dtype::F32, to))
+  if (convert_dtypes && (!is_floating(to) || !can_convert(Dtype::F32, to)))
     throw_invalid(fmt::format("cannot convert tensors to {}: not a supported floating dtype",
                               dtype_name(to)));
-  const detail::NameFilter filter(options.include, options.exclude);
+  const NameFilter filter(options.include, options.exclude);
 
   ConvertFileReport report;
-  const detail::SelectionPlan plan = detail::plan_selection(src, options.tensors);
+  const SelectionPlan plan = plan_selection(src, options.tensors, allow_empty);
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
-  Writer w = Writer::to_file(out);
   w.set_metadata(src.metadata());
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
-  const auto quantized_parts = detail::stored_tensor_names(find_quantized_weights(src));
   std::map<std::string_view, const TensorInfo*> source_of;
-  for (const detail::SelectedTensor& p : plan.tensors) {
+  for (const SelectedTensor& p : plan.tensors) {
     const TensorInfo& t = *p.source;
-    bool c = is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
+    bool c = convert_dtypes && is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
              !quantized_parts.contains(t.name) && filter.selects(t.name, true);
     w.declare(p.name, c ? to : t.dtype, t.shape);
     source_of.emplace(p.name, &t);
@@ -103,6 +102,16 @@ ConvertFileReport convert_file(const File& src, const std::filesystem::path& out
           kConvertChunkBytes);
     });
   }
+  return report;
+}
+
+}  // namespace detail
+
+ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
+                               const ConvertFileOptions& options) {
+  Writer w = Writer::to_file(out);
+  const ConvertFileReport report = detail::convert_into(
+      src, w, options, detail::stored_tensor_names(find_quantized_weights(src)), true, false);
   w.commit();
   return report;
 }

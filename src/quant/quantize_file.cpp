@@ -1,6 +1,6 @@
-// quant/quantize_file.cpp: whole-file quantize and dequantize (tlio quantize / dequantize).
-// Both stream: tensors are processed in chunks of elements, so memory stays bounded whatever the
-// model size (a nested bnb weight keeps its absmax, one float per block, until the end).
+// quant/quantize_file.cpp: whole-file quantize (tlio quantize). It streams: tensors are processed
+// in chunks of elements, so memory stays bounded whatever the model size (a nested bnb weight
+// keeps its absmax, one float per block, until the end).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -13,6 +13,7 @@
 #include "common/text.hpp"
 #include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -24,29 +25,29 @@ namespace tlio {
 
 using detail::quote_name;
 
-QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
-                             const QuantizeOptions& options) {
-  const std::unique_ptr<detail::WeightEncoder> scheme =
-      detail::scheme_entry(options.scheme.kind()).encoder(options.scheme.options());
-  const detail::NameFilter filter(options.include, options.exclude);
+namespace detail {
+
+QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& options,
+                             const std::vector<QuantizedWeight>& existing, bool allow_none) {
+  const std::unique_ptr<WeightEncoder> scheme =
+      scheme_entry(options.scheme.kind()).encoder(options.scheme.options());
+  const NameFilter filter(options.include, options.exclude);
 
   // Weights already quantized stay as they are; a file holds one int4 group.
-  std::vector<QuantizedWeight> existing = find_quantized_weights(src);
   for (const auto& q : existing)
     if (options.scheme.kind() == SchemeKind::int4 && q.scheme.kind() == SchemeKind::int4 &&
         !(q.scheme == options.scheme))
       throw_invalid(fmt::format("the file already holds {} weights; cannot add {}",
                                 q.scheme.name(), options.scheme.name()));
-  const auto stored = detail::stored_tensor_names(existing);
+  const auto stored = stored_tensor_names(existing);
   auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
 
-  // The output first: a destination that is not a file is refused before anything else.
-  Writer w = Writer::to_file(out);
   QuantizeReport report;
   // Why the tensors not quantized are kept, in this order.
   enum Why : size_t { already_quantized, not_selected, excluded, one_d, kWhyCount };
   std::vector<std::vector<std::string>> kept_for(kWhyCount);
-  for (const QuantizedWeight& q : existing) kept_for[already_quantized].push_back(q.name);
+  for (const QuantizedWeight& q : existing)
+    if (src.header().find(q.stored.front())) kept_for[already_quantized].push_back(q.name);
   // The decision for each tensor, before anything is declared: a selection of nothing is an
   // error with nothing written.
   std::vector<const TensorInfo*> selected;
@@ -74,7 +75,7 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       "matched by exclude", "1-D (biases, norms)"};
   for (size_t r = 0; r < kWhyCount; ++r)
     if (!kept_for[r].empty()) report.kept.push_back({reasons[r], std::move(kept_for[r])});
-  if (selected.empty()) {
+  if (selected.empty() && !allow_none) {
     std::string why;
     for (const QuantizeReport::Kept& k : report.kept)
       why += fmt::format("; {} {}{}", k.names.size(), k.reason,
@@ -136,7 +137,6 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
       throw e.with_tensor(t.name, "tensor " + quote_name(t.name));
     }
   }
-  w.commit();
   // Skipped and quantized items were recorded in two passes: back into file order.
   std::unordered_map<std::string_view, size_t> position;
   for (size_t i = 0; i < src.tensors().size(); ++i) position.emplace(src.tensors()[i].name, i);
@@ -149,55 +149,14 @@ QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
   return report;
 }
 
-DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out,
-                                 std::optional<Dtype> dtype, const ProgressCallback& progress) {
-  if (dtype && *dtype != Dtype::F32 && *dtype != Dtype::F16 && *dtype != Dtype::BF16)
-    throw_invalid(fmt::format("dequantize writes F32, F16 or BF16, not {}", dtype_name(*dtype)));
-  const std::vector<QuantizedWeight> weights = find_quantized_weights(src);
-  DequantizeReport report;
-  report.restored = weights.size();
-  for (const auto& q : weights)
-    if (report.scheme.find(q.scheme.name()) == std::string::npos)
-      report.scheme += (report.scheme.empty() ? "" : ", ") + q.scheme.name();
-  const auto stored = detail::stored_tensor_names(weights);
-  auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
+}  // namespace detail
+
+QuantizeReport quantize_file(const File& src, const std::filesystem::path& out,
+                             const QuantizeOptions& options) {
+  const std::vector<QuantizedWeight> existing = find_quantized_weights(src);
+  // The output first: a destination that is not a file is refused before anything else.
   Writer w = Writer::to_file(out);
-  Metadata meta = src.metadata();
-  meta.erase("quant");
-  w.set_metadata(meta);
-  for (const TensorInfo& t : src.tensors())
-    if (!is_stored_part(t.name)) w.declare(t.name, t.dtype, t.shape);
-  for (const QuantizedWeight& q : weights) {
-    if (src.header().find(q.name) && !is_stored_part(q.name))
-      throw_invalid(fmt::format("cannot restore {}: a tensor of that name exists", quote_name(q.name)));
-    w.declare(q.name, dtype.value_or(q.dtype), q.shape);
-  }
-  uint64_t total = 0, done = 0;
-  for (const TensorInfo& t : w.layout()) total += t.byte_size();
-  auto tick = [&](uint64_t bytes) {
-    done += bytes;
-    if (progress) progress(done, total);
-  };
-  std::vector<std::string_view> kept;
-  for (const TensorInfo& t : src.tensors())
-    if (!is_stored_part(t.name)) kept.push_back(t.name);
-  w.copy_many_from(src, kept, {}, tick);
-  // Chunks small enough to stay in the cache between being made and being written.
-  constexpr uint64_t kDequantizeChunk = uint64_t{128} << 10;
-  std::vector<std::byte> buf;  // reused: faulted in once
-  for (const QuantizedWeight& q : weights) {
-    const QuantizedReader reader(src, q);
-    const Dtype to = dtype.value_or(q.dtype);
-    const uint64_t n = reader.element_count(), out_bytes = dtype_bits(to) / 8;
-    for (uint64_t i = 0; i < n; i += kDequantizeChunk) {
-      const uint64_t m = std::min(kDequantizeChunk, n - i);
-      buf.resize(std::max<size_t>(buf.size(), m * out_bytes));
-      const std::span<std::byte> part = std::span(buf).first(m * out_bytes);
-      reader.read(i, m, to, part);
-      w.append(q.name, part);
-      tick(part.size());
-    }
-  }
+  QuantizeReport report = detail::quantize_into(src, w, options, existing, false);
   w.commit();
   return report;
 }

@@ -81,7 +81,7 @@ std::string common_stem(const std::vector<std::string>& names) {
 
 }  // namespace
 
-SelectionPlan plan_selection(const File& src, const TensorSelection& selection) {
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty) {
   std::vector<std::regex> keep, drop;
   for (const std::string& re : selection.keep) keep.push_back(compile_regex(re, "keep"));
   for (const std::string& re : selection.drop) drop.push_back(compile_regex(re, "drop"));
@@ -165,7 +165,7 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection) 
                     name);
     plan.tensors.push_back({&t, std::move(name)});
   }
-  if (plan.tensors.empty() && !src.tensors().empty())
+  if (plan.tensors.empty() && !src.tensors().empty() && !allow_empty)
     throw_invalid(fmt::format("the selection leaves none of the {} tensor{} of {}",
                               src.tensors().size(), src.tensors().size() == 1 ? "" : "s",
                               src.name()));

@@ -26,7 +26,8 @@ struct SelectionPlan {
 
 /// Applies `selection` to the tensors of `src` (see TensorSelection). Throws
 /// Error{invalid_argument} for a bad regex or replacement, for two tensors given one name
-/// (naming both sources and the name), and when no tensor of a file that has some is kept.
-SelectionPlan plan_selection(const File& src, const TensorSelection& selection);
+/// (naming both sources and the name), and, unless `allow_empty` (a shard of a folder, whose
+/// caller checks the whole), when no tensor of a file that has some is kept.
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty = false);
 
 }  // namespace tlio::detail

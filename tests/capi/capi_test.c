@@ -430,6 +430,37 @@ static void test_model(const char* dir) {
   CHECK(tl_model_find(m, "nope", &f, &index) == TL_ENOTFOUND);
   CHECK(strstr(tl_last_error(), "\"nope\"") != NULL);
   tl_model_close(m);
+
+  /* The folder rewritten whole: converted, quantized, dequantized, config.json carried over. */
+  char out[2100], quantized[2100], restored[2100];
+  snprintf(out, sizeof out, "%s-bf16", path);
+  snprintf(quantized, sizeof quantized, "%s-nf4", path);
+  snprintf(restored, sizeof restored, "%s-restored", path);
+  CHECK(tl_convert_folder(path, out, TL_BF16) == TL_OK);
+  CHECK(tl_model_open(out, &m) == TL_OK);
+  if (m) {
+    CHECK(tl_model_find(m, "bigram.weight", &f, &index) == TL_OK);
+    CHECK(f && tl_tensor_info(f, index, &info) == TL_OK && info.dtype == TL_BF16 &&
+          ((const uint16_t*)info.data)[8] == 0x3F80); /* 1.0 */
+    tl_model_close(m);
+  }
+  tl_quantize_options q;
+  tl_quantize_options_init(&q);
+  q.scheme = "nf4";
+  q.include = "^bigram";
+  CHECK(tl_quantize_folder(out, quantized, &q) == TL_OK);
+  CHECK(tl_dequantize_folder(quantized, restored, TL_F32) == TL_OK);
+  CHECK(tl_model_open(restored, &m) == TL_OK);
+  if (m) {
+    CHECK(tl_model_find(m, "bigram.weight", &f, &index) == TL_OK);
+    CHECK(f && tl_tensor_info(f, index, &info) == TL_OK && info.dtype == TL_F32 && info.rank == 2);
+    tl_model_close(m);
+  }
+  CHECK(tl_convert_folder(path, out, -1) == TL_OK);
+  CHECK(tl_convert_folder(path, out, TL_I32) == TL_EINVAL);
+  q.include = "^nothing$";
+  CHECK(tl_quantize_folder(out, quantized, &q) == TL_EINVAL);
+  CHECK(tl_convert_folder(dir, out, TL_F16) == TL_EIO); /* no weights there */
 }
 
 /* Metadata edited in place, tensors kept, dropped and renamed by rewrite, refusals. */

@@ -70,7 +70,10 @@ pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use model::Model;
 pub use plan::{PlanItem, PlanOptions, PlannedRead, ReadPlan};
-pub use quant::{dequantize_file, quantize_file, QuantizeOptions};
+pub use quant::{
+    convert_folder, dequantize_file, dequantize_folder, quantize_file, quantize_folder,
+    QuantizeOptions,
+};
 pub use trust::{hash_file, sign_folder, verify_signature};
 pub use writer::Writer;
 

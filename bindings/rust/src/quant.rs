@@ -1,4 +1,5 @@
-//! Whole-file quantization and dequantization (as `tlio quantize` and `tlio dequantize`).
+//! Whole-file and whole-folder quantization and dequantization (as `tlio quantize` and `tlio
+//! dequantize`), and folders converted (as `tlio convert DIR OUT`).
 use std::ffi::CString;
 use std::os::raw::c_void;
 use std::path::Path;
@@ -58,7 +59,39 @@ pub fn quantize_file(
     dst: impl AsRef<Path>,
     options: QuantizeOptions<'_>,
 ) -> Result<()> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    quantize_with(
+        src.as_ref(),
+        dst.as_ref(),
+        options,
+        sys::tl_quantize_file_with,
+    )
+}
+
+/// The model folder `src` (model.safetensors, or shards with their index) quantized shard by
+/// shard into the folder `dst`: the same shards, a new index, config.json and the tokenizer
+/// files carried over, `dst` replaced as a whole or left as it was. The selection is the whole
+/// folder's.
+pub fn quantize_folder(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    options: QuantizeOptions<'_>,
+) -> Result<()> {
+    quantize_with(src.as_ref(), dst.as_ref(), options, sys::tl_quantize_folder)
+}
+
+type QuantizeCall = unsafe extern "C" fn(
+    *const std::os::raw::c_char,
+    *const std::os::raw::c_char,
+    *const sys::tl_quantize_options,
+) -> std::os::raw::c_int;
+
+fn quantize_with(
+    src: &Path,
+    dst: &Path,
+    options: QuantizeOptions<'_>,
+    call: QuantizeCall,
+) -> Result<()> {
+    let (src, dst) = (c_path(src)?, c_path(dst)?);
     let scheme = c_name(&options.scheme)?;
     let (include, exclude) = (optional(&options.include)?, optional(&options.exclude)?);
     let token = optional(&options.token)?;
@@ -84,7 +117,7 @@ pub fn quantize_file(
         o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
     }
     // SAFETY: every pointer in o outlives the call.
-    check(unsafe { sys::tl_quantize_file_with(src.as_ptr(), dst.as_ptr(), &o) })
+    check(unsafe { call(src.as_ptr(), dst.as_ptr(), &o) })
 }
 
 /// Writes `src` with every quantized weight restored to a plain tensor: as `dtype` (F32, F16 or
@@ -98,5 +131,34 @@ pub fn dequantize_file(
     // SAFETY: NUL-terminated paths.
     check(unsafe {
         sys::tl_dequantize_file(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
+    })
+}
+
+/// The model folder `src` with every quantized weight restored, shard by shard, into the folder
+/// `dst` (see `quantize_folder`); config.json loses its quantization_config.
+pub fn dequantize_folder(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    dtype: Option<Dtype>,
+) -> Result<()> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    // SAFETY: NUL-terminated paths.
+    check(unsafe {
+        sys::tl_dequantize_folder(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
+    })
+}
+
+/// The model folder `src` rewritten into the folder `dst` (see `quantize_folder`) with its
+/// floating tensors converted to `dtype`, or copied as they are when None; config.json's dtype
+/// follows.
+pub fn convert_folder(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    dtype: Option<Dtype>,
+) -> Result<()> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    // SAFETY: NUL-terminated paths.
+    check(unsafe {
+        sys::tl_convert_folder(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
     })
 }

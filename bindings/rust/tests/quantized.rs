@@ -121,3 +121,60 @@ fn a_malformed_quantized_weight_is_a_format_error() {
         e
     );
 }
+
+#[test]
+fn folders_are_rewritten_shard_by_shard() {
+    let dir = scratch("folders");
+    let src = data().join("models/sharded");
+    let (f16, q, restored) = (dir.join("f16"), dir.join("q"), dir.join("restored"));
+    tlio::convert_folder(&src, &f16, Some(tlio::Dtype::F16)).unwrap();
+    let m = tlio::Model::open(&f16).unwrap();
+    let source = tlio::Model::open(&src).unwrap();
+    assert_eq!(m.files().len(), source.files().len());
+    for name in source.names() {
+        assert_eq!(
+            m.tensor(name).unwrap().dtype(),
+            tlio::Dtype::F16,
+            "{}",
+            name
+        );
+        // F16 holds these values to within its rounding (2^-11 relative, 2^-25 among subnormals).
+        let (a, b) = (
+            source.read_as_f32(name).unwrap(),
+            m.read_as_f32(name).unwrap(),
+        );
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(x, y)| (x - y).abs() <= x.abs() / 1024.0 + 3e-8),
+            "{}",
+            name
+        );
+    }
+    let mut o = tlio::QuantizeOptions::new("nf4");
+    o.include = Some("proj".into());
+    tlio::quantize_folder(&f16, &q, o).unwrap();
+    let quantized: usize = tlio::Model::open(&q)
+        .unwrap()
+        .files()
+        .iter()
+        .map(|f| f.quantized().unwrap().len())
+        .sum();
+    assert_eq!(quantized, 2);
+    tlio::dequantize_folder(&q, &restored, Some(tlio::Dtype::BF16)).unwrap();
+    let r = tlio::Model::open(&restored).unwrap();
+    assert_eq!(r.names().len(), source.names().len());
+    // Nothing to quantize: an error, and the output folder left as it was.
+    let mut o = tlio::QuantizeOptions::new("nf4");
+    o.include = Some("^nothing$".into());
+    let e = tlio::quantize_folder(&src, &restored, o).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert_eq!(
+        tlio::Model::open(&restored)
+            .unwrap()
+            .tensor("model.layers.0.mlp.down_proj.weight")
+            .unwrap()
+            .dtype(),
+        tlio::Dtype::BF16
+    );
+}

@@ -1,0 +1,55 @@
+// tlio/folder_rewrite.hpp: model folders rewritten whole: converted, copied with a selection,
+// quantized and dequantized, folder in and folder out, at any location.
+//
+// The source is a model folder (model.safetensors, or shards with model.safetensors.index.json;
+// config.json optional) of any store. The output folder keeps the source's sharding and file names
+// (a shard whose tensors were all left out is not written), gets a new index made from what was
+// written (total_size included), and gets the source's config.json (with its dtype, and after
+// dequantize without quantization_config), generation, tokenizer and chat-template files, README.md
+// and LICENSE. It is replaced as a set: every file is written first, then all are renamed in (an
+// object store: uploaded, index last), and the previous weights the new set does not have are
+// removed; on an error nothing changes. Quantized weights are found over all shards, so one whose
+// parts a sharder split still counts whole. OUT may be SRC itself.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlio/convert_file.hpp"
+#include "tlio/edit.hpp"
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio {
+
+/// The files a folder rewrite published, in order: weights, index, carried files.
+using FolderFiles = std::vector<std::string>;
+
+/// convert_file over every shard (options.progress: source bytes done / total over the folder).
+/// config.json's "torch_dtype" (and "dtype", where written) becomes options.dtype's torch name.
+TLIO_API ConvertFileReport convert_folder(const std::string& src, const std::string& out,
+                                          const ConvertFileOptions& options, const OpenOptions& open = {},
+                                          FolderFiles* files = nullptr);
+
+/// The folder copied canonically with `tensors` choosing and naming the tensors (no dtype
+/// changes): what `tlio convert DIR OUT` does without --dtype. Counts as convert_folder's.
+TLIO_API ConvertFileReport copy_folder(const std::string& src, const std::string& out,
+                                       const TensorSelection& tensors, const OpenOptions& open = {},
+                                       const ProgressCallback& progress = {}, FolderFiles* files = nullptr);
+
+/// quantize_file over every shard; the selection and its errors are the whole folder's (a shard
+/// with nothing to quantize is copied).
+TLIO_API QuantizeReport quantize_folder(const std::string& src, const std::string& out,
+                                        const QuantizeOptions& options, const OpenOptions& open = {},
+                                        FolderFiles* files = nullptr);
+
+/// dequantize_file over every shard: each weight restored in the shard of its first stored
+/// tensor. config.json loses "quantization_config"; its dtype becomes `dtype`'s when given.
+TLIO_API DequantizeReport dequantize_folder(const std::string& src, const std::string& out,
+                                            std::optional<Dtype> dtype = std::nullopt,
+                                            const ProgressCallback& progress = {}, const OpenOptions& open = {},
+                                            FolderFiles* files = nullptr);
+
+}  // namespace tlio

@@ -1,0 +1,93 @@
+"""Model folders in and out: convert_file, quantize_file and dequantize_file given a Hugging Face
+folder (shards with their index, config.json, tokenizer files) write a folder with the same
+shards, a new index and config.json edited; torch's own dtype conversion is the oracle."""
+import json
+
+import pytest
+import torch
+
+import tlio
+import tlio.torch
+
+
+def hf_folder(path, dtype=torch.float32):
+    """Two shards, their index, config.json and tokenizer.json, as save_pretrained writes them."""
+    torch.manual_seed(0)
+    shards = {
+        "model-00001-of-00002.safetensors": {
+            "model.embed_tokens.weight": torch.randn(32, 16, dtype=dtype),
+            "model.layers.0.self_attn.q_proj.weight": torch.randn(16, 16, dtype=dtype),
+        },
+        "model-00002-of-00002.safetensors": {
+            "model.layers.0.mlp.up_proj.weight": torch.randn(48, 16, dtype=dtype),
+            "model.norm.weight": torch.ones(16, dtype=dtype),
+            "model.layers.0.self_attn.rotary.inv_freq": torch.arange(8, dtype=torch.int64),
+        },
+    }
+    path.mkdir()
+    weight_map, total = {}, 0
+    for file, tensors in shards.items():
+        tlio.torch.save_file(tensors, path / file, metadata={"format": "pt"})
+        for name, t in tensors.items():
+            weight_map[name] = file
+            total += t.numel() * t.element_size()
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    (path / "config.json").write_text(json.dumps(
+        {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "torch_dtype": "float32",
+         "hidden_size": 16, "vocab_size": 32}, indent=2) + "\n")
+    (path / "tokenizer.json").write_text('{"version": "1.0"}')
+    return shards
+
+
+def test_convert_a_folder_keeps_its_shards(tmp_path):
+    shards = hf_folder(tmp_path / "src")
+    result = tlio.convert_file(tmp_path / "src", tmp_path / "out", "bf16")
+    assert result == (4, 1)  # the int64 tensor is kept
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (tmp_path / "src").iterdir())
+    for file, tensors in shards.items():
+        got = tlio.torch.load_file(out / file)
+        assert got.keys() == tensors.keys()
+        for name, t in tensors.items():
+            want = t.to(torch.bfloat16) if t.is_floating_point() else t
+            assert got[name].dtype == want.dtype and torch.equal(got[name], want), name
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    assert index["weight_map"] == json.loads((tmp_path / "src/model.safetensors.index.json").read_text())["weight_map"]
+    assert index["metadata"]["total_size"] == sum(
+        t.numel() * (2 if t.is_floating_point() else 8) for ts in shards.values() for t in ts.values())
+    config = json.loads((out / "config.json").read_text())
+    assert config["torch_dtype"] == "bfloat16" and config["vocab_size"] == 32
+    assert (out / "tokenizer.json").read_text() == '{"version": "1.0"}'
+
+
+def test_quantize_and_dequantize_a_folder(tmp_path):
+    hf_folder(tmp_path / "src")
+    items = tlio.quantize_file(tmp_path / "src", tmp_path / "q", "nf4")
+    assert sorted(i["name"] for i in items if i["quantized"]) == [
+        "model.layers.0.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
+    # Each shard as quantize_file makes it from that shard alone.
+    for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        tlio.quantize_file(tmp_path / "src" / shard, tmp_path / "alone.safetensors", "nf4",
+                           include="_proj.weight")
+        assert (tmp_path / "q" / shard).read_bytes() == (tmp_path / "alone.safetensors").read_bytes()
+    config = json.loads((tmp_path / "src/config.json").read_text())
+    config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    (tmp_path / "q/config.json").write_text(json.dumps(config, indent=2))
+    assert tlio.dequantize_file(tmp_path / "q", tmp_path / "dq", "F16") == 2
+    restored = json.loads((tmp_path / "dq/config.json").read_text())
+    assert "quantization_config" not in restored and restored["torch_dtype"] == "float16"
+    got = tlio.torch.load_file(tmp_path / "dq/model-00002-of-00002.safetensors")
+    assert got["model.layers.0.mlp.up_proj.weight"].dtype == torch.float16
+    assert got["model.layers.0.mlp.up_proj.weight"].shape == (48, 16)
+
+
+def test_a_folder_out_is_all_or_nothing(tmp_path):
+    hf_folder(tmp_path / "src")
+    tlio.convert_file(tmp_path / "src", tmp_path / "out", "f16")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    with pytest.raises(ValueError, match="no tensor"):
+        tlio.quantize_file(tmp_path / "src", tmp_path / "out", "nf4", include="^nothing$")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    with pytest.raises(FileNotFoundError):
+        tlio.convert_file(tmp_path / "missing", tmp_path / "out2", "f16")

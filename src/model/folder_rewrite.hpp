@@ -1,0 +1,55 @@
+// model/folder_rewrite.hpp: a model folder rewritten whole into another (or itself), shard by
+// shard: what convert, quantize and dequantize of a folder share. The output keeps the source's
+// sharding and file names (a shard left with no tensor is not written), gets an index made from
+// what was written, carries config.json (edited by the caller), tokenizer and generation files
+// over, and replaces the previous contents of the output folder as a set: all of it or none.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/location.hpp"
+#include "model/layout.hpp"
+#include "model/location.hpp"
+#include "quant/tensor_set.hpp"
+#include "tlio/file.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio::detail {
+
+/// The files besides the weights a rewritten folder carries over when the source has them (a
+/// fixed list, so that every store, listable or not, gives the same folder; a checkpoint such as
+/// `original/consolidated.pth` is never copied by accident).
+inline constexpr const char* kCarriedFiles[] = {
+    "config.json",           "generation_config.json", "tokenizer.json",  "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json",   "tokenizer.model", "vocab.json",
+    "vocab.txt",             "merges.txt",             "chat_template.jinja", "chat_template.json",
+    "preprocessor_config.json", "processor_config.json", "README.md",     "LICENSE"};
+
+/// A model folder's weights, opened, with the set of all their tensors.
+struct FolderSource {
+  FolderSource(Location dir, const OpenOptions& options);
+  ModelLocation where;
+  WeightFiles weights;
+  std::unique_ptr<TensorSet> set;  // over weights.files, which never move once opened
+  uint64_t data_bytes = 0;         // of every shard
+};
+
+struct FolderRewrite {
+  /// Declares and writes the output of source shard `shard` into `w` (not committed); reports
+  /// its progress as (done, total) of that shard's output.
+  std::function<void(size_t shard, Writer& w, const ProgressCallback& progress)> write_shard;
+  /// config.json's new text from its text; empty: copied as it is.
+  std::function<std::string(const std::string& text, const std::string& name)> edit_config;
+  /// Runs when every file is written and before any is published: a last check of the whole.
+  std::function<void()> before_publish;
+  /// Source bytes done / total, over all shards.
+  ProgressCallback progress;
+};
+
+/// What was published: the weight files, the index, the carried files, in that order.
+std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out, const FolderRewrite& how);
+
+}  // namespace tlio::detail

@@ -1,0 +1,165 @@
+// model/folder_rewrites.cpp: convert, copy, quantize and dequantize of whole model folders
+// (tlio/folder_rewrite.hpp): each a step per shard (quant/rewrite_steps.hpp) over the shared
+// folder rewrite, with the checks of the whole folder and config.json's edits.
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "common/json_doc.hpp"
+#include "common/json_members.hpp"
+#include "common/json_text.hpp"
+#include "model/folder_rewrite.hpp"
+#include "quant/rewrite_steps.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/error.hpp"
+#include "tlio/folder_rewrite.hpp"
+
+namespace tlio {
+
+using detail::quote_name;
+
+namespace {
+
+// torch's name of a floating dtype, as config.json records it ("bfloat16").
+std::string torch_dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::F16: return "float16";
+    case Dtype::BF16: return "bfloat16";
+    case Dtype::F32: return "float32";
+    case Dtype::F64: return "float64";
+    case Dtype::F8_E4M3: return "float8_e4m3fn";
+    case Dtype::F8_E5M2: return "float8_e5m2";
+    default: return std::string(dtype_name(d));
+  }
+}
+
+// config.json with its dtype set: "torch_dtype" and "dtype", whichever it has (transformers
+// wrote the first, newer versions the second), "torch_dtype" when it has neither.
+std::string with_dtype(const std::string& config, const std::string& source, Dtype d) {
+  const std::string value = "\"" + torch_dtype_name(d) + "\"";
+  const detail::JsonDoc doc(config, source, Rule::model);
+  const bool has_torch = !doc.root()["torch_dtype"].error(), has_new = !doc.root()["dtype"].error();
+  std::string out = config;
+  if (has_torch || !has_new) out = detail::set_json_member(out, "torch_dtype", value, source, Rule::model);
+  if (has_new) out = detail::set_json_member(out, "dtype", value, source, Rule::model);
+  return out;
+}
+
+detail::FolderSource open_folder(const std::string& src, const OpenOptions& open) {
+  return detail::FolderSource(detail::Location::parse(src), open);
+}
+
+void add(ConvertFileReport& total, const ConvertFileReport& r) {
+  total.converted += r.converted;
+  total.kept += r.kept;
+  total.dropped += r.dropped;
+  total.renamed += r.renamed;
+  total.data_bytes_in += r.data_bytes_in;
+  total.data_bytes_out += r.data_bytes_out;
+}
+
+ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
+                                  bool convert_dtypes, const OpenOptions& open, FolderFiles* files) {
+  const detail::FolderSource source = open_folder(src, open);
+  const detail::StoredParts parts = detail::stored_tensor_names(detail::find_quantized_weights(*source.set));
+  ConvertFileReport total;
+  detail::FolderRewrite how;
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
+    ConvertFileOptions o = options;
+    o.progress = progress;
+    add(total, detail::convert_into(source.weights.files[i], w, o, parts, convert_dtypes, true));
+  };
+  if (convert_dtypes)
+    how.edit_config = [&](const std::string& text, const std::string& name) {
+      return with_dtype(text, name, options.dtype);
+    };
+  how.before_publish = [&] {
+    if (total.converted + total.kept == 0 && total.dropped > 0)
+      throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", total.dropped,
+                                source.where.name()));
+  };
+  how.progress = options.progress;
+  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
+  if (files) *files = std::move(written);
+  return total;
+}
+
+// Quantize's reports of every shard as one: items in shard order, kept names under one reason.
+void add(QuantizeReport& total, QuantizeReport&& r) {
+  for (QuantizeReport::Item& i : r.items) total.items.push_back(std::move(i));
+  for (QuantizeReport::Kept& k : r.kept) {
+    auto same = std::find_if(total.kept.begin(), total.kept.end(),
+                             [&](const QuantizeReport::Kept& t) { return t.reason == k.reason; });
+    if (same == total.kept.end()) {
+      total.kept.push_back(std::move(k));
+    } else {
+      for (std::string& n : k.names) same->names.push_back(std::move(n));
+    }
+  }
+  total.data_bytes_before += r.data_bytes_before;
+  total.data_bytes_after += r.data_bytes_after;
+}
+
+}  // namespace
+
+ConvertFileReport convert_folder(const std::string& src, const std::string& out, const ConvertFileOptions& options,
+                                 const OpenOptions& open, FolderFiles* files) {
+  return rewrite_tensors(src, out, options, true, open, files);
+}
+
+ConvertFileReport copy_folder(const std::string& src, const std::string& out, const TensorSelection& tensors,
+                              const OpenOptions& open, const ProgressCallback& progress, FolderFiles* files) {
+  ConvertFileOptions options;
+  options.tensors = tensors;
+  options.progress = progress;
+  return rewrite_tensors(src, out, options, false, open, files);
+}
+
+QuantizeReport quantize_folder(const std::string& src, const std::string& out, const QuantizeOptions& options,
+                               const OpenOptions& open, FolderFiles* files) {
+  const detail::FolderSource source = open_folder(src, open);
+  const std::vector<QuantizedWeight> existing = detail::find_quantized_weights(*source.set);
+  QuantizeReport total;
+  detail::FolderRewrite how;
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
+    QuantizeOptions o = options;
+    o.progress = progress;
+    add(total, detail::quantize_into(source.weights.files[i], w, o, existing, true));
+  };
+  how.before_publish = [&] {
+    if (std::any_of(total.items.begin(), total.items.end(), [](const auto& i) { return i.quantized; })) return;
+    std::string why;
+    for (const QuantizeReport::Kept& k : total.kept) why += fmt::format("; {} {}", k.names.size(), k.reason);
+    for (const QuantizeReport::Item& i : total.items) why += fmt::format("; {}: {}", quote_name(i.name), i.note);
+    throw_invalid(fmt::format("no tensor of {} to quantize{}", source.where.name(), why));
+  };
+  how.progress = options.progress;
+  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
+  if (files) *files = std::move(written);
+  return total;
+}
+
+DequantizeReport dequantize_folder(const std::string& src, const std::string& out, std::optional<Dtype> dtype,
+                                   const ProgressCallback& progress, const OpenOptions& open, FolderFiles* files) {
+  detail::check_dequantize_dtype(dtype);
+  const detail::FolderSource source = open_folder(src, open);
+  const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
+  DequantizeReport total;
+  detail::FolderRewrite how;
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& shard_progress) {
+    const DequantizeReport r =
+        detail::dequantize_into(*source.set, source.weights.files[i], w, weights, dtype, shard_progress);
+    total.restored += r.restored;
+    total.scheme = r.scheme;
+  };
+  how.edit_config = [&](const std::string& text, const std::string& name) {
+    std::string edited = detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model);
+    return dtype ? with_dtype(edited, name, *dtype) : edited;
+  };
+  how.progress = progress;
+  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
+  if (files) *files = std::move(written);
+  return total;
+}
+
+}  // namespace tlio

@@ -1,0 +1,8 @@
+tlio convert DATA/models/sharded TMP/f16 --dtype f16
+tlio validate TMP/f16
+tlio convert DATA/models/sharded TMP/f16 --json --drop norm
+tlio convert DATA/models/sharded TMP/one.safetensors
+tlio convert DATA/models/sharded - --dtype f16
+tlio quantize DATA/models/sharded TMP/q --scheme nf4 --include weight
+tlio dequantize TMP/q TMP/dq --dtype bf16 --json
+tlio validate TMP/dq

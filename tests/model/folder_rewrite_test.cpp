@@ -1,0 +1,167 @@
+// Tests for model/folder_rewrite and the folder rewrites of tlio/folder_rewrite.hpp: a sharded
+// folder in, a folder out with the same shards, a new index, config.json edited, the other files
+// carried over; a failure publishes nothing; quantized weights whose parts a sharder split.
+#include "tlio/folder_rewrite.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+#include "tlio/error.hpp"
+#include "tlio/model.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) { test::write_bytes(p, test::to_bytes(text)); }
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Six F32 tensors (4 projections, an embedding, a norm) sharded in 3 files, with config.json and
+// tokenizer.json: the layout transformers saves.
+void write_model(const fs::path& dir) {
+  std::vector<std::vector<float>> data;
+  std::vector<TensorData> tensors;
+  auto add = [&](std::string name, std::vector<uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    std::vector<float> v(n);
+    for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + data.size() * 31) % 1000) / 250.0f - 2.0f;
+    data.push_back(std::move(v));
+    tensors.push_back({std::move(name), Dtype::F32, Shape(shape), std::as_bytes(std::span(data.back()))});
+  };
+  for (int i = 0; i < 4; ++i) add("model.layers." + std::to_string(i) + ".mlp.up_proj.weight", {64, 64});
+  add("model.embed_tokens.weight", {100, 64});
+  add("model.norm.weight", {64});
+  const test::TempDir tmp;
+  save_file(tmp / "one.safetensors", tensors);
+  shard_file(File::open(tmp / "one.safetensors"), dir, 40000);
+  write_text(dir / "config.json", "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"float32\",\n"
+                                  "  \"quantization_config\": {\"quant_method\": \"x\"},\n  \"vocab_size\": 100\n}\n");
+  write_text(dir / "tokenizer.json", "{\"model\": {}}");
+}
+
+TEST(FolderRewrite, ConvertKeepsShardsWritesIndexAndCarriesFiles) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  ConvertFileOptions o;
+  o.dtype = Dtype::BF16;
+  FolderFiles files;
+  const ConvertFileReport r = convert_folder((tmp / "src").string(), (tmp / "out").string(), o, {}, &files);
+  EXPECT_EQ(r.converted, 6u);
+  EXPECT_EQ(files, (FolderFiles{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                                "model-00003-of-00003.safetensors", "model.safetensors.index.json",
+                                "config.json", "tokenizer.json"}));
+  EXPECT_EQ(listing(tmp / "out"), listing(tmp / "src"));
+  EXPECT_EQ(read_text(tmp / "out/tokenizer.json"), read_text(tmp / "src/tokenizer.json"));
+  // Only the dtype changed in config.json, the rest byte for byte.
+  std::string config = read_text(tmp / "src/config.json");
+  config.replace(config.find("float32"), 7, "bfloat16");
+  EXPECT_EQ(read_text(tmp / "out/config.json"), config);
+  // Each shard as convert_file makes it; the index checked against them when the folder opens.
+  for (int i = 1; i <= 3; ++i) {
+    const std::string name = "model-0000" + std::to_string(i) + "-of-00003.safetensors";
+    convert_file(File::open(tmp / "src" / name), tmp / "expected.safetensors", o);
+    EXPECT_EQ(test::read_bytes(tmp / "out" / name), test::read_bytes(tmp / "expected.safetensors")) << name;
+  }
+  const Model m = Model::open(tmp / "out");
+  EXPECT_EQ(m.tensor_names().size(), 6u);
+  EXPECT_NE(read_text(tmp / "out/model.safetensors.index.json").find("\"total_size\": 45696"), std::string::npos);
+}
+
+TEST(FolderRewrite, ReplacesAnOutputFolderWhole) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  // The output holds a previous model of 4 shards and a file of its own.
+  fs::create_directories(tmp / "out");
+  merge_shards(tmp / "src", tmp / "one.safetensors");
+  const ShardReport previous = shard_file(File::open(tmp / "one.safetensors"), tmp / "out", 20000);
+  ASSERT_EQ(previous.files.size(), 6u);  // 5 shards and their index
+  write_text(tmp / "out/notes.txt", "mine");
+  copy_folder((tmp / "src").string(), (tmp / "out").string(), {});
+  EXPECT_EQ(listing(tmp / "out"), (std::vector<std::string>{"config.json", "model-00001-of-00003.safetensors",
+                                                              "model-00002-of-00003.safetensors",
+                                                              "model-00003-of-00003.safetensors",
+                                                              "model.safetensors.index.json", "notes.txt",
+                                                              "tokenizer.json"}));
+  // In place: the folder is its own output.
+  TensorSelection drop_norm;
+  drop_norm.drop = {"norm"};
+  const ConvertFileReport r = copy_folder((tmp / "out").string(), (tmp / "out").string(), drop_norm);
+  EXPECT_EQ(r.dropped, 1u);
+  EXPECT_EQ(Model::open(tmp / "out").tensor_names().size(), 5u);
+}
+
+TEST(FolderRewrite, AFailurePublishesNothing) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  TensorSelection none;
+  none.keep = {"^nothing$"};
+  EXPECT_THROW(copy_folder((tmp / "src").string(), (tmp / "out").string(), none), Error);
+  EXPECT_TRUE(!fs::exists(tmp / "out") || fs::is_empty(tmp / "out"));
+  QuantizeOptions q;
+  q.scheme = QuantScheme::parse("nf4");
+  q.include = "^nothing$";
+  EXPECT_THROW(quantize_folder((tmp / "src").string(), (tmp / "src").string(), q), Error);
+  EXPECT_EQ(listing(tmp / "src").size(), 6u);  // the source, its own output, unchanged
+  EXPECT_EQ(Model::open(tmp / "src").quantized().size(), 0u);
+}
+
+// A sharder may put a quantized weight's parts in different files: dequantize restores it whole,
+// as dequantize_file does from the unsharded file.
+TEST(FolderRewrite, DequantizesWeightsSplitAcrossShards) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  QuantizeOptions q;
+  q.scheme = QuantScheme::parse("nf4");
+  q.scheme.set_option("nested", "true");
+  const QuantizeReport qr = quantize_folder((tmp / "src").string(), (tmp / "q").string(), q);
+  EXPECT_EQ(std::count_if(qr.items.begin(), qr.items.end(), [](const auto& i) { return i.quantized; }), 4);
+  EXPECT_EQ(read_text(tmp / "q/config.json"), read_text(tmp / "src/config.json"));
+  // Merged, then sharded in the canonical order (by dtype): a weight's parts split.
+  merge_shards(tmp / "q", tmp / "merged.safetensors");
+  shard_file(File::open(tmp / "merged.safetensors"), tmp / "split", 9000);
+  write_text(tmp / "split/config.json", read_text(tmp / "src/config.json"));
+  size_t split_weights = 0;
+  const Model split = Model::open(tmp / "split");
+  for (const QuantizedWeight& w : split.quantized())
+    split_weights += split.find(w.stored.front())->file != split.find(w.stored.back())->file;
+  ASSERT_GE(split_weights, 1u);
+  dequantize_file(File::open(tmp / "merged.safetensors"), tmp / "expected.safetensors", Dtype::BF16);
+  const DequantizeReport r = dequantize_folder((tmp / "split").string(), (tmp / "dq").string(), Dtype::BF16);
+  EXPECT_EQ(r.restored, 4u);
+  const File expected = File::open(tmp / "expected.safetensors");
+  const Model m = Model::open(tmp / "dq");
+  ASSERT_EQ(m.tensor_names().size(), expected.tensors().size());
+  for (const TensorInfo& t : expected.tensors()) {
+    const TensorView v = m.view(t.name);
+    ASSERT_EQ(v.info().dtype, t.dtype) << t.name;
+    const auto want = expected.view(t.name).bytes();
+    EXPECT_TRUE(std::equal(v.bytes().begin(), v.bytes().end(), want.begin(), want.end())) << t.name;
+  }
+  // config.json: quantization_config gone, the dtype asked for.
+  EXPECT_EQ(read_text(tmp / "dq/config.json"),
+            "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": 100\n}\n");
+}
+
+}  // namespace
+}  // namespace tlio

@@ -12,6 +12,7 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "weights.hpp"
 #include "tlio/compare.hpp"
 #include "tlio/file.hpp"
 
@@ -106,7 +107,8 @@ void add_diff(CLI::App& app, int& exit_code) {
       "each other, dequantized, under their logical names. Per tensor: the largest absolute and\n"
       "relative difference, the RMSE, the cosine similarity, and how many values are outside\n"
       "|a - b| <= atol + rtol * |b| (B is the reference; NaN equals NaN). Names only in one file\n"
-      "are listed; identical tensors are counted (--all lists them).\n"
+      "are listed; identical tensors are counted (--all lists them). A or B may be a model folder\n"
+      "(its shards are one namespace): a folder against its merged file, or another folder.\n"
       "Exit 0 when the files are equal within tolerance, 1 otherwise.\n\n"
       "Examples:\n  tlio diff model.safetensors model-bf16.safetensors\n"
       "  tlio diff model.safetensors model-nf4.safetensors --json\n"
@@ -117,8 +119,8 @@ void add_diff(CLI::App& app, int& exit_code) {
     double atol = 0, rtol = 0;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("A", a->a, "First file or URL")->required();
-  cmd->add_option("B", a->b, "Second file or URL (the reference for relative differences)")
+  cmd->add_option("A", a->a, "First file or model folder, or its URL")->required();
+  cmd->add_option("B", a->b, "Second file or model folder, or its URL (the reference for relative differences)")
       ->required();
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
@@ -127,14 +129,13 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      const tlio::File fa = tlio::File::open(a->a, open_options());
-      const tlio::File fb = tlio::File::open(a->b, open_options());
+      const Weights fa = Weights::open(a->a), fb = Weights::open(a->b);
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;
       ProgressBar bar("comparing", uint64_t{256} << 20);
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      const tlio::CompareReport r = tlio::compare_files(fa, fb, o);
+      const tlio::CompareReport r = tlio::compare_files(fa.files(), fb.files(), o);
       bar.finish();
       if (a->json)
         print_json(fa.name(), fb.name(), o, r);

@@ -297,13 +297,13 @@ std::string ranges(std::vector<uint64_t> v) {
 void print_table(const Listing& l, const InspectOptions& opt) {
   if (l.config) {
     const auto& c = *l.config;
-    fmt::print("model:     {} ({}{})\n", l.name, c.arch,
+    fmt::print("model:     {} ({}{})\n", l.name, c.arch.empty() ? "no config.json" : c.arch,
                c.arch == "llama" ? fmt::format(", {} layers", c.num_hidden_layers) : "");
     if (c.arch == "llama")
       fmt::print("config:    vocab {}, hidden {}, intermediate {}, heads {} (kv {}), head_dim {}{}\n",
                  c.vocab_size, c.hidden_size, c.intermediate_size, c.num_attention_heads,
                  c.num_key_value_heads, c.head_dim, c.tie_word_embeddings ? ", tied embeddings" : "");
-    else
+    else if (!c.arch.empty())
       fmt::print("config:    vocab {}\n", c.vocab_size);
     if (c.course) fmt::print("tokenizer: {}\n", c.tokenizer);
     fmt::print("files:\n");

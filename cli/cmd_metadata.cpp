@@ -10,6 +10,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "weights.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
 
@@ -69,14 +70,17 @@ void add_metadata(CLI::App& app, int& exit_code) {
           if (a->json) fmt::print("{{\"error\":{{\"message\":\"-o needs --set or --delete (nothing to edit)\"}}}}\n");
           return kExitUsage;
         }
-        const tlio::File f = tlio::File::open(a->file, open_options());
+        const Weights w = Weights::open(a->file);
         if (a->json)
-          fmt::print("{{\"file\":{},\"metadata\":{}}}\n", json_string(f.name()),
-                     metadata_json(f.metadata()));
+          fmt::print("{{\"file\":{},\"metadata\":{}}}\n", json_string(w.name()),
+                     metadata_json(w.metadata()));
         else
-          print_metadata(f.metadata(), f.name());
+          print_metadata(w.metadata(), w.name());
         return kExitOk;
       }
+      if (!tlio::is_standard_stream(a->file) && tlio::is_model_directory(a->file, open_options()))
+        throw UsageError(fmt::format("{} is a model folder: --set and --delete edit one file (give a shard, "
+                                     "or `tlio convert` the folder)", display_location(a->file)));
       check_stdout_output(a->out, a->json);
       tlio::EditOptions options;
       options.open = open_options();

@@ -20,6 +20,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"
+#include "weights.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -78,11 +79,11 @@ struct CatValues {
   std::vector<std::byte> integers;  // integer values, exact, dtype_bits / 8 bytes each
 };
 
-CatValues cat_values(const tlio::File& f, const std::string& name, const std::string& spec,
+CatValues cat_values(const Weights& w, const std::string& name, const std::string& spec,
                      std::string* scheme) {
   const std::vector<SliceEntry> entries = parse_slice_spec(spec);
-  const auto quantized = tlio::find_quantized_weights(f);
-  const auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& w) { return w.name == name; });
+  const auto& quantized = w.quantized();
+  const auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
   CatValues v;
   std::vector<uint64_t> shape;
   if (q != quantized.end()) {
@@ -90,7 +91,7 @@ CatValues cat_values(const tlio::File& f, const std::string& name, const std::st
     shape.assign(q->shape.begin(), q->shape.end());
     *scheme = q->scheme.name();
   } else {
-    const tlio::TensorInfo& t = f.header().at(name);
+    const tlio::TensorInfo& t = *w.at(name).second;
     if (!numeric(t.dtype))
       throw tlio::Error(tlio::ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
                         fmt::format("cannot show {} values", tlio::dtype_name(t.dtype)));
@@ -119,6 +120,7 @@ CatValues cat_values(const tlio::File& f, const std::string& name, const std::st
     std::memcpy(v.floats.data() + at, picked.data(), picked.size());
   };
   const bool is_quantized = q != quantized.end();
+  const tlio::File& f = is_quantized ? w.files().front() : *w.at(name).first;
   if (shape.empty()) {  // a scalar
     take(f.read_slice(name, {}), {}, {}, picks, 1);
     return v;
@@ -153,7 +155,7 @@ CatValues cat_values(const tlio::File& f, const std::string& name, const std::st
     std::vector<std::byte> block;
     if (is_quantized) {
       block.resize(elements * 4);
-      tlio::QuantizedReader(f, *q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
+      w.reader(*q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
     } else {
       std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
       for (size_t d = 1; d < shape.size(); ++d)
@@ -250,7 +252,7 @@ void add_cat(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("NAME", a->name, "Tensor name")->required();
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1")
@@ -270,9 +272,9 @@ void add_cat(CLI::App& app, int& exit_code) {
                 "lists; NaN and infinities as null)");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      tlio::File f = tlio::File::open(a->file, open_options());
+      const Weights w = Weights::open(a->file);
       std::string scheme;
-      const CatValues v = cat_values(f, a->name, a->slice, &scheme);
+      const CatValues v = cat_values(w, a->name, a->slice, &scheme);
       std::vector<std::string> cells;
       const bool as_json = a->json;
       if (tlio::is_integer(v.dtype)) {
@@ -463,7 +465,7 @@ void add_stats(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("NAME", a->names, "Tensors (default: all)");
   cmd->add_flag("--json", a->json,
@@ -472,14 +474,14 @@ void add_stats(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
-      tlio::File f = tlio::File::open(a->file, open_options());
-      const auto quantized = tlio::find_quantized_weights(f);
+      const Weights w = Weights::open(a->file);
+      const auto& quantized = w.quantized();
       std::set<std::string> parts;
       for (const auto& q : quantized) parts.insert(q.stored.begin(), q.stored.end());
       std::vector<std::string> names = a->names;
       if (names.empty()) {
-        for (const auto& t : f.tensors())
-          if (!parts.count(t.name)) names.push_back(t.name);
+        for (const tlio::TensorInfo* t : w.tensors())
+          if (!parts.count(t->name)) names.push_back(t->name);
         for (const auto& q : quantized) names.push_back(q.name);
       }
       // What each name is, in order: a numeric input, or a line saying it has no statistics.
@@ -492,8 +494,8 @@ void add_stats(CLI::App& app, int& exit_code) {
         if (q != quantized.end()) {
           in.elements = std::accumulate(q->shape.begin(), q->shape.end(), uint64_t{1}, std::multiplies<>());
           in.bytes = q->stored_bytes;
-          in.open = [&f, weight = *q]() -> ChunkReader {
-            auto reader = std::make_shared<const tlio::QuantizedReader>(f, weight);
+          in.open = [&w, weight = *q]() -> ChunkReader {
+            auto reader = std::make_shared<const tlio::QuantizedReader>(w.reader(weight));
             return [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
               std::vector<float> values(count);
               reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
@@ -503,7 +505,8 @@ void add_stats(CLI::App& app, int& exit_code) {
           in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
           in.shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
         } else {
-          const tlio::TensorInfo& t = f.header().at(name);
+          const auto [file, info] = w.at(name);
+          const tlio::TensorInfo& t = *info;
           if (!numeric(t.dtype)) {
             rows.emplace_back(
                 a->json ? fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
@@ -515,8 +518,8 @@ void add_stats(CLI::App& app, int& exit_code) {
           }
           in.elements = t.element_count();
           in.bytes = t.byte_size();
-          in.open = [&f, name = t.name, dtype = t.dtype]() -> ChunkReader {
-            const tlio::TensorView view = f.view(name);  // a copy for a URL: one tensor at a time
+          in.open = [file, name = t.name, dtype = t.dtype]() -> ChunkReader {
+            const tlio::TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
             return [view, dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
               const unsigned bits = tlio::dtype_bits(dtype);
               out.resize(count);
@@ -563,7 +566,7 @@ void add_stats(CLI::App& app, int& exit_code) {
         if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
       }
       if (a->json)
-        fmt::print("{{\"file\":{},\"tensors\":[{}]}}\n", json_string(f.name()), fmt::join(docs, ","));
+        fmt::print("{{\"file\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
       return kExitOk;
     });
   });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ struct CompareReport {
 /// each tensor once; memory stays bounded by a few chunks per thread. Results do not depend on
 /// the number of threads.
 TLIO_API CompareReport compare_files(const File& a, const File& b,
+                                     const CompareOptions& options = {});
+/// The same for two sets of files, each read as one namespace (the shards of a model folder:
+/// Model::files()); a quantized weight whose parts are in different files of a set is one
+/// weight. A name in two files of one set is Error{format, "index"}.
+TLIO_API CompareReport compare_files(std::span<const File> a, std::span<const File> b,
                                      const CompareOptions& options = {});
 
 }  // namespace tlio

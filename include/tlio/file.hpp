@@ -212,6 +212,10 @@ class TLIO_API File {
   /// The OS file descriptor (for copy_file_range and the like); -1 for buffers.
   int native_handle() const noexcept;
 
+  /// Another handle on this open file: the same source, mapping and header, kept alive as long
+  /// as any handle (or view) is.
+  File share() const { return File(state_); }
+
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
   ~File();

@@ -23,7 +23,7 @@
 namespace tlio {
 
 struct ModelConfig {
-  std::string arch;       ///< "bigram", "llama", or an HF model_type tlio does not check
+  std::string arch;       ///< "bigram", "llama", an HF model_type tlio does not check, or "" (no config.json)
   bool course = false;    ///< config.json has tl_arch (course directory rules apply)
   std::string tokenizer;  ///< course directories: "bytes" or "file"; HF: empty
   uint64_t vocab_size = 0;
@@ -78,8 +78,10 @@ class TLIO_API Model {
  public:
   /// Opens a model directory: config.json, the tokenizer rule, model.safetensors or the shards
   /// of model.safetensors.index.json (all checked), mapped read-only. Does not run the
-  /// architecture checks (see check()). `dir` may be a URL (http(s)://, s3://, gs://, hf://): its files are fetched by
-  /// name (config.json, then the index or model.safetensors; HTTP has no listing).
+  /// architecture checks (see check()). `dir` may be a URL (http(s)://, s3://, gs://, hf://):
+  /// its files are fetched by name (config.json, then the index or model.safetensors; HTTP has
+  /// no listing). Without config.json the weights alone make a model of no architecture
+  /// (config().arch empty); a folder with neither is Error{format, "model"}.
   static Model open(const std::filesystem::path& dir, OpenOptions options = {});
 
   /// The directory as given: a path or a URL (with any credentials it holds: messages use

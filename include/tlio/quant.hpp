@@ -136,6 +136,9 @@ struct QuantizedWeight {
 /// stored quant_map (rules "BNB-001".."BNB-004", else "bnb"). Throws Error{format} naming the
 /// tensor.
 TLIO_API std::vector<QuantizedWeight> find_quantized_weights(const File& f);
+/// The same over a set of files read as one namespace (a model's shards): a weight's parts may
+/// be in any of them.
+TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files);
 
 /// Dequantizes any quantized weight of an open file (int4, nf4, fp4, int8) in ranges of elements
 /// of the row-major logical tensor, without materialising it. Holds views of the packed bytes
@@ -148,6 +151,8 @@ class TLIO_API QuantizedReader {
   /// `weight` is one of find_quantized_weights(f)'s results: its checks are not run again, so
   /// readers for every weight of a file cost one detection, not one each.
   QuantizedReader(const File& f, QuantizedWeight weight);
+  /// A weight of a set of files (a model's shards): its parts may be in any of them.
+  QuantizedReader(std::span<const File> files, QuantizedWeight weight);
   const QuantizedWeight& weight() const noexcept { return weight_; }
   uint64_t element_count() const noexcept;
   /// Elements [first, first + count) as `out` (F32, F16 or BF16, rounded to nearest even).

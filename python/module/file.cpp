@@ -8,9 +8,8 @@ namespace tlio_py {
 
 namespace {
 
-// tlio.File(path, backend, token): warnings become RuntimeWarnings.
-std::shared_ptr<tlio::File> open_file(const std::filesystem::path& p, const std::string& backend,
-                                      const std::string& token) {
+// What tlio.File(path, backend, token) opens with: warnings become RuntimeWarnings.
+tlio::OpenOptions open_options(const std::string& backend, const std::string& token) {
   tlio::OpenOptions o;
   o.token = token;
   // A RuntimeWarning (from whichever thread reads: the GIL is taken for it).
@@ -23,6 +22,12 @@ std::shared_ptr<tlio::File> open_file(const std::filesystem::path& p, const std:
   else if (backend == "private") o.backend = tlio::Backend::mmap_private;
   else if (backend != "mmap")
     throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
+  return o;
+}
+
+std::shared_ptr<tlio::File> open_file(const std::filesystem::path& p, const std::string& backend,
+                                      const std::string& token) {
+  const tlio::OpenOptions o = open_options(backend, token);
   LongCall call;  // a URL is fetched now
   return std::make_shared<tlio::File>(tlio::File::open(p, o));
 }
@@ -93,6 +98,17 @@ py::array read_slice(const tlio::File& f, const std::string& n,
   return out;
 }
 
+// The shards of the model folder at `path`, opened and checked against their index (Model::open).
+std::vector<std::shared_ptr<tlio::File>> open_model_files(const std::filesystem::path& path,
+                                                          const std::string& backend, const std::string& token) {
+  const tlio::OpenOptions o = open_options(backend, token);
+  LongCall call;  // a URL's files are fetched now
+  const tlio::Model model = tlio::Model::open(path, o);
+  std::vector<std::shared_ptr<tlio::File>> shards;
+  for (const tlio::File& f : model.files()) shards.push_back(std::make_shared<tlio::File>(f.share()));
+  return shards;
+}
+
 }  // namespace
 
 void bind_file(py::module_& m) {
@@ -100,6 +116,7 @@ void bind_file(py::module_& m) {
       .def(py::init(&open_file),
            py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "")
       .def_property_readonly("remote", [](const tlio::File& f) { return f.backend() == tlio::Backend::http; })
+      .def_property_readonly("name", [](const tlio::File& f) { return f.name(); })
       .def_static("from_bytes",
                   [](const py::bytes& b) {
                     // One copy, straight from the bytes object into the File's buffer.
@@ -158,6 +175,13 @@ void bind_file(py::module_& m) {
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       });
+  m.def("open_model_files", &open_model_files, py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "");
+  m.def("is_model_directory", [](const std::filesystem::path& path, const std::string& token) {
+    tlio::OpenOptions o;
+    o.token = token;
+    LongCall call;  // a URL may take a request
+    return tlio::is_model_directory(path, o);
+  }, py::arg("path"), py::arg("token") = "");
 }
 
 }  // namespace tlio_py

@@ -4,11 +4,15 @@
 namespace tlio_py {
 
 void bind_quant(py::module_& m) {
-  // The quantized weights of one file, found once (detection checks every weight): safe_open
-  // makes one on first use, so get_dequantized costs one weight, not one detection per call.
+  // The quantized weights of one file or of a folder's shards, found once (detection checks
+  // every weight): safe_open makes one on first use, so get_dequantized costs one weight, not
+  // one detection per call.
   py::class_<QuantizedWeights>(m, "QuantizedWeights")
-      .def(py::init([](std::shared_ptr<tlio::File> f) {
-        QuantizedWeights q{f, tlio::find_quantized_weights(*f)};
+      .def(py::init([](const std::vector<std::shared_ptr<tlio::File>>& files, const std::string& name) {
+        QuantizedWeights q;
+        for (const auto& f : files) q.files.push_back(f->share());
+        q.name = name;
+        q.weights = tlio::find_quantized_weights(q.files);
         return q;
       }))
       .def("list", [](const QuantizedWeights& q) {
@@ -33,8 +37,8 @@ void bind_quant(py::module_& m) {
         if (it == q.weights.end())
           throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
                             "no quantized weight named " + std::string(py::repr(py::str(name))),
-                            q.file->name());
-        const tlio::QuantizedReader r(*q.file, *it);
+                            q.name);
+        const tlio::QuantizedReader r(q.files, *it);
         tlio::Dtype to = r.weight().dtype;
         if (!dtype.empty()) {
           auto d = tlio::parse_dtype_alias(dtype);

@@ -61,7 +61,8 @@ class LongCall {
 };
 
 struct QuantizedWeights {
-  std::shared_ptr<tlio::File> file;
+  std::vector<tlio::File> files;  // a file, or a model folder's shards (handles shared with Python's)
+  std::string name;               // the file or folder, for messages
   std::vector<tlio::QuantizedWeight> weights;
 };
 

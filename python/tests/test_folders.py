@@ -35,7 +35,8 @@ def hf_folder(path, dtype=torch.float32):
     (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     (path / "config.json").write_text(json.dumps(
         {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "torch_dtype": "float32",
-         "hidden_size": 16, "vocab_size": 32}, indent=2) + "\n")
+         "hidden_size": 16, "intermediate_size": 48, "num_hidden_layers": 1,
+         "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 32}, indent=2) + "\n")
     (path / "tokenizer.json").write_text('{"version": "1.0"}')
     return shards
 
@@ -91,3 +92,48 @@ def test_a_folder_out_is_all_or_nothing(tmp_path):
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
     with pytest.raises(FileNotFoundError):
         tlio.convert_file(tmp_path / "missing", tmp_path / "out2", "f16")
+
+
+def test_a_folder_reads_as_one_file(tmp_path):
+    shards = hf_folder(tmp_path / "src")
+    everything = {k: v for tensors in shards.values() for k, v in tensors.items()}
+    got = tlio.torch.load_file(tmp_path / "src")
+    in_file_order = [k for file in shards for k in tlio.safe_open(tmp_path / "src" / file).offset_keys()]
+    assert list(got) == in_file_order  # shard by shard, each in the order of its bytes
+    assert all(torch.equal(got[k], v) for k, v in everything.items())
+    with tlio.safe_open(tmp_path / "src", framework="np") as f:
+        assert f.keys() == sorted(everything)
+        assert f.metadata() == {"format": "pt"}
+        assert f.get_slice("model.layers.0.mlp.up_proj.weight")[2:5].shape == (3, 16)
+        assert (f.get_tensor("model.norm.weight") == 1).all()
+        with pytest.raises(KeyError):
+            f.get_tensor("nope")
+    with pytest.raises(ValueError, match="model folder"):
+        tlio.safe_open(tmp_path / "src", sha256="0" * 64)
+
+
+def test_quantized_weights_of_a_folder(tmp_path):
+    hf_folder(tmp_path / "src")
+    tlio.quantize_file(tmp_path / "src", tmp_path / "q", "nf4")
+    with tlio.safe_open(tmp_path / "q", framework="pt") as f:
+        names = sorted(q["name"] for q in f.quantized())
+        assert names == ["model.layers.0.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
+        restored = f.get_dequantized("model.layers.0.mlp.up_proj.weight")
+    original = tlio.torch.load_file(tmp_path / "src/model-00002-of-00002.safetensors")["model.layers.0.mlp.up_proj.weight"]
+    assert restored.shape == original.shape
+    # nf4's error is bounded by its blocks' absmax: well under the values' spread here.
+    assert (restored.float() - original).abs().max() < 0.5
+
+
+def test_the_cli_reads_a_folder(tmp_path):
+    import subprocess
+    from test_import import CLI
+    hf_folder(tmp_path / "src")
+    merged = tmp_path / "merged.safetensors"
+    assert subprocess.run([CLI, "merge", tmp_path / "src", merged], capture_output=True).returncode == 0
+    for args in (["diff", tmp_path / "src", merged], ["stats", tmp_path / "src", "model.norm.weight"],
+                 ["cat", tmp_path / "src", "model.norm.weight", "--slice", "0:2"], ["metadata", tmp_path / "src"]):
+        out = subprocess.run([CLI, *args], capture_output=True, text=True)
+        assert out.returncode == 0, (args, out.stderr)
+    out = subprocess.run([CLI, "diff", tmp_path / "src", merged, "--json"], capture_output=True, text=True)
+    assert json.loads(out.stdout)["equal"] is True

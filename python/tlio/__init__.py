@@ -183,8 +183,10 @@ class safe_open:
     process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
     reads each tensor with positional reads into memory of its own instead of mapping.
 
-    `filename` is a path (str or os.PathLike), a URL (http(s)://, s3://, gs://, hf://: docs/remote.md), or a binary file object open
-    for reading (a real file is opened again through its descriptor; other objects, such as
+    `filename` is a path (str or os.PathLike), a URL (http(s)://, s3://, gs://, hf://: docs/remote.md),
+    a model folder (model.safetensors, or shards with their index, checked against it; its
+    shards read as one file: keys() are all of theirs, metadata() the first shard's), or a
+    binary file object open for reading (a real file is opened again through its descriptor; other objects, such as
     io.BytesIO, are read whole from their start). For a URL the header is fetched at once, each
     tensor's bytes by range when asked for (get_tensors: all at once, several requests in
     flight); `token` is a bearer token sent to the URL's own host only (default: $HF_TOKEN).
@@ -216,6 +218,9 @@ class safe_open:
                              f"'pt' (or 'torch')")
         self._file = _open_source(filename, file_backend, token)
         self._quantized = None
+        if sha256 is not None and isinstance(self._file, _Shards):
+            raise ValueError("sha256= checks one file, and this is a model folder: check its "
+                             "files with tlio.hash_file or its signature with tlio.verify")
         if sha256 is not None:
             _tlio.file_sha256(self._file, _sha256_argument(sha256))
 
@@ -308,7 +313,8 @@ class safe_open:
     def _quantized_weights(self):
         file = self._open_file()
         if self._quantized is None:
-            self._quantized = _tlio.QuantizedWeights(file)
+            files = file.files if isinstance(file, _Shards) else [file]
+            self._quantized = _tlio.QuantizedWeights(files, file.name)
         return self._quantized
 
     def get_dequantized(self, name, dtype=None):
@@ -327,10 +333,58 @@ class safe_open:
         return self._torch.tensor(array, "BF16" if array.dtype == _np.uint16 else None, name)
 
 
+# What makes a local folder a model folder to open (any other folder is IsADirectoryError).
+_MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json")
+
+
+class _Shards:
+    """A model folder's shards (checked against their index by the library) read as one File:
+    what safe_open asks of a file, each tensor answered by the shard that holds it."""
+
+    def __init__(self, path, backend, token):
+        self.files = _tlio.open_model_files(path, backend, token)
+        self.name = _os.fspath(path)
+        self._of = {name: f for f in self.files for name in f.offset_keys()}
+        self.remote = any(f.remote for f in self.files)
+
+    def _shard(self, name):
+        # An unknown name: the first shard raises the error a file raises for it (KeyError).
+        return self._of.get(name, self.files[0])
+
+    def keys(self):
+        return sorted(self._of)
+
+    def offset_keys(self):
+        return [name for f in self.files for name in f.offset_keys()]
+
+    def metadata(self):
+        return self.files[0].metadata()
+
+    def in_memory(self):
+        return all(f.in_memory() for f in self.files)
+
+    def copies(self, names):
+        arrays = {}
+        for f in self.files:  # one batch of requests per shard
+            mine = [n for n in names if self._of.get(n) is f]
+            arrays.update(zip(mine, f.copies(mine)))
+        return [arrays[n] for n in names]
+
+    def __getattr__(self, method):
+        # The per-tensor methods (array, dtype, shape, copy, read_into, converted, read_slice):
+        # the tensor's shard's.
+        return lambda name, *args: getattr(self._shard(name), method)(name, *args)
+
+
 def _open_source(source, backend, token):
-    """The compiled File for a path, URL or binary file object."""
+    """The compiled File for a path, URL or binary file object; a _Shards for a model folder."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
-        return _tlio.File(_os.fspath(source), backend, token or "")
+        path = _os.fspath(source)
+        if path not in ("-", b"-") and _tlio.is_model_directory(path, token or "") and (
+                not _os.path.isdir(path) or any(_os.path.exists(_os.path.join(_os.fsdecode(path), n))
+                                                for n in _MODEL_FILES)):
+            return _Shards(path, backend, token or "")
+        return _tlio.File(path, backend, token or "")
     if not hasattr(source, "read"):
         raise TypeError(f"filename must be a path, a URL or a binary file object, not "
                         f"{type(source).__name__}")
@@ -511,7 +565,8 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None):
     converting both to float64, so different dtypes (F32 against BF16) and quantized weights
     (int4, nf4, fp4, int8: dequantized, under their logical names) compare too. A value of `a`
     is within tolerance of `b`'s when ``|a - b| <= atol + rtol * |b|`` (`b` is the reference, as
-    in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs.
+    in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs of
+    files or model folders (a folder's shards are one namespace).
 
     Returns a dict: ``equal`` (no name in one file only, every common tensor within tolerance),
     ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
@@ -521,9 +576,9 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None):
     for what, value in (("atol", atol), ("rtol", rtol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")
-    fa = _tlio.File(_os.fspath(a), "mmap", token or "")
-    fb = _tlio.File(_os.fspath(b), "mmap", token or "")
-    return _tlio.compare_files(fa, fb, float(atol), float(rtol))
+    fa, fb = (_open_source(_os.fspath(x), "mmap", token) for x in (a, b))
+    return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
+                               float(atol), float(rtol))
 
 
 # ---- editing -------------------------------------------------------------------------------------

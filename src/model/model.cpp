@@ -45,7 +45,10 @@ ModelConfig parse_model_config(std::string_view json, const std::string& source)
       doc.fail("tl_tokenizer", fmt::format("tl_tokenizer is {}; expected \"bytes\" or \"file\"",
                                            quote_name(c.tokenizer)));
   }
-  c.vocab_size = doc.required_uint("vocab_size");
+  // Architectures tlio checks need vocab_size; others may keep it elsewhere (a vision-language
+  // model's text_config), so it is read when present.
+  const bool checked = c.course || c.arch == "llama" || c.arch == "bigram";
+  c.vocab_size = checked ? doc.required_uint("vocab_size") : doc.optional_uint("vocab_size").value_or(0);
   if (c.course && c.tokenizer == "bytes" && c.vocab_size != 256)
     doc.fail("vocab_size", fmt::format("vocab_size is {}; the bytes tokenizer has 256", c.vocab_size));
   if (c.arch == "llama") {
@@ -78,11 +81,10 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   where.check_directory();
   m.config_name_ = where.name_of(kConfigFile);
   const std::string& config_name = m.config_name_;
+  // A folder of weights without config.json (a shard set with its index) is a model with no
+  // architecture: read as any other, checked by its index only.
   const std::optional<std::string> config = where.read_text(kConfigFile);
-  if (!config)
-    throw Error(ErrorCode::format, Rule::model, kConfigFile, std::nullopt,
-                fmt::format("not a model directory: it has no {}", kConfigFile), dir_name);
-  m.config_ = parse_model_config(*config, config_name);
+  if (config) m.config_ = parse_model_config(*config, config_name);
 
   // Tokenizer rule (course directories only).
   if (m.config_.course) {
@@ -96,7 +98,16 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   }
 
   const std::string index_name = where.name_of(kShardIndexFile);
-  detail::WeightFiles weights = detail::open_weights(where);
+  detail::WeightFiles weights;
+  try {
+    weights = detail::open_weights(where);
+  } catch (const Error& e) {
+    if (config || e.code() != ErrorCode::io || e.os_error() != std::errc::no_such_file_or_directory) throw;
+    throw Error(ErrorCode::format, Rule::model, kConfigFile, std::nullopt,
+                fmt::format("not a model directory: it has no {}, {} or {}", kConfigFile,
+                            detail::kSingleWeightsFile, detail::kShardIndexFile),
+                dir_name);
+  }
   m.sharded_ = weights.sharded;
   m.file_names_ = std::move(weights.names);
   m.files_ = std::move(weights.files);

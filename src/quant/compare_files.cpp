@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/parallel.hpp"
+#include "common/json_text.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/compare.hpp"
 #include "tlio/convert.hpp"
@@ -26,8 +27,9 @@ namespace {
 // Elements per chunk: each chunk's sums are added in one order, whatever the thread count.
 constexpr uint64_t kCompareChunk = uint64_t{1} << 18;
 
-// What a name stands for in one file: a plain tensor or a quantized weight.
+// What a name stands for in one set of files: a plain tensor (of `file`) or a quantized weight.
 struct Entry {
+  const File* file = nullptr;
   const TensorInfo* plain = nullptr;
   std::optional<QuantizedReader> quantized;
   Shape shape;
@@ -35,32 +37,38 @@ struct Entry {
   bool numeric = false;  // values convert to F64 (or dequantize)
 };
 
-std::map<std::string, Entry> entries_of(const File& f) {
+std::map<std::string, Entry> entries_of(std::span<const File> files) {
   std::map<std::string, Entry> out;
-  const std::vector<QuantizedWeight> weights = find_quantized_weights(f);
+  std::vector<const File*> set;
+  for (const File& f : files) set.push_back(&f);
+  const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(detail::TensorSet(set));
   const auto parts = detail::stored_tensor_names(weights);
   for (const QuantizedWeight& w : weights) {
     Entry e;
     e.shape = w.shape;
     e.type = w.scheme.name();
     e.numeric = true;
-    e.quantized.emplace(f, w);
+    e.quantized.emplace(files, w);
     out.emplace(w.name, std::move(e));
   }
-  for (const TensorInfo& t : f.tensors()) {
-    if (parts.contains(t.name)) continue;
-    Entry e;
-    e.plain = &t;
-    e.shape = t.shape;
-    e.type = dtype_name(t.dtype);
-    e.numeric = can_convert(t.dtype, Dtype::F64);
-    out.emplace(t.name, std::move(e));
-  }
+  for (const File& f : files)
+    for (const TensorInfo& t : f.tensors()) {
+      if (parts.contains(t.name)) continue;
+      Entry e;
+      e.file = &f;
+      e.plain = &t;
+      e.shape = t.shape;
+      e.type = dtype_name(t.dtype);
+      e.numeric = can_convert(t.dtype, Dtype::F64);
+      if (!out.emplace(t.name, std::move(e)).second)
+        throw Error(ErrorCode::format, Rule::index, t.name, std::nullopt,
+                    fmt::format("tensor {} is in two of the files compared", detail::quote_name(t.name)));
+    }
   return out;
 }
 
 // Elements [first, first + count) of an entry as F64.
-void read_values(const File& f, const Entry& e, uint64_t first, std::span<double> out,
+void read_values(const Entry& e, uint64_t first, std::span<double> out,
                  std::vector<std::byte>& raw, std::vector<float>& f32) {
   const uint64_t count = out.size();
   if (e.quantized) {
@@ -69,6 +77,7 @@ void read_values(const File& f, const Entry& e, uint64_t first, std::span<double
     std::copy(f32.begin(), f32.end(), out.begin());
     return;
   }
+  const File& f = *e.file;
   const Dtype d = e.plain->dtype;
   const unsigned bits = dtype_bits(d);
   const uint64_t offset = first * bits / 8, bytes = count * bits / 8;
@@ -153,7 +162,7 @@ struct Progress {
   }
 };
 
-void compare_numeric(const File& fa, const Entry& a, const File& fb, const Entry& b,
+void compare_numeric(const Entry& a, const Entry& b,
                      const CompareOptions& options, TensorComparison& c, Progress& progress) {
   const uint64_t n = c.elements, chunks = (n + kCompareChunk - 1) / kCompareChunk;
   std::vector<Sums> sums(static_cast<size_t>(chunks));
@@ -168,8 +177,8 @@ void compare_numeric(const File& fa, const Entry& a, const File& fb, const Entry
                            const uint64_t m = std::min(kCompareChunk, n - first);
                            va.resize(m);
                            vb.resize(m);
-                           read_values(fa, a, first, va, raw, f32);
-                           read_values(fb, b, first, vb, raw, f32);
+                           read_values(a, first, va, raw, f32);
+                           read_values(b, first, vb, raw, f32);
                            sums[k] = compare_values(va, vb, options.atol, options.rtol);
                            compared += m;
                            if (begin == 0) progress.report(progress.done + compared.load());
@@ -189,17 +198,18 @@ void compare_numeric(const File& fa, const Entry& a, const File& fb, const Entry
 }
 
 // Dtypes without numeric values, the same on both sides: equal bytes or not, a piece at a time.
-void compare_bytes(const File& fa, const TensorInfo& a, const File& fb, const TensorInfo& b,
+void compare_bytes(const Entry& ea, const Entry& eb,
                    TensorComparison& c) {
   constexpr uint64_t kPiece = uint64_t{16} << 20;
+  const TensorInfo &a = *ea.plain, &b = *eb.plain;
   std::vector<std::byte> x, y;
   c.equal = true;
   for (uint64_t at = 0; at < a.byte_size() && c.equal; at += kPiece) {
     const uint64_t m = std::min(kPiece, a.byte_size() - at);
     x.resize(static_cast<size_t>(m));
     y.resize(static_cast<size_t>(m));
-    fa.read_data(a.begin + at, x);
-    fb.read_data(b.begin + at, y);
+    ea.file->read_data(a.begin + at, x);
+    eb.file->read_data(b.begin + at, y);
     c.equal = x == y;
   }
   c.compared = true;
@@ -211,7 +221,7 @@ void compare_bytes(const File& fa, const TensorInfo& a, const File& fb, const Te
 
 }  // namespace
 
-CompareReport compare_files(const File& a, const File& b, const CompareOptions& options) {
+CompareReport compare_files(std::span<const File> a, std::span<const File> b, const CompareOptions& options) {
   if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) ||
       std::isinf(options.rtol))
     throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
@@ -242,12 +252,12 @@ CompareReport compare_files(const File& a, const File& b, const CompareOptions& 
     if (!(x.shape == y.shape)) {
       c.note = fmt::format("shape [{}] vs [{}]", fmt::join(x.shape, ", "), fmt::join(y.shape, ", "));
     } else if (x.numeric && y.numeric) {
-      compare_numeric(a, x, b, y, options, c, progress);
+      compare_numeric(x, y, options, c, progress);
       // 64-bit integers differ beyond F64's 53 bits unseen: the same dtype is checked exactly.
       if (c.equal && c.max_abs == 0 && x.plain && y.plain && x.plain->dtype == y.plain->dtype &&
           (x.plain->dtype == Dtype::I64 || x.plain->dtype == Dtype::U64)) {
         TensorComparison exact = c;
-        compare_bytes(a, *x.plain, b, *y.plain, exact);
+        compare_bytes(x, y, exact);
         if (!exact.equal) {
           c.equal = false;
           c.outside = std::max<uint64_t>(c.outside, 1);
@@ -255,7 +265,7 @@ CompareReport compare_files(const File& a, const File& b, const CompareOptions& 
         }
       }
     } else if (x.plain && y.plain && x.plain->dtype == y.plain->dtype) {
-      compare_bytes(a, *x.plain, b, *y.plain, c);
+      compare_bytes(x, y, c);
     } else {
       c.note = fmt::format("{} and {} cannot be compared by value", x.type, y.type);
     }
@@ -272,6 +282,10 @@ CompareReport compare_files(const File& a, const File& b, const CompareOptions& 
                  std::all_of(report.tensors.begin(), report.tensors.end(),
                              [](const TensorComparison& c) { return c.equal; });
   return report;
+}
+
+CompareReport compare_files(const File& a, const File& b, const CompareOptions& options) {
+  return compare_files(std::span(&a, 1), std::span(&b, 1), options);
 }
 
 }  // namespace tlio

@@ -28,6 +28,12 @@ QuantizedReader::QuantizedReader(const File& f, QuantizedWeight weight) : weight
   decoder_ = detail::scheme_entry(weight_.scheme.kind()).decoder(detail::TensorSet({&f}), weight_);
 }
 
+QuantizedReader::QuantizedReader(std::span<const File> files, QuantizedWeight weight) : weight_(std::move(weight)) {
+  std::vector<const File*> set;
+  for (const File& f : files) set.push_back(&f);
+  decoder_ = detail::scheme_entry(weight_.scheme.kind()).decoder(detail::TensorSet(std::move(set)), weight_);
+}
+
 uint64_t QuantizedReader::element_count() const noexcept {
   return detail::checked_product(weight_.shape).value_or(0);
 }

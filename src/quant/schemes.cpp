@@ -210,4 +210,10 @@ std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
   }
 }
 
+std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files) {
+  std::vector<const File*> set;
+  for (const File& f : files) set.push_back(&f);
+  return detail::find_quantized_weights(detail::TensorSet(std::move(set)));
+}
+
 }  // namespace tlio

@@ -157,6 +157,15 @@ TEST(Llama, ConfigErrorsNameTheKey) {
   EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": "32"})"), "vocab_size");
   EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": 1, "vocab_size": 2})"), "vocab_size");
   EXPECT_EQ(with_config(R"({"model_type": "gpt2", "vocab_size": 32})"), "accepted");  // not checked
+  // A vision-language model keeps vocab_size in text_config: only checked architectures need it.
+  EXPECT_EQ(with_config(R"({"model_type": "qwen2_5_vl", "text_config": {"vocab_size": 32}})"), "accepted");
+  EXPECT_EQ(with_config(R"({"model_type": "llama"})"), "vocab_size");
+  // No config.json: the weights alone make a model of no architecture.
+  std::filesystem::remove(dir / "m" / "config.json");
+  const Model bare = Model::open(dir / "m");
+  EXPECT_EQ(bare.config().arch, "");
+  EXPECT_NO_THROW(bare.check());
+  EXPECT_FALSE(bare.tensor_names().empty());
 }
 
 TEST(Llama, Int4QuantizedLayersCountAsTheirLogicalWeight) {

@@ -1,0 +1,6 @@
+tlio stats DATA/models/sharded model.norm.weight
+tlio cat DATA/models/sharded model.layers.0.mlp.down_proj.weight --slice 0,0:4
+tlio metadata DATA/models/sharded
+tlio diff DATA/models/sharded DATA/quant/tiny_model.safetensors
+tlio metadata DATA/models/sharded --set a=b
+tlio cat DATA/models/sharded nope

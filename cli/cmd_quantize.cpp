@@ -71,7 +71,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("quantize", "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8)");
   cmd->footer(
       scheme_table() +
-      "By default the 2-D *_proj.weight matrices are quantized; embeddings, norms, lm_head and\n"
+      "By default the weights of linear layers are quantized, whatever their names (2-D *.weight:\n"
+      "q_proj, c_attn, query_key_value, w1, fc1, 0.weight); embeddings, norms, lm_head and\n"
       "1-D tensors are kept. --include REGEX replaces that selection, --exclude REGEX removes\n"
       "from it (searches); 1-D tensors (biases, norms) are quantized only when --include names\n"
       "them and --allow-1d is given. Prints the quantization error per tensor, what was kept\n"

@@ -195,7 +195,9 @@ struct QuantizeReport {
   uint64_t data_bytes_before = 0, data_bytes_after = 0;
 };
 
-/// Writes `src` with the selected weights quantized (default: the 2-D `*_proj.weight` matrices).
+/// Writes `src` with the selected weights quantized (default: the weights of linear layers,
+/// whatever their names: 2-D `*weight` tensors that are not embeddings or the output head;
+/// docs/quantization.md).
 /// int4: metadata keeps its keys and gets format=tinyllm and quant=<scheme>. nf4/fp4/int8: the
 /// layout transformers saves for Linear4bit / Linear8bitLt, metadata unchanged. A
 /// default-selected tensor that cannot be quantized (its shape or dtype) is skipped with a note;

@@ -15,6 +15,7 @@
 #include "common/checked.hpp"
 #include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
+#include "quant/tensor_selection.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -53,7 +54,7 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
   std::vector<const TensorInfo*> selected;
   for (const TensorInfo& t : src.tensors()) {
     if (is_stored_part(t.name)) continue;
-    const bool by_default = t.name.ends_with("_proj.weight") && t.shape.size() == 2;
+    const bool by_default = is_linear_weight(t);
     if (!filter.includes(t.name, by_default)) {
       kept_for[not_selected].push_back(t.name);
     } else if (filter.excludes(t.name)) {
@@ -71,7 +72,7 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
   }
   const char* const reasons[kWhyCount] = {
       "already quantized",
-      filter.has_include() ? "not matched by include" : "not in the default selection (2-D *_proj.weight)",
+      filter.has_include() ? "not matched by include" : "not in the default selection (linear layers' weights)",
       "matched by exclude", "1-D (biases, norms)"};
   for (size_t r = 0; r < kWhyCount; ++r)
     if (!kept_for[r].empty()) report.kept.push_back({reasons[r], std::move(kept_for[r])});
@@ -86,9 +87,9 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
     throw_invalid(filter.has_include()
                       ? fmt::format("include {} selects no tensor to quantize{}",
                                     quote_name(options.include), why)
-                      : fmt::format("no tensor to quantize: the default selection is the 2-D "
-                                    "tensors named *_proj.weight, and {} has none (choose others "
-                                    "with include, --include REGEX){}",
+                      : fmt::format("no tensor to quantize: the default selection is the weights "
+                                    "of linear layers (2-D, not embeddings or the output head), and "
+                                    "{} has none (choose others with include, --include REGEX){}",
                                     src.name(), why));
   }
 

@@ -4,10 +4,12 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/json_text.hpp"
 #include "common/text.hpp"
@@ -170,6 +172,25 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
                               src.tensors().size(), src.tensors().size() == 1 ? "" : "s",
                               src.name()));
   return plan;
+}
+
+bool is_linear_weight(const TensorInfo& t) {
+  if (t.shape.size() != 2) return false;
+  const std::string_view name = t.name;
+  if (name != "weight" && !name.ends_with(".weight")) return false;
+  // The module path's parts, the parameter name ("weight") left out.
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start < name.size();) {
+    const size_t dot = std::min(name.find('.', start), name.size());
+    parts.push_back(name.substr(start, dot - start));
+    start = dot + 1;
+  }
+  parts.pop_back();
+  for (std::string_view part : parts)
+    if (part.find("embed") != std::string_view::npos || part == "wte" || part == "wpe" || part == "shared" ||
+        part == "lm_head" || part == "score" || part == "classifier")
+      return false;
+  return !(parts.size() == 1 && parts[0] == "output");
 }
 
 }  // namespace tlio::detail

@@ -30,4 +30,12 @@ struct SelectionPlan {
 /// caller checks the whole), when no tensor of a file that has some is kept.
 SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty = false);
 
+/// quantize's default selection: the weight of every linear layer, whatever the model calls it
+/// (`q_proj`, GPT-2's `c_attn`, NeoX's `query_key_value`, Mixtral's `w1`, Phi's `fc1`, an
+/// `nn.Sequential`'s `0.weight`): a 2-D tensor whose name ends in "weight", as transformers
+/// replaces every nn.Linear (and Conv1D) with a quantized one, except an embedding (a name
+/// part holding "embed", GPT-2's `wte`/`wpe`, T5's `shared`) and the output head (`lm_head`,
+/// a top-level `output`, a classifier's `score` or `classifier`), which transformers keeps.
+bool is_linear_weight(const TensorInfo& t);
+
 }  // namespace tlio::detail

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fnmatch.h>
 #include <new>
 #include <stdlib.h>
 #include <unistd.h>
@@ -65,6 +66,24 @@ bool folder_input(const std::string& in, const std::string& out) {
     throw UsageError(fmt::format("IN is a model folder, so OUT is a folder too, not the file '{}' "
                                  "(`tlio merge` makes one file of a folder)", out));
   return true;
+}
+
+std::vector<std::string> expand_globs(const std::vector<std::string>& args, const std::vector<std::string>& names,
+                                      const std::string& input) {
+  std::vector<std::string> out;
+  for (const std::string& arg : args) {
+    const bool pattern = arg.find_first_of("*?[") != std::string::npos;
+    if (!pattern || std::find(names.begin(), names.end(), arg) != names.end()) {
+      out.push_back(arg);
+      continue;
+    }
+    const size_t before = out.size();
+    for (const std::string& n : names)
+      if (fnmatch(arg.c_str(), n.c_str(), 0) == 0) out.push_back(n);
+    if (out.size() == before)
+      throw UsageError(fmt::format("no tensor of {} matches '{}'", display_location(input), arg));
+  }
+  return out;
 }
 
 std::string json_files_member(const std::vector<std::string>& files) {

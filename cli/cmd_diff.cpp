@@ -117,6 +117,7 @@ void add_diff(CLI::App& app, int& exit_code) {
     std::string a, b;
     bool json = false, all = false;
     double atol = 0, rtol = 0;
+    std::string filter;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("A", a->a, "First file or model folder, or its URL")->required();
@@ -125,6 +126,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->add_flag("--all", a->all, "List identical tensors too");
+  cmd->add_option("--filter", a->filter, "Compare only names matching REGEX (a search)")->check(regex_check());
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(non_negative_check());
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
@@ -133,6 +135,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;
+      o.filter = a->filter;
       ProgressBar bar("comparing", uint64_t{256} << 20);
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::CompareReport r = tlio::compare_files(fa.files(), fb.files(), o);

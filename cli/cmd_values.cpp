@@ -11,12 +11,14 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <regex>
 #include <set>
 #include <thread>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"
@@ -457,17 +459,21 @@ void add_stats(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("stats", "Per-tensor min, max, mean, std, NaN/inf/zero counts");
   cmd->footer("Quantized weights are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
               "The values are read in chunks on every core (a progress bar on a terminal for\n"
-              "big inputs); the figures do not depend on the number of cores.\n\n"
-              "Example: tlio stats model.safetensors model.norm.weight");
+              "big inputs); the figures do not depend on the number of cores. A NAME may be a\n"
+              "glob pattern ('*.norm.weight', quoted from the shell); --filter REGEX keeps the\n"
+              "names it finds.\n\n"
+              "Example: tlio stats model.safetensors model.norm.weight\n"
+              "         tlio stats model/ --filter 'layers\\.0\\.'");
   struct Args {
-    std::string file;
+    std::string file, filter;
     std::vector<std::string> names;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("NAME", a->names, "Tensors (default: all)");
+  cmd->add_option("NAME", a->names, "Tensors or glob patterns (default: all)");
+  cmd->add_option("--filter", a->filter, "Only names matching REGEX (a search)")->check(regex_check());
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "
                 "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\"}]}");
@@ -478,11 +484,14 @@ void add_stats(CLI::App& app, int& exit_code) {
       const auto& quantized = w.quantized();
       std::set<std::string> parts;
       for (const auto& q : quantized) parts.insert(q.stored.begin(), q.stored.end());
-      std::vector<std::string> names = a->names;
-      if (names.empty()) {
-        for (const tlio::TensorInfo* t : w.tensors())
-          if (!parts.count(t->name)) names.push_back(t->name);
-        for (const auto& q : quantized) names.push_back(q.name);
+      std::vector<std::string> all;  // every name, quantized weights by their logical names
+      for (const tlio::TensorInfo* t : w.tensors())
+        if (!parts.count(t->name)) all.push_back(t->name);
+      for (const auto& q : quantized) all.push_back(q.name);
+      std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
+      if (!a->filter.empty()) {
+        const std::regex filter(a->filter, std::regex::ECMAScript);
+        std::erase_if(names, [&](const std::string& n) { return !std::regex_search(n, filter); });
       }
       // What each name is, in order: a numeric input, or a line saying it has no statistics.
       std::vector<StatsInput> inputs;

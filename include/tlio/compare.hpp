@@ -20,6 +20,10 @@ struct CompareOptions {
   double atol = 0;
   double rtol = 0;
   ProgressCallback progress;  ///< elements compared / all
+  /// A regex searched in names (logical names for quantized weights): only the names it finds
+  /// are compared or listed as only in one file. Empty: every name. A bad regex is
+  /// Error{invalid_argument}.
+  std::string filter;
 };
 
 /// One name both files have. A quantized weight counts under its logical name and is compared

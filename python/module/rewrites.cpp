@@ -24,13 +24,15 @@ void bind_rewrites(py::module_& m) {
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
   // Each side a file or a model folder's shards, as handles shared with Python's.
   m.def("compare_files", [](const std::vector<std::shared_ptr<tlio::File>>& a_files,
-                            const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol) {
+                            const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol,
+                            const std::string& filter) {
     std::vector<tlio::File> a, b;
     for (const auto& f : a_files) a.push_back(f->share());
     for (const auto& f : b_files) b.push_back(f->share());
     tlio::CompareOptions o;
     o.atol = atol;
     o.rtol = rtol;
+    o.filter = filter;
     tlio::CompareReport r;
     {
       LongCall call;

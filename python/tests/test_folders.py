@@ -137,3 +137,13 @@ def test_the_cli_reads_a_folder(tmp_path):
         assert out.returncode == 0, (args, out.stderr)
     out = subprocess.run([CLI, "diff", tmp_path / "src", merged, "--json"], capture_output=True, text=True)
     assert json.loads(out.stdout)["equal"] is True
+
+
+def test_compare_a_folder_with_its_conversion(tmp_path):
+    hf_folder(tmp_path / "src")
+    tlio.convert_file(tmp_path / "src", tmp_path / "bf16", "bf16")
+    r = tlio.compare_files(tmp_path / "bf16", tmp_path / "src", rtol=2 ** -8, filter="proj")
+    assert sorted(t["name"] for t in r["tensors"]) == [
+        "model.layers.0.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
+    assert r["equal"] and all(t["a_type"] == "BF16" and t["b_type"] == "F32" for t in r["tensors"])
+    assert not tlio.compare_files(tmp_path / "bf16", tmp_path / "src")["equal"]  # BF16 rounds

@@ -561,13 +561,14 @@ def dequantize_file(src, dst, dtype=None):
 
 # ---- comparing values ----------------------------------------------------------------------------
 
-def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None):
+def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: A002 - as --filter
     """Compares the values of every name two files share, as ``tlio diff`` does: after
     converting both to float64, so different dtypes (F32 against BF16) and quantized weights
     (int4, nf4, fp4, int8: dequantized, under their logical names) compare too. A value of `a`
     is within tolerance of `b`'s when ``|a - b| <= atol + rtol * |b|`` (`b` is the reference, as
     in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs of
-    files or model folders (a folder's shards are one namespace).
+    files or model folders (a folder's shards are one namespace). `filter`: a regex searched in
+    names; only the names it finds are compared.
 
     Returns a dict: ``equal`` (no name in one file only, every common tensor within tolerance),
     ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
@@ -579,7 +580,7 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None):
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")
     fa, fb = (_open_source(_os.fspath(x), "mmap", token) for x in (a, b))
     return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
-                               float(atol), float(rtol))
+                               float(atol), float(rtol), str(filter))
 
 
 # ---- editing -------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/parallel.hpp"
+#include "common/text.hpp"
 #include "common/json_text.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/compare.hpp"
@@ -226,7 +227,12 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
       std::isinf(options.rtol))
     throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
                               options.atol, options.rtol));
-  const std::map<std::string, Entry> ea = entries_of(a), eb = entries_of(b);
+  std::map<std::string, Entry> ea = entries_of(a), eb = entries_of(b);
+  if (!options.filter.empty()) {
+    const detail::NameFilter filter(options.filter, "");
+    std::erase_if(ea, [&](const auto& e) { return !filter.includes(e.first, true); });
+    std::erase_if(eb, [&](const auto& e) { return !filter.includes(e.first, true); });
+  }
   CompareReport report;
   for (const auto& [name, e] : ea)
     if (!eb.contains(name)) report.only_in_a.push_back(name);

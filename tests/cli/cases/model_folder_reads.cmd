@@ -4,3 +4,7 @@ tlio metadata DATA/models/sharded
 tlio diff DATA/models/sharded DATA/quant/tiny_model.safetensors
 tlio metadata DATA/models/sharded --set a=b
 tlio cat DATA/models/sharded nope
+tlio stats DATA/models/sharded '*.norm.weight' --json
+tlio stats DATA/models/sharded --filter 'proj' --json
+tlio diff DATA/models/sharded DATA/quant/tiny_model.safetensors --filter 'layers' --all
+tlio stats DATA/models/sharded 'nothing*'

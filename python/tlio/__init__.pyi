@@ -17,7 +17,8 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
 _T = TypeVar("_T")
 _Array = NDArray[Any]
 _Backend = Literal["mmap", "pread"]
-# What safe_open reads: a path, a URL (http(s)://, s3://, gs://, hf://; a str) or a binary file object.
+# What safe_open reads: a path (a file or a model folder), a URL (http(s)://, s3://, gs://, hf://;
+# a str) or a binary file object.
 _Source = StrPath | BinaryIO
 _Index = SupportsIndex | slice | ellipsis | None
 
@@ -117,7 +118,7 @@ def quantize_file(src: StrPath, dst: StrPath, scheme: str, include: str = "", ex
 def dequantize_file(src: StrPath, dst: StrPath, dtype: str | None = None) -> int: ...
 
 def compare_files(a: StrPath, b: StrPath, *, atol: float = 0.0, rtol: float = 0.0,
-                  token: str | None = None) -> dict[str, Any]: ...
+                  token: str | None = None, filter: str = "") -> dict[str, Any]: ...
 
 def edit_file(src: StrPath, dst: StrPath | None = None, *, metadata: dict[str, str] | None = None,
               delete: str | Iterable[str] | None = (), keep: str | Iterable[str] | None = None,

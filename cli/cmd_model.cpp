@@ -22,18 +22,18 @@ void add_shard(CLI::App& app, int& exit_code) {
       "Shards are filled greedily in canonical order; each holds at most SIZE bytes of tensor\n"
       "data (a larger tensor gets a shard of its own) and the source's metadata. Sizes as\n"
       "transformers reads them: 5GB = 5*10^9, 40KB = 40,000, 5GiB = 5*2^30. When everything\n"
-      "fits, OUTDIR gets one model.safetensors and no index.\n\n"
-      "Example: tlio shard model.safetensors out/ --max-size 5GB");
+      "fits, OUTDIR gets one model.safetensors and no index. --max-size defaults to 5GB, as\n"
+      "transformers' save_pretrained.\n\n"
+      "Example: tlio shard model.safetensors out/ --max-size 2GB");
   struct Args {
-    std::string in, out, size;
+    std::string in, out, size = "5GB";
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("OUTDIR", a->out, "Output directory (created if missing), or an s3:// or gs:// prefix")->required();
-  cmd->add_option("--max-size", a->size, "Largest tensor data per shard, e.g. 5GB")
-      ->required()
+  cmd->add_option("--max-size", a->size, "Largest tensor data per shard (default 5GB)")
       ->check(size_check());
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"files\", \"total_size\"}");
   cmd->callback([a, &exit_code] {

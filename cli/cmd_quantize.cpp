@@ -94,9 +94,20 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ->required()
       ->check([](const std::string& v) -> std::string {
         if (tlio::QuantScheme::try_parse(v)) return {};
-        std::vector<std::string> syntaxes;
-        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) syntaxes.emplace_back(s.syntax);
-        return fmt::format("unknown scheme '{}' ({})", v, fmt::join(syntaxes, ", "));
+        std::vector<std::string> syntaxes, names;
+        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
+          syntaxes.emplace_back(s.syntax);
+          // The names a syntax lists ("nf4, fp4") and its example ("int4-g32-sym").
+          for (size_t at = 0; at < s.syntax.size();) {
+            const size_t end = std::min(s.syntax.find(", ", at), s.syntax.size());
+            names.emplace_back(s.syntax.substr(at, end - at));
+            at = end + 2;
+          }
+          names.emplace_back(s.example);
+        }
+        const std::string near = closest(v, names);
+        return fmt::format("unknown scheme '{}'{} ({})", v, near.empty() ? "" : "; did you mean '" + near + "'?",
+                           fmt::join(syntaxes, ", "));
       });
   // The registry's options, each once, its help prefixed by the schemes that have it.
   for (const tlio::SchemeInfo& s : tlio::quant_schemes())

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "signals.hpp"
@@ -64,8 +66,20 @@ int main(int argc, char** argv) {
   using namespace tlio::cli;
   install_signal_handlers();
   CLI::App app{"tlio: strict, fast safetensors tool", "tlio"};
-  app.set_version_flag("--version", std::string("tlio ") + tlio::version());
+  app.set_version_flag("-V,--version", std::string("tlio ") + tlio::version());
   app.require_subcommand(1);
+  // Every usage error as the others: "tlio: ...", then where the command's help is.
+  app.failure_message([](const CLI::App* top, const CLI::Error& e) {
+    std::string command;
+    for (const CLI::App* a = top; a;) {
+      const std::vector<CLI::App*> parsed = a->get_subcommands();
+      a = parsed.empty() ? nullptr : parsed.front();
+      if (a) command += " " + a->get_name();
+    }
+    return fmt::format("tlio: {}\n{}\n", e.what(),
+                       command.empty() ? "tlio help lists the commands"
+                                       : fmt::format("tlio{} --help shows its options", command));
+  });
   app.fallthrough(false);
   int exit_code = kExitOk;
   for (const Command& c : commands_needed(argc, argv)) c.add(app, exit_code);
@@ -83,8 +97,13 @@ int main(int argc, char** argv) {
                 (near.empty() ? "" : "; did you mean '" + near + "'?") + " (tlio help lists them)");
     return kExitUsage;
   };
-  // `tlio` alone and `tlio help`: the commands, a line each; `tlio help COMMAND`: its help.
-  if (argc == 1 || (argc == 2 && std::string(argv[1]) == "help")) {
+  // `tlio help`: the commands, a line each; `tlio help COMMAND`: its help. `tlio` alone is a
+  // usage error: the list goes to stderr.
+  if (argc == 1) {
+    std::fprintf(stderr, "%s", command_list(app).c_str());
+    return kExitUsage;
+  }
+  if (argc == 2 && std::string(argv[1]) == "help") {
     std::printf("%s", command_list(app).c_str());
     return kExitOk;
   }

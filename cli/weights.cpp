@@ -29,12 +29,20 @@ std::span<const tlio::File> Weights::files() const noexcept {
 }
 
 std::pair<const tlio::File*, const tlio::TensorInfo*> Weights::at(std::string_view name) const {
-  if (file_) return {&*file_, &file_->header().at(name)};
-  const tlio::ModelTensor* t = model_->find(name);
-  if (!t)
-    throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, std::string(name), std::nullopt,
-                      fmt::format("no tensor named {}", json_string(name)), model_->name());
-  return {&model_->files()[t->file], t->info};
+  if (file_) {
+    if (const tlio::TensorInfo* t = file_->header().find(name)) return {&*file_, t};
+  } else if (const tlio::ModelTensor* t = model_->find(name)) {
+    return {&model_->files()[t->file], t->info};
+  }
+  // Not there: the nearest name, or the logical name of a quantized weight's part.
+  std::vector<std::string> names;
+  for (const tlio::TensorInfo* t : tensors()) names.push_back(t->name);
+  for (const tlio::QuantizedWeight& q : quantized_) names.push_back(q.name);
+  const std::string near = closest(std::string(name), names);
+  throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, std::string(name), std::nullopt,
+                    fmt::format("no tensor named {}{}", json_string(name),
+                                near.empty() ? "" : fmt::format("; did you mean {}?", json_string(near))),
+                    this->name());
 }
 
 std::vector<const tlio::TensorInfo*> Weights::tensors() const {

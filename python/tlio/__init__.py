@@ -21,6 +21,7 @@ SafetensorError (a ValueError; its `rule`, `tensor` and `offset` say where), a b
 ValueError, an unknown tensor name KeyError, and a file that cannot be read the OSError for its
 errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 """
+import importlib as _importlib
 import os as _os
 import stat as _stat
 from typing import NamedTuple as _NamedTuple
@@ -37,7 +38,13 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
            "compare_files", "VerificationError", "hash_file", "sign", "verify"]
 
 _NUMPY = ("numpy", "np")
-_TORCH = ("pt", "torch")
+_TORCH = ("pt", "torch", "pytorch")
+# The other frameworks the safetensors package names: their arrays are made from numpy's, with
+# the module imported when the first tensor is asked for (paddle: when the file is opened), so
+# a missing one is ModuleNotFoundError, as the package raises.
+_OTHER = {"tf": ("tensorflow", "convert_to_tensor"), "tensorflow": ("tensorflow", "convert_to_tensor"),
+          "flax": ("jax.numpy", "array"), "jax": ("jax.numpy", "array"), "mlx": ("mlx.core", "array"),
+          "paddle": ("paddle", "to_tensor")}
 _BACKENDS = ("mmap", "pread")
 # Header dtypes numpy has a type for; the others (BF16, F8_*, F6_*, F4) it has not.
 _NUMPY_HAS = frozenset(("BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
@@ -150,6 +157,9 @@ class _Slice:
         return list(self._opened._open_file().shape(self._name))
 
     def __getitem__(self, index):
+        return self._opened._other_array(self._item(index))
+
+    def _item(self, index):
         file = self._opened._open_file()
         shape = file.shape(self._name)
         _check_index(self._name, shape, index)
@@ -207,15 +217,20 @@ class safe_open:
             from . import torch as torch_module  # imports torch, only when asked for
             self._torch = torch_module._Converter(device)
             file_backend = "private" if backend == "mmap" else backend
-        elif framework in _NUMPY:
-            if device != "cpu":
+        elif framework in _NUMPY or framework in _OTHER:
+            if device != "cpu" and framework in _NUMPY:
                 raise ValueError(f"device {device!r} is not supported with numpy: arrays are "
                                  f"on the CPU")
             self._torch = None
             file_backend = backend
         else:
-            raise ValueError(f"framework {framework!r} is not supported: 'numpy' (or 'np') or "
-                             f"'pt' (or 'torch')")
+            raise _error(f"framework {framework} is invalid", "framework")
+        self._other = None
+        if framework in _OTHER:
+            module, function = _OTHER[framework]
+            self._other = (module, function)
+            if module == "paddle":
+                _importlib.import_module(module)
         self._file = _open_source(filename, file_backend, token)
         self._quantized = None
         if sha256 is not None and isinstance(self._file, _Shards):
@@ -259,6 +274,16 @@ class safe_open:
         np.float64, np.float16 or their names) a converted copy; with dtype="bits" the stored
         bits of any type (a view; the only way to get a type numpy lacks, such as BF16, as
         numpy). KeyError for a name the file does not have."""
+        return self._other_array(self._get_tensor(name, dtype, copy, out))
+
+    def _other_array(self, array):
+        """`array` as the framework asked for (tensorflow, jax, mlx, paddle), or as it is."""
+        if self._other is None:
+            return array
+        module, function = self._other
+        return getattr(_importlib.import_module(module), function)(array)
+
+    def _get_tensor(self, name, dtype, copy, out):
         file = self._open_file()
         _check_name(name)
         if self._torch is not None:
@@ -286,7 +311,7 @@ class safe_open:
             return {k: self.get_tensor(k) for k in names}
         arrays = file.copies(names)  # one read: touching tensors share requests
         if self._torch is None:
-            return dict(zip(names, arrays))
+            return {k: self._other_array(a) for k, a in zip(names, arrays)}
         return {k: self._torch.tensor(a, file.dtype(k), k) for k, a in zip(names, arrays)}
 
     def get_slice(self, name):
@@ -335,6 +360,12 @@ class safe_open:
 
 # What makes a local folder a model folder to open (any other folder is IsADirectoryError).
 _MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json")
+
+
+def _safe_open_handle(f, framework, device="cpu", *, backend="mmap"):
+    """safe_open over an open binary file object `f`, as the package's _safe_open_handle (its own
+    tests use it): the file is opened again through its descriptor, or read whole."""
+    return safe_open(f, framework, device, backend=backend)
 
 
 class _Shards:
@@ -473,6 +504,9 @@ def _items(tensor_dict):
         if isinstance(t, TensorSpec):
             items.append((name, t.dtype, t.shape, (t.data_ptr, t.data_len)))
         elif isinstance(t, dict):
+            if "data" not in t:  # {"data_ptr", "data_len"}: raw pointers only a TensorSpec carries
+                raise TypeError(f"tensor {name!r}: a dict of raw pointers is not a TensorSpec; "
+                                f"make one with TensorSpec(dtype=, shape=, data_ptr=, data_len=)")
             data = t["data"]
             items.append((name, str(t["dtype"]), list(t["shape"]),
                           data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data)))

@@ -45,7 +45,9 @@ class _Slice(Generic[_T]):
     def __len__(self) -> int: ...
 
 class safe_open(Generic[_T]):
-    """Arrays (framework "numpy"/"np") or torch tensors ("pt"/"torch") of one file."""
+    """Arrays (framework "numpy"/"np") or torch tensors ("pt"/"torch"/"pytorch") of one file or
+    model folder; "tf"/"tensorflow", "flax"/"jax", "mlx" and "paddle" give that framework's
+    arrays, made from numpy's."""
     @overload
     def __init__(self: safe_open[_Array], filename: _Source,
                  framework: Literal["numpy", "np"] = "numpy", device: str = "cpu", *,
@@ -53,7 +55,7 @@ class safe_open(Generic[_T]):
                  sha256: str | None = None) -> None: ...
     @overload
     def __init__(self: safe_open[_torch.Tensor], filename: _Source,
-                 framework: Literal["pt", "torch"], device: str | int | _torch.device = "cpu", *,
+                 framework: Literal["pt", "torch", "pytorch"], device: str | int | _torch.device = "cpu", *,
                  backend: _Backend = "mmap", token: str | None = None,
                  sha256: str | None = None) -> None: ...
     @overload
@@ -75,6 +77,9 @@ class safe_open(Generic[_T]):
     def get_shape(self, name: str) -> list[int]: ...
     def quantized(self) -> list[dict[str, Any]]: ...
     def get_dequantized(self, name: str, dtype: str | None = None) -> _T: ...
+
+def _safe_open_handle(f: BinaryIO, framework: str, device: str | int | _torch.device = "cpu", *,
+                      backend: _Backend = "mmap") -> safe_open[Any]: ...
 
 def load_file(filename: StrPath, device: str = "cpu", *, backend: _Backend = "mmap",
               token: str | None = None, sha256: str | None = None) -> dict[str, _Array]: ...

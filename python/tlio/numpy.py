@@ -9,9 +9,12 @@ import os as _os
 import numpy as _np
 
 from . import _plan, _tlio
+# As the safetensors package's modules do: `from safetensors.torch import safe_open` works.
+from . import deserialize, safe_open, serialize, serialize_file
 from . import load as _load, load_file as _load_file
 
-__all__ = ["save", "save_file", "load", "load_file", "load_sharded"]
+__all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
+           "save", "save_file", "load", "load_file", "load_sharded"]
 
 # Header dtype -> the numpy dtype load_sharded fills (raw bits for BF16 and the F8 types).
 _NUMPY_OF = {"BOOL": "bool", "U8": "u1", "I8": "i1", "U16": "<u2", "I16": "<i2", "U32": "<u4",

@@ -5,7 +5,11 @@ from typing import Any, Callable, Literal, Mapping
 from _typeshed import ReadableBuffer, StrPath
 from numpy.typing import NDArray
 
-__all__ = ["save", "save_file", "load", "load_file", "load_sharded"]
+from . import deserialize as deserialize, safe_open as safe_open, serialize as serialize
+from . import serialize_file as serialize_file
+
+__all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
+           "save", "save_file", "load", "load_file", "load_sharded"]
 
 # A plan's slice of one tensor: ints and step-1 slices per leading dimension, or ... for all.
 _Slices = tuple[int | slice, ...] | int | slice | EllipsisType

@@ -27,9 +27,12 @@ import numpy as _np
 import torch as _torch
 
 from . import _plan, _tlio
+# As the safetensors package's modules do: `from safetensors.torch import safe_open` works.
+from . import deserialize, safe_open, serialize, serialize_file
 from . import safe_open as _safe_open
 
-__all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
+__all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
+           "save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
            "storage_size", "load_sharded", "load_distributed"]
 
 # Header dtype -> torch dtype, for the types this torch has. The numpy array a tensor comes in

@@ -6,7 +6,11 @@ from typing import Any, Callable, Iterable, Literal, Mapping
 import torch
 from _typeshed import ReadableBuffer, StrPath
 
-__all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
+from . import deserialize as deserialize, safe_open as safe_open, serialize as serialize
+from . import serialize_file as serialize_file
+
+__all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
+           "save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
            "storage_size", "load_sharded", "load_distributed"]
 
 _Backend = Literal["mmap", "pread"]

@@ -78,8 +78,9 @@ constexpr std::array kRefusedModules = {
     "zipimport", "pkgutil", "inspect", "gc", "site", "sysconfig", "platform", "commands",
     "popen2", "timeit", "trace", "cProfile", "profile", "urllib", "http", "ftplib", "smtplib",
     "telnetlib", "requests", "dill", "joblib", "torch.hub", "torch.jit", "torch._C",
-    "torch.package", "torch.serialization", "numpy.load", "numpy.lib.npyio", "copyreg",
-    "__main__"};
+    "torch.package", "torch.serialization", "numpy.load", "numpy.lib.npyio", "copyreg"};
+// (A class or function of __main__, such as a model class defined in the saving script, is
+// left inert like any other: nothing of it is run, so it is no reason to refuse the file.)
 // builtins/__builtin__ names that only build containers or values; any other builtin is refused.
 constexpr std::array kHarmlessBuiltins = {"set", "frozenset", "list", "tuple", "dict", "bytearray",
                                           "bytes", "complex", "slice", "range", "int", "float",

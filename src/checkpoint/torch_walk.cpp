@@ -136,10 +136,18 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
       throw_format(Rule::checkpoint, {}, fmt::format("the object nests deeper than {} levels", kMaxWalkDepth));
     // Children pushed in reverse so they are met in order.
     std::vector<Item> children;
-    auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base) {
+    // `attributes`: an object's state. An nn.Module keeps its tensors in the dicts _parameters,
+    // _buffers and _modules, which name nothing in state_dict ("0.weight", not
+    // "_modules.0._parameters.weight"): a whole-module torch.save imports under those names.
+    auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base, bool attributes = false) {
       for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-        if (auto k = key_text(p, pairs[i])) children.push_back({pairs[i + 1], join(base, *k), it.depth + 1});
-        else drop(base, "key");
+        const std::optional<std::string> k = key_text(p, pairs[i]);
+        if (!k) {
+          drop(base, "key");
+          continue;
+        }
+        const bool module_dict = attributes && (*k == "_parameters" || *k == "_buffers" || *k == "_modules");
+        children.push_back({pairs[i + 1], module_dict ? base : join(base, *k), it.depth + 1});
       }
     };
     auto add_items = [&](const std::vector<ValueId>& items, const std::string& base) {
@@ -151,7 +159,7 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
       // An inert object: its state (attributes), then what was set or appended into it, then
       // the arguments it was made from.
       if (v.state != kNoValue) {
-        if (p[v.state].kind == PyKind::dict) add_pairs(p[v.state].pairs, it.path);
+        if (p[v.state].kind == PyKind::dict) add_pairs(p[v.state].pairs, it.path, true);
         else children.push_back({v.state, it.path, it.depth + 1});
       }
       add_pairs(v.pairs, it.path);

@@ -3,10 +3,12 @@
 
 #include <fmt/core.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -97,23 +99,24 @@ const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { r
 
 namespace {
 
-// "-": standard input, read once into an unnamed temporary file. The header is checked as soon
-// as it has arrived (a bad one ends the read there), the data is read up to where the header
-// says it ends, and input that goes on past it is refused.
-std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& options) {
-  const std::string name = "<stdin>";
+// A stream ("-": standard input; a named pipe or character device given by path), read once into
+// an unnamed temporary file. The header is checked as soon as it has arrived (a bad one ends the
+// read there), the data is read up to where the header says it ends, and input that goes on past
+// it is refused. `what` names the stream in messages ("standard input").
+std::shared_ptr<const detail::ByteSource> stream_source(int fd, const std::string& name, const std::string& what,
+                                                        const OpenOptions& options) {
   detail::Fd spool = detail::unnamed_temp_file(name);
   std::byte prefix[detail::kSniffBytes] = {};
-  const size_t got = detail::read_stream(STDIN_FILENO, prefix, name);
+  const size_t got = detail::read_stream(fd, prefix, name);
   const uint64_t header_size = detail::read_header_length({prefix, got}, got < sizeof prefix ? got : UINT64_MAX);
   std::vector<std::byte> head(static_cast<size_t>(8 + header_size) + detail::kJsonPadding);
   std::memcpy(head.data(), prefix, got);
   const uint64_t head_size = 8 + header_size;
   if (got < head_size) {
-    const size_t more = detail::read_stream(STDIN_FILENO, std::span(head).subspan(got, static_cast<size_t>(head_size - got)), name);
+    const size_t more = detail::read_stream(fd, std::span(head).subspan(got, static_cast<size_t>(head_size - got)), name);
     if (got + more < head_size)
       throw_format(Rule::r1_length, {},
-                   fmt::format("standard input ends at {} bytes, inside the {}-byte header",
+                   fmt::format("{} ends at {} bytes, inside the {}-byte header", what,
                                got + more, header_size),
                    got + more);
   }
@@ -124,7 +127,7 @@ std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& option
   const uint64_t total = *whole;
   const auto too_long = [&] {
     throw_format(Rule::r5_layout, {},
-                 fmt::format("standard input goes on past the {} bytes its header describes", total), total);
+                 fmt::format("{} goes on past the {} bytes its header describes", what, total), total);
   };
   uint64_t at = std::max<uint64_t>(got, head_size);  // bytes read so far (a short header: data too)
   if (at > total) too_long();
@@ -132,21 +135,38 @@ std::shared_ptr<const detail::ByteSource> stdin_source(const OpenOptions& option
   std::vector<std::byte> buf(static_cast<size_t>(std::clamp<uint64_t>(total - at, 1, uint64_t{8} << 20)));
   while (at < total) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), total - at));
-    const size_t n = detail::read_stream(STDIN_FILENO, std::span(buf).first(want), name);
+    const size_t n = detail::read_stream(fd, std::span(buf).first(want), name);
     detail::pwrite_all(spool.get(), at, std::span(buf).first(n), name);
     at += n;
     if (n < want) break;  // ended early: the file's own checks say it is truncated
   }
   std::byte extra;
-  if (at == total && detail::read_stream(STDIN_FILENO, {&extra, 1}, name) == 1) too_long();
+  if (at == total && detail::read_stream(fd, {&extra, 1}, name) == 1) too_long();
   return detail::descriptor_source(std::move(spool), name, access_for(options.backend));
+}
+
+// A local node that is a stream rather than a file: a named pipe (mkfifo, <(...)) or a character
+// device (/dev/stdin on a pipe). Mapping or sizing one would see 0 bytes.
+bool is_stream_node(const std::filesystem::path& node) {
+  struct stat st {};
+  return ::stat(node.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
 }
 
 }  // namespace
 
 File detail::open_file(const Location& where, const OpenOptions& options) {
   if (where.is_standard_stream())
-    return from_source(attributed("<stdin>", [&] { return stdin_source(options); }), options.backend);
+    return from_source(attributed("<stdin>", [&] { return stream_source(STDIN_FILENO, "<stdin>", "standard input", options); }),
+                       options.backend);
+  if (const std::optional<std::filesystem::path> node = store_of(where).local_node(where);
+      node && is_stream_node(*node)) {
+    const std::string& name = where.display();
+    return from_source(attributed(name, [&] {
+                         const Fd stream = open_read(*node);
+                         return stream_source(stream.get(), name, "the stream " + name, options);
+                       }),
+                       options.backend);
+  }
   std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
     return open_source(where, {.access = access_for(options.backend), .token = options.token,
                                .warning = options.warning});

@@ -74,15 +74,20 @@ std::vector<std::byte> gather(std::span<const std::byte> block, const std::vecto
 
 // What cat shows: the values' dtype (F32 for a dequantized weight), the result's shape, and
 // each element's bytes in that dtype (8-byte doubles for floating types, whose bits vary).
+// numpy's print options: past kSummaryThreshold values, kEdgeItems at each end of a dimension.
+constexpr uint64_t kSummaryThreshold = 1000, kEdgeItems = 3;
+
 struct CatValues {
   tlio::Dtype dtype;
   std::vector<uint64_t> shape;
+  // The positions of dimension 0 held (a summary reads only the rows it shows); empty: all.
+  std::vector<uint64_t> rows;
   std::vector<double> floats;       // floating and BOOL values
   std::vector<std::byte> integers;  // integer values, exact, dtype_bits / 8 bytes each
 };
 
 CatValues cat_values(const Weights& w, const std::string& name, const std::string& spec,
-                     std::string* scheme) {
+                     std::string* scheme, bool summarize) {
   const std::vector<SliceEntry> entries = parse_slice_spec(spec);
   const auto& quantized = w.quantized();
   const auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
@@ -129,6 +134,14 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
   }
   for (const DimPick& p : picks)
     if (p.count == 0) return v;  // nothing to show, nothing to read
+  // A summary shows the first and last rows of dimension 0 only: only those are read.
+  std::vector<std::pair<uint64_t, uint64_t>> row_runs{{0, picks[0].count}};
+  if (summarize && picks[0].keep && picks[0].count > 2 * kEdgeItems &&
+      std::accumulate(v.shape.begin(), v.shape.end(), uint64_t{1}, std::multiplies<>()) > kSummaryThreshold) {
+    row_runs = {{0, kEdgeItems}, {picks[0].count - kEdgeItems, picks[0].count}};
+    for (const auto& [begin, end] : row_runs)
+      for (uint64_t r = begin; r < end; ++r) v.rows.push_back(r);
+  }
   // The other dimensions' blocks (a quantized weight: whole rows, as it dequantizes by element).
   std::vector<uint64_t> rest_shape, rest_lo;
   uint64_t row_elements = 1;
@@ -145,29 +158,31 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
   const uint64_t rows_per_block = std::max<uint64_t>(1, kCatBlockBytes / (row_elements * 12));
   const DimPick& first = picks[0];
   const uint64_t stride = static_cast<uint64_t>(first.step > 0 ? first.step : -first.step);
-  for (uint64_t k = 0; k < first.count;) {
-    const uint64_t n = std::min(first.count - k, (rows_per_block - 1) / stride + 1);
-    const DimPick group{static_cast<uint64_t>(static_cast<int64_t>(first.start) + static_cast<int64_t>(k) * first.step),
-                        n, first.step, first.keep};
-    const auto [lo, hi] = pick_block(group);
-    std::vector<uint64_t> block_shape{hi - lo}, block_lo{lo};
-    block_shape.insert(block_shape.end(), rest_shape.begin(), rest_shape.end());
-    block_lo.insert(block_lo.end(), rest_lo.begin(), rest_lo.end());
-    const uint64_t elements = (hi - lo) * row_elements;
-    std::vector<std::byte> block;
-    if (is_quantized) {
-      block.resize(elements * 4);
-      w.reader(*q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
-    } else {
-      std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
-      for (size_t d = 1; d < shape.size(); ++d)
-        ranges.push_back(tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
-      block = f.read_slice(name, ranges);
+  for (const auto& [run_begin, run_end] : row_runs) {
+    for (uint64_t k = run_begin; k < run_end;) {
+      const uint64_t n = std::min(run_end - k, (rows_per_block - 1) / stride + 1);
+      const DimPick group{static_cast<uint64_t>(static_cast<int64_t>(first.start) + static_cast<int64_t>(k) * first.step),
+                          n, first.step, first.keep};
+      const auto [lo, hi] = pick_block(group);
+      std::vector<uint64_t> block_shape{hi - lo}, block_lo{lo};
+      block_shape.insert(block_shape.end(), rest_shape.begin(), rest_shape.end());
+      block_lo.insert(block_lo.end(), rest_lo.begin(), rest_lo.end());
+      const uint64_t elements = (hi - lo) * row_elements;
+      std::vector<std::byte> block;
+      if (is_quantized) {
+        block.resize(elements * 4);
+        w.reader(*q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
+      } else {
+        std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
+        for (size_t d = 1; d < shape.size(); ++d)
+          ranges.push_back(tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
+        block = f.read_slice(name, ranges);
+      }
+      std::vector<DimPick> block_picks{group};
+      block_picks.insert(block_picks.end(), picks.begin() + 1, picks.end());
+      take(block, block_shape, block_lo, block_picks, elements);
+      k += n;
     }
-    std::vector<DimPick> block_picks{group};
-    block_picks.insert(block_picks.end(), picks.begin() + 1, picks.end());
-    take(block, block_shape, block_lo, block_picks, elements);
-    k += n;
   }
   return v;
 }
@@ -201,42 +216,59 @@ std::string json_array(const std::vector<std::string>& cells, const std::vector<
   return out;
 }
 
-// numpy's str() layout: nested brackets, right-aligned columns, "..." past 1,000 elements.
-void print_array(const std::vector<std::string>& cells, const std::vector<uint64_t>& shape) {
+// numpy's str() layout: nested brackets, right-aligned columns (as wide as the widest value
+// shown), "..." past 1,000 elements. `rows`: the positions of dimension 0 that `cells` holds
+// (CatValues::rows; empty: all).
+void print_array(const std::vector<std::string>& cells, const std::vector<uint64_t>& shape,
+                 const std::vector<uint64_t>& rows) {
   if (shape.empty()) {
     fmt::print("{}\n", cells.empty() ? "" : cells[0]);
     return;
   }
+  const bool summarize =
+      std::accumulate(shape.begin(), shape.end(), uint64_t{1}, std::multiplies<>()) > kSummaryThreshold;
+  // Where row i of dimension 0 is in `cells`.
+  const auto held_row = [&](uint64_t i) {
+    if (rows.empty()) return i;
+    return static_cast<uint64_t>(std::lower_bound(rows.begin(), rows.end(), i) - rows.begin());
+  };
   size_t width = 0;
-  for (const auto& c : cells) width = std::max(width, display_width(c));
-  uint64_t total = 1;
-  for (uint64_t d : shape) total *= d;
-  const bool summarize = total > 1000;
-  constexpr uint64_t kEdge = 3;
   std::string out;
+  bool measuring = true;  // first pass: the width of what is shown; second: the text
   std::function<void(size_t, uint64_t, size_t)> rec = [&](size_t dim, uint64_t offset, size_t indent) {
-    out += "[";
+    if (!measuring) out += "[";
     uint64_t stride = 1;
     for (size_t k = dim + 1; k < shape.size(); ++k) stride *= shape[k];
     const uint64_t n = shape[dim];
+    const bool elide = summarize && n > 2 * kEdgeItems;
     for (uint64_t i = 0; i < n; ++i) {
-      if (summarize && n > 2 * kEdge && i == kEdge) {
-        out += dim + 1 == shape.size() ? " ..." : "\n" + std::string(indent + 1, ' ') + "...";
-        i = n - kEdge;
-        if (dim + 1 == shape.size()) out += " ";
-        else out += std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
+      if (elide && i == kEdgeItems) {
+        if (!measuring) {
+          out += dim + 1 == shape.size() ? " ..." : "\n" + std::string(indent + 1, ' ') + "...";
+          if (dim + 1 == shape.size()) out += " ";
+          else out += std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
+        }
+        i = n - kEdgeItems;
       }
+      const uint64_t at = offset + (dim == 0 ? held_row(i) : i) * stride;
+      const bool after_gap = elide && i == n - kEdgeItems;
       if (dim + 1 == shape.size()) {
-        if (i > 0 && !(summarize && n > 2 * kEdge && i == n - kEdge)) out += " ";
-        out += pad(cells[offset + i], width, true);
+        if (measuring) {
+          width = std::max(width, display_width(cells[at]));
+          continue;
+        }
+        if (i > 0 && !after_gap) out += " ";
+        out += pad(cells[at], width, true);
       } else {
-        if (i > 0 && !(summarize && n > 2 * kEdge && i == n - kEdge))
+        if (!measuring && i > 0 && !after_gap)
           out += std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
-        rec(dim + 1, offset + i * stride, indent + 1);
+        rec(dim + 1, at, indent + 1);
       }
     }
-    out += "]";
+    if (!measuring) out += "]";
   };
+  rec(0, 0, 0);
+  measuring = false;
   rec(0, 0, 0);
   fmt::print("{}\n", out);
 }
@@ -276,7 +308,7 @@ void add_cat(CLI::App& app, int& exit_code) {
     exit_code = guarded_output(a->json, [&] {
       const Weights w = Weights::open(a->file);
       std::string scheme;
-      const CatValues v = cat_values(w, a->name, a->slice, &scheme);
+      const CatValues v = cat_values(w, a->name, a->slice, &scheme, !a->json);
       std::vector<std::string> cells;
       const bool as_json = a->json;
       if (tlio::is_integer(v.dtype)) {
@@ -305,7 +337,7 @@ void add_cat(CLI::App& app, int& exit_code) {
                    fmt::join(shape, ","), json_array(cells, shape));
         return kExitOk;
       }
-      print_array(cells, shape);
+      print_array(cells, shape, v.rows);
       return kExitOk;
     });
   });

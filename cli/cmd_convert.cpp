@@ -32,6 +32,18 @@ std::pair<std::string, std::string> split_rename(const std::string& rule) {
   return {rule, std::string(1, '\0')};  // no '=': refused by the check below
 }
 
+// What a report says of tie records the selection removed ("" for none).
+std::string ties_note(size_t removed, size_t repointed) {
+  std::string note;
+  if (removed)
+    note += fmt::format(", {} tie record{} ({{alias: tensor}} metadata) removed with {} tensor{}", removed,
+                        removed == 1 ? "" : "s", removed == 1 ? "its" : "their", removed == 1 ? "" : "s");
+  if (repointed)
+    note += fmt::format(", {} tied tensor{} left out written under {} kept alias{}", repointed,
+                        repointed == 1 ? "" : "s", repointed == 1 ? "its" : "their", repointed == 1 ? "" : "es");
+  return note;
+}
+
 struct Args {
   std::string in, out, dtype, include, exclude;
   std::vector<std::string> keep, drop, rename;
@@ -67,12 +79,13 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
                r.data_bytes_in, r.data_bytes_out, json_files_member(files));
     return kExitOk;
   }
-  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}, {} -> {}\n", display_location(a.in),
+  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}\n", display_location(a.in),
              display_location(a.out), files.size(), files.size() == 1 ? "" : "s", r.converted + r.kept,
              r.converted + r.kept == 1 ? "" : "s",
              dtype.empty() ? "" : fmt::format(" ({} converted to {})", r.converted, dtype),
              r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
-             r.renamed ? fmt::format(", {} renamed", r.renamed) : "", human_size(r.data_bytes_in),
+             r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
+             ties_note(r.ties_removed, r.ties_repointed), human_size(r.data_bytes_in),
              human_size(r.data_bytes_out));
   return kExitOk;
 }
@@ -151,10 +164,11 @@ void add_convert(CLI::App& app, int& exit_code) {
                      json_string(display_location(a->in)), json_string(a->out), r.kept, r.dropped, r.renamed,
                      r.source_data_bytes, r.data_bytes);
         else
-          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
+          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
                      r.kept == 1 ? "" : "s",
                      r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
                      r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
+             ties_note(r.ties_removed, r.ties_repointed),
                      human_size(r.data_bytes));
         return kExitOk;
       }
@@ -176,10 +190,11 @@ void add_convert(CLI::App& app, int& exit_code) {
                    r.data_bytes_out);
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}, {} kept{}{}; {} -> {}\n", src.name(), a->out,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}, {} kept{}{}{}; {} -> {}\n", src.name(), a->out,
                  r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype), r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
+             ties_note(r.ties_removed, r.ties_repointed),
                  human_size(r.data_bytes_in), human_size(r.data_bytes_out));
       return kExitOk;
     });

@@ -34,6 +34,8 @@ struct ConvertFileReport {
   size_t kept = 0;       ///< tensors copied as they are
   size_t dropped = 0;    ///< tensors left out (options.tensors)
   size_t renamed = 0;    ///< tensors written under another name
+  size_t ties_removed = 0;  ///< tie records ({alias: tensor} metadata) removed with their tensor or alias
+  size_t ties_repointed = 0;  ///< tied tensors left out but written under a kept alias
   uint64_t data_bytes_in = 0;
   uint64_t data_bytes_out = 0;
 };

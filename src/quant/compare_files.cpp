@@ -65,6 +65,12 @@ std::map<std::string, Entry> entries_of(std::span<const File> files) {
         throw Error(ErrorCode::format, Rule::index, t.name, std::nullopt,
                     fmt::format("tensor {} is in two of the files compared", detail::quote_name(t.name)));
     }
+  // Tie records ({alias: tensor} metadata, as save_model writes for tied weights): the alias has
+  // its tensor's values, so a file that stores both names compares equal to one that ties them.
+  for (const File& f : files)
+    for (const auto& [alias, tensor] : f.metadata())
+      if (const auto it = out.find(tensor); it != out.end() && it->second.plain && !out.contains(alias))
+        out.emplace(alias, it->second);
   return out;
 }
 

@@ -40,7 +40,9 @@ ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOpti
   const SelectionPlan plan = plan_selection(src, options.tensors, allow_empty);
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
-  w.set_metadata(src.metadata());
+  report.ties_removed = plan.ties_removed;
+  report.ties_repointed = plan.ties_repointed;
+  w.set_metadata(plan.metadata);
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   std::map<std::string_view, const TensorInfo*> source_of;
   for (const SelectedTensor& p : plan.tensors) {

@@ -36,8 +36,9 @@ std::string key_list(const Metadata& meta) {
   return keys.empty() ? "none" : keys;
 }
 
-Metadata edited_metadata(const File& src, const EditOptions& options) {
-  Metadata meta = src.metadata();
+// `base` (the source's metadata, its tie records following the selection) with the edits.
+Metadata edited_metadata(const Metadata& base, const File& src, const EditOptions& options) {
+  Metadata meta = base;
   for (const std::string& key : options.delete_metadata) {
     if (options.set_metadata.contains(key))
       throw_invalid(fmt::format("metadata key {} is both set and deleted", quote_name(key)));
@@ -123,11 +124,14 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
                               stdin_source ? "standard input" : where.display()));
   const File src = File::open(src_path, options.open);
   EditReport report;
-  report.metadata = edited_metadata(src, options);
+  report.metadata = edited_metadata(src.metadata(), src, options);  // its errors first
   const detail::SelectionPlan plan = detail::plan_selection(src, options.tensors);
+  if (plan.metadata != src.metadata()) report.metadata = edited_metadata(plan.metadata, src, options);
   report.kept = plan.tensors.size();
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
+  report.ties_removed = plan.ties_removed;
+  report.ties_repointed = plan.ties_repointed;
   for (const detail::SelectedTensor& p : plan.tensors) report.data_bytes += p.source->byte_size();
   report.source_data_bytes = src.header().data_size();
 

@@ -138,17 +138,27 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
   }
 
   SelectionPlan plan;
+  // Tie records: a metadata value that names a tensor, under a key that names none. A tied
+  // tensor left out whose alias is kept is written under the alias instead ("re-pointed").
+  const auto is_tie = [&](const std::string& key, const std::string& value) {
+    return src.header().find(value) && !src.header().find(key) && !decided.contains(value);
+  };
+  std::unordered_map<std::string_view, std::string_view> alias_of;
+  for (const auto& [key, value] : src.metadata())
+    if (is_tie(key, value) && !selected(value) && selected(key)) alias_of.emplace(value, key);
   std::map<std::string, const TensorInfo*, std::less<>> by_new_name;
   for (const TensorInfo& t : src.tensors()) {
     const auto d = decided.find(t.name);
-    const bool kept = d != decided.end() ? d->second.keep : selected(t.name);
+    const auto alias = alias_of.find(t.name);
+    const bool kept = d != decided.end() ? d->second.keep : selected(t.name) || alias != alias_of.end();
     if (!kept) {
       ++plan.dropped;
       continue;
     }
+    const std::string& as = alias != alias_of.end() ? std::string(alias->second) : t.name;
     std::string name = d != decided.end() ? d->second.name
-                       : rules.empty()    ? t.name
-                                          : renamed(t.name);
+                       : rules.empty()    ? as
+                                          : renamed(as);
     if (name != t.name) {
       ++plan.renamed;
       if (name == "__metadata__")
@@ -166,6 +176,27 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
                                 quote_name(name)),
                     name);
     plan.tensors.push_back({&t, std::move(name)});
+  }
+  // The tie records follow: renamed, re-pointed (no record: the alias is a tensor now) or removed.
+  std::unordered_map<std::string_view, std::string_view> new_name;
+  for (const SelectedTensor& s : plan.tensors) new_name.emplace(s.source->name, s.name);
+  for (const auto& [key, value] : src.metadata()) {
+    if (!is_tie(key, value)) {
+      plan.metadata.emplace(key, value);
+      continue;
+    }
+    if (const auto a = alias_of.find(value); a != alias_of.end()) {
+      if (a->second == key) ++plan.ties_repointed;
+      else if (selected(key)) plan.metadata[rules.empty() ? key : renamed(key)] = std::string(new_name.at(value));
+      else ++plan.ties_removed;
+      continue;
+    }
+    const auto kept = new_name.find(value);
+    if (kept == new_name.end() || !selected(key)) {
+      ++plan.ties_removed;
+      continue;
+    }
+    plan.metadata[rules.empty() ? key : renamed(key)] = std::string(kept->second);
   }
   if (plan.tensors.empty() && !src.tensors().empty() && !allow_empty)
     throw_invalid(fmt::format("the selection leaves none of the {} tensor{} of {}",

@@ -22,6 +22,13 @@ struct SelectionPlan {
   std::vector<SelectedTensor> tensors;  ///< in the source's file order
   size_t dropped = 0;
   size_t renamed = 0;
+  /// The source's metadata with its tie records ({alias: kept tensor}, as save_model and
+  /// import write them for tied weights) following the selection: an alias is renamed by the
+  /// rename rules and points to its tensor's new name; a record whose tensor or alias is left
+  /// out is removed (counted in ties_removed); a tensor left out whose alias is kept is written
+  /// under the alias (ties_repointed; its record goes). Other entries are as they were.
+  Metadata metadata;
+  size_t ties_removed = 0, ties_repointed = 0;
 };
 
 /// Applies `selection` to the tensors of `src` (see TensorSelection). Throws

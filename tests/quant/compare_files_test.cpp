@@ -234,3 +234,23 @@ TEST(CompareFiles, ToleranceMustBeAFiniteNonNegativeNumber) {
 
 }  // namespace
 }  // namespace tlio
+
+namespace tlio {
+namespace {
+
+// A tie record ({alias: tensor} metadata) stands for its tensor: a file that stores both names
+// equals one that ties them.
+TEST(CompareTies, AnAliasComparesAsItsTensor) {
+  const std::vector<float> w(12, 0.5f);
+  const TensorData emb{"emb.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))};
+  const TensorData head{"head.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))};
+  const File tied = File::from_bytes(serialize(std::vector{emb}, Metadata{{"head.weight", "emb.weight"}}), "tied");
+  const File both = File::from_bytes(serialize(std::vector{emb, head}), "both");
+  const CompareReport r = compare_files(tied, both);
+  EXPECT_TRUE(r.equal);
+  EXPECT_TRUE(r.only_in_a.empty() && r.only_in_b.empty());
+  EXPECT_EQ(r.tensors.size(), 2u);
+}
+
+}  // namespace
+}  // namespace tlio

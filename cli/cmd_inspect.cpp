@@ -398,6 +398,14 @@ void print_table(const Listing& l, const InspectOptions& opt) {
 
 }  // namespace
 
+// A checkpoint is listed as import reads it: --group and --filter, which work on safetensors
+// tables, are refused rather than ignored.
+void refuse_table_options(const std::string& path, const InspectOptions& opt) {
+  if (opt.group || opt.filter)
+    throw UsageError(fmt::format("{} is a PyTorch checkpoint: {} applies to safetensors files and folders "
+                                 "(`tlio import` it first)", path, opt.group ? "--group" : "--filter"));
+}
+
 // One file or model directory: its table, or its JSON document appended to `json_out` (printed
 // when that is null).
 int inspect_one(const std::string& path, const InspectOptions& opt, std::string* json_out) {
@@ -407,6 +415,7 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
   std::optional<tlio::File> file;
   std::optional<tlio::Model> model;
   if (const auto checkpoint = tlio::checkpoint_in_directory(path)) {
+    refuse_table_options(path, opt);
     print_checkpoint(checkpoint->string(), json, json_out);
     return kExitOk;
   }
@@ -423,6 +432,7 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
     }
     l.quantized = model->quantized();
   } else if (tlio::looks_like_checkpoint(path)) {
+    refuse_table_options(path, opt);
     print_checkpoint(path, json, json_out);
     return kExitOk;
   } else {

@@ -83,7 +83,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
     std::string in, out, scheme, include, exclude;
-    bool allow_1d = false, json = false;
+    bool allow_1d = false, json = false, quiet = false;
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
@@ -134,6 +134,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--allow-1d", a->allow_1d,
                 "Quantize 1-D tensors (biases, norms) that --include names too")
       ->needs(cmd->get_option("--include"));
+  cmd->add_flag("-q,--quiet", a->quiet, "Print the summary line only (no line per tensor)");
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
                 "\"data_bytes_before\", \"data_bytes_after\"}");
@@ -185,6 +186,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
       }
       size_t done = 0;
       for (const auto& item : r.items) {
+        if (a->quiet) {
+          done += item.quantized;
+          continue;
+        }
         if (!item.quantized) {
           fmt::print(report_stream(a->out), "  skipped {}: {}\n", display_name(item.name), item.note);
           continue;
@@ -195,7 +200,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
                    human_size(item.bytes_after));
       }
       // What was kept as it is, and why: a count and the first few names a reason.
-      for (const tlio::QuantizeReport::Kept& k : r.kept) {
+      for (const tlio::QuantizeReport::Kept& k : a->quiet ? std::vector<tlio::QuantizeReport::Kept>{} : r.kept) {
         std::vector<std::string> names;
         for (size_t i = 0; i < k.names.size() && i < 3; ++i) names.push_back(display_name(k.names[i]));
         if (k.names.size() > 3) names.push_back(fmt::format("... ({} more)", k.names.size() - 3));

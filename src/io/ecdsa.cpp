@@ -30,6 +30,10 @@ std::string openssl_reason(const CryptoLibrary& lib) {
 int no_passphrase(char*, int, int, void*) { return -1; }
 
 EVP_PKEY* read_pem(std::string_view pem, bool is_private, const std::string& name) {
+  // A public key where the private one goes: say which is needed (sign takes the private key,
+  // verify the public one).
+  if (is_private && pem.find("-----BEGIN PUBLIC KEY-----") != std::string_view::npos)
+    bad_key(name, "is a public key: signing needs the private key (verify takes the public one)");
   const CryptoLibrary& lib = crypto_library();
   lib.err_clear_error();
   if (pem.size() > static_cast<size_t>(INT32_MAX)) bad_key(name, "is too large for a PEM key");

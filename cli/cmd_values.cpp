@@ -454,6 +454,7 @@ void compute_stats(std::vector<StatsInput>& inputs) {
     for (const Stats& p : partial) in.stats.merge(p);  // in chunk order: the same figures always
     const Stats& s = in.stats;
     in.bins.assign(kBins, 0);
+    if (s.finite() > 0 && s.max == s.min) in.bins[0] = s.finite();  // one value: one bin, as numpy
     if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) {
       done += in.bytes;
       continue;
@@ -508,7 +509,8 @@ void add_stats(CLI::App& app, int& exit_code) {
   cmd->add_option("--filter", a->filter, "Only names matching REGEX (a search)")->check(regex_check());
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "
-                "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\"}]}");
+                "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\", "
+                "\"histogram\" (16 counts over [min, max])}]}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
@@ -590,10 +592,10 @@ void add_stats(CLI::App& app, int& exit_code) {
           const bool any = s.count > 0;
           docs.push_back(fmt::format(
               "{{\"name\":{},\"type\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
-              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{}}}",
+              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},\"histogram\":[{}]}}",
               json_string(in.name), json_string(type), in.shape_json, s.count, s.nan, s.inf, s.zero,
               any ? number(s.min) : "null", any ? number(s.max) : "null",
-              s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null"));
+              s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null", fmt::join(in.bins, ",")));
           continue;
         }
         fmt::print("{}: {}\n", display_name(in.name), in.kind);

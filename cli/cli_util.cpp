@@ -57,6 +57,8 @@ void check_stdout_output(const std::string& out, bool json) {
 
 std::FILE* report_stream(const std::string& out) { return tlio::is_standard_stream(out) ? stderr : stdout; }
 
+bool has_numeric_values(tlio::Dtype d) { return tlio::can_convert(d, tlio::Dtype::F64); }
+
 bool folder_input(const std::string& in, const std::string& out) {
   if (tlio::is_standard_stream(in) || !tlio::is_model_directory(in, open_options())) return false;
   if (tlio::is_standard_stream(out))

@@ -55,6 +55,8 @@ tlio::OpenOptions open_options();
 void check_stdout_output(const std::string& out, bool json);
 /// Where a command's one-line report goes: stdout, or stderr when OUT is "-".
 std::FILE* report_stream(const std::string& out);
+/// Whether a dtype's values convert to numbers (cat and stats show them; BOOL too, not C64).
+bool has_numeric_values(tlio::Dtype d);
 /// Whether IN is a model folder (then OUT is one too: a usage error when it names a
 /// .safetensors file or standard output).
 bool folder_input(const std::string& in, const std::string& out);

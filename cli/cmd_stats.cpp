@@ -1,0 +1,309 @@
+// cli/cmd_stats.cpp: `tlio stats FILE [NAME...] [--filter RE] [--json]`: per-tensor figures and
+// a histogram. Values are converted to F64 chunk by chunk (through the public convert API), so
+// any size works in bounded memory, and the chunks are spread over every core.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "arg_checks.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "slice_spec.hpp"
+#include "weights.hpp"
+#include "tlio/convert_file.hpp"
+#include "tlio/error.hpp"
+#include "tlio/file.hpp"
+#include "tlio/quant.hpp"
+
+namespace tlio::cli {
+namespace {
+
+// Elements converted per step.
+constexpr uint64_t kChunk = uint64_t{1} << 20;
+
+}  // namespace
+
+namespace {
+
+struct Stats {
+  uint64_t count = 0, nan = 0, inf = 0, zero = 0;
+  double min = std::numeric_limits<double>::infinity(), max = -min;
+  double mean = 0, m2 = 0;  // Welford, over the finite values
+  void add(std::span<const double> v) {
+    for (double x : v) {
+      ++count;
+      if (std::isnan(x)) { ++nan; continue; }
+      if (std::isinf(x)) { ++inf; }
+      if (x == 0) ++zero;
+      min = std::min(min, x);
+      max = std::max(max, x);
+      if (std::isinf(x)) continue;
+      const uint64_t k = count - nan - inf;
+      const double d = x - mean;
+      mean += d / static_cast<double>(k);
+      m2 += d * (x - mean);
+    }
+  }
+  // Chan et al.'s combination of two partial results: chunks merged in order give the same
+  // figures whatever the number of threads.
+  void merge(const Stats& b) {
+    const uint64_t na = finite(), nb = b.finite();
+    if (nb > 0) {
+      const double n = static_cast<double>(na + nb), delta = b.mean - mean;
+      mean += delta * static_cast<double>(nb) / n;
+      m2 += b.m2 + delta * delta * static_cast<double>(na) * static_cast<double>(nb) / n;
+    }
+    count += b.count;
+    nan += b.nan;
+    inf += b.inf;
+    zero += b.zero;
+    min = std::min(min, b.min);
+    max = std::max(max, b.max);
+  }
+  uint64_t finite() const { return count - nan - inf; }
+};
+
+constexpr int kBins = 16;
+
+// Reads `count` values from element `first` of one tensor as doubles; thread-safe.
+using ChunkReader = std::function<void(uint64_t first, uint64_t count, std::vector<double>&)>;
+
+// One tensor stats looks at: how to start reading it (a view, a dequantizer: made when its turn
+// comes and dropped after, so a remote file's tensors are not all in memory at once), and what it
+// shows.
+struct StatsInput {
+  std::string name, kind, shape_json;
+  uint64_t elements = 0, bytes = 0;
+  std::function<ChunkReader()> open;
+  Stats stats;
+  std::vector<uint64_t> bins;
+};
+
+// Runs fn(i) for i in [0, n) on every core (the calling thread too, which also draws the
+// progress of `done` bytes out of `total`); the first exception is rethrown.
+void parallel_for(size_t n, const std::function<void(size_t)>& fn, std::atomic<uint64_t>& done,
+                  uint64_t total, ProgressBar& bar, bool many_threads) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&](bool draws) {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+      if (draws) bar.update(done.load(), total);
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned cores = many_threads ? std::max(1u, std::thread::hardware_concurrency()) : 1;
+  for (unsigned t = 1; t < cores; ++t) threads.emplace_back(work, false);
+  work(true);
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Fills each input's stats, then its histogram (16 bins over [min, max]): tensor by tensor, two
+// passes over its values, each split in chunks of kChunk over every core when it is big.
+void compute_stats(std::vector<StatsInput>& inputs) {
+  uint64_t total = 0;
+  for (const StatsInput& in : inputs) total += 2 * in.bytes;  // two passes
+  ProgressBar bar("stats");
+  std::atomic<uint64_t> done{0};
+  for (StatsInput& in : inputs) {
+    const ChunkReader read = in.open();
+    const size_t chunks = static_cast<size_t>((in.elements + kChunk - 1) / kChunk);
+    const bool many_threads = chunks > 4;  // else threads cost more than they save
+    const auto count_of = [&](size_t k) { return std::min(kChunk, in.elements - k * kChunk); };
+    const auto bytes_of = [&](size_t k) {
+      return static_cast<uint64_t>(static_cast<double>(in.bytes) * static_cast<double>(count_of(k)) /
+                                   static_cast<double>(in.elements));
+    };
+    std::vector<Stats> partial(chunks);
+    parallel_for(chunks, [&](size_t k) {
+      std::vector<double> values;
+      read(k * kChunk, count_of(k), values);
+      partial[k].add(values);
+      done += bytes_of(k);
+    }, done, total, bar, many_threads);
+    for (const Stats& p : partial) in.stats.merge(p);  // in chunk order: the same figures always
+    const Stats& s = in.stats;
+    in.bins.assign(kBins, 0);
+    if (s.finite() > 0 && s.max == s.min) in.bins[0] = s.finite();  // one value: one bin, as numpy
+    if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) {
+      done += in.bytes;
+      continue;
+    }
+    std::vector<std::array<uint64_t, kBins>> bins(chunks);
+    parallel_for(chunks, [&](size_t k) {
+      bins[k].fill(0);
+      std::vector<double> values;
+      read(k * kChunk, count_of(k), values);
+      for (double x : values) {
+        if (!std::isfinite(x)) continue;
+        const int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
+        bins[k][std::clamp(b, 0, kBins - 1)]++;
+      }
+      done += bytes_of(k);
+    }, done, total, bar, many_threads);
+    for (const auto& b : bins)
+      for (int i = 0; i < kBins; ++i) in.bins[i] += b[i];
+  }
+  bar.finish();
+}
+
+std::string histogram(const std::vector<uint64_t>& bins) {
+  static const char* kBars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  const uint64_t top = bins.empty() ? 0 : *std::max_element(bins.begin(), bins.end());
+  if (top == 0) return "";
+  std::string out;
+  for (uint64_t b : bins) out += kBars[b == 0 ? 0 : 1 + (b * 7 + top - 1) / top];
+  return out;
+}
+
+}  // namespace
+
+void add_stats(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("stats", "Per-tensor min, max, mean, std, NaN/inf/zero counts");
+  cmd->footer("Quantized weights are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
+              "The values are read in chunks on every core (a progress bar on a terminal for\n"
+              "big inputs); the figures do not depend on the number of cores. A NAME may be a\n"
+              "glob pattern ('*.norm.weight', quoted from the shell); --filter REGEX keeps the\n"
+              "names it finds.\n\n"
+              "Example: tlio stats model.safetensors model.norm.weight\n"
+              "         tlio stats model/ --filter 'layers\\.0\\.'");
+  struct Args {
+    std::string file, filter;
+    std::vector<std::string> names;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
+  add_remote_options(cmd);
+  cmd->add_option("NAME", a->names, "Tensors or glob patterns (default: all)");
+  cmd->add_option("--filter", a->filter, "Only names matching REGEX (a search)")->check(regex_check());
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "
+                "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\", "
+                "\"histogram\" (16 counts over [min, max])}]}");
+  cmd->callback([a, &exit_code] {
+    exit_code = guarded_output(a->json, [&] {
+      const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
+      const Weights w = Weights::open(a->file);
+      const auto& quantized = w.quantized();
+      std::set<std::string> parts;
+      for (const auto& q : quantized) parts.insert(q.stored.begin(), q.stored.end());
+      std::vector<std::string> all;  // every name, quantized weights by their logical names
+      for (const tlio::TensorInfo* t : w.tensors())
+        if (!parts.count(t->name)) all.push_back(t->name);
+      for (const auto& q : quantized) all.push_back(q.name);
+      std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
+      if (!a->filter.empty()) {
+        const std::regex filter(a->filter, std::regex::ECMAScript);
+        std::erase_if(names, [&](const std::string& n) { return !std::regex_search(n, filter); });
+      }
+      // What each name is, in order: a numeric input, or a line saying it has no statistics.
+      std::vector<StatsInput> inputs;
+      std::vector<std::pair<std::string, std::optional<size_t>>> rows;  // non-numeric: its line
+      for (const std::string& name : names) {
+        auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
+        StatsInput in;
+        in.name = name;
+        if (q != quantized.end()) {
+          in.elements = std::accumulate(q->shape.begin(), q->shape.end(), uint64_t{1}, std::multiplies<>());
+          in.bytes = q->stored_bytes;
+          in.open = [&w, weight = *q]() -> ChunkReader {
+            auto reader = std::make_shared<const tlio::QuantizedReader>(w.reader(weight));
+            return [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
+              std::vector<float> values(count);
+              reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
+              out.assign(values.begin(), values.end());
+            };
+          };
+          in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
+          in.shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
+        } else {
+          const auto [file, info] = w.at(name);
+          const tlio::TensorInfo& t = *info;
+          if (!has_numeric_values(t.dtype)) {
+            rows.emplace_back(
+                a->json ? fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
+                                      json_string(name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","))
+                        : fmt::format("{}: {} [{}]: no numeric statistics\n", display_name(name),
+                                      tlio::dtype_name(t.dtype), fmt::join(t.shape, ", ")),
+                std::nullopt);
+            continue;
+          }
+          in.elements = t.element_count();
+          in.bytes = t.byte_size();
+          in.open = [file, name = t.name, dtype = t.dtype]() -> ChunkReader {
+            const tlio::TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
+            return [view, dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
+              const unsigned bits = tlio::dtype_bits(dtype);
+              out.resize(count);
+              tlio::convert(dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8),
+                            tlio::Dtype::F64, std::as_writable_bytes(std::span(out)), count);
+            };
+          };
+          in.kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
+          in.shape_json = fmt::format("[{}]", fmt::join(t.shape, ","));
+        }
+        rows.emplace_back(std::string(), inputs.size());
+        inputs.push_back(std::move(in));
+      }
+      compute_stats(inputs);
+      std::vector<std::string> docs;
+      for (const auto& [line, index] : rows) {
+        if (!index) {
+          if (a->json) docs.push_back(line);
+          else fmt::print("{}", line);
+          continue;
+        }
+        const StatsInput& in = inputs[*index];
+        const Stats& s = in.stats;
+        const double sd = s.finite() > 0 ? std::sqrt(s.m2 / static_cast<double>(s.finite())) : 0;
+        if (a->json) {
+          const std::string type = in.kind.substr(0, in.kind.find(' '));
+          const bool any = s.count > 0;
+          docs.push_back(fmt::format(
+              "{{\"name\":{},\"type\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
+              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},\"histogram\":[{}]}}",
+              json_string(in.name), json_string(type), in.shape_json, s.count, s.nan, s.inf, s.zero,
+              any ? number(s.min) : "null", any ? number(s.max) : "null",
+              s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null", fmt::join(in.bins, ",")));
+          continue;
+        }
+        fmt::print("{}: {}\n", display_name(in.name), in.kind);
+        if (s.count == 0) {
+          fmt::print("  (empty)\n");
+          continue;
+        }
+        fmt::print("  min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}\n", s.min, s.max, s.mean, sd);
+        fmt::print("  count {}  nan {}  inf {}  zero {}\n", s.count, s.nan, s.inf, s.zero);
+        const std::string h = histogram(in.bins);
+        if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
+      }
+      if (a->json)
+        fmt::print("{{\"file\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace tlio::cli

@@ -2,23 +2,14 @@
 // numpy prints them. Only the block the slice lies in is read, and a summarized print (past 1,000
 // values) reads only the rows it shows.
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
-#include <mutex>
 #include <numeric>
-#include <optional>
-#include <regex>
-#include <set>
-#include <thread>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"

@@ -5,7 +5,6 @@
 #include <array>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -21,7 +20,6 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "slice_spec.hpp"
 #include "weights.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"

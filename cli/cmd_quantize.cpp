@@ -65,6 +65,45 @@ struct SchemeFlag {
   std::string value;
 };
 
+// The text report: a line per selected tensor (unless quiet), what was kept and why, the sizes.
+void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in, const std::string& out,
+                           const std::string& scheme, bool quiet) {
+  size_t done = 0;
+  for (const auto& item : r.items) {
+    if (quiet) {
+      done += item.quantized;
+      continue;
+    }
+    if (!item.quantized) {
+      fmt::print(report_stream(out), "  skipped {}: {}\n", display_name(item.name), item.note);
+      continue;
+    }
+    ++done;
+    fmt::print(report_stream(out), "  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n", display_name(item.name),
+               item.rmse, item.max_abs_error, human_size(item.bytes_before),
+               human_size(item.bytes_after));
+  }
+  // What was kept as it is, and why: a count and the first few names a reason.
+  for (const tlio::QuantizeReport::Kept& k : r.kept) {
+    if (quiet) break;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < k.names.size() && i < 3; ++i) names.push_back(display_name(k.names[i]));
+    if (k.names.size() > 3) names.push_back(fmt::format("... ({} more)", k.names.size() - 3));
+    fmt::print(report_stream(out), "  kept {} {} {}{}: {}\n", k.names.size(),
+               k.reason == "already quantized" ? (k.names.size() == 1 ? "weight" : "weights")
+                                               : (k.names.size() == 1 ? "tensor" : "tensors"),
+               k.reason,
+               k.reason.starts_with("1-D") ? "; --include with --allow-1d quantizes them" : "",
+               fmt::join(names, ", "));
+  }
+  // A change in size, either way (a tiny or 1-D tensor can grow: its scales cost more).
+  const double before = static_cast<double>(r.data_bytes_before);
+  const double change = before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
+  fmt::print(report_stream(out), "{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", in,
+             out, done, done == 1 ? "" : "s", scheme, human_size(r.data_bytes_before),
+             human_size(r.data_bytes_after), std::fabs(change), change >= 0 ? "saved" : "larger");
+}
+
 }  // namespace
 
 void add_quantize(CLI::App& app, int& exit_code) {
@@ -184,39 +223,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
                    r.data_bytes_before, r.data_bytes_after, json_files_member(files));
         return kExitOk;
       }
-      size_t done = 0;
-      for (const auto& item : r.items) {
-        if (a->quiet) {
-          done += item.quantized;
-          continue;
-        }
-        if (!item.quantized) {
-          fmt::print(report_stream(a->out), "  skipped {}: {}\n", display_name(item.name), item.note);
-          continue;
-        }
-        ++done;
-        fmt::print(report_stream(a->out), "  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n", display_name(item.name),
-                   item.rmse, item.max_abs_error, human_size(item.bytes_before),
-                   human_size(item.bytes_after));
-      }
-      // What was kept as it is, and why: a count and the first few names a reason.
-      for (const tlio::QuantizeReport::Kept& k : a->quiet ? std::vector<tlio::QuantizeReport::Kept>{} : r.kept) {
-        std::vector<std::string> names;
-        for (size_t i = 0; i < k.names.size() && i < 3; ++i) names.push_back(display_name(k.names[i]));
-        if (k.names.size() > 3) names.push_back(fmt::format("... ({} more)", k.names.size() - 3));
-        fmt::print(report_stream(a->out), "  kept {} {} {}{}: {}\n", k.names.size(),
-                   k.reason == "already quantized" ? (k.names.size() == 1 ? "weight" : "weights")
-                                                   : (k.names.size() == 1 ? "tensor" : "tensors"),
-                   k.reason,
-                   k.reason.starts_with("1-D") ? "; --include with --allow-1d quantizes them" : "",
-                   fmt::join(names, ", "));
-      }
-      // A change in size, either way (a tiny or 1-D tensor can grow: its scales cost more).
-      const double before = static_cast<double>(r.data_bytes_before);
-      const double change = before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", a->in,
-                 a->out, done, done == 1 ? "" : "s", a->scheme, human_size(r.data_bytes_before),
-                 human_size(r.data_bytes_after), std::fabs(change), change >= 0 ? "saved" : "larger");
+      print_quantize_report(r, a->in, a->out, a->scheme, a->quiet);
       return kExitOk;
     });
   });

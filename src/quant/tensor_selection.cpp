@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <regex>
 #include <string_view>
@@ -79,6 +80,34 @@ std::string common_stem(const std::vector<std::string>& names) {
   if (at_boundary) return std::string(prefix);
   const size_t dot = prefix.rfind('.');
   return dot == std::string_view::npos ? std::string() : std::string(prefix.substr(0, dot));
+}
+
+// The tie records of `src` as `plan` leaves them: renamed, re-pointed (no record: the alias is a
+// tensor now) or removed. `alias_of`: the tensors left out that are written under their alias.
+void follow_ties(const File& src, const std::unordered_map<std::string_view, std::string_view>& alias_of,
+                 const std::function<bool(const std::string&, const std::string&)>& is_tie,
+                 const std::function<bool(const std::string&)>& selected,
+                 const std::function<std::string(const std::string&)>& new_alias, SelectionPlan& plan) {
+  std::unordered_map<std::string_view, std::string_view> new_name;
+  for (const SelectedTensor& s : plan.tensors) new_name.emplace(s.source->name, s.name);
+  for (const auto& [key, value] : src.metadata()) {
+    if (!is_tie(key, value)) {
+      plan.metadata.emplace(key, value);
+      continue;
+    }
+    if (const auto a = alias_of.find(value); a != alias_of.end()) {
+      if (a->second == key) ++plan.ties_repointed;
+      else if (selected(key)) plan.metadata[new_alias(key)] = std::string(new_name.at(value));
+      else ++plan.ties_removed;
+      continue;
+    }
+    const auto kept = new_name.find(value);
+    if (kept == new_name.end() || !selected(key)) {
+      ++plan.ties_removed;
+      continue;
+    }
+    plan.metadata[new_alias(key)] = std::string(kept->second);
+  }
 }
 
 }  // namespace
@@ -177,27 +206,8 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
                     name);
     plan.tensors.push_back({&t, std::move(name)});
   }
-  // The tie records follow: renamed, re-pointed (no record: the alias is a tensor now) or removed.
-  std::unordered_map<std::string_view, std::string_view> new_name;
-  for (const SelectedTensor& s : plan.tensors) new_name.emplace(s.source->name, s.name);
-  for (const auto& [key, value] : src.metadata()) {
-    if (!is_tie(key, value)) {
-      plan.metadata.emplace(key, value);
-      continue;
-    }
-    if (const auto a = alias_of.find(value); a != alias_of.end()) {
-      if (a->second == key) ++plan.ties_repointed;
-      else if (selected(key)) plan.metadata[rules.empty() ? key : renamed(key)] = std::string(new_name.at(value));
-      else ++plan.ties_removed;
-      continue;
-    }
-    const auto kept = new_name.find(value);
-    if (kept == new_name.end() || !selected(key)) {
-      ++plan.ties_removed;
-      continue;
-    }
-    plan.metadata[rules.empty() ? key : renamed(key)] = std::string(kept->second);
-  }
+  follow_ties(src, alias_of, is_tie, selected, [&](const std::string& n) { return rules.empty() ? n : renamed(n); },
+              plan);
   if (plan.tensors.empty() && !src.tensors().empty() && !allow_empty)
     throw_invalid(fmt::format("the selection leaves none of the {} tensor{} of {}",
                               src.tensors().size(), src.tensors().size() == 1 ? "" : "s",

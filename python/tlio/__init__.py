@@ -401,9 +401,12 @@ class _Shards:
             arrays.update(zip(mine, f.copies(mine)))
         return [arrays[n] for n in names]
 
+    # The per-tensor methods: the tensor's shard answers.
+    _PER_TENSOR = frozenset({"array", "dtype", "shape", "copy", "read_into", "converted", "read_slice"})
+
     def __getattr__(self, method):
-        # The per-tensor methods (array, dtype, shape, copy, read_into, converted, read_slice):
-        # the tensor's shard's.
+        if method not in _Shards._PER_TENSOR:
+            raise AttributeError(method)
         return lambda name, *args: getattr(self._shard(name), method)(name, *args)
 
 

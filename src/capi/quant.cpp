@@ -101,6 +101,12 @@ tlio::QuantizeOptions quantize_options(const tl_quantize_options& c, tlio::OpenO
   return o;
 }
 
+// The dtype argument of the rewrites: -1 for none (checked by the caller with valid_dtype).
+std::optional<tlio::Dtype> optional_dtype(int dtype) {
+  if (dtype == -1) return std::nullopt;
+  return to_cpp(static_cast<tl_dtype>(dtype));
+}
+
 #define TL_REQUIRE_QUANTIZE_OPTIONS(fn)                                                               \
   TL_REQUIRE(src && dst && options, fn ": NULL argument");                                          \
   TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&                                   \
@@ -144,9 +150,7 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_dequantize_file: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_file: invalid dtype");
   return guard([&] {
-    std::optional<tlio::Dtype> d;
-    if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
-    tlio::dequantize_file(tlio::File::open(src), dst, d);
+    tlio::dequantize_file(tlio::File::open(src), dst, optional_dtype(dtype));
   });
 }
 
@@ -154,9 +158,7 @@ int tl_dequantize_folder(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_dequantize_folder: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_folder: invalid dtype");
   return guard([&] {
-    std::optional<tlio::Dtype> d;
-    if (dtype != -1) d = to_cpp(static_cast<tl_dtype>(dtype));
-    tlio::dequantize_folder(src, dst, d);
+    tlio::dequantize_folder(src, dst, optional_dtype(dtype));
   });
 }
 
@@ -164,12 +166,13 @@ int tl_convert_folder(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_convert_folder: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder: invalid dtype");
   return guard([&] {
-    if (dtype == -1) {
+    const std::optional<tlio::Dtype> to = optional_dtype(dtype);
+    if (!to) {
       tlio::copy_folder(src, dst, {});
       return;
     }
     tlio::ConvertFileOptions o;
-    o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
+    o.dtype = *to;
     tlio::convert_folder(src, dst, o);
   });
 }

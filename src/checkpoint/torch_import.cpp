@@ -202,7 +202,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   report.contents.format = checkpoints.front()->format;
   refuse_if_empty(report.contents, options);
   if (index) {  // the index must describe the shards (aliases are tensors of their shard)
-    std::vector<std::vector<std::string>> names(sources.size());
+    std::vector<std::vector<std::string_view>> names(sources.size());
     for (const auto& [name, file] : found)
       names[std::lower_bound(sources.begin(), sources.end(), file) - sources.begin()].push_back(name);
     detail::check_shard_index(*index, names, (src / detail::kTorchIndexFile).string());

@@ -54,17 +54,17 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
   return index;
 }
 
-void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string>>& names,
+void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string_view>>& names,
                        const std::string& source) {
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::index, tensor, std::nullopt, std::move(detail), source);
   };
   std::map<std::string_view, std::string_view> file_of;  // tensor -> the shard holding it
   for (size_t i = 0; i < names.size(); ++i)
-    for (const std::string& name : names[i]) {
+    for (const std::string_view name : names[i]) {
       auto [it, fresh] = file_of.emplace(name, index.files[i]);
       if (!fresh)
-        fail(name, fmt::format("tensor {} is in {} and in {}", quote_name(name), it->second, index.files[i]));
+        fail(std::string(name), fmt::format("tensor {} is in {} and in {}", quote_name(name), it->second, index.files[i]));
     }
   for (const auto& [tensor, file] : index.weight_map) {
     auto it = file_of.find(tensor);
@@ -83,7 +83,7 @@ void check_shard_index(const ShardIndex& index, const std::vector<std::vector<st
 
 void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
                        const std::string& source) {
-  std::vector<std::vector<std::string>> names(shards.size());
+  std::vector<std::vector<std::string_view>> names(shards.size());
   uint64_t total = 0;
   for (size_t i = 0; i < shards.size(); ++i)
     for (const TensorInfo& t : shards[i].tensors()) {

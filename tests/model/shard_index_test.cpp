@@ -16,7 +16,7 @@ const char* kIndex = R"({"metadata": {"total_size": 64},
   "weight_map": {"a": "s-1.bin", "b": "s-1.bin", "c": "s-2.bin"}})";
 
 // The message of the Error{format, index} the check throws, or "" when it passes.
-std::string check(const std::vector<std::vector<std::string>>& names) {
+std::string check(const std::vector<std::vector<std::string_view>>& names) {
   try {
     check_shard_index(parse_shard_index(kIndex, "index.json"), names, "index.json");
   } catch (const Error& e) {

@@ -127,11 +127,7 @@ pub fn dequantize_file(
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
 ) -> Result<()> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    // SAFETY: NUL-terminated paths.
-    check(unsafe {
-        sys::tl_dequantize_file(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
-    })
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_dequantize_file)
 }
 
 /// The model folder `src` with every quantized weight restored, shard by shard, into the folder
@@ -141,11 +137,7 @@ pub fn dequantize_folder(
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
 ) -> Result<()> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    // SAFETY: NUL-terminated paths.
-    check(unsafe {
-        sys::tl_dequantize_folder(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
-    })
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_dequantize_folder)
 }
 
 /// The model folder `src` rewritten into the folder `dst` (see `quantize_folder`) with its
@@ -156,9 +148,18 @@ pub fn convert_folder(
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
 ) -> Result<()> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    // SAFETY: NUL-terminated paths.
-    check(unsafe {
-        sys::tl_convert_folder(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw()))
-    })
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_convert_folder)
+}
+
+type DtypeCall = unsafe extern "C" fn(
+    *const std::os::raw::c_char,
+    *const std::os::raw::c_char,
+    std::os::raw::c_int,
+) -> std::os::raw::c_int;
+
+/// A rewrite of `src` into `dst` that takes an optional dtype (-1 for none).
+fn with_dtype(src: &Path, dst: &Path, dtype: Option<Dtype>, call: DtypeCall) -> Result<()> {
+    let (src, dst) = (c_path(src)?, c_path(dst)?);
+    // SAFETY: NUL-terminated paths that outlive the call.
+    check(unsafe { call(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw())) })
 }

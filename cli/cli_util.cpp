@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <exception>
 #include <fnmatch.h>
+#include <map>
 #include <new>
 #include <stdlib.h>
 #include <unistd.h>
@@ -97,11 +98,22 @@ std::string json_files_member(const std::vector<std::string>& files) {
 
 void print_error(std::string_view message) { fmt::print(stderr, "tlio: {}\n", message); }
 
+namespace {
+std::string running_command;  // the command being run, for print_usage_error's pointer to help
+}  // namespace
+
+void set_running_command(std::string name) { running_command = std::move(name); }
+
+void print_usage_error(std::string_view message) {
+  print_error(message);
+  if (!running_command.empty()) fmt::print(stderr, "tlio {} --help shows its options\n", running_command);
+}
+
 int guarded(const std::function<int()>& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    print_error(e.what());
+    print_usage_error(e.what());
     return kExitUsage;
   } catch (const tlio::Error& e) {
     print_error(e.what());
@@ -145,7 +157,10 @@ int guarded_output(bool json, const std::function<int()>& body) {
   std::string error, message;
   const int rc = guarded_json(body, error, &message);
   if (rc != kExitOk && error != "null") {
-    print_error(message);
+    if (rc == kExitUsage)
+      print_usage_error(message);
+    else
+      print_error(message);
     fmt::print("{{\"error\":{}}}\n", error);
   }
   return rc;
@@ -190,12 +205,33 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
-std::string dtype_names(bool floating) {
-  std::string out;
+std::vector<std::string> convert_dtype_names() {
+  std::vector<std::string> out;
   for (tlio::Dtype d : tlio::all_dtypes())
-    if (!floating || (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d)))
-      out += (out.empty() ? "" : ", ") + std::string(tlio::dtype_name(d));
-  return out + " (or fp16, float16, half, bf16, bfloat16, fp32, float32, float, fp64, double, ...)";
+    if (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d)) out.emplace_back(tlio::dtype_name(d));
+  return out;
+}
+
+std::string convert_dtype_text() {
+  return fmt::format("{} (or fp16, float16, half, bf16, bfloat16, fp32, float32, float, fp64, double, ...)",
+                     fmt::join(convert_dtype_names(), ", "));
+}
+
+namespace {
+std::map<const CLI::Option*, std::vector<std::string>>& offered() {
+  static std::map<const CLI::Option*, std::vector<std::string>> values;
+  return values;
+}
+}  // namespace
+
+CLI::Option* offer_values(CLI::Option* option, std::vector<std::string> values) {
+  offered()[option] = std::move(values);
+  return option;
+}
+
+const std::vector<std::string>* offered_values(const CLI::Option* option) {
+  const auto it = offered().find(option);
+  return it == offered().end() ? nullptr : &it->second;
 }
 
 std::string shape_text(std::span<const uint64_t> shape) {

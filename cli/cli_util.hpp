@@ -18,6 +18,10 @@ namespace CLI {
 class App;
 }
 
+namespace CLI {
+class Option;
+}  // namespace CLI
+
 namespace tlio::cli {
 
 inline constexpr int kExitOk = 0;
@@ -70,6 +74,11 @@ std::string json_files_member(const std::vector<std::string>& files);
 
 /// Prints "tlio: <message>" to stderr.
 void print_error(std::string_view message);
+/// print_error, then "tlio CMD --help shows its options" for the command being run (as CLI11's
+/// own usage errors end), so that every usage error points at the help.
+void print_usage_error(std::string_view message);
+/// Names the command being run, for print_usage_error (main sets it as a command is parsed).
+void set_running_command(std::string name);
 
 /// `dir` + "/" + `rel`, without doubling a '/' that `dir` ends with (paths as the user gave them).
 std::string join_path(const std::string& dir, const std::string& rel);
@@ -81,9 +90,17 @@ std::string thousands(uint64_t n);
 /// when none is near: for "did you mean".
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
-/// The names --dtype takes, for a message about an unknown one: "F32, F16, BF16, ...", the
-/// floating ones only when `floating`.
-std::string dtype_names(bool floating);
+/// The dtypes `convert --dtype` takes: the floating ones F32 converts to.
+std::vector<std::string> convert_dtype_names();
+/// The same for a message about an unknown one: "F4, ..., F64 (or fp16, float16, ...)".
+std::string convert_dtype_text();
+/// What quantized weights dequantize to (`dequantize --dtype`, `slice --dtype`).
+inline const std::vector<std::string> kDequantizeDtypeNames = {"F32", "F16", "BF16"};
+
+/// The values shell completion offers after `option`. An option without them completes file
+/// names when its type name is PATH and nothing otherwise (a regex, a size: free text).
+CLI::Option* offer_values(CLI::Option* option, std::vector<std::string> values);
+const std::vector<std::string>* offered_values(const CLI::Option* option);
 
 /// A shape as tables show it: "[4096, 11008]".
 std::string shape_text(std::span<const uint64_t> shape);

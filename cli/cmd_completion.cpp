@@ -3,15 +3,13 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "cli_util.hpp"
-#include "tlio/convert.hpp"
-#include "tlio/dtype.hpp"
-#include "tlio/quant.hpp"
 #include "tlio/version.hpp"
 
 namespace tlio::cli {
@@ -20,9 +18,13 @@ namespace {
 
 struct OptionSpec {
   std::vector<std::string> names;  // "--dtype", "-o"
-  std::string value;               // "TEXT", "" for a flag
+  std::string value;               // "TEXT", "" for a flag, "PATH" for a file name
   std::string help;
   std::vector<std::string> words;  // the values it takes, when there are few (dtypes, schemes)
+
+  // What a shell offers after the option: its words, file names, or nothing (free text).
+  bool completes_words() const { return !words.empty(); }
+  bool completes_nothing() const { return words.empty() && !value.empty() && value != "PATH"; }
 };
 
 struct PositionalSpec {
@@ -36,33 +38,6 @@ struct CommandSpec {
   std::vector<OptionSpec> options;
   std::vector<PositionalSpec> positionals;
 };
-
-// The dtype names an option takes: every one (--storage), or those F32 converts to (--dtype).
-std::vector<std::string> dtype_words(bool floating) {
-  std::vector<std::string> out;
-  for (tlio::Dtype d : tlio::all_dtypes())
-    if (!floating || (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d)))
-      out.emplace_back(tlio::dtype_name(d));
-  return out;
-}
-
-std::vector<std::string> scheme_words() {
-  std::vector<std::string> out;
-  for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
-    const std::string syntax(s.syntax);
-    if (syntax.find('<') != std::string::npos) {  // a pattern: its example stands for it
-      out.emplace_back(s.example);
-      continue;
-    }
-    for (size_t start = 0; start <= syntax.size();) {
-      const size_t comma = syntax.find(", ", start);
-      out.push_back(syntax.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 2;
-    }
-  }
-  return out;
-}
 
 void collect(CLI::App& app, const std::string& prefix, std::vector<CommandSpec>& out) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
@@ -81,9 +56,7 @@ void collect(CLI::App& app, const std::string& prefix, std::vector<CommandSpec>&
       for (const std::string& n : o->get_snames()) s.names.push_back("-" + n);
       s.value = o->get_type_size() == 0 ? "" : o->get_type_name();
       s.help = o->get_description();
-      const std::string name = o->get_lnames().empty() ? "" : o->get_lnames()[0];
-      if (name == "dtype" || name == "storage") s.words = dtype_words(name == "dtype");
-      if (name == "scheme") s.words = scheme_words();
+      if (const std::vector<std::string>* words = offered_values(o)) s.words = *words;
       c.options.push_back(std::move(s));
     }
     const size_t before = out.size();
@@ -163,10 +136,12 @@ std::string bash_script(const std::vector<CommandSpec>& commands) {
   s += "  case \"$cmd:$prev\" in\n";
   for (const CommandSpec& c : commands)
     for (const OptionSpec& o : c.options)
-      if (!o.words.empty())
-        for (const std::string& n : o.names)
+      for (const std::string& n : o.names)
+        if (o.completes_words())
           s += fmt::format("    \"{}:{}\") COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n",
                            c.path, n, fmt::join(o.words, " "));
+        else if (o.completes_nothing())
+          s += fmt::format("    \"{}:{}\") COMPREPLY=(); return ;;\n", c.path, n);
   s += fmt::format("    \"completion:\"*) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n",
                    fmt::join(kShells, " "));
   s += "  esac\n";
@@ -187,7 +162,8 @@ std::string bash_script(const std::vector<CommandSpec>& commands) {
   s += "  if [[ -n $subs ]]; then COMPREPLY=($(compgen -W \"$subs\" -- \"$cur\")); return; fi\n";
   // One name per line: names with spaces or glob characters stay whole.
   s += "  mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")\n}\n";
-  s += "complete -o filenames -o bashdefault -F _tlio tlio\n";
+  // No bashdefault: an option that takes free text (a regex, a size) is offered nothing, not files.
+  s += "complete -o filenames -F _tlio tlio\n";
   return s;
 }
 
@@ -222,9 +198,11 @@ std::string zsh_script(const std::vector<CommandSpec>& commands) {
   s += "    else break; fi\n  done\n  local -a items\n  case \"$cmd:$prev\" in\n";
   for (const CommandSpec& c : commands)
     for (const OptionSpec& o : c.options)
-      if (!o.words.empty())
-        for (const std::string& n : o.names)
+      for (const std::string& n : o.names)
+        if (o.completes_words())
           s += fmt::format("    \"{}:{}\") compadd -- {}; return ;;\n", c.path, n, fmt::join(o.words, " "));
+        else if (o.completes_nothing())
+          s += fmt::format("    \"{}:{}\") return 0 ;;\n", c.path, n);
   s += fmt::format("    \"completion:\"*) compadd -- {}; return ;;\n  esac\n", fmt::join(kShells, " "));
   std::vector<std::pair<std::string, std::string>> top;
   for (const CommandSpec& c : commands)
@@ -291,7 +269,8 @@ std::string fish_script(const std::vector<CommandSpec>& commands) {
       std::string line = fmt::format("complete -c tlio -n '{}'", when);
       for (const std::string& n : o.names)
         line += n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1);
-      if (!o.words.empty()) line += fmt::format(" -x -a '{}'", fmt::join(o.words, " "));
+      if (o.completes_words()) line += fmt::format(" -x -a '{}'", fmt::join(o.words, " "));
+      else if (o.completes_nothing()) line += " -x";
       else if (!o.value.empty()) line += " -r -F";
       s += line + " -d " + fish_quote(o.help.substr(0, o.help.find('\n'))) + "\n";
     }

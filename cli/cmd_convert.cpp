@@ -115,14 +115,15 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
-  cmd->add_option("--dtype", a->dtype,
-                  "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
-                  "(also bf16, float16, float8_e4m3fn, ...)")
+  offer_values(cmd->add_option("--dtype", a->dtype,
+                               "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
+                               "(also bf16, float16, float8_e4m3fn, ...)"),
+               convert_dtype_names())
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
-        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + dtype_names(true);
+        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text();
         if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
-          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + dtype_names(true);
+          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
         return {};
       });
   auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX")

@@ -29,13 +29,13 @@ void print_json(const std::string& a, const std::string& b, const tlio::CompareO
   for (const auto& n : r.only_in_b) ob.push_back(json_string(n));
   for (const tlio::TensorComparison& c : r.tensors)
     ts.push_back(fmt::format(
-        "{{\"name\":{},\"a_type\":{},\"b_type\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
+        "{{\"name\":{},\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
         "\"note\":{},\"max_abs\":{},\"max_rel\":{},\"rmse\":{},\"cosine\":{},\"outside\":{},"
         "\"equal\":{}}}",
-        json_string(c.name), json_string(c.a_type), json_string(c.b_type), fmt::join(c.shape, ","),
+        json_string(c.name), json_string(c.a_dtype), json_string(c.b_dtype), fmt::join(c.shape, ","),
         c.elements, c.compared, json_string(c.note), json_number(c.max_abs),
         json_number(c.max_rel), json_number(c.rmse), json_number(c.cosine), c.outside, c.equal));
-  fmt::print("{{\"a\":{},\"b\":{},\"atol\":{},\"rtol\":{},\"equal\":{},\"only_in_a\":[{}],"
+  fmt::print("{{\"paths\":[{},{}],\"atol\":{},\"rtol\":{},\"equal\":{},\"only_in_a\":[{}],"
              "\"only_in_b\":[{}],\"tensors\":[{}]}}\n",
              json_string(a), json_string(b), json_number(o.atol), json_number(o.rtol), r.equal,
              fmt::join(oa, ","), fmt::join(ob, ","), fmt::join(ts, ","));
@@ -60,11 +60,11 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
         {"name", "A", "B", "max abs", "max rel", "rmse", "cosine", "verdict"}};
     for (const tlio::TensorComparison* c : shown) {
       if (!c->compared) {
-        rows.push_back({display_name(c->name), c->a_type, c->b_type, "", "", "", "",
+        rows.push_back({display_name(c->name), c->a_dtype, c->b_dtype, "", "", "", "",
                         "not compared: " + c->note});
         continue;
       }
-      rows.push_back({display_name(c->name), c->a_type, c->b_type, figure(c->max_abs),
+      rows.push_back({display_name(c->name), c->a_dtype, c->b_dtype, figure(c->max_abs),
                       figure(c->max_rel), figure(c->rmse), fmt::format("{:.6f}", c->cosine),
                       c->equal ? "within tolerance"
                       : c->note.empty()

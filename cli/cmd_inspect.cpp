@@ -138,7 +138,7 @@ uint64_t parameter_count(const Listing& l) {
 
 std::string json_of(const Listing& l, const InspectOptions& opt) {
   std::string out = "{";
-  out += fmt::format("\"{}\":{},", l.config ? "dir" : "file", json_string(l.name));
+  out += fmt::format("\"path\":{},\"kind\":\"{}\",", json_string(l.name), l.config ? "model" : "file");
   if (l.config) {
     const auto& c = *l.config;
     out += fmt::format("\"config\":{{\"arch\":{},\"vocab_size\":{}", json_string(c.arch), c.vocab_size);
@@ -468,7 +468,7 @@ int inspect_folder(const std::string& dir, const std::vector<tlio::FolderItem>& 
   if (items.empty())
     throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
                       "no safetensors file, shard index or model directory in it", dir);
-  std::string out = fmt::format("{{\"folder\":{},\"items\":[", json_string(dir));
+  std::string out = fmt::format("{{\"path\":{},\"kind\":\"folder\",\"items\":[", json_string(dir));
   bool first = true;
   int rc = kExitOk;
   for (const tlio::FolderItem& item : items) {
@@ -565,9 +565,10 @@ void add_inspect(CLI::App& app, int& exit_code) {
       if (sink) {  // several inputs as JSON: a failure is that input's entry
         std::string error, message;
         r = guarded_json(body, error, &message);
-        if (r != kExitOk) print_error(message);
+        if (r == kExitUsage) print_usage_error(message);
+        if (r != kExitOk && r != kExitUsage) print_error(message);
         if (r != kExitOk)
-          one = fmt::format("{{\"input\":{},\"error\":{}}}", json_string(display_location(path)), error);
+          one = fmt::format("{{\"path\":{},\"error\":{}}}", json_string(display_location(path)), error);
       } else {
         r = guarded_output(a->json, body);
       }

@@ -60,19 +60,17 @@ void add_metadata(CLI::App& app, int& exit_code) {
         return v.find('=') == std::string::npos ? "expected KEY=VALUE, got '" + v + "'" : "";
       });
   cmd->add_option("--delete", a->del, "Remove KEY (repeatable; it must exist)");
-  cmd->add_option("-o,--output", a->out, "Write the edited file here instead of editing FILE");
+  cmd->add_option("-o,--output", a->out, "Write the edited file here instead of editing FILE")->type_name("PATH");
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       if (a->set.empty() && a->del.empty()) {
         if (!a->out.empty()) {
-          print_error("-o needs --set or --delete (nothing to edit)");
-          if (a->json) fmt::print("{{\"error\":{{\"message\":\"-o needs --set or --delete (nothing to edit)\"}}}}\n");
-          return kExitUsage;
+          throw UsageError("-o needs --set or --delete (nothing to edit)");
         }
         const Weights w = Weights::open(a->file);
         if (a->json)
-          fmt::print("{{\"file\":{},\"metadata\":{}}}\n", json_string(w.name()),
+          fmt::print("{{\"path\":{},\"metadata\":{}}}\n", json_string(w.name()),
                      metadata_json(w.metadata()));
         else
           print_metadata(w.metadata(), w.name());
@@ -92,7 +90,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
       const tlio::EditReport r = tlio::edit_file(a->file, a->out, options);
       const std::string written = a->out.empty() ? a->file : a->out;  // local: no URL here
       if (a->json) {
-        fmt::print("{{\"file\":{},\"output\":{},\"in_place\":{},\"metadata\":{}}}\n",
+        fmt::print("{{\"input\":{},\"output\":{},\"in_place\":{},\"metadata\":{}}}\n",
                    json_string(display_location(a->file)), json_string(written), r.in_place,
                    metadata_json(r.metadata));
       } else {

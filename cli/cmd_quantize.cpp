@@ -37,6 +37,35 @@ std::string scheme_choices() {
   return or_list(names);
 }
 
+// The names --scheme takes as they are (nf4, fp4, int8) and the example of each pattern
+// (int4-g32-sym), for completion and "did you mean".
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> names;
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
+    if (s.syntax.find('<') != std::string_view::npos) {
+      names.emplace_back(s.example);
+      continue;
+    }
+    for (size_t at = 0; at < s.syntax.size();) {
+      const size_t end = std::min(s.syntax.find(", ", at), s.syntax.size());
+      names.emplace_back(s.syntax.substr(at, end - at));
+      at = end + 2;
+    }
+  }
+  return names;
+}
+
+// Words separated by single spaces ("32 64 128"), as a list.
+std::vector<std::string> words_of(std::string_view text) {
+  std::vector<std::string> words;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    words.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return words;
+}
+
 // The registry's description of every scheme, as the footer's table.
 std::string scheme_table() {
   size_t width = 0;
@@ -63,6 +92,7 @@ struct SchemeFlag {
   std::vector<std::string> owners;  // the schemes that have it: "nf4/fp4"
   CLI::Option* cli = nullptr;
   std::string value;
+  std::vector<std::string> words;  // what completion offers (SchemeOptionInfo::values)
 };
 
 // The text report: a line per selected tensor (unless quiet), what was kept and why, the sizes.
@@ -129,22 +159,13 @@ void add_quantize(CLI::App& app, int& exit_code) {
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
-  cmd->add_option("--scheme", a->scheme, scheme_choices())
+  offer_values(cmd->add_option("--scheme", a->scheme, scheme_choices()), scheme_names())
       ->required()
       ->check([](const std::string& v) -> std::string {
         if (tlio::QuantScheme::try_parse(v)) return {};
-        std::vector<std::string> syntaxes, names;
-        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
-          syntaxes.emplace_back(s.syntax);
-          // The names a syntax lists ("nf4, fp4") and its example ("int4-g32-sym").
-          for (size_t at = 0; at < s.syntax.size();) {
-            const size_t end = std::min(s.syntax.find(", ", at), s.syntax.size());
-            names.emplace_back(s.syntax.substr(at, end - at));
-            at = end + 2;
-          }
-          names.emplace_back(s.example);
-        }
-        const std::string near = closest(v, names);
+        std::vector<std::string> syntaxes;
+        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) syntaxes.emplace_back(s.syntax);
+        const std::string near = closest(v, scheme_names());
         return fmt::format("unknown scheme '{}'{} ({})", v, near.empty() ? "" : "; did you mean '" + near + "'?",
                            fmt::join(syntaxes, ", "));
       });
@@ -153,7 +174,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
     for (const tlio::SchemeOptionInfo& o : s.options) {
       auto f = std::find_if(a->options.begin(), a->options.end(),
                             [&](const SchemeFlag& x) { return x.name == o.name; });
-      if (f == a->options.end()) f = a->options.insert(f, {std::string(o.name), o.kind, o.help, {}, nullptr, {}});
+      if (f == a->options.end())
+        f = a->options.insert(f, {std::string(o.name), o.kind, o.help, {}, nullptr, {}, words_of(o.values)});
       std::string names(s.syntax);
       for (size_t at; (at = names.find(", ")) != std::string::npos;) names.replace(at, 2, "/");
       f->owners.push_back(names);
@@ -163,7 +185,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
     if (f.kind == tlio::OptionKind::flag)
       f.cli = cmd->add_flag_callback("--" + f.name, [&f] { f.value = "true"; }, text);
     else
-      f.cli = cmd->add_option("--" + f.name, f.value, text)
+      f.cli = offer_values(cmd->add_option("--" + f.name, f.value, text), f.words)
                   ->type_name(f.kind == tlio::OptionKind::number ? "UINT" : "TEXT");
   }
   cmd->add_option("--include", a->include, "Quantize the tensors matching REGEX instead")
@@ -185,7 +207,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       for (const SchemeFlag& f : a->options)
         if (f.cli->count()) o.scheme.set_option(f.name, f.value);
     } catch (const tlio::Error& e) {
-      print_error(e.what());
+      print_usage_error(e.what());
       exit_code = kExitUsage;
       return;
     }
@@ -247,7 +269,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
-  cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)")
+  offer_values(cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)"), kDequantizeDtypeNames)
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
         return d && (*d == tlio::Dtype::F32 || *d == tlio::Dtype::F16 || *d == tlio::Dtype::BF16)

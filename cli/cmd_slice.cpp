@@ -183,10 +183,11 @@ void add_slice(CLI::App& app, int& exit_code) {
             return {};
           },
           ""));
-  cmd->add_option("-o,--output", a->out, "Output file (or s3://, gs:// location; - for stdout)");
-  cmd->add_option("--dtype", a->dtype,
-                  "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; "
-                  "bitsandbytes 4-bit: the dtype it was quantized from)")
+  cmd->add_option("-o,--output", a->out, "Output file (or s3://, gs:// location; - for stdout)")->type_name("PATH");
+  offer_values(cmd->add_option("--dtype", a->dtype,
+                               "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; "
+                               "bitsandbytes 4-bit: the dtype it was quantized from)"),
+               kDequantizeDtypeNames)
       ->check([](const std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
         if (!d || (*d != Dtype::F32 && *d != Dtype::F16 && *d != Dtype::BF16))
@@ -203,7 +204,7 @@ void add_slice(CLI::App& app, int& exit_code) {
       ->check(size_check());
   cmd->add_flag("--dry-run", a->dry_run, "List the tensors and the reads; read and write nothing");
   cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"source\", \"output\", \"dry_run\", \"files\", "
+                "One JSON document on stdout: {\"input\", \"output\", \"dry_run\", \"files\", "
                 "\"tensors\": [{\"name\", \"dtype\", \"shape\", \"bytes\", \"quantized\"}], "
                 "\"reads\": [{\"file\", \"offset\", \"length\"}], \"bytes_read\", \"bytes_wanted\"}");
   cmd->callback([a, &exit_code] {
@@ -317,7 +318,7 @@ void add_slice(CLI::App& app, int& exit_code) {
                                    reads[i].file, reads[i].offset, reads[i].length);
         for (size_t i = 0; i < plan.file_names().size(); ++i)
           files += (i ? "," : "") + json_string(plan.file_names()[i]);
-        fmt::print("{{\"source\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
+        fmt::print("{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
                    "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
                    json_string(plan.name()), a->out.empty() ? "null" : json_string(a->out), a->dry_run,
                    files, tensors, read_list, read_bytes, wanted_bytes);

@@ -197,7 +197,7 @@ void add_stats(CLI::App& app, int& exit_code) {
   cmd->add_option("NAME", a->names, "Tensors or glob patterns (default: all)");
   cmd->add_option("--filter", a->filter, "Only names matching REGEX (a search)")->check(regex_check());
   cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"file\", \"tensors\": [{\"name\", \"type\", \"shape\", "
+                "One JSON document on stdout: {\"path\", \"tensors\": [{\"name\", \"dtype\", \"shape\", "
                 "\"numeric\", \"count\", \"nan\", \"inf\", \"zero\", \"min\", \"max\", \"mean\", \"std\", "
                 "\"histogram\" (16 counts over [min, max])}]}");
   cmd->callback([a, &exit_code] {
@@ -241,7 +241,7 @@ void add_stats(CLI::App& app, int& exit_code) {
           const tlio::TensorInfo& t = *info;
           if (!has_numeric_values(t.dtype)) {
             rows.emplace_back(
-                a->json ? fmt::format("{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
+                a->json ? fmt::format("{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"numeric\":false}}",
                                       json_string(name), tlio::dtype_name(t.dtype), fmt::join(t.shape, ","))
                         : fmt::format("{}: {} [{}]: no numeric statistics\n", display_name(name),
                                       tlio::dtype_name(t.dtype), fmt::join(t.shape, ", ")),
@@ -280,7 +280,7 @@ void add_stats(CLI::App& app, int& exit_code) {
           const std::string type = in.kind.substr(0, in.kind.find(' '));
           const bool any = s.count > 0;
           docs.push_back(fmt::format(
-              "{{\"name\":{},\"type\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
+              "{{\"name\":{},\"dtype\":{},\"shape\":{},\"numeric\":true,\"count\":{},\"nan\":{},"
               "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},\"histogram\":[{}]}}",
               json_string(in.name), json_string(type), in.shape_json, s.count, s.nan, s.inf, s.zero,
               any ? number(s.min) : "null", any ? number(s.max) : "null",
@@ -298,7 +298,7 @@ void add_stats(CLI::App& app, int& exit_code) {
         if (!h.empty()) fmt::print("  {:.3g} |{}| {:.3g}\n", s.min, h, s.max);
       }
       if (a->json)
-        fmt::print("{{\"file\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
+        fmt::print("{{\"path\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
       return kExitOk;
     });
   });

@@ -51,7 +51,8 @@ void add_hash(CLI::App& app, int& exit_code) {
       "whole, recursively (without its .git folder; links to files followed); files are hashed\n"
       "in parallel over the cores. A URL is hashed as it downloads (nothing is stored); when its\n"
       "server publishes a SHA-256 (the Hub's X-Linked-Etag), the bytes are checked against it.\n"
-      "Exit 0 when every file was hashed, 1 otherwise.\n\n"
+      "What cannot be hashed (a FIFO, a link to no file, a folder it cannot read) is named on\n"
+      "stderr and the rest is hashed. Exit 0 when every file was hashed, 1 otherwise.\n\n"
       "Example: tlio hash model/ > model.sha256 && sha256sum -c model.sha256");
   struct Args {
     std::vector<std::string> paths;
@@ -75,17 +76,26 @@ void add_hash(CLI::App& app, int& exit_code) {
         continue;
       }
       std::vector<std::string> files;
+      std::vector<tlio::SkippedEntry> skipped;  // named, and the rest still hashed
       std::string error;
       const auto list = [&] {
-        files = tlio::folder_files(p);
+        files = tlio::folder_files(p, true, skipped);
         return kExitOk;
       };
-      if (a->json ? guarded_json(list, error) != kExitOk : guarded(list) != kExitOk) {
+      const auto failed = [&](const std::string& path, const std::string& error_json) {
         if (a->json)
           items.push_back(fmt::format("{{\"path\":{},\"size\":null,\"sha256\":null,\"checked_against\":null,\"error\":{}}}",
-                                      json_string(p), error));
+                                      json_string(path), error_json));
         rc = kExitFailure;
+      };
+      if (a->json ? guarded_json(list, error) != kExitOk : guarded(list) != kExitOk) {
+        failed(p, error);
         continue;
+      }
+      for (const tlio::SkippedEntry& s : skipped) {
+        const std::string path = join_path(p, s.path);
+        if (!a->json) print_error(fmt::format("{}: {}", path, s.reason));
+        failed(path, fmt::format("{{\"message\":{}}}", json_string(fmt::format("{}: {}", path, s.reason))));
       }
       for (const std::string& f : files) {
         locations.push_back(join_path(p, f));
@@ -140,9 +150,9 @@ void add_sign(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FOLDER", a->folder, "The model folder")->required();
-  cmd->add_option("--key", a->key, "The PEM private key (unencrypted)")->required();
-  cmd->add_option("--signature", a->signature, "Where the signature goes (default: FOLDER/model.sig)");
-  cmd->add_option("--ignore-paths", a->ignore, "Paths in FOLDER (files or folders) to leave out");
+  cmd->add_option("--key", a->key, "The PEM private key (unencrypted)")->required()->type_name("PATH");
+  cmd->add_option("--signature", a->signature, "Where the signature goes (default: FOLDER/model.sig)")->type_name("PATH");
+  cmd->add_option("--ignore-paths", a->ignore, "Paths in FOLDER (files or folders) to leave out")->type_name("PATH");
   cmd->add_option("--threads", a->threads, "Files hashed at once (default: one per core)")->check(count_check(kMaxThreads));
   cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"ok\", \"signature\"} or {\"error\"}");
   cmd->callback([a, &exit_code] {
@@ -186,9 +196,9 @@ void add_verify(CLI::App& app, int& exit_code) {
             return "a SHA-256 is 64 hexadecimal digits";
           },
           "HEX"));
-  cmd->add_option("--key", a->key, "The PEM public key a folder's signature is checked with (or its private key)");
-  cmd->add_option("--signature", a->signature, "The signature of a folder (default: FOLDER/model.sig)");
-  cmd->add_option("--ignore-paths", a->ignore, "Paths in the folder left out besides those the signature lists");
+  cmd->add_option("--key", a->key, "The PEM public key a folder's signature is checked with (or its private key)")->type_name("PATH");
+  cmd->add_option("--signature", a->signature, "The signature of a folder (default: FOLDER/model.sig)")->type_name("PATH");
+  cmd->add_option("--ignore-paths", a->ignore, "Paths in the folder left out besides those the signature lists")->type_name("PATH");
   cmd->add_option("--threads", a->threads, "Files hashed at once (default: one per core)")->check(count_check(kMaxThreads));
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json,

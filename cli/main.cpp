@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   for (const Command& c : commands_needed(argc, argv)) c.add(app, exit_code);
   const std::vector<CLI::App*> commands = app.get_subcommands([](CLI::App*) { return true; });
+  for (CLI::App* sub : commands)
+    sub->preparse_callback([name = sub->get_name()](size_t) { set_running_command(name); });
   const auto find_command = [&](const std::string& word) -> CLI::App* {
     for (CLI::App* sub : commands)
       if (sub->get_name() == word) return sub;

@@ -30,7 +30,7 @@ struct CompareOptions {
 /// dequantized; its stored tensors are not listed on their own.
 struct TensorComparison {
   std::string name;
-  std::string a_type, b_type;  ///< a dtype ("BF16") or a quantization scheme ("nf4")
+  std::string a_dtype, b_dtype;  ///< a dtype ("BF16") or a quantization scheme ("nf4")
   Shape shape;                 ///< logical (A's, when the shapes differ)
   uint64_t elements = 0;
   /// false when the values cannot be compared (shapes differ, or a dtype without numeric

@@ -102,6 +102,7 @@ struct SchemeOptionInfo {
   std::string_view name;  ///< as set_option takes it: "blocksize"
   OptionKind kind;
   std::string_view help;  ///< "values per absmax, 32..4096 (default 64)"
+  std::string_view values = {};  ///< every value it takes, space-separated, when few: "32 64 ... 4096"
 };
 
 /// One scheme as the registry describes it.

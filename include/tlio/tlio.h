@@ -280,8 +280,8 @@ TL_API void tl_compare_options_init(tl_compare_options* options);
 typedef struct tl_comparison tl_comparison;
 typedef struct tl_tensor_comparison {
   const char* name;
-  const char* a_type;     /* a dtype ("BF16") or a scheme ("nf4") */
-  const char* b_type;
+  const char* a_dtype;     /* a dtype ("BF16") or a scheme ("nf4") */
+  const char* b_dtype;
   size_t rank;
   const uint64_t* shape;  /* logical (A's when the shapes differ) */
   uint64_t elements;

@@ -72,6 +72,18 @@ TLIO_API void hash_files(std::span<const std::string> locations, const HashOptio
 /// FIFO, a device), which hashing would follow or block on.
 TLIO_API std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links = true);
 
+/// An entry of a folder that folder_files leaves out, and why.
+struct SkippedEntry {
+  std::string path;    ///< relative to the folder, '/'-separated
+  std::string reason;  ///< "is not a regular file (a FIFO, socket or device)"
+};
+
+/// folder_files, with what it cannot take (a link or special file, a folder it cannot read)
+/// put in `skipped` instead of thrown, so that a caller can go on with the rest and name them
+/// all. Error{io} still when `folder` itself cannot be listed.
+TLIO_API std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links,
+                                               std::vector<SkippedEntry>& skipped);
+
 /// Where a model signature goes when none is named: FOLDER/model.sig.
 inline constexpr std::string_view kDefaultSignatureName = "model.sig";
 

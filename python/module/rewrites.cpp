@@ -42,8 +42,8 @@ void bind_rewrites(py::module_& m) {
     for (const tlio::TensorComparison& c : r.tensors) {
       py::dict d;
       d["name"] = c.name;
-      d["a_type"] = c.a_type;
-      d["b_type"] = c.b_type;
+      d["a_dtype"] = c.a_dtype;
+      d["b_dtype"] = c.b_dtype;
       d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
       d["elements"] = c.elements;
       d["compared"] = c.compared;

@@ -147,7 +147,7 @@ def test_dash_is_stdin_and_stdout(sample, tmp_path):
     d = pipe(["dequantize", "-", "-"], q)
     assert d.returncode == 0 and pipe(["validate", "-"], d.stdout).stdout == b"<stdin>: OK\n"
     inspect = pipe(["inspect", "-", "--json"], data)
-    assert json.loads(inspect.stdout)["file"] == "<stdin>"
+    assert json.loads(inspect.stdout)["path"] == "<stdin>"
     stats = pipe(["stats", "-", "x", "--json"], data)
     assert json.loads(stats.stdout)["tensors"][0]["max"] == 23
 

@@ -34,6 +34,16 @@ BASH_CASES = [
     (["tlio", "convert", "a", "b", "--dt"], {"--dtype"}),
     (["tlio", "convert", "a", "b", "--dtype", "BF"], {"BF16"}),
     (["tlio", "dequantize", "a", "b", "--dtype", "F3"], {"F32"}),
+    # Only what the option takes: dequantize and slice restore F32, F16 or BF16 only.
+    (["tlio", "dequantize", "a", "b", "--dtype", ""], {"F32", "F16", "BF16"}),
+    (["tlio", "slice", "a", "x", "--dtype", ""], {"F32", "F16", "BF16"}),
+    (["tlio", "quantize", "a", "b", "--storage", ""], {"U8", "I8", "F16", "BF16", "F32", "F64"}),
+    (["tlio", "quantize", "a", "b", "--blocksize", "1"], {"128", "1024"}),
+    # Free text (a tolerance, a regex, a size, a token) is offered nothing, not file names.
+    (["tlio", "diff", "a", "b", "--atol", ""], set()),
+    (["tlio", "inspect", "a", "--filter", ""], set()),
+    (["tlio", "shard", "a", "b", "--max-size", ""], set()),
+    (["tlio", "validate", "--token", ""], set()),
     (["tlio", "quantize", "a", "b", "--scheme", ""], {"int4-g32-sym", "nf4", "fp4", "int8"}),
     (["tlio", "bigram", "g"], {"generate"}),
     (["tlio", "bigram", "generate", "--te"], {"--temperature"}),
@@ -55,11 +65,13 @@ def test_bash_completes_commands_options_and_names(tmp_path, words, want):
     assert set(r.stdout.split()) == want
 
 
-def test_bash_completes_file_names_for_arguments(tmp_path):
+@pytest.mark.parametrize("words", [["tlio", "inspect", "mod"], ["tlio", "sign", "d", "--key", "mod"],
+                                   ["tlio", "metadata", "f", "-o", "mod"]])
+def test_bash_completes_file_names_for_arguments_and_paths(tmp_path, words):
     path = script(tmp_path, "bash")
     (tmp_path / "model.safetensors").write_bytes(b"")
-    r = subprocess.run(["bash", "-c", f'cd "{tmp_path}"; source "{path}"; COMP_WORDS=(tlio inspect mod); '
-                        f'COMP_CWORD=2; _tlio; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+    r = subprocess.run(["bash", "-c", f'cd "{tmp_path}"; source "{path}"; COMP_WORDS=({" ".join(words)}); '
+                        f'COMP_CWORD={len(words) - 1}; _tlio; printf "%s\\n" "${{COMPREPLY[@]}}"'],
                        capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["model.safetensors"]
 
@@ -86,6 +98,8 @@ def test_zsh_completes_with_descriptions(tmp_path):
     assert "--atol:Absolute tolerance" in complete(["tlio", "diff", "a", "--a"], "--a")
     assert complete(["tlio", "bigram", ""]).startswith("command: train:")
     assert complete(["tlio", "inspect", ""]) == "files\n"
+    assert complete(["tlio", "diff", "a", "--atol", ""]) == ""
+    assert complete(["tlio", "dequantize", "a", "b", "--dtype", ""]) == "words: F32 F16 BF16\n"
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (scripts/install-deps.sh installs it)")
@@ -101,6 +115,8 @@ def test_fish_completes_with_descriptions(tmp_path):
     assert "--rename" in complete("tlio convert a b --re")
     assert "BF16" in complete("tlio convert a b --dtype ") and "I32" not in complete("tlio convert a b --dtype ")
     assert complete("tlio bigram g") == ["generate"]
+    assert sorted(complete("tlio dequantize a b --dtype ")) == ["BF16", "F16", "F32"]
+    assert complete("tlio diff a b --atol ") == []
 
 
 def test_the_man_page_holds_every_command_and_option():

@@ -118,7 +118,7 @@ def test_compare_across_dtypes_and_quantization(tmp_path):
     names = [t["name"] for t in r["tensors"]]
     assert names == ["ids", "model.layers.2.mlp.up_proj.weight", "model.layers.10.mlp.up_proj.weight"]
     t = r["tensors"][2]
-    assert t["a_type"] == "F32" and t["b_type"] == "BF16" and t["shape"] == (64, 64)
+    assert t["a_dtype"] == "F32" and t["b_dtype"] == "BF16" and t["shape"] == (64, 64)
     # BF16 by hand: round to nearest even on the upper 16 bits.
     bits = w.view(np.uint32)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
@@ -131,7 +131,7 @@ def test_compare_across_dtypes_and_quantization(tmp_path):
     q = tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "nf4.safetensors")
     assert q["only_in_a"] == [] and q["only_in_b"] == []  # absmax etc. are not names here
     nf4 = {t["name"]: t for t in q["tensors"]}["model.layers.2.mlp.up_proj.weight"]
-    assert nf4["b_type"] == "nf4" and 0.99 < nf4["cosine"] < 1 and nf4["outside"] > 0
+    assert nf4["b_dtype"] == "nf4" and 0.99 < nf4["cosine"] < 1 and nf4["outside"] > 0
     with pytest.raises(ValueError, match="tolerances must be finite"):
         tlio.compare_files(tmp_path / "a.safetensors", tmp_path / "a.safetensors", atol=-1)
     with pytest.raises(TypeError, match="atol must be a number"):

@@ -145,5 +145,5 @@ def test_compare_a_folder_with_its_conversion(tmp_path):
     r = tlio.compare_files(tmp_path / "bf16", tmp_path / "src", rtol=2 ** -8, filter="proj")
     assert sorted(t["name"] for t in r["tensors"]) == [
         "model.layers.0.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
-    assert r["equal"] and all(t["a_type"] == "BF16" and t["b_type"] == "F32" for t in r["tensors"])
+    assert r["equal"] and all(t["a_dtype"] == "BF16" and t["b_dtype"] == "F32" for t in r["tensors"])
     assert not tlio.compare_files(tmp_path / "bf16", tmp_path / "src")["equal"]  # BF16 rounds

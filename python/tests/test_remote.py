@@ -181,7 +181,7 @@ def test_model_directories_by_url(served, model, slash, tmp_path):
     a, b = run("inspect", "--json", url), run("inspect", "--json", local)
     assert a.returncode == 0, a.stderr
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
-    assert ja.pop("dir") == url and jb.pop("dir") == str(local)
+    assert ja.pop("path") == url and jb.pop("path") == str(local)
     assert ja == jb
     out = run("validate", url)
     assert out.returncode == 0 and out.stdout == f"{url}: OK (model directory)\n", out.stderr

@@ -115,6 +115,41 @@ def test_hash_of_a_file_and_a_folder_is_hashlibs_and_sha256sum_checks_it(tmp_pat
     assert check.returncode == 1 and "m/empty: FAILED" in check.stdout
 
 
+def test_hash_of_a_folder_hashes_what_it_can_and_names_every_entry_it_cannot(tmp_path):
+    """A FIFO (it would block), a dangling link and, when the test is not root, a folder that
+    cannot be read: each named, on stderr and in --json, and every other file still hashed."""
+    folder = tmp_path / "m"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.bin").write_bytes(b"a")
+    (folder / "sub" / "b.bin").write_bytes(b"b")
+    os.mkfifo(folder / "pipe")
+    os.symlink(tmp_path / "nowhere", folder / "dangling")
+    refused = {"m/pipe": "is not a regular file", "m/dangling": "is a symbolic link to something"}
+    if os.geteuid() != 0:  # root reads every folder
+        (folder / "locked").mkdir()
+        (folder / "locked" / "c.bin").write_bytes(b"c")
+        (folder / "locked").chmod(0)
+        refused["m/locked"] = "cannot be read"
+    try:
+        out = run("hash", "m", cwd=tmp_path)
+        js = run("hash", "m", "--json", cwd=tmp_path)
+    finally:
+        if (folder / "locked").exists():
+            (folder / "locked").chmod(0o755)
+    assert out.returncode == 1 and js.returncode == 1
+    assert out.stdout.splitlines() == [f"{sha(b'a')}  m/a.bin", f"{sha(b'b')}  m/sub/b.bin"]
+    lines = error_lines(out)
+    assert len(lines) == len(refused)
+    assert all(any(line.startswith(f"tlio: {p}: {why}") for line in lines) for p, why in refused.items())
+    doc = json.loads(js.stdout)
+    assert doc["ok"] is False
+    failures = {f["path"]: f["error"]["message"] for f in doc["files"] if f["error"]}
+    assert failures.keys() == refused.keys()
+    assert all(why in failures[p] for p, why in refused.items())
+    assert {f["path"]: f["sha256"] for f in doc["files"] if not f["error"]} == {"m/a.bin": sha(b"a"),
+                                                                                 "m/sub/b.bin": sha(b"b")}
+
+
 def test_names_with_a_backslash_or_a_newline_are_escaped_as_sha256sum_escapes_them(tmp_path):
     """sha256sum's own output over the same files is the oracle, and it reads tlio's back."""
     folder = tmp_path / "odd"
@@ -185,7 +220,8 @@ def test_a_fifo_in_a_folder_is_refused_by_name_without_blocking(tmp_path, keys):
     folder = make_model(tmp_path)
     os.mkfifo(folder / "sub" / "pipe")
     out = run("hash", folder, timeout=10)
-    assert out.returncode == 1 and out.stdout == ""
+    assert out.returncode == 1 and "pipe" not in out.stdout  # named, and the other files hashed
+    assert f"{sha(folder / 'model.safetensors')}  {folder}/model.safetensors" in out.stdout.splitlines()
     assert error_lines(out) == [f"tlio: {folder}/sub/pipe: is not a regular file (a FIFO, socket or device)"]
     doc = json.loads(run("hash", "--json", folder, timeout=10).stdout)
     assert doc["ok"] is False and "sub/pipe" in doc["files"][0]["error"]["message"]

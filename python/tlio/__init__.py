@@ -609,7 +609,7 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
 
     Returns a dict: ``equal`` (no name in one file only, every common tensor within tolerance),
     ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
-    order: name, a_type and b_type (a dtype or a scheme), shape, elements, compared (False when
+    order: name, a_dtype and b_dtype (a dtype or a scheme), shape, elements, compared (False when
     the values cannot be compared: note says why), note, max_abs, max_rel, rmse, cosine (float;
     inf where one side is NaN or infinite alone), outside (elements outside tolerance), equal."""
     for what, value in (("atol", atol), ("rtol", rtol)):

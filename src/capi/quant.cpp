@@ -220,7 +220,7 @@ int tl_comparison_at(const tl_comparison* comparison, size_t index, tl_tensor_co
   TL_REQUIRE(comparison && out, "tl_comparison_at: NULL argument");
   TL_REQUIRE(index < comparison->report.tensors.size(), "tl_comparison_at: index out of range");
   const tlio::TensorComparison& c = comparison->report.tensors[index];
-  *out = {c.name.c_str(), c.a_type.c_str(), c.b_type.c_str(), c.shape.size(), c.shape.data(),
+  *out = {c.name.c_str(), c.a_dtype.c_str(), c.b_dtype.c_str(), c.shape.size(), c.shape.data(),
           c.elements, c.compared ? 1 : 0, c.note.c_str(), c.max_abs, c.max_rel, c.rmse, c.cosine,
           c.outside, c.equal ? 1 : 0};
   return TL_OK;

@@ -257,8 +257,8 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
     const Entry& y = it->second;
     TensorComparison c;
     c.name = name;
-    c.a_type = x.type;
-    c.b_type = y.type;
+    c.a_dtype = x.type;
+    c.b_dtype = y.type;
     c.shape = x.shape;
     c.elements = x.quantized ? x.quantized->element_count() : x.plain->element_count();
     if (!(x.shape == y.shape)) {

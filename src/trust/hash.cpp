@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 
@@ -323,6 +324,12 @@ std::vector<std::string> folder_files(const std::string& folder, bool follow_fil
   return detail::walk_folder(folder, follow_file_links, [](const std::string& rel) { return rel == ".git"; });
 }
 
+std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links,
+                                      std::vector<SkippedEntry>& skipped) {
+  return detail::walk_folder(
+      folder, follow_file_links, [](const std::string& rel) { return rel == ".git"; }, &skipped);
+}
+
 namespace detail {
 
 bool path_order(std::string_view a, std::string_view b) noexcept {
@@ -344,12 +351,17 @@ std::string shown_name(std::string_view name) {
 
 std::vector<std::string> walk_folder(const std::string& folder, bool follow_file_links,
                                      const std::function<bool(const std::string&)>& skip,
-                                     std::vector<std::string>* refused) {
+                                     std::vector<SkippedEntry>* refused) {
   using Kind = FolderEntry::Kind;
   std::vector<std::string> names;
   walk_local_folder(folder, false, [&](const FolderEntry& e) {
     if (skip(e.rel)) return false;
-    if (e.kind == Kind::folder) return true;
+    if (e.kind == Kind::folder) {
+      // Passed over and named, rather than one unreadable folder ending the whole walk.
+      if (!refused || ::access((std::filesystem::path(folder) / e.rel).c_str(), R_OK | X_OK) == 0) return true;
+      refused->push_back({e.rel, fmt::format("cannot be read ({})", std::generic_category().message(errno))});
+      return false;
+    }
     if (e.kind == Kind::file || (e.kind == Kind::link_to_file && follow_file_links)) {
       names.push_back(e.rel);
       return true;
@@ -359,7 +371,7 @@ std::vector<std::string> walk_folder(const std::string& folder, bool follow_file
                                                    : "is not a regular file (a FIFO, socket or device)";
     const std::string path = (std::filesystem::path(folder) / e.rel).string();
     if (!refused) throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, why, path);
-    refused->push_back(fmt::format("{}: {}", shown_name(e.rel), why));
+    refused->push_back({e.rel, why});
     return true;
   });
   std::sort(names.begin(), names.end(), path_order);

@@ -17,10 +17,10 @@ namespace tlio::detail {
 /// component: "a/x" before "a-b", as model-signing sorts them). `skip(rel)` is asked for each
 /// entry (a folder skipped is not entered). With `follow_file_links`, a symbolic link to a
 /// regular file counts as one. Any other link or special file is Error{unsupported}, or, with
-/// `refused`, a line there naming it ("NAME: is a symbolic link ...").
+/// `refused`, an entry there, as is a folder below `folder` that cannot be read (not entered).
 std::vector<std::string> walk_folder(const std::string& folder, bool follow_file_links,
                                      const std::function<bool(const std::string& rel)>& skip,
-                                     std::vector<std::string>* refused = nullptr);
+                                     std::vector<SkippedEntry>* refused = nullptr);
 
 /// A name as messages show it: as is, or JSON-quoted when it holds control characters (a
 /// name from a stranger's file must not move the terminal's cursor) or is empty.

@@ -144,7 +144,7 @@ std::string join(const std::string& folder, const std::string& rel) {
 // The files of `folder` outside `ignore` (a model that is one file: the single resource ".").
 // Links and special files are Error{unsupported}, or, with `refused` (verifying), problems.
 std::vector<std::string> model_files(const std::string& folder, const std::set<std::string>& ignore,
-                                     std::vector<std::string>* refused) {
+                                     std::vector<SkippedEntry>* refused) {
   if (is_one_file(folder)) return {"."};
   return detail::walk_folder(folder, false, [&](const std::string& rel) { return ignored(rel, ignore); }, refused);
 }
@@ -403,9 +403,9 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
 
   // The files as they are now.
   detail::Problems problems(check.problems);
-  std::vector<std::string> refused;  // links and special files: problems, not errors
+  std::vector<SkippedEntry> refused;  // links, special files, unreadable folders: problems
   const std::vector<std::string> names = model_files(folder, ignore, &refused);
-  for (std::string& r : refused) problems.add(std::move(r));
+  for (const SkippedEntry& r : refused) problems.add(fmt::format("{}: {}", detail::shown_name(r.path), r.reason));
   std::set<std::string> unreadable;  // reported by digests() already
   const std::map<std::string, std::string> now = digests(folder, names, options.threads, &problems, &unreadable);
   for (const auto& [name, digest] : statement.files) {

@@ -567,7 +567,7 @@ static void test_compare(const char* dir) {
   CHECK(tl_comparison_only_count(c, 1) == 0 && tl_comparison_only_at(c, 1, 0) == NULL);
   tl_tensor_comparison t;
   CHECK(tl_comparison_at(c, 0, &t) == TL_OK);
-  CHECK(strcmp(t.name, "w") == 0 && strcmp(t.a_type, "F32") == 0 && strcmp(t.b_type, "BF16") == 0);
+  CHECK(strcmp(t.name, "w") == 0 && strcmp(t.a_dtype, "F32") == 0 && strcmp(t.b_dtype, "BF16") == 0);
   CHECK(t.compared == 1 && t.equal == 0 && t.outside == 1 && t.elements == 4);
   CHECK(t.max_abs > 0 && t.max_abs < 0.001 && t.cosine > 0.999999);
   CHECK(tl_comparison_at(c, 1, &t) == TL_EINVAL);

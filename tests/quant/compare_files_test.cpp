@@ -68,8 +68,8 @@ TEST(CompareFiles, F32AgainstBF16GivesTheRoundingError) {
   const File b = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::BF16, {64, 64}, std::as_bytes(std::span(bf))}}));
   const CompareReport r = compare_files(a, b);
   const TensorComparison& c = find(r, "w");
-  EXPECT_EQ(c.a_type, "F32");
-  EXPECT_EQ(c.b_type, "BF16");
+  EXPECT_EQ(c.a_dtype, "F32");
+  EXPECT_EQ(c.b_dtype, "BF16");
   EXPECT_TRUE(c.compared);
   EXPECT_FALSE(c.equal);
   EXPECT_FALSE(r.equal);
@@ -123,7 +123,7 @@ TEST(CompareFiles, QuantizedWeightsAgainstPlainByLogicalName) {
     EXPECT_TRUE(r.only_in_a.empty() && r.only_in_b.empty()) << scheme;
     ASSERT_EQ(r.tensors.size(), 2u) << scheme;
     const TensorComparison& c = find(r, "model.layers.0.mlp.up_proj.weight");
-    EXPECT_EQ(c.b_type, QuantScheme::parse(scheme).name());
+    EXPECT_EQ(c.b_dtype, QuantScheme::parse(scheme).name());
     // The figures are those of the dequantized values.
     std::vector<float> d(w.size());
     QuantizedReader(quantized, c.name).read(0, d.size(), Dtype::F32, std::as_writable_bytes(std::span(d)));

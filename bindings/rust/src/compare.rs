@@ -23,8 +23,8 @@ pub struct CompareOptions<'a> {
 pub struct TensorComparison {
     pub name: String,
     /// A dtype ("BF16") or a quantization scheme ("nf4").
-    pub a_type: String,
-    pub b_type: String,
+    pub a_dtype: String,
+    pub b_dtype: String,
     /// Logical shape (A's when the shapes differ).
     pub shape: Vec<u64>,
     pub elements: u64,
@@ -106,8 +106,8 @@ pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<
             };
             tensors.push(TensorComparison {
                 name: text(t.name),
-                a_type: text(t.a_type),
-                b_type: text(t.b_type),
+                a_dtype: text(t.a_dtype),
+                b_dtype: text(t.b_dtype),
                 shape,
                 elements: t.elements,
                 compared: t.compared != 0,

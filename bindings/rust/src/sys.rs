@@ -117,8 +117,8 @@ pub struct tl_comparison {
 #[repr(C)]
 pub struct tl_tensor_comparison {
     pub name: *const c_char,
-    pub a_type: *const c_char,
-    pub b_type: *const c_char,
+    pub a_dtype: *const c_char,
+    pub b_dtype: *const c_char,
     pub rank: usize,
     pub shape: *const u64,
     pub elements: u64,

@@ -130,7 +130,7 @@ fn compare_across_dtypes() {
     let names: Vec<&str> = r.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["layers.0.w", "layers.1.w"]);
     assert_eq!(
-        (r.tensors[0].a_type.as_str(), r.tensors[0].b_type.as_str()),
+        (r.tensors[0].a_dtype.as_str(), r.tensors[0].b_dtype.as_str()),
         ("F32", "F16")
     );
     assert_eq!(r.tensors[0].shape, vec![2]);

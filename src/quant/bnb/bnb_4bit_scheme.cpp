@@ -148,9 +148,10 @@ class Bnb4bitEncoder final : public WeightEncoder {
 };
 
 constexpr SchemeOptionInfo kOptions[] = {
-    {"blocksize", OptionKind::number, "values per absmax, 32..4096 (default 64)"},
+    {"blocksize", OptionKind::number, "values per absmax, 32..4096 (default 64)",
+     "32 64 128 256 512 1024 2048 4096"},
     {"nested", OptionKind::flag, "quantize the absmax too (double quantization)"},
-    {"storage", OptionKind::dtype, "dtype the packed bytes are stored as (default U8)"},
+    {"storage", OptionKind::dtype, "dtype the packed bytes are stored as (default U8)", "U8 I8 F16 BF16 F32 F64"},
 };
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <regex>
 
 #include "cli_util.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 
@@ -20,6 +22,18 @@ CLI::Validator size_check() {
         } catch (const tlio::Error& e) {
           return e.what();
         }
+        return {};
+      },
+      "");
+}
+
+CLI::Validator convert_dtype_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const auto d = tlio::parse_dtype_alias(v);
+        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text();
+        if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
+          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
         return {};
       },
       "");

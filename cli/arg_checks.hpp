@@ -17,5 +17,7 @@ CLI::Validator regex_check();
 CLI::Validator non_negative_check();
 /// A whole number from 0 to `max`.
 CLI::Validator count_check(uint64_t max);
+/// A floating dtype tlio converts to (F16, bf16, float8_e4m3fn, ...): convert's and import's --dtype.
+CLI::Validator convert_dtype_check();
 
 }  // namespace tlio::cli

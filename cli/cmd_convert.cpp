@@ -119,13 +119,7 @@ void add_convert(CLI::App& app, int& exit_code) {
                                "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
                                "(also bf16, float16, float8_e4m3fn, ...)"),
                convert_dtype_names())
-      ->check([](const std::string& v) -> std::string {
-        auto d = tlio::parse_dtype_alias(v);
-        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text();
-        if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
-          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
-        return {};
-      });
+      ->check(convert_dtype_check());
   auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX")
                       ->check(regex_check());
   auto* exclude = cmd->add_option("--exclude", a->exclude, "Do not convert tensors matching REGEX")

@@ -27,7 +27,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import last.ckpt encoder.safetensors --key model.encoder\n"
       "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
   struct Args {
-    std::string src, dst, key, max_size;
+    std::string src, dst, key, max_size, dtype;
     bool skip_unsupported = false, allow_empty = false, json = false, all = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -39,6 +39,11 @@ void add_import(CLI::App& app, int& exit_code) {
                   "Directories: split the weights into shards of at most SIZE (5GB, 500MiB, ...); "
                   "default: as the source was split")
       ->check(size_check());
+  offer_values(cmd->add_option("--dtype", a->dtype,
+                               "Write floating tensors in this dtype (F16, BF16, ...; as convert --dtype); "
+                               "integer tensors as they are"),
+               convert_dtype_names())
+      ->check(convert_dtype_check());
   cmd->add_flag("--skip-unsupported", a->skip_unsupported,
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");
   cmd->add_flag("--allow-empty", a->allow_empty,
@@ -48,7 +53,7 @@ void add_import(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", a->verbose, "List every value left out (not a tensor) by its path");
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
-                "\"tensors_written\", \"bytes_written\", \"aliases\", \"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
+                "\"tensors_written\", \"converted\", \"dtype\", \"bytes_written\", \"aliases\", \"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->dst, a->json);
@@ -58,6 +63,7 @@ void add_import(CLI::App& app, int& exit_code) {
       options.allow_empty = a->allow_empty;
       options.import_all = a->all;
       if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
+      if (!a->dtype.empty()) options.dtype = tlio::parse_dtype_alias(a->dtype);
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::ImportReport r = tlio::import_checkpoint(a->src, a->dst, options);
@@ -75,10 +81,11 @@ void add_import(CLI::App& app, int& exit_code) {
         for (const tlio::DroppedValue& d : r.contents.dropped)
           dropped.push_back(fmt::format("{{\"path\":{},\"kind\":{}}}", json_string(d.path), json_string(d.kind)));
         fmt::print("{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
-                   "\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"dropped\":[{}],"
+                   "\"converted\":{},\"dtype\":{},\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"dropped\":[{}],"
                    "\"skipped\":[{}],\"chosen_key\":{}}}\n",
                    json_string(a->src), json_string(a->dst), json_string(r.contents.format),
-                   fmt::join(tensors, ","), r.tensors_written, r.bytes_written, aliases,
+                   fmt::join(tensors, ","), r.tensors_written, r.tensors_converted,
+                   options.dtype ? json_string(tlio::dtype_name(*options.dtype)) : "null", r.bytes_written, aliases,
                    r.contents.dropped_values, fmt::join(dropped, ","), fmt::join(skipped, ","),
                    r.contents.chosen_key.empty() ? "null" : json_string(r.contents.chosen_key));
         return kExitOk;
@@ -97,9 +104,11 @@ void add_import(CLI::App& app, int& exit_code) {
                    json_string(r.contents.chosen_key),
                    others.empty() ? "" : fmt::format("; left out {}", fmt::join(others, ", ")));
       }
-      fmt::print(report_stream(a->dst), "{} -> {}: {} tensor{} ({}), {} alias{} recorded, {} other value{} dropped{}\n",
+      fmt::print(report_stream(a->dst), "{} -> {}: {} tensor{} ({}{}), {} alias{} recorded, {} other value{} dropped{}\n",
                  a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
-                 human_size(r.bytes_written), aliases, aliases == 1 ? "" : "es",
+                 human_size(r.bytes_written),
+                 options.dtype ? fmt::format("; {} converted to {}", r.tensors_converted, tlio::dtype_name(*options.dtype)) : "",
+                 aliases, aliases == 1 ? "" : "es",
                  r.contents.dropped_values, r.contents.dropped_values == 1 ? "" : "s",
                  r.contents.skipped.empty() ? "" : fmt::format(", {} skipped", r.contents.skipped.size()));
       return kExitOk;

@@ -66,6 +66,9 @@ struct ImportOptions {
   /// Import the whole object even when its top level is a training checkpoint (a model state
   /// dict beside optimizer state) or holds a "state_dict": every tensor, optimizer state too.
   bool import_all = false;
+  /// Floating tensors written in this floating dtype (as `convert --dtype` converts them:
+  /// rounded to nearest even); integer and boolean tensors as they are. nullopt: as saved.
+  std::optional<Dtype> dtype = std::nullopt;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -73,6 +76,7 @@ struct ImportOptions {
 struct ImportReport {
   CheckpointContents contents;
   uint64_t tensors_written = 0;
+  uint64_t tensors_converted = 0;  ///< of those, written in ImportOptions::dtype
   uint64_t bytes_written = 0;
 };
 

@@ -363,6 +363,10 @@ TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options*
  * TL_EFORMAT with tl_last_error_rule() "pickle"; `tensors` (may be NULL) gets the count written. */
 TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsigned flags,
                                 uint64_t max_shard_size, uint64_t* tensors);
+/* The same, floating tensors written as `dtype` (a floating tl_dtype, as tl_convert_folder
+ * converts them; integers as they are); -1: as saved, which is tl_import_checkpoint. */
+TL_API int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, unsigned flags,
+                                   uint64_t max_shard_size, int dtype, uint64_t* tensors);
 
 /* ---- Hashes and model signatures (tlio/trust.hpp, docs/security.md) ------------------------- */
 #define TL_SHA256_HEX_SIZE 65 /* 64 hexadecimal digits and a NUL */

@@ -16,8 +16,12 @@ void bind_trust(py::module_& m) {
   }, py::arg("src"), py::arg("key") = "");
   m.def("import_checkpoint", [](const std::filesystem::path& src, const std::filesystem::path& dst,
                                 const std::string& key, bool skip_unsupported, uint64_t max_size,
-                                bool allow_empty, bool import_all) {
+                                bool allow_empty, bool import_all, const std::string& dtype) {
     tlio::ImportOptions o;
+    if (!dtype.empty()) {
+      o.dtype = tlio::parse_dtype_alias(dtype);
+      if (!o.dtype) throw py::value_error("unknown dtype '" + dtype + "'");
+    }
     o.key = key;
     o.skip_unsupported = skip_unsupported;
     o.max_shard_size = max_size;
@@ -30,10 +34,12 @@ void bind_trust(py::module_& m) {
     }
     py::dict d = checkpoint_dict(r.contents);
     d["tensors_written"] = r.tensors_written;
+    d["tensors_converted"] = r.tensors_converted;
     d["bytes_written"] = r.bytes_written;
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
-     py::arg("max_size") = 0, py::arg("allow_empty") = false, py::arg("import_all") = false);
+     py::arg("max_size") = 0, py::arg("allow_empty") = false, py::arg("import_all") = false,
+     py::arg("dtype") = "");
   m.def("hash_file", [](const std::string& location, const std::string& token) {
     tlio::HashOptions o;
     o.open.token = token;

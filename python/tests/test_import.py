@@ -160,6 +160,50 @@ def test_big_endian_complex64_swaps_each_part(tmp_path):
     assert torch.equal(got["c"], c) and torch.equal(got["f"], torch.tensor([1.5, -2.0]))
 
 
+@pytest.mark.parametrize("to", ["bf16", "F16"])
+@pytest.mark.parametrize("byteorder", ["little", "big"])
+def test_dtype_writes_floating_tensors_as_torch_converts_them(tmp_path, to, byteorder):
+    """import --dtype: each floating tensor as torch's .to() rounds it (a strided view and a
+    big-endian checkpoint converted as they are gathered), integers and booleans as saved."""
+    g = torch.Generator().manual_seed(7)
+    obj = {"f32": torch.randn(64, 33, generator=g) * 1e3, "view": torch.randn(8, 16, generator=g).t(),
+           "f64": torch.randn(3, 4, dtype=torch.float64, generator=g), "f16": torch.randn(5, generator=g).half(),
+           "bf16": torch.randn(7, generator=g).bfloat16(), "huge": torch.tensor([1e38, -7e4, 3e-41]),
+           "i64": torch.tensor([-(2**62), 1]), "bool": torch.tensor([True, False])}
+    if byteorder == "big":  # (as_big_endian swaps 4-byte floats)
+        obj = {k: v for k, v in obj.items() if v.dtype == torch.float32}
+    src = tmp_path / "ckpt.pt"
+    torch.save(obj, src)
+    if byteorder == "big":
+        src = as_big_endian(src, tmp_path / "big.pt")
+    got, report, dst = imported(tmp_path, src, dtype=to)
+    want = torch.bfloat16 if to == "bf16" else torch.float16
+    for name, t in obj.items():
+        expected = t.contiguous().to(want) if t.is_floating_point() else t
+        assert got[name].dtype == expected.dtype, name
+        assert torch.equal(got[name], expected) or (  # NaN-free: equal means bit-equal here
+            name == "huge" and torch.equal(got[name].float(), expected.float())), name
+    converted = sum(t.is_floating_point() and t.dtype != want for t in obj.values())
+    assert report["tensors_converted"] == converted
+    assert report["bytes_written"] == sum(t.numel() * t.element_size() for t in got.values())
+    cli = subprocess.run([CLI, "import", str(src), str(tmp_path / "cli.safetensors"), "--dtype", to],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert f"{converted} converted to {'BF16' if to == 'bf16' else 'F16'}" in cli.stdout
+    assert (tmp_path / "cli.safetensors").read_bytes() == dst.read_bytes()
+
+
+def test_dtype_must_be_a_floating_dtype(tmp_path):
+    src = tmp_path / "c.pt"
+    torch.save({"a": torch.ones(2)}, src)
+    with pytest.raises(ValueError, match="not a floating dtype"):
+        tlio.import_checkpoint(src, tmp_path / "o.safetensors", dtype="I32")
+    out = subprocess.run([CLI, "import", str(src), str(tmp_path / "o.safetensors"), "--dtype", "int8"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "not a floating dtype" in out.stderr and "tlio import --help" in out.stderr
+    assert not (tmp_path / "o.safetensors").exists()
+
+
 def test_deflated_entries_and_any_folder_name(tmp_path):
     src = tmp_path / "plain.pt"
     torch.save({"a": torch.arange(100.0), "b": torch.ones(3, dtype=torch.int64)}, src)

@@ -687,7 +687,7 @@ def edit_file(src, dst=None, *, metadata=None, delete=(), keep=None, drop=None, 
 # ---- PyTorch checkpoints -----------------------------------------------------------------------
 
 def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=None,
-                      allow_empty=False, import_all=False):
+                      allow_empty=False, import_all=False, dtype=None):
     """Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
     safetensors file `dst`, atomically, as `tlio import` does: its pickle is decoded, never run
     (one that names code torch.load would run raises SafetensorError, rule "pickle"). `key`
@@ -696,14 +696,17 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
     `max_size` tensor bytes (an int, or "5GB"). A checkpoint without any tensor raises
     SafetensorError (rule "checkpoint") unless `allow_empty`. A training checkpoint (a model
     state dict under "model", "state_dict", ... beside "optimizer" and the like) imports its
-    model part, named in `chosen_key`, unless `import_all`. Returns what was written: format,
+    model part, named in `chosen_key`, unless `import_all`. `dtype` ("bf16", "F16", ...: the
+    names ``tlio convert`` takes) writes floating tensors in that dtype, integers as they are.
+    Returns what was written: format,
     tensors (name, dtype, shape, contiguous, alias_of), dropped_values (how many values that
     are not tensors were left out), dropped ((path, kind) of the first 100,000 of them, kind
-    "int", "float", "str", ...), skipped, chosen_key, tensors_written, bytes_written."""
+    "int", "float", "str", ...), skipped, chosen_key, tensors_written, tensors_converted,
+    bytes_written."""
     if isinstance(max_size, str):
         max_size = _tlio.parse_size(max_size)
     return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported,
-                                   max_size or 0, allow_empty, import_all)
+                                   max_size or 0, allow_empty, import_all, "" if dtype is None else str(dtype))
 
 
 def read_checkpoint(src, key=None):

@@ -25,6 +25,8 @@
 #include "io/os_file.hpp"
 #include "model/shard_index.hpp"
 #include "model/layout.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/writer.hpp"
 
@@ -47,8 +49,22 @@ struct Job {
   Checkpoint* checkpoint;
   const TensorPlan* plan;
   std::span<const std::byte> storage;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // as stored in the checkpoint
+  Dtype dtype;         // as written: the plan's, or ImportOptions::dtype for a floating tensor
+  uint64_t out_bytes = 0;
 };
+
+// Elements [first, first + count) of a tensor, in row-major order and native byte order, into
+// `out`: copied as they are when contiguous, else gathered (and byte-swapped) from the view.
+void read_elements(const Job& job, std::span<const std::byte> piece, unsigned swap_unit, uint64_t first,
+                   uint64_t count, std::byte* out) {
+  const TensorRecord& t = job.checkpoint->resolver.tensors[job.plan->tensor];
+  const unsigned element = dtype_bits(job.plan->dtype) / 8;
+  if (job.plan->contiguous && swap_unit == 0)
+    std::memcpy(out, piece.data() + first * element, static_cast<size_t>(count * element));
+  else
+    gather_view(job.storage, t, element, swap_unit, first, count, out);
+}
 
 // Writes one tensor of a checkpoint: contiguous bytes file-to-file in the kernel, strided or
 // byte-swapped ones gathered a chunk at a time.
@@ -68,7 +84,18 @@ void write_tensor(Writer& w, const Job& job) {
                                                           static_cast<size_t>(job.bytes));
   const bool in_file = job.bytes != 0 && piece.data() >= c.bytes.data() &&
                        piece.data() <= c.bytes.data() + c.bytes.size();
-  if (pl.contiguous && !swap && in_file) {
+  if (job.dtype != pl.dtype) {
+    // Converted a chunk at a time: the source's elements read into scratch, then converted.
+    const unsigned out_element = dtype_bits(job.dtype) / 8;
+    const size_t count = kGatherBytes / std::max(element, out_element);
+    std::vector<std::byte> scratch(count * element);
+    w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
+      const uint64_t n = buffer.size() / out_element;
+      read_elements(job, piece, swap_unit, offset / out_element, n, scratch.data());
+      convert(pl.dtype, std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)), job.dtype,
+              buffer, n);
+    }, count * out_element);
+  } else if (pl.contiguous && !swap && in_file) {
     // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
     // through this process (its memory stays small whatever the checkpoint's size).
     w.copy_from_fd(pl.name, c.fd.get(), static_cast<uint64_t>(piece.data() - c.bytes.data()));
@@ -77,8 +104,7 @@ void write_tensor(Writer& w, const Job& job) {
   } else {
     const size_t chunk = kGatherBytes / element * element;
     w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-      gather_view(job.storage, t, element, swap_unit, offset / element, buffer.size() / element,
-                  buffer.data());
+      read_elements(job, piece, swap_unit, offset / element, buffer.size() / element, buffer.data());
     }, chunk);
   }
   if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
@@ -93,16 +119,28 @@ struct Output {
 
 // The jobs of one checkpoint's plans (storages checked before anything is written), and its
 // alias records.
-void add_jobs(Checkpoint& c, const std::vector<TensorPlan>& plans, std::vector<Job>& jobs,
-              std::vector<std::pair<std::string, std::string>>& aliases) {
+// (Floating tensors are converted to `options.dtype` as `tlio convert --dtype` converts them;
+// integers and booleans are kept.)
+void add_jobs(Checkpoint& c, const std::vector<TensorPlan>& plans, const ImportOptions& options,
+              std::vector<Job>& jobs, std::vector<std::pair<std::string, std::string>>& aliases) {
   for (const TensorPlan& pl : plans) {
     if (!pl.alias_of.empty()) {
       aliases.emplace_back(pl.name, pl.alias_of);
       continue;
     }
+    const Dtype to = options.dtype && is_floating(pl.dtype) && can_convert(pl.dtype, *options.dtype)
+                         ? *options.dtype
+                         : pl.dtype;
     jobs.push_back({&c, &pl, c.storage_bytes(c.resolver.tensors[pl.tensor].storage),
-                    detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes});
+                    detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes, to,
+                    detail::tensor_size(dtype_bits(to), pl.shape).bytes});
   }
+}
+
+void check_import_dtype(const ImportOptions& options) {
+  if (options.dtype && (!is_floating(*options.dtype) || !can_convert(Dtype::F32, *options.dtype)))
+    throw_invalid(fmt::format("cannot import tensors as {}: not a floating dtype tlio converts to",
+                              dtype_name(*options.dtype)));
 }
 
 // Writes every output (atomically each); returns the bytes written.
@@ -112,18 +150,19 @@ uint64_t write_outputs(const detail::Location& dir_or_file, detail::OutputSet* s
                        ImportReport& report) {
   uint64_t total = 0, done = 0;
   for (const Output& o : outputs)
-    for (const Job& j : o.jobs) total += j.bytes;
+    for (const Job& j : o.jobs) total += j.out_bytes;
   for (const Output& o : outputs) {
     Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file.join(o.name))
                    : detail::WriterAccess::to_file(dir_or_file);
     w.set_metadata("format", "pt");
     for (const auto& [dropped, kept] : o.aliases)
       if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
-    for (const Job& j : o.jobs) w.declare(j.plan->name, j.plan->dtype, Shape(j.plan->shape));
+    for (const Job& j : o.jobs) w.declare(j.plan->name, j.dtype, Shape(j.plan->shape));
     for (const Job& j : o.jobs) {
       write_tensor(w, j);
-      done += j.bytes;
+      done += j.out_bytes;
       ++report.tensors_written;
+      if (j.dtype != j.plan->dtype) ++report.tensors_converted;
       if (options.progress) options.progress(done, total);
     }
     w.commit();
@@ -192,7 +231,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
       }
       for (auto& why : contents.skipped) report.contents.skipped.push_back(std::move(why));
       Output o;
-      add_jobs(*c, plans.back(), o.jobs, o.aliases);
+      add_jobs(*c, plans.back(), options, o.jobs, o.aliases);
       outputs.push_back(std::move(o));
     } catch (const Error& e) {
       throw e.with_source((src / file).string());
@@ -211,7 +250,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   if (options.max_shard_size > 0) {
     std::vector<uint64_t> sizes;
     for (const Output& o : outputs)
-      for (const Job& j : o.jobs) sizes.push_back(j.bytes);
+      for (const Job& j : o.jobs) sizes.push_back(j.out_bytes);
     const std::vector<size_t> shard_of = detail::plan_shards(sizes, options.max_shard_size);
     std::vector<Output> split(shard_of.empty() ? 1 : shard_of.back() + 1);
     size_t k = 0;
@@ -258,6 +297,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
 
 ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,
                                const ImportOptions& options) {
+  check_import_dtype(options);
   std::error_code ec;
   if (std::filesystem::is_directory(src, ec)) {
     try {
@@ -277,7 +317,7 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     const std::vector<TensorPlan> plans = plan_tensors(c, options, report.contents);
     refuse_if_empty(report.contents, options);
     std::vector<Output> outputs(1);
-    add_jobs(c, plans, outputs[0].jobs, outputs[0].aliases);
+    add_jobs(c, plans, options, outputs[0].jobs, outputs[0].aliases);
     report.bytes_written = write_outputs(detail::Location::parse(dst.native()), nullptr, outputs, options, report);
     return report;
   } catch (const Error& e) {

@@ -147,6 +147,28 @@ static void test_import(const char* dir) {
   tl_close(expected);
   CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, "state_dict.ids", 0, 0, &tensors) == TL_OK);
   CHECK(tensors == 1);
+  /* As BF16: a strided F32 view converted as tl_convert converts it, the I64 tensor as saved. */
+  CHECK(tl_import_checkpoint_as(data_path("checkpoints/small_zip.pt"), out, NULL, 0, 0, TL_BF16, &tensors) ==
+        TL_OK);
+  CHECK(tensors == 7);
+  CHECK(tl_open(out, &f) == TL_OK);
+  CHECK(tl_open(data_path("checkpoints/small_zip.expected.safetensors"), &expected) == TL_OK);
+  if (f && expected) {
+    size_t i, j;
+    struct tl_tensor_info a, b;
+    uint16_t want[12];
+    CHECK(tl_tensor_find(f, "weight_t", &i) == TL_OK && tl_tensor_find(expected, "weight_t", &j) == TL_OK);
+    CHECK(tl_tensor_info(f, i, &a) == TL_OK && tl_tensor_info(expected, j, &b) == TL_OK);
+    CHECK(a.dtype == TL_BF16 && a.byte_size == sizeof want);
+    CHECK(tl_convert(TL_F32, b.data, (size_t)b.byte_size, TL_BF16, want, sizeof want, 12) == TL_OK);
+    CHECK(memcmp(a.data, want, sizeof want) == 0);
+    CHECK(tl_tensor_find(f, "ids", &i) == TL_OK && tl_tensor_info(f, i, &a) == TL_OK && a.dtype == TL_I64);
+  }
+  tl_close(f);
+  tl_close(expected);
+  CHECK(tl_import_checkpoint_as(data_path("checkpoints/small_zip.pt"), out, NULL, 0, 0, TL_I32, NULL) ==
+        TL_EINVAL);
+  CHECK(tl_import_checkpoint_as(data_path("checkpoints/small_zip.pt"), out, NULL, 0, 0, 99, NULL) == TL_EINVAL);
   snprintf(out, sizeof out, "%s/evil.safetensors", dir);
   CHECK(tl_import_checkpoint(data_path("checkpoints/evil_os_system.pt"), out, NULL, 0, 0, NULL) == TL_EFORMAT);
   CHECK(strcmp(tl_last_error_rule(), "pickle") == 0 && strstr(tl_last_error(), "posix.system") != NULL);

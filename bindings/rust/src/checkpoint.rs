@@ -1,6 +1,7 @@
 //! PyTorch checkpoints to safetensors, with no pickle ever executed.
 use std::path::Path;
 
+use crate::dtype::Dtype;
 use crate::error::{check, Result};
 use crate::file::{c_name, c_path};
 use crate::sys;
@@ -19,6 +20,9 @@ pub struct ImportOptions<'a> {
     pub allow_empty: bool,
     /// A training checkpoint: import everything (optimizer state too), not its model part.
     pub import_all: bool,
+    /// Floating tensors written in this floating dtype (as `convert_folder` converts them);
+    /// integer tensors as they are. `None`: as saved.
+    pub dtype: Option<Dtype>,
 }
 
 /// Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
@@ -46,12 +50,13 @@ pub fn import_checkpoint(
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings (or NULL for no key) and a valid out pointer.
     check(unsafe {
-        sys::tl_import_checkpoint(
+        sys::tl_import_checkpoint_as(
             src.as_ptr(),
             dst.as_ptr(),
             key.as_ref().map_or(std::ptr::null(), |k| k.as_ptr()),
             flags,
             options.max_shard_size,
+            options.dtype.map_or(-1, |d| d.raw()),
             &mut tensors,
         )
     })?;

@@ -384,6 +384,15 @@ extern "C" {
         max_shard_size: u64,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_import_checkpoint_as(
+        src: *const c_char,
+        dst: *const c_char,
+        key: *const c_char,
+        flags: c_uint,
+        max_shard_size: u64,
+        dtype: c_int,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_hash_file(
         location: *const c_char,
         options: *const tl_open_options,

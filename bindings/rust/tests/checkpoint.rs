@@ -47,6 +47,47 @@ fn imports_what_torch_load_returns() {
 }
 
 #[test]
+fn imports_floating_tensors_in_the_dtype_asked() {
+    let out = scratch("import-bf16").join("out.safetensors");
+    let src = data().join("checkpoints/small_zip.pt");
+    let options = tlio::ImportOptions {
+        dtype: Some(tlio::Dtype::BF16),
+        ..Default::default()
+    };
+    assert_eq!(tlio::import_checkpoint(&src, &out, &options).unwrap(), 7);
+    let got = tlio::File::open(&out).unwrap();
+    let expected = tlio::File::open(data().join("checkpoints/small_zip.expected.safetensors")).unwrap();
+    for t in expected.tensors() {
+        let g = got.tensor(t.name()).unwrap();
+        let floating = matches!(t.dtype(), tlio::Dtype::F32 | tlio::Dtype::F16 | tlio::Dtype::BF16);
+        assert_eq!(g.dtype(), if floating { tlio::Dtype::BF16 } else { t.dtype() }, "{}", t.name());
+        if floating {
+            // BF16 rounds the F32 value to nearest even (finite values here).
+            let want: Vec<f32> = expected
+                .read_as_f32(t.name())
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    let bits = v.to_bits();
+                    f32::from_bits(((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) << 16)
+                })
+                .collect();
+            assert_eq!(got.read_as_f32(t.name()).unwrap(), want, "{}", t.name());
+        }
+    }
+    let e = tlio::import_checkpoint(
+        &src,
+        &out,
+        &tlio::ImportOptions {
+            dtype: Some(tlio::Dtype::I32),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn code_running_pickle_is_refused() {
     let out = scratch("import-evil").join("out.safetensors");
     let e = tlio::import_checkpoint(

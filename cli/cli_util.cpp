@@ -1,5 +1,7 @@
 #include "cli_util.hpp"
 
+#include "arg_checks.hpp"
+
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
@@ -69,6 +71,23 @@ bool folder_input(const std::string& in, const std::string& out) {
     throw UsageError(fmt::format("IN is a model folder, so OUT is a folder too, not the file '{}' "
                                  "(`tlio merge` makes one file of a folder)", out));
   return true;
+}
+
+void add_max_size_option(CLI::App* cmd, std::string& max_size) {
+  cmd->add_option("--max-size", max_size,
+                  "A folder's output in new shards of at most SIZE tensor bytes (5GB, 500MiB, ...; "
+                  "default: the source's shards)")
+      ->check(size_check());
+}
+
+tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files) {
+  if (!folder && !max_size.empty())
+    throw UsageError("--max-size re-shards a model folder's output, and IN is one file (`tlio shard` splits one)");
+  tlio::FolderOptions o;
+  o.open = open_options();
+  if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);
+  o.files = files;
+  return o;
 }
 
 std::vector<std::string> expand_globs(const std::vector<std::string>& args, const std::vector<std::string>& names,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tlio/file.hpp"
+#include "tlio/folder_rewrite.hpp"
 #include "tlio/location.hpp"
 
 namespace CLI {
@@ -19,6 +20,7 @@ class App;
 }
 
 namespace CLI {
+class App;
 class Option;
 }  // namespace CLI
 
@@ -64,6 +66,12 @@ bool has_numeric_values(tlio::Dtype d);
 /// Whether IN is a model folder (then OUT is one too: a usage error when it names a
 /// .safetensors file or standard output).
 bool folder_input(const std::string& in, const std::string& out);
+/// Adds --max-size SIZE (re-shard a folder's output) to a command that rewrites folders.
+void add_max_size_option(CLI::App* cmd, std::string& max_size);
+/// How a folder is rewritten: read with open_options(), re-sharded by `max_size` ("" keeps
+/// the source's shards), the files published into `files`. With `folder` false (IN is one
+/// file), a `max_size` is a UsageError pointing at `tlio shard`.
+tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files);
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.

@@ -45,7 +45,7 @@ std::string ties_note(size_t removed, size_t repointed) {
 }
 
 struct Args {
-  std::string in, out, dtype, include, exclude;
+  std::string in, out, dtype, include, exclude, max_size;
   std::vector<std::string> keep, drop, rename;
   bool json = false;
 };
@@ -58,7 +58,7 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
     ProgressBar bar(a.dtype.empty() ? "copying" : "converting");
     auto progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
     if (a.dtype.empty()) {
-      r = tlio::copy_folder(a.in, a.out, selection, open_options(), progress, &files);
+      r = tlio::copy_folder(a.in, a.out, selection, progress, folder_options(true, a.max_size, &files));
     } else {
       tlio::ConvertFileOptions options;
       options.dtype = *tlio::parse_dtype_alias(a.dtype);
@@ -66,7 +66,7 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
       options.exclude = a.exclude;
       options.tensors = selection;
       options.progress = progress;
-      r = tlio::convert_folder(a.in, a.out, options, open_options(), &files);
+      r = tlio::convert_folder(a.in, a.out, options, folder_options(true, a.max_size, &files));
     }
     bar.finish();
   }
@@ -136,6 +136,7 @@ void add_convert(CLI::App& app, int& exit_code) {
         if (replacement == std::string(1, '\0')) return "expected 'REGEX=REPLACEMENT', got '" + v + "'";
         return regex_check()(regex);
       });
+  add_max_size_option(cmd, a->max_size);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
@@ -145,6 +146,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       selection.drop = a->drop;
       for (const std::string& r : a->rename) selection.rename.push_back(split_rename(r));
       if (folder_input(a->in, a->out)) return convert_folder(*a, selection);
+      folder_options(false, a->max_size, nullptr);
       if (a->dtype.empty()) {
         tlio::EditOptions options;
         options.open = open_options();

@@ -151,7 +151,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       "  tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym\n"
       "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
   struct Args {
-    std::string in, out, scheme, include, exclude;
+    std::string in, out, scheme, include, exclude, max_size;
     bool allow_1d = false, json = false, quiet = false;
     std::vector<SchemeFlag> options;
   };
@@ -196,6 +196,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
                 "Quantize 1-D tensors (biases, norms) that --include names too")
       ->needs(cmd->get_option("--include"));
   cmd->add_flag("-q,--quiet", a->quiet, "Print the summary line only (no line per tensor)");
+  add_max_size_option(cmd, a->max_size);
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
                 "\"data_bytes_before\", \"data_bytes_after\"}");
@@ -219,9 +220,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const tlio::QuantizeReport r = folder_input(a->in, a->out)
-                                         ? tlio::quantize_folder(a->in, a->out, o, open_options(), &files)
-                                         : tlio::quantize_file(tlio::File::open(a->in, open_options()), a->out, o);
+      const bool folder = folder_input(a->in, a->out);
+      const tlio::FolderOptions how = folder_options(folder, a->max_size, &files);
+      const tlio::QuantizeReport r = folder ? tlio::quantize_folder(a->in, a->out, o, how)
+                                            : tlio::quantize_file(tlio::File::open(a->in, open_options()), a->out, o);
       bar.finish();
       if (a->json) {
         std::vector<std::string> items, kept;
@@ -262,7 +264,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
               "dropped.\n\n"
               "Example: tlio dequantize model-int4.safetensors model.safetensors --dtype BF16");
   struct Args {
-    std::string in, out, dtype;
+    std::string in, out, dtype, max_size;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
@@ -276,6 +278,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
                    ? std::string{}
                    : "--dtype must be F32, F16 or BF16, not '" + v + "'";
       });
+  add_max_size_option(cmd, a->max_size);
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"restored\", \"schemes\"}");
   cmd->callback([a, &exit_code] {
@@ -286,10 +289,11 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);
       const tlio::ProgressCallback progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
+      const bool folder = folder_input(a->in, a->out);
+      const tlio::FolderOptions how = folder_options(folder, a->max_size, &files);
       const tlio::DequantizeReport r =
-          folder_input(a->in, a->out)
-              ? tlio::dequantize_folder(a->in, a->out, dtype, progress, open_options(), &files)
-              : tlio::dequantize_file(tlio::File::open(a->in, open_options()), a->out, dtype, progress);
+          folder ? tlio::dequantize_folder(a->in, a->out, dtype, progress, how)
+                 : tlio::dequantize_file(tlio::File::open(a->in, open_options()), a->out, dtype, progress);
       bar.finish();
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",

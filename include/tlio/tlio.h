@@ -253,16 +253,19 @@ TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
 /* ---- model folders rewritten whole -----------------------------------------------------------
  * `src` a model folder (model.safetensors, or shards with model.safetensors.index.json;
- * config.json optional) at any location, `dst` a folder: the same shards and file names, a new
- * index, config.json (its dtype set; after dequantize without quantization_config), tokenizer
- * and generation files carried over; `dst` replaced as a whole or left as it was (as `tlio
- * convert|quantize|dequantize DIR OUT`). `dst` may be `src`. */
+ * config.json optional) at any location, `dst` a folder: the same shards and file names (or,
+ * with `max_shard_size` not 0, new shards of at most that many tensor bytes, each module's
+ * tensors in one), a new index, config.json (its dtype set; after dequantize without
+ * quantization_config), tokenizer and generation files carried over; `dst` replaced as a whole
+ * or left as it was (as `tlio convert|quantize|dequantize DIR OUT [--max-size]`). `dst` may be
+ * `src`. */
 /* Floating tensors converted to `dtype`; -1: every tensor copied as it is (a canonical copy). */
-TL_API int tl_convert_folder(const char* src, const char* dst, int dtype);
+TL_API int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size);
 /* As tl_quantize_file_with, over every shard; the selection is the whole folder's. */
-TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options);
+TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options,
+                              uint64_t max_shard_size);
 /* As tl_dequantize_file, over every shard. */
-TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype);
+TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size);
 
 /* ---- comparing values ------------------------------------------------------------------------
  * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):

@@ -58,7 +58,7 @@ void bind_quant(py::module_& m) {
                             const std::string& scheme, const std::string& include,
                             const std::string& exclude, std::optional<uint64_t> blocksize,
                             std::optional<bool> nested, std::optional<std::string> storage,
-                            bool allow_1d) {
+                            bool allow_1d, uint64_t max_size) {
     tlio::QuantizeOptions o;
     o.scheme = tlio::QuantScheme::parse(scheme);
     // Only the options given: one the scheme does not have is a ValueError (as in the CLI).
@@ -71,8 +71,10 @@ void bind_quant(py::module_& m) {
     tlio::QuantizeReport r;
     {
       LongCall call;  // a whole file: let other threads run
-      r = tlio::is_model_directory(in) ? tlio::quantize_folder(in.string(), out.string(), o)
-                                       : tlio::quantize_file(tlio::File::open(in), out, o);
+      const bool folder = tlio::is_model_directory(in);
+      const tlio::FolderOptions how = folder_options(folder, max_size);
+      r = folder ? tlio::quantize_folder(in.string(), out.string(), o, how)
+                 : tlio::quantize_file(tlio::File::open(in), out, o);
     }
     py::list items;
     for (const auto& i : r.items) {
@@ -87,18 +89,20 @@ void bind_quant(py::module_& m) {
     return items;
   }, py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "", py::arg("exclude") = "",
      py::arg("blocksize") = py::none(), py::arg("nested") = py::none(), py::arg("storage") = py::none(),
-     py::arg("allow_1d") = false);
+     py::arg("allow_1d") = false, py::arg("max_size") = 0);
   m.def("dequantize_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
-                              const std::optional<std::string>& dtype) {
+                              const std::optional<std::string>& dtype, uint64_t max_size) {
     std::optional<tlio::Dtype> d;
     if (dtype) {
       d = tlio::parse_dtype_alias(*dtype);
       if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
     }
     LongCall call;
-    return tlio::is_model_directory(in) ? tlio::dequantize_folder(in.string(), out.string(), d).restored
-                                        : tlio::dequantize_file(tlio::File::open(in), out, d).restored;
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none());
+    const bool folder = tlio::is_model_directory(in);
+    const tlio::FolderOptions how = folder_options(folder, max_size);
+    return folder ? tlio::dequantize_folder(in.string(), out.string(), d, {}, how).restored
+                  : tlio::dequantize_file(tlio::File::open(in), out, d).restored;
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none(), py::arg("max_size") = 0);
 }
 
 }  // namespace tlio_py

@@ -7,7 +7,7 @@ namespace tlio_py {
 void bind_rewrites(py::module_& m) {
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
-                           const std::string& exclude) {
+                           const std::string& exclude, uint64_t max_size) {
     auto d = tlio::parse_dtype_alias(dtype);
     if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
     tlio::ConvertFileOptions o;
@@ -17,11 +17,14 @@ void bind_rewrites(py::module_& m) {
     tlio::ConvertFileReport r;
     {
       LongCall call;
-      r = tlio::is_model_directory(in) ? tlio::convert_folder(in.string(), out.string(), o)
-                                       : tlio::convert_file(tlio::File::open(in), out, o);
+      const bool folder = tlio::is_model_directory(in);
+      const tlio::FolderOptions how = folder_options(folder, max_size);
+      r = folder ? tlio::convert_folder(in.string(), out.string(), o, how)
+                 : tlio::convert_file(tlio::File::open(in), out, o);
     }
     return py::make_tuple(r.converted, r.kept);
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "");
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "",
+     py::arg("max_size") = 0);
   // Each side a file or a model folder's shards, as handles shared with Python's.
   m.def("compare_files", [](const std::vector<std::shared_ptr<tlio::File>>& a_files,
                             const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol,

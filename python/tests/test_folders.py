@@ -62,6 +62,33 @@ def test_convert_a_folder_keeps_its_shards(tmp_path):
     assert (out / "tokenizer.json").read_text() == '{"version": "1.0"}'
 
 
+@pytest.mark.parametrize("max_size, shards", [(1200, 4), ("1GB", 1)])
+def test_max_size_reshards_a_folder_module_by_module(tmp_path, max_size, shards):
+    """New shards of at most max_size tensor bytes (a module larger alone), the index naming
+    each tensor's shard; one shard is model.safetensors without an index."""
+    source = hf_folder(tmp_path / "src")
+    out = tmp_path / "out"
+    tlio.convert_file(tmp_path / "src", out, "bf16", max_size=max_size)
+    files = sorted(p.name for p in out.glob("model*.safetensors"))
+    assert len(files) == shards
+    loaded = {f: tlio.torch.load_file(out / f) for f in files}
+    want = {n: (t.to(torch.bfloat16) if t.is_floating_point() else t) for ts in source.values() for n, t in ts.items()}
+    got = {n: t for ts in loaded.values() for n, t in ts.items()}
+    assert got.keys() == want.keys() and all(torch.equal(got[n], want[n]) for n in want)
+    if shards == 1:
+        assert files == ["model.safetensors"] and not (out / "model.safetensors.index.json").exists()
+        return
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    assert index["weight_map"] == {n: f for f, ts in loaded.items() for n in ts}
+    assert index["metadata"]["total_size"] == sum(t.numel() * t.element_size() for t in got.values())
+    for f, ts in loaded.items():
+        size = sum(t.numel() * t.element_size() for t in ts.values())
+        modules = {n.rsplit(".", 1)[0] for n in ts}
+        assert size <= 1200 or len(modules) == 1, f
+    with pytest.raises(ValueError, match="one file"):
+        tlio.convert_file(out / files[0], tmp_path / "x.safetensors", "bf16", max_size=max_size)
+
+
 def test_quantize_and_dequantize_a_folder(tmp_path):
     hf_folder(tmp_path / "src")
     items = tlio.quantize_file(tmp_path / "src", tmp_path / "q", "nf4")

@@ -65,7 +65,7 @@ def test_remote_reads_equal_local(served, name, tmp_path):
     a, b = run("inspect", "--json", url), run("inspect", "--json", local)
     assert a.returncode == 0, a.stderr
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
-    ja.pop("file"), jb.pop("file")
+    ja.pop("path"), jb.pop("path")
     assert ja == jb
     assert run("convert", url, tmp_path / "r.safetensors").returncode == 0
     assert run("convert", local, tmp_path / "l.safetensors").returncode == 0
@@ -351,7 +351,7 @@ def test_https_is_verified(served, tmp_path):
         b = run("inspect", "--json", f"{served.url}/worked_example.safetensors")
         assert a.returncode == 0, a.stderr
         ja, jb = json.loads(a.stdout), json.loads(b.stdout)
-        ja.pop("file"), jb.pop("file")
+        ja.pop("path"), jb.pop("path")
         assert ja == jb
 
 

@@ -551,7 +551,11 @@ class ConvertResult(_NamedTuple):
     kept: int
 
 
-def convert_file(src, dst, dtype, include="", exclude=""):
+def _shard_size(max_size):
+    return _tlio.parse_size(max_size) if isinstance(max_size, str) else (max_size or 0)
+
+
+def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None):
     """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
     converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
     or only those whose names match the regex `include` and not `exclude`. Returns a
@@ -559,14 +563,16 @@ def convert_file(src, dst, dtype, include="", exclude=""):
 
     `src` may be a model folder (model.safetensors, or shards with their index): `dst` is then
     a folder with the same shards, a new index, config.json (its dtype set) and the tokenizer
-    and generation files, replacing `dst`'s previous weights as a whole or not at all."""
+    and generation files, replacing `dst`'s previous weights as a whole or not at all; with
+    `max_size` (bytes, or "5GB") in new shards of at most that many tensor bytes, each module's
+    tensors in one (the data still written once)."""
     converted, kept = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
-                                         exclude)
+                                         exclude, _shard_size(max_size))
     return ConvertResult(converted, kept)
 
 
 def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nested=None,
-                  storage=None, allow_1d=False):
+                  storage=None, allow_1d=False, *, max_size=None):
     """Quantizes the weights of `src` into `dst` (atomically), as ``tlio quantize`` does.
 
     scheme: "int4-g32-sym" (tinyllm int4; other group sizes as "int4-gN-sym"), "nf4" or "fp4"
@@ -577,23 +583,24 @@ def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nest
     others. 1-D tensors (biases, norms) stay as they are unless `include` names them and
     `allow_1d` is True. Selecting no tensor raises ValueError.
 
-    `src` may be a model folder: `dst` is then a folder, shard by shard (see convert_file).
+    `src` may be a model folder: `dst` is then a folder, shard by shard or in new shards of
+    at most `max_size` tensor bytes (see convert_file).
 
     Returns one dict per selected tensor, in file order: name, quantized (bool), note (why a
     tensor of the default selection was not, or ""), rmse and max_abs_error (of the
     dequantized values, for quantized ones). Tensors outside the selection are not listed."""
     return _tlio.quantize_file(_os.fspath(src), _os.fspath(dst), scheme, include, exclude,
-                               blocksize, nested, storage, allow_1d)
+                               blocksize, nested, storage, allow_1d, _shard_size(max_size))
 
 
-def dequantize_file(src, dst, dtype=None):
+def dequantize_file(src, dst, dtype=None, *, max_size=None):
     """Writes `src` with every quantized weight restored as a plain tensor under its logical
     name (atomically), as ``tlio dequantize`` does: as `dtype` ("F32", "F16", "BF16"), or by
     default as its original dtype (bitsandbytes) or F32. Returns the number of weights
-    restored. `src` may be a model folder: `dst` is then a folder (see convert_file), whose
-    config.json loses its quantization_config."""
+    restored. `src` may be a model folder: `dst` is then a folder (see convert_file; `max_size`
+    re-shards it), whose config.json loses its quantization_config."""
     return _tlio.dequantize_file(_os.fspath(src), _os.fspath(dst),
-                                 None if dtype is None else str(dtype))
+                                 None if dtype is None else str(dtype), _shard_size(max_size))
 
 
 # ---- comparing values ----------------------------------------------------------------------------
@@ -703,10 +710,9 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
     are not tensors were left out), dropped ((path, kind) of the first 100,000 of them, kind
     "int", "float", "str", ...), skipped, chosen_key, tensors_written, tensors_converted,
     bytes_written."""
-    if isinstance(max_size, str):
-        max_size = _tlio.parse_size(max_size)
     return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported,
-                                   max_size or 0, allow_empty, import_all, "" if dtype is None else str(dtype))
+                                   _shard_size(max_size), allow_empty, import_all,
+                                   "" if dtype is None else str(dtype))
 
 
 def read_checkpoint(src, key=None):

@@ -125,12 +125,14 @@ int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_op
   });
 }
 
-int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options) {
+int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options,
+                       uint64_t max_shard_size) {
   TL_REQUIRE_QUANTIZE_OPTIONS("tl_quantize_folder");
   return guard([&] {
-    tlio::OpenOptions open;
-    const tlio::QuantizeOptions o = quantize_options(*options, open);
-    tlio::quantize_folder(src, dst, o, open);
+    tlio::FolderOptions folder;
+    folder.max_shard_size = max_shard_size;
+    const tlio::QuantizeOptions o = quantize_options(*options, folder.open);
+    tlio::quantize_folder(src, dst, o, folder);
   });
 }
 
@@ -154,26 +156,30 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   });
 }
 
-int tl_dequantize_folder(const char* src, const char* dst, int dtype) {
+int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size) {
   TL_REQUIRE(src && dst, "tl_dequantize_folder: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_folder: invalid dtype");
   return guard([&] {
-    tlio::dequantize_folder(src, dst, optional_dtype(dtype));
+    tlio::FolderOptions folder;
+    folder.max_shard_size = max_shard_size;
+    tlio::dequantize_folder(src, dst, optional_dtype(dtype), {}, folder);
   });
 }
 
-int tl_convert_folder(const char* src, const char* dst, int dtype) {
+int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size) {
   TL_REQUIRE(src && dst, "tl_convert_folder: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder: invalid dtype");
   return guard([&] {
+    tlio::FolderOptions folder;
+    folder.max_shard_size = max_shard_size;
     const std::optional<tlio::Dtype> to = optional_dtype(dtype);
     if (!to) {
-      tlio::copy_folder(src, dst, {});
+      tlio::copy_folder(src, dst, {}, {}, folder);
       return;
     }
     tlio::ConvertFileOptions o;
     o.dtype = *to;
-    tlio::convert_folder(src, dst, o);
+    tlio::convert_folder(src, dst, o, folder);
   });
 }
 

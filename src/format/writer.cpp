@@ -51,6 +51,15 @@ struct detail::WriterState {
   bool frozen = false;
   bool finished = false;  // committed or aborted
   bool committed = false;
+  bool probe = false;     // WriterAccess::probe: records declarations, writes nothing
+  std::unordered_map<std::string, WriterState*> routes;  // WriterAccess::routing: name -> holder
+  std::vector<std::string> routed;                       // the routed names declared, in order
+
+  // Where tensor `name`'s bytes go: this writer's tensor, or a routing writer's target's.
+  struct Slot {
+    WriterState* w;
+    size_t i;
+  };
 
   void check_open() const {
     if (finished) throw_invalid("writer already committed or aborted");
@@ -64,6 +73,7 @@ struct detail::WriterState {
   void freeze() {
     if (frozen) return;
     check_open();
+    if (probe) throw LayoutProbed{};
     detail::canonical_layout(tensors);
     std::string text = detail::canonical_header(metadata, tensors);
     if (text.size() > kMaxHeaderSize)
@@ -111,6 +121,16 @@ struct detail::WriterState {
     return it->second;
   }
 
+  Slot slot(std::string_view tensor) {
+    if (routes.empty()) return {this, lookup(tensor)};
+    check_open();
+    const auto it = routes.find(std::string(tensor));
+    if (it == routes.end() || std::find(routed.begin(), routed.end(), tensor) == routed.end())
+      throw Error(ErrorCode::not_found, Rule::none, std::string(tensor), std::nullopt,
+                  fmt::format("no tensor named {} was declared", quote_name(tensor)));
+    return {it->second, it->second->lookup(tensor)};
+  }
+
   // Accepts the next `bytes` of tensor i.
   void accept(size_t i, std::span<const std::byte> bytes) {
     const TensorInfo& t = tensors[i];
@@ -149,9 +169,28 @@ Writer detail::WriterAccess::into_set(OutputSet& set, const Location& where) {
   return w;
 }
 
+Writer detail::WriterAccess::probe() {
+  Writer w = Writer::to_memory();
+  w.impl_->probe = true;
+  return w;
+}
+
+const Metadata& detail::WriterAccess::probed_metadata(const Writer& probe) { return probe.impl_->metadata; }
+
+const std::vector<TensorInfo>& detail::WriterAccess::probed_tensors(const Writer& probe) {
+  return probe.impl_->tensors;
+}
+
+Writer detail::WriterAccess::routing(std::unordered_map<std::string, Writer*> routes) {
+  Writer w = Writer::to_memory();
+  for (auto& [name, target] : routes) w.impl_->routes.emplace(name, target->impl_.get());
+  return w;
+}
+
 Writer Writer::to_memory() { return Writer(std::make_unique<detail::WriterState>()); }
 
 void Writer::set_metadata(std::string key, std::string value) {
+  if (!impl_->routes.empty()) return;  // the targets have theirs
   impl_->check_not_frozen("set_metadata");
   if (!simdjson::validate_utf8(key.data(), key.size()) ||
       !simdjson::validate_utf8(value.data(), value.size()))
@@ -166,6 +205,18 @@ void Writer::set_metadata(const Metadata& metadata) {
 void Writer::declare(std::string name, Dtype dtype, Shape shape) {
   detail::WriterState& w = *impl_;
   w.check_not_frozen("declare");
+  if (!w.routes.empty()) {  // declared in its target already: the same tensor, or an error
+    const auto it = w.routes.find(name);
+    const TensorInfo* t = it == w.routes.end() ? nullptr : &it->second->tensors[it->second->lookup(name)];
+    if (!t || t->dtype != dtype || t->shape != shape)
+      throw_invalid(fmt::format("tensor {} ({} [{}]) is not in the planned output", quote_name(name),
+                                dtype_name(dtype), fmt::join(shape, ", ")),
+                    name);
+    if (std::find(w.routed.begin(), w.routed.end(), name) != w.routed.end())
+      throw_invalid(fmt::format("tensor {} declared twice", quote_name(name)), name);
+    w.routed.push_back(std::move(name));
+    return;
+  }
   if (name == "__metadata__") throw_invalid("a tensor may not be named \"__metadata__\"", name);
   if (!simdjson::validate_utf8(name.data(), name.size()))
     throw_invalid("tensor name is not valid UTF-8", name);
@@ -182,24 +233,32 @@ void Writer::declare(std::string name, Dtype dtype, Shape shape) {
 }
 
 const std::vector<TensorInfo>& Writer::layout() {
-  impl_->freeze();
-  return impl_->tensors;
+  detail::WriterState& w = *impl_;
+  if (w.routes.empty()) {
+    w.freeze();
+  } else if (!w.frozen) {  // the routed tensors as their writers lay them out
+    w.check_open();
+    for (const std::string& name : w.routed) w.tensors.push_back(w.slot(name).w->tensors[w.slot(name).i]);
+    w.frozen = true;
+  }
+  return w.tensors;
 }
 
 void Writer::write(std::string_view name, std::span<const std::byte> data) {
-  size_t i = impl_->lookup(name);
-  const TensorInfo& t = impl_->tensors[i];
-  if (impl_->written[i] != 0 || data.size() != t.byte_size())
+  const auto [w, i] = impl_->slot(name);
+  const TensorInfo& t = w->tensors[i];
+  if (w->written[i] != 0 || data.size() != t.byte_size())
     throw_invalid(
         fmt::format("tensor {} ({} [{}]) takes exactly {} bytes, got {}{}", quote_name(t.name),
                     dtype_name(t.dtype), fmt::join(t.shape, ", "), t.byte_size(), data.size(),
-                    impl_->written[i] ? " after earlier parts" : ""),
+                    w->written[i] ? " after earlier parts" : ""),
         t.name);
-  impl_->accept(i, data);
+  w->accept(i, data);
 }
 
 void Writer::append(std::string_view name, std::span<const std::byte> part) {
-  impl_->accept(impl_->lookup(name), part);
+  const auto [w, i] = impl_->slot(name);
+  w->accept(i, part);
 }
 
 void Writer::write_from(std::string_view name,
@@ -207,16 +266,16 @@ void Writer::write_from(std::string_view name,
                         size_t buffer_bytes) {
   if (buffer_bytes == 0 || buffer_bytes % 8 != 0)
     throw_invalid("write_from buffer size must be a positive multiple of 8");
-  size_t i = impl_->lookup(name);
-  const uint64_t size = impl_->tensors[i].byte_size();
-  if (impl_->written[i] % buffer_bytes != 0)
+  const auto [w, i] = impl_->slot(name);
+  const uint64_t size = w->tensors[i].byte_size();
+  if (w->written[i] % buffer_bytes != 0)
     throw_invalid(fmt::format("tensor {} was partly written in pieces of another size",
-                              quote_name(impl_->tensors[i].name)));
+                              quote_name(w->tensors[i].name)));
   std::vector<std::byte> buf(static_cast<size_t>(std::min<uint64_t>(size, buffer_bytes)));
-  for (uint64_t off = impl_->written[i]; off < size;) {
+  for (uint64_t off = w->written[i]; off < size;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(size - off, buf.size()));
     fill(off, {buf.data(), n});
-    impl_->accept(i, {buf.data(), n});
+    w->accept(i, {buf.data(), n});
     off += n;
   }
 }
@@ -332,20 +391,9 @@ void copy_by_ranges(detail::WriterState& w, const File& src, std::vector<CopyPie
     throw;
   }
 }
-}  // namespace
-
-void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
-  const std::string_view names[] = {name};
-  const std::string_view src_names[] = {src_name};
-  copy_many_from(src, names, src_names);
-}
-
-void Writer::copy_many_from(const File& src, std::span<const std::string_view> names,
-                            std::span<const std::string_view> src_names,
-                            const std::function<void(uint64_t)>& copied) {
-  detail::WriterState& w = *impl_;
-  if (!src_names.empty() && src_names.size() != names.size())
-    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
+// Copies tensors of `src` into the writer state `w` (Writer::copy_many_from, names checked).
+void copy_tensors(detail::WriterState& w, const File& src, std::span<const std::string_view> names,
+                  std::span<const std::string_view> src_names, const std::function<void(uint64_t)>& copied) {
   std::vector<CopyPiece> pieces;
   std::unordered_set<size_t> seen;
   for (size_t k = 0; k < names.size(); ++k) {
@@ -373,9 +421,43 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
   copy_by_ranges(w, src, std::move(pieces), tick);
 }
 
+}  // namespace
+
+void Writer::copy_from(std::string_view name, const File& src, std::string_view src_name) {
+  const std::string_view names[] = {name};
+  const std::string_view src_names[] = {src_name};
+  copy_many_from(src, names, src_names);
+}
+
+void Writer::copy_many_from(const File& src, std::span<const std::string_view> names,
+                            std::span<const std::string_view> src_names,
+                            const std::function<void(uint64_t)>& copied) {
+  if (!src_names.empty() && src_names.size() != names.size())
+    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
+  if (!impl_->routes.empty()) {  // each target's tensors as one copy, targets in first-named order
+    std::vector<std::pair<detail::WriterState*, std::vector<size_t>>> groups;
+    for (size_t k = 0; k < names.size(); ++k) {
+      detail::WriterState* target = impl_->slot(names[k]).w;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == target; });
+      if (g == groups.end()) g = groups.insert(g, {target, {}});
+      g->second.push_back(k);
+    }
+    for (const auto& [target, ks] : groups) {
+      std::vector<std::string_view> to, from;
+      for (size_t k : ks) {
+        to.push_back(names[k]);
+        from.push_back(src_names.empty() ? names[k] : src_names[k]);
+      }
+      copy_tensors(*target, src, to, from, copied);
+    }
+    return;
+  }
+  copy_tensors(*impl_, src, names, src_names, copied);
+}
+
 void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
-  detail::WriterState& w = *impl_;
-  size_t i = w.lookup(name);
+  const auto [target, i] = impl_->slot(name);
+  detail::WriterState& w = *target;
   const TensorInfo& t = w.tensors[i];
   if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file) {
@@ -389,6 +471,18 @@ void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
 
 void Writer::commit() {
   detail::WriterState& w = *impl_;
+  if (!w.routes.empty()) {  // the routed tensors whole; their writers commit themselves
+    w.check_open();
+    for (const std::string& name : w.routed) {
+      const auto [target, i] = w.slot(name);
+      if (target->written[i] != target->tensors[i].byte_size())
+        throw_invalid(fmt::format("tensor {} incomplete: {} of {} bytes supplied", quote_name(name),
+                                  target->written[i], target->tensors[i].byte_size()),
+                      name);
+    }
+    w.finished = w.committed = true;
+    return;
+  }
   w.freeze();
   for (size_t i = 0; i < w.tensors.size(); ++i)
     if (w.written[i] != w.tensors[i].byte_size())

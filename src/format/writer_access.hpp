@@ -2,6 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "io/atomic_file.hpp"
 #include "tlio/writer.hpp"
@@ -14,6 +17,23 @@ struct WriterAccess {
   /// A writer to `where` whose commit() checks the file is complete and adds it to `set`, which
   /// publishes it with the set's other files.
   static Writer into_set(OutputSet& set, const Location& where);
+
+  /// A writer that writes nothing: it records the metadata and tensors declared, and throws
+  /// LayoutProbed when its layout would be fixed (the first write, or layout()), so that a
+  /// step run into it stops before any data is made. What it recorded: probed_*.
+  static Writer probe();
+  static const Metadata& probed_metadata(const Writer& probe);
+  static const std::vector<TensorInfo>& probed_tensors(const Writer& probe);
+
+  /// A writer whose tensors live in other writers (a folder re-sharded: one source shard's
+  /// step writing into several output files): each name's writer, where it is declared already
+  /// with the dtype and shape the step declares. Declaring a name not routed is an error;
+  /// metadata is the targets' own (set_metadata is ignored); commit() checks that every routed
+  /// tensor the step declared is whole and commits nothing.
+  static Writer routing(std::unordered_map<std::string, Writer*> routes);
 };
+
+/// Thrown by a probe writer once the layout is known: not an error.
+struct LayoutProbed {};
 
 }  // namespace tlio::detail

@@ -47,7 +47,20 @@ struct FolderRewrite {
   std::function<void()> before_publish;
   /// Source bytes done / total, over all shards.
   ProgressCallback progress;
+  /// 0: one output shard per source shard. Else the output is re-sharded: every module's
+  /// tensors (a weight, its bias, a quantized weight's parts) in one shard, modules in source
+  /// order, a new shard begun where the next module would pass this many tensor bytes.
+  uint64_t max_shard_size = 0;
+  /// Re-sharding runs write_shard twice per shard: first into a probe that stops once the
+  /// declarations are made (what goes where is planned from them), then for real. Called in
+  /// between: whatever write_shard counted in the first run is forgotten.
+  std::function<void()> restart;
 };
+
+/// The module a tensor belongs to, which a re-sharded folder keeps in one shard:
+/// "model.layers.0.mlp.down_proj" for its weight, bias, SCB, weight_format and a bitsandbytes
+/// weight's parts ("...weight.absmax"); else the name without its last part.
+std::string_view module_of(std::string_view tensor);
 
 /// What was published: the weight files, the index, the carried files, in that order.
 std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out, const FolderRewrite& how);

@@ -45,8 +45,16 @@ std::string with_dtype(const std::string& config, const std::string& source, Dty
   return out;
 }
 
-detail::FolderSource open_folder(const std::string& src, const OpenOptions& open) {
-  return detail::FolderSource(detail::Location::parse(src), open);
+detail::FolderSource open_folder(const std::string& src, const FolderOptions& folder) {
+  return detail::FolderSource(detail::Location::parse(src), folder.open);
+}
+
+// The rewrite run, and what it published handed back.
+void run(const detail::FolderSource& source, const std::string& out, detail::FolderRewrite& how,
+         const FolderOptions& folder) {
+  how.max_shard_size = folder.max_shard_size;
+  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
+  if (folder.files) *folder.files = std::move(written);
 }
 
 void add(ConvertFileReport& total, const ConvertFileReport& r) {
@@ -59,8 +67,8 @@ void add(ConvertFileReport& total, const ConvertFileReport& r) {
 }
 
 ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
-                                  bool convert_dtypes, const OpenOptions& open, FolderFiles* files) {
-  const detail::FolderSource source = open_folder(src, open);
+                                  bool convert_dtypes, const FolderOptions& folder) {
+  const detail::FolderSource source = open_folder(src, folder);
   const detail::StoredParts parts = detail::stored_tensor_names(detail::find_quantized_weights(*source.set));
   ConvertFileReport total;
   detail::FolderRewrite how;
@@ -78,9 +86,9 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
       throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", total.dropped,
                                 source.where.name()));
   };
+  how.restart = [&] { total = {}; };
   how.progress = options.progress;
-  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
-  if (files) *files = std::move(written);
+  run(source, out, how, folder);
   return total;
 }
 
@@ -103,21 +111,21 @@ void add(QuantizeReport& total, QuantizeReport&& r) {
 }  // namespace
 
 ConvertFileReport convert_folder(const std::string& src, const std::string& out, const ConvertFileOptions& options,
-                                 const OpenOptions& open, FolderFiles* files) {
-  return rewrite_tensors(src, out, options, true, open, files);
+                                 const FolderOptions& folder) {
+  return rewrite_tensors(src, out, options, true, folder);
 }
 
 ConvertFileReport copy_folder(const std::string& src, const std::string& out, const TensorSelection& tensors,
-                              const OpenOptions& open, const ProgressCallback& progress, FolderFiles* files) {
+                              const ProgressCallback& progress, const FolderOptions& folder) {
   ConvertFileOptions options;
   options.tensors = tensors;
   options.progress = progress;
-  return rewrite_tensors(src, out, options, false, open, files);
+  return rewrite_tensors(src, out, options, false, folder);
 }
 
 QuantizeReport quantize_folder(const std::string& src, const std::string& out, const QuantizeOptions& options,
-                               const OpenOptions& open, FolderFiles* files) {
-  const detail::FolderSource source = open_folder(src, open);
+                               const FolderOptions& folder) {
+  const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> existing = detail::find_quantized_weights(*source.set);
   QuantizeReport total;
   detail::FolderRewrite how;
@@ -133,16 +141,16 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     for (const QuantizeReport::Item& i : total.items) why += fmt::format("; {}: {}", quote_name(i.name), i.note);
     throw_invalid(fmt::format("no tensor of {} to quantize{}", source.where.name(), why));
   };
+  how.restart = [&] { total = {}; };
   how.progress = options.progress;
-  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
-  if (files) *files = std::move(written);
+  run(source, out, how, folder);
   return total;
 }
 
 DequantizeReport dequantize_folder(const std::string& src, const std::string& out, std::optional<Dtype> dtype,
-                                   const ProgressCallback& progress, const OpenOptions& open, FolderFiles* files) {
+                                   const ProgressCallback& progress, const FolderOptions& folder) {
   detail::check_dequantize_dtype(dtype);
-  const detail::FolderSource source = open_folder(src, open);
+  const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   DequantizeReport total;
   detail::FolderRewrite how;
@@ -156,9 +164,9 @@ DequantizeReport dequantize_folder(const std::string& src, const std::string& ou
     std::string edited = detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model);
     return dtype ? with_dtype(edited, name, *dtype) : edited;
   };
+  how.restart = [&] { total = {}; };
   how.progress = progress;
-  FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
-  if (files) *files = std::move(written);
+  run(source, out, how, folder);
   return total;
 }
 

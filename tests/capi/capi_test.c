@@ -458,7 +458,7 @@ static void test_model(const char* dir) {
   snprintf(out, sizeof out, "%s-bf16", path);
   snprintf(quantized, sizeof quantized, "%s-nf4", path);
   snprintf(restored, sizeof restored, "%s-restored", path);
-  CHECK(tl_convert_folder(path, out, TL_BF16) == TL_OK);
+  CHECK(tl_convert_folder(path, out, TL_BF16, 0) == TL_OK);
   CHECK(tl_model_open(out, &m) == TL_OK);
   if (m) {
     CHECK(tl_model_find(m, "bigram.weight", &f, &index) == TL_OK);
@@ -470,19 +470,40 @@ static void test_model(const char* dir) {
   tl_quantize_options_init(&q);
   q.scheme = "nf4";
   q.include = "^bigram";
-  CHECK(tl_quantize_folder(out, quantized, &q) == TL_OK);
-  CHECK(tl_dequantize_folder(quantized, restored, TL_F32) == TL_OK);
+  CHECK(tl_quantize_folder(out, quantized, &q, 0) == TL_OK);
+  CHECK(tl_dequantize_folder(quantized, restored, TL_F32, 0) == TL_OK);
   CHECK(tl_model_open(restored, &m) == TL_OK);
   if (m) {
     CHECK(tl_model_find(m, "bigram.weight", &f, &index) == TL_OK);
     CHECK(f && tl_tensor_info(f, index, &info) == TL_OK && info.dtype == TL_F32 && info.rank == 2);
     tl_model_close(m);
   }
-  CHECK(tl_convert_folder(path, out, -1) == TL_OK);
-  CHECK(tl_convert_folder(path, out, TL_I32) == TL_EINVAL);
+  CHECK(tl_convert_folder(path, out, -1, 0) == TL_OK);
+  CHECK(tl_convert_folder(path, out, TL_I32, 0) == TL_EINVAL);
   q.include = "^nothing$";
-  CHECK(tl_quantize_folder(out, quantized, &q) == TL_EINVAL);
-  CHECK(tl_convert_folder(dir, out, TL_F16) == TL_EIO); /* no weights there */
+  CHECK(tl_quantize_folder(out, quantized, &q, 0) == TL_EINVAL);
+  CHECK(tl_convert_folder(dir, out, TL_F16, 0) == TL_EIO); /* no weights there */
+
+  /* Re-sharded: four shards into one model.safetensors, then each module in a shard of its own. */
+  snprintf(out, sizeof out, "%s-resharded", path);
+  CHECK(tl_convert_folder(data_path("models/sharded"), out, -1, (uint64_t)1 << 30) == TL_OK);
+  CHECK(tl_model_open(out, &m) == TL_OK);
+  if (m) {
+    CHECK(tl_model_file_count(m) == 1);
+    tl_model_close(m);
+  }
+  CHECK(tl_dequantize_folder(quantized, out, -1, 1) == TL_OK);
+  CHECK(tl_model_open(out, &m) == TL_OK);
+  if (m) {
+    CHECK(tl_model_file_count(m) == 1); /* one module: bigram, its weight with its parts restored */
+    tl_model_close(m);
+  }
+  CHECK(tl_convert_folder(data_path("models/sharded"), out, TL_BF16, 1) == TL_OK);
+  CHECK(tl_model_open(out, &m) == TL_OK);
+  if (m) {
+    CHECK(tl_model_file_count(m) == 4);
+    tl_model_close(m);
+  }
 }
 
 /* Metadata edited in place, tensors kept, dropped and renamed by rewrite, refusals. */

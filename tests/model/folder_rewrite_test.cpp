@@ -1,15 +1,18 @@
 // Tests for model/folder_rewrite and the folder rewrites of tlio/folder_rewrite.hpp: a sharded
 // folder in, a folder out with the same shards, a new index, config.json edited, the other files
-// carried over; a failure publishes nothing; quantized weights whose parts a sharder split.
+// carried over; a failure publishes nothing; quantized weights whose parts a sharder split;
+// outputs re-sharded by a size, each module whole, the data written once.
 #include "tlio/folder_rewrite.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "model/folder_rewrite.hpp"
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
@@ -66,7 +69,9 @@ TEST(FolderRewrite, ConvertKeepsShardsWritesIndexAndCarriesFiles) {
   ConvertFileOptions o;
   o.dtype = Dtype::BF16;
   FolderFiles files;
-  const ConvertFileReport r = convert_folder((tmp / "src").string(), (tmp / "out").string(), o, {}, &files);
+  FolderOptions folder;
+  folder.files = &files;
+  const ConvertFileReport r = convert_folder((tmp / "src").string(), (tmp / "out").string(), o, folder);
   EXPECT_EQ(r.converted, 6u);
   EXPECT_EQ(files, (FolderFiles{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
                                 "model-00003-of-00003.safetensors", "model.safetensors.index.json",
@@ -161,6 +166,71 @@ TEST(FolderRewrite, DequantizesWeightsSplitAcrossShards) {
   // config.json: quantization_config gone, the dtype asked for.
   EXPECT_EQ(read_text(tmp / "dq/config.json"),
             "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": 100\n}\n");
+}
+
+TEST(FolderRewrite, ModuleOfATensor) {
+  EXPECT_EQ(detail::module_of("model.layers.0.mlp.down_proj.weight"), "model.layers.0.mlp.down_proj");
+  EXPECT_EQ(detail::module_of("model.layers.0.mlp.down_proj.weight.absmax"), "model.layers.0.mlp.down_proj");
+  EXPECT_EQ(detail::module_of("m.q.weight.quant_state.bitsandbytes__nf4"), "m.q");
+  EXPECT_EQ(detail::module_of("m.q.weight_format"), "m.q");
+  EXPECT_EQ(detail::module_of("m.q.SCB"), "m.q");
+  EXPECT_EQ(detail::module_of("m.q.bias"), "m.q");
+  EXPECT_EQ(detail::module_of("m.weight_norm.layers.0.weight"), "m.weight_norm.layers.0");
+  EXPECT_EQ(detail::module_of("lm_head.weight"), "lm_head");
+  EXPECT_EQ(detail::module_of("scale"), "scale");
+}
+
+// --max-size: the same tensors, bytes and config as without it, in new shards of at most that
+// size with every module whole; one shard is model.safetensors with no index; counted once.
+TEST(FolderRewrite, ResharedsByMaxSizeKeepingModulesWhole) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  QuantizeOptions q;
+  q.scheme = QuantScheme::parse("nf4");
+  q.scheme.set_option("nested", "true");
+  quantize_folder((tmp / "src").string(), (tmp / "q").string(), q);
+  FolderFiles files;
+  FolderOptions folder;
+  folder.max_shard_size = 4000;
+  folder.files = &files;
+  const QuantizeReport r = quantize_folder((tmp / "src").string(), (tmp / "resharded").string(), q, folder);
+  EXPECT_EQ(std::count_if(r.items.begin(), r.items.end(), [](const auto& i) { return i.quantized; }), 4);
+  EXPECT_EQ(r.kept.size(), 1u);  // the embedding and the norm, listed once
+  const Model expected = Model::open(tmp / "q"), got = Model::open(tmp / "resharded");
+  ASSERT_EQ(got.tensor_names(), expected.tensor_names());
+  for (std::string_view name : expected.tensor_names()) {
+    const auto a = expected.view(name).bytes(), b = got.view(name).bytes();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << name;
+  }
+  ASSERT_EQ(got.quantized().size(), 4u);
+  for (const QuantizedWeight& w : got.quantized())
+    for (const std::string& part : w.stored) EXPECT_EQ(got.find(part)->file, got.find(w.stored.front())->file) << part;
+  size_t shards = 0;
+  for (const std::string& f : files) {
+    if (!f.starts_with("model-")) continue;
+    ++shards;
+    const File shard = File::open(tmp / "resharded" / f);
+    std::set<std::string_view> modules;
+    for (const TensorInfo& t : shard.tensors()) modules.insert(detail::module_of(t.name));
+    EXPECT_TRUE(shard.header().data_size() <= 4000u || modules.size() == 1) << f;  // a module over 4000 alone
+  }
+  EXPECT_GE(shards, 5u);
+  EXPECT_EQ(files.back(), "tokenizer.json");
+  EXPECT_EQ(read_text(tmp / "resharded/config.json"), read_text(tmp / "src/config.json"));
+
+  // Into one file, over the folder itself: its old shards and index go.
+  ConvertFileOptions o;
+  o.dtype = Dtype::F32;
+  folder.max_shard_size = uint64_t{1} << 30;
+  const DequantizeReport d = dequantize_folder((tmp / "resharded").string(), (tmp / "resharded").string(),
+                                               Dtype::F32, {}, folder);
+  EXPECT_EQ(d.restored, 4u);
+  EXPECT_EQ(listing(tmp / "resharded"),
+            (std::vector<std::string>{"config.json", "model.safetensors", "tokenizer.json"}));
+  const ConvertFileReport c = convert_folder((tmp / "src").string(), (tmp / "one").string(), o, folder);
+  EXPECT_EQ(c.kept, 6u);  // counted once, not once per pass
+  EXPECT_EQ(test::read_bytes(tmp / "one/model.safetensors"),
+            (merge_shards(tmp / "src", tmp / "merged.safetensors"), test::read_bytes(tmp / "merged.safetensors")));
 }
 
 }  // namespace

@@ -59,37 +59,38 @@ pub fn quantize_file(
     dst: impl AsRef<Path>,
     options: QuantizeOptions<'_>,
 ) -> Result<()> {
-    quantize_with(
-        src.as_ref(),
-        dst.as_ref(),
-        options,
-        sys::tl_quantize_file_with,
-    )
+    // SAFETY (for the closure): quantize_with passes valid, NUL-terminated arguments.
+    quantize_with(src.as_ref(), dst.as_ref(), options, |s, d, o| unsafe {
+        sys::tl_quantize_file_with(s, d, o)
+    })
 }
 
 /// The model folder `src` (model.safetensors, or shards with their index) quantized shard by
-/// shard into the folder `dst`: the same shards, a new index, config.json and the tokenizer
-/// files carried over, `dst` replaced as a whole or left as it was. The selection is the whole
-/// folder's.
+/// shard into the folder `dst`: the same shards (or, when `max_shard_size` is not 0, new shards
+/// of at most that many tensor bytes, each module's tensors in one), a new index, config.json
+/// and the tokenizer files carried over, `dst` replaced as a whole or left as it was. The
+/// selection is the whole folder's.
 pub fn quantize_folder(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
     options: QuantizeOptions<'_>,
+    max_shard_size: u64,
 ) -> Result<()> {
-    quantize_with(src.as_ref(), dst.as_ref(), options, sys::tl_quantize_folder)
+    // SAFETY (for the closure): quantize_with passes valid, NUL-terminated arguments.
+    quantize_with(src.as_ref(), dst.as_ref(), options, |s, d, o| unsafe {
+        sys::tl_quantize_folder(s, d, o, max_shard_size)
+    })
 }
-
-type QuantizeCall = unsafe extern "C" fn(
-    *const std::os::raw::c_char,
-    *const std::os::raw::c_char,
-    *const sys::tl_quantize_options,
-) -> std::os::raw::c_int;
 
 fn quantize_with(
     src: &Path,
     dst: &Path,
     options: QuantizeOptions<'_>,
-    call: QuantizeCall,
+    call: impl FnOnce(
+        *const std::os::raw::c_char,
+        *const std::os::raw::c_char,
+        *const sys::tl_quantize_options,
+    ) -> std::os::raw::c_int,
 ) -> Result<()> {
     let (src, dst) = (c_path(src)?, c_path(dst)?);
     let scheme = c_name(&options.scheme)?;
@@ -116,8 +117,8 @@ fn quantize_with(
         o.progress = Some(call_progress);
         o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
     }
-    // SAFETY: every pointer in o outlives the call.
-    check(unsafe { call(src.as_ptr(), dst.as_ptr(), &o) })
+    // every pointer in o outlives the call
+    check(call(src.as_ptr(), dst.as_ptr(), &o))
 }
 
 /// Writes `src` with every quantized weight restored to a plain tensor: as `dtype` (F32, F16 or
@@ -127,39 +128,53 @@ pub fn dequantize_file(
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
 ) -> Result<()> {
-    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_dequantize_file)
+    // SAFETY (for the closure): with_dtype passes NUL-terminated paths.
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, |s, d, t| unsafe {
+        sys::tl_dequantize_file(s, d, t)
+    })
 }
 
 /// The model folder `src` with every quantized weight restored, shard by shard, into the folder
-/// `dst` (see `quantize_folder`); config.json loses its quantization_config.
+/// `dst` (see `quantize_folder`, and for `max_shard_size`); config.json loses its
+/// quantization_config.
 pub fn dequantize_folder(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
+    max_shard_size: u64,
 ) -> Result<()> {
-    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_dequantize_folder)
+    // SAFETY (for the closure): with_dtype passes NUL-terminated paths.
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, |s, d, t| unsafe {
+        sys::tl_dequantize_folder(s, d, t, max_shard_size)
+    })
 }
 
-/// The model folder `src` rewritten into the folder `dst` (see `quantize_folder`) with its
-/// floating tensors converted to `dtype`, or copied as they are when None; config.json's dtype
-/// follows.
+/// The model folder `src` rewritten into the folder `dst` (see `quantize_folder`, and for
+/// `max_shard_size`) with its floating tensors converted to `dtype`, or copied as they are when
+/// None; config.json's dtype follows.
 pub fn convert_folder(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
     dtype: Option<Dtype>,
+    max_shard_size: u64,
 ) -> Result<()> {
-    with_dtype(src.as_ref(), dst.as_ref(), dtype, sys::tl_convert_folder)
+    // SAFETY (for the closure): with_dtype passes NUL-terminated paths.
+    with_dtype(src.as_ref(), dst.as_ref(), dtype, |s, d, t| unsafe {
+        sys::tl_convert_folder(s, d, t, max_shard_size)
+    })
 }
 
-type DtypeCall = unsafe extern "C" fn(
-    *const std::os::raw::c_char,
-    *const std::os::raw::c_char,
-    std::os::raw::c_int,
-) -> std::os::raw::c_int;
-
 /// A rewrite of `src` into `dst` that takes an optional dtype (-1 for none).
-fn with_dtype(src: &Path, dst: &Path, dtype: Option<Dtype>, call: DtypeCall) -> Result<()> {
+fn with_dtype(
+    src: &Path,
+    dst: &Path,
+    dtype: Option<Dtype>,
+    call: impl FnOnce(
+        *const std::os::raw::c_char,
+        *const std::os::raw::c_char,
+        std::os::raw::c_int,
+    ) -> std::os::raw::c_int,
+) -> Result<()> {
     let (src, dst) = (c_path(src)?, c_path(dst)?);
-    // SAFETY: NUL-terminated paths that outlive the call.
-    check(unsafe { call(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw())) })
+    check(call(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw())))
 }

@@ -341,13 +341,24 @@ extern "C" {
         exclude: *const c_char,
     ) -> c_int;
     pub fn tl_dequantize_file(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
-    pub fn tl_convert_folder(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+    pub fn tl_convert_folder(
+        src: *const c_char,
+        dst: *const c_char,
+        dtype: c_int,
+        max_shard_size: u64,
+    ) -> c_int;
     pub fn tl_quantize_folder(
         src: *const c_char,
         dst: *const c_char,
         options: *const tl_quantize_options,
+        max_shard_size: u64,
     ) -> c_int;
-    pub fn tl_dequantize_folder(src: *const c_char, dst: *const c_char, dtype: c_int) -> c_int;
+    pub fn tl_dequantize_folder(
+        src: *const c_char,
+        dst: *const c_char,
+        dtype: c_int,
+        max_shard_size: u64,
+    ) -> c_int;
     pub fn tl_compare_options_init(options: *mut tl_compare_options);
     pub fn tl_compare_files(
         a: *const tl_file,

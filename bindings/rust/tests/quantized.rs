@@ -127,7 +127,7 @@ fn folders_are_rewritten_shard_by_shard() {
     let dir = scratch("folders");
     let src = data().join("models/sharded");
     let (f16, q, restored) = (dir.join("f16"), dir.join("q"), dir.join("restored"));
-    tlio::convert_folder(&src, &f16, Some(tlio::Dtype::F16)).unwrap();
+    tlio::convert_folder(&src, &f16, Some(tlio::Dtype::F16), 0).unwrap();
     let m = tlio::Model::open(&f16).unwrap();
     let source = tlio::Model::open(&src).unwrap();
     assert_eq!(m.files().len(), source.files().len());
@@ -153,7 +153,7 @@ fn folders_are_rewritten_shard_by_shard() {
     }
     let mut o = tlio::QuantizeOptions::new("nf4");
     o.include = Some("proj".into());
-    tlio::quantize_folder(&f16, &q, o).unwrap();
+    tlio::quantize_folder(&f16, &q, o, 0).unwrap();
     let quantized: usize = tlio::Model::open(&q)
         .unwrap()
         .files()
@@ -161,13 +161,13 @@ fn folders_are_rewritten_shard_by_shard() {
         .map(|f| f.quantized().unwrap().len())
         .sum();
     assert_eq!(quantized, 2);
-    tlio::dequantize_folder(&q, &restored, Some(tlio::Dtype::BF16)).unwrap();
+    tlio::dequantize_folder(&q, &restored, Some(tlio::Dtype::BF16), 0).unwrap();
     let r = tlio::Model::open(&restored).unwrap();
     assert_eq!(r.names().len(), source.names().len());
     // Nothing to quantize: an error, and the output folder left as it was.
     let mut o = tlio::QuantizeOptions::new("nf4");
     o.include = Some("^nothing$".into());
-    let e = tlio::quantize_folder(&src, &restored, o).err().unwrap();
+    let e = tlio::quantize_folder(&src, &restored, o, 0).err().unwrap();
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
     assert_eq!(
         tlio::Model::open(&restored)
@@ -177,4 +177,24 @@ fn folders_are_rewritten_shard_by_shard() {
             .dtype(),
         tlio::Dtype::BF16
     );
+    // Re-sharded: the quantized folder's four shards as one, then each module in its own.
+    let one = dir.join("one");
+    tlio::dequantize_folder(&q, &one, None, 1 << 30).unwrap();
+    assert_eq!(tlio::Model::open(&one).unwrap().files().len(), 1);
+    assert!(!one.join("model.safetensors.index.json").exists());
+    let each = dir.join("each");
+    let mut o = tlio::QuantizeOptions::new("nf4");
+    o.include = Some("proj".into());
+    tlio::quantize_folder(&one, &each, o, 1).unwrap();
+    let m = tlio::Model::open(&each).unwrap();
+    assert_eq!(m.files().len(), 4);
+    assert_eq!(
+        m.files()
+            .iter()
+            .map(|f| f.quantized().unwrap().len())
+            .sum::<usize>(),
+        2
+    );
+    tlio::convert_folder(&each, &each, Some(tlio::Dtype::F32), 1 << 30).unwrap();
+    assert_eq!(tlio::Model::open(&each).unwrap().files().len(), 1);
 }

@@ -1,6 +1,7 @@
 // cli/cmd_metadata.cpp: `tlio metadata FILE [--set KEY=VALUE ...] [--delete KEY ...] [-o OUT]
 // [--json]`: prints a file's metadata, or edits it (tlio::edit_file: in place when the header
-// keeps its length, else one atomic rewrite whose tensor bytes are copied in the kernel).
+// keeps its length, else one atomic rewrite whose tensor bytes are copied in the kernel; a model
+// folder's shards each edited, tlio::edit_folder, published as a set).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -76,10 +77,8 @@ void add_metadata(CLI::App& app, int& exit_code) {
           print_metadata(w.metadata(), w.name());
         return kExitOk;
       }
-      if (!tlio::is_standard_stream(a->file) && tlio::is_model_directory(a->file, open_options()))
-        throw UsageError(fmt::format("{} is a model folder: --set and --delete edit one file (give a shard, "
-                                     "or `tlio convert` the folder)", display_location(a->file)));
-      check_stdout_output(a->out, a->json);
+      const bool folder = folder_input(a->file, a->out);
+      if (!folder) check_stdout_output(a->out, a->json);
       tlio::EditOptions options;
       options.open = open_options();
       for (const std::string& kv : a->set) {
@@ -87,8 +86,23 @@ void add_metadata(CLI::App& app, int& exit_code) {
         options.set_metadata[kv.substr(0, eq)] = kv.substr(eq + 1);
       }
       options.delete_metadata = a->del;
-      const tlio::EditReport r = tlio::edit_file(a->file, a->out, options);
       const std::string written = a->out.empty() ? a->file : a->out;  // local: no URL here
+      if (folder) {  // every shard's metadata, the folder rewritten as a set
+        tlio::FolderFiles files;
+        const tlio::EditReport r = tlio::edit_folder(a->file, written, options, folder_options(true, "", &files));
+        if (a->json)
+          fmt::print("{{\"input\":{},\"output\":{},\"in_place\":false,\"metadata\":{}{}}}\n",
+                     json_string(display_location(a->file)), json_string(written), metadata_json(r.metadata),
+                     json_files_member(files));
+        else {
+          const auto shards = std::count_if(files.begin(), files.end(),
+                                            [](const std::string& f) { return f.ends_with(".safetensors"); });
+          fmt::print(report_stream(written), "{}: metadata written in {} shard{} ({} key{} in the first), {} tensors copied\n",
+                     written, shards, shards == 1 ? "" : "s", r.metadata.size(), r.metadata.size() == 1 ? "" : "s", r.kept);
+        }
+        return kExitOk;
+      }
+      const tlio::EditReport r = tlio::edit_file(a->file, a->out, options);
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"in_place\":{},\"metadata\":{}}}\n",
                    json_string(display_location(a->file)), json_string(written), r.in_place,

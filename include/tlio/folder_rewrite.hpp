@@ -50,6 +50,12 @@ TLIO_API ConvertFileReport copy_folder(const std::string& src, const std::string
                                        const TensorSelection& tensors, const ProgressCallback& progress = {},
                                        const FolderOptions& folder = {});
 
+/// edit_file over every shard: the metadata edits made in each (a key deleted must be in each),
+/// the tensors chosen and named over the folder (a folder is always rewritten, never edited in
+/// place). The counts are the folder's, `metadata` the first shard's result.
+TLIO_API EditReport edit_folder(const std::string& src, const std::string& out, const EditOptions& options,
+                                const FolderOptions& folder = {});
+
 /// quantize_file over every shard; the selection and its errors are the whole folder's (a shard
 /// with nothing to quantize is copied).
 TLIO_API QuantizeReport quantize_folder(const std::string& src, const std::string& out,

@@ -349,7 +349,8 @@ TL_API void tl_edit_options_init(tl_edit_options* options);
  * place when only the header changes and keeps its length (one synced write), else one atomic
  * rewrite whose tensor bytes are copied in the kernel. A bad regex, two tensors renamed to one
  * name, a missing key to delete, a selection that would split a quantized weight or that keeps
- * no tensor is TL_EINVAL with nothing written. `report` may be NULL. */
+ * no tensor is TL_EINVAL with nothing written. `report` may be NULL. A model folder `src` is
+ * edited shard by shard into the folder `dst` (or itself), rewritten and published as a set. */
 TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options* options,
                         tl_edit_report* report);
 

@@ -80,7 +80,8 @@ void bind_rewrites(py::module_& m) {
     tlio::EditReport r;
     {
       LongCall call;
-      r = tlio::edit_file(src, dst, o);
+      r = tlio::is_model_directory(src) ? tlio::edit_folder(src.string(), (dst.empty() ? src : dst).string(), o)
+                                        : tlio::edit_file(src, dst, o);
     }
     py::dict d;
     d["kept"] = r.kept;

@@ -89,6 +89,20 @@ def test_max_size_reshards_a_folder_module_by_module(tmp_path, max_size, shards)
         tlio.convert_file(out / files[0], tmp_path / "x.safetensors", "bf16", max_size=max_size)
 
 
+def test_edit_file_edits_every_shard_of_a_folder(tmp_path):
+    shards = hf_folder(tmp_path / "src")
+    r = tlio.edit_file(tmp_path / "src", tmp_path / "out", metadata={"source": "tlio"})
+    assert r["kept"] == 5 and r["metadata"] == {"format": "pt", "source": "tlio"}
+    for file, tensors in shards.items():
+        with tlio.safe_open(tmp_path / "out" / file, "pt") as f:
+            assert f.metadata() == {"format": "pt", "source": "tlio"} and set(f.keys()) == set(tensors)
+    tlio.edit_file(tmp_path / "out", delete=["source"])  # the folder itself
+    assert tlio.safe_open(tmp_path / "out" / "model-00002-of-00002.safetensors", "pt").metadata() == {"format": "pt"}
+    with pytest.raises(ValueError, match="model-00001-of-00002.safetensors: no metadata key"):
+        tlio.edit_file(tmp_path / "out", delete=["source"])
+    assert (tmp_path / "out" / "tokenizer.json").exists()
+
+
 def test_quantize_and_dequantize_a_folder(tmp_path):
     hf_folder(tmp_path / "src")
     items = tlio.quantize_file(tmp_path / "src", tmp_path / "q", "nf4")

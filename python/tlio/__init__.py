@@ -664,7 +664,9 @@ def edit_file(src, dst=None, *, metadata=None, delete=(), keep=None, drop=None, 
 
     The result goes to `dst`, or replaces `src` itself when `dst` is None (or the same file): in
     place when only the header changes and keeps its length (one synced write of the header),
-    else as one atomic rewrite whose tensor bytes are copied in the kernel.
+    else as one atomic rewrite whose tensor bytes are copied in the kernel. A model folder `src`
+    is edited shard by shard (every shard's metadata) into the folder `dst` or itself,
+    rewritten and published as a set.
 
     metadata: dict of str to str, entries added or replaced. delete: keys removed (each must
     exist). keep: a regex or a list of them; only tensors matching one are written. drop:

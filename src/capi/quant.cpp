@@ -296,7 +296,11 @@ int tl_edit_file(const char* src, const char* dst, const tl_edit_options* option
       o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
     }
     if (c.token) o.open.token = c.token;
-    const tlio::EditReport r = tlio::edit_file(src, dst ? dst : "", o);
+    tlio::FolderOptions folder;
+    folder.open = o.open;
+    const tlio::EditReport r = tlio::is_model_directory(src, o.open)
+                                   ? tlio::edit_folder(src, dst ? dst : src, o, folder)
+                                   : tlio::edit_file(src, dst ? dst : "", o);
     if (report) *report = {r.kept, r.dropped, r.renamed, r.in_place ? 1 : 0, r.data_bytes};
   });
 }

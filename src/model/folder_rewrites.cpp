@@ -92,6 +92,17 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
   return total;
 }
 
+void add(EditReport& total, EditReport&& r, bool first) {
+  total.kept += r.kept;
+  total.dropped += r.dropped;
+  total.renamed += r.renamed;
+  total.ties_removed += r.ties_removed;
+  total.ties_repointed += r.ties_repointed;
+  total.data_bytes += r.data_bytes;
+  total.source_data_bytes += r.source_data_bytes;
+  if (first) total.metadata = std::move(r.metadata);
+}
+
 // Quantize's reports of every shard as one: items in shard order, kept names under one reason.
 void add(QuantizeReport& total, QuantizeReport&& r) {
   for (QuantizeReport::Item& i : r.items) total.items.push_back(std::move(i));
@@ -121,6 +132,31 @@ ConvertFileReport copy_folder(const std::string& src, const std::string& out, co
   options.tensors = tensors;
   options.progress = progress;
   return rewrite_tensors(src, out, options, false, folder);
+}
+
+EditReport edit_folder(const std::string& src, const std::string& out, const EditOptions& options,
+                       const FolderOptions& folder) {
+  const detail::FolderSource source = open_folder(src, folder);
+  EditReport total;
+  detail::FolderRewrite how;
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
+    EditOptions o = options;
+    o.progress = progress;
+    try {
+      add(total, detail::edit_into(source.weights.files[i], w, o, true), i == 0);
+    } catch (const Error& e) {
+      throw e.with_source(source.where.name_of(source.weights.names[i]));
+    }
+  };
+  how.before_publish = [&] {
+    if (total.kept == 0 && total.dropped > 0)
+      throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", total.dropped,
+                                source.where.name()));
+  };
+  how.restart = [&] { total = {}; };
+  how.progress = options.progress;
+  run(source, out, how, folder);
+  return total;
 }
 
 QuantizeReport quantize_folder(const std::string& src, const std::string& out, const QuantizeOptions& options,

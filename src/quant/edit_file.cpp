@@ -19,6 +19,7 @@
 #include "format/header_text.hpp"
 #include "io/store.hpp"
 #include "io/os_file.hpp"
+#include "quant/rewrite_steps.hpp"
 #include "quant/tensor_selection.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/error.hpp"
@@ -112,7 +113,60 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
   return std::filesystem::equivalent(a, b, ec);
 }
 
+// What an edit of `src` writes: the tensors chosen and named, and its report (counts, metadata).
+struct EditPlan {
+  detail::SelectionPlan selection;
+  EditReport report;
+};
+
+EditPlan plan_edit(const File& src, const EditOptions& options, bool allow_empty) {
+  EditPlan p;
+  EditReport& report = p.report;
+  report.metadata = edited_metadata(src.metadata(), src, options);  // its errors first
+  p.selection = detail::plan_selection(src, options.tensors, allow_empty);
+  const detail::SelectionPlan& plan = p.selection;
+  if (plan.metadata != src.metadata()) report.metadata = edited_metadata(plan.metadata, src, options);
+  report.kept = plan.tensors.size();
+  report.dropped = plan.dropped;
+  report.renamed = plan.renamed;
+  report.ties_removed = plan.ties_removed;
+  report.ties_repointed = plan.ties_repointed;
+  for (const detail::SelectedTensor& t : plan.tensors) report.data_bytes += t.source->byte_size();
+  report.source_data_bytes = src.header().data_size();
+  return p;
+}
+
+// The edited file into `w` (not committed): the tensors' bytes copied in the kernel.
+void write_edit(const File& src, Writer& w, const EditPlan& p, const ProgressCallback& progress) {
+  w.set_metadata(p.report.metadata);
+  for (const detail::SelectedTensor& t : p.selection.tensors) w.declare(t.name, t.source->dtype, t.source->shape);
+  std::vector<std::string_view> names, src_names;
+  {
+    std::map<std::string_view, std::string_view> source_name;
+    for (const detail::SelectedTensor& t : p.selection.tensors) source_name.emplace(t.name, t.source->name);
+    for (const TensorInfo& t : w.layout()) {
+      names.push_back(t.name);
+      src_names.push_back(source_name.at(t.name));
+    }
+  }
+  uint64_t done = 0;
+  w.copy_many_from(src, names, src_names, [&](uint64_t bytes) {
+    done += bytes;
+    if (progress) progress(done, p.report.data_bytes);
+  });
+}
+
 }  // namespace
+
+namespace detail {
+
+EditReport edit_into(const File& src, Writer& w, const EditOptions& options, bool allow_empty) {
+  const EditPlan p = plan_edit(src, options, allow_empty);
+  write_edit(src, w, p, options.progress);
+  return p.report;
+}
+
+}  // namespace detail
 
 EditReport edit_file(const std::filesystem::path& src_path, const std::filesystem::path& dst,
                      const EditOptions& options) {
@@ -123,46 +177,20 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
     throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
                               stdin_source ? "standard input" : where.display()));
   const File src = File::open(src_path, options.open);
-  EditReport report;
-  report.metadata = edited_metadata(src.metadata(), src, options);  // its errors first
-  const detail::SelectionPlan plan = detail::plan_selection(src, options.tensors);
-  if (plan.metadata != src.metadata()) report.metadata = edited_metadata(plan.metadata, src, options);
-  report.kept = plan.tensors.size();
-  report.dropped = plan.dropped;
-  report.renamed = plan.renamed;
-  report.ties_removed = plan.ties_removed;
-  report.ties_repointed = plan.ties_repointed;
-  for (const detail::SelectedTensor& p : plan.tensors) report.data_bytes += p.source->byte_size();
-  report.source_data_bytes = src.header().data_size();
+  EditPlan p = plan_edit(src, options, false);
 
   const bool into_source = dst.empty() || same_file(src_path, dst);
   if (into_source && local)
-    if (const std::optional<std::string> header = header_in_place(src, plan, report.metadata))
+    if (const std::optional<std::string> header = header_in_place(src, p.selection, p.report.metadata))
       if (write_header_in_place(src, src_path, *header)) {
-        report.in_place = true;
-        return report;
+        p.report.in_place = true;
+        return p.report;
       }
 
   Writer w = Writer::to_file(dst.empty() ? src_path : dst);
-  w.set_metadata(report.metadata);
-  for (const detail::SelectedTensor& p : plan.tensors)
-    w.declare(p.name, p.source->dtype, p.source->shape);
-  std::vector<std::string_view> names, src_names;
-  {
-    std::map<std::string_view, std::string_view> source_name;
-    for (const detail::SelectedTensor& p : plan.tensors) source_name.emplace(p.name, p.source->name);
-    for (const TensorInfo& t : w.layout()) {
-      names.push_back(t.name);
-      src_names.push_back(source_name.at(t.name));
-    }
-  }
-  uint64_t done = 0;
-  w.copy_many_from(src, names, src_names, [&](uint64_t bytes) {
-    done += bytes;
-    if (options.progress) options.progress(done, report.data_bytes);
-  });
+  write_edit(src, w, p, options.progress);
   w.commit();
-  return report;
+  return p.report;
 }
 
 }  // namespace tlio

@@ -13,6 +13,7 @@
 
 #include "quant/tensor_set.hpp"
 #include "tlio/convert_file.hpp"
+#include "tlio/edit.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/writer.hpp"
 
@@ -27,6 +28,10 @@ using StoredParts = std::set<std::string, std::less<>>;
 /// a folder may lose all its tensors); the caller checks the whole.
 ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOptions& options,
                                const StoredParts& quantized_parts, bool convert_dtypes, bool allow_empty);
+
+/// edit_file's rewrite (metadata edited, tensors chosen and named, bytes copied in the kernel)
+/// into `w`. `allow_empty` as for convert_into.
+EditReport edit_into(const File& src, Writer& w, const EditOptions& options, bool allow_empty);
 
 /// quantize_file's work: `existing` are the weights already quantized (of the whole model).
 /// `allow_none`: quantizing no tensor is not an error (the caller checks the whole).

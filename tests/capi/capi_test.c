@@ -504,6 +504,23 @@ static void test_model(const char* dir) {
     CHECK(tl_model_file_count(m) == 4);
     tl_model_close(m);
   }
+  /* tl_edit_file on a folder: every shard's metadata. */
+  tl_edit_options e;
+  tl_edit_options_init(&e);
+  const char* keys[] = {"source"};
+  const char* values[] = {"c"};
+  e.set_keys = keys;
+  e.set_values = values;
+  e.set_count = 1;
+  CHECK(tl_edit_file(out, NULL, &e, NULL) == TL_OK);
+  CHECK(tl_model_open(out, &m) == TL_OK);
+  if (m) {
+    for (size_t i = 0; i < tl_model_file_count(m); ++i) {
+      const char* v = tl_metadata_get(tl_model_file(m, i), "source");
+      CHECK(v && strcmp(v, "c") == 0);
+    }
+    tl_model_close(m);
+  }
 }
 
 /* Metadata edited in place, tensors kept, dropped and renamed by rewrite, refusals. */

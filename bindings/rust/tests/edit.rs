@@ -144,3 +144,23 @@ fn compare_across_dtypes() {
     );
     assert_eq!(bad.unwrap_err().kind(), tlio::ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn a_folder_is_edited_shard_by_shard() {
+    let out = scratch("edit-folder").join("model");
+    let r = tlio::edit_file(
+        data().join("models/sharded"),
+        Some(&out),
+        tlio::EditOptions {
+            set_metadata: vec![("source".into(), "rust".into())],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.kept, 4);
+    let m = tlio::Model::open(&out).unwrap();
+    assert_eq!(m.files().len(), 4);
+    for f in m.files() {
+        assert_eq!(f.metadata()["source"], "rust");
+    }
+}

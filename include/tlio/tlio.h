@@ -278,6 +278,7 @@ typedef struct tl_compare_options {
   double rtol;
   tl_progress_fn progress; /* elements compared / all, or NULL */
   void* progress_user;
+  const char* filter;      /* compare only names this ECMAScript regex finds; NULL: all */
 } tl_compare_options;
 TL_API void tl_compare_options_init(tl_compare_options* options);
 typedef struct tl_comparison tl_comparison;
@@ -300,6 +301,12 @@ typedef struct tl_tensor_comparison {
 /* `out` is freed with tl_comparison_free; its strings and shapes live until then. */
 TL_API int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_options* options,
                             tl_comparison** out);
+/* The same over sets of files, each side one namespace: a model folder's shards
+ * (tl_model_file), a single file, or both (`tlio diff model_dir model.safetensors`); a quantized
+ * weight whose parts are in different shards counts whole. A name in two files of one side is
+ * TL_EINVAL. */
+TL_API int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
+                           const tl_compare_options* options, tl_comparison** out);
 /* 1 when no name is in one file only and every common tensor is equal within tolerance. */
 TL_API int tl_comparison_equal(const tl_comparison* comparison);
 /* The common names, in natural order ("layers.2" before "layers.10"). */

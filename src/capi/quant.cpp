@@ -2,6 +2,9 @@
 // quantize and dequantize, comparisons, edits).
 #include "capi/handles.hpp"
 
+#include <algorithm>
+#include <cstddef>
+
 using namespace tlio::capi;
 
 extern "C" {
@@ -76,6 +79,8 @@ void tl_quantize_options_init(tl_quantize_options* options) {
 // (offsetof(field) + sizeof(field) <= struct_size) and keeps its default otherwise.
 static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
                                                      sizeof(void*);
+// The same for tl_compare_options: `filter` came later.
+static constexpr size_t kCompareOptionsFirstSize = offsetof(tl_compare_options, progress_user) + sizeof(void*);
 
 namespace {
 
@@ -191,8 +196,18 @@ void tl_compare_options_init(tl_compare_options* options) {
 
 int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_options* options,
                      tl_comparison** out) {
-  TL_REQUIRE(a && b && out, "tl_compare_files: NULL argument");
-  TL_REQUIRE(!options || (options->struct_size >= sizeof(tl_compare_options) &&
+  TL_REQUIRE(a && b, "tl_compare_files: NULL argument");
+  return tl_compare_sets(&a, 1, &b, 1, options, out);
+}
+
+int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
+                    const tl_compare_options* options, tl_comparison** out) {
+  TL_REQUIRE(a && b && out && a_count > 0 && b_count > 0, "tl_compare_files: NULL argument or no file");
+  TL_REQUIRE(std::all_of(a, a + a_count, [](const tl_file* f) { return f; }) &&
+                 std::all_of(b, b + b_count, [](const tl_file* f) { return f; }),
+             "tl_compare_files: a NULL file");
+  // Versions of the struct before `filter` are taken: a caller built against them never set it.
+  TL_REQUIRE(!options || (options->struct_size >= kCompareOptionsFirstSize &&
                           options->struct_size <= sizeof(tl_compare_options)),
              "tl_compare_files: struct_size is not that of a tl_compare_options "
              "(use tl_compare_options_init)");
@@ -207,9 +222,17 @@ int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_option
         void* user = options->progress_user;
         o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
       }
+      if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) && options->filter)
+        o.filter = options->filter;
     }
+    // Handles on the same sources (the library's compare takes each side as a run of files).
+    const auto files = [](const tl_file* const* f, size_t n) {
+      std::vector<tlio::File> out;
+      for (size_t i = 0; i < n; ++i) out.push_back(f[i]->file.share());
+      return out;
+    };
     auto c = std::make_unique<tl_comparison>();
-    c->report = tlio::compare_files(a->file, b->file, o);
+    c->report = tlio::compare_files(files(a, a_count), files(b, b_count), o);
     *out = c.release();
   });
 }

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,6 +505,38 @@ static void test_model(const char* dir) {
     CHECK(tl_model_file_count(m) == 4);
     tl_model_close(m);
   }
+  /* A folder's shards compared with one file (tlio diff DIR FILE), all names or a filter's. */
+  tl_model* sharded = NULL;
+  tl_file* one = NULL;
+  CHECK(tl_model_open(data_path("models/sharded"), &sharded) == TL_OK);
+  CHECK(tl_open(data_path("quant/tiny_model.safetensors"), &one) == TL_OK);
+  if (sharded && one) {
+    const tl_file* shards[8];
+    const size_t n = tl_model_file_count(sharded);
+    for (size_t i = 0; i < n && i < 8; ++i) shards[i] = tl_model_file(sharded, i);
+    const tl_file* single[1] = {one};
+    tl_comparison* c = NULL;
+    CHECK(tl_compare_sets(shards, n, single, 1, NULL, &c) == TL_OK);
+    CHECK(c && tl_comparison_equal(c) && tl_comparison_count(c) == 4);
+    tl_comparison_free(c);
+    tl_compare_options co;
+    tl_compare_options_init(&co);
+    co.filter = "layers";
+    CHECK(tl_compare_sets(shards, n, single, 1, &co, &c) == TL_OK);
+    CHECK(c && tl_comparison_count(c) == 2);
+    tl_comparison_free(c);
+    co.struct_size = offsetof(tl_compare_options, filter); /* a caller built before filter */
+    CHECK(tl_compare_sets(shards, n, single, 1, &co, &c) == TL_OK);
+    CHECK(c && tl_comparison_count(c) == 4);
+    tl_comparison_free(c);
+    co.struct_size = sizeof co;
+    co.filter = "(";
+    CHECK(tl_compare_sets(shards, n, single, 1, &co, &c) == TL_EINVAL);
+    CHECK(tl_compare_sets(shards, 0, single, 1, NULL, &c) == TL_EINVAL);
+  }
+  tl_close(one);
+  tl_model_close(sharded);
+
   /* tl_edit_file on a folder: every shard's metadata. */
   tl_edit_options e;
   tl_edit_options_init(&e);

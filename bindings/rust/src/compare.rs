@@ -4,7 +4,8 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};
 
 use crate::error::{check, Result};
-use crate::file::File;
+use crate::file::{c_name, File};
+use crate::model::Model;
 use crate::quant::call_progress;
 use crate::sys;
 
@@ -16,6 +17,8 @@ pub struct CompareOptions<'a> {
     pub rtol: f64,
     /// Called with (elements compared, all).
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// Compare only the names this ECMAScript regex finds (as `tlio diff --filter`).
+    pub filter: Option<&'a str>,
 }
 
 /// One name both files have (a quantized weight under its logical name).
@@ -70,6 +73,21 @@ impl Drop for Handle {
 
 /// Compares every name `a` and `b` share by value, after converting both to F64.
 pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<Comparison> {
+    compare_sets(&[a], &[b], options)
+}
+
+/// Compares two model folders (their shards, each folder one namespace), as
+/// `tlio diff DIR_A DIR_B` does.
+pub fn compare_models(a: &Model, b: &Model, options: CompareOptions<'_>) -> Result<Comparison> {
+    let (a, b): (Vec<&File>, Vec<&File>) = (a.files().iter().collect(), b.files().iter().collect());
+    compare_sets(&a, &b, options)
+}
+
+/// Compares two sets of files, each one namespace: a folder's shards (`Model::files`), a
+/// single file, or one against the other (`tlio diff model_dir model.safetensors`). A quantized
+/// weight whose parts are in different shards counts whole.
+pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Result<Comparison> {
+    let filter = options.filter.map(c_name).transpose()?;
     let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
     // SAFETY: init fills every field.
     let mut o = unsafe {
@@ -78,14 +96,16 @@ pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<
     };
     o.atol = options.atol;
     o.rtol = options.rtol;
+    o.filter = filter.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
     let mut progress = options.progress;
     if let Some(f) = progress.as_mut() {
         o.progress = Some(call_progress);
         o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
     }
+    let (a, b): (Vec<_>, Vec<_>) = (a.iter().map(|f| f.raw()).collect(), b.iter().map(|f| f.raw()).collect());
     let mut raw = std::ptr::null_mut();
-    // SAFETY: valid handles; o and the progress closure outlive the call.
-    check(unsafe { sys::tl_compare_files(a.raw(), b.raw(), &o, &mut raw) })?;
+    // SAFETY: valid handles; o, the filter and the progress closure outlive the call.
+    check(unsafe { sys::tl_compare_sets(a.as_ptr(), a.len(), b.as_ptr(), b.len(), &o, &mut raw) })?;
     let handle = Handle(raw);
     // SAFETY: a valid comparison until `handle` drops; every string is copied before.
     unsafe {

@@ -107,6 +107,7 @@ pub struct tl_compare_options {
     pub rtol: f64,
     pub progress: tl_progress_fn,
     pub progress_user: *mut c_void,
+    pub filter: *const c_char,
 }
 
 #[repr(C)]
@@ -363,6 +364,14 @@ extern "C" {
     pub fn tl_compare_files(
         a: *const tl_file,
         b: *const tl_file,
+        options: *const tl_compare_options,
+        out: *mut *mut tl_comparison,
+    ) -> c_int;
+    pub fn tl_compare_sets(
+        a: *const *const tl_file,
+        a_count: usize,
+        b: *const *const tl_file,
+        b_count: usize,
         options: *const tl_compare_options,
         out: *mut *mut tl_comparison,
     ) -> c_int;

@@ -164,3 +164,32 @@ fn a_folder_is_edited_shard_by_shard() {
         assert_eq!(f.metadata()["source"], "rust");
     }
 }
+
+#[test]
+fn folders_compare_as_one_namespace() {
+    let sharded = tlio::Model::open(data().join("models/sharded")).unwrap();
+    let one = tlio::File::open(data().join("quant/tiny_model.safetensors")).unwrap();
+    let shards: Vec<&tlio::File> = sharded.files().iter().collect();
+    let r = tlio::compare_sets(&shards, &[&one], Default::default()).unwrap();
+    assert!(r.equal && r.only_in_a.is_empty() && r.only_in_b.is_empty());
+    assert_eq!(r.tensors.len(), 4);
+    let r = tlio::compare_models(
+        &sharded,
+        &sharded,
+        tlio::CompareOptions {
+            filter: Some("layers"),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.tensors.len(), 2);
+    let bad = tlio::compare_sets(
+        &shards,
+        &[&one],
+        tlio::CompareOptions {
+            filter: Some("("),
+            ..Default::default()
+        },
+    );
+    assert_eq!(bad.err().unwrap().kind(), tlio::ErrorKind::InvalidArgument);
+}

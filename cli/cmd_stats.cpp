@@ -1,6 +1,7 @@
 // cli/cmd_stats.cpp: `tlio stats FILE [NAME...] [--filter RE] [--json]`: per-tensor figures and
-// a histogram. Values are converted to F64 chunk by chunk (through the public convert API), so
-// any size works in bounded memory, and the chunks are spread over every core.
+// a histogram (tlio/value_stats.hpp), chunk by chunk straight from the file's bytes (quantized
+// weights dequantized a chunk at a time), so any size works in bounded memory, the chunks
+// spread over every core.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/value_stats.hpp"
 
 namespace tlio::cli {
 namespace {
@@ -36,48 +38,15 @@ constexpr uint64_t kChunk = uint64_t{1} << 20;
 
 namespace {
 
-struct Stats {
-  uint64_t count = 0, nan = 0, inf = 0, zero = 0;
-  double min = std::numeric_limits<double>::infinity(), max = -min;
-  double mean = 0, m2 = 0;  // Welford, over the finite values
-  void add(std::span<const double> v) {
-    for (double x : v) {
-      ++count;
-      if (std::isnan(x)) { ++nan; continue; }
-      if (std::isinf(x)) { ++inf; }
-      if (x == 0) ++zero;
-      min = std::min(min, x);
-      max = std::max(max, x);
-      if (std::isinf(x)) continue;
-      const uint64_t k = count - nan - inf;
-      const double d = x - mean;
-      mean += d / static_cast<double>(k);
-      m2 += d * (x - mean);
-    }
-  }
-  // Chan et al.'s combination of two partial results: chunks merged in order give the same
-  // figures whatever the number of threads.
-  void merge(const Stats& b) {
-    const uint64_t na = finite(), nb = b.finite();
-    if (nb > 0) {
-      const double n = static_cast<double>(na + nb), delta = b.mean - mean;
-      mean += delta * static_cast<double>(nb) / n;
-      m2 += b.m2 + delta * delta * static_cast<double>(na) * static_cast<double>(nb) / n;
-    }
-    count += b.count;
-    nan += b.nan;
-    inf += b.inf;
-    zero += b.zero;
-    min = std::min(min, b.min);
-    max = std::max(max, b.max);
-  }
-  uint64_t finite() const { return count - nan - inf; }
-};
-
 constexpr int kBins = 16;
 
-// Reads `count` values from element `first` of one tensor as doubles; thread-safe.
-using ChunkReader = std::function<void(uint64_t first, uint64_t count, std::vector<double>&)>;
+// `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,
+// or `scratch` filled with them decoded). Thread-safe.
+struct Chunk {
+  tlio::Dtype dtype;
+  std::span<const std::byte> bytes;
+};
+using ChunkReader = std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
 
 // One tensor stats looks at: how to start reading it (a view, a dequantizer: made when its turn
 // comes and dropped after, so a remote file's tensors are not all in memory at once), and what it
@@ -86,7 +55,7 @@ struct StatsInput {
   std::string name, kind, shape_json;
   uint64_t elements = 0, bytes = 0;
   std::function<ChunkReader()> open;
-  Stats stats;
+  tlio::ValueStats stats;
   std::vector<uint64_t> bins;
 };
 
@@ -117,8 +86,9 @@ void parallel_for(size_t n, const std::function<void(size_t)>& fn, std::atomic<u
   if (failure) std::rethrow_exception(failure);
 }
 
-// Fills each input's stats, then its histogram (16 bins over [min, max]): tensor by tensor, two
-// passes over its values, each split in chunks of kChunk over every core when it is big.
+// Fills each input's stats (tlio::value_stats), then its histogram (16 bins over [min, max]):
+// tensor by tensor, a pass over its values for each, split in chunks of kChunk over every core
+// when it is big. Chunks are merged in order, so the figures do not depend on the threads.
 void compute_stats(std::vector<StatsInput>& inputs) {
   uint64_t total = 0;
   for (const StatsInput& in : inputs) total += 2 * in.bytes;  // two passes
@@ -133,15 +103,15 @@ void compute_stats(std::vector<StatsInput>& inputs) {
       return static_cast<uint64_t>(static_cast<double>(in.bytes) * static_cast<double>(count_of(k)) /
                                    static_cast<double>(in.elements));
     };
-    std::vector<Stats> partial(chunks);
+    std::vector<tlio::ValueStats> partial(chunks);
     parallel_for(chunks, [&](size_t k) {
-      std::vector<double> values;
-      read(k * kChunk, count_of(k), values);
-      partial[k].add(values);
+      thread_local std::vector<std::byte> scratch;
+      const Chunk c = read(k * kChunk, count_of(k), scratch);
+      partial[k] = tlio::value_stats(c.dtype, c.bytes, count_of(k));
       done += bytes_of(k);
     }, done, total, bar, many_threads);
-    for (const Stats& p : partial) in.stats.merge(p);  // in chunk order: the same figures always
-    const Stats& s = in.stats;
+    for (const tlio::ValueStats& p : partial) in.stats.merge(p);
+    const tlio::ValueStats& s = in.stats;
     in.bins.assign(kBins, 0);
     if (s.finite() > 0 && s.max == s.min) in.bins[0] = s.finite();  // one value: one bin, as numpy
     if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) {
@@ -150,14 +120,10 @@ void compute_stats(std::vector<StatsInput>& inputs) {
     }
     std::vector<std::array<uint64_t, kBins>> bins(chunks);
     parallel_for(chunks, [&](size_t k) {
+      thread_local std::vector<std::byte> scratch;
       bins[k].fill(0);
-      std::vector<double> values;
-      read(k * kChunk, count_of(k), values);
-      for (double x : values) {
-        if (!std::isfinite(x)) continue;
-        const int b = static_cast<int>((x - s.min) / (s.max - s.min) * kBins);
-        bins[k][std::clamp(b, 0, kBins - 1)]++;
-      }
+      const Chunk c = read(k * kChunk, count_of(k), scratch);
+      tlio::add_to_histogram(c.dtype, c.bytes, count_of(k), s.min, s.max, bins[k]);
       done += bytes_of(k);
     }, done, total, bar, many_threads);
     for (const auto& b : bins)
@@ -228,10 +194,10 @@ void add_stats(CLI::App& app, int& exit_code) {
           in.bytes = q->stored_bytes;
           in.open = [&w, weight = *q]() -> ChunkReader {
             auto reader = std::make_shared<const tlio::QuantizedReader>(w.reader(weight));
-            return [reader](uint64_t first, uint64_t count, std::vector<double>& out) {
-              std::vector<float> values(count);
-              reader->read(first, count, tlio::Dtype::F32, std::as_writable_bytes(std::span(values)));
-              out.assign(values.begin(), values.end());
+            return [reader](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
+              scratch.resize(count * sizeof(float));
+              reader->read(first, count, tlio::Dtype::F32, scratch);
+              return Chunk{tlio::Dtype::F32, scratch};
             };
           };
           in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
@@ -252,11 +218,9 @@ void add_stats(CLI::App& app, int& exit_code) {
           in.bytes = t.byte_size();
           in.open = [file, name = t.name, dtype = t.dtype]() -> ChunkReader {
             const tlio::TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
-            return [view, dtype](uint64_t first, uint64_t count, std::vector<double>& out) {
-              const unsigned bits = tlio::dtype_bits(dtype);
-              out.resize(count);
-              tlio::convert(dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8),
-                            tlio::Dtype::F64, std::as_writable_bytes(std::span(out)), count);
+            return [view, dtype](uint64_t first, uint64_t count, std::vector<std::byte>&) {
+              const unsigned bits = tlio::dtype_bits(dtype);  // chunks start on whole bytes
+              return Chunk{dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8)};
             };
           };
           in.kind = fmt::format("{} [{}]", tlio::dtype_name(t.dtype), fmt::join(t.shape, ", "));
@@ -274,8 +238,8 @@ void add_stats(CLI::App& app, int& exit_code) {
           continue;
         }
         const StatsInput& in = inputs[*index];
-        const Stats& s = in.stats;
-        const double sd = s.finite() > 0 ? std::sqrt(s.m2 / static_cast<double>(s.finite())) : 0;
+        const tlio::ValueStats& s = in.stats;
+        const double sd = s.std_dev();
         if (a->json) {
           const std::string type = in.kind.substr(0, in.kind.find(' '));
           const bool any = s.count > 0;

@@ -20,5 +20,6 @@
 #include "tlio/read_plan.hpp"
 #include "tlio/shape.hpp"
 #include "tlio/trust.hpp"
+#include "tlio/value_stats.hpp"
 #include "tlio/version.hpp"
 #include "tlio/writer.hpp"

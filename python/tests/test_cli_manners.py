@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tlio
+import tlio.torch
 
 CLI = os.environ.get("TLIO_CLI", str(pathlib.Path(__file__).parents[2] / "build" / "tlio"))
 
@@ -123,6 +124,32 @@ def test_stats_agrees_with_numpy(tmp_path):
     assert got["small"]["mean"] == 2.0 and got["small"]["max"] == 4.0
     again = run("stats", tmp_path / "b.safetensors", "--json")
     assert again.stdout == r.stdout  # the same figures every run, whichever thread did what
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "bfloat16"])
+def test_stats_histogram_and_figures_are_numpys(tmp_path, dtype):
+    """Each dtype's figures as numpy computes them over the values as float64, the histogram
+    bin for bin (np.histogram over [min, max]), across chunks and threads."""
+    rng = np.random.default_rng(11)
+    values = rng.standard_normal(3 * (1 << 20) + 12345) * 40
+    if dtype == "bfloat16":
+        import torch
+        t = torch.from_numpy(values.astype(np.float32)).bfloat16()
+        tlio.torch.save_file({"v": t}, tmp_path / "v.safetensors")
+        expected = t.float().numpy().astype(np.float64)
+    else:
+        arr = values.astype(dtype)
+        tlio.save_file({"v": arr}, tmp_path / "v.safetensors")
+        expected = arr.astype(np.float64)
+    r = run("stats", tmp_path / "v.safetensors", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["tensors"][0]
+    assert got["min"] == expected.min() and got["max"] == expected.max()
+    assert got["zero"] == int((expected == 0).sum()) and got["count"] == expected.size
+    assert got["mean"] == pytest.approx(expected.mean(), rel=1e-12, abs=1e-12)
+    assert got["std"] == pytest.approx(expected.std(), rel=1e-12)
+    want, _ = np.histogram(expected, bins=16, range=(expected.min(), expected.max()))
+    assert got["histogram"] == want.tolist()
 
 
 def pipe(args, data):

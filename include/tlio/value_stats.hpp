@@ -1,0 +1,66 @@
+// tlio/value_stats.hpp: the figures `tlio stats` shows of a run of values of any numeric dtype:
+// counts, min and max, mean and standard deviation, and a histogram, computed with SIMD over
+// blocks small enough to stay in the cache (one read of the data per call), in double precision.
+//
+// A long run is split into pieces (over threads, say), each piece's ValueStats made on its own
+// and merged in the pieces' order: the figures then depend on where the pieces begin and end,
+// never on which thread did what.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+
+namespace tlio {
+
+struct ValueStats {
+  uint64_t count = 0;  ///< values seen
+  uint64_t nan = 0;
+  uint64_t inf = 0;
+  uint64_t zero = 0;
+  double min = std::numeric_limits<double>::infinity();  ///< of the values but NaN (infinities too)
+  double max = -std::numeric_limits<double>::infinity();
+  double mean = 0;  ///< of the finite values
+  double m2 = 0;    ///< sum of the finite values' squared deviations from `mean`
+
+  uint64_t finite() const noexcept { return count - nan - inf; }
+  /// The finite values' population standard deviation (numpy's std), 0 when there are none.
+  double std_dev() const noexcept {
+    return finite() > 0 ? std::sqrt(m2 / static_cast<double>(finite())) : 0.0;
+  }
+  /// Adds the figures of values that come after these (Chan et al.'s pairwise update).
+  void merge(const ValueStats& later) noexcept {
+    const uint64_t na = finite(), nb = later.finite();
+    if (nb > 0) {
+      const double n = static_cast<double>(na + nb), delta = later.mean - mean;
+      mean += delta * static_cast<double>(nb) / n;
+      m2 += later.m2 + delta * delta * static_cast<double>(na) * static_cast<double>(nb) / n;
+    }
+    count += later.count;
+    nan += later.nan;
+    inf += later.inf;
+    zero += later.zero;
+    min = std::fmin(min, later.min);
+    max = std::fmax(max, later.max);
+  }
+};
+
+/// The figures of the `count` values of `dtype` in `data` (at least their bytes). Any dtype
+/// tlio converts to F64 (not BOOL, complex or F8_E8M0); F32 and F64 are read as they are, F16
+/// and BF16 widened to F32 a block at a time, the others converted to F64.
+/// Error{invalid_argument} for a dtype without numeric values or `data` too short.
+TLIO_API ValueStats value_stats(Dtype dtype, std::span<const std::byte> data, uint64_t count);
+
+/// Adds to `bins` the count of each equal-width bin over [lo, hi] of the finite values (the last
+/// bin closed), as numpy.histogram(values, len(bins), (lo, hi)) counts float64 values; values
+/// outside [lo, hi] are not counted. Error{invalid_argument} when !(lo < hi), no bins, or as
+/// value_stats.
+TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo,
+                               double hi, std::span<uint64_t> bins);
+
+}  // namespace tlio

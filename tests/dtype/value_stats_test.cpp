@@ -1,0 +1,175 @@
+// Tests for tlio/value_stats.hpp: the figures against a plain reference computed here in long
+// double (every value kind: NaN, infinities, zeros, odd lengths that leave SIMD tails), blocks
+// merged in order, the histogram against numpy's binning rule written out, and the refusals.
+#include "tlio/value_stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio {
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+template <class T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+// The figures as their definitions say, one value at a time, in long double.
+ValueStats reference(const std::vector<double>& v) {
+  ValueStats s;
+  long double sum = 0;
+  for (double x : v) {
+    ++s.count;
+    if (std::isnan(x)) {
+      ++s.nan;
+      continue;
+    }
+    if (std::isinf(x)) ++s.inf;
+    if (x == 0) ++s.zero;
+    s.min = std::min(s.min, x);
+    s.max = std::max(s.max, x);
+    if (std::isfinite(x)) sum += x;
+  }
+  const long double n = static_cast<long double>(s.finite()), mean = n > 0 ? sum / n : 0;
+  long double m2 = 0;
+  for (double x : v)
+    if (std::isfinite(x)) m2 += (x - mean) * (x - mean);
+  s.mean = static_cast<double>(mean);
+  s.m2 = static_cast<double>(m2);
+  return s;
+}
+
+void expect_like(const ValueStats& got, const ValueStats& want) {
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_EQ(got.nan, want.nan);
+  EXPECT_EQ(got.inf, want.inf);
+  EXPECT_EQ(got.zero, want.zero);
+  EXPECT_EQ(got.min, want.min);
+  EXPECT_EQ(got.max, want.max);
+  EXPECT_NEAR(got.mean, want.mean, 1e-12 * (1 + std::fabs(want.mean)));
+  EXPECT_NEAR(got.std_dev(), want.std_dev(), 1e-12 * (1 + want.std_dev()));
+}
+
+std::vector<double> sample(size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(3.0, 50.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(ValueStats, F32AndF64MatchTheDefinitionsWithEveryKindOfValue) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{4097}, size_t{100003}}) {
+    std::vector<double> v = sample(n, n);
+    if (n > 10) {
+      v[3] = std::numeric_limits<double>::quiet_NaN();
+      v[5] = kInf;
+      v[n - 1] = -kInf;
+      v[n / 2] = 0.0;
+      v[n / 2 + 1] = -0.0;
+    }
+    std::vector<float> f(v.begin(), v.end());
+    expect_like(value_stats(Dtype::F64, bytes_of(v), n), reference(v));
+    expect_like(value_stats(Dtype::F32, bytes_of(f), n), reference(std::vector<double>(f.begin(), f.end())));
+  }
+}
+
+TEST(ValueStats, NarrowAndIntegerDtypesAreWidenedFirst) {
+  const std::vector<double> v = sample(9000, 1);
+  for (Dtype d : {Dtype::F16, Dtype::BF16, Dtype::I32, Dtype::U8, Dtype::F8_E4M3, Dtype::F4}) {
+    std::vector<std::byte> raw(bytes_for(d, v.size()));
+    if (d == Dtype::I32 || d == Dtype::U8) {  // (F64 converts to floating dtypes only)
+      for (size_t i = 0; i < v.size(); ++i) {
+        const int32_t x = static_cast<int32_t>(v[i]);
+        if (d == Dtype::I32)
+          std::memcpy(raw.data() + 4 * i, &x, 4);
+        else
+          raw[i] = static_cast<std::byte>(x & 0xff);
+      }
+    } else {
+      convert(Dtype::F64, bytes_of(v), d, raw, v.size());
+    }
+    std::vector<double> back(v.size());
+    convert(d, raw, Dtype::F64, std::as_writable_bytes(std::span(back)), v.size());
+    expect_like(value_stats(d, raw, v.size()), reference(back));
+  }
+}
+
+TEST(ValueStats, PiecesMergedInOrderGiveTheWhole) {
+  const std::vector<double> v = sample(50000, 2);
+  ValueStats merged;
+  for (size_t at = 0; at < v.size(); at += 12345) {
+    const size_t n = std::min<size_t>(12345, v.size() - at);
+    merged.merge(value_stats(Dtype::F64, bytes_of(v).subspan(at * 8, n * 8), n));
+  }
+  expect_like(merged, reference(v));
+  ValueStats empty;
+  empty.merge(ValueStats{});
+  EXPECT_EQ(empty.count, 0u);
+  EXPECT_EQ(empty.std_dev(), 0.0);
+}
+
+// numpy.histogram for float64: index = int((x - lo) * n / (hi - lo)), then corrected against
+// the edges k * step + lo (the last one hi), the last bin closed.
+std::vector<uint64_t> numpy_histogram(const std::vector<double>& v, size_t bins, double lo, double hi) {
+  std::vector<uint64_t> out(bins, 0);
+  const double norm = static_cast<double>(bins) / (hi - lo), step = (hi - lo) / static_cast<double>(bins);
+  std::vector<double> edges(bins + 1);
+  for (size_t k = 0; k <= bins; ++k) edges[k] = k == bins ? hi : static_cast<double>(k) * step + lo;
+  for (double x : v) {
+    if (!(x >= lo && x <= hi)) continue;
+    long k = static_cast<long>((x - lo) * norm);
+    if (k == static_cast<long>(bins)) --k;
+    if (x < edges[k]) --k;
+    if (x >= edges[k + 1] && k != static_cast<long>(bins) - 1) ++k;
+    ++out[k];
+  }
+  return out;
+}
+
+TEST(ValueStats, HistogramBinsAsNumpyDoes) {
+  std::vector<double> v = sample(30001, 3);
+  v[10] = std::numeric_limits<double>::quiet_NaN();
+  v[11] = kInf;
+  // Values on the edges themselves, and outside the range, too.
+  const double lo = -40, hi = 60;
+  for (int k = 0; k <= 16; ++k) v.push_back(lo + k * (hi - lo) / 16);
+  v.push_back(-1e9);
+  for (size_t bins : {size_t{1}, size_t{16}, size_t{7}}) {
+    std::vector<uint64_t> got(bins, 0);
+    add_to_histogram(Dtype::F64, bytes_of(v), v.size(), lo, hi, got);
+    EXPECT_EQ(got, numpy_histogram(v, bins, lo, hi)) << bins;
+  }
+  // Added to what the bins held: pieces of a run counted into the same bins.
+  std::vector<uint64_t> twice(16, 0);
+  add_to_histogram(Dtype::F64, bytes_of(v), v.size(), lo, hi, twice);
+  add_to_histogram(Dtype::F64, bytes_of(v), v.size(), lo, hi, twice);
+  std::vector<uint64_t> want = numpy_histogram(v, 16, lo, hi);
+  for (uint64_t& b : want) b *= 2;
+  EXPECT_EQ(twice, want);
+}
+
+TEST(ValueStats, Refusals) {
+  const std::vector<double> v{1, 2, 3};
+  std::vector<uint64_t> bins(4);
+  EXPECT_THROW(value_stats(Dtype::BOOL, bytes_of(v), 3), Error);
+  EXPECT_THROW(value_stats(Dtype::C64, bytes_of(v), 1), Error);
+  EXPECT_THROW(value_stats(Dtype::F64, bytes_of(v), 4), Error);  // 32 bytes asked, 24 given
+  EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 2, 2, bins), Error);
+  EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 0, kInf, bins), Error);
+  EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 0, 1, std::span<uint64_t>{}), Error);
+}
+
+}  // namespace
+}  // namespace tlio

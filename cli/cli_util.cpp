@@ -80,9 +80,15 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size) {
       ->check(size_check());
 }
 
-tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files) {
+void check_max_size(bool folder, const std::string& max_size) {
   if (!folder && !max_size.empty())
     throw UsageError("--max-size re-shards a model folder's output, and IN is one file (`tlio shard` splits one)");
+  if (!max_size.empty() && tlio::parse_size(max_size) == 0)
+    throw UsageError("--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's shards)");
+}
+
+tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files) {
+  check_max_size(folder, max_size);
   tlio::FolderOptions o;
   o.open = open_options();
   if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);

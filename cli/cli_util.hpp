@@ -17,10 +17,6 @@
 
 namespace CLI {
 class App;
-}
-
-namespace CLI {
-class App;
 class Option;
 }  // namespace CLI
 
@@ -72,6 +68,8 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size);
 /// the source's shards), the files published into `files`. With `folder` false (IN is one
 /// file), a `max_size` is a UsageError pointing at `tlio shard`.
 tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files);
+/// The check folder_options makes: a `max_size` only for a folder, and not 0 (a UsageError).
+void check_max_size(bool folder, const std::string& max_size);
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.

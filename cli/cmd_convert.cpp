@@ -146,7 +146,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       selection.drop = a->drop;
       for (const std::string& r : a->rename) selection.rename.push_back(split_rename(r));
       if (folder_input(a->in, a->out)) return convert_folder(*a, selection);
-      folder_options(false, a->max_size, nullptr);
+      check_max_size(false, a->max_size);
       if (a->dtype.empty()) {
         tlio::EditOptions options;
         options.open = open_options();

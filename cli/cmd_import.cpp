@@ -42,7 +42,11 @@ void add_import(CLI::App& app, int& exit_code) {
   offer_values(cmd->add_option("--dtype", a->dtype,
                                "Write floating tensors in this dtype (F16, BF16, ...; as convert --dtype); "
                                "integer tensors as they are"),
-               convert_dtype_names())
+               [] {
+                 std::vector<std::string> names = convert_dtype_names();  // whole-byte ones
+                 std::erase_if(names, [](const std::string& n) { return tlio::is_sub_byte(*tlio::parse_dtype(n)); });
+                 return names;
+               }())
       ->check(convert_dtype_check());
   cmd->add_flag("--skip-unsupported", a->skip_unsupported,
                 "Leave out tensors safetensors cannot hold (complex128, quantized, sparse), with a note");

@@ -565,8 +565,10 @@ void add_inspect(CLI::App& app, int& exit_code) {
       if (sink) {  // several inputs as JSON: a failure is that input's entry
         std::string error, message;
         r = guarded_json(body, error, &message);
-        if (r == kExitUsage) print_usage_error(message);
-        if (r != kExitOk && r != kExitUsage) print_error(message);
+        if (r == kExitUsage)
+          print_usage_error(message);
+        else if (r != kExitOk)
+          print_error(message);
         if (r != kExitOk)
           one = fmt::format("{{\"path\":{},\"error\":{}}}", json_string(display_location(path)), error);
       } else {

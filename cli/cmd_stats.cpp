@@ -31,13 +31,8 @@
 namespace tlio::cli {
 namespace {
 
-// Elements converted per step.
+// Values per chunk (a thread's unit of work).
 constexpr uint64_t kChunk = uint64_t{1} << 20;
-
-}  // namespace
-
-namespace {
-
 constexpr int kBins = 16;
 
 // `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,

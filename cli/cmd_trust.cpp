@@ -94,8 +94,9 @@ void add_hash(CLI::App& app, int& exit_code) {
       }
       for (const tlio::SkippedEntry& s : skipped) {
         const std::string path = join_path(p, s.path);
-        if (!a->json) print_error(fmt::format("{}: {}", path, s.reason));
-        failed(path, fmt::format("{{\"message\":{}}}", json_string(fmt::format("{}: {}", path, s.reason))));
+        const std::string message = fmt::format("{}: {}", display_name(path), s.reason);
+        if (!a->json) print_error(message);
+        failed(path, fmt::format("{{\"message\":{}}}", json_string(message)));
       }
       for (const std::string& f : files) {
         locations.push_back(join_path(p, f));

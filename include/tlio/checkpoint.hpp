@@ -66,8 +66,9 @@ struct ImportOptions {
   /// Import the whole object even when its top level is a training checkpoint (a model state
   /// dict beside optimizer state) or holds a "state_dict": every tensor, optimizer state too.
   bool import_all = false;
-  /// Floating tensors written in this floating dtype (as `convert --dtype` converts them:
-  /// rounded to nearest even); integer and boolean tensors as they are. nullopt: as saved.
+  /// Floating tensors written in this floating dtype of whole bytes (as `convert --dtype`
+  /// converts them: rounded to nearest even); integer and boolean tensors as they are.
+  /// nullopt: as saved.
   std::optional<Dtype> dtype = std::nullopt;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;

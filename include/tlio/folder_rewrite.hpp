@@ -52,7 +52,8 @@ TLIO_API ConvertFileReport copy_folder(const std::string& src, const std::string
 
 /// edit_file over every shard: the metadata edits made in each (a key deleted must be in each),
 /// the tensors chosen and named over the folder (a folder is always rewritten, never edited in
-/// place). The counts are the folder's, `metadata` the first shard's result.
+/// place). The counts are the folder's, `metadata` the first shard's result. The folder is read
+/// with `folder.open` (options.open is edit_file's, for one file).
 TLIO_API EditReport edit_folder(const std::string& src, const std::string& out, const EditOptions& options,
                                 const FolderOptions& folder = {});
 

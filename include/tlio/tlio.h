@@ -304,7 +304,7 @@ TL_API int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare
 /* The same over sets of files, each side one namespace: a model folder's shards
  * (tl_model_file), a single file, or both (`tlio diff model_dir model.safetensors`); a quantized
  * weight whose parts are in different shards counts whole. A name in two files of one side is
- * TL_EINVAL. */
+ * TL_EFORMAT (rule "index"). */
 TL_API int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
                            const tl_compare_options* options, tl_comparison** out);
 /* 1 when no name is in one file only and every common tensor is equal within tolerance. */

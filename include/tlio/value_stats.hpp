@@ -51,15 +51,15 @@ struct ValueStats {
 };
 
 /// The figures of the `count` values of `dtype` in `data` (at least their bytes). Any dtype
-/// tlio converts to F64 (not BOOL, complex or F8_E8M0); F32 and F64 are read as they are, F16
+/// tlio converts to F64 (all but C64; BOOL as 0 and 1); F32 and F64 are read as they are, F16
 /// and BF16 widened to F32 a block at a time, the others converted to F64.
-/// Error{invalid_argument} for a dtype without numeric values or `data` too short.
+/// Error{invalid_argument} for C64 or `data` too short.
 TLIO_API ValueStats value_stats(Dtype dtype, std::span<const std::byte> data, uint64_t count);
 
 /// Adds to `bins` the count of each equal-width bin over [lo, hi] of the finite values (the last
 /// bin closed), as numpy.histogram(values, len(bins), (lo, hi)) counts float64 values; values
-/// outside [lo, hi] are not counted. Error{invalid_argument} when !(lo < hi), no bins, or as
-/// value_stats.
+/// outside [lo, hi] are not counted. Error{invalid_argument} when !(lo < hi), hi - lo is not
+/// finite, there are no bins, or as value_stats.
 TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo,
                                double hi, std::span<uint64_t> bins);
 

@@ -198,6 +198,8 @@ def test_dtype_must_be_a_floating_dtype(tmp_path):
     torch.save({"a": torch.ones(2)}, src)
     with pytest.raises(ValueError, match="not a floating dtype"):
         tlio.import_checkpoint(src, tmp_path / "o.safetensors", dtype="I32")
+    with pytest.raises(ValueError, match="whole-byte dtypes"):
+        tlio.import_checkpoint(src, tmp_path / "o.safetensors", dtype="F4")
     out = subprocess.run([CLI, "import", str(src), str(tmp_path / "o.safetensors"), "--dtype", "int8"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "not a floating dtype" in out.stderr and "tlio import --help" in out.stderr

@@ -202,10 +202,10 @@ int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_option
 
 int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
                     const tl_compare_options* options, tl_comparison** out) {
-  TL_REQUIRE(a && b && out && a_count > 0 && b_count > 0, "tl_compare_files: NULL argument or no file");
+  TL_REQUIRE(a && b && out && a_count > 0 && b_count > 0, "tl_compare_sets: NULL argument or no file");
   TL_REQUIRE(std::all_of(a, a + a_count, [](const tl_file* f) { return f; }) &&
                  std::all_of(b, b + b_count, [](const tl_file* f) { return f; }),
-             "tl_compare_files: a NULL file");
+             "tl_compare_sets: a NULL file");
   // Versions of the struct before `filter` are taken: a caller built against them never set it.
   TL_REQUIRE(!options || (options->struct_size >= kCompareOptionsFirstSize &&
                           options->struct_size <= sizeof(tl_compare_options)),
@@ -227,9 +227,9 @@ int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* cons
     }
     // Handles on the same sources (the library's compare takes each side as a run of files).
     const auto files = [](const tl_file* const* f, size_t n) {
-      std::vector<tlio::File> out;
-      for (size_t i = 0; i < n; ++i) out.push_back(f[i]->file.share());
-      return out;
+      std::vector<tlio::File> shared;
+      for (size_t i = 0; i < n; ++i) shared.push_back(f[i]->file.share());
+      return shared;
     };
     auto c = std::make_unique<tl_comparison>();
     c->report = tlio::compare_files(files(a, a_count), files(b, b_count), o);

@@ -14,7 +14,7 @@ int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, u
                             uint64_t max_shard_size, int dtype, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_checkpoint: NULL argument");
   TL_REQUIRE((flags & ~(TL_IMPORT_SKIP_UNSUPPORTED | TL_IMPORT_ALLOW_EMPTY | TL_IMPORT_ALL)) == 0, "tl_import_checkpoint: unknown flags");
-  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_import_checkpoint: invalid dtype");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_import_checkpoint_as: invalid dtype");
   return guard([&] {
     tlio::ImportOptions o;
     if (dtype != -1) o.dtype = to_cpp(static_cast<tl_dtype>(dtype));

@@ -141,6 +141,10 @@ void check_import_dtype(const ImportOptions& options) {
   if (options.dtype && (!is_floating(*options.dtype) || !can_convert(Dtype::F32, *options.dtype)))
     throw_invalid(fmt::format("cannot import tensors as {}: not a floating dtype tlio converts to",
                               dtype_name(*options.dtype)));
+  if (options.dtype && is_sub_byte(*options.dtype))  // (tensors stream a whole element at a time)
+    throw_invalid(fmt::format("cannot import tensors as {}: import writes whole-byte dtypes "
+                              "(`tlio convert --dtype {}` the imported file)",
+                              dtype_name(*options.dtype), dtype_name(*options.dtype)));
 }
 
 // Writes every output (atomically each); returns the bytes written.

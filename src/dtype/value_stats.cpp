@@ -196,7 +196,7 @@ HWY_EXPORT(BlockStatsF64);
 constexpr size_t kBlock = 4096;
 
 void check_values(Dtype dtype, std::span<const std::byte> data, uint64_t count) {
-  if (dtype == Dtype::BOOL || dtype == Dtype::C64 || !can_convert(dtype, Dtype::F64))
+  if (dtype == Dtype::C64 || !can_convert(dtype, Dtype::F64))
     throw_invalid(fmt::format("{} values have no numeric statistics", dtype_name(dtype)));
   if (bytes_for(dtype, count) > data.size())
     throw_invalid(fmt::format("{} {} values need {} bytes, {} given", count, dtype_name(dtype),

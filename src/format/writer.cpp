@@ -54,6 +54,8 @@ struct detail::WriterState {
   bool probe = false;     // WriterAccess::probe: records declarations, writes nothing
   std::unordered_map<std::string, WriterState*> routes;  // WriterAccess::routing: name -> holder
   std::vector<std::string> routed;                       // the routed names declared, in order
+  std::unordered_set<std::string_view> routed_names;     // the same, to look up (views of `routed`'s
+                                                         // strings: reserved, they never move)
 
   // Where tensor `name`'s bytes go: this writer's tensor, or a routing writer's target's.
   struct Slot {
@@ -125,9 +127,10 @@ struct detail::WriterState {
     if (routes.empty()) return {this, lookup(tensor)};
     check_open();
     const auto it = routes.find(std::string(tensor));
-    if (it == routes.end() || std::find(routed.begin(), routed.end(), tensor) == routed.end())
+    if (it == routes.end() || !routed_names.contains(tensor))
       throw Error(ErrorCode::not_found, Rule::none, std::string(tensor), std::nullopt,
                   fmt::format("no tensor named {} was declared", quote_name(tensor)));
+    it->second->check_open();
     return {it->second, it->second->lookup(tensor)};
   }
 
@@ -212,9 +215,10 @@ void Writer::declare(std::string name, Dtype dtype, Shape shape) {
       throw_invalid(fmt::format("tensor {} ({} [{}]) is not in the planned output", quote_name(name),
                                 dtype_name(dtype), fmt::join(shape, ", ")),
                     name);
-    if (std::find(w.routed.begin(), w.routed.end(), name) != w.routed.end())
-      throw_invalid(fmt::format("tensor {} declared twice", quote_name(name)), name);
+    if (w.routed_names.contains(name)) throw_invalid(fmt::format("tensor {} declared twice", quote_name(name)), name);
+    if (w.routed.empty()) w.routed.reserve(w.routes.size());  // views of them are kept
     w.routed.push_back(std::move(name));
+    w.routed_names.insert(w.routed.back());
     return;
   }
   if (name == "__metadata__") throw_invalid("a tensor may not be named \"__metadata__\"", name);
@@ -238,7 +242,10 @@ const std::vector<TensorInfo>& Writer::layout() {
     w.freeze();
   } else if (!w.frozen) {  // the routed tensors as their writers lay them out
     w.check_open();
-    for (const std::string& name : w.routed) w.tensors.push_back(w.slot(name).w->tensors[w.slot(name).i]);
+    for (const std::string& name : w.routed) {
+      const auto [target, i] = w.slot(name);
+      w.tensors.push_back(target->tensors[i]);
+    }
     w.frozen = true;
   }
   return w.tensors;

@@ -1,11 +1,14 @@
-// model/folder_rewrite.cpp: one output shard per source shard, written into a set that is
-// published once everything is written.
+// model/folder_rewrite.cpp: one output shard per source shard, or the output re-sharded by size
+// (each source shard's step probed for its tensors, then routed into the output files that
+// hold them), written into a set that is published once everything is written.
 #include "model/folder_rewrite.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "common/json_text.hpp"
@@ -71,7 +74,8 @@ struct PlannedShard {
   Metadata metadata;  // its sources' metadata, the first one's value where two differ
   std::vector<const TensorInfo*> tensors;
   uint64_t bytes = 0;
-  size_t last_source = 0;  // committed once this source shard is written
+  size_t first_source = SIZE_MAX;  // its file opened when this source shard's turn comes
+  size_t last_source = 0;          // and committed once this one is written
 };
 
 // What each source shard's step declares (probed), packed module by module into shards.
@@ -100,6 +104,7 @@ std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& source
     PlannedShard& s = shards.back();
     for (const auto& [source, t] : m.tensors) {
       s.tensors.push_back(t);
+      s.first_source = std::min(s.first_source, source);
       s.last_source = std::max(s.last_source, source);
       for (const auto& [key, value] : metadata[source]) s.metadata.emplace(key, value);
     }
@@ -128,23 +133,28 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
 
   create_output_folder(out);
   OutputSet set;
-  std::vector<Writer> outputs;
+  // Each output is opened when the first source shard that writes into it comes (modules follow
+  // the source's order, so few are open at once) and committed after the last one.
+  std::vector<std::optional<Writer>> outputs(plan.size());
   std::unordered_map<std::string, Writer*> routes;
   ShardIndex index;
   index.total_size = 0;
-  for (const PlannedShard& s : plan) {
-    outputs.push_back(WriterAccess::into_set(set, out.join(s.name)));
-    outputs.back().set_metadata(s.metadata);
+  for (const PlannedShard& s : plan)
     for (const TensorInfo* t : s.tensors) {
-      outputs.back().declare(t->name, t->dtype, t->shape);
       index.weight_map.emplace_back(t->name, s.name);
       *index.total_size += tensor_bytes(t->dtype, t->shape).value_or(0);
     }
-  }
-  for (size_t k = 0; k < plan.size(); ++k)
-    for (const TensorInfo* t : plan[k].tensors) routes.emplace(t->name, &outputs[k]);
   uint64_t before = 0;
   for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < plan.size(); ++k) {
+      if (plan[k].first_source != i) continue;
+      Writer& w = outputs[k].emplace(WriterAccess::into_set(set, out.join(plan[k].name)));
+      w.set_metadata(plan[k].metadata);
+      for (const TensorInfo* t : plan[k].tensors) {
+        w.declare(t->name, t->dtype, t->shape);
+        routes.emplace(t->name, &w);
+      }
+    }
     std::unordered_map<std::string, Writer*> mine;
     for (const TensorInfo& t : declared[i]) mine.emplace(t.name, routes.at(t.name));
     Writer w = mine.empty() ? Writer::to_memory() : WriterAccess::routing(std::move(mine));
@@ -152,7 +162,10 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
     w.commit();
     before += src.weights.files[i].header().data_size();
     for (size_t k = 0; k < plan.size(); ++k)
-      if (plan[k].last_source == i) outputs[k].commit();
+      if (plan[k].last_source == i) {
+        outputs[k]->commit();
+        outputs[k].reset();
+      }
   }
   std::vector<std::string> published;
   for (const PlannedShard& s : plan) {

@@ -1,8 +1,9 @@
 // model/folder_rewrite.hpp: a model folder rewritten whole into another (or itself), shard by
-// shard: what convert, quantize and dequantize of a folder share. The output keeps the source's
-// sharding and file names (a shard left with no tensor is not written), gets an index made from
-// what was written, carries config.json (edited by the caller), tokenizer and generation files
-// over, and replaces the previous contents of the output folder as a set: all of it or none.
+// shard: what convert, quantize, dequantize and edit of a folder share. The output keeps the
+// source's sharding and file names (a shard left with no tensor is not written) or is re-sharded
+// by size, gets an index made from what was written, carries config.json (edited by the
+// caller), tokenizer and generation files over, and replaces the previous contents of the
+// output folder as a set: all of it or none.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// model/folder_rewrites.cpp: convert, copy, quantize and dequantize of whole model folders
+// model/folder_rewrites.cpp: convert, copy, edit, quantize and dequantize of whole model folders
 // (tlio/folder_rewrite.hpp): each a step per shard (quant/rewrite_steps.hpp) over the shared
 // folder rewrite, with the checks of the whole folder and config.json's edits.
 #include <fmt/core.h>

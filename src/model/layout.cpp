@@ -111,8 +111,12 @@ void publish_weights(OutputSet& set, const Location& where,
   const std::vector<std::string> previous = indexed_shards(where, had_index);
   const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
   set.commit([&] {
-    // A previous index left beside a new model.safetensors would still be read first.
+    // A previous index left beside a new model.safetensors would still be read first; a
+    // previous model.safetensors beside a new index would be read first by transformers.
     if (had_index && !has_index) remove_replaced_file(where.join(kShardIndexFile));
+    if (!had_index && has_index &&
+        std::find(new_files.begin(), new_files.end(), kSingleWeightsFile) == new_files.end())
+      remove_replaced_file(where.join(kSingleWeightsFile));
     for (const std::string& name : previous)
       if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
         remove_weights_file(where, name);

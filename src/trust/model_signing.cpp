@@ -142,7 +142,8 @@ std::string join(const std::string& folder, const std::string& rel) {
 }
 
 // The files of `folder` outside `ignore` (a model that is one file: the single resource ".").
-// Links and special files are Error{unsupported}, or, with `refused` (verifying), problems.
+// Links and special files are Error{unsupported}, or, with `refused` (verifying), problems, as
+// are folders that cannot be read.
 std::vector<std::string> model_files(const std::string& folder, const std::set<std::string>& ignore,
                                      std::vector<SkippedEntry>* refused) {
   if (is_one_file(folder)) return {"."};

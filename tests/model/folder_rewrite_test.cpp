@@ -182,7 +182,7 @@ TEST(FolderRewrite, ModuleOfATensor) {
 
 // --max-size: the same tensors, bytes and config as without it, in new shards of at most that
 // size with every module whole; one shard is model.safetensors with no index; counted once.
-TEST(FolderRewrite, ResharedsByMaxSizeKeepingModulesWhole) {
+TEST(FolderRewrite, ReshardsByMaxSizeKeepingModulesWhole) {
   const test::TempDir tmp;
   write_model(tmp / "src");
   QuantizeOptions q;
@@ -231,6 +231,13 @@ TEST(FolderRewrite, ResharedsByMaxSizeKeepingModulesWhole) {
   EXPECT_EQ(c.kept, 6u);  // counted once, not once per pass
   EXPECT_EQ(test::read_bytes(tmp / "one/model.safetensors"),
             (merge_shards(tmp / "src", tmp / "merged.safetensors"), test::read_bytes(tmp / "merged.safetensors")));
+  // And back into shards over itself: the old model.safetensors goes (transformers would read
+  // it before the index).
+  folder.max_shard_size = 20000;
+  convert_folder((tmp / "one").string(), (tmp / "one").string(), o, folder);
+  EXPECT_FALSE(fs::exists(tmp / "one/model.safetensors"));
+  EXPECT_TRUE(fs::exists(tmp / "one/model.safetensors.index.json"));
+  EXPECT_EQ(Model::open(tmp / "one").tensor_names().size(), 6u);
 }
 
 }  // namespace

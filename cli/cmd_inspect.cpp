@@ -16,6 +16,7 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "gguf_listing.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/file.hpp"
 #include "tlio/model.hpp"
@@ -417,6 +418,13 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
   if (const auto checkpoint = tlio::checkpoint_in_directory(path)) {
     refuse_table_options(path, opt);
     print_checkpoint(checkpoint->string(), json, json_out);
+    return kExitOk;
+  }
+  if (is_gguf_input(path)) {
+    if (opt.group || opt.filter)
+      throw UsageError(fmt::format("{} is a GGUF file: {} applies to safetensors files and folders", path,
+                                   opt.group ? "--group" : "--filter"));
+    print_gguf(tlio::GgufFile::open(path, open_options()), json, json_out);
     return kExitOk;
   }
   if (tlio::is_model_directory(path, open_options())) {

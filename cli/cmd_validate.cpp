@@ -12,6 +12,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "gguf_listing.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/file.hpp"
 #include "tlio/model.hpp"
@@ -33,7 +34,10 @@ struct Verdict {
       return guarded([&] {
         const std::string name = body();
         fmt::print("{}: OK{}\n", name,
-                   kind == "model" ? " (model directory)" : kind == "index" ? " (index and its shards)" : "");
+                   kind == "model"   ? " (model directory)"
+                   : kind == "index" ? " (index and its shards)"
+                   : kind == "gguf"  ? " (GGUF)"
+                                     : "");
         return kExitOk;
       });
     }
@@ -125,7 +129,12 @@ void add_validate(CLI::App& app, int& exit_code) {
         }
       }();
       if (model) v.kind = "model";
+      if (!model && is_gguf_input(path)) v.kind = "gguf";
       const int one = v.check([&] {
+        if (!model && is_gguf_input(path)) {  // every rule ggml's reader enforces
+          const tlio::GgufFile g = tlio::GgufFile::open(path, open_options());
+          return g.name();
+        }
         if (model) {
           const tlio::Model m = tlio::Model::open(path, open_options());
           m.check();  // files, index, tokenizer, architecture

@@ -47,3 +47,14 @@ if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
   cp "$root/scripts/npm/package.json" "$root/scripts/npm/package-lock.json" "$npm_dir/"
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# Test oracles from PyPI, at the versions pinned in scripts/pypi/oracles.txt (gguf: gguf-py,
+# llama.cpp's own GGUF reader and writer), into build/oracle-venv of this checkout, a venv that
+# sees Debian's numpy; again only when the pins changed.
+oracle_dir="$root/build/oracle-venv"
+if [ ! -x "$oracle_dir/bin/python" ] || ! cmp -s "$root/scripts/pypi/oracles.txt" "$oracle_dir/oracles.txt"; then
+  echo "installing: test oracles (pip into build/oracle-venv)"
+  rm -rf "$oracle_dir"
+  /usr/bin/python3 -m venv --system-site-packages "$oracle_dir"
+  "$oracle_dir/bin/pip" install -q --disable-pip-version-check -r "$root/scripts/pypi/oracles.txt"
+  cp "$root/scripts/pypi/oracles.txt" "$oracle_dir/oracles.txt"
+fi

@@ -53,10 +53,11 @@ enum class Rule : uint8_t {
   zip,          ///< "zip": the zip container of a PyTorch checkpoint
   pickle,       ///< "pickle": a checkpoint's pickle stream and the globals it names
   checkpoint,   ///< "checkpoint": a checkpoint's storages and tensor views
+  gguf,         ///< "gguf": a GGUF file's header, metadata, tensor infos and data layout
 };
 
 /// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index", "zip",
-/// "pickle", "checkpoint"; "" for none.
+/// "pickle", "checkpoint", "gguf"; "" for none.
 TLIO_API std::string_view rule_name(Rule rule) noexcept;
 
 class TLIO_API Error : public std::runtime_error {

@@ -93,6 +93,10 @@ detail::SourceOptions::Access access_for(Backend backend) {
 
 }  // namespace
 
+detail::SourceOptions detail::source_options(const OpenOptions& options) {
+  return {.access = access_for(options.backend), .token = options.token, .warning = options.warning};
+}
+
 File detail::FileAccess::make(std::shared_ptr<const FileState> state) { return File(std::move(state)); }
 
 const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { return *f.state_->source; }
@@ -168,8 +172,7 @@ File detail::open_file(const Location& where, const OpenOptions& options) {
                        options.backend);
   }
   std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
-    return open_source(where, {.access = access_for(options.backend), .token = options.token,
-                               .warning = options.warning});
+    return open_source(where, source_options(options));
   });
   // A remote file is read by ranges, whatever backend was asked for.
   const Backend backend = source->batches_ranges() ? Backend::http : options.backend;

@@ -7,6 +7,7 @@
 
 #include "io/location.hpp"
 #include "io/source.hpp"
+#include "io/store.hpp"
 #include "tlio/file.hpp"
 
 namespace tlio::detail {
@@ -18,5 +19,8 @@ struct FileAccess {
 
 /// File::open of a location already parsed (a model directory's files).
 File open_file(const Location& where, const OpenOptions& options);
+
+/// How a store opens a source for these options (other containers open theirs alike).
+SourceOptions source_options(const OpenOptions& options);
 
 }  // namespace tlio::detail

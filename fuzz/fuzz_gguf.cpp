@@ -1,0 +1,30 @@
+// Fuzz target: a GGUF file in memory: its header parsed and checked (metadata, tensor infos,
+// the data layout), then every tensor's first and last bytes read. Any input reads or throws
+// tlio::Error.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tlio/error.hpp"
+#include "tlio/gguf.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const std::byte> bytes{reinterpret_cast<const std::byte*>(data), size};
+  try {
+    const tlio::GgufFile f = tlio::GgufFile::from_bytes(bytes, "fuzz.gguf");
+    std::vector<std::byte> buf(16);
+    for (const tlio::GgufTensorInfo& t : f.tensors()) {
+      const uint64_t n = t.bytes < buf.size() ? t.bytes : buf.size();
+      f.read(t, 0, std::span(buf).first(n));
+      f.read(t, t.bytes - n, std::span(buf).first(n));
+      (void)t.shape();
+    }
+    for (const tlio::GgufKeyValue& kv : f.metadata()) {
+      (void)kv.value.as_uint();
+      (void)kv.value.as_double();
+      (void)kv.value.number_at(kv.value.count - 1);
+    }
+  } catch (const tlio::Error&) {
+  }
+  return 0;
+}

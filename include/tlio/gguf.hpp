@@ -1,0 +1,116 @@
+// tlio/gguf.hpp: GGUF files (llama.cpp's format), read and checked as ggml's own reader checks
+// them: version 2 or 3, keys non-empty and unique, `general.alignment` a UINT32 power of two,
+// tensor names of at most 63 bytes and unique, at most 4 dimensions whose product fits, known
+// ggml types with the first dimension a whole number of blocks, and each tensor's data exactly
+// where the one before it ends (padded to the alignment), inside the file. Counts and lengths
+// are checked against what is left of the file before anything is allocated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/export.hpp"
+#include "tlio/file.hpp"
+
+namespace tlio {
+
+/// A ggml tensor type as ggml.h numbers it, with its block: `block` elements in `block_bytes`
+/// bytes, blocks running along the first (innermost) dimension.
+struct GgmlType {
+  uint32_t id;
+  std::string_view name;  ///< "Q4_K"
+  uint32_t block;         ///< elements per block: 1 (F32, F16, ...), 32 (Q8_0), 256 (Q6_K)
+  uint32_t block_bytes;
+};
+/// The type of id `id`, or nullopt for an id ggml does not know or has removed (4, 5, 31-33,
+/// 36-38, 43 and up).
+TLIO_API std::optional<GgmlType> ggml_type(uint32_t id) noexcept;
+
+/// The types of GGUF metadata values (GGUF's numbering).
+enum class GgufValueType : uint32_t {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+};
+TLIO_API std::string_view gguf_value_type_name(GgufValueType type) noexcept;
+
+/// One metadata value: a number, a boolean, a string, or an array of one of those (never of
+/// arrays: ggml refuses them).
+struct GgufValue {
+  GgufValueType type = GgufValueType::UINT8;
+  GgufValueType element_type = GgufValueType::UINT8;  ///< an ARRAY's elements
+  uint64_t count = 1;                                 ///< an ARRAY's length
+  std::vector<std::byte> bytes;       ///< a number's, or an array of numbers', little-endian bytes
+  std::vector<std::string> strings;   ///< a STRING (one), or an array of strings
+
+  /// A whole-number scalar (unsigned types and BOOL, or a non-negative signed one), else nullopt.
+  TLIO_API std::optional<uint64_t> as_uint() const noexcept;
+  /// A number scalar of any type as a double, else nullopt.
+  TLIO_API std::optional<double> as_double() const noexcept;
+  /// A STRING's text, else nullptr.
+  TLIO_API const std::string* as_string() const noexcept;
+  /// Element i of an array of numbers as a double (i < count), else nullopt.
+  TLIO_API std::optional<double> number_at(uint64_t i) const noexcept;
+};
+
+struct GgufKeyValue {
+  std::string key;
+  GgufValue value;
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  uint32_t type = 0;         ///< ggml type id (ggml_type(type) is known for every tensor of a file)
+  std::vector<uint64_t> ne;  ///< ggml's dimensions, ne[0] innermost, as stored
+  uint64_t offset = 0;       ///< from the start of the data section
+  uint64_t bytes = 0;
+  /// numpy's order (ne reversed): a Linear weight stored with ne [in, out] is [out, in].
+  TLIO_API std::vector<uint64_t> shape() const;
+  TLIO_API uint64_t element_count() const noexcept;
+};
+
+/// Caps on what a GGUF header may hold, past which it is refused before any allocation
+/// (ggml's own limits).
+inline constexpr uint64_t kMaxGgufStringBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxGgufArrayElements = uint64_t{1} << 30;
+inline constexpr size_t kMaxGgmlNameBytes = 63;
+inline constexpr uint32_t kMaxGgmlDims = 4;
+inline constexpr uint64_t kDefaultGgufAlignment = 32;
+
+/// True when `first_bytes` start with GGUF's magic ("GGUF"), or its byte-swapped form.
+TLIO_API bool looks_like_gguf(std::span<const std::byte> first_bytes) noexcept;
+
+/// A GGUF file, opened and checked. Copies share the open file.
+class TLIO_API GgufFile {
+ public:
+  /// Opens and checks `location` (a path or a URL of any scheme File::open takes; the header is
+  /// read in growing pieces, the tensors' data when asked for). Error{format} (rule "gguf")
+  /// naming what is wrong and where; Error{io} for a file that cannot be read.
+  static GgufFile open(const std::string& location, const OpenOptions& options = {});
+  /// The same over bytes in memory (borrowed: they must outlive the GgufFile).
+  static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name = "<memory>");
+
+  const std::string& name() const noexcept;
+  uint64_t size() const noexcept;  ///< the file's bytes
+  uint32_t version() const noexcept;
+  uint64_t alignment() const noexcept;
+  uint64_t data_offset() const noexcept;  ///< where the data section starts
+  const std::vector<GgufKeyValue>& metadata() const noexcept;
+  const GgufValue* find(std::string_view key) const noexcept;
+  const std::vector<GgufTensorInfo>& tensors() const noexcept;
+  const GgufTensorInfo* tensor(std::string_view name) const noexcept;
+  /// Reads dst.size() bytes at `offset` of tensor `t`'s data. Error{invalid_argument} past its end.
+  void read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byte> dst) const;
+
+ private:
+  struct State;
+  explicit GgufFile(std::shared_ptr<const State> state);
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace tlio

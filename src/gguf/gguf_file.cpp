@@ -1,0 +1,146 @@
+// gguf/gguf_file.cpp: GgufFile (tlio/gguf.hpp) over a byte source of any store, and GgufValue's
+// accessors.
+#include <fmt/core.h>
+
+#include <cstring>
+
+#include "format/file_access.hpp"
+#include "gguf/gguf_header.hpp"
+#include "io/location.hpp"
+#include "io/store.hpp"
+#include "tlio/error.hpp"
+#include "tlio/gguf.hpp"
+
+namespace tlio {
+
+struct GgufFile::State {
+  std::shared_ptr<const detail::ByteSource> source;
+  detail::GgufHeader header;
+};
+
+namespace {
+
+template <class T>
+T load(const std::vector<std::byte>& bytes, uint64_t i = 0) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// Element i of `bytes` read as `type`, as a double; nullopt for a type that is not a number.
+std::optional<double> number(GgufValueType type, const std::vector<std::byte>& bytes, uint64_t i) {
+  switch (type) {
+    case GgufValueType::UINT8: return load<uint8_t>(bytes, i);
+    case GgufValueType::INT8: return load<int8_t>(bytes, i);
+    case GgufValueType::UINT16: return load<uint16_t>(bytes, i);
+    case GgufValueType::INT16: return load<int16_t>(bytes, i);
+    case GgufValueType::UINT32: return load<uint32_t>(bytes, i);
+    case GgufValueType::INT32: return load<int32_t>(bytes, i);
+    case GgufValueType::FLOAT32: return load<float>(bytes, i);
+    case GgufValueType::BOOL: return load<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0;
+    case GgufValueType::UINT64: return static_cast<double>(load<uint64_t>(bytes, i));
+    case GgufValueType::INT64: return static_cast<double>(load<int64_t>(bytes, i));
+    case GgufValueType::FLOAT64: return load<double>(bytes, i);
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<uint64_t> GgufValue::as_uint() const noexcept {
+  switch (type) {
+    case GgufValueType::UINT8: case GgufValueType::BOOL: return load<uint8_t>(bytes);
+    case GgufValueType::UINT16: return load<uint16_t>(bytes);
+    case GgufValueType::UINT32: return load<uint32_t>(bytes);
+    case GgufValueType::UINT64: return load<uint64_t>(bytes);
+    case GgufValueType::INT8: case GgufValueType::INT16: case GgufValueType::INT32: case GgufValueType::INT64: {
+      const int64_t v = type == GgufValueType::INT8    ? load<int8_t>(bytes)
+                        : type == GgufValueType::INT16 ? load<int16_t>(bytes)
+                        : type == GgufValueType::INT32 ? load<int32_t>(bytes)
+                                                       : load<int64_t>(bytes);
+      if (v < 0) return std::nullopt;
+      return static_cast<uint64_t>(v);
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::optional<double> GgufValue::as_double() const noexcept {
+  if (type == GgufValueType::STRING || type == GgufValueType::ARRAY) return std::nullopt;
+  return number(type, bytes, 0);
+}
+
+const std::string* GgufValue::as_string() const noexcept {
+  return type == GgufValueType::STRING && !strings.empty() ? &strings.front() : nullptr;
+}
+
+std::optional<double> GgufValue::number_at(uint64_t i) const noexcept {
+  if (type != GgufValueType::ARRAY || i >= count) return std::nullopt;
+  return number(element_type, bytes, i);
+}
+
+std::vector<uint64_t> GgufTensorInfo::shape() const { return {ne.rbegin(), ne.rend()}; }
+
+uint64_t GgufTensorInfo::element_count() const noexcept {
+  uint64_t n = 1;
+  for (uint64_t d : ne) n *= d;  // checked when the file was opened
+  return n;
+}
+
+bool looks_like_gguf(std::span<const std::byte> first_bytes) noexcept {
+  return first_bytes.size() >= 4 &&
+         (std::memcmp(first_bytes.data(), "GGUF", 4) == 0 || std::memcmp(first_bytes.data(), "FUGG", 4) == 0);
+}
+
+GgufFile::GgufFile(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+
+GgufFile GgufFile::open(const std::string& location, const OpenOptions& options) {
+  const detail::Location where = detail::Location::parse(location);
+  auto state = std::make_shared<State>();
+  try {
+    state->source = detail::open_source(where, detail::source_options(options));
+  } catch (const Error& e) {
+    throw e.with_source(where.display());
+  }
+  state->header = detail::parse_gguf_header(*state->source);
+  return GgufFile(std::move(state));
+}
+
+GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, std::string name) {
+  auto state = std::make_shared<State>();
+  state->source = detail::borrowed_memory_source(bytes, std::move(name));
+  state->header = detail::parse_gguf_header(*state->source);
+  return GgufFile(std::move(state));
+}
+
+const std::string& GgufFile::name() const noexcept { return state_->source->name(); }
+uint64_t GgufFile::size() const noexcept { return state_->source->size(); }
+uint32_t GgufFile::version() const noexcept { return state_->header.version; }
+uint64_t GgufFile::alignment() const noexcept { return state_->header.alignment; }
+uint64_t GgufFile::data_offset() const noexcept { return state_->header.data_offset; }
+const std::vector<GgufKeyValue>& GgufFile::metadata() const noexcept { return state_->header.metadata; }
+const std::vector<GgufTensorInfo>& GgufFile::tensors() const noexcept { return state_->header.tensors; }
+
+const GgufValue* GgufFile::find(std::string_view key) const noexcept {
+  const auto it = state_->header.key_index.find(std::string(key));
+  return it == state_->header.key_index.end() ? nullptr : &state_->header.metadata[it->second].value;
+}
+
+const GgufTensorInfo* GgufFile::tensor(std::string_view name) const noexcept {
+  const auto it = state_->header.tensor_index.find(std::string(name));
+  return it == state_->header.tensor_index.end() ? nullptr : &state_->header.tensors[it->second];
+}
+
+void GgufFile::read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byte> dst) const {
+  if (offset > t.bytes || dst.size() > t.bytes - offset)
+    throw_invalid(fmt::format("{} bytes at {} of tensor {} pass its {} bytes", dst.size(), offset, t.name, t.bytes),
+                  t.name);
+  const uint64_t at = state_->header.data_offset + t.offset + offset;
+  const detail::ByteSource& s = *state_->source;
+  if (!s.memory().empty())
+    std::memcpy(dst.data(), s.memory().data() + at, dst.size());
+  else if (!dst.empty())
+    s.read(at, dst);
+}
+
+}  // namespace tlio

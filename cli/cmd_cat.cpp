@@ -1,15 +1,17 @@
-// cli/cmd_cat.cpp: `tlio cat FILE NAME [--slice SPEC] [--json]`: a tensor's values, laid out as
-// numpy prints them. Only the block the slice lies in is read, and a summarized print (past 1,000
+// cli/cmd_cat.cpp: `tlio cat FILE NAME... [--filter RE] [--slice SPEC] [--json]`: tensors' values,
+// laid out as numpy prints them. Only the block the slice lies in is read, and a summarized print (past 1,000
 // values) reads only the rows it shows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <regex>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"
@@ -257,23 +259,65 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
   fmt::print("{}\n", out);
 }
 
+
+// One tensor's values: printed as numpy prints them (after a "NAME: DTYPE [shape]" line with
+// `header`), or, with `json`, returned as its JSON document.
+std::string cat_one(const Weights& w, const std::string& name, const std::string& slice, bool json, bool header) {
+  std::string scheme;
+  const CatValues v = cat_values(w, name, slice, &scheme, !json);
+  std::vector<std::string> cells;
+  if (tlio::is_integer(v.dtype)) {
+    const unsigned size = tlio::dtype_bits(v.dtype) / 8;
+    const bool is_signed = v.dtype == tlio::Dtype::I8 || v.dtype == tlio::Dtype::I16 ||
+                           v.dtype == tlio::Dtype::I32 || v.dtype == tlio::Dtype::I64;
+    for (size_t at = 0; at < v.integers.size(); at += size) {
+      uint64_t u = 0;
+      std::memcpy(&u, v.integers.data() + at, size);
+      if (is_signed && size < 8 && (u >> (size * 8 - 1)) & 1) u |= ~uint64_t{0} << (size * 8);
+      cells.push_back(is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u));
+    }
+  } else {
+    cells.reserve(v.floats.size());
+    for (double x : v.floats)
+      cells.push_back(!json ? format_value(x, v.dtype)
+                      : v.dtype == tlio::Dtype::BOOL ? (x != 0 ? "true" : "false")
+                      : std::isfinite(x)             ? fmt::format("{}", x)
+                                                     : "null");
+  }
+  if (json)
+    return fmt::format("{{\"name\":{},\"dtype\":\"{}\",{}\"shape\":[{}],\"values\":{}}}", json_string(name),
+                       tlio::dtype_name(v.dtype), scheme.empty() ? "" : fmt::format("\"scheme\":{},", json_string(scheme)),
+                       fmt::join(v.shape, ","), json_array(cells, v.shape));
+  if (header)
+    fmt::print("{}: {} {}\n", display_name(name), scheme.empty() ? std::string(tlio::dtype_name(v.dtype)) : scheme,
+               shape_text(v.shape));
+  print_array(cells, v.shape, v.rows);
+  return {};
+}
+
 }  // namespace
 
 void add_cat(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("cat", "Print the values of a tensor (or a slice), like numpy");
+  auto* cmd = app.add_subcommand("cat", "Print the values of tensors (or slices), like numpy");
   cmd->footer("--slice takes one entry per leading dimension, as numpy: an index (4, -1) or a\n"
               "range with an optional step (0:2, :, 3:, ::2, ::-1). Values of any numeric dtype are\n"
-              "shown converted to decimal; a quantized weight's (by its logical name) dequantized.\n\n"
-              "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8");
+              "shown converted to decimal; a quantized weight's (by its logical name) dequantized.\n"
+              "A NAME may be a glob pattern ('*.norm.weight', '*' crossing dots); --filter REGEX\n"
+              "takes the names it finds. Several tensors are printed one after another, each after\n"
+              "a 'NAME: DTYPE [shape]' line (--json: {\"path\", \"tensors\": [...]}).\n\n"
+              "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8\n"
+              "  tlio cat model/ '*.norm.weight'");
   struct Args {
-    std::string file, name, slice;
+    std::string file, slice, filter;
+    std::vector<std::string> names;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("NAME", a->name, "Tensor name")->required();
-  cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1")
+  cmd->add_option("NAME", a->names, "Tensor names or glob patterns (or none, with --filter)");
+  cmd->add_option("--filter", a->filter, "The tensors whose names match REGEX (a search)")->check(regex_check());
+  cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1 (for every tensor named)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             try {
@@ -286,42 +330,29 @@ void add_cat(CLI::App& app, int& exit_code) {
           ""));
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"name\", \"dtype\", \"scheme\" (quantized weights), "
-                "\"shape\", \"values\"} (nested "
-                "lists; NaN and infinities as null)");
+                "\"shape\", \"values\"} (nested lists; NaN and infinities as null); several tensors: "
+                "{\"path\", \"tensors\": [...]}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
+      if (a->names.empty() && a->filter.empty()) throw UsageError("NAME is required (or --filter REGEX)");
       const Weights w = Weights::open(a->file);
-      std::string scheme;
-      const CatValues v = cat_values(w, a->name, a->slice, &scheme, !a->json);
-      std::vector<std::string> cells;
-      const bool as_json = a->json;
-      if (tlio::is_integer(v.dtype)) {
-        const unsigned size = tlio::dtype_bits(v.dtype) / 8;
-        const bool is_signed = v.dtype == tlio::Dtype::I8 || v.dtype == tlio::Dtype::I16 ||
-                               v.dtype == tlio::Dtype::I32 || v.dtype == tlio::Dtype::I64;
-        for (size_t at = 0; at < v.integers.size(); at += size) {
-          uint64_t u = 0;
-          std::memcpy(&u, v.integers.data() + at, size);
-          if (is_signed && size < 8 && (u >> (size * 8 - 1)) & 1) u |= ~uint64_t{0} << (size * 8);
-          cells.push_back(is_signed ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u));
-        }
-      } else {
-        cells.reserve(v.floats.size());
-        for (double x : v.floats)
-          cells.push_back(!as_json ? format_value(x, v.dtype)
-                          : v.dtype == tlio::Dtype::BOOL ? (x != 0 ? "true" : "false")
-                          : std::isfinite(x)             ? fmt::format("{}", x)
-                                                         : "null");
-      }
-      const std::vector<uint64_t>& shape = v.shape;
-      if (as_json) {
-        fmt::print("{{\"name\":{},\"dtype\":\"{}\",{}\"shape\":[{}],\"values\":{}}}\n",
-                   json_string(a->name), tlio::dtype_name(v.dtype),
-                   scheme.empty() ? "" : fmt::format("\"scheme\":{},", json_string(scheme)),
-                   fmt::join(shape, ","), json_array(cells, shape));
+      // One plain name prints as it always has; patterns and --filter print a list.
+      const bool one = a->names.size() == 1 && a->filter.empty() && a->names[0].find_first_of("*?[") == std::string::npos;
+      if (one) {
+        const std::string doc = cat_one(w, a->names[0], a->slice, a->json, false);
+        if (a->json) fmt::print("{}\n", doc);
         return kExitOk;
       }
-      print_array(cells, shape, v.rows);
+      const std::vector<std::string> all = w.value_names();
+      std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
+      if (!a->filter.empty()) {
+        const std::regex filter(a->filter, std::regex::ECMAScript);
+        std::erase_if(names, [&](const std::string& n) { return !std::regex_search(n, filter); });
+        if (names.empty()) throw UsageError(fmt::format("no tensor of {} matches --filter '{}'", w.name(), a->filter));
+      }
+      std::vector<std::string> docs;
+      for (const std::string& name : names) docs.push_back(cat_one(w, name, a->slice, a->json, true));
+      if (a->json) fmt::print("{{\"path\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
       return kExitOk;
     });
   });

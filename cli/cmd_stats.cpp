@@ -166,12 +166,7 @@ void add_stats(CLI::App& app, int& exit_code) {
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
       const Weights w = Weights::open(a->file);
       const auto& quantized = w.quantized();
-      std::set<std::string> parts;
-      for (const auto& q : quantized) parts.insert(q.stored.begin(), q.stored.end());
-      std::vector<std::string> all;  // every name, quantized weights by their logical names
-      for (const tlio::TensorInfo* t : w.tensors())
-        if (!parts.count(t->name)) all.push_back(t->name);
-      for (const auto& q : quantized) all.push_back(q.name);
+      const std::vector<std::string> all = w.value_names();  // quantized weights by their logical names
       std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
       if (!a->filter.empty()) {
         const std::regex filter(a->filter, std::regex::ECMAScript);

@@ -1,6 +1,8 @@
 // cli/weights.cpp: a file or a model folder behind one interface for the reading commands.
 #include "weights.hpp"
 
+#include <set>
+
 #include <fmt/core.h>
 
 #include "cli_util.hpp"
@@ -50,6 +52,16 @@ std::vector<const tlio::TensorInfo*> Weights::tensors() const {
   for (const tlio::File& f : files())
     for (const tlio::TensorInfo& t : f.tensors()) out.push_back(&t);
   return out;
+}
+
+std::vector<std::string> Weights::value_names() const {
+  std::set<std::string_view> parts;
+  for (const tlio::QuantizedWeight& q : quantized_) parts.insert(q.stored.begin(), q.stored.end());
+  std::vector<std::string> names;
+  for (const tlio::TensorInfo* t : tensors())
+    if (!parts.contains(t->name)) names.push_back(t->name);
+  for (const tlio::QuantizedWeight& q : quantized_) names.push_back(q.name);
+  return names;
 }
 
 }  // namespace tlio::cli

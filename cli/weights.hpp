@@ -29,6 +29,9 @@ class Weights {
   std::pair<const tlio::File*, const tlio::TensorInfo*> at(std::string_view name) const;
   /// Every stored tensor, file by file, each file's in offset order.
   std::vector<const tlio::TensorInfo*> tensors() const;
+  /// The names values are read by: the stored tensors that are no quantized weight's part, in
+  /// tensors()' order, then the quantized weights' logical names.
+  std::vector<std::string> value_names() const;
   /// The quantized weights of all files (parts may be in different shards).
   const std::vector<tlio::QuantizedWeight>& quantized() const noexcept { return quantized_; }
   /// A reader of one of quantized().

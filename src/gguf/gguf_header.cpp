@@ -18,6 +18,11 @@ namespace {
 
 constexpr uint64_t kFirstPiece = uint64_t{1} << 20;  // a remote header's first read
 constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+// Entries reserved ahead at most: a count that only the file's size bounds (a big file can
+// claim billions) grows the lists as they fill instead.
+constexpr uint64_t kMaxReserved = uint64_t{1} << 16;
+
+size_t reserved(uint64_t count) { return static_cast<size_t>(std::min(count, kMaxReserved)); }
 
 // The file's bytes from its start, fetched as the parse reaches them: all of a source in
 // memory, else pieces that double in size (a header of a few MB, as a big vocabulary makes it,
@@ -119,7 +124,7 @@ GgufValue read_value(Reader& r, const std::string& key) {
                        v.count > kMaxGgufArrayElements ? "the limit of 2^30" : "the rest of the file holds"),
            key);
   if (v.element_type == GgufValueType::STRING) {
-    v.strings.reserve(static_cast<size_t>(v.count));
+    v.strings.reserve(reserved(v.count));
     for (uint64_t i = 0; i < v.count; ++i) v.strings.push_back(r.string("an array's string", key));
   } else {
     const auto bytes = r.take(v.count * least, "an array's values");
@@ -131,7 +136,7 @@ GgufValue read_value(Reader& r, const std::string& key) {
 void read_metadata(Reader& r, uint64_t count, GgufHeader& h) {
   if (count > r.left() / 13)  // a key's length (8), a type (4) and at least one byte
     r.fail(fmt::format("the header says {} metadata entries, more than the file holds", count));
-  h.metadata.reserve(static_cast<size_t>(count));
+  h.metadata.reserve(reserved(count));
   for (uint64_t i = 0; i < count; ++i) {
     std::string key = r.string("a metadata key");
     if (key.empty()) r.fail(fmt::format("metadata entry {} has an empty key", i));
@@ -209,7 +214,7 @@ GgufHeader parse_gguf_header(const ByteSource& source) {
     read_metadata(r, keys, h);
     if (tensors > r.left() / 24)  // a name's length, a dimension count, a type and an offset
       r.fail(fmt::format("the header says {} tensors, more than the file holds", tensors));
-    h.tensors.reserve(static_cast<size_t>(tensors));
+    h.tensors.reserve(reserved(tensors));
     for (uint64_t i = 0; i < tensors; ++i) {
       GgufTensorInfo t = read_tensor_info(r, h);
       h.tensor_index.emplace(t.name, h.tensors.size());

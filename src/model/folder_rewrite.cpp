@@ -110,8 +110,10 @@ std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& source
     }
     s.bytes += m.bytes;
   }
-  for (size_t k = 0; k < shards.size(); ++k)
+  for (size_t k = 0; k < shards.size(); ++k) {
     shards[k].name = shards.size() == 1 ? kSingleWeightsFile : weights_file_name(k + 1, shards.size());
+    if (shards[k].tensors.empty()) shards[k].first_source = 0;  // nothing at all: one empty file
+  }
   return shards;
 }
 

@@ -57,6 +57,12 @@ void run(const detail::FolderSource& source, const std::string& out, detail::Fol
   if (folder.files) *folder.files = std::move(written);
 }
 
+// A selection that left none of the folder's tensors (each shard's step allows that for itself).
+void refuse_empty_selection(uint64_t written, uint64_t dropped, const detail::FolderSource& source) {
+  if (written == 0 && dropped > 0)
+    throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", dropped, source.where.name()));
+}
+
 void add(ConvertFileReport& total, const ConvertFileReport& r) {
   total.converted += r.converted;
   total.kept += r.kept;
@@ -81,11 +87,7 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
     how.edit_config = [&](const std::string& text, const std::string& name) {
       return with_dtype(text, name, options.dtype);
     };
-  how.before_publish = [&] {
-    if (total.converted + total.kept == 0 && total.dropped > 0)
-      throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", total.dropped,
-                                source.where.name()));
-  };
+  how.before_publish = [&] { refuse_empty_selection(total.converted + total.kept, total.dropped, source); };
   how.restart = [&] { total = {}; };
   how.progress = options.progress;
   run(source, out, how, folder);
@@ -148,11 +150,7 @@ EditReport edit_folder(const std::string& src, const std::string& out, const Edi
       throw e.with_source(source.where.name_of(source.weights.names[i]));
     }
   };
-  how.before_publish = [&] {
-    if (total.kept == 0 && total.dropped > 0)
-      throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", total.dropped,
-                                source.where.name()));
-  };
+  how.before_publish = [&] { refuse_empty_selection(total.kept, total.dropped, source); };
   how.restart = [&] { total = {}; };
   how.progress = options.progress;
   run(source, out, how, folder);

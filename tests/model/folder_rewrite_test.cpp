@@ -238,6 +238,11 @@ TEST(FolderRewrite, ReshardsByMaxSizeKeepingModulesWhole) {
   EXPECT_FALSE(fs::exists(tmp / "one/model.safetensors"));
   EXPECT_TRUE(fs::exists(tmp / "one/model.safetensors.index.json"));
   EXPECT_EQ(Model::open(tmp / "one").tensor_names().size(), 6u);
+  // A selection that leaves nothing is the whole folder's error, re-sharded or not.
+  ConvertFileOptions drop_all = o;
+  drop_all.tensors.drop = {"."};
+  EXPECT_THROW(convert_folder((tmp / "src").string(), (tmp / "none").string(), drop_all, folder), Error);
+  EXPECT_FALSE(fs::exists(tmp / "none/model.safetensors"));
 }
 
 }  // namespace

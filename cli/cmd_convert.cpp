@@ -10,10 +10,12 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "gguf_listing.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
 #include "tlio/folder_rewrite.hpp"
+#include "tlio/gguf.hpp"
 
 namespace tlio::cli {
 
@@ -90,6 +92,42 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
   return kExitOk;
 }
 
+// A GGUF file in: its tensors to a safetensors file, every block type decoded as ggml does.
+int convert_from_gguf(const Args& a) {
+  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
+      !a.max_size.empty())
+    throw UsageError("from a GGUF file, convert takes --dtype (F32, F16 or BF16) and --json only");
+  if (!a.out.ends_with(".safetensors"))
+    throw UsageError(fmt::format("from a GGUF file, OUT is a .safetensors file, not '{}' (a Hugging Face folder "
+                                 "with names mapped back is not written from GGUF yet)",
+                                 a.out));
+  tlio::GgufImportOptions options;
+  if (!a.dtype.empty()) options.dtype = *tlio::parse_dtype_alias(a.dtype);
+  if (options.dtype != tlio::Dtype::F32 && options.dtype != tlio::Dtype::F16 && options.dtype != tlio::Dtype::BF16)
+    throw UsageError(fmt::format("from a GGUF file, --dtype is F32, F16 or BF16, not {}",
+                                 tlio::dtype_name(options.dtype)));
+  const tlio::GgufFile src = tlio::GgufFile::open(a.in, open_options());
+  ProgressBar bar("decoding");
+  options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+  const tlio::GgufImportReport r = tlio::import_gguf(src, a.out, options);
+  bar.finish();
+  const std::string_view dtype = tlio::dtype_name(options.dtype);
+  if (a.json) {
+    fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"decoded\":{},\"converted\":{},\"kept\":{},"
+               "\"dtype\":\"{}\",\"metadata_kept\":{},\"metadata_skipped\":{},\"data_bytes_in\":{},"
+               "\"data_bytes_out\":{}}}\n",
+               json_string(display_location(a.in)), json_string(a.out), r.tensors, r.decoded, r.converted, r.kept,
+               dtype, r.metadata_kept, r.metadata_skipped, r.data_bytes_in, r.data_bytes_out);
+    return kExitOk;
+  }
+  fmt::print("{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} array{} "
+             "left out; {} -> {}\n",
+             display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype, r.converted,
+             r.kept, r.metadata_kept, r.metadata_kept == 1 ? "" : "s", r.metadata_skipped,
+             r.metadata_skipped == 1 ? "" : "s", human_size(r.data_bytes_in), human_size(r.data_bytes_out));
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_convert(CLI::App& app, int& exit_code) {
@@ -106,11 +144,15 @@ void add_convert(CLI::App& app, int& exit_code) {
       "and its stored tensors are renamed together. Two tensors renamed to one name is an error.\n"
       "OUT may be IN itself: the new file replaces it atomically. IN may be a model folder\n"
       "(shards with their index): OUT is then a folder with the same shards, a new index, and\n"
-      "config.json (its dtype set), tokenizer and generation files carried over.\n\n"
+      "config.json (its dtype set), tokenizer and generation files carried over.\n"
+      "IN may be a GGUF file (llama.cpp's): OUT.safetensors gets its tensors under their GGUF\n"
+      "names, each ggml type decoded exactly as ggml does, as --dtype F32, F16 or BF16 (default\n"
+      "BF16); its numbers and strings become metadata.\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
-      "      --rename '^encoder\\.(.*)=\\1'");
+      "      --rename '^encoder\\.(.*)=\\1'\n"
+      "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32");
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
@@ -141,6 +183,7 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
+      if (is_gguf_input(a->in)) return convert_from_gguf(*a);
       tlio::TensorSelection selection;
       selection.keep = a->keep;
       selection.drop = a->drop;

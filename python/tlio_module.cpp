@@ -14,4 +14,5 @@ PYBIND11_MODULE(_tlio, m) {
   tlio_py::bind_plan(m);
   tlio_py::bind_writer(m);
   tlio_py::bind_trust(m);
+  tlio_py::bind_gguf(m);
 }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -17,20 +18,10 @@
 
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
+#include "tlio/ggml.hpp"
+#include "tlio/writer.hpp"
 
 namespace tlio {
-
-/// A ggml tensor type as ggml.h numbers it, with its block: `block` elements in `block_bytes`
-/// bytes, blocks running along the first (innermost) dimension.
-struct GgmlType {
-  uint32_t id;
-  std::string_view name;  ///< "Q4_K"
-  uint32_t block;         ///< elements per block: 1 (F32, F16, ...), 32 (Q8_0), 256 (Q6_K)
-  uint32_t block_bytes;
-};
-/// The type of id `id`, or nullopt for an id ggml does not know or has removed (4, 5, 31-33,
-/// 36-38, 43 and up).
-TLIO_API std::optional<GgmlType> ggml_type(uint32_t id) noexcept;
 
 /// The types of GGUF metadata values (GGUF's numbering).
 enum class GgufValueType : uint32_t {
@@ -106,11 +97,49 @@ class TLIO_API GgufFile {
   const GgufTensorInfo* tensor(std::string_view name) const noexcept;
   /// Reads dst.size() bytes at `offset` of tensor `t`'s data. Error{invalid_argument} past its end.
   void read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byte> dst) const;
+  /// Elements [first, first + count) of tensor `t` (flat, ne[0] fastest) as dtype `to` into dst
+  /// (exactly their bytes): block types decoded as ggml decodes them (tlio/ggml.hpp) then
+  /// converted from F32, plain types converted from their own dtype (tlio/convert.hpp's
+  /// roundings). Error{unsupported} for a type tlio does not decode (named) or a whole-byte
+  /// dtype it cannot convert to; Error{invalid_argument} past the tensor's end.
+  void read_values(const GgufTensorInfo& t, uint64_t first, uint64_t count, Dtype to,
+                   std::span<std::byte> dst) const;
 
  private:
   struct State;
   explicit GgufFile(std::shared_ptr<const State> state);
   std::shared_ptr<const State> state_;
 };
+
+/// The scalar and string keys of `f` as safetensors metadata (what import_gguf writes): strings
+/// as they are, numbers in their shortest decimal form, booleans "true"/"false"; arrays (a
+/// vocabulary, merges) are left out.
+TLIO_API Metadata gguf_scalar_metadata(const GgufFile& f);
+
+/// What import_gguf writes.
+struct GgufImportOptions {
+  /// The dtype of every floating tensor written (F32, F16 or BF16): block types are decoded to it,
+  /// F32/F16/BF16/F64 tensors converted. Integer tensors keep their dtype.
+  Dtype dtype = Dtype::BF16;
+  ProgressCallback progress;  ///< elements written / all
+};
+
+struct GgufImportReport {
+  size_t tensors = 0;
+  size_t decoded = 0;    ///< tensors of a block type (Q4_K, ...), decoded
+  size_t converted = 0;  ///< plain floating tensors whose dtype changed
+  size_t kept = 0;       ///< tensors written in their own dtype
+  size_t metadata_kept = 0;     ///< GGUF keys written as safetensors metadata (numbers, strings)
+  size_t metadata_skipped = 0;  ///< array keys (vocabularies, merges) not written
+  uint64_t data_bytes_in = 0, data_bytes_out = 0;
+};
+
+/// Writes the tensors of `src` to the safetensors file `out` (atomically) under their GGUF names,
+/// in numpy's order of dimensions (ne reversed), every block type decoded exactly as ggml does;
+/// scalar and string GGUF keys become metadata (numbers in their shortest decimal form), arrays
+/// are left out. Streams in bounded memory, decoding on every core. Error{unsupported} naming
+/// the first tensor of a type tlio does not decode, before anything is written.
+TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& out,
+                                      const GgufImportOptions& options = {});
 
 }  // namespace tlio

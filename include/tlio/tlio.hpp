@@ -12,6 +12,8 @@
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/folder_rewrite.hpp"
+#include "tlio/ggml.hpp"
+#include "tlio/gguf.hpp"
 #include "tlio/header.hpp"
 #include "tlio/interrupt.hpp"
 #include "tlio/location.hpp"

@@ -109,5 +109,6 @@ void bind_rewrites(py::module_& m);
 void bind_plan(py::module_& m);
 void bind_writer(py::module_& m);
 void bind_trust(py::module_& m);
+void bind_gguf(py::module_& m);
 
 }  // namespace tlio_py

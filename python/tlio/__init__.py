@@ -28,14 +28,16 @@ from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
 
-from . import _tlio
+from . import _gguf, _tlio
+from ._gguf import gguf_metadata, import_gguf
 from ._tlio import SafetensorError, VerificationError
 
 __version__ = _tlio.__version__
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
-           "compare_files", "VerificationError", "hash_file", "sign", "verify"]
+           "compare_files", "VerificationError", "hash_file", "sign", "verify", "import_gguf",
+           "gguf_metadata"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch", "pytorch")
@@ -337,6 +339,9 @@ class safe_open:
 
     def _quantized_weights(self):
         file = self._open_file()
+        if isinstance(file, _gguf._Gguf):
+            raise _error(f"{file.name} is a GGUF file: its tensors come dequantized from "
+                         f"get_tensor", "gguf")
         if self._quantized is None:
             files = file.files if isinstance(file, _Shards) else [file]
             self._quantized = _tlio.QuantizedWeights(files, file.name)
@@ -418,6 +423,8 @@ def _open_source(source, backend, token):
                 not _os.path.isdir(path) or any(_os.path.exists(_os.path.join(_os.fsdecode(path), n))
                                                 for n in _MODEL_FILES)):
             return _Shards(path, backend, token or "")
+        if _gguf.is_gguf(_os.fsdecode(path)):
+            return _gguf._Gguf(_os.fsdecode(path), token)
         return _tlio.File(path, backend, token or "")
     if not hasattr(source, "read"):
         raise TypeError(f"filename must be a path, a URL or a binary file object, not "

@@ -1,5 +1,8 @@
 // gguf/ggml_types.cpp: ggml's tensor types (ggml.h's ids; blocks and sizes as ggml_blck_size and
 // ggml_type_size give them) and GGUF's metadata value types.
+#include <algorithm>
+#include <cctype>
+
 #include "tlio/gguf.hpp"
 
 namespace tlio {
@@ -24,6 +27,17 @@ constexpr GgmlType kTypes[] = {
 std::optional<GgmlType> ggml_type(uint32_t id) noexcept {
   for (const GgmlType& t : kTypes)
     if (t.id == id) return t;
+  return std::nullopt;
+}
+
+std::optional<GgmlType> ggml_type_named(std::string_view name) noexcept {
+  const auto same = [&](std::string_view known) {
+    return std::ranges::equal(known, name, [](char a, char b) {
+      return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+    });
+  };
+  for (const GgmlType& t : kTypes)
+    if (same(t.name)) return t;
   return std::nullopt;
 }
 

@@ -2,12 +2,14 @@
 // accessors.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "format/file_access.hpp"
 #include "gguf/gguf_header.hpp"
 #include "io/location.hpp"
 #include "io/store.hpp"
+#include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
 
@@ -141,6 +143,48 @@ void GgufFile::read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byt
     std::memcpy(dst.data(), s.memory().data() + at, dst.size());
   else if (!dst.empty())
     s.read(at, dst);
+}
+
+void GgufFile::read_values(const GgufTensorInfo& t, uint64_t first, uint64_t count, Dtype to,
+                           std::span<std::byte> dst) const {
+  const uint64_t n = t.element_count();
+  if (first > n || count > n - first)
+    throw_invalid(fmt::format("elements [{}, {}) of tensor {} pass its {}", first, first + count, t.name, n),
+                  t.name);
+  const std::optional<GgmlType> type = ggml_type(t.type);  // known: checked at open
+  if (!ggml_decodes(t.type))
+    throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
+                fmt::format("tensor {} is {}, a ggml type tlio does not decode", t.name, type->name), name());
+  const Dtype from = ggml_plain_dtype(t.type).value_or(Dtype::F32);
+  if (dtype_bits(to) % 8 != 0 || !can_convert(from, to))
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} cannot be read as {}", t.name, dtype_name(to)), name());
+  const uint64_t out_size = dtype_bits(to) / 8;
+  if (dst.size() != count * out_size)
+    throw_invalid(fmt::format("{} elements of {} take {} bytes, not {}", count, dtype_name(to), count * out_size,
+                              dst.size()),
+                  t.name);
+  // Whole blocks at a time, a bounded piece of them per step.
+  constexpr uint64_t kStepElements = uint64_t{1} << 16;
+  const uint64_t block = type->block, step = std::max<uint64_t>(kStepElements / block, 1) * block;
+  std::vector<std::byte> raw;
+  std::vector<float> decoded;
+  for (uint64_t at = first / block * block, done = 0; done < count; at += step) {
+    const uint64_t elements = std::min(step, n - at), skip = first > at ? first - at : 0;
+    const uint64_t take = std::min(elements - skip, count - done);
+    raw.resize(elements / block * type->block_bytes);
+    read(t, at / block * type->block_bytes, raw);
+    std::span<const std::byte> values = raw;
+    if (!ggml_plain_dtype(t.type)) {
+      decoded.resize(elements);
+      ggml_decode(t.type, raw, decoded);
+      values = std::as_bytes(std::span(decoded));
+    }
+    const uint64_t in_size = dtype_bits(from) / 8;
+    convert(from, values.subspan(skip * in_size, take * in_size), to, dst.subspan(done * out_size, take * out_size),
+            take);
+    done += take;
+  }
 }
 
 }  // namespace tlio

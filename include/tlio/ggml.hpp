@@ -1,0 +1,45 @@
+// tlio/ggml.hpp: ggml's tensor types (the element formats of GGUF files): their blocks, and their
+// decoding to floats, bit for bit as ggml's own dequantize_row_* functions decode them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "tlio/dtype.hpp"
+#include "tlio/export.hpp"
+
+namespace tlio {
+
+/// A ggml tensor type as ggml.h numbers it, with its block: `block` elements in `block_bytes`
+/// bytes, blocks running along the first (innermost) dimension.
+struct GgmlType {
+  uint32_t id;
+  std::string_view name;  ///< "Q4_K"
+  uint32_t block;         ///< elements per block: 1 (F32, F16, ...), 32 (Q8_0), 256 (Q6_K)
+  uint32_t block_bytes;
+};
+/// The type of id `id`, or nullopt for an id ggml does not know or has removed (4, 5, 31-33,
+/// 36-38, 43 and up).
+TLIO_API std::optional<GgmlType> ggml_type(uint32_t id) noexcept;
+/// The type named `name` ("Q4_K", any case), or nullopt.
+TLIO_API std::optional<GgmlType> ggml_type_named(std::string_view name) noexcept;
+
+/// The tlio dtype whose bytes are those of ggml type `id` (F32, F16, BF16, F64, I8..I64), or
+/// nullopt for a block type.
+TLIO_API std::optional<Dtype> ggml_plain_dtype(uint32_t id) noexcept;
+
+/// True when ggml_decode decodes type `id`: every plain type, the legacy blocks (Q4_0, Q4_1,
+/// Q5_0, Q5_1, Q8_0), the K-quants (Q2_K..Q8_K), IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4, NVFP4,
+/// Q1_0 and Q2_0. Not Q8_1 (an activation type ggml does not decode either) nor the codebook
+/// types (IQ1_S, IQ1_M, IQ2_*, IQ3_*), whose lattice tables tlio does not carry.
+TLIO_API bool ggml_decodes(uint32_t id) noexcept;
+
+/// Decodes dst.size() elements of type `id` (a whole number of blocks) from `src` (exactly
+/// their bytes) into floats: the values ggml's dequantize_row_* gives, bit for bit (plain
+/// integer and F64 types converted as a C cast does). Error{unsupported} naming the type when
+/// !ggml_decodes(id); Error{invalid_argument} when the sizes do not match.
+TLIO_API void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> dst);
+
+}  // namespace tlio

@@ -1,0 +1,136 @@
+// python/module/gguf.cpp: GGUF files (tlio/gguf.hpp): their tensors decoded into new numpy arrays,
+// their metadata, and import_gguf. tlio/_gguf.py puts them behind safe_open.
+#include <cstdio>
+#include <cstring>
+
+#include "module/support.hpp"
+
+namespace tlio_py {
+
+namespace {
+
+const tlio::GgufTensorInfo& tensor_of(const tlio::GgufFile& f, const std::string& name) {
+  if (const tlio::GgufTensorInfo* t = f.tensor(name)) return *t;
+  throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, name, std::nullopt,
+                    "no tensor named " + std::string(py::repr(py::str(name))), f.name());
+}
+
+// The dtype a tensor is read as by default: its own for plain types, F32 for block types.
+tlio::Dtype natural_dtype(const tlio::GgufTensorInfo& t) {
+  return tlio::ggml_plain_dtype(t.type).value_or(tlio::Dtype::F32);
+}
+
+// Element i of GGUF numbers `bytes` of `type` as a Python int, float or bool.
+py::object number_object(tlio::GgufValueType type, const std::vector<std::byte>& bytes, uint64_t i) {
+  using T = tlio::GgufValueType;
+  const auto load = [&](auto v) {
+    std::memcpy(&v, bytes.data() + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  switch (type) {
+    case T::UINT8: return py::int_(load(uint8_t{}));
+    case T::INT8: return py::int_(load(int8_t{}));
+    case T::UINT16: return py::int_(load(uint16_t{}));
+    case T::INT16: return py::int_(load(int16_t{}));
+    case T::UINT32: return py::int_(load(uint32_t{}));
+    case T::INT32: return py::int_(load(int32_t{}));
+    case T::UINT64: return py::int_(load(uint64_t{}));
+    case T::INT64: return py::int_(load(int64_t{}));
+    case T::FLOAT32: return py::float_(load(float{}));
+    case T::FLOAT64: return py::float_(load(double{}));
+    default: return py::bool_(load(uint8_t{}) != 0);  // BOOL
+  }
+}
+
+// A GGUF metadata value as Python sees it: int, float, bool, str, or a list of those.
+py::object value_object(const tlio::GgufValue& v) {
+  using T = tlio::GgufValueType;
+  if (v.type == T::STRING) return lossless_text(v.strings.front());
+  if (v.type != T::ARRAY) return number_object(v.type, v.bytes, 0);
+  py::list out;
+  if (v.element_type == T::STRING)
+    for (const std::string& s : v.strings) out.append(lossless_text(s));
+  else
+    for (uint64_t i = 0; i < v.count; ++i) out.append(number_object(v.element_type, v.bytes, i));
+  return out;
+}
+
+}  // namespace
+
+void bind_gguf(py::module_& m) {
+  py::class_<tlio::GgufFile>(m, "GgufFile")
+      .def(py::init([](const std::string& location, const std::string& token) {
+        tlio::OpenOptions o;
+        o.token = token;
+        LongCall call;
+        return tlio::GgufFile::open(location, o);
+      }), py::arg("location"), py::arg("token") = "")
+      .def_property_readonly("name", &tlio::GgufFile::name)
+      .def("offset_keys", [](const tlio::GgufFile& f) {
+        std::vector<std::string> names;
+        for (const auto& t : f.tensors()) names.push_back(t.name);
+        return names;
+      })
+      .def("dtype", [](const tlio::GgufFile& f, const std::string& name) {
+        return std::string(tlio::dtype_name(natural_dtype(tensor_of(f, name))));
+      })
+      .def("ggml_type", [](const tlio::GgufFile& f, const std::string& name) {
+        return std::string(tlio::ggml_type(tensor_of(f, name).type)->name);
+      })
+      .def("shape", [](const tlio::GgufFile& f, const std::string& name) { return tensor_of(f, name).shape(); })
+      .def("values", [](const tlio::GgufFile& f, const std::string& name, const std::string& dtype) {
+        const tlio::GgufTensorInfo& t = tensor_of(f, name);
+        const tlio::Dtype to = dtype.empty() ? natural_dtype(t) : named_dtype(py::str(dtype), name);
+        std::vector<py::ssize_t> shape;
+        for (uint64_t d : t.shape()) shape.push_back(static_cast<py::ssize_t>(d));
+        const py::dtype np_type = numpy_dtype(to);
+        py::array out(np_type, shape, strides_for(shape, np_type.itemsize()));
+        const auto bytes = static_cast<size_t>(out.nbytes());
+        auto* data = static_cast<std::byte*>(out.mutable_data());
+        {
+          LongCall call;
+          f.read_values(t, 0, t.element_count(), to, std::span(data, bytes));
+        }
+        return out;
+      }, py::arg("name"), py::arg("dtype") = "")
+      .def("metadata", [](const tlio::GgufFile& f) { return tlio::gguf_scalar_metadata(f); })
+      .def("fields", [](const tlio::GgufFile& f) {
+        py::dict out;
+        for (const tlio::GgufKeyValue& kv : f.metadata()) out[lossless_text(kv.key)] = value_object(kv.value);
+        return out;
+      });
+  m.def("is_gguf", [](const std::string& path) {
+    // A name ending in .gguf, or a regular local file that starts with GGUF's magic.
+    if (path.ends_with(".gguf")) return true;
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) return false;
+    std::byte magic[4]{};
+    const size_t got = std::fread(magic, 1, 4, file);
+    std::fclose(file);
+    return tlio::looks_like_gguf(std::span(magic, got));
+  });
+  m.def("import_gguf", [](const std::string& src, const std::filesystem::path& dst, const std::string& dtype,
+                          const std::string& token) {
+    tlio::OpenOptions open;
+    open.token = token;
+    tlio::GgufImportOptions o;
+    if (!dtype.empty()) o.dtype = named_dtype(py::str(dtype), "");
+    tlio::GgufImportReport r;
+    {
+      LongCall call;
+      r = tlio::import_gguf(tlio::GgufFile::open(src, open), dst, o);
+    }
+    py::dict d;
+    d["tensors"] = r.tensors;
+    d["decoded"] = r.decoded;
+    d["converted"] = r.converted;
+    d["kept"] = r.kept;
+    d["metadata_kept"] = r.metadata_kept;
+    d["metadata_skipped"] = r.metadata_skipped;
+    d["data_bytes_in"] = r.data_bytes_in;
+    d["data_bytes_out"] = r.data_bytes_out;
+    return d;
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "");
+}
+
+}  // namespace tlio_py

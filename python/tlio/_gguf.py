@@ -1,0 +1,74 @@
+"""A GGUF file (llama.cpp's format) behind what safe_open asks of a file: its tensors under their
+GGUF names and numpy-order shapes, each decoded into a new array as ggml decodes it (block types
+as F32, or the dtype asked for), its numbers and strings as the metadata dict."""
+import numpy as _np
+
+from . import _tlio
+
+_DTYPE_NAMES = {_np.dtype("float32"): "F32", _np.dtype("float64"): "F64", _np.dtype("float16"): "F16"}
+
+
+class _Gguf:
+    remote = False  # tensors come decoded, one by one
+
+    def __init__(self, path, token):
+        self.file = _tlio.GgufFile(path, token or "")
+        self.name = self.file.name
+
+    def keys(self):
+        return sorted(self.file.offset_keys())
+
+    def offset_keys(self):
+        return self.file.offset_keys()
+
+    def metadata(self):
+        return self.file.metadata() or None
+
+    def in_memory(self):
+        return True  # slices index a decoded array
+
+    def dtype(self, name):
+        return self.file.dtype(name)
+
+    def shape(self, name):
+        return self.file.shape(name)
+
+    def array(self, name, writable=False):  # noqa: ARG002 - always a new array
+        return self.file.values(name)
+
+    copy = array
+
+    def copies(self, names):
+        return [self.file.values(n) for n in names]
+
+    def converted(self, name, dtype):
+        if dtype not in _DTYPE_NAMES:
+            raise ValueError(f"dtype {dtype} is not float32, float64 or float16")
+        return self.file.values(name, _DTYPE_NAMES[dtype])
+
+    def read_into(self, name, out):
+        _np.copyto(out, self.file.values(name).reshape(out.shape), casting="no")
+        return out
+
+
+def is_gguf(path):
+    return _tlio.is_gguf(path)
+
+
+def import_gguf(src, dst, dtype=None, *, token=None):
+    """Writes the tensors of the GGUF file `src` (a path or URL) to the safetensors file `dst`,
+    atomically, as ``tlio convert SRC DST.safetensors`` does: GGUF names, numpy-order shapes,
+    every block type (Q4_K, Q8_0, ...) decoded exactly as ggml decodes it, floating tensors as
+    `dtype` ("F32", "F16" or "BF16"; default BF16), integer tensors as they are; numbers and
+    strings become metadata. Returns counts: tensors, decoded, converted, kept, metadata_kept,
+    metadata_skipped (arrays), data_bytes_in, data_bytes_out."""
+    import os
+    return _tlio.import_gguf(os.fspath(src), os.fspath(dst), "" if dtype is None else str(dtype),
+                             token or "")
+
+
+def gguf_metadata(src, *, token=None):
+    """Every metadata key of the GGUF file `src` with its value: int, float, bool, str, or a list
+    of those (a vocabulary comes whole)."""
+    import os
+    return _tlio.GgufFile(os.fspath(src), token or "").fields()

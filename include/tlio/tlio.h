@@ -379,6 +379,49 @@ TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* ke
 TL_API int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, unsigned flags,
                                    uint64_t max_shard_size, int dtype, uint64_t* tensors);
 
+/* ---- GGUF files (tlio/gguf.hpp, docs/gguf.md) ----------------------------------------------- */
+typedef struct tl_gguf tl_gguf;
+
+/* One tensor of a GGUF file: its GGUF name, ggml type (id and name, "Q4_K"), its shape in
+ * numpy's order (ggml's ne reversed; at most 4 dimensions), and its stored bytes. `name` and
+ * `type_name` stay valid until tl_gguf_close(). */
+typedef struct tl_gguf_tensor {
+  const char* name;
+  uint32_t ggml_type;
+  const char* type_name;
+  int decodes; /* 1 when tl_gguf_read reads its values, 0 for a type tlio does not decode */
+  size_t rank;
+  uint64_t shape[4];
+  uint64_t elements;
+  uint64_t bytes;
+} tl_gguf_tensor;
+
+/* Opens and checks the GGUF file at `location` (a path or URL; `options` NULL for defaults) as
+ * ggml's reader checks it; TL_EFORMAT (rule "gguf") naming what is wrong. */
+TL_API int tl_gguf_open(const char* location, const tl_open_options* options, tl_gguf** out);
+TL_API void tl_gguf_close(tl_gguf* file);
+TL_API size_t tl_gguf_tensor_count(const tl_gguf* file);
+/* Tensor `index` (in file order); TL_EINVAL past the end. */
+TL_API int tl_gguf_tensor_at(const tl_gguf* file, size_t index, tl_gguf_tensor* out);
+/* The index of tensor `name`; TL_ENOTFOUND when the file has none. */
+TL_API int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index);
+/* Elements [first, first + count) of tensor `index` (flat, last numpy dimension fastest) as
+ * `dtype` into `dst` of `dst_size` bytes (exactly their size): block types decoded as ggml
+ * decodes them, then converted; plain types converted from their own dtype. TL_EUNSUPPORTED for
+ * a type tlio does not decode (IQ1/IQ2/IQ3) or a dtype it cannot convert to. */
+TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype,
+                        void* dst, size_t dst_size);
+/* The value of metadata key `key` as text (`*text` valid until tl_gguf_close()): a string as it
+ * is, a number in its shortest decimal form, a boolean "true"/"false"; TL_ENOTFOUND for a key
+ * the file lacks, TL_EUNSUPPORTED for an array (a vocabulary). */
+TL_API int tl_gguf_metadata(const tl_gguf* file, const char* key, const char** text);
+/* Writes the tensors of the GGUF file `src` to the safetensors file `dst` (atomically), as
+ * `tlio convert SRC DST.safetensors`: GGUF names, floating tensors as `dtype` (TL_F32, TL_F16 or
+ * TL_BF16), every block type decoded as ggml decodes it; numbers and strings as metadata.
+ * `tensors` (may be NULL) gets the count written. */
+TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
+                          uint64_t* tensors);
+
 /* ---- Hashes and model signatures (tlio/trust.hpp, docs/security.md) ------------------------- */
 #define TL_SHA256_HEX_SIZE 65 /* 64 hexadecimal digits and a NUL */
 

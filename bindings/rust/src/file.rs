@@ -40,7 +40,7 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
 
 /// # Safety
 /// `p` is NULL or a NUL-terminated string that outlives `'a`.
-unsafe fn c_text<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+pub(crate) unsafe fn c_text<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
     if p.is_null() {
         return Ok("");
     }

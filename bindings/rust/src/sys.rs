@@ -58,6 +58,22 @@ pub struct tl_writer {
 pub struct tl_model {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+pub struct tl_gguf {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+pub struct tl_gguf_tensor {
+    pub name: *const c_char,
+    pub ggml_type: u32,
+    pub type_name: *const c_char,
+    pub decodes: c_int,
+    pub rank: usize,
+    pub shape: [u64; 4],
+    pub elements: u64,
+    pub bytes: u64,
+}
 
 #[repr(C)]
 pub struct tl_tensor_info {
@@ -411,6 +427,32 @@ extern "C" {
         flags: c_uint,
         max_shard_size: u64,
         dtype: c_int,
+        tensors: *mut u64,
+    ) -> c_int;
+    pub fn tl_gguf_open(
+        location: *const c_char,
+        options: *const tl_open_options,
+        out: *mut *mut tl_gguf,
+    ) -> c_int;
+    pub fn tl_gguf_close(file: *mut tl_gguf);
+    pub fn tl_gguf_tensor_count(file: *const tl_gguf) -> usize;
+    pub fn tl_gguf_tensor_at(file: *const tl_gguf, index: usize, out: *mut tl_gguf_tensor) -> c_int;
+    pub fn tl_gguf_find(file: *const tl_gguf, name: *const c_char, index: *mut usize) -> c_int;
+    pub fn tl_gguf_read(
+        file: *const tl_gguf,
+        index: usize,
+        first: u64,
+        count: u64,
+        dtype: tl_dtype,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+    pub fn tl_gguf_metadata(file: *const tl_gguf, key: *const c_char, text: *mut *const c_char) -> c_int;
+    pub fn tl_import_gguf(
+        src: *const c_char,
+        dst: *const c_char,
+        dtype: tl_dtype,
+        options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
     pub fn tl_hash_file(

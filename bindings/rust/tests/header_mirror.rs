@@ -60,6 +60,7 @@ fn rust_type(c: &[String]) -> String {
         "void" => "c_void",
         "size_t" => "usize",
         "uint64_t" => "u64",
+        "uint32_t" => "u32",
         "int64_t" => "i64",
         "int" => "c_int",
         "unsigned" => "c_uint",
@@ -133,6 +134,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "typedef struct tl_edit_report {",
         "typedef struct tl_plan_options {",
         "typedef struct tl_plan_item_info {",
+        "typedef struct tl_gguf_tensor {",
     ] {
         let start = text
             .find(marker)
@@ -149,7 +151,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        10 + 2 + 1,
+        11 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

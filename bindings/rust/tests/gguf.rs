@@ -1,0 +1,57 @@
+//! GGUF files: listed, read (Q8_0 decoded here from the file's bytes as the reference), their
+//! metadata, errors, and import to safetensors.
+mod support;
+
+use support::*;
+
+/// An IEEE half's value (subnormals included).
+fn f16_value(bits: u16) -> f32 {
+    let (sign, exp, man) = (bits >> 15, (bits >> 10) & 0x1f, f32::from(bits & 0x3ff));
+    let v = if exp == 0 { man * 2f32.powi(-24) } else { (1.0 + man / 1024.0) * 2f32.powi(i32::from(exp) - 15) };
+    if sign == 1 { -v } else { v }
+}
+
+#[test]
+fn lists_reads_and_imports_a_gguf() {
+    let path = data().join("gguf").join("two_tensors.gguf");
+    let g = tlio::Gguf::open(&path).unwrap();
+    let tensors = g.tensors().unwrap();
+    assert_eq!(tensors.len(), 2);
+    let q = g.tensor("q").unwrap();
+    assert_eq!((q.type_name.as_str(), q.ggml_type, q.decodes), ("Q8_0", 8, true));
+    assert_eq!((q.shape.clone(), q.elements, q.bytes), (vec![3, 32], 96, 102));
+
+    // Q8_0 by hand: three blocks of (fp16 scale, 32 int8 codes) at the data section (byte 320)
+    // plus the tensor's offset (32).
+    let bytes = std::fs::read(&path).unwrap();
+    let mut want = Vec::new();
+    for block in bytes[320 + 32..320 + 32 + 102].chunks(34) {
+        let d = f16_value(u16::from_le_bytes([block[0], block[1]]));
+        want.extend(block[2..].iter().map(|&c| f32::from(c as i8) * d));
+    }
+    assert_eq!(g.read_f32("q").unwrap(), want);
+    let mut part = [0u8; 8];
+    g.read_into("q", 33, tlio::Dtype::F32, &mut part).unwrap();
+    assert_eq!(f32::from_le_bytes(part[..4].try_into().unwrap()), want[33]);
+
+    assert_eq!(g.metadata("general.architecture").unwrap(), "llama");
+    assert_eq!(g.metadata("llama.block_count").unwrap(), "2");
+    assert_eq!(g.metadata("tokenizer.ggml.tokens").unwrap_err().kind(), tlio::ErrorKind::Unsupported);
+    assert_eq!(g.metadata("nosuch").unwrap_err().kind(), tlio::ErrorKind::NotFound);
+    assert_eq!(g.tensor("nosuch").unwrap_err().kind(), tlio::ErrorKind::NotFound);
+
+    let out = scratch("gguf-import").join("out.safetensors");
+    assert_eq!(tlio::import_gguf(&path, &out, tlio::Dtype::F32, &Default::default()).unwrap(), 2);
+    let f = tlio::File::open(&out).unwrap();
+    let data = f.tensor("q").unwrap().data().to_vec();
+    let got: Vec<f32> = data.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, want);
+    assert_eq!(f.metadata().get("llama.block_count"), Some(&"2"));
+}
+
+#[test]
+fn a_truncated_gguf_is_a_format_error() {
+    let err = tlio::Gguf::open(data().join("gguf").join("truncated.gguf")).err().unwrap();
+    assert_eq!(err.kind(), tlio::ErrorKind::Format);
+    assert_eq!(err.rule(), Some("gguf"));
+}

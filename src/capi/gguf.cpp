@@ -1,0 +1,82 @@
+// capi/gguf.cpp: GGUF files (tlio/gguf.hpp) through the C API.
+#include "capi/handles.hpp"
+
+struct tl_gguf {
+  explicit tl_gguf(tlio::GgufFile f) : file(std::move(f)), metadata(tlio::gguf_scalar_metadata(file)) {}
+  tlio::GgufFile file;
+  tlio::Metadata metadata;  // the scalar and string keys as text
+};
+
+using namespace tlio::capi;
+
+int tl_gguf_open(const char* location, const tl_open_options* options, tl_gguf** out) {
+  TL_REQUIRE(location && out, "tl_gguf_open: NULL argument");
+  *out = nullptr;
+  tlio::OpenOptions o;
+  if (options)
+    if (int rc = open_options(options, "tl_gguf_open", o)) return rc;
+  return guard([&] { *out = new tl_gguf(tlio::GgufFile::open(location, o)); });
+}
+
+void tl_gguf_close(tl_gguf* file) { delete file; }
+
+size_t tl_gguf_tensor_count(const tl_gguf* file) { return file ? file->file.tensors().size() : 0; }
+
+int tl_gguf_tensor_at(const tl_gguf* file, size_t index, tl_gguf_tensor* out) {
+  TL_REQUIRE(file && out, "tl_gguf_tensor_at: NULL argument");
+  TL_REQUIRE(index < file->file.tensors().size(), "tl_gguf_tensor_at: index past the last tensor");
+  const tlio::GgufTensorInfo& t = file->file.tensors()[index];
+  *out = {};
+  out->name = t.name.c_str();
+  out->ggml_type = t.type;
+  out->type_name = tlio::ggml_type(t.type)->name.data();  // a literal: NUL-terminated
+  out->decodes = tlio::ggml_decodes(t.type) ? 1 : 0;
+  out->rank = t.ne.size();
+  std::copy(t.ne.rbegin(), t.ne.rend(), out->shape);
+  out->elements = t.element_count();
+  out->bytes = t.bytes;
+  return TL_OK;
+}
+
+int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index) {
+  TL_REQUIRE(file && name && index, "tl_gguf_find: NULL argument");
+  const tlio::GgufTensorInfo* t = file->file.tensor(name);
+  if (!t) return fail(TL_ENOTFOUND, "no tensor named " + tlio::detail::quote_name(name));
+  *index = static_cast<size_t>(t - file->file.tensors().data());
+  return TL_OK;
+}
+
+int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype, void* dst,
+                 size_t dst_size) {
+  TL_REQUIRE(file && (dst || dst_size == 0), "tl_gguf_read: NULL argument");
+  TL_REQUIRE(index < file->file.tensors().size(), "tl_gguf_read: index past the last tensor");
+  return guard([&] {
+    file->file.read_values(file->file.tensors()[index], first, count, to_cpp(dtype),
+                           {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
+int tl_gguf_metadata(const tl_gguf* file, const char* key, const char** text) {
+  TL_REQUIRE(file && key && text, "tl_gguf_metadata: NULL argument");
+  if (const auto it = file->metadata.find(key); it != file->metadata.end()) {
+    *text = it->second.c_str();
+    return TL_OK;
+  }
+  if (file->file.find(key))
+    return fail(TL_EUNSUPPORTED, "metadata key " + tlio::detail::quote_name(key) + " is an array");
+  return fail(TL_ENOTFOUND, "no metadata key " + tlio::detail::quote_name(key));
+}
+
+int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
+                   uint64_t* tensors) {
+  TL_REQUIRE(src && dst, "tl_import_gguf: NULL argument");
+  tlio::OpenOptions o;
+  if (options)
+    if (int rc = open_options(options, "tl_import_gguf", o)) return rc;
+  return guard([&] {
+    tlio::GgufImportOptions io;
+    io.dtype = to_cpp(dtype);
+    const tlio::GgufImportReport r = tlio::import_gguf(tlio::GgufFile::open(src, o), dst, io);
+    if (tensors) *tensors = r.tensors;
+  });
+}

@@ -1,0 +1,90 @@
+/* The C API's GGUF functions from C (C99): listing, metadata as text, reading values in ranges
+ * and dtypes, errors, and tl_import_gguf read back with tl_open. Decoding itself is checked
+ * against ggml in tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tlio/tlio.h"
+
+static int passed = 0, failed = 0;
+
+#define CHECK(cond)                                                                          \
+  do {                                                                                       \
+    if (cond) {                                                                              \
+      ++passed;                                                                              \
+    } else {                                                                                 \
+      ++failed;                                                                              \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              tl_last_error());                                                              \
+    }                                                                                        \
+  } while (0)
+
+int main(int argc, char** argv) {
+  const char* scratch = argc > 1 ? argv[1] : ".";
+  tl_gguf* g = NULL;
+  tl_gguf_tensor t;
+  size_t i = 99;
+  const char* text = NULL;
+  float all[96], part[10];
+  uint16_t half[4];
+  char out[4096];
+  uint64_t written = 0;
+  tl_file* f = NULL;
+  struct tl_tensor_info info;
+
+  CHECK(tl_gguf_open(TLIO_TEST_DATA "/gguf/two_tensors.gguf", NULL, &g) == TL_OK);
+  if (!g) return 1;
+  CHECK(tl_gguf_tensor_count(g) == 2);
+  memset(&t, 0, sizeof t);
+  CHECK(tl_gguf_tensor_at(g, 1, &t) == TL_OK && t.name && t.type_name);
+  if (!t.name || !t.type_name) return 1;
+  CHECK(strcmp(t.name, "q") == 0 && t.ggml_type == 8 && strcmp(t.type_name, "Q8_0") == 0 && t.decodes == 1);
+  CHECK(t.rank == 2 && t.shape[0] == 3 && t.shape[1] == 32 && t.elements == 96 && t.bytes == 102);
+  CHECK(tl_gguf_tensor_at(g, 2, &t) == TL_EINVAL);
+  CHECK(tl_gguf_find(g, "q", &i) == TL_OK && i == 1);
+  CHECK(tl_gguf_find(g, "nosuch", &i) == TL_ENOTFOUND);
+
+  CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK && strcmp(text, "llama") == 0);
+  CHECK(tl_gguf_metadata(g, "llama.block_count", &text) == TL_OK && strcmp(text, "2") == 0);
+  CHECK(tl_gguf_metadata(g, "tokenizer.ggml.tokens", &text) == TL_EUNSUPPORTED);
+  CHECK(tl_gguf_metadata(g, "nosuch", &text) == TL_ENOTFOUND);
+
+  /* A range starting inside a block reads what the whole read has there. */
+  CHECK(tl_gguf_read(g, 1, 0, 96, TL_F32, all, sizeof all) == TL_OK);
+  CHECK(tl_gguf_read(g, 1, 37, 10, TL_F32, part, sizeof part) == TL_OK);
+  CHECK(memcmp(part, all + 37, sizeof part) == 0);
+  CHECK(tl_gguf_read(g, 1, 90, 4, TL_BF16, half, sizeof half) == TL_OK);
+  {
+    uint32_t bits;
+    memcpy(&bits, &all[90], 4);
+    CHECK(half[0] == (uint16_t)((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16)); /* nearest even */
+  }
+  CHECK(tl_gguf_read(g, 1, 90, 7, TL_F32, all, sizeof all) == TL_EINVAL);     /* past the end */
+  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F32, all, 15) == TL_EINVAL);              /* wrong size */
+  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F4, all, 2) == TL_EUNSUPPORTED);          /* sub-byte */
+  tl_gguf_close(g);
+
+  CHECK(tl_gguf_open(TLIO_TEST_DATA "/gguf/truncated.gguf", NULL, &g) == TL_EFORMAT && g == NULL);
+  CHECK(strcmp(tl_last_error_rule(), "gguf") == 0);
+
+  snprintf(out, sizeof out, "%s/gguf_capi_%d.safetensors", scratch, (int)getpid());
+  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F16, NULL, &written) == TL_OK);
+  CHECK(written == 2);
+  CHECK(tl_open(out, &f) == TL_OK);
+  if (f) {
+    CHECK(tl_tensor_find(f, "q", &i) == TL_OK);
+    CHECK(tl_tensor_info(f, i, &info) == TL_OK && info.dtype == TL_F16 && info.rank == 2);
+    CHECK(tl_metadata_get(f, "llama.block_count") != NULL &&
+          strcmp(tl_metadata_get(f, "llama.block_count"), "2") == 0);
+    tl_close(f);
+  }
+  unlink(out);
+  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F8_E4M3, NULL, NULL) == TL_EINVAL);
+  CHECK(access(out, F_OK) != 0);
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

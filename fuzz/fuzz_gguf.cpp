@@ -1,5 +1,6 @@
 // Fuzz target: a GGUF file in memory: its header parsed and checked (metadata, tensor infos,
-// the data layout), then every tensor's first and last bytes read. Any input reads or throws
+// the data layout), then every tensor's first and last bytes read and its first and last values
+// decoded (any ggml type, a range starting inside a block). Any input reads or throws
 // tlio::Error.
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       f.read(t, 0, std::span(buf).first(n));
       f.read(t, t.bytes - n, std::span(buf).first(n));
       (void)t.shape();
+      const uint64_t elements = t.element_count(), values = elements < 300 ? elements : 300;
+      std::vector<std::byte> decoded(values * 4);
+      try {
+        f.read_values(t, 0, values, tlio::Dtype::F32, decoded);
+        f.read_values(t, elements - values, values, tlio::Dtype::F32, decoded);
+        if (values > 1) f.read_values(t, 1, values - 1, tlio::Dtype::BF16, std::span(decoded).first((values - 1) * 2));
+      } catch (const tlio::Error&) {  // a type tlio does not decode: refused, the next is read
+      }
     }
     for (const tlio::GgufKeyValue& kv : f.metadata()) {
       (void)kv.value.as_uint();

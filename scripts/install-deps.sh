@@ -35,14 +35,15 @@ if ! command -v npm >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
-# s3rver itself, at the version pinned by scripts/npm's lock, into build/npm of this checkout;
+# s3rver and llama.cpp's prebuilt libraries (@node-llama-cpp/linux-x64: libggml-base.so is the
+# oracle of the GGUF tests), at the versions pinned by scripts/npm's lock, into build/npm of this checkout;
 # again only when the lock there differs from the pinned one or s3rver is not there.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 npm_dir="$root/build/npm"
 if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
   || ! cmp -s "$root/scripts/npm/package.json" "$npm_dir/package.json" \
   || ! cmp -s "$root/scripts/npm/package-lock.json" "$npm_dir/package-lock.json"; then
-  echo "installing: s3rver (npm ci into build/npm)"
+  echo "installing: s3rver, @node-llama-cpp/linux-x64 (npm ci into build/npm)"
   mkdir -p "$npm_dir"
   cp "$root/scripts/npm/package.json" "$root/scripts/npm/package-lock.json" "$npm_dir/"
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)

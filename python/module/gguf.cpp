@@ -100,8 +100,11 @@ void bind_gguf(py::module_& m) {
         return out;
       });
   m.def("is_gguf", [](const std::string& path) {
-    // A name ending in .gguf, or a regular local file that starts with GGUF's magic.
+    // A name ending in .gguf, or a regular local file that starts with GGUF's magic (a pipe or
+    // device is never read to find out: its bytes would be gone).
     if (path.ends_with(".gguf")) return true;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return false;
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (!file) return false;
     std::byte magic[4]{};

@@ -12,7 +12,8 @@ __version__: str
 __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "save", "convert_file",
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
-           "compare_files", "VerificationError", "hash_file", "sign", "verify"]
+           "compare_files", "VerificationError", "hash_file", "sign", "verify", "import_gguf",
+           "gguf_metadata"]
 
 _T = TypeVar("_T")
 _Array = NDArray[Any]

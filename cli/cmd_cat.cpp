@@ -75,14 +75,13 @@ struct CatValues {
 CatValues cat_values(const Weights& w, const std::string& name, const std::string& spec,
                      std::string* scheme, bool summarize) {
   const std::vector<SliceEntry> entries = parse_slice_spec(spec);
-  const auto& quantized = w.quantized();
-  const auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
+  const std::optional<DecodedValues> decoded = w.decoded(name);  // a quantized weight, a GGUF tensor
   CatValues v;
   std::vector<uint64_t> shape;
-  if (q != quantized.end()) {
+  if (decoded) {
     v.dtype = tlio::Dtype::F32;
-    shape.assign(q->shape.begin(), q->shape.end());
-    *scheme = q->scheme.name();
+    shape = decoded->shape;
+    *scheme = decoded->type;
   } else {
     const tlio::TensorInfo& t = *w.at(name).second;
     if (!has_numeric_values(t.dtype))
@@ -112,10 +111,12 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
     v.floats.resize(at + picked.size() / sizeof(double));
     std::memcpy(v.floats.data() + at, picked.data(), picked.size());
   };
-  const bool is_quantized = q != quantized.end();
-  const tlio::File& f = is_quantized ? w.files().front() : *w.at(name).first;
+  const bool is_quantized = decoded.has_value();
+  const tlio::File* f = is_quantized ? nullptr : w.at(name).first;
   if (shape.empty()) {  // a scalar
-    take(f.read_slice(name, {}), {}, {}, picks, 1);
+    std::vector<std::byte> one(4);
+    if (is_quantized) decoded->read(0, 1, one);
+    take(is_quantized ? one : f->read_slice(name, {}), {}, {}, picks, 1);
     return v;
   }
   for (const DimPick& p : picks)
@@ -157,12 +158,12 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
       std::vector<std::byte> block;
       if (is_quantized) {
         block.resize(elements * 4);
-        w.reader(*q).read(lo * row_elements, elements, tlio::Dtype::F32, block);
+        decoded->read(lo * row_elements, elements, block);
       } else {
         std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
         for (size_t d = 1; d < shape.size(); ++d)
           ranges.push_back(tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
-        block = f.read_slice(name, ranges);
+        block = f->read_slice(name, ranges);
       }
       std::vector<DimPick> block_picks{group};
       block_picks.insert(block_picks.end(), picks.begin() + 1, picks.end());

@@ -12,6 +12,7 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "tlio/error.hpp"
 #include "weights.hpp"
 #include "tlio/compare.hpp"
 #include "tlio/file.hpp"
@@ -132,6 +133,12 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const Weights fa = Weights::open(a->a), fb = Weights::open(a->b);
+      for (const Weights* w : {&fa, &fb})
+        if (w->gguf())
+          throw tlio::Error(tlio::ErrorCode::unsupported, tlio::Rule::none, {}, std::nullopt,
+                            fmt::format("{} is a GGUF file, which diff does not compare yet: `tlio convert {} "
+                                        "x.safetensors --dtype f32` gives its values to compare",
+                                        w->name(), w->name()));
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;

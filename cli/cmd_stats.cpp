@@ -140,7 +140,7 @@ std::string histogram(const std::vector<uint64_t>& bins) {
 
 void add_stats(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("stats", "Per-tensor min, max, mean, std, NaN/inf/zero counts");
-  cmd->footer("Quantized weights are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
+  cmd->footer("Quantized weights and GGUF tensors are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
               "The values are read in chunks on every core (a progress bar on a terminal for\n"
               "big inputs); the figures do not depend on the number of cores. A NAME may be a\n"
               "glob pattern ('*.norm.weight', quoted from the shell); --filter REGEX keeps the\n"
@@ -165,7 +165,6 @@ void add_stats(CLI::App& app, int& exit_code) {
     exit_code = guarded_output(a->json, [&] {
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
       const Weights w = Weights::open(a->file);
-      const auto& quantized = w.quantized();
       const std::vector<std::string> all = w.value_names();  // quantized weights by their logical names
       std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
       if (!a->filter.empty()) {
@@ -176,22 +175,20 @@ void add_stats(CLI::App& app, int& exit_code) {
       std::vector<StatsInput> inputs;
       std::vector<std::pair<std::string, std::optional<size_t>>> rows;  // non-numeric: its line
       for (const std::string& name : names) {
-        auto q = std::find_if(quantized.begin(), quantized.end(), [&](const auto& x) { return x.name == name; });
         StatsInput in;
         in.name = name;
-        if (q != quantized.end()) {
-          in.elements = std::accumulate(q->shape.begin(), q->shape.end(), uint64_t{1}, std::multiplies<>());
-          in.bytes = q->stored_bytes;
-          in.open = [&w, weight = *q]() -> ChunkReader {
-            auto reader = std::make_shared<const tlio::QuantizedReader>(w.reader(weight));
-            return [reader](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
+        if (std::optional<DecodedValues> d = w.decoded(name)) {  // a quantized weight, a GGUF tensor
+          in.elements = std::accumulate(d->shape.begin(), d->shape.end(), uint64_t{1}, std::multiplies<>());
+          in.bytes = d->stored_bytes;
+          in.kind = fmt::format("{} [{}]", d->type, fmt::join(d->shape, ", "));
+          in.shape_json = fmt::format("[{}]", fmt::join(d->shape, ","));
+          in.open = [read = std::move(d->read)]() -> ChunkReader {
+            return [read](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
               scratch.resize(count * sizeof(float));
-              reader->read(first, count, tlio::Dtype::F32, scratch);
+              read(first, count, scratch);
               return Chunk{tlio::Dtype::F32, scratch};
             };
           };
-          in.kind = fmt::format("{} [{}]", q->scheme.name(), fmt::join(q->shape, ", "));
-          in.shape_json = fmt::format("[{}]", fmt::join(q->shape, ","));
         } else {
           const auto [file, info] = w.at(name);
           const tlio::TensorInfo& t = *info;

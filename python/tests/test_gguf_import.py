@@ -208,3 +208,25 @@ def test_convert_from_gguf_refuses_what_it_does_not_do(made, tmp_path):
     assert r.returncode == 2 and "F32, F16 or BF16" in r.stderr
     r = run("convert", path, tmp_path / "o.safetensors", "--keep", "x")
     assert r.returncode == 2
+
+
+def test_cat_and_stats_read_a_gguf(made):
+    path, expected = made
+    name = "blk.0.q4_k.weight"
+    r = run("cat", path, name, "--slice", "1:,100:110", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # one name: its document
+    assert doc["scheme"] == "Q4_K" and doc["shape"] == [2, 10]
+    assert np.array_equal(np.array(doc["values"], dtype=np.float64),
+                          expected[name][1:, 100:110].astype(np.float64))
+    r = run("stats", path, "blk.0.*_k.weight", "--json")
+    assert r.returncode == 0, r.stderr
+    docs = {t["name"]: t for t in json.loads(r.stdout)["tensors"]}
+    assert set(docs) == {f"blk.0.{t.lower()}.weight" for t in BLOCK_TYPES if t.endswith("_K")}
+    for n, t in docs.items():
+        want = expected[n].astype(np.float64)
+        assert t["count"] == want.size and t["min"] == want.min() and t["max"] == want.max(), n
+        assert t["mean"] == pytest.approx(want.mean(), rel=1e-12, abs=1e-15), n
+        assert t["histogram"] == np.histogram(want, bins=16, range=(want.min(), want.max()))[0].tolist(), n
+    r = run("diff", path, path)
+    assert r.returncode == 1 and "GGUF" in r.stderr

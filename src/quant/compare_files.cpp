@@ -229,6 +229,7 @@ void compare_bytes(const Entry& ea, const Entry& eb,
 }  // namespace
 
 CompareReport compare_files(std::span<const File> a, std::span<const File> b, const CompareOptions& options) {
+  if (a.empty() || b.empty()) throw_invalid("compare_files: each side is at least one file");
   if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) ||
       std::isinf(options.rtol))
     throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",

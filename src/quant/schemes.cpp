@@ -211,6 +211,7 @@ std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
 }
 
 std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files) {
+  if (files.empty()) return {};
   std::vector<const File*> set;
   for (const File& f : files) set.push_back(&f);
   return detail::find_quantized_weights(detail::TensorSet(std::move(set)));

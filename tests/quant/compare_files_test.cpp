@@ -232,6 +232,14 @@ TEST(CompareFiles, ToleranceMustBeAFiniteNonNegativeNumber) {
   }
 }
 
+TEST(CompareFiles, AnEmptySetIsRefused) {
+  const std::vector<float> w(1, 1.0f);
+  const File f = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));
+  EXPECT_THROW(compare_files(std::span<const File>(), std::span(&f, 1)), Error);
+  EXPECT_THROW(compare_files(std::span(&f, 1), std::span<const File>()), Error);
+  EXPECT_TRUE(find_quantized_weights(std::span<const File>()).empty());
+}
+
 }  // namespace
 }  // namespace tlio
 

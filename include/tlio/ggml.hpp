@@ -1,5 +1,6 @@
-// tlio/ggml.hpp: ggml's tensor types (the element formats of GGUF files): their blocks, and their
-// decoding to floats, bit for bit as ggml's own dequantize_row_* functions decode them.
+// tlio/ggml.hpp: ggml's tensor types (the element formats of GGUF files): their blocks, their
+// decoding to floats, bit for bit as ggml's own dequantize_row_* functions decode them, and
+// ggml's reference quantizers, byte for byte.
 #pragma once
 
 #include <cstdint>
@@ -41,5 +42,15 @@ TLIO_API bool ggml_decodes(uint32_t id) noexcept;
 /// integer and F64 types converted as a C cast does). Error{unsupported} naming the type when
 /// !ggml_decodes(id); Error{invalid_argument} when the sizes do not match.
 TLIO_API void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> dst);
+
+/// True when ggml_encode writes type `id`: F32, F16, BF16, and ggml's reference quantizers
+/// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+TLIO_API bool ggml_encodes(uint32_t id) noexcept;
+
+/// Encodes src.size() floats (a whole number of blocks) as type `id` into `dst` (exactly their
+/// bytes): byte for byte what ggml's quantize_row_*_ref writes (llama-quantize without an
+/// importance matrix); F16 and BF16 rounded to nearest even. Error{unsupported} naming the type
+/// when !ggml_encodes(id); Error{invalid_argument} when the sizes do not match.
+TLIO_API void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> dst);
 
 }  // namespace tlio

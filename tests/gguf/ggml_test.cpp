@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -164,6 +165,77 @@ TEST(Ggml, SizesMustMatch) {
   EXPECT_THROW(ggml_decode(2, block, partial), Error);  // half a block
   std::vector<std::byte> short_block(17);
   EXPECT_THROW(ggml_decode(2, short_block, out), Error);
+}
+
+}  // namespace
+}  // namespace tlio
+
+namespace tlio {
+namespace {
+
+// ggml's reference quantizer and tlio's, on the same values, must write the same bytes.
+class GgmlEncode : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GgmlEncode, MatchesGgmlsReferenceQuantizerByteForByte) {
+  const Case& c = GetParam();
+  const GgmlType type = *ggml_type_named(c.type);
+  ASSERT_TRUE(ggml_encodes(type.id));
+  const auto quantize = symbol<QuantizeRow>(std::string("quantize_row_") + c.ggml + "_ref");
+  ASSERT_NE(quantize, nullptr);
+  constexpr size_t kBlocks = 2048;
+  const size_t n = kBlocks * type.block;
+  std::mt19937 rng(type.id + 100);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  // Blocks of normals at scales from 1e-6 to 1e3, uniform blocks, blocks with one outlier, zero
+  // and constant blocks, and blocks on a coarse grid (exact .5 ties for the roundings).
+  for (size_t b = 0; b < kBlocks; ++b) {
+    float* v = x.data() + b * type.block;
+    const float scale = std::pow(10.0f, static_cast<float>(b % 10) - 6.0f);
+    for (uint32_t j = 0; j < type.block; ++j) {
+      switch (b % 7) {
+        case 0: v[j] = 0.0f; break;
+        case 1: v[j] = 0.25f; break;
+        case 2: v[j] = uniform(rng) * scale; break;
+        case 3: v[j] = static_cast<float>(static_cast<int>(uniform(rng) * 8)) * 0.125f; break;
+        default: v[j] = normal(rng) * scale;
+      }
+    }
+    if (b % 7 == 4) v[b % type.block] = 50.0f * scale;
+  }
+  std::vector<std::byte> ours(kBlocks * type.block_bytes), theirs(ours.size());
+  ggml_encode(type.id, x, ours);
+  quantize(x.data(), theirs.data(), static_cast<int64_t>(n));
+  size_t differ = 0, first = 0;
+  for (size_t b = 0; b < kBlocks; ++b)
+    if (std::memcmp(ours.data() + b * type.block_bytes, theirs.data() + b * type.block_bytes, type.block_bytes) != 0 &&
+        differ++ == 0)
+      first = b;
+  EXPECT_EQ(differ, 0u) << differ << " of " << kBlocks << " blocks differ, the first block " << first;
+}
+
+const Case kEncoded[] = {
+    {"Q4_0", "q4_0", {}}, {"Q4_1", "q4_1", {}}, {"Q5_0", "q5_0", {}}, {"Q5_1", "q5_1", {}},
+    {"Q8_0", "q8_0", {}}, {"Q2_K", "q2_K", {}}, {"Q3_K", "q3_K", {}}, {"Q4_K", "q4_K", {}},
+    {"Q5_K", "q5_K", {}}, {"Q6_K", "q6_K", {}},
+};
+INSTANTIATE_TEST_SUITE_P(Types, GgmlEncode, ::testing::ValuesIn(kEncoded),
+                         [](const auto& p) { return std::string(p.param.type); });
+
+TEST(Ggml, EncodesPlainTypesAndRefusesOthers) {
+  const std::vector<float> x = {1.0f, -2.5f, 3.140625f};
+  std::vector<std::byte> bf16(6);
+  ggml_encode(30, x, bf16);
+  uint16_t first;
+  std::memcpy(&first, bf16.data(), 2);
+  EXPECT_EQ(first, 0x3F80);
+  EXPECT_FALSE(ggml_encodes(ggml_type_named("IQ2_XXS")->id));
+  std::vector<float> block(256);
+  std::vector<std::byte> out(66);
+  EXPECT_THROW(ggml_encode(ggml_type_named("IQ2_XXS")->id, block, out), Error);
+  std::vector<std::byte> wrong(10);
+  EXPECT_THROW(ggml_encode(8, std::span(block).first(32), wrong), Error);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "cli_util.hpp"
 #include "tlio/convert.hpp"
+#include "tlio/ggml.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
@@ -27,11 +28,20 @@ CLI::Validator size_check() {
       "");
 }
 
+bool is_gguf_weight_type(const std::string& v) {
+  const auto t = tlio::ggml_type_named(v);
+  return t && tlio::ggml_encodes(t->id) && !tlio::ggml_plain_dtype(t->id);
+}
+
+std::string gguf_weight_type_text() { return "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"; }
+
 CLI::Validator convert_dtype_check() {
   return CLI::Validator(
       [](std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
-        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text();
+        if (!d && is_gguf_weight_type(v)) return {};  // for a .gguf OUT (checked with OUT)
+        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text() + "; for a .gguf OUT also " +
+                       gguf_weight_type_text();
         if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
           return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
         return {};

@@ -1,6 +1,7 @@
 // cli/cmd_convert.cpp: `tlio convert IN OUT [--dtype D] [--include REGEX] [--exclude REGEX]
 // [--keep REGEX] [--drop REGEX] [--rename 'REGEX=REPLACEMENT'] [--json]`.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <memory>
 #include <string>
@@ -128,6 +129,42 @@ int convert_from_gguf(const Args& a) {
   return kExitOk;
 }
 
+// A Hugging Face folder in, a .gguf out: llama.cpp's file, its weights in --dtype (default F16).
+int convert_to_gguf(const Args& a) {
+  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
+      !a.max_size.empty())
+    throw UsageError("to a GGUF file, convert takes --dtype and --json only");
+  if (is_gguf_input(a.in)) throw UsageError("IN is a GGUF file already: convert writes GGUF from a model folder");
+  tlio::GgufExportOptions options;
+  options.open = open_options();
+  if (!a.dtype.empty()) {
+    const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(a.dtype);
+    options.type = d ? std::string(tlio::dtype_name(*d)) : a.dtype;
+  }
+  ProgressBar bar("exporting");
+  options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+  const tlio::GgufExportReport r = tlio::export_gguf(a.in, a.out, options);
+  bar.finish();
+  std::vector<std::string> types, types_json, fallbacks_json;
+  for (const auto& [type, n] : r.type_counts) {
+    types.push_back(fmt::format("{} {}", n, type));
+    types_json.push_back(fmt::format("{}:{}", json_string(type), n));
+  }
+  for (const std::string& f : r.fallbacks) fallbacks_json.push_back(json_string(f));
+  if (a.json) {
+    fmt::print("{{\"input\":{},\"output\":{},\"architecture\":{},\"tensors\":{},\"types\":{{{}}},"
+               "\"fallbacks\":[{}],\"data_bytes_in\":{},\"bytes_out\":{}}}\n",
+               json_string(display_location(a.in)), json_string(display_location(a.out)), json_string(r.architecture),
+               r.tensors, fmt::join(types_json, ","), fmt::join(fallbacks_json, ","), r.bytes_in, r.bytes_out);
+    return kExitOk;
+  }
+  fmt::print(report_stream(a.out), "{} -> {}: {}, {} tensor{} ({}); {} -> {}\n", display_location(a.in),
+             display_location(a.out), r.architecture, r.tensors, r.tensors == 1 ? "" : "s", fmt::join(types, ", "),
+             human_size(r.bytes_in), human_size(r.bytes_out));
+  for (const std::string& f : r.fallbacks) fmt::print(report_stream(a.out), "  fell back: {}\n", f);
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_convert(CLI::App& app, int& exit_code) {
@@ -147,12 +184,18 @@ void add_convert(CLI::App& app, int& exit_code) {
       "config.json (its dtype set), tokenizer and generation files carried over.\n"
       "IN may be a GGUF file (llama.cpp's): OUT.safetensors gets its tensors under their GGUF\n"
       "names, each ggml type decoded exactly as ggml does, as --dtype F32, F16 or BF16 (default\n"
-      "BF16); its numbers and strings become metadata.\n\n"
+      "BF16); its numbers and strings become metadata.\n"
+      "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
+      "Qwen2ForCausalLM, Qwen3ForCausalLM; byte-level BPE tokenizer) as llama.cpp loads it, the\n"
+      "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
+      "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), norms and\n"
+      "biases F32.\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
       "      --rename '^encoder\\.(.*)=\\1'\n"
-      "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32");
+      "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32\n"
+      "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q8_0.gguf --dtype q8_0");
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
@@ -183,6 +226,9 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
+      if (a->out.ends_with(".gguf")) return convert_to_gguf(*a);
+      if (!a->dtype.empty() && !tlio::parse_dtype_alias(a->dtype))
+        throw UsageError(fmt::format("--dtype {} is a GGUF type: OUT is then a .gguf file", a->dtype));
       if (is_gguf_input(a->in)) return convert_from_gguf(*a);
       tlio::TensorSelection selection;
       selection.keep = a->keep;

@@ -142,4 +142,36 @@ struct GgufImportReport {
 TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& out,
                                       const GgufImportOptions& options = {});
 
+/// What export_gguf writes.
+struct GgufExportOptions {
+  /// The type of the 2-D weights: F32, F16, BF16, or a ggml type ggml_encode writes (Q8_0, Q4_0,
+  /// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). Norms, biases and other 1-D tensors stay
+  /// F32, as llama.cpp's converter keeps them.
+  std::string type = "F16";
+  OpenOptions open;           ///< how the model folder is read
+  ProgressCallback progress;  ///< source values read / all
+};
+
+struct GgufExportReport {
+  std::string architecture;  ///< general.architecture ("llama")
+  size_t tensors = 0;
+  std::vector<std::pair<std::string, size_t>> type_counts;  ///< ggml type name, tensors of it
+  /// Tensors written in another type because their rows are not whole blocks of the one asked
+  /// for, as llama.cpp falls back ("blk.0.ffn_down.weight: Q4_K -> Q5_0 (rows of 11008)").
+  std::vector<std::string> fallbacks;
+  uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+/// Writes the Hugging Face model folder `model_dir` (config.json, the weights as one file or
+/// shards, tokenizer.json and tokenizer_config.json; any location) as the GGUF file `out` that
+/// llama.cpp loads: the architecture's tensor names and hyperparameter keys (one table entry
+/// per architecture: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM;
+/// Q/K rows permuted for the llama family as llama.cpp's converter does), the byte-level BPE
+/// vocabulary, and every 2-D weight in options.type (quantized byte for byte as ggml's reference
+/// quantizer does). The header is laid out before a weight is read, then one pass streams the
+/// tensors in row pieces, encoded on every core, into an atomic output. An architecture, a
+/// tokenizer or a config key it does not export is Error{unsupported} naming it.
+TLIO_API GgufExportReport export_gguf(const std::string& model_dir, const std::string& out,
+                                      const GgufExportOptions& options = {});
+
 }  // namespace tlio

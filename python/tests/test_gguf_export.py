@@ -1,0 +1,137 @@
+"""`tlio convert MODEL_DIR OUT.gguf` checked against llama.cpp itself. Tiny random models of each
+architecture (Llama, Qwen2 with q/k/v biases, Qwen3 with q/k norms, a head size of its own and
+tied embeddings), their tokenizers trained by Hugging Face's `tokenizers` with each model's real
+pre-tokenizer, are exported; then llama.cpp (npm's prebuilt libllama, gguf_oracle/run_llama.py)
+loads the file, its tokenization of sample texts equals the Hugging Face tokenizer's, and its
+logits at every position equal a numpy forward pass of the Hugging Face weights (the test that
+catches a wrong Q/K permutation: without it the logits are off by ~3, with it by ~0.01, F16
+KV-cache rounding). Quantized exports are compared byte for byte with ggml's reference
+quantizer (gguf_oracle/check_quants.py)."""
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import tlio
+
+CLI = os.environ.get("TLIO_CLI", str(pathlib.Path(__file__).parents[2] / "build" / "tlio"))
+REPO = pathlib.Path(__file__).parents[2]
+ORACLE = pathlib.Path(CLI).resolve().parent / "oracle-venv" / "bin" / "python"
+LIB_DIR = pathlib.Path(os.environ.get("TLIO_LLAMA_LIB_DIR") or REPO / "build" / "npm" / "node_modules" /
+                       "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64")
+HERE = pathlib.Path(__file__).parent / "gguf_oracle"
+TEXTS = ["Hello world! The quick fox 12345", "def f(x):\n    return x * 2\n", "émigré café, 7 dogs"]
+
+pytestmark = pytest.mark.skipif(not ORACLE.exists(),
+                                reason="the oracles are installed into build/oracle-venv by scripts/install-deps.sh")
+
+_spec = importlib.util.spec_from_file_location("gguf_reference", HERE / "reference.py")
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
+
+
+def run(*args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def llama_cpp(gguf, text, out):
+    """llama.cpp's token ids for `text` and the logits of each position."""
+    if not (LIB_DIR / "libllama.v0.4.0.so").exists():
+        pytest.fail(f"llama.cpp's libraries are not in {LIB_DIR}: run `bash scripts/install-deps.sh`")
+    r = subprocess.run(["/usr/bin/python3", str(HERE / "run_llama.py"), str(LIB_DIR), str(gguf), text, str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1]), np.load(out)
+
+
+def hf_tokens(folder, texts):
+    script = ("import json, sys\nfrom tokenizers import Tokenizer\n"
+              "t = Tokenizer.from_file(sys.argv[1])\n"
+              "print(json.dumps([t.encode(s).ids for s in json.loads(sys.argv[2])]))\n")
+    r = subprocess.run([str(ORACLE), "-c", script, str(folder / "tokenizer.json"), json.dumps(texts)],
+                       capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2", "qwen3"])
+def model(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gguf-export") / request.param
+    subprocess.run([str(ORACLE), str(HERE / "make_model.py"), str(folder), request.param], check=True, timeout=300)
+    tlio.save_file(dict(np.load(folder / "weights.npz")), folder / "model.safetensors")
+    return request.param, folder
+
+
+def test_llama_cpp_runs_the_export_as_the_reference_does(model, tmp_path):
+    arch, folder = model
+    out = tmp_path / "model-f32.gguf"
+    r = run("convert", folder, out, "--dtype", "f32", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["architecture"] == arch and doc["types"] == {"F32": doc["tensors"]} and doc["fallbacks"] == []
+    for text, want in zip(TEXTS, hf_tokens(folder, TEXTS)):
+        ids, logits = llama_cpp(out, text, tmp_path / "logits.npy")
+        assert ids == want, text
+        ref = reference.forward(str(folder), ids)
+        assert logits.shape == ref.shape
+        assert np.abs(logits - ref).max() < 0.05 * np.abs(ref).max(), (text, np.abs(logits - ref).max())
+
+
+@pytest.mark.parametrize("dtype", ["q8_0", "q4_k", "q6_k"])
+def test_quantized_weights_are_ggmls_reference_bytes(model, tmp_path, dtype):
+    arch, folder = model
+    f32, quant = tmp_path / "f32.gguf", tmp_path / f"{dtype}.gguf"
+    assert run("convert", folder, f32, "--dtype", "f32").returncode == 0
+    r = run("convert", folder, quant, "--dtype", dtype, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    check = subprocess.run([str(ORACLE), str(HERE / "check_quants.py"), str(LIB_DIR / "libggml-base.so"), str(f32),
+                            str(quant)], capture_output=True, text=True, timeout=300, check=True)
+    seen = json.loads(check.stdout)
+    assert seen["differ"] == [] and seen["compared"] > 0, seen
+    assert seen["types"] == doc["types"]
+    # Qwen3's attn_output rows (4 heads of 48) are not whole 256-value super-blocks: they fall
+    # back as llama.cpp's do (Q4_K -> Q5_0, Q6_K -> Q8_0); 1-D tensors stay F32.
+    want = {"q4_k": "Q4_K -> Q5_0", "q6_k": "Q6_K -> Q8_0"}.get(dtype)
+    if arch == "qwen3" and want:
+        assert len(doc["fallbacks"]) == 2 and all("attn_output" in f and want in f for f in doc["fallbacks"]), doc
+    else:
+        assert doc["fallbacks"] == [], doc
+    one_d = sum(1 for v in np.load(folder / "weights.npz").values() if v.ndim == 1)
+    assert doc["types"]["F32"] == one_d  # norms and biases
+    ids, logits = llama_cpp(quant, TEXTS[0], tmp_path / "logits.npy")
+    assert np.isfinite(logits).all() and len(ids) > 3
+
+
+def test_refusals_name_what_is_not_exported(model, tmp_path):
+    arch, folder = model
+    if arch != "llama":
+        pytest.skip("one model is enough")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in folder.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    config = json.loads((folder / "config.json").read_text())
+    (bad / "config.json").write_text(json.dumps({**config, "architectures": ["GPTNeoXForCausalLM"]}))
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "GPTNeoXForCausalLM" in r.stderr and "Qwen3ForCausalLM" in r.stderr, r.stderr
+    (bad / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "llama3", "factor": 8.0}}))
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "rope_scaling" in r.stderr, r.stderr
+    (bad / "config.json").write_text(json.dumps(config))
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = r"\w+|\s+"
+    (bad / "tokenizer.json").write_text(json.dumps(tok))
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "pre-tokenizer" in r.stderr and "not guessed" in r.stderr, r.stderr
+    (bad / "tokenizer.json").unlink()
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "tokenizer.json" in r.stderr, r.stderr
+    assert not (tmp_path / "x.gguf").exists() and not [p for p in tmp_path.iterdir() if "tlio-tmp" in p.name]
+    r = run("convert", folder, tmp_path / "x.gguf", "--dtype", "iq2_xxs")
+    assert r.returncode == 2
+    r = run("convert", folder, tmp_path / "x.safetensors", "--dtype", "q4_k")
+    assert r.returncode == 2 and ".gguf" in r.stderr

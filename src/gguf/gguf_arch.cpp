@@ -1,0 +1,161 @@
+// gguf/gguf_arch.cpp: the architecture table and the names and keys llama.cpp expects
+// (llama-arch.cpp's tensor names, convert_hf_to_gguf.py's keys).
+#include "gguf/gguf_arch.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+
+#include "common/json_doc.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+constexpr std::array kArchs = {
+    GgufArch{"LlamaForCausalLM", "llama", true},
+    GgufArch{"MistralForCausalLM", "llama", true},
+    GgufArch{"Qwen2ForCausalLM", "qwen2", false},
+    GgufArch{"Qwen3ForCausalLM", "qwen3", false},
+};
+
+// Per-layer tensors: the part after "model.layers.N." and the part after "blk.N.".
+constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+constexpr std::pair<std::string_view, std::string_view> kModelNames[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+
+std::optional<double> number(const JsonDoc& doc, const char* key) {
+  const auto v = doc.root()[key];
+  if (v.error() || v.is_null()) return std::nullopt;
+  double d;
+  if (v.get_double().get(d) == simdjson::SUCCESS) return d;
+  int64_t i;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+  uint64_t u;
+  if (v.get_uint64().get(u) == simdjson::SUCCESS) return static_cast<double>(u);
+  doc.fail(key, fmt::format("{} is not a number", key));
+}
+
+uint32_t u32(uint64_t v, const char* key) {
+  if (v > UINT32_MAX) throw_invalid(fmt::format("config.json's {} ({}) does not fit GGUF's u32", key, v));
+  return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+const GgufArch& gguf_arch_for(std::string_view hf_class) {
+  for (const GgufArch& a : kArchs)
+    if (a.hf_class == hf_class) return a;
+  std::vector<std::string_view> known;
+  for (const GgufArch& a : kArchs) known.push_back(a.hf_class);
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+              fmt::format("architecture {} is not exported to GGUF; these are: {}",
+                          hf_class.empty() ? std::string_view{"(none)"} : hf_class, fmt::join(known, ", ")));
+}
+
+HfConfig parse_hf_config(std::string_view json, const std::string& source) {
+  const JsonDoc doc(json, source, Rule::model);
+  HfConfig c;
+  simdjson::dom::array classes;
+  if (doc.root()["architectures"].get_array().get(classes) == simdjson::SUCCESS && classes.size() > 0) {
+    std::string_view first;
+    if (classes.at(0).get_string().get(first) == simdjson::SUCCESS) c.hf_class = std::string(first);
+  }
+  if (c.hf_class.empty()) doc.fail("architectures", "config.json names no architecture (\"architectures\")");
+  (void)gguf_arch_for(c.hf_class);  // an unknown class is refused before its keys are asked for
+  c.hidden_size = doc.required_uint("hidden_size");
+  c.intermediate_size = doc.required_uint("intermediate_size");
+  c.layers = doc.required_uint("num_hidden_layers");
+  c.heads = doc.required_uint("num_attention_heads");
+  if (c.heads == 0) doc.fail("num_attention_heads", "num_attention_heads is 0");
+  c.kv_heads = doc.optional_uint("num_key_value_heads").value_or(c.heads);
+  if (c.kv_heads == 0 || c.heads % c.kv_heads != 0)
+    doc.fail("num_key_value_heads", fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
+                                                c.kv_heads, c.heads));
+  c.head_dim = doc.optional_uint("head_dim").value_or(c.hidden_size / c.heads);
+  if (c.head_dim == 0 || c.head_dim % 2 != 0) doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
+  c.context_length = doc.required_uint("max_position_embeddings");
+  c.vocab_size = doc.required_uint("vocab_size");
+  c.rope_theta = number(doc, "rope_theta");
+  const std::optional<double> eps = number(doc, "rms_norm_eps");
+  if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
+  c.rms_norm_eps = *eps;
+  c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
+  c.bos_token_id = doc.optional_uint("bos_token_id");
+  c.eos_token_id = doc.optional_uint("eos_token_id");
+  const auto scaling = doc.root()["rope_scaling"];
+  if (!scaling.error() && !scaling.is_null())
+    throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
+                "config.json's rope_scaling is not exported to GGUF yet", source);
+  return c;
+}
+
+std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfConfig& c) {
+  const std::string a(arch.name);
+  std::vector<GgufKeyValue> kv = {
+      {a + ".context_length", gguf_u32(u32(c.context_length, "max_position_embeddings"))},
+      {a + ".embedding_length", gguf_u32(u32(c.hidden_size, "hidden_size"))},
+      {a + ".block_count", gguf_u32(u32(c.layers, "num_hidden_layers"))},
+      {a + ".feed_forward_length", gguf_u32(u32(c.intermediate_size, "intermediate_size"))},
+      {a + ".attention.head_count", gguf_u32(u32(c.heads, "num_attention_heads"))},
+      {a + ".attention.head_count_kv", gguf_u32(u32(c.kv_heads, "num_key_value_heads"))},
+      {a + ".attention.layer_norm_rms_epsilon", gguf_f32(static_cast<float>(c.rms_norm_eps))},
+      {a + ".rope.dimension_count", gguf_u32(u32(c.head_dim, "head_dim"))},
+      {a + ".attention.key_length", gguf_u32(u32(c.head_dim, "head_dim"))},
+      {a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))},
+      {a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))},
+  };
+  if (c.rope_theta) kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
+  return kv;
+}
+
+std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name) {
+  for (const auto& [hf, gguf] : kModelNames)
+    if (hf_name == hf) {
+      if (hf_name == "lm_head.weight" && c.tie_word_embeddings) return std::nullopt;  // llama.cpp reuses token_embd
+      return GgufName{std::string(gguf), 0};
+    }
+  constexpr std::string_view kLayers = "model.layers.";
+  if (hf_name.starts_with(kLayers)) {
+    const std::string_view rest = hf_name.substr(kLayers.size());
+    uint64_t layer = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+    if (ec == std::errc() && end != rest.data() && *end == '.' && layer < c.layers) {
+      const std::string_view part = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+      if (part == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed by llama.cpp
+      for (const auto& [hf, gguf] : kLayerNames)
+        if (part == hf) {
+          uint64_t heads = 0;
+          if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
+          if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
+          return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads};
+        }
+    }
+  }
+  throw Error(ErrorCode::unsupported, Rule::none, std::string(hf_name), std::nullopt,
+              fmt::format("tensor {} has no GGUF name for {} ({})", hf_name, arch.hf_class, arch.name));
+}
+
+}  // namespace tlio::detail

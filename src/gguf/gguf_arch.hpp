@@ -1,0 +1,53 @@
+// gguf/gguf_arch.hpp: the architectures tlio exports to GGUF, one table entry each: the Hugging
+// Face class, llama.cpp's architecture name, how tensors are named and laid out, and which
+// config.json keys become which GGUF keys (with the exact types llama.cpp checks).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlio/gguf.hpp"
+
+namespace tlio::detail {
+
+struct GgufArch {
+  std::string_view hf_class;  ///< config.json "architectures"[0]
+  std::string_view name;      ///< general.architecture
+  /// Q and K rows interleaved per head (Hugging Face's rotate-half RoPE to ggml's adjacent pairs),
+  /// as llama.cpp's converter does for the llama family; not for NEOX-RoPE architectures.
+  bool permute_qk;
+};
+
+/// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
+const GgufArch& gguf_arch_for(std::string_view hf_class);
+
+/// What the export needs from config.json.
+struct HfConfig {
+  std::string hf_class;
+  uint64_t hidden_size = 0, intermediate_size = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  uint64_t context_length = 0, vocab_size = 0;
+  std::optional<double> rope_theta;
+  double rms_norm_eps = 0;
+  bool tie_word_embeddings = false;
+  std::optional<uint64_t> bos_token_id, eos_token_id;
+};
+/// config.json read for export: the class, hyperparameters (rope_scaling refused by name: it is
+/// not exported yet). Error{format, "model"} naming a missing or mistyped key.
+HfConfig parse_hf_config(std::string_view json, const std::string& source);
+
+/// The GGUF keys of the architecture's hyperparameters.
+std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfConfig& c);
+
+/// How one Hugging Face tensor is exported: its GGUF name, and the heads its rows are permuted
+/// by (0: not permuted); nullopt for a tensor llama.cpp does not take (rotary inv_freq, a tied
+/// lm_head). Error{unsupported} for a name the table does not know.
+struct GgufName {
+  std::string name;
+  uint64_t permute_heads = 0;
+};
+std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name);
+
+}  // namespace tlio::detail

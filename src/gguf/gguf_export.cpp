@@ -1,0 +1,218 @@
+// gguf/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from config.json,
+// the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF header is
+// known before a weight is read), then one pass over the tensors in file order, each read in
+// pieces of whole rows (whole heads where Q/K rows are permuted), converted to F32, permuted,
+// and encoded on every core.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "common/parallel.hpp"
+#include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_vocab.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "io/location.hpp"
+#include "model/location.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/gguf.hpp"
+#include "tlio/model.hpp"
+
+namespace tlio {
+
+namespace {
+
+// Source values per piece (F32): the piece and its encoding are all the memory a tensor takes.
+constexpr uint64_t kPieceValues = uint64_t{1} << 22;
+constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
+
+struct PlannedTensor {
+  const File* file;
+  const TensorInfo* info;
+  detail::GgufTensorDecl decl;
+  uint64_t permute_heads = 0;
+};
+
+// The types tlio exports weights as, and llama.cpp's general.file_type (llama_ftype) for each.
+constexpr std::pair<std::string_view, uint32_t> kFileTypes[] = {
+    {"F32", 0},  {"F16", 1},  {"BF16", 32}, {"Q8_0", 7},  {"Q4_0", 2},  {"Q4_1", 3},  {"Q5_0", 8},
+    {"Q5_1", 9}, {"Q2_K", 10}, {"Q3_K", 11}, {"Q4_K", 14}, {"Q5_K", 16}, {"Q6_K", 18}};
+
+std::optional<uint32_t> file_type_of(std::string_view type) {
+  for (const auto& [name, id] : kFileTypes)
+    if (name == type) return id;
+  return std::nullopt;
+}
+
+// The type llama.cpp writes instead when rows are not whole blocks of `type` (llama-quant.cpp).
+uint32_t fallback_of(uint32_t type) {
+  switch (type) {
+    case 12: return 6;   // Q4_K -> Q5_0
+    case 13: return 7;   // Q5_K -> Q5_1
+    case 14: return 8;   // Q6_K -> Q8_0
+    default: return 1;   // F16 (Q2_K and Q3_K fall back to IQ4_NL there, which tlio does not write)
+  }
+}
+
+// Rows of a piece: whole heads when rows are permuted.
+uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows) {
+  uint64_t n = std::max<uint64_t>(1, kPieceValues / std::max<uint64_t>(cols, 1));
+  if (head_rows) n = std::max<uint64_t>(head_rows, n / head_rows * head_rows);
+  return std::min(n, rows);
+}
+
+// Rows [0, rows) of `in` (each `cols` values) with each head's two halves interleaved:
+// out row h*hd + 2i + j = in row h*hd + j*hd/2 + i (rotate-half RoPE to adjacent pairs).
+void permute_rows(const std::vector<float>& in, std::vector<float>& out, uint64_t rows, uint64_t cols, uint64_t hd) {
+  out.resize(in.size());
+  for (uint64_t h = 0; h < rows / hd; ++h)
+    for (uint64_t i = 0; i < hd / 2; ++i)
+      for (uint64_t j = 0; j < 2; ++j)
+        std::memcpy(&out[(h * hd + 2 * i + j) * cols], &in[(h * hd + j * (hd / 2) + i) * cols], cols * sizeof(float));
+}
+
+std::string folder_name(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const size_t slash = d.find_last_of('/');
+  return slash == std::string::npos ? d : d.substr(slash + 1);
+}
+
+}  // namespace
+
+GgufExportReport export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options) {
+  const std::optional<GgmlType> asked = ggml_type_named(options.type);
+  if (!asked || !file_type_of(asked->name)) {
+    std::vector<std::string_view> names;
+    for (const auto& [name, id] : kFileTypes) names.push_back(name);
+    throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", options.type, fmt::join(names, ", ")));
+  }
+  const Model model = Model::open(model_dir, options.open);
+  const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
+  const std::optional<std::string> config_text = where.read_text("config.json");
+  if (!config_text)
+    throw Error(ErrorCode::format, Rule::model, "config.json", std::nullopt,
+                "a GGUF export needs config.json (the architecture and its hyperparameters)", where.name());
+  const detail::HfConfig c = detail::parse_hf_config(*config_text, where.name_of("config.json"));
+  const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
+  const std::optional<std::string> tokenizer = where.read_text("tokenizer.json");
+  if (!tokenizer)
+    throw Error(ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
+                "a GGUF export needs tokenizer.json: llama.cpp loads no model without its vocabulary", where.name());
+
+  // The plan: every tensor's GGUF name, type and dimensions, in file order.
+  GgufExportReport report;
+  report.architecture = std::string(arch.name);
+  std::vector<PlannedTensor> plan;
+  std::map<std::string, size_t> counts;
+  bool quantized = false;
+  for (const File& f : model.files())
+    for (const TensorInfo& t : f.tensors()) {
+      const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, t.name);
+      if (!name) continue;
+      if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
+        throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                    fmt::format("tensor {} is {}: only floating weights are exported to GGUF (a quantized "
+                                "checkpoint is dequantized first: tlio dequantize)",
+                                t.name, dtype_name(t.dtype)),
+                    f.name());
+      if (t.shape.size() == 0 || t.shape.size() > 2)
+        throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                    fmt::format("tensor {} has {} dimensions; the architectures exported have 1 or 2", t.name,
+                                t.shape.size()),
+                    f.name());
+      PlannedTensor p{&f, &t, {name->name, 0, {}}, name->permute_heads};
+      p.decl.ne.assign(t.shape.begin(), t.shape.end());
+      std::reverse(p.decl.ne.begin(), p.decl.ne.end());
+      const bool stays_f32 = t.shape.size() == 1 || name->name.ends_with("_norm.weight") || !name->name.ends_with(".weight");
+      uint32_t type = stays_f32 ? 0 : asked->id;
+      if (const GgmlType g = *ggml_type(type); p.decl.ne[0] % g.block != 0) {
+        type = fallback_of(type);
+        if (p.decl.ne[0] % ggml_type(type)->block != 0) type = 1;
+        report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", name->name, g.name,
+                                               ggml_type(type)->name, p.decl.ne[0]));
+      }
+      p.decl.type = type;
+      quantized |= !ggml_plain_dtype(type);
+      if (p.decl.name == "token_embd.weight" && t.shape[0] != c.vocab_size)
+        throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                    fmt::format("{} has {} rows, but vocab_size is {}: llama.cpp needs one row per token", t.name,
+                                t.shape[0], c.vocab_size),
+                    f.name());
+      ++counts[std::string(ggml_type(type)->name)];
+      plan.push_back(std::move(p));
+    }
+  for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
+
+  std::vector<GgufKeyValue> metadata = {
+      {"general.architecture", detail::gguf_string(std::string(arch.name))},
+      {"general.type", detail::gguf_string("model")},
+      {"general.name", detail::gguf_string(folder_name(model_dir))},
+      {"general.alignment", detail::gguf_u32(static_cast<uint32_t>(kDefaultGgufAlignment))},
+      {"general.file_type", detail::gguf_u32(*file_type_of(asked->name))},
+  };
+  if (quantized) metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
+  for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));
+  for (GgufKeyValue& kv :
+       detail::gguf_tokenizer(*tokenizer, where.name_of("tokenizer.json"), where.read_text("tokenizer_config.json"), c))
+    metadata.push_back(std::move(kv));
+
+  std::vector<detail::GgufTensorDecl> decls;
+  uint64_t total = 0;
+  for (const PlannedTensor& p : plan) {
+    decls.push_back(p.decl);
+    total += p.info->element_count();
+  }
+  detail::GgufWriter writer(detail::Location::parse(out), metadata, std::move(decls));
+
+  // The pass: pieces of rows, read, converted, permuted, encoded on every core, appended.
+  const unsigned threads = detail::thread_count(detail::configured_threads());
+  std::vector<float> values, permuted;
+  std::vector<std::byte> encoded;
+  uint64_t done = 0;
+  for (const PlannedTensor& p : plan) {
+    const TensorInfo& t = *p.info;
+    // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
+    // shape[0]'s either way: a bias's values are its rows.
+    const bool matrix = t.shape.size() == 2;
+    const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
+    const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;
+    if (p.permute_heads && (t.shape[0] % p.permute_heads != 0 || hd % 2 != 0))
+      throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                  fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0], p.permute_heads),
+                  p.file->name());
+    const GgmlType type = *ggml_type(p.decl.type);
+    const uint64_t row_bytes = cols / type.block * type.block_bytes;
+    const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
+    for (uint64_t r = 0; r < rows; r += step) {
+      const uint64_t n = std::min(step, rows - r);
+      std::vector<SliceIndex> range;
+      if (matrix) range.push_back(SliceIndex::range(r, r + n));
+      const std::vector<std::byte> raw = p.file->read_slice(t.name, range);
+      values.resize(n * cols);
+      convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(values)), values.size());
+      if (p.permute_heads) {
+        permute_rows(values, permuted, matrix ? n : cols, matrix ? cols : 1, hd);
+        values.swap(permuted);
+      }
+      encoded.resize(n * row_bytes);
+      detail::parallel_for(n, 2, 1, threads, [&](uint64_t b, uint64_t e) {
+        ggml_encode(type.id, std::span(values).subspan(b * cols, (e - b) * cols),
+                    std::span(encoded).subspan(b * row_bytes, (e - b) * row_bytes));
+      });
+      writer.append(encoded);
+      report.bytes_in += raw.size();
+      done += n * cols;
+      if (options.progress) options.progress(done, total);
+    }
+    ++report.tensors;
+  }
+  writer.commit();
+  report.bytes_out = writer.size();
+  return report;
+}
+
+}  // namespace tlio

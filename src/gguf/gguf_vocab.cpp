@@ -1,0 +1,192 @@
+// gguf/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as convert_hf_to_gguf.py's
+// get_vocab_base builds them for byte-level BPE.
+#include "gguf/gguf_vocab.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "common/json_doc.hpp"
+#include "common/json_text.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+// llama.cpp's token types.
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+
+// The pre-tokenizers llama.cpp names, by their Split regexes joined in order (tokenizer.json's
+// pre_tokenizer; llama-vocab.cpp's names).
+struct KnownPre {
+  std::string_view regex;
+  std::string_view name;
+};
+constexpr KnownPre kKnownPre[] = {
+    {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     "llama-bpe"},
+    {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     "qwen2"},
+};
+
+std::string_view text_of(dom::element e) {
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) return s;
+  dom::object o;
+  if (e.get_object().get(o) == simdjson::SUCCESS && o["content"].get_string().get(s) == simdjson::SUCCESS) return s;
+  return {};
+}
+
+// The name llama.cpp knows the pre-tokenizer by.
+std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
+  const auto pre = doc.root()["pre_tokenizer"];
+  if (pre.error() || pre.is_null()) doc.fail("pre_tokenizer", "tokenizer.json has no pre_tokenizer");
+  std::string_view type;
+  (void)pre["type"].get_string().get(type);
+  std::vector<dom::element> steps;
+  dom::array list;
+  if (type == "Sequence" && pre["pretokenizers"].get_array().get(list) == simdjson::SUCCESS) steps.assign(list.begin(), list.end());
+  else steps.push_back(pre.value_unsafe());
+  std::string regex;
+  bool byte_level_regex = false;
+  for (dom::element step : steps) {
+    std::string_view kind, pattern;
+    (void)step["type"].get_string().get(kind);
+    if (kind == "Split" && step["pattern"]["Regex"].get_string().get(pattern) == simdjson::SUCCESS) regex += pattern;
+    bool use_regex = false;
+    if (kind == "ByteLevel" && step["use_regex"].get_bool().get(use_regex) == simdjson::SUCCESS && use_regex)
+      byte_level_regex = true;
+  }
+  if (regex.empty() && byte_level_regex) return "gpt-2";
+  for (const KnownPre& k : kKnownPre)
+    if (regex == k.regex) return std::string(k.name);
+  std::vector<std::string_view> known{"gpt-2"};
+  for (const KnownPre& k : kKnownPre) known.push_back(k.name);
+  throw Error(ErrorCode::unsupported, Rule::none, "pre_tokenizer", std::nullopt,
+              fmt::format("the pre-tokenizer (Split regex {}) is not one llama.cpp names that tlio knows ({}); "
+                          "it is not guessed",
+                          quote_name(regex), fmt::join(known, ", ")),
+              source);
+}
+
+}  // namespace
+
+std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
+                                         const std::optional<std::string>& tokenizer_config, const HfConfig& c) {
+  const JsonDoc doc(tokenizer_json, source, Rule::model);
+  dom::object model;
+  if (doc.root()["model"].get_object().get(model) != simdjson::SUCCESS) doc.fail("model", "tokenizer.json has no model");
+  std::string_view type;
+  (void)model["type"].get_string().get(type);
+  bool byte_fallback = false;
+  (void)model["byte_fallback"].get_bool().get(byte_fallback);
+  if (type != "BPE" || byte_fallback)
+    throw Error(ErrorCode::unsupported, Rule::none, "model", std::nullopt,
+                fmt::format("the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
+                            "only, so far",
+                            type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback (SentencePiece)" : ""),
+                source);
+
+  const uint64_t n = c.vocab_size;
+  std::vector<std::string> tokens(n);
+  std::vector<int32_t> types(n, kUnused);
+  std::vector<bool> set(n, false);
+  const auto place = [&](uint64_t id, std::string_view text, int32_t kind) {
+    if (id >= n)
+      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}", quote_name(text), id, n));
+    tokens[id] = std::string(text);
+    types[id] = kind;
+    set[id] = true;
+  };
+  dom::object vocab;
+  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS) doc.fail("model", "tokenizer.json's model has no vocab");
+  for (auto [text, id] : vocab) {
+    uint64_t i;
+    if (id.get_uint64().get(i) != simdjson::SUCCESS) doc.fail("model", "a vocab id is not a whole number");
+    place(i, text, kNormal);
+  }
+  dom::array added;
+  if (doc.root()["added_tokens"].get_array().get(added) == simdjson::SUCCESS)
+    for (dom::element t : added) {
+      uint64_t id;
+      std::string_view content;
+      bool special = false;
+      if (t["id"].get_uint64().get(id) != simdjson::SUCCESS || t["content"].get_string().get(content) != simdjson::SUCCESS)
+        doc.fail("added_tokens", "an added token has no id or content");
+      (void)t["special"].get_bool().get(special);
+      place(id, content, special ? kControl : kUserDefined);
+    }
+  std::unordered_set<std::string_view> seen;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!set[i]) tokens[i] = fmt::format("[PAD{}]", i);
+    if (!seen.insert(tokens[i]).second)
+      doc.fail("model", fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(tokens[i])));
+  }
+  std::vector<std::string> merges;
+  dom::array merge_list;
+  if (model["merges"].get_array().get(merge_list) != simdjson::SUCCESS) doc.fail("model", "a BPE model without merges");
+  for (dom::element m : merge_list) {
+    std::string_view s;
+    dom::array pair;
+    if (m.get_string().get(s) == simdjson::SUCCESS) {
+      merges.emplace_back(s);
+    } else if (m.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2) {
+      std::string_view a, b;
+      if (pair.at(0).get_string().get(a) != simdjson::SUCCESS || pair.at(1).get_string().get(b) != simdjson::SUCCESS)
+        doc.fail("model", "a merge pair is not two strings");
+      merges.push_back(fmt::format("{} {}", a, b));
+    } else {
+      doc.fail("model", "a merge is neither \"a b\" nor [\"a\", \"b\"]");
+    }
+  }
+
+  std::vector<GgufKeyValue> kv = {
+      {"tokenizer.ggml.model", gguf_string("gpt2")},
+      {"tokenizer.ggml.pre", gguf_string(pre_tokenizer_name(doc, source))},
+      {"tokenizer.ggml.tokens", gguf_strings(tokens)},
+      {"tokenizer.ggml.token_type", gguf_i32s(types)},
+      {"tokenizer.ggml.merges", gguf_strings(std::move(merges))},
+  };
+  // Special tokens: tokenizer_config.json's by their text, else config.json's ids.
+  std::optional<uint64_t> bos = c.bos_token_id, eos = c.eos_token_id, pad;
+  std::optional<bool> add_bos, add_eos;
+  std::optional<std::string> chat_template;
+  if (tokenizer_config) {
+    const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
+    const auto id_of = [&](const char* key) -> std::optional<uint64_t> {
+      const auto e = tc.root()[key];
+      if (e.error() || e.is_null()) return std::nullopt;
+      const std::string_view text = text_of(e.value_unsafe());
+      for (uint64_t i = 0; i < n; ++i)
+        if (tokens[i] == text) return i;
+      tc.fail(key, fmt::format("{} {} is not in the vocabulary", key, quote_name(text)));
+    };
+    if (auto id = id_of("bos_token")) bos = id;
+    if (auto id = id_of("eos_token")) eos = id;
+    pad = id_of("pad_token");
+    add_bos = tc.optional_bool("add_bos_token");
+    add_eos = tc.optional_bool("add_eos_token");
+    chat_template = tc.optional_string("chat_template");
+  }
+  if (!add_bos) {
+    // transformers adds BOS when the post-processor's single template starts with it.
+    std::string_view first;
+    add_bos = doc.root()["post_processor"]["single"].at(0)["SpecialToken"]["id"].get_string().get(first) ==
+                  simdjson::SUCCESS &&
+              bos && tokens[*bos] == first;
+  }
+  if (bos) kv.push_back({"tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*bos))});
+  if (eos) kv.push_back({"tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*eos))});
+  if (pad) kv.push_back({"tokenizer.ggml.padding_token_id", gguf_u32(static_cast<uint32_t>(*pad))});
+  kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(*add_bos)});
+  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(add_eos.value_or(false))});
+  if (chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*chat_template)});
+  return kv;
+}
+
+}  // namespace tlio::detail

@@ -1,0 +1,24 @@
+// gguf/gguf_vocab.hpp: a Hugging Face tokenizer as llama.cpp's tokenizer.* keys. Byte-level BPE
+// ("gpt2": tokens, types, merges) with the pre-tokenizer named from its Split patterns, special
+// token ids, add_bos/add_eos and the chat template. A tokenizer it cannot name exactly is
+// refused by name, never guessed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf_arch.hpp"
+#include "tlio/gguf.hpp"
+
+namespace tlio::detail {
+
+/// The tokenizer.* keys from tokenizer.json (`source` names it in errors) and
+/// tokenizer_config.json (when present), for a vocabulary of config.json's vocab_size entries.
+/// Error{format, "model"} for malformed JSON or ids past vocab_size; Error{unsupported} naming
+/// a tokenizer model or pre-tokenizer tlio does not export.
+std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
+                                         const std::optional<std::string>& tokenizer_config, const HfConfig& c);
+
+}  // namespace tlio::detail

@@ -134,6 +134,27 @@ void bind_gguf(py::module_& m) {
     d["data_bytes_out"] = r.data_bytes_out;
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "");
+  m.def("export_gguf", [](const std::string& src, const std::string& dst, const std::string& type,
+                          const std::string& token) {
+    tlio::GgufExportOptions o;
+    o.open.token = token;
+    o.type = type;
+    tlio::GgufExportReport r;
+    {
+      LongCall call;
+      r = tlio::export_gguf(src, dst, o);
+    }
+    py::dict d;
+    d["architecture"] = r.architecture;
+    d["tensors"] = r.tensors;
+    py::dict types;
+    for (const auto& [name, n] : r.type_counts) types[py::str(name)] = n;
+    d["types"] = types;
+    d["fallbacks"] = r.fallbacks;
+    d["data_bytes_in"] = r.bytes_in;
+    d["bytes_out"] = r.bytes_out;
+    return d;
+  }, py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "");
 }
 
 }  // namespace tlio_py

@@ -135,3 +135,16 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     assert r.returncode == 2
     r = run("convert", folder, tmp_path / "x.safetensors", "--dtype", "q4_k")
     assert r.returncode == 2 and ".gguf" in r.stderr
+
+
+def test_export_from_python_writes_the_clis_bytes(tmp_path):
+    src = pathlib.Path(os.environ.get("TLIO_TEST_DATA", REPO / "tests" / "data")) / "gguf" / "tiny_llama"
+    report = tlio.export_gguf(src, tmp_path / "py.gguf", "q4_0")
+    assert report["architecture"] == "llama" and report["types"] == {"F32": 3, "Q4_0": 9}
+    assert run("convert", src, tmp_path / "cli.gguf", "--dtype", "Q4_0").returncode == 0
+    assert (tmp_path / "py.gguf").read_bytes() == (tmp_path / "cli.gguf").read_bytes()
+    with pytest.raises(ValueError, match="IQ2_XXS"):
+        tlio.export_gguf(src, tmp_path / "x.gguf", "IQ2_XXS")
+    # The export reads back through safe_open, decoded.
+    with tlio.safe_open(tmp_path / "py.gguf", "numpy") as f:
+        assert f.get_tensor("blk.0.ffn_up.weight").shape == (64, 32)

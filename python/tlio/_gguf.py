@@ -72,3 +72,16 @@ def gguf_metadata(src, *, token=None):
     of those (a vocabulary comes whole)."""
     import os
     return _tlio.GgufFile(os.fspath(src), token or "").fields()
+
+
+def export_gguf(src, dst, dtype="F16", *, token=None):
+    """Writes the Hugging Face model folder `src` (a path or URL) as the GGUF file `dst` that
+    llama.cpp loads, as ``tlio convert SRC DST.gguf --dtype DTYPE`` does: the 2-D weights as
+    `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K";
+    quantized byte for byte as ggml's reference quantizer), norms and biases F32, the tokenizer
+    and hyperparameters as llama.cpp reads them. Returns architecture, tensors, types ({type:
+    count}), fallbacks (weights whose rows are not whole blocks, written as llama.cpp would),
+    data_bytes_in, bytes_out. An architecture, tokenizer or config key it does not export raises
+    ValueError naming it."""
+    import os
+    return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "")

@@ -80,3 +80,16 @@ int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_op
     if (tensors) *tensors = r.tensors;
   });
 }
+
+int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
+                   uint64_t* tensors) {
+  TL_REQUIRE(src && dst, "tl_export_gguf: NULL argument");
+  tlio::GgufExportOptions o;
+  if (options)
+    if (int rc = open_options(options, "tl_export_gguf", o.open); rc != TL_OK) return rc;
+  if (type) o.type = type;
+  return guard([&] {
+    const tlio::GgufExportReport r = tlio::export_gguf(src, dst, o);
+    if (tensors) *tensors = r.tensors;
+  });
+}

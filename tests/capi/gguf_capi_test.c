@@ -85,6 +85,23 @@ int main(int argc, char** argv) {
   CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F8_E4M3, NULL, NULL) == TL_EINVAL);
   CHECK(access(out, F_OK) != 0);
 
+  /* A Hugging Face folder to GGUF, read back. */
+  snprintf(out, sizeof out, "%s/gguf_capi_%d.gguf", scratch, (int)getpid());
+  written = 0;
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "Q8_0", NULL, &written) == TL_OK && written == 12);
+  CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
+  if (g) {
+    CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(strcmp(t.type_name, "Q8_0") == 0 && t.rank == 2 && t.shape[0] == 32 && t.shape[1] == 32);
+    CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK && strcmp(text, "llama") == 0);
+    CHECK(tl_gguf_metadata(g, "tokenizer.ggml.pre", &text) == TL_OK && strcmp(text, "llama-bpe") == 0);
+    tl_gguf_close(g);
+  }
+  unlink(out);
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "IQ2_XXS", NULL, NULL) == TL_EINVAL);
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf", out, NULL, NULL, NULL) != TL_OK); /* no config.json */
+  CHECK(access(out, F_OK) != 0);
+
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

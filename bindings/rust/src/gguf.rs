@@ -152,3 +152,22 @@ pub fn import_gguf(
     check(unsafe { sys::tl_import_gguf(src.as_ptr(), dst.as_ptr(), dtype.raw(), &o, &mut tensors) })?;
     Ok(tensors)
 }
+
+/// Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that
+/// llama.cpp loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type_name` "F32", "F16",
+/// "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K". Returns the number of
+/// tensors written; an architecture or tokenizer it does not export is an `Unsupported` error.
+pub fn export_gguf(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    type_name: &str,
+    options: &OpenOptions,
+) -> Result<u64> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let type_name = c_name(type_name)?;
+    let (o, _token) = c_open_options(options)?;
+    let mut tensors = 0u64;
+    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
+    check(unsafe { sys::tl_export_gguf(src.as_ptr(), dst.as_ptr(), type_name.as_ptr(), &o, &mut tensors) })?;
+    Ok(tensors)
+}

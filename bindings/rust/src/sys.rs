@@ -455,6 +455,13 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_export_gguf(
+        src: *const c_char,
+        dst: *const c_char,
+        type_: *const c_char,
+        options: *const tl_open_options,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_hash_file(
         location: *const c_char,
         options: *const tl_open_options,

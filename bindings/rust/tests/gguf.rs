@@ -55,3 +55,17 @@ fn a_truncated_gguf_is_a_format_error() {
     assert_eq!(err.kind(), tlio::ErrorKind::Format);
     assert_eq!(err.rule(), Some("gguf"));
 }
+
+#[test]
+fn exports_a_hugging_face_folder() {
+    let out = scratch("gguf-export").join("tiny.gguf");
+    let src = data().join("gguf").join("tiny_llama");
+    assert_eq!(tlio::export_gguf(&src, &out, "Q4_0", &Default::default()).unwrap(), 12);
+    let g = tlio::Gguf::open(&out).unwrap();
+    assert_eq!(g.metadata("general.architecture").unwrap(), "llama");
+    let q = g.tensor("blk.0.ffn_up.weight").unwrap();
+    assert_eq!((q.type_name.as_str(), q.shape.clone()), ("Q4_0", vec![64, 32]));
+    assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    let err = tlio::export_gguf(&src, &out, "IQ2_XXS", &Default::default()).unwrap_err();
+    assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
+}

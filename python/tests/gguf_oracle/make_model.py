@@ -7,6 +7,7 @@ import json, sys, pathlib
 import numpy as np
 from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers, processors
 out = pathlib.Path(sys.argv[1]); arch = sys.argv[2]
+tiny = len(sys.argv) > 3 and sys.argv[3] == "tiny"  # tests/data/gguf/tiny_llama: a few KB, BF16
 out.mkdir(parents=True, exist_ok=True)
 LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -16,7 +17,7 @@ tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern)
                                              pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
 tok.decoder = decoders.ByteLevel()
 bos, eos = ("<|begin_of_text|>", "<|end_of_text|>") if arch == "llama" else ("<|im_start|>", "<|endoftext|>")
-trainer = trainers.BpeTrainer(vocab_size=320, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[bos, eos], show_progress=False)
+trainer = trainers.BpeTrainer(vocab_size=270 if tiny else 320, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[bos, eos], show_progress=False)
 text = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama.cpp runs GGUF files; tlio writes them.", "1234567 numbers, émigré café", "def f(x):\n    return x * 2\n"]
 tok.train_from_iterator(text * 20, trainer)
 if arch == "llama":
@@ -26,8 +27,8 @@ V = tok.get_vocab_size()
 (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": bos, "eos_token": eos, **({"add_bos_token": False} if arch != "llama" else {})}))
 # Rows of 256 and 512 values: whole K-quant super-blocks; Qwen3's heads of 48 make rows of 192,
 # which fall back as llama.cpp's do.
-H, heads, kv, layers, ff = 256, 4, 2, 2, 512
-hd = 64 if arch != "qwen3" else 48
+H, heads, kv, layers, ff = (32, 2, 1, 1, 64) if tiny else (256, 4, 2, 2, 512)
+hd = H // heads if arch != "qwen3" else 48
 cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[arch]
 config = {"architectures": [cls], "model_type": arch, "hidden_size": H, "intermediate_size": ff, "num_hidden_layers": layers,
           "num_attention_heads": heads, "num_key_value_heads": kv, "max_position_embeddings": 128, "vocab_size": V,

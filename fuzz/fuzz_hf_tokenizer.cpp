@@ -1,0 +1,28 @@
+// Fuzz target: what a GGUF export reads from a stranger's model folder as text: the input as
+// tokenizer.json (to llama.cpp's tokenizer keys, for a vocabulary of 300) and as config.json (the
+// architecture and hyperparameters). Any input gives keys or throws tlio::Error.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_vocab.hpp"
+#include "tlio/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  tlio::detail::HfConfig c;
+  c.vocab_size = 300;
+  c.bos_token_id = 1;
+  try {
+    (void)tlio::detail::gguf_tokenizer(text, "fuzz/tokenizer.json", std::string(text), c);
+  } catch (const tlio::Error&) {
+  }
+  try {
+    const tlio::detail::HfConfig parsed = tlio::detail::parse_hf_config(text, "fuzz/config.json");
+    (void)tlio::detail::gguf_hyperparameters(tlio::detail::gguf_arch_for(parsed.hf_class), parsed);
+  } catch (const tlio::Error&) {
+  }
+  return 0;
+}

@@ -35,13 +35,14 @@ bool is_gguf_weight_type(const std::string& v) {
 
 std::string gguf_weight_type_text() { return "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"; }
 
-CLI::Validator convert_dtype_check() {
+CLI::Validator convert_dtype_check(bool gguf_types) {
   return CLI::Validator(
-      [](std::string& v) -> std::string {
+      [gguf_types](std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
-        if (!d && is_gguf_weight_type(v)) return {};  // for a .gguf OUT (checked with OUT)
-        if (!d) return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text() + "; for a .gguf OUT also " +
-                       gguf_weight_type_text();
+        if (!d && gguf_types && is_gguf_weight_type(v)) return {};  // for a .gguf OUT (checked with OUT)
+        if (!d)
+          return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text() +
+                 (gguf_types ? "; for a .gguf OUT also " + gguf_weight_type_text() : std::string());
         if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
           return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
         return {};

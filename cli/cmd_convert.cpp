@@ -204,7 +204,7 @@ void add_convert(CLI::App& app, int& exit_code) {
                                "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
                                "(also bf16, float16, float8_e4m3fn, ...)"),
                convert_dtype_names())
-      ->check(convert_dtype_check());
+      ->check(convert_dtype_check(true));
   auto* include = cmd->add_option("--include", a->include, "Convert only tensors matching REGEX")
                       ->check(regex_check());
   auto* exclude = cmd->add_option("--exclude", a->exclude, "Do not convert tensors matching REGEX")

@@ -34,6 +34,13 @@ reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(reference)
 
 
+def copy_folder(src, dst):
+    dst.mkdir()
+    for f in src.iterdir():
+        (dst / f.name).write_bytes(f.read_bytes())
+    return dst
+
+
 def run(*args):
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
 
@@ -65,12 +72,18 @@ def model(request, tmp_path_factory):
     return request.param, folder
 
 
-def test_llama_cpp_runs_the_export_as_the_reference_does(model, tmp_path):
-    arch, folder = model
-    out = tmp_path / "model-f32.gguf"
-    r = run("convert", folder, out, "--dtype", "f32", "--json")
+@pytest.fixture(scope="module")
+def f32_export(model, tmp_path_factory):
+    """The model exported as F32, and the export's --json report."""
+    out = tmp_path_factory.mktemp("f32") / "model-f32.gguf"
+    r = run("convert", model[1], out, "--dtype", "f32", "--json")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    return out, json.loads(r.stdout)
+
+
+def test_llama_cpp_runs_the_export_as_the_reference_does(model, f32_export, tmp_path):
+    arch, folder = model
+    out, doc = f32_export
     assert doc["architecture"] == arch and doc["types"] == {"F32": doc["tensors"]} and doc["fallbacks"] == []
     for text, want in zip(TEXTS, hf_tokens(folder, TEXTS)):
         ids, logits = llama_cpp(out, text, tmp_path / "logits.npy")
@@ -81,10 +94,9 @@ def test_llama_cpp_runs_the_export_as_the_reference_does(model, tmp_path):
 
 
 @pytest.mark.parametrize("dtype", ["q8_0", "q4_k", "q6_k"])
-def test_quantized_weights_are_ggmls_reference_bytes(model, tmp_path, dtype):
+def test_quantized_weights_are_ggmls_reference_bytes(model, f32_export, tmp_path, dtype):
     arch, folder = model
-    f32, quant = tmp_path / "f32.gguf", tmp_path / f"{dtype}.gguf"
-    assert run("convert", folder, f32, "--dtype", "f32").returncode == 0
+    f32, quant = f32_export[0], tmp_path / f"{dtype}.gguf"
     r = run("convert", folder, quant, "--dtype", dtype, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -110,10 +122,7 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     arch, folder = model
     if arch != "llama":
         pytest.skip("one model is enough")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    for f in folder.iterdir():
-        (bad / f.name).write_bytes(f.read_bytes())
+    bad = copy_folder(folder, tmp_path / "bad")
     config = json.loads((folder / "config.json").read_text())
     (bad / "config.json").write_text(json.dumps({**config, "architectures": ["GPTNeoXForCausalLM"]}))
     r = run("convert", bad, tmp_path / "x.gguf")
@@ -121,6 +130,14 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     (bad / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "llama3", "factor": 8.0}}))
     r = run("convert", bad, tmp_path / "x.gguf")
     assert r.returncode == 1 and "rope_scaling" in r.stderr, r.stderr
+    (bad / "config.json").write_text(json.dumps({**config, "bos_token_id": 10**9}))
+    (bad / "tokenizer_config.json").write_text("{}")
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "bos_token_id" in r.stderr and "vocab_size" in r.stderr, r.stderr
+    (bad / "config.json").write_text(json.dumps({**config, "vocab_size": 2**40}))
+    r = run("convert", bad, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "vocab_size" in r.stderr, r.stderr
+    (bad / "tokenizer_config.json").write_bytes((folder / "tokenizer_config.json").read_bytes())
     (bad / "config.json").write_text(json.dumps(config))
     tok = json.loads((folder / "tokenizer.json").read_text())
     tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = r"\w+|\s+"
@@ -135,6 +152,30 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     assert r.returncode == 2
     r = run("convert", folder, tmp_path / "x.safetensors", "--dtype", "q4_k")
     assert r.returncode == 2 and ".gguf" in r.stderr
+
+
+def test_llama3_style_files_export_as_llama_cpp_reads_them(model, tmp_path):
+    """Llama 3's files: the BOS template inside a Sequence post-processor, no add_bos_token in
+    tokenizer_config.json, a list of eos ids in config.json (Llama 3.1)."""
+    arch, folder = model
+    if arch != "llama":
+        pytest.skip("a Llama layout")
+    llama3 = copy_folder(folder, tmp_path / "llama3")
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    tok["post_processor"] = {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        tok["post_processor"]]}
+    (llama3 / "tokenizer.json").write_text(json.dumps(tok))
+    (llama3 / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<|begin_of_text|>"}))
+    config = json.loads((folder / "config.json").read_text())
+    (llama3 / "config.json").write_text(json.dumps({**config, "eos_token_id": [1, 0]}))
+    r = run("convert", llama3, tmp_path / "x.gguf", "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    fields = tlio.gguf_metadata(tmp_path / "x.gguf")
+    assert fields["tokenizer.ggml.add_bos_token"] is True
+    assert fields["tokenizer.ggml.eos_token_id"] == 1 and fields["tokenizer.ggml.bos_token_id"] == 0
+    ids, _ = llama_cpp(tmp_path / "x.gguf", "Hello", tmp_path / "l.npy")
+    assert ids[0] == 0  # <|begin_of_text|>, as Hugging Face's tokenizer adds it
 
 
 def test_export_from_python_writes_the_clis_bytes(tmp_path):

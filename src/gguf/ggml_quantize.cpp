@@ -201,15 +201,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8
 // Symmetric codes in [-nmax, nmax) stored plus nmax, weighted by x^2, the scale refined over 18
 // perturbed grids (ggml's make_qx_quants with rmse_type 1 and no importance).
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill_n(L, n, int8_t{0});
     return 0.0f;
   }
@@ -246,15 +239,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 // Q3_K's symmetric codes in [-nmax, nmax) stored plus nmax, refined value by value for at most 5
 // rounds (ggml's make_q3_quants with do_rmse).
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill_n(L, n, int8_t{0});
     return 0.0f;
   }

@@ -58,6 +58,20 @@ std::optional<double> number(const JsonDoc& doc, const char* key) {
   doc.fail(key, fmt::format("{} is not a number", key));
 }
 
+// A token id: a whole number, or the first of a list (Llama 3.1's eos_token_id lists three); a
+// value of another kind is no id.
+std::optional<uint64_t> token_id(const JsonDoc& doc, const char* key) {
+  simdjson::dom::element v;
+  if (doc.root()[key].get(v) != simdjson::SUCCESS) return std::nullopt;
+  simdjson::dom::array list;
+  if (v.get_array().get(list) == simdjson::SUCCESS) {
+    if (list.size() == 0) return std::nullopt;
+    v = list.at(0).value_unsafe();
+  }
+  uint64_t id;
+  return v.get_uint64().get(id) == simdjson::SUCCESS ? std::optional(id) : std::nullopt;
+}
+
 uint32_t u32(uint64_t v, const char* key) {
   if (v > UINT32_MAX) throw_invalid(fmt::format("config.json's {} ({}) does not fit GGUF's u32", key, v));
   return static_cast<uint32_t>(v);
@@ -98,13 +112,16 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   if (c.head_dim == 0 || c.head_dim % 2 != 0) doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
   c.context_length = doc.required_uint("max_position_embeddings");
   c.vocab_size = doc.required_uint("vocab_size");
+  if (c.vocab_size == 0 || c.vocab_size > kMaxGgufVocabulary)
+    doc.fail("vocab_size", fmt::format("vocab_size {} is not between 1 and {}", c.vocab_size, kMaxGgufVocabulary));
+  if (c.hidden_size == 0) doc.fail("hidden_size", "hidden_size is 0");
   c.rope_theta = number(doc, "rope_theta");
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
   c.rms_norm_eps = *eps;
   c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
-  c.bos_token_id = doc.optional_uint("bos_token_id");
-  c.eos_token_id = doc.optional_uint("eos_token_id");
+  c.bos_token_id = token_id(doc, "bos_token_id");
+  c.eos_token_id = token_id(doc, "eos_token_id");
   const auto scaling = doc.root()["rope_scaling"];
   if (!scaling.error() && !scaling.is_null())
     throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,

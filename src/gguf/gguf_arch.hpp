@@ -13,6 +13,10 @@
 
 namespace tlio::detail {
 
+/// The largest vocabulary exported (config.json's vocab_size): every token is a string held
+/// while the header is laid out. The largest real vocabularies have about 2^18 tokens.
+inline constexpr uint64_t kMaxGgufVocabulary = uint64_t{1} << 22;
+
 struct GgufArch {
   std::string_view hf_class;  ///< config.json "architectures"[0]
   std::string_view name;      ///< general.architecture

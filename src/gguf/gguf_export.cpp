@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "common/parallel.hpp"
@@ -81,6 +82,95 @@ std::string folder_name(const std::string& dir) {
   return slash == std::string::npos ? d : d.substr(slash + 1);
 }
 
+// One tensor's place in the export: checked (floating, 1 or 2 dimensions, not empty, whole heads
+// where rows are permuted, the embeddings one row per token), its GGUF dimensions and type.
+PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name, const detail::HfConfig& c,
+                          const GgmlType& asked, GgufExportReport& report) {
+  if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} is {}: only floating weights are exported to GGUF (a quantized "
+                            "checkpoint is dequantized first: tlio dequantize)",
+                            t.name, dtype_name(t.dtype)),
+                f.name());
+  if (t.shape.size() == 0 || t.shape.size() > 2)
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} has {} dimensions; the architectures exported have 1 or 2", t.name,
+                            t.shape.size()),
+                f.name());
+  if (t.element_count() == 0)
+    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                fmt::format("tensor {} has no values", t.name), f.name());
+  if (name.permute_heads && (t.shape[0] % name.permute_heads != 0 || (t.shape[0] / name.permute_heads) % 2 != 0))
+    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
+                            name.permute_heads),
+                f.name());
+  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads};
+  p.decl.ne.assign(t.shape.begin(), t.shape.end());
+  std::reverse(p.decl.ne.begin(), p.decl.ne.end());
+  const bool stays_f32 = t.shape.size() == 1 || name.name.ends_with("_norm.weight") || !name.name.ends_with(".weight");
+  uint32_t type = stays_f32 ? 0 : asked.id;
+  if (const GgmlType g = *ggml_type(type); p.decl.ne[0] % g.block != 0) {
+    type = fallback_of(type);
+    if (p.decl.ne[0] % ggml_type(type)->block != 0) type = 1;
+    report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", name.name, g.name,
+                                           ggml_type(type)->name, p.decl.ne[0]));
+  }
+  p.decl.type = type;
+  if (p.decl.name == "token_embd.weight" &&
+      (t.shape.size() != 2 || t.shape[0] != c.vocab_size || t.shape[1] != c.hidden_size))
+    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                fmt::format("{} is [{}], not [vocab_size {}, hidden_size {}]: llama.cpp needs one row per token",
+                            t.name, fmt::join(t.shape, ", "), c.vocab_size, c.hidden_size),
+                f.name());
+  return p;
+}
+
+// What the pass reuses from piece to piece.
+struct PiecePass {
+  unsigned threads;
+  std::vector<float> values, permuted;
+  std::vector<std::byte> encoded;
+};
+
+// Writes tensor `p` through `writer` in pieces of whole rows (whole heads where its rows are
+// permuted): read, converted to F32, permuted, encoded on every core. Calls `piece_done` with
+// each piece's values; returns the bytes read.
+uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
+                      const std::function<void(uint64_t)>& piece_done) {
+  const TensorInfo& t = *p.info;
+  // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
+  // shape[0]'s either way: a bias's values are its rows.
+  const bool matrix = t.shape.size() == 2;
+  const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
+  const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;  // checked when planned
+  const GgmlType type = *ggml_type(p.decl.type);
+  const uint64_t row_bytes = cols / type.block * type.block_bytes;
+  const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
+  uint64_t read = 0;
+  for (uint64_t r = 0; r < rows; r += step) {
+    const uint64_t n = std::min(step, rows - r);
+    std::vector<SliceIndex> range;
+    if (matrix) range.push_back(SliceIndex::range(r, r + n));
+    const std::vector<std::byte> raw = p.file->read_slice(t.name, range);
+    pass.values.resize(n * cols);
+    convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(pass.values)), pass.values.size());
+    if (p.permute_heads) {
+      permute_rows(pass.values, pass.permuted, matrix ? n : cols, matrix ? cols : 1, hd);
+      pass.values.swap(pass.permuted);
+    }
+    pass.encoded.resize(n * row_bytes);
+    detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
+      ggml_encode(type.id, std::span(pass.values).subspan(b * cols, (e - b) * cols),
+                  std::span(pass.encoded).subspan(b * row_bytes, (e - b) * row_bytes));
+    });
+    writer.append(pass.encoded);
+    read += raw.size();
+    piece_done(n * cols);
+  }
+  return read;
+}
+
 }  // namespace
 
 GgufExportReport export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options) {
@@ -113,39 +203,15 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
     for (const TensorInfo& t : f.tensors()) {
       const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, t.name);
       if (!name) continue;
-      if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
-        throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                    fmt::format("tensor {} is {}: only floating weights are exported to GGUF (a quantized "
-                                "checkpoint is dequantized first: tlio dequantize)",
-                                t.name, dtype_name(t.dtype)),
-                    f.name());
-      if (t.shape.size() == 0 || t.shape.size() > 2)
-        throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                    fmt::format("tensor {} has {} dimensions; the architectures exported have 1 or 2", t.name,
-                                t.shape.size()),
-                    f.name());
-      PlannedTensor p{&f, &t, {name->name, 0, {}}, name->permute_heads};
-      p.decl.ne.assign(t.shape.begin(), t.shape.end());
-      std::reverse(p.decl.ne.begin(), p.decl.ne.end());
-      const bool stays_f32 = t.shape.size() == 1 || name->name.ends_with("_norm.weight") || !name->name.ends_with(".weight");
-      uint32_t type = stays_f32 ? 0 : asked->id;
-      if (const GgmlType g = *ggml_type(type); p.decl.ne[0] % g.block != 0) {
-        type = fallback_of(type);
-        if (p.decl.ne[0] % ggml_type(type)->block != 0) type = 1;
-        report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", name->name, g.name,
-                                               ggml_type(type)->name, p.decl.ne[0]));
-      }
-      p.decl.type = type;
-      quantized |= !ggml_plain_dtype(type);
-      if (p.decl.name == "token_embd.weight" && t.shape[0] != c.vocab_size)
-        throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
-                    fmt::format("{} has {} rows, but vocab_size is {}: llama.cpp needs one row per token", t.name,
-                                t.shape[0], c.vocab_size),
-                    f.name());
-      ++counts[std::string(ggml_type(type)->name)];
+      PlannedTensor p = plan_tensor(f, t, *name, c, *asked, report);
+      quantized |= !ggml_plain_dtype(p.decl.type);
+      ++counts[std::string(ggml_type(p.decl.type)->name)];
       plan.push_back(std::move(p));
     }
   for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
+  if (std::none_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
+    throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,
+                "the model has no model.embed_tokens.weight: llama.cpp needs the token embeddings", model.name());
 
   std::vector<GgufKeyValue> metadata = {
       {"general.architecture", detail::gguf_string(std::string(arch.name))},
@@ -168,46 +234,14 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   }
   detail::GgufWriter writer(detail::Location::parse(out), metadata, std::move(decls));
 
-  // The pass: pieces of rows, read, converted, permuted, encoded on every core, appended.
-  const unsigned threads = detail::thread_count(detail::configured_threads());
-  std::vector<float> values, permuted;
-  std::vector<std::byte> encoded;
+  // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
+  PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}, {}};
   uint64_t done = 0;
   for (const PlannedTensor& p : plan) {
-    const TensorInfo& t = *p.info;
-    // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
-    // shape[0]'s either way: a bias's values are its rows.
-    const bool matrix = t.shape.size() == 2;
-    const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
-    const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;
-    if (p.permute_heads && (t.shape[0] % p.permute_heads != 0 || hd % 2 != 0))
-      throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
-                  fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0], p.permute_heads),
-                  p.file->name());
-    const GgmlType type = *ggml_type(p.decl.type);
-    const uint64_t row_bytes = cols / type.block * type.block_bytes;
-    const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
-    for (uint64_t r = 0; r < rows; r += step) {
-      const uint64_t n = std::min(step, rows - r);
-      std::vector<SliceIndex> range;
-      if (matrix) range.push_back(SliceIndex::range(r, r + n));
-      const std::vector<std::byte> raw = p.file->read_slice(t.name, range);
-      values.resize(n * cols);
-      convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(values)), values.size());
-      if (p.permute_heads) {
-        permute_rows(values, permuted, matrix ? n : cols, matrix ? cols : 1, hd);
-        values.swap(permuted);
-      }
-      encoded.resize(n * row_bytes);
-      detail::parallel_for(n, 2, 1, threads, [&](uint64_t b, uint64_t e) {
-        ggml_encode(type.id, std::span(values).subspan(b * cols, (e - b) * cols),
-                    std::span(encoded).subspan(b * row_bytes, (e - b) * row_bytes));
-      });
-      writer.append(encoded);
-      report.bytes_in += raw.size();
-      done += n * cols;
+    report.bytes_in += write_tensor(p, writer, pass, [&](uint64_t values) {
+      done += values;
       if (options.progress) options.progress(done, total);
-    }
+    });
     ++report.tensors;
   }
   writer.commit();

@@ -29,7 +29,7 @@ bool is_float(Dtype d) noexcept {
 std::optional<std::string> metadata_text(const GgufValue& v) {
   if (const std::string* s = v.as_string()) return *s;
   if (v.type == GgufValueType::ARRAY) return std::nullopt;
-  if (v.type == GgufValueType::BOOL) return v.as_uint() == 1u ? "true" : "false";
+  if (v.type == GgufValueType::BOOL) return v.as_uint() != 0u ? "true" : "false";  // any non-zero byte, as ggml
   if (v.type == GgufValueType::INT64) {
     int64_t i;
     std::memcpy(&i, v.bytes.data(), 8);

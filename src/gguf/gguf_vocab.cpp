@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <tuple>
 #include <unordered_set>
 
 #include "common/json_doc.hpp"
@@ -47,7 +48,7 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
   const auto pre = doc.root()["pre_tokenizer"];
   if (pre.error() || pre.is_null()) doc.fail("pre_tokenizer", "tokenizer.json has no pre_tokenizer");
   std::string_view type;
-  (void)pre["type"].get_string().get(type);
+  std::ignore = pre["type"].get_string().get(type);
   std::vector<dom::element> steps;
   dom::array list;
   if (type == "Sequence" && pre["pretokenizers"].get_array().get(list) == simdjson::SUCCESS) steps.assign(list.begin(), list.end());
@@ -56,7 +57,7 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
   bool byte_level_regex = false;
   for (dom::element step : steps) {
     std::string_view kind, pattern;
-    (void)step["type"].get_string().get(kind);
+    std::ignore = step["type"].get_string().get(kind);
     if (kind == "Split" && step["pattern"]["Regex"].get_string().get(pattern) == simdjson::SUCCESS) regex += pattern;
     bool use_regex = false;
     if (kind == "ByteLevel" && step["use_regex"].get_bool().get(use_regex) == simdjson::SUCCESS && use_regex)
@@ -74,6 +75,20 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
               source);
 }
 
+// Whether the post-processor's single-sequence template starts with the special token `first`
+// (transformers then adds it: BOS), the template alone or inside a Sequence (Llama 3's).
+bool template_starts_with(dom::element processor, std::string_view first) {
+  std::string_view type, id;
+  if (processor["type"].get_string().get(type) != simdjson::SUCCESS) return false;
+  if (type == "TemplateProcessing")
+    return processor["single"].at(0)["SpecialToken"]["id"].get_string().get(id) == simdjson::SUCCESS && id == first;
+  dom::array steps;
+  if (type != "Sequence" || processor["processors"].get_array().get(steps) != simdjson::SUCCESS) return false;
+  for (dom::element step : steps)
+    if (template_starts_with(step, first)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
@@ -82,9 +97,9 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   dom::object model;
   if (doc.root()["model"].get_object().get(model) != simdjson::SUCCESS) doc.fail("model", "tokenizer.json has no model");
   std::string_view type;
-  (void)model["type"].get_string().get(type);
+  std::ignore = model["type"].get_string().get(type);
   bool byte_fallback = false;
-  (void)model["byte_fallback"].get_bool().get(byte_fallback);
+  std::ignore = model["byte_fallback"].get_bool().get(byte_fallback);
   if (type != "BPE" || byte_fallback)
     throw Error(ErrorCode::unsupported, Rule::none, "model", std::nullopt,
                 fmt::format("the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
@@ -118,7 +133,7 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
       bool special = false;
       if (t["id"].get_uint64().get(id) != simdjson::SUCCESS || t["content"].get_string().get(content) != simdjson::SUCCESS)
         doc.fail("added_tokens", "an added token has no id or content");
-      (void)t["special"].get_bool().get(special);
+      std::ignore = t["special"].get_bool().get(special);
       place(id, content, special ? kControl : kUserDefined);
     }
   std::unordered_set<std::string_view> seen;
@@ -173,13 +188,14 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
     add_eos = tc.optional_bool("add_eos_token");
     chat_template = tc.optional_string("chat_template");
   }
-  if (!add_bos) {
-    // transformers adds BOS when the post-processor's single template starts with it.
-    std::string_view first;
-    add_bos = doc.root()["post_processor"]["single"].at(0)["SpecialToken"]["id"].get_string().get(first) ==
-                  simdjson::SUCCESS &&
-              bos && tokens[*bos] == first;
-  }
+  const std::pair<const char*, std::optional<uint64_t>> ids[] = {
+      {"bos_token_id", bos}, {"eos_token_id", eos}, {"pad_token_id", pad}};
+  for (const auto& [key, id] : ids)
+    if (id && *id >= n) doc.fail("model", fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n));
+  dom::element post_processor;
+  if (!add_bos)
+    add_bos = bos && doc.root()["post_processor"].get(post_processor) == simdjson::SUCCESS &&
+              template_starts_with(post_processor, tokens[*bos]);
   if (bos) kv.push_back({"tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*bos))});
   if (eos) kv.push_back({"tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*eos))});
   if (pad) kv.push_back({"tokenizer.ggml.padding_token_id", gguf_u32(static_cast<uint32_t>(*pad))});

@@ -11,20 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "c_check.h"
 #include "tlio/tlio.h"
-
-static int passed = 0, failed = 0;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (cond) {                                                                  \
-      ++passed;                                                                  \
-    } else {                                                                     \
-      ++failed;                                                                  \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
-              tl_last_error());                                                  \
-    }                                                                            \
-  } while (0)
 
 static void record_progress(uint64_t done, uint64_t total, void* user) {
   uint64_t* last = (uint64_t*)user;

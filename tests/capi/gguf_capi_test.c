@@ -7,20 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c_check.h"
 #include "tlio/tlio.h"
-
-static int passed = 0, failed = 0;
-
-#define CHECK(cond)                                                                          \
-  do {                                                                                       \
-    if (cond) {                                                                              \
-      ++passed;                                                                              \
-    } else {                                                                                 \
-      ++failed;                                                                              \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
-              tl_last_error());                                                              \
-    }                                                                                        \
-  } while (0)
 
 int main(int argc, char** argv) {
   const char* scratch = argc > 1 ? argv[1] : ".";

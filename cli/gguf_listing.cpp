@@ -5,13 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <system_error>
 
 #include "cli_util.hpp"
-#include "tlio/location.hpp"
 
 namespace tlio::cli {
 
@@ -64,17 +60,7 @@ std::string type_name(uint32_t id) { return std::string(tlio::ggml_type(id)->nam
 
 }  // namespace
 
-bool is_gguf_input(const std::string& path) {
-  std::string lower = path;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.ends_with(".gguf")) return true;
-  if (tlio::is_standard_stream(path) || path.find("://") != std::string::npos) return false;
-  std::error_code ec;  // a pipe is not sniffed: its bytes would be gone, or the read would wait
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && tlio::looks_like_gguf(std::as_bytes(std::span(magic)));
-}
+bool is_gguf_input(const std::string& path) { return tlio::is_gguf_location(path); }
 
 void print_gguf(const tlio::GgufFile& f, bool json, std::string* json_out) {
   uint64_t total = 0, parameters = 0;

@@ -75,6 +75,10 @@ inline constexpr uint64_t kDefaultGgufAlignment = 32;
 
 /// True when `first_bytes` start with GGUF's magic ("GGUF"), or its byte-swapped form.
 TLIO_API bool looks_like_gguf(std::span<const std::byte> first_bytes) noexcept;
+/// Whether `location` names a GGUF file: a name ending in .gguf (any case, any scheme), or a
+/// local regular file starting with GGUF's magic. Pipes and devices are never read to find out
+/// (their bytes would be gone); standard input ("-") is not a GGUF.
+TLIO_API bool is_gguf_location(const std::string& location);
 
 /// A GGUF file, opened and checked. Copies share the open file.
 class TLIO_API GgufFile {

@@ -1,6 +1,5 @@
 // python/module/gguf.cpp: GGUF files (tlio/gguf.hpp): their tensors decoded into new numpy arrays,
 // their metadata, and import_gguf. tlio/_gguf.py puts them behind safe_open.
-#include <cstdio>
 #include <cstring>
 
 #include "module/support.hpp"
@@ -99,19 +98,7 @@ void bind_gguf(py::module_& m) {
         for (const tlio::GgufKeyValue& kv : f.metadata()) out[lossless_text(kv.key)] = value_object(kv.value);
         return out;
       });
-  m.def("is_gguf", [](const std::string& path) {
-    // A name ending in .gguf, or a regular local file that starts with GGUF's magic (a pipe or
-    // device is never read to find out: its bytes would be gone).
-    if (path.ends_with(".gguf")) return true;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return false;
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) return false;
-    std::byte magic[4]{};
-    const size_t got = std::fread(magic, 1, 4, file);
-    std::fclose(file);
-    return tlio::looks_like_gguf(std::span(magic, got));
-  });
+  m.def("is_gguf", &tlio::is_gguf_location, py::arg("path"));
   m.def("import_gguf", [](const std::string& src, const std::filesystem::path& dst, const std::string& dtype,
                           const std::string& token) {
     tlio::OpenOptions open;

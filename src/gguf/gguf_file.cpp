@@ -3,7 +3,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 
 #include "format/file_access.hpp"
 #include "gguf/gguf_header.hpp"
@@ -12,6 +16,7 @@
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/location.hpp"
 
 namespace tlio {
 
@@ -92,6 +97,18 @@ uint64_t GgufTensorInfo::element_count() const noexcept {
 bool looks_like_gguf(std::span<const std::byte> first_bytes) noexcept {
   return first_bytes.size() >= 4 &&
          (std::memcmp(first_bytes.data(), "GGUF", 4) == 0 || std::memcmp(first_bytes.data(), "FUGG", 4) == 0);
+}
+
+bool is_gguf_location(const std::string& location) {
+  std::string lower = location;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower.ends_with(".gguf")) return true;
+  if (is_standard_stream(location) || location.find("://") != std::string::npos) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(location, ec)) return false;
+  std::ifstream in(location, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && looks_like_gguf(std::as_bytes(std::span(magic)));
 }
 
 GgufFile::GgufFile(std::shared_ptr<const State> state) : state_(std::move(state)) {}

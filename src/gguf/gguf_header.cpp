@@ -189,8 +189,6 @@ GgufTensorInfo read_tensor_info(Reader& r, const GgufHeader& h) {
   return t;
 }
 
-uint64_t pad(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
-
 }  // namespace
 
 GgufHeader parse_gguf_header(const ByteSource& source) {
@@ -220,7 +218,7 @@ GgufHeader parse_gguf_header(const ByteSource& source) {
       h.tensor_index.emplace(t.name, h.tensors.size());
       h.tensors.push_back(std::move(t));
     }
-    h.data_offset = tensors > 0 ? pad(r.offset(), h.alignment) : r.offset();
+    h.data_offset = tensors > 0 ? gguf_padded(r.offset(), h.alignment) : r.offset();
     // Each tensor's data where the one before it ends, padded: ggml's layout, checked as it is.
     uint64_t expected = 0;
     for (const GgufTensorInfo& t : h.tensors) {
@@ -234,7 +232,7 @@ GgufHeader parse_gguf_header(const ByteSource& source) {
         throw_format(Rule::gguf, t.name,
                      fmt::format("tensor {}'s {} bytes at offset {} of the data section pass the end of the "
                                  "file ({} bytes)", quote_name(t.name), t.bytes, t.offset, source.size()));
-      expected = pad(*end, h.alignment);
+      expected = gguf_padded(*end, h.alignment);
     }
     return h;
   } catch (const Error& e) {

@@ -22,6 +22,9 @@ struct GgufHeader {
   std::unordered_map<std::string, size_t> key_index, tensor_index;
 };
 
+/// `n` rounded up to a multiple of `alignment` (GGUF's padding).
+inline uint64_t gguf_padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
 /// Error{format} (rule gguf) naming what is wrong, the byte offset where it was found and
 /// `source`; Error{io} when the source cannot be read.
 GgufHeader parse_gguf_header(const ByteSource& source);

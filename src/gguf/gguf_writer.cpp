@@ -1,5 +1,6 @@
 // gguf/gguf_writer.cpp: GGUF's layout written (docs/gguf.md "What a GGUF file is").
 #include "gguf/gguf_writer.hpp"
+#include "gguf/gguf_header.hpp"
 
 #include <fmt/core.h>
 
@@ -50,8 +51,6 @@ struct HeaderBytes {
     out.insert(out.end(), v.bytes.begin(), v.bytes.end());
   }
 };
-
-uint64_t pad(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 }  // namespace
 
@@ -118,9 +117,9 @@ GgufWriter::GgufWriter(const Location& dest, const std::vector<GgufKeyValue>& me
     const uint64_t bytes = gguf_tensor_bytes(t.type, t.ne, t.name);
     bytes_.push_back(bytes);
     begin_.push_back(offset);
-    offset = pad(offset + bytes, alignment);
+    offset = gguf_padded(offset + bytes, alignment);
   }
-  const uint64_t data_offset = pad(h.out.size(), alignment);
+  const uint64_t data_offset = gguf_padded(h.out.size(), alignment);
   h.out.resize(data_offset);
   for (uint64_t& b : begin_) b += data_offset;
   end_ = tensors_.empty() ? data_offset : begin_.back() + bytes_.back();
@@ -148,7 +147,7 @@ void GgufWriter::commit() {
     throw_invalid(fmt::format("GGUF writer: tensor {} has {} of its {} bytes", tensors_[current_].name, written_,
                               bytes_[current_]));
   // Padding after the last tensor: ggml's writer pads every tensor, the last one too.
-  const uint64_t padded = pad(end_, alignment_);
+  const uint64_t padded = gguf_padded(end_, alignment_);
   if (padded > end_) {
     const std::vector<std::byte> zeros(padded - end_);
     pwrite_all(out_->fd(), end_, zeros, out_->name());

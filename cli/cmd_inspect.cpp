@@ -34,6 +34,10 @@ std::string quant_label(const tlio::QuantizedWeight& q) {
                          q.scheme.nested() ? " nested" : "", tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::llm_int8:
       return "int8 (LLM.int8)";
+    case tlio::SchemeKind::fp8:
+    case tlio::SchemeKind::gptq:
+    case tlio::SchemeKind::awq:
+      return fmt::format("{} -> {}", q.scheme.name(), tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::int4:
       break;
   }

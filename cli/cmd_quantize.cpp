@@ -31,7 +31,8 @@ std::string or_list(const std::vector<std::string>& items) {
 std::string scheme_choices() {
   std::vector<std::string> names;
   for (const tlio::SchemeInfo& s : tlio::quant_schemes())
-    names.push_back(s.syntax.find('<') == std::string_view::npos  // a pattern gets an example
+    if (!s.read_only)
+      names.push_back(s.syntax.find('<') == std::string_view::npos  // a pattern gets an example
                         ? std::string(s.syntax)
                         : fmt::format("{} (e.g. {})", s.syntax, s.example));
   return or_list(names);
@@ -42,6 +43,7 @@ std::string scheme_choices() {
 std::vector<std::string> scheme_names() {
   std::vector<std::string> names;
   for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
+    if (s.read_only) continue;
     if (s.syntax.find('<') != std::string_view::npos) {
       names.emplace_back(s.example);
       continue;
@@ -69,9 +71,15 @@ std::vector<std::string> words_of(std::string_view text) {
 // The registry's description of every scheme, as the footer's table.
 std::string scheme_table() {
   size_t width = 0;
-  for (const tlio::SchemeInfo& s : tlio::quant_schemes()) width = std::max(width, s.syntax.size());
+  std::vector<std::string_view> read_only;
+  for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+    if (!s.read_only) width = std::max(width, s.syntax.size());
   std::string out = "Schemes:\n";
   for (const tlio::SchemeInfo& s : tlio::quant_schemes()) {
+    if (s.read_only) {
+      read_only.push_back(s.example);
+      continue;
+    }
     std::string_view layout = s.layout;
     bool first = true;
     while (!layout.empty()) {
@@ -81,6 +89,8 @@ std::string scheme_table() {
       first = false;
     }
   }
+  out += fmt::format("Read, not written (dequantize, convert, inspect): {} and the like "
+                     "(docs/quantization.md)\n", fmt::join(read_only, ", "));
   return out;
 }
 
@@ -164,7 +174,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ->check([](const std::string& v) -> std::string {
         if (tlio::QuantScheme::try_parse(v)) return {};
         std::vector<std::string> syntaxes;
-        for (const tlio::SchemeInfo& s : tlio::quant_schemes()) syntaxes.emplace_back(s.syntax);
+        for (const tlio::SchemeInfo& s : tlio::quant_schemes())
+          if (!s.read_only) syntaxes.emplace_back(s.syntax);
         const std::string near = closest(v, scheme_names());
         return fmt::format("unknown scheme '{}'{} ({})", v, near.empty() ? "" : "; did you mean '" + near + "'?",
                            fmt::join(syntaxes, ", "));

@@ -54,10 +54,11 @@ enum class Rule : uint8_t {
   pickle,       ///< "pickle": a checkpoint's pickle stream and the globals it names
   checkpoint,   ///< "checkpoint": a checkpoint's storages and tensor views
   gguf,         ///< "gguf": a GGUF file's header, metadata, tensor infos and data layout
+  quant,        ///< "quant": the Hub's quantized layouts (FP8, GPTQ, AWQ) and quantization_config
 };
 
 /// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index", "zip",
-/// "pickle", "checkpoint", "gguf"; "" for none.
+/// "pickle", "checkpoint", "gguf", "quant"; "" for none.
 TLIO_API std::string_view rule_name(Rule rule) noexcept;
 
 class TLIO_API Error : public std::runtime_error {

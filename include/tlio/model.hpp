@@ -102,6 +102,9 @@ class TLIO_API Model {
   /// Quantized weights over all files, of every scheme (a weight whose parts are in different
   /// shards counts once, whole).
   const std::vector<QuantizedWeight>& quantized() const noexcept { return quantized_; }
+  /// config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
+  /// "" without one.
+  const std::string& quantization_config() const noexcept { return quantization_config_; }
 
   /// The architecture checks: every expected tensor present with its shape (quantized weights
   /// count as their logical weight), nothing unexpected. Throws Error{format, "model"} naming
@@ -118,6 +121,7 @@ class TLIO_API Model {
   bool sharded_ = false;
   std::vector<std::pair<std::string_view, ModelTensor>> index_;  // sorted by name
   std::vector<QuantizedWeight> quantized_;
+  std::string quantization_config_;
 };
 
 // ---- sharding ----------------------------------------------------------------------------------

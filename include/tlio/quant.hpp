@@ -2,7 +2,12 @@
 //   tinyllm int4: `<w>.qweight` U8 [out, in/2] + `<w>.scales` F16 [out, in/group];
 //   bitsandbytes 4-bit (nf4/fp4): `<w>` packed codes + `<w>.absmax`, `<w>.quant_map`
 //     [+ `<w>.nested_absmax`, `<w>.nested_quant_map`] + `<w>.quant_state.bitsandbytes__<type>`;
-//   LLM.int8: `<p>.weight` I8 [out, in] + `<p>.SCB` F32 [out] [+ `<p>.weight_format`].
+//   LLM.int8: `<p>.weight` I8 [out, in] + `<p>.SCB` F32 [out] [+ `<p>.weight_format`];
+// and, read only, the forms Hugging Face Hub models ship:
+//   FP8: `<p>.weight` F8_E4M3 + `<p>.weight_scale_inv` (DeepSeek/Qwen blocks) or `<p>.weight_scale`
+//     (per tensor or per channel: compressed-tensors, AutoFP8, FBGEMM);
+//   GPTQ: `<p>.qweight` I32 [in*bits/32, out] + `<p>.qzeros` + `<p>.scales` + `<p>.g_idx`;
+//   AWQ: `<p>.qweight` I32 [in, out/8] + `<p>.qzeros` + `<p>.scales` (GEMM layout).
 // This header gives the quantization schemes as types (QuantScheme: a scheme and its options,
 // named, parsed and bounded in one registry), the detection and consistency checks of quantized
 // weights in a file, a reader that dequantizes any of them on demand, and whole-file quantize
@@ -40,6 +45,9 @@ enum class SchemeKind : uint8_t {
   int4,      ///< tinyllm "int4-g<group>-sym": <w>.qweight + <w>.scales
   bnb_4bit,  ///< bitsandbytes "nf4" / "fp4" (Linear4bit), optionally nested
   llm_int8,  ///< bitsandbytes "int8" (LLM.int8, Linear8bitLt)
+  fp8,       ///< F8_E4M3 weights times F32/BF16/F16 scales (read only)
+  gptq,      ///< GPTQ v1 and v2, 2/3/4/8 bits (read only)
+  awq,       ///< AWQ GEMM, 4 bits (read only)
 };
 
 struct Int4Options {
@@ -52,13 +60,29 @@ struct Bnb4bitOptions {
   Dtype storage = Dtype::U8;  ///< dtype the packed bytes are stored as (quant_storage)
 };
 struct LlmInt8Options {};
+/// What one scale of an FP8 weight covers.
+enum class Fp8Granularity : uint8_t { tensor, channel, block };
+struct Fp8Options {
+  Fp8Granularity granularity = Fp8Granularity::block;
+  uint64_t block_rows = 128, block_cols = 128;  ///< block only
+};
+struct GptqOptions {
+  uint64_t bits = 4;    ///< 2, 3, 4 or 8
+  uint64_t group = 128; ///< inputs per scale; 0: one group (group_size -1)
+  bool v2 = false;      ///< checkpoint_format gptq_v2: zero points stored as they are, not minus 1
+};
+struct AwqOptions {
+  uint64_t bits = 4;
+  uint64_t group = 128;  ///< inputs per scale
+};
 
 /// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
 /// "int8"), then options set by name; every scheme's name syntax, options and bounds live in one
 /// registry (quant_schemes()), which the CLI, C API and Python ask too.
 class TLIO_API QuantScheme {
  public:
-  using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options>;
+  using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options, Fp8Options, GptqOptions,
+                               AwqOptions>;
 
   /// int4-g32-sym.
   QuantScheme() = default;
@@ -71,9 +95,11 @@ class TLIO_API QuantScheme {
 
   SchemeKind kind() const noexcept { return static_cast<SchemeKind>(options_.index()); }
   const Options& options() const noexcept { return options_; }
-  /// "int4-g32-sym", "nf4", "fp4" or "int8" (options besides the int4 group are not in it).
+  /// "int4-g32-sym", "nf4", "fp4" or "int8" (options besides the int4 group are not in it);
+  /// for the schemes tlio reads only: "fp8-block128x128", "fp8-channel", "fp8-tensor",
+  /// "gptq-4bit-g128" ("-v2"; no "-g" with one group), "awq-4bit-g128".
   std::string name() const;
-  /// The int4 group or the bnb 4-bit blocksize; 0 for int8.
+  /// The int4, GPTQ or AWQ group, the bnb 4-bit blocksize or the FP8 block's rows; 0 otherwise.
   uint64_t block() const noexcept;
   /// bnb 4-bit: whether the absmax is itself quantized.
   bool nested() const noexcept;
@@ -112,6 +138,7 @@ struct SchemeInfo {
   std::string_view example;  ///< a name it parses: "int4-g32-sym"
   std::string_view layout;   ///< what it stores, one or more lines separated by '\n'
   std::span<const SchemeOptionInfo> options;
+  bool read_only = false;  ///< found and dequantized, never written by quantize
 };
 
 /// Every scheme, in the order help texts list them.
@@ -140,6 +167,11 @@ TLIO_API std::vector<QuantizedWeight> find_quantized_weights(const File& f);
 /// The same over a set of files read as one namespace (a model's shards): a weight's parts may
 /// be in any of them.
 TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files);
+/// The same with the model's quantization_config (JSON text, as Model::quantization_config()
+/// gives it): the Hub's formats take options from it that their tensors do not show (GPTQ's
+/// checkpoint_format, a block size), and a method tlio does not decode is refused by name.
+TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files,
+                                                             std::string_view quantization_config);
 
 /// Dequantizes any quantized weight of an open file (int4, nf4, fp4, int8) in ranges of elements
 /// of the row-major logical tensor, without materialising it. Holds views of the packed bytes

@@ -195,8 +195,11 @@ TL_API void tl_writer_abort(tl_writer* writer);
 TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype to, void* dst,
                       size_t dst_size, uint64_t count);
 /* Any quantized weight: tinyllm int4 ("int4-g<G>-sym"), bitsandbytes 4-bit ("nf4", "fp4") or
- * LLM.int8 ("int8"). `dtype` is what dequantization restores by default (bnb 4-bit: the original
- * dtype, else F32); `blocksize` is the int4 group or the bnb block (0 for int8). Strings and
+ * LLM.int8 ("int8"), and the Hub's formats tlio reads (FP8 "fp8-block128x128", "fp8-channel",
+ * ...; "gptq-4bit-g128"; "awq-4bit-g128": docs/quantization.md). `dtype` is what dequantization
+ * restores by default (bnb 4-bit: the original dtype; FP8 blocks BF16; the other Hub formats
+ * their scales' dtype; else F32); `blocksize` is the int4, GPTQ or AWQ group, the bnb block or
+ * the FP8 block's rows (0 for int8 and per-tensor or per-channel FP8). Strings and
  * shape stay valid until tl_close(). */
 typedef struct tl_quantized_info {
   const char* name;   /* logical name */

@@ -99,14 +99,15 @@ py::array read_slice(const tlio::File& f, const std::string& n,
 }
 
 // The shards of the model folder at `path`, opened and checked against their index (Model::open).
-std::vector<std::shared_ptr<tlio::File>> open_model_files(const std::filesystem::path& path,
-                                                          const std::string& backend, const std::string& token) {
+// A model folder's weight files and its quantization_config (JSON text, "" without one).
+std::pair<std::vector<std::shared_ptr<tlio::File>>, std::string> open_model_files(
+    const std::filesystem::path& path, const std::string& backend, const std::string& token) {
   const tlio::OpenOptions o = open_options(backend, token);
   LongCall call;  // a URL's files are fetched now
   const tlio::Model model = tlio::Model::open(path, o);
   std::vector<std::shared_ptr<tlio::File>> shards;
   for (const tlio::File& f : model.files()) shards.push_back(std::make_shared<tlio::File>(f.share()));
-  return shards;
+  return {std::move(shards), model.quantization_config()};
 }
 
 }  // namespace

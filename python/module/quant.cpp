@@ -8,13 +8,14 @@ void bind_quant(py::module_& m) {
   // every weight): safe_open makes one on first use, so get_dequantized costs one weight, not
   // one detection per call.
   py::class_<QuantizedWeights>(m, "QuantizedWeights")
-      .def(py::init([](const std::vector<std::shared_ptr<tlio::File>>& files, const std::string& name) {
+      .def(py::init([](const std::vector<std::shared_ptr<tlio::File>>& files, const std::string& name,
+                       const std::string& quantization_config) {
         QuantizedWeights q;
         for (const auto& f : files) q.files.push_back(f->share());
         q.name = name;
-        q.weights = tlio::find_quantized_weights(q.files);
+        q.weights = tlio::find_quantized_weights(q.files, quantization_config);
         return q;
-      }))
+      }), py::arg("files"), py::arg("name"), py::arg("quantization_config") = "")
       .def("list", [](const QuantizedWeights& q) {
         py::list out;
         for (const auto& w : q.weights) {

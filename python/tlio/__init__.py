@@ -333,8 +333,9 @@ class safe_open:
         return list(self._open_file().shape(_check_name(name)))
 
     def quantized(self):
-        """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8) as dicts: name,
-        scheme, shape, dtype (restored by default), blocksize, nested, stored."""
+        """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8; read only: FP8,
+        GPTQ, AWQ) as dicts: name, scheme, shape, dtype (restored by default), blocksize (the
+        group or block), nested, stored."""
         return self._quantized_weights().list()
 
     def _quantized_weights(self):
@@ -344,7 +345,8 @@ class safe_open:
                          f"get_tensor", "gguf")
         if self._quantized is None:
             files = file.files if isinstance(file, _Shards) else [file]
-            self._quantized = _tlio.QuantizedWeights(files, file.name)
+            self._quantized = _tlio.QuantizedWeights(
+                files, file.name, getattr(file, "quantization_config", ""))
         return self._quantized
 
     def get_dequantized(self, name, dtype=None):
@@ -378,7 +380,7 @@ class _Shards:
     what safe_open asks of a file, each tensor answered by the shard that holds it."""
 
     def __init__(self, path, backend, token):
-        self.files = _tlio.open_model_files(path, backend, token)
+        self.files, self.quantization_config = _tlio.open_model_files(path, backend, token)
         self.name = _os.fspath(path)
         self._of = {name: f for f in self.files for name in f.offset_keys()}
         self.remote = any(f.remote for f in self.files)

@@ -51,8 +51,8 @@ std::string_view rule_name(Rule rule) noexcept {
   static constexpr std::string_view kNames[] = {"",    "1",       "2",       "3",       "4",
                                                 "5",   "int4",    "bnb",     "BNB-001", "BNB-002",
                                                 "BNB-003", "BNB-004", "model", "index",
-                                                "zip", "pickle", "checkpoint", "gguf"};
-  static_assert(std::size(kNames) == static_cast<size_t>(Rule::gguf) + 1);
+                                                "zip", "pickle", "checkpoint", "gguf", "quant"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Rule::quant) + 1);
   const auto i = static_cast<size_t>(rule);
   return i < std::size(kNames) ? kNames[i] : std::string_view{};
 }

@@ -113,4 +113,16 @@ std::string set_json_member(std::string_view json, std::string_view key, const s
   return out.insert(all.back().value_end, "," + std::string(space) + member);
 }
 
+std::optional<std::string> json_member_text(std::string_view json, std::string_view key,
+                                            const std::string& source, Rule rule) {
+  { const JsonDoc check(json, source, rule); }
+  size_t close = 0;
+  for (const Member& m : members(json, close))
+    if (m.key == key) {
+      const size_t value_begin = skip_space(json, skip_space(json, skip_string(json, m.key_begin)) + 1);
+      return std::string(json.substr(value_begin, m.value_end - value_begin));
+    }
+  return std::nullopt;
+}
+
 }  // namespace tlio::detail

@@ -17,4 +17,9 @@ namespace tlio::detail {
 std::string set_json_member(std::string_view json, std::string_view key, const std::optional<std::string>& value,
                             const std::string& source, Rule rule);
 
+/// The text of top-level member `key`'s value in `json` (an object document; Error{format}
+/// under `rule`, naming `source`, for any other), as it is written; nullopt without the member.
+std::optional<std::string> json_member_text(std::string_view json, std::string_view key,
+                                            const std::string& source, Rule rule);
+
 }  // namespace tlio::detail

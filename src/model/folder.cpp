@@ -129,7 +129,7 @@ void check_folder_item(const std::filesystem::path& dir, const FolderItem& item)
       const std::optional<detail::WeightFiles> shards =
           detail::open_indexed_weights(folder, where.filename().string());
       if (!shards) throw_io("cannot open", where.string(), std::make_error_code(std::errc::no_such_file_or_directory));
-      for (const File& f : shards->files) find_quantized_weights(f);
+      find_quantized_weights(shards->files);  // a weight's parts may be in any shard
       return;
     }
     case FolderItem::Kind::file:

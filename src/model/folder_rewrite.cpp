@@ -26,6 +26,7 @@ FolderSource::FolderSource(Location dir, const OpenOptions& options)
     data_bytes += f.header().data_size();
   }
   set = std::make_unique<TensorSet>(std::move(files));
+  set->set_quantization_config(read_quantization_config(where, weights.files));
 }
 
 namespace {

@@ -5,11 +5,25 @@
 #include <algorithm>
 #include <system_error>
 
+#include "common/json_members.hpp"
 #include "io/store.hpp"
 #include "model/shard_index.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
+
+std::string read_quantization_config(const ModelLocation& where, const std::vector<File>& weights,
+                                     const std::optional<std::string>& config_text) {
+  const std::optional<std::string> config = config_text ? config_text : where.read_text(kConfigFile);
+  if (config)
+    if (auto member = json_member_text(*config, "quantization_config", where.name_of(kConfigFile),
+                                       Rule::model))
+      return *member == "null" ? std::string() : *member;
+  for (const File& f : weights)
+    for (const TensorInfo& t : f.tensors())
+      if (t.name.ends_with(".qzeros")) return where.read_text(kGptqConfigFile).value_or("");
+  return {};
+}
 namespace {
 
 // The shards the folder's index names now (none without an index, or with one that does not

@@ -127,7 +127,10 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   std::vector<const File*> shards;
   for (const File& f : m.files_) shards.push_back(&f);
   try {
-    m.quantized_ = detail::find_quantized_weights(detail::TensorSet(shards));
+    detail::TensorSet set(shards);
+    m.quantization_config_ = detail::read_quantization_config(where, m.files_, config);
+    set.set_quantization_config(m.quantization_config_);
+    m.quantized_ = detail::find_quantized_weights(set);
   } catch (const Error& e) {
     const ModelTensor* t = m.find(e.tensor());
     throw e.with_source(t ? m.files_[t->file].name() : dir_name);

@@ -277,10 +277,12 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
   open.backend = Backend::pread;  // local: positional reads; a URL's store ignores it
   const detail::Location where = detail::Location::parse(source.native());
   s->name = where.display();
+  std::string quantization_config;  // a folder's; a lone file has none
   if (detail::is_model_directory(where, open)) {
     const detail::ModelLocation dir(where, open);
     dir.check_directory();
     detail::WeightFiles w = detail::open_weights(dir);
+    quantization_config = detail::read_quantization_config(dir, w.files);
     s->file_names = std::move(w.names);
     s->files = std::move(w.files);
   } else {
@@ -294,6 +296,7 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
   std::vector<const File*> file_list;
   for (const File& f : s->files) file_list.push_back(&f);
   s->set = std::make_unique<detail::TensorSet>(std::move(file_list));
+  s->set->set_quantization_config(std::move(quantization_config));
   std::vector<std::string_view> parts;  // stored tensors listed under a logical name
   if (!s->options.keep_packed) {
     s->weights = detail::find_quantized_weights(*s->set);

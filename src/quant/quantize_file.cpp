@@ -30,8 +30,11 @@ namespace detail {
 
 QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& options,
                              const std::vector<QuantizedWeight>& existing, bool allow_none) {
-  const std::unique_ptr<WeightEncoder> scheme =
-      scheme_entry(options.scheme.kind()).encoder(options.scheme.options());
+  const SchemeEntry& entry = scheme_entry(options.scheme.kind());
+  if (entry.info.read_only)
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
+  const std::unique_ptr<WeightEncoder> scheme = entry.encoder(options.scheme.options());
   const NameFilter filter(options.include, options.exclude);
 
   // Weights already quantized stay as they are; a file holds one int4 group.

@@ -1,6 +1,8 @@
 // quant/schemes.cpp: the scheme registry, QuantScheme, and what the encoders share.
 #include "quant/schemes.hpp"
 
+#include "quant/hub/hub_config.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -19,8 +21,9 @@ namespace tlio {
 namespace detail {
 
 std::span<const SchemeEntry> scheme_entries() noexcept {
-  static const std::array<SchemeEntry, 3> entries = {int4_scheme_entry(), bnb_4bit_scheme_entry(),
-                                                     llm_int8_scheme_entry()};
+  static const std::array<SchemeEntry, 6> entries = {
+      int4_scheme_entry(), bnb_4bit_scheme_entry(), llm_int8_scheme_entry(),
+      fp8_scheme_entry(),  gptq_scheme_entry(),     awq_scheme_entry()};
   return entries;
 }
 
@@ -103,8 +106,8 @@ void ErrorStats::finish(QuantizeReport::Item& item, uint64_t n) const {
 }  // namespace detail
 
 std::span<const SchemeInfo> quant_schemes() noexcept {
-  static const std::array<SchemeInfo, 3> infos = [] {
-    std::array<SchemeInfo, 3> out{};
+  static const std::array<SchemeInfo, 6> infos = [] {
+    std::array<SchemeInfo, 6> out{};
     for (size_t i = 0; i < out.size(); ++i) out[i] = detail::scheme_entries()[i].info;
     return out;
   }();
@@ -128,7 +131,8 @@ std::optional<QuantScheme> QuantScheme::try_parse(std::string_view name) noexcep
 QuantScheme QuantScheme::parse(std::string_view name) {
   if (auto s = try_parse(name)) return *s;
   std::vector<std::string_view> syntaxes;
-  for (const SchemeInfo& i : quant_schemes()) syntaxes.push_back(i.syntax);
+  for (const SchemeInfo& i : quant_schemes())
+    if (!i.read_only) syntaxes.push_back(i.syntax);
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("unknown quantization scheme {} ({})", detail::quote_name(name),
                           fmt::join(syntaxes, ", ")));
@@ -139,6 +143,9 @@ std::string QuantScheme::name() const { return detail::scheme_entry(kind()).name
 uint64_t QuantScheme::block() const noexcept {
   if (const auto* o = std::get_if<Int4Options>(&options_)) return o->group;
   if (const auto* o = std::get_if<Bnb4bitOptions>(&options_)) return o->blocksize;
+  if (const auto* o = std::get_if<GptqOptions>(&options_)) return o->group;
+  if (const auto* o = std::get_if<AwqOptions>(&options_)) return o->group;
+  if (const auto* o = std::get_if<Fp8Options>(&options_)) return o->block_rows;
   return 0;
 }
 
@@ -178,6 +185,19 @@ bool operator==(const QuantScheme& a, const QuantScheme& b) noexcept {
     return x->type == y.type && x->blocksize == y.blocksize && x->nested == y.nested &&
            x->storage == y.storage;
   }
+  if (const auto* x = std::get_if<Fp8Options>(&a.options_)) {
+    const auto& y = std::get<Fp8Options>(b.options_);
+    return x->granularity == y.granularity && x->block_rows == y.block_rows &&
+           x->block_cols == y.block_cols;
+  }
+  if (const auto* x = std::get_if<GptqOptions>(&a.options_)) {
+    const auto& y = std::get<GptqOptions>(b.options_);
+    return x->bits == y.bits && x->group == y.group && x->v2 == y.v2;
+  }
+  if (const auto* x = std::get_if<AwqOptions>(&a.options_)) {
+    const auto& y = std::get<AwqOptions>(b.options_);
+    return x->bits == y.bits && x->group == y.group;
+  }
   return true;
 }
 
@@ -193,6 +213,7 @@ std::set<std::string, std::less<>> detail::stored_tensor_names(
 }
 
 std::vector<QuantizedWeight> detail::find_quantized_weights(const TensorSet& set) {
+  refuse_undecoded_formats(set, hub_quant_config(set));
   std::vector<QuantizedWeight> all;
   for (const SchemeEntry& e : scheme_entries())
     for (QuantizedWeight& w : e.detect(set)) all.push_back(std::move(w));
@@ -211,10 +232,17 @@ std::vector<QuantizedWeight> find_quantized_weights(const File& f) {
 }
 
 std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files) {
+  return find_quantized_weights(files, {});
+}
+
+std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files,
+                                                    std::string_view quantization_config) {
   if (files.empty()) return {};
-  std::vector<const File*> set;
-  for (const File& f : files) set.push_back(&f);
-  return detail::find_quantized_weights(detail::TensorSet(std::move(set)));
+  std::vector<const File*> files_of_set;
+  for (const File& f : files) files_of_set.push_back(&f);
+  detail::TensorSet set(std::move(files_of_set));
+  set.set_quantization_config(std::string(quantization_config));
+  return detail::find_quantized_weights(set);
 }
 
 }  // namespace tlio

@@ -72,6 +72,7 @@ struct SchemeEntry {
   std::shared_ptr<const WeightDecoder> (*decoder)(const TensorSet& set, const QuantizedWeight& w);
   /// How each of w.stored maps to the elements (read plans read a slice's parts only).
   std::vector<StoredPart> (*parts)(const TensorSet& set, const QuantizedWeight& w);
+  /// nullptr for the schemes tlio reads only (info.read_only).
   std::unique_ptr<WeightEncoder> (*encoder)(const QuantScheme::Options&);
 };
 
@@ -89,6 +90,9 @@ std::set<std::string, std::less<>> stored_tensor_names(const std::vector<Quantiz
 const SchemeEntry& int4_scheme_entry() noexcept;
 const SchemeEntry& bnb_4bit_scheme_entry() noexcept;
 const SchemeEntry& llm_int8_scheme_entry() noexcept;
+const SchemeEntry& fp8_scheme_entry() noexcept;   // quant/hub/, read only
+const SchemeEntry& gptq_scheme_entry() noexcept;  // quant/hub/, read only
+const SchemeEntry& awq_scheme_entry() noexcept;   // quant/hub/, read only
 
 /// Chunked F32 input, shared by the encoders (defined in quant/schemes.cpp).
 /// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every

@@ -63,6 +63,10 @@ class TensorSet {
   Tensors tensors() const noexcept { return Tensors(files_); }
   /// The first file's metadata (shards carry the same).
   const Metadata& metadata() const noexcept { return files_.front()->metadata(); }
+  /// The model's quantization_config as JSON text (config.json's member, or a GPTQ folder's
+  /// quantize_config.json), "" for a lone file: the Hub's formats take their options from it.
+  const std::string& quantization_config() const noexcept { return quantization_config_; }
+  void set_quantization_config(std::string json) { quantization_config_ = std::move(json); }
 
   const TensorInfo* find(std::string_view name) const noexcept {
     for (const File* f : files_)
@@ -89,6 +93,7 @@ class TensorSet {
 
  private:
   std::vector<const File*> files_;
+  std::string quantization_config_;
 };
 
 /// The quantized weights of every scheme in `set`, checked, in file order of their main tensor

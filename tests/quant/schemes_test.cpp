@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "quant/schemes.hpp"
+#include "test_util.hpp"
+#include "tlio/file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
 
@@ -79,12 +81,37 @@ TEST(Schemes, EveryEntryIsCompleteAndInKindOrder) {
     EXPECT_EQ(static_cast<size_t>(e.info.kind), i);
     EXPECT_FALSE(e.info.syntax.empty());
     EXPECT_FALSE(e.info.layout.empty());
+    EXPECT_TRUE(e.parse && e.name && e.validate && e.set_option && e.detect && e.decoder && e.encoder);
+    if (e.info.read_only) {  // found and read; never a --scheme, never an encoder
+      EXPECT_FALSE(QuantScheme::try_parse(e.info.example)) << e.info.example;
+      continue;
+    }
     // Its example parses to itself, through the registry.
     const auto s = QuantScheme::try_parse(e.info.example);
     ASSERT_TRUE(s) << e.info.example;
     EXPECT_EQ(s->kind(), e.info.kind);
-    EXPECT_TRUE(e.parse && e.name && e.validate && e.set_option && e.detect && e.decoder && e.encoder);
   }
+}
+
+TEST(Schemes, ReadOnlySchemesAreNamedButNeverWritten) {
+  EXPECT_EQ(QuantScheme(GptqOptions{3, 0, true}).name(), "gptq-3bit-v2");
+  EXPECT_EQ(QuantScheme(AwqOptions{4, 128}).name(), "awq-4bit-g128");
+  EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::block, 1, 32}).name(), "fp8-group32");
+  EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::channel, 0, 0}).name(), "fp8-channel");
+  EXPECT_EQ(message_of([] { QuantScheme(GptqOptions{5, 128, false}); }),
+            "GPTQ packs 2, 3, 4 or 8 bits, not 5");
+  test::TempDir dir;
+  QuantizeOptions o;
+  o.scheme = QuantScheme(GptqOptions{});
+  const std::filesystem::path out = dir.path() / "never.safetensors";
+  try {
+    quantize_file(File::open(test::data_dir() / "quant" / "tiny_model.safetensors"), out, o);
+    ADD_FAILURE() << "quantized to a read-only scheme";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_STREQ(e.what(), "tlio reads gptq-4bit-g128 weights but does not write them");
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

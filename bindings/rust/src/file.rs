@@ -122,7 +122,8 @@ impl<'a> TensorView<'a> {
     }
 }
 
-/// A quantized weight found in a file (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8).
+/// A quantized weight found in a file (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8; read only:
+/// the Hub's FP8, GPTQ and AWQ).
 #[derive(Clone, Debug)]
 pub struct QuantizedWeight<'a> {
     name: &'a str,
@@ -138,7 +139,8 @@ impl<'a> QuantizedWeight<'a> {
     pub fn name(&self) -> &'a str {
         self.name
     }
-    /// "int4-g<G>-sym", "nf4", "fp4" or "int8".
+    /// "int4-g<G>-sym", "nf4", "fp4" or "int8"; read only: "fp8-block128x128", "fp8-channel",
+    /// "gptq-4bit-g128", "awq-4bit-g128" and the like (docs/quantization.md).
     pub fn scheme(&self) -> &'a str {
         self.scheme
     }

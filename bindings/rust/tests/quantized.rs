@@ -198,3 +198,37 @@ fn folders_are_rewritten_shard_by_shard() {
     tlio::convert_folder(&each, &each, Some(tlio::Dtype::F32), 1 << 30).unwrap();
     assert_eq!(tlio::Model::open(&each).unwrap().files().len(), 1);
 }
+
+/// The Hub's formats (read only): found under their logical names, their values known by hand
+/// (tests/data/hub/make_hub_files.py), and equal to what `tlio dequantize` writes.
+#[test]
+fn hub_formats_read_dequantized() {
+    let dir = scratch("hub");
+    let cases: [(&str, &str, tlio::Dtype, Vec<f32>); 3] = [
+        (
+            "fp8_block.safetensors",
+            "fp8-block128x128",
+            tlio::Dtype::BF16,
+            vec![224.0, 0.5, -224.0, 0.0, -0.0, 1.0 / 1024.0],
+        ),
+        (
+            "awq_order.safetensors",
+            "awq-4bit",
+            tlio::Dtype::F16,
+            (0..64).map(|i| (i / 8) as f32).collect(),
+        ),
+        ("gptq_sym.safetensors", "gptq-4bit", tlio::Dtype::F16, vec![0.25; 64]),
+    ];
+    for (file, scheme, dtype, want) in cases {
+        let path = data().join("hub").join(file);
+        let f = tlio::File::open(&path).unwrap();
+        let weights = f.quantized().unwrap();
+        assert_eq!(weights.len(), 1, "{file}");
+        assert_eq!(weights[0].scheme(), scheme);
+        assert_eq!(weights[0].dtype(), dtype);
+        let got = f.dequantize(weights[0].name()).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{file}");
+        assert_eq!(check_against_cli(&path, &dir), 1);
+    }
+}

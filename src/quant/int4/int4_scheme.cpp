@@ -51,16 +51,22 @@ std::vector<QuantizedWeight> detect(const TensorSet& f) {
   bool any_qweight = false;
   for (const TensorInfo* t : f.tensors())
     if (t->name.ends_with(kQweight)) any_qweight = true;
+  // GPTQ and AWQ store <p>.qweight and <p>.scales too, with <p>.qzeros: theirs (quant/hub/).
+  const auto packed_with_zeros = [&](std::string_view base) {
+    return f.find(std::string(base) + ".qzeros") != nullptr;
+  };
   for (const TensorInfo* tp : f.tensors()) {
     const TensorInfo& t = *tp;
     if (t.name.ends_with(kScales) && (declared_group || any_qweight)) {
       std::string base = t.name.substr(0, t.name.size() - kScales.size());
+      if (packed_with_zeros(base)) continue;
       if (!f.find(base + std::string(kQweight)))
         int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name),
                                        quote_name(base + std::string(kQweight))));
     }
     if (!t.name.ends_with(kQweight)) continue;
     std::string base = t.name.substr(0, t.name.size() - kQweight.size());
+    if (packed_with_zeros(base)) continue;
     const std::string scales_name = base + std::string(kScales);
     const TensorInfo* s = f.find(scales_name);
     if (!s) int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));

@@ -10,6 +10,6 @@ tlio diff TMP/edited DATA/models/sharded
 tlio metadata TMP/edited --delete a
 tlio cat DATA/models/sharded nope
 tlio stats DATA/models/sharded '*.norm.weight' --json
-tlio stats DATA/models/sharded --filter 'proj' --json
+tlio stats DATA/models/sharded --filter 'proj'
 tlio diff DATA/models/sharded DATA/quant/tiny_model.safetensors --filter 'layers' --all
 tlio stats DATA/models/sharded 'nothing*'

@@ -1,0 +1,333 @@
+// quant/hub/gptq_awq.cpp: the registry entries of GPTQ (v1 and v2; 2, 3, 4 and 8 bits; g_idx)
+// and AWQ (GEMM), read only. Both store a Linear's weight transposed, as integer fields packed
+// into I32 words with zero points and scales per group of inputs:
+//   GPTQ: qweight [in*bits/32, out], each column a dense LSB-first stream of `bits`-wide fields
+//         along the inputs (fields cross words at 3 bits); qzeros [groups, out*bits/32], a stream
+//         along the outputs; scales [groups, out]; g_idx [in] (the group of each input).
+//   AWQ:  qweight [in, out/8] and qzeros [groups, out/8], eight 4-bit fields per word along the
+//         outputs in the order 0 2 4 6 1 3 5 7; scales [groups, out].
+// W[n, k] = scales[g(k), n] * (q[k, n] - z[g(k), n]), with z + 1 (mod 2^bits) for GPTQ v1, whose
+// packer stored zero - 1. The product is exact in f32 and rounded once to the scales' dtype, the
+// dtype both references compute in.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "common/json_text.hpp"
+#include "quant/hub/hub_config.hpp"
+#include "quant/hub/hub_values.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+constexpr std::string_view kQweight = ".qweight", kQzeros = ".qzeros", kScales = ".scales",
+                           kGidx = ".g_idx";
+// AWQ's packer puts logical column c of each run of eight at nibble kAwqNibble[c].
+constexpr uint32_t kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+// Logical output rows decoded together: their words of one input row are adjacent in qweight.
+constexpr uint64_t kTileRows = 32;
+
+[[noreturn]] void packed_error(const std::string& tensor, std::string detail) {
+  throw_format(Rule::quant, tensor, std::move(detail));
+}
+
+std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+struct PackedLayout {
+  SchemeKind kind;
+  uint64_t bits, group, in, out;
+  bool v2;
+};
+
+// bits: from the config, else from g_idx's length, else from the zero points' width.
+uint64_t gptq_bits(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z,
+                   const TensorInfo* g_idx) {
+  uint64_t bits = 0;
+  if (c.bits)
+    bits = *c.bits;
+  else if (g_idx && g_idx->shape.size() == 1 && g_idx->shape[0] && q.shape[0] * 32 % g_idx->shape[0] == 0)
+    bits = q.shape[0] * 32 / g_idx->shape[0];
+  else if (q.shape[1] && z.shape[1] * 32 % q.shape[1] == 0)
+    bits = z.shape[1] * 32 / q.shape[1];
+  if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+    packed_error(q.name, fmt::format("{} packs {} bits per field{}; GPTQ has 2, 3, 4 or 8",
+                                     quote_name(q.name), bits,
+                                     c.bits ? " (quantization_config)" : " (from the shapes)"));
+  return bits;
+}
+
+// The layout of one <p>.qweight, checked against its companions.
+PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
+                    const TensorInfo& z, const TensorInfo& s, const TensorInfo* g_idx) {
+  for (const TensorInfo* t : {&q, &z})
+    if (t->dtype != Dtype::I32 || t->shape.size() != 2)
+      packed_error(t->name, fmt::format("{} is {} {}; GPTQ and AWQ pack I32 matrices", quote_name(t->name),
+                                        dtype_name(t->dtype), shape_text(t->shape)));
+  if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) || s.shape.size() != 2)
+    packed_error(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
+                                     quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
+  const uint64_t groups = s.shape[0], out = s.shape[1];
+  if (groups == 0 || out == 0 || q.shape[0] == 0)
+    packed_error(s.name, fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
+  if (z.shape[0] != groups)
+    packed_error(z.name, fmt::format("{} has {} rows, {} has {} groups", quote_name(z.name), z.shape[0],
+                                     quote_name(s.name), groups));
+  PackedLayout l{};
+  if (q.shape[1] == out) {
+    l.kind = SchemeKind::gptq;
+    l.bits = gptq_bits(c, q, z, g_idx);
+    l.in = q.shape[0] * 32 / l.bits;
+    if (q.shape[0] * 32 % l.bits || z.shape[1] * 32 != out * l.bits)
+      packed_error(q.name, fmt::format("{} {} and {} {} do not pack {}-bit fields of {} outputs",
+                                       quote_name(q.name), shape_text(q.shape), quote_name(z.name),
+                                       shape_text(z.shape), l.bits, out));
+    l.v2 = c.checkpoint_format == "gptq_v2";
+  } else if (q.shape[1] * 8 == out) {
+    l.kind = SchemeKind::awq;
+    l.bits = 4;
+    l.in = q.shape[0];
+    if (c.bits && *c.bits != 4)
+      packed_error(q.name, fmt::format("quantization_config says {} bits; AWQ's GEMM layout {} packs 4",
+                                       *c.bits, shape_text(q.shape)));
+    if (z.shape[1] * 8 != out)
+      packed_error(z.name, fmt::format("{} is {}; AWQ zero points of {} outputs are [groups, {}]",
+                                       quote_name(z.name), shape_text(z.shape), out, out / 8));
+    if (g_idx) packed_error(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+  } else {
+    throw Error(ErrorCode::unsupported, Rule::quant, q.name, std::nullopt,
+                fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor AWQ GEMM "
+                            "[in, out/8] (AWQ GEMV and kernel layouts are not decoded)",
+                            quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
+  }
+  l.out = out;
+  const bool is_awq = l.kind == SchemeKind::awq;
+  if ((c.method == "gptq" && is_awq) || (c.method == "awq" && !is_awq))
+    packed_error(q.name, fmt::format("{} is laid out as {} but quant_method is {}", quote_name(q.name),
+                                     is_awq ? "AWQ" : "GPTQ", quote_name(c.method)));
+  if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{l.in}))
+    packed_error(g_idx->name, fmt::format("{} is {} {}; g_idx is I32 [{}]", quote_name(g_idx->name),
+                                          dtype_name(g_idx->dtype), shape_text(g_idx->shape), l.in));
+  // Group: the config's (-1: one group), else what the shapes imply.
+  if (c.group_size && *c.group_size != -1 && *c.group_size <= 0)
+    packed_error(q.name, fmt::format("quantization_config group_size is {}", *c.group_size));
+  if (c.group_size && *c.group_size > 0)
+    l.group = static_cast<uint64_t>(*c.group_size);
+  else if (c.group_size || groups == 1)
+    l.group = 0;
+  else
+    l.group = (l.in + groups - 1) / groups;
+  const uint64_t need = l.group ? (l.in + l.group - 1) / l.group : 1;
+  // With g_idx (desc_act) the groups are those g_idx names, checked when it is read.
+  if (!g_idx && need != groups)
+    packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
+                                     quote_name(s.name), groups, l.in, l.group ? l.group : l.in, need));
+  return l;
+}
+
+std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
+  std::optional<HubQuantConfig> config;
+  std::vector<QuantizedWeight> out;
+  for (const TensorInfo* qp : set.tensors()) {
+    auto base = strip_suffix(qp->name, kQweight);
+    if (!base) continue;
+    const std::string b(*base);
+    const TensorInfo* z = set.find(b + std::string(kQzeros));
+    if (!z) continue;  // tinyllm int4's
+    const TensorInfo* s = set.find(b + std::string(kScales));
+    if (!s) packed_error(qp->name, fmt::format("{} has no {}", quote_name(qp->name), quote_name(b + ".scales")));
+    const TensorInfo* g_idx = set.find(b + std::string(kGidx));
+    if (!config) config = hub_quant_config(set);
+    const PackedLayout l = layout(*config, *qp, *z, *s, g_idx);
+    if (l.kind != kind) continue;
+    QuantizedWeight w;
+    w.name = b + ".weight";
+    if (kind == SchemeKind::gptq)
+      w.scheme = QuantScheme(GptqOptions{l.bits, l.group, l.v2});
+    else
+      w.scheme = QuantScheme(AwqOptions{l.bits, l.group});
+    w.shape = Shape{l.out, l.in};
+    w.dtype = s->dtype;
+    w.stored = {qp->name, z->name, s->name};
+    w.stored_bytes = qp->byte_size() + z->byte_size() + s->byte_size();
+    if (g_idx) {
+      w.stored.push_back(g_idx->name);
+      w.stored_bytes += g_idx->byte_size();
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+inline uint32_t load_word(const std::byte* words, uint64_t i) {
+  uint32_t w;  // tensor data need not be 4-byte aligned
+  std::memcpy(&w, words + 4 * i, 4);
+  return w;
+}
+
+// Field `index` of width `bits` (2..8) in an LSB-first stream of little-endian words, word i of
+// the stream at words[i * stride]; a field may continue in the next word.
+inline uint32_t field(const std::byte* words, uint64_t stride, uint64_t index, uint64_t bits) {
+  const uint64_t bit = index * bits, word = bit / 32, shift = bit % 32;
+  uint64_t v = load_word(words, word * stride) >> shift;
+  if (shift + bits > 32) v |= uint64_t{load_word(words, (word + 1) * stride)} << (32 - shift);
+  return static_cast<uint32_t>(v) & ((1u << bits) - 1);
+}
+
+// AWQ: the field of logical column n in the run of eight its word holds.
+inline uint32_t awq_field(const std::byte* words, uint64_t row, uint64_t n) {
+  return (load_word(words, row + n / 8) >> (4 * kAwqNibble[n % 8])) & 0xF;
+}
+
+class PackedDecoder final : public WeightDecoder {
+ public:
+  PackedDecoder(const TensorSet& set, const QuantizedWeight& w)
+      : qweight_(set.view(w.stored[0])),
+        out_(w.shape[0]),
+        in_(w.shape[1]),
+        awq_(w.scheme.kind() == SchemeKind::awq),
+        reference_(w.dtype) {
+    const uint64_t group = w.scheme.block();
+    if (const auto* o = std::get_if<GptqOptions>(&w.scheme.options())) {
+      bits_ = o->bits;
+      v2_ = o->v2;
+    }
+    const TensorInfo& s = set.at(w.stored[2]);
+    const uint64_t groups = s.shape[0];
+    scales_ = set.f32(w.stored[2]);
+    // Zero points unpacked once: [groups, out], small beside the weight.
+    const std::byte* zw = set.view(w.stored[1]).bytes().data();
+    const uint64_t z_cols = set.at(w.stored[1]).shape[1];
+    zeros_.resize(groups * out_);
+    const uint32_t mask = (1u << bits_) - 1;
+    for (uint64_t g = 0; g < groups; ++g)
+      for (uint64_t n = 0; n < out_; ++n) {
+        uint32_t z = awq_ ? awq_field(zw, g * z_cols, n) : field(zw + 4 * g * z_cols, 1, n, bits_);
+        if (!awq_ && !v2_) z = (z + 1) & mask;
+        zeros_[g * out_ + n] = static_cast<float>(z);
+      }
+    group_of_.resize(in_);
+    if (w.stored.size() > 3) {
+      const std::byte* g_idx = set.view(w.stored[3]).bytes().data();
+      for (uint64_t k = 0; k < in_; ++k) {
+        const auto g = static_cast<int32_t>(load_word(g_idx, k));
+        if (g < 0 || static_cast<uint64_t>(g) >= groups)
+          packed_error(w.stored[3], fmt::format("{}[{}] is {}; the weight has {} groups",
+                                                quote_name(w.stored[3]), k, g, groups));
+        group_of_[k] = static_cast<uint32_t>(g);
+      }
+    } else {
+      for (uint64_t k = 0; k < in_; ++k) group_of_[k] = static_cast<uint32_t>(group ? k / group : 0);
+    }
+  }
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    const uint64_t out_bytes = dtype_bits(out) / 8;
+    if (dst.size() != count * out_bytes)
+      throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count,
+                                count * out_bytes));
+    // Whole tiles of output rows are decoded (k outer, so qweight is read row by row), and the
+    // part of each that was asked for is stored.
+    std::vector<float> tile;
+    const uint64_t end = first + count;
+    for (uint64_t n0 = first / in_; n0 * in_ < end; n0 += kTileRows) {
+      const uint64_t rows = std::min(kTileRows, out_ - n0);
+      tile.resize(rows * in_);
+      decode_tile(n0, rows, tile);
+      const uint64_t lo = std::max(first, n0 * in_), hi = std::min(end, (n0 + rows) * in_);
+      store_rounded(std::span(tile).subspan(lo - n0 * in_, hi - lo), reference_, out,
+                    dst.subspan((lo - first) * out_bytes, (hi - lo) * out_bytes));
+    }
+  }
+
+ private:
+  void decode_tile(uint64_t n0, uint64_t rows, std::span<float> tile) const {
+    const std::byte* words = qweight_.bytes().data();
+    for (uint64_t k = 0; k < in_; ++k) {
+      const uint64_t g = group_of_[k];
+      const float* s = scales_.data() + g * out_;
+      const float* z = zeros_.data() + g * out_;
+      for (uint64_t n = n0; n < n0 + rows; ++n) {
+        // GPTQ: column n of qweight [in*bits/32, out] is input k's stream; AWQ: row k of
+        // [in, out/8] holds every output of input k.
+        const uint32_t q = awq_ ? awq_field(words, k * (out_ / 8), n)
+                                : field(words + 4 * n, out_, k, bits_);
+        tile[(n - n0) * in_ + k] = s[n] * (static_cast<float>(q) - z[n]);
+      }
+    }
+  }
+
+  TensorView qweight_;
+  uint64_t out_, in_;
+  bool awq_;
+  Dtype reference_;
+  uint64_t bits_ = 4;
+  bool v2_ = false;
+  std::vector<float> scales_, zeros_;
+  std::vector<uint32_t> group_of_;
+};
+
+std::vector<StoredPart> whole_parts(const TensorSet&, const QuantizedWeight& w) {
+  // Stored transposed: a slice of output rows needs every word row, so each part is read whole.
+  std::vector<StoredPart> parts;
+  for (const std::string& name : w.stored) parts.push_back({name});
+  return parts;
+}
+
+std::shared_ptr<const WeightDecoder> packed_decoder(const TensorSet& set, const QuantizedWeight& w) {
+  return std::make_shared<PackedDecoder>(set, w);
+}
+
+constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
+
+}  // namespace
+
+const SchemeEntry& gptq_scheme_entry() noexcept {
+  static const SchemeEntry entry{
+      {SchemeKind::gptq, "gptq-<bits>bit[-g<group>][-v2]", "gptq-4bit-g128",
+       "<p>.qweight I32 [in*bits/32, out] + <p>.qzeros + <p>.scales [+ <p>.g_idx]",
+       std::span(kNoOptions).first(0), true},
+      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+      [](const QuantScheme::Options& o) {
+        const auto& g = std::get<GptqOptions>(o);
+        return fmt::format("gptq-{}bit{}{}", g.bits, g.group ? fmt::format("-g{}", g.group) : "",
+                           g.v2 ? "-v2" : "");
+      },
+      [](const QuantScheme::Options& o) {
+        const uint64_t bits = std::get<GptqOptions>(o).bits;
+        if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+          throw_invalid(fmt::format("GPTQ packs 2, 3, 4 or 8 bits, not {}", bits));
+      },
+      [](QuantScheme::Options&, std::string_view, std::string_view) {},
+      [](const TensorSet& set) { return detect(set, SchemeKind::gptq); },
+      packed_decoder,
+      whole_parts,
+      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  return entry;
+}
+
+const SchemeEntry& awq_scheme_entry() noexcept {
+  static const SchemeEntry entry{
+      {SchemeKind::awq, "awq-4bit[-g<group>]", "awq-4bit-g128",
+       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)",
+       std::span(kNoOptions).first(0), true},
+      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+      [](const QuantScheme::Options& o) {
+        const auto& a = std::get<AwqOptions>(o);
+        return fmt::format("awq-{}bit{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "");
+      },
+      [](const QuantScheme::Options& o) {
+        if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ's GEMM layout packs 4 bits");
+      },
+      [](QuantScheme::Options&, std::string_view, std::string_view) {},
+      [](const TensorSet& set) { return detect(set, SchemeKind::awq); },
+      packed_decoder,
+      whole_parts,
+      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  return entry;
+}
+
+}  // namespace tlio::detail

@@ -1,0 +1,139 @@
+// quant/hub/hub_config.cpp: see hub_config.hpp.
+#include "quant/hub/hub_config.hpp"
+
+#include <fmt/core.h>
+
+#include "common/json_doc.hpp"
+#include "common/json_text.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace dom = simdjson::dom;
+
+namespace {
+
+constexpr const char* kSource = "quantization_config";
+
+std::optional<int64_t> optional_int(const JsonDoc& doc, const char* key) {
+  dom::element v;
+  if (doc.root()[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+  int64_t i = 0;
+  if (v.get_int64().get(i)) doc.fail(key, fmt::format("{} is not an integer", key));
+  return i;
+}
+
+std::optional<uint64_t> positive(const JsonDoc& doc, const char* key) {
+  const std::optional<int64_t> v = optional_int(doc, key);
+  if (v && *v <= 0) doc.fail(key, fmt::format("{} is {}; it must be positive", key, *v));
+  return v ? std::optional<uint64_t>(static_cast<uint64_t>(*v)) : std::nullopt;
+}
+
+std::string string_or_empty(const JsonDoc& doc, const char* key) {
+  return doc.optional_string(key).value_or("");
+}
+
+[[noreturn]] void refuse(std::string_view what, std::string_view why, std::string tensor = {}) {
+  throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt,
+              fmt::format("quantized as {} ({}), which tlio does not decode; its stored values are "
+                          "not weights and are not read as such",
+                          what, why));
+}
+
+// What the config's method names, when it is a form tlio does not decode.
+std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
+  const std::string& m = c.method;
+  if (m == "hqq") return "HQQ";
+  if (m == "torchao") return "torchao";
+  if (m == "exl2" || m == "exl3") return "ExLlama " + m.substr(2);
+  if (m == "quark") return "AMD Quark";
+  if (m == "mxfp4") return "gpt-oss MXFP4";
+  if (m == "modelopt") return "NVIDIA ModelOpt";
+  if (m == "aqlm" || m == "vptq" || m == "eetq" || m == "higgs" || m == "spqr" || m == "fp_quant" ||
+      m == "bitnet" || m == "quanto")
+    return m;
+  if (m == "compressed-tensors" && c.ct_format != "float-quantized" && c.ct_format != "naive-quantized")
+    return "compressed-tensors " + (c.ct_format.empty() ? std::string("(no format)") : c.ct_format);
+  if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
+    return "GPTQ " + c.checkpoint_format;
+  if (m == "awq" && !c.version.empty() && c.version != "gemm" && c.version != "GEMM")
+    return "AWQ " + c.version;
+  return std::nullopt;
+}
+
+// Reads [rows, cols] of a block size array into c; false when `v` is not two positive integers.
+bool read_block(dom::element v, HubQuantConfig& c) {
+  dom::array a;
+  uint64_t r = 0, k = 0;
+  if (v.get_array().get(a) || a.size() != 2 || a.at(0).get_uint64().get(r) ||
+      a.at(1).get_uint64().get(k) || r == 0 || k == 0)
+    return false;
+  c.block_rows = r;
+  c.block_cols = k;
+  return true;
+}
+
+}  // namespace
+
+HubQuantConfig hub_quant_config(const TensorSet& set) {
+  HubQuantConfig c;
+  if (set.quantization_config().empty()) return c;
+  const JsonDoc doc(set.quantization_config(), kSource, Rule::quant);
+  c.method = string_or_empty(doc, "quant_method");
+  dom::element block;
+  if (doc.root()["weight_block_size"].get(block) == simdjson::SUCCESS && !block.is_null() &&
+      !read_block(block, c))
+    doc.fail("weight_block_size", "weight_block_size is not two positive integers");
+  // compressed-tensors: the first group's block structure (its FP8_BLOCK preset has one).
+  dom::object groups;
+  if (doc.root()["config_groups"].get_object().get(groups) == simdjson::SUCCESS)
+    for (auto [name, group] : groups) {
+      dom::element structure;
+      if (group["weights"]["block_structure"].get(structure) != simdjson::SUCCESS ||
+          structure.is_null())
+        continue;
+      if (!read_block(structure, c))
+        doc.fail("config_groups", fmt::format("config_groups.{}.weights.block_structure is not two "
+                                              "positive integers", name));
+      break;
+    }
+  for (const char* key : {"bits", "w_bit", "wbits"})
+    if (!c.bits) c.bits = positive(doc, key);
+  for (const char* key : {"group_size", "q_group_size"})
+    if (!c.group_size) c.group_size = optional_int(doc, key);
+  c.sym = doc.optional_bool("sym");
+  c.checkpoint_format = string_or_empty(doc, "checkpoint_format");
+  if (c.method == "compressed-tensors")
+    c.ct_format = string_or_empty(doc, "format");
+  else if (c.checkpoint_format.empty())
+    c.checkpoint_format = string_or_empty(doc, "format");
+  c.version = string_or_empty(doc, "version");
+  return c;
+}
+
+void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config) {
+  if (auto what = undecoded_method(config))
+    refuse(*what, fmt::format("quant_method {}", quote_name(config.method)));
+  for (const TensorInfo* t : set.tensors()) {
+    const std::string_view n = t->name;
+    if (auto base = strip_suffix(n, "_blocks"); base && set.find(std::string(*base) + "_scales"))
+      refuse("gpt-oss MXFP4", fmt::format("{} with its _scales", quote_name(n)), t->name);
+    if (strip_suffix(n, ".weight_packed"))
+      refuse("compressed-tensors packed", fmt::format("{}", quote_name(n)), t->name);
+    if (strip_suffix(n, ".weight_scale_2"))
+      refuse("NVIDIA ModelOpt NVFP4", fmt::format("{}", quote_name(n)), t->name);
+    if (strip_suffix(n, ".trellis")) refuse("ExLlama 3", quote_name(n), t->name);
+    if (strip_suffix(n, ".q_invperm") || strip_suffix(n, ".q_scale_max"))
+      refuse("ExLlama 2", quote_name(n), t->name);
+    if (strip_suffix(n, ".W_q")) refuse("HQQ", quote_name(n), t->name);
+    // (<p>.weight with <p>.weight_scale is the FP8 scheme's: decoded)
+    if (t->dtype == Dtype::F8_E4M3 && !n.ends_with(".weight") && set.find(std::string(n) + "_scale"))
+      refuse("FBGEMM FP8 experts", fmt::format("{} with its _scale", quote_name(n)), t->name);
+    if (auto base = strip_suffix(n, ".scale"); base && t->dtype == Dtype::F8_E8M0) {
+      const TensorInfo* w = set.find(std::string(*base) + ".weight");
+      if (w) refuse("DeepSeek-V4 FP8/FP4 with E8M0 scales", quote_name(n), t->name);
+    }
+  }
+}
+
+}  // namespace tlio::detail

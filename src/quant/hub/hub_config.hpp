@@ -1,0 +1,42 @@
+// quant/hub/hub_config.hpp: what a model's quantization_config says, as the Hub's formats read
+// it (config.json's member, or quantize_config.json of older GPTQ folders), and the formats tlio
+// recognises but does not decode, refused by name.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "quant/tensor_set.hpp"
+
+namespace tlio::detail {
+
+struct HubQuantConfig {
+  std::string method;  ///< quant_method ("fp8", "gptq", "awq", ...), "" without a config
+  /// weight_block_size (fp8), or compressed-tensors' config_groups[*].weights.block_structure
+  std::optional<uint64_t> block_rows, block_cols;
+  std::optional<uint64_t> bits;                    ///< bits, w_bit, wbits
+  std::optional<int64_t> group_size;               ///< group_size, q_group_size (-1: one group)
+  std::optional<bool> sym;
+  std::string checkpoint_format;  ///< GPTQ's checkpoint_format (or format): "gptq", "gptq_v2", ...
+  std::string version;            ///< AWQ's version: "gemm", "gemv", ...
+  std::string ct_format;          ///< compressed-tensors' format
+};
+
+/// The set's quantization_config; an empty one when it has none. Error{format, "quant"} for
+/// JSON that is not an object or options of the wrong type.
+HubQuantConfig hub_quant_config(const TensorSet& set);
+
+/// Throws Error{unsupported, "quant"} naming the format when the set is quantized in a form tlio
+/// recognises but does not decode (by its config or by its tensors' names): its values are
+/// never read as if they were plain.
+void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config);
+
+/// `name` without `suffix` when it ends with it.
+inline std::optional<std::string_view> strip_suffix(std::string_view name, std::string_view suffix) {
+  if (!name.ends_with(suffix)) return std::nullopt;
+  return name.substr(0, name.size() - suffix.size());
+}
+
+}  // namespace tlio::detail

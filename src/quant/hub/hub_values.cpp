@@ -1,0 +1,78 @@
+// quant/hub/hub_values.cpp: see hub_values.hpp.
+#include "quant/hub/hub_values.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+void store_rounded(std::span<const float> exact, Dtype reference, Dtype out,
+                   std::span<std::byte> dst) {
+  const uint64_t n = exact.size();
+  const std::span<const std::byte> bytes = std::as_bytes(exact);
+  if (out == Dtype::F32) {
+    std::memcpy(dst.data(), bytes.data(), bytes.size());
+    return;
+  }
+  if (reference == Dtype::F32 || reference == out) {
+    convert(Dtype::F32, bytes, out, dst, n);
+    return;
+  }
+  // Two roundings, as the reference's result converted by the caller would have them.
+  std::vector<std::byte> rounded(bytes_for(reference, n));
+  convert(Dtype::F32, bytes, reference, rounded, n);
+  convert(reference, rounded, out, dst, n);
+}
+
+void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
+                    std::span<std::byte> dst,
+                    const std::function<void(uint64_t, std::span<float>)>& fill) {
+  const uint64_t out_bytes = dtype_bits(out) / 8;
+  if (dst.size() != count * out_bytes)
+    throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count,
+                              count * out_bytes));
+  std::vector<float> values(std::min(count, kHubChunkElements));
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t m = std::min(kHubChunkElements, count - done);
+    const std::span<float> chunk = std::span(values).first(m);
+    fill(first + done, chunk);
+    store_rounded(chunk, reference, out, dst.subspan(done * out_bytes, m * out_bytes));
+    done += m;
+  }
+}
+
+const std::array<float, 256>& e4m3_values() noexcept {
+  static const std::array<float, 256> table = [] {
+    std::array<uint8_t, 256> codes{};
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i);
+    std::array<float, 256> values{};
+    convert(Dtype::F8_E4M3, std::as_bytes(std::span(codes)), Dtype::F32,
+            std::as_writable_bytes(std::span(values)), codes.size());
+    return values;
+  }();
+  return table;
+}
+
+float scale_value(Dtype dtype, const std::byte* element) noexcept {
+  uint16_t half = 0;
+  float value = 0;
+  switch (dtype) {
+    case Dtype::F32:
+      std::memcpy(&value, element, 4);
+      return value;
+    case Dtype::BF16:
+      std::memcpy(&half, element, 2);
+      return bf16_to_f32(half);
+    default:  // F16: the detectors admit these three only
+      std::memcpy(&half, element, 2);
+      return f16_to_f32(half);
+  }
+}
+
+}  // namespace tlio::detail

@@ -1,0 +1,62 @@
+/* The C API on the Hub's quantized formats (C99): FP8 blocks, GPTQ and AWQ found and read
+ * through the scheme-generic calls, with values known by hand (tests/data/hub/make_hub_files.py);
+ * a form tlio does not decode refused. Bit-exactness against an independent reference is
+ * python/tests/test_hub_quant.py's. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "c_check.h"
+#include "tlio/tlio.h"
+
+static tl_file* open_hub(const char* name, tl_quantized_info* info) {
+  char path[512];
+  tl_file* f = NULL;
+  size_t count = 0;
+  snprintf(path, sizeof path, "%s/hub/%s", TLIO_TEST_DATA, name);
+  CHECK(tl_open(path, &f) == TL_OK);
+  if (!f) return NULL;
+  CHECK(tl_quantized_count(f, &count) == TL_OK && count == 1);
+  CHECK(tl_quantized_at(f, 0, info) == TL_OK);
+  return f;
+}
+
+int main(int argc, char** argv) {
+  tl_quantized_info q;
+  float v[64];
+  uint16_t bf16[6];
+  size_t i;
+  (void)argc;
+  (void)argv;
+
+  tl_file* f = open_hub("fp8_block.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.name, "w.weight") == 0 && strcmp(q.scheme, "fp8-block128x128") == 0);
+  CHECK(q.rank == 2 && q.shape[0] == 2 && q.shape[1] == 3 && q.dtype == TL_BF16);
+  CHECK(tl_quantized_read(f, "w.weight", 0, 6, TL_F32, v, 6 * sizeof(float)) == TL_OK);
+  CHECK(v[0] == 224.0f && v[1] == 0.5f && v[2] == -224.0f && v[3] == 0.0f);
+  CHECK(v[4] == 0.0f && signbit(v[4]) && v[5] == 1.0f / 1024);
+  CHECK(tl_quantized_read(f, "w.weight", 0, 6, TL_BF16, bf16, sizeof bf16) == TL_OK);
+  CHECK(bf16[0] == 0x4360 && bf16[1] == 0x3F00 && bf16[2] == 0xC360 && bf16[4] == 0x8000);
+  CHECK(tl_quantized_read(f, "w.weight", 4, 2, TL_F32, v, 2 * sizeof(float)) == TL_OK);
+  CHECK(v[1] == 1.0f / 1024); /* a range from the middle */
+  tl_close(f);
+
+  f = open_hub("awq_order.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.name, "l.weight") == 0 && strcmp(q.scheme, "awq-4bit") == 0 && q.dtype == TL_F16);
+  CHECK(tl_quantized_read(f, "l.weight", 0, 64, TL_F32, v, sizeof v) == TL_OK);
+  for (i = 0; i < 64; ++i) CHECK(v[i] == (float)(i / 8)); /* row n is n: the order undone */
+  tl_close(f);
+
+  f = open_hub("gptq_sym.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.scheme, "gptq-4bit") == 0 && q.shape[0] == 8 && q.shape[1] == 8);
+  CHECK(tl_quantized_read(f, "l.weight", 0, 64, TL_F32, v, sizeof v) == TL_OK);
+  for (i = 0; i < 64; ++i) CHECK(v[i] == 0.25f); /* 0.25 * (9 - (7 + 1)) */
+  tl_close(f);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -220,6 +220,15 @@ std::vector<QuantizedWeight> detail::find_quantized_weights(const TensorSet& set
   std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
     return set.position(a.stored[0]) < set.position(b.stored[0]);
   });
+  // Two layouts of one weight (a weight_scale and a weight_scale_inv, say): neither is taken.
+  std::vector<const QuantizedWeight*> by_name;
+  for (const QuantizedWeight& w : all) by_name.push_back(&w);
+  std::sort(by_name.begin(), by_name.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  for (size_t i = 1; i < by_name.size(); ++i)
+    if (by_name[i]->name == by_name[i - 1]->name)
+      throw_format(Rule::quant, by_name[i]->name,
+                   fmt::format("{} is stored twice, as {} and as {}", quote_name(by_name[i]->name),
+                               by_name[i - 1]->scheme.name(), by_name[i]->scheme.name()));
   return all;
 }
 

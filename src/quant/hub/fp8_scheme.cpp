@@ -45,6 +45,9 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
   const uint64_t rows = w.shape[0], cols = w.shape[1];
   const bool grid = inverse_named && s.shape.size() == 2;
   if (!grid && s.element_count() == 1) return {Fp8Granularity::tensor, 0, 0};
+  if (rows == 0 || cols == 0)  // no block size to infer, none to check
+    fp8_error(w.name, fmt::format("{} is {}: an empty FP8 weight with more than one scale",
+                                  quote_name(w.name), shape_text(w.shape)));
   if (!grid && ((s.shape.size() == 1 && s.shape[0] == rows) ||
                 (s.shape.size() == 2 && s.shape[0] == rows && s.shape[1] == 1)))
     return {Fp8Granularity::channel, 0, 0};
@@ -98,13 +101,21 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     if (!config) config = hub_quant_config(set);
     const std::string weight_name = std::string(*base) + ".weight";
     const TensorInfo* w = set.find(weight_name);
-    if (!w) fp8_error(s.name, fmt::format("{} has no {}", quote_name(s.name), quote_name(weight_name)));
+    // A shard read alone may hold scales whose weights are in another: nothing to decode here.
+    if (!w) continue;
     if (w->dtype != Dtype::F8_E4M3) {
       if (inverse_named)
         fp8_error(s.name, fmt::format("{} scales F8_E4M3 weights; {} is {}", quote_name(s.name),
                                       quote_name(w->name), dtype_name(w->dtype)));
+      // compressed-tensors' dense checkpoints keep plain weights beside their scales.
+      if (is_floating(w->dtype) && dtype_bits(w->dtype) >= 16) continue;
       refuse_other_scaled(*w, s);
     }
+    for (const char* companion : {".weight_zero_point", ".weight_g_idx"})
+      if (set.find(std::string(*base) + companion))
+        fp8_unsupported(w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
+                                             "does not decode", quote_name(w->name),
+                                             quote_name(std::string(*base) + companion)));
     if (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0)
       fp8_unsupported(s.name, fmt::format("{} is {}: MXFP8 (E8M0 scales per 32 inputs), which tlio "
                                           "does not decode", quote_name(s.name), dtype_name(s.dtype)));

@@ -118,8 +118,12 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     l.group = static_cast<uint64_t>(*c.group_size);
   else if (c.group_size || groups == 1)
     l.group = 0;
-  else
-    l.group = (l.in + groups - 1) / groups;
+  else if (l.in % groups == 0 || g_idx)
+    l.group = (l.in + groups - 1) / groups;  // with g_idx only a name: g_idx maps the inputs
+  else  // several group sizes give that many groups: the config must say
+    packed_error(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells "
+                                     "apart without the model's quantization_config",
+                                     quote_name(s.name), groups, l.in));
   const uint64_t need = l.group ? (l.in + l.group - 1) / l.group : 1;
   // With g_idx (desc_act) the groups are those g_idx names, checked when it is read.
   if (!g_idx && need != groups)

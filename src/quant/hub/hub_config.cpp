@@ -45,7 +45,7 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   const std::string& m = c.method;
   if (m == "hqq") return "HQQ";
   if (m == "torchao") return "torchao";
-  if (m == "exl2" || m == "exl3") return "ExLlama " + m.substr(2);
+  if (m == "exl2" || m == "exl3") return "ExLlama " + m.substr(3);  // "exl2" -> "ExLlama 2"
   if (m == "quark") return "AMD Quark";
   if (m == "mxfp4") return "gpt-oss MXFP4";
   if (m == "modelopt") return "NVIDIA ModelOpt";
@@ -56,8 +56,8 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
     return "compressed-tensors " + (c.ct_format.empty() ? std::string("(no format)") : c.ct_format);
   if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
     return "GPTQ " + c.checkpoint_format;
-  if (m == "awq" && !c.version.empty() && c.version != "gemm" && c.version != "GEMM")
-    return "AWQ " + c.version;
+  for (const std::string& layout : {c.version, c.checkpoint_format})  // GPTQModel writes "format"
+    if (m == "awq" && !layout.empty() && layout != "gemm" && layout != "GEMM") return "AWQ " + layout;
   return std::nullopt;
 }
 
@@ -80,6 +80,14 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   if (set.quantization_config().empty()) return c;
   const JsonDoc doc(set.quantization_config(), kSource, Rule::quant);
   c.method = string_or_empty(doc, "quant_method");
+  c.checkpoint_format = string_or_empty(doc, "checkpoint_format");
+  if (c.method == "compressed-tensors")
+    c.ct_format = string_or_empty(doc, "format");
+  else if (c.checkpoint_format.empty())
+    c.checkpoint_format = string_or_empty(doc, "format");
+  c.version = string_or_empty(doc, "version");
+  // A form tlio does not decode is refused by name, whatever its other options look like.
+  if (undecoded_method(c)) return c;
   dom::element block;
   if (doc.root()["weight_block_size"].get(block) == simdjson::SUCCESS && !block.is_null() &&
       !read_block(block, c))
@@ -102,12 +110,6 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   for (const char* key : {"group_size", "q_group_size"})
     if (!c.group_size) c.group_size = optional_int(doc, key);
   c.sym = doc.optional_bool("sym");
-  c.checkpoint_format = string_or_empty(doc, "checkpoint_format");
-  if (c.method == "compressed-tensors")
-    c.ct_format = string_or_empty(doc, "format");
-  else if (c.checkpoint_format.empty())
-    c.checkpoint_format = string_or_empty(doc, "format");
-  c.version = string_or_empty(doc, "version");
   return c;
 }
 
@@ -116,7 +118,8 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
     refuse(*what, fmt::format("quant_method {}", quote_name(config.method)));
   for (const TensorInfo* t : set.tensors()) {
     const std::string_view n = t->name;
-    if (auto base = strip_suffix(n, "_blocks"); base && set.find(std::string(*base) + "_scales"))
+    if (auto base = strip_suffix(n, "_blocks"); base && t->dtype == Dtype::U8 &&
+                                                set.find(std::string(*base) + "_scales"))
       refuse("gpt-oss MXFP4", fmt::format("{} with its _scales", quote_name(n)), t->name);
     if (strip_suffix(n, ".weight_packed"))
       refuse("compressed-tensors packed", fmt::format("{}", quote_name(n)), t->name);
@@ -125,7 +128,7 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
     if (strip_suffix(n, ".trellis")) refuse("ExLlama 3", quote_name(n), t->name);
     if (strip_suffix(n, ".q_invperm") || strip_suffix(n, ".q_scale_max"))
       refuse("ExLlama 2", quote_name(n), t->name);
-    if (strip_suffix(n, ".W_q")) refuse("HQQ", quote_name(n), t->name);
+    if (strip_suffix(n, ".W_q") && t->dtype == Dtype::U8) refuse("HQQ", quote_name(n), t->name);
     // (<p>.weight with <p>.weight_scale is the FP8 scheme's: decoded)
     if (t->dtype == Dtype::F8_E4M3 && !n.ends_with(".weight") && set.find(std::string(n) + "_scale"))
       refuse("FBGEMM FP8 experts", fmt::format("{} with its _scale", quote_name(n)), t->name);

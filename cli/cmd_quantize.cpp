@@ -89,7 +89,7 @@ std::string scheme_table() {
       first = false;
     }
   }
-  out += fmt::format("Read, not written (dequantize, convert, inspect): {} and the like "
+  out += fmt::format("Read, not written (dequantize, cat, stats, diff, inspect): {} and the like "
                      "(docs/quantization.md)\n", fmt::join(read_only, ", "));
   return out;
 }

@@ -86,8 +86,12 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   else if (c.checkpoint_format.empty())
     c.checkpoint_format = string_or_empty(doc, "format");
   c.version = string_or_empty(doc, "version");
-  // A form tlio does not decode is refused by name, whatever its other options look like.
-  if (undecoded_method(c)) return c;
+  // A form tlio does not decode is refused by name, whatever its other options look like, and
+  // the options of other methods (bitsandbytes, FBGEMM, ...) are theirs.
+  const std::string& m = c.method;
+  if (undecoded_method(c) || !(m.empty() || m == "fp8" || m == "gptq" || m == "awq" ||
+                               m == "compressed-tensors" || m == "auto-round"))
+    return c;
   dom::element block;
   if (doc.root()["weight_block_size"].get(block) == simdjson::SUCCESS && !block.is_null() &&
       !read_block(block, c))

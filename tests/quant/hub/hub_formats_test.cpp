@@ -191,6 +191,8 @@ TEST(HubFormats, ConfigsOfFormsNotDecodedAreRefusedByName) {
   EXPECT_NE(refusal(plain, R"({"quant_method":"exl3","bits":3.0})").find("ExLlama 3"), std::string::npos);
   EXPECT_NE(refusal(plain, R"({"quant_method":"awq","format":"gemv_fast"})").find("AWQ gemv_fast"),
             std::string::npos);
+  // Other methods' options are theirs (bitsandbytes has its own quantization_config).
+  EXPECT_EQ(refusal(plain, R"({"quant_method":"bitsandbytes","bits":"4","load_in_4bit":true})"), "accepted");
   // An F32 parameter named W_q is not HQQ's packed bytes.
   EXPECT_EQ(refusal(file_of({{"attn.W_q", Dtype::F32, {2, 2}}})), "accepted");
 }

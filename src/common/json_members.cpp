@@ -14,7 +14,7 @@ namespace tlio::detail {
 namespace {
 
 struct Member {
-  size_t key_begin, value_end;  // [the key's opening quote, just past the value)
+  size_t key_begin, value_begin, value_end;  // the key's opening quote, the value, just past it
   std::string key;              // unescaped
 };
 
@@ -71,8 +71,8 @@ std::vector<Member> members(std::string_view s, size_t& close) {
     m.key_begin = i;
     const size_t key_end = skip_string(s, i);
     m.key = unescaped(s.substr(i, key_end - i));
-    i = skip_space(s, skip_space(s, key_end) + 1);  // past ':'
-    m.value_end = skip_value(s, i);
+    m.value_begin = skip_space(s, skip_space(s, key_end) + 1);  // past ':'
+    m.value_end = skip_value(s, m.value_begin);
     out.push_back(m);
     i = skip_space(s, m.value_end);
     if (s[i] == ',') ++i;
@@ -92,10 +92,7 @@ std::string set_json_member(std::string_view json, std::string_view key, const s
   for (size_t k = 0; k < all.size(); ++k) {
     const Member& m = all[k];
     if (m.key != key) continue;
-    if (value) {
-      const size_t value_begin = skip_space(json, skip_space(json, skip_string(json, m.key_begin)) + 1);
-      return out.replace(value_begin, m.value_end - value_begin, *value);
-    }
+    if (value) return out.replace(m.value_begin, m.value_end - m.value_begin, *value);
     // From the end of the previous value (its comma goes too), or up to the next key.
     if (k > 0) return out.erase(all[k - 1].value_end, m.value_end - all[k - 1].value_end);
     const size_t end = all.size() > 1 ? all[1].key_begin : m.value_end;
@@ -118,10 +115,7 @@ std::optional<std::string> json_member_text(std::string_view json, std::string_v
   { const JsonDoc check(json, source, rule); }
   size_t close = 0;
   for (const Member& m : members(json, close))
-    if (m.key == key) {
-      const size_t value_begin = skip_space(json, skip_space(json, skip_string(json, m.key_begin)) + 1);
-      return std::string(json.substr(value_begin, m.value_end - value_begin));
-    }
+    if (m.key == key) return std::string(json.substr(m.value_begin, m.value_end - m.value_begin));
   return std::nullopt;
 }
 

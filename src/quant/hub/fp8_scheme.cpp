@@ -24,18 +24,10 @@ constexpr uint64_t kDefaultBlock = 128;  // DeepSeek's and Qwen's weight_block_s
   throw_format(Rule::quant, tensor, std::move(detail));
 }
 
-[[noreturn]] void fp8_unsupported(const std::string& tensor, std::string detail) {
-  throw Error(ErrorCode::unsupported, Rule::quant, tensor, std::nullopt, std::move(detail));
-}
-
-uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
-
 bool covers(uint64_t rows, uint64_t cols, uint64_t grid_rows, uint64_t grid_cols, uint64_t br,
             uint64_t bc) {
   return ceil_div(rows, br) == grid_rows && ceil_div(cols, bc) == grid_cols;
 }
-
-std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 // What one scale covers, from the scale tensor's shape against the weight's [rows, cols]; the
 // config's block size first, then 128 x 128, then the smallest block the grid implies.
@@ -84,7 +76,7 @@ void refuse_other_scaled(const TensorInfo& w, const TensorInfo& s) {
     what = "packed FP4 (NVFP4 or MXFP4)";
   else
     what = fmt::format("{} weights with scales", dtype_name(w.dtype));
-  fp8_unsupported(w.name, fmt::format("{} has {}: {}, which tlio does not decode; its stored "
+  refuse_undecoded(w.name, fmt::format("{} has {}: {}, which tlio does not decode; its stored "
                                       "values are not weights and are not read as such",
                                       quote_name(w.name), quote_name(s.name), what));
 }
@@ -113,11 +105,11 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     }
     for (const char* companion : {".weight_zero_point", ".weight_g_idx"})
       if (set.find(std::string(*base) + companion))
-        fp8_unsupported(w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
+        refuse_undecoded(w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
                                              "does not decode", quote_name(w->name),
                                              quote_name(std::string(*base) + companion)));
     if (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0)
-      fp8_unsupported(s.name, fmt::format("{} is {}: MXFP8 (E8M0 scales per 32 inputs), which tlio "
+      refuse_undecoded(s.name, fmt::format("{} is {}: MXFP8 (E8M0 scales per 32 inputs), which tlio "
                                           "does not decode", quote_name(s.name), dtype_name(s.dtype)));
     if (s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
       fp8_error(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16", quote_name(s.name),

@@ -35,8 +35,6 @@ constexpr uint64_t kTileRows = 32;
   throw_format(Rule::quant, tensor, std::move(detail));
 }
 
-std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-
 struct PackedLayout {
   SchemeKind kind;
   uint64_t bits, group, in, out;
@@ -98,10 +96,10 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
                                        quote_name(z.name), shape_text(z.shape), out, out / 8));
     if (g_idx) packed_error(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
   } else {
-    throw Error(ErrorCode::unsupported, Rule::quant, q.name, std::nullopt,
-                fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor AWQ GEMM "
-                            "[in, out/8] (AWQ GEMV and kernel layouts are not decoded)",
-                            quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
+    refuse_undecoded(q.name, fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor "
+                                         "AWQ GEMM [in, out/8] (AWQ GEMV and kernel layouts are "
+                                         "not decoded)",
+                                         quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
   }
   l.out = out;
   const bool is_awq = l.kind == SchemeKind::awq;
@@ -119,12 +117,12 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   else if (c.group_size || groups == 1)
     l.group = 0;
   else if (l.in % groups == 0 || g_idx)
-    l.group = (l.in + groups - 1) / groups;  // with g_idx only a name: g_idx maps the inputs
+    l.group = ceil_div(l.in, groups);  // with g_idx only a name: g_idx maps the inputs
   else  // several group sizes give that many groups: the config must say
     packed_error(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells "
                                      "apart without the model's quantization_config",
                                      quote_name(s.name), groups, l.in));
-  const uint64_t need = l.group ? (l.in + l.group - 1) / l.group : 1;
+  const uint64_t need = l.group ? ceil_div(l.in, l.group) : 1;
   // With g_idx (desc_act) the groups are those g_idx names, checked when it is read.
   if (!g_idx && need != groups)
     packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
@@ -230,9 +228,7 @@ class PackedDecoder final : public WeightDecoder {
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     const uint64_t out_bytes = dtype_bits(out) / 8;
-    if (dst.size() != count * out_bytes)
-      throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count,
-                                count * out_bytes));
+    check_destination(count, out, dst);
     // Whole tiles of output rows are decoded (k outer, so qweight is read row by row), and the
     // part of each that was asked for is stored.
     std::vector<float> tile;

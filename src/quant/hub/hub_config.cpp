@@ -2,6 +2,7 @@
 #include "quant/hub/hub_config.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
@@ -34,10 +35,10 @@ std::string string_or_empty(const JsonDoc& doc, const char* key) {
 }
 
 [[noreturn]] void refuse(std::string_view what, std::string_view why, std::string tensor = {}) {
-  throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt,
-              fmt::format("quantized as {} ({}), which tlio does not decode; its stored values are "
-                          "not weights and are not read as such",
-                          what, why));
+  refuse_undecoded(std::move(tensor),
+                   fmt::format("quantized as {} ({}), which tlio does not decode; its stored values "
+                               "are not weights and are not read as such",
+                               what, why));
 }
 
 // What the config's method names, when it is a form tlio does not decode.
@@ -74,6 +75,12 @@ bool read_block(dom::element v, HubQuantConfig& c) {
 }
 
 }  // namespace
+
+void refuse_undecoded(std::string tensor, std::string detail) {
+  throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt, std::move(detail));
+}
+
+std::string shape_text(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 HubQuantConfig hub_quant_config(const TensorSet& set) {
   HubQuantConfig c;

@@ -1,6 +1,6 @@
 // quant/hub/hub_config.hpp: what a model's quantization_config says, as the Hub's formats read
 // it (config.json's member, or quantize_config.json of older GPTQ folders), and the formats tlio
-// recognises but does not decode, refused by name.
+// recognises but does not decode, refused by name; and the small helpers the hub units share.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,15 @@ HubQuantConfig hub_quant_config(const TensorSet& set);
 /// recognises but does not decode (by its config or by its tensors' names): its values are
 /// never read as if they were plain.
 void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config);
+
+/// Throws Error{unsupported, "quant"} naming `tensor`: a form tlio recognises and does not decode.
+[[noreturn]] void refuse_undecoded(std::string tensor, std::string detail);
+
+/// "[576, 7168]", as the Hub formats' messages show shapes.
+std::string shape_text(const Shape& shape);
+
+/// a / b rounded up (b > 0), without the overflow of (a + b - 1) / b.
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 /// `name` without `suffix` when it ends with it.
 inline std::optional<std::string_view> strip_suffix(std::string_view name, std::string_view suffix) {

@@ -30,13 +30,17 @@ void store_rounded(std::span<const float> exact, Dtype reference, Dtype out,
   convert(reference, rounded, out, dst, n);
 }
 
+void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst) {
+  const uint64_t need = count * (dtype_bits(out) / 8);
+  if (dst.size() != need)
+    throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count, need));
+}
+
 void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
                     std::span<std::byte> dst,
                     const std::function<void(uint64_t, std::span<float>)>& fill) {
   const uint64_t out_bytes = dtype_bits(out) / 8;
-  if (dst.size() != count * out_bytes)
-    throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count,
-                              count * out_bytes));
+  check_destination(count, out, dst);
   std::vector<float> values(std::min(count, kHubChunkElements));
   for (uint64_t done = 0; done < count;) {
     const uint64_t m = std::min(kHubChunkElements, count - done);

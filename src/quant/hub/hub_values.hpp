@@ -21,6 +21,9 @@ inline constexpr uint64_t kHubChunkElements = uint64_t{1} << 16;
 /// `reference` (the dtype the reference computes in) and, when `out` differs, converted from there.
 void store_rounded(std::span<const float> exact, Dtype reference, Dtype out, std::span<std::byte> dst);
 
+/// Error{invalid_argument} unless dst holds exactly `count` values of `out`.
+void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst);
+
 /// Decodes elements [first, first + count) in chunks: fill(chunk_first, values) computes the f32
 /// values of a chunk, which are then stored by store_rounded into their place in dst.
 void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,

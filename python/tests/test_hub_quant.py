@@ -101,6 +101,10 @@ def test_fp8_block_slices_and_stats_read_the_values(fp8_folder):
     src, want, _ = fp8_folder
     r = run("cat", src, DOWN, "--json")
     assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout, parse_int=float)  # "-0" is a negative zero, not the int 0
+    assert (doc["scheme"], doc["shape"]) == ("fp8-block128x128", [576, 300])
+    values = np.array([[np.nan if v is None else v for v in row] for row in doc["values"]], np.float32)
+    bits_equal(values, want)  # cat shows F32: the products
     r = run("stats", src, "--json")
     assert r.returncode == 0, r.stderr
     stats = {t["name"]: t for t in json.loads(r.stdout)["tensors"]}

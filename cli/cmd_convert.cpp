@@ -53,6 +53,11 @@ struct Args {
   bool json = false;
 };
 
+// ", 2 dequantized" when convert restored quantized weights.
+std::string dequantized_note(const tlio::ConvertFileReport& r) {
+  return r.dequantized ? fmt::format(", {} dequantized", r.dequantized) : "";
+}
+
 // A model folder in, a folder out: its shards one by one (copied, or converted with --dtype).
 int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
   tlio::FolderFiles files;
@@ -76,16 +81,17 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
   const std::string dtype = a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
   if (a.json) {
     fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-               "\"converted\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}}}\n",
+               "\"converted\":{},\"dequantized\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}}}\n",
                json_string(display_location(a.in)), json_string(display_location(a.out)), r.converted + r.kept,
-               r.dropped, r.renamed, r.converted, dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype),
+               r.dropped, r.renamed, r.converted, r.dequantized,
+               dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype),
                r.data_bytes_in, r.data_bytes_out, json_files_member(files));
     return kExitOk;
   }
   fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}\n", display_location(a.in),
              display_location(a.out), files.size(), files.size() == 1 ? "" : "s", r.converted + r.kept,
              r.converted + r.kept == 1 ? "" : "s",
-             dtype.empty() ? "" : fmt::format(" ({} converted to {})", r.converted, dtype),
+             dtype.empty() ? "" : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
              r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
              r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
              ties_note(r.ties_removed, r.ties_repointed), human_size(r.data_bytes_in),
@@ -270,14 +276,16 @@ void add_convert(CLI::App& app, int& exit_code) {
       bar.finish();
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-                   "\"converted\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
+                   "\"converted\":{},\"dequantized\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},"
+                   "\"data_bytes_out\":{}}}\n",
                    json_string(src.name()), json_string(a->out), r.converted + r.kept, r.dropped,
-                   r.renamed, r.converted, tlio::dtype_name(options.dtype), r.data_bytes_in,
+                   r.renamed, r.converted, r.dequantized, tlio::dtype_name(options.dtype), r.data_bytes_in,
                    r.data_bytes_out);
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}, {} kept{}{}{}; {} -> {}\n", src.name(), a->out,
-                 r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype), r.kept,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}\n", src.name(), a->out,
+                 r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype),
+                 r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
              ties_note(r.ties_removed, r.ties_repointed),

@@ -37,6 +37,9 @@ std::string quant_label(const tlio::QuantizedWeight& q) {
     case tlio::SchemeKind::fp8:
     case tlio::SchemeKind::gptq:
     case tlio::SchemeKind::awq:
+    case tlio::SchemeKind::mxfp4:
+    case tlio::SchemeKind::nvfp4:
+    case tlio::SchemeKind::ct_int:
       return fmt::format("{} -> {}", q.scheme.name(), tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::int4:
       break;

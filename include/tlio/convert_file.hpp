@@ -30,7 +30,8 @@ struct ConvertFileOptions {
 };
 
 struct ConvertFileReport {
-  size_t converted = 0;  ///< tensors whose dtype changed
+  size_t converted = 0;  ///< tensors whose dtype changed, dequantized weights included
+  size_t dequantized = 0;  ///< quantized weights written as plain tensors (their parts gone)
   size_t kept = 0;       ///< tensors copied as they are
   size_t dropped = 0;    ///< tensors left out (options.tensors)
   size_t renamed = 0;    ///< tensors written under another name
@@ -41,10 +42,13 @@ struct ConvertFileReport {
 };
 
 /// Writes `src` canonically to `out` (atomically) with its floating tensors converted to
-/// options.dtype. Integer and BOOL tensors, and the stored tensors of quantized weights (as the
-/// scheme registry finds them: int4 `.scales`, bitsandbytes `absmax`/`quant_map`/..., packed
-/// codes stored as floats, LLM.int8 `SCB`), are copied as they are; a file whose quantized
-/// weights are malformed is refused (Error{format}).
+/// options.dtype. Integer and BOOL tensors are copied as they are. Quantized weights (as the
+/// scheme registry finds them: int4, bitsandbytes, LLM.int8, FP8, GPTQ, AWQ, MXFP4, NVFP4,
+/// compressed-tensors) that options.include/exclude select are dequantized to options.dtype
+/// under their logical name, as dequantize_file would write them (never a cast of their codes);
+/// the stored tensors of the others are copied as they are. A file whose quantized weights are
+/// malformed, or quantized in a form tlio does not decode, is refused (Error{format},
+/// Error{unsupported}).
 /// Streams tensor by tensor in bounded memory. Throws Error{invalid_argument} for a bad regex,
 /// a target that is not a convertible floating dtype, or a NaN bound for F4 (naming the tensor).
 TLIO_API ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,

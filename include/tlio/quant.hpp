@@ -48,32 +48,63 @@ enum class SchemeKind : uint8_t {
   fp8,       ///< F8_E4M3 weights times F32/BF16/F16 scales (read only)
   gptq,      ///< GPTQ v1 and v2, 2/3/4/8 bits (read only)
   awq,       ///< AWQ GEMM, 4 bits (read only)
+  mxfp4,     ///< FP4 E2M1 codes times E8M0 scales per 32: gpt-oss, compressed-tensors (read only)
+  nvfp4,     ///< FP4 E2M1 codes times E4M3 scales per 16 and a global scale (read only)
+  ct_int,    ///< compressed-tensors integers, 1-8 bits, packed or I8 (read only)
 };
 
 struct Int4Options {
   uint64_t group = 32;  ///< values per F16 scale along a row
+  friend bool operator==(const Int4Options&, const Int4Options&) = default;
 };
 struct Bnb4bitOptions {
   BnbQuantType type = BnbQuantType::nf4;
   uint64_t blocksize = 64;    ///< 32, 64, ..., 4096
   bool nested = false;        ///< quantize the absmax too (compress_statistics)
   Dtype storage = Dtype::U8;  ///< dtype the packed bytes are stored as (quant_storage)
+  friend bool operator==(const Bnb4bitOptions&, const Bnb4bitOptions&) = default;
 };
-struct LlmInt8Options {};
+struct LlmInt8Options {
+  friend bool operator==(const LlmInt8Options&, const LlmInt8Options&) = default;
+};
 /// What one scale of an FP8 weight covers.
 enum class Fp8Granularity : uint8_t { tensor, channel, block };
 struct Fp8Options {
   Fp8Granularity granularity = Fp8Granularity::block;
   uint64_t block_rows = 128, block_cols = 128;  ///< block only
+  /// MXFP8: E8M0 scales (powers of two) per block_cols inputs, stored as U8
+  bool e8m0 = false;
+  friend bool operator==(const Fp8Options&, const Fp8Options&) = default;
 };
 struct GptqOptions {
   uint64_t bits = 4;    ///< 2, 3, 4 or 8
   uint64_t group = 128; ///< inputs per scale; 0: one group (group_size -1)
   bool v2 = false;      ///< checkpoint_format gptq_v2: zero points stored as they are, not minus 1
+  friend bool operator==(const GptqOptions&, const GptqOptions&) = default;
 };
 struct AwqOptions {
   uint64_t bits = 4;
   uint64_t group = 128;  ///< inputs per scale
+  friend bool operator==(const AwqOptions&, const AwqOptions&) = default;
+};
+struct Mxfp4Options {
+  /// gpt-oss's <p>_blocks [E, out, in/32, 16], read in transformers' layout [E, in, out]
+  bool transposed = false;
+  friend bool operator==(const Mxfp4Options&, const Mxfp4Options&) = default;
+};
+struct Nvfp4Options {
+  /// NVIDIA ModelOpt's form: the scale times weight_scale_2 (and code 8 is +0), where
+  /// compressed-tensors divides by weight_global_scale (and code 8 is -0)
+  bool modelopt = false;
+  friend bool operator==(const Nvfp4Options&, const Nvfp4Options&) = default;
+};
+struct CtIntOptions {
+  uint64_t bits = 4;    ///< 1..8
+  uint64_t group = 0;   ///< inputs per scale; 0: one scale per row (channel) or per tensor
+  bool tensor = false;  ///< one scale for the whole weight
+  bool asym = false;    ///< zero points stored beside the scales
+  bool packed = true;   ///< pack-quantized I32 words; false: int-quantized I8 values
+  friend bool operator==(const CtIntOptions&, const CtIntOptions&) = default;
 };
 
 /// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
@@ -82,7 +113,7 @@ struct AwqOptions {
 class TLIO_API QuantScheme {
  public:
   using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options, Fp8Options, GptqOptions,
-                               AwqOptions>;
+                               AwqOptions, Mxfp4Options, Nvfp4Options, CtIntOptions>;
 
   /// int4-g32-sym.
   QuantScheme() = default;
@@ -97,9 +128,11 @@ class TLIO_API QuantScheme {
   const Options& options() const noexcept { return options_; }
   /// "int4-g32-sym", "nf4", "fp4" or "int8" (options besides the int4 group are not in it);
   /// for the schemes tlio reads only: "fp8-block128x128", "fp8-channel", "fp8-tensor",
-  /// "gptq-4bit-g128" ("-v2"; no "-g" with one group), "awq-4bit-g128".
+  /// "gptq-4bit-g128" ("-v2"; no "-g" with one group), "awq-4bit-g128", "mxfp8", "mxfp4",
+  /// "nvfp4", "ct-int4-g128" ("-channel", "-tensor"; "-asym" with zero points).
   std::string name() const;
-  /// The int4, GPTQ or AWQ group, the bnb 4-bit blocksize or the FP8 block's rows; 0 otherwise.
+  /// The int4, GPTQ, AWQ or compressed-tensors int group, the bnb 4-bit blocksize, the FP8
+  /// block's rows, the MX (32) or NV (16) FP4 group; 0 otherwise.
   uint64_t block() const noexcept;
   /// bnb 4-bit: whether the absmax is itself quantized.
   bool nested() const noexcept;

@@ -196,10 +196,12 @@ TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype 
                       size_t dst_size, uint64_t count);
 /* Any quantized weight: tinyllm int4 ("int4-g<G>-sym"), bitsandbytes 4-bit ("nf4", "fp4") or
  * LLM.int8 ("int8"), and the Hub's formats tlio reads (FP8 "fp8-block128x128", "fp8-channel",
- * ...; "gptq-4bit-g128"; "awq-4bit-g128": docs/quantization.md). `dtype` is what dequantization
- * restores by default (bnb 4-bit: the original dtype; FP8 blocks BF16; the other Hub formats
- * their scales' dtype; else F32); `blocksize` is the int4, GPTQ or AWQ group, the bnb block or
- * the FP8 block's rows (0 for int8 and per-tensor or per-channel FP8). Strings and
+ * ..., "mxfp8"; "gptq-4bit-g128"; "awq-4bit-g128"; "mxfp4"; "nvfp4"; "ct-int4-g128":
+ * docs/quantization.md). `dtype` is what dequantization restores by default (bnb 4-bit: the
+ * original dtype; FP8 blocks, MXFP8, MXFP4 and NVFP4 BF16; the other Hub formats their scales'
+ * dtype; else F32); `blocksize` is the int4, GPTQ, AWQ or compressed-tensors group, the bnb
+ * block, the FP8 block's rows, 32 for MXFP8/MXFP4 and 16 for NVFP4 (0 for int8 and per-tensor
+ * or per-channel scales). Strings and
  * shape stay valid until tl_close(). */
 typedef struct tl_quantized_info {
   const char* name;   /* logical name */
@@ -227,7 +229,8 @@ TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t fir
 typedef void (*tl_progress_fn)(uint64_t done, uint64_t total, void* user);
 typedef struct tl_quantize_options {
   size_t struct_size;     /* sizeof(tl_quantize_options) */
-  const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4" or "int8" (required) */
+  const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4", "int8", "fp8-block" (or
+                             "fp8-block<B>x<B>") or "fp8" (required) */
   const char* include;    /* regex searched in names, or NULL: replaces the default selection */
   const char* exclude;    /* regex searched in names, or NULL */
   /* Scheme options; one left at its default is not given, one given to a scheme that does not

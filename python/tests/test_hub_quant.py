@@ -12,7 +12,7 @@ import torch
 
 import tlio
 from hub_quant_oracle import (AWQ_ORDER, awq_reference, bf16_bits, bits_equal, ct_fp8_reference,
-                              e4m3_values, f16_bytes, f32_bytes, fp8_block_reference,
+                              e4m3_encode, e4m3_values, f16_bytes, f32_bytes, fp8_block_reference,
                               gptq_reference, i32_bytes, pack_awq, pack_dim0, pack_dim1,
                               read_safetensors, write_folder, write_safetensors)
 
@@ -112,13 +112,102 @@ def test_fp8_block_slices_and_stats_read_the_values(fp8_folder):
     assert stats[DOWN]["max"] == pytest.approx(float(np.nanmax(want)), rel=1e-6)
 
 
-def test_convert_never_casts_fp8_codes(fp8_folder, tmp_path):
-    """convert --dtype leaves a quantized weight's codes and scales as they are (no bare cast)."""
-    src, _, shards = fp8_folder
+def test_convert_dequantizes_and_never_casts_fp8_codes(fp8_folder, tmp_path):
+    """convert --dtype writes a quantized weight's values (through the reference's BF16, as
+    dequantize --dtype does), never its codes cast; a weight it leaves out keeps its parts."""
+    src, want, shards = fp8_folder
     r = run("convert", src, tmp_path / "c", "--dtype", "f16")
     assert r.returncode == 0, r.stderr
+    assert "1 dequantized" in r.stdout, r.stdout
     got = read_safetensors(tmp_path / "c" / "model-00001-of-00002.safetensors")[0]
+    got.update(read_safetensors(tmp_path / "c" / "model-00002-of-00002.safetensors")[0])
+    assert DOWN + "_scale_inv" not in got
+    dtype, shape, data = got[DOWN]
+    assert (dtype, shape) == ("F16", [576, 300])
+    bits_equal(np.frombuffer(data, np.float16).reshape(shape),
+               torch.from_numpy(want).to(torch.bfloat16).half().numpy())
+    config = json.loads((tmp_path / "c" / "config.json").read_text())
+    assert "quantization_config" not in config and config["torch_dtype"] == "float16"
+
+    r = run("convert", src, tmp_path / "x", "--dtype", "f16", "--exclude", "down_proj", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["dequantized"] == 0
+    got = read_safetensors(tmp_path / "x" / "model-00001-of-00002.safetensors")[0]
     assert got[DOWN][2] == shards["model-00001-of-00002.safetensors"][DOWN][2]
+    assert "quantization_config" in json.loads((tmp_path / "x" / "config.json").read_text())
+
+
+# ---- quantize to FP8 ---------------------------------------------------------------------------
+
+
+def bf16_weight(rng, shape):
+    """BF16 values (as float32) and their bytes; row 1 all zeros (a block whose scale is 0)."""
+    w = torch.from_numpy((rng.standard_normal(shape) * 0.05).astype(np.float32)).to(torch.bfloat16)
+    w[1] = 0
+    return w.float().numpy(), w.view(torch.int16).numpy().tobytes()
+
+
+def test_quantize_fp8_block_folder_as_deepseek_ships_it(tmp_path):
+    """Scales amax/448 per 128x128 block (partial edge blocks too), codes w/s rounded to nearest
+    even: checked against the oracle's encoder; the config loaders read; back within E4M3's
+    error (half a step of 16 at 448: amax/28)."""
+    rng = np.random.default_rng(21)
+    w, raw = bf16_weight(rng, (300, 200))
+    emb = rng.standard_normal((8, 4)).astype(np.float32)
+    write_folder(tmp_path / "m", {"model.safetensors": {
+        "model.embed_tokens.weight": ("F32", [8, 4], f32_bytes(emb)),
+        DOWN: ("BF16", [300, 200], raw)}}, {"model_type": "qwen3", "torch_dtype": "bfloat16"})
+    r = run("quantize", tmp_path / "m", tmp_path / "q", "--scheme", "fp8-block")
+    assert r.returncode == 0, r.stderr
+    config = json.loads((tmp_path / "q" / "config.json").read_text())["quantization_config"]
+    assert config["quant_method"] == "fp8" and config["weight_block_size"] == [128, 128]
+    assert config["modules_to_not_convert"] == ["model.embed_tokens"]
+    got = read_safetensors(tmp_path / "q" / "model.safetensors")[0]
+    assert got[DOWN][:2] == ("F8_E4M3", [300, 200]) and got[DOWN + "_scale_inv"][:2] == ("F32", [3, 2])
+    scale = np.frombuffer(got[DOWN + "_scale_inv"][2], np.float32).reshape(3, 2)
+    codes = np.frombuffer(got[DOWN][2], np.uint8).reshape(300, 200)
+    for i in range(3):
+        for j in range(2):
+            block = w[128 * i:128 * i + 128, 128 * j:128 * j + 128]
+            s = np.float32(np.abs(block).max()) / np.float32(448)
+            assert scale[i, j] == s
+            want = e4m3_encode(np.clip(block / s, -448, 448)) if s else np.zeros(block.shape, np.uint8)
+            assert np.array_equal(codes[128 * i:128 * i + 128, 128 * j:128 * j + 128], want), (i, j)
+    assert not codes[1].any()
+    back = fp8_block_reference(codes, scale)
+    limit = np.repeat(np.repeat(scale * 448 / 28, 128, 0), 128, 1)[:300, :200] * 1.0001  # ties: exactly at it
+    assert (np.abs(back - w) <= limit).all()
+    with tlio.safe_open(tmp_path / "q", "np") as f:
+        assert f.quantized()[0]["scheme"] == "fp8-block128x128"
+        bits_equal(f.get_dequantized(DOWN, "F32"), back)
+
+
+def test_quantize_fp8_channel_file_as_compressed_tensors(tmp_path):
+    """Per-row scales in the weight's dtype (BF16, rounded first: codes divide by the stored
+    scale); the lone file records its config; NaN is refused naming the tensor, nothing left."""
+    rng = np.random.default_rng(22)
+    w, raw = bf16_weight(rng, (16, 72))
+    write_safetensors(tmp_path / "a.safetensors", {"l.weight": ("BF16", [16, 72], raw)})
+    with pytest.raises(ValueError, match="blocksize is an option of nf4, fp4, not of fp8-channel"):
+        tlio.quantize_file(tmp_path / "a.safetensors", tmp_path / "x.safetensors", "fp8", blocksize=64)
+    tlio.quantize_file(tmp_path / "a.safetensors", tmp_path / "q.safetensors", "fp8")
+    got, meta = read_safetensors(tmp_path / "q.safetensors")
+    assert json.loads(meta["quantization_config"])["config_groups"]["group_0"]["weights"]["strategy"] == "channel"
+    assert got["l.weight_scale"][:2] == ("BF16", [16, 1])
+    s = torch.from_numpy(np.abs(w).max(axis=1, keepdims=True) / np.float32(448)).to(torch.bfloat16)
+    assert np.array_equal(np.frombuffer(got["l.weight_scale"][2], np.uint16).reshape(16, 1), bf16_bits(s))
+    s32 = s.float().numpy()
+    want = np.where(s32 == 0, 0, e4m3_encode(np.clip(w / np.where(s32 == 0, 1, s32), -448, 448)))
+    assert np.array_equal(np.frombuffer(got["l.weight"][2], np.uint8).reshape(16, 72), want)
+    with tlio.safe_open(tmp_path / "q.safetensors", "np") as f:
+        assert f.quantized()[0]["scheme"] == "fp8-channel"
+
+    w[3, 5] = np.nan
+    write_safetensors(tmp_path / "n.safetensors", {
+        "l.weight": ("BF16", [16, 72], torch.from_numpy(w).to(torch.bfloat16).view(torch.int16).numpy().tobytes())})
+    r = run("quantize", tmp_path / "n.safetensors", tmp_path / "o.safetensors", "--scheme", "fp8-block")
+    assert r.returncode != 0 and '"l.weight"' in r.stderr and "NaN" in r.stderr, r.stderr
+    assert not (tmp_path / "o.safetensors").exists()
 
 
 # ---- FP8 with weight_scale: compressed-tensors, AutoFP8, FBGEMM --------------------------------
@@ -275,23 +364,16 @@ def test_awq_gemm_matches_autoawq(tmp_path):
 
 # ---- refused by name -------------------------------------------------------------------------
 
-U8 = ("U8", [4, 4], bytes(16))
-
-
 @pytest.mark.parametrize("tensors, config, says", [
-    ({"x.weight": U8, "x.weight_scale": ("F8_E4M3", [4, 1], bytes(4)),
-      "x.weight_scale_2": ("F32", [], bytes(4))}, None, "NVIDIA ModelOpt NVFP4"),
-    ({"e.gate_up_proj_blocks": ("U8", [2, 4, 1, 16], bytes(128)),
-      "e.gate_up_proj_scales": ("U8", [2, 4, 1], bytes(8))}, None, "gpt-oss MXFP4"),
-    ({"x.weight": ("I8", [4, 4], bytes(16)), "x.weight_scale": ("BF16", [4, 1], bytes(8))}, None,
-     "int-quantized"),
-    ({"x.weight_packed": ("I32", [4, 1], bytes(16)), "x.weight_shape": ("I64", [2], bytes(16))}, None,
-     "compressed-tensors packed"),
     ({"x.weight": ("F8_E4M3", [4, 4], bytes(16)), "x.scale": ("F8_E8M0", [1, 1], bytes(1))}, None,
      "DeepSeek-V4"),
     ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "hqq"}, "HQQ"),
     ({"x.weight": ("F32", [2, 2], bytes(16))},
-     {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, "nvfp4-pack-quantized"),
+     {"quant_method": "compressed-tensors", "format": "sparse-24-bitmask"}, "sparse-24-bitmask"),
+    ({"x.compressed": ("BF16", [4, 1], bytes(8)), "x.bitmask": ("U8", [4, 1], bytes(4)),
+      "x.shape": ("I64", [2], bytes(16))}, None, "compressed-tensors sparse"),
+    ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "modelopt", "quant_algo": "W4A16_AWQ"},
+     "ModelOpt W4A16_AWQ"),
     ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "awq", "version": "gemv_fast"}, "AWQ gemv_fast"),
 ])
 def test_forms_tlio_does_not_decode_are_refused_by_name(tmp_path, tensors, config, says):

@@ -65,6 +65,7 @@ void refuse_empty_selection(uint64_t written, uint64_t dropped, const detail::Fo
 
 void add(ConvertFileReport& total, const ConvertFileReport& r) {
   total.converted += r.converted;
+  total.dequantized += r.dequantized;
   total.kept += r.kept;
   total.dropped += r.dropped;
   total.renamed += r.renamed;
@@ -75,17 +76,22 @@ void add(ConvertFileReport& total, const ConvertFileReport& r) {
 ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
                                   bool convert_dtypes, const FolderOptions& folder) {
   const detail::FolderSource source = open_folder(src, folder);
-  const detail::StoredParts parts = detail::stored_tensor_names(detail::find_quantized_weights(*source.set));
+  const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
+  // A model whose quantized weights are all dequantized is no longer quantized.
+  const bool plain = !weights.empty() &&
+                     detail::weights_to_restore(weights, options, convert_dtypes).size() == weights.size();
   ConvertFileReport total;
   detail::FolderRewrite how;
   how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
     ConvertFileOptions o = options;
     o.progress = progress;
-    add(total, detail::convert_into(source.weights.files[i], w, o, parts, convert_dtypes, true));
+    add(total, detail::convert_into(*source.set, source.weights.files[i], w, o, weights, convert_dtypes, true));
   };
   if (convert_dtypes)
     how.edit_config = [&](const std::string& text, const std::string& name) {
-      return with_dtype(text, name, options.dtype);
+      const std::string edited =
+          plain ? detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model) : text;
+      return with_dtype(edited, name, options.dtype);
     };
   how.before_publish = [&] { refuse_empty_selection(total.converted + total.kept, total.dropped, source); };
   how.restart = [&] { total = {}; };
@@ -167,6 +173,21 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     QuantizeOptions o = options;
     o.progress = progress;
     add(total, detail::quantize_into(source.weights.files[i], w, o, existing, true));
+  };
+  // config.json gets the quantization_config its loaders read (FP8: transformers, vLLM), naming
+  // the modules left plain so that they are not taken for quantized ones.
+  const std::unique_ptr<detail::WeightEncoder> encoder =
+      detail::scheme_entry(options.scheme.kind()).encoder(options.scheme.options());
+  how.edit_config = [&](const std::string& text, const std::string& name) {
+    std::vector<std::string> plain;
+    auto add_module = [&](const std::string& tensor) {
+      if (tensor.ends_with(".weight")) plain.push_back(tensor.substr(0, tensor.size() - 7));
+    };
+    for (const QuantizeReport::Kept& k : total.kept) std::for_each(k.names.begin(), k.names.end(), add_module);
+    for (const QuantizeReport::Item& i : total.items)
+      if (!i.quantized) add_module(i.name);
+    const std::string config = encoder ? encoder->quantization_config(plain) : std::string();
+    return config.empty() ? text : detail::set_json_member(text, "quantization_config", config, name, Rule::model);
   };
   how.before_publish = [&] {
     if (std::any_of(total.items.begin(), total.items.end(), [](const auto& i) { return i.quantized; })) return;

@@ -1,12 +1,15 @@
 // quant/convert_file.cpp: whole-file dtype conversion (tlio convert --dtype). It lives above the
-// dtype module because it must leave the stored tensors of quantized weights alone, which only
-// the scheme registry can name.
+// dtype module because quantized weights are dequantized, never cast: only the scheme registry
+// names their stored tensors and decodes them.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 #include <vector>
 
+#include "common/checked.hpp"
+#include "common/json_text.hpp"
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
 #include "quant/rewrite_steps.hpp"
@@ -28,13 +31,61 @@ constexpr size_t kConvertChunkBytes = size_t{16} << 20;
 
 namespace detail {
 
-ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOptions& options,
-                               const StoredParts& quantized_parts, bool convert_dtypes, bool allow_empty) {
+namespace {
+
+// A restored weight's values, `to` being any floating dtype: the decoders write F32, F16 and
+// BF16 (rounded as the reference rounds); others are converted from the exact F32 values.
+void write_restored(const TensorSet& set, const QuantizedWeight& q, Dtype to, Writer& w,
+                    const std::function<void(uint64_t)>& tick) {
+  const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(q.scheme.kind()).decoder(set, q);
+  const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
+  const Dtype decoded = direct ? to : Dtype::F32;
+  constexpr uint64_t kChunk = uint64_t{128} << 10;  // elements: stays in the cache until written
+  const uint64_t n = checked_product(q.shape).value_or(0);
+  std::vector<std::byte> values, converted;
+  for_tensor(q.name, [&] {
+    for (uint64_t i = 0; i < n; i += kChunk) {
+      const uint64_t m = std::min(kChunk, n - i);
+      values.resize(bytes_for(decoded, m));
+      decoder->read(i, m, decoded, values);
+      if (!direct) {
+        converted.resize(bytes_for(to, m));
+        convert(Dtype::F32, values, to, converted, m);
+      }
+      w.append(q.name, direct ? values : converted);
+      tick(direct ? values.size() : converted.size());
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<QuantizedWeight>& weights,
+                                                       const ConvertFileOptions& options, bool convert_dtypes) {
+  std::vector<const QuantizedWeight*> restored;
+  if (!convert_dtypes) return restored;
+  const NameFilter filter(options.include, options.exclude);
+  for (const QuantizedWeight& q : weights)
+    if (filter.selects(q.name, true)) restored.push_back(&q);
+  return restored;
+}
+
+ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w, const ConvertFileOptions& options,
+                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes, bool allow_empty) {
   const Dtype to = options.dtype;
   if (convert_dtypes && (!is_floating(to) || !can_convert(Dtype::F32, to)))
     throw_invalid(fmt::format("cannot convert tensors to {}: not a supported floating dtype",
                               dtype_name(to)));
   const NameFilter filter(options.include, options.exclude);
+  const StoredParts quantized_parts = stored_tensor_names(weights);
+  // Quantized weights the filter selects are dequantized, never cast: each takes the place of
+  // its first stored tensor (and follows it when the selection drops it); its parts go.
+  std::map<std::string_view, const QuantizedWeight*> restored_at;
+  StoredParts restored_parts;
+  for (const QuantizedWeight* q : weights_to_restore(weights, options, convert_dtypes)) {
+    restored_at.emplace(q->stored.front(), q);
+    restored_parts.insert(q->stored.begin(), q->stored.end());
+  }
 
   ConvertFileReport report;
   const SelectionPlan plan = plan_selection(src, options.tensors, allow_empty);
@@ -45,8 +96,21 @@ ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOpti
   w.set_metadata(plan.metadata);
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   std::map<std::string_view, const TensorInfo*> source_of;
+  std::map<std::string_view, const QuantizedWeight*> restored_of;
   for (const SelectedTensor& p : plan.tensors) {
     const TensorInfo& t = *p.source;
+    report.data_bytes_in += t.byte_size();
+    if (restored_parts.contains(t.name)) {
+      if (auto q = restored_at.find(t.name); q != restored_at.end()) {
+        if (source_of.contains(q->second->name) || (src.header().find(q->second->name) &&
+                                                    !quantized_parts.contains(q->second->name)))
+          throw_invalid(fmt::format("cannot dequantize {}: a tensor of that name exists",
+                                    quote_name(q->second->name)));
+        w.declare(q->second->name, to, q->second->shape);
+        restored_of.emplace(q->second->name, q->second);
+      }
+      continue;
+    }
     bool c = convert_dtypes && is_floating(t.dtype) && can_convert(t.dtype, to) && t.dtype != to &&
              !quantized_parts.contains(t.name) && filter.selects(t.name, true);
     w.declare(p.name, c ? to : t.dtype, t.shape);
@@ -62,9 +126,9 @@ ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOpti
   // Kept tensors first, in one call (from a URL: few requests, several in flight).
   std::vector<std::string_view> kept, kept_sources;
   for (const TensorInfo& t : w.layout()) {
-    const TensorInfo& s = *source_of.at(t.name);
-    report.data_bytes_in += s.byte_size();
     report.data_bytes_out += t.byte_size();
+    if (restored_of.contains(t.name)) continue;
+    const TensorInfo& s = *source_of.at(t.name);
     if (t.dtype == s.dtype) {
       kept.push_back(t.name);
       kept_sources.push_back(s.name);
@@ -73,6 +137,12 @@ ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOpti
   report.kept = kept.size();
   w.copy_many_from(src, kept, kept_sources, tick);
   for (const TensorInfo& t : w.layout()) {
+    if (auto q = restored_of.find(t.name); q != restored_of.end()) {
+      ++report.converted;
+      ++report.dequantized;
+      write_restored(set, *q->second, to, w, tick);
+      continue;
+    }
     const TensorInfo& s = *source_of.at(t.name);
     if (t.dtype == s.dtype) continue;
     ++report.converted;
@@ -111,9 +181,10 @@ ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOpti
 
 ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
                                const ConvertFileOptions& options) {
+  const std::vector<QuantizedWeight> weights = find_quantized_weights(src);
   Writer w = Writer::to_file(out);
-  const ConvertFileReport report = detail::convert_into(
-      src, w, options, detail::stored_tensor_names(find_quantized_weights(src)), true, false);
+  const ConvertFileReport report =
+      detail::convert_into(detail::TensorSet({&src}), src, w, options, weights, true, false);
   w.commit();
   return report;
 }

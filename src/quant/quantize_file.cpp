@@ -35,6 +35,9 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
   const std::unique_ptr<WeightEncoder> scheme = entry.encoder(options.scheme.options());
+  if (!scheme)  // a form of a written scheme that tlio only reads (FP8 per tensor, MXFP8)
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
   const NameFilter filter(options.include, options.exclude);
 
   // Weights already quantized stay as they are; a file holds one int4 group.

@@ -19,15 +19,21 @@
 
 namespace tlio::detail {
 
-/// The stored tensors of quantized weights, which no rewrite but dequantize touches.
+/// The stored tensors of quantized weights, which no rewrite but dequantize and convert touches.
 using StoredParts = std::set<std::string, std::less<>>;
 
 /// convert_file's work: `src`'s tensors (options.tensors chooses and names them) into `w`, the
 /// floating ones converted to options.dtype when `convert_dtypes`, else all copied as they are.
+/// `weights` are the quantized weights of the whole model (`set`, of which `src` is a file):
+/// when converting, those options.include/exclude select are dequantized to options.dtype (each
+/// in place of its first stored tensor, dropped with it), the others' stored tensors copied.
 /// `allow_empty`: a selection that leaves none of `src`'s tensors is not an error (one shard of
 /// a folder may lose all its tensors); the caller checks the whole.
-ConvertFileReport convert_into(const File& src, Writer& w, const ConvertFileOptions& options,
-                               const StoredParts& quantized_parts, bool convert_dtypes, bool allow_empty);
+ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w, const ConvertFileOptions& options,
+                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes, bool allow_empty);
+/// Which of `weights` convert_into dequantizes.
+std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<QuantizedWeight>& weights,
+                                                       const ConvertFileOptions& options, bool convert_dtypes);
 
 /// edit_file's rewrite (metadata edited, tensors chosen and named, bytes copied in the kernel)
 /// into `w`. `allow_empty` as for convert_into.

@@ -21,9 +21,10 @@ namespace tlio {
 namespace detail {
 
 std::span<const SchemeEntry> scheme_entries() noexcept {
-  static const std::array<SchemeEntry, 6> entries = {
-      int4_scheme_entry(), bnb_4bit_scheme_entry(), llm_int8_scheme_entry(),
-      fp8_scheme_entry(),  gptq_scheme_entry(),     awq_scheme_entry()};
+  static const std::array<SchemeEntry, 9> entries = {
+      int4_scheme_entry(),  bnb_4bit_scheme_entry(), llm_int8_scheme_entry(),
+      fp8_scheme_entry(),   gptq_scheme_entry(),     awq_scheme_entry(),
+      mxfp4_scheme_entry(), nvfp4_scheme_entry(),    ct_int_scheme_entry()};
   return entries;
 }
 
@@ -106,8 +107,8 @@ void ErrorStats::finish(QuantizeReport::Item& item, uint64_t n) const {
 }  // namespace detail
 
 std::span<const SchemeInfo> quant_schemes() noexcept {
-  static const std::array<SchemeInfo, 6> infos = [] {
-    std::array<SchemeInfo, 6> out{};
+  static const std::array<SchemeInfo, 9> infos = [] {
+    std::array<SchemeInfo, 9> out{};
     for (size_t i = 0; i < out.size(); ++i) out[i] = detail::scheme_entries()[i].info;
     return out;
   }();
@@ -145,7 +146,10 @@ uint64_t QuantScheme::block() const noexcept {
   if (const auto* o = std::get_if<Bnb4bitOptions>(&options_)) return o->blocksize;
   if (const auto* o = std::get_if<GptqOptions>(&options_)) return o->group;
   if (const auto* o = std::get_if<AwqOptions>(&options_)) return o->group;
-  if (const auto* o = std::get_if<Fp8Options>(&options_)) return o->block_rows;
+  if (const auto* o = std::get_if<Fp8Options>(&options_)) return o->e8m0 ? o->block_cols : o->block_rows;
+  if (const auto* o = std::get_if<CtIntOptions>(&options_)) return o->group;
+  if (std::holds_alternative<Mxfp4Options>(options_)) return 32;
+  if (std::holds_alternative<Nvfp4Options>(options_)) return 16;
   return 0;
 }
 
@@ -177,28 +181,7 @@ void QuantScheme::set_option(std::string_view option, std::string_view value) {
 }
 
 bool operator==(const QuantScheme& a, const QuantScheme& b) noexcept {
-  if (a.kind() != b.kind()) return false;
-  if (const auto* x = std::get_if<Int4Options>(&a.options_))
-    return x->group == std::get<Int4Options>(b.options_).group;
-  if (const auto* x = std::get_if<Bnb4bitOptions>(&a.options_)) {
-    const auto& y = std::get<Bnb4bitOptions>(b.options_);
-    return x->type == y.type && x->blocksize == y.blocksize && x->nested == y.nested &&
-           x->storage == y.storage;
-  }
-  if (const auto* x = std::get_if<Fp8Options>(&a.options_)) {
-    const auto& y = std::get<Fp8Options>(b.options_);
-    return x->granularity == y.granularity && x->block_rows == y.block_rows &&
-           x->block_cols == y.block_cols;
-  }
-  if (const auto* x = std::get_if<GptqOptions>(&a.options_)) {
-    const auto& y = std::get<GptqOptions>(b.options_);
-    return x->bits == y.bits && x->group == y.group && x->v2 == y.v2;
-  }
-  if (const auto* x = std::get_if<AwqOptions>(&a.options_)) {
-    const auto& y = std::get<AwqOptions>(b.options_);
-    return x->bits == y.bits && x->group == y.group;
-  }
-  return true;
+  return a.options_ == b.options_;
 }
 
 }  // namespace tlio

@@ -41,6 +41,9 @@ class WeightEncoder {
                      const std::function<void(uint64_t)>& tick) = 0;
   /// Metadata of the output file (int4 records format and quant).
   virtual void update_metadata(Metadata&) const {}
+  /// The quantization_config a model folder's config.json gets (JSON text), given the modules
+  /// whose weights were left plain; "" to leave config.json as it is.
+  virtual std::string quantization_config(std::span<const std::string> /*plain_modules*/) const { return {}; }
 
  protected:
   // Scratch kept across tensors (a model has hundreds): converted input, dequantized chunk.
@@ -93,6 +96,9 @@ const SchemeEntry& llm_int8_scheme_entry() noexcept;
 const SchemeEntry& fp8_scheme_entry() noexcept;   // quant/hub/, read only
 const SchemeEntry& gptq_scheme_entry() noexcept;  // quant/hub/, read only
 const SchemeEntry& awq_scheme_entry() noexcept;   // quant/hub/, read only
+const SchemeEntry& mxfp4_scheme_entry() noexcept;  // quant/hub/, read only
+const SchemeEntry& nvfp4_scheme_entry() noexcept;  // quant/hub/, read only
+const SchemeEntry& ct_int_scheme_entry() noexcept; // quant/hub/, read only
 
 /// Chunked F32 input, shared by the encoders (defined in quant/schemes.cpp).
 /// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every

@@ -1,4 +1,5 @@
-/* The C API on the Hub's quantized formats (C99): FP8 blocks, GPTQ and AWQ found and read
+/* The C API on the Hub's quantized formats (C99): FP8 blocks, GPTQ, AWQ, gpt-oss MXFP4,
+ * compressed-tensors NVFP4 and pack-quantized int4 found and read
  * through the scheme-generic calls, with values known by hand (tests/data/hub/make_hub_files.py);
  * a form tlio does not decode refused. Bit-exactness against an independent reference is
  * python/tests/test_hub_quant.py's. */
@@ -56,6 +57,29 @@ int main(int argc, char** argv) {
   CHECK(strcmp(q.scheme, "gptq-4bit") == 0 && q.shape[0] == 8 && q.shape[1] == 8);
   CHECK(tl_quantized_read(f, "l.weight", 0, 64, TL_F32, v, sizeof v) == TL_OK);
   for (i = 0; i < 64; ++i) CHECK(v[i] == 0.25f); /* 0.25 * (9 - (7 + 1)) */
+  tl_close(f);
+
+  f = open_hub("gpt_oss_mxfp4.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.name, "e.gate_up_proj") == 0 && strcmp(q.scheme, "mxfp4") == 0 && q.dtype == TL_BF16);
+  CHECK(q.rank == 3 && q.shape[0] == 1 && q.shape[1] == 32 && q.shape[2] == 2); /* [E, in, out] */
+  CHECK(tl_quantized_read(f, "e.gate_up_proj", 0, 64, TL_F32, v, sizeof v) == TL_OK);
+  for (i = 0; i < 64; i += 4) CHECK(v[i] == 1 && v[i + 1] == 0 && signbit(v[i + 1]) && v[i + 2] == 2 && v[i + 3] == -3);
+  tl_close(f);
+
+  f = open_hub("ct_nvfp4.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.name, "l.weight") == 0 && strcmp(q.scheme, "nvfp4") == 0 && q.shape[1] == 16);
+  CHECK(tl_quantized_read(f, "l.weight", 0, 16, TL_F32, v, 16 * sizeof(float)) == TL_OK);
+  CHECK(v[0] == 0 && signbit(v[0]) && v[1] == 0 && !signbit(v[1])); /* code 8 is -0 here */
+  for (i = 2; i < 16; i += 2) CHECK(v[i] == 2 && v[i + 1] == 12);
+  tl_close(f);
+
+  f = open_hub("ct_pack_int4.safetensors", &q);
+  if (!f) return 1;
+  CHECK(strcmp(q.scheme, "ct-int4-channel") == 0 && q.dtype == TL_BF16 && q.shape[0] == 2 && q.shape[1] == 32);
+  CHECK(tl_quantized_read(f, "l.weight", 0, 64, TL_F32, v, sizeof v) == TL_OK);
+  for (i = 0; i < 64; ++i) CHECK(v[i] == 0.5f * ((float)(i % 16) - 8));
   tl_close(f);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -52,7 +52,7 @@ TEST(ReadAs, AnyNumericTensorAsF32AndBF16) {
   }
 }
 
-TEST(ConvertFile, FloatingTensorsOnlyCompanionsKept) {
+TEST(ConvertFile, FloatingTensorsConvertedQuantizedWeightsDequantized) {
   Sample s;
   test::TempDir dir;
   save_file(dir / "in.safetensors", s.tensors(), {{"format", "tinyllm"}});
@@ -74,12 +74,25 @@ TEST(ConvertFile, FloatingTensorsOnlyCompanionsKept) {
   EXPECT_EQ(out.header().at("layers.0.d").dtype, Dtype::BF16);
   EXPECT_EQ(out.header().at("layers.0.b").dtype, Dtype::BF16);  // already BF16: copied
   EXPECT_EQ(out.header().at("ids").dtype, Dtype::I32);
-  EXPECT_EQ(out.header().at("proj.scales").dtype, Dtype::F16);  // int4 companion
-  EXPECT_EQ(r.converted, 3u);  // w, d, norm
-  EXPECT_EQ(r.kept, 4u);
+  // The int4 weight is dequantized (nibbles 2 1 4 3 times 1.0), never its codes cast.
+  EXPECT_FALSE(out.header().find("proj.scales") || out.header().find("proj.qweight"));
+  EXPECT_EQ(out.header().at("proj").dtype, Dtype::BF16);
+  EXPECT_EQ(out.copy_as<uint16_t>("proj"), (std::vector<uint16_t>{0x4000, 0x3F80, 0x4080, 0x4040}));
+  EXPECT_EQ(r.converted, 4u);  // w, d, norm, proj
+  EXPECT_EQ(r.dequantized, 1u);
+  EXPECT_EQ(r.kept, 2u);
   auto w = out.copy_as<uint16_t>("layers.0.w");
   for (size_t i = 0; i < s.w.size(); ++i) EXPECT_EQ(w[i], f32_to_bf16(s.w[i]));
   EXPECT_EQ(out.copy_as<int32_t>("ids"), s.ids);
+
+  // A quantized weight --exclude leaves out keeps its stored tensors as they are.
+  o.exclude = "proj";
+  o.progress = nullptr;
+  r = convert_file(in, dir / "kept.safetensors", o);
+  File kept = File::open(dir / "kept.safetensors");
+  EXPECT_EQ(kept.header().at("proj.scales").dtype, Dtype::F16);
+  EXPECT_EQ(kept.header().at("proj.qweight").dtype, Dtype::U8);
+  EXPECT_EQ(r.dequantized, 0u);
 }
 
 TEST(ConvertFile, IncludeExcludeAreRegexSearches) {

@@ -33,7 +33,7 @@ TEST(Schemes, NamesRoundTrip) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_STREQ(e.what(), "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8)");
+    EXPECT_STREQ(e.what(), "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8)");
   }
 }
 

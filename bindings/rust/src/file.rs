@@ -122,8 +122,9 @@ impl<'a> TensorView<'a> {
     }
 }
 
-/// A quantized weight found in a file (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8; read only:
-/// the Hub's FP8, GPTQ and AWQ).
+/// A quantized weight found in a file (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks
+/// and rows; read only: the Hub's other FP8 forms, GPTQ, AWQ, MXFP4, NVFP4, compressed-tensors
+/// integers).
 #[derive(Clone, Debug)]
 pub struct QuantizedWeight<'a> {
     name: &'a str,
@@ -140,7 +141,8 @@ impl<'a> QuantizedWeight<'a> {
         self.name
     }
     /// "int4-g<G>-sym", "nf4", "fp4" or "int8"; read only: "fp8-block128x128", "fp8-channel",
-    /// "gptq-4bit-g128", "awq-4bit-g128" and the like (docs/quantization.md).
+    /// "gptq-4bit-g128", "awq-4bit-g128", "mxfp4", "nvfp4", "ct-int4-g128" and the like
+    /// (docs/quantization.md).
     pub fn scheme(&self) -> &'a str {
         self.scheme
     }

@@ -14,7 +14,7 @@ use crate::sys;
 /// not of int8").
 #[derive(Default)]
 pub struct QuantizeOptions<'a> {
-    /// "int4-g<G>-sym", "nf4", "fp4" or "int8".
+    /// "int4-g<G>-sym", "nf4", "fp4", "int8", "fp8-block" ("fp8-block<B>x<B>") or "fp8".
     pub scheme: String,
     /// Regex searched in names: replaces the default selection of weight matrices.
     pub include: Option<String>,

@@ -204,7 +204,7 @@ fn folders_are_rewritten_shard_by_shard() {
 #[test]
 fn hub_formats_read_dequantized() {
     let dir = scratch("hub");
-    let cases: [(&str, &str, tlio::Dtype, Vec<f32>); 3] = [
+    let cases: [(&str, &str, tlio::Dtype, Vec<f32>); 6] = [
         (
             "fp8_block.safetensors",
             "fp8-block128x128",
@@ -218,6 +218,24 @@ fn hub_formats_read_dequantized() {
             (0..64).map(|i| (i / 8) as f32).collect(),
         ),
         ("gptq_sym.safetensors", "gptq-4bit", tlio::Dtype::F16, vec![0.25; 64]),
+        (
+            "gpt_oss_mxfp4.safetensors",
+            "mxfp4",
+            tlio::Dtype::BF16,
+            [1.0, -0.0, 2.0, -3.0].repeat(16),
+        ),
+        (
+            "ct_nvfp4.safetensors",
+            "nvfp4",
+            tlio::Dtype::BF16,
+            [vec![-0.0, 0.0], [2.0, 12.0].repeat(7)].concat(),
+        ),
+        (
+            "ct_pack_int4.safetensors",
+            "ct-int4-channel",
+            tlio::Dtype::BF16,
+            (0..64).map(|i| 0.5 * ((i % 16) as f32 - 8.0)).collect(),
+        ),
     ];
     for (file, scheme, dtype, want) in cases {
         let path = data().join("hub").join(file);

@@ -1,14 +1,17 @@
 // quant/hub/fp8_scheme.cpp: the registry entry of FP8 weights (read only): `<p>.weight` F8_E4M3
 // times `<p>.weight_scale_inv` (DeepSeek V3/R1, Qwen -FP8: a grid of blocks, partial edge blocks
 // included) or `<p>.weight_scale` (compressed-tensors float-/naive-quantized, AutoFP8, FBGEMM:
-// one scale, one per output row, per group or per block). y = f32(w) * f32(s), rounded once to
-// the reference's dtype: BF16 for DeepSeek's blocks, the scale's dtype otherwise.
+// one scale, one per output row, per group or per block; mxfp8-quantized: E8M0 powers of two per
+// 32 inputs). y = f32(w) * f32(s), rounded once to the reference's dtype: BF16 for DeepSeek's
+// blocks and MXFP8, the scale's dtype otherwise.
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include "common/json_text.hpp"
+#include "quant/hub/fp8_encoder.hpp"
 #include "quant/hub/hub_config.hpp"
 #include "quant/hub/hub_values.hpp"
 #include "quant/schemes.hpp"
@@ -19,6 +22,7 @@ namespace {
 
 constexpr std::string_view kScaleInv = ".weight_scale_inv", kScale = ".weight_scale";
 constexpr uint64_t kDefaultBlock = 128;  // DeepSeek's and Qwen's weight_block_size
+constexpr uint64_t kMxGroup = 32;        // inputs per E8M0 scale of the MX formats
 
 [[noreturn]] void fp8_error(const std::string& tensor, std::string detail) {
   throw_format(Rule::quant, tensor, std::move(detail));
@@ -67,6 +71,16 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
   return {Fp8Granularity::block, br, bc};
 }
 
+// MXFP8 (compressed-tensors mxfp8-quantized): one E8M0 scale per 32 inputs of a row.
+Fp8Options mx_granularity(const TensorInfo& w, const TensorInfo& s) {
+  const Shape need{w.shape[0], ceil_div(w.shape[1], kMxGroup)};
+  if (s.shape != need)
+    fp8_error(s.name, fmt::format("{} is {}; the E8M0 scales of a {} MXFP8 weight are {}",
+                                  quote_name(s.name), shape_text(s.shape), shape_text(w.shape),
+                                  shape_text(need)));
+  return {Fp8Granularity::block, 1, kMxGroup, true};
+}
+
 // Refuses, by name, weights beside a `weight_scale` that are not FP8: other formats use the name.
 void refuse_other_scaled(const TensorInfo& w, const TensorInfo& s) {
   std::string what;
@@ -95,6 +109,10 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     const TensorInfo* w = set.find(weight_name);
     // A shard read alone may hold scales whose weights are in another: nothing to decode here.
     if (!w) continue;
+    // ModelOpt NVFP4's packed codes and compressed-tensors' I8 weights are other schemes'.
+    if (!inverse_named && ((w->dtype == Dtype::U8 && set.find(std::string(*base) + ".weight_scale_2")) ||
+                           w->dtype == Dtype::I8))
+      continue;
     if (w->dtype != Dtype::F8_E4M3) {
       if (inverse_named)
         fp8_error(s.name, fmt::format("{} scales F8_E4M3 weights; {} is {}", quote_name(s.name),
@@ -108,21 +126,20 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
         refuse_undecoded(w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
                                              "does not decode", quote_name(w->name),
                                              quote_name(std::string(*base) + companion)));
-    if (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0)
-      refuse_undecoded(s.name, fmt::format("{} is {}: MXFP8 (E8M0 scales per 32 inputs), which tlio "
-                                          "does not decode", quote_name(s.name), dtype_name(s.dtype)));
-    if (s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
-      fp8_error(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16", quote_name(s.name),
-                                    dtype_name(s.dtype)));
+    const bool mx = !inverse_named && (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0);
+    if (!mx && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
+      fp8_error(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
+                                    "inputs)", quote_name(s.name), dtype_name(s.dtype)));
     if (w->shape.size() != 2)
       fp8_error(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix", quote_name(w->name),
                                      shape_text(w->shape)));
     QuantizedWeight q;
     q.name = weight_name;
-    q.scheme = QuantScheme(granularity(*w, s, *config, inverse_named));
+    q.scheme = QuantScheme(mx ? mx_granularity(*w, s) : granularity(*w, s, *config, inverse_named));
     q.shape = w->shape;
-    // DeepSeek's dequantization stores BF16; compressed-tensors computes in the scale's dtype.
-    q.dtype = inverse_named ? Dtype::BF16 : s.dtype;
+    // DeepSeek's dequantization stores BF16, as compressed-tensors' MXFP8 (BF16 powers of two);
+    // its other forms compute in the scale's dtype.
+    q.dtype = inverse_named || mx ? Dtype::BF16 : s.dtype;
     q.stored = {w->name, s.name};
     q.stored_bytes = w->byte_size() + s.byte_size();
     const std::string input_scale = std::string(*base) + ".input_scale";
@@ -139,8 +156,8 @@ class Fp8Decoder final : public WeightDecoder {
  public:
   Fp8Decoder(const TensorSet& set, const QuantizedWeight& w)
       : codes_(set.view(w.stored[0])),
-        scales_(set.f32(w.stored[1])),
         options_(std::get<Fp8Options>(w.scheme.options())),
+        scales_(options_.e8m0 ? powers_of_two(set.view(w.stored[1])) : set.f32(w.stored[1])),
         cols_(w.shape[1]),
         grid_cols_(options_.granularity == Fp8Granularity::block
                        ? ceil_div(cols_, options_.block_cols)
@@ -178,9 +195,16 @@ class Fp8Decoder final : public WeightDecoder {
   }
 
  private:
+  static std::vector<float> powers_of_two(const TensorView& e8m0) {
+    std::vector<float> values;
+    values.reserve(e8m0.bytes().size());
+    for (std::byte b : e8m0.bytes()) values.push_back(e8m0_values()[static_cast<uint8_t>(b)]);
+    return values;
+  }
+
   TensorView codes_;
-  std::vector<float> scales_;
   Fp8Options options_;
+  std::vector<float> scales_;
   uint64_t cols_, grid_cols_;
   Dtype reference_;
 };
@@ -192,28 +216,53 @@ std::string fp8_name(const QuantScheme::Options& o) {
     case Fp8Granularity::channel: return "fp8-channel";
     case Fp8Granularity::block: break;
   }
+  if (f.e8m0) return "mxfp8";
   if (f.block_rows == 1) return fmt::format("fp8-group{}", f.block_cols);
   return fmt::format("fp8-block{}x{}", f.block_rows, f.block_cols);
 }
 
-constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
+// "fp8-block" (128 x 128), "fp8-block<R>x<C>", "fp8" or "fp8-channel" (per output row).
+std::optional<QuantScheme::Options> parse_fp8(std::string_view name) {
+  if (name == "fp8" || name == "fp8-channel") return Fp8Options{Fp8Granularity::channel, 0, 0};
+  if (name == "fp8-block") return Fp8Options{};
+  if (!name.starts_with("fp8-block")) return std::nullopt;
+  name.remove_prefix(9);
+  uint64_t rows = 0, cols = 0;
+  const auto [x, e1] = std::from_chars(name.data(), name.data() + name.size(), rows);
+  if (e1 != std::errc() || x == name.data() + name.size() || *x != 'x') return std::nullopt;
+  const auto [end, e2] = std::from_chars(x + 1, name.data() + name.size(), cols);
+  if (e2 != std::errc() || end != name.data() + name.size()) return std::nullopt;
+  return Fp8Options{Fp8Granularity::block, rows, cols};
+}
+
+constexpr SchemeOptionInfo kOptions[] = {
+    {"block", OptionKind::number, "rows and columns of an fp8-block block, 1..65536 (default 128)"}};
+constexpr uint64_t kMaxBlock = 65536;
 
 }  // namespace
 
 const SchemeEntry& fp8_scheme_entry() noexcept {
   static const SchemeEntry entry{
-      {SchemeKind::fp8, "fp8-block<R>x<C>, fp8-group<C>, fp8-channel, fp8-tensor",
-       "fp8-block128x128",
-       "<p>.weight F8_E4M3 + <p>.weight_scale_inv (blocks) or <p>.weight_scale [+ <p>.input_scale]",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+      {SchemeKind::fp8, "fp8-block, fp8", "fp8-block",
+       "fp8-block: <name> becomes <name> F8_E4M3 + <name>_scale_inv F32, a scale per 128x128 block "
+       "(DeepSeek, Qwen -FP8)\n"
+       "fp8: <name> F8_E4M3 + <name>_scale [out, 1] per row (compressed-tensors)\n"
+       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ <p>.input_scale]",
+       kOptions, false},
+      parse_fp8,
       fp8_name,
       [](const QuantScheme::Options& o) {
         const auto& f = std::get<Fp8Options>(o);
-        if (f.granularity == Fp8Granularity::block && (f.block_rows == 0 || f.block_cols == 0))
-          throw_invalid("an FP8 block has at least one row and one column");
+        if (f.granularity == Fp8Granularity::block && (f.block_rows == 0 || f.block_cols == 0 ||
+                                                       f.block_rows > kMaxBlock || f.block_cols > kMaxBlock))
+          throw_invalid(fmt::format("an FP8 block has 1 to {} rows and columns", kMaxBlock));
       },
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
+      [](QuantScheme::Options& o, std::string_view option, std::string_view value) {
+        auto& f = std::get<Fp8Options>(o);
+        if (f.granularity != Fp8Granularity::block || f.e8m0)
+          throw_invalid(fmt::format("{} is an option of fp8-block, not of {}", option, fp8_name(o)));
+        f.block_rows = f.block_cols = parse_uint_option(option, value);
+      },
       detect,
       [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
         return std::make_shared<Fp8Decoder>(set, w);
@@ -224,7 +273,7 @@ const SchemeEntry& fp8_scheme_entry() noexcept {
         for (size_t i = 1; i < w.stored.size(); ++i) parts.push_back({w.stored[i]});
         return parts;
       },
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+      [](const QuantScheme::Options& o) { return fp8_encoder(std::get<Fp8Options>(o)); }};
   return entry;
 }
 

@@ -164,21 +164,6 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
   return out;
 }
 
-inline uint32_t load_word(const std::byte* words, uint64_t i) {
-  uint32_t w;  // tensor data need not be 4-byte aligned
-  std::memcpy(&w, words + 4 * i, 4);
-  return w;
-}
-
-// Field `index` of width `bits` (2..8) in an LSB-first stream of little-endian words, word i of
-// the stream at words[i * stride]; a field may continue in the next word.
-inline uint32_t field(const std::byte* words, uint64_t stride, uint64_t index, uint64_t bits) {
-  const uint64_t bit = index * bits, word = bit / 32, shift = bit % 32;
-  uint64_t v = load_word(words, word * stride) >> shift;
-  if (shift + bits > 32) v |= uint64_t{load_word(words, (word + 1) * stride)} << (32 - shift);
-  return static_cast<uint32_t>(v) & ((1u << bits) - 1);
-}
-
 // AWQ: the field of logical column n in the run of eight its word holds.
 inline uint32_t awq_field(const std::byte* words, uint64_t row, uint64_t n) {
   return (load_word(words, row + n / 8) >> (4 * kAwqNibble[n % 8])) & 0xF;

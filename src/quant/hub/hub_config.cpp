@@ -48,13 +48,18 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   if (m == "torchao") return "torchao";
   if (m == "exl2" || m == "exl3") return "ExLlama " + m.substr(3);  // "exl2" -> "ExLlama 2"
   if (m == "quark") return "AMD Quark";
-  if (m == "mxfp4") return "gpt-oss MXFP4";
-  if (m == "modelopt") return "NVIDIA ModelOpt";
+  if (m == "modelopt" && !c.quant_algo.empty() && c.quant_algo != "NVFP4" && c.quant_algo != "FP8" &&
+      c.quant_algo != "MIXED_PRECISION")
+    return "NVIDIA ModelOpt " + c.quant_algo;
   if (m == "aqlm" || m == "vptq" || m == "eetq" || m == "higgs" || m == "spqr" || m == "fp_quant" ||
       m == "bitnet" || m == "quanto")
     return m;
-  if (m == "compressed-tensors" && c.ct_format != "float-quantized" && c.ct_format != "naive-quantized")
-    return "compressed-tensors " + (c.ct_format.empty() ? std::string("(no format)") : c.ct_format);
+  if (m == "compressed-tensors") {
+    for (const std::string& f : {c.ct_format, c.ct_sparsity})
+      if (f == "sparse-bitmask" || f == "sparse-24-bitmask" || f == "marlin-24")
+        return "compressed-tensors " + f;
+    if (c.ct_format.empty()) return "compressed-tensors (no format)";
+  }
   if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
     return "GPTQ " + c.checkpoint_format;
   for (const std::string& layout : {c.version, c.checkpoint_format})  // GPTQModel writes "format"
@@ -84,8 +89,12 @@ std::string shape_text(const Shape& shape) { return fmt::format("[{}]", fmt::joi
 
 HubQuantConfig hub_quant_config(const TensorSet& set) {
   HubQuantConfig c;
-  if (set.quantization_config().empty()) return c;
-  const JsonDoc doc(set.quantization_config(), kSource, Rule::quant);
+  // A folder's config.json, else what a lone file tlio quantized records in its metadata.
+  std::string_view text = set.quantization_config();
+  if (text.empty())
+    if (auto own = set.metadata().find("quantization_config"); own != set.metadata().end()) text = own->second;
+  if (text.empty()) return c;
+  const JsonDoc doc(text, kSource, Rule::quant);
   c.method = string_or_empty(doc, "quant_method");
   c.checkpoint_format = string_or_empty(doc, "checkpoint_format");
   if (c.method == "compressed-tensors")
@@ -93,29 +102,41 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   else if (c.checkpoint_format.empty())
     c.checkpoint_format = string_or_empty(doc, "format");
   c.version = string_or_empty(doc, "version");
+  c.quant_algo = string_or_empty(doc, "quant_algo");
+  dom::element sparsity;
+  if (doc.root()["sparsity_config"]["format"].get(sparsity) == simdjson::SUCCESS && sparsity.is_string())
+    c.ct_sparsity = std::string(sparsity.get_string().value_unsafe());
   // A form tlio does not decode is refused by name, whatever its other options look like, and
   // the options of other methods (bitsandbytes, FBGEMM, ...) are theirs.
   const std::string& m = c.method;
   if (undecoded_method(c) || !(m.empty() || m == "fp8" || m == "gptq" || m == "awq" ||
-                               m == "compressed-tensors" || m == "auto-round"))
+                               m == "compressed-tensors" || m == "auto-round" || m == "mxfp4" ||
+                               m == "modelopt"))
     return c;
   dom::element block;
   if (doc.root()["weight_block_size"].get(block) == simdjson::SUCCESS && !block.is_null() &&
       !read_block(block, c))
     doc.fail("weight_block_size", "weight_block_size is not two positive integers");
-  // compressed-tensors: the first group's block structure (its FP8_BLOCK preset has one).
+  // compressed-tensors: the first group's weights (a mixed-precision model's other groups are
+  // told apart by their tensors' shapes, which the decoders check against these).
   dom::object groups;
-  if (doc.root()["config_groups"].get_object().get(groups) == simdjson::SUCCESS)
+  if (doc.root()["config_groups"].get_object().get(groups) == simdjson::SUCCESS) {
+    c.ct_config_groups = groups.size();
     for (auto [name, group] : groups) {
-      dom::element structure;
-      if (group["weights"]["block_structure"].get(structure) != simdjson::SUCCESS ||
-          structure.is_null())
-        continue;
-      if (!read_block(structure, c))
+      dom::element weights, structure;
+      if (group["weights"].get(weights) != simdjson::SUCCESS || !weights.is_object()) continue;
+      if (weights["block_structure"].get(structure) == simdjson::SUCCESS && !structure.is_null() &&
+          !read_block(structure, c))
         doc.fail("config_groups", fmt::format("config_groups.{}.weights.block_structure is not two "
                                               "positive integers", name));
+      uint64_t bits = 0;
+      int64_t group_size = 0;
+      if (weights["num_bits"].get_uint64().get(bits) == simdjson::SUCCESS && bits > 0) c.bits = bits;
+      if (weights["group_size"].get_int64().get(group_size) == simdjson::SUCCESS && group_size > 0)
+        c.group_size = group_size;
       break;
     }
+  }
   for (const char* key : {"bits", "w_bit", "wbits"})
     if (!c.bits) c.bits = positive(doc, key);
   for (const char* key : {"group_size", "q_group_size"})
@@ -129,13 +150,11 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
     refuse(*what, fmt::format("quant_method {}", quote_name(config.method)));
   for (const TensorInfo* t : set.tensors()) {
     const std::string_view n = t->name;
-    if (auto base = strip_suffix(n, "_blocks"); base && t->dtype == Dtype::U8 &&
-                                                set.find(std::string(*base) + "_scales"))
-      refuse("gpt-oss MXFP4", fmt::format("{} with its _scales", quote_name(n)), t->name);
-    if (strip_suffix(n, ".weight_packed"))
-      refuse("compressed-tensors packed", fmt::format("{}", quote_name(n)), t->name);
-    if (strip_suffix(n, ".weight_scale_2"))
-      refuse("NVIDIA ModelOpt NVFP4", fmt::format("{}", quote_name(n)), t->name);
+    for (const char* part : {".bitmask", ".row_offsets"})
+      if (strip_suffix(n, part)) refuse("compressed-tensors sparse", quote_name(n), t->name);
+    for (const char* part : {".scale_packed", ".meta"})
+      if (auto base = strip_suffix(n, part); base && set.find(std::string(*base) + ".weight_packed"))
+        refuse("compressed-tensors marlin-24", quote_name(n), t->name);
     if (strip_suffix(n, ".trellis")) refuse("ExLlama 3", quote_name(n), t->name);
     if (strip_suffix(n, ".q_invperm") || strip_suffix(n, ".q_scale_max"))
       refuse("ExLlama 2", quote_name(n), t->name);

@@ -16,12 +16,18 @@ struct HubQuantConfig {
   std::string method;  ///< quant_method ("fp8", "gptq", "awq", ...), "" without a config
   /// weight_block_size (fp8), or compressed-tensors' config_groups[*].weights.block_structure
   std::optional<uint64_t> block_rows, block_cols;
-  std::optional<uint64_t> bits;                    ///< bits, w_bit, wbits
-  std::optional<int64_t> group_size;               ///< group_size, q_group_size (-1: one group)
+  /// bits, w_bit, wbits; compressed-tensors: the first config group's weights.num_bits
+  std::optional<uint64_t> bits;
+  /// group_size, q_group_size (-1: one group); compressed-tensors: weights.group_size
+  std::optional<int64_t> group_size;
   std::optional<bool> sym;
   std::string checkpoint_format;  ///< GPTQ's checkpoint_format (or format): "gptq", "gptq_v2", ...
   std::string version;            ///< AWQ's version: "gemm", "gemv", ...
   std::string ct_format;          ///< compressed-tensors' format
+  std::string ct_sparsity;        ///< compressed-tensors' sparsity_config.format
+  std::string quant_algo;         ///< ModelOpt's quant_algo ("NVFP4", "FP8", ...)
+  /// compressed-tensors' config_groups: with one, its group_size is every weight's
+  size_t ct_config_groups = 0;
 };
 
 /// The set's quantization_config; an empty one when it has none. Error{format, "quant"} for

@@ -2,6 +2,7 @@
 #include "quant/hub/hub_values.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -61,6 +62,26 @@ const std::array<float, 256>& e4m3_values() noexcept {
     return values;
   }();
   return table;
+}
+
+const std::array<float, 256>& e8m0_values() noexcept {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> values{};
+    for (int b = 0; b < 256; ++b) values[b] = std::ldexp(1.0f, b - 127);
+    return values;
+  }();
+  return table;
+}
+
+std::array<float, 16> e2m1_values(bool negative_zero) noexcept {
+  std::array<float, 16> values{};
+  for (int code = 0; code < 16; ++code) {
+    const int e = (code >> 1) & 3, m = code & 1;  // sign bit 3, exponent bits 1-2, mantissa bit 0
+    const float half_m = m ? 0.5f : 0.0f;
+    const float magnitude = e == 0 ? half_m : std::ldexp(1.0f + half_m, e - 1);
+    values[code] = (code & 8) && (magnitude != 0 || negative_zero) ? -magnitude : magnitude;
+  }
+  return values;
 }
 
 float scale_value(Dtype dtype, const std::byte* element) noexcept {

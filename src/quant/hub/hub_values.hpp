@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <span>
 
@@ -35,5 +36,29 @@ const std::array<float, 256>& e4m3_values() noexcept;
 
 /// The f32 value of one element of a scale tensor (F32, BF16 or F16), read from raw bytes.
 float scale_value(Dtype dtype, const std::byte* element) noexcept;
+
+/// E8M0 (MX scale) code -> 2^(code - 127) in f32: 2^-127 a subnormal, 255 +inf (as the
+/// references compute it; none of them makes 255 a NaN).
+const std::array<float, 256>& e8m0_values() noexcept;
+
+/// FP4 E2M1 code (0..15) -> value: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; code 8 is
+/// -0 or +0 as the reference's table has it.
+std::array<float, 16> e2m1_values(bool negative_zero) noexcept;
+
+/// Word i of little-endian I32 words (tensor data need not be 4-byte aligned).
+inline uint32_t load_word(const std::byte* words, uint64_t i) {
+  uint32_t w;
+  std::memcpy(&w, words + 4 * i, 4);
+  return w;
+}
+
+/// Field `index` of width `bits` (1..8) in an LSB-first stream of little-endian words, word i of
+/// the stream at words[i * stride]; a field may continue in the next word.
+inline uint32_t field(const std::byte* words, uint64_t stride, uint64_t index, uint64_t bits) {
+  const uint64_t bit = index * bits, word = bit / 32, shift = bit % 32;
+  uint64_t v = load_word(words, word * stride) >> shift;
+  if (shift + bits > 32) v |= uint64_t{load_word(words, (word + 1) * stride)} << (32 - shift);
+  return static_cast<uint32_t>(v) & ((1u << bits) - 1);
+}
 
 }  // namespace tlio::detail

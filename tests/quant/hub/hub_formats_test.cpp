@@ -21,6 +21,7 @@ struct Spec {
   std::string name;
   Dtype dtype;
   Shape shape;
+  std::vector<int64_t> values = {};  // I64 contents (a weight_shape), else a pattern
 };
 
 uint64_t count(const Shape& s) {
@@ -39,6 +40,7 @@ File file_of(const std::vector<Spec>& specs) {
     if (s.dtype == Dtype::F16)
       for (size_t i = 0; i + 1 < data.size(); i += 2) data[i] = std::byte{0}, data[i + 1] = std::byte{0x3C};
     if (s.name.ends_with(".g_idx")) std::fill(data.begin(), data.end(), std::byte{0});
+    if (!s.values.empty()) std::memcpy(data.data(), s.values.data(), data.size());
     w.write(s.name, data);
   }
   w.commit();
@@ -106,10 +108,13 @@ TEST(HubFormats, Fp8PartsThatDoNotFitAreRefused) {
   EXPECT_EQ(refusal(file_of({{"a.weight", Dtype::BF16, {4, 4}}, {"a.weight_scale_inv", Dtype::F32, {1, 1}}})),
             "format: \"a.weight_scale_inv\" scales F8_E4M3 weights; \"a.weight\" is BF16");
   EXPECT_EQ(refusal(file_of({{"a.weight", Dtype::F8_E4M3, {4, 4}}, {"a.weight_scale", Dtype::I32, {4, 1}}})),
-            "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16");
-  EXPECT_NE(refusal(file_of({{"a.weight", Dtype::F8_E4M3, {4, 32}}, {"a.weight_scale", Dtype::U8, {4, 1}}}))
-                .find("unsupported: \"a.weight_scale\" is U8: MXFP8"),
-            std::string::npos);
+            "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 inputs)");
+  // E8M0 bytes per 32 inputs: MXFP8, whose grid must cover the row.
+  const auto mx = found(file_of({{"a.weight", Dtype::F8_E4M3, {4, 33}}, {"a.weight_scale", Dtype::U8, {4, 2}}}));
+  EXPECT_EQ(mx.at(0).scheme.name(), "mxfp8");
+  EXPECT_EQ(mx.at(0).dtype, Dtype::BF16);
+  EXPECT_EQ(refusal(file_of({{"a.weight", Dtype::F8_E4M3, {4, 64}}, {"a.weight_scale", Dtype::U8, {4, 1}}})),
+            "format: \"a.weight_scale\" is [4, 1]; the E8M0 scales of a [4, 64] MXFP8 weight are [4, 2]");
 }
 
 std::vector<Spec> gptq(uint64_t bits, uint64_t in, uint64_t out, uint64_t groups) {
@@ -204,6 +209,14 @@ TEST(HubFormats, RangesReadAsTheWhole) {
   files.push_back(file_of(gptq(3, 96, 64, 3)));
   files.push_back(file_of({{"l.qweight", Dtype::I32, {64, 5}}, {"l.qzeros", Dtype::I32, {4, 5}},
                            {"l.scales", Dtype::F16, {4, 40}}}));
+  // gpt-oss MXFP4 in transformers' layout, compressed-tensors NVFP4, 5-bit pack-quantized
+  // (fields across words) with packed zero points.
+  files.push_back(file_of({{"e.down_proj_blocks", Dtype::U8, {2, 40, 3, 16}},
+                           {"e.down_proj_scales", Dtype::U8, {2, 40, 3}}}));
+  files.push_back(file_of({{"l.weight_packed", Dtype::U8, {50, 32}}, {"l.weight_scale", Dtype::F8_E4M3, {50, 4}},
+                           {"l.weight_global_scale", Dtype::F32, {1}}}));
+  files.push_back(file_of({{"l.weight_packed", Dtype::I32, {30, 16}}, {"l.weight_shape", Dtype::I64, {2}, {30, 100}},
+                           {"l.weight_scale", Dtype::F16, {30, 4}}, {"l.weight_zero_point", Dtype::I32, {5, 4}}}));
   for (const File& f : files) {
     const QuantizedReader r(f, found(f).at(0).name);
     const uint64_t n = r.element_count();

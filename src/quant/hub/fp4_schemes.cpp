@@ -1,0 +1,277 @@
+// quant/hub/fp4_schemes.cpp: the registry entries of the FP4 (E2M1) formats, read only. Two
+// codes per byte, the low nibble first (element 2i), each times the scale of its group of inputs:
+//   mxfp4: an E8M0 scale (2^(b-127)) per 32 inputs. gpt-oss stores MoE experts as
+//          <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32], read as <p> in
+//          transformers' layout [E, in, out] (OpenAI's own <p>.blocks/.scales: [E, out, in]);
+//          compressed-tensors mxfp4-pack-quantized as <m>.weight_packed + <m>.weight_scale U8.
+//   nvfp4: an E4M3 scale per 16 inputs with a global F32 scale: compressed-tensors
+//          (<m>.weight_packed, s = e4m3 / weight_global_scale) or NVIDIA ModelOpt (<m>.weight,
+//          s = e4m3 * weight_scale_2).
+// y = v * s in f32, s itself rounded to f32 first, then one rounding to BF16, the dtype every
+// reference returns. Code 8 is -0 except in ModelOpt's table (+0).
+#include <algorithm>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "common/json_text.hpp"
+#include "quant/hub/hub_config.hpp"
+#include "quant/hub/hub_values.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+constexpr uint64_t kMxGroup = 32, kNvGroup = 16;
+
+[[noreturn]] void fp4_error(const std::string& tensor, std::string detail) {
+  throw_format(Rule::quant, tensor, std::move(detail));
+}
+
+void expect_dtype(const TensorInfo& t, std::initializer_list<Dtype> dtypes, std::string_view what) {
+  if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end())
+    fp4_error(t.name, fmt::format("{} is {}; {}", quote_name(t.name), dtype_name(t.dtype), what));
+}
+
+void expect_shape(const TensorInfo& t, const Shape& need, std::string_view why) {
+  if (t.shape != need)
+    fp4_error(t.name, fmt::format("{} is {}; {} needs {}", quote_name(t.name), shape_text(t.shape),
+                                  why, shape_text(need)));
+}
+
+// A [rows, in/2] matrix of packed codes with its [rows, ceil(in/group)] scales: the weight's
+// [rows, in].
+Shape packed_matrix(const TensorInfo& codes, const TensorInfo& scales, uint64_t group) {
+  expect_dtype(codes, {Dtype::U8}, "FP4 codes are packed two per U8");
+  if (codes.shape.size() != 2)
+    fp4_error(codes.name, fmt::format("{} is {}; packed FP4 codes are a [out, in/2] matrix",
+                                      quote_name(codes.name), shape_text(codes.shape)));
+  const Shape weight{codes.shape[0], codes.shape[1] * 2};
+  expect_shape(scales, {weight[0], ceil_div(weight[1], group)},
+               fmt::format("a {} weight in groups of {}", shape_text(weight), group));
+  return weight;
+}
+
+QuantizedWeight weight_of(std::string name, QuantScheme scheme, Shape shape,
+                          std::initializer_list<const TensorInfo*> parts) {
+  QuantizedWeight w;
+  w.name = std::move(name);
+  w.scheme = std::move(scheme);
+  w.shape = std::move(shape);
+  w.dtype = Dtype::BF16;
+  for (const TensorInfo* t : parts)
+    if (t) {
+      w.stored.push_back(t->name);
+      w.stored_bytes += t->byte_size();
+    }
+  return w;
+}
+
+// gpt-oss: <p>_blocks [..., out, in/32, 16] with <p>_scales [..., out, in/32]; `transposed`
+// for transformers' names (logical [..., in, out]).
+std::optional<QuantizedWeight> gpt_oss_weight(const TensorSet& set, const TensorInfo& blocks,
+                                              std::string_view base, bool transposed) {
+  const TensorInfo* scales = set.find(std::string(base) + (transposed ? "_scales" : ".scales"));
+  if (!scales || blocks.dtype != Dtype::U8) return std::nullopt;
+  const Shape& b = blocks.shape;
+  if (b.size() < 3 || b.back() != kMxGroup / 2)
+    fp4_error(blocks.name, fmt::format("{} is {}; MXFP4 blocks are [..., out, in/32, 16]",
+                                       quote_name(blocks.name), shape_text(b)));
+  expect_dtype(*scales, {Dtype::U8, Dtype::F8_E8M0}, "MXFP4 scales are E8M0 bytes");
+  expect_shape(*scales, Shape(std::span(b.begin(), b.end() - 1)), fmt::format("{} {}", quote_name(blocks.name),
+                                                                   shape_text(b)));
+  Shape logical(std::span(b.begin(), b.end() - 2));
+  const uint64_t out = b[b.size() - 3], in = b[b.size() - 2] * kMxGroup;
+  logical[logical.size() - 1] = transposed ? in : out;
+  logical.push_back(transposed ? out : in);
+  return weight_of(std::string(base), QuantScheme(Mxfp4Options{transposed}), std::move(logical),
+                   {&blocks, scales});
+}
+
+std::vector<QuantizedWeight> detect_mxfp4(const TensorSet& set) {
+  std::vector<QuantizedWeight> out;
+  for (const TensorInfo* t : set.tensors()) {
+    std::optional<QuantizedWeight> w;
+    const auto hf = strip_suffix(t->name, "_blocks"), openai = strip_suffix(t->name, ".blocks");
+    const auto ct = strip_suffix(t->name, ".weight_packed");
+    if (hf || openai) {
+      w = gpt_oss_weight(set, *t, hf ? *hf : *openai, hf.has_value());
+    } else if (ct) {
+      const std::string b(*ct);
+      const TensorInfo* s = set.find(b + ".weight_scale");
+      if (!s || set.find(b + ".weight_global_scale") ||
+          (s->dtype != Dtype::U8 && s->dtype != Dtype::F8_E8M0) || t->dtype != Dtype::U8)
+        continue;  // nvfp4's, compressed-tensors integers', or scales in another shard
+      w = weight_of(b + ".weight", QuantScheme(Mxfp4Options{}), packed_matrix(*t, *s, kMxGroup), {t, s});
+    }
+    if (w) out.push_back(std::move(*w));
+  }
+  return out;
+}
+
+void expect_global(const TensorInfo& g) {
+  expect_dtype(g, {Dtype::F32}, "an NVFP4 global scale is F32");
+  if (g.element_count() != 1)
+    fp4_error(g.name, fmt::format("{} is {}; an NVFP4 global scale is one value", quote_name(g.name),
+                                  shape_text(g.shape)));
+}
+
+std::vector<QuantizedWeight> detect_nvfp4(const TensorSet& set) {
+  std::vector<QuantizedWeight> out;
+  for (const TensorInfo* t : set.tensors()) {
+    // compressed-tensors: weight_packed + weight_global_scale; ModelOpt: U8 weight + weight_scale_2.
+    const auto ct = strip_suffix(t->name, ".weight_packed");
+    const auto modelopt = strip_suffix(t->name, ".weight");
+    const std::string b(ct ? *ct : modelopt ? *modelopt : "");
+    if (!ct && !(modelopt && t->dtype == Dtype::U8)) continue;
+    const TensorInfo* global = set.find(b + (ct ? ".weight_global_scale" : ".weight_scale_2"));
+    const TensorInfo* s = set.find(b + ".weight_scale");
+    if (!global) continue;  // another scheme's, or a shard read without its global scale
+    if (!s)
+      fp4_error(t->name, fmt::format("{} has {} but no {}", quote_name(t->name), quote_name(global->name),
+                                     quote_name(b + ".weight_scale")));
+    expect_global(*global);
+    expect_dtype(*s, {Dtype::F8_E4M3}, "NVFP4 scales are F8_E4M3");
+    const Shape shape = packed_matrix(*t, *s, kNvGroup);
+    out.push_back(weight_of(b + ".weight", QuantScheme(Nvfp4Options{!ct}), shape,
+                            {t, s, global, set.find(b + (ct ? ".input_global_scale" : ".input_scale"))}));
+  }
+  return out;
+}
+
+// Both schemes: codes [rows, in/2] (gpt-oss: [E * out, in/2]), one scale byte per group.
+class Fp4Decoder final : public WeightDecoder {
+ public:
+  Fp4Decoder(const TensorSet& set, const QuantizedWeight& w)
+      : codes_(set.view(w.stored[0])), scales_(set.view(w.stored[1])), reference_(w.dtype) {
+    if (const auto* o = std::get_if<Mxfp4Options>(&w.scheme.options())) {
+      group_ = kMxGroup;
+      transposed_ = o->transposed;
+      scale_of_ = e8m0_values();
+      value_ = e2m1_values(true);
+    } else {
+      const bool modelopt = std::get<Nvfp4Options>(w.scheme.options()).modelopt;
+      group_ = kNvGroup;
+      value_ = e2m1_values(!modelopt);
+      const float global = set.f32(w.stored[2])[0];
+      // compressed-tensors divides by its global scale, ModelOpt multiplies: each rounds in f32.
+      for (size_t b = 0; b < 256; ++b)
+        scale_of_[b] = modelopt ? e4m3_values()[b] * global : e4m3_values()[b] / global;
+    }
+    const size_t rank = w.shape.size();
+    in_ = transposed_ ? w.shape[rank - 2] : w.shape[rank - 1];
+    out_ = transposed_ ? w.shape[rank - 1] : w.shape[rank - 2];
+    groups_ = ceil_div(in_, group_);
+  }
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    decode_chunked(first, count, reference_, out, dst, [&](uint64_t e, std::span<float> v) {
+      if (transposed_)
+        fill_transposed(e, v);
+      else
+        fill_rows(e, v);
+    });
+  }
+
+ private:
+  float value(uint64_t row, uint64_t c, const uint8_t* codes, const uint8_t* scales) const {
+    const uint8_t byte = codes[row * (in_ / 2) + c / 2];
+    return value_[c % 2 ? byte >> 4 : byte & 0xF] * scale_of_[scales[row * groups_ + c / group_]];
+  }
+
+  // Stored order: element e is column e % in of row e / in.
+  void fill_rows(uint64_t e, std::span<float> v) const {
+    const auto* codes = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
+    const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
+    for (size_t i = 0; i < v.size();) {
+      const uint64_t r = (e + i) / in_, c0 = (e + i) % in_;
+      const uint64_t take = std::min<uint64_t>(in_ - c0, v.size() - i);
+      for (uint64_t c = c0; c < c0 + take; ++c) v[i + c - c0] = value(r, c, codes, scales);
+      i += take;
+    }
+  }
+
+  // Transformers' layout [E, in, out]: element e is input k of output r of expert x.
+  void fill_transposed(uint64_t e, std::span<float> v) const {
+    const auto* codes = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
+    const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
+    const uint64_t per_expert = in_ * out_;
+    for (size_t i = 0; i < v.size();) {
+      const uint64_t x = (e + i) / per_expert, k = (e + i) % per_expert / out_, r0 = (e + i) % out_;
+      const uint64_t take = std::min<uint64_t>(out_ - r0, v.size() - i);
+      for (uint64_t r = r0; r < r0 + take; ++r) v[i + r - r0] = value(x * out_ + r, k, codes, scales);
+      i += take;
+    }
+  }
+
+  TensorView codes_, scales_;
+  Dtype reference_;
+  uint64_t group_ = 0, in_ = 0, out_ = 0, groups_ = 0;
+  bool transposed_ = false;
+  std::array<float, 256> scale_of_{};
+  std::array<float, 16> value_{};
+};
+
+std::shared_ptr<const WeightDecoder> fp4_decoder(const TensorSet& set, const QuantizedWeight& w) {
+  return std::make_shared<Fp4Decoder>(set, w);
+}
+
+std::vector<StoredPart> fp4_parts(const TensorSet&, const QuantizedWeight& w) {
+  const size_t rank = w.shape.size();
+  const bool transposed = w.scheme.kind() == SchemeKind::mxfp4 &&
+                          std::get<Mxfp4Options>(w.scheme.options()).transposed;
+  const uint64_t group = w.scheme.block();
+  std::vector<StoredPart> parts;
+  if (transposed) {  // an expert's rows are read whole: its elements run across all of them
+    const uint64_t per_expert = w.shape[rank - 1] * w.shape[rank - 2];
+    parts = {{w.stored[0], 0, 0, per_expert, per_expert / 2},
+             {w.stored[1], 0, 0, per_expert, per_expert / group}};
+  } else {
+    const uint64_t in = w.shape[rank - 1];
+    parts = {{w.stored[0], in, in / 2, 2, 1}, {w.stored[1], in, ceil_div(in, group), group, 1}};
+  }
+  for (size_t i = 2; i < w.stored.size(); ++i) parts.push_back({w.stored[i]});
+  return parts;
+}
+
+constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
+
+}  // namespace
+
+const SchemeEntry& mxfp4_scheme_entry() noexcept {
+  static const SchemeEntry entry{
+      {SchemeKind::mxfp4, "mxfp4", "mxfp4",
+       "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, out]\n"
+       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale U8 [out, in/32]",
+       std::span(kNoOptions).first(0), true},
+      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+      [](const QuantScheme::Options&) { return std::string("mxfp4"); },
+      [](const QuantScheme::Options&) {},
+      [](QuantScheme::Options&, std::string_view, std::string_view) {},
+      detect_mxfp4,
+      fp4_decoder,
+      fp4_parts,
+      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  return entry;
+}
+
+const SchemeEntry& nvfp4_scheme_entry() noexcept {
+  static const SchemeEntry entry{
+      {SchemeKind::nvfp4, "nvfp4", "nvfp4",
+       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale F8_E4M3 [out, in/16]"
+       " + <p>.weight_global_scale F32\n"
+       "ModelOpt: <p>.weight U8 [out, in/2] + <p>.weight_scale F8_E4M3 + <p>.weight_scale_2 F32",
+       std::span(kNoOptions).first(0), true},
+      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+      [](const QuantScheme::Options&) { return std::string("nvfp4"); },
+      [](const QuantScheme::Options&) {},
+      [](QuantScheme::Options&, std::string_view, std::string_view) {},
+      detect_nvfp4,
+      fp4_decoder,
+      fp4_parts,
+      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  return entry;
+}
+
+}  // namespace tlio::detail

@@ -143,6 +143,8 @@ void add_diff(CLI::App& app, int& exit_code) {
       o.atol = a->atol;
       o.rtol = a->rtol;
       o.filter = a->filter;
+      o.quantization_config_a = fa.quantization_config();
+      o.quantization_config_b = fb.quantization_config();
       ProgressBar bar("comparing", uint64_t{256} << 20);
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::CompareReport r = tlio::compare_files(fa.files(), fb.files(), o);

@@ -42,6 +42,8 @@ class Weights {
   /// How `name` is decoded, or nullopt for a stored safetensors tensor (see at()).
   std::optional<DecodedValues> decoded(std::string_view name) const;
   bool is_folder() const noexcept { return model_.has_value(); }
+  /// A folder's quantization_config (JSON text), "" for a file.
+  std::string quantization_config() const { return model_ ? std::string(model_->quantization_config()) : ""; }
   /// The stored tensor `name` and its file; Error{not_found} naming the input when none has it.
   std::pair<const tlio::File*, const tlio::TensorInfo*> at(std::string_view name) const;
   /// Every stored tensor, file by file, each file's in offset order.

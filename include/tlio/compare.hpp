@@ -24,6 +24,9 @@ struct CompareOptions {
   /// are compared or listed as only in one file. Empty: every name. A bad regex is
   /// Error{invalid_argument}.
   std::string filter;
+  /// Each side's quantization_config (Model::quantization_config() of a folder; empty for a
+  /// file): the options of the Hub's formats that their tensors do not show (GPTQ v2, a block).
+  std::string quantization_config_a, quantization_config_b;
 };
 
 /// One name both files have. A quantized weight counts under its logical name and is compared
@@ -52,7 +55,8 @@ struct CompareReport {
 };
 
 /// Compares every name of `a` with the same name in `b`: values converted to F64 (quantized
-/// weights dequantized to F32 first), chunk by chunk, over every core; dtypes without numeric
+/// weights dequantized first, in the dtype dequantize writes by default, so that a weight
+/// equals its dequantized copy), chunk by chunk, over every core; dtypes without numeric
 /// values (BOOL aside) are compared by their bytes when both sides have the same dtype. Reads
 /// each tensor once; memory stays bounded by a few chunks per thread. Results do not depend on
 /// the number of threads.

@@ -28,7 +28,7 @@ void bind_rewrites(py::module_& m) {
   // Each side a file or a model folder's shards, as handles shared with Python's.
   m.def("compare_files", [](const std::vector<std::shared_ptr<tlio::File>>& a_files,
                             const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol,
-                            const std::string& filter) {
+                            const std::string& filter, const std::string& config_a, const std::string& config_b) {
     std::vector<tlio::File> a, b;
     for (const auto& f : a_files) a.push_back(f->share());
     for (const auto& f : b_files) b.push_back(f->share());
@@ -36,6 +36,8 @@ void bind_rewrites(py::module_& m) {
     o.atol = atol;
     o.rtol = rtol;
     o.filter = filter;
+    o.quantization_config_a = config_a;
+    o.quantization_config_b = config_b;
     tlio::CompareReport r;
     {
       LongCall call;

@@ -325,6 +325,27 @@ def test_gptq_v2_one_group_from_quantize_config_json(tmp_path, bits):
         bits_equal(f.get_dequantized("l.weight"), want.numpy())
 
 
+def test_gptq_v2_folder_diffs_with_its_config_and_validate_checks_g_idx(tmp_path):
+    """diff reads a folder's quantization_config (v2 zero points; as v1 every value would move),
+    and validate reads every g_idx value."""
+    rng = np.random.default_rng(14)
+    tensors, want = gptq_tensors(rng, 4, 64, 32, 32, v1=False, desc_act=True)
+    write_folder(tmp_path / "g", {"model.safetensors": tensors}, {"model_type": "gpt_neox", "quantization_config": {
+        "quant_method": "gptq", "bits": 4, "group_size": 32, "checkpoint_format": "gptq_v2"}})
+    write_safetensors(tmp_path / "ref.safetensors", {"l.weight": ("F16", [32, 64], want.numpy().tobytes())})
+    (tmp_path / "g" / "model.safetensors.index.json").unlink()
+    r = run("diff", tmp_path / "g", tmp_path / "ref.safetensors", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["equal"], r.stdout + r.stderr
+    assert tlio.compare_files(tmp_path / "g", tmp_path / "ref.safetensors")["equal"]
+
+    g_idx = np.arange(64) // 32
+    g_idx[40] = 2  # two groups: 2 names none
+    tensors["l.g_idx"] = ("I32", [64], i32_bytes(g_idx.astype(np.uint32)))
+    write_safetensors(tmp_path / "bad.safetensors", tensors)
+    r = run("validate", tmp_path / "bad.safetensors")
+    assert r.returncode == 1 and '"l.g_idx"[40] is 2; the weight has 2 groups' in r.stdout + r.stderr, r.stdout
+
+
 # ---- AWQ -------------------------------------------------------------------------------------
 
 

@@ -635,7 +635,8 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")
     fa, fb = (_open_source(_os.fspath(x), "mmap", token) for x in (a, b))
     return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
-                               float(atol), float(rtol), str(filter))
+                               float(atol), float(rtol), str(filter),
+                               *(f.quantization_config if isinstance(f, _Shards) else "" for f in (fa, fb)))
 
 
 # ---- editing -------------------------------------------------------------------------------------

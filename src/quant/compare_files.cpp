@@ -38,11 +38,13 @@ struct Entry {
   bool numeric = false;  // values convert to F64 (or dequantize)
 };
 
-std::map<std::string, Entry> entries_of(std::span<const File> files) {
+std::map<std::string, Entry> entries_of(std::span<const File> files, const std::string& quantization_config) {
   std::map<std::string, Entry> out;
   std::vector<const File*> set;
   for (const File& f : files) set.push_back(&f);
-  const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(detail::TensorSet(set));
+  detail::TensorSet tensors(set);
+  tensors.set_quantization_config(quantization_config);
+  const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(tensors);
   const auto parts = detail::stored_tensor_names(weights);
   for (const QuantizedWeight& w : weights) {
     Entry e;
@@ -79,8 +81,17 @@ void read_values(const Entry& e, uint64_t first, std::span<double> out,
                  std::vector<std::byte>& raw, std::vector<float>& f32) {
   const uint64_t count = out.size();
   if (e.quantized) {
+    // In the dtype dequantize writes (the reference's rounding): a weight equals its output.
+    const Dtype d = e.quantized->weight().dtype;
     f32.resize(count);
-    e.quantized->read(first, count, Dtype::F32, std::as_writable_bytes(std::span(f32)));
+    const std::span<std::byte> values = std::as_writable_bytes(std::span(f32));
+    if (d == Dtype::F16 || d == Dtype::BF16) {
+      raw.resize(count * 2);
+      e.quantized->read(first, count, d, raw);
+      convert(d, raw, Dtype::F32, values, count);
+    } else {
+      e.quantized->read(first, count, Dtype::F32, values);
+    }
     std::copy(f32.begin(), f32.end(), out.begin());
     return;
   }
@@ -234,7 +245,8 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
       std::isinf(options.rtol))
     throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
                               options.atol, options.rtol));
-  std::map<std::string, Entry> ea = entries_of(a), eb = entries_of(b);
+  std::map<std::string, Entry> ea = entries_of(a, options.quantization_config_a),
+                               eb = entries_of(b, options.quantization_config_b);
   if (!options.filter.empty()) {
     const detail::NameFilter filter(options.filter, "");
     std::erase_if(ea, [&](const auto& e) { return !filter.includes(e.first, true); });

@@ -3,12 +3,10 @@
 // names their stored tensors and decodes them.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <map>
 #include <string_view>
 #include <vector>
 
-#include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
@@ -30,35 +28,6 @@ constexpr size_t kConvertChunkBytes = size_t{16} << 20;
 }  // namespace
 
 namespace detail {
-
-namespace {
-
-// A restored weight's values, `to` being any floating dtype: the decoders write F32, F16 and
-// BF16 (rounded as the reference rounds); others are converted from the exact F32 values.
-void write_restored(const TensorSet& set, const QuantizedWeight& q, Dtype to, Writer& w,
-                    const std::function<void(uint64_t)>& tick) {
-  const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(q.scheme.kind()).decoder(set, q);
-  const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
-  const Dtype decoded = direct ? to : Dtype::F32;
-  constexpr uint64_t kChunk = uint64_t{128} << 10;  // elements: stays in the cache until written
-  const uint64_t n = checked_product(q.shape).value_or(0);
-  std::vector<std::byte> values, converted;
-  for_tensor(q.name, [&] {
-    for (uint64_t i = 0; i < n; i += kChunk) {
-      const uint64_t m = std::min(kChunk, n - i);
-      values.resize(bytes_for(decoded, m));
-      decoder->read(i, m, decoded, values);
-      if (!direct) {
-        converted.resize(bytes_for(to, m));
-        convert(Dtype::F32, values, to, converted, m);
-      }
-      w.append(q.name, direct ? values : converted);
-      tick(direct ? values.size() : converted.size());
-    }
-  });
-}
-
-}  // namespace
 
 std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<QuantizedWeight>& weights,
                                                        const ConvertFileOptions& options, bool convert_dtypes) {
@@ -140,7 +109,7 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
     if (auto q = restored_of.find(t.name); q != restored_of.end()) {
       ++report.converted;
       ++report.dequantized;
-      write_restored(set, *q->second, to, w, tick);
+      write_decoded(set, *q->second, to, w, tick);
       continue;
     }
     const TensorInfo& s = *source_of.at(t.name);

@@ -55,22 +55,7 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
   for (const TensorInfo& t : shard.tensors())
     if (!is_stored_part(t.name)) kept.push_back(t.name);
   w.copy_many_from(shard, kept, {}, tick);
-  // Chunks small enough to stay in the cache between being made and being written.
-  constexpr uint64_t kDequantizeChunk = uint64_t{128} << 10;
-  std::vector<std::byte> buf;  // reused: faulted in once
-  for (const QuantizedWeight* q : here) {
-    const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(q->scheme.kind()).decoder(set, *q);
-    const Dtype to = dtype.value_or(q->dtype);
-    const uint64_t n = checked_product(q->shape).value_or(0), out_bytes = dtype_bits(to) / 8;
-    for (uint64_t i = 0; i < n; i += kDequantizeChunk) {
-      const uint64_t m = std::min(kDequantizeChunk, n - i);
-      buf.resize(std::max<size_t>(buf.size(), m * out_bytes));
-      const std::span<std::byte> part = std::span(buf).first(m * out_bytes);
-      decoder->read(i, m, to, part);
-      w.append(q->name, part);
-      tick(part.size());
-    }
-  }
+  for (const QuantizedWeight* q : here) write_decoded(set, *q, dtype.value_or(q->dtype), w, tick);
   return report;
 }
 

@@ -8,12 +8,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <future>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "common/parallel.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 
@@ -26,6 +28,48 @@ std::span<const SchemeEntry> scheme_entries() noexcept {
       fp8_scheme_entry(),   gptq_scheme_entry(),     awq_scheme_entry(),
       mxfp4_scheme_entry(), nvfp4_scheme_entry(),    ct_int_scheme_entry()};
   return entries;
+}
+
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+                   const std::function<void(uint64_t)>& tick) {
+  // Chunks small enough to stay in the cache between being made and being written; a slice of
+  // chunks for the cores, appended by another thread while the next slice is decoded.
+  constexpr uint64_t kChunk = uint64_t{128} << 10, kSlice = 16 * kChunk;
+  const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
+  const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
+  const Dtype decoded = direct ? to : Dtype::F32;  // other dtypes from the exact values
+  const uint64_t n = checked_product(w.shape).value_or(0), unit = dtype_bits(decoded) / 8;
+  std::vector<std::byte> values[2], converted[2];
+  std::future<void> appending;
+  const auto wait_appended = [&] {
+    if (appending.valid()) appending.get();
+  };
+  try {
+    for (uint64_t i = 0, cur = 0; i < n; i += kSlice, cur ^= 1) {
+      const uint64_t m = std::min(kSlice, n - i);
+      values[cur].resize(m * unit);
+      parallel_for(m, 2 * kChunk, kChunk, thread_count(configured_threads()), [&](uint64_t b, uint64_t e) {
+        for (uint64_t c = b; c < e; c += kChunk) {
+          const uint64_t k = std::min(kChunk, e - c);
+          decoder->read(i + c, k, decoded, std::span(values[cur]).subspan(c * unit, k * unit));
+        }
+      });
+      if (!direct) {
+        converted[cur].resize(bytes_for(to, m));
+        convert(Dtype::F32, values[cur], to, converted[cur], m);
+      }
+      wait_appended();
+      appending = std::async(std::launch::async, [&out, &w, &tick, bytes = std::span<const std::byte>(
+                                                      direct ? values[cur] : converted[cur])] {
+        out.append(w.name, bytes);
+        tick(bytes.size());
+      });
+    }
+    wait_appended();
+  } catch (...) {
+    if (appending.valid()) appending.wait();  // its buffer is ours
+    throw;
+  }
 }
 
 uint64_t parse_uint_option(std::string_view option, std::string_view value) {

@@ -79,6 +79,12 @@ struct SchemeEntry {
   std::unique_ptr<WeightEncoder> (*encoder)(const QuantScheme::Options&);
 };
 
+/// Writes weight `w` (all its elements, as `to`) into `out` in slices of a few MiB, each decoded
+/// on every core in cache-sized chunks (a decoder's read is safe from several threads); tick
+/// reports the bytes of each slice.
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+                   const std::function<void(uint64_t)>& tick);
+
 /// The entries, one per SchemeKind, in SchemeKind order.
 std::span<const SchemeEntry> scheme_entries() noexcept;
 inline const SchemeEntry& scheme_entry(SchemeKind kind) noexcept {

@@ -140,6 +140,8 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
     ct_error(g_idx->name, fmt::format("{} is {} {}; a g_idx of a {} weight with group scales is I32 [{}]",
                                       quote_name(g_idx->name), dtype_name(g_idx->dtype),
                                       shape_text(g_idx->shape), shape_text(weight), weight.back()));
+  if (g_idx)  // checked here, so that validate reports a bad group
+    group_indices(set.view(g_idx->name).bytes(), g_idx->name, weight.back(), s->shape.back());
   if (z) {
     if (o.tensor)
       refuse_undecoded(z->name, fmt::format("{} beside one scale: asymmetric per-tensor integers, "
@@ -204,29 +206,37 @@ class CtIntDecoder final : public WeightDecoder {
         reference_(w.dtype) {
     size_t next = 2;
     if (options_.asym) zeros_.emplace(set.view(w.stored[next++]));
-    if (next < w.stored.size() && w.stored[next].ends_with(".weight_g_idx")) {
-      const std::byte* g = set.view(w.stored[next]).bytes().data();
-      for (uint64_t k = 0; k < in_; ++k) {
-        const auto v = static_cast<int32_t>(load_word(g, k));
-        if (v < 0 || static_cast<uint64_t>(v) >= groups_)
-          ct_error(w.stored[next], fmt::format("{}[{}] is {}; the weight has {} groups",
-                                               quote_name(w.stored[next]), k, v, groups_));
-        group_of_.push_back(static_cast<uint32_t>(v));
-      }
-    }
+    if (next < w.stored.size() && w.stored[next].ends_with(".weight_g_idx"))
+      group_of_ = group_indices(set.view(w.stored[next]).bytes(), w.stored[next], in_, groups_);
   }
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     decode_chunked(first, count, reference_, out, dst, [&](uint64_t e, std::span<float> v) {
       for (size_t i = 0; i < v.size();) {
         const uint64_t row = (e + i) / in_, k0 = (e + i) % in_;
-        const uint64_t take = std::min<uint64_t>(in_ - k0, v.size() - i);
-        for (uint64_t k = k0; k < k0 + take; ++k) {
-          const uint64_t g = options_.tensor ? 0 : row * groups_ + group(k);
-          const float s = scale_value(scale_dtype_, scales_.bytes().data() + g * dtype_bits(scale_dtype_) / 8);
-          v[i + k - k0] = static_cast<float>(code(row, k) - (options_.asym ? zero(row, group(k)) : 0)) * s;
+        const uint64_t k1 = k0 + std::min<uint64_t>(in_ - k0, v.size() - i);
+        // Runs of inputs that share a group: its scale and zero point read once.
+        for (uint64_t k = k0; k < k1;) {
+          const uint64_t g = group(k);
+          const uint64_t end = group_of_.empty() && options_.group ? std::min(k1, (g + 1) * options_.group)
+                               : group_of_.empty()                 ? k1
+                                                                   : k + 1;
+          const uint64_t at = options_.tensor ? 0 : row * groups_ + g;
+          const float s = scale_value(scale_dtype_, scales_.bytes().data() + at * dtype_bits(scale_dtype_) / 8);
+          const int32_t z = options_.asym ? zero(row, g) : 0;
+          if (options_.packed && 32 % options_.bits == 0) {  // 1, 2, 4, 8 bits: whole fields per word
+            const std::byte* words = values_.bytes().data() + 4 * row * row_words_;
+            const uint64_t per_word = 32 / options_.bits;
+            const uint32_t mask = (1u << options_.bits) - 1;
+            while (k < end) {
+              const uint32_t word = load_word(words, k / per_word);
+              for (uint64_t shift = k % per_word * options_.bits; k < end && shift < 32; ++k, shift += options_.bits)
+                v[i + k - k0] = static_cast<float>(static_cast<int32_t>((word >> shift) & mask) - offset_ - z) * s;
+            }
+          }
+          for (; k < end; ++k) v[i + k - k0] = static_cast<float>(code(row, k) - z) * s;
         }
-        i += take;
+        i += k1 - k0;
       }
     });
   }

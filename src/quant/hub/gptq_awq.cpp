@@ -123,7 +123,7 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
                                      "apart without the model's quantization_config",
                                      quote_name(s.name), groups, l.in));
   const uint64_t need = l.group ? ceil_div(l.in, l.group) : 1;
-  // With g_idx (desc_act) the groups are those g_idx names, checked when it is read.
+  // With g_idx (desc_act) the groups are those g_idx names, checked by detect.
   if (!g_idx && need != groups)
     packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
                                      quote_name(s.name), groups, l.in, l.group ? l.group : l.in, need));
@@ -155,7 +155,8 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
     w.dtype = s->dtype;
     w.stored = {qp->name, z->name, s->name};
     w.stored_bytes = qp->byte_size() + z->byte_size() + s->byte_size();
-    if (g_idx) {
+    if (g_idx) {  // every input's group checked here, so that validate reports a bad one
+      group_indices(set.view(g_idx->name).bytes(), g_idx->name, l.in, s->shape[0]);
       w.stored.push_back(g_idx->name);
       w.stored_bytes += g_idx->byte_size();
     }
@@ -196,17 +197,10 @@ class PackedDecoder final : public WeightDecoder {
         if (!awq_ && !v2_) z = (z + 1) & mask;
         zeros_[g * out_ + n] = static_cast<float>(z);
       }
-    group_of_.resize(in_);
     if (w.stored.size() > 3) {
-      const std::byte* g_idx = set.view(w.stored[3]).bytes().data();
-      for (uint64_t k = 0; k < in_; ++k) {
-        const auto g = static_cast<int32_t>(load_word(g_idx, k));
-        if (g < 0 || static_cast<uint64_t>(g) >= groups)
-          packed_error(w.stored[3], fmt::format("{}[{}] is {}; the weight has {} groups",
-                                                quote_name(w.stored[3]), k, g, groups));
-        group_of_[k] = static_cast<uint32_t>(g);
-      }
+      group_of_ = group_indices(set.view(w.stored[3]).bytes(), w.stored[3], in_, groups);
     } else {
+      group_of_.resize(in_);
       for (uint64_t k = 0; k < in_; ++k) group_of_[k] = static_cast<uint32_t>(group ? k / group : 0);
     }
   }

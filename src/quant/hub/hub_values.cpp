@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "common/json_text.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 
@@ -50,6 +51,19 @@ void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
     store_rounded(chunk, reference, out, dst.subspan(done * out_bytes, m * out_bytes));
     done += m;
   }
+}
+
+std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name, uint64_t count,
+                                    uint64_t groups) {
+  std::vector<uint32_t> out(count);
+  for (uint64_t k = 0; k < count; ++k) {
+    const auto g = static_cast<int32_t>(load_word(g_idx.data(), k));
+    if (g < 0 || static_cast<uint64_t>(g) >= groups)
+      throw_format(Rule::quant, name, fmt::format("{}[{}] is {}; the weight has {} groups", quote_name(name), k, g,
+                                                  groups));
+    out[k] = static_cast<uint32_t>(g);
+  }
+  return out;
 }
 
 const std::array<float, 256>& e4m3_values() noexcept {

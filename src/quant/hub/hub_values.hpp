@@ -10,6 +10,8 @@
 #include <cstring>
 #include <functional>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "tlio/dtype.hpp"
 
@@ -44,6 +46,11 @@ const std::array<float, 256>& e8m0_values() noexcept;
 /// FP4 E2M1 code (0..15) -> value: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; code 8 is
 /// -0 or +0 as the reference's table has it.
 std::array<float, 16> e2m1_values(bool negative_zero) noexcept;
+
+/// Error{format, "quant"} unless each of the `count` I32 values of `g_idx` (an input's group)
+/// names one of `groups` groups; its values otherwise.
+std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name, uint64_t count,
+                                    uint64_t groups);
 
 /// Word i of little-endian I32 words (tensor data need not be 4-byte aligned).
 inline uint32_t load_word(const std::byte* words, uint64_t i) {

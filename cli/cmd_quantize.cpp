@@ -172,7 +172,12 @@ void add_quantize(CLI::App& app, int& exit_code) {
   offer_values(cmd->add_option("--scheme", a->scheme, scheme_choices()), scheme_names())
       ->required()
       ->check([](const std::string& v) -> std::string {
-        if (tlio::QuantScheme::try_parse(v)) return {};
+        try {
+          tlio::QuantScheme::parse(v);
+          return {};
+        } catch (const tlio::Error& e) {
+          if (std::string_view(e.what()).starts_with("tlio reads")) return e.what();  // read, not written
+        }
         std::vector<std::string> syntaxes;
         for (const tlio::SchemeInfo& s : tlio::quant_schemes())
           if (!s.read_only) syntaxes.emplace_back(s.syntax);

@@ -178,6 +178,17 @@ QuantScheme QuantScheme::parse(std::string_view name) {
   std::vector<std::string_view> syntaxes;
   for (const SchemeInfo& i : quant_schemes())
     if (!i.read_only) syntaxes.push_back(i.syntax);
+  // The forms tlio reads but does not write are named as such, not as unknown.
+  std::string_view read_only;
+  for (const SchemeInfo& i : quant_schemes())
+    if (i.read_only && name.starts_with(i.example.substr(0, i.example.find('-'))))
+      read_only = i.syntax;
+  for (std::string_view fp8 : {"fp8-tensor", "fp8-group", "mxfp8"})
+    if (name.starts_with(fp8)) read_only = "fp8-tensor, fp8-group<C>, mxfp8";
+  if (!read_only.empty())
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("tlio reads {} weights ({}) but does not write them; it writes {}",
+                            detail::quote_name(name), read_only, fmt::join(syntaxes, ", ")));
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("unknown quantization scheme {} ({})", detail::quote_name(name),
                           fmt::join(syntaxes, ", ")));

@@ -100,6 +100,20 @@ TEST(Schemes, ReadOnlySchemesAreNamedButNeverWritten) {
   EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::channel, 0, 0}).name(), "fp8-channel");
   EXPECT_EQ(message_of([] { QuantScheme(GptqOptions{5, 128, false}); }),
             "GPTQ packs 2, 3, 4 or 8 bits, not 5");
+  EXPECT_EQ(QuantScheme(Mxfp4Options{true}).name(), "mxfp4");
+  EXPECT_EQ(QuantScheme(CtIntOptions{3, 0, false, true, true}).name(), "ct-int3-channel-asym");
+  EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::block, 1, 32, true}).name(), "mxfp8");
+  // Their names are refused as read-only forms, not as unknown ones.
+  try {
+    QuantScheme::parse("nvfp4");
+    ADD_FAILURE() << "parsed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_STREQ(e.what(), "tlio reads \"nvfp4\" weights (nvfp4) but does not write them; it writes "
+                           "int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8");
+  }
+  EXPECT_EQ(QuantScheme::parse("fp8-block64x64").name(), "fp8-block64x64");
+  EXPECT_EQ(QuantScheme::parse("fp8").name(), "fp8-channel");
   test::TempDir dir;
   QuantizeOptions o;
   o.scheme = QuantScheme(GptqOptions{});

@@ -445,7 +445,10 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
       l.data_size += f.header().data_size();
       for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
     }
-    l.quantized = model->quantized();
+    if (const std::string undecoded = model->undecoded(); !undecoded.empty())
+      print_error("warning: " + undecoded + " (tensors listed as stored)");  // named, not read
+    else
+      l.quantized = model->quantized();
   } else if (tlio::looks_like_checkpoint(path)) {
     refuse_table_options(path, opt);
     print_checkpoint(path, json, json_out);

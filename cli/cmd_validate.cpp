@@ -27,24 +27,27 @@ struct Verdict {
   std::string shown, kind;
   bool json = false;
   std::vector<std::string>* json_items = nullptr;
+  std::string note = {};  // set by the body: a form tlio recognises but does not decode
 
   // `body` checks and returns the name as messages show it (a URL without its credentials).
-  int check(const std::function<std::string()>& body) const {
+  int check(const std::function<std::string()>& body) {
     if (!json) {
       return guarded([&] {
         const std::string name = body();
-        fmt::print("{}: OK{}\n", name,
+        fmt::print("{}: OK{}{}\n", name,
                    kind == "model"   ? " (model directory)"
                    : kind == "index" ? " (index and its shards)"
                    : kind == "gguf"  ? " (GGUF)"
-                                     : "");
+                                     : "",
+                   note.empty() ? "" : "; " + note);
         return kExitOk;
       });
     }
     std::string error, name = shown;
     const int rc = guarded_json([&] { name = body(); return kExitOk; }, error);
-    json_items->push_back(fmt::format("{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"error\":{}}}",
-                                      json_string(name), kind, rc == kExitOk, error));
+    json_items->push_back(fmt::format("{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"error\":{}{}}}",
+                                      json_string(name), kind, rc == kExitOk, error,
+                                      note.empty() ? "" : ",\"note\":" + json_string(note)));
     return rc;
   }
 };
@@ -76,9 +79,9 @@ int validate_folder(const std::string& dir, bool json, std::vector<std::string>&
     const char* kind = item.kind == tlio::FolderItem::Kind::model   ? "model"
                        : item.kind == tlio::FolderItem::Kind::index ? "index"
                                                                     : "file";
-    const Verdict v{shown, kind, json, &json_items};
+    Verdict v{shown, kind, json, &json_items};
     const auto check = [&] {
-      tlio::check_folder_item(dir, item);
+      v.note = tlio::check_folder_item(dir, item);
       return shown;
     };
     if (v.check(check) != kExitOk) rc = kExitFailure;
@@ -138,10 +141,16 @@ void add_validate(CLI::App& app, int& exit_code) {
         if (model) {
           const tlio::Model m = tlio::Model::open(path, open_options());
           m.check();  // files, index, tokenizer, architecture
+          v.note = m.undecoded();
           return m.name();
         }
         tlio::File f = tlio::File::open(path, open_options());
-        tlio::find_quantized_weights(f);  // consistency of quantized weights
+        try {
+          tlio::find_quantized_weights(f);  // consistency of quantized weights
+        } catch (const tlio::Error& e) {  // a well-formed file of a form tlio does not decode
+          if (e.code() != tlio::ErrorCode::unsupported || e.rule() != tlio::Rule::quant) throw;
+          v.note = e.detail();
+        }
         return f.name();
       });
       if (one != kExitOk) rc = kExitFailure;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tlio/error.hpp"
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
@@ -71,8 +72,9 @@ TLIO_API std::vector<FolderItem> folder_contents(const std::filesystem::path& di
 
 /// Checks one item of folder_contents(dir): a model with Model::open and check(), an index with
 /// its shards (every tensor where it says), a file by every rule; quantized weights too. Throws
-/// the first problem.
-TLIO_API void check_folder_item(const std::filesystem::path& dir, const FolderItem& item);
+/// the first problem. Returns "" or, for a well-formed item quantized in a form tlio does not
+/// decode, what that form is (Model::undecoded()).
+TLIO_API std::string check_folder_item(const std::filesystem::path& dir, const FolderItem& item);
 
 class TLIO_API Model {
  public:
@@ -100,8 +102,14 @@ class TLIO_API Model {
   /// Throws Error{not_found}.
   TensorView view(std::string_view name) const;
   /// Quantized weights over all files, of every scheme (a weight whose parts are in different
-  /// shards counts once, whole).
-  const std::vector<QuantizedWeight>& quantized() const noexcept { return quantized_; }
+  /// shards counts once, whole). Throws the Error{unsupported, "quant"} that names the form
+  /// when the model is quantized in one tlio recognises but does not decode (see undecoded()):
+  /// its stored tensors are not weights, and whoever asks for the weights learns why.
+  const std::vector<QuantizedWeight>& quantized() const;
+  /// What that form is ("quantized as HQQ (quant_method \"hqq\"), which tlio does not
+  /// decode; ..."), or "" when every quantized weight is decoded: inspect and validate name it
+  /// without failing, every reader of values is refused through quantized().
+  std::string undecoded() const { return undecoded_ ? undecoded_->detail() : std::string(); }
   /// config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
   /// "" without one.
   const std::string& quantization_config() const noexcept { return quantization_config_; }
@@ -121,6 +129,7 @@ class TLIO_API Model {
   bool sharded_ = false;
   std::vector<std::pair<std::string_view, ModelTensor>> index_;  // sorted by name
   std::vector<QuantizedWeight> quantized_;
+  std::optional<Error> undecoded_;  // the refusal of a form tlio does not decode
   std::string quantization_config_;
 };
 

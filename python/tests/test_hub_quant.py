@@ -410,6 +410,11 @@ def test_forms_tlio_does_not_decode_are_refused_by_name(tmp_path, tensors, confi
         assert r.returncode != 0 and says in r.stderr, (args, r.stderr)
         assert "does not decode" in r.stderr
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+    # Named without failing by the commands that do not need the values.
+    r = run("validate", src)
+    assert r.returncode == 0 and says in r.stdout and "does not decode" in r.stdout, r.stdout + r.stderr
+    r = run("inspect", src)
+    assert r.returncode == 0 and says in r.stderr, r.stderr
     with pytest.raises(ValueError, match=says):
         with tlio.safe_open(src, "np") as f:
             f.quantized()

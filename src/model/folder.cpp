@@ -118,24 +118,35 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
   return items;
 }
 
-void check_folder_item(const std::filesystem::path& dir, const FolderItem& item) {
+std::string check_folder_item(const std::filesystem::path& dir, const FolderItem& item) {
   const std::filesystem::path where = item.path.empty() ? dir : dir / item.path;
+  // The form of a well-formed item that tlio does not decode is named, not a failure.
+  const auto undecoded = [](const auto& find) -> std::string {
+    try {
+      find();
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::unsupported || e.rule() != Rule::quant) throw;
+      return e.detail();
+    }
+    return {};
+  };
   switch (item.kind) {
-    case FolderItem::Kind::model:
-      Model::open(where).check();
-      return;
+    case FolderItem::Kind::model: {
+      const Model m = Model::open(where);
+      m.check();
+      return m.undecoded();
+    }
     case FolderItem::Kind::index: {
       const detail::ModelLocation folder(detail::Location::local(where.parent_path()), {});
       const std::optional<detail::WeightFiles> shards =
           detail::open_indexed_weights(folder, where.filename().string());
       if (!shards) throw_io("cannot open", where.string(), std::make_error_code(std::errc::no_such_file_or_directory));
-      find_quantized_weights(shards->files);  // a weight's parts may be in any shard
-      return;
+      return undecoded([&] { find_quantized_weights(shards->files); });  // parts may be in any shard
     }
     case FolderItem::Kind::file:
-      find_quantized_weights(File::open(where));
-      return;
+      return undecoded([&] { find_quantized_weights(File::open(where)); });
   }
+  return {};
 }
 
 }  // namespace tlio

@@ -133,9 +133,16 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
     m.quantized_ = detail::find_quantized_weights(set);
   } catch (const Error& e) {
     const ModelTensor* t = m.find(e.tensor());
-    throw e.with_source(t ? m.files_[t->file].name() : dir_name);
+    Error named = e.with_source(t ? m.files_[t->file].name() : dir_name);
+    if (e.code() != ErrorCode::unsupported || e.rule() != Rule::quant) throw named;
+    m.undecoded_.emplace(std::move(named));  // thrown by quantized()
   }
   return m;
+}
+
+const std::vector<QuantizedWeight>& Model::quantized() const {
+  if (undecoded_) throw *undecoded_;
+  return quantized_;
 }
 
 bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options) {
@@ -167,6 +174,8 @@ void Model::check() const {
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::model, tensor, std::nullopt, std::move(detail), name_);
   };
+  // A form tlio does not decode has no logical weights to check against the architecture.
+  if (undecoded_) return;
   // Logical tensors: stored ones, with quantized pairs replaced by their logical weight.
   std::vector<std::pair<std::string, Shape>> logical;
   std::set<std::string> stored_parts;

@@ -45,7 +45,7 @@ enum class SchemeKind : uint8_t {
   int4,      ///< tinyllm "int4-g<group>-sym": <w>.qweight + <w>.scales
   bnb_4bit,  ///< bitsandbytes "nf4" / "fp4" (Linear4bit), optionally nested
   llm_int8,  ///< bitsandbytes "int8" (LLM.int8, Linear8bitLt)
-  fp8,       ///< F8_E4M3 weights times F32/BF16/F16 scales (read only)
+  fp8,       ///< F8_E4M3 weights times F32/BF16/F16 scales or E8M0 (MXFP8); blocks and rows written
   gptq,      ///< GPTQ v1 and v2, 2/3/4/8 bits (read only)
   awq,       ///< AWQ GEMM, 4 bits (read only)
   mxfp4,     ///< FP4 E2M1 codes times E8M0 scales per 32: gpt-oss, compressed-tensors (read only)

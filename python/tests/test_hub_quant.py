@@ -12,7 +12,7 @@ import torch
 
 import tlio
 from hub_quant_oracle import (AWQ_ORDER, awq_reference, bf16_bits, bits_equal, ct_fp8_reference,
-                              e4m3_encode, e4m3_values, f16_bytes, f32_bytes, fp8_block_reference,
+                              ct_int_reference, ct_pack, e4m3_encode, e4m3_values, f16_bytes, f32_bytes, fp8_block_reference,
                               gptq_reference, i32_bytes, pack_awq, pack_dim0, pack_dim1,
                               read_safetensors, write_folder, write_safetensors)
 
@@ -208,6 +208,35 @@ def test_quantize_fp8_channel_file_as_compressed_tensors(tmp_path):
     r = run("quantize", tmp_path / "n.safetensors", tmp_path / "o.safetensors", "--scheme", "fp8-block")
     assert r.returncode != 0 and '"l.weight"' in r.stderr and "NaN" in r.stderr, r.stderr
     assert not (tmp_path / "o.safetensors").exists()
+
+
+def test_convert_selection_renames_and_drops_dequantized_weights_across_shards(fp8_folder, tmp_path):
+    """--rename renames a dequantized weight as its stored tensors; --drop with a compressed-
+    tensors weight whose scales are in the other shard sees the whole model's weights."""
+    src, want, _ = fp8_folder
+    r = run("convert", src, tmp_path / "r", "--dtype", "bf16", "--rename", r"^model\.layers\.=blocks.")
+    assert r.returncode == 0, r.stderr
+    got = read_safetensors(tmp_path / "r" / "model-00001-of-00002.safetensors")[0]
+    assert "blocks.0.mlp.down_proj.weight" in got and DOWN not in got
+    bits_equal(np.frombuffer(got["blocks.0.mlp.down_proj.weight"][2], np.uint16).reshape(576, 300),
+               bf16_bits(torch.from_numpy(want)))
+
+    rng = np.random.default_rng(23)
+    q = rng.integers(-8, 8, size=(8, 64))
+    scale = (rng.random((8, 2)) * 0.01).astype(np.float32)
+    write_folder(tmp_path / "ct", {
+        "model-00001-of-00002.safetensors": {
+            "l.weight_packed": ("I32", [8, 8], i32_bytes(ct_pack(q, 4))),
+            "l.weight_shape": ("I64", [2], np.array([8, 64], "<i8").tobytes())},
+        "model-00002-of-00002.safetensors": {"l.weight_scale": ("F32", [8, 2], f32_bytes(scale)),
+                                             "lm_head.weight": ("F32", [2, 2], f32_bytes(np.ones((2, 2))))}},
+        {"model_type": "qwen3", "quantization_config": {"quant_method": "compressed-tensors",
+                                                        "format": "pack-quantized"}})
+    r = run("convert", tmp_path / "ct", tmp_path / "ct2", "--dtype", "f32", "--drop", "lm_head")
+    assert r.returncode == 0, r.stderr
+    got = read_safetensors(tmp_path / "ct2" / "model-00001-of-00002.safetensors")[0]
+    bits_equal(np.frombuffer(got["l.weight"][2], np.float32).reshape(8, 64),
+               ct_int_reference(q, torch.from_numpy(scale), np.arange(64) // 32).numpy())
 
 
 # ---- FP8 with weight_scale: compressed-tensors, AutoFP8, FBGEMM --------------------------------

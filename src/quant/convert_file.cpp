@@ -57,12 +57,17 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
   }
 
   ConvertFileReport report;
-  const SelectionPlan plan = plan_selection(src, options.tensors, allow_empty);
+  const SelectionPlan plan = plan_selection(src, options.tensors, allow_empty, &weights);
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
   report.ties_removed = plan.ties_removed;
   report.ties_repointed = plan.ties_repointed;
-  w.set_metadata(plan.metadata);
+  Metadata metadata = plan.metadata;
+  if (!weights.empty() && restored_at.size() == weights.size()) {  // nothing quantized is left
+    metadata.erase("quant");                 // tinyllm int4's record
+    metadata.erase("quantization_config");  // a lone FP8 file's
+  }
+  w.set_metadata(metadata);
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   std::map<std::string_view, const TensorInfo*> source_of;
   std::map<std::string_view, const QuantizedWeight*> restored_of;
@@ -71,12 +76,14 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
     report.data_bytes_in += t.byte_size();
     if (restored_parts.contains(t.name)) {
       if (auto q = restored_at.find(t.name); q != restored_at.end()) {
-        if (source_of.contains(q->second->name) || (src.header().find(q->second->name) &&
-                                                    !quantized_parts.contains(q->second->name)))
-          throw_invalid(fmt::format("cannot dequantize {}: a tensor of that name exists",
-                                    quote_name(q->second->name)));
-        w.declare(q->second->name, to, q->second->shape);
-        restored_of.emplace(q->second->name, q->second);
+        // Its name as the selection renames it (the parts' stem); a name taken is refused.
+        const auto renamed = plan.weight_names.find(q->second->name);
+        const std::string& name = renamed != plan.weight_names.end() ? renamed->second : q->second->name;
+        if (source_of.contains(name) || restored_of.contains(name) ||
+            (src.header().find(name) && !quantized_parts.contains(name)))
+          throw_invalid(fmt::format("cannot dequantize {}: a tensor of that name exists", quote_name(name)));
+        w.declare(name, to, q->second->shape);
+        restored_of.emplace(name, q->second);
       }
       continue;
     }
@@ -109,7 +116,7 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
     if (auto q = restored_of.find(t.name); q != restored_of.end()) {
       ++report.converted;
       ++report.dequantized;
-      write_decoded(set, *q->second, to, w, tick);
+      write_decoded(set, *q->second, to, w, t.name, tick);
       continue;
     }
     const TensorInfo& s = *source_of.at(t.name);

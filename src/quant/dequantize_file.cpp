@@ -36,7 +36,8 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
   const auto stored = stored_tensor_names(weights);
   auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
   Metadata meta = shard.metadata();
-  meta.erase("quant");
+  meta.erase("quant");  // tinyllm int4's record
+  meta.erase("quantization_config");  // a lone FP8 file's, as tlio quantize writes it
   w.set_metadata(meta);
   for (const TensorInfo& t : shard.tensors())
     if (!is_stored_part(t.name)) w.declare(t.name, t.dtype, t.shape);
@@ -55,7 +56,7 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
   for (const TensorInfo& t : shard.tensors())
     if (!is_stored_part(t.name)) kept.push_back(t.name);
   w.copy_many_from(shard, kept, {}, tick);
-  for (const QuantizedWeight* q : here) write_decoded(set, *q, dtype.value_or(q->dtype), w, tick);
+  for (const QuantizedWeight* q : here) write_decoded(set, *q, dtype.value_or(q->dtype), w, q->name, tick);
   return report;
 }
 

@@ -30,7 +30,7 @@ std::span<const SchemeEntry> scheme_entries() noexcept {
   return entries;
 }
 
-void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick) {
   // Chunks small enough to stay in the cache between being made and being written; a slice of
   // chunks for the cores, appended by another thread while the next slice is decoded.
@@ -39,10 +39,12 @@ void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Wri
   const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
   const Dtype decoded = direct ? to : Dtype::F32;  // other dtypes from the exact values
   const uint64_t n = checked_product(w.shape).value_or(0), unit = dtype_bits(decoded) / 8;
+  const std::string name(as);
   std::vector<std::byte> values[2], converted[2];
-  std::future<void> appending;
+  std::future<uint64_t> appending;
+  // Progress is reported here, on the caller's thread, once an append has finished.
   const auto wait_appended = [&] {
-    if (appending.valid()) appending.get();
+    if (appending.valid()) tick(appending.get());
   };
   try {
     for (uint64_t i = 0, cur = 0; i < n; i += kSlice, cur ^= 1) {
@@ -59,10 +61,10 @@ void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Wri
         convert(Dtype::F32, values[cur], to, converted[cur], m);
       }
       wait_appended();
-      appending = std::async(std::launch::async, [&out, &w, &tick, bytes = std::span<const std::byte>(
-                                                      direct ? values[cur] : converted[cur])] {
-        out.append(w.name, bytes);
-        tick(bytes.size());
+      const std::span<const std::byte> bytes = direct ? values[cur] : converted[cur];
+      appending = std::async(std::launch::async, [&out, &name, bytes] {
+        out.append(name, bytes);
+        return static_cast<uint64_t>(bytes.size());
       });
     }
     wait_appended();

@@ -79,10 +79,11 @@ struct SchemeEntry {
   std::unique_ptr<WeightEncoder> (*encoder)(const QuantScheme::Options&);
 };
 
-/// Writes weight `w` (all its elements, as `to`) into `out` in slices of a few MiB, each decoded
-/// on every core in cache-sized chunks (a decoder's read is safe from several threads); tick
-/// reports the bytes of each slice.
-void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+/// Writes weight `w` (all its elements, as `to`) into `out`'s tensor `as` in slices of a few
+/// MiB, each decoded on every core in cache-sized chunks (a decoder's read is safe from several
+/// threads) while the previous one is appended by another thread; tick reports the bytes of
+/// each slice, on the calling thread.
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick);
 
 /// The entries, one per SchemeKind, in SchemeKind order.

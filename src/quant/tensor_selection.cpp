@@ -112,7 +112,8 @@ void follow_ties(const File& src, const std::unordered_map<std::string_view, std
 
 }  // namespace
 
-SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty) {
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty,
+                             const std::vector<QuantizedWeight>* weights) {
   std::vector<std::regex> keep, drop;
   for (const std::string& re : selection.keep) keep.push_back(compile_regex(re, "keep"));
   for (const std::string& re : selection.drop) drop.push_back(compile_regex(re, "drop"));
@@ -137,8 +138,10 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
     std::string name;
   };
   std::unordered_map<std::string_view, Decision> decided;
+  std::map<std::string, std::string, std::less<>> weight_names;
   if (!selection.empty()) {
-    for (const QuantizedWeight& w : find_quantized_weights(src)) {
+    const std::vector<QuantizedWeight> own = weights ? std::vector<QuantizedWeight>{} : find_quantized_weights(src);
+    for (const QuantizedWeight& w : weights ? *weights : own) {
       const bool kept = selected(w.name);
       for (const std::string& part : w.stored) {
         if (part == w.name) continue;
@@ -161,12 +164,15 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
       const std::string stem = common_stem(w.stored);
       const std::string new_stem = rules.empty() ? stem : renamed(stem);
       for (const std::string& part : w.stored)
-        decided.emplace(src.header().at(part).name,
-                        Decision{kept, new_stem + part.substr(stem.size())});
+        if (const TensorInfo* t = src.header().find(part))  // this shard's parts
+          decided.emplace(t->name, Decision{kept, new_stem + part.substr(stem.size())});
+      if (kept)
+        weight_names.emplace(w.name, w.name.starts_with(stem) ? new_stem + w.name.substr(stem.size()) : w.name);
     }
   }
 
   SelectionPlan plan;
+  plan.weight_names = std::move(weight_names);
   // Tie records: a metadata value that names a tensor, under a key that names none. A tied
   // tensor left out whose alias is kept is written under the alias instead ("re-pointed").
   const auto is_tie = [&](const std::string& key, const std::string& value) {

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio::detail {
 
@@ -29,13 +31,19 @@ struct SelectionPlan {
   /// under the alias (ties_repointed; its record goes). Other entries are as they were.
   Metadata metadata;
   size_t ties_removed = 0, ties_repointed = 0;
+  /// Each quantized weight the selection keeps: its logical name -> the name it gets (renamed
+  /// as its stored tensors are), for rewrites that write it dequantized.
+  std::map<std::string, std::string, std::less<>> weight_names;
 };
 
 /// Applies `selection` to the tensors of `src` (see TensorSelection). Throws
 /// Error{invalid_argument} for a bad regex or replacement, for two tensors given one name
 /// (naming both sources and the name), and, unless `allow_empty` (a shard of a folder, whose
-/// caller checks the whole), when no tensor of a file that has some is kept.
-SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty = false);
+/// caller checks the whole), when no tensor of a file that has some is kept. `weights`: the
+/// quantized weights of the whole model `src` is a shard of (their parts may be in other
+/// shards); nullptr: `src`'s own.
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty = false,
+                             const std::vector<QuantizedWeight>* weights = nullptr);
 
 /// quantize's default selection: the weight of every linear layer, whatever the model calls it
 /// (`q_proj`, GPT-2's `c_attn`, NeoX's `query_key_value`, Mixtral's `w1`, Phi's `fc1`, an

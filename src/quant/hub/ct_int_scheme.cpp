@@ -89,8 +89,9 @@ void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape
                                  "or [..., out, groups]", quote_name(s.name), shape_text(s.shape),
                                  shape_text(weight)));
   if (groups == 1) return;  // channel
-  const std::optional<uint64_t> configured =
-      c.group_size ? std::optional(static_cast<uint64_t>(*c.group_size)) : std::nullopt;
+  std::optional<uint64_t> configured =
+      c.group_size && *c.group_size > 0 ? std::optional(static_cast<uint64_t>(*c.group_size)) : std::nullopt;
+  if (configured && *configured == 0) configured.reset();  // (hub_quant_config refuses 0)
   if (configured && ceil_div(in, *configured) == groups) {
     o.group = *configured;
   } else if (configured && c.ct_config_groups == 1 && !g_idx) {  // the only group's size is every weight's
@@ -158,7 +159,10 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   w.scheme = QuantScheme(o);
   w.shape = std::move(weight);
   w.dtype = s->dtype;
-  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor})
+  // int-quantized W8A8's static activation scales go with the weight.
+  const TensorInfo* input_scale = set.find(base + ".input_scale");
+  const TensorInfo* input_zero = set.find(base + ".input_zero_point");
+  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor, input_scale, input_zero})
     if (t) {
       w.stored.push_back(t->name);
       w.stored_bytes += t->byte_size();

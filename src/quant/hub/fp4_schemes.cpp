@@ -73,7 +73,12 @@ QuantizedWeight weight_of(std::string name, QuantScheme scheme, Shape shape,
 std::optional<QuantizedWeight> gpt_oss_weight(const TensorSet& set, const TensorInfo& blocks,
                                               std::string_view base, bool transposed) {
   const TensorInfo* scales = set.find(std::string(base) + (transposed ? "_scales" : ".scales"));
-  if (!scales || blocks.dtype != Dtype::U8) return std::nullopt;
+  if (blocks.dtype != Dtype::U8) return std::nullopt;
+  // U8 blocks of 16 bytes are MXFP4 codes: without their scales they are never read as plain.
+  if (!scales && blocks.shape.size() >= 3 && blocks.shape.back() == kMxGroup / 2)
+    fp4_error(blocks.name, fmt::format("{} has no {} (a shard read without the others?)", quote_name(blocks.name),
+                                       quote_name(std::string(base) + (transposed ? "_scales" : ".scales"))));
+  if (!scales) return std::nullopt;
   const Shape& b = blocks.shape;
   if (b.size() < 3 || b.back() != kMxGroup / 2)
     fp4_error(blocks.name, fmt::format("{} is {}; MXFP4 blocks are [..., out, in/32, 16]",

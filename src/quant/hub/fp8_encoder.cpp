@@ -106,9 +106,11 @@ class Fp8Encoder final : public WeightEncoder {
   static Dtype scale_dtype(const TensorInfo& t) {
     return t.dtype == Dtype::BF16 || t.dtype == Dtype::F16 ? t.dtype : Dtype::F32;
   }
-  // The scale as it will be read back: rounded to its stored dtype.
+  // The scale as it will be read back: rounded to its stored dtype; F16 at least its smallest
+  // normal (6.1e-5), so that a row of small values is not flushed to zero nor coarsely scaled.
   static float stored_scale(float s, Dtype d) {
     if (d == Dtype::F32) return s;
+    if (d == Dtype::F16 && s > 0) s = std::max(s, 0x1p-14f);
     std::byte b[2];
     convert(Dtype::F32, std::as_bytes(std::span(&s, 1)), d, b, 1);
     return scale_value(d, b);

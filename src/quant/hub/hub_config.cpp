@@ -140,7 +140,11 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   for (const char* key : {"bits", "w_bit", "wbits"})
     if (!c.bits) c.bits = positive(doc, key);
   for (const char* key : {"group_size", "q_group_size"})
-    if (!c.group_size) c.group_size = optional_int(doc, key);
+    if (!c.group_size) {
+      c.group_size = optional_int(doc, key);
+      if (c.group_size && *c.group_size != -1 && *c.group_size <= 0)
+        doc.fail(key, fmt::format("{} is {}; a group is -1 (one group) or a positive size", key, *c.group_size));
+    }
   c.sym = doc.optional_bool("sym");
   return c;
 }
@@ -162,6 +166,9 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
     // (<p>.weight with <p>.weight_scale is the FP8 scheme's: decoded)
     if (t->dtype == Dtype::F8_E4M3 && !n.ends_with(".weight") && set.find(std::string(n) + "_scale"))
       refuse("FBGEMM FP8 experts", fmt::format("{} with its _scale", quote_name(n)), t->name);
+    // ModelOpt's and AWQ-style smoothing: inputs scaled before the weight, which tlio would drop.
+    if (auto base = strip_suffix(n, ".pre_quant_scale"); base && set.find(std::string(*base) + ".weight"))
+      refuse("AWQ-style pre-quantization scales", quote_name(n), t->name);
     if (auto base = strip_suffix(n, ".scale"); base && t->dtype == Dtype::F8_E8M0) {
       const TensorInfo* w = set.find(std::string(*base) + ".weight");
       if (w) refuse("DeepSeek-V4 FP8/FP4 with E8M0 scales", quote_name(n), t->name);

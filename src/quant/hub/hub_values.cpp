@@ -43,7 +43,9 @@ void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
                     const std::function<void(uint64_t, std::span<float>)>& fill) {
   const uint64_t out_bytes = dtype_bits(out) / 8;
   check_destination(count, out, dst);
-  std::vector<float> values(std::min(count, kHubChunkElements));
+  // Kept by the thread: a fresh 256 KiB buffer per call costs an mmap and its page faults.
+  thread_local std::vector<float> values;
+  values.resize(std::max<size_t>(values.size(), std::min(count, kHubChunkElements)));
   for (uint64_t done = 0; done < count;) {
     const uint64_t m = std::min(kHubChunkElements, count - done);
     const std::span<float> chunk = std::span(values).first(m);

@@ -192,6 +192,10 @@ TEST(HubFormats, ConfigsOfFormsNotDecodedAreRefusedByName) {
             std::string::npos);
   // Other methods' options are theirs (bitsandbytes has its own quantization_config).
   EXPECT_EQ(refusal(plain, R"({"quant_method":"bitsandbytes","bits":"4","load_in_4bit":true})"), "accepted");
+  // A group of 0 is refused when the config is read (it once divided by zero).
+  const File ct = file_of({{"a.weight", Dtype::I8, {2, 4}}, {"a.weight_scale", Dtype::F32, {2, 2}}});
+  EXPECT_NE(refusal(ct, R"({"group_size":0})").find("group_size is 0; a group is -1 (one group) or a positive size"),
+            std::string::npos);
   // An F32 parameter named W_q is not HQQ's packed bytes.
   EXPECT_EQ(refusal(file_of({{"attn.W_q", Dtype::F32, {2, 2}}})), "accepted");
 }

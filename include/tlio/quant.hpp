@@ -47,7 +47,7 @@ enum class SchemeKind : uint8_t {
   llm_int8,  ///< bitsandbytes "int8" (LLM.int8, Linear8bitLt)
   fp8,       ///< F8_E4M3 weights times F32/BF16/F16 scales or E8M0 (MXFP8); blocks and rows written
   gptq,      ///< GPTQ v1 and v2, 2/3/4/8 bits (read only)
-  awq,       ///< AWQ GEMM, 4 bits (read only)
+  awq,       ///< AWQ GEMM and GEMV, 4 bits (read only)
   mxfp4,     ///< FP4 E2M1 codes times E8M0 scales per 32: gpt-oss, compressed-tensors (read only)
   nvfp4,     ///< FP4 E2M1 codes times E4M3 scales per 16 and a global scale (read only)
   ct_int,    ///< compressed-tensors integers, 1-8 bits, packed or I8 (read only)
@@ -85,6 +85,8 @@ struct GptqOptions {
 struct AwqOptions {
   uint64_t bits = 4;
   uint64_t group = 128;  ///< inputs per scale
+  /// AutoAWQ's GEMV layout (config version "gemv"): qweight [out, in/8] in natural order
+  bool gemv = false;
   friend bool operator==(const AwqOptions&, const AwqOptions&) = default;
 };
 struct Mxfp4Options {

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tlio
+import tlio.torch
 from hub_quant_oracle import (AWQ_ORDER, awq_reference, bf16_bits, bits_equal, ct_fp8_reference,
                               ct_int_reference, ct_pack, e4m3_encode, e4m3_values, f16_bytes, f32_bytes, fp8_block_reference,
                               gptq_reference, i32_bytes, pack_awq, pack_dim0, pack_dim1,
@@ -412,6 +413,68 @@ def test_awq_gemm_matches_autoawq(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_awq_gemv_from_its_config(tmp_path):
+    """GEMV (config version "gemv"): qweight [out, in/8] in natural nibble order along the
+    inputs, qzeros [out, W] along the groups, scales [out, 8W] (padded groups); (q - z) * s in
+    the scales' dtype. The reference packs with plain integer arithmetic."""
+    rng = np.random.default_rng(15)
+    n, k, group = 8, 96, 32  # 3 groups padded to 8: W = 1
+    q = rng.integers(0, 16, size=(n, k))
+    z = rng.integers(0, 16, size=(n, 8))
+    scales = (rng.random((n, 8)) * 0.01).astype(np.float16)
+
+    def natural(fields):  # [R, 8C] 4-bit fields -> [R, C] words, field j of a word at bits 4j
+        words = np.zeros((fields.shape[0], fields.shape[1] // 8), dtype=np.uint64)
+        for j in range(8):
+            words |= fields[:, j::8].astype(np.uint64) << np.uint64(4 * j)
+        return words.astype(np.uint32)
+
+    write_folder(tmp_path / "a", {"model.safetensors": {
+        "l.qweight": ("I32", [n, k // 8], i32_bytes(natural(q))),
+        "l.qzeros": ("I32", [n, 1], i32_bytes(natural(z))),
+        "l.scales": ("F16", [n, 8], f16_bytes(scales))}},
+        {"model_type": "gpt_neox", "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": group,
+                                                           "zero_point": True, "version": "gemv"}})
+    g = np.arange(k) // group
+    want = torch.from_numpy(q - z[:, g]).to(torch.float16) * torch.from_numpy(scales)[:, g]
+    with tlio.safe_open(tmp_path / "a", "np") as f:
+        [w] = f.quantized()
+        assert (w["scheme"], w["shape"], w["dtype"]) == ("awq-4bit-g32-gemv", [8, 96], "F16")
+        bits_equal(f.get_dequantized("l.weight"), want.numpy())
+    r = run("dequantize", tmp_path / "a", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    got = read_safetensors(tmp_path / "out" / "model.safetensors")[0]["l.weight"]
+    bits_equal(np.frombuffer(got[2], np.float16).reshape(8, 96), want.numpy())
+
+
+@pytest.mark.parametrize("form", ["gpt-oss", "nvfp4", "ct-int5-asym", "fp8-block", "gptq-3bit"])
+@pytest.mark.parametrize("spec", [(slice(3, 9),), (slice(None), slice(5, 37)), (1, slice(2, 30))])
+def test_read_plan_slices_equal_slices_of_the_whole(tmp_path, form, spec):
+    """A read plan reads only the stored parts a slice needs (each scheme's parts map): its
+    values equal the same slice of the whole weight."""
+    rng = np.random.default_rng(16)
+    raw = lambda *shape: rng.integers(0, 256, size=shape, dtype=np.uint8).tobytes()  # noqa: E731
+    tensors = {
+        "gpt-oss": {"e.down_proj_blocks": ("U8", [2, 40, 3, 16], raw(2, 40, 3, 16)),
+                    "e.down_proj_scales": ("U8", [2, 40, 3], rng.integers(120, 130, (2, 40, 3), np.uint8).tobytes())},
+        "nvfp4": {"l.weight_packed": ("U8", [50, 32], raw(50, 32)),
+                  "l.weight_scale": ("F8_E4M3", [50, 4], rng.integers(0x30, 0x48, (50, 4), np.uint8).tobytes()),
+                  "l.weight_global_scale": ("F32", [1], f32_bytes(np.float32([0.37])))},
+        "ct-int5-asym": {"l.weight_packed": ("I32", [30, 16], raw(30, 16, 4)),
+                         "l.weight_shape": ("I64", [2], np.array([30, 100], "<i8").tobytes()),
+                         "l.weight_scale": ("F16", [30, 4], f16_bytes(rng.random((30, 4)) * 0.01)),
+                         "l.weight_zero_point": ("I32", [5, 4], raw(5, 4, 4))},
+        "fp8-block": {"l.weight": ("F8_E4M3", [40, 300], fp8_codes(rng, (40, 300)).tobytes()),
+                      "l.weight_scale_inv": ("F32", [1, 3], f32_bytes(rng.random((1, 3))))},
+    }.get(form) or gptq_tensors(rng, 3, 64, 32, 16, v1=True, desc_act=True)[0]
+    write_safetensors(tmp_path / "q.safetensors", tensors)
+    with tlio.safe_open(tmp_path / "q.safetensors", "pt") as f:
+        [w] = f.quantized()
+        whole = f.get_dequantized(w["name"], "F32")
+    got = tlio.torch.load_sharded(tmp_path / "q.safetensors", {w["name"]: spec}, dtype="F32")
+    bits_equal(got[w["name"]].numpy(), whole[spec].contiguous().numpy())
+
+
 # ---- refused by name -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tensors, config, says", [
@@ -425,6 +488,7 @@ def test_awq_gemm_matches_autoawq(tmp_path):
     ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "modelopt", "quant_algo": "W4A16_AWQ"},
      "ModelOpt W4A16_AWQ"),
     ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "awq", "version": "gemv_fast"}, "AWQ gemv_fast"),
+    ({"x.weight": ("F32", [2, 2], bytes(16))}, {"quant_method": "awq", "version": "exllama"}, "AWQ exllama"),
 ])
 def test_forms_tlio_does_not_decode_are_refused_by_name(tmp_path, tensors, config, says):
     if config is None:

@@ -33,7 +33,8 @@ Shape recorded_shape(const TensorSet& set, const TensorInfo& t) {
       t.shape[0] > 3)
     ct_error(t.name, fmt::format("{} is {} {}; a weight_shape is 2 or 3 integers", quote_name(t.name),
                                  dtype_name(t.dtype), shape_text(t.shape)));
-  const std::byte* bytes = set.view(t.name).bytes().data();
+  const TensorView view = set.view(t.name);  // kept: a pread file's view owns its bytes
+  const std::byte* bytes = view.bytes().data();
   Shape shape;
   for (uint64_t i = 0; i < t.shape[0]; ++i) {
     int64_t v = 0;

@@ -38,8 +38,29 @@ constexpr uint64_t kTileRows = 32;
 struct PackedLayout {
   SchemeKind kind;
   uint64_t bits, group, in, out;
-  bool v2;
+  bool v2, gemv;
 };
+
+// AutoAWQ's GEMV layout, which only the config tells from the others: qweight [out, in/8] and
+// qzeros [out, W], eight 4-bit fields per word in natural order along the inputs and the
+// groups; scales [out, 8W] (W words of zero points cover the groups, padded).
+PackedLayout gemv_layout(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z, const TensorInfo& s) {
+  const uint64_t out = q.shape[0], in = q.shape[1] * 8;
+  if (z.shape[0] != out || s.shape[0] != out || s.shape[1] != z.shape[1] * 8)
+    packed_error(q.name, fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
+                                     "[out, 8W]", quote_name(q.name), shape_text(q.shape), quote_name(z.name),
+                                     shape_text(z.shape), quote_name(s.name), shape_text(s.shape)));
+  if (!c.group_size || *c.group_size == 0 || *c.group_size < -1)
+    packed_error(q.name, fmt::format("{} is AWQ GEMV, whose group size only quantization_config's "
+                                     "group_size (q_group_size) says", quote_name(q.name)));
+  const uint64_t group = *c.group_size == -1 ? in : static_cast<uint64_t>(*c.group_size);
+  if (c.bits && *c.bits != 4)
+    packed_error(q.name, fmt::format("quantization_config says {} bits; AWQ GEMV packs 4", *c.bits));
+  if (in > 0 && ceil_div(in, group) > s.shape[1])
+    packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}", quote_name(s.name),
+                                     s.shape[1], in, group, ceil_div(in, group)));
+  return {SchemeKind::awq, 4, group, in, out, false, true};
+}
 
 // bits: from the config, else from g_idx's length, else from the zero points' width.
 uint64_t gptq_bits(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z,
@@ -68,6 +89,10 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) || s.shape.size() != 2)
     packed_error(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
                                      quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
+  if (c.method == "awq" && (c.version == "gemv" || c.version == "GEMV" || c.checkpoint_format == "gemv")) {
+    if (g_idx) packed_error(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+    return gemv_layout(c, q, z, s);
+  }
   const uint64_t groups = s.shape[0], out = s.shape[1];
   if (groups == 0 || out == 0 || q.shape[0] == 0)
     packed_error(s.name, fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
@@ -150,7 +175,7 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
     if (kind == SchemeKind::gptq)
       w.scheme = QuantScheme(GptqOptions{l.bits, l.group, l.v2});
     else
-      w.scheme = QuantScheme(AwqOptions{l.bits, l.group});
+      w.scheme = QuantScheme(AwqOptions{l.bits, l.group, l.gemv});
     w.shape = Shape{l.out, l.in};
     w.dtype = s->dtype;
     w.stored = {qp->name, z->name, s->name};
@@ -187,7 +212,8 @@ class PackedDecoder final : public WeightDecoder {
     const uint64_t groups = s.shape[0];
     scales_ = set.f32(w.stored[2]);
     // Zero points unpacked once: [groups, out], small beside the weight.
-    const std::byte* zw = set.view(w.stored[1]).bytes().data();
+    const TensorView zeros = set.view(w.stored[1]);  // kept: a pread file's view owns its bytes
+    const std::byte* zw = zeros.bytes().data();
     const uint64_t z_cols = set.at(w.stored[1]).shape[1];
     zeros_.resize(groups * out_);
     const uint32_t mask = (1u << bits_) - 1;
@@ -249,6 +275,42 @@ class PackedDecoder final : public WeightDecoder {
   std::vector<uint32_t> group_of_;
 };
 
+// AWQ GEMV: stored as the Linear's [out, in], read element by element.
+class AwqGemvDecoder final : public WeightDecoder {
+ public:
+  AwqGemvDecoder(const TensorSet& set, const QuantizedWeight& w)
+      : qweight_(set.view(w.stored[0])),
+        qzeros_(set.view(w.stored[1])),
+        scales_(set.view(w.stored[2])),
+        scale_dtype_(set.at(w.stored[2]).dtype),
+        in_(w.shape[1]),
+        group_(w.scheme.block() ? w.scheme.block() : w.shape[1]),
+        z_words_(set.at(w.stored[1]).shape[1]),
+        reference_(w.dtype) {}
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    decode_chunked(first, count, reference_, out, dst, [&](uint64_t e, std::span<float> v) {
+      const std::byte* q = qweight_.bytes().data();
+      const std::byte* z = qzeros_.bytes().data();
+      const std::byte* s = scales_.bytes().data();
+      const uint64_t scale_bytes = dtype_bits(scale_dtype_) / 8;
+      for (size_t i = 0; i < v.size(); ++i) {
+        const uint64_t n = (e + i) / in_, k = (e + i) % in_, g = k / group_;
+        const uint32_t code = (load_word(q, n * (in_ / 8) + k / 8) >> (4 * (k % 8))) & 0xF;
+        const uint32_t zero = (load_word(z, n * z_words_ + g / 8) >> (4 * (g % 8))) & 0xF;
+        const float scale = scale_value(scale_dtype_, s + (n * z_words_ * 8 + g) * scale_bytes);
+        v[i] = (static_cast<float>(code) - static_cast<float>(zero)) * scale;
+      }
+    });
+  }
+
+ private:
+  TensorView qweight_, qzeros_, scales_;
+  Dtype scale_dtype_;
+  uint64_t in_, group_, z_words_;
+  Dtype reference_;
+};
+
 std::vector<StoredPart> whole_parts(const TensorSet&, const QuantizedWeight& w) {
   // Stored transposed: a slice of output rows needs every word row, so each part is read whole.
   std::vector<StoredPart> parts;
@@ -257,6 +319,8 @@ std::vector<StoredPart> whole_parts(const TensorSet&, const QuantizedWeight& w) 
 }
 
 std::shared_ptr<const WeightDecoder> packed_decoder(const TensorSet& set, const QuantizedWeight& w) {
+  if (const auto* a = std::get_if<AwqOptions>(&w.scheme.options()); a && a->gemv)
+    return std::make_shared<AwqGemvDecoder>(set, w);
   return std::make_shared<PackedDecoder>(set, w);
 }
 
@@ -290,13 +354,14 @@ const SchemeEntry& gptq_scheme_entry() noexcept {
 
 const SchemeEntry& awq_scheme_entry() noexcept {
   static const SchemeEntry entry{
-      {SchemeKind::awq, "awq-4bit[-g<group>]", "awq-4bit-g128",
-       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)",
+      {SchemeKind::awq, "awq-4bit[-g<group>][-gemv]", "awq-4bit-g128",
+       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)\n"
+       "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + <p>.scales [out, 8W]",
        std::span(kNoOptions).first(0), true},
       [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
       [](const QuantScheme::Options& o) {
         const auto& a = std::get<AwqOptions>(o);
-        return fmt::format("awq-{}bit{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "");
+        return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "", a.gemv ? "-gemv" : "");
       },
       [](const QuantScheme::Options& o) {
         if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ's GEMM layout packs 4 bits");

@@ -63,7 +63,9 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
     return "GPTQ " + c.checkpoint_format;
   for (const std::string& layout : {c.version, c.checkpoint_format})  // GPTQModel writes "format"
-    if (m == "awq" && !layout.empty() && layout != "gemm" && layout != "GEMM") return "AWQ " + layout;
+    if (m == "awq" && !layout.empty() && layout != "gemm" && layout != "GEMM" && layout != "gemv" &&
+        layout != "GEMV")
+      return "AWQ " + layout;
   return std::nullopt;
 }
 

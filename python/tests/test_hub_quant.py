@@ -137,6 +137,26 @@ def test_convert_dequantizes_and_never_casts_fp8_codes(fp8_folder, tmp_path):
     assert got[DOWN][2] == shards["model-00001-of-00002.safetensors"][DOWN][2]
     assert "quantization_config" in json.loads((tmp_path / "x" / "config.json").read_text())
 
+    # Partly dequantized: the dequantized module joins the modules the loaders keep plain.
+    (src / "config.json").write_text(json.dumps(dict(json.loads((src / "config.json").read_text())) | {
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128],
+                                "modules_to_not_convert": ["lm_head"]}}))
+    second = "model.layers.1.mlp.down_proj.weight"
+    shard = src / "model-00002-of-00002.safetensors"
+    tensors, meta = read_safetensors(shard)
+    codes = np.full((4, 4), 0x38, np.uint8)
+    tensors.update({second: ("F8_E4M3", [4, 4], codes.tobytes()),
+                    second + "_scale_inv": ("F32", [1, 1], f32_bytes(np.float32([2])))})
+    write_safetensors(shard, tensors, meta)
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    index["weight_map"].update({second: shard.name, second + "_scale_inv": shard.name})
+    index["metadata"]["total_size"] += 16 + 4
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+    r = run("convert", src, tmp_path / "p", "--dtype", "bf16", "--include", "layers.0")
+    assert r.returncode == 0, r.stderr
+    config = json.loads((tmp_path / "p" / "config.json").read_text())["quantization_config"]
+    assert config["modules_to_not_convert"] == ["lm_head", "model.layers.0.mlp.down_proj"]
+
 
 # ---- quantize to FP8 ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 // (tlio/folder_rewrite.hpp): each a step per shard (quant/rewrite_steps.hpp) over the shared
 // folder rewrite, with the checks of the whole folder and config.json's edits.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -45,6 +46,34 @@ std::string with_dtype(const std::string& config, const std::string& source, Dty
   return out;
 }
 
+// config.json whose quantization_config lists the modules of `restored` (dequantized by a
+// convert that left others quantized) among those its loaders must not treat as quantized:
+// compressed-tensors' "ignore", the others' "modules_to_not_convert".
+std::string with_plain_modules(const std::string& config, const std::string& source,
+                               const std::vector<const QuantizedWeight*>& restored) {
+  const std::optional<std::string> qc = detail::json_member_text(config, "quantization_config", source, Rule::model);
+  if (!qc) return config;
+  const detail::JsonDoc doc(*qc, source, Rule::model);
+  const std::string key =
+      doc.optional_string("quant_method").value_or("") == "compressed-tensors" ? "ignore" : "modules_to_not_convert";
+  std::vector<std::string> names;
+  simdjson::dom::array listed;
+  if (doc.root()[key].get_array().get(listed) == simdjson::SUCCESS)
+    for (simdjson::dom::element e : listed)
+      if (std::string_view v; e.get_string().get(v) == simdjson::SUCCESS) names.push_back(detail::quote_name(v));
+  for (const QuantizedWeight* q : restored) {
+    // The module holding the weight: "<m>.weight" -> "<m>"; gpt-oss's experts "<m>.gate_up_proj" -> "<m>".
+    std::string_view module = q->name;
+    if (module.ends_with(".weight") || q->scheme.kind() == SchemeKind::mxfp4)
+      module = module.substr(0, module.rfind('.') == std::string_view::npos ? module.size() : module.rfind('.'));
+    if (std::find(names.begin(), names.end(), detail::quote_name(module)) == names.end())
+      names.push_back(detail::quote_name(module));
+  }
+  const std::string edited =
+      detail::set_json_member(*qc, key, fmt::format("[{}]", fmt::join(names, ", ")), source, Rule::model);
+  return detail::set_json_member(config, "quantization_config", edited, source, Rule::model);
+}
+
 detail::FolderSource open_folder(const std::string& src, const FolderOptions& folder) {
   return detail::FolderSource(detail::Location::parse(src), folder.open);
 }
@@ -77,9 +106,10 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
                                   bool convert_dtypes, const FolderOptions& folder) {
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
-  // A model whose quantized weights are all dequantized is no longer quantized.
-  const bool plain = !weights.empty() &&
-                     detail::weights_to_restore(weights, options, convert_dtypes).size() == weights.size();
+  // A model whose quantized weights are all dequantized is no longer quantized; one partly
+  // dequantized names the plain modules in its config.
+  const std::vector<const QuantizedWeight*> restored = detail::weights_to_restore(weights, options, convert_dtypes);
+  const bool plain = !weights.empty() && restored.size() == weights.size();
   ConvertFileReport total;
   detail::FolderRewrite how;
   how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
@@ -90,7 +120,9 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
   if (convert_dtypes)
     how.edit_config = [&](const std::string& text, const std::string& name) {
       const std::string edited =
-          plain ? detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model) : text;
+          plain               ? detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model)
+          : restored.empty() ? text
+                              : with_plain_modules(text, name, restored);
       return with_dtype(edited, name, options.dtype);
     };
   how.before_publish = [&] { refuse_empty_selection(total.converted + total.kept, total.dropped, source); };

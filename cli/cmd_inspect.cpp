@@ -34,12 +34,8 @@ std::string quant_label(const tlio::QuantizedWeight& q) {
                          q.scheme.nested() ? " nested" : "", tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::llm_int8:
       return "int8 (LLM.int8)";
-    case tlio::SchemeKind::fp8:
-    case tlio::SchemeKind::gptq:
-    case tlio::SchemeKind::awq:
-    case tlio::SchemeKind::mxfp4:
-    case tlio::SchemeKind::nvfp4:
-    case tlio::SchemeKind::ct_int:
+    case tlio::SchemeKind::fp8: case tlio::SchemeKind::gptq: case tlio::SchemeKind::awq:  // the Hub's
+    case tlio::SchemeKind::mxfp4: case tlio::SchemeKind::nvfp4: case tlio::SchemeKind::ct_int:
       return fmt::format("{} -> {}", q.scheme.name(), tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::int4:
       break;
@@ -445,10 +441,8 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
       l.data_size += f.header().data_size();
       for (const auto& t : f.tensors()) l.tensors.push_back({&t, model->file_names()[i]});
     }
-    if (const std::string undecoded = model->undecoded(); !undecoded.empty())
-      print_error("warning: " + undecoded + " (tensors listed as stored)");  // named, not read
-    else
-      l.quantized = model->quantized();
+    if (model->undecoded().empty()) l.quantized = model->quantized();
+    else print_error("warning: " + model->undecoded() + " (tensors listed as stored)");  // named, not read
   } else if (tlio::looks_like_checkpoint(path)) {
     refuse_table_options(path, opt);
     print_checkpoint(path, json, json_out);

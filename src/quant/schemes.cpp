@@ -30,6 +30,21 @@ std::span<const SchemeEntry> scheme_entries() noexcept {
   return entries;
 }
 
+SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::string_view example,
+                            std::string_view layout, decltype(SchemeEntry::name) name,
+                            decltype(SchemeEntry::validate) validate, decltype(SchemeEntry::detect) detect,
+                            decltype(SchemeEntry::decoder) decoder, decltype(SchemeEntry::parts) parts) {
+  return {{kind, syntax, example, layout, {}, true},
+          [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+          name,
+          validate,
+          [](QuantScheme::Options&, std::string_view, std::string_view) {},
+          detect,
+          decoder,
+          parts,
+          [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+}
+
 void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick) {
   // Chunks small enough to stay in the cache between being made and being written; a slice of

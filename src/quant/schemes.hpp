@@ -86,6 +86,13 @@ struct SchemeEntry {
 void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick);
 
+/// The entry of a scheme tlio reads but does not write: no name parses to it, it has no
+/// options, and its encoder is nullptr (its info read_only).
+SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::string_view example,
+                            std::string_view layout, decltype(SchemeEntry::name) name,
+                            decltype(SchemeEntry::validate) validate, decltype(SchemeEntry::detect) detect,
+                            decltype(SchemeEntry::decoder) decoder, decltype(SchemeEntry::parts) parts);
+
 /// The entries, one per SchemeKind, in SchemeKind order.
 std::span<const SchemeEntry> scheme_entries() noexcept;
 inline const SchemeEntry& scheme_entry(SchemeKind kind) noexcept {

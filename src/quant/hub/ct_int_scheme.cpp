@@ -23,15 +23,11 @@ namespace {
 
 constexpr uint64_t kMaxBits = 8;
 
-[[noreturn]] void ct_error(const std::string& tensor, std::string detail) {
-  throw_format(Rule::quant, tensor, std::move(detail));
-}
-
 // The logical shape a weight_shape tensor holds (I64 or I32 values).
 Shape recorded_shape(const TensorSet& set, const TensorInfo& t) {
   if ((t.dtype != Dtype::I64 && t.dtype != Dtype::I32) || t.shape.size() != 1 || t.shape[0] < 2 ||
       t.shape[0] > 3)
-    ct_error(t.name, fmt::format("{} is {} {}; a weight_shape is 2 or 3 integers", quote_name(t.name),
+    malformed(t.name, fmt::format("{} is {} {}; a weight_shape is 2 or 3 integers", quote_name(t.name),
                                  dtype_name(t.dtype), shape_text(t.shape)));
   const TensorView view = set.view(t.name);  // kept: a pread file's view owns its bytes
   const std::byte* bytes = view.bytes().data();
@@ -45,7 +41,7 @@ Shape recorded_shape(const TensorSet& set, const TensorInfo& t) {
       std::memcpy(&v32, bytes + 4 * i, 4);
       v = v32;
     }
-    if (v < 0) ct_error(t.name, fmt::format("{} holds {}", quote_name(t.name), v));
+    if (v < 0) malformed(t.name, fmt::format("{} holds {}", quote_name(t.name), v));
     shape.push_back(static_cast<uint64_t>(v));
   }
   return shape;
@@ -55,7 +51,7 @@ Shape recorded_shape(const TensorSet& set, const TensorInfo& t) {
 uint64_t packed_bits(const HubQuantConfig& c, const TensorInfo& packed, uint64_t in) {
   const uint64_t words = packed.shape.back();
   if (in / 32 > words)  // more fields than 1-bit fields would fill (and in * bits cannot overflow)
-    ct_error(packed.name, fmt::format("{} has {} words per row; {} inputs need more",
+    malformed(packed.name, fmt::format("{} has {} words per row; {} inputs need more",
                                       quote_name(packed.name), words, in));
   const auto fits = [&](uint64_t b) { return ceil_div(in * b, 32) == words; };
   if (c.bits && *c.bits <= kMaxBits && fits(*c.bits)) return *c.bits;
@@ -63,7 +59,7 @@ uint64_t packed_bits(const HubQuantConfig& c, const TensorInfo& packed, uint64_t
   for (uint64_t b = 1; b <= kMaxBits; ++b)
     if (fits(b)) widths.push_back(b);
   if (widths.size() != 1)
-    ct_error(packed.name,
+    malformed(packed.name,
              fmt::format("{} has {} words per row for {} inputs: {}", quote_name(packed.name), words, in,
                          widths.empty() ? std::string("no width of 1 to 8 bits packs that")
                                         : fmt::format("{} bits all fit; the model's quantization_config "
@@ -75,7 +71,7 @@ uint64_t packed_bits(const HubQuantConfig& c, const TensorInfo& packed, uint64_t
 void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape& weight, bool g_idx,
                        CtIntOptions& o) {
   if (s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
-    ct_error(s.name, fmt::format("{} is {}; integer weights' scales are F32, BF16 or F16",
+    malformed(s.name, fmt::format("{} is {}; integer weights' scales are F32, BF16 or F16",
                                  quote_name(s.name), dtype_name(s.dtype)));
   const uint64_t in = weight.back();
   const std::span<const uint64_t> rows(weight.begin(), weight.end() - 1);
@@ -86,7 +82,7 @@ void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape
   const bool rows_match = s.shape.size() == weight.size() && std::equal(rows.begin(), rows.end(), s.shape.begin());
   const uint64_t groups = rows_match ? s.shape.back() : 0;
   if (groups == 0)
-    ct_error(s.name, fmt::format("{} is {}; the scales of a {} weight are one value, [..., out, 1] "
+    malformed(s.name, fmt::format("{} is {}; the scales of a {} weight are one value, [..., out, 1] "
                                  "or [..., out, groups]", quote_name(s.name), shape_text(s.shape),
                                  shape_text(weight)));
   if (groups == 1) return;  // channel
@@ -96,12 +92,12 @@ void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape
   if (configured && ceil_div(in, *configured) == groups) {
     o.group = *configured;
   } else if (configured && c.ct_config_groups == 1 && !g_idx) {  // the only group's size is every weight's
-    ct_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} (quantization_config) need {}",
+    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} (quantization_config) need {}",
                                  quote_name(s.name), groups, in, *configured, ceil_div(in, *configured)));
   } else if (in % groups == 0 || g_idx) {  // with g_idx the group size is only a name
     o.group = ceil_div(in, groups);
   } else {
-    ct_error(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells apart{}",
+    malformed(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells apart{}",
                                  quote_name(s.name), groups, in,
                                  configured ? fmt::format(" (quantization_config's group_size {} gives {})",
                                                           *configured, ceil_div(in, *configured))
@@ -117,7 +113,7 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   for (const auto& [part, found] : {std::pair{".weight_scale", s != nullptr},
                                     std::pair{".weight_shape", !packed || shape_tensor}})
     if (!found)
-      ct_error(q.name, fmt::format("{} has no {} (a shard read without the others?)",
+      malformed(q.name, fmt::format("{} has no {} (a shard read without the others?)",
                                    quote_name(q.name), quote_name(base + part)));
   const TensorInfo* z = set.find(base + ".weight_zero_point");
   const TensorInfo* g_idx = set.find(base + ".weight_g_idx");
@@ -128,18 +124,18 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   if (packed) {
     weight = recorded_shape(set, *shape_tensor);
     if (q.shape.size() != weight.size() || !std::equal(weight.begin(), weight.end() - 1, q.shape.begin()))
-      ct_error(q.name, fmt::format("{} is {}; {} says the weight is {}", quote_name(q.name),
+      malformed(q.name, fmt::format("{} is {}; {} says the weight is {}", quote_name(q.name),
                                    shape_text(q.shape), quote_name(shape_tensor->name), shape_text(weight)));
     o.bits = packed_bits(config, q, weight.back());
   } else {
     o.bits = 8;
     if (q.shape.size() < 2)
-      ct_error(q.name, fmt::format("{} is {}; an I8 weight with scales is a matrix", quote_name(q.name),
+      malformed(q.name, fmt::format("{} is {}; an I8 weight with scales is a matrix", quote_name(q.name),
                                    shape_text(q.shape)));
   }
   scale_granularity(config, *s, weight, g_idx != nullptr, o);
   if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{weight.back()} || o.tensor))
-    ct_error(g_idx->name, fmt::format("{} is {} {}; a g_idx of a {} weight with group scales is I32 [{}]",
+    malformed(g_idx->name, fmt::format("{} is {} {}; a g_idx of a {} weight with group scales is I32 [{}]",
                                       quote_name(g_idx->name), dtype_name(g_idx->dtype),
                                       shape_text(g_idx->shape), shape_text(weight), weight.back()));
   if (g_idx)  // checked here, so that validate reports a bad group
@@ -151,7 +147,7 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
     Shape need = s->shape;  // unpacked zero points sit beside their scales
     if (packed) need[need.size() - 2] = ceil_div(need[need.size() - 2] * o.bits, 32);
     if (z->dtype != (packed ? Dtype::I32 : Dtype::I8) || z->shape != need)
-      ct_error(z->name, fmt::format("{} is {} {}; the zero points of {} are {} {}", quote_name(z->name),
+      malformed(z->name, fmt::format("{} is {} {}; the zero points of {} are {} {}", quote_name(z->name),
                                     dtype_name(z->dtype), shape_text(z->shape), quote_name(q.name),
                                     packed ? "I32" : "I8", shape_text(need)));
   }
@@ -163,11 +159,7 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   // int-quantized W8A8's static activation scales go with the weight.
   const TensorInfo* input_scale = set.find(base + ".input_scale");
   const TensorInfo* input_zero = set.find(base + ".input_zero_point");
-  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor, input_scale, input_zero})
-    if (t) {
-      w.stored.push_back(t->name);
-      w.stored_bytes += t->byte_size();
-    }
+  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor, input_scale, input_zero}) add_stored(w, t);
   return w;
 }
 
@@ -186,7 +178,7 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
           (s->dtype == Dtype::U8 || s->dtype == Dtype::F8_E8M0 ||
            set.find(std::string(*base) + ".weight_global_scale")))
         continue;  // packed FP4: mxfp4's or nvfp4's
-      ct_error(t->name, fmt::format("{} is {}{}; compressed-tensors packs integers into I32, and FP4 "
+      malformed(t->name, fmt::format("{} is {}{}; compressed-tensors packs integers into I32, and FP4 "
                                     "into U8 beside E8M0 scales or a global scale", quote_name(t->name),
                                     dtype_name(t->dtype), s ? "" : " without its weight_scale"));
     }
@@ -306,32 +298,26 @@ std::string ct_int_name(const QuantScheme::Options& options) {
   return fmt::format("ct-int{}-{}{}", o.bits, scope, o.asym ? "-asym" : "");
 }
 
-constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
-
 }  // namespace
 
 const SchemeEntry& ct_int_scheme_entry() noexcept {
-  static const SchemeEntry entry{
-      {SchemeKind::ct_int, "ct-int<bits>-g<group>, ct-int<bits>-channel, ct-int<bits>-tensor [-asym]",
-       "ct-int4-g128",
-       "<p>.weight_packed I32 [out, in*bits/32] + <p>.weight_shape + <p>.weight_scale "
-       "[+ <p>.weight_zero_point] [+ <p>.weight_g_idx]\n"
-       "<p>.weight I8 + <p>.weight_scale [+ <p>.weight_zero_point I8]",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+  static const SchemeEntry entry = read_only_entry(
+      SchemeKind::ct_int, "ct-int<bits>-g<group>, ct-int<bits>-channel, ct-int<bits>-tensor [-asym]",
+      "ct-int4-g128",
+      "<p>.weight_packed I32 [out, in*bits/32] + <p>.weight_shape + <p>.weight_scale "
+      "[+ <p>.weight_zero_point] [+ <p>.weight_g_idx]\n"
+      "<p>.weight I8 + <p>.weight_scale [+ <p>.weight_zero_point I8]",
       ct_int_name,
       [](const QuantScheme::Options& o) {
         const uint64_t bits = std::get<CtIntOptions>(o).bits;
         if (bits == 0 || bits > kMaxBits)
           throw_invalid(fmt::format("compressed-tensors packs 1 to 8 bits, not {}", bits));
       },
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
       detect,
       [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
         return std::make_shared<CtIntDecoder>(set, w);
       },
-      ct_int_parts,
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+      ct_int_parts);
   return entry;
 }
 

@@ -23,20 +23,16 @@
 namespace tlio::detail {
 namespace {
 
-constexpr uint64_t kMxGroup = 32, kNvGroup = 16;
-
-[[noreturn]] void fp4_error(const std::string& tensor, std::string detail) {
-  throw_format(Rule::quant, tensor, std::move(detail));
-}
+constexpr uint64_t kNvGroup = 16;  // inputs per E4M3 scale of NVFP4
 
 void expect_dtype(const TensorInfo& t, std::initializer_list<Dtype> dtypes, std::string_view what) {
   if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end())
-    fp4_error(t.name, fmt::format("{} is {}; {}", quote_name(t.name), dtype_name(t.dtype), what));
+    malformed(t.name, fmt::format("{} is {}; {}", quote_name(t.name), dtype_name(t.dtype), what));
 }
 
 void expect_shape(const TensorInfo& t, const Shape& need, std::string_view why) {
   if (t.shape != need)
-    fp4_error(t.name, fmt::format("{} is {}; {} needs {}", quote_name(t.name), shape_text(t.shape),
+    malformed(t.name, fmt::format("{} is {}; {} needs {}", quote_name(t.name), shape_text(t.shape),
                                   why, shape_text(need)));
 }
 
@@ -45,7 +41,7 @@ void expect_shape(const TensorInfo& t, const Shape& need, std::string_view why) 
 Shape packed_matrix(const TensorInfo& codes, const TensorInfo& scales, uint64_t group) {
   expect_dtype(codes, {Dtype::U8}, "FP4 codes are packed two per U8");
   if (codes.shape.size() != 2)
-    fp4_error(codes.name, fmt::format("{} is {}; packed FP4 codes are a [out, in/2] matrix",
+    malformed(codes.name, fmt::format("{} is {}; packed FP4 codes are a [out, in/2] matrix",
                                       quote_name(codes.name), shape_text(codes.shape)));
   const Shape weight{codes.shape[0], codes.shape[1] * 2};
   expect_shape(scales, {weight[0], ceil_div(weight[1], group)},
@@ -60,11 +56,7 @@ QuantizedWeight weight_of(std::string name, QuantScheme scheme, Shape shape,
   w.scheme = std::move(scheme);
   w.shape = std::move(shape);
   w.dtype = Dtype::BF16;
-  for (const TensorInfo* t : parts)
-    if (t) {
-      w.stored.push_back(t->name);
-      w.stored_bytes += t->byte_size();
-    }
+  for (const TensorInfo* t : parts) add_stored(w, t);
   return w;
 }
 
@@ -76,12 +68,12 @@ std::optional<QuantizedWeight> gpt_oss_weight(const TensorSet& set, const Tensor
   if (blocks.dtype != Dtype::U8) return std::nullopt;
   // U8 blocks of 16 bytes are MXFP4 codes: without their scales they are never read as plain.
   if (!scales && blocks.shape.size() >= 3 && blocks.shape.back() == kMxGroup / 2)
-    fp4_error(blocks.name, fmt::format("{} has no {} (a shard read without the others?)", quote_name(blocks.name),
+    malformed(blocks.name, fmt::format("{} has no {} (a shard read without the others?)", quote_name(blocks.name),
                                        quote_name(std::string(base) + (transposed ? "_scales" : ".scales"))));
   if (!scales) return std::nullopt;
   const Shape& b = blocks.shape;
   if (b.size() < 3 || b.back() != kMxGroup / 2)
-    fp4_error(blocks.name, fmt::format("{} is {}; MXFP4 blocks are [..., out, in/32, 16]",
+    malformed(blocks.name, fmt::format("{} is {}; MXFP4 blocks are [..., out, in/32, 16]",
                                        quote_name(blocks.name), shape_text(b)));
   expect_dtype(*scales, {Dtype::U8, Dtype::F8_E8M0}, "MXFP4 scales are E8M0 bytes");
   expect_shape(*scales, Shape(std::span(b.begin(), b.end() - 1)), fmt::format("{} {}", quote_name(blocks.name),
@@ -118,7 +110,7 @@ std::vector<QuantizedWeight> detect_mxfp4(const TensorSet& set) {
 void expect_global(const TensorInfo& g) {
   expect_dtype(g, {Dtype::F32}, "an NVFP4 global scale is F32");
   if (g.element_count() != 1)
-    fp4_error(g.name, fmt::format("{} is {}; an NVFP4 global scale is one value", quote_name(g.name),
+    malformed(g.name, fmt::format("{} is {}; an NVFP4 global scale is one value", quote_name(g.name),
                                   shape_text(g.shape)));
 }
 
@@ -134,7 +126,7 @@ std::vector<QuantizedWeight> detect_nvfp4(const TensorSet& set) {
     const TensorInfo* s = set.find(b + ".weight_scale");
     if (!global) continue;  // another scheme's, or a shard read without its global scale
     if (!s)
-      fp4_error(t->name, fmt::format("{} has {} but no {}", quote_name(t->name), quote_name(global->name),
+      malformed(t->name, fmt::format("{} has {} but no {}", quote_name(t->name), quote_name(global->name),
                                      quote_name(b + ".weight_scale")));
     expect_global(*global);
     expect_dtype(*s, {Dtype::F8_E4M3}, "NVFP4 scales are F8_E4M3");
@@ -240,42 +232,26 @@ std::vector<StoredPart> fp4_parts(const TensorSet&, const QuantizedWeight& w) {
   return parts;
 }
 
-constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
-
 }  // namespace
 
 const SchemeEntry& mxfp4_scheme_entry() noexcept {
-  static const SchemeEntry entry{
-      {SchemeKind::mxfp4, "mxfp4", "mxfp4",
-       "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, out]\n"
-       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale U8 [out, in/32]",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
-      [](const QuantScheme::Options&) { return std::string("mxfp4"); },
-      [](const QuantScheme::Options&) {},
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
-      detect_mxfp4,
-      fp4_decoder,
-      fp4_parts,
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  static const SchemeEntry entry = read_only_entry(
+      SchemeKind::mxfp4, "mxfp4", "mxfp4",
+      "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, out]\n"
+      "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale U8 [out, in/32]",
+      [](const QuantScheme::Options&) { return std::string("mxfp4"); }, [](const QuantScheme::Options&) {},
+      detect_mxfp4, fp4_decoder, fp4_parts);
   return entry;
 }
 
 const SchemeEntry& nvfp4_scheme_entry() noexcept {
-  static const SchemeEntry entry{
-      {SchemeKind::nvfp4, "nvfp4", "nvfp4",
-       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale F8_E4M3 [out, in/16]"
-       " + <p>.weight_global_scale F32\n"
-       "ModelOpt: <p>.weight U8 [out, in/2] + <p>.weight_scale F8_E4M3 + <p>.weight_scale_2 F32",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
-      [](const QuantScheme::Options&) { return std::string("nvfp4"); },
-      [](const QuantScheme::Options&) {},
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
-      detect_nvfp4,
-      fp4_decoder,
-      fp4_parts,
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+  static const SchemeEntry entry = read_only_entry(
+      SchemeKind::nvfp4, "nvfp4", "nvfp4",
+      "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale F8_E4M3 [out, in/16]"
+      " + <p>.weight_global_scale F32\n"
+      "ModelOpt: <p>.weight U8 [out, in/2] + <p>.weight_scale F8_E4M3 + <p>.weight_scale_2 F32",
+      [](const QuantScheme::Options&) { return std::string("nvfp4"); }, [](const QuantScheme::Options&) {},
+      detect_nvfp4, fp4_decoder, fp4_parts);
   return entry;
 }
 

@@ -22,11 +22,6 @@ namespace {
 
 constexpr std::string_view kScaleInv = ".weight_scale_inv", kScale = ".weight_scale";
 constexpr uint64_t kDefaultBlock = 128;  // DeepSeek's and Qwen's weight_block_size
-constexpr uint64_t kMxGroup = 32;        // inputs per E8M0 scale of the MX formats
-
-[[noreturn]] void fp8_error(const std::string& tensor, std::string detail) {
-  throw_format(Rule::quant, tensor, std::move(detail));
-}
 
 bool covers(uint64_t rows, uint64_t cols, uint64_t grid_rows, uint64_t grid_cols, uint64_t br,
             uint64_t bc) {
@@ -42,19 +37,19 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
   const bool grid = inverse_named && s.shape.size() == 2;
   if (!grid && s.element_count() == 1) return {Fp8Granularity::tensor, 0, 0};
   if (rows == 0 || cols == 0)  // no block size to infer, none to check
-    fp8_error(w.name, fmt::format("{} is {}: an empty FP8 weight with more than one scale",
+    malformed(w.name, fmt::format("{} is {}: an empty FP8 weight with more than one scale",
                                   quote_name(w.name), shape_text(w.shape)));
   if (!grid && ((s.shape.size() == 1 && s.shape[0] == rows) ||
                 (s.shape.size() == 2 && s.shape[0] == rows && s.shape[1] == 1)))
     return {Fp8Granularity::channel, 0, 0};
   if (s.shape.size() != 2 || s.shape[0] == 0 || s.shape[1] == 0)
-    fp8_error(s.name, fmt::format("{} is {}; FP8 scales of a {} weight are one value, one per row, "
+    malformed(s.name, fmt::format("{} is {}; FP8 scales of a {} weight are one value, one per row, "
                                   "or a grid of blocks", quote_name(s.name), shape_text(s.shape),
                                   shape_text(w.shape)));
   const uint64_t gr = s.shape[0], gc = s.shape[1];
   if (config.block_rows && config.block_cols) {
     if (!covers(rows, cols, gr, gc, *config.block_rows, *config.block_cols))
-      fp8_error(s.name, fmt::format("{} is {}; {} blocks of {}x{} (quantization_config) need [{}, {}]",
+      malformed(s.name, fmt::format("{} is {}; {} blocks of {}x{} (quantization_config) need [{}, {}]",
                                     quote_name(s.name), shape_text(s.shape), shape_text(w.shape),
                                     *config.block_rows, *config.block_cols,
                                     ceil_div(rows, *config.block_rows),
@@ -66,7 +61,7 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
     return {Fp8Granularity::block, kDefaultBlock, kDefaultBlock};
   const uint64_t br = ceil_div(rows, gr), bc = ceil_div(cols, gc);
   if (!covers(rows, cols, gr, gc, br, bc))
-    fp8_error(s.name, fmt::format("{} is {}: no block size tiles the {} weight into that grid",
+    malformed(s.name, fmt::format("{} is {}: no block size tiles the {} weight into that grid",
                                   quote_name(s.name), shape_text(s.shape), shape_text(w.shape)));
   return {Fp8Granularity::block, br, bc};
 }
@@ -75,7 +70,7 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
 Fp8Options mx_granularity(const TensorInfo& w, const TensorInfo& s) {
   const Shape need{w.shape[0], ceil_div(w.shape[1], kMxGroup)};
   if (s.shape != need)
-    fp8_error(s.name, fmt::format("{} is {}; the E8M0 scales of a {} MXFP8 weight are {}",
+    malformed(s.name, fmt::format("{} is {}; the E8M0 scales of a {} MXFP8 weight are {}",
                                   quote_name(s.name), shape_text(s.shape), shape_text(w.shape),
                                   shape_text(need)));
   return {Fp8Granularity::block, 1, kMxGroup, true};
@@ -115,7 +110,7 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
       continue;
     if (w->dtype != Dtype::F8_E4M3) {
       if (inverse_named)
-        fp8_error(s.name, fmt::format("{} scales F8_E4M3 weights; {} is {}", quote_name(s.name),
+        malformed(s.name, fmt::format("{} scales F8_E4M3 weights; {} is {}", quote_name(s.name),
                                       quote_name(w->name), dtype_name(w->dtype)));
       // compressed-tensors' dense checkpoints keep plain weights beside their scales.
       if (is_floating(w->dtype) && dtype_bits(w->dtype) >= 16) continue;
@@ -128,10 +123,10 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
                                              quote_name(std::string(*base) + companion)));
     const bool mx = !inverse_named && (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0);
     if (!mx && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
-      fp8_error(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
+      malformed(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
                                     "inputs)", quote_name(s.name), dtype_name(s.dtype)));
     if (w->shape.size() != 2)
-      fp8_error(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix", quote_name(w->name),
+      malformed(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix", quote_name(w->name),
                                      shape_text(w->shape)));
     QuantizedWeight q;
     q.name = weight_name;
@@ -140,13 +135,7 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     // DeepSeek's dequantization stores BF16, as compressed-tensors' MXFP8 (BF16 powers of two);
     // its other forms compute in the scale's dtype.
     q.dtype = inverse_named || mx ? Dtype::BF16 : s.dtype;
-    q.stored = {w->name, s.name};
-    q.stored_bytes = w->byte_size() + s.byte_size();
-    const std::string input_scale = std::string(*base) + ".input_scale";
-    if (const TensorInfo* a = set.find(input_scale)) {
-      q.stored.push_back(input_scale);
-      q.stored_bytes += a->byte_size();
-    }
+    for (const TensorInfo* t : {w, &s, set.find(std::string(*base) + ".input_scale")}) add_stored(q, t);
     out.push_back(std::move(q));
   }
   return out;

@@ -31,10 +31,6 @@ constexpr uint32_t kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 // Logical output rows decoded together: their words of one input row are adjacent in qweight.
 constexpr uint64_t kTileRows = 32;
 
-[[noreturn]] void packed_error(const std::string& tensor, std::string detail) {
-  throw_format(Rule::quant, tensor, std::move(detail));
-}
-
 struct PackedLayout {
   SchemeKind kind;
   uint64_t bits, group, in, out;
@@ -47,17 +43,17 @@ struct PackedLayout {
 PackedLayout gemv_layout(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z, const TensorInfo& s) {
   const uint64_t out = q.shape[0], in = q.shape[1] * 8;
   if (z.shape[0] != out || s.shape[0] != out || s.shape[1] != z.shape[1] * 8)
-    packed_error(q.name, fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
+    malformed(q.name, fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
                                      "[out, 8W]", quote_name(q.name), shape_text(q.shape), quote_name(z.name),
                                      shape_text(z.shape), quote_name(s.name), shape_text(s.shape)));
   if (!c.group_size || *c.group_size == 0 || *c.group_size < -1)
-    packed_error(q.name, fmt::format("{} is AWQ GEMV, whose group size only quantization_config's "
+    malformed(q.name, fmt::format("{} is AWQ GEMV, whose group size only quantization_config's "
                                      "group_size (q_group_size) says", quote_name(q.name)));
   const uint64_t group = *c.group_size == -1 ? in : static_cast<uint64_t>(*c.group_size);
   if (c.bits && *c.bits != 4)
-    packed_error(q.name, fmt::format("quantization_config says {} bits; AWQ GEMV packs 4", *c.bits));
+    malformed(q.name, fmt::format("quantization_config says {} bits; AWQ GEMV packs 4", *c.bits));
   if (in > 0 && ceil_div(in, group) > s.shape[1])
-    packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}", quote_name(s.name),
+    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}", quote_name(s.name),
                                      s.shape[1], in, group, ceil_div(in, group)));
   return {SchemeKind::awq, 4, group, in, out, false, true};
 }
@@ -73,7 +69,7 @@ uint64_t gptq_bits(const HubQuantConfig& c, const TensorInfo& q, const TensorInf
   else if (q.shape[1] && z.shape[1] * 32 % q.shape[1] == 0)
     bits = z.shape[1] * 32 / q.shape[1];
   if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
-    packed_error(q.name, fmt::format("{} packs {} bits per field{}; GPTQ has 2, 3, 4 or 8",
+    malformed(q.name, fmt::format("{} packs {} bits per field{}; GPTQ has 2, 3, 4 or 8",
                                      quote_name(q.name), bits,
                                      c.bits ? " (quantization_config)" : " (from the shapes)"));
   return bits;
@@ -84,20 +80,20 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
                     const TensorInfo& z, const TensorInfo& s, const TensorInfo* g_idx) {
   for (const TensorInfo* t : {&q, &z})
     if (t->dtype != Dtype::I32 || t->shape.size() != 2)
-      packed_error(t->name, fmt::format("{} is {} {}; GPTQ and AWQ pack I32 matrices", quote_name(t->name),
+      malformed(t->name, fmt::format("{} is {} {}; GPTQ and AWQ pack I32 matrices", quote_name(t->name),
                                         dtype_name(t->dtype), shape_text(t->shape)));
   if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) || s.shape.size() != 2)
-    packed_error(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
+    malformed(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
                                      quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
   if (c.method == "awq" && (c.version == "gemv" || c.version == "GEMV" || c.checkpoint_format == "gemv")) {
-    if (g_idx) packed_error(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+    if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
     return gemv_layout(c, q, z, s);
   }
   const uint64_t groups = s.shape[0], out = s.shape[1];
   if (groups == 0 || out == 0 || q.shape[0] == 0)
-    packed_error(s.name, fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
+    malformed(s.name, fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
   if (z.shape[0] != groups)
-    packed_error(z.name, fmt::format("{} has {} rows, {} has {} groups", quote_name(z.name), z.shape[0],
+    malformed(z.name, fmt::format("{} has {} rows, {} has {} groups", quote_name(z.name), z.shape[0],
                                      quote_name(s.name), groups));
   PackedLayout l{};
   if (q.shape[1] == out) {
@@ -105,7 +101,7 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     l.bits = gptq_bits(c, q, z, g_idx);
     l.in = q.shape[0] * 32 / l.bits;
     if (q.shape[0] * 32 % l.bits || z.shape[1] * 32 != out * l.bits)
-      packed_error(q.name, fmt::format("{} {} and {} {} do not pack {}-bit fields of {} outputs",
+      malformed(q.name, fmt::format("{} {} and {} {} do not pack {}-bit fields of {} outputs",
                                        quote_name(q.name), shape_text(q.shape), quote_name(z.name),
                                        shape_text(z.shape), l.bits, out));
     l.v2 = c.checkpoint_format == "gptq_v2";
@@ -114,12 +110,12 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     l.bits = 4;
     l.in = q.shape[0];
     if (c.bits && *c.bits != 4)
-      packed_error(q.name, fmt::format("quantization_config says {} bits; AWQ's GEMM layout {} packs 4",
+      malformed(q.name, fmt::format("quantization_config says {} bits; AWQ's GEMM layout {} packs 4",
                                        *c.bits, shape_text(q.shape)));
     if (z.shape[1] * 8 != out)
-      packed_error(z.name, fmt::format("{} is {}; AWQ zero points of {} outputs are [groups, {}]",
+      malformed(z.name, fmt::format("{} is {}; AWQ zero points of {} outputs are [groups, {}]",
                                        quote_name(z.name), shape_text(z.shape), out, out / 8));
-    if (g_idx) packed_error(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+    if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
   } else {
     refuse_undecoded(q.name, fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor "
                                          "AWQ GEMM [in, out/8] (AWQ GEMV and kernel layouts are "
@@ -129,14 +125,14 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   l.out = out;
   const bool is_awq = l.kind == SchemeKind::awq;
   if ((c.method == "gptq" && is_awq) || (c.method == "awq" && !is_awq))
-    packed_error(q.name, fmt::format("{} is laid out as {} but quant_method is {}", quote_name(q.name),
+    malformed(q.name, fmt::format("{} is laid out as {} but quant_method is {}", quote_name(q.name),
                                      is_awq ? "AWQ" : "GPTQ", quote_name(c.method)));
   if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{l.in}))
-    packed_error(g_idx->name, fmt::format("{} is {} {}; g_idx is I32 [{}]", quote_name(g_idx->name),
+    malformed(g_idx->name, fmt::format("{} is {} {}; g_idx is I32 [{}]", quote_name(g_idx->name),
                                           dtype_name(g_idx->dtype), shape_text(g_idx->shape), l.in));
   // Group: the config's (-1: one group), else what the shapes imply.
   if (c.group_size && *c.group_size != -1 && *c.group_size <= 0)
-    packed_error(q.name, fmt::format("quantization_config group_size is {}", *c.group_size));
+    malformed(q.name, fmt::format("quantization_config group_size is {}", *c.group_size));
   if (c.group_size && *c.group_size > 0)
     l.group = static_cast<uint64_t>(*c.group_size);
   else if (c.group_size || groups == 1)
@@ -144,13 +140,13 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   else if (l.in % groups == 0 || g_idx)
     l.group = ceil_div(l.in, groups);  // with g_idx only a name: g_idx maps the inputs
   else  // several group sizes give that many groups: the config must say
-    packed_error(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells "
+    malformed(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells "
                                      "apart without the model's quantization_config",
                                      quote_name(s.name), groups, l.in));
   const uint64_t need = l.group ? ceil_div(l.in, l.group) : 1;
   // With g_idx (desc_act) the groups are those g_idx names, checked by detect.
   if (!g_idx && need != groups)
-    packed_error(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
+    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
                                      quote_name(s.name), groups, l.in, l.group ? l.group : l.in, need));
   return l;
 }
@@ -165,7 +161,7 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
     const TensorInfo* z = set.find(b + std::string(kQzeros));
     if (!z) continue;  // tinyllm int4's
     const TensorInfo* s = set.find(b + std::string(kScales));
-    if (!s) packed_error(qp->name, fmt::format("{} has no {}", quote_name(qp->name), quote_name(b + ".scales")));
+    if (!s) malformed(qp->name, fmt::format("{} has no {}", quote_name(qp->name), quote_name(b + ".scales")));
     const TensorInfo* g_idx = set.find(b + std::string(kGidx));
     if (!config) config = hub_quant_config(set);
     const PackedLayout l = layout(*config, *qp, *z, *s, g_idx);
@@ -178,13 +174,9 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
       w.scheme = QuantScheme(AwqOptions{l.bits, l.group, l.gemv});
     w.shape = Shape{l.out, l.in};
     w.dtype = s->dtype;
-    w.stored = {qp->name, z->name, s->name};
-    w.stored_bytes = qp->byte_size() + z->byte_size() + s->byte_size();
-    if (g_idx) {  // every input's group checked here, so that validate reports a bad one
-      group_indices(set.view(g_idx->name).bytes(), g_idx->name, l.in, s->shape[0]);
-      w.stored.push_back(g_idx->name);
-      w.stored_bytes += g_idx->byte_size();
-    }
+    // Every input's group checked here, so that validate reports a bad one.
+    if (g_idx) group_indices(set.view(g_idx->name).bytes(), g_idx->name, l.in, s->shape[0]);
+    for (const TensorInfo* t : {qp, z, s, g_idx}) add_stored(w, t);
     out.push_back(std::move(w));
   }
   return out;
@@ -324,16 +316,12 @@ std::shared_ptr<const WeightDecoder> packed_decoder(const TensorSet& set, const 
   return std::make_shared<PackedDecoder>(set, w);
 }
 
-constexpr SchemeOptionInfo kNoOptions[] = {{"", OptionKind::flag, ""}};
-
 }  // namespace
 
 const SchemeEntry& gptq_scheme_entry() noexcept {
-  static const SchemeEntry entry{
-      {SchemeKind::gptq, "gptq-<bits>bit[-g<group>][-v2]", "gptq-4bit-g128",
-       "<p>.qweight I32 [in*bits/32, out] + <p>.qzeros + <p>.scales [+ <p>.g_idx]",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+  static const SchemeEntry entry = read_only_entry(
+      SchemeKind::gptq, "gptq-<bits>bit[-g<group>][-v2]", "gptq-4bit-g128",
+      "<p>.qweight I32 [in*bits/32, out] + <p>.qzeros + <p>.scales [+ <p>.g_idx]",
       [](const QuantScheme::Options& o) {
         const auto& g = std::get<GptqOptions>(o);
         return fmt::format("gptq-{}bit{}{}", g.bits, g.group ? fmt::format("-g{}", g.group) : "",
@@ -344,21 +332,15 @@ const SchemeEntry& gptq_scheme_entry() noexcept {
         if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
           throw_invalid(fmt::format("GPTQ packs 2, 3, 4 or 8 bits, not {}", bits));
       },
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
-      [](const TensorSet& set) { return detect(set, SchemeKind::gptq); },
-      packed_decoder,
-      whole_parts,
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+      [](const TensorSet& set) { return detect(set, SchemeKind::gptq); }, packed_decoder, whole_parts);
   return entry;
 }
 
 const SchemeEntry& awq_scheme_entry() noexcept {
-  static const SchemeEntry entry{
-      {SchemeKind::awq, "awq-4bit[-g<group>][-gemv]", "awq-4bit-g128",
-       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)\n"
-       "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + <p>.scales [out, 8W]",
-       std::span(kNoOptions).first(0), true},
-      [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
+  static const SchemeEntry entry = read_only_entry(
+      SchemeKind::awq, "awq-4bit[-g<group>][-gemv]", "awq-4bit-g128",
+      "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)\n"
+      "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + <p>.scales [out, 8W]",
       [](const QuantScheme::Options& o) {
         const auto& a = std::get<AwqOptions>(o);
         return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "", a.gemv ? "-gemv" : "");
@@ -366,11 +348,7 @@ const SchemeEntry& awq_scheme_entry() noexcept {
       [](const QuantScheme::Options& o) {
         if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ's GEMM layout packs 4 bits");
       },
-      [](QuantScheme::Options&, std::string_view, std::string_view) {},
-      [](const TensorSet& set) { return detect(set, SchemeKind::awq); },
-      packed_decoder,
-      whole_parts,
-      [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
+      [](const TensorSet& set) { return detect(set, SchemeKind::awq); }, packed_decoder, whole_parts);
   return entry;
 }
 

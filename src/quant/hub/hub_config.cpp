@@ -83,6 +83,10 @@ bool read_block(dom::element v, HubQuantConfig& c) {
 
 }  // namespace
 
+void malformed(const std::string& tensor, std::string detail) {
+  throw_format(Rule::quant, tensor, std::move(detail));
+}
+
 void refuse_undecoded(std::string tensor, std::string detail) {
   throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt, std::move(detail));
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "quant/tensor_set.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio::detail {
 
@@ -41,6 +42,16 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
 
 /// Throws Error{unsupported, "quant"} naming `tensor`: a form tlio recognises and does not decode.
 [[noreturn]] void refuse_undecoded(std::string tensor, std::string detail);
+
+/// Throws Error{format, "quant"} naming `tensor`: a Hub format's tensors that do not fit.
+[[noreturn]] void malformed(const std::string& tensor, std::string detail);
+
+/// Adds `t` (when there is one) to the stored tensors of `w`, with its bytes.
+inline void add_stored(QuantizedWeight& w, const TensorInfo* t) {
+  if (!t) return;
+  w.stored.push_back(t->name);
+  w.stored_bytes += t->byte_size();
+}
 
 /// "[576, 7168]", as the Hub formats' messages show shapes.
 std::string shape_text(const Shape& shape);

@@ -17,6 +17,9 @@
 
 namespace tlio::detail {
 
+/// Inputs per E8M0 scale of the MX formats (MXFP8, MXFP4).
+inline constexpr uint64_t kMxGroup = 32;
+
 /// Elements a decoder computes at a time (f32 scratch of 256 KiB per call, whatever the weight).
 inline constexpr uint64_t kHubChunkElements = uint64_t{1} << 16;
 

@@ -26,6 +26,7 @@
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
+#include "io/output_writes.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 
@@ -33,12 +34,9 @@ namespace tlio {
 
 using detail::quote_name;
 
-// Pieces this large start their writeback at once, so the disk works while the next ones are
-// copied and commit's fsync waits for little (small pieces would only add system calls).
-constexpr size_t kWritebackFrom = size_t{4} << 20;
-
 struct detail::WriterState {
   std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
+  std::unique_ptr<detail::OutputWrites> out;  // the file's writes, while it is open
   detail::OutputSet* set = nullptr;           // commit() hands the file to this set
   std::vector<std::byte> memory;
   std::string name = "<memory>";
@@ -99,16 +97,9 @@ struct detail::WriterState {
     put(0, prefix);
   }
 
-  // Large pieces of a file that will be fsynced start their writeback at once (the fsync then
-  // has little left); a staging copy (stdout, an upload) stays in the page cache.
-  void writeback(uint64_t offset, uint64_t size) const noexcept {
-    if (size >= kWritebackFrom && file->lands_on_disk()) detail::start_writeback(file->fd(), offset, size);
-  }
-
   void put(uint64_t offset, std::span<const std::byte> bytes) {
     if (file) {
-      detail::pwrite_all(file->fd(), offset, bytes, name);
-      writeback(offset, bytes.size());
+      out->write(offset, bytes);
     } else if (!bytes.empty()) {
       std::memcpy(memory.data() + offset, bytes.data(), bytes.size());
     }
@@ -160,6 +151,7 @@ Writer detail::WriterAccess::to_file(const Location& where) {
   impl->name = where.display();
   try {
     impl->file = std::make_unique<detail::AtomicFile>(where);
+    impl->out = std::make_unique<detail::OutputWrites>(impl->file->fd(), impl->name, impl->file->lands_on_disk());
   } catch (const Error& e) {
     throw e.with_source(impl->name);
   }
@@ -318,9 +310,7 @@ void copy_in_kernel(detail::WriterState& w, const File& src, int in_fd, std::spa
                     const CopyTick& tick) {
   for (const CopyPiece& p : pieces) {
     const TensorInfo& t = w.tensors[p.i];
-    detail::copy_range(in_fd, 8 + src.header_size() + p.s->begin, w.file->fd(), w.data_start + t.begin,
-                       t.byte_size(), w.name);
-    w.writeback(w.data_start + t.begin, t.byte_size());
+    w.out->copy_from(in_fd, 8 + src.header_size() + p.s->begin, w.data_start + t.begin, t.byte_size());
     w.written[p.i] = t.byte_size();
     tick(t.byte_size());
   }
@@ -468,8 +458,7 @@ void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
   const TensorInfo& t = w.tensors[i];
   if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file) {
-    detail::copy_range(fd, offset, w.file->fd(), w.data_start + t.begin, t.byte_size(), w.name);
-    w.writeback(w.data_start + t.begin, t.byte_size());
+    w.out->copy_from(fd, offset, w.data_start + t.begin, t.byte_size());
   } else if (t.byte_size() != 0) {
     detail::pread_exact(fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}, w.name);
   }
@@ -490,6 +479,7 @@ void Writer::commit() {
     w.finished = w.committed = true;
     return;
   }
+  w.check_open();
   w.freeze();
   for (size_t i = 0; i < w.tensors.size(); ++i)
     if (w.written[i] != w.tensors[i].byte_size())
@@ -499,6 +489,8 @@ void Writer::commit() {
           w.tensors[i].name);
   if (w.file) {
     try {
+      w.out->flush();
+      w.out.reset();
       if (w.set)
         w.set->add(std::move(w.file));
       else
@@ -516,6 +508,7 @@ void Writer::commit() {
 void Writer::abort() noexcept {
   if (!impl_ || impl_->finished) return;
   impl_->finished = true;
+  impl_->out.reset();
   if (impl_->file) impl_->file->abort();
   impl_->memory.clear();
 }

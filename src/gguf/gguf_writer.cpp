@@ -8,7 +8,6 @@
 #include <set>
 
 #include "common/checked.hpp"
-#include "io/os_file.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -124,18 +123,22 @@ GgufWriter::GgufWriter(const Location& dest, const std::vector<GgufKeyValue>& me
   for (uint64_t& b : begin_) b += data_offset;
   end_ = tensors_.empty() ? data_offset : begin_.back() + bytes_.back();
   out_ = std::make_unique<AtomicFile>(dest);
-  pwrite_all(out_->fd(), 0, h.out, out_->name());
+  writes_ = std::make_unique<OutputWrites>(out_->fd(), out_->name(), out_->lands_on_disk());
+  writes_->write(0, h.out);
 }
 
 void GgufWriter::append(std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
     if (current_ == tensors_.size()) throw_invalid("GGUF writer: bytes past the last tensor");
     const uint64_t take = std::min<uint64_t>(bytes.size(), bytes_[current_] - written_);
-    pwrite_all(out_->fd(), begin_[current_] + written_, bytes.first(take), out_->name());
+    writes_->write(begin_[current_] + written_, bytes.first(take));
     written_ += take;
     bytes = bytes.subspan(take);
     if (written_ == bytes_[current_]) {
-      ++current_;
+      // The padding to the next tensor written too, so the file is written in one run.
+      const uint64_t end = begin_[current_] + written_;
+      if (++current_ < tensors_.size() && begin_[current_] > end)
+        writes_->write(end, std::vector<std::byte>(begin_[current_] - end));
       written_ = 0;
     }
   }
@@ -149,10 +152,11 @@ void GgufWriter::commit() {
   // Padding after the last tensor: ggml's writer pads every tensor, the last one too.
   const uint64_t padded = gguf_padded(end_, alignment_);
   if (padded > end_) {
-    const std::vector<std::byte> zeros(padded - end_);
-    pwrite_all(out_->fd(), end_, zeros, out_->name());
+    writes_->write(end_, std::vector<std::byte>(padded - end_));
     end_ = padded;
   }
+  writes_->flush();
+  writes_.reset();
   out_->commit();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/atomic_file.hpp"
+#include "io/output_writes.hpp"
 #include "tlio/gguf.hpp"
 
 namespace tlio::detail {
@@ -50,6 +51,7 @@ class GgufWriter {
 
  private:
   std::unique_ptr<AtomicFile> out_;
+  std::unique_ptr<OutputWrites> writes_;  // out_'s, one run from the header to the last byte
   std::vector<GgufTensorDecl> tensors_;
   std::vector<uint64_t> begin_, bytes_;  // each tensor's file offset and size
   size_t current_ = 0;

@@ -172,33 +172,62 @@ class Fp4Decoder final : public WeightDecoder {
   }
 
  private:
-  float value(uint64_t row, uint64_t c, const uint8_t* codes, const uint8_t* scales) const {
-    const uint8_t byte = codes[row * (in_ / 2) + c / 2];
-    return value_[c % 2 ? byte >> 4 : byte & 0xF] * scale_of_[scales[row * groups_ + c / group_]];
-  }
-
-  // Stored order: element e is column e % in of row e / in.
+  // Stored order: element e is column e % in of row e / in; each group's scale read once.
   void fill_rows(uint64_t e, std::span<float> v) const {
     const auto* codes = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
     const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
     for (size_t i = 0; i < v.size();) {
       const uint64_t r = (e + i) / in_, c0 = (e + i) % in_;
       const uint64_t take = std::min<uint64_t>(in_ - c0, v.size() - i);
-      for (uint64_t c = c0; c < c0 + take; ++c) v[i + c - c0] = value(r, c, codes, scales);
+      const uint8_t* row = codes + r * (in_ / 2);
+      float* o = &v[i] - c0;  // o[c] is column c's value
+      for (uint64_t c = c0; c < c0 + take;) {
+        const uint64_t end = std::min(c0 + take, (c / group_ + 1) * group_);
+        const float s = scale_of_[scales[r * groups_ + c / group_]];
+        if (c % 2) {  // a run starting at a byte's high nibble
+          o[c] = value_[row[c / 2] >> 4] * s;
+          ++c;
+        }
+        for (; c + 1 < end; c += 2) {
+          o[c] = value_[row[c / 2] & 0xF] * s;
+          o[c + 1] = value_[row[c / 2] >> 4] * s;
+        }
+        if (c < end) {
+          o[c] = value_[row[c / 2] & 0xF] * s;
+          ++c;
+        }
+      }
       i += take;
     }
   }
 
-  // Transformers' layout [E, in, out]: element e is input k of output r of expert x.
+  // Transformers' layout [E, in, out]: element e is input k of output r of expert x, so a run
+  // of `out` elements is one input across outputs. Whole runs are decoded a stored row at a time
+  // (its few code bytes read once, not once per input); partial runs a nibble per stored row.
   void fill_transposed(uint64_t e, std::span<float> v) const {
     const auto* codes = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
     const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
-    const uint64_t per_expert = in_ * out_;
+    const uint64_t per_expert = in_ * out_, row_bytes = in_ / 2;
     for (size_t i = 0; i < v.size();) {
       const uint64_t x = (e + i) / per_expert, k = (e + i) % per_expert / out_, r0 = (e + i) % out_;
-      const uint64_t take = std::min<uint64_t>(out_ - r0, v.size() - i);
-      for (uint64_t r = r0; r < r0 + take; ++r) v[i + r - r0] = value(x * out_ + r, k, codes, scales);
-      i += take;
+      const uint64_t left = v.size() - i;
+      const uint8_t* c = codes + (x * out_ + r0) * row_bytes;
+      const uint8_t* s = scales + (x * out_ + r0) * groups_;
+      if (r0 != 0 || left < out_) {
+        const uint64_t take = std::min(out_ - r0, left);
+        const unsigned shift = k % 2 ? 4 : 0;
+        for (uint64_t j = 0; j < take; ++j)
+          v[i + j] = value_[(c[j * row_bytes + k / 2] >> shift) & 0xF] * scale_of_[s[j * groups_ + k / kMxGroup]];
+        i += take;
+        continue;
+      }
+      const uint64_t runs = std::min(left / out_, in_ - k);  // inputs k .. k + runs - 1
+      for (uint64_t r = 0; r < out_; ++r, c += row_bytes, s += groups_) {
+        float* o = &v[i + r];
+        for (uint64_t j = 0, kk = k; j < runs; ++j, ++kk)
+          o[j * out_] = value_[(c[kk / 2] >> (kk % 2 * 4)) & 0xF] * scale_of_[s[kk / kMxGroup]];
+      }
+      i += runs * out_;
     }
   }
 

@@ -13,6 +13,7 @@
 #include "common/json_text.hpp"
 #include "quant/hub/fp8_encoder.hpp"
 #include "quant/hub/hub_config.hpp"
+#include "quant/hub/hub_kernels.hpp"
 #include "quant/hub/hub_values.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/error.hpp"
@@ -155,28 +156,20 @@ class Fp8Decoder final : public WeightDecoder {
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     decode_chunked(first, count, reference_, out, dst, [&](uint64_t e, std::span<float> v) {
-      const std::array<float, 256>& value = e4m3_values();
       const auto* q = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
       for (size_t i = 0; i < v.size();) {
         const uint64_t r = (e + i) / cols_, c = (e + i) % cols_;
         const uint64_t take = std::min<uint64_t>(cols_ - c, v.size() - i);
         const uint8_t* row = q + r * cols_;
-        switch (options_.granularity) {
-          case Fp8Granularity::tensor:
-          case Fp8Granularity::channel: {
-            const float s = scales_[options_.granularity == Fp8Granularity::tensor ? 0 : r];
-            for (uint64_t j = 0; j < take; ++j) v[i + j] = value[row[c + j]] * s;
-            break;
+        if (options_.granularity == Fp8Granularity::block) {
+          const float* s = scales_.data() + (r / options_.block_rows) * grid_cols_;
+          for (uint64_t j = c; j < c + take;) {  // one block's columns at a time
+            const uint64_t end = std::min(c + take, (j / options_.block_cols + 1) * options_.block_cols);
+            e4m3_scaled(row + j, end - j, s[j / options_.block_cols], &v[i + j - c]);
+            j = end;
           }
-          case Fp8Granularity::block: {
-            const float* s = scales_.data() + (r / options_.block_rows) * grid_cols_;
-            for (uint64_t j = c; j < c + take;) {  // one block's columns at a time
-              const uint64_t end = std::min(c + take, (j / options_.block_cols + 1) * options_.block_cols);
-              const float sb = s[j / options_.block_cols];
-              for (; j < end; ++j) v[i + j - c] = value[row[j]] * sb;
-            }
-            break;
-          }
+        } else {
+          e4m3_scaled(row + c, take, scales_[options_.granularity == Fp8Granularity::tensor ? 0 : r], &v[i]);
         }
         i += take;
       }

@@ -1,0 +1,129 @@
+// io/disk_writes.cpp: see disk_writes.hpp.
+#include "io/output_writes.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/core.h>
+
+#include "io/interrupt.hpp"
+
+namespace tlio::detail {
+namespace {
+
+// O_DIRECT's alignment of offsets, sizes and buffers: a page covers every logical block size.
+constexpr uint64_t kBlock = 4096;
+// Pieces this large written through the page cache start their writeback at once.
+constexpr size_t kWritebackFrom = size_t{4} << 20;
+
+// A second descriptor on the file with O_DIRECT (its own flags, the same file); none where the
+// file system or /proc refuses.
+Fd reopen_direct(int fd) {
+  const std::string self = fmt::format("/proc/self/fd/{}", fd);
+  const int direct = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  return Fd(direct);
+}
+
+}  // namespace
+
+void OutputWrites::FreeAligned::operator()(std::byte* p) const noexcept { std::free(p); }
+
+OutputWrites::OutputWrites(int fd, std::string name, bool lands_on_disk)
+    : fd_(fd), name_(std::move(name)), lands_on_disk_(lands_on_disk), direct_(lands_on_disk ? reopen_direct(fd) : Fd()) {}
+
+OutputWrites::~OutputWrites() = default;
+
+void OutputWrites::buffered(uint64_t offset, std::span<const std::byte> bytes) {
+  pwrite_all(fd_, offset, bytes, name_);
+  if (lands_on_disk_ && bytes.size() >= kWritebackFrom) start_writeback(fd_, offset, bytes.size());
+}
+
+void OutputWrites::copy_from(int in_fd, uint64_t in_offset, uint64_t offset, uint64_t length) {
+  end_run();
+  copy_range(in_fd, in_offset, fd_, offset, length, name_);
+  if (lands_on_disk_ && length >= kWritebackFrom) start_writeback(fd_, offset, length);
+}
+
+void OutputWrites::write_blocks(size_t size) {
+  for (size_t done = 0; done < size;) {
+    poll_interrupt();
+    const ssize_t put = ::pwrite(direct_.get(), stage_.get() + done, size - done, static_cast<off_t>(base_ + done));
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0 && errno == EINVAL && done == 0) {  // refused after all: the page cache from now on
+      direct_ = Fd();
+      buffered(base_, {stage_.get(), size});
+      return;
+    }
+    if (put <= 0) throw_errno("write failed", name_, put < 0 ? errno : EIO);
+    done += static_cast<size_t>(put);
+    if (done % kBlock != 0) throw_errno("write failed (a partial block)", name_, EIO);
+  }
+}
+
+void OutputWrites::flush() {
+  if (!in_run_ || staged_ == 0) return;
+  const size_t whole = staged_ / kBlock * kBlock;
+  if (whole > 0) write_blocks(whole);
+  // The partial block through the page cache, and kept: if the run goes on, the block is written
+  // again whole (the kernel writes the cached page out before a direct write covers it).
+  buffered(base_ + whole, {stage_.get() + whole, staged_ - whole});
+  if (!direct()) {
+    in_run_ = false;
+    return;
+  }
+  std::memmove(stage_.get(), stage_.get() + whole, staged_ - whole);
+  base_ += whole;
+  staged_ -= whole;
+}
+
+void OutputWrites::end_run() {
+  flush();
+  in_run_ = false;
+}
+
+void OutputWrites::write(uint64_t offset, std::span<const std::byte> bytes) {
+  if (in_run_ && offset != base_ + staged_) end_run();
+  while (!bytes.empty()) {
+    if (!direct()) return buffered(offset, bytes);
+    if (!in_run_) {
+      // A run starts on a block boundary, past the small-file range; the bytes before, buffered.
+      const uint64_t start = std::max(kDirectFrom, (offset + kBlock - 1) / kBlock * kBlock);
+      if (offset < start) {
+        const size_t head = static_cast<size_t>(std::min<uint64_t>(bytes.size(), start - offset));
+        buffered(offset, bytes.first(head));
+        offset += head;
+        bytes = bytes.subspan(head);
+        continue;
+      }
+      if (!stage_) {
+        void* p = nullptr;
+        if (::posix_memalign(&p, kBlock, kStageBytes) != 0) throw_errno("cannot allocate a write buffer", name_, ENOMEM);
+        stage_.reset(static_cast<std::byte*>(p));
+      }
+      in_run_ = true;
+      base_ = offset;
+      staged_ = 0;
+    }
+    const size_t take = std::min(bytes.size(), kStageBytes - staged_);
+    std::memcpy(stage_.get() + staged_, bytes.data(), take);
+    staged_ += take;
+    offset += take;
+    bytes = bytes.subspan(take);
+    if (staged_ == kStageBytes) {
+      write_blocks(kStageBytes);
+      if (!direct()) {  // written buffered whole
+        in_run_ = false;
+        continue;
+      }
+      base_ += kStageBytes;
+      staged_ = 0;
+    }
+  }
+}
+
+}  // namespace tlio::detail

@@ -29,7 +29,8 @@ result is checked against SHA-256s of three tensors (or slices, or the key list)
 computes from the bytes it wrote, so a fast wrong answer shows as WRONG. A peer that cannot
 install or run is listed with its error.
 
-Usage (after a build): /usr/bin/python3 bench/bench_peers.py [BUILD] [DIR] [ROUNDS]
+Usage (after a build): /usr/bin/python3 bench/bench_peers.py [BUILD] [DIR] [ROUNDS] [ROW,...]
+(ROW: the first column's names, e.g. save,torch-cold; all rows by default).
 Makes BUILD/bench-venv (--system-site-packages: Debian's torch and numpy) with the pins of
 scripts/pypi/bench-peers.txt, or reuses it when they are unchanged. DIR (default /var/tmp) gets
 ~3.3 GiB of scratch files, removed at the end. Prints a markdown table.
@@ -81,6 +82,8 @@ ROWS = [
     ("header", "open a 50,000-tensor file + keys()", "header", "many", "warm",
      ["tlio", "safetensors", "fastsafetensors"]),
 ]
+if len(sys.argv) > 4:
+    ROWS = [row for row in ROWS if row[0] in sys.argv[4].split(",")]
 
 CHILD = r'''
 import hashlib, json, os, sys, time

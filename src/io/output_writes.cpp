@@ -1,4 +1,4 @@
-// io/disk_writes.cpp: see disk_writes.hpp.
+// io/output_writes.cpp: see output_writes.hpp.
 #include "io/output_writes.hpp"
 
 #include <fcntl.h>
@@ -34,7 +34,10 @@ Fd reopen_direct(int fd) {
 void OutputWrites::FreeAligned::operator()(std::byte* p) const noexcept { std::free(p); }
 
 OutputWrites::OutputWrites(int fd, std::string name, bool lands_on_disk)
-    : fd_(fd), name_(std::move(name)), lands_on_disk_(lands_on_disk), direct_(lands_on_disk ? reopen_direct(fd) : Fd()) {}
+    : fd_(fd),
+      name_(std::move(name)),
+      lands_on_disk_(lands_on_disk),
+      direct_(lands_on_disk ? reopen_direct(fd) : Fd()) {}
 
 OutputWrites::~OutputWrites() = default;
 
@@ -102,7 +105,8 @@ void OutputWrites::write(uint64_t offset, std::span<const std::byte> bytes) {
       }
       if (!stage_) {
         void* p = nullptr;
-        if (::posix_memalign(&p, kBlock, kStageBytes) != 0) throw_errno("cannot allocate a write buffer", name_, ENOMEM);
+        if (::posix_memalign(&p, kBlock, kStageBytes) != 0)
+          throw_errno("cannot allocate a write buffer", name_, ENOMEM);
         stage_.reset(static_cast<std::byte*>(p));
       }
       in_run_ = true;

@@ -1,7 +1,7 @@
 // io/output_writes.hpp: how an output file's bytes are written. The bulk of one that lands on
-// disk goes past the page cache: on a small machine, copying gigabytes into the cache and reclaiming it costs more
-// system time than the disk takes (2 GiB: 1-5 s of it against 0.1 s written with O_DIRECT,
-// docs/benchmarks.md), and the output is not read back soon.
+// disk goes past the page cache: copying gigabytes into the cache and reclaiming it costs more
+// system time than the disk takes (2 GiB on a 2-core VM: 0.5-5 s of system time, 0.1 s with
+// O_DIRECT; docs/benchmarks.md), and an output is not read back soon.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +14,11 @@
 
 namespace tlio::detail {
 
-/// The writes of one output file at any offsets. In a file that lands on disk, from kDirectFrom on, a run of writes each continuing
-/// the one before is gathered into whole blocks written with O_DIRECT, through a second
-/// descriptor on the same file; any other write, and a run's last partial block, goes through
-/// the page cache (its writeback started at once when large). Where the file system refuses
-/// O_DIRECT, every write goes through the page cache. Not thread-safe.
+/// The writes of one output file at any offsets. In a file that lands on disk, from kDirectFrom
+/// on, a run of writes each continuing the one before is gathered into whole blocks written with
+/// O_DIRECT through a second descriptor on the same file; any other write, and a run's last
+/// partial block, goes through the page cache (its writeback started at once when large). Where
+/// the file system refuses O_DIRECT, every write goes through the page cache. Not thread-safe.
 class OutputWrites {
  public:
   /// Offsets below this are always written through the page cache (a small file never leaves it).

@@ -180,20 +180,20 @@ class Fp4Decoder final : public WeightDecoder {
       const uint64_t r = (e + i) / in_, c0 = (e + i) % in_;
       const uint64_t take = std::min<uint64_t>(in_ - c0, v.size() - i);
       const uint8_t* row = codes + r * (in_ / 2);
-      float* o = &v[i] - c0;  // o[c] is column c's value
+      float* o = &v[i];  // o[c - c0] is column c's value
       for (uint64_t c = c0; c < c0 + take;) {
         const uint64_t end = std::min(c0 + take, (c / group_ + 1) * group_);
         const float s = scale_of_[scales[r * groups_ + c / group_]];
         if (c % 2) {  // a run starting at a byte's high nibble
-          o[c] = value_[row[c / 2] >> 4] * s;
+          o[c - c0] = value_[row[c / 2] >> 4] * s;
           ++c;
         }
         for (; c + 1 < end; c += 2) {
-          o[c] = value_[row[c / 2] & 0xF] * s;
-          o[c + 1] = value_[row[c / 2] >> 4] * s;
+          o[c - c0] = value_[row[c / 2] & 0xF] * s;
+          o[c + 1 - c0] = value_[row[c / 2] >> 4] * s;
         }
         if (c < end) {
-          o[c] = value_[row[c / 2] & 0xF] * s;
+          o[c - c0] = value_[row[c / 2] & 0xF] * s;
           ++c;
         }
       }
@@ -216,8 +216,10 @@ class Fp4Decoder final : public WeightDecoder {
       if (r0 != 0 || left < out_) {
         const uint64_t take = std::min(out_ - r0, left);
         const unsigned shift = k % 2 ? 4 : 0;
+        const uint8_t* code = c + k / 2;
+        const uint8_t* scale = s + k / kMxGroup;
         for (uint64_t j = 0; j < take; ++j)
-          v[i + j] = value_[(c[j * row_bytes + k / 2] >> shift) & 0xF] * scale_of_[s[j * groups_ + k / kMxGroup]];
+          v[i + j] = value_[(code[j * row_bytes] >> shift) & 0xF] * scale_of_[scale[j * groups_]];
         i += take;
         continue;
       }

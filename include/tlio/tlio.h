@@ -166,6 +166,9 @@ TL_API int tl_model_open_with(const char* dir, const tl_open_options* options, t
 TL_API void tl_model_close(tl_model* model);
 /* config.json's architecture ("bigram", "llama", or the model_type tlio does not check). */
 TL_API const char* tl_model_arch(const tl_model* model);
+/* config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
+ * "" when the folder has none. */
+TL_API const char* tl_model_quantization_config(const tl_model* model);
 /* The architecture checks (every expected tensor with its shape, nothing unexpected). */
 TL_API int tl_model_check(const tl_model* model);
 /* The weight files: one, or the shards in index order. NULL when i is out of range. */
@@ -285,6 +288,10 @@ typedef struct tl_compare_options {
   tl_progress_fn progress; /* elements compared / all, or NULL */
   void* progress_user;
   const char* filter;      /* compare only names this ECMAScript regex finds; NULL: all */
+  /* Each side's quantization_config (tl_model_quantization_config of a folder), which says how
+   * its weights are read (block sizes, GPTQ's version, AWQ's layout); NULL or "": none. */
+  const char* quantization_config_a;
+  const char* quantization_config_b;
 } tl_compare_options;
 TL_API void tl_compare_options_init(tl_compare_options* options);
 typedef struct tl_comparison tl_comparison;

@@ -32,6 +32,10 @@ const char* tl_model_arch(const tl_model* model) {
   return model ? model->model.config().arch.c_str() : "";
 }
 
+const char* tl_model_quantization_config(const tl_model* model) {
+  return model ? model->model.quantization_config().c_str() : "";
+}
+
 int tl_model_check(const tl_model* model) {
   TL_REQUIRE(model, "tl_model_check: NULL argument");
   return guard([&] { model->model.check(); });

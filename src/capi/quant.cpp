@@ -224,6 +224,10 @@ int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* cons
       }
       if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) && options->filter)
         o.filter = options->filter;
+      if (options->struct_size == sizeof(tl_compare_options)) {  // the configs came last
+        if (options->quantization_config_a) o.quantization_config_a = options->quantization_config_a;
+        if (options->quantization_config_b) o.quantization_config_b = options->quantization_config_b;
+      }
     }
     // Handles on the same sources (the library's compare takes each side as a run of files).
     const auto files = [](const tl_file* const* f, size_t n) {

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "c_check.h"
 #include "tlio/tlio.h"
@@ -22,6 +24,60 @@ static tl_file* open_hub(const char* name, tl_quantized_info* info) {
   CHECK(tl_quantized_count(f, &count) == TL_OK && count == 1);
   CHECK(tl_quantized_at(f, 0, info) == TL_OK);
   return f;
+}
+
+/* A folder holding fp8_block.safetensors with a config.json whose quantization_config says
+ * 2x4 blocks: the folder's config reaches the comparison, and decides the block size. */
+static void check_folder_config(void) {
+  char dir[] = "/tmp/tlio-hub-capi-XXXXXX", path[600], src[512];
+  static const char config[] =
+      "{\"architectures\": [\"X\"], \"model_type\": \"x\", \"quantization_config\": "
+      "{\"quant_method\": \"fp8\", \"weight_block_size\": [2, 4]}}";
+  char bytes[256];
+  size_t n;
+  FILE* in;
+  FILE* out;
+  tl_model* m = NULL;
+  const tl_file* file;
+  tl_compare_options o;
+  tl_comparison* c = NULL;
+  tl_tensor_comparison t;
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(src, sizeof src, "%s/hub/fp8_block.safetensors", TLIO_TEST_DATA);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  in = fopen(src, "rb");
+  out = fopen(path, "wb");
+  CHECK(in && out);
+  if (!in || !out) return;
+  n = fread(bytes, 1, sizeof bytes, in);
+  CHECK(fwrite(bytes, 1, n, out) == n);
+  fclose(in);
+  fclose(out);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  out = fopen(path, "w");
+  CHECK(out && fputs(config, out) >= 0);
+  if (out) fclose(out);
+  CHECK(tl_model_open(dir, &m) == TL_OK);
+  if (!m) return;
+  CHECK(strstr(tl_model_quantization_config(m), "\"weight_block_size\": [2, 4]") != NULL);
+  file = tl_model_file(m, 0);
+  tl_compare_options_init(&o);
+  CHECK(tl_compare_files(file, file, &o, &c) == TL_OK); /* the file alone: 128x128 */
+  CHECK(c && tl_comparison_at(c, 0, &t) == TL_OK && strcmp(t.a_dtype, "fp8-block128x128") == 0);
+  tl_comparison_free(c);
+  o.quantization_config_a = o.quantization_config_b = tl_model_quantization_config(m);
+  CHECK(tl_compare_files(file, file, &o, &c) == TL_OK && tl_comparison_equal(c));
+  CHECK(c && tl_comparison_at(c, 0, &t) == TL_OK && strcmp(t.a_dtype, "fp8-block2x4") == 0);
+  tl_comparison_free(c);
+  o.quantization_config_a = "{\"quant_method\": \"fp8\", \"weight_block_size\": [1, 1]}";
+  c = NULL;
+  CHECK(tl_compare_files(file, file, &o, &c) == TL_EFORMAT && c == NULL); /* [1, 1] needs a 2x3 grid */
+  tl_model_close(m);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  unlink(path);
+  rmdir(dir);
 }
 
 int main(int argc, char** argv) {
@@ -44,6 +100,7 @@ int main(int argc, char** argv) {
   CHECK(tl_quantized_read(f, "w.weight", 4, 2, TL_F32, v, 2 * sizeof(float)) == TL_OK);
   CHECK(v[1] == 1.0f / 1024); /* a range from the middle */
   tl_close(f);
+  check_folder_config();
 
   f = open_hub("awq_order.safetensors", &q);
   if (!f) return 1;

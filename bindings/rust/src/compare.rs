@@ -19,6 +19,10 @@ pub struct CompareOptions<'a> {
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
     /// Compare only the names this ECMAScript regex finds (as `tlio diff --filter`).
     pub filter: Option<&'a str>,
+    /// Each side's quantization_config (`Model::quantization_config`), which says how its
+    /// weights are read; `compare_models` passes the folders' own when these are `None`.
+    pub quantization_config_a: Option<&'a str>,
+    pub quantization_config_b: Option<&'a str>,
 }
 
 /// One name both files have (a quantized weight under its logical name).
@@ -78,7 +82,12 @@ pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<
 
 /// Compares two model folders (their shards, each folder one namespace), as
 /// `tlio diff DIR_A DIR_B` does.
-pub fn compare_models(a: &Model, b: &Model, options: CompareOptions<'_>) -> Result<Comparison> {
+pub fn compare_models<'a>(a: &'a Model, b: &'a Model, options: CompareOptions<'a>) -> Result<Comparison> {
+    let options = CompareOptions {
+        quantization_config_a: options.quantization_config_a.or(Some(a.quantization_config())),
+        quantization_config_b: options.quantization_config_b.or(Some(b.quantization_config())),
+        ..options
+    };
     let (a, b): (Vec<&File>, Vec<&File>) = (a.files().iter().collect(), b.files().iter().collect());
     compare_sets(&a, &b, options)
 }
@@ -88,6 +97,8 @@ pub fn compare_models(a: &Model, b: &Model, options: CompareOptions<'_>) -> Resu
 /// weight whose parts are in different shards counts whole.
 pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Result<Comparison> {
     let filter = options.filter.map(c_name).transpose()?;
+    let config_a = options.quantization_config_a.map(c_name).transpose()?;
+    let config_b = options.quantization_config_b.map(c_name).transpose()?;
     let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
     // SAFETY: init fills every field.
     let mut o = unsafe {
@@ -97,6 +108,8 @@ pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Re
     o.atol = options.atol;
     o.rtol = options.rtol;
     o.filter = filter.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
+    o.quantization_config_a = config_a.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    o.quantization_config_b = config_b.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     let mut progress = options.progress;
     if let Some(f) = progress.as_mut() {
         o.progress = Some(call_progress);

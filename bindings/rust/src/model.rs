@@ -56,6 +56,15 @@ impl Model {
             .unwrap_or("")
     }
 
+    /// config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON
+    /// text; empty when the folder has none.
+    pub fn quantization_config(&self) -> &str {
+        // SAFETY: a string the model owns.
+        unsafe { CStr::from_ptr(sys::tl_model_quantization_config(self.raw.as_ptr())) }
+            .to_str()
+            .unwrap_or("")
+    }
+
     /// The architecture checks: every expected tensor present with its shape, nothing unexpected.
     pub fn check(&self) -> Result<()> {
         // SAFETY: a valid handle.

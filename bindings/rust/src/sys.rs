@@ -124,6 +124,8 @@ pub struct tl_compare_options {
     pub progress: tl_progress_fn,
     pub progress_user: *mut c_void,
     pub filter: *const c_char,
+    pub quantization_config_a: *const c_char,
+    pub quantization_config_b: *const c_char,
 }
 
 #[repr(C)]
@@ -271,6 +273,7 @@ extern "C" {
     ) -> c_int;
     pub fn tl_model_close(model: *mut tl_model);
     pub fn tl_model_arch(model: *const tl_model) -> *const c_char;
+    pub fn tl_model_quantization_config(model: *const tl_model) -> *const c_char;
     pub fn tl_model_check(model: *const tl_model) -> c_int;
     pub fn tl_model_file_count(model: *const tl_model) -> usize;
     pub fn tl_model_file(model: *const tl_model, i: usize) -> *const tl_file;

@@ -250,3 +250,34 @@ fn hub_formats_read_dequantized() {
         assert_eq!(check_against_cli(&path, &dir), 1);
     }
 }
+
+/// A folder's quantization_config says how its weights are read: compare_models passes each
+/// folder's own (here 2x4 blocks where the file alone reads 128x128), compare_sets what it is given.
+#[test]
+fn a_folders_quantization_config_reaches_the_comparison() {
+    let dir = scratch("hub-config").join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(data().join("hub").join("fp8_block.safetensors"), dir.join("model.safetensors")).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"architectures": ["X"], "model_type": "x", "quantization_config": {"quant_method": "fp8", "weight_block_size": [2, 4]}}"#,
+    )
+    .unwrap();
+    let m = tlio::Model::open(&dir).unwrap();
+    assert!(m.quantization_config().contains("\"weight_block_size\": [2, 4]"));
+    let r = tlio::compare_models(&m, &m, tlio::CompareOptions::default()).unwrap();
+    assert!(r.equal);
+    assert_eq!(r.tensors[0].a_dtype, "fp8-block2x4");
+    let f = &m.files()[0];
+    let alone = tlio::compare_sets(&[f], &[f], tlio::CompareOptions::default()).unwrap();
+    assert_eq!(alone.tensors[0].a_dtype, "fp8-block128x128");
+    let bad = tlio::compare_sets(
+        &[f],
+        &[f],
+        tlio::CompareOptions {
+            quantization_config_a: Some(r#"{"quant_method": "fp8", "weight_block_size": [1, 1]}"#),
+            ..Default::default()
+        },
+    );
+    assert_eq!(bad.unwrap_err().kind(), tlio::ErrorKind::Format);
+}

@@ -433,8 +433,9 @@ def test_awq_gemm_matches_autoawq(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_awq_gemv_from_its_config(tmp_path):
-    """GEMV (config version "gemv"): qweight [out, in/8] in natural nibble order along the
+@pytest.mark.parametrize("layout", [{"version": "gemv"}, {"format": "GEMV"}])  # AutoAWQ's, GPTQModel's
+def test_awq_gemv_from_its_config(tmp_path, layout):
+    """GEMV (config version "gemv", or GPTQModel's format in any case): qweight [out, in/8] in natural nibble order along the
     inputs, qzeros [out, W] along the groups, scales [out, 8W] (padded groups); (q - z) * s in
     the scales' dtype. The reference packs with plain integer arithmetic."""
     rng = np.random.default_rng(15)
@@ -454,7 +455,7 @@ def test_awq_gemv_from_its_config(tmp_path):
         "l.qzeros": ("I32", [n, 1], i32_bytes(natural(z))),
         "l.scales": ("F16", [n, 8], f16_bytes(scales))}},
         {"model_type": "gpt_neox", "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": group,
-                                                           "zero_point": True, "version": "gemv"}})
+                                                           "zero_point": True, **layout}})
     g = np.arange(k) // group
     want = torch.from_numpy(q - z[:, g]).to(torch.float16) * torch.from_numpy(scales)[:, g]
     with tlio.safe_open(tmp_path / "a", "np") as f:

@@ -46,7 +46,7 @@ PackedLayout gemv_layout(const HubQuantConfig& c, const TensorInfo& q, const Ten
     malformed(q.name, fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
                                      "[out, 8W]", quote_name(q.name), shape_text(q.shape), quote_name(z.name),
                                      shape_text(z.shape), quote_name(s.name), shape_text(s.shape)));
-  if (!c.group_size || *c.group_size == 0 || *c.group_size < -1)
+  if (!c.group_size)  // (-1 or positive: hub_quant_config refused the others)
     malformed(q.name, fmt::format("{} is AWQ GEMV, whose group size only quantization_config's "
                                      "group_size (q_group_size) says", quote_name(q.name)));
   const uint64_t group = *c.group_size == -1 ? in : static_cast<uint64_t>(*c.group_size);
@@ -85,7 +85,7 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) || s.shape.size() != 2)
     malformed(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
                                      quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
-  if (c.method == "awq" && (c.version == "gemv" || c.version == "GEMV" || c.checkpoint_format == "gemv")) {
+  if (c.method == "awq" && awq_layout_is(c, "gemv")) {
     if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
     return gemv_layout(c, q, z, s);
   }
@@ -130,9 +130,8 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
   if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{l.in}))
     malformed(g_idx->name, fmt::format("{} is {} {}; g_idx is I32 [{}]", quote_name(g_idx->name),
                                           dtype_name(g_idx->dtype), shape_text(g_idx->shape), l.in));
-  // Group: the config's (-1: one group), else what the shapes imply.
-  if (c.group_size && *c.group_size != -1 && *c.group_size <= 0)
-    malformed(q.name, fmt::format("quantization_config group_size is {}", *c.group_size));
+  // Group: the config's (-1: one group; hub_quant_config refused others below 1), else what the
+  // shapes imply.
   if (c.group_size && *c.group_size > 0)
     l.group = static_cast<uint64_t>(*c.group_size);
   else if (c.group_size || groups == 1)

@@ -6,6 +6,7 @@
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
+#include "common/text.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -63,8 +64,7 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
     return "GPTQ " + c.checkpoint_format;
   for (const std::string& layout : {c.version, c.checkpoint_format})  // GPTQModel writes "format"
-    if (m == "awq" && !layout.empty() && layout != "gemm" && layout != "GEMM" && layout != "gemv" &&
-        layout != "GEMV")
+    if (const std::string l = ascii_lower(layout); m == "awq" && !l.empty() && l != "gemm" && l != "gemv")
       return "AWQ " + layout;
   return std::nullopt;
 }
@@ -82,6 +82,10 @@ bool read_block(dom::element v, HubQuantConfig& c) {
 }
 
 }  // namespace
+
+bool awq_layout_is(const HubQuantConfig& config, std::string_view layout) {
+  return ascii_lower(config.version) == layout || ascii_lower(config.checkpoint_format) == layout;
+}
 
 void malformed(const std::string& tensor, std::string detail) {
   throw_format(Rule::quant, tensor, std::move(detail));

@@ -31,6 +31,10 @@ struct HubQuantConfig {
   size_t ct_config_groups = 0;
 };
 
+/// True when the config's version or GPTQModel's "format" names AWQ's `layout` ("gemm", "gemv"),
+/// in any case.
+bool awq_layout_is(const HubQuantConfig& config, std::string_view layout);
+
 /// The set's quantization_config; an empty one when it has none. Error{format, "quant"} for
 /// JSON that is not an object or options of the wrong type.
 HubQuantConfig hub_quant_config(const TensorSet& set);

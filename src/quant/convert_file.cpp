@@ -63,10 +63,7 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
   report.ties_removed = plan.ties_removed;
   report.ties_repointed = plan.ties_repointed;
   Metadata metadata = plan.metadata;
-  if (!weights.empty() && restored_at.size() == weights.size()) {  // nothing quantized is left
-    metadata.erase("quant");                 // tinyllm int4's record
-    metadata.erase("quantization_config");  // a lone FP8 file's
-  }
+  if (!weights.empty() && restored_at.size() == weights.size()) erase_quantization_records(metadata);
   w.set_metadata(metadata);
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   std::map<std::string_view, const TensorInfo*> source_of;

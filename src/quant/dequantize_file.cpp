@@ -21,6 +21,11 @@ void check_dequantize_dtype(std::optional<Dtype> dtype) {
     throw_invalid(fmt::format("dequantize writes F32, F16 or BF16, not {}", dtype_name(*dtype)));
 }
 
+void erase_quantization_records(Metadata& metadata) {
+  metadata.erase("quant");
+  metadata.erase("quantization_config");
+}
+
 DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer& w,
                                  const std::vector<QuantizedWeight>& weights, std::optional<Dtype> dtype,
                                  const ProgressCallback& progress) {
@@ -36,8 +41,7 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
   const auto stored = stored_tensor_names(weights);
   auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
   Metadata meta = shard.metadata();
-  meta.erase("quant");  // tinyllm int4's record
-  meta.erase("quantization_config");  // a lone FP8 file's, as tlio quantize writes it
+  erase_quantization_records(meta);
   w.set_metadata(meta);
   for (const TensorInfo& t : shard.tensors())
     if (!is_stored_part(t.name)) w.declare(t.name, t.dtype, t.shape);

@@ -46,6 +46,11 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
 
 /// Error{invalid_argument} unless `dtype` is none, F32, F16 or BF16.
 void check_dequantize_dtype(std::optional<Dtype> dtype);
+
+/// Removes the metadata that records a file's quantization (tinyllm int4's "quant", the
+/// "quantization_config" tlio quantize writes into a lone file): a file with no quantized weight
+/// left must not claim any.
+void erase_quantization_records(Metadata& metadata);
 /// dequantize_file's work for `shard`, one of `set`'s files: its tensors that are no stored part
 /// of `weights` copied, and each of `weights` whose first stored tensor is in `shard` restored
 /// (decoded from `set`, wherever its other parts are).

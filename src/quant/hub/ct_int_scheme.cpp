@@ -86,9 +86,8 @@ void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape
                                  "or [..., out, groups]", quote_name(s.name), shape_text(s.shape),
                                  shape_text(weight)));
   if (groups == 1) return;  // channel
-  std::optional<uint64_t> configured =
+  const std::optional<uint64_t> configured =
       c.group_size && *c.group_size > 0 ? std::optional(static_cast<uint64_t>(*c.group_size)) : std::nullopt;
-  if (configured && *configured == 0) configured.reset();  // (hub_quant_config refuses 0)
   if (configured && ceil_div(in, *configured) == groups) {
     o.group = *configured;
   } else if (configured && c.ct_config_groups == 1 && !g_idx) {  // the only group's size is every weight's

@@ -201,35 +201,6 @@ std::string thousands(uint64_t n) {
   return s;
 }
 
-std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
-  // Levenshtein distance, one row at a time.
-  const auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-        diagonal = up;
-      }
-    }
-    return row[b.size()];
-  };
-  const size_t limit = std::min<size_t>(3, std::max<size_t>(1, word.size() / 3));
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const std::string& c : candidates) {
-    const size_t d = distance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 std::vector<std::string> convert_dtype_names() {
   std::vector<std::string> out;
   for (tlio::Dtype d : tlio::all_dtypes())

@@ -92,9 +92,6 @@ std::string join_path(const std::string& dir, const std::string& rel);
 /// 6738415616 as "6,738,415,616".
 std::string thousands(uint64_t n);
 
-/// The candidate nearest to `word` (edit distance, at most a third of its length and 3), or ""
-/// when none is near: for "did you mean".
-std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
 /// The dtypes `convert --dtype` takes: the floating ones F32 converts to.
 std::vector<std::string> convert_dtype_names();

@@ -15,9 +15,9 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"
-#include "weights.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
+#include "tlio/weights.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
 
@@ -336,7 +336,7 @@ void add_cat(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       if (a->names.empty() && a->filter.empty()) throw UsageError("NAME is required (or --filter REGEX)");
-      const Weights w = Weights::open(a->file);
+      const Weights w = Weights::open(a->file, open_options());
       // One plain name prints as it always has; patterns and --filter print a list.
       const bool one = a->names.size() == 1 && a->filter.empty() && a->names[0].find_first_of("*?[") == std::string::npos;
       if (one) {

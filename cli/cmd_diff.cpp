@@ -13,7 +13,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "tlio/error.hpp"
-#include "weights.hpp"
+#include "tlio/weights.hpp"
 #include "tlio/compare.hpp"
 #include "tlio/file.hpp"
 
@@ -132,7 +132,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      const Weights fa = Weights::open(a->a), fb = Weights::open(a->b);
+      const Weights fa = Weights::open(a->a, open_options()), fb = Weights::open(a->b, open_options());
       for (const Weights* w : {&fa, &fb})
         if (w->gguf())
           throw tlio::Error(tlio::ErrorCode::unsupported, tlio::Rule::none, {}, std::nullopt,

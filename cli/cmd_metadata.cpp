@@ -11,9 +11,9 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "weights.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
+#include "tlio/weights.hpp"
 
 namespace tlio::cli {
 
@@ -69,7 +69,7 @@ void add_metadata(CLI::App& app, int& exit_code) {
         if (!a->out.empty()) {
           throw UsageError("-o needs --set or --delete (nothing to edit)");
         }
-        const Weights w = Weights::open(a->file);
+        const Weights w = Weights::open(a->file, open_options());
         if (a->json)
           fmt::print("{{\"path\":{},\"metadata\":{}}}\n", json_string(w.name()),
                      metadata_json(w.metadata()));

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/error.hpp"
+#include "tlio/weights.hpp"
 #include "tlio/file.hpp"
 #include "tlio/folder_rewrite.hpp"
 #include "tlio/quant.hpp"
@@ -181,7 +182,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
         std::vector<std::string> syntaxes;
         for (const tlio::SchemeInfo& s : tlio::quant_schemes())
           if (!s.read_only) syntaxes.emplace_back(s.syntax);
-        const std::string near = closest(v, scheme_names());
+        const std::string near = tlio::closest_name(v, scheme_names());
         return fmt::format("unknown scheme '{}'{} ({})", v, near.empty() ? "" : "; did you mean '" + near + "'?",
                            fmt::join(syntaxes, ", "));
       });

@@ -22,6 +22,7 @@
 #include "commands.hpp"
 #include "slice_spec.hpp"
 #include "tlio/error.hpp"
+#include "tlio/weights.hpp"
 #include "tlio/model.hpp"
 #include "tlio/read_plan.hpp"
 #include "tlio/writer.hpp"
@@ -138,7 +139,7 @@ std::string not_found_message(const ReadPlan& plan, const SliceArg& arg, bool ke
   if (hint.empty()) {
     std::vector<std::string> names;
     for (const PlanTensor& t : plan.tensors()) names.push_back(t.name);
-    if (const std::string near = closest(arg.name, names); !near.empty())
+    if (const std::string near = tlio::closest_name(arg.name, names); !near.empty())
       hint = fmt::format("; did you mean {}?", display_name(near));
   }
   return fmt::format("no tensor {} in {}{}", display_name(arg.name), plan.name(), hint);

@@ -15,6 +15,7 @@
 #include "signals.hpp"
 #include "tlio/interrupt.hpp"
 #include "tlio/version.hpp"
+#include "tlio/weights.hpp"
 
 namespace {
 
@@ -28,7 +29,8 @@ constexpr Command kCommands[] = {
     {"shard", tlio::cli::add_shard},           {"merge", tlio::cli::add_merge},
     {"bigram", tlio::cli::add_bigram},         {"cat", tlio::cli::add_cat},
     {"stats", tlio::cli::add_stats},           {"slice", tlio::cli::add_slice},
-    {"diff", tlio::cli::add_diff},             {"import", tlio::cli::add_import},
+    {"diff", tlio::cli::add_diff},             {"report", tlio::cli::add_report},
+    {"import", tlio::cli::add_import},
     {"hash", tlio::cli::add_hash},             {"verify", tlio::cli::add_verify},
     {"sign", tlio::cli::add_sign},             {"completion", tlio::cli::add_completion},
 };
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> command_names;
   for (const CLI::App* sub : commands) command_names.push_back(sub->get_name());
   const auto unknown_command = [&](const std::string& word) {
-    const std::string near = closest(word, command_names);
+    const std::string near = tlio::closest_name(word, command_names);
     print_error("unknown command '" + word + "'" +
                 (near.empty() ? "" : "; did you mean '" + near + "'?") + " (tlio help lists them)");
     return kExitUsage;
@@ -134,7 +136,7 @@ int main(int argc, char** argv) {
         const std::string word = argv[i];
         if (word.rfind("--", 0) != 0 || std::find(options.begin(), options.end(), word.substr(0, word.find('='))) != options.end())
           continue;
-        const std::string near = closest(word.substr(0, word.find('=')), options);
+        const std::string near = tlio::closest_name(word.substr(0, word.find('=')), options);
         if (!near.empty()) hint = "did you mean '" + near + "'?";
       }
     }

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_tlio, m) {
   tlio_py::bind_writer(m);
   tlio_py::bind_trust(m);
   tlio_py::bind_gguf(m);
+  tlio_py::bind_report(m);
 }

@@ -442,6 +442,30 @@ TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, cons
 TL_API int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
                           uint64_t* tensors);
 
+/* ---- Reports (tlio/report.hpp, docs/report.md) -------------------------------------------------
+ * A model's figures per tensor (counts, range, mean, std, histogram; against a source, the error:
+ * RMSE, max abs, cosine, SQNR), as `tlio report` computes them: read once, dequantized where
+ * quantized, on every core in bounded memory. */
+typedef struct tl_report_options {
+  size_t struct_size;      /* sizeof(tl_report_options) */
+  const char* against;     /* the source compared with (a file, folder or GGUF, a path or URL); NULL: none */
+  const char* filter;      /* only names this ECMAScript regex finds; NULL: all */
+  unsigned bins;           /* histogram bins, 1..4096 (default 64) */
+  tl_progress_fn progress; /* bytes read / all, or NULL */
+  void* progress_user;
+} tl_report_options;
+TL_API void tl_report_options_init(tl_report_options* options);
+typedef struct tl_report tl_report;
+/* The report of the model at `location` (a file, a model folder or a GGUF file; `open` NULL for
+ * the defaults, else its token is used for URLs); freed with tl_report_free. */
+TL_API int tl_report_make(const char* location, const tl_report_options* options, const tl_open_options* open,
+                          tl_report** out);
+/* The figures as one JSON document (`tlio report --json`'s), living until tl_report_free. */
+TL_API const char* tl_report_json(const tl_report* report);
+/* The report as one self-contained HTML page written to `out` (a path or URL), atomically. */
+TL_API int tl_report_write_html(const tl_report* report, const char* out);
+TL_API void tl_report_free(tl_report* report);
+
 /* ---- Hashes and model signatures (tlio/trust.hpp, docs/security.md) ------------------------- */
 #define TL_SHA256_HEX_SIZE 65 /* 64 hexadecimal digits and a NUL */
 

@@ -110,5 +110,6 @@ void bind_plan(py::module_& m);
 void bind_writer(py::module_& m);
 void bind_trust(py::module_& m);
 void bind_gguf(py::module_& m);
+void bind_report(py::module_& m);
 
 }  // namespace tlio_py

@@ -30,6 +30,7 @@ import numpy as _np
 
 from . import _gguf, _tlio
 from ._gguf import export_gguf, gguf_metadata, import_gguf
+from ._report import report
 from ._tlio import SafetensorError, VerificationError
 
 __version__ = _tlio.__version__
@@ -37,7 +38,7 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
            "compare_files", "VerificationError", "hash_file", "sign", "verify", "import_gguf",
-           "gguf_metadata", "export_gguf"]
+           "gguf_metadata", "export_gguf", "report"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch", "pytorch")

@@ -58,6 +58,7 @@ mod interrupt;
 mod model;
 mod plan;
 mod quant;
+mod report;
 pub mod sys;
 mod trust;
 mod writer;
@@ -76,6 +77,7 @@ pub use quant::{
     convert_folder, dequantize_file, dequantize_folder, quantize_file, quantize_folder,
     QuantizeOptions,
 };
+pub use report::{report, Report, ReportOptions};
 pub use trust::{hash_file, sign_folder, verify_signature};
 pub use writer::Writer;
 

@@ -134,6 +134,21 @@ pub struct tl_comparison {
 }
 
 #[repr(C)]
+pub struct tl_report_options {
+    pub struct_size: usize,
+    pub against: *const c_char,
+    pub filter: *const c_char,
+    pub bins: c_uint,
+    pub progress: tl_progress_fn,
+    pub progress_user: *mut c_void,
+}
+
+#[repr(C)]
+pub struct tl_report {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
 pub struct tl_tensor_comparison {
     pub name: *const c_char,
     pub a_dtype: *const c_char,
@@ -465,6 +480,16 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_report_options_init(options: *mut tl_report_options);
+    pub fn tl_report_make(
+        location: *const c_char,
+        options: *const tl_report_options,
+        open: *const tl_open_options,
+        out: *mut *mut tl_report,
+    ) -> c_int;
+    pub fn tl_report_json(report: *const tl_report) -> *const c_char;
+    pub fn tl_report_write_html(report: *const tl_report, out: *const c_char) -> c_int;
+    pub fn tl_report_free(report: *mut tl_report);
     pub fn tl_hash_file(
         location: *const c_char,
         options: *const tl_open_options,

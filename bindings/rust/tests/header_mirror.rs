@@ -135,6 +135,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "typedef struct tl_plan_options {",
         "typedef struct tl_plan_item_info {",
         "typedef struct tl_gguf_tensor {",
+        "typedef struct tl_report_options {",
     ] {
         let start = text
             .find(marker)
@@ -151,7 +152,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        11 + 2 + 1,
+        12 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

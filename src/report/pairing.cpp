@@ -1,0 +1,85 @@
+// report/pairing.cpp: a model's tensors paired with a reference's, by name or through the GGUF
+// export's names.
+#include "report/pairing.hpp"
+
+#include <set>
+
+#include "gguf/gguf_arch.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+uint64_t Pairing::reference_row(uint64_t row, uint64_t rows) const noexcept {
+  if (!permute_heads) return row;
+  // llama.cpp's converter reshapes a head's d rows to [2, d/2] and swaps the axes: the
+  // Hugging Face row j * d/2 + i becomes the GGUF row 2 * i + j.
+  const uint64_t d = rows / permute_heads, half = d / 2, head = row / d, r = row % d;
+  return model_is_gguf ? head * d + (r % 2) * half + r / 2   // GGUF row -> Hugging Face row
+                       : head * d + 2 * (r % half) + r / half;  // Hugging Face row -> GGUF row
+}
+
+const Pairing* Pairings::find(std::string_view name) const {
+  const auto it = by_model_.find(name);
+  return it == by_model_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Pairings::unpaired_reference() const {
+  std::set<std::string_view> paired;
+  for (const auto& [name, p] : by_model_) paired.insert(p.reference);
+  std::vector<std::string> out;
+  for (const std::string& n : reference_names_)
+    if (!paired.contains(n)) out.push_back(n);
+  return out;
+}
+
+namespace {
+
+// The GGUF name and row interleave of each value name of `folder` (names the export leaves out,
+// or does not know, have none).
+std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
+  if (folder.config_json().empty())
+    throw Error(ErrorCode::unsupported, Rule::model, "config.json", std::nullopt,
+                "pairing a GGUF file's tensors with a folder's needs the folder's config.json (its "
+                "architecture names the tensors)",
+                folder.name());
+  const HfConfig c = parse_hf_config(folder.config_json(), folder.name());
+  const GgufArch& arch = gguf_arch_for(c.hf_class);
+  std::map<std::string, GgufName, std::less<>> out;
+  for (const std::string& name : folder.value_names()) {
+    try {
+      if (std::optional<GgufName> g = gguf_name_for(arch, c, name)) out.emplace(name, std::move(*g));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::unsupported) throw;  // a name the table does not know: unpaired
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Pairings pair_names(const Weights& model, const Weights& reference) {
+  Pairings out;
+  out.reference_names_ = reference.value_names();
+  const std::vector<std::string> names = model.value_names();
+  if (model.gguf() && !reference.gguf() && reference.is_folder()) {
+    std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
+    const auto hf = gguf_names(reference);
+    for (const auto& [hf_name, g] : hf) by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
+    for (const std::string& n : names)
+      if (const auto it = by_gguf_name.find(n); it != by_gguf_name.end())
+        out.by_model_.emplace(n, Pairing{std::string(it->second.first), it->second.second, true});
+    return out;
+  }
+  if (!model.gguf() && reference.gguf() && model.is_folder()) {
+    const std::set<std::string_view> in_reference(out.reference_names_.begin(), out.reference_names_.end());
+    for (const auto& [hf_name, g] : gguf_names(model))
+      if (in_reference.contains(g.name)) out.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
+    return out;
+  }
+  const std::set<std::string_view> in_reference(out.reference_names_.begin(), out.reference_names_.end());
+  for (const std::string& n : names)
+    if (in_reference.contains(n)) out.by_model_.emplace(n, Pairing{n, 0, false});
+  return out;
+}
+
+}  // namespace tlio::detail

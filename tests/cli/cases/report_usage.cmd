@@ -1,0 +1,1 @@
+tlio report DATA/quant/tiny_model.safetensors

@@ -84,8 +84,8 @@ struct ModelReport {
   uint64_t files = 0;       ///< weight files
   /// Parameters by dtype, scheme or ggml type, the most first.
   std::vector<std::pair<std::string, uint64_t>> types;
-  /// The file's metadata (a folder's first shard), a GGUF's scalar keys, a folder's
-  /// quantization_config as one entry.
+  /// The file's metadata (a folder's first shard), a GGUF's scalar keys; a folder's config.json
+  /// and quantization_config, each as one entry.
   std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<TensorFigures> tensors;  ///< in natural order of names ("layers.2" before "layers.10")
   /// With a reference: the names one side has and the other lacks.

@@ -63,4 +63,32 @@ TLIO_API ValueStats value_stats(Dtype dtype, std::span<const std::byte> data, ui
 TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo,
                                double hi, std::span<uint64_t> bins);
 
+/// The sums the differences of values `a` from reference values `b` are made of, the pairs
+/// where either side is NaN or infinite counted apart. Like ValueStats, sums of pieces merged in
+/// order give figures that depend only on where the pieces begin and end.
+struct DifferenceSums {
+  uint64_t finite = 0;     ///< pairs where both sides are finite
+  uint64_t nonfinite = 0;  ///< pairs with a NaN or an infinity on either side
+  uint64_t mismatch = 0;   ///< of those, pairs whose sides differ (NaN equals NaN)
+  /// Over the finite pairs: sums of (a - b)^2, a^2, b^2 and a * b, and the largest |a - b|.
+  double d2 = 0, a2 = 0, b2 = 0, ab = 0, max_abs = 0;
+
+  void merge(const DifferenceSums& later) noexcept {
+    finite += later.finite;
+    nonfinite += later.nonfinite;
+    mismatch += later.mismatch;
+    d2 += later.d2;
+    a2 += later.a2;
+    b2 += later.b2;
+    ab += later.ab;
+    max_abs = std::fmax(max_abs, later.max_abs);
+  }
+};
+
+/// The sums of `count` pairs: values of `a_dtype` in `a` against values of `b_dtype` in `b`,
+/// each widened exactly to F64 (through F32 for F32, F16 and BF16, with SIMD), a block at a time.
+/// Error{invalid_argument} as value_stats for either side.
+TLIO_API DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
+                                        std::span<const std::byte> b, uint64_t count);
+
 }  // namespace tlio

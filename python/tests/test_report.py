@@ -150,6 +150,8 @@ def test_gguf_f32_export_against_its_folder_is_exact_both_ways(tmp_path):
     q = by_name(r)["blk.0.attn_q.weight"]
     assert q["error"]["reference"] == "model.layers.0.self_attn.q_proj.weight" and q["layer"] == 0
     assert r["metadata"]["general.architecture"] == "llama"
+    folder = tlio.report(TINY_LLAMA, filter="norm")
+    assert folder["format"] == "model folder" and "LlamaForCausalLM" in folder["metadata"]["config.json"]
 
 
 @pytest.mark.skipif(not ORACLE.exists(), reason="the gguf package is installed into build/oracle-venv by "
@@ -200,3 +202,15 @@ print(json.dumps(out))
         else:
             assert t["error"]["sqnr_db"] == pytest.approx(w["sqnr_db"], rel=1e-9), t["name"]
     assert quantized >= 7  # every 2-D weight of the layer, and the embeddings and output
+
+
+def test_a_page_of_700_tensors_stays_small(tmp_path):
+    """A 70B model has about 700 tensors: its page is a few MB at most (here: 720 small ones)."""
+    rng = np.random.default_rng(1)
+    tensors = {f"model.layers.{i}.{kind}.weight": rng.standard_normal((8, 16)).astype(np.float32)
+               for i in range(80) for kind in ("q", "k", "v", "o", "gate", "up", "down", "norm1", "norm2")}
+    tlio.save_file(tensors, tmp_path / "m.safetensors")
+    r = tlio.report(tmp_path / "m.safetensors", tmp_path / "m.safetensors", html=tmp_path / "r.html")
+    assert len(r["tensors"]) == 720
+    size = (tmp_path / "r.html").stat().st_size
+    assert size < 3 << 20, size

@@ -21,6 +21,7 @@
 
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
+#include "dtype/value_runs.hpp"
 #include "tlio/value_stats.hpp"
 
 #ifndef TLIO_VALUE_STATS_ONCE

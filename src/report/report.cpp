@@ -37,6 +37,7 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
   r.stored_size = model.stored_size();
   r.files = model.gguf() ? 1 : model.files().size();
   for (const auto& [key, value] : model.metadata()) r.metadata.emplace_back(key, value);
+  if (!model.config_json().empty()) r.metadata.emplace_back("config.json", model.config_json());
   if (!model.quantization_config().empty()) r.metadata.emplace_back("quantization_config", model.quantization_config());
   FigureOptions figure_options;
   figure_options.bins = options.bins;

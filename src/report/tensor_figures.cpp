@@ -26,8 +26,6 @@ namespace {
 
 // Values per chunk (a thread's unit of work).
 constexpr uint64_t kChunk = uint64_t{1} << 20;
-// Values widened to F64 at a time (below convert()'s own threading, and cache-sized).
-constexpr uint64_t kWidenBlock = uint64_t{1} << 16;
 constexpr unsigned kMaxBins = 4096;
 
 // `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,
@@ -44,6 +42,7 @@ struct Values {
   std::string type;
   std::vector<uint64_t> shape;
   uint64_t elements = 0, stored_bytes = 0;
+  unsigned bits = 32;  // of each value the chunks hold
   bool numeric = true;
   std::function<ChunkReader()> open;
 };
@@ -69,6 +68,7 @@ Values values_of(const Weights& w, const std::string& name) {
   v.shape.assign(t->shape.begin(), t->shape.end());
   v.elements = t->element_count();
   v.stored_bytes = t->byte_size();
+  v.bits = dtype_bits(t->dtype);
   v.numeric = can_convert(t->dtype, Dtype::F64);
   v.open = [file, name = t->name, dtype = t->dtype]() -> ChunkReader {
     const TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
@@ -82,65 +82,20 @@ Values values_of(const Weights& w, const std::string& name) {
   return v;
 }
 
-// `count` values of a chunk as F64 into dst, kWidenBlock at a time.
-void widen(const Chunk& c, uint64_t count, double* dst) {
-  if (c.dtype == Dtype::F64) {
-    std::memcpy(dst, c.bytes.data(), count * sizeof(double));
-    return;
-  }
-  const unsigned bits = dtype_bits(c.dtype);
-  for (uint64_t i = 0; i < count; i += kWidenBlock) {
-    const uint64_t n = std::min(kWidenBlock, count - i);
-    convert(c.dtype, c.bytes.subspan(i * bits / 8, (n * bits + 7) / 8), Dtype::F64,
-            std::as_writable_bytes(std::span(dst + i, n)), n);
-  }
+// A tensor's error from the sums of its pairs.
+TensorError error_of(const DifferenceSums& s) {
+  TensorError e;
+  e.nonfinite = s.nonfinite;
+  e.nonfinite_mismatch = s.mismatch;
+  e.max_abs = s.max_abs;
+  e.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : 0.0;
+  if (s.a2 == 0 && s.b2 == 0) e.cosine = 1;
+  else if (s.a2 == 0 || s.b2 == 0) e.cosine = 0;
+  else if (const double norms = s.a2 * s.b2; std::isfinite(norms)) e.cosine = s.ab / std::sqrt(norms);  // 1 for a == b
+  else e.cosine = s.ab / (std::sqrt(s.a2) * std::sqrt(s.b2));
+  e.sqnr_db = s.d2 == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(s.b2 / s.d2);
+  return e;
 }
-
-// The sums one chunk's pairs add to a tensor's error; merged in chunk order.
-struct ErrorSums {
-  uint64_t finite = 0, nonfinite = 0, mismatch = 0;
-  double d2 = 0, a2 = 0, b2 = 0, ab = 0, max_abs = 0;
-
-  void add(const double* a, const double* b, uint64_t n) {
-    for (uint64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
-        ++nonfinite;
-        mismatch += !(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])));
-        continue;
-      }
-      const double d = a[i] - b[i];
-      ++finite;
-      d2 += d * d;
-      a2 += a[i] * a[i];
-      b2 += b[i] * b[i];
-      ab += a[i] * b[i];
-      max_abs = std::max(max_abs, std::fabs(d));
-    }
-  }
-  void merge(const ErrorSums& o) {
-    finite += o.finite;
-    nonfinite += o.nonfinite;
-    mismatch += o.mismatch;
-    d2 += o.d2;
-    a2 += o.a2;
-    b2 += o.b2;
-    ab += o.ab;
-    max_abs = std::max(max_abs, o.max_abs);
-  }
-  TensorError figures() const {
-    TensorError e;
-    e.nonfinite = nonfinite;
-    e.nonfinite_mismatch = mismatch;
-    e.max_abs = max_abs;
-    e.rmse = finite ? std::sqrt(d2 / static_cast<double>(finite)) : 0.0;
-    if (a2 == 0 && b2 == 0) e.cosine = 1;
-    else if (a2 == 0 || b2 == 0) e.cosine = 0;
-    else if (const double norms = a2 * b2; std::isfinite(norms)) e.cosine = ab / std::sqrt(norms);  // 1 for a == b
-    else e.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
-    e.sqnr_db = d2 == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(b2 / d2);
-    return e;
-  }
-};
 
 // Runs fn(k) for every chunk k of [0, chunks): on every core when there are enough of them.
 template <class Fn>
@@ -187,35 +142,32 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
                                  static_cast<double>(std::max<uint64_t>(f.elements, 1)));
   };
   std::vector<ValueStats> partial(chunks);
-  std::vector<ErrorSums> sums(ref ? chunks : 0);
+  std::vector<DifferenceSums> sums(ref ? chunks : 0);
   for_chunks(chunks, [&](uint64_t k) {
     thread_local std::vector<std::byte> scratch, ref_scratch;
-    thread_local std::vector<double> a, b;
     const uint64_t first = k * chunk, count = count_of(k);
     const Chunk c = read(first, count, scratch);
     partial[k] = value_stats(c.dtype, c.bytes, count);
     if (ref) {
-      a.resize(count);
-      b.resize(count);
-      widen(c, count, a.data());
       if (!by_rows) {
-        widen(read_ref(first, count, ref_scratch), count, b.data());
+        const Chunk r = read_ref(first, count, ref_scratch);
+        sums[k] = difference_sums(c.dtype, c.bytes, r.dtype, r.bytes, count);
       } else {
-        for (uint64_t r = 0; r < count / cols; ++r) {
-          const uint64_t row = pair->reference_row(first / cols + r, rows);
-          widen(read_ref(row * cols, cols, ref_scratch), cols, b.data() + r * cols);
+        const unsigned bits = dtype_bits(c.dtype);
+        for (uint64_t row = 0; row < count / cols; ++row) {
+          const Chunk r = read_ref(pair->reference_row(first / cols + row, rows) * cols, cols, ref_scratch);
+          sums[k].merge(difference_sums(c.dtype, c.bytes.subspan(row * cols * bits / 8), r.dtype, r.bytes, cols));
         }
       }
-      sums[k].add(a.data(), b.data(), count);
       progress.add(share(ref->stored_bytes, k));
     }
     progress.add(share(v.stored_bytes, k));
   });
   for (const ValueStats& p : partial) f.stats.merge(p);
   if (ref) {
-    ErrorSums total;
-    for (const ErrorSums& s : sums) total.merge(s);
-    f.error = total.figures();
+    DifferenceSums total;
+    for (const DifferenceSums& s : sums) total.merge(s);
+    f.error = error_of(total);
     f.error->reference = pair->reference;
     f.error->reference_type = ref->type;
   }
@@ -279,6 +231,8 @@ std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const 
                              fmt::join(ref->shape, ", "));
       else if (pair->permute_heads && (v.shape.size() != 2 || v.shape[0] % (2 * pair->permute_heads) != 0))
         f.note = fmt::format("its rows cannot be split into {} heads of pairs", pair->permute_heads);
+      else if (pair->permute_heads && (v.shape[1] * v.bits % 8 != 0 || v.shape[1] * ref->bits % 8 != 0))
+        f.note = "its rows do not start on whole bytes";
       else
         compared = &*ref;
     }

@@ -1,6 +1,7 @@
 // Tests for tlio/value_stats.hpp: the figures against a plain reference computed here in long
 // double (every value kind: NaN, infinities, zeros, odd lengths that leave SIMD tails), blocks
-// merged in order, the histogram against numpy's binning rule written out, and the refusals.
+// merged in order, the histogram against numpy's binning rule written out, the sums of the
+// differences of two runs against their definitions, and the refusals.
 #include "tlio/value_stats.hpp"
 
 #include <gtest/gtest.h>
@@ -170,6 +171,78 @@ TEST(ValueStats, Refusals) {
   EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 2, 2, bins), Error);
   EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 0, kInf, bins), Error);
   EXPECT_THROW(add_to_histogram(Dtype::F64, bytes_of(v), 3, 0, 1, std::span<uint64_t>{}), Error);
+}
+
+// The sums of pairs as their definitions say, one pair at a time, in long double.
+DifferenceSums difference_reference(const std::vector<double>& a, const std::vector<double>& b) {
+  DifferenceSums s;
+  long double d2 = 0, a2 = 0, b2 = 0, ab = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
+      ++s.nonfinite;
+      s.mismatch += !(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])));
+      continue;
+    }
+    const long double x = a[i], y = b[i];
+    ++s.finite;
+    d2 += (x - y) * (x - y), a2 += x * x, b2 += y * y, ab += x * y;
+    s.max_abs = std::max(s.max_abs, std::fabs(a[i] - b[i]));
+  }
+  s.d2 = static_cast<double>(d2), s.a2 = static_cast<double>(a2), s.b2 = static_cast<double>(b2);
+  s.ab = static_cast<double>(ab);
+  return s;
+}
+
+TEST(DifferenceSums, EqualTheDefinitionsAcrossDtypesAndTails) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 3);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const size_t n : {size_t{1}, size_t{7}, size_t{2048}, size_t{5003}}) {
+    std::vector<float> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) a[i] = normal(rng), b[i] = a[i] + 0.01f * normal(rng);
+    if (n > 100) a[17] = static_cast<float>(nan), b[17] = static_cast<float>(nan), b[40] = static_cast<float>(kInf),
+                 a[41] = static_cast<float>(-kInf), b[41] = static_cast<float>(-kInf), a[99] = static_cast<float>(nan);
+    std::vector<uint16_t> b16(n);
+    convert(Dtype::F32, bytes_of(b), Dtype::BF16, std::as_writable_bytes(std::span(b16)), n);
+    std::vector<float> b16_back(n);
+    convert(Dtype::BF16, bytes_of(b16), Dtype::F32, std::as_writable_bytes(std::span(b16_back)), n);
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end()), bb(b16_back.begin(), b16_back.end());
+    std::vector<int32_t> ints(n);
+    for (size_t i = 0; i < n; ++i) ints[i] = static_cast<int32_t>(i % 11) - 5;
+    std::vector<double> ints64(ints.begin(), ints.end());
+    struct Case {
+      Dtype ad;
+      std::span<const std::byte> a;
+      Dtype bd;
+      std::span<const std::byte> b;
+      const std::vector<double>&want_a, &want_b;
+    };
+    for (const Case& c : {Case{Dtype::F32, bytes_of(a), Dtype::F32, bytes_of(b), a64, b64},
+                          Case{Dtype::F32, bytes_of(a), Dtype::BF16, bytes_of(b16), a64, bb},
+                          Case{Dtype::F64, bytes_of(a64), Dtype::F32, bytes_of(b), a64, b64},
+                          Case{Dtype::I32, bytes_of(ints), Dtype::F64, bytes_of(b64), ints64, b64}}) {
+      const DifferenceSums got = difference_sums(c.ad, c.a, c.bd, c.b, n), want = difference_reference(c.want_a, c.want_b);
+      EXPECT_EQ(got.finite, want.finite) << n;
+      EXPECT_EQ(got.nonfinite, want.nonfinite) << n;
+      EXPECT_EQ(got.mismatch, want.mismatch) << n;
+      EXPECT_EQ(got.max_abs, want.max_abs) << n;
+      for (const auto& [g, w] : {std::pair{got.d2, want.d2}, {got.a2, want.a2}, {got.b2, want.b2}, {got.ab, want.ab}})
+        EXPECT_NEAR(g, w, 1e-12 * (1 + std::fabs(w))) << n;
+    }
+  }
+}
+
+TEST(DifferenceSums, UnalignedRunsAndRefusals) {
+  std::vector<float> a{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<std::byte> shifted(a.size() * 4 + 1);
+  std::memcpy(shifted.data() + 1, a.data(), a.size() * 4);
+  const auto run = std::span<const std::byte>(shifted).subspan(1);
+  const DifferenceSums s = difference_sums(Dtype::F32, run, Dtype::F32, bytes_of(a), a.size());
+  EXPECT_EQ(s.finite, 9u);
+  EXPECT_EQ(s.d2, 0);
+  EXPECT_EQ(s.ab, s.a2);
+  EXPECT_THROW(difference_sums(Dtype::F32, bytes_of(a), Dtype::F32, bytes_of(a), 10), Error);
+  EXPECT_THROW(difference_sums(Dtype::C64, bytes_of(a), Dtype::F32, bytes_of(a), 2), Error);
 }
 
 }  // namespace

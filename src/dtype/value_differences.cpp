@@ -1,0 +1,158 @@
+// dtype/value_differences.cpp: difference_sums (tlio/value_stats.hpp). Both runs are widened a
+// block at a time (F32, F16 and BF16 to F32 with SIMD, the others to F64), then a kernel compiled
+// once per target by Highway sums the pairs in double precision; a vector holding a NaN or an
+// infinity on either side is summed one pair at a time.
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "dtype/value_differences.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "dtype/value_runs.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/value_stats.hpp"
+
+#ifndef TLIO_VALUE_DIFFERENCES_ONCE
+#define TLIO_VALUE_DIFFERENCES_ONCE
+namespace tlio::detail {
+
+// Element i of a run that may not be aligned for T (the values of a mapped file need not be).
+template <class T>
+T value_at(const T* x, size_t i) {
+  T v;
+  std::memcpy(&v, reinterpret_cast<const std::byte*>(x) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// One pair into the sums (heads, tails and vectors that hold a value that is not finite).
+inline void add_pair(double a, double b, DifferenceSums& s) noexcept {
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    ++s.nonfinite;
+    s.mismatch += !(a == b || (std::isnan(a) && std::isnan(b)));
+    return;
+  }
+  const double d = a - b;
+  ++s.finite;
+  s.d2 += d * d;
+  s.a2 += a * a;
+  s.b2 += b * b;
+  s.ab += a * b;
+  s.max_abs = std::max(s.max_abs, std::fabs(d));
+}
+
+}  // namespace tlio::detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace tlio::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+template <class T>
+void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
+  for (size_t i = 0; i < n; ++i) add_pair(value_at(a, i), value_at(b, i), *out);
+}
+#else
+template <class T>
+void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
+  const hn::ScalableTag<T> d;
+  const hn::Repartition<double, decltype(d)> dd;
+  using VD = hn::Vec<decltype(dd)>;
+  const size_t lanes = hn::Lanes(d);
+  VD d2 = hn::Zero(dd), a2 = d2, b2 = d2, ab = d2, max_abs = d2;
+  const auto add = [&](VD x, VD y) {
+    const VD diff = hn::Sub(x, y);
+    d2 = hn::Add(d2, hn::Mul(diff, diff));
+    a2 = hn::Add(a2, hn::Mul(x, x));
+    b2 = hn::Add(b2, hn::Mul(y, y));
+    ab = hn::Add(ab, hn::Mul(x, y));
+    max_abs = hn::Max(max_abs, hn::Abs(diff));
+  };
+  DifferenceSums& s = *out;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto va = hn::LoadU(d, a + i), vb = hn::LoadU(d, b + i);
+    if (!hn::AllTrue(d, hn::And(hn::IsFinite(va), hn::IsFinite(vb)))) {
+      for (size_t k = i; k < i + lanes; ++k) add_pair(value_at(a, k), value_at(b, k), s);
+      continue;
+    }
+    s.finite += lanes;
+    if constexpr (std::is_same_v<T, double>) {
+      add(va, vb);
+    } else {
+      const hn::Half<decltype(d)> dh;
+      add(hn::PromoteTo(dd, hn::LowerHalf(dh, va)), hn::PromoteTo(dd, hn::LowerHalf(dh, vb)));
+      add(hn::PromoteTo(dd, hn::UpperHalf(dh, va)), hn::PromoteTo(dd, hn::UpperHalf(dh, vb)));
+    }
+  }
+  s.d2 += hn::GetLane(hn::SumOfLanes(dd, d2));
+  s.a2 += hn::GetLane(hn::SumOfLanes(dd, a2));
+  s.b2 += hn::GetLane(hn::SumOfLanes(dd, b2));
+  s.ab += hn::GetLane(hn::SumOfLanes(dd, ab));
+  s.max_abs = std::max(s.max_abs, static_cast<double>(hn::GetLane(hn::MaxOfLanes(dd, max_abs))));
+  for (; i < n; ++i) add_pair(value_at(a, i), value_at(b, i), s);
+}
+#endif
+
+void BlockDifferencesF32(const float* a, const float* b, size_t n, DifferenceSums* out) { BlockDifferences(a, b, n, out); }
+void BlockDifferencesF64(const double* a, const double* b, size_t n, DifferenceSums* out) {
+  BlockDifferences(a, b, n, out);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tlio::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tlio {
+namespace detail {
+HWY_EXPORT(BlockDifferencesF32);
+HWY_EXPORT(BlockDifferencesF64);
+
+// Pairs per block: both sides widened stay in the first levels of the cache.
+constexpr size_t kPairBlock = 2048;
+
+bool widens_to_f32(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16; }
+
+}  // namespace detail
+
+DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
+                               std::span<const std::byte> b, uint64_t count) {
+  detail::check_values(a_dtype, a, count);
+  detail::check_values(b_dtype, b, count);
+  const bool f32 = detail::widens_to_f32(a_dtype) && detail::widens_to_f32(b_dtype);
+  const Dtype to = f32 ? Dtype::F32 : Dtype::F64;
+  const unsigned a_bits = dtype_bits(a_dtype), b_bits = dtype_bits(b_dtype);
+  alignas(64) std::array<double, detail::kPairBlock> wa, wb;  // F64 values, or F32 ones in the first half
+  DifferenceSums total;
+  for (uint64_t i = 0; i < count; i += detail::kPairBlock) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(detail::kPairBlock, count - i));
+    const auto widen = [&](Dtype from, std::span<const std::byte> data, unsigned bits, double* out) -> const void* {
+      const auto in = data.subspan(static_cast<size_t>(i * bits / 8), static_cast<size_t>(bytes_for(from, n)));
+      if (from == to) return in.data();
+      convert(from, in, to, std::as_writable_bytes(std::span(out, n)).first(n * (f32 ? 4 : 8)), n);
+      return out;
+    };
+    const void* x = widen(a_dtype, a, a_bits, wa.data());
+    const void* y = widen(b_dtype, b, b_bits, wb.data());
+    DifferenceSums s;
+    if (f32) {
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF32)(static_cast<const float*>(x), static_cast<const float*>(y), n, &s);
+    } else {
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF64)(static_cast<const double*>(x), static_cast<const double*>(y), n, &s);
+    }
+    total.merge(s);
+  }
+  return total;
+}
+
+}  // namespace tlio
+#endif

@@ -17,8 +17,8 @@ namespace tlio::cli {
 void add_report(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("report", "An HTML report of a model's values, and of its error against a source");
   cmd->footer(
-      "Reads every tensor once (quantized weights and GGUF tensors dequantized, on every core, in\n"
-      "bounded memory) and writes one HTML page that opens offline: a summary (parameters, types,\n"
+      "Reads every tensor as `stats` does (quantized weights and GGUF tensors dequantized, on every\n"
+      "core, in bounded memory) and writes one HTML page that opens offline: a summary (parameters, types,\n"
       "size, metadata), the outliers of each layer (max |x| / std) as a chart, and a table of every\n"
       "tensor, sortable by any column, with its histogram (log counts) and NaN/inf/zero counts.\n"
       "With --against, each tensor is compared with the source's (RMSE, max abs error, cosine,\n"

@@ -23,16 +23,18 @@
 namespace tlio {
 
 /// One tensor's error against its reference (B): a = the model's value, b = the reference's,
-/// both widened to F64; the pairs where either is NaN or infinite are counted apart.
+/// both widened exactly; the figures are over the pairs where both are finite, the others
+/// counted apart.
 struct TensorError {
   std::string reference;  ///< the reference's name for it (a GGUF's, a Hugging Face one)
   std::string reference_type;  ///< its dtype, scheme or ggml type
   uint64_t nonfinite = 0;      ///< pairs with a NaN or an infinity on either side
   uint64_t nonfinite_mismatch = 0;  ///< of those, pairs whose two sides differ (NaN equals NaN)
-  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite pairs
-  double max_abs = 0;  ///< largest |a - b| over the finite pairs
-  double cosine = 1;   ///< of the finite pairs (1 when both are all zero, 0 when one is)
-  /// 10 log10(sum b^2 / sum (a - b)^2) over the finite pairs; infinite when a equals b.
+  double rmse = 0;     ///< sqrt(mean (a - b)^2); NaN when no pair is finite
+  double max_abs = 0;  ///< largest |a - b|; infinite when a NaN or infinity is on one side only
+  double cosine = 1;   ///< tlio::cosine_similarity (1 when both are all zero, 0 when one is)
+  /// 10 log10(sum b^2 / sum (a - b)^2): infinite when a equals b, -inf when the reference is all
+  /// zero and a is not, or when a NaN or infinity is on one side only; NaN when no pair is finite.
   double sqnr_db = 0;
 };
 
@@ -48,10 +50,12 @@ struct TensorFigures {
   bool numeric = true;  ///< false for dtypes without numeric values: no figures
   ValueStats stats;
   /// Counts over [stats.min, stats.max] in equal bins (numpy.histogram's binning); all in the
-  /// first bin when min == max; none when there is no finite value or the range is infinite.
+  /// first bin when min == max; all zero when there is no finite value or max - min is infinite.
   std::vector<uint64_t> histogram;
-  std::optional<TensorError> error;  ///< with a reference that has the tensor, same size
-  std::string note;  ///< why there is no error when the reference has the name (shapes differ)
+  std::optional<TensorError> error;  ///< with a reference that has the tensor with the same shape
+  /// Why the tensor has no figures (a ggml type tlio does not decode), or no error though the
+  /// reference has it (the shapes differ); "" otherwise.
+  std::string note;
 };
 
 struct FigureOptions {

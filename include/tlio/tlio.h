@@ -444,8 +444,8 @@ TL_API int tl_export_gguf(const char* src, const char* dst, const char* type, co
 
 /* ---- Reports (tlio/report.hpp, docs/report.md) -------------------------------------------------
  * A model's figures per tensor (counts, range, mean, std, histogram; against a source, the error:
- * RMSE, max abs, cosine, SQNR), as `tlio report` computes them: read once, dequantized where
- * quantized, on every core in bounded memory. */
+ * RMSE, max abs, cosine, SQNR), as `tlio report` computes them: dequantized where quantized, on
+ * every core in bounded memory. */
 typedef struct tl_report_options {
   size_t struct_size;      /* sizeof(tl_report_options) */
   const char* against;     /* the source compared with (a file, folder or GGUF, a path or URL); NULL: none */

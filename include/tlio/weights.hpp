@@ -22,16 +22,19 @@ namespace tlio {
 
 /// A name whose values are decoded by element range rather than viewed (a quantized weight, or
 /// a tensor of a GGUF file): its shape, the type it is shown as ("nf4", "Q4_K"), its stored
-/// bytes, and a reader of elements [first, first + count) as F32 (thread-safe).
+/// bytes, whether tlio decodes it (not the IQ1/IQ2/IQ3 ggml types: their read throws
+/// Error{unsupported}), and a reader of elements [first, first + count) as F32 (thread-safe;
+/// it holds the files it reads, so it may outlive the Weights that made it).
 struct DecodedValues {
   std::vector<uint64_t> shape;
   std::string type;
   uint64_t stored_bytes = 0;
+  bool decodes = true;
   std::function<void(uint64_t first, uint64_t count, std::span<std::byte> f32)> read;
 };
 
-/// The closest of `candidates` to `word` by edit distance (at most a third of its length, at
-/// most 3), or "" when none is that close: the "did you mean" of messages.
+/// The closest of `candidates` to `word` by edit distance (at most a third of its length, but at
+/// least 1 and at most 3), or "" when none is that close: the "did you mean" of messages.
 TLIO_API std::string closest_name(const std::string& word, std::span<const std::string> candidates);
 
 class TLIO_API Weights {

@@ -214,3 +214,61 @@ def test_a_page_of_700_tensors_stays_small(tmp_path):
     assert len(r["tensors"]) == 720
     size = (tmp_path / "r.html").stat().st_size
     assert size < 3 << 20, size
+
+
+@pytest.mark.skipif(not ORACLE.exists(), reason="the gguf package is installed into build/oracle-venv by "
+                                                 "scripts/install-deps.sh")
+def test_a_type_tlio_does_not_decode_is_named_not_fatal(tmp_path):
+    path = tmp_path / "iq2.gguf"
+    script = ("import sys, numpy as np, gguf\n"
+              "w = gguf.GGUFWriter(sys.argv[1], 'llama')\n"
+              "w.add_tensor('w', np.zeros((1, 66), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)\n"
+              "w.add_tensor('b', np.arange(4, dtype=np.float32))\n"
+              "w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()\n")
+    subprocess.run([str(ORACLE), "-c", script, str(path)], check=True, timeout=120)
+    got = by_name(tlio.report(path))
+    assert got["w"]["numeric"] is False and "IQ2_XXS" in got["w"]["note"] and "min" not in got["w"]
+    assert got["b"]["numeric"] is True and got["b"]["max"] == 3
+    c = run("stats", path)
+    assert c.returncode == 0 and "w: IQ2_XXS [" in c.stdout and "no numeric statistics" in c.stdout, c.stdout
+
+
+def test_nonfinite_mismatches_are_the_worst_not_a_match(tmp_path):
+    nan = float("nan")
+    tlio.save_file({"t": np.array([nan, nan, 1, 2], np.float32), "z": np.array([1, 2, 3], np.float32),
+                    "u": np.array([nan, nan], np.float32)}, tmp_path / "a.safetensors")
+    tlio.save_file({"t": np.array([nan, 5, 1, 2], np.float32), "z": np.zeros(3, np.float32),
+                    "u": np.array([nan, nan], np.float32)}, tmp_path / "b.safetensors")
+    got = by_name(tlio.report(tmp_path / "a.safetensors", tmp_path / "b.safetensors"))
+    t = got["t"]["error"]
+    assert (t["nonfinite"], t["nonfinite_mismatch"]) == (2, 1)
+    assert t["max_abs"] is None and t["sqnr_db"] is None and t["rmse"] == 0  # inf, -inf; the finite pairs agree
+    z = got["z"]["error"]  # against an all-zero reference: -inf dB, cosine 0
+    assert z["sqnr_db"] is None and z["cosine"] == 0 and z["rmse"] == pytest.approx(np.sqrt(14 / 3))
+    u = got["u"]["error"]  # NaN against NaN: nothing to measure, nothing wrong
+    assert u["nonfinite_mismatch"] == 0 and u["rmse"] is None and u["max_abs"] == 0
+
+
+def test_transposed_shapes_are_not_compared(tmp_path):
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tlio.save_file({"w": w}, tmp_path / "a.safetensors")
+    tlio.save_file({"w": w.T.copy()}, tmp_path / "b.safetensors")
+    t = tlio.report(tmp_path / "a.safetensors", tmp_path / "b.safetensors")["tensors"][0]
+    assert "error" not in t and "shapes differ" in t["note"]
+
+
+def test_gguf_pairs_with_a_folder_whatever_else_its_config_holds(tmp_path):
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    for f in TINY_LLAMA.iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    gguf = tmp_path / "tiny.gguf"
+    assert run("convert", folder, gguf, "--dtype", "f32").returncode == 0
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0}  # the export refuses it; pairing needs none
+    (folder / "config.json").write_text(json.dumps(config))
+    r = tlio.report(gguf, folder)
+    assert r["only_in_model"] == [] and all(t["error"]["max_abs"] == 0 for t in r["tensors"])
+    # A lone file of other names pairs with nothing: said, not a report of nothing.
+    c = run("report", gguf, "--against", folder / "model.safetensors", "--json")
+    assert c.returncode == 1 and "pairs with a model folder" in json.loads(c.stdout)["error"]["message"]

@@ -14,7 +14,8 @@ def report(model, against=None, *, html=None, filter="", bins=64, token=None):  
     with name, type, shape, elements, stored_bytes, layer, count, nan, inf, zero, min, max, mean,
     std, max_over_std, histogram (`bins` counts over [min, max]) and, with `against` (the source
     to compare with), ``error``: rmse, max_abs, cosine, sqnr_db (None where infinite). Values
-    are read once, dequantized where quantized, on every core in bounded memory.
+    are read as ``tlio stats`` reads them, dequantized where quantized, on every core in bounded
+    memory.
 
     `html`: a path (or URL) the HTML page is also written to, atomically. `filter`: a regex
     searched in names; only those are reported."""

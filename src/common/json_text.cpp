@@ -1,6 +1,8 @@
 // common/json_text.cpp: see json_text.hpp.
 #include "common/json_text.hpp"
 
+#include <simdjson.h>
+
 namespace tlio::detail {
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -45,6 +47,23 @@ void append_json_string(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out.push_back('"');
+}
+
+std::string valid_utf8(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return std::string(text);
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const size_t n = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    if (i + n <= text.size() && simdjson::validate_utf8(text.data() + i, n)) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD for this byte; the next is looked at on its own
+      ++i;
+    }
+  }
+  return out;
 }
 
 }  // namespace tlio::detail

@@ -11,6 +11,10 @@ namespace tlio::detail {
 /// Appends `s` as a JSON string literal with the reference escaping (serde_json compact).
 void append_json_string(std::string& out, std::string_view s);
 
+/// `text` with every byte that does not begin a valid UTF-8 sequence made U+FFFD: names in a
+/// document that must stay JSON whatever bytes a file's names hold (GGUF does not check them).
+std::string valid_utf8(std::string_view text);
+
 /// `s` as a JSON string literal, for messages: `tensor "a\nb"`.
 inline std::string quote_name(std::string_view s) {
   std::string out;

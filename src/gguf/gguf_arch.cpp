@@ -89,7 +89,7 @@ const GgufArch& gguf_arch_for(std::string_view hf_class) {
                           hf_class.empty() ? std::string_view{"(none)"} : hf_class, fmt::join(known, ", ")));
 }
 
-HfConfig parse_hf_config(std::string_view json, const std::string& source) {
+HfConfig parse_hf_names(std::string_view json, const std::string& source) {
   const JsonDoc doc(json, source, Rule::model);
   HfConfig c;
   simdjson::dom::array classes;
@@ -99,8 +99,6 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   }
   if (c.hf_class.empty()) doc.fail("architectures", "config.json names no architecture (\"architectures\")");
   (void)gguf_arch_for(c.hf_class);  // an unknown class is refused before its keys are asked for
-  c.hidden_size = doc.required_uint("hidden_size");
-  c.intermediate_size = doc.required_uint("intermediate_size");
   c.layers = doc.required_uint("num_hidden_layers");
   c.heads = doc.required_uint("num_attention_heads");
   if (c.heads == 0) doc.fail("num_attention_heads", "num_attention_heads is 0");
@@ -108,6 +106,15 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   if (c.kv_heads == 0 || c.heads % c.kv_heads != 0)
     doc.fail("num_key_value_heads", fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
                                                 c.kv_heads, c.heads));
+  c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
+  return c;
+}
+
+HfConfig parse_hf_config(std::string_view json, const std::string& source) {
+  HfConfig c = parse_hf_names(json, source);
+  const JsonDoc doc(json, source, Rule::model);
+  c.hidden_size = doc.required_uint("hidden_size");
+  c.intermediate_size = doc.required_uint("intermediate_size");
   c.head_dim = doc.optional_uint("head_dim").value_or(c.hidden_size / c.heads);
   if (c.head_dim == 0 || c.head_dim % 2 != 0) doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
   c.context_length = doc.required_uint("max_position_embeddings");
@@ -119,7 +126,6 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
   c.rms_norm_eps = *eps;
-  c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
   const auto scaling = doc.root()["rope_scaling"];

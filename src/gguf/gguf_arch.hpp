@@ -41,6 +41,9 @@ struct HfConfig {
 /// config.json read for export: the class, hyperparameters (rope_scaling refused by name: it is
 /// not exported yet). Error{format, "model"} naming a missing or mistyped key.
 HfConfig parse_hf_config(std::string_view json, const std::string& source);
+/// The part of it gguf_name_for needs (class, layers, heads, KV heads, tied embeddings): what
+/// pairs a folder's tensors with a GGUF file's, whatever else config.json holds.
+HfConfig parse_hf_names(std::string_view json, const std::string& source);
 
 /// The GGUF keys of the architecture's hyperparameters.
 std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfConfig& c);

@@ -17,6 +17,7 @@
 #include "common/json_text.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/compare.hpp"
+#include "tlio/value_stats.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
@@ -159,18 +160,6 @@ Sums compare_values(std::span<const double> a, std::span<const double> b, double
   return s;
 }
 
-// sqrt(a.a * b.b) when that does not overflow: for a == b it is exactly |a.b|, so identical
-// tensors have a cosine of exactly 1.
-double cosine(const Sums& s) {
-  if (s.norm_a == 0 && s.norm_b == 0) return 1.0;
-  if (s.norm_a == 0 || s.norm_b == 0) return 0.0;
-  const double product = s.norm_a * s.norm_b;
-  const double norms = std::isfinite(product) && product > 0
-                           ? std::sqrt(product)
-                           : std::sqrt(s.norm_a) * std::sqrt(s.norm_b);
-  return std::clamp(s.dot / norms, -1.0, 1.0);
-}
-
 // Progress across the whole comparison: elements done so far, reported from the calling thread.
 struct Progress {
   const ProgressCallback& callback;
@@ -210,7 +199,7 @@ void compare_numeric(const Entry& a, const Entry& b,
   c.max_abs = total.max_abs;
   c.max_rel = total.max_rel;
   c.rmse = total.finite ? std::sqrt(total.squares / static_cast<double>(total.finite)) : 0;
-  c.cosine = cosine(total);
+  c.cosine = cosine_similarity(total.dot, total.norm_a, total.norm_b);
   c.outside = total.outside;
   c.equal = total.outside == 0;
 }

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include <fmt/core.h>
+
 #include "gguf/gguf_arch.hpp"
 #include "tlio/error.hpp"
 
@@ -42,7 +44,7 @@ std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
                 "pairing a GGUF file's tensors with a folder's needs the folder's config.json (its "
                 "architecture names the tensors)",
                 folder.name());
-  const HfConfig c = parse_hf_config(folder.config_json(), folder.name());
+  const HfConfig c = parse_hf_names(folder.config_json(), folder.name());
   const GgufArch& arch = gguf_arch_for(c.hf_class);
   std::map<std::string, GgufName, std::less<>> out;
   for (const std::string& name : folder.value_names()) {
@@ -58,27 +60,41 @@ std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
 }  // namespace
 
 Pairings pair_names(const Weights& model, const Weights& reference) {
-  Pairings out;
-  out.reference_names_ = reference.value_names();
-  const std::vector<std::string> names = model.value_names();
-  if (model.gguf() && !reference.gguf() && reference.is_folder()) {
-    std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
-    const auto hf = gguf_names(reference);
-    for (const auto& [hf_name, g] : hf) by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
+  Pairings out = [&] {  // by the export's names across GGUF and a folder, else by name
+    Pairings p;
+    p.reference_names_ = reference.value_names();
+    const std::vector<std::string> names = model.value_names();
+    if (model.gguf() && !reference.gguf() && reference.is_folder()) {
+      std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
+      const auto hf = gguf_names(reference);
+      for (const auto& [hf_name, g] : hf) by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
+      for (const std::string& n : names)
+        if (const auto it = by_gguf_name.find(n); it != by_gguf_name.end())
+          p.by_model_.emplace(n, Pairing{std::string(it->second.first), it->second.second, true});
+      return p;
+    }
+    if (!model.gguf() && reference.gguf() && model.is_folder()) {
+      const std::set<std::string_view> in_reference(p.reference_names_.begin(), p.reference_names_.end());
+      for (const auto& [hf_name, g] : gguf_names(model))
+        if (in_reference.contains(g.name)) p.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
+      return p;
+    }
+    const std::set<std::string_view> in_reference(p.reference_names_.begin(), p.reference_names_.end());
     for (const std::string& n : names)
-      if (const auto it = by_gguf_name.find(n); it != by_gguf_name.end())
-        out.by_model_.emplace(n, Pairing{std::string(it->second.first), it->second.second, true});
-    return out;
+      if (in_reference.contains(n)) p.by_model_.emplace(n, Pairing{n, 0, false});
+    return p;
+  }();
+  // A GGUF file and a lone safetensors file pair only when the file holds GGUF names (an import).
+  if (out.by_model_.empty() && (model.gguf() != nullptr) != (reference.gguf() != nullptr) &&
+      !model.value_names().empty() && !out.reference_names_.empty()) {
+    const Weights& gguf = model.gguf() ? model : reference;
+    const Weights& other = model.gguf() ? reference : model;
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("no tensor of {} pairs with one of {}: a GGUF file pairs with a model folder (its "
+                            "config.json names the tensors in GGUF) or with a file of GGUF names",
+                            gguf.name(), other.name()),
+                other.name());
   }
-  if (!model.gguf() && reference.gguf() && model.is_folder()) {
-    const std::set<std::string_view> in_reference(out.reference_names_.begin(), out.reference_names_.end());
-    for (const auto& [hf_name, g] : gguf_names(model))
-      if (in_reference.contains(g.name)) out.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
-    return out;
-  }
-  const std::set<std::string_view> in_reference(out.reference_names_.begin(), out.reference_names_.end());
-  for (const std::string& n : names)
-    if (in_reference.contains(n)) out.by_model_.emplace(n, Pairing{n, 0, false});
   return out;
 }
 

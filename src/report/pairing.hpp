@@ -1,14 +1,17 @@
 // report/pairing.hpp: which tensor of a reference each tensor of a model is compared with: the
 // same name, or across a GGUF file and a Hugging Face folder the name the GGUF export gives it,
-// with the Q and K rows the export interleaves per head put back in place.
+// with the Q and K rows the export interleaves per head put back in place; and the figures of
+// tensors so paired.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tlio/report.hpp"
 #include "tlio/weights.hpp"
 
 namespace tlio::detail {
@@ -31,6 +34,10 @@ class Pairings {
 
  private:
   friend Pairings pair_names(const Weights& model, const Weights& reference);
+
+/// tlio::tensor_figures with the pairings already made (`pairs` null without a reference).
+std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
+                                          const FigureOptions& options, const Pairings* pairs);
   std::map<std::string, Pairing, std::less<>> by_model_;
   std::vector<std::string> reference_names_;
 };
@@ -38,6 +45,11 @@ class Pairings {
 /// Pairs every value name of `model` with one of `reference`. A GGUF file against a model folder
 /// (or the other way) pairs through the export's table for the folder's architecture
 /// (Error{unsupported} naming it when the table has none); otherwise names pair with themselves.
+/// A GGUF file and a lone file of which no tensor pairs is Error{unsupported} saying how they would.
 Pairings pair_names(const Weights& model, const Weights& reference);
+
+/// tlio::tensor_figures with the pairings already made (`pairs` null without a reference).
+std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
+                                          const FigureOptions& options, const Pairings* pairs);
 
 }  // namespace tlio::detail

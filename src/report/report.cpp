@@ -42,16 +42,17 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
   FigureOptions figure_options;
   figure_options.bins = options.bins;
   figure_options.progress = options.progress;
+  std::optional<detail::Pairings> pairs;
   if (reference) {
     r.reference = reference->name();
     figure_options.reference = &*reference;
-    const detail::Pairings pairs = detail::pair_names(model, *reference);
+    pairs = detail::pair_names(model, *reference);
     for (const std::string& n : names)
-      if (!pairs.find(n)) r.only_in_model.push_back(n);
-    for (std::string& n : pairs.unpaired_reference())
+      if (!pairs->find(n)) r.only_in_model.push_back(n);
+    for (std::string& n : pairs->unpaired_reference())
       if (selected(n)) r.only_in_reference.push_back(std::move(n));
   }
-  r.tensors = tensor_figures(model, names, figure_options);
+  r.tensors = detail::tensor_figures(model, names, figure_options, pairs ? &*pairs : nullptr);
   std::map<std::string, uint64_t> by_type;
   for (const TensorFigures& t : r.tensors) {
     r.parameters += t.elements;
@@ -66,9 +67,10 @@ namespace {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
+// Names and metadata as JSON strings, valid UTF-8 whatever bytes the file holds.
 std::string json_string(std::string_view s) {
   std::string out;
-  detail::append_json_string(out, s);
+  detail::append_json_string(out, detail::valid_utf8(s));
   return out;
 }
 

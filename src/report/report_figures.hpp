@@ -14,8 +14,8 @@
 
 namespace tlio::detail {
 
-/// max |x| / std of the finite values: how far the largest outlier stands out (NaN when the
-/// values have no spread).
+/// max |x| / std: how far the largest value stands out from the finite values' spread (NaN when
+/// they have none; infinite when a value is).
 inline double max_over_std(const ValueStats& s) {
   const double sd = s.std_dev();
   if (s.finite() == 0 || !(sd > 0)) return std::numeric_limits<double>::quiet_NaN();

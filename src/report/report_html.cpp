@@ -59,14 +59,14 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
 constexpr size_t kColors = std::size(kPalette);
 
 // The tensor kinds (names with the layer made "*") in order of how many tensors each has, and
-// the colour of each: the ten most common get one, the others share grey.
+// the colour of each: the nine most common get one, the others share the palette's last, grey.
 std::map<std::string, std::string> kind_colours(const ModelReport& r) {
   std::map<std::string, size_t> counts;
   for (const TensorFigures& t : r.tensors) ++counts[detail::kind_of(t.name)];
   std::vector<std::pair<std::string, size_t>> order(counts.begin(), counts.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::map<std::string, std::string> out;
-  for (size_t i = 0; i < order.size(); ++i) out[order[i].first] = i < kColors - 1 ? kPalette[i] : "#aaaaaa";
+  for (size_t i = 0; i < order.size(); ++i) out[order[i].first] = kPalette[std::min(i, kColors - 1)];
   return out;
 }
 
@@ -187,12 +187,14 @@ std::string tensor_row(const TensorFigures& t, bool with_reference) {
     if (t.error) {
       const TensorError& e = *t.error;
       row += number_cell(e.rmse, figure(e.rmse)) + number_cell(e.max_abs, figure(e.max_abs)) +
-             number_cell(e.cosine, fmt::format("{:.6f}", e.cosine)) + number_cell(e.sqnr_db, figure(e.sqnr_db));
+             number_cell(e.cosine, fmt::format("{:.6f}", e.cosine)) + number_cell(e.sqnr_db, figure(e.sqnr_db)) +
+             number_cell(static_cast<double>(e.nonfinite_mismatch), count_text(e.nonfinite_mismatch),
+                         e.nonfinite_mismatch ? " bad" : "");
     } else {
       const std::string why = t.note.empty() ? (t.numeric ? "not in the reference" : "no numeric values") : t.note;
-      // Four cells as every row has, so that sorting finds each column at its index.
+      // As many cells as every row has, so that sorting finds each column at its index.
       row += fmt::format("<td class=\"why\" data-v=\"NaN\">{}</td>", escape(why));
-      for (int i = 0; i < 3; ++i) row += number_cell(nan, "");
+      for (int i = 0; i < 4; ++i) row += number_cell(nan, "");
     }
   }
   row += fmt::format("<td>{}</td></tr>\n", t.numeric ? histogram_svg(t) : "");
@@ -246,6 +248,14 @@ for (const table of document.querySelectorAll('table.sortable')) {
 }
 )";
 
+// At most `limit` bytes of `s`, cut before a UTF-8 sequence, then " ...".
+std::string shortened(const std::string& s, size_t limit) {
+  if (s.size() <= limit) return s;
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + " ...";
+}
+
 std::string summary(const ModelReport& r) {
   std::string s = "<section id=\"summary\"><h2>Summary</h2><table class=\"kv\">";
   const auto kv = [&](const char* key, const std::string& value) { s += fmt::format("<tr><td>{}</td><td>{}</td></tr>", key, value); };
@@ -265,8 +275,7 @@ std::string summary(const ModelReport& r) {
     s += fmt::format("<details><summary>Metadata ({} key{})</summary><table class=\"kv\">", r.metadata.size(),
                      r.metadata.size() == 1 ? "" : "s");
     for (const auto& [key, value] : r.metadata)
-      s += fmt::format("<tr><td>{}</td><td><pre>{}</pre></td></tr>", escape(key),
-                       escape(value.size() > 2000 ? value.substr(0, 2000) + " ..." : value));
+      s += fmt::format("<tr><td>{}</td><td><pre>{}</pre></td></tr>", escape(key), escape(shortened(value, 2000)));
     s += "</table></details>\n";
   }
   return s + "</section>\n";
@@ -292,13 +301,14 @@ std::string report_html(const ModelReport& r) {
   page += summary(r);
   page += "<section id=\"outliers\"><h2>Outliers by layer: max |x| / std</h2>\n";
   page += layer_chart(r, "outlier-chart", "max |x| / std", true, [](const TensorFigures& t) { return detail::max_over_std(t.stats); },
-                      "no spread (every value the same) or no finite value");
+                      "no spread (every value the same), no finite value, or an infinite one");
   page += "</section>\n";
   if (with_reference) {
     page += fmt::format("<section id=\"error\"><h2>Error against the reference by layer: SQNR (dB, lower is worse)</h2>\n");
     page += layer_chart(r, "error-chart", "SQNR dB", false, [](const TensorFigures& t) {
       return t.error ? t.error->sqnr_db : std::numeric_limits<double>::quiet_NaN();
-    }, "identical to the reference (infinite SQNR), or not compared");
+    }, "identical to the reference (infinite SQNR), NaN or infinite where the reference is not or the reference "
+       "all zero (-inf: see the table), or no finite pair");
     page += name_list("Only in the model", r.only_in_model) + name_list("Only in the reference", r.only_in_reference);
     page += "</section>\n";
   }
@@ -306,7 +316,7 @@ std::string report_html(const ModelReport& r) {
           "bar heights are log counts.</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"tensor-table\"><thead><tr><th>name</th><th>layer</th>"
           "<th>type</th><th>shape</th><th>params</th><th>stored</th><th>min</th><th>max</th><th>mean</th><th>std</th>"
           "<th>max|x|/std</th><th>NaN</th><th>inf</th><th>zero</th>";
-  if (with_reference) page += "<th>RMSE</th><th>max abs err</th><th>cosine</th><th>SQNR dB</th>";
+  if (with_reference) page += "<th>RMSE</th><th>max abs err</th><th>cosine</th><th>SQNR dB</th><th>NaN/inf &ne;</th>";
   page += "<th>histogram</th></tr></thead><tbody>\n";
   for (const TensorFigures& t : r.tensors) page += tensor_row(t, with_reference);
   page += fmt::format("</tbody></table></div></section>\n<script>{}</script>\n</body></html>\n", kScript);

@@ -27,6 +27,8 @@ namespace {
 // Values per chunk (a thread's unit of work).
 constexpr uint64_t kChunk = uint64_t{1} << 20;
 constexpr unsigned kMaxBins = 4096;
+// A decoded tensor up to this size (as F32) keeps its chunks for the histogram's pass.
+constexpr uint64_t kMaxKeptDecoded = uint64_t{128} << 20;
 
 // `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,
 // or `scratch` filled with them decoded). Thread-safe.
@@ -42,8 +44,10 @@ struct Values {
   std::string type;
   std::vector<uint64_t> shape;
   uint64_t elements = 0, stored_bytes = 0;
-  unsigned bits = 32;  // of each value the chunks hold
+  unsigned bits = 32;    // of each value the chunks hold
+  bool decoded = false;  // chunks are decoded into scratch (F32), not views of the file
   bool numeric = true;
+  std::string note;      // why a tensor has no numeric values
   std::function<ChunkReader()> open;
 };
 
@@ -54,6 +58,9 @@ Values values_of(const Weights& w, const std::string& name) {
     v.shape = d->shape;
     v.elements = std::accumulate(v.shape.begin(), v.shape.end(), uint64_t{1}, std::multiplies<>());
     v.stored_bytes = d->stored_bytes;
+    v.decoded = true;
+    v.numeric = d->decodes;
+    if (!d->decodes) v.note = fmt::format("{} is a ggml type tlio does not decode", d->type);
     v.open = [read = std::move(d->read)]() -> ChunkReader {
       return [read](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
         scratch.resize(count * sizeof(float));
@@ -63,13 +70,15 @@ Values values_of(const Weights& w, const std::string& name) {
     };
     return v;
   }
-  const auto [file, t] = w.at(name);
+  const auto [file_ptr, t] = w.at(name);
+  const File* file = file_ptr;  // a variable of its own: clang 14 captures no structured binding
   v.type = std::string(dtype_name(t->dtype));
   v.shape.assign(t->shape.begin(), t->shape.end());
   v.elements = t->element_count();
   v.stored_bytes = t->byte_size();
   v.bits = dtype_bits(t->dtype);
   v.numeric = can_convert(t->dtype, Dtype::F64);
+  if (!v.numeric) v.note = fmt::format("{} values have no numeric figures", v.type);
   v.open = [file, name = t->name, dtype = t->dtype]() -> ChunkReader {
     const TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
     return [view, dtype](uint64_t first, uint64_t count, std::vector<std::byte>&) {
@@ -82,18 +91,20 @@ Values values_of(const Weights& w, const std::string& name) {
   return v;
 }
 
-// A tensor's error from the sums of its pairs.
+// A tensor's error from the sums of its pairs. A NaN or an infinity on one side only makes the
+// largest difference infinite and the SQNR -inf (the worst), as diff counts it; without a finite
+// pair the RMSE and SQNR are NaN (no figure).
 TensorError error_of(const DifferenceSums& s) {
+  constexpr double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
   TensorError e;
   e.nonfinite = s.nonfinite;
   e.nonfinite_mismatch = s.mismatch;
-  e.max_abs = s.max_abs;
-  e.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : 0.0;
-  if (s.a2 == 0 && s.b2 == 0) e.cosine = 1;
-  else if (s.a2 == 0 || s.b2 == 0) e.cosine = 0;
-  else if (const double norms = s.a2 * s.b2; std::isfinite(norms)) e.cosine = s.ab / std::sqrt(norms);  // 1 for a == b
-  else e.cosine = s.ab / (std::sqrt(s.a2) * std::sqrt(s.b2));
-  e.sqnr_db = s.d2 == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(s.b2 / s.d2);
+  e.max_abs = s.mismatch ? kInf : s.max_abs;
+  e.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : s.nonfinite ? kNaN : 0.0;
+  e.cosine = cosine_similarity(s.ab, s.a2, s.b2);
+  if (s.mismatch) e.sqnr_db = -kInf;
+  else if (s.finite == 0 && s.nonfinite) e.sqnr_db = kNaN;
+  else e.sqnr_db = s.d2 == 0 ? kInf : 10 * std::log10(s.b2 / s.d2);
   return e;
 }
 
@@ -125,22 +136,31 @@ class Progress {
 };
 
 // The figures of one numeric tensor: stats and errors in one pass over its chunks, then the
-// histogram over [min, max] in a second (the chunks read again, from the page cache).
+// histogram over [min, max] in a second: the chunks read again (from the page cache), or, for a
+// decoded tensor of at most kMaxKeptDecoded bytes, kept from the first pass rather than decoded
+// (or fetched) twice. `ref` is the reference's tensor when the two are compared, `pair` how.
 void compute(TensorFigures& f, const Values& v, const Values* ref, const detail::Pairing* pair, unsigned bins,
              Progress& progress) {
+  f.histogram.assign(bins, 0);
+  if (f.elements == 0) {
+    if (ref) f.error = error_of({}), f.error->reference = pair->reference, f.error->reference_type = ref->type;
+    return;
+  }
   const ChunkReader read = v.open();
   const ChunkReader read_ref = ref ? ref->open() : ChunkReader();
-  // A permuted pair is read in whole rows, each of the reference's found by the permutation.
-  const uint64_t rows = f.shape.empty() ? 1 : f.shape[0];
-  const uint64_t cols = rows ? f.elements / std::max<uint64_t>(rows, 1) : 0;
-  const bool by_rows = pair && pair->permute_heads > 0;
-  const uint64_t chunk = by_rows ? std::max<uint64_t>(1, kChunk / std::max<uint64_t>(cols, 1)) * cols : kChunk;
+  // A permuted pair is read in whole rows (a 1-D tensor's rows are its values), each of the
+  // reference's found by the permutation.
+  const bool by_rows = ref && pair->permute_heads > 0;
+  const uint64_t rows = f.shape.empty() ? 1 : f.shape[0], cols = f.elements / rows;
+  const uint64_t chunk = by_rows ? std::max<uint64_t>(1, kChunk / cols) * cols : kChunk;
   const uint64_t chunks = (f.elements + chunk - 1) / chunk;
   const auto count_of = [&](uint64_t k) { return std::min(chunk, f.elements - k * chunk); };
   const auto share = [&](uint64_t bytes, uint64_t k) {
     return static_cast<uint64_t>(static_cast<double>(bytes) * static_cast<double>(count_of(k)) /
-                                 static_cast<double>(std::max<uint64_t>(f.elements, 1)));
+                                 static_cast<double>(f.elements));
   };
+  const bool keep = v.decoded && f.elements <= kMaxKeptDecoded / sizeof(float);
+  std::vector<std::vector<std::byte>> kept(keep ? chunks : 0);
   std::vector<ValueStats> partial(chunks);
   std::vector<DifferenceSums> sums(ref ? chunks : 0);
   for_chunks(chunks, [&](uint64_t k) {
@@ -148,6 +168,7 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
     const uint64_t first = k * chunk, count = count_of(k);
     const Chunk c = read(first, count, scratch);
     partial[k] = value_stats(c.dtype, c.bytes, count);
+    if (keep) kept[k].assign(c.bytes.begin(), c.bytes.end());
     if (ref) {
       if (!by_rows) {
         const Chunk r = read_ref(first, count, ref_scratch);
@@ -172,9 +193,8 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
     f.error->reference_type = ref->type;
   }
   const ValueStats& s = f.stats;
-  f.histogram.assign(bins, 0);
   if (s.finite() > 0 && s.max == s.min) f.histogram[0] = s.finite();  // one value: one bin, as numpy
-  if (s.finite() == 0 || !(s.max > s.min) || std::isinf(s.min) || std::isinf(s.max)) {
+  if (s.finite() == 0 || !(s.max > s.min) || !std::isfinite(s.max - s.min)) {
     progress.add(v.stored_bytes);
     return;
   }
@@ -182,7 +202,7 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
   for_chunks(chunks, [&](uint64_t k) {
     thread_local std::vector<std::byte> scratch;
     counts[k].assign(bins, 0);
-    const Chunk c = read(k * chunk, count_of(k), scratch);
+    const Chunk c = keep ? Chunk{Dtype::F32, kept[k]} : read(k * chunk, count_of(k), scratch);
     add_to_histogram(c.dtype, c.bytes, count_of(k), s.min, s.max, counts[k]);
     progress.add(share(v.stored_bytes, k));
   });
@@ -190,57 +210,75 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
     for (unsigned i = 0; i < bins; ++i) f.histogram[i] += part[i];
 }
 
+// Why a tensor the reference has is not compared with it, or "" when it is.
+std::string not_compared(const Values& v, const Values& ref, const detail::Pairing& pair) {
+  if (!ref.numeric) return fmt::format("the reference's {} has no numeric values", ref.type);
+  if (ref.shape != v.shape)
+    return fmt::format("shapes differ: [{}] here, [{}] in the reference", fmt::join(v.shape, ", "),
+                       fmt::join(ref.shape, ", "));
+  if (!pair.permute_heads) return "";
+  if (v.shape.empty() || v.shape.size() > 2 || v.shape[0] % (2 * pair.permute_heads) != 0)
+    return fmt::format("its rows cannot be split into {} heads of pairs", pair.permute_heads);
+  const uint64_t cols = v.shape.size() == 2 ? v.shape[1] : 1;
+  if (cols * v.bits % 8 != 0 || cols * ref.bits % 8 != 0) return "its rows do not start on whole bytes";
+  return "";
+}
+
 }  // namespace
 
+namespace detail {
+
 std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
-                                          const FigureOptions& options) {
+                                          const FigureOptions& options, const Pairings* pairs) {
   if (options.bins == 0 || options.bins > kMaxBins)
     throw_invalid(fmt::format("bins must be in 1..{}, not {}", kMaxBins, options.bins));
-  const std::optional<detail::Pairings> pairs =
-      options.reference ? std::optional(detail::pair_names(model, *options.reference)) : std::nullopt;
-  std::vector<std::pair<Values, std::optional<Values>>> inputs;
-  uint64_t total = 0;
+  struct Input {
+    Values values;
+    std::optional<Values> reference;  // when compared
+    const Pairing* pair = nullptr;
+    std::string note;
+  };
+  std::vector<Input> inputs;
+  uint64_t total = 0;  // for progress only
   for (const std::string& name : names) {
-    Values v = values_of(model, name);
-    std::optional<Values> ref;
-    if (pairs)
-      if (const detail::Pairing* p = pairs->find(name)) ref = values_of(*options.reference, p->reference);
-    if (v.numeric) total += 2 * v.stored_bytes + (ref ? ref->stored_bytes : 0);  // for progress only
-    inputs.emplace_back(std::move(v), std::move(ref));
+    Input in{values_of(model, name), std::nullopt, pairs ? pairs->find(name) : nullptr, {}};
+    if (in.pair && in.values.numeric) {
+      Values ref = values_of(*options.reference, in.pair->reference);
+      in.note = not_compared(in.values, ref, *in.pair);
+      if (in.note.empty()) in.reference = std::move(ref);
+    }
+    if (!in.values.numeric) in.note = in.values.note;
+    if (in.values.numeric) total += 2 * in.values.stored_bytes + (in.reference ? in.reference->stored_bytes : 0);
+    inputs.push_back(std::move(in));
   }
   Progress progress(options.progress, total);
   std::vector<TensorFigures> out;
   out.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
-    const auto& [v, ref] = inputs[i];
+    const Input& in = inputs[i];
     TensorFigures f;
     f.name = names[i];
-    f.type = v.type;
-    f.shape = v.shape;
-    f.elements = v.elements;
-    f.stored_bytes = v.stored_bytes;
-    f.layer = detail::layer_of(f.name);
-    f.numeric = v.numeric;
-    const detail::Pairing* pair = pairs ? pairs->find(f.name) : nullptr;
-    const Values* compared = nullptr;
-    if (ref && v.numeric) {
-      if (!ref->numeric)
-        f.note = fmt::format("the reference's {} has no numeric values", ref->type);
-      else if (ref->elements != v.elements || (pair->permute_heads && ref->shape != v.shape))
-        f.note = fmt::format("shapes differ: [{}] here, [{}] in the reference", fmt::join(v.shape, ", "),
-                             fmt::join(ref->shape, ", "));
-      else if (pair->permute_heads && (v.shape.size() != 2 || v.shape[0] % (2 * pair->permute_heads) != 0))
-        f.note = fmt::format("its rows cannot be split into {} heads of pairs", pair->permute_heads);
-      else if (pair->permute_heads && (v.shape[1] * v.bits % 8 != 0 || v.shape[1] * ref->bits % 8 != 0))
-        f.note = "its rows do not start on whole bytes";
-      else
-        compared = &*ref;
-    }
-    if (v.numeric) compute(f, v, compared, pair, options.bins, progress);
+    f.type = in.values.type;
+    f.shape = in.values.shape;
+    f.elements = in.values.elements;
+    f.stored_bytes = in.values.stored_bytes;
+    f.layer = layer_of(f.name);
+    f.numeric = in.values.numeric;
+    f.note = in.note;
+    if (f.numeric) compute(f, in.values, in.reference ? &*in.reference : nullptr, in.pair, options.bins, progress);
     out.push_back(std::move(f));
   }
   progress.finish();
   return out;
+}
+
+}  // namespace detail
+
+std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
+                                          const FigureOptions& options) {
+  if (!options.reference) return detail::tensor_figures(model, names, options, nullptr);
+  const detail::Pairings pairs = detail::pair_names(model, *options.reference);
+  return detail::tensor_figures(model, names, options, &pairs);
 }
 
 }  // namespace tlio

@@ -12,6 +12,7 @@
 #include "io/location.hpp"
 #include "model/location.hpp"
 #include "tlio/error.hpp"
+#include "tlio/ggml.hpp"
 #include "tlio/location.hpp"
 
 namespace tlio {
@@ -86,7 +87,7 @@ std::optional<DecodedValues> Weights::decoded(std::string_view name) const {
       return std::nullopt;
     }
     const GgufFile file = *gguf_;  // shares the open file
-    return DecodedValues{t->shape(), std::string(ggml_type(t->type)->name), t->bytes,
+    return DecodedValues{t->shape(), std::string(ggml_type(t->type)->name), t->bytes, ggml_decodes(t->type),
                          [file, t](uint64_t first, uint64_t count, std::span<std::byte> f32) {
                            file.read_values(*t, first, count, Dtype::F32, f32);
                          }};
@@ -94,15 +95,18 @@ std::optional<DecodedValues> Weights::decoded(std::string_view name) const {
   const auto q = std::find_if(quantized_.begin(), quantized_.end(), [&](const auto& x) { return x.name == name; });
   if (q == quantized_.end()) return std::nullopt;
   // The reader (views of the packed bytes: copies for a URL) is made at the first read, so a
-  // command listing many weights holds one at a time.
+  // command listing many weights holds one at a time; it reads shares of the files, so the
+  // values outlive this Weights.
   struct Lazy {
+    std::vector<File> files;
     std::once_flag made;
     std::optional<QuantizedReader> reader;
   };
   auto lazy = std::make_shared<Lazy>();
-  return DecodedValues{{q->shape.begin(), q->shape.end()}, q->scheme.name(), q->stored_bytes,
-                       [this, weight = *q, lazy](uint64_t first, uint64_t count, std::span<std::byte> f32) {
-                         std::call_once(lazy->made, [&] { lazy->reader.emplace(reader(weight)); });
+  for (const File& f : files()) lazy->files.push_back(f.share());
+  return DecodedValues{{q->shape.begin(), q->shape.end()}, q->scheme.name(), q->stored_bytes, true,
+                       [weight = *q, lazy](uint64_t first, uint64_t count, std::span<std::byte> f32) {
+                         std::call_once(lazy->made, [&] { lazy->reader.emplace(lazy->files, weight); });
                          lazy->reader->read(first, count, Dtype::F32, f32);
                        }};
 }

@@ -48,7 +48,7 @@ impl Report {
         // SAFETY: a NUL-terminated string living as long as the report.
         unsafe { CStr::from_ptr(sys::tl_report_json(self.raw.as_ptr())) }
             .to_str()
-            .expect("tlio's JSON is UTF-8")
+            .expect("tl_report_json writes bytes that are not UTF-8 as U+FFFD")
     }
 
     /// Writes the report as one self-contained HTML page to `out` (a path or URL), atomically.

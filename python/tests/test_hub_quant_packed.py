@@ -164,6 +164,16 @@ def test_gpt_oss_folder_dequantizes_to_transformers_layout(gpt_oss, tmp_path):
         assert name in read_safetensors(out / file)[0]
 
 
+def test_gpt_oss_tiles_of_outputs_and_inputs_with_edges(tmp_path):
+    """40 outputs (two tiles of 16 and one of 8) by 320 inputs (a tile of 256 and one of 64): the
+    transposed decoding's partial tiles, each value as the reference has it."""
+    blocks, scales = mxfp4_parts(np.random.default_rng(5), 1, 40, 320)
+    write_folder(tmp_path / "oss", {"model.safetensors": {DN + "_blocks": u8(blocks), DN + "_scales": u8(scales)}},
+                 GPT_OSS)
+    with tlio.safe_open(tmp_path / "oss", "pt") as f:
+        bits_equal(np_bits(f.get_dequantized(DN)), bf16_bits(mxfp4_reference(blocks, scales).transpose(1, 2)))
+
+
 def test_gpt_oss_folder_through_python(gpt_oss):
     src, want, _ = gpt_oss
     with tlio.safe_open(src, "pt") as f:

@@ -23,14 +23,6 @@
 #define TLIO_VALUE_DIFFERENCES_ONCE
 namespace tlio::detail {
 
-// Element i of a run that may not be aligned for T (the values of a mapped file need not be).
-template <class T>
-T value_at(const T* x, size_t i) {
-  T v;
-  std::memcpy(&v, reinterpret_cast<const std::byte*>(x) + i * sizeof(T), sizeof(T));
-  return v;
-}
-
 // One pair into the sums (heads, tails and vectors that hold a value that is not finite).
 inline void add_pair(double a, double b, DifferenceSums& s) noexcept {
   if (!std::isfinite(a) || !std::isfinite(b)) {
@@ -58,7 +50,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 #if HWY_TARGET == HWY_SCALAR
 template <class T>
 void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
-  for (size_t i = 0; i < n; ++i) add_pair(value_at(a, i), value_at(b, i), *out);
+  for (size_t i = 0; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), *out);
 }
 #else
 template <class T>
@@ -81,7 +73,7 @@ void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
   for (; i + lanes <= n; i += lanes) {
     const auto va = hn::LoadU(d, a + i), vb = hn::LoadU(d, b + i);
     if (!hn::AllTrue(d, hn::And(hn::IsFinite(va), hn::IsFinite(vb)))) {
-      for (size_t k = i; k < i + lanes; ++k) add_pair(value_at(a, k), value_at(b, k), s);
+      for (size_t k = i; k < i + lanes; ++k) add_pair(load_one(a, k), load_one(b, k), s);
       continue;
     }
     s.finite += lanes;
@@ -98,7 +90,7 @@ void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
   s.b2 += hn::GetLane(hn::SumOfLanes(dd, b2));
   s.ab += hn::GetLane(hn::SumOfLanes(dd, ab));
   s.max_abs = std::max(s.max_abs, static_cast<double>(hn::GetLane(hn::MaxOfLanes(dd, max_abs))));
-  for (; i < n; ++i) add_pair(value_at(a, i), value_at(b, i), s);
+  for (; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), s);
 }
 #endif
 

@@ -28,14 +28,6 @@
 #define TLIO_VALUE_STATS_ONCE
 namespace tlio::detail {
 
-// Element i of a run that may not be aligned for T.
-template <class T>
-T load_one(const T* x, size_t i) {
-  T v;
-  std::memcpy(&v, reinterpret_cast<const std::byte*>(x) + i * sizeof(T), sizeof(T));
-  return v;
-}
-
 // One value into the running counts and sums of a block (heads and tails of the kernels).
 struct BlockSums {
   uint64_t nan = 0, inf = 0, zero = 0;

@@ -89,7 +89,7 @@ std::string layer_chart(const ModelReport& r, const std::string& id, const std::
   size_t left_out = 0;
   for (const TensorFigures& t : r.tensors) {
     if (!t.numeric) continue;
-    double v = value(t);
+    const double v = value(t);
     if (!std::isfinite(v) || (log_y && !(v > 0))) {
       ++left_out;
       continue;
@@ -160,12 +160,16 @@ std::string histogram_svg(const TensorFigures& t) {
   constexpr double H = 30;
   for (size_t i = 0; i < n && top > 0; ++i) {
     if (t.histogram[i] == 0) continue;
-    const double h = std::max(1.0, H * std::log10(1.0 + static_cast<double>(t.histogram[i])) / std::log10(1.0 + static_cast<double>(top)));
+    const double h = std::max(1.0, H * std::log10(1.0 + static_cast<double>(t.histogram[i])) /
+                                       std::log10(1.0 + static_cast<double>(top)));
     path += fmt::format("M{} {}h2v{:.1f}h-2z", 2 * i, H + 1, -h);
   }
-  return fmt::format("<svg class=\"hist\" data-name=\"{}\" viewBox=\"0 0 {} 32\" preserveAspectRatio=\"none\"><title>{} .. {} "
-                     "in {} bins, log counts</title><path d=\"{}\"/></svg>",
-                     escape(t.name), std::max<size_t>(2 * n, 2), figure(t.stats.min), figure(t.stats.max), n, path);
+  const std::string title = top == 0 ? std::string("no finite value to count")
+                                     : fmt::format("{} .. {} in {} bins, log counts", figure(t.stats.min),
+                                                   figure(t.stats.max), n);
+  return fmt::format("<svg class=\"hist\" data-name=\"{}\" viewBox=\"0 0 {} 32\" preserveAspectRatio=\"none\">"
+                     "<title>{}</title><path d=\"{}\"/></svg>",
+                     escape(t.name), std::max<size_t>(2 * n, 2), title, path);
 }
 
 std::string tensor_row(const TensorFigures& t, bool with_reference) {

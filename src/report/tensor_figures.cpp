@@ -2,12 +2,10 @@
 // reference, chunk by chunk straight from the inputs (quantized weights and GGUF tensors decoded
 // a chunk at a time), so any size works in bounded memory, the chunks spread over every core.
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <functional>
-#include <map>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -84,7 +82,8 @@ Values values_of(const Weights& w, const std::string& name) {
     return [view, dtype](uint64_t first, uint64_t count, std::vector<std::byte>&) {
       const unsigned bits = dtype_bits(dtype);
       if (first * bits % 8 != 0)  // chunks and whole rows of sub-byte dtypes start on whole bytes
-        throw_invalid(fmt::format("values from element {} do not start on a whole byte", first), std::string(view.name()));
+        throw_invalid(fmt::format("values from element {} do not start on a whole byte", first),
+                      std::string(view.name()));
       return Chunk{dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8)};
     };
   };
@@ -142,8 +141,13 @@ class Progress {
 void compute(TensorFigures& f, const Values& v, const Values* ref, const detail::Pairing* pair, unsigned bins,
              Progress& progress) {
   f.histogram.assign(bins, 0);
+  const auto set_error = [&](const DifferenceSums& sums) {
+    f.error = error_of(sums);
+    f.error->reference = pair->reference;
+    f.error->reference_type = ref->type;
+  };
   if (f.elements == 0) {
-    if (ref) f.error = error_of({}), f.error->reference = pair->reference, f.error->reference_type = ref->type;
+    if (ref) set_error({});
     return;
   }
   const ChunkReader read = v.open();
@@ -188,9 +192,7 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
   if (ref) {
     DifferenceSums total;
     for (const DifferenceSums& s : sums) total.merge(s);
-    f.error = error_of(total);
-    f.error->reference = pair->reference;
-    f.error->reference_type = ref->type;
+    set_error(total);
   }
   const ValueStats& s = f.stats;
   if (s.finite() > 0 && s.max == s.min) f.histogram[0] = s.finite();  // one value: one bin, as numpy

@@ -187,6 +187,21 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
   return out;
 }
 
+// Fields k .. of `Bits` bits, whole words of them while they last before `end` (k on a word's
+// first field): (field - bias) * s each, the same operations as the field-by-field loop, in a
+// loop of constant length the compiler makes SIMD. Returns the first field not decoded.
+template <unsigned Bits>
+uint64_t whole_words(const std::byte* words, uint64_t k, uint64_t end, int32_t bias, float s, float* out) {
+  constexpr unsigned kPerWord = 32 / Bits;
+  constexpr uint32_t kMask = (1u << Bits) - 1;
+  for (; k + kPerWord <= end; k += kPerWord, out += kPerWord) {
+    const uint32_t word = load_word(words, k / kPerWord);
+    for (unsigned j = 0; j < kPerWord; ++j)
+      out[j] = static_cast<float>(static_cast<int32_t>((word >> (Bits * j)) & kMask) - bias) * s;
+  }
+  return k;
+}
+
 class CtIntDecoder final : public WeightDecoder {
  public:
   CtIntDecoder(const TensorSet& set, const QuantizedWeight& w)
@@ -225,6 +240,10 @@ class CtIntDecoder final : public WeightDecoder {
             const uint64_t per_word = 32 / options_.bits;
             const uint32_t mask = (1u << options_.bits) - 1;
             while (k < end) {
+              if (options_.bits == 4 && k % 8 == 0 && end - k >= 8) {  // whole words, unrolled
+                k = whole_words<4>(words, k, end, offset_ + z, s, &v[i + k - k0]);
+                continue;
+              }
               const uint32_t word = load_word(words, k / per_word);
               for (uint64_t shift = k % per_word * options_.bits; k < end && shift < 32; ++k, shift += options_.bits)
                 v[i + k - k0] = static_cast<float>(static_cast<int32_t>((word >> shift) & mask) - offset_ - z) * s;

@@ -92,7 +92,6 @@ std::string join_path(const std::string& dir, const std::string& rel);
 /// 6738415616 as "6,738,415,616".
 std::string thousands(uint64_t n);
 
-
 /// The dtypes `convert --dtype` takes: the floating ones F32 converts to.
 std::vector<std::string> convert_dtype_names();
 /// The same for a message about an unknown one: "F4, ..., F64 (or fp16, float16, ...)".

@@ -44,10 +44,12 @@ struct TensorFigures {
   std::vector<uint64_t> shape;  ///< logical
   uint64_t elements = 0;
   uint64_t stored_bytes = 0;
-  /// The layer the name says it belongs to: its first part that is a decimal number
-  /// ("model.layers.12.mlp.up_proj.weight", "blk.12.ffn_up.weight": 12); none for the others.
+  /// The layer the name says it belongs to: its first dot-separated part that is a decimal
+  /// number of at most 18 digits ("model.layers.12.mlp.up_proj.weight", "blk.12.ffn_up.weight":
+  /// 12); none for the others.
   std::optional<uint64_t> layer;
-  bool numeric = true;  ///< false for dtypes without numeric values: no figures
+  /// false for dtypes without numeric values and ggml types tlio does not decode: no figures
+  bool numeric = true;
   ValueStats stats;
   /// Counts over [stats.min, stats.max] in equal bins (numpy.histogram's binning); all in the
   /// first bin when min == max; all zero when there is no finite value or max - min is infinite.

@@ -49,8 +49,9 @@ void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Wri
                    const std::function<void(uint64_t)>& tick) {
   // Chunks small enough to stay in the cache between being made and being written; a slice of
   // chunks for the cores, appended by another thread while the next slice is decoded.
-  constexpr uint64_t kChunk = uint64_t{128} << 10, kSlice = 16 * kChunk;
   const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
+  const uint64_t chunk = decoder->natural_chunk() ? decoder->natural_chunk() : uint64_t{128} << 10;
+  const uint64_t slice = 16 * chunk;
   const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
   const Dtype decoded = direct ? to : Dtype::F32;  // other dtypes from the exact values
   const uint64_t n = checked_product(w.shape).value_or(0), unit = dtype_bits(decoded) / 8;
@@ -62,12 +63,12 @@ void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Wri
     if (appending.valid()) tick(appending.get());
   };
   try {
-    for (uint64_t i = 0, cur = 0; i < n; i += kSlice, cur ^= 1) {
-      const uint64_t m = std::min(kSlice, n - i);
+    for (uint64_t i = 0, cur = 0; i < n; i += slice, cur ^= 1) {
+      const uint64_t m = std::min(slice, n - i);
       values[cur].resize(m * unit);
-      parallel_for(m, 2 * kChunk, kChunk, thread_count(configured_threads()), [&](uint64_t b, uint64_t e) {
-        for (uint64_t c = b; c < e; c += kChunk) {
-          const uint64_t k = std::min(kChunk, e - c);
+      parallel_for(m, 2 * chunk, chunk, thread_count(configured_threads()), [&](uint64_t b, uint64_t e) {
+        for (uint64_t c = b; c < e; c += chunk) {
+          const uint64_t k = std::min(chunk, e - c);
           decoder->read(i + c, k, decoded, std::span(values[cur]).subspan(c * unit, k * unit));
         }
       });

@@ -26,6 +26,9 @@ class WeightDecoder {
   virtual ~WeightDecoder() = default;
   /// Elements [first, first + count) (already bounds-checked) as F32, F16 or BF16 into dst.
   virtual void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const = 0;
+  /// The run of elements this decoder reads fastest when reads start on multiples of it (a
+  /// transposed layout's group of inputs across every output), or 0 for any.
+  virtual uint64_t natural_chunk() const { return 0; }
 };
 
 /// Quantizes whole tensors of a file into a Writer (quantize_file's work for one scheme).

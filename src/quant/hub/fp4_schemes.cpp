@@ -16,6 +16,7 @@
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
+#include "quant/hub/hub_kernels.hpp"
 #include "quant/hub/hub_values.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/error.hpp"
@@ -137,6 +138,12 @@ std::vector<QuantizedWeight> detect_nvfp4(const TensorSet& set) {
   return out;
 }
 
+// Inputs per stored row a transposed chunk spans (one MXFP4 group), and the most elements a
+// chunk holds whatever the outputs (16 MiB of F32 per thread).
+constexpr uint64_t kTransposedInputs = kMxGroup, kMaxTransposedChunk = uint64_t{1} << 22;
+// Stored rows decoded before their values are written out (a 64-byte line of F32 per input).
+constexpr uint64_t kTileRows = 16;
+
 // Both schemes: codes [rows, in/2] (gpt-oss: [E * out, in/2]), one scale byte per group.
 class Fp4Decoder final : public WeightDecoder {
  public:
@@ -162,13 +169,30 @@ class Fp4Decoder final : public WeightDecoder {
     groups_ = ceil_div(in_, group_);
   }
 
+  uint64_t natural_chunk() const override {
+    return transposed_ && out_ * kTransposedInputs <= kMaxTransposedChunk ? out_ * kTransposedInputs : 0;
+  }
+
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
-    decode_chunked(first, count, reference_, out, dst, [&](uint64_t e, std::span<float> v) {
+    const auto fill = [&](uint64_t e, std::span<float> v) {
       if (transposed_)
         fill_transposed(e, v);
       else
         fill_rows(e, v);
-    });
+    };
+    if (!transposed_) {
+      decode_chunked(first, count, reference_, out, dst, fill);
+      return;
+    }
+    // Transposed chunks span kTransposedInputs inputs (a group) of every output and start on a
+    // group, so that each stored row is decoded along whole groups: the elements up to the first
+    // such start go first.
+    const uint64_t chunk = out_ * kTransposedInputs;
+    const uint64_t head = std::min(count, (chunk - first % chunk) % chunk);
+    const uint64_t bytes = dtype_bits(out) / 8;
+    decode_chunked(first, head, reference_, out, dst.first(head * bytes), fill);
+    decode_chunked(first + head, count - head, reference_, out, dst.subspan(head * bytes), fill,
+                   std::min(chunk, kMaxTransposedChunk));
   }
 
  private:
@@ -202,8 +226,9 @@ class Fp4Decoder final : public WeightDecoder {
   }
 
   // Transformers' layout [E, in, out]: element e is input k of output r of expert x, so a run
-  // of `out` elements is one input across outputs. Whole runs are decoded a stored row at a time
-  // (its few code bytes read once, not once per input); partial runs a nibble per stored row.
+  // of `out` elements is one input across outputs. Whole runs are decoded a stored row at a time,
+  // along the row (decode_inputs), then spread over the outputs; partial runs a nibble per
+  // stored row.
   void fill_transposed(uint64_t e, std::span<float> v) const {
     const auto* codes = reinterpret_cast<const uint8_t*>(codes_.bytes().data());
     const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
@@ -224,13 +249,35 @@ class Fp4Decoder final : public WeightDecoder {
         continue;
       }
       const uint64_t runs = std::min(left / out_, in_ - k);  // inputs k .. k + runs - 1
-      for (uint64_t r = 0; r < out_; ++r, c += row_bytes, s += groups_) {
-        float* o = &v[i + r];
-        for (uint64_t j = 0, kk = k; j < runs; ++j, ++kk)
-          o[j * out_] = value_[(c[kk / 2] >> (kk % 2 * 4)) & 0xF] * scale_of_[s[kk / kMxGroup]];
+      // A tile of stored rows decoded along each row, then written out a cache line of outputs
+      // per input.
+      thread_local std::vector<float> tile;
+      tile.resize(kTileRows * runs);
+      for (uint64_t first_row = 0; first_row < out_; first_row += kTileRows) {
+        const uint64_t rows = std::min(kTileRows, out_ - first_row);
+        for (uint64_t r = 0; r < rows; ++r)
+          decode_inputs(c + (first_row + r) * row_bytes, s + (first_row + r) * groups_, k, runs, &tile[r * runs]);
+        for (uint64_t j = 0; j < runs; ++j) {
+          float* o = &v[i + j * out_ + first_row];
+          for (uint64_t r = 0; r < rows; ++r) o[r] = tile[r * runs + j];
+        }
       }
       i += runs * out_;
     }
+  }
+
+  // Inputs k .. k + n - 1 of one stored row of MXFP4 codes (`codes`, `scales` at its start):
+  // whole groups with the SIMD kernel, the ends a value at a time, the same bits either way
+  // (MXFP4's table has code 8 as -0, the kernel's negative_zero).
+  void decode_inputs(const uint8_t* codes, const uint8_t* scales, uint64_t k, uint64_t n, float* out) const {
+    const auto one = [&](uint64_t kk) {
+      return value_[(codes[kk / 2] >> (kk % 2 * 4)) & 0xF] * scale_of_[scales[kk / kMxGroup]];
+    };
+    uint64_t j = 0;
+    for (; j < n && (k + j) % kMxGroup != 0; ++j) out[j] = one(k + j);
+    for (; j + kMxGroup <= n; j += kMxGroup)
+      e2m1_scaled(codes + (k + j) / 2, kMxGroup / 2, scale_of_[scales[(k + j) / kMxGroup]], true, out + j);
+    for (; j < n; ++j) out[j] = one(k + j);
   }
 
   TensorView codes_, scales_;

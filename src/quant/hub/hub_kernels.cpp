@@ -7,6 +7,7 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include <array>
 #include <cstring>
 
 #include "quant/hub/hub_kernels.hpp"
@@ -53,6 +54,46 @@ void E4M3Scaled(const uint8_t* codes, uint64_t n, float scale, float* out) {
   for (; i < n; ++i) out[i] = table[codes[i]] * scale;
 }
 
+void E2M1Scaled(const uint8_t* codes, uint64_t n, float scale, bool negative_zero, float* out) {
+  uint64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const hn::Full128<uint8_t> d16;
+  const size_t lanes = hn::Lanes(df);  // 4, 8 or 16: divides the 32 values of 16 bytes
+  const auto s = hn::Set(df, scale);
+  // The magnitude m (3 bits) as f32 bits: exponent and mantissa moved up and rebased, exact;
+  // m = 0 and 1 (exponent 0) are m * 0.5. The sign is bit 3 moved to bit 31.
+  const auto rebase = hn::Set(du, uint32_t{126} << 23);
+  const auto half = hn::Set(df, 0.5f);
+  alignas(16) uint8_t nibbles[32];
+  for (; i + 16 <= n; i += 16) {
+    const auto b = hn::LoadU(d16, codes + i);
+    const auto low = hn::And(b, hn::Set(d16, uint8_t{0x0F})), high = hn::ShiftRight<4>(b);
+    hn::Store(hn::InterleaveLower(d16, low, high), d16, nibbles);  // one 128-bit block: in order
+    hn::Store(hn::InterleaveUpper(d16, low, high), d16, nibbles + 16);
+    for (size_t p = 0; p < 32; p += lanes) {
+      const auto c = hn::PromoteTo(du, hn::LoadU(du8, nibbles + p));
+      const auto m = hn::And(c, hn::Set(du, 7u));
+      const auto normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<22>(m), rebase));
+      const auto sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, m)), half);
+      const auto v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(m, hn::Set(du, 2u))), sub, normal);
+      auto sign = hn::ShiftLeft<28>(hn::And(c, hn::Set(du, 8u)));
+      if (!negative_zero) sign = hn::IfThenElseZero(hn::Ne(m, hn::Zero(du)), sign);
+      hn::StoreU(hn::Mul(hn::BitCast(df, hn::Or(hn::BitCast(du, v), sign)), s), df, out + 2 * i + p);
+    }
+  }
+#endif
+  if (i == n) return;
+  const std::array<float, 16> table = e2m1_values(negative_zero);  // the tail's, made only for it
+  for (; i < n; ++i) {
+    out[2 * i] = table[codes[i] & 0xF] * scale;
+    out[2 * i + 1] = table[codes[i] >> 4] * scale;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace tlio::detail
 HWY_AFTER_NAMESPACE();
@@ -61,9 +102,14 @@ HWY_AFTER_NAMESPACE();
 namespace tlio::detail {
 
 HWY_EXPORT(E4M3Scaled);
+HWY_EXPORT(E2M1Scaled);
 
 void e4m3_scaled(const uint8_t* codes, uint64_t n, float scale, float* out) {
   HWY_DYNAMIC_DISPATCH(E4M3Scaled)(codes, n, scale, out);
+}
+
+void e2m1_scaled(const uint8_t* codes, uint64_t n, float scale, bool negative_zero, float* out) {
+  HWY_DYNAMIC_DISPATCH(E2M1Scaled)(codes, n, scale, negative_zero, out);
 }
 
 }  // namespace tlio::detail

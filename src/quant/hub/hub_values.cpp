@@ -38,16 +38,15 @@ void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst
     throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count, need));
 }
 
-void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
-                    std::span<std::byte> dst,
-                    const std::function<void(uint64_t, std::span<float>)>& fill) {
+void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out, std::span<std::byte> dst,
+                    const std::function<void(uint64_t, std::span<float>)>& fill, uint64_t chunk_elements) {
   const uint64_t out_bytes = dtype_bits(out) / 8;
   check_destination(count, out, dst);
   // Kept by the thread: a fresh 256 KiB buffer per call costs an mmap and its page faults.
   thread_local std::vector<float> values;
-  values.resize(std::max<size_t>(values.size(), std::min(count, kHubChunkElements)));
+  values.resize(std::max<size_t>(values.size(), std::min(count, chunk_elements)));
   for (uint64_t done = 0; done < count;) {
-    const uint64_t m = std::min(kHubChunkElements, count - done);
+    const uint64_t m = std::min(chunk_elements, count - done);
     const std::span<float> chunk = std::span(values).first(m);
     fill(first + done, chunk);
     store_rounded(chunk, reference, out, dst.subspan(done * out_bytes, m * out_bytes));

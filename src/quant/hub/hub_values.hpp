@@ -30,11 +30,12 @@ void store_rounded(std::span<const float> exact, Dtype reference, Dtype out, std
 /// Error{invalid_argument} unless dst holds exactly `count` values of `out`.
 void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst);
 
-/// Decodes elements [first, first + count) in chunks: fill(chunk_first, values) computes the f32
-/// values of a chunk, which are then stored by store_rounded into their place in dst.
-void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
-                    std::span<std::byte> dst,
-                    const std::function<void(uint64_t, std::span<float>)>& fill);
+/// Decodes elements [first, first + count) in chunks of `chunk_elements`: fill(chunk_first,
+/// values) computes the f32 values of a chunk, which are then stored by store_rounded into their
+/// place in dst.
+void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out, std::span<std::byte> dst,
+                    const std::function<void(uint64_t, std::span<float>)>& fill,
+                    uint64_t chunk_elements = kHubChunkElements);
 
 /// F8_E4M3 (float8_e4m3fn) code -> its exact f32 value (NaN for 0x7F and 0xFF).
 const std::array<float, 256>& e4m3_values() noexcept;

@@ -113,6 +113,8 @@ class TLIO_API Model {
   /// config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
   /// "" without one.
   const std::string& quantization_config() const noexcept { return quantization_config_; }
+  /// config.json's text as Model::open read it; "" without one.
+  const std::string& config_json() const noexcept { return config_json_; }
 
   /// The architecture checks: every expected tensor present with its shape (quantized weights
   /// count as their logical weight), nothing unexpected. Throws Error{format, "model"} naming
@@ -131,6 +133,7 @@ class TLIO_API Model {
   std::vector<QuantizedWeight> quantized_;
   std::optional<Error> undecoded_;  // the refusal of a form tlio does not decode
   std::string quantization_config_;
+  std::string config_json_;
 };
 
 // ---- sharding ----------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class TLIO_API Weights {
   std::optional<DecodedValues> decoded(std::string_view name) const;
   bool is_folder() const noexcept { return model_.has_value(); }
   /// A folder's config.json (its text), "" for a file or a folder without one.
-  const std::string& config_json() const noexcept { return config_json_; }
+  const std::string& config_json() const noexcept { return model_ ? model_->config_json() : no_text_; }
   /// A folder's quantization_config (JSON text), "" for a file.
   std::string quantization_config() const { return model_ ? std::string(model_->quantization_config()) : ""; }
   /// The stored tensor `name` and its file; Error{not_found} naming the input when none has it.
@@ -79,7 +79,7 @@ class TLIO_API Weights {
   Metadata gguf_metadata_;
   std::optional<File> file_;
   std::optional<Model> model_;
-  std::string config_json_;
+  std::string no_text_;  // what a file's config_json() refers to
   std::vector<QuantizedWeight> quantized_;
 };
 

@@ -182,11 +182,10 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   }
   const Model model = Model::open(model_dir, options.open);
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
-  const std::optional<std::string> config_text = where.read_text("config.json");
-  if (!config_text)
+  if (model.config_json().empty())  // read by Model::open
     throw Error(ErrorCode::format, Rule::model, "config.json", std::nullopt,
                 "a GGUF export needs config.json (the architecture and its hyperparameters)", where.name());
-  const detail::HfConfig c = detail::parse_hf_config(*config_text, where.name_of("config.json"));
+  const detail::HfConfig c = detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
   const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
   const std::optional<std::string> tokenizer = where.read_text("tokenizer.json");
   if (!tokenizer)

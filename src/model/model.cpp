@@ -84,7 +84,10 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   // A folder of weights without config.json (a shard set with its index) is a model with no
   // architecture: read as any other, checked by its index only.
   const std::optional<std::string> config = where.read_text(kConfigFile);
-  if (config) m.config_ = parse_model_config(*config, config_name);
+  if (config) {
+    m.config_ = parse_model_config(*config, config_name);
+    m.config_json_ = *config;
+  }
 
   // Tokenizer rule (course directories only).
   if (m.config_.course) {

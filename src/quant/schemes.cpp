@@ -47,8 +47,9 @@ SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::strin
 
 void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick) {
-  // Chunks small enough to stay in the cache between being made and being written; a slice of
-  // chunks for the cores, appended by another thread while the next slice is decoded.
+  // Chunks small enough to stay in the cache between being made and being written (or the
+  // decoder's natural chunk, which it reads fastest); a slice of chunks for the cores, appended
+  // by another thread while the next slice is decoded.
   const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
   const uint64_t chunk = decoder->natural_chunk() ? decoder->natural_chunk() : uint64_t{128} << 10;
   const uint64_t slice = 16 * chunk;

@@ -60,10 +60,10 @@ std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
 }  // namespace
 
 Pairings pair_names(const Weights& model, const Weights& reference) {
+  const std::vector<std::string> names = model.value_names();
   Pairings out = [&] {  // by the export's names across GGUF and a folder, else by name
     Pairings p;
     p.reference_names_ = reference.value_names();
-    const std::vector<std::string> names = model.value_names();
     if (model.gguf() && !reference.gguf() && reference.is_folder()) {
       std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
       const auto hf = gguf_names(reference);
@@ -86,7 +86,7 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
   }();
   // A GGUF file and a lone safetensors file pair only when the file holds GGUF names (an import).
   if (out.by_model_.empty() && (model.gguf() != nullptr) != (reference.gguf() != nullptr) &&
-      !model.value_names().empty() && !out.reference_names_.empty()) {
+      !names.empty() && !out.reference_names_.empty()) {
     const Weights& gguf = model.gguf() ? model : reference;
     const Weights& other = model.gguf() ? reference : model;
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,

@@ -9,8 +9,6 @@
 #include <fmt/core.h>
 
 #include "common/json_text.hpp"
-#include "io/location.hpp"
-#include "model/location.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
 #include "tlio/location.hpp"
@@ -53,7 +51,6 @@ Weights Weights::open(const std::string& location, const OpenOptions& options) {
     w.gguf_metadata_ = gguf_scalar_metadata(*w.gguf_);
   } else if (!is_standard_stream(location) && is_model_directory(location, options)) {
     w.model_.emplace(Model::open(location, options));
-    w.config_json_ = detail::ModelLocation(detail::Location::parse(location), options).read_text("config.json").value_or("");
     w.quantized_ = w.model_->quantized();
   } else {
     w.file_.emplace(File::open(location, options));

@@ -1,15 +1,19 @@
 #include "arg_checks.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <regex>
 
 #include "cli_util.hpp"
 #include "tlio/convert.hpp"
-#include "tlio/ggml.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/ggml.hpp"
+#include "tlio/gguf.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 
@@ -30,10 +34,19 @@ CLI::Validator size_check() {
 
 bool is_gguf_weight_type(const std::string& v) {
   const auto t = tlio::ggml_type_named(v);
-  return t && tlio::ggml_encodes(t->id) && !tlio::ggml_plain_dtype(t->id);
+  if (t && tlio::ggml_plain_dtype(t->id)) return false;  // F32, F16, BF16: dtypes of any OUT
+  const auto same = [&](std::string_view name) {
+    return std::ranges::equal(name, v, [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b)); });
+  };
+  return std::ranges::any_of(tlio::gguf_export_types(), same);
 }
 
-std::string gguf_weight_type_text() { return "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"; }
+std::string gguf_weight_type_text() {
+  std::vector<std::string_view> names;
+  for (std::string_view t : tlio::gguf_export_types())
+    if (const auto g = tlio::ggml_type_named(t); !g || !tlio::ggml_plain_dtype(g->id)) names.push_back(t);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 CLI::Validator convert_dtype_check(bool gguf_types) {
   return CLI::Validator(

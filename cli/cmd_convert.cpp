@@ -194,14 +194,15 @@ void add_convert(CLI::App& app, int& exit_code) {
       "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
       "Qwen2ForCausalLM, Qwen3ForCausalLM; byte-level BPE tokenizer) as llama.cpp loads it, the\n"
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
-      "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), norms and\n"
-      "biases F32.\n\n"
+      "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), or as one of\n"
+      "llama.cpp's mixes Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the\n"
+      "type llama-quantize gives it); norms and biases F32.\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
       "      --rename '^encoder\\.(.*)=\\1'\n"
       "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32\n"
-      "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q8_0.gguf --dtype q8_0");
+      "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q4_k_m.gguf --dtype q4_k_m");
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);

@@ -148,13 +148,18 @@ TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem
 
 /// What export_gguf writes.
 struct GgufExportOptions {
-  /// The type of the 2-D weights: F32, F16, BF16, or a ggml type ggml_encode writes (Q8_0, Q4_0,
-  /// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). Norms, biases and other 1-D tensors stay
-  /// F32, as llama.cpp's converter keeps them.
+  /// The type of the 2-D weights (any of gguf_export_types(), case-insensitive): F32, F16, BF16,
+  /// or a ggml type ggml_encode writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
+  /// Q6_K) for every weight, as llama-quantize --pure does; or one of llama.cpp's mixes (Q3_K_S,
+  /// Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M), each weight the type llama-quantize
+  /// chooses for it. Norms, biases and other 1-D tensors stay F32, as llama.cpp keeps them.
   std::string type = "F16";
   OpenOptions open;           ///< how the model folder is read
   ProgressCallback progress;  ///< source values read / all
 };
+
+/// Every type GgufExportOptions::type takes: the plain types, then the mixes.
+TLIO_API std::vector<std::string_view> gguf_export_types();
 
 struct GgufExportReport {
   std::string architecture;  ///< general.architecture ("llama")

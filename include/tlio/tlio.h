@@ -436,7 +436,8 @@ TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, cons
                           uint64_t* tensors);
 /* Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that llama.cpp
  * loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type` "F32", "F16", "BF16", "Q8_0",
- * "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K" (NULL: F16). An architecture, tokenizer or
+ * "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K", or one of llama.cpp's mixes "Q3_K_S" ...
+ * "Q5_K_M" (each weight the type llama-quantize gives it) (NULL: F16). An architecture, tokenizer or
  * config key it does not export is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the
  * count written. */
 TL_API int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,

@@ -184,8 +184,66 @@ def test_export_from_python_writes_the_clis_bytes(tmp_path):
     assert report["architecture"] == "llama" and report["types"] == {"F32": 3, "Q4_0": 9}
     assert run("convert", src, tmp_path / "cli.gguf", "--dtype", "Q4_0").returncode == 0
     assert (tmp_path / "py.gguf").read_bytes() == (tmp_path / "cli.gguf").read_bytes()
+    # Rows of 32: Q5_K falls back to Q5_1; the one layer's attn_v and ffn_down (more bits: Q6_K)
+    # to Q8_0, as output.weight is.
+    mixed = tlio.export_gguf(src, tmp_path / "mix.gguf", "q5_k_m")
+    assert mixed["types"] == {"F32": 3, "Q5_1": 6, "Q8_0": 3} and len(mixed["fallbacks"]) == 8
     with pytest.raises(ValueError, match="IQ2_XXS"):
         tlio.export_gguf(src, tmp_path / "x.gguf", "IQ2_XXS")
     # The export reads back through safe_open, decoded.
     with tlio.safe_open(tmp_path / "py.gguf", "numpy") as f:
         assert f.get_tensor("blk.0.ffn_up.weight").shape == (64, 32)
+
+
+# llama.cpp's mixes and their llama_ftype numbers.
+MIXES = {"Q3_K_S": 11, "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17}
+
+
+def llama_quantize(src, dst, file_type):
+    r = subprocess.run(["/usr/bin/python3", str(HERE / "quantize_llama.py"), str(LIB_DIR), str(src), str(dst),
+                        str(file_type)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def compare_ggufs(a, b):
+    r = subprocess.run([str(ORACLE), str(HERE / "compare_ggufs.py"), str(a), str(b)], capture_output=True,
+                       text=True, timeout=300, check=True)
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module", params=[("llama", "mix"), ("qwen3", "mix"), ("llama", "mix70")],
+                ids=["llama", "qwen3-tied", "llama-70b"])
+def mix_model(request, tmp_path_factory):
+    """A model for the mixes' rules (8 layers, or the 80 of a 70B) and its F32 export."""
+    arch, size = request.param
+    folder = tmp_path_factory.mktemp("gguf-mix") / f"{arch}-{size}"
+    subprocess.run([str(ORACLE), str(HERE / "make_model.py"), str(folder), arch, size], check=True, timeout=300)
+    tlio.save_file(dict(np.load(folder / "weights.npz")), folder / "model.safetensors")
+    assert run("convert", folder, folder.parent / "f32.gguf", "--dtype", "f32").returncode == 0
+    return size, folder, folder.parent / "f32.gguf"
+
+
+@pytest.mark.parametrize("mix", MIXES)
+def test_mixes_are_what_llama_quantize_writes(mix_model, mix, tmp_path):
+    """Every tensor of a mix has the type llama-quantize (npm's libllama, no importance matrix)
+    gives it from the F32 export, and the same bytes: the layer rules (attn_v and ffn_down with
+    more bits on layers 0, 3, 6, 7 of 8 for Q4_K_M), output.weight (token_embd.weight when tied)
+    as Q6_K, a 70B's attn_v as Q5_K, rows of 352 falling back (Q4_K -> Q5_0, Q3_K -> Q4_0)."""
+    size, folder, f32 = mix_model
+    if size == "mix70" and mix not in ("Q3_K_M", "Q4_K_M"):
+        pytest.skip("two mixes show the 70B rule")
+    ours, ref = tmp_path / "tlio.gguf", tmp_path / "llama.gguf"
+    r = run("convert", folder, ours, "--dtype", mix.lower(), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    llama_quantize(f32, ref, MIXES[mix])
+    seen = compare_ggufs(ours, ref)
+    assert {k: v for k, v in seen["types"].items() if v[0] != v[1]} == {}
+    assert seen["differ"] == [] and seen["file_type"] == [MIXES[mix]] * 2
+    counts = {}
+    for ours_type, _ in seen["types"].values():
+        counts[ours_type] = counts.get(ours_type, 0) + 1
+    assert doc["types"] == counts and len(counts) >= 4, counts  # F32, the base, more bits, fallbacks
+    if mix == "Q4_K_M" and size == "mix":
+        ids, logits = llama_cpp(ours, TEXTS[0], tmp_path / "logits.npy")
+        assert np.isfinite(logits).all() and len(ids) > 3

@@ -78,7 +78,9 @@ def export_gguf(src, dst, dtype="F16", *, token=None):
     """Writes the Hugging Face model folder `src` (a path or URL) as the GGUF file `dst` that
     llama.cpp loads, as ``tlio convert SRC DST.gguf --dtype DTYPE`` does: the 2-D weights as
     `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K";
-    quantized byte for byte as ggml's reference quantizer), norms and biases F32, the tokenizer
+    quantized byte for byte as ggml's reference quantizer; or one of llama.cpp's mixes "Q3_K_S",
+    "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M": each weight the type and bytes
+    llama-quantize gives it), norms and biases F32, the tokenizer
     and hyperparameters as llama.cpp reads them. Returns architecture, tensors, types ({type:
     count}), fallbacks (weights whose rows are not whole blocks, written as llama.cpp would),
     data_bytes_in, bytes_out. An architecture, tokenizer or config key it does not export raises

@@ -17,10 +17,10 @@ namespace tlio::detail {
 namespace {
 
 constexpr std::array kArchs = {
-    GgufArch{"LlamaForCausalLM", "llama", true},
-    GgufArch{"MistralForCausalLM", "llama", true},
-    GgufArch{"Qwen2ForCausalLM", "qwen2", false},
-    GgufArch{"Qwen3ForCausalLM", "qwen3", false},
+    GgufArch{"LlamaForCausalLM", "llama", true, GgufArch::Size70B::at_80_layers_with_gqa},
+    GgufArch{"MistralForCausalLM", "llama", true, GgufArch::Size70B::at_80_layers_with_gqa},
+    GgufArch{"Qwen2ForCausalLM", "qwen2", false, GgufArch::Size70B::at_80_layers},
+    GgufArch{"Qwen3ForCausalLM", "qwen3", false, GgufArch::Size70B::never},
 };
 
 // Per-layer tensors: the part after "model.layers.N." and the part after "blk.N.".
@@ -87,6 +87,15 @@ const GgufArch& gguf_arch_for(std::string_view hf_class) {
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("architecture {} is not exported to GGUF; these are: {}",
                           hf_class.empty() ? std::string_view{"(none)"} : hf_class, fmt::join(known, ", ")));
+}
+
+bool GgufArch::is_70b(const HfConfig& c) const {
+  switch (size_70b) {
+    case Size70B::at_80_layers: return c.layers == 80;
+    case Size70B::at_80_layers_with_gqa: return c.layers == 80 && c.heads != c.kv_heads;
+    case Size70B::never: break;
+  }
+  return false;
 }
 
 HfConfig parse_hf_names(std::string_view json, const std::string& source) {

@@ -17,12 +17,19 @@ namespace tlio::detail {
 /// while the header is laid out. The largest real vocabularies have about 2^18 tokens.
 inline constexpr uint64_t kMaxGgufVocabulary = uint64_t{1} << 22;
 
+struct HfConfig;
+
 struct GgufArch {
   std::string_view hf_class;  ///< config.json "architectures"[0]
   std::string_view name;      ///< general.architecture
   /// Q and K rows interleaved per head (Hugging Face's rotate-half RoPE to ggml's adjacent pairs),
   /// as llama.cpp's converter does for the llama family; not for NEOX-RoPE architectures.
   bool permute_qk;
+  /// Which models llama.cpp counts as 70B (LLM_TYPE_70B), whose quantization mixes give attn_v
+  /// more bits: 80 layers, or 80 layers with grouped-query attention (the llama family: 65B has none).
+  enum class Size70B : uint8_t { never, at_80_layers, at_80_layers_with_gqa } size_70b;
+
+  bool is_70b(const HfConfig& c) const;
 };
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.

@@ -13,6 +13,7 @@
 
 #include "common/parallel.hpp"
 #include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_mix.hpp"
 #include "gguf/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "io/location.hpp"
@@ -33,11 +34,14 @@ constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 struct PlannedTensor {
   const File* file;
   const TensorInfo* info;
-  detail::GgufTensorDecl decl;
+  detail::GgufTensorDecl decl;  // type F32 until choose_types
   uint64_t permute_heads = 0;
+  bool weight = false;  // takes the type asked for (not a norm, bias or other 1-D tensor)
 };
 
-// The types tlio exports weights as, and llama.cpp's general.file_type (llama_ftype) for each.
+// The plain types tlio exports weights as ("--pure": every weight that type, rows that are not
+// whole blocks aside), and llama.cpp's general.file_type (llama_ftype) for each. The mixes
+// (gguf_mix.hpp) give some weights more bits.
 constexpr std::pair<std::string_view, uint32_t> kFileTypes[] = {
     {"F32", 0},  {"F16", 1},  {"BF16", 32}, {"Q8_0", 7},  {"Q4_0", 2},  {"Q4_1", 3},  {"Q5_0", 8},
     {"Q5_1", 9}, {"Q2_K", 10}, {"Q3_K", 11}, {"Q4_K", 14}, {"Q5_K", 16}, {"Q6_K", 18}};
@@ -48,14 +52,19 @@ std::optional<uint32_t> file_type_of(std::string_view type) {
   return std::nullopt;
 }
 
-// The type llama.cpp writes instead when rows are not whole blocks of `type` (llama-quant.cpp).
-uint32_t fallback_of(uint32_t type) {
-  switch (type) {
-    case 12: return 6;   // Q4_K -> Q5_0
-    case 13: return 7;   // Q5_K -> Q5_1
-    case 14: return 8;   // Q6_K -> Q8_0
-    default: return 1;   // F16 (Q2_K and Q3_K fall back to IQ4_NL there, which tlio does not write)
-  }
+// What --dtype asks for: a plain type, or a mix of types.
+struct AskedTypes {
+  GgmlType base;
+  std::optional<detail::GgufMix> mix;
+  uint32_t file_type;
+};
+
+AskedTypes asked_types(std::string_view text) {
+  if (const std::optional<detail::GgufMix> mix = detail::gguf_mix_named(text))
+    return {*ggml_type(mix->base), mix, mix->file_type};
+  const std::optional<GgmlType> type = ggml_type_named(text);
+  if (type && file_type_of(type->name)) return {*type, std::nullopt, *file_type_of(type->name)};
+  throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text, fmt::join(gguf_export_types(), ", ")));
 }
 
 // Rows of a piece: whole heads when rows are permuted.
@@ -83,9 +92,9 @@ std::string folder_name(const std::string& dir) {
 }
 
 // One tensor's place in the export: checked (floating, 1 or 2 dimensions, not empty, whole heads
-// where rows are permuted, the embeddings one row per token), its GGUF dimensions and type.
-PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name, const detail::HfConfig& c,
-                          const GgmlType& asked, GgufExportReport& report) {
+// where rows are permuted, the embeddings one row per token), its GGUF dimensions, and whether
+// it is a weight (the rest stay F32, as llama.cpp's converter and quantizer keep them).
+PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name, const detail::HfConfig& c) {
   if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
     throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
                 fmt::format("tensor {} is {}: only floating weights are exported to GGUF (a quantized "
@@ -108,15 +117,7 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
   PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
-  const bool stays_f32 = t.shape.size() == 1 || name.name.ends_with("_norm.weight") || !name.name.ends_with(".weight");
-  uint32_t type = stays_f32 ? 0 : asked.id;
-  if (const GgmlType g = *ggml_type(type); p.decl.ne[0] % g.block != 0) {
-    type = fallback_of(type);
-    if (p.decl.ne[0] % ggml_type(type)->block != 0) type = 1;
-    report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", name.name, g.name,
-                                           ggml_type(type)->name, p.decl.ne[0]));
-  }
-  p.decl.type = type;
+  p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
   if (p.decl.name == "token_embd.weight" &&
       (t.shape.size() != 2 || t.shape[0] != c.vocab_size || t.shape[1] != c.hidden_size))
     throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
@@ -124,6 +125,26 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
                             t.name, fmt::join(t.shape, ", "), c.vocab_size, c.hidden_size),
                 f.name());
   return p;
+}
+
+// Each weight's type: the one asked for, or the mix's choice for it; then llama.cpp's fallback
+// where its rows are not whole blocks, noted in the report.
+void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked, const detail::GgufArch& arch,
+                  const detail::HfConfig& c, GgufExportReport& report) {
+  detail::MixModel model{c.layers, 0, true, arch.is_70b(c)};
+  for (const PlannedTensor& p : plan) {
+    model.value_layers += p.decl.name.find("attn_v.weight") != std::string::npos;
+    model.tied &= p.decl.name != "output.weight";
+  }
+  for (PlannedTensor& p : plan) {
+    if (!p.weight) continue;
+    const uint64_t row = p.decl.ne[0];
+    const uint32_t want = asked.mix ? detail::gguf_mix_type(*asked.mix, model, p.decl.name, row) : asked.base.id;
+    p.decl.type = detail::gguf_row_fallback(want, row);
+    if (p.decl.type != want)
+      report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", p.decl.name, ggml_type(want)->name,
+                                             ggml_type(p.decl.type)->name, row));
+  }
 }
 
 // What the pass reuses from piece to piece.
@@ -173,13 +194,15 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
 
 }  // namespace
 
+std::vector<std::string_view> gguf_export_types() {
+  std::vector<std::string_view> names;
+  for (const auto& [name, id] : kFileTypes) names.push_back(name);
+  for (const detail::GgufMix& m : detail::gguf_mixes()) names.push_back(m.name);
+  return names;
+}
+
 GgufExportReport export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options) {
-  const std::optional<GgmlType> asked = ggml_type_named(options.type);
-  if (!asked || !file_type_of(asked->name)) {
-    std::vector<std::string_view> names;
-    for (const auto& [name, id] : kFileTypes) names.push_back(name);
-    throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", options.type, fmt::join(names, ", ")));
-  }
+  const AskedTypes asked = asked_types(options.type);
   const Model model = Model::open(model_dir, options.open);
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
   if (model.config_json().empty())  // read by Model::open
@@ -196,28 +219,30 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   GgufExportReport report;
   report.architecture = std::string(arch.name);
   std::vector<PlannedTensor> plan;
-  std::map<std::string, size_t> counts;
-  bool quantized = false;
   for (const File& f : model.files())
     for (const TensorInfo& t : f.tensors()) {
       const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, t.name);
       if (!name) continue;
-      PlannedTensor p = plan_tensor(f, t, *name, c, *asked, report);
-      quantized |= !ggml_plain_dtype(p.decl.type);
-      ++counts[std::string(ggml_type(p.decl.type)->name)];
-      plan.push_back(std::move(p));
+      plan.push_back(plan_tensor(f, t, *name, c));
     }
-  for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
   if (std::none_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
     throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,
                 "the model has no model.embed_tokens.weight: llama.cpp needs the token embeddings", model.name());
+  choose_types(plan, asked, arch, c, report);
+  std::map<std::string, size_t> counts;
+  bool quantized = false;
+  for (const PlannedTensor& p : plan) {
+    quantized |= !ggml_plain_dtype(p.decl.type);
+    ++counts[std::string(ggml_type(p.decl.type)->name)];
+  }
+  for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
 
   std::vector<GgufKeyValue> metadata = {
       {"general.architecture", detail::gguf_string(std::string(arch.name))},
       {"general.type", detail::gguf_string("model")},
       {"general.name", detail::gguf_string(folder_name(model_dir))},
       {"general.alignment", detail::gguf_u32(static_cast<uint32_t>(kDefaultGgufAlignment))},
-      {"general.file_type", detail::gguf_u32(*file_type_of(asked->name))},
+      {"general.file_type", detail::gguf_u32(asked.file_type)},
   };
   if (quantized) metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
   for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));

@@ -86,6 +86,18 @@ int main(int argc, char** argv) {
     tl_gguf_close(g);
   }
   unlink(out);
+  /* A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks). */
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "q4_k_m", NULL, &written) == TL_OK && written == 12);
+  CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
+  if (g) {
+    CHECK(tl_gguf_find(g, "output.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(strcmp(t.type_name, "Q8_0") == 0);
+    CHECK(tl_gguf_find(g, "blk.0.ffn_up.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(strcmp(t.type_name, "Q5_0") == 0); /* Q4_K falls back */
+    CHECK(tl_gguf_metadata(g, "general.file_type", &text) == TL_OK && strcmp(text, "15") == 0);
+    tl_gguf_close(g);
+  }
+  unlink(out);
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "IQ2_XXS", NULL, NULL) == TL_EINVAL);
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf", out, NULL, NULL, NULL) != TL_OK); /* no config.json */
   CHECK(access(out, F_OK) != 0);

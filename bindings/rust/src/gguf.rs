@@ -155,7 +155,8 @@ pub fn import_gguf(
 
 /// Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that
 /// llama.cpp loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type_name` "F32", "F16",
-/// "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K". Returns the number of
+/// "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K", or one of llama.cpp's mixes
+/// "Q3_K_S" ... "Q5_K_M" (each weight the type llama-quantize gives it). Returns the number of
 /// tensors written; an architecture or tokenizer it does not export is an `Unsupported` error.
 pub fn export_gguf(
     src: impl AsRef<Path>,

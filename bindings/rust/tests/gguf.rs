@@ -66,6 +66,11 @@ fn exports_a_hugging_face_folder() {
     let q = g.tensor("blk.0.ffn_up.weight").unwrap();
     assert_eq!((q.type_name.as_str(), q.shape.clone()), ("Q4_0", vec![64, 32]));
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
+    assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
+    let g = tlio::Gguf::open(&out).unwrap();
+    assert_eq!(g.metadata("general.file_type").unwrap(), "15");
+    assert_eq!(g.tensor("output.weight").unwrap().type_name, "Q8_0");
     let err = tlio::export_gguf(&src, &out, "IQ2_XXS", &Default::default()).unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
 }

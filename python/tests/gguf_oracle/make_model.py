@@ -1,13 +1,14 @@
 """Makes a tiny random Hugging Face model folder for the GGUF export tests (run in
-build/oracle-venv, which has PyPI's `tokenizers`): `make_model.py OUT ARCH` with ARCH llama, qwen2
-or qwen3. A byte-level BPE tokenizer trained here by Hugging Face's tokenizers with the
+build/oracle-venv, which has PyPI's `tokenizers`): `make_model.py OUT ARCH [SIZE]` with ARCH llama,
+qwen2 or qwen3, SIZE small (default), tiny, mix or mix70. A byte-level BPE tokenizer trained here by Hugging Face's tokenizers with the
 architecture's real pre-tokenizer (Llama 3's or Qwen2's Split regex), config.json, and the
 weights as weights.npz (the test writes model.safetensors from it)."""
 import json, sys, pathlib
 import numpy as np
 from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers, processors
 out = pathlib.Path(sys.argv[1]); arch = sys.argv[2]
-tiny = len(sys.argv) > 3 and sys.argv[3] == "tiny"  # tests/data/gguf/tiny_llama: a few KB, BF16
+size = sys.argv[3] if len(sys.argv) > 3 else "small"
+tiny = size == "tiny"  # tests/data/gguf/tiny_llama: a few KB, BF16
 out.mkdir(parents=True, exist_ok=True)
 LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -27,7 +28,10 @@ V = tok.get_vocab_size()
 (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": bos, "eos_token": eos, **({"add_bos_token": False} if arch != "llama" else {})}))
 # Rows of 256 and 512 values: whole K-quant super-blocks; Qwen3's heads of 48 make rows of 192,
 # which fall back as llama.cpp's do.
-H, heads, kv, layers, ff = (32, 2, 1, 1, 64) if tiny else (256, 4, 2, 2, 512)
+# The quantization mixes' models: "mix" has 8 layers (the layer rules pick 0, 3, 6 and 7) and
+# ffn_down rows of 352 (not whole super-blocks); "mix70" has the 80 layers of a 70B.
+H, heads, kv, layers, ff = {"tiny": (32, 2, 1, 1, 64), "small": (256, 4, 2, 2, 512), "mix": (256, 4, 2, 8, 352),
+                            "mix70": (256, 2, 1, 80, 32)}[size]
 hd = H // heads if arch != "qwen3" else 48
 cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[arch]
 config = {"architectures": [cls], "model_type": arch, "hidden_size": H, "intermediate_size": ff, "num_hidden_layers": layers,

@@ -39,6 +39,10 @@ llama.llama_init_from_model.restype = ctypes.c_void_p
 llama.llama_init_from_model.argtypes = [ctypes.c_void_p, Params]
 ctx = llama.llama_init_from_model(model, llama.llama_context_default_params())
 assert ctx
+# One thread per core: llama.cpp's default of 4 spins in ggml_barrier on a 2-core machine (0.9 s
+# a token for a model of a few MB).
+llama.llama_set_n_threads.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32]
+llama.llama_set_n_threads(ctx, os.cpu_count() or 1, os.cpu_count() or 1)
 llama.llama_batch_get_one.restype = Batch
 llama.llama_batch_get_one.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.c_int32]
 llama.llama_decode.argtypes = [ctypes.c_void_p, Batch]

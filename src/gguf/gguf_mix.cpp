@@ -1,0 +1,109 @@
+// gguf/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports (dense,
+// no experts, no Falcon rules), without an importance matrix. Tensors are told apart by their
+// GGUF names as llama.cpp does (the first kind whose name matches, in its order).
+#include "gguf/gguf_mix.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include "tlio/ggml.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+// ggml type ids.
+constexpr uint32_t kF16 = 1, kQ4_0 = 2, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ2_K = 10, kQ3_K = 11, kQ4_K = 12,
+                   kQ5_K = 13, kQ6_K = 14;
+
+constexpr std::array kMixes = {
+    GgufMix{"Q3_K_S", 11, kQ3_K}, GgufMix{"Q3_K_M", 12, kQ3_K}, GgufMix{"Q3_K_L", 13, kQ3_K},
+    GgufMix{"Q4_K_S", 14, kQ4_K}, GgufMix{"Q4_K_M", 15, kQ4_K}, GgufMix{"Q5_K_S", 16, kQ5_K},
+    GgufMix{"Q5_K_M", 17, kQ5_K},
+};
+
+enum class Kind { output, token_embd, attn_v, attn_output, ffn_down, other };
+
+Kind kind_of(std::string_view name) {
+  if (name == "output.weight") return Kind::output;
+  if (name == "token_embd.weight") return Kind::token_embd;
+  const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (has("attn_qkv.weight") || has("attn_kv_b.weight") || has("attn_v.weight")) return Kind::attn_v;
+  if (has("attn_k.weight") || has("attn_q.weight")) return Kind::other;
+  if (has("attn_output.weight")) return Kind::attn_output;
+  if (has("ffn_up") || has("ffn_gate")) return Kind::other;
+  if (has("ffn_down")) return Kind::ffn_down;
+  return Kind::other;
+}
+
+// N of "blk.N.", or 0 (tensors outside the blocks take no layer rule).
+int64_t layer_of(std::string_view name) {
+  int64_t layer = 0;
+  if (name.starts_with("blk.")) std::from_chars(name.data() + 4, name.data() + name.size(), layer);
+  return layer;
+}
+
+// llama.cpp's choice of layers that get more bits: the first and last eighths, every third between.
+bool more_bits(int64_t layer, int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
+
+uint32_t block_of(uint32_t type) { return ggml_type(type)->block; }
+
+}  // namespace
+
+std::span<const GgufMix> gguf_mixes() noexcept { return kMixes; }
+
+std::optional<GgufMix> gguf_mix_named(std::string_view name) noexcept {
+  for (const GgufMix& m : kMixes)
+    if (std::ranges::equal(m.name, name, [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+        }))
+      return m;
+  return std::nullopt;
+}
+
+uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name, uint64_t row_values) {
+  const std::string_view m = mix.name;
+  const Kind kind = kind_of(name);
+  const int64_t layer = layer_of(name);
+  uint32_t type = mix.base;
+  if (kind == Kind::output || (kind == Kind::token_embd && model.tied))
+    return row_values % block_of(mix.base) != 0 ? kQ8_0 : kQ6_K;
+  if (kind == Kind::attn_v) {
+    const auto n = static_cast<int64_t>(model.value_layers);
+    if (m == "Q3_K_M") type = layer < 2 ? kQ5_K : kQ4_K;
+    else if (m == "Q3_K_L") type = kQ5_K;
+    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n)) type = kQ6_K;
+    else if (m == "Q4_K_S" && layer < 4) type = kQ5_K;
+    if (model.is_70b && (type == kQ3_K || type == kQ4_K)) type = kQ5_K;
+  } else if (kind == Kind::ffn_down) {
+    const auto n = static_cast<int64_t>(model.layers);
+    if (m == "Q3_K_M") type = layer < n / 16 ? kQ5_K : kQ4_K;
+    else if (m == "Q3_K_L") type = kQ5_K;
+    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n)) type = kQ6_K;
+    else if (m == "Q4_K_S" && layer < n / 8) type = kQ5_K;
+  } else if (kind == Kind::attn_output) {
+    if (m == "Q3_K_M") type = kQ4_K;
+    else if (m == "Q3_K_L") type = kQ5_K;
+  }
+  return type;
+}
+
+uint32_t gguf_row_fallback(uint32_t type, uint64_t row_values) {
+  if (row_values % block_of(type) == 0) return type;
+  uint32_t fallback = kF16;
+  switch (type) {
+    case kQ2_K:
+    case kQ3_K: fallback = kQ4_0; break;
+    case kQ4_K: fallback = kQ5_0; break;
+    case kQ5_K: fallback = kQ5_1; break;
+    case kQ6_K: fallback = kQ8_0; break;
+    default: break;
+  }
+  return row_values % block_of(fallback) == 0 ? fallback : kF16;
+}
+
+}  // namespace tlio::detail

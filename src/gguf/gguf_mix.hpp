@@ -1,0 +1,42 @@
+// gguf/gguf_mix.hpp: the type each weight of an export takes, as llama-quantize chooses it
+// without an importance matrix (src/llama-quant.cpp): a plain type for every weight ("--pure"),
+// or one of llama.cpp's K-quant mixes (Q4_K_M and its kin), whose rules give some tensors more
+// bits by kind and layer; then the fallback for rows that are not whole blocks of the type.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace tlio::detail {
+
+/// A llama.cpp mix: its name, general.file_type (llama_ftype), and the base type of its weights.
+struct GgufMix {
+  std::string_view name;  ///< "Q4_K_M"
+  uint32_t file_type;     ///< LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
+  uint32_t base;          ///< ggml type id: Q4_K
+};
+/// The mixes tlio writes: Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M.
+std::span<const GgufMix> gguf_mixes() noexcept;
+/// The mix named `name` (case-insensitive), or nullopt.
+std::optional<GgufMix> gguf_mix_named(std::string_view name) noexcept;
+
+/// What the mix rules read of the whole model.
+struct MixModel {
+  uint64_t layers = 0;        ///< block_count (ffn_down's layers)
+  uint64_t value_layers = 0;  ///< attn_v tensors written
+  bool tied = false;          ///< no output.weight: token_embd takes output's type
+  bool is_70b = false;        ///< llama.cpp's LLM_TYPE_70B (attn_v gets Q5_K over Q3_K/Q4_K)
+};
+
+/// The type of the quantized weight `name` (a GGUF name, "blk.3.attn_v.weight") whose rows hold
+/// `row_values`, under `mix`, before the row fallback.
+uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name, uint64_t row_values);
+
+/// The type llama-quantize writes instead of `type` when rows of `row_values` are not whole
+/// blocks of it: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, then F16 when rows
+/// are not whole blocks of that either; `type` itself when they are.
+uint32_t gguf_row_fallback(uint32_t type, uint64_t row_values);
+
+}  // namespace tlio::detail

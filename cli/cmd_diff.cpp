@@ -1,5 +1,6 @@
 // cli/cmd_diff.cpp: `tlio diff A B [--atol X] [--rtol Y] [--json] [--all]`: the values of two
-// files compared name by name (tlio::compare_files), across dtypes and against quantized weights.
+// inputs compared name by name (tlio::compare_weights), across dtypes, against quantized weights,
+// and across formats (a GGUF file against its Hugging Face folder).
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -30,10 +31,11 @@ void print_json(const std::string& a, const std::string& b, const tlio::CompareO
   for (const auto& n : r.only_in_b) ob.push_back(json_string(n));
   for (const tlio::TensorComparison& c : r.tensors)
     ts.push_back(fmt::format(
-        "{{\"name\":{},\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
+        "{{\"name\":{},{}\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
         "\"note\":{},\"max_abs\":{},\"max_rel\":{},\"rmse\":{},\"cosine\":{},\"outside\":{},"
         "\"equal\":{}}}",
-        json_string(c.name), json_string(c.a_dtype), json_string(c.b_dtype), fmt::join(c.shape, ","),
+        json_string(c.name), c.b_name.empty() ? "" : fmt::format("\"b_name\":{},", json_string(c.b_name)),
+        json_string(c.a_dtype), json_string(c.b_dtype), fmt::join(c.shape, ","),
         c.elements, c.compared, json_string(c.note), json_number(c.max_abs),
         json_number(c.max_rel), json_number(c.rmse), json_number(c.cosine), c.outside, c.equal));
   fmt::print("{{\"paths\":[{},{}],\"atol\":{},\"rtol\":{},\"equal\":{},\"only_in_a\":[{}],"
@@ -60,12 +62,15 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
     std::vector<std::vector<std::string>> rows{
         {"name", "A", "B", "max abs", "max rel", "rmse", "cosine", "verdict"}};
     for (const tlio::TensorComparison* c : shown) {
+      // Across formats: A's name, then B's for it.
+      const std::string name =
+          display_name(c->name) + (c->b_name.empty() ? "" : " = " + display_name(c->b_name));
       if (!c->compared) {
-        rows.push_back({display_name(c->name), c->a_dtype, c->b_dtype, "", "", "", "",
+        rows.push_back({name, c->a_dtype, c->b_dtype, "", "", "", "",
                         "not compared: " + c->note});
         continue;
       }
-      rows.push_back({display_name(c->name), c->a_dtype, c->b_dtype, figure(c->max_abs),
+      rows.push_back({name, c->a_dtype, c->b_dtype, figure(c->max_abs),
                       figure(c->max_rel), figure(c->rmse), fmt::format("{:.6f}", c->cosine),
                       c->equal ? "within tolerance"
                       : c->note.empty()
@@ -110,10 +115,14 @@ void add_diff(CLI::App& app, int& exit_code) {
       "|a - b| <= atol + rtol * |b| (B is the reference; NaN equals NaN). Names only in one file\n"
       "are listed; identical tensors are counted (--all lists them). A or B may be a model folder\n"
       "(its shards are one namespace): a folder against its merged file, or another folder.\n"
+      "A or B may be a GGUF file (tensors decoded as ggml decodes them): against a Hugging Face\n"
+      "folder its tensors pair with the folder's by the names the GGUF export gives them, Q/K\n"
+      "rows put back in place (shown as \"GGUF name = folder name\").\n"
       "Exit 0 when the files are equal within tolerance, 1 otherwise.\n\n"
       "Examples:\n  tlio diff model.safetensors model-bf16.safetensors\n"
       "  tlio diff model.safetensors model-nf4.safetensors --json\n"
-      "  tlio diff a.safetensors b.safetensors --atol 1e-3 --rtol 1e-2");
+      "  tlio diff a.safetensors b.safetensors --atol 1e-3 --rtol 1e-2\n"
+      "  tlio diff model-q8_0.gguf model_dir/");
   struct Args {
     std::string a, b;
     bool json = false, all = false;
@@ -133,21 +142,13 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const Weights fa = Weights::open(a->a, open_options()), fb = Weights::open(a->b, open_options());
-      for (const Weights* w : {&fa, &fb})
-        if (w->gguf())
-          throw tlio::Error(tlio::ErrorCode::unsupported, tlio::Rule::none, {}, std::nullopt,
-                            fmt::format("{} is a GGUF file, which diff does not compare yet: `tlio convert {} "
-                                        "x.safetensors --dtype f32` gives its values to compare",
-                                        w->name(), w->name()));
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;
       o.filter = a->filter;
-      o.quantization_config_a = fa.quantization_config();
-      o.quantization_config_b = fb.quantization_config();
       ProgressBar bar("comparing", uint64_t{256} << 20);
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      const tlio::CompareReport r = tlio::compare_files(fa.files(), fb.files(), o);
+      const tlio::CompareReport r = tlio::compare_weights(fa, fb, o);
       bar.finish();
       if (a->json)
         print_json(fa.name(), fb.name(), o, r);

@@ -33,6 +33,7 @@ struct CompareOptions {
 /// dequantized; its stored tensors are not listed on their own.
 struct TensorComparison {
   std::string name;
+  std::string b_name;  ///< B's name for it when that is another (a GGUF file against a folder)
   std::string a_dtype, b_dtype;  ///< a dtype ("BF16") or a quantization scheme ("nf4")
   Shape shape;                 ///< logical (A's, when the shapes differ)
   uint64_t elements = 0;
@@ -67,5 +68,15 @@ TLIO_API CompareReport compare_files(const File& a, const File& b,
 /// weight. A name in two files of one set is Error{format, "index"}.
 TLIO_API CompareReport compare_files(std::span<const File> a, std::span<const File> b,
                                      const CompareOptions& options = {});
+
+class Weights;
+/// The same for any two inputs of weights (tlio/weights.hpp). Files and folders are compared as
+/// compare_files compares them (each folder's quantization_config applied). With a GGUF file on
+/// either side, each value name of A is paired with B's as tlio::make_report pairs a model with
+/// its reference: the same name, or across a GGUF file and a Hugging Face folder the name the
+/// GGUF export gives it (its config.json's architecture), with the Q and K rows the export
+/// interleaves put back in place; GGUF tensors decoded to F32 as ggml decodes them. A GGUF file
+/// and an input of which no name pairs is Error{unsupported} saying how they would.
+TLIO_API CompareReport compare_weights(const Weights& a, const Weights& b, const CompareOptions& options = {});
 
 }  // namespace tlio

@@ -320,6 +320,16 @@ TL_API int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare
  * TL_EFORMAT (rule "index"). */
 TL_API int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
                            const tl_compare_options* options, tl_comparison** out);
+/* Any two inputs by location (as `tlio diff A B`): files, model folders, GGUF files, local or
+ * remote (`open` may be NULL: defaults). With a GGUF file on a side, names pair as reports pair
+ * them: the same name, or a GGUF file's against a Hugging Face folder's through the GGUF export's
+ * names, Q/K rows put back in place (tl_comparison_b_name gives B's name). The folders' own
+ * quantization_config are used (the options' are not read). */
+TL_API int tl_compare_locations(const char* a, const char* b, const tl_compare_options* options,
+                                const tl_open_options* open, tl_comparison** out);
+/* B's name for common tensor `index` when it is another than A's (a GGUF file against a folder);
+ * NULL when it is the same, or index is out of range. */
+TL_API const char* tl_comparison_b_name(const tl_comparison* comparison, size_t index);
 /* 1 when no name is in one file only and every common tensor is equal within tolerance. */
 TL_API int tl_comparison_equal(const tl_comparison* comparison);
 /* The common names, in natural order ("layers.2" before "layers.10"). */

@@ -4,6 +4,39 @@
 
 namespace tlio_py {
 
+namespace {
+
+// A comparison as the dict compare_files returns.
+py::dict comparison_dict(const tlio::CompareReport& r) {
+  py::list tensors;
+  for (const tlio::TensorComparison& c : r.tensors) {
+    py::dict d;
+    d["name"] = c.name;
+    if (!c.b_name.empty()) d["b_name"] = c.b_name;
+    d["a_dtype"] = c.a_dtype;
+    d["b_dtype"] = c.b_dtype;
+    d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
+    d["elements"] = c.elements;
+    d["compared"] = c.compared;
+    d["note"] = c.note;
+    d["max_abs"] = c.max_abs;
+    d["max_rel"] = c.max_rel;
+    d["rmse"] = c.rmse;
+    d["cosine"] = c.cosine;
+    d["outside"] = c.outside;
+    d["equal"] = c.equal;
+    tensors.append(d);
+  }
+  py::dict d;
+  d["equal"] = r.equal;
+  d["only_in_a"] = r.only_in_a;
+  d["only_in_b"] = r.only_in_b;
+  d["tensors"] = tensors;
+  return d;
+}
+
+}  // namespace
+
 void bind_rewrites(py::module_& m) {
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
@@ -43,30 +76,24 @@ void bind_rewrites(py::module_& m) {
       LongCall call;
       r = tlio::compare_files(a, b, o);
     }
-    py::list tensors;
-    for (const tlio::TensorComparison& c : r.tensors) {
-      py::dict d;
-      d["name"] = c.name;
-      d["a_dtype"] = c.a_dtype;
-      d["b_dtype"] = c.b_dtype;
-      d["shape"] = py::tuple(py::cast(std::vector<uint64_t>(c.shape.begin(), c.shape.end())));
-      d["elements"] = c.elements;
-      d["compared"] = c.compared;
-      d["note"] = c.note;
-      d["max_abs"] = c.max_abs;
-      d["max_rel"] = c.max_rel;
-      d["rmse"] = c.rmse;
-      d["cosine"] = c.cosine;
-      d["outside"] = c.outside;
-      d["equal"] = c.equal;
-      tensors.append(d);
+    return comparison_dict(r);
+  });
+  // Any two inputs by location (files, folders, GGUF files), paired as tlio::compare_weights does.
+  m.def("compare_locations", [](const std::string& a, const std::string& b, double atol, double rtol,
+                                const std::string& filter, const std::string& token) {
+    tlio::CompareOptions o;
+    o.atol = atol;
+    o.rtol = rtol;
+    o.filter = filter;
+    tlio::OpenOptions how;
+    how.token = token;
+    tlio::CompareReport r;
+    {
+      LongCall call;
+      const tlio::Weights wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
+      r = tlio::compare_weights(wa, wb, o);
     }
-    py::dict d;
-    d["equal"] = r.equal;
-    d["only_in_a"] = r.only_in_a;
-    d["only_in_b"] = r.only_in_b;
-    d["tensors"] = tensors;
-    return d;
+    return comparison_dict(r);
   });
   m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
                         const std::map<std::string, std::string>& metadata,

@@ -152,6 +152,15 @@ def test_gguf_f32_export_against_its_folder_is_exact_both_ways(tmp_path):
     assert r["metadata"]["general.architecture"] == "llama"
     folder = tlio.report(TINY_LLAMA, filter="norm")
     assert folder["format"] == "model folder" and "LlamaForCausalLM" in folder["metadata"]["config.json"]
+    # diff pairs them the same way: every value equal, both ways, from the CLI and Python.
+    for a, b in ((gguf, TINY_LLAMA), (TINY_LLAMA, gguf)):
+        d = run("diff", a, b, "--json")
+        assert d.returncode == 0, d.stdout + d.stderr
+        doc = json.loads(d.stdout)
+        assert doc["equal"] and len(doc["tensors"]) == 12 and all(t["max_abs"] == 0 for t in doc["tensors"])
+    c = tlio.compare_files(gguf, TINY_LLAMA)
+    assert c["equal"] and {t["name"]: t.get("b_name") for t in c["tensors"]}["blk.0.attn_k.weight"] == \
+        "model.layers.0.self_attn.k_proj.weight"
 
 
 @pytest.mark.skipif(not ORACLE.exists(), reason="the gguf package is installed into build/oracle-venv by "
@@ -181,7 +190,9 @@ for t in GGUFReader(path).tensors:
     if hf.endswith("q_proj.weight"): b = permute(b, heads)
     if hf.endswith("k_proj.weight"): b = permute(b, kv_heads)
     b = b.reshape(-1); d = a - b
+    rel = np.abs(d[d != 0]) / np.abs(b[d != 0])  # inf where b is 0
     out[t.name] = {"type": t.tensor_type.name, "rmse": float(np.sqrt(np.mean(d * d))), "max_abs": float(np.abs(d).max()),
+                   "max_rel": float(rel.max()) if rel.size else 0.0, "outside": int((~(np.abs(d) <= 1e-3 + 0.01 * np.abs(b))).sum()),
                    "cosine": float(a @ b / np.sqrt((a @ a) * (b @ b))), "sqnr_db": float(10 * np.log10((b @ b) / (d @ d))) if d.any() else None}
 print(json.dumps(out))
 """
@@ -202,6 +213,18 @@ print(json.dumps(out))
         else:
             assert t["error"]["sqnr_db"] == pytest.approx(w["sqnr_db"], rel=1e-9), t["name"]
     assert quantized >= 7  # every 2-D weight of the layer, and the embeddings and output
+    # diff's figures from the same oracle, with atol 1e-3 and rtol 0.01.
+    d = run("diff", gguf, TINY_LLAMA, "--atol", "1e-3", "--rtol", "0.01", "--json")
+    assert d.returncode == 1, d.stderr
+    doc = json.loads(d.stdout)
+    assert doc["only_in_a"] == [] and doc["only_in_b"] == [] and len(doc["tensors"]) == len(want)
+    for t in doc["tensors"]:
+        w = want[t["name"]]
+        assert t["b_name"] == pairs[t["name"]] and t["a_dtype"] == w["type"] and t["compared"]
+        assert t["outside"] == w["outside"], t["name"]
+        for key in ("rmse", "max_abs", "cosine", "max_rel"):
+            assert t[key] == pytest.approx(w[key], rel=1e-9, abs=1e-300), (t["name"], key)
+    assert sum(t["outside"] for t in doc["tensors"]) > 0 and not doc["equal"]
 
 
 def test_a_page_of_700_tensors_stays_small(tmp_path):

@@ -623,8 +623,10 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
     (int4, nf4, fp4, int8: dequantized, under their logical names) compare too. A value of `a`
     is within tolerance of `b`'s when ``|a - b| <= atol + rtol * |b|`` (`b` is the reference, as
     in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs of
-    files or model folders (a folder's shards are one namespace). `filter`: a regex searched in
-    names; only the names it finds are compared.
+    files or model folders (a folder's shards are one namespace), or GGUF files: against a Hugging
+    Face folder a GGUF file's tensors pair with the folder's by the names the GGUF export gives
+    them, Q/K rows put back in place (the tensor's dict then has ``b_name``, `b`'s name for it).
+    `filter`: a regex searched in names; only the names it finds are compared.
 
     Returns a dict: ``equal`` (no name in one file only, every common tensor within tolerance),
     ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
@@ -634,6 +636,9 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
     for what, value in (("atol", atol), ("rtol", rtol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    if any(_gguf.is_gguf(_os.fsdecode(_os.fspath(x))) for x in (a, b)):
+        return _tlio.compare_locations(_os.fsdecode(_os.fspath(a)), _os.fsdecode(_os.fspath(b)), float(atol),
+                                       float(rtol), str(filter), token or "")
     fa, fb = (_open_source(_os.fspath(x), "mmap", token) for x in (a, b))
     return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
                                float(atol), float(rtol), str(filter),

@@ -7,6 +7,40 @@
 
 using namespace tlio::capi;
 
+namespace {
+
+// The first tl_compare_options ended with progress_user: `filter` and the configs came later.
+constexpr size_t kCompareOptionsFirstSize = offsetof(tl_compare_options, progress_user) + sizeof(void*);
+
+// The library's options from the C struct (versions before `filter` and the configs taken).
+tlio::CompareOptions compare_options(const tl_compare_options* options) {
+  tlio::CompareOptions o;
+  if (options) {
+    o.atol = options->atol;
+    o.rtol = options->rtol;
+    if (options->progress) {
+      const tl_progress_fn fn = options->progress;
+      void* user = options->progress_user;
+      o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
+    }
+    if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) && options->filter)
+      o.filter = options->filter;
+    if (options->struct_size == sizeof(tl_compare_options)) {  // the configs came last
+      if (options->quantization_config_a) o.quantization_config_a = options->quantization_config_a;
+      if (options->quantization_config_b) o.quantization_config_b = options->quantization_config_b;
+    }
+  }
+  return o;
+}
+
+bool compare_options_sized(const tl_compare_options* options) {
+  // Versions of the struct before `filter` are taken: a caller built against them never set it.
+  return !options ||
+         (options->struct_size >= kCompareOptionsFirstSize && options->struct_size <= sizeof(tl_compare_options));
+}
+
+}  // namespace
+
 extern "C" {
 
 static const std::vector<tlio::QuantizedWeight>& quantized_of(const tl_file* file) {
@@ -79,8 +113,6 @@ void tl_quantize_options_init(tl_quantize_options* options) {
 // (offsetof(field) + sizeof(field) <= struct_size) and keeps its default otherwise.
 static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
                                                      sizeof(void*);
-// The same for tl_compare_options: `filter` came later.
-static constexpr size_t kCompareOptionsFirstSize = offsetof(tl_compare_options, progress_user) + sizeof(void*);
 
 namespace {
 
@@ -206,29 +238,12 @@ int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* cons
   TL_REQUIRE(std::all_of(a, a + a_count, [](const tl_file* f) { return f; }) &&
                  std::all_of(b, b + b_count, [](const tl_file* f) { return f; }),
              "tl_compare_sets: a NULL file");
-  // Versions of the struct before `filter` are taken: a caller built against them never set it.
-  TL_REQUIRE(!options || (options->struct_size >= kCompareOptionsFirstSize &&
-                          options->struct_size <= sizeof(tl_compare_options)),
+  TL_REQUIRE(compare_options_sized(options),
              "tl_compare_files: struct_size is not that of a tl_compare_options "
              "(use tl_compare_options_init)");
   *out = nullptr;
   return guard([&] {
-    tlio::CompareOptions o;
-    if (options) {
-      o.atol = options->atol;
-      o.rtol = options->rtol;
-      if (options->progress) {
-        const tl_progress_fn fn = options->progress;
-        void* user = options->progress_user;
-        o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
-      }
-      if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) && options->filter)
-        o.filter = options->filter;
-      if (options->struct_size == sizeof(tl_compare_options)) {  // the configs came last
-        if (options->quantization_config_a) o.quantization_config_a = options->quantization_config_a;
-        if (options->quantization_config_b) o.quantization_config_b = options->quantization_config_b;
-      }
-    }
+    const tlio::CompareOptions o = compare_options(options);
     // Handles on the same sources (the library's compare takes each side as a run of files).
     const auto files = [](const tl_file* const* f, size_t n) {
       std::vector<tlio::File> shared;
@@ -239,6 +254,33 @@ int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* cons
     c->report = tlio::compare_files(files(a, a_count), files(b, b_count), o);
     *out = c.release();
   });
+}
+
+int tl_compare_locations(const char* a, const char* b, const tl_compare_options* options,
+                         const tl_open_options* open, tl_comparison** out) {
+  TL_REQUIRE(a && b && out, "tl_compare_locations: NULL argument");
+  TL_REQUIRE(compare_options_sized(options),
+             "tl_compare_locations: struct_size is not that of a tl_compare_options "
+             "(use tl_compare_options_init)");
+  tlio::OpenOptions how;
+  if (open)
+    if (int rc = open_options(open, "tl_compare_locations", how); rc != TL_OK) return rc;
+  *out = nullptr;
+  return guard([&] {
+    tlio::CompareOptions o = compare_options(options);
+    o.quantization_config_a.clear();  // compare_weights applies the folders' own
+    o.quantization_config_b.clear();
+    const tlio::Weights wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
+    auto c = std::make_unique<tl_comparison>();
+    c->report = tlio::compare_weights(wa, wb, o);
+    *out = c.release();
+  });
+}
+
+const char* tl_comparison_b_name(const tl_comparison* comparison, size_t index) {
+  if (!comparison || index >= comparison->report.tensors.size()) return nullptr;
+  const std::string& name = comparison->report.tensors[index].b_name;
+  return name.empty() ? nullptr : name.c_str();
 }
 
 int tl_comparison_equal(const tl_comparison* comparison) {

@@ -15,9 +15,9 @@
 #include "common/parallel.hpp"
 #include "common/text.hpp"
 #include "common/json_text.hpp"
+#include "quant/compare_values.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/compare.hpp"
-#include "tlio/value_stats.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
@@ -111,55 +111,6 @@ void read_values(const Entry& e, uint64_t first, std::span<double> out,
   convert(d, in, Dtype::F64, std::as_writable_bytes(out), count);
 }
 
-// One chunk's sums; added in chunk order so the totals do not depend on the threads.
-struct Sums {
-  double max_abs = 0, max_rel = 0, squares = 0, dot = 0, norm_a = 0, norm_b = 0;
-  uint64_t finite = 0, outside = 0;
-
-  void add(const Sums& o) {
-    max_abs = std::max(max_abs, o.max_abs);
-    max_rel = std::max(max_rel, o.max_rel);
-    squares += o.squares;
-    dot += o.dot;
-    norm_a += o.norm_a;
-    norm_b += o.norm_b;
-    finite += o.finite;
-    outside += o.outside;
-  }
-};
-
-Sums compare_values(std::span<const double> a, std::span<const double> b, double atol,
-                    double rtol) {
-  Sums s;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double u = a[i], v = b[i];
-    if (std::isnan(u) || std::isnan(v)) {
-      if (std::isnan(u) != std::isnan(v)) {
-        s.max_abs = s.max_rel = INFINITY;
-        ++s.outside;
-      }
-      continue;
-    }
-    if (std::isinf(u) || std::isinf(v)) {
-      if (u != v) {
-        s.max_abs = s.max_rel = INFINITY;
-        ++s.outside;
-      }
-      continue;
-    }
-    const double d = std::fabs(u - v);
-    s.max_abs = std::max(s.max_abs, d);
-    if (d > 0) s.max_rel = std::max(s.max_rel, v != 0 ? d / std::fabs(v) : INFINITY);
-    s.squares += d * d;
-    s.dot += u * v;
-    s.norm_a += u * u;
-    s.norm_b += v * v;
-    ++s.finite;
-    if (!(d <= atol + rtol * std::fabs(v))) ++s.outside;
-  }
-  return s;
-}
-
 // Progress across the whole comparison: elements done so far, reported from the calling thread.
 struct Progress {
   const ProgressCallback& callback;
@@ -172,7 +123,7 @@ struct Progress {
 void compare_numeric(const Entry& a, const Entry& b,
                      const CompareOptions& options, TensorComparison& c, Progress& progress) {
   const uint64_t n = c.elements, chunks = (n + kCompareChunk - 1) / kCompareChunk;
-  std::vector<Sums> sums(static_cast<size_t>(chunks));
+  std::vector<detail::CompareSums> sums(static_cast<size_t>(chunks));
   std::atomic<uint64_t> compared{0};
   detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
                        [&](uint64_t begin, uint64_t end) {
@@ -186,22 +137,16 @@ void compare_numeric(const Entry& a, const Entry& b,
                            vb.resize(m);
                            read_values(a, first, va, raw, f32);
                            read_values(b, first, vb, raw, f32);
-                           sums[k] = compare_values(va, vb, options.atol, options.rtol);
+                           sums[k] = detail::compare_values(va, vb, options.atol, options.rtol);
                            compared += m;
                            if (begin == 0) progress.report(progress.done + compared.load());
                          }
                        });
   progress.done += n;
   progress.report(progress.done);
-  Sums total;
-  for (const Sums& s : sums) total.add(s);
-  c.compared = true;
-  c.max_abs = total.max_abs;
-  c.max_rel = total.max_rel;
-  c.rmse = total.finite ? std::sqrt(total.squares / static_cast<double>(total.finite)) : 0;
-  c.cosine = cosine_similarity(total.dot, total.norm_a, total.norm_b);
-  c.outside = total.outside;
-  c.equal = total.outside == 0;
+  detail::CompareSums total;
+  for (const detail::CompareSums& s : sums) total.add(s);
+  total.fill(c);
 }
 
 // Dtypes without numeric values, the same on both sides: equal bytes or not, a piece at a time.
@@ -230,10 +175,7 @@ void compare_bytes(const Entry& ea, const Entry& eb,
 
 CompareReport compare_files(std::span<const File> a, std::span<const File> b, const CompareOptions& options) {
   if (a.empty() || b.empty()) throw_invalid("compare_files: each side is at least one file");
-  if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) ||
-      std::isinf(options.rtol))
-    throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
-                              options.atol, options.rtol));
+  detail::check_tolerances(options);
   std::map<std::string, Entry> ea = entries_of(a, options.quantization_config_a),
                                eb = entries_of(b, options.quantization_config_b);
   if (!options.filter.empty()) {

@@ -35,9 +35,6 @@ class Pairings {
  private:
   friend Pairings pair_names(const Weights& model, const Weights& reference);
 
-/// tlio::tensor_figures with the pairings already made (`pairs` null without a reference).
-std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
-                                          const FigureOptions& options, const Pairings* pairs);
   std::map<std::string, Pairing, std::less<>> by_model_;
   std::vector<std::string> reference_names_;
 };

@@ -15,6 +15,7 @@
 #include "common/parallel.hpp"
 #include "report/pairing.hpp"
 #include "report/report_figures.hpp"
+#include "report/weight_values.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/report.hpp"
@@ -22,73 +23,17 @@
 namespace tlio {
 namespace {
 
+using detail::Chunk;
+using detail::ChunkReader;
+using detail::Values;
+using detail::values_of;
+using detail::not_compared;
+
 // Values per chunk (a thread's unit of work).
 constexpr uint64_t kChunk = uint64_t{1} << 20;
 constexpr unsigned kMaxBins = 4096;
 // A decoded tensor up to this size (as F32) keeps its chunks for the histogram's pass.
 constexpr uint64_t kMaxKeptDecoded = uint64_t{128} << 20;
-
-// `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,
-// or `scratch` filled with them decoded). Thread-safe.
-struct Chunk {
-  Dtype dtype;
-  std::span<const std::byte> bytes;
-};
-using ChunkReader = std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
-
-// A tensor to read: what it is, and how to start reading it (a view, a dequantizer: made when its
-// turn comes and dropped after, so a remote file's tensors are not all in memory at once).
-struct Values {
-  std::string type;
-  std::vector<uint64_t> shape;
-  uint64_t elements = 0, stored_bytes = 0;
-  unsigned bits = 32;    // of each value the chunks hold
-  bool decoded = false;  // chunks are decoded into scratch (F32), not views of the file
-  bool numeric = true;
-  std::string note;      // why a tensor has no numeric values
-  std::function<ChunkReader()> open;
-};
-
-Values values_of(const Weights& w, const std::string& name) {
-  Values v;
-  if (std::optional<DecodedValues> d = w.decoded(name)) {  // a quantized weight, a GGUF tensor
-    v.type = d->type;
-    v.shape = d->shape;
-    v.elements = std::accumulate(v.shape.begin(), v.shape.end(), uint64_t{1}, std::multiplies<>());
-    v.stored_bytes = d->stored_bytes;
-    v.decoded = true;
-    v.numeric = d->decodes;
-    if (!d->decodes) v.note = fmt::format("{} is a ggml type tlio does not decode", d->type);
-    v.open = [read = std::move(d->read)]() -> ChunkReader {
-      return [read](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
-        scratch.resize(count * sizeof(float));
-        read(first, count, scratch);
-        return Chunk{Dtype::F32, scratch};
-      };
-    };
-    return v;
-  }
-  const auto [file_ptr, t] = w.at(name);
-  const File* file = file_ptr;  // a variable of its own: clang 14 captures no structured binding
-  v.type = std::string(dtype_name(t->dtype));
-  v.shape.assign(t->shape.begin(), t->shape.end());
-  v.elements = t->element_count();
-  v.stored_bytes = t->byte_size();
-  v.bits = dtype_bits(t->dtype);
-  v.numeric = can_convert(t->dtype, Dtype::F64);
-  if (!v.numeric) v.note = fmt::format("{} values have no numeric figures", v.type);
-  v.open = [file, name = t->name, dtype = t->dtype]() -> ChunkReader {
-    const TensorView view = file->view(name);  // a copy for a URL: one tensor at a time
-    return [view, dtype](uint64_t first, uint64_t count, std::vector<std::byte>&) {
-      const unsigned bits = dtype_bits(dtype);
-      if (first * bits % 8 != 0)  // chunks and whole rows of sub-byte dtypes start on whole bytes
-        throw_invalid(fmt::format("values from element {} do not start on a whole byte", first),
-                      std::string(view.name()));
-      return Chunk{dtype, view.bytes().subspan(first * bits / 8, (count * bits + 7) / 8)};
-    };
-  };
-  return v;
-}
 
 // A tensor's error from the sums of its pairs. A NaN or an infinity on one side only makes the
 // largest difference infinite and the SQNR -inf (the worst), as diff counts it; without a finite
@@ -210,20 +155,6 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
   });
   for (const auto& part : counts)
     for (unsigned i = 0; i < bins; ++i) f.histogram[i] += part[i];
-}
-
-// Why a tensor the reference has is not compared with it, or "" when it is.
-std::string not_compared(const Values& v, const Values& ref, const detail::Pairing& pair) {
-  if (!ref.numeric) return fmt::format("the reference's {} has no numeric values", ref.type);
-  if (ref.shape != v.shape)
-    return fmt::format("shapes differ: [{}] here, [{}] in the reference", fmt::join(v.shape, ", "),
-                       fmt::join(ref.shape, ", "));
-  if (!pair.permute_heads) return "";
-  if (v.shape.empty() || v.shape.size() > 2 || v.shape[0] % (2 * pair.permute_heads) != 0)
-    return fmt::format("its rows cannot be split into {} heads of pairs", pair.permute_heads);
-  const uint64_t cols = v.shape.size() == 2 ? v.shape[1] : 1;
-  if (cols * v.bits % 8 != 0 || cols * ref.bits % 8 != 0) return "its rows do not start on whole bytes";
-  return "";
 }
 
 }  // namespace

@@ -85,6 +85,26 @@ int main(int argc, char** argv) {
     CHECK(tl_gguf_metadata(g, "tokenizer.ggml.pre", &text) == TL_OK && strcmp(text, "llama-bpe") == 0);
     tl_gguf_close(g);
   }
+  /* Compared with its folder (as tlio diff does): Q8_0 differs, names pair across formats. */
+  {
+    tl_comparison* cmp = NULL;
+    tl_tensor_comparison tc;
+    size_t k, found = 0;
+    CHECK(tl_compare_locations(out, TLIO_TEST_DATA "/gguf/tiny_llama", NULL, NULL, &cmp) == TL_OK);
+    CHECK(cmp && !tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 12);
+    CHECK(tl_comparison_only_count(cmp, 0) == 0 && tl_comparison_only_count(cmp, 1) == 0);
+    for (k = 0; cmp && k < tl_comparison_count(cmp); ++k) {
+      CHECK(tl_comparison_at(cmp, k, &tc) == TL_OK && tc.compared);
+      if (strcmp(tc.name, "blk.0.attn_q.weight") == 0) {
+        ++found;
+        CHECK(strcmp(tl_comparison_b_name(cmp, k), "model.layers.0.self_attn.q_proj.weight") == 0);
+        CHECK(strcmp(tc.a_dtype, "Q8_0") == 0 && tc.max_abs > 0 && tc.cosine > 0.99);
+      }
+    }
+    CHECK(found == 1 && tl_comparison_b_name(cmp, 99) == NULL);
+    tl_comparison_free(cmp);
+    CHECK(tl_compare_locations(out, TLIO_TEST_DATA "/no/such/dir", NULL, NULL, &cmp) != TL_OK && cmp == NULL);
+  }
   unlink(out);
   /* A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks). */
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "q4_k_m", NULL, &written) == TL_OK && written == 12);

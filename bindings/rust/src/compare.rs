@@ -1,10 +1,11 @@
 //! Comparing the values of two files (as `tlio diff`): across dtypes and against quantized
-//! weights, dequantized under their logical names.
+//! weights, dequantized under their logical names, and across formats (a GGUF file against its
+//! Hugging Face folder).
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};
 
 use crate::error::{check, Result};
-use crate::file::{c_name, File};
+use crate::file::{c_name, c_open_options, File, OpenOptions};
 use crate::model::Model;
 use crate::quant::call_progress;
 use crate::sys;
@@ -29,6 +30,8 @@ pub struct CompareOptions<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorComparison {
     pub name: String,
+    /// B's name for it when that is another (a GGUF file against a folder).
+    pub b_name: Option<String>,
     /// A dtype ("BF16") or a quantization scheme ("nf4").
     pub a_dtype: String,
     pub b_dtype: String,
@@ -96,30 +99,74 @@ pub fn compare_models<'a>(a: &'a Model, b: &'a Model, options: CompareOptions<'a
 /// single file, or one against the other (`tlio diff model_dir model.safetensors`). A quantized
 /// weight whose parts are in different shards counts whole.
 pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Result<Comparison> {
-    let filter = options.filter.map(c_name).transpose()?;
-    let config_a = options.quantization_config_a.map(c_name).transpose()?;
-    let config_b = options.quantization_config_b.map(c_name).transpose()?;
+    let strings = OptionStrings::new(&options)?;
+    let mut progress = options.progress;
+    let o = c_options(options.atol, options.rtol, &strings, &mut progress);
+    let (a, b): (Vec<_>, Vec<_>) = (a.iter().map(|f| f.raw()).collect(), b.iter().map(|f| f.raw()).collect());
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: valid handles; o, the filter and the progress closure outlive the call.
+    check(unsafe { sys::tl_compare_sets(a.as_ptr(), a.len(), b.as_ptr(), b.len(), &o, &mut raw) })?;
+    read_comparison(Handle(raw))
+}
+
+/// Compares any two inputs by location, as `tlio diff A B`: files, model folders (their own
+/// quantization_config applied; the options' are not read) or GGUF files, local or remote. With
+/// a GGUF file on a side, names pair as reports pair them: a GGUF file's tensors with a Hugging
+/// Face folder's by the names the GGUF export gives them, Q/K rows put back in place (`b_name`).
+pub fn compare_locations(a: &str, b: &str, options: CompareOptions<'_>, open: &OpenOptions) -> Result<Comparison> {
+    let (a, b) = (c_name(a)?, c_name(b)?);
+    let strings = OptionStrings::new(&options)?;
+    let mut progress = options.progress;
+    let o = c_options(options.atol, options.rtol, &strings, &mut progress);
+    let (open, _token) = c_open_options(open)?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: NUL-terminated strings; o, open and the progress closure outlive the call.
+    check(unsafe { sys::tl_compare_locations(a.as_ptr(), b.as_ptr(), &o, &open, &mut raw) })?;
+    read_comparison(Handle(raw))
+}
+
+/// The options' strings as C strings, alive while the call runs.
+struct OptionStrings {
+    filter: Option<std::ffi::CString>,
+    config_a: Option<std::ffi::CString>,
+    config_b: Option<std::ffi::CString>,
+}
+
+impl OptionStrings {
+    fn new(options: &CompareOptions<'_>) -> Result<Self> {
+        Ok(Self {
+            filter: options.filter.map(c_name).transpose()?,
+            config_a: options.quantization_config_a.map(c_name).transpose()?,
+            config_b: options.quantization_config_b.map(c_name).transpose()?,
+        })
+    }
+}
+
+fn c_options<'p>(
+    atol: f64,
+    rtol: f64,
+    strings: &OptionStrings,
+    progress: &mut Option<&'p mut dyn FnMut(u64, u64)>,
+) -> sys::tl_compare_options {
     let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
     // SAFETY: init fills every field.
     let mut o = unsafe {
         sys::tl_compare_options_init(o.as_mut_ptr());
         o.assume_init()
     };
-    o.atol = options.atol;
-    o.rtol = options.rtol;
-    o.filter = filter.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
-    o.quantization_config_a = config_a.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    o.quantization_config_b = config_b.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    let mut progress = options.progress;
+    o.atol = atol;
+    o.rtol = rtol;
+    o.filter = strings.filter.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
+    o.quantization_config_a = strings.config_a.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    o.quantization_config_b = strings.config_b.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     if let Some(f) = progress.as_mut() {
         o.progress = Some(call_progress);
         o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;
     }
-    let (a, b): (Vec<_>, Vec<_>) = (a.iter().map(|f| f.raw()).collect(), b.iter().map(|f| f.raw()).collect());
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: valid handles; o, the filter and the progress closure outlive the call.
-    check(unsafe { sys::tl_compare_sets(a.as_ptr(), a.len(), b.as_ptr(), b.len(), &o, &mut raw) })?;
-    let handle = Handle(raw);
+    o
+}
+
+fn read_comparison(handle: Handle) -> Result<Comparison> {
     // SAFETY: a valid comparison until `handle` drops; every string is copied before.
     unsafe {
         let only = |side| {
@@ -137,8 +184,10 @@ pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Re
             } else {
                 std::slice::from_raw_parts(t.shape, t.rank).to_vec()
             };
+            let b_name = sys::tl_comparison_b_name(handle.0, i);
             tensors.push(TensorComparison {
                 name: text(t.name),
+                b_name: (!b_name.is_null()).then(|| text(b_name)),
                 a_dtype: text(t.a_dtype),
                 b_dtype: text(t.b_dtype),
                 shape,

@@ -64,7 +64,9 @@ mod trust;
 mod writer;
 
 pub use checkpoint::{import_checkpoint, ImportOptions};
-pub use compare::{compare_files, compare_models, compare_sets, CompareOptions, Comparison, TensorComparison};
+pub use compare::{
+    compare_files, compare_locations, compare_models, compare_sets, CompareOptions, Comparison, TensorComparison,
+};
 pub use dtype::Dtype;
 pub use edit::{edit_file, EditOptions, EditReport};
 pub use error::{Error, ErrorKind, Result};

@@ -409,6 +409,14 @@ extern "C" {
         options: *const tl_compare_options,
         out: *mut *mut tl_comparison,
     ) -> c_int;
+    pub fn tl_compare_locations(
+        a: *const c_char,
+        b: *const c_char,
+        options: *const tl_compare_options,
+        open: *const tl_open_options,
+        out: *mut *mut tl_comparison,
+    ) -> c_int;
+    pub fn tl_comparison_b_name(comparison: *const tl_comparison, index: usize) -> *const c_char;
     pub fn tl_comparison_equal(comparison: *const tl_comparison) -> c_int;
     pub fn tl_comparison_count(comparison: *const tl_comparison) -> usize;
     pub fn tl_comparison_at(

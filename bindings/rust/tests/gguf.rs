@@ -66,6 +66,18 @@ fn exports_a_hugging_face_folder() {
     let q = g.tensor("blk.0.ffn_up.weight").unwrap();
     assert_eq!((q.type_name.as_str(), q.shape.clone()), ("Q4_0", vec![64, 32]));
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    // Compared with its folder, as `tlio diff` does: names pair across formats.
+    let c = tlio::compare_locations(
+        out.to_str().unwrap(),
+        src.to_str().unwrap(),
+        Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(!c.equal && c.only_in_a.is_empty() && c.only_in_b.is_empty());
+    let up = c.tensors.iter().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
+    assert_eq!(up.b_name.as_deref(), Some("model.layers.0.mlp.up_proj.weight"));
+    assert!(up.compared && up.max_abs > 0.0 && up.cosine > 0.99 && up.a_dtype == "Q4_0");
     // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
     assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
     let g = tlio::Gguf::open(&out).unwrap();

@@ -99,15 +99,14 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
   return kExitOk;
 }
 
-// A GGUF file in: its tensors to a safetensors file, every block type decoded as ggml does.
+// A GGUF file in: its tensors to a safetensors file, or its model to a Hugging Face folder, every
+// block type decoded as ggml does.
 int convert_from_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
       !a.max_size.empty())
     throw UsageError("from a GGUF file, convert takes --dtype (F32, F16 or BF16) and --json only");
-  if (!a.out.ends_with(".safetensors"))
-    throw UsageError(fmt::format("from a GGUF file, OUT is a .safetensors file, not '{}' (a Hugging Face folder "
-                                 "with names mapped back is not written from GGUF yet)",
-                                 a.out));
+  // OUT.safetensors gets the tensors under their GGUF names; anything else is a folder.
+  const bool folder = !a.out.ends_with(".safetensors");
   tlio::GgufImportOptions options;
   if (!a.dtype.empty()) options.dtype = *tlio::parse_dtype_alias(a.dtype);
   if (options.dtype != tlio::Dtype::F32 && options.dtype != tlio::Dtype::F16 && options.dtype != tlio::Dtype::BF16)
@@ -116,15 +115,29 @@ int convert_from_gguf(const Args& a) {
   const tlio::GgufFile src = tlio::GgufFile::open(a.in, open_options());
   ProgressBar bar("decoding");
   options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-  const tlio::GgufImportReport r = tlio::import_gguf(src, a.out, options);
+  const tlio::GgufImportReport r =
+      folder ? tlio::import_gguf_model(src, a.out, options) : tlio::import_gguf(src, a.out, options);
   bar.finish();
   const std::string_view dtype = tlio::dtype_name(options.dtype);
   if (a.json) {
+    std::vector<std::string> files;
+    for (const std::string& f : r.files) files.push_back(json_string(f));
     fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"decoded\":{},\"converted\":{},\"kept\":{},"
-               "\"dtype\":\"{}\",\"metadata_kept\":{},\"metadata_skipped\":{},\"data_bytes_in\":{},"
-               "\"data_bytes_out\":{}}}\n",
+               "\"dtype\":\"{}\",{}\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
                json_string(display_location(a.in)), json_string(a.out), r.tensors, r.decoded, r.converted, r.kept,
-               dtype, r.metadata_kept, r.metadata_skipped, r.data_bytes_in, r.data_bytes_out);
+               dtype,
+               folder ? fmt::format("\"files\":[{}],\"tokenizer_note\":{},", fmt::join(files, ","),
+                                    json_string(r.tokenizer_note))
+                      : fmt::format("\"metadata_kept\":{},\"metadata_skipped\":{},", r.metadata_kept,
+                                    r.metadata_skipped),
+               r.data_bytes_in, r.data_bytes_out);
+    return kExitOk;
+  }
+  if (folder) {
+    fmt::print("{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept), {}; {} -> {}\n",
+               display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype, r.converted,
+               r.kept, fmt::join(r.files, ", "), human_size(r.data_bytes_in), human_size(r.data_bytes_out));
+    if (!r.tokenizer_note.empty()) fmt::print(stderr, "tlio: no tokenizer.json: {}\n", r.tokenizer_note);
     return kExitOk;
   }
   fmt::print("{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} array{} "
@@ -190,7 +203,9 @@ void add_convert(CLI::App& app, int& exit_code) {
       "config.json (its dtype set), tokenizer and generation files carried over.\n"
       "IN may be a GGUF file (llama.cpp's): OUT.safetensors gets its tensors under their GGUF\n"
       "names, each ggml type decoded exactly as ggml does, as --dtype F32, F16 or BF16 (default\n"
-      "BF16); its numbers and strings become metadata.\n"
+      "BF16); its numbers and strings become metadata. Any other OUT is a Hugging Face folder:\n"
+      "model.safetensors under the Hugging Face names (Q/K rows put back), config.json,\n"
+      "tokenizer.json (byte-level BPE vocabularies), tokenizer_config.json, generation_config.json.\n"
       "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
       "Qwen2ForCausalLM, Qwen3ForCausalLM; byte-level BPE tokenizer) as llama.cpp loads it, the\n"
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"

@@ -1,13 +1,34 @@
 // Fuzz target: a GGUF file in memory: its header parsed and checked (metadata, tensor infos,
 // the data layout), then every tensor's first and last bytes read and its first and last values
-// decoded (any ggml type, a range starting inside a block). Any input reads or throws
-// tlio::Error.
+// decoded (any ggml type, a range starting inside a block), and the Hugging Face side files an
+// import to a folder rebuilds from its keys (config.json, tokenizer.json, tokenizer_config.json,
+// the names mapped back). Any input reads or throws tlio::Error.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_to_hf.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+
+namespace {
+
+// What import_gguf_model makes of the keys before any weight is written.
+void rebuild_side_files(const tlio::GgufFile& f) {
+  std::string why_not;
+  (void)tlio::detail::tokenizer_json_of(f, why_not);
+  const tlio::GgufValue* arch = f.find("general.architecture");
+  const std::string* name = arch ? arch->as_string() : nullptr;
+  const tlio::detail::GgufArch& a = tlio::detail::gguf_arch_named(name ? *name : "");
+  const tlio::detail::HfConfig c = tlio::detail::hf_config_of(a, f);
+  (void)tlio::detail::config_json_of(a, c, tlio::Dtype::BF16);
+  (void)tlio::detail::generation_config_of(c);
+  (void)tlio::detail::tokenizer_config_of(f, c);
+  (void)tlio::detail::gguf_names_of(a, c);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> bytes{reinterpret_cast<const std::byte*>(data), size};
@@ -33,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)kv.value.as_double();
       (void)kv.value.number_at(kv.value.count - 1);
     }
+    rebuild_side_files(f);
   } catch (const tlio::Error&) {
   }
   return 0;

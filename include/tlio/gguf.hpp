@@ -136,6 +136,10 @@ struct GgufImportReport {
   size_t metadata_kept = 0;     ///< GGUF keys written as safetensors metadata (numbers, strings)
   size_t metadata_skipped = 0;  ///< array keys (vocabularies, merges) not written
   uint64_t data_bytes_in = 0, data_bytes_out = 0;
+  /// import_gguf_model: the files written into the folder, and why tokenizer.json is not among
+  /// them when it is not ("" when it is).
+  std::vector<std::string> files;
+  std::string tokenizer_note;
 };
 
 /// Writes the tensors of `src` to the safetensors file `out` (atomically) under their GGUF names,
@@ -145,6 +149,17 @@ struct GgufImportReport {
 /// the first tensor of a type tlio does not decode, before anything is written.
 TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& out,
                                       const GgufImportOptions& options = {});
+
+/// Writes the model of `src` as a Hugging Face folder `out_dir` (any location; created, its
+/// previous weights replaced as a set): model.safetensors with the tensors under their Hugging
+/// Face names (the GGUF export's table read backwards, Q/K rows put back in place, so an F32
+/// round trip gives the original weights bit for bit), decoded as import_gguf does; config.json
+/// from the hyperparameter keys; tokenizer.json (byte-level BPE vocabularies whose pre-tokenizer
+/// tlio knows; otherwise the report's tokenizer_note says why not), tokenizer_config.json and
+/// generation_config.json. Error{unsupported} naming an architecture the table does not have, a
+/// tensor it does not name, or a type tlio does not decode, before anything is written.
+TLIO_API GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,
+                                            const GgufImportOptions& options = {});
 
 /// What export_gguf writes.
 struct GgufExportOptions {

@@ -444,6 +444,13 @@ TL_API int tl_gguf_metadata(const tl_gguf* file, const char* key, const char** t
  * `tensors` (may be NULL) gets the count written. */
 TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
                           uint64_t* tensors);
+/* Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
+ * `tlio convert SRC DST_DIR`: model.safetensors under the Hugging Face names (Q/K rows put back),
+ * floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE vocabularies only),
+ * tokenizer_config.json, generation_config.json. An architecture or tensor the export's table
+ * does not have is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the count written. */
+TL_API int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
+                                uint64_t* tensors);
 /* Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that llama.cpp
  * loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type` "F32", "F16", "BF16", "Q8_0",
  * "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K", or one of llama.cpp's mixes "Q3_K_S" ...

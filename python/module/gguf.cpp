@@ -99,8 +99,9 @@ void bind_gguf(py::module_& m) {
         return out;
       });
   m.def("is_gguf", &tlio::is_gguf_location, py::arg("path"));
-  m.def("import_gguf", [](const std::string& src, const std::filesystem::path& dst, const std::string& dtype,
-                          const std::string& token) {
+  // To a safetensors file, or (model=True) to a Hugging Face folder.
+  m.def("import_gguf", [](const std::string& src, const std::string& dst, const std::string& dtype,
+                          const std::string& token, bool model) {
     tlio::OpenOptions open;
     open.token = token;
     tlio::GgufImportOptions o;
@@ -108,9 +109,14 @@ void bind_gguf(py::module_& m) {
     tlio::GgufImportReport r;
     {
       LongCall call;
-      r = tlio::import_gguf(tlio::GgufFile::open(src, open), dst, o);
+      const tlio::GgufFile f = tlio::GgufFile::open(src, open);
+      r = model ? tlio::import_gguf_model(f, dst, o) : tlio::import_gguf(f, std::filesystem::path(dst), o);
     }
     py::dict d;
+    if (model) {
+      d["files"] = r.files;
+      d["tokenizer_note"] = r.tokenizer_note;
+    }
     d["tensors"] = r.tensors;
     d["decoded"] = r.decoded;
     d["converted"] = r.converted;
@@ -120,7 +126,7 @@ void bind_gguf(py::module_& m) {
     d["data_bytes_in"] = r.data_bytes_in;
     d["data_bytes_out"] = r.data_bytes_out;
     return d;
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "");
+  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "", py::arg("model") = false);
   m.def("export_gguf", [](const std::string& src, const std::string& dst, const std::string& type,
                           const std::string& token) {
     tlio::GgufExportOptions o;

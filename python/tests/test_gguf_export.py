@@ -247,3 +247,56 @@ def test_mixes_are_what_llama_quantize_writes(mix_model, mix, tmp_path):
     if mix == "Q4_K_M" and size == "mix":
         ids, logits = llama_cpp(ours, TEXTS[0], tmp_path / "logits.npy")
         assert np.isfinite(logits).all() and len(ids) > 3
+
+
+def test_import_to_a_folder_gives_the_model_back(model, f32_export, tmp_path):
+    """`tlio convert MODEL.gguf DIR`: the F32 export read back into a Hugging Face folder has the
+    original weights bit for bit (Q/K rows put back), the config's hyperparameters, a
+    tokenizer.json that Hugging Face's tokenizers loads and that tokenizes as the original does,
+    and exports again to the same tensors."""
+    arch, folder = model
+    out = tmp_path / "back"
+    r = run("convert", f32_export[0], out, "--dtype", "f32", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["tokenizer_note"] == "" and doc["files"] == [
+        "model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]
+    weights = dict(np.load(folder / "weights.npz"))
+    back = tlio.load_file(out / "model.safetensors")
+    assert set(back) == set(weights)
+    for name, w in weights.items():
+        assert back[name].dtype == np.float32 and np.array_equal(back[name], w), name
+    want, got = (json.loads((f / "config.json").read_text()) for f in (folder, out))
+    for key in ("architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+                "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "vocab_size",
+                "rms_norm_eps", "rope_theta", "tie_word_embeddings", "bos_token_id", "eos_token_id"):
+        assert got[key] == want[key], key
+    assert got["head_dim"] == want.get("head_dim", want["hidden_size"] // want["num_attention_heads"])
+    assert hf_tokens(out, TEXTS) == hf_tokens(folder, TEXTS)
+    again = tmp_path / "again.gguf"
+    assert run("convert", out, again, "--dtype", "f32").returncode == 0
+    seen = compare_ggufs(again, f32_export[0])
+    assert seen["differ"] == [] and all(a == b for a, b in seen["types"].values())
+    # Into the folder again from Python, as BF16: the same names, rounded.
+    report = tlio.import_gguf(f32_export[0], out, "bf16")
+    assert report["tensors"] == len(weights) and report["tokenizer_note"] == ""
+    with tlio.safe_open(out / "model.safetensors", "np") as f:
+        assert f.get_tensor("model.embed_tokens.weight", dtype="float32").dtype == np.float32
+    assert json.loads((out / "config.json").read_text())["torch_dtype"] == "bfloat16"
+
+
+def test_import_to_a_folder_refuses_what_it_cannot_name(tmp_path):
+    """Keys a config needs, and architectures the export's table does not have, are named; nothing
+    is written."""
+    src = pathlib.Path(os.environ.get("TLIO_TEST_DATA", REPO / "tests" / "data")) / "gguf" / "two_tensors.gguf"
+    r = run("convert", src, tmp_path / "out")
+    assert r.returncode == 1 and "llama.embedding_length" in r.stderr, r.stderr
+    falcon = tmp_path / "falcon.gguf"
+    script = ("import sys, numpy as np, gguf\n"
+              "w = gguf.GGUFWriter(sys.argv[1], 'falcon')\n"
+              "w.add_tensor('token_embd.weight', np.zeros((4, 8), dtype=np.float32))\n"
+              "w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()\n")
+    subprocess.run([str(ORACLE), "-c", script, str(falcon)], check=True, timeout=120)
+    r = run("convert", falcon, tmp_path / "out")
+    assert r.returncode == 1 and "falcon" in r.stderr and "llama, qwen2, qwen3" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

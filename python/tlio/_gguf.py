@@ -61,10 +61,17 @@ def import_gguf(src, dst, dtype=None, *, token=None):
     every block type (Q4_K, Q8_0, ...) decoded exactly as ggml decodes it, floating tensors as
     `dtype` ("F32", "F16" or "BF16"; default BF16), integer tensors as they are; numbers and
     strings become metadata. Returns counts: tensors, decoded, converted, kept, metadata_kept,
-    metadata_skipped (arrays), data_bytes_in, data_bytes_out."""
+    metadata_skipped (arrays), data_bytes_in, data_bytes_out.
+
+    A `dst` that does not end in ".safetensors" is a Hugging Face folder, as ``tlio convert SRC
+    DST_DIR`` writes it: model.safetensors under the Hugging Face names (Q/K rows put back),
+    config.json, tokenizer.json (byte-level BPE vocabularies), tokenizer_config.json and
+    generation_config.json; the counts then have files (those written) and tokenizer_note (why
+    tokenizer.json is not among them, or "")."""
     import os
-    return _tlio.import_gguf(os.fspath(src), os.fspath(dst), "" if dtype is None else str(dtype),
-                             token or "")
+    dst = os.fsdecode(os.fspath(dst))
+    return _tlio.import_gguf(os.fspath(src), dst, "" if dtype is None else str(dtype), token or "",
+                             not dst.endswith(".safetensors"))
 
 
 def gguf_metadata(src, *, token=None):

@@ -81,6 +81,20 @@ int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_op
   });
 }
 
+int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
+                         uint64_t* tensors) {
+  TL_REQUIRE(src && dst, "tl_import_gguf_model: NULL argument");
+  tlio::OpenOptions o;
+  if (options)
+    if (int rc = open_options(options, "tl_import_gguf_model", o)) return rc;
+  return guard([&] {
+    tlio::GgufImportOptions io;
+    io.dtype = to_cpp(dtype);
+    const tlio::GgufImportReport r = tlio::import_gguf_model(tlio::GgufFile::open(src, o), dst, io);
+    if (tensors) *tensors = r.tensors;
+  });
+}
+
 int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
                    uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_export_gguf: NULL argument");

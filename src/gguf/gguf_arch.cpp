@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -98,6 +99,17 @@ bool GgufArch::is_70b(const HfConfig& c) const {
   return false;
 }
 
+const GgufArch& gguf_arch_named(std::string_view name) {
+  for (const GgufArch& a : kArchs)
+    if (a.name == name) return a;
+  std::vector<std::string_view> known;
+  for (const GgufArch& a : kArchs)
+    if (std::find(known.begin(), known.end(), a.name) == known.end()) known.push_back(a.name);
+  throw Error(ErrorCode::unsupported, Rule::none, "general.architecture", std::nullopt,
+              fmt::format("GGUF architecture {} is not imported to a Hugging Face folder; these are: {}",
+                          name.empty() ? std::string_view{"(none)"} : name, fmt::join(known, ", ")));
+}
+
 HfConfig parse_hf_names(std::string_view json, const std::string& source) {
   const JsonDoc doc(json, source, Rule::model);
   HfConfig c;
@@ -188,6 +200,17 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, s
   }
   throw Error(ErrorCode::unsupported, Rule::none, std::string(hf_name), std::nullopt,
               fmt::format("tensor {} has no GGUF name for {} ({})", hf_name, arch.hf_class, arch.name));
+}
+
+std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch, const HfConfig& c) {
+  std::vector<std::pair<std::string, GgufName>> out;
+  const auto add = [&](std::string hf) {
+    if (std::optional<GgufName> g = gguf_name_for(arch, c, hf)) out.emplace_back(std::move(hf), std::move(*g));
+  };
+  for (const auto& [hf, gguf] : kModelNames) add(std::string(hf));
+  for (uint64_t layer = 0; layer < c.layers; ++layer)
+    for (const auto& [hf, gguf] : kLayerNames) add(fmt::format("model.layers.{}.{}", layer, hf));
+  return out;
 }
 
 }  // namespace tlio::detail

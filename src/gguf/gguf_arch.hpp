@@ -34,6 +34,9 @@ struct GgufArch {
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
+/// The first entry writing general.architecture `name` (llama: LlamaForCausalLM); Error{unsupported}
+/// naming it and listing those there are.
+const GgufArch& gguf_arch_named(std::string_view name);
 
 /// What the export needs from config.json.
 struct HfConfig {
@@ -63,5 +66,8 @@ struct GgufName {
   uint64_t permute_heads = 0;
 };
 std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name);
+/// Every Hugging Face name the table exports for a model of `c` (the model's, then each layer's),
+/// with its GGUF name: what a GGUF file's names are mapped back by.
+std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch, const HfConfig& c);
 
 }  // namespace tlio::detail

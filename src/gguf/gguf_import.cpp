@@ -1,6 +1,6 @@
 // gguf/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first from
 // the GGUF header (numpy order, the target dtype), then written tensor by tensor in pieces, each
-// piece decoded on every core straight into the writer's buffer.
+// piece decoded on every core (whole rows, put back in place where the export interleaved them).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/parallel.hpp"
+#include "gguf/gguf_import.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -25,6 +26,14 @@ bool is_float(Dtype d) noexcept {
   return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64;
 }
 
+// The GGUF row holding Hugging Face row `row` of a tensor whose rows llama.cpp's converter
+// interleaved per head of `head_rows` (the export's permutation, undone): row h*hd + j*hd/2 + i
+// was written as h*hd + 2i + j.
+uint64_t interleaved_row(uint64_t row, uint64_t head_rows) {
+  const uint64_t h = row / head_rows, k = row % head_rows, half = head_rows / 2;
+  return h * head_rows + 2 * (k % half) + k / half;
+}
+
 // A scalar or string value as safetensors metadata text, or nullopt for an array.
 std::optional<std::string> metadata_text(const GgufValue& v) {
   if (const std::string* s = v.as_string()) return *s;
@@ -40,12 +49,67 @@ std::optional<std::string> metadata_text(const GgufValue& v) {
   return fmt::format("{}", *v.as_double());  // FLOAT64, negative INT8..INT32
 }
 
-Dtype output_dtype(const GgufTensorInfo& t, Dtype floats) {
+}  // namespace
+
+namespace detail {
+
+Dtype gguf_output_dtype(const GgufTensorInfo& t, Dtype floats) {
   const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
   return plain && !is_float(*plain) ? *plain : floats;
 }
 
-}  // namespace
+void check_gguf_import(const GgufFile& src, Dtype dtype) {
+  if (dtype != Dtype::F32 && dtype != Dtype::F16 && dtype != Dtype::BF16)
+    throw_invalid(fmt::format("GGUF tensors are imported as F32, F16 or BF16, not {}", dtype_name(dtype)));
+  for (const GgufTensorInfo& t : src.tensors())
+    if (!ggml_decodes(t.type))
+      throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
+                  fmt::format("tensor {} is {}, a ggml type tlio does not decode (IQ1/IQ2/IQ3 codebook types "
+                              "are not carried); nothing was written",
+                              t.name, ggml_type(t.type)->name),
+                  src.name());
+}
+
+void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name, Dtype to,
+                       uint64_t permute_heads, Writer& w, GgufImportReport& report,
+                       const std::function<void(uint64_t)>& written) {
+  const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
+  ++report.tensors;
+  if (!plain) ++report.decoded;
+  else if (*plain != to) ++report.converted;
+  else ++report.kept;
+  report.data_bytes_in += t.bytes;
+  const unsigned threads = thread_count(configured_threads());
+  const uint64_t n = t.element_count(), size = dtype_bits(to) / 8;
+  const uint64_t block = ggml_type(t.type)->block;
+  // Interleaved rows are put back a whole row at a time (a 1-D tensor's rows are its values).
+  const uint64_t rows = t.ne.size() >= 2 ? t.ne[1] : n, cols = n / std::max<uint64_t>(rows, 1);
+  const uint64_t head_rows = permute_heads ? rows / permute_heads : 0;
+  const uint64_t step = head_rows ? std::max<uint64_t>(1, kPieceElements / cols) * cols : kPieceElements;
+  std::vector<std::byte> piece;
+  for (uint64_t first = 0; first < n;) {
+    const uint64_t count = std::min(step, n - first);
+    piece.resize(count * size);
+    if (!head_rows) {
+      parallel_for(count, kParallelElements, block, threads, [&](uint64_t b, uint64_t e) {
+        src.read_values(t, first + b, e - b, to, std::span(piece).subspan(b * size, (e - b) * size));
+      });
+    } else {
+      parallel_for(count / cols, std::max<uint64_t>(1, kParallelElements / cols), 1, threads,
+                   [&](uint64_t b, uint64_t e) {
+                     for (uint64_t r = b; r < e; ++r)
+                       src.read_values(t, interleaved_row(first / cols + r, head_rows) * cols, cols, to,
+                                       std::span(piece).subspan(r * cols * size, cols * size));
+                   });
+    }
+    w.append(name, piece);
+    report.data_bytes_out += piece.size();
+    first += count;
+    if (written) written(count);
+  }
+}
+
+}  // namespace detail
 
 Metadata gguf_scalar_metadata(const GgufFile& f) {
   Metadata metadata;
@@ -56,15 +120,7 @@ Metadata gguf_scalar_metadata(const GgufFile& f) {
 
 GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& out,
                              const GgufImportOptions& options) {
-  if (options.dtype != Dtype::F32 && options.dtype != Dtype::F16 && options.dtype != Dtype::BF16)
-    throw_invalid(fmt::format("GGUF tensors are imported as F32, F16 or BF16, not {}", dtype_name(options.dtype)));
-  for (const GgufTensorInfo& t : src.tensors())
-    if (!ggml_decodes(t.type))
-      throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
-                  fmt::format("tensor {} is {}, a ggml type tlio does not decode (IQ1/IQ2/IQ3 codebook types "
-                              "are not carried); nothing was written",
-                              t.name, ggml_type(t.type)->name),
-                  src.name());
+  detail::check_gguf_import(src, options.dtype);
 
   GgufImportReport report;
   Writer w = Writer::to_file(out);
@@ -76,36 +132,17 @@ GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& o
   for (const GgufTensorInfo& t : src.tensors()) {
     Shape shape;
     for (uint64_t d : t.shape()) shape.push_back(d);
-    w.declare(t.name, output_dtype(t, options.dtype), std::move(shape));
+    w.declare(t.name, detail::gguf_output_dtype(t, options.dtype), std::move(shape));
     total += t.element_count();  // each tensor's elements are backed by its bytes: no overflow
   }
 
-  const unsigned threads = detail::thread_count(detail::configured_threads());
-  std::vector<std::byte> piece;
   uint64_t done = 0;
-  for (const GgufTensorInfo& t : src.tensors()) {
-    const Dtype to = output_dtype(t, options.dtype);
-    const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
-    ++report.tensors;
-    if (!plain) ++report.decoded;
-    else if (*plain != to) ++report.converted;
-    else ++report.kept;
-    report.data_bytes_in += t.bytes;
-    const uint64_t n = t.element_count(), size = dtype_bits(to) / 8;
-    const uint64_t block = ggml_type(t.type)->block;
-    for (uint64_t first = 0; first < n;) {
-      const uint64_t count = std::min(kPieceElements, n - first);
-      piece.resize(count * size);
-      detail::parallel_for(count, kParallelElements, block, threads, [&](uint64_t b, uint64_t e) {
-        src.read_values(t, first + b, e - b, to, std::span(piece).subspan(b * size, (e - b) * size));
-      });
-      w.append(t.name, piece);
-      report.data_bytes_out += piece.size();
-      first += count;
-      done += count;
-      if (options.progress) options.progress(done, total);
-    }
-  }
+  for (const GgufTensorInfo& t : src.tensors())
+    detail::write_gguf_tensor(src, t, t.name, detail::gguf_output_dtype(t, options.dtype), 0, w, report,
+                              [&](uint64_t count) {
+                                done += count;
+                                if (options.progress) options.progress(done, total);
+                              });
   w.commit();
   return report;
 }

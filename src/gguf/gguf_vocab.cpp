@@ -205,4 +205,11 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   return kv;
 }
 
+std::optional<std::string_view> pre_tokenizer_regex(std::string_view name) {
+  if (name == "gpt-2") return std::string_view{};
+  for (const KnownPre& k : kKnownPre)
+    if (k.name == name) return k.regex;
+  return std::nullopt;
+}
+
 }  // namespace tlio::detail

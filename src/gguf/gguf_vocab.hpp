@@ -21,4 +21,8 @@ namespace tlio::detail {
 std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
                                          const std::optional<std::string>& tokenizer_config, const HfConfig& c);
 
+/// The Split regex of the pre-tokenizer llama.cpp names `name` ("llama-bpe", "qwen2"), "" for
+/// "gpt-2" (ByteLevel's own regex), nullopt for a name tlio does not know the regex of.
+std::optional<std::string_view> pre_tokenizer_regex(std::string_view name);
+
 }  // namespace tlio::detail

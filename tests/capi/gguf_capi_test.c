@@ -1,5 +1,6 @@
 /* The C API's GGUF functions from C (C99): listing, metadata as text, reading values in ranges
- * and dtypes, errors, and tl_import_gguf read back with tl_open. Decoding itself is checked
+ * and dtypes, errors, tl_import_gguf read back with tl_open, the export compared with its folder, and
+ * tl_import_gguf_model. Decoding itself is checked
  * against ggml in tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -122,6 +123,29 @@ int main(int argc, char** argv) {
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf", out, NULL, NULL, NULL) != TL_OK); /* no config.json */
   CHECK(access(out, F_OK) != 0);
 
+  /* Back to a Hugging Face folder: the F32 export of the BF16 folder, read back as BF16 (Q/K rows
+   * put back), equals the original. */
+  {
+    char dir[4096], file[4200];
+    tl_comparison* cmp = NULL;
+    const char* files[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                           "tokenizer_config.json"};
+    size_t k;
+    snprintf(dir, sizeof dir, "%s/gguf_capi_model_%d", scratch, (int)getpid());
+    CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", NULL, NULL) == TL_OK);
+    CHECK(tl_import_gguf_model(out, dir, TL_BF16, NULL, &written) == TL_OK && written == 12);
+    CHECK(tl_compare_locations(dir, TLIO_TEST_DATA "/gguf/tiny_llama", NULL, NULL, &cmp) == TL_OK);
+    CHECK(cmp && tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 12 && tl_comparison_b_name(cmp, 0) == NULL);
+    tl_comparison_free(cmp);
+    for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
+      snprintf(file, sizeof file, "%s/%s", dir, files[k]);
+      CHECK(unlink(file) == 0);
+    }
+    rmdir(dir);
+    unlink(out);
+    CHECK(tl_import_gguf_model(TLIO_TEST_DATA "/gguf/two_tensors.gguf", dir, TL_BF16, NULL, NULL) == TL_EFORMAT);
+    CHECK(access(dir, F_OK) != 0);
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

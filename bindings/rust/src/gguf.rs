@@ -153,6 +153,25 @@ pub fn import_gguf(
     Ok(tensors)
 }
 
+/// Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
+/// `tlio convert SRC DST_DIR`: model.safetensors under the Hugging Face names (Q/K rows put back),
+/// floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE vocabularies only),
+/// tokenizer_config.json and generation_config.json. Returns the number of tensors written; an
+/// architecture or tensor the export's table does not have is an `Unsupported` error.
+pub fn import_gguf_model(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    dtype: Dtype,
+    options: &OpenOptions,
+) -> Result<u64> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let (o, _token) = c_open_options(options)?;
+    let mut tensors = 0u64;
+    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
+    check(unsafe { sys::tl_import_gguf_model(src.as_ptr(), dst.as_ptr(), dtype.raw(), &o, &mut tensors) })?;
+    Ok(tensors)
+}
+
 /// Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that
 /// llama.cpp loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type_name` "F32", "F16",
 /// "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K", or one of llama.cpp's mixes

@@ -481,6 +481,13 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_import_gguf_model(
+        src: *const c_char,
+        dst: *const c_char,
+        dtype: tl_dtype,
+        options: *const tl_open_options,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_export_gguf(
         src: *const c_char,
         dst: *const c_char,

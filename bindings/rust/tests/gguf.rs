@@ -78,6 +78,18 @@ fn exports_a_hugging_face_folder() {
     let up = c.tensors.iter().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
     assert_eq!(up.b_name.as_deref(), Some("model.layers.0.mlp.up_proj.weight"));
     assert!(up.compared && up.max_abs > 0.0 && up.cosine > 0.99 && up.a_dtype == "Q4_0");
+    // Back to a Hugging Face folder: the F32 export read back as BF16 equals the original folder.
+    tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap();
+    let back = scratch("gguf-model-back").join("model");
+    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(), 12);
+    let c = tlio::compare_locations(
+        back.to_str().unwrap(),
+        src.to_str().unwrap(),
+        Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(c.equal && c.tensors.len() == 12 && c.tensors.iter().all(|t| t.b_name.is_none()));
     // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
     assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
     let g = tlio::Gguf::open(&out).unwrap();

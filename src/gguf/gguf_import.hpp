@@ -1,0 +1,28 @@
+// gguf/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a Hugging Face
+// folder) share: the checks made before anything is written, and a tensor written in pieces.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "tlio/gguf.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio::detail {
+
+/// The dtype tensor `t` is written as: `floats` for floating and block types, an integer type its own.
+Dtype gguf_output_dtype(const GgufTensorInfo& t, Dtype floats);
+
+/// Error{invalid_argument} unless `dtype` is F32, F16 or BF16; Error{unsupported} naming the first
+/// tensor of a type tlio does not decode.
+void check_gguf_import(const GgufFile& src, Dtype dtype);
+
+/// Appends tensor `t` of `src` to `w` as `name` (declared as `to`), decoded in pieces on every
+/// core; `permute_heads` > 0 puts back the rows the export interleaved per head (Q/K of the
+/// llama family). Counts it in `report`; `written` gets each piece's element count.
+void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name, Dtype to,
+                       uint64_t permute_heads, Writer& w, GgufImportReport& report,
+                       const std::function<void(uint64_t)>& written);
+
+}  // namespace tlio::detail

@@ -1,0 +1,235 @@
+// gguf/gguf_to_hf.cpp: config.json, tokenizer.json, tokenizer_config.json and
+// generation_config.json written back from a GGUF file's keys.
+#include "gguf/gguf_to_hf.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "common/json_text.hpp"
+#include "gguf/gguf_vocab.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+// llama.cpp's token types.
+constexpr int32_t kControl = 3, kUserDefined = 4, kUnused = 5;
+
+// A JSON string of text from a file (its invalid UTF-8 bytes made U+FFFD).
+std::string json(std::string_view text) { return quote_name(valid_utf8(text)); }
+
+[[noreturn]] void fail(const GgufFile& f, const std::string& key, const std::string& what) {
+  throw Error(ErrorCode::format, Rule::gguf, key, std::nullopt, what, f.name());
+}
+
+std::optional<uint64_t> whole(const GgufFile& f, const std::string& key, bool required) {
+  const GgufValue* v = f.find(key);
+  if (!v) {
+    if (required) fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
+    return std::nullopt;
+  }
+  if (v->type == GgufValueType::ARRAY)
+    throw Error(ErrorCode::unsupported, Rule::gguf, key, std::nullopt,
+                fmt::format("{} is a list (one value per layer): such models are not imported", key), f.name());
+  const std::optional<uint64_t> u = v->as_uint();
+  if (!u) fail(f, key, fmt::format("{} is not a whole number", key));
+  return u;
+}
+
+std::optional<double> number(const GgufFile& f, const std::string& key, bool required) {
+  const GgufValue* v = f.find(key);
+  if (!v) {
+    if (required) fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
+    return std::nullopt;
+  }
+  const std::optional<double> d = v->as_double();
+  if (!d) fail(f, key, fmt::format("{} is not a number", key));
+  return d;
+}
+
+// A float32 key's value as its shortest decimal ("1e-05", not 9.99999974737875e-06).
+std::string float_text(double v) { return fmt::format("{}", static_cast<float>(v)); }
+
+const std::string* text_key(const GgufFile& f, const char* key) {
+  const GgufValue* v = f.find(key);
+  return v ? v->as_string() : nullptr;
+}
+
+bool bool_key(const GgufFile& f, const char* key, bool otherwise) {
+  const GgufValue* v = f.find(key);
+  const std::optional<uint64_t> u = v && v->type == GgufValueType::BOOL ? v->as_uint() : std::nullopt;
+  return u ? *u != 0 : otherwise;
+}
+
+// The vocabulary: tokens and their types (normal when the file has no types).
+struct Vocabulary {
+  const std::vector<std::string>* tokens = nullptr;
+  std::vector<int32_t> types;
+};
+
+std::optional<Vocabulary> vocabulary_of(const GgufFile& f) {
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufValueType::ARRAY || tokens->element_type != GgufValueType::STRING)
+    return std::nullopt;
+  Vocabulary v{&tokens->strings, std::vector<int32_t>(tokens->strings.size(), 1)};
+  if (const GgufValue* types = f.find("tokenizer.ggml.token_type");
+      types && types->type == GgufValueType::ARRAY && types->count == v.types.size())
+    for (uint64_t i = 0; i < types->count; ++i)
+      v.types[i] = static_cast<int32_t>(types->number_at(i).value_or(1));
+  return v;
+}
+
+// The token id under `key`, when it is one of the vocabulary's.
+std::optional<uint64_t> token_id(const GgufFile& f, const char* key, size_t vocabulary) {
+  const GgufValue* v = f.find(key);
+  const std::optional<uint64_t> id = v ? v->as_uint() : std::nullopt;
+  return id && *id < vocabulary ? id : std::nullopt;
+}
+
+}  // namespace
+
+HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
+  const std::string a = std::string(arch.name) + ".";
+  HfConfig c;
+  c.hf_class = std::string(arch.hf_class);
+  c.layers = *whole(f, a + "block_count", true);
+  if (c.layers == 0 || c.layers > f.tensors().size())
+    fail(f, a + "block_count", fmt::format("block_count {} is not between 1 and the file's {} tensors", c.layers,
+                                           f.tensors().size()));
+  c.hidden_size = *whole(f, a + "embedding_length", true);
+  c.intermediate_size = *whole(f, a + "feed_forward_length", true);
+  c.heads = *whole(f, a + "attention.head_count", true);
+  c.kv_heads = whole(f, a + "attention.head_count_kv", false).value_or(c.heads);
+  if (c.heads == 0 || c.kv_heads == 0 || c.hidden_size == 0)
+    fail(f, a + "attention.head_count", "embedding_length, head_count and head_count_kv must not be 0");
+  c.head_dim = whole(f, a + "attention.key_length", false).value_or(c.hidden_size / c.heads);
+  c.context_length = *whole(f, a + "context_length", true);
+  c.rms_norm_eps = *number(f, a + "attention.layer_norm_rms_epsilon", true);
+  c.rope_theta = number(f, a + "rope.freq_base", false);
+  if (const std::string* scaling = text_key(f, (a + "rope.scaling.type").c_str()); scaling && *scaling != "none")
+    throw Error(ErrorCode::unsupported, Rule::gguf, a + "rope.scaling.type", std::nullopt,
+                fmt::format("RoPE scaling ({}) is not imported to config.json yet", *scaling), f.name());
+  const GgufTensorInfo* embeddings = f.tensor("token_embd.weight");
+  if (!embeddings || embeddings->ne.size() != 2)
+    fail(f, "token_embd.weight", "the file has no 2-D token_embd.weight: the vocabulary's size comes from it");
+  c.vocab_size = embeddings->ne[1];
+  c.tie_word_embeddings = f.tensor("output.weight") == nullptr;
+  c.bos_token_id = whole(f, "tokenizer.ggml.bos_token_id", false);
+  c.eos_token_id = whole(f, "tokenizer.ggml.eos_token_id", false);
+  return c;
+}
+
+std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype) {
+  std::string out = fmt::format(
+      "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
+      "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
+      "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  \"vocab_size\": {},\n"
+      "  \"tie_word_embeddings\": {},\n  \"hidden_act\": \"silu\",\n  \"torch_dtype\": {}",
+      json(arch.hf_class), json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)
+      c.hidden_size, c.intermediate_size, c.layers, c.heads, c.kv_heads, c.head_dim, c.context_length,
+      float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
+      json(dtype == Dtype::F32 ? "float32" : dtype == Dtype::F16 ? "float16" : "bfloat16"));
+  if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
+  if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);
+  if (c.eos_token_id) out += fmt::format(",\n  \"eos_token_id\": {}", *c.eos_token_id);
+  return out + "\n}\n";
+}
+
+std::optional<std::string> generation_config_of(const HfConfig& c) {
+  if (!c.bos_token_id && !c.eos_token_id) return std::nullopt;
+  std::vector<std::string> keys;
+  if (c.bos_token_id) keys.push_back(fmt::format("  \"bos_token_id\": {}", *c.bos_token_id));
+  if (c.eos_token_id) keys.push_back(fmt::format("  \"eos_token_id\": {}", *c.eos_token_id));
+  return fmt::format("{{\n{}\n}}\n", fmt::join(keys, ",\n"));
+}
+
+std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why_not) {
+  const std::string* model = text_key(f, "tokenizer.ggml.model");
+  const std::optional<Vocabulary> vocab = vocabulary_of(f);
+  if (!model || !vocab) {
+    why_not = "the file has no tokenizer.ggml.model and tokens";
+    return std::nullopt;
+  }
+  if (*model != "gpt2") {
+    why_not = fmt::format("its vocabulary is {} (tokenizer.ggml.model): only byte-level BPE (gpt2) ones are "
+                          "rebuilt as tokenizer.json so far", json(*model));
+    return std::nullopt;
+  }
+  const std::string* pre = text_key(f, "tokenizer.ggml.pre");
+  const std::optional<std::string_view> regex = pre_tokenizer_regex(pre ? *pre : "gpt-2");
+  if (!regex) {
+    why_not = fmt::format("its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)", json(*pre));
+    return std::nullopt;
+  }
+  const GgufValue* merges = f.find("tokenizer.ggml.merges");
+  if (!merges || merges->element_type != GgufValueType::STRING) {
+    why_not = "the file has no tokenizer.ggml.merges";
+    return std::nullopt;
+  }
+  const std::vector<std::string>& tokens = *vocab->tokens;
+  std::string added, entries;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t type = vocab->types[i];
+    if (type == kUnused) continue;  // padding the export (or llama.cpp's converter) added
+    if (!entries.empty()) entries += ',';
+    entries += fmt::format("{}:{}", json(tokens[i]), i);
+    if (type == kControl || type == kUserDefined)
+      added += fmt::format("{}{{\"id\":{},\"content\":{},\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+                           "\"normalized\":false,\"special\":{}}}",
+                           added.empty() ? "" : ",", i, json(tokens[i]), type == kControl);
+  }
+  std::string merge_list;
+  for (const std::string& m : merges->strings) merge_list += (merge_list.empty() ? "" : ",") + json(m);
+  const std::string byte_level = R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":)";
+  const std::string pre_tokenizer =
+      regex->empty() ? byte_level + "true}"
+                     : fmt::format(R"({{"type":"Sequence","pretokenizers":[{{"type":"Split","pattern":{{"Regex":{}}},)"
+                                   R"("behavior":"Isolated","invert":false}},{}false}}]}})",
+                                   json(*regex), byte_level);
+  // BOS added by a template when the file says so, as transformers' Llama 3 tokenizer does.
+  const std::optional<uint64_t> bos = token_id(f, "tokenizer.ggml.bos_token_id", tokens.size());
+  std::string post = R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true})";
+  if (bos && bool_key(f, "tokenizer.ggml.add_bos_token", false)) {
+    const std::string b = json(tokens[*bos]);
+    post = fmt::format(
+        R"({{"type":"TemplateProcessing","single":[{{"SpecialToken":{{"id":{0},"type_id":0}}}},)"
+        R"({{"Sequence":{{"id":"A","type_id":0}}}}],"pair":[{{"SpecialToken":{{"id":{0},"type_id":0}}}},)"
+        R"({{"Sequence":{{"id":"A","type_id":0}}}},{{"SpecialToken":{{"id":{0},"type_id":1}}}},)"
+        R"({{"Sequence":{{"id":"B","type_id":1}}}}],"special_tokens":{{{0}:{{"id":{0},"ids":[{1}],"tokens":[{0}]}}}}}})",
+        b, *bos);
+  }
+  // llama.cpp takes a pre-token that is a whole token as it is for Llama 3's pre-tokenizer.
+  const bool ignore_merges = pre && *pre == "llama-bpe";
+  return fmt::format(
+      R"({{"version":"1.0","truncation":null,"padding":null,"added_tokens":[{}],"normalizer":null,)"
+      R"("pre_tokenizer":{},"post_processor":{},)"
+      R"("decoder":{{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true}},)"
+      R"("model":{{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,)"
+      R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":{},)"
+      R"("vocab":{{{}}},"merges":[{}]}}}})"
+      "\n",
+      added, pre_tokenizer, post, ignore_merges, entries, merge_list);
+}
+
+std::string tokenizer_config_of(const GgufFile& f, const HfConfig& c) {
+  const std::optional<Vocabulary> vocab = vocabulary_of(f);
+  const size_t n = vocab ? vocab->tokens->size() : 0;
+  std::vector<std::string> keys;
+  const std::pair<const char*, const char*> specials[] = {{"bos_token", "tokenizer.ggml.bos_token_id"},
+                                                         {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                                         {"pad_token", "tokenizer.ggml.padding_token_id"}};
+  for (const auto& [name, key] : specials)
+    if (const std::optional<uint64_t> id = token_id(f, key, n))
+      keys.push_back(fmt::format("  \"{}\": {}", name, json((*vocab->tokens)[*id])));
+  keys.push_back(fmt::format("  \"add_bos_token\": {}", bool_key(f, "tokenizer.ggml.add_bos_token", false)));
+  keys.push_back(fmt::format("  \"add_eos_token\": {}", bool_key(f, "tokenizer.ggml.add_eos_token", false)));
+  keys.push_back(fmt::format("  \"model_max_length\": {}", c.context_length));
+  keys.push_back("  \"tokenizer_class\": \"PreTrainedTokenizerFast\"");
+  keys.push_back("  \"clean_up_tokenization_spaces\": false");
+  if (const std::string* chat = text_key(f, "tokenizer.chat_template"))
+    keys.push_back(fmt::format("  \"chat_template\": {}", json(*chat)));
+  return fmt::format("{{\n{}\n}}\n", fmt::join(keys, ",\n"));
+}
+
+}  // namespace tlio::detail

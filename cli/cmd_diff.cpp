@@ -117,7 +117,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       "(its shards are one namespace): a folder against its merged file, or another folder.\n"
       "A or B may be a GGUF file (tensors decoded as ggml decodes them): against a Hugging Face\n"
       "folder its tensors pair with the folder's by the names the GGUF export gives them, Q/K\n"
-      "rows put back in place (shown as \"GGUF name = folder name\").\n"
+      "rows put back in place (shown as \"A's name = B's name\").\n"
       "Exit 0 when the files are equal within tolerance, 1 otherwise.\n\n"
       "Examples:\n  tlio diff model.safetensors model-bf16.safetensors\n"
       "  tlio diff model.safetensors model-nf4.safetensors --json\n"

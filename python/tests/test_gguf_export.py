@@ -277,8 +277,12 @@ def test_import_to_a_folder_gives_the_model_back(model, f32_export, tmp_path):
     assert run("convert", out, again, "--dtype", "f32").returncode == 0
     seen = compare_ggufs(again, f32_export[0])
     assert seen["differ"] == [] and all(a == b for a, b in seen["types"].values())
-    # Into the folder again from Python, as BF16: the same names, rounded.
+    # Into the folder again from Python, as BF16: the same names, rounded; a previous model's
+    # tokenizer files that this one does not write are gone with its weights.
+    (out / "tokenizer.model").write_bytes(b"a previous model's")
+    (out / "merges.txt").write_text("a b\n")
     report = tlio.import_gguf(f32_export[0], out, "bf16")
+    assert not (out / "tokenizer.model").exists() and not (out / "merges.txt").exists()
     assert report["tensors"] == len(weights) and report["tokenizer_note"] == ""
     with tlio.safe_open(out / "model.safetensors", "np") as f:
         assert f.get_tensor("model.embed_tokens.weight", dtype="float32").dtype == np.float32

@@ -74,14 +74,13 @@ uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows) {
   return std::min(n, rows);
 }
 
-// Rows [0, rows) of `in` (each `cols` values) with each head's two halves interleaved:
-// out row h*hd + 2i + j = in row h*hd + j*hd/2 + i (rotate-half RoPE to adjacent pairs).
-void permute_rows(const std::vector<float>& in, std::vector<float>& out, uint64_t rows, uint64_t cols, uint64_t hd) {
-  out.resize(in.size());
-  for (uint64_t h = 0; h < rows / hd; ++h)
-    for (uint64_t i = 0; i < hd / 2; ++i)
-      for (uint64_t j = 0; j < 2; ++j)
-        std::memcpy(&out[(h * hd + 2 * i + j) * cols], &in[(h * hd + j * (hd / 2) + i) * cols], cols * sizeof(float));
+// The source row written as row `row` of a tensor whose rows are interleaved per head of
+// `head_rows` (0: none): out row h*hd + 2i + j = in row h*hd + j*hd/2 + i (Hugging Face's
+// rotate-half RoPE to ggml's adjacent pairs).
+uint64_t source_row(uint64_t row, uint64_t head_rows) {
+  if (!head_rows) return row;
+  const uint64_t h = row / head_rows, k = row % head_rows;
+  return h * head_rows + (k % 2) * (head_rows / 2) + k / 2;
 }
 
 std::string folder_name(const std::string& dir) {
@@ -109,6 +108,11 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
   if (t.element_count() == 0)
     throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
                 fmt::format("tensor {} has no values", t.name), f.name());
+  if (t.shape.back() * dtype_bits(t.dtype) % 8 != 0)
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} is {} with rows of {} values, which do not start on whole bytes", t.name,
+                            dtype_name(t.dtype), t.shape.back()),
+                f.name());
   if (name.permute_heads && (t.shape[0] % name.permute_heads != 0 || (t.shape[0] / name.permute_heads) % 2 != 0))
     throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
@@ -150,13 +154,13 @@ void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked, con
 // What the pass reuses from piece to piece.
 struct PiecePass {
   unsigned threads;
-  std::vector<float> values, permuted;
-  std::vector<std::byte> encoded;
+  std::vector<std::byte> raw, encoded;
 };
 
 // Writes tensor `p` through `writer` in pieces of whole rows (whole heads where its rows are
-// permuted): read, converted to F32, permuted, encoded on every core. Calls `piece_done` with
-// each piece's values; returns the bytes read.
+// permuted): each row converted to F32, put in its place and encoded, rows spread over every
+// core, read straight from the file's mapping (a copy of the piece from other stores). Calls
+// `piece_done` with each piece's values; returns the bytes read.
 uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
                       const std::function<void(uint64_t)>& piece_done) {
   const TensorInfo& t = *p.info;
@@ -166,25 +170,38 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
   const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;  // checked when planned
   const GgmlType type = *ggml_type(p.decl.type);
-  const uint64_t row_bytes = cols / type.block * type.block_bytes;
+  const uint64_t row_bytes = cols / type.block * type.block_bytes, in_row = cols * dtype_bits(t.dtype) / 8;
+  const std::span<const std::byte> mapped = p.file->mapped_data();
   const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
   uint64_t read = 0;
   for (uint64_t r = 0; r < rows; r += step) {
     const uint64_t n = std::min(step, rows - r);
-    std::vector<SliceIndex> range;
-    if (matrix) range.push_back(SliceIndex::range(r, r + n));
-    const std::vector<std::byte> raw = p.file->read_slice(t.name, range);
-    pass.values.resize(n * cols);
-    convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(pass.values)), pass.values.size());
-    if (p.permute_heads) {
-      permute_rows(pass.values, pass.permuted, matrix ? n : cols, matrix ? cols : 1, hd);
-      pass.values.swap(pass.permuted);
+    std::span<const std::byte> raw;
+    if (!mapped.empty()) {
+      raw = mapped.subspan(t.begin + r * in_row, n * in_row);
+    } else {
+      std::vector<SliceIndex> range;
+      if (matrix) range.push_back(SliceIndex::range(r, r + n));
+      pass.raw = p.file->read_slice(t.name, range);
+      raw = pass.raw;
     }
     pass.encoded.resize(n * row_bytes);
-    detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
-      ggml_encode(type.id, std::span(pass.values).subspan(b * cols, (e - b) * cols),
-                  std::span(pass.encoded).subspan(b * row_bytes, (e - b) * row_bytes));
-    });
+    if (!matrix && hd) {  // a bias: its values are the rows put in place
+      std::vector<float> values(cols), placed(cols);
+      convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(values)), cols);
+      for (uint64_t i = 0; i < cols; ++i) placed[i] = values[source_row(i, hd)];
+      ggml_encode(type.id, placed, pass.encoded);
+    } else {
+      detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
+        std::vector<float> values(cols);
+        for (uint64_t o = b; o < e; ++o) {
+          const uint64_t from = source_row(o, hd);  // whole heads per piece: within it
+          convert(t.dtype, raw.subspan(from * in_row, in_row), Dtype::F32,
+                  std::as_writable_bytes(std::span(values)), cols);
+          ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
+        }
+      });
+    }
     writer.append(pass.encoded);
     read += raw.size();
     piece_done(n * cols);
@@ -259,7 +276,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   detail::GgufWriter writer(detail::Location::parse(out), metadata, std::move(decls));
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
-  PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}, {}};
+  PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}};
   uint64_t done = 0;
   for (const PlannedTensor& p : plan) {
     report.bytes_in += write_tensor(p, writer, pass, [&](uint64_t values) {

@@ -181,13 +181,15 @@ void GgufFile::read_values(const GgufTensorInfo& t, uint64_t first, uint64_t cou
     throw_invalid(fmt::format("{} elements of {} take {} bytes, not {}", count, dtype_name(to), count * out_size,
                               dst.size()),
                   t.name);
-  // Whole blocks at a time, a bounded piece of them per step.
+  // Whole blocks at a time, a bounded piece of them per step, up to the block holding the last
+  // element asked for (a row read alone reads its own blocks).
   constexpr uint64_t kStepElements = uint64_t{1} << 16;
   const uint64_t block = type->block, step = std::max<uint64_t>(kStepElements / block, 1) * block;
+  const uint64_t end = std::min(n, (first + count + block - 1) / block * block);
   std::vector<std::byte> raw;
   std::vector<float> decoded;
   for (uint64_t at = first / block * block, done = 0; done < count; at += step) {
-    const uint64_t elements = std::min(step, n - at), skip = first > at ? first - at : 0;
+    const uint64_t elements = std::min(step, end - at), skip = first > at ? first - at : 0;
     const uint64_t take = std::min(elements - skip, count - done);
     raw.resize(elements / block * type->block_bytes);
     read(t, at / block * type->block_bytes, raw);

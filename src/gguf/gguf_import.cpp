@@ -82,25 +82,26 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
   const unsigned threads = thread_count(configured_threads());
   const uint64_t n = t.element_count(), size = dtype_bits(to) / 8;
   const uint64_t block = ggml_type(t.type)->block;
-  // Interleaved rows are put back a whole row at a time (a 1-D tensor's rows are its values).
-  const uint64_t rows = t.ne.size() >= 2 ? t.ne[1] : n, cols = n / std::max<uint64_t>(rows, 1);
+  // Interleaved rows are read a piece of whole heads at a time, then put back in place (a 1-D
+  // tensor's rows are its values).
+  const uint64_t rows = t.ne.size() == 2 ? t.ne[1] : n, cols = t.ne.size() == 2 ? t.ne[0] : 1;
   const uint64_t head_rows = permute_heads ? rows / permute_heads : 0;
-  const uint64_t step = head_rows ? std::max<uint64_t>(1, kPieceElements / cols) * cols : kPieceElements;
-  std::vector<std::byte> piece;
+  const uint64_t head = head_rows * cols;
+  const uint64_t step = head ? std::max<uint64_t>(1, kPieceElements / head) * head : kPieceElements;
+  std::vector<std::byte> piece, placed;
   for (uint64_t first = 0; first < n;) {
     const uint64_t count = std::min(step, n - first);
     piece.resize(count * size);
-    if (!head_rows) {
-      parallel_for(count, kParallelElements, block, threads, [&](uint64_t b, uint64_t e) {
-        src.read_values(t, first + b, e - b, to, std::span(piece).subspan(b * size, (e - b) * size));
-      });
-    } else {
-      parallel_for(count / cols, std::max<uint64_t>(1, kParallelElements / cols), 1, threads,
-                   [&](uint64_t b, uint64_t e) {
-                     for (uint64_t r = b; r < e; ++r)
-                       src.read_values(t, interleaved_row(first / cols + r, head_rows) * cols, cols, to,
-                                       std::span(piece).subspan(r * cols * size, cols * size));
-                   });
+    parallel_for(count, kParallelElements, block, threads, [&](uint64_t b, uint64_t e) {
+      src.read_values(t, first + b, e - b, to, std::span(piece).subspan(b * size, (e - b) * size));
+    });
+    if (head) {
+      const uint64_t row_bytes = cols * size;
+      placed.resize(piece.size());
+      for (uint64_t r = 0; r < count / cols; ++r)
+        std::memcpy(placed.data() + r * row_bytes, piece.data() + interleaved_row(r, head_rows) * row_bytes,
+                    row_bytes);
+      piece.swap(placed);
     }
     w.append(name, piece);
     report.data_bytes_out += piece.size();

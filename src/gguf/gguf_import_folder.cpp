@@ -41,7 +41,11 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
                   fmt::format("tensor {} has no Hugging Face name in {}'s table ({}); nothing was written", t.name,
                               arch.hf_class, arch.name),
                   src.name());
-    const uint64_t rows = t.ne.size() >= 2 ? t.ne[1] : t.element_count(), heads = it->second.second;
+    if (t.ne.size() > 2)
+      throw Error(ErrorCode::format, Rule::gguf, t.name, std::nullopt,
+                  fmt::format("{} has {} dimensions; {} has 1 or 2", t.name, t.ne.size(), it->second.first),
+                  src.name());
+    const uint64_t rows = t.ne.size() == 2 ? t.ne[1] : t.element_count(), heads = it->second.second;
     if (heads && (rows % heads != 0 || (rows / heads) % 2 != 0))
       throw Error(ErrorCode::format, Rule::gguf, t.name, std::nullopt,
                   fmt::format("{} has {} rows, not {} heads of an even size", t.name, rows, heads), src.name());
@@ -79,7 +83,11 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   if (const std::optional<std::string> tokenizer = detail::tokenizer_json_of(src, report.tokenizer_note))
     add("tokenizer.json", *tokenizer);
   add("tokenizer_config.json", detail::tokenizer_config_of(src, c));
-  detail::publish_weights(set, out, report.files);
+  // A previous model's files that would not match this one: removed when not written anew.
+  constexpr std::string_view kStale[] = {"generation_config.json", "tokenizer.json", "tokenizer.model",
+                                         "special_tokens_map.json", "added_tokens.json", "vocab.json",
+                                         "merges.txt", "chat_template.jinja", "chat_template.json"};
+  detail::publish_weights(set, out, report.files, kStale);
   return report;
 }
 

@@ -1,6 +1,7 @@
 // gguf/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports (dense,
-// no experts, no Falcon rules), without an importance matrix. Tensors are told apart by their
-// GGUF names as llama.cpp does (the first kind whose name matches, in its order).
+// separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the llama.cpp
+// of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told apart by
+// their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
 #include "gguf/gguf_mix.hpp"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ Kind kind_of(std::string_view name) {
   if (name == "output.weight") return Kind::output;
   if (name == "token_embd.weight") return Kind::token_embd;
   const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
-  if (has("attn_qkv.weight") || has("attn_kv_b.weight") || has("attn_v.weight")) return Kind::attn_v;
+  if (has("attn_v.weight")) return Kind::attn_v;
   if (has("attn_k.weight") || has("attn_q.weight")) return Kind::other;
   if (has("attn_output.weight")) return Kind::attn_output;
   if (has("ffn_up") || has("ffn_gate")) return Kind::other;

@@ -5,6 +5,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "common/json_text.hpp"
 #include "gguf/gguf_vocab.hpp"
 #include "tlio/error.hpp"
@@ -44,7 +47,8 @@ std::optional<double> number(const GgufFile& f, const std::string& key, bool req
     return std::nullopt;
   }
   const std::optional<double> d = v->as_double();
-  if (!d) fail(f, key, fmt::format("{} is not a number", key));
+  if (!d || !std::isfinite(*d) || std::fabs(*d) > std::numeric_limits<float>::max())
+    fail(f, key, fmt::format("{} is not a finite number a float32 holds", key));
   return d;
 }
 
@@ -115,8 +119,13 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
     fail(f, "token_embd.weight", "the file has no 2-D token_embd.weight: the vocabulary's size comes from it");
   c.vocab_size = embeddings->ne[1];
   c.tie_word_embeddings = f.tensor("output.weight") == nullptr;
-  c.bos_token_id = whole(f, "tokenizer.ggml.bos_token_id", false);
-  c.eos_token_id = whole(f, "tokenizer.ggml.eos_token_id", false);
+  // Special ids that are not one whole number are left out (they only fill side files).
+  const auto id = [&](const char* key) -> std::optional<uint64_t> {
+    const GgufValue* v = f.find(key);
+    return v && v->type != GgufValueType::ARRAY ? v->as_uint() : std::nullopt;
+  };
+  c.bos_token_id = id("tokenizer.ggml.bos_token_id");
+  c.eos_token_id = id("tokenizer.ggml.eos_token_id");
   return c;
 }
 
@@ -156,10 +165,12 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
                           "rebuilt as tokenizer.json so far", json(*model));
     return std::nullopt;
   }
+  // No tokenizer.ggml.pre is llama.cpp's "default" pre-tokenizer, whose regex is none of these.
   const std::string* pre = text_key(f, "tokenizer.ggml.pre");
-  const std::optional<std::string_view> regex = pre_tokenizer_regex(pre ? *pre : "gpt-2");
+  const std::optional<std::string_view> regex = pre ? pre_tokenizer_regex(*pre) : std::nullopt;
   if (!regex) {
-    why_not = fmt::format("its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)", json(*pre));
+    why_not = fmt::format("its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)",
+                          pre ? json(*pre) : "(none: llama.cpp's default)");
     return std::nullopt;
   }
   const GgufValue* merges = f.find("tokenizer.ggml.merges");

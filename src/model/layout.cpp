@@ -119,8 +119,8 @@ std::string weights_file_name(size_t i, size_t count) {
 
 void create_output_folder(const Location& dir) { store_of(dir).make_directory(dir); }
 
-void publish_weights(OutputSet& set, const Location& where,
-                     std::span<const std::string> new_files) {
+void publish_weights(OutputSet& set, const Location& where, std::span<const std::string> new_files,
+                     std::span<const std::string_view> stale) {
   bool had_index = false;
   const std::vector<std::string> previous = indexed_shards(where, had_index);
   const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
@@ -134,6 +134,9 @@ void publish_weights(OutputSet& set, const Location& where,
     for (const std::string& name : previous)
       if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
         remove_weights_file(where, name);
+    for (std::string_view name : stale)
+      if (std::find(new_files.begin(), new_files.end(), name) == new_files.end())
+        remove_replaced_file(where.join(std::string(name)));
   });
 }
 

@@ -70,7 +70,9 @@ void create_output_folder(const Location& dir);
 /// calls) can a reader see new shards beside the old index, when the two sets share names.
 /// In an object store the files are uploaded one by one (the index last), then the previous
 /// set's other shards deleted.
-void publish_weights(OutputSet& set, const Location& dir,
-                     std::span<const std::string> new_files);
+/// `stale`: side files (tokenizer.json, ...) of the previous model that the new set does not
+/// replace and that would not match it; they are removed after the renames, as the shards are.
+void publish_weights(OutputSet& set, const Location& dir, std::span<const std::string> new_files,
+                     std::span<const std::string_view> stale = {});
 
 }  // namespace tlio::detail

@@ -145,12 +145,7 @@ pub fn import_gguf(
     dtype: Dtype,
     options: &OpenOptions,
 ) -> Result<u64> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    let (o, _token) = c_open_options(options)?;
-    let mut tensors = 0u64;
-    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
-    check(unsafe { sys::tl_import_gguf(src.as_ptr(), dst.as_ptr(), dtype.raw(), &o, &mut tensors) })?;
-    Ok(tensors)
+    import_with(sys::tl_import_gguf, src.as_ref(), dst.as_ref(), dtype, options)
 }
 
 /// Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
@@ -164,11 +159,24 @@ pub fn import_gguf_model(
     dtype: Dtype,
     options: &OpenOptions,
 ) -> Result<u64> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    import_with(sys::tl_import_gguf_model, src.as_ref(), dst.as_ref(), dtype, options)
+}
+
+type ImportFn = unsafe extern "C" fn(
+    *const std::os::raw::c_char,
+    *const std::os::raw::c_char,
+    sys::tl_dtype,
+    *const sys::tl_open_options,
+    *mut u64,
+) -> std::os::raw::c_int;
+
+/// One of the C imports (to a file, to a folder) called with these arguments.
+fn import_with(f: ImportFn, src: &Path, dst: &Path, dtype: Dtype, options: &OpenOptions) -> Result<u64> {
+    let (src, dst) = (c_path(src)?, c_path(dst)?);
     let (o, _token) = c_open_options(options)?;
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
-    check(unsafe { sys::tl_import_gguf_model(src.as_ptr(), dst.as_ptr(), dtype.raw(), &o, &mut tensors) })?;
+    check(unsafe { f(src.as_ptr(), dst.as_ptr(), dtype.raw(), &o, &mut tensors) })?;
     Ok(tensors)
 }
 

@@ -3,21 +3,15 @@ libllama's llama_model_quantize (no importance matrix, llama.cpp's default param
 file type, a llama_ftype number) on IN.gguf. Runs in its own process: llama.cpp logs to stderr
 and aborts on what it refuses.
 
-The parameter struct is passed as llama.cpp's defaults return it, as opaque bytes (larger than any
-version's struct) with the two first fields, stable across versions, set: int32 nthread, then
-int32 ftype."""
+The parameter struct is llama.cpp's defaults (llama_lib.Params) with its two first fields, stable
+across versions, set: int32 nthread, then int32 ftype."""
 import ctypes, os, struct, sys
+from llama_lib import Params, load
 lib_dir, src, dst, ftype = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-ggml = ctypes.CDLL(os.path.join(lib_dir, "libggml.v0.4.0.so"), mode=ctypes.RTLD_GLOBAL)
-if hasattr(ggml, "ggml_backend_load_all_from_path"):
-    ggml.ggml_backend_load_all_from_path(lib_dir.encode())
-llama = ctypes.CDLL(os.path.join(lib_dir, "libllama.v0.4.0.so"))
-class Params(ctypes.Structure):
-    _fields_ = [("raw", ctypes.c_uint8 * 1024)]
-llama.llama_backend_init()
+llama = load(lib_dir)
 llama.llama_model_quantize_default_params.restype = Params
 params = llama.llama_model_quantize_default_params()
-struct.pack_into("<ii", params.raw, 0, 2, ftype)
+struct.pack_into("<ii", params.raw, 0, os.cpu_count() or 1, ftype)  # one thread per core
 llama.llama_model_quantize.restype = ctypes.c_uint32
 llama.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Params)]
 rc = llama.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))

@@ -3,23 +3,15 @@
 tokenizes TEXT as llama.cpp does (special tokens added), prints the ids as JSON on the last
 line, and saves the logits of each position (one token decoded at a time) to OUT.npy. Runs in
 its own process: llama.cpp logs to stderr and a bad file must not take the tests down.
-
-The parameter structs are passed through as llama.cpp's defaults return them, as opaque bytes
-(larger than any version's struct: on x86-64 they travel in memory, so the extra bytes are never
-read); llama_batch is declared field by field."""
+llama_batch is declared field by field (llama_lib.py has the opaque parameter structs)."""
 import ctypes, json, os, sys
 import numpy as np
+from llama_lib import Params, load
 lib_dir = sys.argv[1]; path = sys.argv[2]; text = sys.argv[3]
-ggml = ctypes.CDLL(os.path.join(lib_dir, "libggml.v0.4.0.so"), mode=ctypes.RTLD_GLOBAL)
-if hasattr(ggml, "ggml_backend_load_all_from_path"):
-    ggml.ggml_backend_load_all_from_path(lib_dir.encode())
-llama = ctypes.CDLL(os.path.join(lib_dir, "libllama.v0.4.0.so"))
-class Params(ctypes.Structure):
-    _fields_ = [("raw", ctypes.c_uint8 * 1024)]
+llama = load(lib_dir)
 class Batch(ctypes.Structure):
     _fields_ = [("n_tokens", ctypes.c_int32), ("token", ctypes.c_void_p), ("embd", ctypes.c_void_p), ("pos", ctypes.c_void_p),
                 ("n_seq_id", ctypes.c_void_p), ("seq_id", ctypes.c_void_p), ("logits", ctypes.c_void_p)]
-llama.llama_backend_init()
 llama.llama_model_default_params.restype = Params
 llama.llama_model_load_from_file.restype = ctypes.c_void_p
 llama.llama_model_load_from_file.argtypes = [ctypes.c_char_p, Params]

@@ -12,6 +12,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "gguf_listing.hpp"
+#include "tlio/model.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
@@ -48,7 +49,7 @@ std::string ties_note(size_t removed, size_t repointed) {
 }
 
 struct Args {
-  std::string in, out, dtype, include, exclude, max_size;
+  std::string in, out, dtype, include, exclude, max_size, split_max_size;
   std::vector<std::string> keep, drop, rename;
   bool json = false;
 };
@@ -152,13 +153,17 @@ int convert_from_gguf(const Args& a) {
 int convert_to_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
       !a.max_size.empty())
-    throw UsageError("to a GGUF file, convert takes --dtype and --json only");
+    throw UsageError("to a GGUF file, convert takes --dtype, --split-max-size and --json only");
   if (is_gguf_input(a.in)) throw UsageError("IN is a GGUF file already: convert writes GGUF from a model folder");
   tlio::GgufExportOptions options;
   options.open = open_options();
   if (!a.dtype.empty()) {
     const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(a.dtype);
     options.type = d ? std::string(tlio::dtype_name(*d)) : a.dtype;
+  }
+  if (!a.split_max_size.empty()) {
+    options.split_max_size = tlio::parse_size(a.split_max_size);
+    if (options.split_max_size == 0) throw UsageError("--split-max-size must be more than 0");
   }
   ProgressBar bar("exporting");
   options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
@@ -171,16 +176,22 @@ int convert_to_gguf(const Args& a) {
   }
   for (const std::string& f : r.fallbacks) fallbacks_json.push_back(json_string(f));
   if (a.json) {
+    std::vector<std::string> files;
+    for (const std::string& f : r.files) files.push_back(json_string(display_location(f)));
     fmt::print("{{\"input\":{},\"output\":{},\"architecture\":{},\"tensors\":{},\"types\":{{{}}},"
-               "\"fallbacks\":[{}],\"data_bytes_in\":{},\"bytes_out\":{}}}\n",
+               "\"fallbacks\":[{}],\"files\":[{}],\"data_bytes_in\":{},\"bytes_out\":{}}}\n",
                json_string(display_location(a.in)), json_string(display_location(a.out)), json_string(r.architecture),
-               r.tensors, fmt::join(types_json, ","), fmt::join(fallbacks_json, ","), r.bytes_in, r.bytes_out);
+               r.tensors, fmt::join(types_json, ","), fmt::join(fallbacks_json, ","), fmt::join(files, ","), r.bytes_in,
+               r.bytes_out);
     return kExitOk;
   }
   fmt::print(report_stream(a.out), "{} -> {}: {}, {} tensor{} ({}); {} -> {}\n", display_location(a.in),
              display_location(a.out), r.architecture, r.tensors, r.tensors == 1 ? "" : "s", fmt::join(types, ", "),
              human_size(r.bytes_in), human_size(r.bytes_out));
   for (const std::string& f : r.fallbacks) fmt::print(report_stream(a.out), "  fell back: {}\n", f);
+  if (r.files.size() > 1)
+    fmt::print(report_stream(a.out), "  in {} files: {} ... {}\n", r.files.size(), display_location(r.files.front()),
+               display_location(r.files.back()));
   return kExitOk;
 }
 
@@ -211,7 +222,8 @@ void add_convert(CLI::App& app, int& exit_code) {
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
       "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), or as one of\n"
       "llama.cpp's mixes Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the\n"
-      "type llama-quantize gives it); norms and biases F32.\n\n"
+      "type llama-quantize gives it); norms and biases F32. --split-max-size SIZE writes\n"
+      "llama.cpp's split files (OUT-00001-of-0000N.gguf, llama.cpp loads the first).\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
@@ -244,11 +256,16 @@ void add_convert(CLI::App& app, int& exit_code) {
         return regex_check()(regex);
       });
   add_max_size_option(cmd, a->max_size);
+  cmd->add_option("--split-max-size", a->split_max_size,
+                  "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
+      ->check(size_check());
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
       if (a->out.ends_with(".gguf")) return convert_to_gguf(*a);
+      if (!a->split_max_size.empty())
+        throw UsageError("--split-max-size splits a .gguf OUT (--max-size re-shards a folder's output)");
       if (!a->dtype.empty() && !tlio::parse_dtype_alias(a->dtype))
         throw UsageError(fmt::format("--dtype {} is a GGUF type: OUT is then a .gguf file", a->dtype));
       if (is_gguf_input(a->in)) return convert_from_gguf(*a);

@@ -169,9 +169,17 @@ struct GgufExportOptions {
   /// Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M), each weight the type llama-quantize
   /// chooses for it. Norms, biases and other 1-D tensors stay F32, as llama.cpp keeps them.
   std::string type = "F16";
+  /// 0: one file. Else llama.cpp's split files of at most this many tensor bytes each (a tensor
+  /// larger than that alone in its file), named gguf_split_name(out, i, n), each with the split.*
+  /// keys and the first with all the metadata, published together; one file when all fits.
+  uint64_t split_max_size = 0;
   OpenOptions open;           ///< how the model folder is read
   ProgressCallback progress;  ///< source values read / all
 };
+
+/// The name of split `index` (0-based) of `count` of the GGUF file `path`, as llama.cpp names
+/// them (llama_split_path): "model.gguf" -> "model-00001-of-00003.gguf".
+TLIO_API std::string gguf_split_name(std::string_view path, size_t index, size_t count);
 
 /// Every type GgufExportOptions::type takes: the plain types, then the mixes.
 TLIO_API std::vector<std::string_view> gguf_export_types();
@@ -184,6 +192,7 @@ struct GgufExportReport {
   /// for, as llama.cpp falls back ("blk.0.ffn_down.weight: Q4_K -> Q5_0 (rows of 11008)").
   std::vector<std::string> fallbacks;
   uint64_t bytes_in = 0, bytes_out = 0;
+  std::vector<std::string> files;  ///< the files written: `out`, or its splits in order
 };
 
 /// Writes the Hugging Face model folder `model_dir` (config.json, the weights as one file or

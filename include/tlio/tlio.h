@@ -459,6 +459,10 @@ TL_API int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype
  * count written. */
 TL_API int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
                           uint64_t* tensors);
+/* The same in llama.cpp's split files of at most `split_max_size` tensor bytes each (0: one
+ * file), named DST-00001-of-0000N.gguf (one file, named DST, when all fits), published together. */
+TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* type, uint64_t split_max_size,
+                                const tl_open_options* options, uint64_t* tensors);
 
 /* ---- Reports (tlio/report.hpp, docs/report.md) -------------------------------------------------
  * A model's figures per tensor (counts, range, mean, std, histogram; against a source, the error:

@@ -128,10 +128,11 @@ void bind_gguf(py::module_& m) {
     return d;
   }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "", py::arg("model") = false);
   m.def("export_gguf", [](const std::string& src, const std::string& dst, const std::string& type,
-                          const std::string& token) {
+                          const std::string& token, uint64_t split_max_size) {
     tlio::GgufExportOptions o;
     o.open.token = token;
     o.type = type;
+    o.split_max_size = split_max_size;
     tlio::GgufExportReport r;
     {
       LongCall call;
@@ -146,8 +147,9 @@ void bind_gguf(py::module_& m) {
     d["fallbacks"] = r.fallbacks;
     d["data_bytes_in"] = r.bytes_in;
     d["bytes_out"] = r.bytes_out;
+    d["files"] = r.files;
     return d;
-  }, py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "");
+  }, py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "", py::arg("split_max_size") = 0);
 }
 
 }  // namespace tlio_py

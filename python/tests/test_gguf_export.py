@@ -304,3 +304,33 @@ def test_import_to_a_folder_refuses_what_it_cannot_name(tmp_path):
     r = run("convert", falcon, tmp_path / "out")
     assert r.returncode == 1 and "falcon" in r.stderr and "llama, qwen2, qwen3" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_split_export_is_what_llama_cpp_loads(model, f32_export, tmp_path):
+    """--split-max-size: llama.cpp's split files, the split.* keys in each, all the metadata in
+    the first; llama.cpp loads the set from the first file and computes what it computes from the
+    single file."""
+    arch, folder = model
+    if arch != "llama":
+        pytest.skip("one model is enough")
+    r = run("convert", folder, tmp_path / "split.gguf", "--dtype", "f32", "--split-max-size", "1MB", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    files = [pathlib.Path(f) for f in doc["files"]]
+    n = len(files)
+    assert n >= 3 and [f.name for f in files] == [f"split-{i:05}-of-{n:05}.gguf" for i in range(1, n + 1)]
+    assert not (tmp_path / "split.gguf").exists()
+    tensors = 0
+    for i, f in enumerate(files):
+        keys = tlio.gguf_metadata(f)
+        assert (keys["split.no"], keys["split.count"], keys["split.tensors.count"]) == (i, n, doc["tensors"])
+        assert ("general.architecture" in keys) == (i == 0)
+        with tlio.safe_open(f, "np") as g:
+            tensors += len(g.keys())
+        assert f.stat().st_size <= 1_000_000 + 64 * 1024  # at most 1 MB of tensors, and a header
+    assert tensors == doc["tensors"]
+    ids, logits = llama_cpp(files[0], TEXTS[0], tmp_path / "split.npy")
+    want_ids, want = llama_cpp(f32_export[0], TEXTS[0], tmp_path / "one.npy")
+    assert ids == want_ids and np.array_equal(logits, want)
+    r = run("convert", folder, tmp_path / "x.safetensors", "--split-max-size", "1MB")
+    assert r.returncode == 2 and ".gguf" in r.stderr

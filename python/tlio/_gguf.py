@@ -81,7 +81,7 @@ def gguf_metadata(src, *, token=None):
     return _tlio.GgufFile(os.fspath(src), token or "").fields()
 
 
-def export_gguf(src, dst, dtype="F16", *, token=None):
+def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None):
     """Writes the Hugging Face model folder `src` (a path or URL) as the GGUF file `dst` that
     llama.cpp loads, as ``tlio convert SRC DST.gguf --dtype DTYPE`` does: the 2-D weights as
     `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K";
@@ -90,7 +90,11 @@ def export_gguf(src, dst, dtype="F16", *, token=None):
     llama-quantize gives it), norms and biases F32, the tokenizer
     and hyperparameters as llama.cpp reads them. Returns architecture, tensors, types ({type:
     count}), fallbacks (weights whose rows are not whole blocks, written as llama.cpp would),
-    data_bytes_in, bytes_out. An architecture, tokenizer or config key it does not export raises
-    ValueError naming it."""
+    data_bytes_in, bytes_out, files. `split_max_size` (bytes, or "5GB", "500MiB") writes
+    llama.cpp's split files of at most that many tensor bytes each (``--split-max-size``),
+    named DST-00001-of-0000N.gguf; files lists them. An architecture, tokenizer or config key it
+    does not export raises ValueError naming it."""
     import os
-    return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "")
+    from . import _shard_size
+    return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "",
+                             _shard_size(split_max_size) if split_max_size is not None else 0)

@@ -97,11 +97,17 @@ int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const
 
 int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
                    uint64_t* tensors) {
+  return tl_export_gguf_split(src, dst, type, 0, options, tensors);
+}
+
+int tl_export_gguf_split(const char* src, const char* dst, const char* type, uint64_t split_max_size,
+                         const tl_open_options* options, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_export_gguf: NULL argument");
   tlio::GgufExportOptions o;
   if (options)
     if (int rc = open_options(options, "tl_export_gguf", o.open); rc != TL_OK) return rc;
   if (type) o.type = type;
+  o.split_max_size = split_max_size;
   return guard([&] {
     const tlio::GgufExportReport r = tlio::export_gguf(src, dst, o);
     if (tensors) *tensors = r.tensors;

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "gguf/ggml_quantize_kernels.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
@@ -521,6 +522,10 @@ void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> d
   }
   const BlockEncoder encode = block_encoder(id);
   auto* out = reinterpret_cast<u8*>(dst.data());
+  if (id == 8) {  // Q8_0 on vectors, its non-finite blocks by q8_0
+    detail::q8_0_blocks(src.data(), src.size() / 32, out, q8_0);
+    return;
+  }
   for (size_t i = 0, n = src.size() / type->block; i < n; ++i, out += type->block_bytes)
     encode(src.data() + i * type->block, out);
 }

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "common/parallel.hpp"
 #include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_header.hpp"
 #include "gguf/gguf_mix.hpp"
 #include "gguf/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
@@ -209,7 +211,35 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   return read;
 }
 
+// The split each tensor goes to: a new one begun where the next tensor would take the current
+// one past `max_bytes` of tensor data (0: all in one); at most llama.cpp's 65,535 files.
+std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t max_bytes) {
+  std::vector<size_t> split_of(plan.size(), 0);
+  uint64_t used = 0;
+  size_t split = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const uint64_t bytes = detail::gguf_padded(detail::gguf_tensor_bytes(plan[i].decl.type, plan[i].decl.ne, plan[i].decl.name),
+                                       kDefaultGgufAlignment);
+    if (max_bytes && used > 0 && used + bytes > max_bytes) {
+      ++split;
+      used = 0;
+    }
+    split_of[i] = split;
+    used += bytes;
+  }
+  if (split >= UINT16_MAX)
+    throw_invalid(fmt::format("{} splits of at most {} bytes: llama.cpp reads at most {}", split + 1, max_bytes,
+                              UINT16_MAX));
+  return split_of;
+}
+
 }  // namespace
+
+std::string gguf_split_name(std::string_view out, size_t index, size_t count) {
+  std::string_view prefix = out;
+  if (prefix.ends_with(".gguf")) prefix.remove_suffix(5);
+  return fmt::format("{}-{:05}-of-{:05}.gguf", prefix, index + 1, count);
+}
 
 std::vector<std::string_view> gguf_export_types() {
   std::vector<std::string_view> names;
@@ -267,26 +297,43 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
        detail::gguf_tokenizer(*tokenizer, where.name_of("tokenizer.json"), where.read_text("tokenizer_config.json"), c))
     metadata.push_back(std::move(kv));
 
-  std::vector<detail::GgufTensorDecl> decls;
+  // The files: one, or llama.cpp's splits of at most split_max_size tensor bytes each.
+  const std::vector<size_t> split_of = plan_splits(plan, options.split_max_size);
+  const size_t splits = split_of.empty() ? 1 : split_of.back() + 1;
+  std::vector<std::unique_ptr<detail::GgufWriter>> writers;
   uint64_t total = 0;
-  for (const PlannedTensor& p : plan) {
-    decls.push_back(p.decl);
-    total += p.info->element_count();
+  for (size_t s = 0; s < splits; ++s) {
+    std::vector<detail::GgufTensorDecl> decls;
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (split_of[i] == s) decls.push_back(plan[i].decl);
+    std::vector<GgufKeyValue> keys = s == 0 ? metadata : std::vector<GgufKeyValue>{};
+    if (splits > 1) {  // llama.cpp's split keys, in every file
+      keys.push_back({"split.no", detail::gguf_u16(static_cast<uint16_t>(s))});
+      keys.push_back({"split.count", detail::gguf_u16(static_cast<uint16_t>(splits))});
+      keys.push_back({"split.tensors.count", detail::gguf_i32(static_cast<int32_t>(plan.size()))});
+    }
+    const std::string name = splits > 1 ? gguf_split_name(out, s, splits) : out;
+    writers.push_back(std::make_unique<detail::GgufWriter>(detail::Location::parse(name), keys, std::move(decls)));
+    report.files.push_back(name);
   }
-  detail::GgufWriter writer(detail::Location::parse(out), metadata, std::move(decls));
+  for (const PlannedTensor& p : plan) total += p.info->element_count();
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
   PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}};
   uint64_t done = 0;
-  for (const PlannedTensor& p : plan) {
-    report.bytes_in += write_tensor(p, writer, pass, [&](uint64_t values) {
+  for (size_t i = 0; i < plan.size(); ++i) {
+    report.bytes_in += write_tensor(plan[i], *writers[split_of[i]], pass, [&](uint64_t values) {
       done += values;
       if (options.progress) options.progress(done, total);
     });
     ++report.tensors;
   }
-  writer.commit();
-  report.bytes_out = writer.size();
+  detail::OutputSet set;  // the splits published together
+  for (const auto& w : writers) {
+    w->commit_into(set);
+    report.bytes_out += w->size();
+  }
+  set.commit();
   return report;
 }
 

@@ -145,6 +145,16 @@ void GgufWriter::append(std::span<const std::byte> bytes) {
 }
 
 void GgufWriter::commit() {
+  finish();
+  out_->commit();
+}
+
+void GgufWriter::commit_into(OutputSet& set) {
+  finish();
+  set.add(std::move(out_));
+}
+
+void GgufWriter::finish() {
   while (current_ < tensors_.size() && bytes_[current_] == 0) ++current_;
   if (current_ != tensors_.size())
     throw_invalid(fmt::format("GGUF writer: tensor {} has {} of its {} bytes", tensors_[current_].name, written_,
@@ -157,7 +167,6 @@ void GgufWriter::commit() {
   }
   writes_->flush();
   writes_.reset();
-  out_->commit();
 }
 
 }  // namespace tlio::detail

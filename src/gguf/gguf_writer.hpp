@@ -47,6 +47,8 @@ class GgufWriter {
   void append(std::span<const std::byte> bytes);
   /// Checks every tensor got all its bytes and publishes the file.
   void commit();
+  /// The same, the file published with the rest of `set` (the files of a split GGUF together).
+  void commit_into(OutputSet& set);
   uint64_t size() const noexcept { return end_; }
 
  private:
@@ -58,6 +60,8 @@ class GgufWriter {
   uint64_t written_ = 0;  // of the current tensor
   uint64_t end_ = 0;      // the file's size
   uint64_t alignment_;
+
+  void finish();
 };
 
 }  // namespace tlio::detail

@@ -3,6 +3,7 @@
  * tl_import_gguf_model. Decoding itself is checked
  * against ggml in tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,30 @@ int main(int argc, char** argv) {
     unlink(out);
     CHECK(tl_import_gguf_model(TLIO_TEST_DATA "/gguf/two_tensors.gguf", dir, TL_BF16, NULL, NULL) == TL_EFORMAT);
     CHECK(access(dir, F_OK) != 0);
+  }
+  /* In llama.cpp's split files: several of at most 50,000 tensor bytes, the first loads (its
+   * split keys); all fitting, one file named as asked. */
+  {
+    char pattern[4200];
+    glob_t found;
+    size_t k;
+    snprintf(out, sizeof out, "%s/gguf_capi_split_%d.gguf", scratch, (int)getpid());
+    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 50000, NULL, &written) == TL_OK &&
+          written == 12);
+    CHECK(access(out, F_OK) != 0);
+    snprintf(pattern, sizeof pattern, "%s/gguf_capi_split_%d-000*-of-000*.gguf", scratch, (int)getpid());
+    CHECK(glob(pattern, 0, NULL, &found) == 0 && found.gl_pathc >= 3);
+    if (found.gl_pathc > 0) {
+      CHECK(tl_gguf_open(found.gl_pathv[0], NULL, &g) == TL_OK);
+      CHECK(g && tl_gguf_metadata(g, "split.no", &text) == TL_OK && strcmp(text, "0") == 0);
+      CHECK(g && tl_gguf_metadata(g, "general.architecture", &text) == TL_OK);
+      tl_gguf_close(g);
+    }
+    for (k = 0; k < found.gl_pathc; ++k) unlink(found.gl_pathv[k]);
+    globfree(&found);
+    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 1 << 30, NULL, NULL) == TL_OK);
+    CHECK(access(out, F_OK) == 0);
+    unlink(out);
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

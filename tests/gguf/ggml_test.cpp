@@ -204,6 +204,9 @@ TEST_P(GgmlEncode, MatchesGgmlsReferenceQuantizerByteForByte) {
     }
     if (b % 7 == 4) v[b % type.block] = 50.0f * scale;
   }
+  // A block of exact halves under a unit scale (largest 127 for Q8_0): roundf's ties away from zero.
+  for (uint32_t j = 0; j < type.block; ++j) x[5 * type.block + j] = static_cast<float>(j % 32) - 15.5f;
+  x[5 * type.block] = 127.0f;
   std::vector<std::byte> ours(kBlocks * type.block_bytes), theirs(ours.size());
   ggml_encode(type.id, x, ours);
   quantize(x.data(), theirs.data(), static_cast<int64_t>(n));

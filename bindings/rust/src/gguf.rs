@@ -191,11 +191,25 @@ pub fn export_gguf(
     type_name: &str,
     options: &OpenOptions,
 ) -> Result<u64> {
+    export_gguf_split(src, dst, type_name, 0, options)
+}
+
+/// The same in llama.cpp's split files of at most `split_max_size` tensor bytes each (0: one
+/// file), named `DST-00001-of-0000N.gguf` (one file, `dst`, when all fits), published together.
+pub fn export_gguf_split(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    type_name: &str,
+    split_max_size: u64,
+    options: &OpenOptions,
+) -> Result<u64> {
     let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
     let type_name = c_name(type_name)?;
     let (o, _token) = c_open_options(options)?;
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
-    check(unsafe { sys::tl_export_gguf(src.as_ptr(), dst.as_ptr(), type_name.as_ptr(), &o, &mut tensors) })?;
+    check(unsafe {
+        sys::tl_export_gguf_split(src.as_ptr(), dst.as_ptr(), type_name.as_ptr(), split_max_size, &o, &mut tensors)
+    })?;
     Ok(tensors)
 }

@@ -488,6 +488,14 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_export_gguf_split(
+        src: *const c_char,
+        dst: *const c_char,
+        type_name: *const c_char,
+        split_max_size: u64,
+        options: *const tl_open_options,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_export_gguf(
         src: *const c_char,
         dst: *const c_char,

@@ -90,6 +90,17 @@ fn exports_a_hugging_face_folder() {
     )
     .unwrap();
     assert!(c.equal && c.tensors.len() == 12 && c.tensors.iter().all(|t| t.b_name.is_none()));
+    // In llama.cpp's split files of at most 50,000 tensor bytes each.
+    let dir = scratch("gguf-split");
+    assert_eq!(tlio::export_gguf_split(&src, dir.join("s.gguf"), "F32", 50_000, &Default::default()).unwrap(), 12);
+    let mut splits: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("s-"))
+        .collect();
+    splits.sort();
+    assert!(splits.len() >= 3 && splits[0] == format!("s-00001-of-{:05}.gguf", splits.len()), "{splits:?}");
+    assert_eq!(tlio::Gguf::open(dir.join(&splits[1])).unwrap().metadata("split.no").unwrap(), "1");
     // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
     assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
     let g = tlio::Gguf::open(&out).unwrap();

@@ -1,12 +1,14 @@
-// Fuzz target: what a GGUF export reads from a stranger's model folder as text: the input as
-// tokenizer.json (to llama.cpp's tokenizer keys, for a vocabulary of 300) and as config.json (the
-// architecture and hyperparameters). Any input gives keys or throws tlio::Error.
+// Fuzz target: what a GGUF export reads from a stranger's model folder: the input as
+// tokenizer.json (to llama.cpp's tokenizer keys, for a vocabulary of 300), as tokenizer.model
+// (SentencePiece's protobuf) and as config.json (the architecture and hyperparameters). Any input
+// gives keys or throws tlio::Error.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "gguf/gguf_arch.hpp"
+#include "gguf/gguf_spm.hpp"
 #include "gguf/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
@@ -17,6 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.bos_token_id = 1;
   try {
     (void)tlio::detail::gguf_tokenizer(text, "fuzz/tokenizer.json", std::string(text), c);
+  } catch (const tlio::Error&) {
+  }
+  try {  // as tokenizer.model (SentencePiece's protobuf), the text as its tokenizer_config.json
+    const tlio::detail::SentencePieceModel spm =
+        tlio::detail::parse_sentencepiece(std::as_bytes(std::span(text)), "fuzz/tokenizer.model");
+    (void)tlio::detail::gguf_spm_tokenizer(spm, "fuzz/tokenizer.model", std::string(text), c);
   } catch (const tlio::Error&) {
   }
   try {

@@ -50,7 +50,8 @@ if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # Test oracles from PyPI, at the versions pinned in scripts/pypi/oracles.txt (gguf: gguf-py,
-# llama.cpp's own GGUF reader and writer), into build/oracle-venv of this checkout, a venv that
+# llama.cpp's own GGUF reader and writer; tokenizers and sentencepiece: the tokenizers the GGUF
+# vocabularies are checked against), into build/oracle-venv of this checkout, a venv that
 # sees Debian's numpy; again only when the pins changed.
 oracle_dir="$root/build/oracle-venv"
 if [ ! -x "$oracle_dir/bin/python" ] || ! cmp -s "$root/scripts/pypi/oracles.txt" "$oracle_dir/oracles.txt"; then

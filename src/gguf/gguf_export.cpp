@@ -16,6 +16,7 @@
 #include "gguf/gguf_arch.hpp"
 #include "gguf/gguf_header.hpp"
 #include "gguf/gguf_mix.hpp"
+#include "gguf/gguf_spm.hpp"
 #include "gguf/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "io/location.hpp"
@@ -233,6 +234,29 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
   return split_of;
 }
 
+// The vocabulary as llama.cpp's keys, from the file llama.cpp's converter reads for the llama
+// family: a SentencePiece tokenizer.model when there is one, else tokenizer.json (byte-level BPE).
+std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where, const detail::HfConfig& c) {
+  const std::optional<std::string> config = where.read_text("tokenizer_config.json");
+  if (const std::optional<std::string> spm = where.read_text("tokenizer.model")) {
+    if (spm->size() > detail::kMaxSentencePieceBytes)
+      throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
+                  fmt::format("tokenizer.model has {} bytes, more than the {} read", spm->size(),
+                              detail::kMaxSentencePieceBytes),
+                  where.name_of("tokenizer.model"));
+    const detail::SentencePieceModel model =
+        detail::parse_sentencepiece(std::as_bytes(std::span(*spm)), where.name_of("tokenizer.model"));
+    return detail::gguf_spm_tokenizer(model, where.name_of("tokenizer.model"), config, c);
+  }
+  const std::optional<std::string> json = where.read_text("tokenizer.json");
+  if (!json)
+    throw Error(ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
+                "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model without its "
+                "vocabulary",
+                where.name());
+  return detail::gguf_tokenizer(*json, where.name_of("tokenizer.json"), config, c);
+}
+
 }  // namespace
 
 std::string gguf_split_name(std::string_view out, size_t index, size_t count) {
@@ -257,10 +281,6 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
                 "a GGUF export needs config.json (the architecture and its hyperparameters)", where.name());
   const detail::HfConfig c = detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
   const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
-  const std::optional<std::string> tokenizer = where.read_text("tokenizer.json");
-  if (!tokenizer)
-    throw Error(ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
-                "a GGUF export needs tokenizer.json: llama.cpp loads no model without its vocabulary", where.name());
 
   // The plan: every tensor's GGUF name, type and dimensions, in file order.
   GgufExportReport report;
@@ -293,9 +313,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   };
   if (quantized) metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
   for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));
-  for (GgufKeyValue& kv :
-       detail::gguf_tokenizer(*tokenizer, where.name_of("tokenizer.json"), where.read_text("tokenizer_config.json"), c))
-    metadata.push_back(std::move(kv));
+  for (GgufKeyValue& kv : tokenizer_keys(where, c)) metadata.push_back(std::move(kv));
 
   // The files: one, or llama.cpp's splits of at most split_max_size tensor bytes each.
   const std::vector<size_t> split_of = plan_splits(plan, options.split_max_size);

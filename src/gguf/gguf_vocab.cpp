@@ -103,7 +103,8 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   if (type != "BPE" || byte_fallback)
     throw Error(ErrorCode::unsupported, Rule::none, "model", std::nullopt,
                 fmt::format("the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
-                            "only, so far",
+                            "from tokenizer.json, and SentencePiece ones (\"llama\") from tokenizer.model, which "
+                            "this folder does not have",
                             type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback (SentencePiece)" : ""),
                 source);
 

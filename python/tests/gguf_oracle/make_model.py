@@ -1,6 +1,7 @@
 """Makes a tiny random Hugging Face model folder for the GGUF export tests (run in
-build/oracle-venv, which has PyPI's `tokenizers`): `make_model.py OUT ARCH [SIZE]` with ARCH llama,
-qwen2 or qwen3, SIZE small (default), tiny, mix or mix70. A byte-level BPE tokenizer trained here by Hugging Face's tokenizers with the
+build/oracle-venv, which has PyPI's `tokenizers` and `sentencepiece`): `make_model.py OUT ARCH [SIZE]`
+with ARCH llama, mistral (a SentencePiece tokenizer.model), qwen2 or qwen3, SIZE small (default),
+tiny, mix or mix70. A byte-level BPE tokenizer trained here by Hugging Face's tokenizers with the
 architecture's real pre-tokenizer (Llama 3's or Qwen2's Split regex), config.json, and the
 weights as weights.npz (the test writes model.safetensors from it)."""
 import json, sys, pathlib
@@ -23,9 +24,24 @@ text = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama
 tok.train_from_iterator(text * 20, trainer)
 if arch == "llama":
     tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tok.token_to_id(bos))])
-tok.save(str(out / "tokenizer.json"))
-V = tok.get_vocab_size()
-(out / "tokenizer_config.json").write_text(json.dumps({"bos_token": bos, "eos_token": eos, **({"add_bos_token": False} if arch != "llama" else {})}))
+if arch == "mistral":  # a SentencePiece BPE model with byte fallback (tokenizer.model), as Mistral's and Llama 2's
+    import io, sentencepiece as spm
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text * 20), model_writer=model, vocab_size=320,
+                                   model_type="bpe", byte_fallback=True, character_coverage=1.0,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
+                                   split_digits=True, allow_whitespace_only_pieces=True,
+                                   bos_id=1, eos_id=2, unk_id=0, minloglevel=2)
+    (out / "tokenizer.model").write_bytes(model.getvalue())
+    V = spm.SentencePieceProcessor(model_proto=model.getvalue()).vocab_size()
+    bos, eos = "<s>", "</s>"
+    (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": bos, "eos_token": eos, "unk_token": "<unk>",
+                                                           "add_bos_token": True}))
+    tok = None
+else:
+    tok.save(str(out / "tokenizer.json"))
+    V = tok.get_vocab_size()
+    (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": bos, "eos_token": eos, **({"add_bos_token": False} if arch != "llama" else {})}))
 # Rows of 256 and 512 values: whole K-quant super-blocks; Qwen3's heads of 48 make rows of 192,
 # which fall back as llama.cpp's do.
 # The quantization mixes' models: "mix" has 8 layers (the layer rules pick 0, 3, 6 and 7) and
@@ -33,11 +49,13 @@ V = tok.get_vocab_size()
 H, heads, kv, layers, ff = {"tiny": (32, 2, 1, 1, 64), "small": (256, 4, 2, 2, 512), "mix": (256, 4, 2, 8, 352),
                             "mix70": (256, 2, 1, 80, 32)}[size]
 hd = H // heads if arch != "qwen3" else 48
-cls = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[arch]
+cls = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+       "qwen3": "Qwen3ForCausalLM"}[arch]
 config = {"architectures": [cls], "model_type": arch, "hidden_size": H, "intermediate_size": ff, "num_hidden_layers": layers,
           "num_attention_heads": heads, "num_key_value_heads": kv, "max_position_embeddings": 128, "vocab_size": V,
           "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": arch == "qwen3",
-          "bos_token_id": tok.token_to_id(bos), "eos_token_id": tok.token_to_id(eos), "torch_dtype": "float32"}
+          "bos_token_id": tok.token_to_id(bos) if tok else 1, "eos_token_id": tok.token_to_id(eos) if tok else 2,
+          "torch_dtype": "float32"}
 if arch == "qwen3": config["head_dim"] = hd
 (out / "config.json").write_text(json.dumps(config))
 rng = np.random.default_rng(3)

@@ -1,0 +1,237 @@
+// gguf/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's converter
+// uses), and the "llama" tokenizer keys made from it.
+#include "gguf/gguf_spm.hpp"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cstring>
+#include <tuple>
+#include <unordered_set>
+
+#include "common/json_doc.hpp"
+#include "common/json_text.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+// llama.cpp's token types.
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+
+// Protobuf's wire format over bytes, every length checked against what is left.
+class Wire {
+ public:
+  Wire(std::span<const std::byte> bytes, const std::string& source) : bytes_(bytes), source_(source) {}
+  bool done() const noexcept { return at_ == bytes_.size(); }
+
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ == bytes_.size()) fail("a number runs past the end");
+      const auto c = static_cast<uint8_t>(bytes_[at_++]);
+      v |= uint64_t{c & 0x7Fu} << shift;
+      if (!(c & 0x80)) return v;
+    }
+    fail("a number is longer than 10 bytes");
+  }
+  std::span<const std::byte> field_bytes() {
+    const uint64_t n = varint();
+    if (n > bytes_.size() - at_) fail(fmt::format("a field of {} bytes runs past the end", n));
+    const std::span<const std::byte> out = bytes_.subspan(at_, n);
+    at_ += n;
+    return out;
+  }
+  float fixed32() {
+    if (bytes_.size() - at_ < 4) fail("a float runs past the end");
+    uint32_t u = 0;
+    for (int i = 3; i >= 0; --i) u = u << 8 | static_cast<uint8_t>(bytes_[at_ + static_cast<size_t>(i)]);
+    at_ += 4;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  void skip(uint64_t wire_type) {
+    switch (wire_type) {
+      case 0: varint(); return;
+      case 1: skip_bytes(8); return;
+      case 2: field_bytes(); return;
+      case 5: skip_bytes(4); return;
+      default: fail(fmt::format("wire type {} is not protobuf's", wire_type));
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
+                fmt::format("tokenizer.model is not a SentencePiece model: {} (at byte {})", what, at_), source_);
+  }
+
+ private:
+  void skip_bytes(size_t n) {
+    if (bytes_.size() - at_ < n) fail("a field runs past the end");
+    at_ += n;
+  }
+  std::span<const std::byte> bytes_;
+  size_t at_ = 0;
+  const std::string& source_;
+};
+
+SentencePiece piece_of(std::span<const std::byte> bytes, const std::string& source) {
+  SentencePiece p;
+  Wire w(bytes, source);
+  while (!w.done()) {
+    const uint64_t key = w.varint(), field = key >> 3, type = key & 7;
+    if (field == 1 && type == 2) {
+      const std::span<const std::byte> text = w.field_bytes();
+      p.text.assign(reinterpret_cast<const char*>(text.data()), text.size());
+    } else if (field == 2 && type == 5) {
+      p.score = w.fixed32();
+    } else if (field == 3 && type == 0) {
+      p.type = static_cast<int32_t>(std::min<uint64_t>(w.varint(), 1000));
+    } else {
+      w.skip(type);
+    }
+  }
+  return p;
+}
+
+// The text of a special token in tokenizer_config.json: a string, or an AddedToken's content.
+std::string_view text_of(dom::element e) {
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) return s;
+  dom::object o;
+  if (e.get_object().get(o) == simdjson::SUCCESS && o["content"].get_string().get(s) == simdjson::SUCCESS) return s;
+  return {};
+}
+
+// llama.cpp's converter's does_token_look_special.
+bool looks_special(std::string_view t) {
+  return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" ||
+         (t.starts_with("<|") && t.ends_with("|>")) || (t.starts_with("<\xEF\xBD\x9C") && t.ends_with("\xEF\xBD\x9C>")) ||
+         (t.starts_with("<unused") && t.ends_with(">"));
+}
+
+// Every U+2581 (SentencePiece's space) as a space.
+std::string spaces_back(std::string_view t) {
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      i += 2;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes, const std::string& source) {
+  SentencePieceModel m;
+  Wire w(bytes, source);
+  while (!w.done()) {
+    const uint64_t key = w.varint(), field = key >> 3, type = key & 7;
+    if (field == 1 && type == 2) {  // pieces
+      if (m.pieces.size() == kMaxGgufVocabulary) w.fail(fmt::format("more than {} pieces", kMaxGgufVocabulary));
+      m.pieces.push_back(piece_of(w.field_bytes(), source));
+    } else if (field == 3 && type == 2) {  // normalizer_spec: add_dummy_prefix is its field 3
+      Wire n(w.field_bytes(), source);
+      while (!n.done()) {
+        const uint64_t k = n.varint();
+        if (k == (3 << 3 | 0)) m.add_dummy_prefix = n.varint() != 0;
+        else n.skip(k & 7);
+      }
+    } else {
+      w.skip(type);
+    }
+  }
+  if (m.pieces.empty()) w.fail("no pieces");
+  return m;
+}
+
+std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, const std::string& source,
+                                             const std::optional<std::string>& tokenizer_config, const HfConfig& c) {
+  const uint64_t n = c.vocab_size;
+  std::vector<std::string> tokens(n);
+  std::vector<float> scores(n, -10000.0f);
+  std::vector<int32_t> types(n, kUnused);
+  for (uint64_t i = 0; i < n; ++i) tokens[i] = fmt::format("[PAD{}]", i);
+  for (size_t i = 0; i < model.pieces.size() && i < n; ++i) {
+    const SentencePiece& p = model.pieces[i];
+    tokens[i] = p.text;
+    scores[i] = p.score;
+    // Unknown, control, unused and byte pieces keep their type; user-defined ones read as normal.
+    types[i] = p.type >= 2 && p.type <= 6 && p.type != kUserDefined ? p.type : kNormal;
+  }
+  std::optional<uint64_t> bos = c.bos_token_id, eos = c.eos_token_id, unk, pad;
+  std::optional<bool> add_bos, add_eos;
+  std::optional<std::string> chat_template;
+  if (tokenizer_config) {
+    const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
+    dom::object added;
+    if (tc.root()["added_tokens_decoder"].get_object().get(added) == simdjson::SUCCESS)
+      for (auto [key, token] : added) {
+        uint64_t id = 0;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+        std::string_view content;
+        if (ec != std::errc() || end != key.data() + key.size() ||
+            token["content"].get_string().get(content) != simdjson::SUCCESS)
+          tc.fail("added_tokens_decoder", fmt::format("added token {} has no content or its id is not a number",
+                                                      quote_name(key)));
+        if (id >= n) continue;  // past vocab_size: left out, as llama.cpp's converter does
+        bool special = false;
+        std::ignore = token["special"].get_bool().get(special);
+        const bool control = special || looks_special(content);
+        tokens[id] = control ? std::string(content) : spaces_back(content);
+        types[id] = control ? kControl : kUserDefined;
+        scores[id] = -1000.0f;
+      }
+    const auto id_of = [&](const char* key) -> std::optional<uint64_t> {
+      const auto e = tc.root()[key];
+      if (e.error() || e.is_null()) return std::nullopt;
+      const std::string_view text = text_of(e.value_unsafe());
+      for (uint64_t i = 0; i < n; ++i)
+        if (tokens[i] == text) return i;
+      tc.fail(key, fmt::format("{} {} is not in the vocabulary", key, quote_name(text)));
+    };
+    if (auto id = id_of("bos_token")) bos = id;
+    if (auto id = id_of("eos_token")) eos = id;
+    unk = id_of("unk_token");
+    pad = id_of("pad_token");
+    add_bos = tc.optional_bool("add_bos_token");
+    add_eos = tc.optional_bool("add_eos_token");
+    chat_template = tc.optional_string("chat_template");
+  }
+  std::unordered_set<std::string_view> seen;
+  for (const std::string& t : tokens)
+    if (!seen.insert(t).second)
+      throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
+                  fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(t)), source);
+  const std::pair<const char*, std::optional<uint64_t>> ids[] = {
+      {"bos_token_id", bos}, {"eos_token_id", eos}, {"unknown_token_id", unk}, {"padding_token_id", pad}};
+  std::vector<GgufKeyValue> kv = {
+      {"tokenizer.ggml.model", gguf_string("llama")},
+      {"tokenizer.ggml.pre", gguf_string("default")},
+      {"tokenizer.ggml.tokens", gguf_strings(std::move(tokens))},
+      {"tokenizer.ggml.scores", gguf_f32s(scores)},
+      {"tokenizer.ggml.token_type", gguf_i32s(types)},
+  };
+  for (const auto& [key, id] : ids) {
+    if (!id) continue;
+    if (*id >= n)
+      throw Error(ErrorCode::format, Rule::model, key, std::nullopt,
+                  fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n), source);
+    kv.push_back({fmt::format("tokenizer.ggml.{}", key), gguf_u32(static_cast<uint32_t>(*id))});
+  }
+  kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(add_bos.value_or(true))});
+  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(add_eos.value_or(false))});
+  kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(model.add_dummy_prefix)});
+  if (chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*chat_template)});
+  return kv;
+}
+
+}  // namespace tlio::detail

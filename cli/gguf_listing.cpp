@@ -80,10 +80,11 @@ void print_gguf(const tlio::GgufFile& f, bool json, std::string* json_out) {
                                     t.bytes));
     for (const auto& [name, n] : counts) type_counts.push_back(fmt::format("\"{}\":{}", name, n));
     const std::string doc = fmt::format(
-        "{{\"path\":{},\"kind\":\"gguf\",\"file_size\":{},\"version\":{},\"alignment\":{},\"data_offset\":{},"
+        "{{\"path\":{},\"kind\":\"gguf\",\"file_size\":{},\"splits\":{},\"version\":{},\"alignment\":{},"
+        "\"data_offset\":{},"
         "\"metadata\":{{{}}},\"tensors\":[{}],\"type_counts\":{{{}}},\"tensor_count\":{},\"total_bytes\":{},"
         "\"parameters\":{}}}",
-        json_string(f.name()), f.size(), f.version(), f.alignment(), f.data_offset(), fmt::join(meta, ","),
+        json_string(f.name()), f.size(), f.splits(), f.version(), f.alignment(), f.data_offset(), fmt::join(meta, ","),
         fmt::join(tensors, ","), fmt::join(type_counts, ","), f.tensors().size(), total, parameters);
     if (json_out)
       *json_out += doc;
@@ -93,7 +94,10 @@ void print_gguf(const tlio::GgufFile& f, bool json, std::string* json_out) {
   }
   fmt::print("file:      {}\n", f.name());
   fmt::print("format:    GGUF v{} (alignment {}, data at byte {})\n", f.version(), f.alignment(), f.data_offset());
-  fmt::print("size:      {} (data {})\n", human_size(f.size()), human_size(f.size() - f.data_offset()));
+  if (f.splits() > 1)
+    fmt::print("size:      {} in {} files (a split set, opened by its first)\n", human_size(f.size()), f.splits());
+  else
+    fmt::print("size:      {} (data {})\n", human_size(f.size()), human_size(f.size() - f.data_offset()));
   fmt::print("metadata:  {} key{}\n", f.metadata().size(), f.metadata().size() == 1 ? "" : "s");
   size_t key_width = 0;
   for (const tlio::GgufKeyValue& kv : f.metadata()) key_width = std::max(key_width, display_name(kv.key).size());

@@ -58,8 +58,9 @@ struct GgufTensorInfo {
   std::string name;
   uint32_t type = 0;         ///< ggml type id (ggml_type(type) is known for every tensor of a file)
   std::vector<uint64_t> ne;  ///< ggml's dimensions, ne[0] innermost, as stored
-  uint64_t offset = 0;       ///< from the start of the data section
+  uint64_t offset = 0;       ///< from the start of the data section of its file
   uint64_t bytes = 0;
+  uint32_t split = 0;        ///< the file of a split set holding it (0: the first, or the only one)
   /// numpy's order (ne reversed): a Linear weight stored with ne [in, out] is [out, in].
   TLIO_API std::vector<uint64_t> shape() const;
   TLIO_API uint64_t element_count() const noexcept;
@@ -85,13 +86,18 @@ class TLIO_API GgufFile {
  public:
   /// Opens and checks `location` (a path or a URL of any scheme File::open takes; the header is
   /// read in growing pieces, the tensors' data when asked for). Error{format} (rule "gguf")
-  /// naming what is wrong and where; Error{io} for a file that cannot be read.
+  /// naming what is wrong and where; Error{io} for a file that cannot be read. The first file of
+  /// llama.cpp's split set (split.count > 1, named PREFIX-00001-of-0000N.gguf) opens the whole
+  /// set as one: its metadata, every file's tensors (each with its `split`), each file checked
+  /// (split.no, split.count, split.tensors.count, names unique across files); another file of a
+  /// set is refused, naming the first.
   static GgufFile open(const std::string& location, const OpenOptions& options = {});
   /// The same over bytes in memory (borrowed: they must outlive the GgufFile).
   static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name = "<memory>");
 
   const std::string& name() const noexcept;
-  uint64_t size() const noexcept;  ///< the file's bytes
+  uint64_t size() const noexcept;  ///< the file's bytes (of every file of a split set)
+  size_t splits() const noexcept;  ///< the files of a split set, or 1
   uint32_t version() const noexcept;
   uint64_t alignment() const noexcept;
   uint64_t data_offset() const noexcept;  ///< where the data section starts

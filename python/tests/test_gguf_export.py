@@ -206,6 +206,11 @@ def test_export_from_python_writes_the_clis_bytes(tmp_path):
     # to Q8_0, as output.weight is.
     mixed = tlio.export_gguf(src, tmp_path / "mix.gguf", "q5_k_m")
     assert mixed["types"] == {"F32": 3, "Q5_1": 6, "Q8_0": 3} and len(mixed["fallbacks"]) == 8
+    split = tlio.export_gguf(src, tmp_path / "s.gguf", "f32", split_max_size="50KB")
+    assert len(split["files"]) >= 3 and split["files"][0].endswith("s-00001-of-0000%d.gguf" % len(split["files"]))
+    assert tlio.gguf_metadata(split["files"][0])["split.count"] == len(split["files"])
+    with tlio.safe_open(split["files"][0], "np") as f:  # the set, by its first file
+        assert len(f.keys()) == split["tensors"]
     with pytest.raises(ValueError, match="IQ2_XXS"):
         tlio.export_gguf(src, tmp_path / "x.gguf", "IQ2_XXS")
     # The export reads back through safe_open, decoded.
@@ -340,17 +345,31 @@ def test_split_export_is_what_llama_cpp_loads(model, f32_export, tmp_path):
     n = len(files)
     assert n >= 3 and [f.name for f in files] == [f"split-{i:05}-of-{n:05}.gguf" for i in range(1, n + 1)]
     assert not (tmp_path / "split.gguf").exists()
-    tensors = 0
-    for i, f in enumerate(files):
-        keys = tlio.gguf_metadata(f)
-        assert (keys["split.no"], keys["split.count"], keys["split.tensors.count"]) == (i, n, doc["tensors"])
-        assert ("general.architecture" in keys) == (i == 0)
-        with tlio.safe_open(f, "np") as g:
-            tensors += len(g.keys())
-        assert f.stat().st_size <= 1_000_000 + 64 * 1024  # at most 1 MB of tensors, and a header
-    assert tensors == doc["tensors"]
+    script = ("import json, sys\nfrom gguf import GGUFReader\nout = []\nfor p in sys.argv[1:]:\n"
+              "    r = GGUFReader(p)\n"
+              "    out.append([int(r.fields[k].parts[-1][0]) for k in ('split.no', 'split.count', 'split.tensors.count')]"
+              " + ['general.architecture' in r.fields, len(r.tensors)])\n"
+              "print(json.dumps(out))\n")
+    seen = json.loads(subprocess.run([str(ORACLE), "-c", script, *map(str, files)], capture_output=True, text=True,
+                                     timeout=120, check=True).stdout)
+    assert [s[:4] for s in seen] == [[i, n, doc["tensors"], i == 0] for i in range(n)]
+    assert sum(s[4] for s in seen) == doc["tensors"]
+    assert all(f.stat().st_size <= 1_000_000 + 64 * 1024 for f in files)  # at most 1 MB of tensors, and a header
     ids, logits = llama_cpp(files[0], TEXTS[0], tmp_path / "split.npy")
     want_ids, want = llama_cpp(f32_export[0], TEXTS[0], tmp_path / "one.npy")
     assert ids == want_ids and np.array_equal(logits, want)
+    # tlio reads the set as one GGUF by its first file, and refuses another one by name.
+    listing = json.loads(run("inspect", files[0], "--json").stdout)
+    assert listing["splits"] == n and listing["tensor_count"] == doc["tensors"]
+    r = run("inspect", files[1])
+    assert r.returncode == 1 and files[0].name in r.stderr, r.stderr
+    r = run("diff", files[0], f32_export[0])
+    assert r.returncode == 0 and r.stdout.startswith(f"equal: {doc['tensors']} common tensors"), r.stdout + r.stderr
+    back = tmp_path / "back"
+    assert run("convert", files[0], back, "--dtype", "f32").returncode == 0
+    assert run("diff", back, folder).returncode == 0
+    files[-1].unlink()  # a set without one of its files: an error naming it
+    r = run("inspect", files[0])
+    assert r.returncode == 1 and files[-1].name in r.stderr, r.stderr
     r = run("convert", folder, tmp_path / "x.safetensors", "--split-max-size", "1MB")
     assert r.returncode == 2 and ".gguf" in r.stderr

@@ -131,10 +131,17 @@ void q5_1(const float* x, u8* b) {
 
 // ---- The K-quants' searches.
 
+// The error of one value: absolute (Q2_K) or squared. A template argument, so that no loop tests it.
+template <bool kUseMad>
+inline float error_of(float diff) noexcept {
+  return kUseMad ? std::fabs(diff) : diff * diff;
+}
+
 // Asymmetric codes 0..nmax for n values with weights: the scale and (returned in *the_min, as
 // a positive offset) the min of the best of nstep + 1 candidate grids (ggml's make_qkx2_quants).
+template <bool kUseMad>
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8* L, float* the_min, u8* Laux,
-                       float rmin, float rdelta, int nstep, bool use_mad) {
+                       float rmin, float rdelta, int nstep) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -157,18 +164,16 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8
   for (int i = 0; i < n; ++i) {
     const int l = nearest_int(iscale * (x[i] - min));
     L[i] = static_cast<u8>(std::max(0, std::min(nmax, l)));
-    float diff = scale * static_cast<float>(L[i]) + min - x[i];
-    diff = use_mad ? std::fabs(diff) : diff * diff;
-    best_error += weights[i] * diff;
+    best_error += weights[i] * error_of<kUseMad>(scale * static_cast<float>(L[i]) + min - x[i]);
   }
   for (int is = 0; is <= nstep; ++is) {
     iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+    // The codes first (independent: the compiler may put them on vectors), then the sums in
+    // ggml's order.
+    for (int i = 0; i < n; ++i) Laux[i] = static_cast<u8>(std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min)))));
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < n; ++i) {
-      int l = nearest_int(iscale * (x[i] - min));
-      l = std::max(0, std::min(nmax, l));
-      Laux[i] = static_cast<u8>(l);
-      const float w = weights[i], fl = static_cast<float>(l);
+      const float w = weights[i], fl = static_cast<float>(Laux[i]);
       sum_l += w * fl;
       sum_l2 += w * fl * fl;
       sum_xl += w * fl * x[i];
@@ -182,11 +187,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8
         this_scale = sum_xl / sum_l2;
       }
       float cur_error = 0;
-      for (int i = 0; i < n; ++i) {
-        float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
-        diff = use_mad ? std::fabs(diff) : diff * diff;
-        cur_error += weights[i] * diff;
-      }
+      for (int i = 0; i < n; ++i)
+        cur_error += weights[i] * error_of<kUseMad>(this_scale * static_cast<float>(Laux[i]) + this_min - x[i]);
       if (cur_error < best_error) {
         std::copy_n(Laux, n, L);
         best_error = cur_error;
@@ -303,7 +305,7 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, 
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    sub_scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+    sub_scales[j] = make_qkx2_quants<false>(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
     if (sub_scales[j] > max_scale) max_scale = sub_scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -408,7 +410,7 @@ void q2_k(const float* x, u8* b) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < 16; ++j) {
     for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-    scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
+    scales[j] = make_qkx2_quants<true>(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }

@@ -219,8 +219,8 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
   uint64_t used = 0;
   size_t split = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
-    const uint64_t bytes = detail::gguf_padded(detail::gguf_tensor_bytes(plan[i].decl.type, plan[i].decl.ne, plan[i].decl.name),
-                                       kDefaultGgufAlignment);
+    const detail::GgufTensorDecl& d = plan[i].decl;
+    const uint64_t bytes = detail::gguf_padded(detail::gguf_tensor_bytes(d.type, d.ne, d.name), kDefaultGgufAlignment);
     if (max_bytes && used > 0 && used + bytes > max_bytes) {
       ++split;
       used = 0;

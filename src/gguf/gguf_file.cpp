@@ -20,9 +20,13 @@
 
 namespace tlio {
 
+// One file, or the files of a split set: the header is the first's, with every file's tensors.
 struct GgufFile::State {
   std::shared_ptr<const detail::ByteSource> source;
   detail::GgufHeader header;
+  std::vector<std::shared_ptr<const detail::ByteSource>> more_sources;  // splits 2..n
+  std::vector<uint64_t> more_data_offsets;
+  uint64_t size = 0;  // of every file
 };
 
 namespace {
@@ -113,15 +117,84 @@ bool is_gguf_location(const std::string& location) {
 
 GgufFile::GgufFile(std::shared_ptr<const State> state) : state_(std::move(state)) {}
 
-GgufFile GgufFile::open(const std::string& location, const OpenOptions& options) {
+namespace {
+
+std::shared_ptr<const detail::ByteSource> open_gguf_source(const std::string& location, const OpenOptions& options) {
   const detail::Location where = detail::Location::parse(location);
-  auto state = std::make_shared<State>();
   try {
-    state->source = detail::open_source(where, detail::source_options(options));
+    return detail::open_source(where, detail::source_options(options));
   } catch (const Error& e) {
     throw e.with_source(where.display());
   }
+}
+
+// A split key's value, when the header has it as a whole number.
+std::optional<uint64_t> split_key(const detail::GgufHeader& h, const char* key) {
+  const auto it = h.key_index.find(key);
+  return it == h.key_index.end() ? std::nullopt : h.metadata[it->second].value.as_uint();
+}
+
+[[noreturn]] void split_error(const std::string& source, const std::string& what) {
+  throw Error(ErrorCode::format, Rule::gguf, "split", std::nullopt, what, source);
+}
+
+// The files of a split set after its first (whose header is `h`): found by llama.cpp's names,
+// each checked, their tensors added to `h`, their sources and data offsets to the others.
+struct MoreSplits {
+  std::vector<std::shared_ptr<const detail::ByteSource>> sources;
+  std::vector<uint64_t> data_offsets;
+  uint64_t size = 0;
+};
+MoreSplits open_splits(detail::GgufHeader& h, const std::string& location, const std::string& prefix, uint64_t count,
+                       const OpenOptions& options) {
+  MoreSplits more;
+  for (uint64_t i = 1; i < count; ++i) {
+    const std::string name = gguf_split_name(prefix, i, count);
+    auto source = open_gguf_source(name, options);
+    detail::GgufHeader part = detail::parse_gguf_header(*source);
+    if (split_key(part, "split.no") != i || split_key(part, "split.count") != count)
+      split_error(name, fmt::format("{} is not split {} of {} (its split.no and split.count)", name, i + 1, count));
+    for (GgufTensorInfo& t : part.tensors) {
+      t.split = static_cast<uint32_t>(i);
+      if (!h.tensor_index.emplace(t.name, h.tensors.size()).second)
+        split_error(name, fmt::format("tensor {} is in two files of the set", t.name));
+      h.tensors.push_back(std::move(t));
+    }
+    more.size += source->size();
+    more.data_offsets.push_back(part.data_offset);
+    more.sources.push_back(std::move(source));
+  }
+  if (const std::optional<uint64_t> total = split_key(h, "split.tensors.count"); total && *total != h.tensors.size())
+    split_error(location, fmt::format("the set has {} tensors, not the {} its split.tensors.count says",
+                                      h.tensors.size(), *total));
+  return more;
+}
+
+}  // namespace
+
+GgufFile GgufFile::open(const std::string& location, const OpenOptions& options) {
+  auto state = std::make_shared<State>();
+  state->source = open_gguf_source(location, options);
   state->header = detail::parse_gguf_header(*state->source);
+  state->size = state->source->size();
+  const std::optional<uint64_t> count = split_key(state->header, "split.count");
+  if (count && *count > 1) {
+    constexpr size_t kSuffix = 20;  // "-00001-of-00003.gguf"
+    const std::string prefix = location.size() > kSuffix ? location.substr(0, location.size() - kSuffix) : "";
+    if (*count > UINT16_MAX) split_error(location, fmt::format("split.count {} is past {}", *count, UINT16_MAX));
+    const uint64_t no = split_key(state->header, "split.no").value_or(0);
+    if (no != 0)
+      split_error(location, fmt::format("this is split {} of {}: a set is opened by its first file ({})", no + 1,
+                                        *count, gguf_split_name(prefix, 0, *count)));
+    if (gguf_split_name(prefix, 0, *count) != location)
+      split_error(location, fmt::format("the first file of a set of {} is named PREFIX-00001-of-{:05}.gguf (the "
+                                        "others are found by their names)",
+                                        *count, *count));
+    MoreSplits more = open_splits(state->header, location, prefix, *count, options);
+    state->more_sources = std::move(more.sources);
+    state->more_data_offsets = std::move(more.data_offsets);
+    state->size += more.size;
+  }
   return GgufFile(std::move(state));
 }
 
@@ -129,11 +202,13 @@ GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, std::string name
   auto state = std::make_shared<State>();
   state->source = detail::borrowed_memory_source(bytes, std::move(name));
   state->header = detail::parse_gguf_header(*state->source);
+  state->size = state->source->size();
   return GgufFile(std::move(state));
 }
 
 const std::string& GgufFile::name() const noexcept { return state_->source->name(); }
-uint64_t GgufFile::size() const noexcept { return state_->source->size(); }
+uint64_t GgufFile::size() const noexcept { return state_->size; }
+size_t GgufFile::splits() const noexcept { return 1 + state_->more_sources.size(); }
 uint32_t GgufFile::version() const noexcept { return state_->header.version; }
 uint64_t GgufFile::alignment() const noexcept { return state_->header.alignment; }
 uint64_t GgufFile::data_offset() const noexcept { return state_->header.data_offset; }
@@ -154,8 +229,11 @@ void GgufFile::read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byt
   if (offset > t.bytes || dst.size() > t.bytes - offset)
     throw_invalid(fmt::format("{} bytes at {} of tensor {} pass its {} bytes", dst.size(), offset, t.name, t.bytes),
                   t.name);
-  const uint64_t at = state_->header.data_offset + t.offset + offset;
-  const detail::ByteSource& s = *state_->source;
+  if (t.split > state_->more_sources.size())
+    throw_invalid(fmt::format("tensor {} is in split {} of a set of {}", t.name, t.split + 1, splits()), t.name);
+  const bool first = t.split == 0;
+  const uint64_t at = (first ? state_->header.data_offset : state_->more_data_offsets[t.split - 1]) + t.offset + offset;
+  const detail::ByteSource& s = first ? *state_->source : *state_->more_sources[t.split - 1];
   if (!s.memory().empty())
     std::memcpy(dst.data(), s.memory().data() + at, dst.size());
   else if (!dst.empty())

@@ -100,7 +100,10 @@ fn exports_a_hugging_face_folder() {
         .collect();
     splits.sort();
     assert!(splits.len() >= 3 && splits[0] == format!("s-00001-of-{:05}.gguf", splits.len()), "{splits:?}");
-    assert_eq!(tlio::Gguf::open(dir.join(&splits[1])).unwrap().metadata("split.no").unwrap(), "1");
+    let set = tlio::Gguf::open(dir.join(&splits[0])).unwrap(); // the whole set, by its first file
+    assert_eq!(set.metadata("split.count").unwrap(), splits.len().to_string());
+    assert_eq!(set.tensors().unwrap().len(), 12);
+    assert!(tlio::Gguf::open(dir.join(&splits[1])).is_err()); // another file of a set: refused by name
     // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
     assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
     let g = tlio::Gguf::open(&out).unwrap();

@@ -11,6 +11,7 @@
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
+#include "gguf/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "tlio/error.hpp"
 
@@ -98,15 +99,6 @@ SentencePiece piece_of(std::span<const std::byte> bytes, const std::string& sour
   return p;
 }
 
-// The text of a special token in tokenizer_config.json: a string, or an AddedToken's content.
-std::string_view text_of(dom::element e) {
-  std::string_view s;
-  if (e.get_string().get(s) == simdjson::SUCCESS) return s;
-  dom::object o;
-  if (e.get_object().get(o) == simdjson::SUCCESS && o["content"].get_string().get(s) == simdjson::SUCCESS) return s;
-  return {};
-}
-
 // llama.cpp's converter's does_token_look_special.
 bool looks_special(std::string_view t) {
   return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" ||
@@ -167,10 +159,7 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
     // Unknown, control, unused and byte pieces keep their type; user-defined ones read as normal.
     types[i] = p.type >= 2 && p.type <= 6 && p.type != kUserDefined ? p.type : kNormal;
   }
-  std::optional<uint64_t> bos = c.bos_token_id, eos = c.eos_token_id, unk, pad;
-  std::optional<bool> add_bos, add_eos;
-  std::optional<std::string> chat_template;
-  if (tokenizer_config) {
+  if (tokenizer_config) {  // added tokens first: the special tokens are found among them
     const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
     dom::object added;
     if (tc.root()["added_tokens_decoder"].get_object().get(added) == simdjson::SUCCESS)
@@ -190,29 +179,15 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
         types[id] = control ? kControl : kUserDefined;
         scores[id] = -1000.0f;
       }
-    const auto id_of = [&](const char* key) -> std::optional<uint64_t> {
-      const auto e = tc.root()[key];
-      if (e.error() || e.is_null()) return std::nullopt;
-      const std::string_view text = text_of(e.value_unsafe());
-      for (uint64_t i = 0; i < n; ++i)
-        if (tokens[i] == text) return i;
-      tc.fail(key, fmt::format("{} {} is not in the vocabulary", key, quote_name(text)));
-    };
-    if (auto id = id_of("bos_token")) bos = id;
-    if (auto id = id_of("eos_token")) eos = id;
-    unk = id_of("unk_token");
-    pad = id_of("pad_token");
-    add_bos = tc.optional_bool("add_bos_token");
-    add_eos = tc.optional_bool("add_eos_token");
-    chat_template = tc.optional_string("chat_template");
   }
+  const SpecialTokens s = special_tokens(tokenizer_config, tokens, c);
   std::unordered_set<std::string_view> seen;
   for (const std::string& t : tokens)
     if (!seen.insert(t).second)
       throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
                   fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(t)), source);
   const std::pair<const char*, std::optional<uint64_t>> ids[] = {
-      {"bos_token_id", bos}, {"eos_token_id", eos}, {"unknown_token_id", unk}, {"padding_token_id", pad}};
+      {"bos_token_id", s.bos}, {"eos_token_id", s.eos}, {"unknown_token_id", s.unk}, {"padding_token_id", s.pad}};
   std::vector<GgufKeyValue> kv = {
       {"tokenizer.ggml.model", gguf_string("llama")},
       {"tokenizer.ggml.pre", gguf_string("default")},
@@ -227,10 +202,10 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
                   fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n), source);
     kv.push_back({fmt::format("tokenizer.ggml.{}", key), gguf_u32(static_cast<uint32_t>(*id))});
   }
-  kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(add_bos.value_or(true))});
-  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(add_eos.value_or(false))});
+  kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(s.add_bos.value_or(true))});
+  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(s.add_eos.value_or(false))});
   kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(model.add_dummy_prefix)});
-  if (chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*chat_template)});
+  if (s.chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*s.chat_template)});
   return kv;
 }
 

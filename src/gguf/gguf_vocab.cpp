@@ -168,27 +168,11 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
       {"tokenizer.ggml.token_type", gguf_i32s(types)},
       {"tokenizer.ggml.merges", gguf_strings(std::move(merges))},
   };
-  // Special tokens: tokenizer_config.json's by their text, else config.json's ids.
-  std::optional<uint64_t> bos = c.bos_token_id, eos = c.eos_token_id, pad;
-  std::optional<bool> add_bos, add_eos;
-  std::optional<std::string> chat_template;
-  if (tokenizer_config) {
-    const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
-    const auto id_of = [&](const char* key) -> std::optional<uint64_t> {
-      const auto e = tc.root()[key];
-      if (e.error() || e.is_null()) return std::nullopt;
-      const std::string_view text = text_of(e.value_unsafe());
-      for (uint64_t i = 0; i < n; ++i)
-        if (tokens[i] == text) return i;
-      tc.fail(key, fmt::format("{} {} is not in the vocabulary", key, quote_name(text)));
-    };
-    if (auto id = id_of("bos_token")) bos = id;
-    if (auto id = id_of("eos_token")) eos = id;
-    pad = id_of("pad_token");
-    add_bos = tc.optional_bool("add_bos_token");
-    add_eos = tc.optional_bool("add_eos_token");
-    chat_template = tc.optional_string("chat_template");
-  }
+  const SpecialTokens s = special_tokens(tokenizer_config, tokens, c);
+  const std::optional<uint64_t> bos = s.bos, eos = s.eos, pad = s.pad;
+  std::optional<bool> add_bos = s.add_bos;
+  const std::optional<bool> add_eos = s.add_eos;
+  const std::optional<std::string>& chat_template = s.chat_template;
   const std::pair<const char*, std::optional<uint64_t>> ids[] = {
       {"bos_token_id", bos}, {"eos_token_id", eos}, {"pad_token_id", pad}};
   for (const auto& [key, id] : ids)
@@ -204,6 +188,31 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(add_eos.value_or(false))});
   if (chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*chat_template)});
   return kv;
+}
+
+SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config, const std::vector<std::string>& tokens,
+                             const HfConfig& c) {
+  SpecialTokens s{c.bos_token_id, c.eos_token_id, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  if (!tokenizer_config) return s;
+  const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
+  // An unknown token outside the vocabulary is left out (byte-level BPE needs none).
+  const auto id_of = [&](const char* key, bool required) -> std::optional<uint64_t> {
+    const auto e = tc.root()[key];
+    if (e.error() || e.is_null()) return std::nullopt;
+    const std::string_view text = text_of(e.value_unsafe());
+    for (uint64_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] == text) return i;
+    if (!required) return std::nullopt;
+    tc.fail(key, fmt::format("{} {} is not in the vocabulary", key, quote_name(text)));
+  };
+  if (auto id = id_of("bos_token", true)) s.bos = id;
+  if (auto id = id_of("eos_token", true)) s.eos = id;
+  s.unk = id_of("unk_token", false);
+  s.pad = id_of("pad_token", true);
+  s.add_bos = tc.optional_bool("add_bos_token");
+  s.add_eos = tc.optional_bool("add_eos_token");
+  s.chat_template = tc.optional_string("chat_template");
+  return s;
 }
 
 std::optional<std::string_view> pre_tokenizer_regex(std::string_view name) {

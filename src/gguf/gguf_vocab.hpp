@@ -21,6 +21,17 @@ namespace tlio::detail {
 std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
                                          const std::optional<std::string>& tokenizer_config, const HfConfig& c);
 
+/// A vocabulary's special tokens: tokenizer_config.json's (BOS, EOS, UNK and padding by their
+/// text in `tokens`; add_bos/add_eos; the chat template), BOS and EOS otherwise config.json's
+/// ids. Error{format, "model"} for a token not in `tokens` or malformed JSON.
+struct SpecialTokens {
+  std::optional<uint64_t> bos, eos, unk, pad;
+  std::optional<bool> add_bos, add_eos;
+  std::optional<std::string> chat_template;
+};
+SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config, const std::vector<std::string>& tokens,
+                             const HfConfig& c);
+
 /// The Split regex of the pre-tokenizer llama.cpp names `name` ("llama-bpe", "qwen2"), "" for
 /// "gpt-2" (ByteLevel's own regex), nullopt for a name tlio does not know the regex of.
 std::optional<std::string_view> pre_tokenizer_regex(std::string_view name);

@@ -47,7 +47,12 @@ void q8_0(const float* x, u8* b) {
   const float d = amax / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   put_half(b, d);
-  for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<u8>(static_cast<int8_t>(std::round(x[j] * id)));
+  // A product that is not finite (a NaN or infinity in the block, or a scale so small that
+  // 1 / d overflows) gets code 0, what ggml's x86 build writes for it (its cast is undefined).
+  for (int j = 0; j < 32; ++j) {
+    const float r = std::round(x[j] * id);
+    b[2 + j] = std::isfinite(r) ? static_cast<u8>(static_cast<int8_t>(r)) : u8{0};
+  }
 }
 // The element of largest magnitude, sign kept (the first of equals).
 inline float signed_max(const float* x, int n) noexcept {

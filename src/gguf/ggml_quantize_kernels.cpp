@@ -7,6 +7,8 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include <cmath>
+
 #include "gguf/ggml_quantize_kernels.hpp"
 #include "tlio/convert.hpp"
 
@@ -43,6 +45,10 @@ void Q8_0Blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block
       }
       const float d = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127;
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      if (!std::isfinite(id)) {  // d so small that 1 / d overflows: the scalar step's rule
+        scalar_block(v, o);
+        continue;
+      }
       const uint16_t h = f32_to_f16(d);
       o[0] = static_cast<uint8_t>(h);
       o[1] = static_cast<uint8_t>(h >> 8);
@@ -50,7 +56,7 @@ void Q8_0Blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block
       for (size_t j = 0; j < 32; j += lanes) {
         const auto p = hn::Mul(hn::LoadU(df, v + j), ids);
         // roundf: the integer part, one more away from zero when the rest is at least a half
-        // (p - trunc(p) is exact; |p| <= 127 here).
+        // (p - trunc(p) is exact; |p| <= 127 here, the block and 1 / d being finite).
         const auto t = hn::Trunc(p);
         const auto away = hn::Ge(hn::Abs(hn::Sub(p, t)), half);
         const auto r = hn::IfThenElse(away, hn::Add(t, hn::CopySign(one, p)), t);

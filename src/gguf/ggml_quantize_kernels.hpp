@@ -10,8 +10,9 @@
 namespace tlio::detail {
 
 /// Q8_0 blocks (32 values each) of `blocks` * 32 values: the finite blocks on vectors, each
-/// other block by `scalar_block` (ggml's order of comparisons decides which NaN or infinity its
-/// scale keeps, and its int8 cast of a non-finite product is the x86 one).
+/// other block, and a block whose scale is so small that 1 / d overflows, by `scalar_block`
+/// (ggml's order of comparisons decides which NaN or infinity its scale keeps, and a non-finite
+/// product is given the code ggml's x86 build writes).
 void q8_0_blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block)(const float*, uint8_t*));
 
 }  // namespace tlio::detail

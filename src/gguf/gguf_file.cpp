@@ -134,6 +134,12 @@ std::optional<uint64_t> split_key(const detail::GgufHeader& h, const char* key) 
   return it == h.key_index.end() ? std::nullopt : h.metadata[it->second].value.as_uint();
 }
 
+// Split `index` of `count` of a set named by `prefix`, as llama_split_path formats it (the prefix
+// as it is: a set may be named "model.gguf-00001-of-00002.gguf").
+std::string split_file_name(const std::string& prefix, uint64_t index, uint64_t count) {
+  return fmt::format("{}-{:05}-of-{:05}.gguf", prefix, index + 1, count);
+}
+
 [[noreturn]] void split_error(const std::string& source, const std::string& what) {
   throw Error(ErrorCode::format, Rule::gguf, "split", std::nullopt, what, source);
 }
@@ -149,7 +155,7 @@ MoreSplits open_splits(detail::GgufHeader& h, const std::string& location, const
                        const OpenOptions& options) {
   MoreSplits more;
   for (uint64_t i = 1; i < count; ++i) {
-    const std::string name = gguf_split_name(prefix, i, count);
+    const std::string name = split_file_name(prefix, i, count);
     auto source = open_gguf_source(name, options);
     detail::GgufHeader part = detail::parse_gguf_header(*source);
     if (split_key(part, "split.no") != i || split_key(part, "split.count") != count)
@@ -185,8 +191,8 @@ GgufFile GgufFile::open(const std::string& location, const OpenOptions& options)
     const uint64_t no = split_key(state->header, "split.no").value_or(0);
     if (no != 0)
       split_error(location, fmt::format("this is split {} of {}: a set is opened by its first file ({})", no + 1,
-                                        *count, gguf_split_name(prefix, 0, *count)));
-    if (gguf_split_name(prefix, 0, *count) != location)
+                                        *count, split_file_name(prefix, 0, *count)));
+    if (split_file_name(prefix, 0, *count) != location)
       split_error(location, fmt::format("the first file of a set of {} is named PREFIX-00001-of-{:05}.gguf (the "
                                         "others are found by their names)",
                                         *count, *count));

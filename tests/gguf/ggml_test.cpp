@@ -207,6 +207,9 @@ TEST_P(GgmlEncode, MatchesGgmlsReferenceQuantizerByteForByte) {
   // A block of exact halves under a unit scale (largest 127 for Q8_0): roundf's ties away from zero.
   for (uint32_t j = 0; j < type.block; ++j) x[5 * type.block + j] = static_cast<float>(j % 32) - 15.5f;
   x[5 * type.block] = 127.0f;
+  // A block of tiny values (a subnormal scale) whose 1 / d overflows: what ggml writes for them.
+  for (uint32_t j = 0; j < type.block; ++j)
+    x[12 * type.block + j] = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
   std::vector<std::byte> ours(kBlocks * type.block_bytes), theirs(ours.size());
   ggml_encode(type.id, x, ours);
   quantize(x.data(), theirs.data(), static_cast<int64_t>(n));

@@ -66,6 +66,19 @@ struct GgufName {
   uint64_t permute_heads = 0;
 };
 std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name);
+/// The Q/K row interleave of the llama family, per head of `head_rows` rows: llama.cpp's converter
+/// reshapes a head's rows to [2, head_rows/2] and swaps the axes, so Hugging Face row
+/// j * head_rows/2 + i of a head becomes its GGUF row 2i + j. The GGUF row of a Hugging Face row,
+/// and the Hugging Face row of a GGUF row.
+inline uint64_t gguf_row_of_hf_row(uint64_t row, uint64_t head_rows) {
+  const uint64_t h = row / head_rows, k = row % head_rows, half = head_rows / 2;
+  return h * head_rows + 2 * (k % half) + k / half;
+}
+inline uint64_t hf_row_of_gguf_row(uint64_t row, uint64_t head_rows) {
+  const uint64_t h = row / head_rows, k = row % head_rows;
+  return h * head_rows + (k % 2) * (head_rows / 2) + k / 2;
+}
+
 /// Every Hugging Face name the table exports for a model of `c` (the model's, then each layer's),
 /// with its GGUF name: what a GGUF file's names are mapped back by.
 std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch, const HfConfig& c);

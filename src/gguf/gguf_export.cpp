@@ -77,15 +77,6 @@ uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows) {
   return std::min(n, rows);
 }
 
-// The source row written as row `row` of a tensor whose rows are interleaved per head of
-// `head_rows` (0: none): out row h*hd + 2i + j = in row h*hd + j*hd/2 + i (Hugging Face's
-// rotate-half RoPE to ggml's adjacent pairs).
-uint64_t source_row(uint64_t row, uint64_t head_rows) {
-  if (!head_rows) return row;
-  const uint64_t h = row / head_rows, k = row % head_rows;
-  return h * head_rows + (k % 2) * (head_rows / 2) + k / 2;
-}
-
 std::string folder_name(const std::string& dir) {
   std::string d = dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
@@ -192,13 +183,13 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     if (!matrix && hd) {  // a bias: its values are the rows put in place
       std::vector<float> values(cols), placed(cols);
       convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(values)), cols);
-      for (uint64_t i = 0; i < cols; ++i) placed[i] = values[source_row(i, hd)];
+      for (uint64_t i = 0; i < cols; ++i) placed[i] = values[detail::hf_row_of_gguf_row(i, hd)];
       ggml_encode(type.id, placed, pass.encoded);
     } else {
       detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
         std::vector<float> values(cols);
         for (uint64_t o = b; o < e; ++o) {
-          const uint64_t from = source_row(o, hd);  // whole heads per piece: within it
+          const uint64_t from = hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
           convert(t.dtype, raw.subspan(from * in_row, in_row), Dtype::F32,
                   std::as_writable_bytes(std::span(values)), cols);
           ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));

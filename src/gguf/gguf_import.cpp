@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/parallel.hpp"
+#include "gguf/gguf_arch.hpp"
 #include "gguf/gguf_import.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -24,14 +25,6 @@ constexpr uint64_t kParallelElements = uint64_t{1} << 16;
 
 bool is_float(Dtype d) noexcept {
   return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64;
-}
-
-// The GGUF row holding Hugging Face row `row` of a tensor whose rows llama.cpp's converter
-// interleaved per head of `head_rows` (the export's permutation, undone): row h*hd + j*hd/2 + i
-// was written as h*hd + 2i + j.
-uint64_t interleaved_row(uint64_t row, uint64_t head_rows) {
-  const uint64_t h = row / head_rows, k = row % head_rows, half = head_rows / 2;
-  return h * head_rows + 2 * (k % half) + k / half;
 }
 
 // A scalar or string value as safetensors metadata text, or nullopt for an array.
@@ -99,7 +92,7 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
       const uint64_t row_bytes = cols * size;
       placed.resize(piece.size());
       for (uint64_t r = 0; r < count / cols; ++r)
-        std::memcpy(placed.data() + r * row_bytes, piece.data() + interleaved_row(r, head_rows) * row_bytes,
+        std::memcpy(placed.data() + r * row_bytes, piece.data() + gguf_row_of_hf_row(r, head_rows) * row_bytes,
                     row_bytes);
       piece.swap(placed);
     }

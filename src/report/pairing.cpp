@@ -13,11 +13,8 @@ namespace tlio::detail {
 
 uint64_t Pairing::reference_row(uint64_t row, uint64_t rows) const noexcept {
   if (!permute_heads) return row;
-  // llama.cpp's converter reshapes a head's d rows to [2, d/2] and swaps the axes: the
-  // Hugging Face row j * d/2 + i becomes the GGUF row 2 * i + j.
-  const uint64_t d = rows / permute_heads, half = d / 2, head = row / d, r = row % d;
-  return model_is_gguf ? head * d + (r % 2) * half + r / 2   // GGUF row -> Hugging Face row
-                       : head * d + 2 * (r % half) + r / half;  // Hugging Face row -> GGUF row
+  const uint64_t d = rows / permute_heads;
+  return model_is_gguf ? hf_row_of_gguf_row(row, d) : gguf_row_of_hf_row(row, d);
 }
 
 const Pairing* Pairings::find(std::string_view name) const {

@@ -1,7 +1,7 @@
 // cli/cmd_slice.cpp: `tlio slice SOURCE TENSOR[SLICE]... -o OUT [--dtype D] [--keep-packed]
 // [--max-inflight SIZE] [--max-memory SIZE] [--dry-run] [--json]`: slices of tensors of a file,
 // folder or URL into a new file, through a read plan (only the bytes the slices need are read;
-// docs/loading.md).
+// docs/loading.md); of a GGUF file, through GgufFile::read_slice (only the blocks they touch).
 //
 // Memory stays bounded for any size: the slices are read in batches of at most --max-memory bytes
 // (one plan, cleared between batches), and a slice larger than that in runs of its first
@@ -22,6 +22,7 @@
 #include "commands.hpp"
 #include "slice_spec.hpp"
 #include "tlio/error.hpp"
+#include "tlio/gguf.hpp"
 #include "tlio/weights.hpp"
 #include "tlio/model.hpp"
 #include "tlio/read_plan.hpp"
@@ -48,17 +49,16 @@ SliceArg split_slice_arg(const std::string& text) {
   return {text, text, ""};
 }
 
-// The plan's slice for an argument, numpy's meaning (negative positions, clamped ranges): one
-// entry for every dimension of the tensor.
-std::vector<SliceIndex> plan_indices(const SliceArg& arg, const PlanTensor& t) {
+// The slice of tensor `name` of `shape` an argument asks for, numpy's meaning (negative
+// positions, clamped ranges): one entry for every dimension.
+std::vector<SliceIndex> plan_indices(const SliceArg& arg, const std::string& name, const std::vector<uint64_t>& shape) {
   const std::vector<SliceEntry> entries = parse_slice_spec(arg.spec);
   for (const SliceEntry& e : entries)
     if (!e.index && e.step && *e.step != 1)
       throw UsageError(fmt::format("'{}': a step other than 1 (read plans read ranges; take every "
                                    "other row with `tlio cat --slice`)", arg.text));
-  const std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
   std::vector<SliceIndex> out;
-  for (const DimPick& p : resolve_slice(entries, shape, t.name, fmt::format("'{}'", arg.text)))
+  for (const DimPick& p : resolve_slice(entries, shape, name, fmt::format("'{}'", arg.text)))
     out.push_back(p.keep ? SliceIndex::range(p.start, p.start + p.count) : SliceIndex::at(p.start));
   return out;
 }
@@ -145,6 +145,247 @@ std::string not_found_message(const ReadPlan& plan, const SliceArg& arg, bool ke
   return fmt::format("no tensor {} in {}{}", display_name(arg.name), plan.name(), hint);
 }
 
+struct SliceArgs {
+  std::string source, out, dtype, max_inflight, max_memory;
+  std::vector<std::string> tensors;
+  bool keep_packed = false, dry_run = false, json = false;
+};
+
+// What a slice did, or would do: what the summary line, --dry-run and --json show.
+struct SliceSummary {
+  struct Item {
+    std::string name;
+    Dtype dtype;
+    std::vector<uint64_t> shape;
+    uint64_t bytes;
+    bool decoded;  // dequantized, or decoded from a GGUF block type
+  };
+  std::string input;
+  std::vector<std::string> files;
+  std::vector<Item> items;
+  std::vector<PlannedRead> reads;  // listed for --json only
+  std::vector<std::pair<uint64_t, uint64_t>> per_file;  // reads, bytes
+  uint64_t read_bytes = 0, wanted_bytes = 0;
+
+  void count_read(const PlannedRead& r, bool keep) {
+    if (keep) reads.push_back(r);
+    ++per_file[r.file].first;
+    per_file[r.file].second += r.length;
+    read_bytes += r.length;
+  }
+};
+
+// The dtype --dtype names, when given.
+std::optional<Dtype> dequantized_dtype(const SliceArgs& a) {
+  return a.dtype.empty() ? std::nullopt : parse_dtype_alias(a.dtype);
+}
+
+uint64_t batch_bytes_of(const SliceArgs& a) {
+  const uint64_t batch_bytes =
+      a.max_memory.empty() ? kDefaultBatchBytes : std::min(parse_size(a.max_memory), kMaxBatchBytes);
+  if (batch_bytes < kMinBatchBytes)
+    throw UsageError(fmt::format("slice: --max-memory must be at least {} bytes", kMinBatchBytes));
+  return batch_bytes;
+}
+
+void refuse_unused_dtype(const SliceArgs& a, const SliceSummary& s) {
+  if (!a.dtype.empty() && std::none_of(s.items.begin(), s.items.end(), [](const auto& it) { return it.decoded; }))
+    throw UsageError("slice: --dtype sets what quantized weights dequantize to, and none is named "
+                     "(stored tensors are copied as they are; `tlio convert --dtype` converts)");
+}
+
+// A safetensors file, a folder or a URL of one: through a read plan, in batches.
+SliceSummary slice_through_plan(const SliceArgs& a) {
+  ReadPlanOptions options;
+  options.open = open_options();
+  options.keep_packed = a.keep_packed;
+  if (!a.max_inflight.empty()) options.max_inflight_bytes = parse_size(a.max_inflight);
+  const uint64_t batch_bytes = batch_bytes_of(a);
+  ReadPlan plan = ReadPlan::open(a.source, options);
+  const std::optional<Dtype> as = dequantized_dtype(a);
+  SliceSummary s{plan.name(), plan.file_names(), {}, {}, {}, 0, 0};
+  s.per_file.resize(s.files.size());
+
+  // Every argument checked, and every item's shape known, before a byte is read.
+  std::vector<std::vector<SliceIndex>> slices;  // one entry per dimension of the tensor
+  std::set<std::string> seen;
+  for (const std::string& text : a.tensors) {
+    const SliceArg arg = split_slice_arg(text);
+    const PlanTensor* t = plan.find(arg.name);
+    if (!t) throw UsageError(not_found_message(plan, arg, a.keep_packed));
+    if (!seen.insert(arg.name).second)
+      throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
+                                   display_name(arg.name)));
+    std::vector<SliceIndex> slice = plan_indices(arg, t->name, {t->shape.begin(), t->shape.end()});
+    const size_t item = plan.add(arg.name, slice, t->quantized ? as : std::nullopt);  // before items(): it grows
+    const PlanItem& it = plan.items()[item];
+    s.items.push_back({it.name, it.dtype, it.shape, it.byte_size, t->quantized});
+    slices.push_back(std::move(slice));
+  }
+  plan.clear();
+  refuse_unused_dtype(a, s);
+
+  std::optional<Writer> writer;
+  if (!a.dry_run) {
+    writer.emplace(Writer::to_file(a.out));
+    for (const auto& it : s.items) writer->declare(it.name, it.dtype, Shape(it.shape));
+  }
+  std::vector<std::byte> buffer;
+  ProgressBar bar("slicing");
+  uint64_t total = 0, done = 0;
+  for (const auto& it : s.items) total += it.bytes;
+  // Units are made item by item and read in batches of at most batch_bytes (one unit may be
+  // more), destinations aligned.
+  std::vector<Unit> batch, units;
+  uint64_t batch_size = 0;
+  const auto read_batch = [&] {
+    plan.clear();
+    for (const Unit& u : batch)
+      plan.add(s.items[u.item].name, u.slice, s.items[u.item].decoded ? as : std::nullopt);
+    for (const PlannedRead& r : plan.reads()) s.count_read(r, a.json);
+    s.wanted_bytes += plan.wanted_bytes();
+    if (writer) {
+      buffer.resize(batch_size);
+      uint64_t at = 0;
+      for (size_t k = 0; k < batch.size(); ++k) {
+        plan.set_destination(k, {buffer.data() + at, batch[k].bytes});
+        at += aligned_size(batch[k].bytes);
+      }
+      plan.execute();
+      at = 0;
+      for (const Unit& u : batch) {
+        writer->append(s.items[u.item].name, {buffer.data() + at, u.bytes});
+        at += aligned_size(u.bytes);
+        done += u.bytes;
+      }
+      bar.update(done, total);
+    }
+    batch.clear();
+    batch_size = 0;
+  };
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    units.clear();
+    split_units(i, slices[i], 0, dtype_bits(s.items[i].dtype), batch_bytes, units);
+    for (Unit& u : units) {
+      if (!batch.empty() && batch_size + aligned_size(u.bytes) > batch_bytes) read_batch();
+      batch_size += aligned_size(u.bytes);
+      batch.push_back(std::move(u));
+    }
+  }
+  if (!batch.empty()) read_batch();
+  bar.finish();
+  plan.clear();
+  if (writer) writer->commit();
+  return s;
+}
+
+// A GGUF file (or split set): plain tensors (F32, F16, ...) sliced as stored, block types
+// decoded (--dtype, default F32), only the blocks each slice touches read (GgufFile::read_slice),
+// a unit of at most --max-memory output bytes at a time.
+SliceSummary slice_gguf(const SliceArgs& a) {
+  if (a.keep_packed)
+    throw UsageError("slice: --keep-packed is for safetensors' quantized weights; a GGUF's block types "
+                     "(Q4_K, ...) have no safetensors dtype, so their slices are decoded (--dtype)");
+  const uint64_t batch_bytes = batch_bytes_of(a);
+  const GgufFile f = GgufFile::open(a.source, open_options());
+  const Dtype decoded_as = dequantized_dtype(a).value_or(Dtype::F32);
+  SliceSummary s{f.name(), {}, {}, {}, {}, 0, 0};
+  for (size_t i = 0; i < f.splits(); ++i) s.files.push_back(f.split_name(i));
+  s.per_file.resize(s.files.size());
+
+  std::vector<const GgufTensorInfo*> tensors;
+  std::vector<std::vector<SliceIndex>> slices;
+  std::set<std::string> seen;
+  for (const std::string& text : a.tensors) {
+    const SliceArg arg = split_slice_arg(text);
+    const GgufTensorInfo* t = f.tensor(arg.name);
+    if (!t) {
+      std::vector<std::string> names;
+      for (const GgufTensorInfo& x : f.tensors()) names.push_back(x.name);
+      const std::string near = closest_name(arg.name, names);
+      throw UsageError(fmt::format("no tensor {} in {}{}", display_name(arg.name), f.name(),
+                                   near.empty() ? "" : fmt::format("; did you mean {}?", display_name(near))));
+    }
+    if (!seen.insert(arg.name).second)
+      throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
+                                   display_name(arg.name)));
+    const std::optional<Dtype> plain = ggml_plain_dtype(t->type);
+    if (!plain && !ggml_decodes(t->type))
+      throw Error(ErrorCode::unsupported, Rule::gguf, t->name, std::nullopt,
+                  fmt::format("tensor {} is {}, a ggml type tlio does not decode", t->name, ggml_type(t->type)->name),
+                  f.name());
+    std::vector<SliceIndex> slice = plan_indices(arg, t->name, t->shape());
+    const SlicePlan where = f.plan_slice(*t, slice);
+    const Dtype dtype = plain.value_or(decoded_as);
+    uint64_t elements = 1;
+    for (uint64_t d : where.shape) elements *= d;
+    s.items.push_back({t->name, dtype, where.shape, elements * dtype_bits(dtype) / 8, !plain});
+    for (const ByteRange& r : where.ranges) s.count_read({t->split, t->offset + r.offset, r.length}, a.json);
+    s.wanted_bytes += where.byte_size;
+    tensors.push_back(t);
+    slices.push_back(std::move(slice));
+  }
+  refuse_unused_dtype(a, s);
+  if (a.dry_run) return s;
+
+  Writer writer = Writer::to_file(a.out);
+  for (const auto& it : s.items) writer.declare(it.name, it.dtype, Shape(it.shape));
+  ProgressBar bar("slicing");
+  uint64_t total = 0, done = 0;
+  for (const auto& it : s.items) total += it.bytes;
+  std::vector<std::byte> buffer;
+  std::vector<Unit> units;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    units.clear();
+    split_units(i, slices[i], 0, dtype_bits(s.items[i].dtype), batch_bytes, units);
+    for (const Unit& u : units) {
+      buffer.resize(u.bytes);
+      f.read_slice(*tensors[i], u.slice, s.items[i].dtype, buffer);
+      writer.append(s.items[i].name, buffer);
+      bar.update(done += u.bytes, total);
+    }
+  }
+  bar.finish();
+  writer.commit();
+  return s;
+}
+
+void print_summary(const SliceArgs& a, const SliceSummary& s) {
+  if (a.json) {
+    std::string tensors, read_list, files;
+    for (size_t i = 0; i < s.items.size(); ++i)
+      tensors += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"bytes\":{},\"quantized\":{}}}",
+                             i ? "," : "", json_string(s.items[i].name), dtype_name(s.items[i].dtype),
+                             fmt::join(s.items[i].shape, ","), s.items[i].bytes,
+                             s.items[i].decoded ? "true" : "false");
+    for (size_t i = 0; i < s.reads.size(); ++i)
+      read_list += fmt::format("{}{{\"file\":{},\"offset\":{},\"length\":{}}}", i ? "," : "", s.reads[i].file,
+                               s.reads[i].offset, s.reads[i].length);
+    for (size_t i = 0; i < s.files.size(); ++i) files += (i ? "," : "") + json_string(s.files[i]);
+    fmt::print("{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
+               "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
+               json_string(s.input), a.out.empty() ? "null" : json_string(a.out), a.dry_run, files, tensors,
+               read_list, s.read_bytes, s.wanted_bytes);
+    return;
+  }
+  std::FILE* out = a.dry_run ? stdout : report_stream(a.out);
+  if (a.dry_run) {
+    size_t name_width = 6;
+    for (const auto& it : s.items) name_width = std::max(name_width, display_width(display_name(it.name)));
+    fmt::print(out, "{}  {:<8}  {:<16}  {}\n", pad("tensor", name_width), "dtype", "shape", "bytes");
+    for (const auto& it : s.items)
+      fmt::print(out, "{}  {:<8}  {:<16}  {}{}\n", pad(display_name(it.name), name_width), dtype_name(it.dtype),
+                 shape_text(it.shape), thousands(it.bytes), it.decoded ? " (dequantized)" : "");
+    for (size_t f = 0; f < s.per_file.size(); ++f)
+      if (const auto [n, bytes] = s.per_file[f]; n)
+        fmt::print(out, "{}: {} read{}, {} bytes\n", s.files[f], n, n == 1 ? "" : "s", thousands(bytes));
+  }
+  fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", s.input, a.dry_run ? "" : " -> " + a.out,
+             s.items.size(), s.items.size() == 1 ? "" : "s", thousands(s.read_bytes),
+             a.dry_run ? "to read" : "read", thousands(s.wanted_bytes),
+             a.dry_run ? "; nothing read, nothing written" : "");
+}
+
 }  // namespace
 
 void add_slice(CLI::App& app, int& exit_code) {
@@ -157,19 +398,17 @@ void add_slice(CLI::App& app, int& exit_code) {
       "']' is given as NAME[]. A quantized weight is named by its logical name: only the blocks\n"
       "its slice needs are read, and it is dequantized (--dtype F32, F16 or BF16; --keep-packed\n"
       "slices its stored tensors instead). SOURCE may be a file, a folder of weights (its\n"
-      "shards) or a URL. The output is canonical, without metadata; each tensor keeps its name.\n"
+      "shards), a GGUF file (its block types, Q4_K ..., decoded as quantized weights are; F32,\n"
+      "F16 and BF16 tensors sliced as stored) or a URL of one. The output is canonical, without\n"
+      "metadata; each tensor keeps its name.\n"
       "--dry-run lists the tensors and the reads without reading them.\n\n"
       "Examples:\n"
       "  tlio slice model/ 'model.embed_tokens.weight[0:8000]' -o shard0.safetensors\n"
       "  tlio slice model.safetensors 'lm_head.weight[:, 0:2048]' 'norm.weight' -o part.safetensors\n"
-      "  tlio slice hf://org/model 'layers.0.mlp.up_proj.weight[0:1024]' --dry-run --json");
-  struct Args {
-    std::string source, out, dtype, max_inflight, max_memory;
-    std::vector<std::string> tensors;
-    bool keep_packed = false, dry_run = false, json = false;
-  };
-  auto a = std::make_shared<Args>();
-  cmd->add_option("SOURCE", a->source, "File, folder of weights, or URL (http(s)://, s3://, gs://, hf://)")
+      "  tlio slice hf://org/model 'layers.0.mlp.up_proj.weight[0:1024]' --dry-run --json\n"
+      "  tlio slice model.gguf 'token_embd.weight[0:100]' --dtype BF16 -o rows.safetensors");
+  auto a = std::make_shared<SliceArgs>();
+  cmd->add_option("SOURCE", a->source, "File, folder of weights, GGUF file, or URL (http(s)://, s3://, gs://, hf://)")
       ->required();
   add_remote_options(cmd);
   cmd->add_option("TENSOR[SLICE]", a->tensors, "e.g. 'w[0:1024]', 'w[:, -512:]', 'w[3]', 'bias'")
@@ -214,135 +453,7 @@ void add_slice(CLI::App& app, int& exit_code) {
       if (!a->out.empty() && !a->dry_run) check_stdout_output(a->out, a->json);
       if (a->keep_packed && !a->dtype.empty())
         throw UsageError("slice: --dtype is for dequantized weights; --keep-packed copies them as stored");
-      ReadPlanOptions options;
-      options.open = open_options();
-      options.keep_packed = a->keep_packed;
-      if (!a->max_inflight.empty()) options.max_inflight_bytes = parse_size(a->max_inflight);
-      const uint64_t batch_bytes =
-          a->max_memory.empty() ? kDefaultBatchBytes : std::min(parse_size(a->max_memory), kMaxBatchBytes);
-      if (batch_bytes < kMinBatchBytes)
-        throw UsageError(fmt::format("slice: --max-memory must be at least {} bytes", kMinBatchBytes));
-      ReadPlan plan = ReadPlan::open(a->source, options);
-      const std::optional<Dtype> as = a->dtype.empty() ? std::nullopt : parse_dtype_alias(a->dtype);
-
-      // Every argument checked, and every item's shape known, before a byte is read.
-      std::vector<PlanItem> items;
-      std::vector<std::vector<SliceIndex>> slices;  // one entry per dimension of the tensor
-      std::vector<bool> quantized;
-      std::set<std::string> seen;
-      for (const std::string& text : a->tensors) {
-        const SliceArg arg = split_slice_arg(text);
-        const PlanTensor* t = plan.find(arg.name);
-        if (!t) throw UsageError(not_found_message(plan, arg, a->keep_packed));
-        if (!seen.insert(arg.name).second)
-          throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
-                                       display_name(arg.name)));
-        std::vector<SliceIndex> slice = plan_indices(arg, *t);
-        const size_t item = plan.add(arg.name, slice, t->quantized ? as : std::nullopt);
-        items.push_back(plan.items()[item]);
-        quantized.push_back(t->quantized);
-        slices.push_back(std::move(slice));
-      }
-      plan.clear();
-      if (as && std::find(quantized.begin(), quantized.end(), true) == quantized.end())
-        throw UsageError("slice: --dtype sets what quantized weights dequantize to, and none is named "
-                         "(stored tensors are copied as they are; `tlio convert --dtype` converts)");
-
-      std::optional<Writer> writer;
-      if (!a->dry_run) {
-        writer.emplace(Writer::to_file(a->out));
-        for (const PlanItem& it : items) writer->declare(it.name, it.dtype, Shape(it.shape));
-      }
-      std::vector<PlannedRead> reads;                                      // --json lists them
-      std::vector<std::pair<uint64_t, uint64_t>> per_file(plan.file_names().size());  // reads, bytes
-      uint64_t read_bytes = 0, wanted_bytes = 0;
-      std::vector<std::byte> buffer;
-      ProgressBar bar("slicing");
-      uint64_t total = 0, done = 0;
-      for (const PlanItem& it : items) total += it.byte_size;
-      // Units are made item by item and read in batches of at most batch_bytes (one unit may be
-      // more), destinations aligned.
-      std::vector<Unit> batch, units;
-      uint64_t batch_size = 0;
-      const auto read_batch = [&] {
-        plan.clear();
-        for (const Unit& u : batch) plan.add(items[u.item].name, u.slice, quantized[u.item] ? as : std::nullopt);
-        for (const PlannedRead& r : plan.reads()) {
-          if (a->json) reads.push_back(r);
-          ++per_file[r.file].first;
-          per_file[r.file].second += r.length;
-          read_bytes += r.length;
-        }
-        wanted_bytes += plan.wanted_bytes();
-        if (writer) {
-          buffer.resize(batch_size);
-          uint64_t at = 0;
-          for (size_t k = 0; k < batch.size(); ++k) {
-            plan.set_destination(k, {buffer.data() + at, batch[k].bytes});
-            at += aligned_size(batch[k].bytes);
-          }
-          plan.execute();
-          at = 0;
-          for (const Unit& u : batch) {
-            writer->append(items[u.item].name, {buffer.data() + at, u.bytes});
-            at += aligned_size(u.bytes);
-            done += u.bytes;
-          }
-          bar.update(done, total);
-        }
-        batch.clear();
-        batch_size = 0;
-      };
-      for (size_t i = 0; i < items.size(); ++i) {
-        units.clear();
-        split_units(i, slices[i], 0, dtype_bits(items[i].dtype), batch_bytes, units);
-        for (Unit& u : units) {
-          if (!batch.empty() && batch_size + aligned_size(u.bytes) > batch_bytes) read_batch();
-          batch_size += aligned_size(u.bytes);
-          batch.push_back(std::move(u));
-        }
-      }
-      if (!batch.empty()) read_batch();
-      bar.finish();
-      plan.clear();
-      if (writer) writer->commit();
-
-      if (a->json) {
-        std::string tensors, read_list, files;
-        for (size_t i = 0; i < items.size(); ++i)
-          tensors += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"bytes\":{},\"quantized\":{}}}",
-                                 i ? "," : "", json_string(items[i].name), dtype_name(items[i].dtype),
-                                 fmt::join(items[i].shape, ","), items[i].byte_size,
-                                 quantized[i] ? "true" : "false");
-        for (size_t i = 0; i < reads.size(); ++i)
-          read_list += fmt::format("{}{{\"file\":{},\"offset\":{},\"length\":{}}}", i ? "," : "",
-                                   reads[i].file, reads[i].offset, reads[i].length);
-        for (size_t i = 0; i < plan.file_names().size(); ++i)
-          files += (i ? "," : "") + json_string(plan.file_names()[i]);
-        fmt::print("{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
-                   "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
-                   json_string(plan.name()), a->out.empty() ? "null" : json_string(a->out), a->dry_run,
-                   files, tensors, read_list, read_bytes, wanted_bytes);
-        return kExitOk;
-      }
-      std::FILE* out = a->dry_run ? stdout : report_stream(a->out);
-      if (a->dry_run) {
-        size_t name_width = 6;
-        for (const PlanItem& it : items) name_width = std::max(name_width, display_width(display_name(it.name)));
-        fmt::print(out, "{}  {:<8}  {:<16}  {}\n", pad("tensor", name_width), "dtype", "shape", "bytes");
-        for (size_t i = 0; i < items.size(); ++i)
-          fmt::print(out, "{}  {:<8}  {:<16}  {}{}\n", pad(display_name(items[i].name), name_width),
-                     dtype_name(items[i].dtype), shape_text(items[i].shape), thousands(items[i].byte_size),
-                     quantized[i] ? " (dequantized)" : "");
-        for (size_t f = 0; f < per_file.size(); ++f)
-          if (const auto [n, bytes] = per_file[f]; n)
-            fmt::print(out, "{}: {} read{}, {} bytes\n", plan.file_names()[f], n, n == 1 ? "" : "s",
-                       thousands(bytes));
-      }
-      fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", plan.name(),
-                 a->dry_run ? "" : " -> " + a->out, items.size(), items.size() == 1 ? "" : "s",
-                 thousands(read_bytes), a->dry_run ? "to read" : "read", thousands(wanted_bytes),
-                 a->dry_run ? "; nothing read, nothing written" : "");
+      print_summary(*a, is_gguf_location(a->source) ? slice_gguf(*a) : slice_through_plan(*a));
       return kExitOk;
     });
   });

@@ -98,6 +98,8 @@ class TLIO_API GgufFile {
   const std::string& name() const noexcept;
   uint64_t size() const noexcept;  ///< the file's bytes (of every file of a split set)
   size_t splits() const noexcept;  ///< the files of a split set, or 1
+  /// File `split` of the set as messages name it (0: name()); Error{invalid_argument} past splits().
+  const std::string& split_name(size_t split) const;
   uint32_t version() const noexcept;
   uint64_t alignment() const noexcept;
   uint64_t data_offset() const noexcept;  ///< where the data section starts
@@ -114,6 +116,18 @@ class TLIO_API GgufFile {
   /// dtype it cannot convert to; Error{invalid_argument} past the tensor's end.
   void read_values(const GgufTensorInfo& t, uint64_t first, uint64_t count, Dtype to,
                    std::span<std::byte> dst) const;
+  /// Where slice `indices` of tensor `t` lies (indices over t.shape(), as plan_slice takes them:
+  /// an index or a range per leading dimension, the rest whole): `shape` is the slice's, `ranges`
+  /// the reads read_slice makes (stored bytes relative to the tensor's data, whole blocks; the
+  /// blocks of nearby rows read together across gaps of up to 64 KiB, at most 4 MiB a read, a
+  /// longer run alone), `byte_size` the bytes of the blocks the slice needs (the reads less their
+  /// gaps). Error{invalid_argument} for a bad slice.
+  SlicePlan plan_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices) const;
+  /// The values of that slice as dtype `to` into dst (exactly their bytes), decoded as
+  /// read_values decodes them, by plan_slice's reads: a column slice costs a few reads, not one
+  /// per row (a request each, for a remote file).
+  void read_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices, Dtype to,
+                  std::span<std::byte> dst) const;
 
  private:
   struct State;

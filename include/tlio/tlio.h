@@ -434,6 +434,13 @@ TL_API int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index);
  * a type tlio does not decode (IQ1/IQ2/IQ3) or a dtype it cannot convert to. */
 TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype,
                         void* dst, size_t dst_size);
+/* A slice of tensor `index`: dimension d (numpy's order) sliced to [starts[d], stops[d]) for
+ * d < rank (stops[d] UINT64_MAX: to the end; rank 0: whole), as `dtype` into `dst` of `dst_size`
+ * bytes (exactly the slice's elements), decoded as tl_gguf_read decodes. Only the blocks the
+ * slice touches are read, nearby rows' together (a column slice takes a few reads, not one per
+ * row). TL_EINVAL for a bad slice or size. */
+TL_API int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank, const uint64_t* starts,
+                              const uint64_t* stops, tl_dtype dtype, void* dst, size_t dst_size);
 /* The value of metadata key `key` as text (`*text` valid until tl_gguf_close()): a string as it
  * is, a number in its shortest decimal form, a boolean "true"/"false"; TL_ENOTFOUND for a key
  * the file lacks, TL_EUNSUPPORTED for an array (a vocabulary). */

@@ -92,6 +92,25 @@ void bind_gguf(py::module_& m) {
         }
         return out;
       }, py::arg("name"), py::arg("dtype") = "")
+      .def("read_slice", [](const tlio::GgufFile& f, const std::string& name,
+                            const std::vector<std::tuple<bool, uint64_t, uint64_t>>& index) {
+        // (is a single position, start, stop) per leading dimension: only their blocks read.
+        const tlio::GgufTensorInfo& t = tensor_of(f, name);
+        std::vector<tlio::SliceIndex> indices;
+        for (const auto& [single, start, stop] : index)
+          indices.push_back(single ? tlio::SliceIndex::at(start) : tlio::SliceIndex::range(start, stop));
+        const tlio::Dtype to = natural_dtype(t);
+        const std::vector<uint64_t> shape = f.plan_slice(t, indices).shape;
+        const py::dtype np_type = numpy_dtype(to);
+        const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+        py::array out(np_type, dims, strides_for(dims, np_type.itemsize()));
+        auto* data = static_cast<std::byte*>(out.mutable_data());
+        {
+          LongCall call;
+          f.read_slice(t, indices, to, std::span(data, static_cast<size_t>(out.nbytes())));
+        }
+        return out;
+      }, py::arg("name"), py::arg("index"))
       .def("metadata", [](const tlio::GgufFile& f) { return tlio::gguf_scalar_metadata(f); })
       .def("fields", [](const tlio::GgufFile& f) {
         py::dict out;

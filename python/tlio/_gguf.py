@@ -25,7 +25,10 @@ class _Gguf:
         return self.file.metadata() or None
 
     def in_memory(self):
-        return True  # slices index a decoded array
+        return False  # slices are read by read_slice: only the blocks they touch
+
+    def read_slice(self, name, leading):
+        return self.file.read_slice(name, leading)
 
     def dtype(self, name):
         return self.file.dtype(name)

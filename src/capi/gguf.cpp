@@ -56,6 +56,17 @@ int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t cou
   });
 }
 
+int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank, const uint64_t* starts,
+                       const uint64_t* stops, tl_dtype dtype, void* dst, size_t dst_size) {
+  TL_REQUIRE(file && (dst || dst_size == 0) && (rank == 0 || (starts && stops)), "tl_gguf_read_slice: NULL argument");
+  TL_REQUIRE(index < file->file.tensors().size(), "tl_gguf_read_slice: index past the last tensor");
+  return guard([&] {
+    std::vector<tlio::SliceIndex> slice;
+    for (size_t d = 0; d < rank; ++d) slice.push_back(tlio::SliceIndex::range(starts[d], stops[d]));
+    file->file.read_slice(file->file.tensors()[index], slice, to_cpp(dtype), {static_cast<std::byte*>(dst), dst_size});
+  });
+}
+
 int tl_gguf_metadata(const tl_gguf* file, const char* key, const char** text) {
   TL_REQUIRE(file && key && text, "tl_gguf_metadata: NULL argument");
   if (const auto it = file->metadata.find(key); it != file->metadata.end()) {

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include "format/file_access.hpp"
+#include "format/slice.hpp"
 #include "gguf/gguf_header.hpp"
 #include "io/location.hpp"
 #include "io/store.hpp"
@@ -215,6 +217,10 @@ GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, std::string name
 const std::string& GgufFile::name() const noexcept { return state_->source->name(); }
 uint64_t GgufFile::size() const noexcept { return state_->size; }
 size_t GgufFile::splits() const noexcept { return 1 + state_->more_sources.size(); }
+const std::string& GgufFile::split_name(size_t split) const {
+  if (split >= splits()) throw_invalid(fmt::format("no split {} in a set of {}", split + 1, splits()), {});
+  return split == 0 ? name() : state_->more_sources[split - 1]->name();
+}
 uint32_t GgufFile::version() const noexcept { return state_->header.version; }
 uint64_t GgufFile::alignment() const noexcept { return state_->header.alignment; }
 uint64_t GgufFile::data_offset() const noexcept { return state_->header.data_offset; }
@@ -246,20 +252,100 @@ void GgufFile::read(const GgufTensorInfo& t, uint64_t offset, std::span<std::byt
     s.read(at, dst);
 }
 
+namespace {
+
+// The element runs of slice `indices` of `t` in output order, as slice_geometry walks a tensor of
+// one-byte elements (so its offsets and lengths count elements): whole trailing dimensions merged.
+detail::SliceGeometry element_runs(const GgufTensorInfo& t, std::span<const SliceIndex> indices) {
+  TensorInfo info;
+  info.name = t.name;
+  info.dtype = Dtype::I8;
+  info.shape = Shape(t.shape());
+  info.end = t.element_count();
+  return detail::slice_geometry(info, indices);
+}
+
+// Stored bytes [begin, end) of the whole blocks holding elements [first, first + count).
+std::pair<uint64_t, uint64_t> block_bytes(const GgmlType& type, uint64_t first, uint64_t count) {
+  return {first / type.block * type.block_bytes, (first + count + type.block - 1) / type.block * type.block_bytes};
+}
+
+// A slice's runs are read in windows of at most this many stored bytes, one read each, spanning
+// gaps up to kSliceGap between runs (a column slice of a row-major tensor reads its rows' blocks
+// in a few reads, not one per row: a request each for a remote file). A longer run is read alone.
+constexpr uint64_t kSliceWindowBytes = uint64_t{4} << 20;
+constexpr uint64_t kSliceGap = uint64_t{64} << 10;
+
+// One read of a slice: stored bytes [begin, end) of the tensor and the runs decoded from them
+// (elements of the tensor, and where they go in the output, in elements).
+struct SliceWindow {
+  struct Run {
+    uint64_t first, count, out;
+  };
+  uint64_t begin = 0, end = 0;
+  std::vector<Run> runs;
+};
+
+// Calls on_window(window) for each read of slice `g` in order; `needed` gets the bytes of the
+// blocks the runs hold (the windows' bytes less their gaps).
+template <class OnWindow>
+void for_each_window(const detail::SliceGeometry& g, const GgmlType& type, uint64_t& needed, OnWindow&& on_window) {
+  SliceWindow w;
+  uint64_t out = 0, needed_end = 0;
+  const auto flush = [&] {
+    if (!w.runs.empty()) on_window(std::as_const(w));
+    w.runs.clear();
+  };
+  g.for_each_run([&](uint64_t first, uint64_t count) {
+    const auto [begin, end] = block_bytes(type, first, count);
+    needed += end - std::max(begin, needed_end);  // runs may share a block
+    needed_end = end;
+    if (!w.runs.empty() && (begin > w.end + kSliceGap || end - w.begin > kSliceWindowBytes)) flush();
+    if (w.runs.empty()) w.begin = w.end = begin;
+    w.end = std::max(w.end, end);
+    w.runs.push_back({first, count, out});
+    out += count;
+    if (w.end - w.begin > kSliceWindowBytes) flush();  // a long run alone
+  });
+  flush();
+}
+
+// Error{unsupported} unless t's values can be read as `to`.
+void check_readable(const GgufTensorInfo& t, Dtype to, const std::string& source) {
+  const std::optional<GgmlType> type = ggml_type(t.type);  // known: checked at open
+  if (!ggml_decodes(t.type))
+    throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
+                fmt::format("tensor {} is {}, a ggml type tlio does not decode", t.name, type->name), source);
+  const Dtype from = ggml_plain_dtype(t.type).value_or(Dtype::F32);
+  if (dtype_bits(to) % 8 != 0 || !can_convert(from, to))
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} cannot be read as {}", t.name, dtype_name(to)), source);
+}
+
+// Elements [skip, skip + take) of the whole blocks `raw` (of t's type), as `to` into dst.
+void convert_blocks(const GgufTensorInfo& t, std::span<const std::byte> raw, uint64_t skip, uint64_t take, Dtype to,
+                    std::span<std::byte> dst, std::vector<float>& scratch) {
+  const Dtype from = ggml_plain_dtype(t.type).value_or(Dtype::F32);
+  std::span<const std::byte> values = raw;
+  if (!ggml_plain_dtype(t.type)) {
+    const GgmlType type = *ggml_type(t.type);
+    scratch.resize(raw.size() / type.block_bytes * type.block);
+    ggml_decode(t.type, raw, scratch);
+    values = std::as_bytes(std::span(scratch));
+  }
+  const uint64_t in_size = dtype_bits(from) / 8;
+  convert(from, values.subspan(skip * in_size, take * in_size), to, dst, take);
+}
+
+}  // namespace
+
 void GgufFile::read_values(const GgufTensorInfo& t, uint64_t first, uint64_t count, Dtype to,
                            std::span<std::byte> dst) const {
   const uint64_t n = t.element_count();
   if (first > n || count > n - first)
     throw_invalid(fmt::format("elements [{}, {}) of tensor {} pass its {}", first, first + count, t.name, n),
                   t.name);
-  const std::optional<GgmlType> type = ggml_type(t.type);  // known: checked at open
-  if (!ggml_decodes(t.type))
-    throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
-                fmt::format("tensor {} is {}, a ggml type tlio does not decode", t.name, type->name), name());
-  const Dtype from = ggml_plain_dtype(t.type).value_or(Dtype::F32);
-  if (dtype_bits(to) % 8 != 0 || !can_convert(from, to))
-    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} cannot be read as {}", t.name, dtype_name(to)), name());
+  check_readable(t, to, name());
   const uint64_t out_size = dtype_bits(to) / 8;
   if (dst.size() != count * out_size)
     throw_invalid(fmt::format("{} elements of {} take {} bytes, not {}", count, dtype_name(to), count * out_size,
@@ -268,26 +354,57 @@ void GgufFile::read_values(const GgufTensorInfo& t, uint64_t first, uint64_t cou
   // Whole blocks at a time, a bounded piece of them per step, up to the block holding the last
   // element asked for (a row read alone reads its own blocks).
   constexpr uint64_t kStepElements = uint64_t{1} << 16;
-  const uint64_t block = type->block, step = std::max<uint64_t>(kStepElements / block, 1) * block;
+  const GgmlType type = *ggml_type(t.type);
+  const uint64_t block = type.block, step = std::max<uint64_t>(kStepElements / block, 1) * block;
   const uint64_t end = std::min(n, (first + count + block - 1) / block * block);
   std::vector<std::byte> raw;
   std::vector<float> decoded;
   for (uint64_t at = first / block * block, done = 0; done < count; at += step) {
     const uint64_t elements = std::min(step, end - at), skip = first > at ? first - at : 0;
     const uint64_t take = std::min(elements - skip, count - done);
-    raw.resize(elements / block * type->block_bytes);
-    read(t, at / block * type->block_bytes, raw);
-    std::span<const std::byte> values = raw;
-    if (!ggml_plain_dtype(t.type)) {
-      decoded.resize(elements);
-      ggml_decode(t.type, raw, decoded);
-      values = std::as_bytes(std::span(decoded));
-    }
-    const uint64_t in_size = dtype_bits(from) / 8;
-    convert(from, values.subspan(skip * in_size, take * in_size), to, dst.subspan(done * out_size, take * out_size),
-            take);
+    raw.resize(elements / block * type.block_bytes);
+    read(t, at / block * type.block_bytes, raw);
+    convert_blocks(t, raw, skip, take, to, dst.subspan(done * out_size, take * out_size), decoded);
     done += take;
   }
+}
+
+SlicePlan GgufFile::plan_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices) const {
+  const detail::SliceGeometry g = element_runs(t, indices);
+  SlicePlan plan;
+  plan.shape = g.out_shape;
+  for_each_window(g, *ggml_type(t.type), plan.byte_size,
+                  [&](const SliceWindow& w) { plan.ranges.push_back({w.begin, w.end - w.begin}); });
+  return plan;
+}
+
+void GgufFile::read_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices, Dtype to,
+                          std::span<std::byte> dst) const {
+  const detail::SliceGeometry g = element_runs(t, indices);
+  check_readable(t, to, name());
+  const uint64_t out_size = dtype_bits(to) / 8, count = g.byte_size();  // one-byte elements
+  if (dst.size() != count * out_size)
+    throw_invalid(fmt::format("the slice of tensor {} is {} elements of {}: {} bytes, not {}", t.name, count,
+                              dtype_name(to), count * out_size, dst.size()),
+                  t.name);
+  const GgmlType type = *ggml_type(t.type);
+  std::vector<std::byte> raw;
+  std::vector<float> scratch;
+  uint64_t needed = 0;
+  for_each_window(g, type, needed, [&](const SliceWindow& w) {
+    if (w.end - w.begin > kSliceWindowBytes) {  // one long run: read_values' bounded steps
+      const SliceWindow::Run& r = w.runs.front();
+      read_values(t, r.first, r.count, to, dst.subspan(r.out * out_size, r.count * out_size));
+      return;
+    }
+    raw.resize(w.end - w.begin);
+    read(t, w.begin, raw);
+    for (const SliceWindow::Run& r : w.runs) {
+      const auto [begin, end] = block_bytes(type, r.first, r.count);
+      convert_blocks(t, std::span<const std::byte>(raw).subspan(begin - w.begin, end - begin), r.first % type.block,
+                     r.count, to, dst.subspan(r.out * out_size, r.count * out_size), scratch);
+    }
+  });
 }
 
 }  // namespace tlio

@@ -1,5 +1,5 @@
 /* The C API's GGUF functions from C (C99): listing, metadata as text, reading values in ranges
- * and dtypes, errors, tl_import_gguf read back with tl_open, the export compared with its folder, and
+ * and dtypes, slices, errors, tl_import_gguf read back with tl_open, the export compared with its folder, and
  * tl_import_gguf_model. Decoding itself is checked
  * against ggml in tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -85,6 +85,19 @@ int main(int argc, char** argv) {
     CHECK(strcmp(t.type_name, "Q8_0") == 0 && t.rank == 2 && t.shape[0] == 32 && t.shape[1] == 32);
     CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK && strcmp(text, "llama") == 0);
     CHECK(tl_gguf_metadata(g, "tokenizer.ggml.pre", &text) == TL_OK && strcmp(text, "llama-bpe") == 0);
+    { /* Rows 3..5, columns 5..20 (inside a block): what reads of those rows' ranges give. */
+      const uint64_t starts[2] = {3, 5}, stops[2] = {6, 20}, bad[2] = {3, 33};
+      float cut[3 * 15], row[15];
+      size_t r;
+      CHECK(tl_gguf_read_slice(g, i, 2, starts, stops, TL_F32, cut, sizeof cut) == TL_OK);
+      for (r = 0; r < 3; ++r) {
+        CHECK(tl_gguf_read(g, i, (3 + r) * 32 + 5, 15, TL_F32, row, sizeof row) == TL_OK);
+        CHECK(memcmp(cut + r * 15, row, sizeof row) == 0);
+      }
+      CHECK(tl_gguf_read_slice(g, i, 2, starts, bad, TL_F32, cut, sizeof cut) == TL_EINVAL); /* past 32 */
+      CHECK(tl_gguf_read_slice(g, i, 2, starts, stops, TL_F32, cut, sizeof cut - 4) == TL_EINVAL);
+      CHECK(tl_gguf_read_slice(g, i, 2, NULL, stops, TL_F32, cut, sizeof cut) == TL_EINVAL);
+    }
     tl_gguf_close(g);
   }
   /* Compared with its folder (as tlio diff does): Q8_0 differs, names pair across formats. */

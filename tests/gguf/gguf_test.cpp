@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,72 @@ TEST(Gguf, CountsAndLengthsTheFileCannotHoldAreRefusedBeforeAllocating) {
   const Builder whole = valid_file();
   for (size_t n = 0; n + 40 < whole.out.size(); ++n)
     EXPECT_THROW(GgufFile::from_bytes(std::span(whole.out).first(n)), Error) << n;
+}
+
+// A slice read by read_slice against the same elements picked out of read_values' whole tensor.
+std::vector<float> picked(const std::vector<float>& whole, uint64_t cols, uint64_t r0, uint64_t r1, uint64_t c0,
+                          uint64_t c1) {
+  std::vector<float> out;
+  for (uint64_t r = r0; r < r1; ++r)
+    for (uint64_t c = c0; c < c1; ++c) out.push_back(whole[r * cols + c]);
+  return out;
+}
+
+TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
+  // Q4_K [40, 512] (two 144-byte blocks a row) encoded from known values, then F32 [2, 2^20 + 8]
+  // whose rows are longer than a slice's read window.
+  constexpr uint64_t kRows = 40, kCols = 512, kLong = (uint64_t{1} << 20) + 8;
+  std::vector<float> values(kRows * kCols);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  std::vector<std::byte> q4k(kRows * 2 * 144);
+  ggml_encode(12, values, q4k);
+  Builder b;
+  b.header(3, 2, 0).tensor("q", {kCols, kRows}, 12, 0).tensor("long", {kLong, 2}, 0, q4k.size()).pad();
+  b.out.insert(b.out.end(), q4k.begin(), q4k.end());
+  for (uint64_t i = 0; i < 2 * kLong; ++i) b.num(static_cast<float>(i));
+  const GgufFile f = GgufFile::from_bytes(b.out, "test.gguf");
+  const GgufTensorInfo& q = *f.tensor("q");
+  std::vector<float> whole(kRows * kCols);
+  f.read_values(q, 0, whole.size(), Dtype::F32, std::as_writable_bytes(std::span(whole)));
+
+  const auto slice = [&](const GgufTensorInfo& t, std::vector<SliceIndex> ix, uint64_t n) {
+    std::vector<float> out(n);
+    f.read_slice(t, ix, Dtype::F32, std::as_writable_bytes(std::span(out)));
+    return out;
+  };
+  // Rows, then columns crossing a block boundary (runs of every row in one read), then an index.
+  EXPECT_EQ(slice(q, {SliceIndex::range(3, 9)}, 6 * kCols), picked(whole, kCols, 3, 9, 0, kCols));
+  EXPECT_EQ(slice(q, {SliceIndex::all(), SliceIndex::range(200, 300)}, kRows * 100),
+            picked(whole, kCols, 0, kRows, 200, 300));
+  EXPECT_EQ(slice(q, {SliceIndex::at(39), SliceIndex::range(511, 512)}, 1), picked(whole, kCols, 39, 40, 511, 512));
+  EXPECT_TRUE(slice(q, {SliceIndex::range(5, 5)}, 0).empty());
+
+  // Columns 100:200 lie in each row's first block (256 elements): one read of rows 1..39's, the
+  // gaps between them included; only their blocks are needed.
+  const SlicePlan plan = f.plan_slice(q, std::vector{SliceIndex::range(1, kRows), SliceIndex::range(100, 200)});
+  EXPECT_EQ(plan.shape, (std::vector<uint64_t>{kRows - 1, 100}));
+  ASSERT_EQ(plan.ranges.size(), 1u);
+  EXPECT_EQ(plan.ranges[0].offset, 288u);
+  EXPECT_EQ(plan.ranges[0].length, (kRows - 2) * 288 + 144);
+  EXPECT_EQ(plan.byte_size, (kRows - 1) * 144);
+
+  // Runs longer than a read window go alone, each in read_values' steps.
+  const GgufTensorInfo& big = *f.tensor("long");
+  const std::vector<float> tail = slice(big, {SliceIndex::all(), SliceIndex::range(3, kLong)}, 2 * (kLong - 3));
+  EXPECT_EQ(tail.front(), 3.0f);
+  EXPECT_EQ(tail[kLong - 4], static_cast<float>(kLong - 1));
+  EXPECT_EQ(tail[kLong - 3], static_cast<float>(kLong + 3));
+  EXPECT_EQ(tail.back(), static_cast<float>(2 * kLong - 1));
+  EXPECT_EQ(f.plan_slice(big, std::vector{SliceIndex::all(), SliceIndex::range(3, kLong)}).ranges.size(), 2u);
+
+  // F16 out, and what is refused: a bad slice, a destination of another size.
+  std::vector<uint16_t> half(kCols), row_two(kCols);
+  f.read_slice(q, std::vector{SliceIndex::at(2)}, Dtype::F16, std::as_writable_bytes(std::span(half)));
+  f.read_values(q, 2 * kCols, kCols, Dtype::F16, std::as_writable_bytes(std::span(row_two)));
+  EXPECT_EQ(half, row_two);
+  EXPECT_THROW(slice(q, {SliceIndex::range(0, kRows + 1)}, 0), Error);
+  EXPECT_THROW(slice(q, {SliceIndex::at(0), SliceIndex::at(0), SliceIndex::at(0)}, 1), Error);
+  EXPECT_THROW(slice(q, {SliceIndex::at(0)}, kCols - 1), Error);
 }
 
 TEST(Gguf, TypeTable) {

@@ -1,6 +1,7 @@
 //! GGUF files (llama.cpp's format): their tensors listed and read, every ggml block type decoded
 //! exactly as ggml decodes it, and imported to safetensors.
 use std::ffi::c_void;
+use std::ops::Range;
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -107,6 +108,30 @@ impl Gguf {
                 index,
                 first,
                 count,
+                dtype.raw(),
+                dst.as_mut_ptr() as *mut c_void,
+                dst.len(),
+            )
+        })
+    }
+
+    /// A slice of tensor `name` as `dtype` into `dst` (exactly the slice's bytes): its leading
+    /// dimensions (numpy's order) cut to `slice` (an `end` of `u64::MAX`: to the end of the
+    /// dimension; empty: whole). Only the blocks the slice touches are read, nearby rows'
+    /// together. An `InvalidArgument` error for a bad slice or size.
+    pub fn read_slice_into(&self, name: &str, slice: &[Range<u64>], dtype: Dtype, dst: &mut [u8]) -> Result<()> {
+        let index = self.index_of(name)?;
+        let starts: Vec<u64> = slice.iter().map(|r| r.start).collect();
+        let stops: Vec<u64> = slice.iter().map(|r| r.end).collect();
+        // SAFETY: a valid handle, two arrays of slice.len() values, dst valid for dst.len() bytes
+        // (the library checks the size).
+        check(unsafe {
+            sys::tl_gguf_read_slice(
+                self.raw.as_ptr(),
+                index,
+                slice.len(),
+                starts.as_ptr(),
+                stops.as_ptr(),
                 dtype.raw(),
                 dst.as_mut_ptr() as *mut c_void,
                 dst.len(),

@@ -473,6 +473,16 @@ extern "C" {
         dst: *mut c_void,
         dst_size: usize,
     ) -> c_int;
+    pub fn tl_gguf_read_slice(
+        file: *const tl_gguf,
+        index: usize,
+        rank: usize,
+        starts: *const u64,
+        stops: *const u64,
+        dtype: tl_dtype,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
     pub fn tl_gguf_metadata(file: *const tl_gguf, key: *const c_char, text: *mut *const c_char) -> c_int;
     pub fn tl_import_gguf(
         src: *const c_char,

@@ -66,6 +66,15 @@ fn exports_a_hugging_face_folder() {
     let q = g.tensor("blk.0.ffn_up.weight").unwrap();
     assert_eq!((q.type_name.as_str(), q.shape.clone()), ("Q4_0", vec![64, 32]));
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    // A slice (rows 10..13, columns 7..29 across Q4_0's blocks of 32): each row's elements.
+    let whole = g.read_f32("blk.0.ffn_up.weight").unwrap();
+    let mut cut = vec![0u8; 3 * 22 * 4];
+    g.read_slice_into("blk.0.ffn_up.weight", &[10..13, 7..29], tlio::Dtype::F32, &mut cut).unwrap();
+    let got: Vec<f32> = cut.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let want: Vec<f32> = (10..13).flat_map(|r| whole[r * 32 + 7..r * 32 + 29].to_vec()).collect();
+    assert_eq!(got, want);
+    let err = g.read_slice_into("blk.0.ffn_up.weight", &[10..65], tlio::Dtype::F32, &mut cut).unwrap_err();
+    assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
     // Compared with its folder, as `tlio diff` does: names pair across formats.
     let c = tlio::compare_locations(
         out.to_str().unwrap(),

@@ -55,7 +55,7 @@ std::vector<SliceIndex> plan_indices(const SliceArg& arg, const std::string& nam
   const std::vector<SliceEntry> entries = parse_slice_spec(arg.spec);
   for (const SliceEntry& e : entries)
     if (!e.index && e.step && *e.step != 1)
-      throw UsageError(fmt::format("'{}': a step other than 1 (read plans read ranges; take every "
+      throw UsageError(fmt::format("'{}': a step other than 1 (slices are read as ranges; take every "
                                    "other row with `tlio cat --slice`)", arg.text));
   std::vector<SliceIndex> out;
   for (const DimPick& p : resolve_slice(entries, shape, name, fmt::format("'{}'", arg.text)))
@@ -303,8 +303,13 @@ SliceSummary slice_gguf(const SliceArgs& a) {
       std::vector<std::string> names;
       for (const GgufTensorInfo& x : f.tensors()) names.push_back(x.name);
       const std::string near = closest_name(arg.name, names);
-      throw UsageError(fmt::format("no tensor {} in {}{}", display_name(arg.name), f.name(),
-                                   near.empty() ? "" : fmt::format("; did you mean {}?", display_name(near))));
+      const bool hf_name = arg.name.starts_with("model.") || arg.name.starts_with("lm_head.");
+      throw UsageError(fmt::format(
+          "no tensor {} in {}{}", display_name(arg.name), f.name(),
+          !near.empty() ? fmt::format("; did you mean {}?", display_name(near))
+          : hf_name     ? "; a GGUF names tensors as llama.cpp does (blk.0.ffn_up.weight, token_embd.weight: "
+                          "`tlio inspect` lists them)"
+                        : ""));
     }
     if (!seen.insert(arg.name).second)
       throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
@@ -315,17 +320,26 @@ SliceSummary slice_gguf(const SliceArgs& a) {
                   fmt::format("tensor {} is {}, a ggml type tlio does not decode", t->name, ggml_type(t->type)->name),
                   f.name());
     std::vector<SliceIndex> slice = plan_indices(arg, t->name, t->shape());
-    const SlicePlan where = f.plan_slice(*t, slice);
     const Dtype dtype = plain.value_or(decoded_as);
+    const std::vector<uint64_t> shape = f.plan_slice(*t, slice).shape;
     uint64_t elements = 1;
-    for (uint64_t d : where.shape) elements *= d;
-    s.items.push_back({t->name, dtype, where.shape, elements * dtype_bits(dtype) / 8, !plain});
-    for (const ByteRange& r : where.ranges) s.count_read({t->split, t->offset + r.offset, r.length}, a.json);
-    s.wanted_bytes += where.byte_size;
+    for (uint64_t d : shape) elements *= d;
+    s.items.push_back({t->name, dtype, shape, elements * dtype_bits(dtype) / 8, !plain});
     tensors.push_back(t);
     slices.push_back(std::move(slice));
   }
   refuse_unused_dtype(a, s);
+  // The units each item is read in, and their reads (a block at a unit's edge is read by both).
+  std::vector<std::vector<Unit>> units(s.items.size());
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    split_units(i, slices[i], 0, dtype_bits(s.items[i].dtype), batch_bytes, units[i]);
+    for (const Unit& u : units[i]) {
+      const SlicePlan where = f.plan_slice(*tensors[i], u.slice);
+      for (const ByteRange& r : where.ranges)
+        s.count_read({tensors[i]->split, tensors[i]->offset + r.offset, r.length}, a.json);
+      s.wanted_bytes += where.byte_size;
+    }
+  }
   if (a.dry_run) return s;
 
   Writer writer = Writer::to_file(a.out);
@@ -334,11 +348,8 @@ SliceSummary slice_gguf(const SliceArgs& a) {
   uint64_t total = 0, done = 0;
   for (const auto& it : s.items) total += it.bytes;
   std::vector<std::byte> buffer;
-  std::vector<Unit> units;
   for (size_t i = 0; i < s.items.size(); ++i) {
-    units.clear();
-    split_units(i, slices[i], 0, dtype_bits(s.items[i].dtype), batch_bytes, units);
-    for (const Unit& u : units) {
+    for (const Unit& u : units[i]) {
       buffer.resize(u.bytes);
       f.read_slice(*tensors[i], u.slice, s.items[i].dtype, buffer);
       writer.append(s.items[i].name, buffer);

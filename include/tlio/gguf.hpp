@@ -116,16 +116,17 @@ class TLIO_API GgufFile {
   /// dtype it cannot convert to; Error{invalid_argument} past the tensor's end.
   void read_values(const GgufTensorInfo& t, uint64_t first, uint64_t count, Dtype to,
                    std::span<std::byte> dst) const;
-  /// Where slice `indices` of tensor `t` lies (indices over t.shape(), as plan_slice takes them:
-  /// an index or a range per leading dimension, the rest whole): `shape` is the slice's, `ranges`
-  /// the reads read_slice makes (stored bytes relative to the tensor's data, whole blocks; the
-  /// blocks of nearby rows read together across gaps of up to 64 KiB, at most 4 MiB a read, a
-  /// longer run alone), `byte_size` the bytes of the blocks the slice needs (the reads less their
-  /// gaps). Error{invalid_argument} for a bad slice.
+  /// Where slice `indices` of tensor `t` lies (indices over t.shape(), as tlio::plan_slice takes
+  /// them: an index or a range per leading dimension, the rest whole): `shape` is the slice's,
+  /// `ranges` the reads read_slice makes (stored bytes relative to the tensor's data, whole
+  /// blocks; the blocks of nearby rows read together across gaps of up to 64 KiB, at most 4 MiB a
+  /// read, a longer run in reads of at most that), `byte_size` the bytes of the blocks the slice
+  /// needs (the reads less their gaps). Error{invalid_argument} for a bad slice.
   SlicePlan plan_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices) const;
   /// The values of that slice as dtype `to` into dst (exactly their bytes), decoded as
   /// read_values decodes them, by plan_slice's reads: a column slice costs a few reads, not one
-  /// per row (a request each, for a remote file).
+  /// per row (a request each, for a remote file). Scratch: one read's bytes and its runs' F32
+  /// values. Error{unsupported} as read_values.
   void read_slice(const GgufTensorInfo& t, std::span<const SliceIndex> indices, Dtype to,
                   std::span<std::byte> dst) const;
 

@@ -438,7 +438,7 @@ TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint6
  * d < rank (stops[d] UINT64_MAX: to the end; rank 0: whole), as `dtype` into `dst` of `dst_size`
  * bytes (exactly the slice's elements), decoded as tl_gguf_read decodes. Only the blocks the
  * slice touches are read, nearby rows' together (a column slice takes a few reads, not one per
- * row). TL_EINVAL for a bad slice or size. */
+ * row). TL_EINVAL for a bad slice or size, TL_EUNSUPPORTED as for tl_gguf_read. */
 TL_API int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank, const uint64_t* starts,
                               const uint64_t* stops, tl_dtype dtype, void* dst, size_t dst_size);
 /* The value of metadata key `key` as text (`*text` valid until tl_gguf_close()): a string as it

@@ -268,10 +268,19 @@ def test_slices_of_a_gguf_equal_the_oracles(made, tmp_path):
         assert same_bits(f.get_tensor("positions"), expected["positions"][1:])
         assert same_bits(f.get_tensor("blk.0.attn_q.weight"),
                          expected["blk.0.attn_q.weight"][:, 2:5].astype(np.float16))
-    r = run("slice", path, "blk.0.q6_k.weight[0]", "--dtype", "bf16", "--max-memory", "1KiB", "-o", out)
+    r = run("slice", path, "blk.0.q6_k.weight[0]", "--dtype", "bf16", "-o", out)
     assert r.returncode == 0, r.stderr
     with tlio.safe_open(out, "numpy") as f:
         assert same_bits(f.get_tensor("blk.0.q6_k.weight", dtype="bits"), bf16_bits(expected["blk.0.q6_k.weight"][0]))
+    # Rows of 505 F32 values (2,020 bytes) in units of at most 1 KiB: cut inside blocks.
+    r = run("slice", path, "blk.0.q4_k.weight[:, 7:]", "blk.0.q8_0.weight[:, 7:]", "--max-memory", "1KiB", "-o", out,
+            "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["reads"]) >= 12 and doc["bytes_read"] == sum(x["length"] for x in doc["reads"])  # 2 units a row
+    with tlio.safe_open(out, "numpy") as f:
+        for name in ("blk.0.q4_k.weight", "blk.0.q8_0.weight"):
+            assert same_bits(f.get_tensor(name), expected[name][:, 7:]), name
     r = run("slice", path, "blk.0.q4_k.weight[3]", "-o", out)
     assert r.returncode == 2 and "index 3" in r.stderr, r.stderr
 

@@ -272,7 +272,8 @@ std::pair<uint64_t, uint64_t> block_bytes(const GgmlType& type, uint64_t first, 
 
 // A slice's runs are read in windows of at most this many stored bytes, one read each, spanning
 // gaps up to kSliceGap between runs (a column slice of a row-major tensor reads its rows' blocks
-// in a few reads, not one per row: a request each for a remote file). A longer run is read alone.
+// in a few reads, not one per row: a request each for a remote file). A longer run is cut at
+// multiples of the window's worth of blocks.
 constexpr uint64_t kSliceWindowBytes = uint64_t{4} << 20;
 constexpr uint64_t kSliceGap = uint64_t{64} << 10;
 
@@ -296,7 +297,7 @@ void for_each_window(const detail::SliceGeometry& g, const GgmlType& type, uint6
     if (!w.runs.empty()) on_window(std::as_const(w));
     w.runs.clear();
   };
-  g.for_each_run([&](uint64_t first, uint64_t count) {
+  const auto add = [&](uint64_t first, uint64_t count) {
     const auto [begin, end] = block_bytes(type, first, count);
     needed += end - std::max(begin, needed_end);  // runs may share a block
     needed_end = end;
@@ -305,7 +306,16 @@ void for_each_window(const detail::SliceGeometry& g, const GgmlType& type, uint6
     w.end = std::max(w.end, end);
     w.runs.push_back({first, count, out});
     out += count;
-    if (w.end - w.begin > kSliceWindowBytes) flush();  // a long run alone
+  };
+  // Pieces of a run end at multiples of `chunk` elements (whole blocks), so none passes a window.
+  const uint64_t chunk = std::max<uint64_t>(kSliceWindowBytes / type.block_bytes, 1) * type.block;
+  g.for_each_run([&](uint64_t first, uint64_t count) {
+    while (count > 0) {
+      const uint64_t n = std::min(count, chunk - first % chunk);
+      add(first, n);
+      first += n;
+      count -= n;
+    }
   });
   flush();
 }
@@ -392,11 +402,6 @@ void GgufFile::read_slice(const GgufTensorInfo& t, std::span<const SliceIndex> i
   std::vector<float> scratch;
   uint64_t needed = 0;
   for_each_window(g, type, needed, [&](const SliceWindow& w) {
-    if (w.end - w.begin > kSliceWindowBytes) {  // one long run: read_values' bounded steps
-      const SliceWindow::Run& r = w.runs.front();
-      read_values(t, r.first, r.count, to, dst.subspan(r.out * out_size, r.count * out_size));
-      return;
-    }
     raw.resize(w.end - w.begin);
     read(t, w.begin, raw);
     for (const SliceWindow::Run& r : w.runs) {

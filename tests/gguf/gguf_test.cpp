@@ -228,7 +228,10 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
   EXPECT_EQ(slice(q, {SliceIndex::all(), SliceIndex::range(200, 300)}, kRows * 100),
             picked(whole, kCols, 0, kRows, 200, 300));
   EXPECT_EQ(slice(q, {SliceIndex::at(39), SliceIndex::range(511, 512)}, 1), picked(whole, kCols, 39, 40, 511, 512));
-  EXPECT_TRUE(slice(q, {SliceIndex::range(5, 5)}, 0).empty());
+  const SlicePlan none = f.plan_slice(q, std::vector{SliceIndex::range(5, 5)});
+  EXPECT_EQ(none.shape, (std::vector<uint64_t>{0, kCols}));
+  EXPECT_TRUE(none.ranges.empty());
+  EXPECT_EQ(none.byte_size, 0u);
 
   // Columns 100:200 lie in each row's first block (256 elements): one read of rows 1..39's, the
   // gaps between them included; only their blocks are needed.
@@ -239,14 +242,22 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
   EXPECT_EQ(plan.ranges[0].length, (kRows - 2) * 288 + 144);
   EXPECT_EQ(plan.byte_size, (kRows - 1) * 144);
 
-  // Runs longer than a read window go alone, each in read_values' steps.
+  // Runs longer than a read window are cut where 2^20 F32 values (4 MiB) end: reads of at most
+  // that, the cut pieces of the two rows' runs that lie close together sharing one.
   const GgufTensorInfo& big = *f.tensor("long");
   const std::vector<float> tail = slice(big, {SliceIndex::all(), SliceIndex::range(3, kLong)}, 2 * (kLong - 3));
   EXPECT_EQ(tail.front(), 3.0f);
   EXPECT_EQ(tail[kLong - 4], static_cast<float>(kLong - 1));
   EXPECT_EQ(tail[kLong - 3], static_cast<float>(kLong + 3));
   EXPECT_EQ(tail.back(), static_cast<float>(2 * kLong - 1));
-  EXPECT_EQ(f.plan_slice(big, std::vector{SliceIndex::all(), SliceIndex::range(3, kLong)}).ranges.size(), 2u);
+  const SlicePlan reads = f.plan_slice(big, std::vector{SliceIndex::all(), SliceIndex::range(3, kLong)});
+  ASSERT_EQ(reads.ranges.size(), 3u);
+  EXPECT_EQ(reads.ranges[0].offset, 12u);
+  EXPECT_EQ(reads.ranges[0].length, (uint64_t{4} << 20) - 12);
+  EXPECT_EQ(reads.ranges[1].offset, uint64_t{4} << 20);
+  EXPECT_EQ(reads.ranges[1].length, uint64_t{4} << 20);
+  EXPECT_EQ(reads.ranges[2].length, 64u);
+  EXPECT_EQ(reads.byte_size, 2 * (kLong - 3) * 4);
 
   // F16 out, and what is refused: a bad slice, a destination of another size.
   std::vector<uint16_t> half(kCols), row_two(kCols);

@@ -118,7 +118,8 @@ impl Gguf {
     /// A slice of tensor `name` as `dtype` into `dst` (exactly the slice's bytes): its leading
     /// dimensions (numpy's order) cut to `slice` (an `end` of `u64::MAX`: to the end of the
     /// dimension; empty: whole). Only the blocks the slice touches are read, nearby rows'
-    /// together. An `InvalidArgument` error for a bad slice or size.
+    /// together. An `InvalidArgument` error for a bad slice or size, `Unsupported` for a type
+    /// tlio does not decode.
     pub fn read_slice_into(&self, name: &str, slice: &[Range<u64>], dtype: Dtype, dst: &mut [u8]) -> Result<()> {
         let index = self.index_of(name)?;
         let starts: Vec<u64> = slice.iter().map(|r| r.start).collect();

@@ -145,9 +145,12 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     (bad / "config.json").write_text(json.dumps({**config, "architectures": ["GPTNeoXForCausalLM"]}))
     r = run("convert", bad, tmp_path / "x.gguf")
     assert r.returncode == 1 and "GPTNeoXForCausalLM" in r.stderr and "Qwen3ForCausalLM" in r.stderr, r.stderr
-    (bad / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "llama3", "factor": 8.0}}))
-    r = run("convert", bad, tmp_path / "x.gguf")
-    assert r.returncode == 1 and "rope_scaling" in r.stderr, r.stderr
+    for scaling, named in [({"type": "dynamic", "factor": 2.0}, "dynamic"),
+                           ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}, "yarn"),
+                           ({"rope_type": "llama3", "factor": 8.0, "mscale": 2}, "mscale")]:
+        (bad / "config.json").write_text(json.dumps({**config, "rope_scaling": scaling}))
+        r = run("convert", bad, tmp_path / "x.gguf")
+        assert r.returncode == 1 and "rope_scaling" in r.stderr and named in r.stderr, r.stderr
     (bad / "config.json").write_text(json.dumps({**config, "bos_token_id": 10**9}))
     (bad / "tokenizer_config.json").write_text("{}")
     r = run("convert", bad, tmp_path / "x.gguf")
@@ -194,6 +197,80 @@ def test_llama3_style_files_export_as_llama_cpp_reads_them(model, tmp_path):
     assert fields["tokenizer.ggml.eos_token_id"] == 1 and fields["tokenizer.ggml.bos_token_id"] == 0
     ids, _ = llama_cpp(tmp_path / "x.gguf", "Hello", tmp_path / "l.npy")
     assert ids[0] == 0  # <|begin_of_text|>, as Hugging Face's tokenizer adds it
+
+
+def converter_rope_factors(config):
+    """rope_freqs.weight as llama.cpp's converter computes it (torch, float32), written here from
+    its formula: the independent oracle for tlio's."""
+    import math
+    import torch
+    rs, base = config["rope_scaling"], config.get("rope_theta", 10000.0)
+    dim = config.get("head_dim", config["hidden_size"] // config["num_attention_heads"])
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32).numpy()
+
+
+@pytest.mark.parametrize("scaling", [
+    {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 64,
+     "rope_type": "llama3"},
+    {"factor": 4.0, "rope_type": "linear"}])
+def test_rope_scaling_exports_as_llama_cpp_reads_it_and_comes_back(model, tmp_path, scaling):
+    """Llama 3.1's rope_scaling becomes rope_freqs.weight (the factors llama.cpp divides each
+    frequency by), linear scaling two keys; llama.cpp's logits then follow transformers' scaled
+    RoPE (the reference), and the import gives config.json's rope_scaling back."""
+    arch, folder = model
+    if arch != "llama":
+        pytest.skip("Llama 3's scaling is llama's")
+    scaled = copy_folder(folder, tmp_path / "scaled")
+    config = {**json.loads((folder / "config.json").read_text()), "rope_scaling": scaling}
+    (scaled / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "scaled.gguf"
+    r = run("convert", scaled, out, "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    keys = tlio.gguf_metadata(out)
+    with tlio.safe_open(out, "numpy") as f:
+        if scaling["rope_type"] == "llama3":
+            got, want = f.get_tensor("rope_freqs.weight"), converter_rope_factors(config)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            # torch's float32 pow is not correctly rounded (tlio rounds double's): the ulp it may
+            # differ by, carried through the band's formula, is all that may differ.
+            assert np.all(np.abs(got - want) <= 4 * np.spacing(want)), (got, want)
+            assert (got == want).mean() > 0.9
+            assert 1.0 in got and 8.0 in got and ((got > 1) & (got < 8)).sum() >= 2  # the three regions
+            assert "llama.rope.scaling.type" not in keys
+        else:
+            assert "rope_freqs.weight" not in f.keys()
+            assert keys["llama.rope.scaling.type"] == "linear" and keys["llama.rope.scaling.factor"] == 4.0
+    r = run("diff", out, scaled)  # rope_freqs.weight is made from config.json: in neither "only in" list
+    assert r.returncode == 0 and r.stdout.startswith("equal:"), r.stdout + r.stderr
+    ids, logits = llama_cpp(out, TEXTS[0], tmp_path / "logits.npy")
+    ref, unscaled = reference.forward(str(scaled), ids), reference.forward(str(folder), ids)
+    tolerance = 0.05 * np.abs(ref).max()
+    assert np.abs(logits - ref).max() < tolerance
+    assert np.abs(logits - unscaled).max() > 2 * tolerance  # the scaling is what makes them agree
+
+    back = tmp_path / "back"
+    r = run("convert", out, back, "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((back / "config.json").read_text())["rope_scaling"] == scaling
+    with tlio.safe_open(back / "model.safetensors", "numpy") as f:
+        assert "rope_freqs.weight" not in f.keys()
+    if scaling["rope_type"] == "llama3":  # Llama 3's scaling exported to a Qwen2 model: refused by name
+        (scaled / "config.json").write_text(json.dumps({**config, "architectures": ["Qwen2ForCausalLM"]}))
+        r = run("convert", scaled, tmp_path / "q.gguf")
+        assert r.returncode == 1 and "rope_scaling" in r.stderr and "Qwen2ForCausalLM" in r.stderr, r.stderr
 
 
 def test_export_from_python_writes_the_clis_bytes(tmp_path):

@@ -149,10 +149,13 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
-  const auto scaling = doc.root()["rope_scaling"];
-  if (!scaling.error() && !scaling.is_null())
+  c.rope_scaling = parse_rope_scaling(doc, source);
+  if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && gguf_arch_for(c.hf_class).name != "llama")
     throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
-                "config.json's rope_scaling is not exported to GGUF yet", source);
+                fmt::format("Llama 3's rope_scaling is exported for the llama architecture only (llama.cpp reads "
+                            "{} there), not for {}",
+                            kRopeFreqsName, c.hf_class),
+                source);
   return c;
 }
 
@@ -172,6 +175,7 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
       {a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))},
   };
   if (c.rope_theta) kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
+  for (GgufKeyValue& k : rope_scaling_keys(a, c.rope_scaling)) kv.push_back(std::move(k));
   return kv;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf/gguf_rope.hpp"
 #include "tlio/gguf.hpp"
 
 namespace tlio::detail {
@@ -47,9 +48,10 @@ struct HfConfig {
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
   std::optional<uint64_t> bos_token_id, eos_token_id;
+  RopeScaling rope_scaling;
 };
-/// config.json read for export: the class, hyperparameters (rope_scaling refused by name: it is
-/// not exported yet). Error{format, "model"} naming a missing or mistyped key.
+/// config.json read for export: the class, hyperparameters, rope_scaling (gguf_rope.hpp; Llama
+/// 3's for the llama architecture only, where llama.cpp reads rope_freqs.weight). Error{format, "model"} naming a missing or mistyped key.
 HfConfig parse_hf_config(std::string_view json, const std::string& source);
 /// The part of it gguf_name_for needs (class, layers, heads, KV heads, tied embeddings): what
 /// pairs a folder's tensors with a GGUF file's, whatever else config.json holds.

@@ -36,10 +36,11 @@ constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 
 struct PlannedTensor {
   const File* file;
-  const TensorInfo* info;
+  const TensorInfo* info;       // null for a tensor made here (rope_freqs.weight)
   detail::GgufTensorDecl decl;  // type F32 until choose_types
   uint64_t permute_heads = 0;
   bool weight = false;  // takes the type asked for (not a norm, bias or other 1-D tensor)
+  std::vector<float> made;  // the values of a tensor made here, written as F32
 };
 
 // The plain types tlio exports weights as ("--pure": every weight that type, rows that are not
@@ -112,7 +113,7 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
                             name.permute_heads),
                 f.name());
-  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads};
+  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads, false, {}};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
   p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
@@ -157,6 +158,10 @@ struct PiecePass {
 // `piece_done` with each piece's values; returns the bytes read.
 uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
                       const std::function<void(uint64_t)>& piece_done) {
+  if (!p.info) {
+    writer.append(std::as_bytes(std::span(p.made)));
+    return 0;
+  }
   const TensorInfo& t = *p.info;
   // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
   // shape[0]'s either way: a bias's values are its rows.
@@ -277,6 +282,11 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   GgufExportReport report;
   report.architecture = std::string(arch.name);
   std::vector<PlannedTensor> plan;
+  if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {  // first, as llama.cpp's converter writes it
+    PlannedTensor freqs{nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}};
+    freqs.made = detail::llama3_rope_factors(c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
+    plan.push_back(std::move(freqs));
+  }
   for (const File& f : model.files())
     for (const TensorInfo& t : f.tensors()) {
       const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, t.name);
@@ -325,7 +335,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
     writers.push_back(std::make_unique<detail::GgufWriter>(detail::Location::parse(name), keys, std::move(decls)));
     report.files.push_back(name);
   }
-  for (const PlannedTensor& p : plan) total += p.info->element_count();
+  for (const PlannedTensor& p : plan) total += p.info ? p.info->element_count() : 0;
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
   PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}};

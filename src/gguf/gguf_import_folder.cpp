@@ -35,6 +35,8 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   std::vector<Planned> plan;
   uint64_t total = 0;
   for (const GgufTensorInfo& t : src.tensors()) {
+    // Llama 3's RoPE factors are config.json's rope_scaling (hf_config_of read them).
+    if (t.name == detail::kRopeFreqsName && c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) continue;
     const auto it = back.find(t.name);
     if (it == back.end())
       throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,

@@ -111,9 +111,7 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   c.context_length = *whole(f, a + "context_length", true);
   c.rms_norm_eps = *number(f, a + "attention.layer_norm_rms_epsilon", true);
   c.rope_theta = number(f, a + "rope.freq_base", false);
-  if (const std::string* scaling = text_key(f, (a + "rope.scaling.type").c_str()); scaling && *scaling != "none")
-    throw Error(ErrorCode::unsupported, Rule::gguf, a + "rope.scaling.type", std::nullopt,
-                fmt::format("RoPE scaling ({}) is not imported to config.json yet", *scaling), f.name());
+  c.rope_scaling = rope_scaling_of(f, std::string(arch.name), c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
   const GgufTensorInfo* embeddings = f.tensor("token_embd.weight");
   if (!embeddings || embeddings->ne.size() != 2)
     fail(f, "token_embd.weight", "the file has no 2-D token_embd.weight: the vocabulary's size comes from it");
@@ -140,6 +138,7 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
       float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
       json(dtype == Dtype::F32 ? "float32" : dtype == Dtype::F16 ? "float16" : "bfloat16"));
   if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
+  out += rope_scaling_json(c.rope_scaling);
   if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);
   if (c.eos_token_id) out += fmt::format(",\n  \"eos_token_id\": {}", *c.eos_token_id);
   return out + "\n}\n";

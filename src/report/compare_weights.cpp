@@ -107,7 +107,7 @@ CompareReport compare_weights(const Weights& a, const Weights& b, const CompareO
     const detail::Pairing* pair = pairs.find(name);
     if (!selected(name) && !(pair && selected(pair->reference))) continue;
     if (!pair) {
-      report.only_in_a.push_back(name);
+      if (!pairs.made(name)) report.only_in_a.push_back(name);
       continue;
     }
     Job j{{}, detail::values_of(a, name), detail::values_of(b, pair->reference), pair};

@@ -27,7 +27,7 @@ std::vector<std::string> Pairings::unpaired_reference() const {
   for (const auto& [name, p] : by_model_) paired.insert(p.reference);
   std::vector<std::string> out;
   for (const std::string& n : reference_names_)
-    if (!paired.contains(n)) out.push_back(n);
+    if (!paired.contains(n) && !made(n)) out.push_back(n);
   return out;
 }
 
@@ -61,6 +61,9 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
   Pairings out = [&] {  // by the export's names across GGUF and a folder, else by name
     Pairings p;
     p.reference_names_ = reference.value_names();
+    const bool gguf_and_folder = (model.gguf() && !reference.gguf() && reference.is_folder()) ||
+                                 (!model.gguf() && reference.gguf() && model.is_folder());
+    if (gguf_and_folder) p.made_.emplace(kRopeFreqsName);
     if (model.gguf() && !reference.gguf() && reference.is_folder()) {
       std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
       const auto hf = gguf_names(reference);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,14 +30,19 @@ class Pairings {
  public:
   /// The pairing of the model's `name`, or null when the reference has no such tensor.
   const Pairing* find(std::string_view name) const;
-  /// The reference's names no tensor of the model is paired with, in its order.
+  /// The reference's names no tensor of the model is paired with, in its order (those made()
+  /// aside).
   std::vector<std::string> unpaired_reference() const;
+  /// Whether `name` (of either side) is a GGUF tensor the export makes from the folder's
+  /// config.json rather than from a tensor (Llama 3's rope_freqs.weight): in neither "only in" list.
+  bool made(std::string_view name) const { return made_.contains(name); }
 
  private:
   friend Pairings pair_names(const Weights& model, const Weights& reference);
 
   std::map<std::string, Pairing, std::less<>> by_model_;
   std::vector<std::string> reference_names_;
+  std::set<std::string, std::less<>> made_;
 };
 
 /// Pairs every value name of `model` with one of `reference`. A GGUF file against a model folder

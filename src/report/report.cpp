@@ -48,7 +48,7 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
     figure_options.reference = &*reference;
     pairs = detail::pair_names(model, *reference);
     for (const std::string& n : names)
-      if (!pairs->find(n)) r.only_in_model.push_back(n);
+      if (!pairs->find(n) && !pairs->made(n)) r.only_in_model.push_back(n);
     for (std::string& n : pairs->unpaired_reference())
       if (selected(n)) r.only_in_reference.push_back(std::move(n));
   }

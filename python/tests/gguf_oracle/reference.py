@@ -1,5 +1,6 @@
 """The reference forward pass of the tiny models (numpy, float64, Hugging Face's layout and
-rotate-half RoPE, as transformers' Llama/Qwen2/Qwen3 compute it): logits for every position."""
+rotate-half RoPE with config.json's linear or Llama 3 rope_scaling, as transformers' Llama/Qwen2/Qwen3
+compute it): logits for every position."""
 import json, sys
 import numpy as np
 def rmsnorm(x, w, eps):
@@ -9,7 +10,15 @@ def forward(d, ids):
     H, heads, kv, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["num_hidden_layers"]
     hd = cfg.get("head_dim", H // heads); eps = cfg["rms_norm_eps"]; theta = cfg["rope_theta"]
     T = len(ids); x = w["model.embed_tokens.weight"][ids]
-    inv = 1.0 / theta ** (np.arange(0, hd, 2) / hd); ang = np.arange(T)[:, None] * inv[None]
+    inv = 1.0 / theta ** (np.arange(0, hd, 2) / hd)
+    rs = cfg.get("rope_scaling") or {}; kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":  # positions divided by the factor
+        inv = inv / rs["factor"]
+    elif kind == "llama3":  # long wavelengths divided by the factor, short ones kept, a smooth band between
+        f, lo, hi, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+        wl = 2 * np.pi / inv; smooth = (old / wl - lo) / (hi - lo)
+        inv = np.where(wl < old / hi, inv, np.where(wl > old / lo, inv / f, (1 - smooth) * inv / f + smooth * inv))
+    ang = np.arange(T)[:, None] * inv[None]
     cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None]; sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None]
     rot = lambda t: np.concatenate([-t[..., hd // 2:], t[..., :hd // 2]], -1)
     for i in range(L):

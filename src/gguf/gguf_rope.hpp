@@ -1,0 +1,51 @@
+// gguf/gguf_rope.hpp: config.json's rope_scaling both ways. Linear scaling is GGUF keys
+// ({arch}.rope.scaling.type and .factor); Llama 3's (rope_type "llama3",
+// Llama 3.1 to 3.3) is a tensor, rope_freqs.weight: one factor per rotated pair that llama.cpp
+// divides each frequency by, computed as llama.cpp's converter computes it. On import the
+// factors are matched back to the parameters that give them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json_doc.hpp"
+#include "tlio/gguf.hpp"
+
+namespace tlio::detail {
+
+struct RopeScaling {
+  enum class Kind : uint8_t { none, linear, llama3 } kind = Kind::none;
+  double factor = 1;
+  double low_freq_factor = 1, high_freq_factor = 4;  ///< llama3
+  uint64_t original_context = 0;                     ///< llama3
+};
+
+/// RoPE's base when config.json and the GGUF keys have none (llama.cpp's and transformers').
+inline constexpr double kDefaultRopeTheta = 10000.0;
+
+/// The generated tensor llama3 scaling writes.
+inline constexpr std::string_view kRopeFreqsName = "rope_freqs.weight";
+
+/// config.json's rope_scaling (absent, null, or "default": none). A kind (YaRN, dynamic, ...)
+/// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source);
+
+/// The GGUF keys of linear scaling for architecture `arch` (none for the others).
+std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r);
+
+/// Llama 3's factors (head_dim / 2 of them) for RoPE base `theta`, in llama.cpp's converter's
+/// float32 operation order (the frequencies' pow rounded from double: torch's float32 pow may
+/// differ from it by an ulp on a few of them).
+std::vector<float> llama3_rope_factors(const RopeScaling& r, double theta, uint64_t head_dim);
+
+/// The scaling a GGUF file's keys and rope_freqs tensor describe: the keys' kind, or for
+/// rope_freqs.weight the Llama 3 parameters whose factors equal it (Error{unsupported} when
+/// none do); none without either.
+RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta, uint64_t head_dim);
+
+/// config.json's "rope_scaling" member (",\n  \"rope_scaling\": {...}"), or "" for none.
+std::string rope_scaling_json(const RopeScaling& r);
+
+}  // namespace tlio::detail

@@ -1,0 +1,99 @@
+// Tests for gguf/gguf_rope.hpp: config.json's rope_scaling read (the kinds llama.cpp has a place
+// for, the others refused by name), Llama 3's factors in their three regions, linear scaling's
+// keys, and the config.json member written back. (python/tests/test_gguf_export.py compares the
+// factors with llama.cpp's converter's formula in torch, runs the export in llama.cpp against
+// transformers' scaled RoPE, and imports it back.)
+#include "gguf/gguf_rope.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+RopeScaling parsed(const std::string& scaling, const std::string& more = "") {
+  const std::string json = "{\"rope_scaling\": " + scaling + more + "}";
+  return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json");
+}
+
+std::string refusal(const std::string& scaling) {
+  try {
+    parsed(scaling);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted " << scaling;
+  return {};
+}
+
+TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
+  EXPECT_EQ(parsed("null").kind, RopeScaling::Kind::none);
+  EXPECT_EQ(parsed("{\"rope_type\": \"default\"}").kind, RopeScaling::Kind::none);
+  const RopeScaling linear = parsed("{\"type\": \"linear\", \"factor\": 2}");
+  EXPECT_EQ(linear.kind, RopeScaling::Kind::linear);
+  EXPECT_EQ(linear.factor, 2.0);
+  // Llama 3.1's config, and one leaving everything to the defaults (the original context from
+  // the top level, as older configs put it).
+  const RopeScaling llama31 = parsed(
+      "{\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
+      "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
+  EXPECT_EQ(llama31.kind, RopeScaling::Kind::llama3);
+  EXPECT_EQ(llama31.original_context, 8192u);
+  const RopeScaling bare = parsed("{\"rope_type\": \"llama3\"}", ", \"original_max_position_embeddings\": 4096");
+  EXPECT_EQ(bare.factor, 8.0);
+  EXPECT_EQ(bare.high_freq_factor, 4.0);
+  EXPECT_EQ(bare.original_context, 4096u);
+
+  EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("\"yarn\""), std::string::npos);
+  EXPECT_NE(refusal("{\"type\": \"dynamic\", \"factor\": 2}").find("dynamic"), std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"linear\", \"factor\": 2, \"beta\": 1}").find("beta"), std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"linear\"}").find("factor"), std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"llama3\", \"low_freq_factor\": 4, \"high_freq_factor\": 1}").find("exceed"),
+            std::string::npos);
+  EXPECT_NE(refusal("[1]").find("not an object"), std::string::npos);
+}
+
+TEST(GgufRope, Llama3FactorsKeepShortWavesScaleLongOnesAndSmoothBetween) {
+  RopeScaling r;
+  r.kind = RopeScaling::Kind::llama3;
+  r.factor = 8;
+  r.original_context = 8192;
+  const std::vector<float> f = llama3_rope_factors(r, 500000.0, 128);  // Llama 3.1 8B
+  ASSERT_EQ(f.size(), 64u);
+  EXPECT_EQ(f.front(), 1.0f);  // wavelength 2 pi: kept
+  EXPECT_EQ(f.back(), 8.0f);   // wavelengths past 8192: divided by the factor
+  size_t band = 0;
+  for (size_t i = 1; i < f.size(); ++i) {
+    EXPECT_GE(f[i], f[i - 1]) << i;  // longer waves, larger factors
+    band += f[i] > 1.0f && f[i] < 8.0f;
+  }
+  EXPECT_GT(band, 2u);
+}
+
+TEST(GgufRope, LinearIsKeysAndEveryKindIsAConfigMember) {
+  RopeScaling r;
+  EXPECT_TRUE(rope_scaling_keys("llama", r).empty());
+  EXPECT_EQ(rope_scaling_json(r), "");
+  r.kind = RopeScaling::Kind::linear;
+  r.factor = 4;
+  const std::vector<GgufKeyValue> keys = rope_scaling_keys("llama", r);
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].key, "llama.rope.scaling.type");
+  EXPECT_EQ(*keys[0].value.as_string(), "linear");
+  EXPECT_EQ(keys[1].value.as_double(), 4.0);
+  EXPECT_EQ(rope_scaling_json(r), ",\n  \"rope_scaling\": {\"factor\": 4.0, \"rope_type\": \"linear\"}");
+  r.kind = RopeScaling::Kind::llama3;
+  r.factor = 8;
+  r.low_freq_factor = 0.5;
+  r.original_context = 8192;
+  EXPECT_EQ(rope_scaling_json(r),
+            ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 0.5, "
+            "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
+}
+
+}  // namespace
+}  // namespace tlio::detail

@@ -17,6 +17,7 @@ tests/data/gguf/tiny_llama padded to the vocabulary), random weights.
 Usage (after a build and scripts/install-deps.sh): /usr/bin/python3 bench/bench_gguf.py [BUILD] [DIR] [ROUNDS]
 """
 import json
+import os
 import pathlib
 import shutil
 import statistics
@@ -70,13 +71,18 @@ def write_model(folder, rng):
 
 
 def timed(args, out, sync):
+    """Wall time (its output synced) and peak resident set in MiB of one run of `args`."""
     t0 = time.perf_counter()
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, args)
     if sync:  # cp and llama-quantize: their output synced as tlio's is
         subprocess.run(["sync", str(out)], check=True)
     elapsed = time.perf_counter() - t0
     out.unlink()
-    return elapsed
+    return elapsed, usage.ru_maxrss / 1024
 
 
 def main():
@@ -105,22 +111,25 @@ def main():
                                       out_gguf, True),
             "import Q4_K_M": ([TLIO, "convert", str(q4), str(out_st), "--dtype", "bf16"], out_st, False),
         }
-        times = {k: [] for k in jobs}
+        times, rss = {k: [] for k in jobs}, {k: 0.0 for k in jobs}
         for _ in range(ROUNDS):
             for k, (args, out, sync) in jobs.items():
-                times[k].append(timed(args, out, sync))
+                elapsed, peak = timed(args, out, sync)
+                times[k].append(elapsed)
+                rss[k] = max(rss[k], peak)
         med = {k: statistics.median(v) for k, v in times.items()}
         runs = {k: ", ".join(f"{t:.2f}" for t in v) for k, v in times.items()}
         size = (model / "model.safetensors").stat().st_size
         print(f"model.safetensors {size / 2**30:.2f} GiB; tlio's Q4_K_M equals llama-quantize's tensor for tensor: {same}")
-        print("| job | median (runs) | ratio | goal |")
-        print("|---|---|---|---|")
+        print("| job | median (runs) | ratio | goal | peak RSS |")
+        print("|---|---|---|---|---|")
         goals = {"export F16": ("cp", 1.2), "export Q8_0": ("cp", 1.5), "export Q4_K_M": ("llama-quantize Q4_K_M", 1.0),
                  "import Q4_K_M": ("cp", 1.5)}
         for k in jobs:
             base, goal = goals.get(k, (None, None))
             ratio = f"**{med[k] / med[base]:.2f}x** {base}" if base else ""
-            print(f"| {k} | {med[k]:.2f} s ({runs[k]}) | {ratio} | {f'<= {goal}x' if goal else ''} |")
+            print(f"| {k} | {med[k]:.2f} s ({runs[k]}) | {ratio} | {f'<= {goal}x' if goal else ''} | "
+                  f"{rss[k]:.0f} MiB |")
     finally:
         shutil.rmtree(work)
 

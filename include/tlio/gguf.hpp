@@ -176,7 +176,7 @@ TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem
 /// Face names (the GGUF export's table read backwards, Q/K rows put back in place, so an F32
 /// round trip gives the original weights bit for bit), decoded as import_gguf does; config.json
 /// from the hyperparameter keys; tokenizer.json (byte-level BPE vocabularies whose pre-tokenizer
-/// tlio knows; otherwise the report's tokenizer_note says why not), tokenizer_config.json and
+/// tlio knows, SentencePiece ones with scores; otherwise the report's tokenizer_note says why not), tokenizer_config.json and
 /// generation_config.json. Error{unsupported} naming an architecture the table does not have, a
 /// tensor it does not name, or a type tlio does not decode, before anything is written.
 TLIO_API GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,

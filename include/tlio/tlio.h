@@ -453,7 +453,7 @@ TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, cons
                           uint64_t* tensors);
 /* Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
  * `tlio convert SRC DST_DIR`: model.safetensors under the Hugging Face names (Q/K rows put back),
- * floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE vocabularies only),
+ * floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE and SentencePiece vocabularies),
  * tokenizer_config.json, generation_config.json. An architecture or tensor the export's table
  * does not have is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the count written. */
 TL_API int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,

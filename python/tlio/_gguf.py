@@ -68,7 +68,7 @@ def import_gguf(src, dst, dtype=None, *, token=None):
 
     A `dst` that does not end in ".safetensors" is a Hugging Face folder, as ``tlio convert SRC
     DST_DIR`` writes it: model.safetensors under the Hugging Face names (Q/K rows put back),
-    config.json, tokenizer.json (byte-level BPE vocabularies), tokenizer_config.json and
+    config.json, tokenizer.json (byte-level BPE and SentencePiece vocabularies), tokenizer_config.json and
     generation_config.json; the counts then have files (those written) and tokenizer_note (why
     tokenizer.json is not among them, or "")."""
     import os

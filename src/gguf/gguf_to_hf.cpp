@@ -5,8 +5,10 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "common/json_text.hpp"
 #include "gguf/gguf_vocab.hpp"
@@ -17,7 +19,7 @@ namespace tlio::detail {
 namespace {
 
 // llama.cpp's token types.
-constexpr int32_t kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr int32_t kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
 // A JSON string of text from a file (its invalid UTF-8 bytes made U+FFFD).
 std::string json(std::string_view text) { return quote_name(valid_utf8(text)); }
@@ -152,6 +154,121 @@ std::optional<std::string> generation_config_of(const HfConfig& c) {
   return fmt::format("{{\n{}\n}}\n", fmt::join(keys, ",\n"));
 }
 
+namespace {
+
+// The post-processor adding BOS (and EOS) where the file says llama.cpp adds them, as
+// transformers' tokenizers do; `otherwise` without either.
+std::string special_tokens_template(const GgufFile& f, const std::vector<std::string>& tokens,
+                                    const std::string& otherwise) {
+  const std::optional<uint64_t> bos_id = token_id(f, "tokenizer.ggml.bos_token_id", tokens.size());
+  const std::optional<uint64_t> eos_id = token_id(f, "tokenizer.ggml.eos_token_id", tokens.size());
+  const bool bos = bos_id && bool_key(f, "tokenizer.ggml.add_bos_token", false);
+  const bool eos = eos_id && bool_key(f, "tokenizer.ggml.add_eos_token", false);
+  if (!bos && !eos) return otherwise;
+  const uint64_t b = bos ? *bos_id : 0, e = eos ? *eos_id : 0;
+  const auto special = [&](uint64_t id, int type) {
+    return fmt::format(R"({{"SpecialToken":{{"id":{},"type_id":{}}}}})", json(tokens[id]), type);
+  };
+  const auto sequence = [](const char* id, int type) {
+    return fmt::format(R"({{"Sequence":{{"id":"{}","type_id":{}}}}})", id, type);
+  };
+  const auto entry = [&](uint64_t id) {
+    return fmt::format(R"({0}:{{"id":{0},"ids":[{1}],"tokens":[{0}]}})", json(tokens[id]), id);
+  };
+  std::vector<std::string> single, pair, specials;
+  if (bos) single.push_back(special(b, 0));
+  single.push_back(sequence("A", 0));
+  if (eos) single.push_back(special(e, 0));
+  pair = single;
+  if (bos) pair.push_back(special(b, 1));
+  pair.push_back(sequence("B", 1));
+  if (eos) pair.push_back(special(e, 1));
+  if (bos) specials.push_back(entry(b));
+  if (eos && !(bos && e == b)) specials.push_back(entry(e));
+  return fmt::format(R"({{"type":"TemplateProcessing","single":[{}],"pair":[{}],"special_tokens":{{{}}}}})",
+                     fmt::join(single, ","), fmt::join(pair, ","), fmt::join(specials, ","));
+}
+
+// The vocabulary's entries ("piece":id, unused padding left out) and its added tokens (control
+// and user-defined ones).
+std::pair<std::string, std::string> vocab_entries(const Vocabulary& vocab) {
+  const std::vector<std::string>& tokens = *vocab.tokens;
+  std::string added, entries;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t type = vocab.types[i];
+    if (type == kUnused) continue;  // padding the export (or llama.cpp's converter) added
+    if (!entries.empty()) entries += ',';
+    entries += fmt::format("{}:{}", json(tokens[i]), i);
+    if (type == kControl || type == kUserDefined)
+      added += fmt::format("{}{{\"id\":{},\"content\":{},\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+                           "\"normalized\":false,\"special\":{}}}",
+                           added.empty() ? "" : ",", i, json(tokens[i]), type == kControl);
+  }
+  return {entries, added};
+}
+
+// A SentencePiece vocabulary (tokenizer.ggml.model "llama": pieces, scores, byte pieces) as
+// transformers' LlamaConverter writes it: BPE with byte fallback, its merges every split of a
+// piece into two pieces, ordered by the merged piece's score (highest first; ties in vocabulary
+// order, then by the halves' ids), the legacy normalizer ("▁" prepended when
+// add_space_prefix, spaces made "▁").
+std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabulary& vocab, std::string& why_not) {
+  const GgufValue* scores = f.find("tokenizer.ggml.scores");
+  const std::vector<std::string>& tokens = *vocab.tokens;
+  if (!scores || scores->type != GgufValueType::ARRAY || scores->count != tokens.size()) {
+    why_not = "its SentencePiece vocabulary has no score for each token (tokenizer.ggml.scores)";
+    return std::nullopt;
+  }
+  std::unordered_map<std::string_view, uint32_t> id_of;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (vocab.types[i] != kUnused) id_of.emplace(tokens[i], static_cast<uint32_t>(i));
+  struct Merge {
+    float score;
+    uint32_t left, right;
+  };
+  std::vector<Merge> merges;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (vocab.types[i] == kUnused) continue;
+    const std::string_view piece = tokens[i];
+    const size_t first = merges.size();
+    for (size_t cut = 1; cut < piece.size(); ++cut) {
+      if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;  // inside a character
+      const auto l = id_of.find(piece.substr(0, cut)), r = id_of.find(piece.substr(cut));
+      if (l != id_of.end() && r != id_of.end())
+        merges.push_back({static_cast<float>(scores->number_at(i).value_or(0)), l->second, r->second});
+    }
+    std::sort(merges.begin() + static_cast<std::ptrdiff_t>(first), merges.end(),
+              [](const Merge& a, const Merge& b) { return std::pair(a.left, a.right) < std::pair(b.left, b.right); });
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) { return a.score > b.score; });
+  std::string merge_list;
+  for (const Merge& m : merges)
+    merge_list += fmt::format("{}{}", merge_list.empty() ? "" : ",", json(tokens[m.left] + " " + tokens[m.right]));
+  const bool byte_fallback = std::find(vocab.types.begin(), vocab.types.end(), kByte) != vocab.types.end();
+  const std::optional<uint64_t> unk = token_id(f, "tokenizer.ggml.unknown_token_id", tokens.size());
+  const bool prefix = bool_key(f, "tokenizer.ggml.add_space_prefix", true);
+  const auto [entries, added] = vocab_entries(vocab);
+  const std::string replace_spaces = R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})";
+  const std::string normalizer =
+      prefix ? R"({"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)" + replace_spaces + "]}"
+             : replace_spaces;
+  const std::string decoder = fmt::format(
+      R"({{"type":"Sequence","decoders":[{{"type":"Replace","pattern":{{"String":"\u2581"}},"content":" "}},)"
+      R"({{"type":"ByteFallback"}},{{"type":"Fuse"}}{}]}})",
+      prefix ? R"(,{"type":"Strip","content":" ","start":1,"stop":0})" : "");
+  return fmt::format(
+      R"({{"version":"1.0","truncation":null,"padding":null,"added_tokens":[{}],"normalizer":{},)"
+      R"("pre_tokenizer":null,"post_processor":{},"decoder":{},)"
+      R"("model":{{"type":"BPE","dropout":null,"unk_token":{},"continuing_subword_prefix":null,)"
+      R"("end_of_word_suffix":null,"fuse_unk":true,"byte_fallback":{},"ignore_merges":false,)"
+      R"("vocab":{{{}}},"merges":[{}]}}}})"
+      "\n",
+      added, normalizer, special_tokens_template(f, tokens, "null"), decoder,
+      unk ? json(tokens[*unk]) : "null", byte_fallback, entries, merge_list);
+}
+
+}  // namespace
+
 std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why_not) {
   const std::string* model = text_key(f, "tokenizer.ggml.model");
   const std::optional<Vocabulary> vocab = vocabulary_of(f);
@@ -159,9 +276,10 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
     why_not = "the file has no tokenizer.ggml.model and tokens";
     return std::nullopt;
   }
+  if (*model == "llama") return spm_tokenizer_json(f, *vocab, why_not);
   if (*model != "gpt2") {
-    why_not = fmt::format("its vocabulary is {} (tokenizer.ggml.model): only byte-level BPE (gpt2) ones are "
-                          "rebuilt as tokenizer.json so far", json(*model));
+    why_not = fmt::format("its vocabulary is {} (tokenizer.ggml.model): only byte-level BPE (gpt2) and "
+                          "SentencePiece (llama) ones are rebuilt as tokenizer.json", json(*model));
     return std::nullopt;
   }
   // No tokenizer.ggml.pre is llama.cpp's "default" pre-tokenizer, whose regex is none of these.
@@ -178,17 +296,7 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
     return std::nullopt;
   }
   const std::vector<std::string>& tokens = *vocab->tokens;
-  std::string added, entries;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t type = vocab->types[i];
-    if (type == kUnused) continue;  // padding the export (or llama.cpp's converter) added
-    if (!entries.empty()) entries += ',';
-    entries += fmt::format("{}:{}", json(tokens[i]), i);
-    if (type == kControl || type == kUserDefined)
-      added += fmt::format("{}{{\"id\":{},\"content\":{},\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
-                           "\"normalized\":false,\"special\":{}}}",
-                           added.empty() ? "" : ",", i, json(tokens[i]), type == kControl);
-  }
+  const auto [entries, added] = vocab_entries(*vocab);
   std::string merge_list;
   for (const std::string& m : merges->strings) merge_list += (merge_list.empty() ? "" : ",") + json(m);
   const std::string byte_level = R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":)";
@@ -198,17 +306,8 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
                                    R"("behavior":"Isolated","invert":false}},{}false}}]}})",
                                    json(*regex), byte_level);
   // BOS added by a template when the file says so, as transformers' Llama 3 tokenizer does.
-  const std::optional<uint64_t> bos = token_id(f, "tokenizer.ggml.bos_token_id", tokens.size());
-  std::string post = R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true})";
-  if (bos && bool_key(f, "tokenizer.ggml.add_bos_token", false)) {
-    const std::string b = json(tokens[*bos]);
-    post = fmt::format(
-        R"({{"type":"TemplateProcessing","single":[{{"SpecialToken":{{"id":{0},"type_id":0}}}},)"
-        R"({{"Sequence":{{"id":"A","type_id":0}}}}],"pair":[{{"SpecialToken":{{"id":{0},"type_id":0}}}},)"
-        R"({{"Sequence":{{"id":"A","type_id":0}}}},{{"SpecialToken":{{"id":{0},"type_id":1}}}},)"
-        R"({{"Sequence":{{"id":"B","type_id":1}}}}],"special_tokens":{{{0}:{{"id":{0},"ids":[{1}],"tokens":[{0}]}}}}}})",
-        b, *bos);
-  }
+  const std::string post = special_tokens_template(
+      f, tokens, R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true})");
   // llama.cpp takes a pre-token that is a whole token as it is for Llama 3's pre-tokenizer.
   const bool ignore_merges = pre && *pre == "llama-bpe";
   return fmt::format(

@@ -176,7 +176,7 @@ pub fn import_gguf(
 
 /// Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
 /// `tlio convert SRC DST_DIR`: model.safetensors under the Hugging Face names (Q/K rows put back),
-/// floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE vocabularies only),
+/// floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE and SentencePiece vocabularies),
 /// tokenizer_config.json and generation_config.json. Returns the number of tensors written; an
 /// architecture or tensor the export's table does not have is an `Unsupported` error.
 pub fn import_gguf_model(

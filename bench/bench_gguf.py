@@ -70,11 +70,31 @@ def write_model(folder, rng):
             f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())
 
 
+def memory_of(pid):
+    """(VmHWM, RssAnon) of a running process in MiB, from /proc; None once it has exited."""
+    try:
+        fields = dict(line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines())
+        return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmHWM", "RssAnon"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def timed(args, out, sync):
-    """Wall time (its output synced) and peak resident set in MiB of one run of `args`."""
+    """Wall time (its output synced), peak resident set and peak anonymous memory (MiB) of one
+    run of `args`. Memory is sampled from /proc every 10 ms: wait4's ru_maxrss would count the
+    forked parent's pages from before exec. The resident set includes the mapped input's pages
+    (the page cache's, shared); anonymous memory is what the process itself allocated."""
     t0 = time.perf_counter()
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
+    hwm = anon = 0.0
+    while True:
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
+        if pid:
+            break
+        sample = memory_of(child.pid)
+        if sample:
+            hwm, anon = max(hwm, sample[0]), max(anon, sample[1])
+        time.sleep(0.01)
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise subprocess.CalledProcessError(child.returncode, args)
@@ -82,7 +102,7 @@ def timed(args, out, sync):
         subprocess.run(["sync", str(out)], check=True)
     elapsed = time.perf_counter() - t0
     out.unlink()
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, (hwm, anon)
 
 
 def main():
@@ -111,25 +131,25 @@ def main():
                                       out_gguf, True),
             "import Q4_K_M": ([TLIO, "convert", str(q4), str(out_st), "--dtype", "bf16"], out_st, False),
         }
-        times, rss = {k: [] for k in jobs}, {k: 0.0 for k in jobs}
+        times, rss = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
         for _ in range(ROUNDS):
             for k, (args, out, sync) in jobs.items():
                 elapsed, peak = timed(args, out, sync)
                 times[k].append(elapsed)
-                rss[k] = max(rss[k], peak)
+                rss[k] = tuple(map(max, rss[k], peak))
         med = {k: statistics.median(v) for k, v in times.items()}
         runs = {k: ", ".join(f"{t:.2f}" for t in v) for k, v in times.items()}
         size = (model / "model.safetensors").stat().st_size
         print(f"model.safetensors {size / 2**30:.2f} GiB; tlio's Q4_K_M equals llama-quantize's tensor for tensor: {same}")
-        print("| job | median (runs) | ratio | goal | peak RSS |")
-        print("|---|---|---|---|---|")
+        print("| job | median (runs) | ratio | goal | peak RSS | peak anonymous |")
+        print("|---|---|---|---|---|---|")
         goals = {"export F16": ("cp", 1.2), "export Q8_0": ("cp", 1.5), "export Q4_K_M": ("llama-quantize Q4_K_M", 1.0),
                  "import Q4_K_M": ("cp", 1.5)}
         for k in jobs:
             base, goal = goals.get(k, (None, None))
             ratio = f"**{med[k] / med[base]:.2f}x** {base}" if base else ""
             print(f"| {k} | {med[k]:.2f} s ({runs[k]}) | {ratio} | {f'<= {goal}x' if goal else ''} | "
-                  f"{rss[k]:.0f} MiB |")
+                  f"{rss[k][0]:.0f} MiB | {rss[k][1]:.0f} MiB |")
     finally:
         shutil.rmtree(work)
 

@@ -226,7 +226,15 @@ def test_get_slice_indexes_as_torch_does(tmp_path):
                       (Ellipsis, -1), (slice(0, 2), slice(None, None, 3), slice(1, 5, 2))]:
             got = sl[index]
             assert torch.equal(got, x[index]), index
-            assert got.is_contiguous()
+            # A view of the mapping with the strides torch gives x[index]: nothing copied.
+            whole = f.get_tensor("x")
+            assert got.stride() == x[index].stride(), index
+            assert whole.storage().data_ptr() == got.storage().data_ptr(), index
+    with tlio.safe_open(tmp_path / "s.safetensors", "pt", backend="pread") as f:
+        for index in [(slice(None), slice(1, 4)), (Ellipsis, slice(0, 6, 2)), (1, slice(-3, None), -2)]:
+            assert torch.equal(f.get_slice("x")[index], x[index]), index
+    with tlio.safe_open(tmp_path / "s.safetensors", "pt") as f:
+        sl = f.get_slice("x")
         with pytest.raises(tlio.SafetensorError,
                            match="index 2 is out of range for dimension 0 of size 2") as e:
             sl[2]

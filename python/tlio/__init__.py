@@ -147,8 +147,9 @@ def _leading_slice(index, shape):
 
 class _Slice:
     """A lazy tensor: its dtype and shape without reading it, and indexing (ints, slices with
-    steps, negative indices, ellipsis, None). numpy: a view; torch: a tensor, contiguous (a
-    view of the mapping when the rows are contiguous, else a copy), as the package gives."""
+    steps, negative indices, ellipsis, None). Mapped files give views of the mapping, as the
+    safetensors package does (numpy: a read-only view; torch: a view of the private mapping,
+    strided where the index is, nothing copied); read files (pread, URLs) give what was read."""
 
     def __init__(self, opened, name):
         self._opened, self._name = opened, name
@@ -171,7 +172,7 @@ class _Slice:
             if torch is None:
                 _check_numpy_type(file, self._name)
                 return file.array(self._name)[index]
-            return self._opened.get_tensor(self._name)[index].contiguous()
+            return self._opened.get_tensor(self._name)[index]
         # Read by pread or by ranges: the leading ints and unit-step slices pick the bytes that
         # are read; what the index asks beyond them is applied to what was read.
         leading, rest = _leading_slice(index, shape)

@@ -11,6 +11,8 @@ timed, medians of ROUNDS:
                every 4 KiB page of every tensor is read, so that the loaders that map the file
                (tlio, safetensors) pay for their page faults as the copying ones pay for copies
   pread        the same through backend="pread" (tlio and safetensors have one)
+  direct       the same through tlio's backend="direct" (O_DIRECT reads, 16 in flight; the peers
+               that read with O_DIRECT, fastsafetensors and runai, do so in their torch row)
   numpy        whole-file load to numpy (tlio.numpy / safetensors.numpy) of an F16 file of the same
                values (numpy has no BF16), pages read the same way
   get_tensor   safe_open(F, "pt") and get_tensor of every key (fastsafetensors: fastsafe_open)
@@ -69,6 +71,8 @@ ROWS = [
      ["tlio", "safetensors"]),
     ("pread-cold", 'whole file to torch, backend="pread", cold', "pread", "bf16", "cold",
      ["tlio", "safetensors"]),
+    ("direct-warm", 'whole file to torch, tlio backend="direct", warm', "direct", "bf16", "warm", ["tlio"]),
+    ("direct-cold", 'whole file to torch, tlio backend="direct", cold', "direct", "bf16", "cold", ["tlio"]),
     ("numpy-warm", "whole file to numpy (F16), warm", "numpy", "f16", "warm", ["tlio", "safetensors"]),
     ("numpy-cold", "whole file to numpy (F16), cold", "numpy", "f16", "cold", ["tlio", "safetensors"]),
     ("get_tensor", "safe_open + get_tensor of every tensor, warm", "get_tensor", "bf16", "warm",
@@ -151,9 +155,9 @@ if mode == "cold":
 
 t0 = time.perf_counter()
 d = None
-if work in ("torch", "pread") and side in ("tlio", "safetensors"):
+if work in ("torch", "pread", "direct") and side in ("tlio", "safetensors"):
     lib = tlio.torch if side == "tlio" else safetensors.torch
-    d = lib.load_file(path, backend="pread") if work == "pread" else lib.load_file(path)
+    d = lib.load_file(path, backend=work) if work in ("pread", "direct") else lib.load_file(path)
 elif work in ("torch", "get_tensor") and side == "fastsafetensors":
     with fastsafe_open(filenames=[path], nogds=True, device="cpu") as f:
         d = {k: f.get_tensor(k) for k in f.keys()}
@@ -415,9 +419,11 @@ def main():
         failed, wrong, dd_times = {}, {}, []
         started = time.perf_counter()
         for rnd in range(ROUNDS):
+            dd_done = False
             for key, label, job, file_key, mode, sides in ROWS:
-                if key == "torch-cold":
+                if mode == "cold" and not dd_done:  # once a round, before its first cold row
                     dd_times.append(run_dd(files["bf16"]))
+                    dd_done = True
                 for side in sides:
                     if side in unavailable or (key, side) in failed:
                         continue
@@ -436,7 +442,7 @@ def main():
                   file=sys.stderr)
 
         med = {k: statistics.median(v) for k, v in times.items() if v}
-        dd = statistics.median(dd_times)
+        dd = statistics.median(dd_times) if dd_times else float("nan")
         peer_ver = ", ".join(f"{d} {ver.get(d) or '(not installed)'}" for d in PEERS.values())
         print(f"Machine: {machine()}. Python {sys.version.split()[0]}, torch {torch_version} "
               f"(Debian), numpy {ver.get('numpy')}; {tlio_version}; {peer_ver}. ROUNDS={ROUNDS}, "
@@ -475,7 +481,7 @@ def main():
             for side in sides:
                 if times[(key, side)]:
                     extra = ""
-                    if job in ("torch", "pread", "numpy"):
+                    if job in ("torch", "pread", "direct", "numpy"):
                         extra = f" [call {fmt(statistics.median(calls[(key, side)]))}]"
                     parts.append(f"{side} {fmt_runs(times[(key, side)])}{extra}")
             print(f"- {label}: " + "; ".join(parts))

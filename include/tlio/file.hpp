@@ -45,6 +45,10 @@ enum class Backend {
   /// local cache (File::open chooses it for them): the header in one or two
   /// range requests, each tensor's bytes by range when asked for; views own their bytes.
   http,
+  /// Reads past the page cache, for data read once (a whole load, a hash, a copy): O_DIRECT
+  /// reads of aligned windows of up to 1 MiB, 16 in flight; views own their bytes, as with
+  /// pread. A file system that refuses O_DIRECT (tmpfs) is read through the page cache.
+  direct,
 };
 
 struct OpenOptions {

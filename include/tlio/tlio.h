@@ -109,6 +109,8 @@ TL_API void tl_remove_temporary_files(void);
 #define TL_OPEN_PRIVATE 2u /* a private copy-on-write mapping: tl_tensor_info's data may be
                             * written (cast away const); writes stay in this process, the file
                             * never changes. Not with TL_OPEN_PREAD. */
+#define TL_OPEN_DIRECT 4u  /* reads past the page cache (O_DIRECT, 16 in flight), for data read
+                            * once; use tl_tensor_read. Alone. */
 
 /* `path` may be an http:// or https:// URL: the header is fetched at once (one or two range
  * requests), each tensor's bytes by range when read; TL_OPEN_PREAD and TL_OPEN_PRIVATE do not

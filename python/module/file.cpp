@@ -19,9 +19,10 @@ tlio::OpenOptions open_options(const std::string& backend, const std::string& to
       PyErr_Clear();  // warnings turned into errors cannot surface from here
   };
   if (backend == "pread") o.backend = tlio::Backend::pread;
+  else if (backend == "direct") o.backend = tlio::Backend::direct;
   else if (backend == "private") o.backend = tlio::Backend::mmap_private;
   else if (backend != "mmap")
-    throw py::value_error("backend \"" + backend + "\" is not \"mmap\" or \"pread\"");
+    throw py::value_error("backend \"" + backend + "\" is not \"mmap\", \"pread\" or \"direct\"");
   return o;
 }
 

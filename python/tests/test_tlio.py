@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tlio
+import tlio.numpy
 
 DATA = pathlib.Path(os.environ.get("TLIO_TEST_DATA", pathlib.Path(__file__).parents[2] / "tests" / "data"))
 
@@ -248,6 +249,29 @@ def test_quantize_options_belong_to_their_scheme(tmp_path):
     with tlio.safe_open(tmp_path / "b.safetensors", "np") as f:
         q = f.quantized()[0]
         assert (q["scheme"], q["blocksize"], q["nested"]) == ("nf4", 32, True)
+
+
+def test_direct_backend_reads_what_the_mapping_holds(tmp_path):
+    """backend="direct" (O_DIRECT reads of aligned windows, many in flight): tensors at offsets
+    that are not page-aligned and longer than a window come back as the mapping has them, as
+    writable arrays of their own; slices read only their rows."""
+    rng = np.random.default_rng(5)
+    tensors = {"a": np.arange(3, dtype=np.uint8), "b": rng.standard_normal(700_001).astype(np.float32),
+               "c": rng.standard_normal((1030, 1027)).astype(np.float16), "d": np.ones((0, 4), np.int32)}
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(tlio.save(tensors))
+    direct = tlio.numpy.load_file(path, backend="direct")
+    assert list(direct) == list(tlio.numpy.load_file(path))
+    for name, want in tensors.items():
+        np.testing.assert_array_equal(direct[name], want, err_msg=name)
+        assert direct[name].flags.writeable, name
+    with tlio.safe_open(path, "numpy", backend="direct") as f:
+        np.testing.assert_array_equal(f.get_tensor("b"), tensors["b"])
+        s = f.get_slice("c")
+        for index in [slice(1, 1000), (slice(3, 700), slice(5, 900, 3)), -1]:
+            np.testing.assert_array_equal(s[index], tensors["c"][index], err_msg=repr(index))
+    with pytest.raises(ValueError, match="'mmap', 'pread' or 'direct'"):
+        tlio.safe_open(path, "numpy", backend="o_direct")
 
 
 def test_get_slice_with_pread_reads_the_slice_and_indexes_as_numpy(tmp_path):

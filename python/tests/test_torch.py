@@ -129,6 +129,7 @@ def test_round_trip_every_dtype(tmp_path):
     tlio.torch.save_file(tensors, tmp_path / "t.safetensors", metadata={"format": "pt"})
     assert_same(tensors, tlio.torch.load_file(tmp_path / "t.safetensors"))
     assert_same(tensors, tlio.torch.load_file(tmp_path / "t.safetensors", backend="pread"))
+    assert_same(tensors, tlio.torch.load_file(tmp_path / "t.safetensors", backend="direct"))
     data = tlio.torch.save(tensors, {"format": "pt"})
     assert data == (tmp_path / "t.safetensors").read_bytes()
     assert_same(tensors, tlio.torch.load(data))
@@ -189,6 +190,10 @@ def test_tensors_are_zero_copy_writable_and_leave_the_file_alone(tmp_path):
     # pread gives copies of its own.
     copies = tlio.torch.load_file(path, backend="pread")
     assert mapping_of(copies["w"].data_ptr())[2] != str(path)
+    copies = tlio.torch.load_file(path, backend="direct")
+    assert mapping_of(copies["w"].data_ptr())[2] != str(path)
+    copies["w"] += 1  # its own memory
+    assert path.read_bytes() == before
 
 
 def test_load_file_maps_without_reading(tmp_path):

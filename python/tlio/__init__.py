@@ -48,7 +48,7 @@ _TORCH = ("pt", "torch", "pytorch")
 _OTHER = {"tf": ("tensorflow", "convert_to_tensor"), "tensorflow": ("tensorflow", "convert_to_tensor"),
           "flax": ("jax.numpy", "array"), "jax": ("jax.numpy", "array"), "mlx": ("mlx.core", "array"),
           "paddle": ("paddle", "to_tensor")}
-_BACKENDS = ("mmap", "pread")
+_BACKENDS = ("mmap", "pread", "direct")
 # Header dtypes numpy has a type for; the others (BF16, F8_*, F6_*, F4) it has not.
 _NUMPY_HAS = frozenset(("BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
                         "F64", "C64"))
@@ -195,7 +195,8 @@ class safe_open:
     framework "numpy"/"np" gives read-only numpy arrays viewing a shared mapping; "pt"/"torch"
     gives torch tensors viewing a private copy-on-write mapping (writable; writes stay in this
     process) on `device` ("cpu", or any torch device: tensors are moved there). backend "pread"
-    reads each tensor with positional reads into memory of its own instead of mapping.
+    reads each tensor with positional reads into memory of its own instead of mapping; "direct"
+    likewise, past the page cache (O_DIRECT, 16 reads in flight: for files read once, cold).
 
     `filename` is a path (str or os.PathLike), a URL (http(s)://, s3://, gs://, hf://: docs/remote.md),
     a model folder (model.safetensors, or shards with their index, checked against it; its
@@ -216,7 +217,7 @@ class safe_open:
     def __init__(self, filename, framework="numpy", device="cpu", *, backend="mmap", token=None,
                  sha256=None):
         if backend not in _BACKENDS:
-            raise ValueError(f"backend {backend!r} is not 'mmap' or 'pread'")
+            raise ValueError(f"backend {backend!r} is not 'mmap', 'pread' or 'direct'")
         if framework in _TORCH:
             from . import torch as torch_module  # imports torch, only when asked for
             self._torch = torch_module._Converter(device)
@@ -311,9 +312,11 @@ class safe_open:
         names = file.offset_keys()
         if self._torch is None:
             _check_numpy_types(file, "load_file")
-        if not file.remote:
+        if file.in_memory():
             return {k: self.get_tensor(k) for k in names}
-        arrays = file.copies(names)  # one read: touching tensors share requests
+        # One read of them all: from a URL touching tensors share requests; with pread and
+        # direct the reads are spread over threads (direct: many in flight past the page cache).
+        arrays = file.copies(names)
         if self._torch is None:
             return {k: self._other_array(a) for k, a in zip(names, arrays)}
         return {k: self._torch.tensor(a, file.dtype(k), k) for k, a in zip(names, arrays)}

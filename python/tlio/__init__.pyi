@@ -17,7 +17,7 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
 
 _T = TypeVar("_T")
 _Array = NDArray[Any]
-_Backend = Literal["mmap", "pread"]
+_Backend = Literal["mmap", "pread", "direct"]
 # What safe_open reads: a path (a file or a model folder), a URL (http(s)://, s3://, gs://, hf://;
 # a str) or a binary file object.
 _Source = StrPath | BinaryIO

@@ -40,7 +40,7 @@ def load(data):
 
 def load_file(filename, *, backend="mmap", token=None, sha256=None):
     """{name: array} of a file: zero-copy views of the mapping ("mmap") or copies read with
-    pread ("pread"); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN).
+    pread ("pread") or past the page cache ("direct": O_DIRECT, 16 reads in flight); a URL (http(s)://, s3://, gs://, hf://) is fetched by ranges (`token`: for http(s) and hf, default $HF_TOKEN).
     `sha256`: the SHA-256 the file's bytes must have, checked first (a full read)."""
     return _load_file(filename, backend=backend, token=token, sha256=sha256)
 

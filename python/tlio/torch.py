@@ -281,7 +281,8 @@ def load(data):
 
 def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None):
     """{name: tensor} of a file, in file order: with "mmap", views of a private copy-on-write
-    mapping (no copy; writable; the file never changes); with "pread", copies; a URL
+    mapping (no copy; writable; the file never changes); with "pread", copies; with "direct",
+    copies read past the page cache (O_DIRECT, 16 reads in flight: a cold file read once); a URL
     (http(s)://, s3://, gs://, hf://) is fetched at once (`token`: default $HF_TOKEN).
     `sha256` (64 hex digits): the file's bytes must have it, checked before any tensor is made
     (a full read; tlio.VerificationError otherwise)."""

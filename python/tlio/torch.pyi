@@ -13,7 +13,7 @@ __all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
            "save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
            "storage_size", "load_sharded", "load_distributed"]
 
-_Backend = Literal["mmap", "pread"]
+_Backend = Literal["mmap", "pread", "direct"]
 _Device = str | int | torch.device
 # A plan's slice of one tensor: ints and step-1 slices per leading dimension, or ... for all.
 _Slices = tuple[int | slice, ...] | int | slice | EllipsisType

@@ -8,11 +8,13 @@ int tlio::capi::open_options(const tl_open_options* c, const char* fn, tlio::Ope
   TL_REQUIRE(c, (std::string(fn) + ": NULL argument").c_str());
   TL_REQUIRE(c->struct_size == sizeof(tl_open_options),
              (std::string(fn) + ": struct_size is not that of a tl_open_options (use tl_open_options_init)").c_str());
-  TL_REQUIRE((c->flags & ~(TL_OPEN_PREAD | TL_OPEN_PRIVATE)) == 0, (std::string(fn) + ": unknown flags").c_str());
-  TL_REQUIRE(c->flags != (TL_OPEN_PREAD | TL_OPEN_PRIVATE),
-             (std::string(fn) + ": TL_OPEN_PREAD and TL_OPEN_PRIVATE exclude each other").c_str());
+  const unsigned known = TL_OPEN_PREAD | TL_OPEN_PRIVATE | TL_OPEN_DIRECT;
+  TL_REQUIRE((c->flags & ~known) == 0, (std::string(fn) + ": unknown flags").c_str());
+  TL_REQUIRE((c->flags & (c->flags - 1)) == 0,
+             (std::string(fn) + ": TL_OPEN_PREAD, TL_OPEN_PRIVATE and TL_OPEN_DIRECT exclude each other").c_str());
   o.backend = c->flags & TL_OPEN_PREAD     ? tlio::Backend::pread
               : c->flags & TL_OPEN_PRIVATE ? tlio::Backend::mmap_private
+              : c->flags & TL_OPEN_DIRECT  ? tlio::Backend::direct
                                            : tlio::Backend::mmap;
   o.token = c->token ? c->token : "";
   return TL_OK;

@@ -86,6 +86,7 @@ File from_source(std::shared_ptr<const detail::ByteSource> source, Backend backe
 detail::SourceOptions::Access access_for(Backend backend) {
   switch (backend) {
     case Backend::pread: return detail::SourceOptions::Access::read;
+    case Backend::direct: return detail::SourceOptions::Access::direct;
     case Backend::mmap_private: return detail::SourceOptions::Access::map_private;
     default: return detail::SourceOptions::Access::map_shared;
   }

@@ -1,4 +1,5 @@
-// io/local_store.cpp: local files, mapped (shared or private) or read with positional reads.
+// io/local_store.cpp: local files, mapped (shared or private), read with positional reads, or
+// read past the page cache (direct_source).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -6,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "io/direct_source.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
 #include "tlio/error.hpp"
@@ -49,6 +51,7 @@ class MappedSource final : public ByteSource {
 std::shared_ptr<const ByteSource> descriptor_source(Fd fd, std::string name,
                                                     SourceOptions::Access access) {
   const uint64_t size = fd_size(fd.get(), name);
+  if (access == SourceOptions::Access::direct) return direct_source(std::move(fd), size, std::move(name));
   if (access == SourceOptions::Access::read)
     return std::make_shared<ReadSource>(std::move(fd), size, std::move(name));
   return std::make_shared<MappedSource>(std::move(fd), size, std::move(name),

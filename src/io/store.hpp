@@ -20,8 +20,9 @@ namespace tlio::detail {
 
 struct SourceOptions {
   /// How a local file is read: mapped read-only, mapped privately (copy-on-write: views may be
-  /// written), or with positional reads. Remote stores read by ranges whatever it says.
-  enum class Access { map_shared, map_private, read } access = Access::map_shared;
+  /// written), with positional reads, or with O_DIRECT reads past the page cache, many in
+  /// flight (io/direct_source.hpp). Remote stores read by ranges whatever it says.
+  enum class Access { map_shared, map_private, read, direct } access = Access::map_shared;
   /// A credential for remote stores (http: a bearer token for the URL's own origin). Never in
   /// a message.
   std::string token = {};

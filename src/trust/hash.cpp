@@ -177,7 +177,7 @@ FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes
     return finish(path, size, sha, {});
   }
   const auto source = detail::descriptor_source(std::move(fd), path, detail::SourceOptions::Access::read);
-  return hash_source(*source, open.backend != Backend::pread, stopped);
+  return hash_source(*source, open.backend != Backend::pread && open.backend != Backend::direct, stopped);
 }
 
 FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes, const StopCheck& stopped) {

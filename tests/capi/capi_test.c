@@ -40,7 +40,7 @@ static void test_read(unsigned flags) {
   CHECK(strcmp(info.name, "w") == 0 && info.name_len == 1);
   CHECK(info.dtype == TL_F32 && info.rank == 2 && info.shape[0] == 2 && info.shape[1] == 2);
   CHECK(info.byte_size == 16 && info.data_offsets[0] == 0 && info.data_offsets[1] == 16);
-  CHECK((flags & TL_OPEN_PREAD) ? info.data == NULL : info.data != NULL);
+  CHECK((flags & (TL_OPEN_PREAD | TL_OPEN_DIRECT)) ? info.data == NULL : info.data != NULL);
   float w[4] = {0};
   CHECK(tl_tensor_read(f, 0, w, sizeof w) == TL_OK);
   CHECK(w[0] == 1.0f && w[3] == 4.0f);
@@ -88,6 +88,7 @@ static void test_errors(void) {
   CHECK(tl_open(NULL, &f) == TL_EINVAL);
   CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), TL_OPEN_PREAD | TL_OPEN_PRIVATE,
                    &f) == TL_EINVAL && f == NULL);
+  CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), TL_OPEN_DIRECT | TL_OPEN_PRIVATE, &f) == TL_EINVAL);
   CHECK(tl_open_ex(data_path("hf/worked_example.safetensors"), 8u, &f) == TL_EINVAL);
   unsigned char junk[5] = {1, 2, 3, 4, 5};
   CHECK(tl_open_memory(junk, sizeof junk, &f) == TL_EFORMAT);
@@ -772,6 +773,7 @@ int main(int argc, char** argv) {
   test_read(0);
   test_read(TL_OPEN_PREAD);
   test_read(TL_OPEN_PRIVATE);
+  test_read(TL_OPEN_DIRECT);
   test_errors();
   test_remote_locations();
   test_write(dir);

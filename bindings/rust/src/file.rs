@@ -187,6 +187,9 @@ pub(crate) fn zeroed_vec<T: Copy + Default>(count: u64, what: &str) -> Result<Ve
 pub struct OpenOptions {
     /// A private copy-on-write mapping (see File::open_private).
     pub private: bool,
+    /// Reads past the page cache (O_DIRECT, 16 reads in flight), for files read once: tensors
+    /// are read with `read`/`read_many`, nothing is mapped. Not with `private`.
+    pub direct: bool,
     /// For http(s):// URLs: a bearer token, sent to the URL's own origin only. None: $HF_TOKEN.
     pub token: Option<String>,
 }
@@ -203,7 +206,10 @@ pub(crate) fn c_open_options(
         o.assume_init()
     };
     if options.private {
-        o.flags = sys::TL_OPEN_PRIVATE;
+        o.flags |= sys::TL_OPEN_PRIVATE;
+    }
+    if options.direct {
+        o.flags |= sys::TL_OPEN_DIRECT;
     }
     o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
     Ok((o, token))

@@ -41,6 +41,7 @@ pub const TL_U64: tl_dtype = 21;
 
 pub const TL_OPEN_PREAD: c_uint = 1;
 pub const TL_OPEN_PRIVATE: c_uint = 2;
+pub const TL_OPEN_DIRECT: c_uint = 4;
 pub const TL_IMPORT_SKIP_UNSUPPORTED: c_uint = 1;
 pub const TL_IMPORT_ALLOW_EMPTY: c_uint = 2;
 pub const TL_IMPORT_ALL: c_uint = 4;

@@ -195,6 +195,27 @@ fn threads_share_a_file() {
 }
 
 #[test]
+fn direct_reads_give_the_files_bytes_without_a_mapping() {
+    let path = data().join("hf/worked_example.safetensors");
+    let options = tlio::OpenOptions {
+        direct: true,
+        ..tlio::OpenOptions::default()
+    };
+    let file = tlio::File::open_with(&path, &options).unwrap();
+    assert!(!file.tensor("w").unwrap().is_mapped());
+    assert_eq!(file.read("w").unwrap(), tlio::File::open(&path).unwrap().read("w").unwrap());
+    assert_eq!(file.read_as_f32("w").unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    let both = tlio::OpenOptions {
+        private: true,
+        ..options
+    };
+    let e = tlio::File::open_with(&path, &both)
+        .err()
+        .expect("private and direct exclude each other");
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn private_mapping_is_writable_and_leaves_the_file_alone() {
     let path = data().join("hf/worked_example.safetensors");
     let mut file = tlio::File::open_private(&path).unwrap();

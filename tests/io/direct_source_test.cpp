@@ -1,0 +1,136 @@
+// Tests for io/direct_source.hpp: every read gives the file's bytes whatever the alignment of
+// its offset, size and destination (straight into the caller's buffer, through bounce
+// buffers, ranges split into windows and read by several workers), with O_DIRECT on a disk's
+// file system and through the page cache where O_DIRECT is refused; a file that shrank under
+// its source is Error{io}, never bytes from past its end.
+#include "io/direct_source.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "test_util.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+constexpr uint64_t kFileSize = 3 * kDirectWindow + 5 * kDirectAlign + 123;
+
+std::vector<std::byte> pattern(size_t n) {
+  std::vector<std::byte> bytes(n);
+  std::mt19937_64 rng(7);
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(bytes.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return bytes;
+}
+
+std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+  {
+    const Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    pwrite_all(out.get(), 0, bytes, "test file");
+  }
+  return direct_source(open_read(path), bytes.size(), path.string());
+}
+
+// A buffer whose data() is `misalign` bytes past a page boundary.
+struct Buffer {
+  explicit Buffer(size_t size, size_t misalign) : storage(size + misalign + kDirectAlign) {
+    const auto base = reinterpret_cast<uintptr_t>(storage.data());
+    data = storage.data() + ((kDirectAlign - base % kDirectAlign) % kDirectAlign) + misalign;
+  }
+  std::vector<std::byte> storage;
+  std::byte* data;
+};
+
+void check_every_alignment(const ByteSource& source, const std::vector<std::byte>& file) {
+  const uint64_t offsets[] = {0, 1, kDirectAlign - 1, kDirectAlign, kDirectAlign + 8, kDirectWindow - 3, kFileSize - 5000};
+  const uint64_t sizes[] = {1, 100, kDirectAlign, kDirectAlign + 1, kDirectWindow + 2 * kDirectAlign + 9, 2 * kDirectWindow};
+  for (const uint64_t offset : offsets)
+    for (const uint64_t wanted : sizes) {
+      const uint64_t size = std::min(wanted, kFileSize - offset);
+      // Congruent with the offset (straight reads), page-aligned, and off by 8.
+      for (const size_t misalign : {size_t(offset % kDirectAlign), size_t{0}, size_t{8}}) {
+        Buffer dst(size, misalign);
+        source.read(offset, {dst.data, size});
+        ASSERT_EQ(std::memcmp(dst.data, file.data() + offset, size), 0)
+            << "offset " << offset << " size " << size << " misalign " << misalign;
+      }
+    }
+}
+
+TEST(DirectSource, ReadsTheFileWhateverTheAlignment) {
+  test::TempDir dir;
+  const std::vector<std::byte> file = pattern(kFileSize);
+  const auto source = write_and_open(dir / "f", file);
+  check_every_alignment(*source, file);
+  EXPECT_TRUE(source->memory().empty());
+  EXPECT_GE(source->descriptor(), 0);
+}
+
+TEST(DirectSource, ManyRangesAtOnceLandEachInItsPlace) {
+  test::TempDir dir;
+  const std::vector<std::byte> file = pattern(kFileSize);
+  const auto source = write_and_open(dir / "f", file);
+  // The whole file as one range into a congruent buffer, and as ranges of random sizes (about 40) laid
+  // out one byte further apart each in a buffer that is not: more pieces than workers,
+  // straight and bounced together.
+  Buffer whole(kFileSize, 0);
+  std::vector<std::byte> scattered(kFileSize + kDirectAlign);
+  std::vector<ReadRange> ranges{{0, whole.data, kFileSize}};
+  std::mt19937_64 rng(3);
+  for (uint64_t at = 0, i = 0; at < kFileSize; ++i) {
+    ASSERT_LT(i, kDirectAlign);
+    const uint64_t n = std::min<uint64_t>(kFileSize - at, rng() % (kFileSize / 20) + 1);
+    ranges.push_back({at, scattered.data() + at + i, n});
+    at += n;
+  }
+  source->read_ranges(ranges, 2);
+  ASSERT_EQ(std::memcmp(whole.data, file.data(), kFileSize), 0);
+  for (size_t r = 1; r < ranges.size(); ++r)
+    ASSERT_EQ(std::memcmp(ranges[r].dst, file.data() + ranges[r].offset, ranges[r].size), 0) << "range " << r;
+}
+
+TEST(DirectSource, AFileThatShrankIsAnErrorNotStaleBytes) {
+  test::TempDir dir;
+  const std::vector<std::byte> file = pattern(kFileSize);
+  const auto source = write_and_open(dir / "f", file);
+  ASSERT_EQ(::truncate((dir / "f").c_str(), static_cast<off_t>(kDirectWindow + 100)), 0);
+  std::vector<std::byte> dst(kDirectWindow);
+  source->read(0, {dst.data(), 4096});  // still there
+  try {
+    source->read(kDirectWindow, dst);
+    FAIL() << "read past the new end";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io);
+    EXPECT_NE(std::string(e.what()).find("unexpected end of file"), std::string::npos) << e.what();
+  }
+}
+
+// tmpfs refuses O_DIRECT: the same reads through the page cache.
+TEST(DirectSource, AFileSystemWithoutODirectIsReadThroughThePageCache) {
+  struct statfs fs{};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC || ::access("/dev/shm", W_OK) != 0)
+    GTEST_SKIP() << "no writable tmpfs at /dev/shm";
+  std::string folder = "/dev/shm/tlio-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  const std::vector<std::byte> file = pattern(kFileSize);
+  {
+    const auto source = write_and_open(std::filesystem::path(folder) / "f", file);
+    check_every_alignment(*source, file);
+  }
+  std::filesystem::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace tlio::detail

@@ -118,6 +118,7 @@ void bind_file(py::module_& m) {
       .def(py::init(&open_file),
            py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "")
       .def_property_readonly("remote", [](const tlio::File& f) { return f.backend() == tlio::Backend::http; })
+      .def_property_readonly("direct", [](const tlio::File& f) { return f.backend() == tlio::Backend::direct; })
       .def_property_readonly("name", [](const tlio::File& f) { return f.name(); })
       .def_static("from_bytes",
                   [](const py::bytes& b) {

@@ -175,6 +175,10 @@ def test_torch_reads_a_gguf(made):
         assert t.dtype == torch.bfloat16
         assert same_bits(t.float().numpy(), expected["output_norm.weight"])
         assert same_bits(f.get_tensor("blk.0.q5_k.weight").numpy(), expected["blk.0.q5_k.weight"])
+    from tlio import torch as tlio_torch
+    loaded = tlio_torch.load_file(path)  # every tensor at once, as get_tensors reads them
+    assert sorted(loaded) == sorted(expected)
+    assert same_bits(loaded["blk.0.q5_k.weight"].numpy(), expected["blk.0.q5_k.weight"])
 
 
 def test_gguf_metadata_has_every_field(made):

@@ -149,7 +149,8 @@ class _Slice:
     """A lazy tensor: its dtype and shape without reading it, and indexing (ints, slices with
     steps, negative indices, ellipsis, None). Mapped files give views of the mapping, as the
     safetensors package does (numpy: a read-only view; torch: a view of the private mapping,
-    strided where the index is, nothing copied); read files (pread, URLs) give what was read."""
+    strided where the index is, nothing copied; on another device, the slice alone copied
+    there); read files (pread, direct, URLs) give what was read."""
 
     def __init__(self, opened, name):
         self._opened, self._name = opened, name
@@ -172,7 +173,9 @@ class _Slice:
             if torch is None:
                 _check_numpy_type(file, self._name)
                 return file.array(self._name)[index]
-            return self._opened.get_tensor(self._name)[index]
+            # Indexed on the CPU, so that only the slice goes to another device.
+            whole = torch.tensor(file.array(self._name, True), file.dtype(self._name), self._name, move=False)
+            return whole[index] if torch.on_cpu else whole[index].to(torch.device)
         # Read by pread or by ranges: the leading ints and unit-step slices pick the bytes that
         # are read; what the index asks beyond them is applied to what was read.
         leading, rest = _leading_slice(index, shape)
@@ -325,8 +328,8 @@ class safe_open:
 
     def get_slice(self, name):
         """A lazy view of tensor `name`: get_dtype(), get_shape() and indexing, which reads only
-        the rows asked for: a view of the mapping for mapped files; with backend="pread" or a
-        URL, only the bytes its leading ints and unit-step slices select. An index out of range
+        the rows asked for: a view of the mapping for mapped files; with backend="pread",
+        "direct" or a URL, only the bytes its leading ints and unit-step slices select. An index out of range
         raises SafetensorError naming the index, the dimension and its size."""
         self._open_file().dtype(_check_name(name))  # KeyError now for unknown names
         return _Slice(self, name)

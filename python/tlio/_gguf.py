@@ -9,7 +9,7 @@ _DTYPE_NAMES = {_np.dtype("float32"): "F32", _np.dtype("float64"): "F64", _np.dt
 
 
 class _Gguf:
-    remote = False  # tensors come decoded, one by one
+    remote = direct = False  # tensors come decoded, one by one
 
     def __init__(self, path, token):
         self.file = _tlio.GgufFile(path, token or "")

@@ -81,16 +81,16 @@ class _Converter:
         self.device = _torch.device(device)
         self.on_cpu = self.device.type == "cpu"
 
-    def tensor(self, array, dtype, name):
+    def tensor(self, array, dtype, name, move=True):
         """`array` (whose memory the tensor shares) as header dtype `dtype` (None: as the
-        array's own numpy type)."""
+        array's own numpy type), on the device unless `move` is False."""
         want = None if dtype is None else _torch_dtype(dtype, name)
         if array.dtype not in _FROM_NUMPY:
             array = array.view(_SIGNED_OF_WIDTH[array.dtype.itemsize])
         t = _torch.from_numpy(array)
         if want is not None and t.dtype != want:
             t = t.view(want)
-        return t if self.on_cpu else t.to(self.device)
+        return t if self.on_cpu or not move else t.to(self.device)
 
 
 def storage_ptr(tensor):

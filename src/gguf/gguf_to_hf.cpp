@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/json_text.hpp"
@@ -207,9 +208,17 @@ std::pair<std::string, std::string> vocab_entries(const Vocabulary& vocab) {
   return {entries, added};
 }
 
+// Characters in UTF-8 text (its bytes that do not continue a character).
+size_t characters(std::string_view text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
 // A SentencePiece vocabulary (tokenizer.ggml.model "llama": pieces, scores, byte pieces) as
 // transformers' LlamaConverter writes it: BPE with byte fallback, its merges every split of a
-// piece into two pieces, ordered by the merged piece's score (highest first; ties in vocabulary
+// piece into two pieces, ordered as its generate_merges orders them (the merged piece's score,
+// then the left and the right half's length in characters, highest first; ties in vocabulary
 // order, then by the halves' ids), the legacy normalizer ("▁" prepended when
 // add_space_prefix, spaces made "▁").
 std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabulary& vocab, std::string& why_not) {
@@ -219,12 +228,13 @@ std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabular
     why_not = "its SentencePiece vocabulary has no score for each token (tokenizer.ggml.scores)";
     return std::nullopt;
   }
-  std::unordered_map<std::string_view, uint32_t> id_of;
+  std::unordered_map<std::string_view, uint32_t> id_of;  // a piece twice: its last id, as a dict
   for (size_t i = 0; i < tokens.size(); ++i)
-    if (vocab.types[i] != kUnused) id_of.emplace(tokens[i], static_cast<uint32_t>(i));
+    if (vocab.types[i] != kUnused) id_of.insert_or_assign(tokens[i], static_cast<uint32_t>(i));
   struct Merge {
     float score;
     uint32_t left, right;
+    size_t left_chars, right_chars;
   };
   std::vector<Merge> merges;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -235,15 +245,19 @@ std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabular
       if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;  // inside a character
       const auto l = id_of.find(piece.substr(0, cut)), r = id_of.find(piece.substr(cut));
       if (l != id_of.end() && r != id_of.end())
-        merges.push_back({static_cast<float>(scores->number_at(i).value_or(0)), l->second, r->second});
+        merges.push_back({static_cast<float>(scores->number_at(i).value_or(0)), l->second, r->second,
+                          characters(piece.substr(0, cut)), characters(piece.substr(cut))});
     }
     std::sort(merges.begin() + static_cast<std::ptrdiff_t>(first), merges.end(),
               [](const Merge& a, const Merge& b) { return std::pair(a.left, a.right) < std::pair(b.left, b.right); });
   }
-  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) { return a.score > b.score; });
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+    return std::tuple(a.score, a.left_chars, a.right_chars) > std::tuple(b.score, b.left_chars, b.right_chars);
+  });
+  // As pairs: a piece may hold a space.
   std::string merge_list;
   for (const Merge& m : merges)
-    merge_list += fmt::format("{}{}", merge_list.empty() ? "" : ",", json(tokens[m.left] + " " + tokens[m.right]));
+    merge_list += fmt::format("{}[{},{}]", merge_list.empty() ? "" : ",", json(tokens[m.left]), json(tokens[m.right]));
   const bool byte_fallback = std::find(vocab.types.begin(), vocab.types.end(), kByte) != vocab.types.end();
   const std::optional<uint64_t> unk = token_id(f, "tokenizer.ggml.unknown_token_id", tokens.size());
   const bool prefix = bool_key(f, "tokenizer.ggml.add_space_prefix", true);

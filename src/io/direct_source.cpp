@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -68,8 +69,8 @@ void add_pieces(const ReadRange& r, std::vector<Piece>& pieces) {
 // and every read where O_DIRECT is refused) goes through the page cache.
 class DirectSource final : public ByteSource {
  public:
-  DirectSource(Fd fd, uint64_t size, std::string name)
-      : ByteSource(std::move(name), size), fd_(std::move(fd)), direct_(reopen_direct(fd_.get())) {}
+  DirectSource(Fd fd, uint64_t size, std::string name, bool try_direct)
+      : ByteSource(std::move(name), size), fd_(std::move(fd)), direct_(try_direct ? reopen_direct(fd_.get()) : Fd()) {}
 
   int descriptor() const noexcept override { return fd_.get(); }
 
@@ -102,7 +103,10 @@ class DirectSource final : public ByteSource {
       }
     };
     std::vector<std::thread> helpers;
-    for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(work, w);
+    try {
+      for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(work, w);
+    } catch (const std::system_error&) {  // no more threads (a pids limit): fewer reads in flight
+    }
     if (workers) work(0);
     for (std::thread& t : helpers) t.join();
     for (const std::exception_ptr& e : errors)
@@ -147,8 +151,8 @@ class DirectSource final : public ByteSource {
 
 }  // namespace
 
-std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name) {
-  return std::make_shared<DirectSource>(std::move(fd), size, std::move(name));
+std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name, bool try_direct) {
+  return std::make_shared<DirectSource>(std::move(fd), size, std::move(name), try_direct);
 }
 
 }  // namespace tlio::detail

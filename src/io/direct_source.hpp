@@ -22,7 +22,9 @@ inline constexpr uint64_t kDirectWindow = uint64_t{1} << 20;
 inline constexpr unsigned kDirectInFlight = 16;
 
 /// A source over the open regular file `fd` read with O_DIRECT. Where the file system refuses
-/// O_DIRECT (tmpfs, some FUSE mounts) it reads through the page cache with the same queue.
-std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name);
+/// O_DIRECT (some FUSE mounts, tmpfs before Linux 6.6) it reads through the page cache with the
+/// same queue.
+/// `try_direct` false reads as if O_DIRECT were refused (for tests of that path).
+std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name, bool try_direct = true);
 
 }  // namespace tlio::detail

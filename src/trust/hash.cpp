@@ -176,8 +176,10 @@ FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes
     const uint64_t size = hash_stream(fd.get(), path, sha, stopped);
     return finish(path, size, sha, {});
   }
-  const auto source = detail::descriptor_source(std::move(fd), path, detail::SourceOptions::Access::read);
-  return hash_source(*source, open.backend != Backend::pread && open.backend != Backend::direct, stopped);
+  const bool direct = open.backend == Backend::direct;
+  const auto source = detail::descriptor_source(
+      std::move(fd), path, direct ? detail::SourceOptions::Access::direct : detail::SourceOptions::Access::read);
+  return hash_source(*source, open.backend != Backend::pread && !direct, stopped);
 }
 
 FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes, const StopCheck& stopped) {

@@ -32,7 +32,8 @@ computes from the bytes it wrote, so a fast wrong answer shows as WRONG. A peer 
 install or run is listed with its error.
 
 Usage (after a build): /usr/bin/python3 bench/bench_peers.py [BUILD] [DIR] [ROUNDS] [ROW,...]
-(ROW: the first column's names, e.g. save,torch-cold; all rows by default).
+(ROW: the first column's names, e.g. save,torch-cold; all rows by default, and then
+bench/bench_own_ratios.py reruns this repository's own ratios against their last record).
 Makes BUILD/bench-venv (--system-site-packages: Debian's torch and numpy) with the pins of
 scripts/pypi/bench-peers.txt, or reuses it when they are unchanged. DIR (default /var/tmp) gets
 ~3.3 GiB of scratch files, removed at the end. Prints a markdown table.
@@ -498,3 +499,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    if len(sys.argv) <= 4:  # a whole run: this repository's own ratios too, against their last record
+        print("\n## This repository's own ratios (bench_own_ratios.py)\n", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "bench" / "bench_own_ratios.py"), str(BUILD), DIR, str(ROUNDS)],
+                       check=True)

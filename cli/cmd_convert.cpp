@@ -220,7 +220,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       "generation_config.json.\n"
       "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
       "Qwen2ForCausalLM, Qwen3ForCausalLM; a byte-level BPE tokenizer.json or a SentencePiece\n"
-      "tokenizer.model) as llama.cpp loads it, the\n"
+      "vocabulary: tokenizer.model, or tokenizer.json with byte fallback) as llama.cpp loads it, the\n"
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
       "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), or as one of\n"
       "llama.cpp's mixes Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the\n"

@@ -1,5 +1,6 @@
 // Fuzz target: what a GGUF export reads from a stranger's model folder: the input as
-// tokenizer.json (to llama.cpp's tokenizer keys, for a vocabulary of 300), as tokenizer.model
+// tokenizer.json (to llama.cpp's tokenizer keys, for a vocabulary of 300: byte-level BPE, or
+// SentencePiece's written as BPE with byte fallback), as tokenizer.model
 // (SentencePiece's protobuf) and as config.json (the architecture and hyperparameters). Any input
 // gives keys or throws tlio::Error.
 #include <cstddef>
@@ -19,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.bos_token_id = 1;
   try {
     (void)tlio::detail::gguf_tokenizer(text, "fuzz/tokenizer.json", std::string(text), c);
+  } catch (const tlio::Error&) {
+  }
+  try {  // as tokenizer.json of a SentencePiece vocabulary (BPE with byte fallback)
+    if (const auto spm = tlio::detail::sentencepiece_of_tokenizer_json(text, "fuzz/tokenizer.json", c.vocab_size))
+      (void)tlio::detail::gguf_spm_tokenizer(*spm, "fuzz/tokenizer.json", std::string(text), c);
   } catch (const tlio::Error&) {
   }
   try {  // as tokenizer.model (SentencePiece's protobuf), the text as its tokenizer_config.json

@@ -354,7 +354,8 @@ def test_import_to_a_folder_gives_the_model_back(model, f32_export, tmp_path):
     original weights bit for bit (Q/K rows put back), the config's hyperparameters, a
     tokenizer.json that Hugging Face's tokenizers loads and that tokenizes as the original does
     (tokenizers for byte-level BPE, sentencepiece for Mistral's tokenizer.model), and exports
-    again to the same tensors."""
+    again to the same tensors (Mistral's vocabulary from that tokenizer.json: llama.cpp then
+    tokenizes as sentencepiece does)."""
     arch, folder = model
     out = tmp_path / "back"
     r = run("convert", f32_export[0], out, "--dtype", "f32", "--json")
@@ -383,12 +384,15 @@ def test_import_to_a_folder_gives_the_model_back(model, f32_export, tmp_path):
         assert tok["normalizer"]["normalizers"][0] == {"type": "Prepend", "prepend": "\u2581"}
     again = tmp_path / "again.gguf"
     r = run("convert", out, again, "--dtype", "f32")
-    if arch == "mistral":  # a SentencePiece vocabulary exports from tokenizer.model only (its scores)
-        assert r.returncode == 1 and "tokenizer.model" in r.stderr, r.stderr
-    else:
-        assert r.returncode == 0, r.stderr
-        seen = compare_ggufs(again, f32_export[0])
-        assert seen["differ"] == [] and all(a == b for a, b in seen["types"].values())
+    assert r.returncode == 0, r.stderr
+    seen = compare_ggufs(again, f32_export[0])
+    assert seen["differ"] == [] and all(a == b for a, b in seen["types"].values())
+    if arch == "mistral":  # no tokenizer.model now: the SentencePiece vocabulary scored by its merges
+        keys = tlio.gguf_metadata(again)
+        assert keys["tokenizer.ggml.model"] == "llama" and keys["tokenizer.ggml.add_space_prefix"] is True
+        assert keys["tokenizer.ggml.token_type"].count(6) == 256 and keys["tokenizer.ggml.unknown_token_id"] == 0
+        for text, want in zip(TEXTS, hf_tokens(folder, TEXTS)):  # sentencepiece's ids, from llama.cpp
+            assert llama_cpp(again, text, tmp_path / "logits.npy")[0] == want, text
     # Into the folder again from Python, as BF16: the same names, rounded; a previous model's
     # tokenizer files that this one does not write are gone with its weights.
     (out / "tokenizer.model").write_bytes(b"a previous model's")

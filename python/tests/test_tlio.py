@@ -1,5 +1,6 @@
 """Tests of the Python module (run by CTest with PYTHONPATH=build/python)."""
 import errno
+import json
 import os
 import shutil
 import pathlib
@@ -262,9 +263,14 @@ def test_direct_backend_reads_what_the_mapping_holds(tmp_path):
     path.write_bytes(tlio.save(tensors))
     direct = tlio.numpy.load_file(path, backend="direct")
     assert list(direct) == list(tlio.numpy.load_file(path))
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
     for name, want in tensors.items():
         np.testing.assert_array_equal(direct[name], want, err_msg=name)
         assert direct[name].flags.writeable, name
+        # Laid out as in the file, modulo a page: O_DIRECT reads land in the arrays themselves.
+        assert (direct[name].ctypes.data - (8 + n + header[name]["data_offsets"][0])) % 4096 == 0, name
     with tlio.safe_open(path, "numpy", backend="direct") as f:
         np.testing.assert_array_equal(f.get_tensor("b"), tensors["b"])
         s = f.get_slice("c")

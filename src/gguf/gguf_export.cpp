@@ -231,7 +231,8 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
 }
 
 // The vocabulary as llama.cpp's keys, from the file llama.cpp's converter reads for the llama
-// family: a SentencePiece tokenizer.model when there is one, else tokenizer.json (byte-level BPE).
+// family: a SentencePiece tokenizer.model when there is one, else tokenizer.json (byte-level BPE,
+// or a SentencePiece vocabulary written as BPE with byte fallback: scored by its merges).
 std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where, const detail::HfConfig& c) {
   const std::optional<std::string> config = where.read_text("tokenizer_config.json");
   if (const std::optional<std::string> spm = where.read_text("tokenizer.model")) {
@@ -250,6 +251,8 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where, con
                 "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model without its "
                 "vocabulary",
                 where.name());
+  if (const auto spm = detail::sentencepiece_of_tokenizer_json(*json, where.name_of("tokenizer.json"), c.vocab_size))
+    return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c);
   return detail::gguf_tokenizer(*json, where.name_of("tokenizer.json"), config, c);
 }
 

@@ -4,9 +4,11 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/json_doc.hpp"
@@ -22,7 +24,7 @@ namespace {
 namespace dom = simdjson::dom;
 
 // llama.cpp's token types.
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
 // Protobuf's wire format over bytes, every length checked against what is left.
 class Wire {
@@ -145,6 +147,98 @@ SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes, const s
   return m;
 }
 
+namespace {
+
+// "<0xXX>": a byte piece of byte fallback.
+bool is_byte_piece(std::string_view text) {
+  return text.size() == 6 && text.starts_with("<0x") && text.ends_with(">") &&
+         std::all_of(text.begin() + 3, text.begin() + 5, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+// A normalizer or pre-tokenizer (or a Sequence of them) that puts "▁" before the text.
+bool adds_prefix(dom::element e) {
+  std::string_view type, prepend, scheme;
+  std::ignore = e["type"].get_string().get(type);
+  dom::array parts;
+  if (type == "Sequence" && (e["normalizers"].get_array().get(parts) == simdjson::SUCCESS ||
+                             e["pretokenizers"].get_array().get(parts) == simdjson::SUCCESS))
+    return std::any_of(parts.begin(), parts.end(), [](dom::element part) { return adds_prefix(part); });
+  if (type == "Prepend") return e["prepend"].get_string().get(prepend) == simdjson::SUCCESS && prepend == "\u2581";
+  if (type != "Metaspace") return false;
+  if (e["prepend_scheme"].get_string().get(scheme) == simdjson::SUCCESS) return scheme != "never";
+  bool add = false;
+  std::ignore = e["add_prefix_space"].get_bool().get(add);
+  return add;
+}
+
+}  // namespace
+
+std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json, const std::string& source,
+                                                                  uint64_t vocab_size) {
+  const JsonDoc doc(json, source, Rule::model);
+  dom::object model;
+  std::string_view type, unk;
+  bool byte_fallback = false;
+  if (doc.root()["model"].get_object().get(model) != simdjson::SUCCESS) return std::nullopt;
+  std::ignore = model["type"].get_string().get(type);
+  std::ignore = model["byte_fallback"].get_bool().get(byte_fallback);
+  if (type != "BPE" || !byte_fallback) return std::nullopt;
+  std::ignore = model["unk_token"].get_string().get(unk);
+  dom::object vocab;
+  dom::array merges;
+  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS || model["merges"].get_array().get(merges) != simdjson::SUCCESS)
+    doc.fail("model", "a BPE model without vocab or merges");
+  SentencePieceModel m;
+  const auto place = [&](uint64_t id, std::string_view text, int32_t kind) {
+    if (id >= vocab_size)
+      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}", quote_name(text), id, vocab_size));
+    if (id >= m.pieces.size()) m.pieces.resize(id + 1, SentencePiece{"", 0, kUnused});
+    m.pieces[id] = {std::string(text), 0, kind};
+  };
+  for (auto [text, id] : vocab) {
+    uint64_t i;
+    if (id.get_uint64().get(i) != simdjson::SUCCESS) doc.fail("model", "a vocab id is not a whole number");
+    place(i, text, text == unk ? kUnknown : is_byte_piece(text) ? kByte : kNormal);
+  }
+  dom::array added;
+  if (doc.root()["added_tokens"].get_array().get(added) == simdjson::SUCCESS)
+    for (dom::element a : added) {
+      uint64_t id;
+      std::string_view content;
+      bool special = false;
+      if (a["id"].get_uint64().get(id) != simdjson::SUCCESS || a["content"].get_string().get(content) != simdjson::SUCCESS)
+        doc.fail("added_tokens", "an added token has no id or content");
+      std::ignore = a["special"].get_bool().get(special);
+      place(id, content, content == unk ? kUnknown : special ? kControl : kUserDefined);
+    }
+  for (size_t i = 0; i < m.pieces.size(); ++i)
+    if (m.pieces[i].type == kUnused) m.pieces[i].text = fmt::format("[PAD{}]", i);
+  std::unordered_map<std::string, size_t> first_rank;  // a merged piece: its first merge
+  size_t rank = 0;
+  for (dom::element merge : merges) {
+    std::string_view s, a, b;
+    dom::array pair;
+    std::string merged;
+    if (merge.get_string().get(s) == simdjson::SUCCESS && s.find(' ') != std::string_view::npos) {
+      merged = std::string(s.substr(0, s.find(' '))) + std::string(s.substr(s.find(' ') + 1));
+    } else if (merge.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2 &&
+               pair.at(0).get_string().get(a) == simdjson::SUCCESS && pair.at(1).get_string().get(b) == simdjson::SUCCESS) {
+      merged = std::string(a) + std::string(b);
+    } else {
+      doc.fail("model", "a merge is neither \"a b\" nor [\"a\", \"b\"]");
+    }
+    first_rank.try_emplace(std::move(merged), rank++);
+  }
+  for (SentencePiece& p : m.pieces)
+    if (p.type == kNormal)
+      if (const auto r = first_rank.find(p.text); r != first_rank.end()) p.score = -static_cast<float>(r->second);
+  dom::element normalizer, pre;
+  m.add_dummy_prefix = (doc.root()["normalizer"].get(normalizer) == simdjson::SUCCESS && adds_prefix(normalizer)) ||
+                       (doc.root()["pre_tokenizer"].get(pre) == simdjson::SUCCESS && adds_prefix(pre));
+  if (m.pieces.empty()) doc.fail("model", "no pieces");
+  return m;
+}
+
 std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, const std::string& source,
                                              const std::optional<std::string>& tokenizer_config, const HfConfig& c) {
   const uint64_t n = c.vocab_size;
@@ -180,7 +274,11 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
         scores[id] = -1000.0f;
       }
   }
-  const SpecialTokens s = special_tokens(tokenizer_config, tokens, c);
+  SpecialTokens s = special_tokens(tokenizer_config, tokens, c);
+  if (!s.unk) {  // the vocabulary's own unknown piece
+    const auto unknown = std::find(types.begin(), types.end(), kUnknown);
+    if (unknown != types.end()) s.unk = static_cast<uint64_t>(unknown - types.begin());
+  }
   std::unordered_set<std::string_view> seen;
   for (const std::string& t : tokens)
     if (!seen.insert(t).second)

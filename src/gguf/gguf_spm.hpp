@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gguf/gguf_arch.hpp"
@@ -32,6 +33,17 @@ struct SentencePieceModel {
 /// "model"} naming `source` for bytes that are not one (lengths past the end, a bad wire type),
 /// more pieces than kMaxGgufVocabulary, or none.
 SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes, const std::string& source);
+
+/// A SentencePiece vocabulary written as tokenizer.json (as transformers' LlamaConverter writes
+/// it, and tlio's GGUF import: BPE with byte_fallback), as the model it came from: pieces by id
+/// (gaps as unused [PADn] pieces), the unknown token, byte pieces <0xXX>, special added tokens
+/// as control ones; each piece a merge makes scored by its first merge's rank (-rank: the first
+/// merge scores highest, as llama.cpp's tokenizer merges the highest score first; pieces no
+/// merge makes score 0); add_dummy_prefix when the normalizer prepends "▁" or a Metaspace
+/// pre-tokenizer adds a prefix space. nullopt for any other tokenizer.json; Error{format,
+/// "model"} naming `source` for a malformed one or an id past config.json's `vocab_size`.
+std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json, const std::string& source,
+                                                                  uint64_t vocab_size);
 
 /// The tokenizer.* keys of a "llama" vocabulary of config.json's vocab_size entries: the pieces
 /// (padded with [PADn], unused), their scores and types (user-defined pieces as normal ones, as

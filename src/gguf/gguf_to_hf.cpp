@@ -341,6 +341,7 @@ std::string tokenizer_config_of(const GgufFile& f, const HfConfig& c) {
   std::vector<std::string> keys;
   const std::pair<const char*, const char*> specials[] = {{"bos_token", "tokenizer.ggml.bos_token_id"},
                                                          {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                                         {"unk_token", "tokenizer.ggml.unknown_token_id"},
                                                          {"pad_token", "tokenizer.ggml.padding_token_id"}};
   for (const auto& [name, key] : specials)
     if (const std::optional<uint64_t> id = token_id(f, key, n))

@@ -100,12 +100,12 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   std::ignore = model["type"].get_string().get(type);
   bool byte_fallback = false;
   std::ignore = model["byte_fallback"].get_bool().get(byte_fallback);
-  if (type != "BPE" || byte_fallback)
+  if (type != "BPE" || byte_fallback)  // BPE with byte fallback: gguf_spm's, from the same file
     throw Error(ErrorCode::unsupported, Rule::none, "model", std::nullopt,
                 fmt::format("the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
-                            "from tokenizer.json, and SentencePiece ones (\"llama\") from tokenizer.model, which "
-                            "this folder does not have",
-                            type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback (SentencePiece)" : ""),
+                            "and SentencePiece ones (\"llama\": tokenizer.model, or tokenizer.json's BPE with byte "
+                            "fallback)",
+                            type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback" : ""),
                 source);
 
   const uint64_t n = c.vocab_size;

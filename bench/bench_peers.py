@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tlio against the loaders people use today (issue 44): PyPI's safetensors, fastsafetensors (CPU
 mode, nogds=True) and run:ai's model streamer. Every workload is run for each side in turn (tlio,
-safetensors, fastsafetensors, runai, tlio, ...), each run in a fresh process whose imports are not
-timed, medians of ROUNDS:
+safetensors, fastsafetensors, runai, then the next round starting one side later), each run in
+a fresh process whose imports are not timed, medians of ROUNDS:
 
   torch        whole-file load of a 1 GiB BF16 file (64 2-D tensors of 16 MiB) to torch:
                tlio.torch.load_file, safetensors.torch.load_file, fastsafe_open(nogds=True,
@@ -425,7 +425,9 @@ def main():
                 if mode == "cold" and not dd_done:  # once a round, before its first cold row
                     dd_times.append(run_dd(files["bf16"]))
                     dd_done = True
-                for side in sides:
+                # Rotated each round: on this VM the first mapped read of a file after an O_DIRECT
+                # read of it (dd's, fastsafetensors', run:ai's) ran 2-3x slower, whoever made it.
+                for side in sides[rnd % len(sides):] + sides[:rnd % len(sides)]:
                     if side in unavailable or (key, side) in failed:
                         continue
                     try:

@@ -17,6 +17,7 @@ Usage (after a build and scripts/install-deps.sh, which installs s3rver):
   /usr/bin/python3 bench/bench_peers_s3.py [BUILD] [DIR] [ROUNDS]
 Uses BUILD/bench-venv as bench_peers.py makes it (its pins include runai-model-streamer-s3).
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -32,8 +33,7 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python" / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
-from http_servers import free_port, wait_for  # noqa: E402
-from s3_servers import s3rver_path  # noqa: E402
+from s3_servers import plain_s3rver  # noqa: E402
 import bench_peers  # noqa: E402  (its argv: BUILD DIR ROUNDS, the same as this script's)
 
 CONCURRENCY = (8, 16, 32)
@@ -71,15 +71,9 @@ def main():
     py, failed, _ = bench_peers.ensure_venv()
     rounds = bench_peers.ROUNDS
     work = pathlib.Path(tempfile.mkdtemp(prefix="tlio-bench-peers-s3-", dir=bench_peers.DIR))
-    port = free_port()
-    data = work / "s3rver"
-    data.mkdir()
-    server = subprocess.Popen([str(s3rver_path()), "-d", str(data), "-a", "127.0.0.1", "-p", str(port), "--silent",
-                               "--allow-mismatched-signatures", "--no-vhost-buckets", "--configure-bucket", "bucket"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = contextlib.ExitStack()
     try:
-        wait_for(port, 20)
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = servers.enter_context(plain_s3rver(work / "s3rver"))
         env = {**bench_peers.ENV, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
                "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
                "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -125,8 +119,7 @@ def main():
         for k, why in errors.items():
             print(f"- {k}: failed: {why}")
     finally:
-        server.terminate()
-        server.wait(10)
+        servers.close()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -11,6 +11,7 @@ Both sides sign every request (s3rver checks none), both hash what they send (bo
 payload's SHA-256 over http, as botocore signs it; tlio: each part's SHA-256).
 Usage (after a build): /usr/bin/python3 bench/bench_s3.py [BUILD] [DIR] [ROUNDS]
 """
+import contextlib
 import os
 import pathlib
 import shutil
@@ -22,8 +23,7 @@ import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python" / "tests"))
-from http_servers import free_port, wait_for  # noqa: E402
-from s3_servers import s3rver_path  # noqa: E402
+from s3_servers import plain_s3rver  # noqa: E402
 
 import boto3  # noqa: E402
 import botocore.config  # noqa: E402
@@ -36,15 +36,9 @@ def main():
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tlio-bench-s3-", dir=sys.argv[2] if len(sys.argv) > 2 else None))
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     big, out, boto_out = scratch / "big.safetensors", scratch / "out.safetensors", scratch / "boto.out"
-    port = free_port()
-    data = scratch / "s3rver"
-    data.mkdir()
-    server = subprocess.Popen([str(s3rver_path()), "-d", str(data), "-a", "127.0.0.1", "-p", str(port), "--silent",
-                               "--allow-mismatched-signatures", "--no-vhost-buckets", "--configure-bucket", "bucket"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = contextlib.ExitStack()
     try:
-        wait_for(port, 20)
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = servers.enter_context(plain_s3rver(scratch / "s3rver"))
         env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1",
                "AWS_ENDPOINT_URL": endpoint}
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
@@ -85,8 +79,7 @@ def main():
                 print(f"{what:8s} {name:30s} median {med:6.3f} s ({size / med / 2**20:6.0f} MiB/s) "
                       f"{med / base:5.2f}x   runs: {' '.join(f'{x:.2f}' for x in t)}")
     finally:
-        server.terminate()
-        server.wait(10)
+        servers.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

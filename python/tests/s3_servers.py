@@ -902,6 +902,24 @@ class _Proxy(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
+def plain_s3rver(data_dir, bucket="bucket"):
+    """s3rver alone on 127.0.0.1 (no checking proxy in front: for benchmarks), with `bucket`,
+    its objects kept in `data_dir`, for the duration of the block; yields its endpoint URL."""
+    data_dir = pathlib.Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = subprocess.Popen([str(s3rver_path()), "-d", str(data_dir), "-a", "127.0.0.1", "-p", str(port), "--silent",
+                             "--allow-mismatched-signatures", "--no-vhost-buckets", "--configure-bucket", bucket],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port, 20)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
 def s3_server(tmp_path, *, accounts=None, region="us-east-1", public_buckets=(), buckets=("bucket",),
               min_part_size=MIN_PART_SIZE, max_skew=MAX_SKEW):
     """s3rver behind the checking proxy, both on 127.0.0.1, for the duration of the block.

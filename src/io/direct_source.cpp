@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -25,17 +23,6 @@ namespace {
 
 uint64_t align_down(uint64_t at) { return at / kDirectAlign * kDirectAlign; }
 uint64_t align_up(uint64_t at) { return align_down(at + kDirectAlign - 1); }
-
-struct FreeAligned {
-  void operator()(std::byte* p) const noexcept { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<std::byte[], FreeAligned>;
-
-AlignedBuffer aligned_buffer(size_t size) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, kDirectAlign, size) != 0) throw std::bad_alloc();
-  return AlignedBuffer(static_cast<std::byte*>(p));
-}
 
 // One read: the aligned file window [window, window + window_size), of which the `size` bytes
 // from `skip` on go to `dst`. A window wholly wanted whose destination is aligned is read
@@ -70,7 +57,7 @@ void add_pieces(const ReadRange& r, std::vector<Piece>& pieces) {
 class DirectSource final : public ByteSource {
  public:
   DirectSource(Fd fd, uint64_t size, std::string name, bool try_direct)
-      : ByteSource(std::move(name), size), fd_(std::move(fd)), direct_(try_direct ? reopen_direct(fd_.get()) : Fd()) {}
+      : ByteSource(std::move(name), size), fd_(std::move(fd)), direct_(try_direct ? reopen_direct(fd_.get(), O_RDONLY) : Fd()) {}
 
   int descriptor() const noexcept override { return fd_.get(); }
 
@@ -90,11 +77,11 @@ class DirectSource final : public ByteSource {
     std::vector<std::exception_ptr> errors(workers);
     auto work = [&](unsigned w) {
       try {
-        AlignedBuffer bounce;
+        AlignedBytes bounce;
         while (!failed.load(std::memory_order_relaxed)) {
           const size_t i = next.fetch_add(1);
           if (i >= pieces.size()) break;
-          if (!pieces[i].straight() && !bounce) bounce = aligned_buffer(kDirectWindow);
+          if (!pieces[i].straight() && !bounce) bounce = aligned_bytes(kDirectWindow, name());
           read_piece(pieces[i], bounce.get());
         }
       } catch (...) {
@@ -114,11 +101,6 @@ class DirectSource final : public ByteSource {
   }
 
  private:
-  static Fd reopen_direct(int fd) {
-    const std::string self = fmt::format("/proc/self/fd/{}", fd);
-    return Fd(::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
-  }
-
   void read_piece(const Piece& p, std::byte* bounce) const {
     const bool straight = p.straight();
     if (direct_.get() < 0) {  // the file system refused O_DIRECT: the wanted bytes only

@@ -14,8 +14,6 @@
 
 namespace tlio::detail {
 
-/// O_DIRECT's alignment of offsets, sizes and buffers: a page covers every logical block size.
-inline constexpr uint64_t kDirectAlign = 4096;
 /// The largest single read, and the bounce buffer of each worker.
 inline constexpr uint64_t kDirectWindow = uint64_t{1} << 20;
 /// Reads in flight at once (worker threads) for one read_ranges call.

@@ -74,6 +74,19 @@ uint64_t fd_size(int fd, const std::string& name) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+Fd reopen_direct(int fd, int access) {
+  const std::string self = fmt::format("/proc/self/fd/{}", fd);
+  return Fd(::open(self.c_str(), access | O_DIRECT | O_CLOEXEC));
+}
+
+void FreeAligned::operator()(std::byte* p) const noexcept { std::free(p); }
+
+AlignedBytes aligned_bytes(size_t size, const std::string& name) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, kDirectAlign, size) != 0) throw_errno("cannot allocate an aligned buffer", name, ENOMEM);
+  return AlignedBytes(static_cast<std::byte*>(p));
+}
+
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name) {
   size_t done = 0;
   while (done < dst.size()) {

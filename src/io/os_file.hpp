@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -39,6 +40,19 @@ Fd unnamed_temp_file(const std::string& purpose);
 
 /// Error{io} for `name`: "what: <the OS's text for err>".
 [[noreturn]] void throw_errno(const std::string& what, const std::string& name, int err);
+
+/// O_DIRECT's alignment of offsets, sizes and buffers: a page covers every logical block size.
+inline constexpr uint64_t kDirectAlign = 4096;
+/// A second descriptor on the open file `fd` with O_DIRECT and `access` (O_RDONLY or O_WRONLY):
+/// its own flags, the same file; none (-1) where the file system or /proc refuses.
+Fd reopen_direct(int fd, int access);
+/// Memory aligned for O_DIRECT (kDirectAlign), freed with free().
+struct FreeAligned {
+  void operator()(std::byte* p) const noexcept;
+};
+using AlignedBytes = std::unique_ptr<std::byte[], FreeAligned>;
+/// `size` bytes aligned for O_DIRECT; Error{io} (ENOMEM) naming `name` when there are none.
+AlignedBytes aligned_bytes(size_t size, const std::string& name);
 
 /// Opens `path` read-only; Error{io} naming the path on failure (also for directories).
 Fd open_read(const std::filesystem::path& path);

@@ -16,28 +16,18 @@
 namespace tlio::detail {
 namespace {
 
-// O_DIRECT's alignment of offsets, sizes and buffers: a page covers every logical block size.
-constexpr uint64_t kBlock = 4096;
+// O_DIRECT's alignment of offsets, sizes and buffers.
+constexpr uint64_t kBlock = kDirectAlign;
 // Pieces this large written through the page cache start their writeback at once.
 constexpr size_t kWritebackFrom = size_t{4} << 20;
 
-// A second descriptor on the file with O_DIRECT (its own flags, the same file); none where the
-// file system or /proc refuses.
-Fd reopen_direct(int fd) {
-  const std::string self = fmt::format("/proc/self/fd/{}", fd);
-  const int direct = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  return Fd(direct);
-}
-
 }  // namespace
-
-void OutputWrites::FreeAligned::operator()(std::byte* p) const noexcept { std::free(p); }
 
 OutputWrites::OutputWrites(int fd, std::string name, bool lands_on_disk)
     : fd_(fd),
       name_(std::move(name)),
       lands_on_disk_(lands_on_disk),
-      direct_(lands_on_disk ? reopen_direct(fd) : Fd()) {}
+      direct_(lands_on_disk ? reopen_direct(fd, O_WRONLY) : Fd()) {}
 
 OutputWrites::~OutputWrites() = default;
 
@@ -103,12 +93,7 @@ void OutputWrites::write(uint64_t offset, std::span<const std::byte> bytes) {
         bytes = bytes.subspan(head);
         continue;
       }
-      if (!stage_) {
-        void* p = nullptr;
-        if (::posix_memalign(&p, kBlock, kStageBytes) != 0)
-          throw_errno("cannot allocate a write buffer", name_, ENOMEM);
-        stage_.reset(static_cast<std::byte*>(p));
-      }
+      if (!stage_) stage_ = aligned_bytes(kStageBytes, name_);
       in_run_ = true;
       base_ = offset;
       staged_ = 0;

@@ -54,10 +54,7 @@ class OutputWrites {
   std::string name_;
   bool lands_on_disk_;
   Fd direct_;
-  struct FreeAligned {
-    void operator()(std::byte* p) const noexcept;
-  };
-  std::unique_ptr<std::byte[], FreeAligned> stage_;
+  AlignedBytes stage_;
   bool in_run_ = false;  // stage_ holds the file's bytes [base_, base_ + staged_)
   uint64_t base_ = 0;
   size_t staged_ = 0;

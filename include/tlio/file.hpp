@@ -46,9 +46,10 @@ enum class Backend {
   /// range requests, each tensor's bytes by range when asked for; views own their bytes.
   http,
   /// Reads past the page cache, for data read once (a whole load, a hash, a copy): O_DIRECT
-  /// reads of aligned windows of up to 1 MiB, 16 in flight; views own their bytes, as with
-  /// pread. A file system that refuses O_DIRECT (tmpfs before Linux 6.6) is read through the
-  /// page cache. hash_file reads with it too.
+  /// reads of aligned windows of up to 1 MiB, 16 in flight through io_uring (worker threads
+  /// where the kernel refuses io_uring); views own their bytes, as with pread. A file system
+  /// that refuses O_DIRECT (tmpfs before Linux 6.6) is read through the page cache. hash_file
+  /// reads with it too.
   direct,
 };
 

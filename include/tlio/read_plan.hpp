@@ -40,8 +40,9 @@ struct ReadPlanOptions {
   /// Quantized weights listed as their stored tensors, read as they are, instead of by their
   /// logical names, dequantized.
   bool keep_packed = false;
-  /// Token and warnings, as File::open takes them. Local files are always read with positional
-  /// reads (Backend::pread): no page faults, no mapping left behind.
+  /// Token and warnings, as File::open takes them. Local files are read with positional reads
+  /// (Backend::pread: no page faults, no mapping left behind), or past the page cache where
+  /// open.backend is Backend::direct (a cold model read once); any other backend is pread.
   OpenOptions open = {};
 };
 

@@ -109,8 +109,8 @@ TL_API void tl_remove_temporary_files(void);
 #define TL_OPEN_PRIVATE 2u /* a private copy-on-write mapping: tl_tensor_info's data may be
                             * written (cast away const); writes stay in this process, the file
                             * never changes. Not with TL_OPEN_PREAD. */
-#define TL_OPEN_DIRECT 4u  /* reads past the page cache (O_DIRECT, 16 in flight), for data read
-                            * once; use tl_tensor_read. Alone. */
+#define TL_OPEN_DIRECT 4u  /* reads past the page cache (O_DIRECT, 16 in flight through io_uring),
+                            * for data read once; use tl_tensor_read. Alone. */
 
 /* `path` may be an http:// or https:// URL: the header is fetched at once (one or two range
  * requests), each tensor's bytes by range when read; TL_OPEN_PREAD and TL_OPEN_PRIVATE do not
@@ -521,9 +521,10 @@ TL_API int tl_verify_signature(const char* folder, const char* public_key, const
 
 /* ---- read plans ---------------------------------------------------------------------------- */
 /* A plan lists tensors or slices of them, each with the buffer it goes to; tl_plan_execute reads
- * them in few large reads (positional reads for local files, ranged requests for URLs) straight
- * into the buffers. A quantized weight is asked for by its logical name and dequantized, reading
- * only the parts of its stored tensors the slice needs. See docs/loading.md. */
+ * them in few large reads (positional reads for local files, or O_DIRECT ones with `direct`;
+ * ranged requests for URLs) straight into the buffers. A quantized weight is asked for by its
+ * logical name and dequantized, reading only the parts of its stored tensors the slice needs.
+ * See docs/loading.md. */
 typedef struct tl_plan tl_plan;
 /* Options of tl_plan_open; they grow at the end (struct_size; tl_plan_options_init). */
 typedef struct tl_plan_options {
@@ -532,6 +533,7 @@ typedef struct tl_plan_options {
   int64_t max_gap;             /* ranges this close are read as one; -1: 64 KiB local, 1 MiB URLs */
   int keep_packed;             /* list quantized weights as their stored tensors */
   const char* token;           /* URLs: bearer token, as tl_open_options' */
+  int direct;                  /* local files read past the page cache (TL_OPEN_DIRECT's reads) */
 } tl_plan_options;
 TL_API void tl_plan_options_init(tl_plan_options* options);
 /* Opens `source`: a .safetensors file, a folder of weights (its index's shards or

@@ -8,17 +8,19 @@ void bind_plan(py::module_& m) {
   // Buffers are (address, bytes) of memory the caller keeps alive: numpy arrays or torch tensors.
   py::class_<tlio::ReadPlan>(m, "ReadPlan")
       .def(py::init([](const std::string& source, uint64_t max_inflight_bytes, int64_t max_gap,
-                       bool keep_packed, const std::string& token) {
+                       bool keep_packed, const std::string& token, bool direct) {
              tlio::ReadPlanOptions o;
              o.max_inflight_bytes = max_inflight_bytes;
              if (max_gap >= 0) o.max_gap = static_cast<uint64_t>(max_gap);
              o.keep_packed = keep_packed;
              o.open.token = token;
+             if (direct) o.open.backend = tlio::Backend::direct;
              LongCall call;  // a URL's headers are fetched now
              return tlio::ReadPlan::open(source, std::move(o));
            }),
            py::arg("source"), py::arg("max_inflight_bytes") = uint64_t{64} << 20,
-           py::arg("max_gap") = -1, py::arg("keep_packed") = false, py::arg("token") = "")
+           py::arg("max_gap") = -1, py::arg("keep_packed") = false, py::arg("token") = "",
+           py::arg("direct") = false)
       .def_property_readonly("name", &tlio::ReadPlan::name)
       .def_property_readonly("file_names", &tlio::ReadPlan::file_names)
       .def("tensors",

@@ -115,6 +115,13 @@ def test_whole_file_and_folder(files, tmp_path):
     got = tlio.numpy.load_sharded(tmp_path, {"a": (slice(1, 3),), "b": (2,)})
     np.testing.assert_array_equal(got["a"], tensors["w"][1:3])
     np.testing.assert_array_equal(got["b"], tensors["v"][2])
+    # Past the page cache: the same values, through numpy and torch.
+    got = tlio.numpy.load_sharded(tmp_path, {"a": (slice(1, 3),), "b": ...}, backend="direct")
+    np.testing.assert_array_equal(got["a"], tensors["w"][1:3])
+    np.testing.assert_array_equal(got["b"], tensors["v"])
+    got = tlio.torch.load_sharded(root / "plain.safetensors", None, backend="direct")
+    assert sorted(got) == sorted(tensors)
+    np.testing.assert_array_equal(got["w"].numpy(), tensors["w"])
 
 
 def test_from_a_url_reads_only_the_rows(tmp_path):
@@ -186,3 +193,5 @@ def test_errors(files):
         tlio.numpy.load_sharded(root / "int4.safetensors", {"q": ...}, dtype="I8")
     with pytest.raises(FileNotFoundError):
         tlio.numpy.load_sharded(root / "absent.safetensors", None)
+    with pytest.raises(ValueError, match="'pread' or 'direct', not 'mmap'"):
+        tlio.numpy.load_sharded(path, None, backend="mmap")

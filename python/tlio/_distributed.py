@@ -197,14 +197,14 @@ def _exchange(g, planned, wants, round_chunks, own, staging, buffers):
 
 def load_distributed(source, make_tensor, *, plan=None, group=None, dtype=None,
                      keep_packed=False, token=None,
-                     max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+                     max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
     """{name: CPU tensor}; `make_tensor(shape, header dtype, name)` makes an empty contiguous one."""
     g = _Group(group)
     failure = planned = None
     out = {}
     try:
         planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
-                                max_inflight_bytes=max_inflight_bytes)
+                                max_inflight_bytes=max_inflight_bytes, backend=backend)
         for name, index, shape, item_dtype, nbytes in planned.items:
             t = make_tensor(shape, item_dtype, name)
             planned.plan.set_destination(index, t.data_ptr(), nbytes)

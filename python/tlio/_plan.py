@@ -78,9 +78,12 @@ class Planned:
     dtype, nbytes) in the order asked."""
 
     def __init__(self, source, plan, *, dtype=None, keep_packed=False, token=None,
-                 max_inflight_bytes=DEFAULT_MAX_INFLIGHT_BYTES):
+                 max_inflight_bytes=DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
+        if backend not in ("pread", "direct"):
+            raise ValueError(f"a plan reads with backend 'pread' or 'direct', not {backend!r}")
         self.plan = _tlio.ReadPlan(_source(source), max_inflight_bytes=int(max_inflight_bytes),
-                                   keep_packed=bool(keep_packed), token=token or "")
+                                   keep_packed=bool(keep_packed), token=token or "",
+                                   direct=backend == "direct")
         entries = self.plan.tensors()
         shapes = {name: (shape, quantized) for name, shape, _, quantized in entries}
         self.items = []

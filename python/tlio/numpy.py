@@ -46,7 +46,7 @@ def load_file(filename, *, backend="mmap", token=None, sha256=None):
 
 
 def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
-                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
     """{name: array} of the slices `plan` asks for, read in few large reads straight into new
     C-contiguous arrays (docs/loading.md). `source`: a file, a folder of weights or a URL.
     `plan`: {name: slices} (a tuple of ints and step-1 slices, ... for the whole tensor, None
@@ -54,9 +54,11 @@ def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
     A quantized weight is named by its logical name and comes dequantized (as `dtype`: "F32",
     "F16" or "BF16"; default the dtype it was quantized from), reading only the parts its slice
     needs; keep_packed=True lists its stored tensors instead. BF16 and F8 come as raw bits, F4
-    as packed uint8 (last dimension halved), F6 as a flat uint8 array of its packed bytes."""
+    as packed uint8 (last dimension halved), F6 as a flat uint8 array of its packed bytes.
+    Local files are read with pread, or past the page cache with backend="direct" (O_DIRECT: a
+    cold model read once)."""
     planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
-                            max_inflight_bytes=max_inflight_bytes)
+                            max_inflight_bytes=max_inflight_bytes, backend=backend)
     out = {}
     for name, index, shape, item_dtype, nbytes in planned.items:
         if item_dtype in _NUMPY_OF:

@@ -306,16 +306,18 @@ def _on(device, tensors):
 
 
 def load_sharded(source, plan, *, device="cpu", dtype=None, keep_packed=False, token=None,
-                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+                 max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
     """{name: tensor} of the slices `plan` asks for, each a new contiguous tensor of the slice's
     shape, read in few large reads straight into it (docs/loading.md). `source`: a file, a
     folder of weights or a URL. `plan`: {name: slices} (a tuple of ints and step-1 slices, ...
     for the whole tensor, None to skip) or a callable (name, shape, dtype) -> slices | None |
     ...; None: every tensor. A quantized weight is named by its logical name and comes
     dequantized (as `dtype`: "F32", "F16" or "BF16"; default the dtype it was quantized from),
-    reading only the parts its slice needs; keep_packed=True lists its stored tensors instead."""
+    reading only the parts its slice needs; keep_packed=True lists its stored tensors instead.
+    Local files are read with pread, or past the page cache with backend="direct" (O_DIRECT: a
+    cold model read once)."""
     planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
-                            max_inflight_bytes=max_inflight_bytes)
+                            max_inflight_bytes=max_inflight_bytes, backend=backend)
     out = {}
     for name, index, shape, item_dtype, nbytes in planned.items:
         t = _empty(shape, item_dtype, name)
@@ -327,18 +329,19 @@ def load_sharded(source, plan, *, device="cpu", dtype=None, keep_packed=False, t
 
 def load_distributed(source, *, plan=None, group=None, device="cpu", dtype=None,
                      keep_packed=False, token=None,
-                     max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES):
+                     max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
     """load_sharded for every rank of an initialised torch.distributed group (gloo, nccl),
     called by all of them: each byte is read from storage once across the group, and the
     group's collectives move it to the ranks that want it. Without a plan every rank gets
     every tensor; a plan (a callable may ask torch.distributed.get_rank()) gives each rank its
     own slices. An error on any rank (a bad slice, a failed read) is raised on every rank, as
     "rank R: ...". Memory besides the results: the chunks in flight (within max_inflight_bytes,
-    at least 2 MiB a rank) and the touched parts of quantized weights."""
+    at least 2 MiB a rank) and the touched parts of quantized weights. backend="direct": each
+    rank's reads past the page cache, as load_sharded's."""
     from . import _distributed
     out = _distributed.load_distributed(source, _empty, plan=plan, group=group, dtype=dtype,
                                         keep_packed=keep_packed, token=token,
-                                        max_inflight_bytes=max_inflight_bytes)
+                                        max_inflight_bytes=max_inflight_bytes, backend=backend)
     return _on(device, out)
 
 

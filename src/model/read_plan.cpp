@@ -274,7 +274,8 @@ using detail::ReadPlanState;
 std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, ReadPlanOptions options) {
   auto s = std::make_unique<ReadPlanState>();
   OpenOptions open = options.open;
-  open.backend = Backend::pread;  // local: positional reads; a URL's store ignores it
+  // Local: positional reads, or O_DIRECT ones when asked; a URL's store ignores it.
+  if (open.backend != Backend::direct) open.backend = Backend::pread;
   const detail::Location where = detail::Location::parse(source.native());
   s->name = where.display();
   std::string quantization_config;  // a folder's; a lone file has none

@@ -1,8 +1,9 @@
 // Tests for io/direct_source.hpp: every read gives the file's bytes whatever the alignment of
 // its offset, size and destination (straight into the caller's buffer, through bounce
-// buffers, ranges split into windows and read by several workers), with O_DIRECT on a disk's
-// file system and through the page cache where O_DIRECT is refused; a file that shrank under
-// its source is Error{io}, never bytes from past its end.
+// buffers, ranges split into windows and read many at once), with O_DIRECT on a disk's file
+// system through io_uring and through worker threads (where io_uring is refused), and through
+// the page cache where O_DIRECT is refused; a file that shrank under its source is Error{io},
+// never bytes from past its end.
 #include "io/direct_source.hpp"
 
 #include <fcntl.h>
@@ -33,13 +34,22 @@ std::vector<std::byte> pattern(size_t n) {
   return bytes;
 }
 
-std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
+                                                 DirectPath how) {
   {
     const Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     pwrite_all(out.get(), 0, bytes, "test file");
   }
-  return direct_source(open_read(path), bytes.size(), path.string());
+  return direct_source(open_read(path), bytes.size(), path.string(), how);
 }
+
+// Each test runs once through io_uring and once through worker threads.
+class DirectSourceTest : public ::testing::TestWithParam<DirectPath> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == DirectPath::io_uring && !io_uring_available()) GTEST_SKIP() << "io_uring is refused here";
+  }
+};
 
 // A buffer whose data() is `misalign` bytes past a page boundary.
 struct Buffer {
@@ -67,19 +77,19 @@ void check_every_alignment(const ByteSource& source, const std::vector<std::byte
     }
 }
 
-TEST(DirectSource, ReadsTheFileWhateverTheAlignment) {
+TEST_P(DirectSourceTest, ReadsTheFileWhateverTheAlignment) {
   test::TempDir dir;
   const std::vector<std::byte> file = pattern(kFileSize);
-  const auto source = write_and_open(dir / "f", file);
+  const auto source = write_and_open(dir / "f", file, GetParam());
   check_every_alignment(*source, file);
   EXPECT_TRUE(source->memory().empty());
   EXPECT_GE(source->descriptor(), 0);
 }
 
-TEST(DirectSource, ManyRangesAtOnceLandEachInItsPlace) {
+TEST_P(DirectSourceTest, ManyRangesAtOnceLandEachInItsPlace) {
   test::TempDir dir;
   const std::vector<std::byte> file = pattern(kFileSize);
-  const auto source = write_and_open(dir / "f", file);
+  const auto source = write_and_open(dir / "f", file, GetParam());
   // The whole file as one range into a congruent buffer, and as ranges of random sizes (about 40) laid
   // out one byte further apart each in a buffer that is not: more pieces than workers,
   // straight and bounced together.
@@ -99,10 +109,10 @@ TEST(DirectSource, ManyRangesAtOnceLandEachInItsPlace) {
     ASSERT_EQ(std::memcmp(ranges[r].dst, file.data() + ranges[r].offset, ranges[r].size), 0) << "range " << r;
 }
 
-TEST(DirectSource, AFileThatShrankIsAnErrorNotStaleBytes) {
+TEST_P(DirectSourceTest, AFileThatShrankIsAnErrorNotStaleBytes) {
   test::TempDir dir;
   const std::vector<std::byte> file = pattern(kFileSize);
-  const auto source = write_and_open(dir / "f", file);
+  const auto source = write_and_open(dir / "f", file, GetParam());
   ASSERT_EQ(::truncate((dir / "f").c_str(), static_cast<off_t>(kDirectWindow + 100)), 0);
   std::vector<std::byte> dst(kDirectWindow);
   source->read(0, {dst.data(), 4096});  // still there
@@ -120,12 +130,24 @@ TEST(DirectSource, AFileThatShrankIsAnErrorNotStaleBytes) {
 TEST(DirectSource, WithoutODirectTheSameReadsGoThroughThePageCache) {
   test::TempDir dir;
   const std::vector<std::byte> file = pattern(kFileSize);
-  write_and_open(dir / "f", file);
-  const auto source = direct_source(open_read(dir / "f"), file.size(), "f", false);
+  const auto source = write_and_open(dir / "f", file, DirectPath::page_cache);
   check_every_alignment(*source, file);
   ASSERT_EQ(::truncate((dir / "f").c_str(), 100), 0);
   std::vector<std::byte> dst(200);
   EXPECT_THROW(source->read(0, dst), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, DirectSourceTest, ::testing::Values(DirectPath::io_uring, DirectPath::threads),
+                         [](const auto& p) { return p.param == DirectPath::io_uring ? "io_uring" : "threads"; });
+
+// `best`, what File uses: io_uring where the kernel allows it, threads elsewhere; the same bytes.
+TEST(DirectSource, TheBestPathReadsWhereverIoUringIs) {
+  test::TempDir dir;
+  const std::vector<std::byte> file = pattern(kFileSize);
+  const auto source = write_and_open(dir / "f", file, DirectPath::best);
+  std::vector<std::byte> dst(kFileSize);
+  source->read(0, dst);
+  EXPECT_EQ(dst, file);
 }
 
 }  // namespace

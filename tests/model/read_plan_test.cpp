@@ -62,11 +62,15 @@ TEST(ReadPlan, SlicesOfPlainTensorsEqualReadSlice) {
       {"b", {SliceIndex::range(0, 0)}},
       {"cube", {SliceIndex::range(1, 3), SliceIndex::at(2), SliceIndex::range(3, 7)}},
   };
-  for (const auto& [name, slice] : cases) {
-    SCOPED_TRACE(name);
-    tlio::ReadPlan plan = tlio::ReadPlan::open(path);
-    EXPECT_EQ(run_one(plan, name, slice), reference(path, name, slice));
-  }
+  // Positional reads (the default, and what a mapping asked for becomes), and O_DIRECT ones.
+  for (const tlio::Backend backend : {tlio::Backend::pread, tlio::Backend::mmap, tlio::Backend::direct})
+    for (const auto& [name, slice] : cases) {
+      SCOPED_TRACE(name + " backend " + std::to_string(static_cast<int>(backend)));
+      tlio::ReadPlanOptions o;
+      o.open.backend = backend;
+      tlio::ReadPlan plan = tlio::ReadPlan::open(path, o);
+      EXPECT_EQ(run_one(plan, name, slice), reference(path, name, slice));
+    }
 }
 
 TEST(ReadPlan, ManyItemsInOnePlanAndTheirReads) {

@@ -1,5 +1,5 @@
 //! Read plans: many tensors, or slices of them, read in few large reads (positional reads of a
-//! local file, ranged requests of a URL). A quantized weight is asked for by its logical name and
+//! local file, O_DIRECT ones with `direct`; ranged requests of a URL). A quantized weight is asked for by its logical name and
 //! comes dequantized, reading only the parts its slice needs (docs/loading.md).
 use std::ops::Range;
 use std::os::raw::{c_int, c_void};
@@ -21,6 +21,9 @@ pub struct PlanOptions {
     pub keep_packed: bool,
     /// URLs: a bearer token, sent to the URL's own origin only. None: $HF_TOKEN.
     pub token: Option<String>,
+    /// Local files read past the page cache (O_DIRECT, as `OpenOptions::direct`): a cold model
+    /// read once.
+    pub direct: bool,
 }
 
 /// What one item of a plan holds once executed.
@@ -73,6 +76,7 @@ impl ReadPlan {
             o.max_gap = i64::try_from(gap).unwrap_or(i64::MAX);
         }
         o.keep_packed = c_int::from(options.keep_packed);
+        o.direct = c_int::from(options.direct);
         o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
         let mut raw = std::ptr::null_mut();
         // SAFETY: a NUL-terminated path, initialised options whose token outlives the call.

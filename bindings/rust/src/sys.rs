@@ -209,6 +209,7 @@ pub struct tl_plan_options {
     pub max_gap: i64,
     pub keep_packed: c_int,
     pub token: *const c_char,
+    pub direct: c_int,
 }
 
 #[repr(C)]

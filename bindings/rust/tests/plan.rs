@@ -43,6 +43,15 @@ fn slices_reads_and_errors() {
     assert_eq!(plan.add("m", &[5..6], None).unwrap(), 0);
     assert_eq!(f32s(&plan.execute().unwrap()[0]), vec![20.0, 21.0, 22.0, 23.0]);
     assert!(tlio::ReadPlan::open(dir.join("absent.safetensors"), &options).is_err());
+
+    // Past the page cache: the same bytes.
+    let direct = tlio::PlanOptions { direct: true, ..Default::default() };
+    let mut plan = tlio::ReadPlan::open(&path, &direct).unwrap();
+    let rows = plan.add("m", &[2..4, 1..3], None).unwrap();
+    let all = plan.add("m", &[], None).unwrap();
+    let out = plan.execute().unwrap();
+    assert_eq!(f32s(&out[rows]), vec![9.0, 10.0, 13.0, 14.0]);
+    assert_eq!(out[all], bytes);
 }
 
 #[test]

@@ -4,20 +4,23 @@ mode, nogds=True) and run:ai's model streamer. Every workload is run for each si
 safetensors, fastsafetensors, runai, then the next round starting one side later), each run in
 a fresh process whose imports are not timed, medians of ROUNDS:
 
-  torch        whole-file load of a 1 GiB BF16 file (64 2-D tensors of 16 MiB) to torch:
+  torch        whole-file load of a 2 GiB BF16 file (128 2-D tensors of 16 MiB) to torch:
                tlio.torch.load_file, safetensors.torch.load_file, fastsafe_open(nogds=True,
                device="cpu") and get_tensor of every key (its README's way), run:ai's
                SafetensorsStreamer.stream_file + get_tensors (its defaults); then one value of
                every 4 KiB page of every tensor is read, so that the loaders that map the file
                (tlio, safetensors) pay for their page faults as the copying ones pay for copies
   pread        the same through backend="pread" (tlio and safetensors have one)
-  direct       the same through tlio's backend="direct" (O_DIRECT reads, 16 in flight; the peers
-               that read with O_DIRECT, fastsafetensors and runai, do so in their torch row)
+  direct       the same through tlio's backend="direct" (O_DIRECT reads, 16 in flight through
+               io_uring; the peers that read with O_DIRECT, fastsafetensors and runai, do so in
+               their torch row)
+  plan         the same through a read plan past the page cache, tlio.torch.load_sharded(F,
+               None, backend="direct") (what load_distributed does on each rank)
   numpy        whole-file load to numpy (tlio.numpy / safetensors.numpy) of an F16 file of the same
                values (numpy has no BF16), pages read the same way
   get_tensor   safe_open(F, "pt") and get_tensor of every key (fastsafetensors: fastsafe_open)
   rows, cols   get_slice(k)[r/4:r/2] and get_slice(k)[:, c/4:c/2] of every tensor
-  save         save of the 1 GiB of torch tensors, durable on every side: tlio.torch.save_file
+  save         save of the 2 GiB of torch tensors, durable on every side: tlio.torch.save_file
                (fsyncs the file and its folder itself), safetensors.torch.save_file then fsync of
                the file and the folder, fastsafetensors' ParallelSaver(num_shards=1, fsync=True)
   header       open of the 50,000-tensor file of build/bench/make_bench_file --many and its keys
@@ -36,7 +39,7 @@ Usage (after a build): /usr/bin/python3 bench/bench_peers.py [BUILD] [DIR] [ROUN
 bench/bench_own_ratios.py reruns this repository's own ratios against their last record).
 Makes BUILD/bench-venv (--system-site-packages: Debian's torch and numpy) with the pins of
 scripts/pypi/bench-peers.txt, or reuses it when they are unchanged. DIR (default /var/tmp) gets
-~3.3 GiB of scratch files, removed at the end. Prints a markdown table.
+~6.3 GiB of scratch files, removed at the end. Prints a markdown table.
 """
 import hashlib
 import json
@@ -62,7 +65,7 @@ PEERS = {"safetensors": "safetensors", "fastsafetensors": "fastsafetensors",
          "runai": "runai-model-streamer"}  # side: its distribution
 SIDES = ["tlio", *PEERS]
 ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
-COUNT, ELEMS = 64, 1 << 23  # 64 tensors of 8 Mi 2-byte values: 1 GiB
+COUNT, ELEMS = 128, 1 << 23  # 128 tensors of 8 Mi 2-byte values: 2 GiB
 
 # (key, label, child workload, file, warm/cold/-, sides that have the API)
 ROWS = [
@@ -74,6 +77,8 @@ ROWS = [
      ["tlio", "safetensors"]),
     ("direct-warm", 'whole file to torch, tlio backend="direct", warm', "direct", "bf16", "warm", ["tlio"]),
     ("direct-cold", 'whole file to torch, tlio backend="direct", cold', "direct", "bf16", "cold", ["tlio"]),
+    ("plan-cold", 'read plan of the whole file to torch, backend="direct", cold', "plan", "bf16", "cold",
+     ["tlio"]),
     ("numpy-warm", "whole file to numpy (F16), warm", "numpy", "f16", "warm", ["tlio", "safetensors"]),
     ("numpy-cold", "whole file to numpy (F16), cold", "numpy", "f16", "cold", ["tlio", "safetensors"]),
     ("get_tensor", "safe_open + get_tensor of every tensor, warm", "get_tensor", "bf16", "warm",
@@ -82,7 +87,7 @@ ROWS = [
      ["tlio", "safetensors"]),
     ("cols", "get_slice columns [:, c/4:c/2] of every tensor, warm", "cols", "bf16", "warm",
      ["tlio", "safetensors"]),
-    ("save", "save 1 GiB of torch tensors + fsync", "save", "bf16", "-",
+    ("save", "save 2 GiB of torch tensors + fsync", "save", "bf16", "-",
      ["tlio", "safetensors", "fastsafetensors"]),
     ("header", "open a 50,000-tensor file + keys()", "header", "many", "warm",
      ["tlio", "safetensors", "fastsafetensors"]),
@@ -159,6 +164,8 @@ d = None
 if work in ("torch", "pread", "direct") and side in ("tlio", "safetensors"):
     lib = tlio.torch if side == "tlio" else safetensors.torch
     d = lib.load_file(path, backend=work) if work in ("pread", "direct") else lib.load_file(path)
+elif work == "plan" and side == "tlio":
+    d = tlio.torch.load_sharded(path, None, backend="direct")
 elif work in ("torch", "get_tensor") and side == "fastsafetensors":
     with fastsafe_open(filenames=[path], nogds=True, device="cpu") as f:
         d = {k: f.get_tensor(k) for k in f.keys()}

@@ -93,17 +93,21 @@ stage "asan+ubsan+assert: ctest" asan_tests
 
 # ThreadSanitizer: threads sharing one file, converting and dequantizing at once; the header
 # parser walking two halves on two threads; files hashed on several threads, results handed over
-# in order.
+# in order; quantized weights decoded on several threads ahead of the one writing them; a file
+# read past the page cache by worker threads.
 tsan_build() {
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLIO_SANITIZE_THREAD=ON \
     -DTLIO_BUILD_BENCH=OFF -DTLIO_PYTHON=OFF > /dev/null
-  cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test trust_test
+  cmake --build build-tsan -j"$jobs" --target concurrency_test header_walks_test trust_test write_decoded_test \
+    direct_source_test
 }
 tsan_tests() {
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   build-tsan/tests/concurrency_test
   build-tsan/tests/header_walks_test
   build-tsan/tests/trust_test --gtest_filter='HashFiles.*:ModelSigning.*'
+  build-tsan/tests/write_decoded_test
+  build-tsan/tests/direct_source_test
 }
 stage "tsan: build" tsan_build
 stage "tsan: tests" tsan_tests

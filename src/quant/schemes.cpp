@@ -8,14 +8,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <future>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include "common/json_text.hpp"
-#include "common/checked.hpp"
-#include "common/parallel.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 
@@ -43,52 +40,6 @@ SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::strin
           decoder,
           parts,
           [](const QuantScheme::Options&) -> std::unique_ptr<WeightEncoder> { return nullptr; }};
-}
-
-void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
-                   const std::function<void(uint64_t)>& tick) {
-  // Chunks small enough to stay in the cache between being made and being written (or the
-  // decoder's natural chunk, which it reads fastest); a slice of chunks for the cores, appended
-  // by another thread while the next slice is decoded.
-  const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
-  const uint64_t chunk = decoder->natural_chunk() ? decoder->natural_chunk() : uint64_t{128} << 10;
-  const uint64_t slice = 16 * chunk;
-  const bool direct = to == Dtype::F32 || to == Dtype::F16 || to == Dtype::BF16;
-  const Dtype decoded = direct ? to : Dtype::F32;  // other dtypes from the exact values
-  const uint64_t n = checked_product(w.shape).value_or(0), unit = dtype_bits(decoded) / 8;
-  const std::string name(as);
-  std::vector<std::byte> values[2], converted[2];
-  std::future<uint64_t> appending;
-  // Progress is reported here, on the caller's thread, once an append has finished.
-  const auto wait_appended = [&] {
-    if (appending.valid()) tick(appending.get());
-  };
-  try {
-    for (uint64_t i = 0, cur = 0; i < n; i += slice, cur ^= 1) {
-      const uint64_t m = std::min(slice, n - i);
-      values[cur].resize(m * unit);
-      parallel_for(m, 2 * chunk, chunk, thread_count(configured_threads()), [&](uint64_t b, uint64_t e) {
-        for (uint64_t c = b; c < e; c += chunk) {
-          const uint64_t k = std::min(chunk, e - c);
-          decoder->read(i + c, k, decoded, std::span(values[cur]).subspan(c * unit, k * unit));
-        }
-      });
-      if (!direct) {
-        converted[cur].resize(bytes_for(to, m));
-        convert(Dtype::F32, values[cur], to, converted[cur], m);
-      }
-      wait_appended();
-      const std::span<const std::byte> bytes = direct ? values[cur] : converted[cur];
-      appending = std::async(std::launch::async, [&out, &name, bytes] {
-        out.append(name, bytes);
-        return static_cast<uint64_t>(bytes.size());
-      });
-    }
-    wait_appended();
-  } catch (...) {
-    if (appending.valid()) appending.wait();  // its buffer is ours
-    throw;
-  }
 }
 
 uint64_t parse_uint_option(std::string_view option, std::string_view value) {

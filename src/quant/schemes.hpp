@@ -83,10 +83,13 @@ struct SchemeEntry {
 };
 
 /// Writes weight `w` (all its elements, as `to`) into `out`'s tensor `as` in slices of a few
-/// MiB, each decoded on every core in cache-sized chunks (a decoder's read is safe from several
-/// threads) while the previous one is appended by another thread; tick reports the bytes of
-/// each slice, on the calling thread.
+/// MiB, decoded on every core in cache-sized chunks (a decoder's read is safe from several
+/// threads) a few slices ahead of the one this thread appends; tick reports the bytes of each
+/// slice, on the calling thread (quant/write_decoded.cpp).
 void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
+                   const std::function<void(uint64_t)>& tick);
+/// The same for the `elements` values of any decoder.
+void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Writer& out, std::string_view as,
                    const std::function<void(uint64_t)>& tick);
 
 /// The entry of a scheme tlio reads but does not write: no name parses to it, it has no

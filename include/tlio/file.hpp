@@ -48,9 +48,8 @@ enum class Backend {
   /// Reads past the page cache, for data read once (a whole load, a hash, a copy): O_DIRECT
   /// reads of aligned windows of up to 1 MiB, 16 in flight through io_uring (worker threads
   /// where the kernel refuses io_uring, or with TLIO_IO_URING=0 in the environment); views own
-  /// their bytes, as with pread. A file system
-  /// that refuses O_DIRECT (tmpfs before Linux 6.6) is read through the page cache. hash_file
-  /// reads with it too.
+  /// their bytes, as with pread. A file system that refuses O_DIRECT (tmpfs before Linux 6.6)
+  /// is read through the page cache. hash_file reads with it too.
   direct,
 };
 

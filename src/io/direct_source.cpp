@@ -110,7 +110,7 @@ class DirectSource final : public ByteSource {
       Ring ring(kDirectInFlight);
       if (ring.ok()) return read_with_ring(ring, pieces);
       if (path_ == DirectPath::io_uring)
-        throw Error(ErrorCode::unsupported, Rule::none, name(), std::nullopt, "io_uring is refused here");
+        throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "io_uring is refused here", name());
     }
     read_with_threads(pieces);
   }

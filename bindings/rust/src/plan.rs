@@ -1,6 +1,7 @@
 //! Read plans: many tensors, or slices of them, read in few large reads (positional reads of a
-//! local file, O_DIRECT ones with `direct`; ranged requests of a URL). A quantized weight is asked for by its logical name and
-//! comes dequantized, reading only the parts its slice needs (docs/loading.md).
+//! local file, O_DIRECT ones with `direct`; ranged requests of a URL). A quantized weight is
+//! asked for by its logical name and comes dequantized, reading only the parts its slice needs
+//! (docs/loading.md).
 use std::ops::Range;
 use std::os::raw::{c_int, c_void};
 use std::path::Path;

@@ -521,8 +521,8 @@ TL_API int tl_verify_signature(const char* folder, const char* public_key, const
 
 /* ---- read plans ---------------------------------------------------------------------------- */
 /* A plan lists tensors or slices of them, each with the buffer it goes to; tl_plan_execute reads
- * them in few large reads (positional reads for local files, or O_DIRECT ones with `direct`;
- * ranged requests for URLs) straight into the buffers. A quantized weight is asked for by its
+ * them in few large reads (positional reads for local files, or O_DIRECT ones with
+ * tl_plan_open_ex's TL_OPEN_DIRECT; ranged requests for URLs) straight into the buffers. A quantized weight is asked for by its
  * logical name and dequantized, reading only the parts of its stored tensors the slice needs.
  * See docs/loading.md. */
 typedef struct tl_plan tl_plan;
@@ -533,12 +533,14 @@ typedef struct tl_plan_options {
   int64_t max_gap;             /* ranges this close are read as one; -1: 64 KiB local, 1 MiB URLs */
   int keep_packed;             /* list quantized weights as their stored tensors */
   const char* token;           /* URLs: bearer token, as tl_open_options' */
-  int direct;                  /* local files read past the page cache (TL_OPEN_DIRECT's reads) */
 } tl_plan_options;
 TL_API void tl_plan_options_init(tl_plan_options* options);
 /* Opens `source`: a .safetensors file, a folder of weights (its index's shards or
  * model.safetensors) or a URL of either. `options` may be NULL. */
 TL_API int tl_plan_open(const char* source, const tl_plan_options* options, tl_plan** out);
+/* The same, `flags` 0 or TL_OPEN_DIRECT: local files read past the page cache (a cold model read
+ * once). TL_EINVAL for any other flag. */
+TL_API int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags, tl_plan** out);
 TL_API void tl_plan_free(tl_plan* plan);
 /* Adds tensor `name`, dimension d sliced to [starts[d], stops[d]) for d < rank (stops[d]
  * UINT64_MAX: to the end; rank 0: whole), and sets *item. `dtype`: a quantized weight's values

@@ -124,6 +124,34 @@ def test_whole_file_and_folder(files, tmp_path):
     np.testing.assert_array_equal(got["w"].numpy(), tensors["w"])
 
 
+def _direct_descriptors():
+    """Descriptors of this process open with O_DIRECT."""
+    n = 0
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                flags = int(f.read().split("flags:")[1].split()[0], 8)
+        except (OSError, IndexError):
+            continue
+        n += bool(flags & os.O_DIRECT)
+    return n
+
+
+def test_a_direct_plan_reads_past_the_page_cache(files):
+    root, _ = files
+    path = root / "plain.safetensors"
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+    except OSError:
+        pytest.skip("O_DIRECT is refused here")
+    before = _direct_descriptors()
+    plain = tlio._plan.Planned(path, None)
+    assert _direct_descriptors() == before
+    direct = tlio._plan.Planned(path, None, backend="direct")
+    assert _direct_descriptors() == before + 1
+    del plain, direct
+
+
 def test_from_a_url_reads_only_the_rows(tmp_path):
     w = np.arange(2048 * 256, dtype=np.float32).reshape(2048, 256)  # 2 MiB, past the first request
     tlio.numpy.save_file({"w": w, "b": np.ones(8, np.float32)}, tmp_path / "big.safetensors")

@@ -72,21 +72,24 @@ void tl_plan_options_init(tl_plan_options* options) {
 }
 
 int tl_plan_open(const char* source, const tl_plan_options* options, tl_plan** out) {
+  return tl_plan_open_ex(source, options, 0, out);
+}
+
+int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags, tl_plan** out) {
   TL_REQUIRE(source && out, "tl_plan_open: NULL argument");
+  TL_REQUIRE((flags & ~TL_OPEN_DIRECT) == 0, "tl_plan_open_ex: flags may be 0 or TL_OPEN_DIRECT");
   *out = nullptr;
   tlio::ReadPlanOptions o;
   if (options) {
-    // Callers built before `direct` pass the struct without it.
-    TL_REQUIRE(options->struct_size == sizeof(tl_plan_options) ||
-                   options->struct_size == offsetof(tl_plan_options, direct),
+    TL_REQUIRE(options->struct_size == sizeof(tl_plan_options),
                "tl_plan_open: struct_size is not that of a tl_plan_options (use tl_plan_options_init)");
     TL_REQUIRE(options->max_gap >= -1, "tl_plan_open: max_gap is below -1");
     if (options->max_inflight_bytes) o.max_inflight_bytes = options->max_inflight_bytes;
     if (options->max_gap >= 0) o.max_gap = static_cast<uint64_t>(options->max_gap);
     o.keep_packed = options->keep_packed != 0;
     o.open.token = options->token ? options->token : "";
-    if (options->struct_size == sizeof(tl_plan_options) && options->direct) o.open.backend = tlio::Backend::direct;
   }
+  if (flags & TL_OPEN_DIRECT) o.open.backend = tlio::Backend::direct;
   return guard([&] { *out = new tl_plan{tlio::ReadPlan::open(source, std::move(o)), {}}; });
 }
 

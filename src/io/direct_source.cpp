@@ -105,7 +105,11 @@ class DirectSource final : public ByteSource {
     for (const ReadRange& r : ranges)
       if (r.size) add_pieces(r, pieces);
     if (pieces.empty()) return;
-    const bool ring_wanted = path_ == DirectPath::io_uring || (path_ == DirectPath::best && io_uring_available());
+    if (path_ == DirectPath::io_uring && direct_.get() < 0)
+      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "O_DIRECT is refused here", name());
+    // One piece is read on this thread: a ring for it would cost more than the read saves.
+    const bool ring_wanted = path_ == DirectPath::io_uring ||
+                             (path_ == DirectPath::best && pieces.size() > 1 && io_uring_available());
     if (direct_.get() >= 0 && ring_wanted) {
       Ring ring(kDirectInFlight);
       if (ring.ok()) return read_with_ring(ring, pieces);
@@ -127,7 +131,7 @@ class DirectSource final : public ByteSource {
     std::array<Slot, kDirectInFlight> slots;
     std::vector<unsigned> idle;
     for (unsigned k = kDirectInFlight; k-- > 0;) idle.push_back(k);
-    unsigned in_flight = 0;  // prepared, submitted or not
+    unsigned in_flight = 0;  // prepared, submitted or not (io_uring_sq_ready counts those not yet)
     const auto submit = [&](unsigned k) {
       Slot& s = slots[k];
       const Piece& p = pieces[s.piece];
@@ -183,21 +187,24 @@ class DirectSource final : public ByteSource {
         }
       }
     } catch (...) {
-      drain(ring, in_flight);  // the reads in flight write into buffers that are the caller's
+      // The reads the kernel has write into buffers that are the caller's; those it has not
+      // are dropped with the ring.
+      drain(ring, in_flight - io_uring_sq_ready(ring.get()));
       throw;
     }
   }
 
-  // Waits for every read of the ring to finish, their results unused.
-  static void drain(Ring& ring, unsigned in_flight) noexcept {
-    io_uring_submit(ring.get());
-    while (in_flight > 0) {
+  // Waits for `submitted` reads of the ring to finish, their results unused. Returning earlier
+  // would let the kernel write into freed memory, so an error that is not a retry ends the
+  // process instead (the kernel documents none for this wait).
+  static void drain(Ring& ring, unsigned submitted) noexcept {
+    while (submitted > 0) {
       io_uring_cqe* cqe = nullptr;
       const int got = io_uring_wait_cqe(ring.get(), &cqe);
-      if (got == -EINTR) continue;
-      if (got < 0) return;  // nothing left to wait for
+      if (got == -EINTR || got == -EAGAIN || got == -EBUSY) continue;
+      if (got < 0) std::terminate();
       io_uring_cqe_seen(ring.get(), cqe);
-      --in_flight;
+      --submitted;
     }
   }
 
@@ -263,9 +270,14 @@ class DirectSource final : public ByteSource {
 
 bool io_uring_available() noexcept {
   // TLIO_IO_URING=0 turns it off (a kernel whose io_uring misbehaves; a comparison of the paths).
+  // Rings that cannot read (Linux 5.1-5.5: no IORING_OP_READ, no IOSQE_ASYNC) count as refused.
   static const bool available = [] {
     const char* setting = std::getenv("TLIO_IO_URING");
-    return !(setting && std::string_view(setting) == "0") && Ring(1).ok();
+    if (setting && std::string_view(setting) == "0") return false;
+    io_uring_probe* probe = io_uring_get_probe();
+    const bool reads = probe && io_uring_opcode_supported(probe, IORING_OP_READ);
+    if (probe) io_uring_free_probe(probe);
+    return reads;
   }();
   return available;
 }

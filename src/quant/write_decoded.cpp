@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -44,9 +45,14 @@ class DecodePipeline {
   template <class Append>
   void run(unsigned workers, Append&& append) {
     std::vector<std::thread> threads;
+    try {
+      for (uint64_t t = 0; t < std::min<uint64_t>(std::max(1u, workers), chunks_); ++t)
+        threads.emplace_back([this] { work(); });
+    } catch (const std::system_error&) {  // no more threads (a pids limit): fewer decode
+    }
+    if (threads.empty()) return run_here(append);
     std::exception_ptr error;
     try {
-      for (unsigned t = 0; t < std::max(1u, workers); ++t) threads.emplace_back([this] { work(); });
       for (uint64_t s = 0; s < slices_; ++s) {
         Buffer& b = buffers_[s % kSlicesAhead];
         {
@@ -72,11 +78,27 @@ class DecodePipeline {
   }
 
  private:
+  // Every slice decoded and appended by this thread, in one buffer.
+  template <class Append>
+  void run_here(Append&& append) {
+    Buffer& b = buffers_[0];
+    for (uint64_t s = 0; s < slices_; ++s) {
+      for (uint64_t c = s * kChunksPerSlice; c < s * kChunksPerSlice + chunks_in(s); ++c) decode(c, b);
+      append(std::span<const std::byte>(b.values).first(static_cast<size_t>(elements_in(s) * unit_)));
+    }
+  }
+
   struct Buffer {
     std::vector<std::byte> values;
     uint64_t chunks_done = 0;  // under mutex_
   };
 
+  // Chunk c into its place in b.
+  void decode(uint64_t c, Buffer& b) const {
+    const uint64_t first = c * chunk_, count = std::min(chunk_, elements_ - first);
+    const uint64_t at = (c % kChunksPerSlice) * chunk_ * unit_;
+    decoder_.read(first, count, decoded_, std::span(b.values).subspan(at, count * unit_));
+  }
   uint64_t chunks_in(uint64_t s) const { return std::min(kChunksPerSlice, chunks_ - s * kChunksPerSlice); }
   uint64_t elements_in(uint64_t s) const {
     return std::min(kChunksPerSlice * chunk_, elements_ - s * kChunksPerSlice * chunk_);
@@ -101,9 +123,7 @@ class DecodePipeline {
           changed_.wait(lock, [&] { return stopping_ || appended_ + kSlicesAhead > s; });
           if (stopping_) return;
         }
-        const uint64_t first = c * chunk_, count = std::min(chunk_, elements_ - first);
-        const uint64_t at = (c % kChunksPerSlice) * chunk_ * unit_;
-        decoder_.read(first, count, decoded_, std::span(b.values).subspan(at, count * unit_));
+        decode(c, b);
         bool whole = false;
         {
           std::lock_guard lock(mutex_);

@@ -767,20 +767,16 @@ static void test_plans(const char* dir) {
   CHECK(got[0] == 20.0f && got[3] == 23.0f);
   tl_plan_free(plan);
 
-  /* Past the page cache: the same rows; a caller built before `direct` passes a shorter struct. */
-  o.direct = 1;
-  CHECK(tl_plan_open(path, &o, &plan) == TL_OK);
+  /* Past the page cache: the same rows. */
+  CHECK(tl_plan_open_ex(path, &o, TL_OPEN_DIRECT, &plan) == TL_OK);
   CHECK(tl_plan_add(plan, "m", 2, starts, stops, -1, &item) == TL_OK);
   CHECK(tl_plan_set_destination(plan, item, got, 4 * sizeof got[0]) == TL_OK);
   got[0] = got[3] = 0;
   CHECK(tl_plan_execute(plan) == TL_OK);
   CHECK(got[0] == 20.0f && got[3] == 23.0f);
   tl_plan_free(plan);
-  o.struct_size = offsetof(tl_plan_options, direct);
-  CHECK(tl_plan_open(path, &o, &plan) == TL_OK);
-  tl_plan_free(plan);
-  o.struct_size = sizeof o - 1;
-  CHECK(tl_plan_open(path, &o, &plan) == TL_EINVAL);
+  CHECK(tl_plan_open_ex(path, &o, TL_OPEN_PREAD, &plan) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "TL_OPEN_DIRECT") != NULL);
 }
 
 int main(int argc, char** argv) {

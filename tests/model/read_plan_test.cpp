@@ -2,7 +2,12 @@
 // run lists, deliver() from elsewhere, and the errors.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "test_util.hpp"
@@ -33,11 +38,33 @@ std::filesystem::path write_plain(const tlio::test::TempDir& dir) {
   return path;
 }
 
+// Whether files in `dir` open with O_DIRECT (tmpfs before Linux 6.6 refuses it).
+bool o_direct_works(const tlio::test::TempDir& dir) {
+  const int fd = ::open((dir / "probe").c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
+  std::filesystem::remove(dir / "probe");
+  return fd >= 0;
+}
+
 // A slice copied out of the whole tensor by File::read_slice (the reference).
 std::vector<std::byte> reference(const std::filesystem::path& path, const std::string& name,
                                  std::span<const SliceIndex> slice) {
   const tlio::File f = tlio::File::open(path);
   return f.read_slice(name, slice);
+}
+
+// Descriptors of this process open with O_DIRECT (/proc/self/fdinfo's octal flags).
+int direct_descriptors() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fdinfo")) {
+    std::ifstream info(e.path());
+    std::string key;
+    unsigned long flags = 0;
+    while (info >> key)
+      if (key == "flags:" && info >> std::oct >> flags) break;
+    if (flags & O_DIRECT) ++n;
+  }
+  return n;
 }
 
 std::vector<std::byte> run_one(tlio::ReadPlan& plan, const std::string& name,
@@ -68,7 +95,11 @@ TEST(ReadPlan, SlicesOfPlainTensorsEqualReadSlice) {
       SCOPED_TRACE(name + " backend " + std::to_string(static_cast<int>(backend)));
       tlio::ReadPlanOptions o;
       o.open.backend = backend;
+      const int before = direct_descriptors();
       tlio::ReadPlan plan = tlio::ReadPlan::open(path, o);
+      // Direct reads hold a descriptor open with O_DIRECT (where the file system takes it).
+      const int opened = backend == tlio::Backend::direct && o_direct_works(dir) ? 1 : 0;
+      EXPECT_EQ(direct_descriptors(), before + opened);
       EXPECT_EQ(run_one(plan, name, slice), reference(path, name, slice));
     }
 }

@@ -55,7 +55,7 @@ unsafe impl Send for ReadPlan {}
 
 impl Drop for ReadPlan {
     fn drop(&mut self) {
-        // SAFETY: the handle came from tl_plan_open and is freed once.
+        // SAFETY: the handle came from tl_plan_open_ex and is freed once.
         unsafe { sys::tl_plan_free(self.raw) }
     }
 }
@@ -77,11 +77,11 @@ impl ReadPlan {
             o.max_gap = i64::try_from(gap).unwrap_or(i64::MAX);
         }
         o.keep_packed = c_int::from(options.keep_packed);
-        o.direct = c_int::from(options.direct);
         o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
         let mut raw = std::ptr::null_mut();
         // SAFETY: a NUL-terminated path, initialised options whose token outlives the call.
-        check(unsafe { sys::tl_plan_open(source.as_ptr(), &o, &mut raw) })?;
+        let flags = if options.direct { sys::TL_OPEN_DIRECT } else { 0 };
+        check(unsafe { sys::tl_plan_open_ex(source.as_ptr(), &o, flags, &mut raw) })?;
         Ok(ReadPlan { raw })
     }
 

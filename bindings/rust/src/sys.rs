@@ -209,7 +209,6 @@ pub struct tl_plan_options {
     pub max_gap: i64,
     pub keep_packed: c_int,
     pub token: *const c_char,
-    pub direct: c_int,
 }
 
 #[repr(C)]
@@ -549,6 +548,12 @@ extern "C" {
     pub fn tl_plan_open(
         source: *const c_char,
         options: *const tl_plan_options,
+        out: *mut *mut tl_plan,
+    ) -> c_int;
+    pub fn tl_plan_open_ex(
+        source: *const c_char,
+        options: *const tl_plan_options,
+        flags: c_uint,
         out: *mut *mut tl_plan,
     ) -> c_int;
     pub fn tl_plan_free(plan: *mut tl_plan);

@@ -4,6 +4,32 @@ mod support;
 
 use support::*;
 
+/// O_DIRECT, whose value differs between x86-64 and aarch64.
+const O_DIRECT: u32 = if cfg!(target_arch = "aarch64") { 0o200000 } else { 0o40000 };
+
+/// Descriptors of this process open with O_DIRECT (/proc/self/fdinfo's octal flags). The other
+/// test of this file opens no such descriptor while this one counts.
+fn direct_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fdinfo")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .filter_map(|text| {
+            let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .filter(|flags| flags & O_DIRECT != 0)
+        .count()
+}
+
+/// Whether files in `dir` open with O_DIRECT (tmpfs before Linux 6.6 refuses it).
+fn o_direct_works(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.join("probe");
+    let ok = std::fs::OpenOptions::new().write(true).create(true).custom_flags(O_DIRECT as i32).open(&probe).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
 fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
@@ -46,7 +72,11 @@ fn slices_reads_and_errors() {
 
     // Past the page cache: the same bytes.
     let direct = tlio::PlanOptions { direct: true, ..Default::default() };
+    let before = direct_descriptors();
     let mut plan = tlio::ReadPlan::open(&path, &direct).unwrap();
+    if o_direct_works(&dir) {
+        assert_eq!(direct_descriptors(), before + 1);
+    }
     let rows = plan.add("m", &[2..4, 1..3], None).unwrap();
     let all = plan.add("m", &[], None).unwrap();
     let out = plan.execute().unwrap();

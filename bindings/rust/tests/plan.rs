@@ -7,14 +7,19 @@ use support::*;
 /// O_DIRECT, whose value differs between x86-64 and aarch64.
 const O_DIRECT: u32 = if cfg!(target_arch = "aarch64") { 0o200000 } else { 0o40000 };
 
-/// Descriptors of this process open with O_DIRECT (/proc/self/fdinfo's octal flags). The other
-/// test of this file opens no such descriptor while this one counts.
-fn direct_descriptors() -> usize {
-    std::fs::read_dir("/proc/self/fdinfo")
+/// Descriptors of this process open on `path` with O_DIRECT (/proc/self/fd's links and
+/// fdinfo's octal flags; other tests' files, written at the same time, do not count).
+fn direct_descriptors(path: &std::path::Path) -> usize {
+    let path = std::fs::canonicalize(path).unwrap();
+    std::fs::read_dir("/proc/self/fd")
         .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-        .filter_map(|text| {
-            let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+        .filter_map(|e| {
+            let e = e.ok()?;
+            if std::fs::read_link(e.path()).ok()? != path {
+                return None;
+            }
+            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_str()?)).ok()?;
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
             u32::from_str_radix(flags.trim(), 8).ok()
         })
         .filter(|flags| flags & O_DIRECT != 0)
@@ -72,10 +77,10 @@ fn slices_reads_and_errors() {
 
     // Past the page cache: the same bytes.
     let direct = tlio::PlanOptions { direct: true, ..Default::default() };
-    let before = direct_descriptors();
+    assert_eq!(direct_descriptors(&path), 0);
     let mut plan = tlio::ReadPlan::open(&path, &direct).unwrap();
     if o_direct_works(&dir) {
-        assert_eq!(direct_descriptors(), before + 1);
+        assert_eq!(direct_descriptors(&path), 1);
     }
     let rows = plan.add("m", &[2..4, 1..3], None).unwrap();
     let all = plan.add("m", &[], None).unwrap();

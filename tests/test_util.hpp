@@ -1,6 +1,8 @@
-// tests/test_util.hpp: test data paths, file and hex helpers, manifest loading.
+// tests/test_util.hpp: test data paths, file and hex helpers, temporary folders and whether
+// they take O_DIRECT, manifest loading.
 #pragma once
 
+#include <fcntl.h>
 #include <simdjson.h>
 #include <unistd.h>
 
@@ -74,6 +76,17 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Whether files in `dir` open with O_DIRECT (tmpfs before Linux 6.6 and some FUSE mounts
+/// refuse it).
+inline bool o_direct_works(const std::filesystem::path& dir) {
+  const auto probe = dir / "o_direct_probe";
+  const int fd = ::open(probe.c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+  return fd >= 0;
+}
 
 /// Parsed MANIFEST.json of a golden folder (kept alive with its parser).
 struct Manifest {

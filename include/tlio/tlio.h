@@ -522,9 +522,9 @@ TL_API int tl_verify_signature(const char* folder, const char* public_key, const
 /* ---- read plans ---------------------------------------------------------------------------- */
 /* A plan lists tensors or slices of them, each with the buffer it goes to; tl_plan_execute reads
  * them in few large reads (positional reads for local files, or O_DIRECT ones with
- * tl_plan_open_ex's TL_OPEN_DIRECT; ranged requests for URLs) straight into the buffers. A quantized weight is asked for by its
- * logical name and dequantized, reading only the parts of its stored tensors the slice needs.
- * See docs/loading.md. */
+ * tl_plan_open_ex's TL_OPEN_DIRECT; ranged requests for URLs) straight into the buffers. A
+ * quantized weight is asked for by its logical name and dequantized, reading only the parts of
+ * its stored tensors the slice needs. See docs/loading.md. */
 typedef struct tl_plan tl_plan;
 /* Options of tl_plan_open; they grow at the end (struct_size; tl_plan_options_init). */
 typedef struct tl_plan_options {

@@ -169,7 +169,7 @@ void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Wr
   const Dtype decoded = direct ? to : Dtype::F32;  // other dtypes from the exact values
   const std::string name(as);
   std::vector<std::byte> converted;
-  DecodePipeline(decoder, decoded, elements, chunk).run(thread_count(configured_threads()), [&](std::span<const std::byte> values) {
+  const auto append = [&](std::span<const std::byte> values) {
     std::span<const std::byte> bytes = values;
     if (!direct) {
       const uint64_t m = values.size() / 4;
@@ -179,7 +179,8 @@ void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Wr
     }
     out.append(name, bytes);
     tick(bytes.size());
-  });
+  };
+  DecodePipeline(decoder, decoded, elements, chunk).run(thread_count(configured_threads()), append);
 }
 
 }  // namespace tlio::detail

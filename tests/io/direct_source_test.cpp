@@ -43,20 +43,12 @@ std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& pa
   return direct_source(open_read(path), bytes.size(), path.string(), how);
 }
 
-// Whether files in `dir` open with O_DIRECT (tmpfs before Linux 6.6 and some FUSE mounts refuse it).
-bool o_direct_works(const std::filesystem::path& dir) {
-  const auto path = dir / "probe";
-  const Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600));
-  std::filesystem::remove(path);
-  return fd.get() >= 0;
-}
-
 // Each test runs once through io_uring and once through worker threads; the io_uring path
 // refuses to read any other way, so where it passes the ring did the reads.
 class DirectSourceTest : public ::testing::TestWithParam<DirectPath> {
  protected:
   void SetUp() override {
-    if (!o_direct_works(dir.path())) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
+    if (!test::o_direct_works(dir.path())) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
     if (GetParam() == DirectPath::io_uring && !io_uring_available()) GTEST_SKIP() << "io_uring is refused here";
   }
   test::TempDir dir;

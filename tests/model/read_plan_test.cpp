@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -36,14 +35,6 @@ std::filesystem::path write_plain(const tlio::test::TempDir& dir) {
   const auto path = dir / "plain.safetensors";
   tlio::save_file(path, tensors);
   return path;
-}
-
-// Whether files in `dir` open with O_DIRECT (tmpfs before Linux 6.6 refuses it).
-bool o_direct_works(const tlio::test::TempDir& dir) {
-  const int fd = ::open((dir / "probe").c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
-  if (fd >= 0) ::close(fd);
-  std::filesystem::remove(dir / "probe");
-  return fd >= 0;
 }
 
 // A slice copied out of the whole tensor by File::read_slice (the reference).
@@ -98,7 +89,7 @@ TEST(ReadPlan, SlicesOfPlainTensorsEqualReadSlice) {
       const int before = direct_descriptors();
       tlio::ReadPlan plan = tlio::ReadPlan::open(path, o);
       // Direct reads hold a descriptor open with O_DIRECT (where the file system takes it).
-      const int opened = backend == tlio::Backend::direct && o_direct_works(dir) ? 1 : 0;
+      const int opened = backend == tlio::Backend::direct && tlio::test::o_direct_works(dir.path()) ? 1 : 0;
       EXPECT_EQ(direct_descriptors(), before + opened);
       EXPECT_EQ(run_one(plan, name, slice), reference(path, name, slice));
     }

@@ -77,8 +77,9 @@ TEST_P(WriteDecoded, OtherDtypesFromTheF32Values) {
       float want = static_cast<float>(e);
       if (to == Dtype::BF16) {  // what BF16 keeps of e
         uint16_t bits = 0;
-        convert(Dtype::F32, std::as_bytes(std::span(&want, 1)), Dtype::BF16, std::as_writable_bytes(std::span(&bits, 1)), 1);
-        convert(Dtype::BF16, std::as_bytes(std::span(&bits, 1)), Dtype::F32, std::as_writable_bytes(std::span(&want, 1)), 1);
+        const auto as_bits = std::as_writable_bytes(std::span(&bits, 1));
+        convert(Dtype::F32, std::as_bytes(std::span(&want, 1)), Dtype::BF16, as_bits, 1);
+        convert(Dtype::BF16, as_bits, Dtype::F32, std::as_writable_bytes(std::span(&want, 1)), 1);
       }
       ASSERT_EQ(got[e], want) << e;
     }

@@ -53,6 +53,10 @@ enum class Backend {
   direct,
 };
 
+/// A direct file's reads land in a caller's buffer without a bounce copy where the buffer's
+/// address is congruent to the file offset of its bytes modulo this (ReadPlan's item offsets).
+inline constexpr uint64_t kDirectAlignment = 4096;
+
 struct OpenOptions {
   Backend backend = Backend::mmap;
   /// For http(s):// and hf:// URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,

@@ -55,12 +55,22 @@ struct PlanTensor {
   bool quantized = false;
 };
 
+/// Where an item's bytes are stored, when they are one contiguous range of one file.
+struct PlanItemRange {
+  size_t file = 0;      ///< index into ReadPlan::file_names()
+  uint64_t offset = 0;  ///< from the file's first byte
+};
+
 /// One item added to a plan: what will be in its buffer.
 struct PlanItem {
   std::string name;
   std::vector<uint64_t> shape;  ///< the slice's shape (C order)
   Dtype dtype = Dtype::F32;
   uint64_t byte_size = 0;       ///< exactly what its buffer must hold
+  /// Set when the item is one contiguous range of a stored tensor (the tensor whole, or a range
+  /// of its leading rows). A direct plan reads into a buffer whose address is congruent to
+  /// `stored->offset` modulo kDirectAlignment without a bounce copy.
+  std::optional<PlanItemRange> stored;
 };
 
 /// A contiguous range of one file's data buffer that executing a plan reads.

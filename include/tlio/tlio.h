@@ -556,6 +556,12 @@ typedef struct tl_plan_item_info {
   uint64_t byte_size;
 } tl_plan_item_info;
 TL_API int tl_plan_item(const tl_plan* plan, size_t item, tl_plan_item_info* out);
+/* Where an item's bytes are stored when they are one contiguous range of a file (a stored tensor
+ * whole, or a range of its leading rows): its file's index and offset from the file's first byte;
+ * *offset is UINT64_MAX otherwise. A TL_OPEN_DIRECT plan reads into a buffer whose address is
+ * congruent to *offset modulo TL_DIRECT_ALIGNMENT without a bounce copy. */
+#define TL_DIRECT_ALIGNMENT 4096
+TL_API int tl_plan_item_range(const tl_plan* plan, size_t item, size_t* file, uint64_t* offset);
 /* Removes every item, keeping the files open: for loading in batches that each fit in memory. */
 TL_API int tl_plan_clear(tl_plan* plan);
 /* The buffer of `item`: exactly its byte_size bytes, kept alive until tl_plan_execute returns;

@@ -45,7 +45,10 @@ void bind_plan(py::module_& m) {
              }
              const size_t i = p.add(name, indices, as);
              const tlio::PlanItem& item = p.items()[i];
-             return py::make_tuple(i, item.shape, std::string(tlio::dtype_name(item.dtype)), item.byte_size);
+             py::object stored = py::none();  // (file, offset) of an item stored as one range
+             if (item.stored) stored = py::make_tuple(item.stored->file, item.stored->offset);
+             return py::make_tuple(i, item.shape, std::string(tlio::dtype_name(item.dtype)), item.byte_size,
+                                   stored);
            },
            py::arg("name"), py::arg("slice"), py::arg("dtype") = "")
       .def("set_destination",

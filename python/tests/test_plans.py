@@ -152,6 +152,55 @@ def test_a_direct_plan_reads_past_the_page_cache(files):
     del plain, direct
 
 
+def _raw_file(path, entries):
+    """A safetensors file of (name, dtype, array bytes) in this order, no alignment: offsets as
+    other writers may leave them."""
+    header, pos = {}, 0
+    for name, dtype, array in entries:
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [pos, pos + array.nbytes]}
+        pos += array.nbytes
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + b"".join(a.tobytes() for _, _, a in entries))
+
+
+def test_direct_plans_lay_slices_out_as_the_file_does(tmp_path):
+    """An item stored as one range of its file says where; a direct plan puts those of 64 KiB or
+    more at addresses congruent to it modulo a page (where O_DIRECT reads land without a copy),
+    adjacent ones adjacent, and the rest (small, scattered, at an offset its element size does
+    not divide) in buffers of their own, all with the values pread gives."""
+    a = np.arange(256 * 128, dtype=np.float32).reshape(256, 128)
+    c = -np.arange(256 * 128, dtype=np.float32).reshape(256, 128)
+    odd = np.full((64, 256), 3.0, dtype=np.float32)
+    path = tmp_path / "raw.safetensors"
+    _raw_file(path, [("a", "F32", a), ("c", "F32", c), ("b", "U8", np.array([7], np.uint8)),
+                     ("odd", "F32", odd)])
+    plan = {"a": ..., "c": ..., "b": ..., "odd": ...}
+    data = path.read_bytes()
+    cut = tlio._plan.Planned(path, dict(plan, a=(slice(None), slice(0, 64)), c=(slice(64, 256),)))
+    stored = {name: st for name, _, _, _, _, st in cut.items}
+    assert stored["a"] is None  # a column slice: 256 ranges
+    offset = stored["c"][1]
+    assert data[offset:offset + c[64:].nbytes] == c[64:].tobytes()
+    stored = {name: st for name, _, _, _, _, st in tlio._plan.Planned(path, plan).items}
+    for name, want in (("a", a), ("c", c), ("odd", odd)):
+        file, offset = stored[name]
+        assert file == 0 and data[offset:offset + want.nbytes] == want.tobytes()
+    assert stored["odd"][1] % 4 == 1
+    pread = tlio.numpy.load_sharded(path, plan)
+    for load, address in ((tlio.numpy.load_sharded, lambda x: x.ctypes.data),
+                          (tlio.torch.load_sharded, lambda x: x.data_ptr())):
+        got = load(path, plan, backend="direct")
+        for name in plan:
+            np.testing.assert_array_equal(np.asarray(got[name]), pread[name])
+        assert address(got["a"]) % 4096 == stored["a"][1] % 4096
+        assert address(got["c"]) % 4096 == stored["c"][1] % 4096
+        assert address(got["c"]) - address(got["a"]) == stored["c"][1] - stored["a"][1]
+    # torch tensors over the block have storages of their own bytes only (torch.save of one
+    # writes that tensor, not the block).
+    assert tlio.torch.storage_size(got["c"]) == c.nbytes
+
+
 def test_from_a_url_reads_only_the_rows(tmp_path):
     w = np.arange(2048 * 256, dtype=np.float32).reshape(2048, 256)  # 2 MiB, past the first request
     tlio.numpy.save_file({"w": w, "b": np.ones(8, np.float32)}, tmp_path / "big.safetensors")

@@ -205,7 +205,7 @@ def load_distributed(source, make_tensor, *, plan=None, group=None, dtype=None,
     try:
         planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
                                 max_inflight_bytes=max_inflight_bytes, backend=backend)
-        for name, index, shape, item_dtype, nbytes in planned.items:
+        for name, index, shape, item_dtype, nbytes, _ in planned.items:
             t = make_tensor(shape, item_dtype, name)
             planned.plan.set_destination(index, t.data_ptr(), nbytes)
             out[name] = t

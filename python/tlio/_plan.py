@@ -3,9 +3,17 @@ ReadPlan that reads it (docs/loading.md)."""
 import os as _os
 from collections.abc import Mapping as _Mapping
 
+import numpy as _np
+
 from . import _tlio
 
 DEFAULT_MAX_INFLIGHT_BYTES = 64 << 20
+# O_DIRECT reads land in a buffer without a copy where its address is congruent to the file
+# offset modulo this (tlio.h's TL_DIRECT_ALIGNMENT).
+DIRECT_ALIGNMENT = 4096
+# Smaller items of a direct plan get buffers of their own: placing one costs up to a page of
+# padding, more than copying it.
+_PLACED_MIN_BYTES = 64 << 10
 
 
 def _dimension_index(name, dim, size, value):
@@ -75,7 +83,8 @@ def resolve(plan, entries):
 
 class Planned:
     """A ReadPlan with the items a plan argument asked for: `items` lists (name, index, shape,
-    dtype, nbytes) in the order asked."""
+    dtype, nbytes, stored) in the order asked; `stored` is (file, offset) for an item stored as
+    one range of a file, else None."""
 
     def __init__(self, source, plan, *, dtype=None, keep_packed=False, token=None,
                  max_inflight_bytes=DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
@@ -86,10 +95,42 @@ class Planned:
                                    direct=backend == "direct")
         entries = self.plan.tensors()
         shapes = {name: (shape, quantized) for name, shape, _, quantized in entries}
+        self.direct = backend == "direct"
         self.items = []
         for name, spec in resolve(plan, entries):
             shape, quantized = shapes[name]
             wanted = dtype if quantized and dtype is not None else ""
-            index, out_shape, out_dtype, nbytes = self.plan.add(name, slice_spec(name, shape, spec),
-                                                                wanted)
-            self.items.append((name, index, tuple(out_shape), out_dtype, nbytes))
+            index, out_shape, out_dtype, nbytes, stored = self.plan.add(
+                name, slice_spec(name, shape, spec), wanted)
+            self.items.append((name, index, tuple(out_shape), out_dtype, nbytes, stored))
+
+    def congruent_buffers(self):
+        """{item index: flat uint8 array of its bytes} for a direct plan: views of one block per
+        file, each placed at an address congruent to its file offset modulo DIRECT_ALIGNMENT so
+        that O_DIRECT reads land in it without a copy; items adjacent in the file are adjacent in
+        the block. A block lives while one of its views does. Items smaller than 64 KiB, not
+        stored as one range, or at offsets their element size does not divide are left out (and
+        everything for a pread plan)."""
+        if not self.direct:
+            return {}
+        by_file = {}
+        for _, index, shape, _, nbytes, stored in self.items:
+            count = 1
+            for n in shape:
+                count *= n
+            itemsize = max(1, nbytes // count) if count else 1
+            if stored is not None and nbytes >= _PLACED_MIN_BYTES and stored[1] % itemsize == 0:
+                by_file.setdefault(stored[0], []).append((stored[1], index, nbytes))
+        out = {}
+        for chosen in by_file.values():
+            chosen.sort()
+            where, pos = [], 0
+            for offset, index, nbytes in chosen:
+                pos += (offset - pos) % DIRECT_ALIGNMENT
+                where.append((index, pos, nbytes))
+                pos += nbytes
+            block = _np.empty(pos + DIRECT_ALIGNMENT, dtype="u1")
+            start = -block.ctypes.data % DIRECT_ALIGNMENT  # the block's first page boundary
+            for index, pos, nbytes in where:
+                out[index] = block[start + pos:start + pos + nbytes]
+        return out

@@ -45,6 +45,17 @@ def load_file(filename, *, backend="mmap", token=None, sha256=None):
     return _load_file(filename, backend=backend, token=token, sha256=sha256)
 
 
+def _plan_array(shape, dtype, nbytes, flat):
+    """A new array for a plan item, or one over `flat` (a uint8 array of exactly its bytes)."""
+    if dtype in _NUMPY_OF:
+        typed = _NUMPY_OF[dtype]
+    elif dtype == "F4" and shape:  # packed, two values a byte, as get_tensor's bits
+        typed, shape = "u1", shape[:-1] + (shape[-1] // 2,)
+    else:  # F6 (and a 0-d F4): the packed bytes, flat
+        typed, shape = "u1", (nbytes,)
+    return _np.empty(shape, dtype=typed) if flat is None else flat.view(typed).reshape(shape)
+
+
 def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
                  max_inflight_bytes=_plan.DEFAULT_MAX_INFLIGHT_BYTES, backend="pread"):
     """{name: array} of the slices `plan` asks for, read in few large reads straight into new
@@ -56,17 +67,15 @@ def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,
     needs; keep_packed=True lists its stored tensors instead. BF16 and F8 come as raw bits, F4
     as packed uint8 (last dimension halved), F6 as a flat uint8 array of its packed bytes.
     Local files are read with pread, or past the page cache with backend="direct" (O_DIRECT: a
-    cold model read once)."""
+    cold model read once; the slices of a file that are ranges of 64 KiB or more are then views
+    of one block laid out as the file is, which the reads land in without a copy, and which
+    lives while one of them does)."""
     planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
                             max_inflight_bytes=max_inflight_bytes, backend=backend)
     out = {}
-    for name, index, shape, item_dtype, nbytes in planned.items:
-        if item_dtype in _NUMPY_OF:
-            array = _np.empty(shape, dtype=_NUMPY_OF[item_dtype])
-        elif item_dtype == "F4" and shape:  # packed, two values a byte, as get_tensor's bits
-            array = _np.empty(shape[:-1] + (shape[-1] // 2,), dtype="u1")
-        else:  # F6 (and a 0-d F4): the packed bytes, flat
-            array = _np.empty(nbytes, dtype="u1")
+    placed = planned.congruent_buffers()  # direct plans: where reads land without a copy
+    for name, index, shape, item_dtype, nbytes, _ in planned.items:
+        array = _plan_array(shape, item_dtype, nbytes, placed.get(index))
         planned.plan.set_destination(index, array.ctypes.data, nbytes)
         out[name] = array
     planned.plan.execute()

@@ -291,11 +291,14 @@ def load_file(filename, device="cpu", *, backend="mmap", token=None, sha256=None
         return f.get_tensors()
 
 
-def _empty(shape, dtype, name):
+def _empty(shape, dtype, name, flat=None):
+    """A new tensor, or one over `flat` (a uint8 numpy array of exactly its bytes)."""
     want = _torch_dtype(dtype, name)
     if dtype == "F4" and shape:  # torch's float4_e2m1fn_x2 holds two values per element
         shape = tuple(shape[:-1]) + (shape[-1] // 2,)
-    return _torch.empty(shape, dtype=want)
+    if flat is None:
+        return _torch.empty(shape, dtype=want)
+    return _torch.from_numpy(flat).view(want).view(shape)
 
 
 def _on(device, tensors):
@@ -315,12 +318,15 @@ def load_sharded(source, plan, *, device="cpu", dtype=None, keep_packed=False, t
     dequantized (as `dtype`: "F32", "F16" or "BF16"; default the dtype it was quantized from),
     reading only the parts its slice needs; keep_packed=True lists its stored tensors instead.
     Local files are read with pread, or past the page cache with backend="direct" (O_DIRECT: a
-    cold model read once)."""
+    cold model read once; the slices of a file that are ranges of 64 KiB or more are then views
+    of one block laid out as the file is, which the reads land in without a copy, and which
+    lives while one of them does)."""
     planned = _plan.Planned(source, plan, dtype=dtype, keep_packed=keep_packed, token=token,
                             max_inflight_bytes=max_inflight_bytes, backend=backend)
     out = {}
-    for name, index, shape, item_dtype, nbytes in planned.items:
-        t = _empty(shape, item_dtype, name)
+    placed = planned.congruent_buffers()  # direct plans: where reads land without a copy
+    for name, index, shape, item_dtype, nbytes, _ in planned.items:
+        t = _empty(shape, item_dtype, name, placed.get(index))
         planned.plan.set_destination(index, t.data_ptr(), nbytes)
         out[name] = t
     planned.plan.execute()

@@ -121,6 +121,17 @@ int tl_plan_item(const tl_plan* plan, size_t item, tl_plan_item_info* out) {
   return TL_OK;
 }
 
+static_assert(TL_DIRECT_ALIGNMENT == tlio::kDirectAlignment);
+
+int tl_plan_item_range(const tl_plan* plan, size_t item, size_t* file, uint64_t* offset) {
+  TL_REQUIRE(plan && file && offset, "tl_plan_item_range: NULL argument");
+  TL_REQUIRE(item < plan->plan.items().size(), "tl_plan_item_range: no such item");
+  const std::optional<tlio::PlanItemRange>& r = plan->plan.items()[item].stored;
+  *file = r ? r->file : 0;
+  *offset = r ? r->offset : UINT64_MAX;
+  return TL_OK;
+}
+
 int tl_plan_set_destination(tl_plan* plan, size_t item, void* dst, size_t size) {
   TL_REQUIRE(plan && (dst || size == 0), "tl_plan_set_destination: NULL argument");
   return guard([&] { plan->plan.set_destination(item, {static_cast<std::byte*>(dst), size}); });

@@ -23,6 +23,8 @@
 
 namespace tlio {
 
+static_assert(kDirectAlignment == detail::kDirectAlign, "the public alignment is the one reads use");
+
 struct detail::FileState {
   std::string name;
   Backend backend = Backend::mmap;

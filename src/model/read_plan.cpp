@@ -373,6 +373,10 @@ size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, s
     item.shape = g.out_shape;
     item.dtype = e.info->dtype;
     item.byte_size = g.byte_size();
+    if (g.run_count == 1)
+      g.for_each_run([&](uint64_t off, uint64_t) {
+        item.stored = PlanItemRange{e.file, 8 + s.files[e.file].header_size() + e.info->begin + off};
+      });
   } else {
     const QuantizedWeight& w = s.weights[*e.weight];
     const Dtype out = as.value_or(w.dtype);

@@ -742,6 +742,8 @@ static void test_plans(const char* dir) {
   CHECK(info.rank == 2 && info.shape[0] == 2 && info.shape[1] == 2 && info.dtype == TL_F32);
   CHECK(info.byte_size == 16);
   uint64_t wanted = 0, offset = 0, length = 0;
+  CHECK(tl_plan_item_range(plan, item, &file, &offset) == TL_OK && offset == UINT64_MAX); /* 2 rows */
+  CHECK(tl_plan_item_range(plan, 1, &file, &offset) == TL_EINVAL);
   CHECK(tl_plan_reads(plan, &count, &wanted) == TL_OK);
   CHECK(count == 2 && wanted == 16); /* two rows, 8 bytes each, 8 bytes apart */
   CHECK(tl_plan_read_at(plan, 1, &file, &offset, &length) == TL_OK);
@@ -765,6 +767,13 @@ static void test_plans(const char* dir) {
   CHECK(tl_plan_set_destination(plan, item, got, 4 * sizeof got[0]) == TL_OK);
   CHECK(tl_plan_execute(plan) == TL_OK);
   CHECK(got[0] == 20.0f && got[3] == 23.0f);
+  /* Row 5 is one range of the file: where it is stored. */
+  CHECK(tl_plan_item_range(plan, item, &file, &offset) == TL_OK && file == 0);
+  float stored[4] = {0};
+  FILE* f = fopen(path, "rb");
+  CHECK(f && fseek(f, (long)offset, SEEK_SET) == 0 && fread(stored, sizeof stored, 1, f) == 1);
+  if (f) fclose(f);
+  CHECK(memcmp(stored, values + 20, sizeof stored) == 0);
   tl_plan_free(plan);
 
   /* Past the page cache: the same rows. */

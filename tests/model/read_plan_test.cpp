@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 
 #include "test_util.hpp"
@@ -312,6 +314,64 @@ TEST(ReadPlan, FolderOfShards) {
   plan.execute();
   EXPECT_EQ(da, reference(path, "cube", rows));
   EXPECT_EQ(db, reference(path, "w", rows));
+}
+
+// The bytes of `path` at [offset, offset + n).
+std::vector<std::byte> file_bytes(const std::filesystem::path& path, uint64_t offset, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::vector<std::byte> out(n);
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
+  return in ? out : std::vector<std::byte>{};
+}
+
+TEST(ReadPlan, ItemsStoredAsOneRangeSayWhere) {
+  tlio::test::TempDir dir;
+  const auto path = write_plain(dir);
+  tlio::shard_file(tlio::File::open(path), dir / "sharded", 10000);
+  for (const tlio::Backend backend : {tlio::Backend::pread, tlio::Backend::direct}) {
+    tlio::ReadPlanOptions o;
+    o.open.backend = backend;
+    tlio::ReadPlan plan = tlio::ReadPlan::open(dir / "sharded", o);
+    const std::vector<std::pair<std::string, std::vector<SliceIndex>>> one_range{
+        {"w", {}}, {"w", {SliceIndex::range(8, 24)}}, {"w", {SliceIndex::at(5), SliceIndex::all()}},
+        {"cube", {SliceIndex::at(3), SliceIndex::range(1, 4)}}};
+    for (const auto& [name, slice] : one_range) {
+      SCOPED_TRACE(name);
+      const size_t i = plan.add(name, slice);
+      const tlio::PlanItem& item = plan.items()[i];
+      ASSERT_TRUE(item.stored.has_value());
+      const std::filesystem::path shard = dir / "sharded" / plan.file_names()[item.stored->file];
+      EXPECT_EQ(file_bytes(shard, item.stored->offset, item.byte_size), reference(path, name, slice));
+    }
+    // Several ranges: no single place.
+    const std::vector<SliceIndex> columns{SliceIndex::all(), SliceIndex::range(0, 48)},
+        planes{SliceIndex::range(1, 3), SliceIndex::at(2)};
+    const size_t by_columns = plan.add("w", columns), by_planes = plan.add("cube", planes);
+    EXPECT_FALSE(plan.items()[by_columns].stored);
+    EXPECT_FALSE(plan.items()[by_planes].stored);
+    // A buffer at an address congruent to its item's offset modulo kDirectAlignment, as tlio's
+    // Python lays them out for direct plans (the reads land in it), and one that is not.
+    plan.clear();
+    const std::vector<SliceIndex> some_rows{SliceIndex::range(8, 24)};
+    const size_t whole = plan.add("w"), rows = plan.add("w", some_rows);
+    const uint64_t page = tlio::kDirectAlignment;
+    std::unique_ptr<std::byte[], decltype(&std::free)> block(
+        static_cast<std::byte*>(std::aligned_alloc(page, 8 * page + 64 * 96 * 4)), &std::free);
+    std::byte* congruent = block.get() + plan.items()[whole].stored->offset % page;
+    std::vector<std::byte> other(plan.items()[rows].byte_size + 1);
+    plan.set_destination(whole, {congruent, plan.items()[whole].byte_size});
+    plan.set_destination(rows, std::span(other).subspan(1));
+    plan.execute();
+    EXPECT_EQ(std::vector<std::byte>(congruent, congruent + plan.items()[whole].byte_size),
+              reference(path, "w", {}));
+    EXPECT_EQ(std::vector<std::byte>(other.begin() + 1, other.end()),
+              reference(path, "w", some_rows));
+  }
+  // A quantized weight is decoded, not read as it is stored.
+  tlio::ReadPlan q = tlio::ReadPlan::open(write_int4_x(dir, 8));
+  const size_t x = q.add("x");
+  EXPECT_FALSE(q.items()[x].stored);
 }
 
 }  // namespace

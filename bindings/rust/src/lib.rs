@@ -74,7 +74,7 @@ pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use gguf::{export_gguf, export_gguf_split, import_gguf, import_gguf_model, Gguf, GgufTensor};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use model::Model;
-pub use plan::{PlanItem, PlanOptions, PlannedRead, ReadPlan};
+pub use plan::{PlanItem, PlanOptions, PlannedRead, ReadPlan, StoredRange, DIRECT_ALIGNMENT};
 pub use quant::{
     convert_folder, dequantize_file, dequantize_folder, quantize_file, quantize_folder,
     QuantizeOptions,

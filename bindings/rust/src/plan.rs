@@ -7,7 +7,7 @@ use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
 use crate::dtype::Dtype;
-use crate::error::{check, Result};
+use crate::error::{check, Error, ErrorKind, Result};
 use crate::file::{c_name, c_path};
 use crate::sys;
 
@@ -27,12 +27,28 @@ pub struct PlanOptions {
     pub direct: bool,
 }
 
+/// A direct plan (`PlanOptions::direct`) reads into a buffer without a bounce copy where the
+/// buffer's address is congruent to its item's `StoredRange::offset` modulo this.
+pub const DIRECT_ALIGNMENT: u64 = sys::TL_DIRECT_ALIGNMENT;
+
 /// What one item of a plan holds once executed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanItem {
     pub shape: Vec<u64>,
     pub dtype: Dtype,
     pub byte_size: u64,
+    /// Where its bytes are stored when they are one contiguous range of a file (a stored
+    /// tensor whole, or a range of its leading rows).
+    pub stored: Option<StoredRange>,
+}
+
+/// A range of one of the plan's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredRange {
+    /// Index of the file (one, or a folder's shards in index order).
+    pub file: usize,
+    /// From the file's first byte.
+    pub offset: u64,
 }
 
 /// A contiguous range of one file's data that executing the plan reads.
@@ -122,7 +138,11 @@ impl ReadPlan {
             // SAFETY: `rank` values at `shape`, owned by the plan.
             unsafe { std::slice::from_raw_parts(info.shape, info.rank) }.to_vec()
         };
-        Ok(PlanItem { shape, dtype: Dtype::from_raw(info.dtype)?, byte_size: info.byte_size })
+        let (mut file, mut offset) = (0usize, 0u64);
+        // SAFETY: a valid handle and two out-parameters; `index` was accepted just above.
+        check(unsafe { sys::tl_plan_item_range(self.raw, index, &mut file, &mut offset) })?;
+        let stored = (offset != u64::MAX).then_some(StoredRange { file, offset });
+        Ok(PlanItem { shape, dtype: Dtype::from_raw(info.dtype)?, byte_size: info.byte_size, stored })
     }
 
     /// Removes every item, keeping the files open: for loading in batches that each fit in
@@ -147,6 +167,32 @@ impl ReadPlan {
             reads.push(r);
         }
         Ok((reads, wanted))
+    }
+
+    /// Reads every item into the caller's buffers, one per item in item order, each exactly
+    /// its `byte_size` (Err(InvalidArgument) otherwise, before any read). For a direct plan,
+    /// a buffer whose address is congruent to its item's stored offset modulo
+    /// DIRECT_ALIGNMENT is read into without a bounce copy.
+    pub fn execute_into(&mut self, buffers: &mut [&mut [u8]]) -> Result<()> {
+        let mut items = 0usize;
+        while self.item(items).is_ok() {
+            items += 1;
+        }
+        if buffers.len() != items {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} buffers for a plan of {} items", buffers.len(), items),
+            ));
+        }
+        for (index, buffer) in buffers.iter_mut().enumerate() {
+            // SAFETY: `buffer.len()` writable bytes, borrowed until execute_into returns; the
+            // library refuses a size other than the item's.
+            check(unsafe {
+                sys::tl_plan_set_destination(self.raw, index, buffer.as_mut_ptr() as *mut c_void, buffer.len())
+            })?;
+        }
+        // SAFETY: a valid handle whose destinations all live in `buffers`.
+        check(unsafe { sys::tl_plan_execute(self.raw) })
     }
 
     /// Reads every item, each into a buffer of its own (its bytes, little-endian as stored or

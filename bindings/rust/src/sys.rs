@@ -42,6 +42,7 @@ pub const TL_U64: tl_dtype = 21;
 pub const TL_OPEN_PREAD: c_uint = 1;
 pub const TL_OPEN_PRIVATE: c_uint = 2;
 pub const TL_OPEN_DIRECT: c_uint = 4;
+pub const TL_DIRECT_ALIGNMENT: u64 = 4096;
 pub const TL_IMPORT_SKIP_UNSUPPORTED: c_uint = 1;
 pub const TL_IMPORT_ALLOW_EMPTY: c_uint = 2;
 pub const TL_IMPORT_ALL: c_uint = 4;
@@ -567,6 +568,12 @@ extern "C" {
         item: *mut usize,
     ) -> c_int;
     pub fn tl_plan_item(plan: *const tl_plan, item: usize, out: *mut tl_plan_item_info) -> c_int;
+    pub fn tl_plan_item_range(
+        plan: *const tl_plan,
+        item: usize,
+        file: *mut usize,
+        offset: *mut u64,
+    ) -> c_int;
     pub fn tl_plan_clear(plan: *mut tl_plan) -> c_int;
     pub fn tl_plan_set_destination(
         plan: *mut tl_plan,

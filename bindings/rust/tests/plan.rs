@@ -87,6 +87,26 @@ fn slices_reads_and_errors() {
     let out = plan.execute().unwrap();
     assert_eq!(f32s(&out[rows]), vec![9.0, 10.0, 13.0, 14.0]);
     assert_eq!(out[all], bytes);
+
+    // Where items stored as one range are, and buffers of the caller's placed as the file lays
+    // them out (a direct plan reads into those without a copy).
+    assert_eq!(plan.item(rows).unwrap().stored, None); // two ranges
+    let stored = plan.item(all).unwrap().stored.unwrap();
+    let file = std::fs::read(&path).unwrap();
+    assert_eq!(stored.file, 0);
+    assert_eq!(&file[stored.offset as usize..][..bytes.len()], &bytes[..]);
+    let align = tlio::DIRECT_ALIGNMENT as usize;
+    let mut block = vec![0u8; 2 * align + bytes.len()];
+    let shift = (stored.offset as usize + align - block.as_ptr() as usize % align) % align;
+    let rest = &mut block[shift..];
+    let mut small = vec![0u8; 16];
+    plan.execute_into(&mut [&mut small[..], &mut rest[..bytes.len()]]).unwrap();
+    assert_eq!(f32s(&small), vec![9.0, 10.0, 13.0, 14.0]);
+    assert_eq!(&rest[..bytes.len()], &bytes[..]);
+    let e = plan.execute_into(&mut [&mut small[..]]).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    let e = plan.execute_into(&mut [&mut small[..], &mut rest[..8]]).err().unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
 }
 
 #[test]

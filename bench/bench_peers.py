@@ -29,7 +29,9 @@ a fresh process whose imports are not timed, medians of ROUNDS:
 
 Warm: the parent drops the file's pages and reads it once with read(2) just before the run. Cold:
 the child drops the file's pages with posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) after its
-imports (no root needed; the bench checks with fincore that the pages are gone). Every run's
+imports (no root needed; the bench checks with fincore that the pages are gone), and each cold
+run follows an unmeasured cold run of the same side (on this VM a cold read depends on how the run
+before read the file, so no side inherits another's effect). Every run's
 result is checked against SHA-256s of three tensors (or slices, or the key list) that the bench
 computes from the bytes it wrote, so a fast wrong answer shows as WRONG. A peer that cannot
 install or run is listed with its error.
@@ -432,12 +434,16 @@ def main():
                 if mode == "cold" and not dd_done:  # once a round, before its first cold row
                     dd_times.append(run_dd(files["bf16"]))
                     dd_done = True
-                # Rotated each round: on this VM the first mapped read of a file after an O_DIRECT
-                # read of it (dd's, fastsafetensors', run:ai's) ran 2-3x slower, whoever made it.
+                # Rotated each round, and a cold run follows an unmeasured cold run of the same
+                # side: on this VM a cold read of a file depends on how the run before read it
+                # (tlio's mapped load after safetensors' one took 1.65-2.9 s, after its own
+                # 1.1-1.3 s; the first mapped read after an O_DIRECT one ran 2-3x slower too).
                 for side in sides[rnd % len(sides):] + sides[:rnd % len(sides)]:
                     if side in unavailable or (key, side) in failed:
                         continue
                     try:
+                        if mode == "cold":
+                            run_child(py, side, job, files[file_key], mode, out, picks)
                         res = run_child(py, side, job, files[file_key], mode, out, picks)
                     except Failed as e:
                         failed[(key, side)] = str(e)

@@ -39,7 +39,7 @@ py::array copy_tensor(const tlio::File& f, const std::string& n) {
   // A writable copy made by tlio's streaming copy (fast for large tensors).
   const tlio::TensorInfo& t = f.header().at(n);
   auto shape = numpy_shape(t);
-  py::array out(numpy_dtype(t.dtype), shape);
+  py::array out = fresh_array(numpy_dtype(t.dtype), shape);
   const std::span<std::byte> dst(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
   {
     LongCall call;
@@ -78,14 +78,15 @@ std::vector<py::array> congruent_arrays(const tlio::File& f, const std::vector<s
   }
   if (names.empty()) return {};
   const uint64_t data_start = 8 + f.header_size();
-  py::array_t<uint8_t> block(static_cast<py::ssize_t>(last - first + kPage));
-  const auto base = reinterpret_cast<uintptr_t>(block.mutable_data());
+  py::array block = fresh_array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(last - first + kPage)});
+  auto* const data = static_cast<uint8_t*>(block.mutable_data());
+  const auto base = reinterpret_cast<uintptr_t>(data);
   const uint64_t shift = (data_start + first - base) % kPage;  // base + shift ≡ data_start + first
   std::vector<py::array> arrays;
   for (const std::string& n : names) {
     const tlio::TensorInfo& t = f.header().at(n);
     arrays.emplace_back(numpy_dtype(t.dtype), numpy_shape(t), std::vector<py::ssize_t>{},
-                        block.mutable_data() + shift + (t.begin - first), block);
+                        data + shift + (t.begin - first), block);
   }
   return arrays;
 }
@@ -98,7 +99,7 @@ std::vector<py::array> copy_tensors(const tlio::File& f, const std::vector<std::
   std::vector<tlio::TensorTarget> targets;
   for (size_t i = 0; i < names.size(); ++i) {
     const tlio::TensorInfo& t = f.header().at(names[i]);
-    if (arrays.size() == i) arrays.emplace_back(numpy_dtype(t.dtype), numpy_shape(t));
+    if (arrays.size() == i) arrays.push_back(fresh_array(numpy_dtype(t.dtype), numpy_shape(t)));
     py::array& out = arrays[i];
     targets.push_back({t.name, {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())}});
   }
@@ -120,7 +121,7 @@ py::array read_slice(const tlio::File& f, const std::string& n,
     LongCall call;
     bytes = f.read_slice(n, indices, &shape);
   }
-  py::array out(numpy_dtype(t.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  py::array out = fresh_array(numpy_dtype(t.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
   if (static_cast<size_t>(out.nbytes()) != bytes.size())
     throw py::value_error("slice of " + std::string(py::repr(py::str(n))) + " has a packed sub-byte type");
   std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
@@ -191,6 +192,7 @@ void bind_file(py::module_& m) {
       .def("copy", &copy_tensor)
       .def("read_into", &read_into)
       .def("copies", &copy_tensors)
+
       .def("read_many",
            [](const tlio::File& f, const std::vector<std::tuple<std::string, uintptr_t, size_t>>& targets) {
              // (name, address, bytes) of memory the caller keeps alive (torch parameters).
@@ -206,6 +208,8 @@ void bind_file(py::module_& m) {
       .def("converted", [](const tlio::File& f, const std::string& n, py::dtype d) {
         return converted_array(f, n, d);
       });
+  m.def("fresh_bytes", [](py::ssize_t n) { return fresh_array(py::dtype::of<uint8_t>(), {n}); },
+        py::arg("size"), "An uninitialised uint8 array for tlio to fill (support.hpp's fresh_array).");
   m.def("open_model_files", &open_model_files, py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "");
   m.def("is_model_directory", [](const std::filesystem::path& path, const std::string& token) {
     tlio::OpenOptions o;

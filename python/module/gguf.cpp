@@ -83,7 +83,7 @@ void bind_gguf(py::module_& m) {
         std::vector<py::ssize_t> shape;
         for (uint64_t d : t.shape()) shape.push_back(static_cast<py::ssize_t>(d));
         const py::dtype np_type = numpy_dtype(to);
-        py::array out(np_type, shape, strides_for(shape, np_type.itemsize()));
+        py::array out = fresh_array(np_type, shape);
         const auto bytes = static_cast<size_t>(out.nbytes());
         auto* data = static_cast<std::byte*>(out.mutable_data());
         {
@@ -103,7 +103,7 @@ void bind_gguf(py::module_& m) {
         const std::vector<uint64_t> shape = f.plan_slice(t, indices).shape;
         const py::dtype np_type = numpy_dtype(to);
         const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-        py::array out(np_type, dims, strides_for(dims, np_type.itemsize()));
+        py::array out = fresh_array(np_type, dims);
         auto* data = static_cast<std::byte*>(out.mutable_data());
         {
           LongCall call;

@@ -48,7 +48,7 @@ void bind_quant(py::module_& m) {
         }
         std::vector<py::ssize_t> shape;
         for (uint64_t d : r.weight().shape) shape.push_back(static_cast<py::ssize_t>(d));
-        py::array out(numpy_dtype(to), shape);
+        py::array out = fresh_array(numpy_dtype(to), shape);
         r.read(0, r.element_count(), to,
                {static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes())});
         return out;

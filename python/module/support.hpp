@@ -77,6 +77,9 @@ py::dtype numpy_dtype(tlio::Dtype d);
 std::vector<py::ssize_t> numpy_shape(const tlio::TensorInfo& t);
 /// Row-major strides in bytes; zero-size arrays included.
 std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::ssize_t item);
+/// A new array for tlio to fill: uninitialised, C-contiguous; from 4 MiB on an anonymous mapping
+/// of its own (huge pages as the system's policy says), below that numpy's.
+py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape);
 /// A tensor as a numpy array over the File's bytes (zero-copy with the mmap backends).
 py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name, bool writable);
 /// A tensor converted to F32/F64/F16 (a new array).

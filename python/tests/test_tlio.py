@@ -291,3 +291,38 @@ def test_get_slice_with_pread_reads_the_slice_and_indexes_as_numpy(tmp_path):
                       (0, slice(1, 3), 2), (slice(5, 1), 0), (1, -2, slice(None), np.int64(4)),
                       (slice(1, None), [0, 2]), ()]:
             np.testing.assert_array_equal(s[index], x[index], err_msg=repr(index))
+
+
+def _vm_flags(address):
+    """The VmFlags of the mapping that holds `address` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if not head.endswith(":"):  # a mapping's first line: "lo-hi perms ..."
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"{address:#x} is not mapped")
+
+
+def test_copies_tlio_fills_ask_for_no_huge_pages(tmp_path):
+    # numpy marks arrays of 4 MiB and more MADV_HUGEPAGE (VmFlags "hg"); faulting those in took
+    # 5x the system time on a VM (docs/benchmarks.md), so tlio's copies leave it to the system.
+    big = np.arange(3 << 20, dtype=np.float32).reshape(3, 1 << 20)  # 12 MiB
+    small = np.arange(10, dtype=np.int16)
+    path = tmp_path / "big.safetensors"
+    tlio.numpy.save_file({"big": big, "small": small}, path)
+    if getattr(np.core.multiarray, "_get_madvise_hugepage", lambda: False)():
+        control = np.empty(3 << 20, np.float32)  # numpy advises from its first page boundary on
+        assert "hg" in _vm_flags(control.ctypes.data + control.nbytes // 2)  # the check can fail
+    loaded = tlio.numpy.load_file(path, backend="pread")
+    with tlio.safe_open(path, "numpy", backend="pread") as f:
+        one = f.get_tensor("big")
+    planned = tlio.numpy.load_sharded(path, {"big": (slice(1, 3),), "small": ...})
+    for array, want in [(loaded["big"], big), (loaded["small"], small), (one, big),
+                        (planned["big"], big[1:3]), (planned["small"], small)]:
+        np.testing.assert_array_equal(array, want)
+        assert "hg" not in _vm_flags(array.ctypes.data + array.nbytes // 2)
+    assert tlio.numpy.load_file(path, backend="pread")["big"].sum() == big.sum()  # freed and again

@@ -3,8 +3,6 @@ ReadPlan that reads it (docs/loading.md)."""
 import os as _os
 from collections.abc import Mapping as _Mapping
 
-import numpy as _np
-
 from . import _tlio
 
 DEFAULT_MAX_INFLIGHT_BYTES = 64 << 20
@@ -129,7 +127,7 @@ class Planned:
                 pos += (offset - pos) % DIRECT_ALIGNMENT
                 where.append((index, pos, nbytes))
                 pos += nbytes
-            block = _np.empty(pos + DIRECT_ALIGNMENT, dtype="u1")
+            block = _tlio.fresh_bytes(pos + DIRECT_ALIGNMENT)
             start = -block.ctypes.data % DIRECT_ALIGNMENT  # the block's first page boundary
             for index, pos, nbytes in where:
                 out[index] = block[start + pos:start + pos + nbytes]

@@ -53,7 +53,9 @@ def _plan_array(shape, dtype, nbytes, flat):
         typed, shape = "u1", shape[:-1] + (shape[-1] // 2,)
     else:  # F6 (and a 0-d F4): the packed bytes, flat
         typed, shape = "u1", (nbytes,)
-    return _np.empty(shape, dtype=typed) if flat is None else flat.view(typed).reshape(shape)
+    if flat is None:
+        flat = _tlio.fresh_bytes(nbytes)  # huge pages as the system says (numpy asks for them)
+    return flat.view(typed).reshape(shape)
 
 
 def load_sharded(source, plan, *, dtype=None, keep_packed=False, token=None,

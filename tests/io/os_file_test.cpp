@@ -5,6 +5,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 
 #include "test_util.hpp"
 #include "tlio/error.hpp"
@@ -32,6 +37,45 @@ TEST(PreadExact, ShortReadIsAnError) {
   Fd in = open_read(dir / "f");
   std::vector<std::byte> buf(20);
   EXPECT_THROW(pread_exact(in.get(), 0, buf, "f"), Error);
+}
+
+// Pages of [p, p + size) in memory, by mincore.
+size_t resident_pages(void* p, size_t size) {
+  std::vector<unsigned char> in((size + 4095) / 4096);
+  EXPECT_EQ(mincore(p, size, in.data()), 0);
+  return static_cast<size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST(PopulateForWrite, FaultsInTheWholePagesOfALargeBuffer) {
+  constexpr size_t kSize = size_t{4} << 20;
+  void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  if (madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) != 0 && errno == EINVAL) {
+    munmap(p, kSize);
+    GTEST_SKIP() << "kernel before 5.14";
+  }
+  munmap(p, kSize);
+  p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* bytes = static_cast<std::byte*>(p);
+  populate_for_write({bytes, 64 << 10});  // small: left alone
+  EXPECT_EQ(resident_pages(p, kSize), 0u);
+  populate_for_write({bytes + 1, kSize - 2});  // the whole pages only: not the first or last
+  EXPECT_EQ(resident_pages(p, kSize), kSize / 4096 - 2);
+  EXPECT_EQ(resident_pages(p, 4096), 0u);
+  munmap(p, kSize);
+}
+
+TEST(PopulateForWrite, ReadOnlyMemoryIsLeftToTheRead) {
+  constexpr size_t kSize = size_t{2} << 20;
+  void* p = mmap(nullptr, kSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  populate_for_write({static_cast<std::byte*>(p), kSize});  // no throw, no crash
+  test::TempDir dir;
+  test::write_bytes(dir / "f", std::vector<std::byte>(kSize));
+  Fd in = open_read(dir / "f");
+  EXPECT_THROW(pread_exact(in.get(), 0, {static_cast<std::byte*>(p), kSize}, "f"), Error);
+  munmap(p, kSize);
 }
 
 }  // namespace

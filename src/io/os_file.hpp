@@ -57,12 +57,15 @@ AlignedBytes aligned_bytes(size_t size, const std::string& name);
 /// Opens `path` read-only; Error{io} naming the path on failure (also for directories).
 Fd open_read(const std::filesystem::path& path);
 uint64_t fd_size(int fd, const std::string& name);
-/// Reads exactly dst.size() bytes at `offset` (populate_for_write first); Error{io} on failure
-/// or a short read.
+/// Reads exactly dst.size() bytes at `offset`; Error{io} on failure or a short read. A large
+/// read whose bytes are all in the page cache faults its destination in first
+/// (populate_for_write).
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
-/// Faults in the whole pages of a large `dst` for writing in one call before a read fills it
-/// (MADV_POPULATE_WRITE, Linux 5.14). Advice only: errors are ignored (the read reports bad
-/// memory), and small buffers are left alone.
+/// Whether [offset, offset + length) of `fd` is all in the page cache (cachestat, Linux 6.5;
+/// false where the kernel cannot say).
+bool range_cached(int fd, uint64_t offset, uint64_t length) noexcept;
+/// Faults in the whole pages of `dst` for writing in one call (MADV_POPULATE_WRITE, Linux
+/// 5.14). Advice only: refusals are ignored (a read into bad memory reports it).
 void populate_for_write(std::span<std::byte> dst) noexcept;
 /// Writes all of `src` at `offset`; Error{io} on failure (disk full included).
 void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name);

@@ -46,7 +46,7 @@ size_t resident_pages(void* p, size_t size) {
   return static_cast<size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
 }
 
-TEST(PopulateForWrite, FaultsInTheWholePagesOfALargeBuffer) {
+TEST(PopulateForWrite, FaultsInTheWholePagesOfABuffer) {
   constexpr size_t kSize = size_t{4} << 20;
   void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(p, MAP_FAILED);
@@ -58,8 +58,6 @@ TEST(PopulateForWrite, FaultsInTheWholePagesOfALargeBuffer) {
   p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(p, MAP_FAILED);
   auto* bytes = static_cast<std::byte*>(p);
-  populate_for_write({bytes, 64 << 10});  // small: left alone
-  EXPECT_EQ(resident_pages(p, kSize), 0u);
   populate_for_write({bytes + 1, kSize - 2});  // the whole pages only: not the first or last
   EXPECT_EQ(resident_pages(p, kSize), kSize / 4096 - 2);
   EXPECT_EQ(resident_pages(p, 4096), 0u);
@@ -76,6 +74,27 @@ TEST(PopulateForWrite, ReadOnlyMemoryIsLeftToTheRead) {
   Fd in = open_read(dir / "f");
   EXPECT_THROW(pread_exact(in.get(), 0, {static_cast<std::byte*>(p), kSize}, "f"), Error);
   munmap(p, kSize);
+}
+
+TEST(RangeCached, SaysWhetherTheBytesAreInThePageCache) {
+  test::TempDir dir;
+  test::write_bytes(dir / "f", std::vector<std::byte>(size_t{3} << 20, std::byte{7}));
+  Fd in = open_read(dir / "f");
+  ASSERT_EQ(fdatasync(in.get()), 0);  // clean pages, so that they can be dropped
+  std::vector<std::byte> all(size_t{3} << 20);
+  pread_exact(in.get(), 0, all, "f");
+  if (!range_cached(in.get(), 0, all.size())) GTEST_SKIP() << "no cachestat (Linux 6.5)";
+  ASSERT_EQ(posix_fadvise(in.get(), 0, 0, POSIX_FADV_DONTNEED), 0);
+  if (range_cached(in.get(), 0, 4096)) GTEST_SKIP() << "pages not dropped";
+  ASSERT_EQ(posix_fadvise(in.get(), 0, 0, POSIX_FADV_RANDOM), 0);  // no read-ahead
+  std::span<std::byte> first(all.data(), size_t{1} << 20);
+  std::fill(first.begin(), first.end(), std::byte{0});
+  pread_exact(in.get(), 0, first, "f");  // from the disk
+  EXPECT_TRUE(range_cached(in.get(), 0, first.size()));
+  EXPECT_FALSE(range_cached(in.get(), 0, all.size()));
+  EXPECT_FALSE(range_cached(in.get(), size_t{2} << 20, size_t{1} << 20));
+  pread_exact(in.get(), 0, all, "f");  // part from the cache, part from the disk
+  EXPECT_TRUE(std::all_of(all.begin(), all.end(), [](std::byte b) { return b == std::byte{7}; }));
 }
 
 }  // namespace

@@ -192,7 +192,6 @@ void bind_file(py::module_& m) {
       .def("copy", &copy_tensor)
       .def("read_into", &read_into)
       .def("copies", &copy_tensors)
-
       .def("read_many",
            [](const tlio::File& f, const std::vector<std::tuple<std::string, uintptr_t, size_t>>& targets) {
              // (name, address, bytes) of memory the caller keeps alive (torch parameters).

@@ -78,9 +78,9 @@ std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::
 }
 
 // numpy asks for huge pages (MADV_HUGEPAGE) for every array of 4 MiB or more. Faulting them in
-// took 5x the system time of 4 KiB pages on a VM that hands freed memory back to its host
-// (2 GiB: 6.5 s against 1.3 s), so arrays tlio fills get the mapping torch's tensors get: one
-// that asks for nothing. Below numpy's threshold numpy's allocator is used.
+// took 5x the system time of 4 KiB pages on the VM of docs/benchmarks.md (2 GiB: up to 6.5 s
+// against 1.3 s), so arrays tlio fills get the mapping torch's tensors get: one that asks for
+// nothing. Below numpy's threshold numpy's allocator is used.
 py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape) {
   constexpr size_t kOwnMappingFrom = size_t{4} << 20;
   size_t bytes = static_cast<size_t>(dt.itemsize());

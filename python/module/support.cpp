@@ -89,13 +89,20 @@ py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape) {
       throw py::value_error("array size out of range");
   if (bytes < kOwnMappingFrom) return py::array(dt, shape);
   struct Mapping {
-    void* p;
-    size_t bytes;
-    ~Mapping() { munmap(p, bytes); }
+    void* p = MAP_FAILED;
+    size_t bytes = 0;
+    Mapping() = default;
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    ~Mapping() {
+      if (p != MAP_FAILED) munmap(p, bytes);
+    }
   };
+  auto mapping = std::make_unique<Mapping>();  // first: nothing to undo if this throws
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  std::unique_ptr<Mapping> mapping(new Mapping{p, bytes});  // no temporary: its destructor unmaps
+  mapping->p = p;
+  mapping->bytes = bytes;
   py::capsule base(mapping.get(), [](void* m) { delete static_cast<Mapping*>(m); });
   mapping.release();  // the capsule owns it now
   return py::array(dt, shape, strides_for(shape, dt.itemsize()), p, base);

@@ -23,7 +23,7 @@ class ReadSource final : public ByteSource {
       : ByteSource(std::move(name), size), fd_(std::move(fd)) {}
   int descriptor() const noexcept override { return fd_.get(); }
   void read(uint64_t offset, std::span<std::byte> dst) const override {
-    pread_exact(fd_.get(), offset, dst, name());
+    pread_into_new_memory(fd_.get(), offset, dst, name());  // mostly new: views, copies, tensors
   }
 
  private:

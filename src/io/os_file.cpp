@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace {
 // Largest single read/write/copy request: also how much data passes between two questions to
 // the thread's InterruptScope.
 constexpr size_t kMaxIoChunk = size_t{64} << 20;
-// Reads at least this large from the page cache fault their destination in first.
+// Reads into new memory at least this large fault it in first when the page cache has the bytes.
 constexpr size_t kPopulateFrom = size_t{1} << 20;
 // Buffer for the pread/pwrite fallback of copy_range.
 constexpr size_t kCopyBuffer = size_t{1} << 20;
@@ -94,11 +95,6 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
   while (done < dst.size()) {
     poll_interrupt();
     size_t want = std::min(dst.size() - done, kMaxIoChunk);
-    // Fresh memory faulted page by page under the copy from the page cache took a quarter of a
-    // warm 2 GiB load (0.64 s against 0.47 s, docs/benchmarks.md); one call makes the pages in
-    // a batch. Not for bytes still on disk: there it made a cold load 15% slower.
-    if (want >= kPopulateFrom && range_cached(fd, offset + done, want))
-      populate_for_write(dst.subspan(done, want));
     ssize_t got = ::pread(fd, dst.data() + done, want, static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -112,15 +108,35 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
   }
 }
 
+void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name) {
+  // Fresh memory faulted page by page under the copy from the page cache took a quarter of a
+  // warm 2 GiB load (0.64 s against 0.47 s, docs/benchmarks.md); one call makes the pages in a
+  // batch. Not for bytes still on disk: there it made a cold load 15% slower.
+  for (size_t done = 0; done < dst.size();) {
+    const size_t n = std::min(dst.size() - done, kMaxIoChunk);
+    const std::span<std::byte> piece = dst.subspan(done, n);
+    if (n >= kPopulateFrom && range_cached(fd, offset + done, n)) populate_for_write(piece);
+    pread_exact(fd, offset + done, piece, name);
+    done += n;
+  }
+}
+
 bool range_cached(int fd, uint64_t offset, uint64_t length) noexcept {
+#if defined(__NR_cachestat)
+  constexpr long kCachestat = __NR_cachestat;
+#elif defined(__linux__) && !defined(__alpha__) && !defined(__mips__)
+  constexpr long kCachestat = 451;  // the shared system call table's number (Linux 6.5)
+#else
+  constexpr long kCachestat = -1;
+#endif
   struct Range {
     uint64_t off, len;
   } range{offset, length};
   struct Stat {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
   } stat{};
-  constexpr long kCachestat = 451;  // the same number on every architecture; absent from older headers
-  if (syscall(kCachestat, fd, &range, &stat, 0) != 0) return false;  // before Linux 6.5: ENOSYS
+  // ENOSYS before 6.5; EPERM for files the caller may not write (as mincore since 5.0).
+  if (kCachestat < 0 || length == 0 || syscall(kCachestat, fd, &range, &stat, 0) != 0) return false;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return stat.nr_cache >= (offset % page + length + page - 1) / page;
 }

@@ -57,12 +57,13 @@ AlignedBytes aligned_bytes(size_t size, const std::string& name);
 /// Opens `path` read-only; Error{io} naming the path on failure (also for directories).
 Fd open_read(const std::filesystem::path& path);
 uint64_t fd_size(int fd, const std::string& name);
-/// Reads exactly dst.size() bytes at `offset`; Error{io} on failure or a short read. A large
-/// read whose bytes are all in the page cache faults its destination in first
-/// (populate_for_write).
+/// Reads exactly dst.size() bytes at `offset`; Error{io} on failure or a short read.
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
+/// pread_exact into memory likely never touched (a new tensor): each 64 MiB piece of 1 MiB or
+/// more whose bytes are all in the page cache is faulted in first (populate_for_write).
+void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
 /// Whether [offset, offset + length) of `fd` is all in the page cache (cachestat, Linux 6.5;
-/// false where the kernel cannot say).
+/// false where the kernel will not say: older kernels, files the caller may not write).
 bool range_cached(int fd, uint64_t offset, uint64_t length) noexcept;
 /// Faults in the whole pages of `dst` for writing in one call (MADV_POPULATE_WRITE, Linux
 /// 5.14). Advice only: refusals are ignored (a read into bad memory reports it).

@@ -88,21 +88,20 @@ py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape) {
     if (n < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(n), &bytes))
       throw py::value_error("array size out of range");
   if (bytes < kOwnMappingFrom) return py::array(dt, shape);
-  struct Mapping {
-    void* p = MAP_FAILED;
-    size_t bytes = 0;
-    Mapping() = default;
+  struct Mapping {  // owned by the array's base capsule
+    explicit Mapping(size_t size)
+        : p(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)),
+          bytes(size) {
+      if (p == MAP_FAILED) throw std::bad_alloc();
+    }
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
-    ~Mapping() {
-      if (p != MAP_FAILED) munmap(p, bytes);
-    }
+    ~Mapping() { munmap(p, bytes); }
+    void* const p;
+    const size_t bytes;
   };
-  auto mapping = std::make_unique<Mapping>();  // first: nothing to undo if this throws
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  mapping->p = p;
-  mapping->bytes = bytes;
+  auto mapping = std::make_unique<Mapping>(bytes);
+  void* const p = mapping->p;
   py::capsule base(mapping.get(), [](void* m) { delete static_cast<Mapping*>(m); });
   mapping.release();  // the capsule owns it now
   return py::array(dt, shape, strides_for(shape, dt.itemsize()), p, base);

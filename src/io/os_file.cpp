@@ -29,6 +29,14 @@ constexpr size_t kPopulateFrom = size_t{1} << 20;
 // Buffer for the pread/pwrite fallback of copy_range.
 constexpr size_t kCopyBuffer = size_t{1} << 20;
 
+// madvise() on the whole pages inside [data, data + size) only: neighbours may still be in use.
+void advise_whole_pages(const void* data, size_t size, int advice) noexcept {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
 }  // namespace
 
 void throw_errno(const std::string& what, const std::string& name, int err) {
@@ -143,10 +151,7 @@ bool range_cached(int fd, uint64_t offset, uint64_t length) noexcept {
 
 void populate_for_write(std::span<std::byte> dst) noexcept {
   constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), absent from older headers
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto at = reinterpret_cast<uintptr_t>(dst.data());
-  const uintptr_t begin = (at + page - 1) & ~(page - 1), end = (at + dst.size()) & ~(page - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);  // advice
+  advise_whole_pages(dst.data(), dst.size(), kPopulateWrite);
 }
 
 void pwrite_all(int fd, uint64_t offset, std::span<const std::byte> src, const std::string& name) {
@@ -169,11 +174,7 @@ void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept {
 }
 
 void drop_pages(std::span<const std::byte> mapped) noexcept {
-  // Whole pages inside the span only: neighbours may still be in use.
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<uintptr_t>(mapped.data()) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<uintptr_t>(mapped.data()) + mapped.size()) / page * page;
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  advise_whole_pages(mapped.data(), mapped.size(), MADV_DONTNEED);
 }
 
 void copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t length,

@@ -1,4 +1,4 @@
-"""Builds the compiled module with CMake for `pip install --no-build-isolation .`.
+"""Builds the compiled module with CMake for `pip install .` and `pip wheel .`.
 
 libtlio is linked statically into tlio._tlio (every build does so), so the installed package needs
 no library path; it still uses the system's shared simdjson and fmt. Set TLIO_CMAKE_BUILD_DIR to

@@ -2,7 +2,7 @@
 # Installs what tlio needs to build and test on Debian 12, skipping what is already there.
 set -euo pipefail
 packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev libhwy-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
+  python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
   python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh fish man-db
   python3-boto3 python3-botocore python3-cryptography libssl-dev
   ccache python3-pytest-xdist chromium python3-pil liburing-dev)
@@ -50,6 +50,17 @@ if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
   cp "$root/scripts/npm/package.json" "$root/scripts/npm/package-lock.json" "$npm_dir/"
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# pybind11 from PyPI, at the version pinned in scripts/pypi/build.txt, into build/pybind11 of this
+# checkout (python/CMakeLists.txt looks there): Debian 12's pybind11 2.10 predates numpy 2 (its
+# arrays read numpy 2's descriptors at the old offsets: itemsize 0, every stride 0).
+pybind_dir="$root/build/pybind11"
+if [ ! -d "$pybind_dir/pybind11" ] || ! cmp -s "$root/scripts/pypi/build.txt" "$pybind_dir/build.txt"; then
+  echo "installing: pybind11 (pip into build/pybind11)"
+  rm -rf "$pybind_dir"
+  /usr/bin/python3 -m pip install -q --disable-pip-version-check --no-deps --target "$pybind_dir" \
+    -r "$root/scripts/pypi/build.txt"
+  cp "$root/scripts/pypi/build.txt" "$pybind_dir/build.txt"
+fi
 # Test oracles from PyPI, at the versions pinned in scripts/pypi/oracles.txt (gguf: gguf-py,
 # llama.cpp's own GGUF reader and writer; tokenizers and sentencepiece: the tokenizers the GGUF
 # vocabularies are checked against), into build/oracle-venv of this checkout, a venv that
@@ -61,4 +72,16 @@ if [ ! -x "$oracle_dir/bin/python" ] || ! cmp -s "$root/scripts/pypi/oracles.txt
   /usr/bin/python3 -m venv --system-site-packages "$oracle_dir"
   "$oracle_dir/bin/pip" install -q --disable-pip-version-check -r "$root/scripts/pypi/oracles.txt"
   cp "$root/scripts/pypi/oracles.txt" "$oracle_dir/oracles.txt"
+fi
+# The users' stack and the consumers (transformers 5, bitsandbytes, torch 2.x, numpy 2, ...), at
+# the versions pinned in scripts/pypi/consumers.txt, into build/consumer-venv of this checkout:
+# a plain venv, so nothing of Debian's numpy 1.24 and torch 1.13 shows through. torch's default
+# wheel brings its CUDA libraries (about 5 GB; used on CPU here). Again only when the pins changed.
+consumer_dir="$root/build/consumer-venv"
+if [ ! -x "$consumer_dir/bin/python" ] || ! cmp -s "$root/scripts/pypi/consumers.txt" "$consumer_dir/consumers.txt"; then
+  echo "installing: the consumers' stack (pip into build/consumer-venv; torch's wheel is large)"
+  rm -rf "$consumer_dir"
+  /usr/bin/python3 -m venv "$consumer_dir"
+  "$consumer_dir/bin/pip" install -q --disable-pip-version-check -r "$root/scripts/pypi/consumers.txt"
+  cp "$root/scripts/pypi/consumers.txt" "$consumer_dir/consumers.txt"
 fi

@@ -2,7 +2,9 @@
 # Builds tlio and runs every test, in stages, and ends with a table of each stage's wall time:
 # - the Release build: C++, C, CLI and golden tests (ctest);
 # - the Python package installed with pip into a virtual environment (it installs the module the
-#   Release build made; no second build of libtlio), its tests run from outside the checkout;
+#   Release build made; no second build of libtlio), its tests run from outside the checkout,
+#   once on Debian's numpy 1.24 and torch 1.13 and once on the users' stack (build/consumer-venv:
+#   numpy 2, torch 2.x, transformers 5, bitsandbytes), where the consumers judge tlio's outputs;
 # - the Rust crate's tests;
 # - one static build with assertions (libstdc++'s too) under AddressSanitizer + UBSan: the C++, C,
 #   CLI suites and a program built against the installed static package (the Python module stays
@@ -72,6 +74,24 @@ pytest_installed() (  # a subshell: it runs from /
 )
 stage "python: pip install" pip_install
 stage "python: pytest (installed)" pytest_installed
+
+# The same suite on the users' stack: build/consumer-venv (PyPI's numpy 2, torch 2.x,
+# transformers 5, bitsandbytes; scripts/pypi/consumers.txt), the Release build's module installed
+# into it (one compiled module serves numpy 1 and 2); test_consumers*.py run only there.
+consumer_install() {
+  TLIO_CMAKE_BUILD_DIR="$PWD/build" build/consumer-venv/bin/pip install --quiet --no-index \
+    --no-build-isolation --no-deps --force-reinstall .
+}
+pytest_consumers() (
+  root=$PWD
+  cd /
+  "$root/build/consumer-venv/bin/python" -c \
+    'import sys, numpy, tlio.torch; assert tlio.__file__.startswith(sys.prefix) and numpy.__version__ >= "2"'
+  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/consumer-venv/bin/python" \
+    -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
+)
+stage "python (users' stack): pip install" consumer_install
+stage "python (users' stack): pytest" pytest_consumers
 
 # The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
 rust_tests() {

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "common/json_scan.hpp"
 #include "common/json_text.hpp"
 #include "tlio/error.hpp"
 
@@ -39,7 +40,26 @@ std::optional<std::string> duplicate_key(dom::element el) {
 JsonDoc::JsonDoc(std::string_view json, std::string source, Rule rule)
     : source_(std::move(source)), rule_(rule) {
   auto err = parser_.parse(json.data(), json.size()).get(root_);
-  if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
+  if (err) {
+    // simdjson says neither where nor whether the text is JSON with integers past 64 bits: the
+    // scan does. Those are read as the doubles nearest them (an exponent appended to a copy).
+    const JsonScan scan = scan_json(json);
+    if (scan.valid && !scan.big_integers.empty()) {
+      std::string widened;
+      size_t from = 0;
+      for (const JsonSpan& n : scan.big_integers) {
+        widened.append(json.substr(from, n.end - from)).append("e0");
+        from = n.end;
+      }
+      widened.append(json.substr(from));
+      err = parser_.parse(widened).get(root_);
+    }
+    if (err && !scan.valid) {
+      const TextPosition at = text_position(json, scan.error_offset);
+      fail({}, fmt::format("invalid JSON at line {}, column {}: {}", at.line, at.column, scan.error));
+    }
+    if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
+  }
   if (!root_.is_object()) fail({}, "not a JSON object");
   if (auto d = duplicate_key(root_)) fail(*d, fmt::format("key {} appears twice", quote_name(*d)));
 }

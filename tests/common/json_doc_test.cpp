@@ -47,5 +47,28 @@ TEST(JsonDoc, TypedFields) {
   }
 }
 
+// transformers' save_pretrained writes model_max_length as int(1e30): JSON sets no integer
+// limit, so the document is read, the number as the double nearest it, its neighbours intact.
+TEST(JsonDoc, ReadsIntegersBeyond64Bits) {
+  const JsonDoc doc(R"({"model_max_length": 1000000000000000019884624838656, "n": 7,
+    "s": "1000000000000000019884624838656", "small": [-9223372036854775809, 18446744073709551615]})",
+                    "tokenizer_config.json", Rule::model);
+  EXPECT_EQ(doc.required_uint("n"), 7u);
+  EXPECT_EQ(doc.optional_string("s"), "1000000000000000019884624838656");
+  double big = 0;
+  ASSERT_EQ(doc.root()["model_max_length"].get_double().get(big), simdjson::SUCCESS);
+  EXPECT_EQ(big, 1e30);
+  EXPECT_THROW(doc.optional_uint("model_max_length"), Error);  // not a 64-bit integer
+  uint64_t top = 0;
+  ASSERT_EQ(doc.root()["small"].at(1).get_uint64().get(top), simdjson::SUCCESS);
+  EXPECT_EQ(top, UINT64_MAX);
+}
+
+TEST(JsonDoc, InvalidJsonNamesLineAndColumn) {
+  const Error e = error_of("{\n  \"a\": 1,\n  \"b\": 01\n}");
+  EXPECT_EQ(e.detail(), "invalid JSON at line 3, column 9: expected ',' or '}'");
+  EXPECT_EQ(e.source(), "config.json");
+}
+
 }  // namespace
 }  // namespace tlio::detail

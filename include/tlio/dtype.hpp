@@ -47,6 +47,9 @@ TLIO_API const std::array<Dtype, kDtypeCount>& all_dtypes() noexcept;
 
 /// The exact, case-sensitive name used in headers ("F32", "F8_E4M3", ...).
 TLIO_API std::string_view dtype_name(Dtype d) noexcept;
+/// torch's name of the dtype ("bfloat16", "float8_e4m3fn", "float4_e2m1fn_x2": what config.json's
+/// dtype and bitsandbytes' quant_state record), "" for the F6 types torch lacks.
+TLIO_API std::string_view torch_dtype_name(Dtype d) noexcept;
 /// Bits per element: 4 (F4), 6 (F6_*), 8, 16, 32 or 64.
 TLIO_API unsigned dtype_bits(Dtype d) noexcept;
 /// Position in the canonical write order: U64 is 0, BOOL is 21.

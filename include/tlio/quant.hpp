@@ -72,7 +72,8 @@ enum class Fp8Granularity : uint8_t { tensor, channel, block };
 struct Fp8Options {
   Fp8Granularity granularity = Fp8Granularity::block;
   uint64_t block_rows = 128, block_cols = 128;  ///< block only
-  /// MXFP8: E8M0 scales (powers of two) per block_cols inputs, stored as U8
+  /// E8M0 scales (powers of two): MXFP8's per block_cols inputs (U8 or F8_E8M0), or a block
+  /// grid's `weight_scale_inv` in F8_E8M0 (transformers' scale_fmt "ue8m0")
   bool e8m0 = false;
   friend bool operator==(const Fp8Options&, const Fp8Options&) = default;
 };

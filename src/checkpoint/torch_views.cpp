@@ -21,6 +21,12 @@
 namespace tlio::detail {
 namespace {
 
+// The output projection that transformers ties to the input embeddings (its models'
+// _tied_weights_keys): `lm_head.weight`, at the top or under a wrapper's prefix.
+bool is_tied_output_head(std::string_view name) {
+  return name == "lm_head.weight" || name.ends_with(".lm_head.weight");
+}
+
 // Checks a tensor's view against its storage; returns the dtype it is written as.
 Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, bool* contiguous) {
   const StorageRecord& s = c.resolver.storages[t.storage];
@@ -134,13 +140,18 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
     plans.push_back(std::move(pl));
   }
   // Exact aliases (same storage, offset, sizes, strides, dtype): the alphabetically first name
-  // is written, the others recorded.
+  // is written, the others recorded; a tied output head last of all, as save_pretrained drops
+  // it for the input embeddings (what transformers and tlio's model checks then expect).
+  const auto before = [](const std::string& a, const std::string& b) {
+    const bool head_a = is_tied_output_head(a), head_b = is_tied_output_head(b);
+    return head_a != head_b ? head_b : a < b;
+  };
   std::map<std::tuple<size_t, int64_t, std::vector<int64_t>, std::vector<int64_t>, Dtype>, std::string> first;
   for (const TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];
     auto key = std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype);
     auto [it, inserted] = first.emplace(key, pl.name);
-    if (!inserted && pl.name < it->second) it->second = pl.name;
+    if (!inserted && before(pl.name, it->second)) it->second = pl.name;
   }
   for (TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];

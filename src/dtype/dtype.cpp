@@ -12,32 +12,33 @@ struct DtypeRow {
   Dtype dtype;
   std::string_view name;
   unsigned bits;
+  std::string_view torch;  // str(torch dtype) after "torch.", as config.json records it; "": none
 };
 
 // Enumerator order = the reference implementation's declaration order.
 constexpr DtypeRow kTable[kDtypeCount] = {
-    {Dtype::BOOL, "BOOL", 8},
-    {Dtype::F4, "F4", 4},
-    {Dtype::F6_E2M3, "F6_E2M3", 6},
-    {Dtype::F6_E3M2, "F6_E3M2", 6},
-    {Dtype::U8, "U8", 8},
-    {Dtype::I8, "I8", 8},
-    {Dtype::F8_E5M2, "F8_E5M2", 8},
-    {Dtype::F8_E4M3, "F8_E4M3", 8},
-    {Dtype::F8_E8M0, "F8_E8M0", 8},
-    {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
-    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8},
-    {Dtype::I16, "I16", 16},
-    {Dtype::U16, "U16", 16},
-    {Dtype::F16, "F16", 16},
-    {Dtype::BF16, "BF16", 16},
-    {Dtype::I32, "I32", 32},
-    {Dtype::U32, "U32", 32},
-    {Dtype::F32, "F32", 32},
-    {Dtype::C64, "C64", 64},
-    {Dtype::F64, "F64", 64},
-    {Dtype::I64, "I64", 64},
-    {Dtype::U64, "U64", 64},
+    {Dtype::BOOL, "BOOL", 8, "bool"},
+    {Dtype::F4, "F4", 4, "float4_e2m1fn_x2"},
+    {Dtype::F6_E2M3, "F6_E2M3", 6, ""},
+    {Dtype::F6_E3M2, "F6_E3M2", 6, ""},
+    {Dtype::U8, "U8", 8, "uint8"},
+    {Dtype::I8, "I8", 8, "int8"},
+    {Dtype::F8_E5M2, "F8_E5M2", 8, "float8_e5m2"},
+    {Dtype::F8_E4M3, "F8_E4M3", 8, "float8_e4m3fn"},
+    {Dtype::F8_E8M0, "F8_E8M0", 8, "float8_e8m0fnu"},
+    {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8, "float8_e4m3fnuz"},
+    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8, "float8_e5m2fnuz"},
+    {Dtype::I16, "I16", 16, "int16"},
+    {Dtype::U16, "U16", 16, "uint16"},
+    {Dtype::F16, "F16", 16, "float16"},
+    {Dtype::BF16, "BF16", 16, "bfloat16"},
+    {Dtype::I32, "I32", 32, "int32"},
+    {Dtype::U32, "U32", 32, "uint32"},
+    {Dtype::F32, "F32", 32, "float32"},
+    {Dtype::C64, "C64", 64, "complex64"},
+    {Dtype::F64, "F64", 64, "float64"},
+    {Dtype::I64, "I64", 64, "int64"},
+    {Dtype::U64, "U64", 64, "uint64"},
 };
 
 // numpy / torch / ml_dtypes spellings accepted from users (lowercase).
@@ -96,6 +97,7 @@ const std::array<Dtype, kDtypeCount>& all_dtypes() noexcept {
 
 std::string_view dtype_name(Dtype d) noexcept { return row(d).name; }
 unsigned dtype_bits(Dtype d) noexcept { return row(d).bits; }
+std::string_view torch_dtype_name(Dtype d) noexcept { return row(d).torch; }
 int write_rank(Dtype d) noexcept { return kDtypeCount - 1 - static_cast<int>(d); }
 
 std::optional<Dtype> parse_dtype(std::string_view name) noexcept {

@@ -41,6 +41,7 @@ struct detail::WriterState {
   std::vector<std::byte> memory;
   std::string name = "<memory>";
   Metadata metadata;
+  Metadata defaults;                // WriterAccess::into_set: entries metadata gets unless set
   std::vector<TensorInfo> tensors;  // declaration order, then canonical order once frozen
   std::unordered_set<std::string> declared;
   std::unordered_map<std::string_view, size_t> index;  // name -> position in tensors (frozen)
@@ -74,6 +75,7 @@ struct detail::WriterState {
     if (frozen) return;
     check_open();
     if (probe) throw LayoutProbed{};
+    for (const auto& [key, value] : defaults) metadata.emplace(key, value);
     detail::canonical_layout(tensors);
     std::string text = detail::canonical_header(metadata, tensors);
     if (text.size() > kMaxHeaderSize)
@@ -158,9 +160,10 @@ Writer detail::WriterAccess::to_file(const Location& where) {
   return Writer(std::move(impl));
 }
 
-Writer detail::WriterAccess::into_set(OutputSet& set, const Location& where) {
+Writer detail::WriterAccess::into_set(OutputSet& set, const Location& where, Metadata defaults) {
   Writer w = to_file(where);
   w.impl_->set = &set;
+  w.impl_->defaults = std::move(defaults);
   return w;
 }
 

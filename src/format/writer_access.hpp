@@ -15,8 +15,9 @@ struct WriterAccess {
   /// Writer::to_file for a location already parsed.
   static Writer to_file(const Location& where);
   /// A writer to `where` whose commit() checks the file is complete and adds it to `set`, which
-  /// publishes it with the set's other files.
-  static Writer into_set(OutputSet& set, const Location& where);
+  /// publishes it with the set's other files. `defaults`: metadata entries the file gets where
+  /// nothing set them (a model's weights: kModelMetadata).
+  static Writer into_set(OutputSet& set, const Location& where, Metadata defaults = {});
 
   /// A writer that writes nothing: it records the metadata and tensors declared, and throws
   /// LayoutProbed when its layout would be fixed (the first write, or layout()), so that a
@@ -32,6 +33,10 @@ struct WriterAccess {
   /// tensor the step declared is whole and commits nothing.
   static Writer routing(std::unordered_map<std::string, Writer*> routes);
 };
+
+/// What every safetensors file of a model folder carries unless its metadata says otherwise:
+/// transformers 4.x refuses weights without {"format": "pt"} (5.x and safetensors do not ask).
+inline const Metadata kModelMetadata{{"format", "pt"}};
 
 /// Thrown by a probe writer once the layout is known: not an error.
 struct LayoutProbed {};

@@ -59,7 +59,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   detail::create_output_folder(out);
   detail::OutputSet set;  // nothing replaces the folder's contents until every file is whole
   GgufImportReport report;
-  Writer w = detail::WriterAccess::into_set(set, out.join("model.safetensors"));
+  Writer w = detail::WriterAccess::into_set(set, out.join("model.safetensors"), detail::kModelMetadata);
   for (const Planned& p : plan) {
     Shape shape;
     for (uint64_t d : p.t->shape()) shape.push_back(d);

@@ -139,7 +139,7 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
       json(arch.hf_class), json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)
       c.hidden_size, c.intermediate_size, c.layers, c.heads, c.kv_heads, c.head_dim, c.context_length,
       float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
-      json(dtype == Dtype::F32 ? "float32" : dtype == Dtype::F16 ? "float16" : "bfloat16"));
+      json(torch_dtype_name(dtype)));
   if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
   out += rope_scaling_json(c.rope_scaling);
   if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);

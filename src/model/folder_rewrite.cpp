@@ -151,7 +151,7 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
   for (size_t i = 0; i < n; ++i) {
     for (size_t k = 0; k < plan.size(); ++k) {
       if (plan[k].first_source != i) continue;
-      Writer& w = outputs[k].emplace(WriterAccess::into_set(set, out.join(plan[k].name)));
+      Writer& w = outputs[k].emplace(WriterAccess::into_set(set, out.join(plan[k].name), kModelMetadata));
       w.set_metadata(plan[k].metadata);
       for (const TensorInfo* t : plan[k].tensors) {
         w.declare(t->name, t->dtype, t->shape);
@@ -200,7 +200,7 @@ std::vector<std::string> rewrite_folder(const FolderSource& src, const Location&
   uint64_t in_before = 0, out_total = 0;
   for (size_t i = 0; i < src.weights.files.size(); ++i) {
     const std::string& name = src.weights.names[i];
-    Writer w = WriterAccess::into_set(set, out.join(name));
+    Writer w = WriterAccess::into_set(set, out.join(name), kModelMetadata);
     how.write_shard(i, w, shard_progress(src, how, i, in_before));
     for (const TensorInfo& t : w.layout()) {
       const auto [it, fresh] = shard_of.emplace(t.name, &name);

@@ -21,23 +21,10 @@ using detail::quote_name;
 
 namespace {
 
-// torch's name of a floating dtype, as config.json records it ("bfloat16").
-std::string torch_dtype_name(Dtype d) {
-  switch (d) {
-    case Dtype::F16: return "float16";
-    case Dtype::BF16: return "bfloat16";
-    case Dtype::F32: return "float32";
-    case Dtype::F64: return "float64";
-    case Dtype::F8_E4M3: return "float8_e4m3fn";
-    case Dtype::F8_E5M2: return "float8_e5m2";
-    default: return std::string(dtype_name(d));
-  }
-}
-
 // config.json with its dtype set: "torch_dtype" and "dtype", whichever it has (transformers
 // wrote the first, newer versions the second), "torch_dtype" when it has neither.
 std::string with_dtype(const std::string& config, const std::string& source, Dtype d) {
-  const std::string value = "\"" + torch_dtype_name(d) + "\"";
+  const std::string value = "\"" + std::string(torch_dtype_name(d)) + "\"";
   const detail::JsonDoc doc(config, source, Rule::model);
   const bool has_torch = !doc.root()["torch_dtype"].error(), has_new = !doc.root()["dtype"].error();
   std::string out = config;
@@ -206,7 +193,8 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     o.progress = progress;
     add(total, detail::quantize_into(source.weights.files[i], w, o, existing, true));
   };
-  // config.json gets the quantization_config its loaders read (FP8: transformers, vLLM), naming
+  // config.json gets the quantization_config its loaders read (FP8: transformers, vLLM;
+  // bitsandbytes: transformers), naming
   // the modules left plain so that they are not taken for quantized ones.
   const std::unique_ptr<detail::WeightEncoder> encoder =
       detail::scheme_entry(options.scheme.kind()).encoder(options.scheme.options());
@@ -218,7 +206,13 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     for (const QuantizeReport::Kept& k : total.kept) std::for_each(k.names.begin(), k.names.end(), add_module);
     for (const QuantizeReport::Item& i : total.items)
       if (!i.quantized) add_module(i.name);
-    const std::string config = encoder ? encoder->quantization_config(plain) : std::string();
+    Dtype weights_dtype = Dtype::F32;  // bitsandbytes' compute dtype: the model's
+    for (const QuantizeReport::Item& i : total.items)
+      if (i.quantized) {
+        weights_dtype = source.set->at(i.name).dtype;
+        break;
+      }
+    const std::string config = encoder ? encoder->quantization_config(plain, weights_dtype) : std::string();
     return config.empty() ? text : detail::set_json_member(text, "quantization_config", config, name, Rule::model);
   };
   how.before_publish = [&] {

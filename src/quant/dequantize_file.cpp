@@ -24,6 +24,10 @@ void check_dequantize_dtype(std::optional<Dtype> dtype) {
 void erase_quantization_records(Metadata& metadata) {
   metadata.erase("quant");
   metadata.erase("quantization_config");
+  if (auto f = metadata.find(kSourceFormat); f != metadata.end()) {
+    metadata["format"] = f->second;
+    metadata.erase(f);
+  }
 }
 
 DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer& w,

@@ -20,6 +20,10 @@
 
 namespace tlio::detail {
 
+/// The metadata key a layout that fixes "format" (tinyllm int4) keeps the source's format under,
+/// so that dequantize gives it back ("pt": what transformers 4.x asks of a model's weights).
+inline constexpr const char* kSourceFormat = "source_format";
+
 /// Dequantizes one weight by element ranges; made once per weight, shared by readers.
 class WeightDecoder {
  public:
@@ -45,8 +49,12 @@ class WeightEncoder {
   /// Metadata of the output file (int4 records format and quant).
   virtual void update_metadata(Metadata&) const {}
   /// The quantization_config a model folder's config.json gets (JSON text), given the modules
-  /// whose weights were left plain; "" to leave config.json as it is.
-  virtual std::string quantization_config(std::span<const std::string> /*plain_modules*/) const { return {}; }
+  /// whose weights were left plain and the dtype of the weights quantized; "" to leave
+  /// config.json as it is.
+  virtual std::string quantization_config(std::span<const std::string> /*plain_modules*/,
+                                          Dtype /*weights_dtype*/) const {
+    return {};
+  }
 
  protected:
   // Scratch kept across tensors (a model has hundreds): converted input, dequantized chunk.

@@ -7,6 +7,7 @@
 
 #include "quant/bnb/bnb.hpp"
 #include "common/json_text.hpp"
+#include "quant/bnb/bnb_config.hpp"
 #include "quant/bnb/bnb_file.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/bnb.hpp"
@@ -129,6 +130,10 @@ class Bnb4bitEncoder final : public WeightEncoder {
     put(t.name + ".quant_map", std::as_bytes(std::span(bnb_4bit_table(type_))));
     put(wt.state_name, std::as_bytes(std::span(wt.state_json)));
     weights_.erase(t.name);
+  }
+
+  std::string quantization_config(std::span<const std::string> plain_modules, Dtype weights_dtype) const override {
+    return transformers_bnb_config({type_, nested_, storage_, weights_dtype}, plain_modules);
   }
 
  private:

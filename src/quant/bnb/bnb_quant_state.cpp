@@ -27,20 +27,11 @@ namespace {
 // A quant_state shape is a torch.Size: torch allows at most 64 dimensions.
 constexpr size_t kMaxQuantStateRank = 64;
 
-
 std::optional<Dtype> dtype_of_torch_name(std::string_view name) {
   if (name == "float16") return Dtype::F16;
   if (name == "bfloat16") return Dtype::BF16;
   if (name == "float32") return Dtype::F32;
   return std::nullopt;
-}
-
-std::string_view torch_name(Dtype d) {
-  switch (d) {
-    case Dtype::F16: return "float16";
-    case Dtype::BF16: return "bfloat16";
-    default: return "float32";
-  }
 }
 
 }  // namespace
@@ -148,11 +139,11 @@ std::string detail::python_float_repr(double value) {
 
 std::string detail::bnb_quant_state_json(const BnbQuantState& st) {
   std::string out = fmt::format("{{\"quant_type\": \"{}\", \"blocksize\": {}, \"dtype\": \"{}\", \"shape\": [{}]",
-                                bnb_quant_type_name(st.quant_type), st.blocksize, torch_name(st.dtype),
+                                bnb_quant_type_name(st.quant_type), st.blocksize, torch_dtype_name(st.dtype),
                                 fmt::join(st.shape, ", "));
   if (st.nested)
     out += fmt::format(", \"nested_blocksize\": {}, \"nested_dtype\": \"{}\", \"nested_offset\": {}",
-                       st.nested_blocksize, torch_name(st.nested_dtype),
+                       st.nested_blocksize, torch_dtype_name(st.nested_dtype),
                        detail::python_float_repr(st.nested_offset));
   return out + "}";
 }

@@ -97,7 +97,7 @@ class Fp8Encoder final : public WeightEncoder {
     meta["quantization_config"] = config_text(std::nullopt);
   }
 
-  std::string quantization_config(std::span<const std::string> plain_modules) const override {
+  std::string quantization_config(std::span<const std::string> plain_modules, Dtype) const override {
     return config_text(plain_modules);
   }
 

@@ -123,15 +123,20 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
                                              "does not decode", quote_name(w->name),
                                              quote_name(std::string(*base) + companion)));
     const bool mx = !inverse_named && (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0);
-    if (!mx && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
+    // transformers' scale_fmt "ue8m0" (DeepSeek-V3.1 on): the block grid's scales as E8M0
+    // powers of two, exact in the same product.
+    const bool e8m0_blocks = inverse_named && s.dtype == Dtype::F8_E8M0;
+    if (!mx && !e8m0_blocks && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
       malformed(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
-                                    "inputs)", quote_name(s.name), dtype_name(s.dtype)));
+                                    "inputs or per block)", quote_name(s.name), dtype_name(s.dtype)));
     if (w->shape.size() != 2)
       malformed(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix", quote_name(w->name),
                                      shape_text(w->shape)));
     QuantizedWeight q;
     q.name = weight_name;
-    q.scheme = QuantScheme(mx ? mx_granularity(*w, s) : granularity(*w, s, *config, inverse_named));
+    Fp8Options options = mx ? mx_granularity(*w, s) : granularity(*w, s, *config, inverse_named);
+    options.e8m0 = options.e8m0 || e8m0_blocks;
+    q.scheme = QuantScheme(options);
     q.shape = w->shape;
     // DeepSeek's dequantization stores BF16, as compressed-tensors' MXFP8 (BF16 powers of two);
     // its other forms compute in the scale's dtype.
@@ -198,9 +203,10 @@ std::string fp8_name(const QuantScheme::Options& o) {
     case Fp8Granularity::channel: return "fp8-channel";
     case Fp8Granularity::block: break;
   }
-  if (f.e8m0) return "mxfp8";
-  if (f.block_rows == 1) return fmt::format("fp8-group{}", f.block_cols);
-  return fmt::format("fp8-block{}x{}", f.block_rows, f.block_cols);
+  if (f.e8m0 && f.block_rows == 1 && f.block_cols == kMxGroup) return "mxfp8";
+  const char* scales = f.e8m0 ? "-ue8m0" : "";
+  if (f.block_rows == 1) return fmt::format("fp8-group{}{}", f.block_cols, scales);
+  return fmt::format("fp8-block{}x{}{}", f.block_rows, f.block_cols, scales);
 }
 
 // "fp8-block" (128 x 128), "fp8-block<R>x<C>", "fp8" or "fp8-channel" (per output row).
@@ -229,7 +235,8 @@ const SchemeEntry& fp8_scheme_entry() noexcept {
        "fp8-block: <name> becomes <name> F8_E4M3 + <name>_scale_inv F32, a scale per 128x128 block "
        "(DeepSeek, Qwen -FP8)\n"
        "fp8: <name> F8_E4M3 + <name>_scale [out, 1] per row (compressed-tensors)\n"
-       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ <p>.input_scale]",
+       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ <p>.input_scale],\n"
+       "fp8-block<R>x<C>-ue8m0 (scale_inv F8_E8M0, transformers' scale_fmt ue8m0)",
        kOptions, false},
       parse_fp8,
       fp8_name,

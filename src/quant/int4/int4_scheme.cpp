@@ -211,6 +211,8 @@ class Int4Encoder final : public WeightEncoder {
   }
 
   void update_metadata(Metadata& meta) const override {
+    // The layout fixes "format"; the source's own (a model's "pt") is kept for dequantize.
+    if (auto f = meta.find("format"); f != meta.end() && f->second != "tinyllm") meta[kSourceFormat] = f->second;
     meta["format"] = "tinyllm";
     meta["quant"] = fmt::format("int4-g{}-sym", group_);
   }

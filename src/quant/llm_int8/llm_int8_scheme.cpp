@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "quant/llm_int8/llm_int8.hpp"
+#include "quant/bnb/bnb_config.hpp"
 #include "quant/bnb/bnb_file.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/bnb.hpp"
@@ -70,6 +71,10 @@ class LlmInt8Encoder final : public WeightEncoder {
     const std::byte row_format{0};
     w.write(prefix + ".weight_format", {&row_format, 1});
     tick(all_scb.size() * 4 + 1);
+  }
+
+  std::string quantization_config(std::span<const std::string> plain_modules, Dtype) const override {
+    return transformers_bnb_config({}, plain_modules);
   }
 };
 

@@ -80,6 +80,10 @@ TEST(HubFormats, Fp8BlockGridsAndTheirBlockSizes) {
             "need [1, 1]");
   // Without a config the grid implies the block; one that no block tiles is refused.
   EXPECT_EQ(found(small).at(0).scheme.name(), "fp8-block32x32");
+  // transformers' scale_fmt "ue8m0": the grid's scales are E8M0 powers of two.
+  const File ue8m0 = file_of({{"a.weight", Dtype::F8_E4M3, {64, 64}}, {"a.weight_scale_inv", Dtype::F8_E8M0, {2, 2}}});
+  EXPECT_EQ(found(ue8m0).at(0).scheme.name(), "fp8-block32x32-ue8m0");
+  EXPECT_EQ(found(ue8m0).at(0).dtype, Dtype::BF16);
   const File odd = file_of({{"a.weight", Dtype::F8_E4M3, {10, 10}}, {"a.weight_scale_inv", Dtype::F32, {6, 1}}});
   EXPECT_EQ(refusal(odd), "format: \"a.weight_scale_inv\" is [6, 1]: no block size tiles the [10, 10] weight "
                           "into that grid");
@@ -108,7 +112,7 @@ TEST(HubFormats, Fp8PartsThatDoNotFitAreRefused) {
   EXPECT_EQ(refusal(file_of({{"a.weight", Dtype::BF16, {4, 4}}, {"a.weight_scale_inv", Dtype::F32, {1, 1}}})),
             "format: \"a.weight_scale_inv\" scales F8_E4M3 weights; \"a.weight\" is BF16");
   EXPECT_EQ(refusal(file_of({{"a.weight", Dtype::F8_E4M3, {4, 4}}, {"a.weight_scale", Dtype::I32, {4, 1}}})),
-            "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 inputs)");
+            "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 inputs or per block)");
   // E8M0 bytes per 32 inputs: MXFP8, whose grid must cover the row.
   const auto mx = found(file_of({{"a.weight", Dtype::F8_E4M3, {4, 33}}, {"a.weight_scale", Dtype::U8, {4, 2}}}));
   EXPECT_EQ(mx.at(0).scheme.name(), "mxfp8");

@@ -51,8 +51,44 @@ std::string ties_note(size_t removed, size_t repointed) {
 struct Args {
   std::string in, out, dtype, include, exclude, max_size, split_max_size;
   std::vector<std::string> keep, drop, rename;
-  bool json = false;
+  bool json = false, cast = false;
 };
+
+// "; 3 values overflowed to inf (model.embed_tokens.weight), 2 flushed to zero (...)": what the
+// target dtype could not hold, so that a lossy conversion is never silent.
+std::string lost_note(const tlio::ConvertFileReport& r) {
+  uint64_t overflowed = 0, flushed = 0;
+  std::vector<std::string> over_names, flush_names;
+  for (const tlio::LostValues& l : r.lost) {
+    overflowed += l.overflowed;
+    flushed += l.flushed;
+    if (l.overflowed) over_names.push_back(l.tensor);
+    if (l.flushed) flush_names.push_back(l.tensor);
+  }
+  const auto names = [](const std::vector<std::string>& v) {
+    return v.size() <= 3 ? fmt::format("{}", fmt::join(v, ", "))
+                         : fmt::format("{}, ... {} tensors", fmt::join(v.begin(), v.begin() + 3, ", "), v.size());
+  };
+  std::string note;
+  if (overflowed)
+    note += fmt::format("; {} value{} overflowed to inf ({})", overflowed, overflowed == 1 ? "" : "s", names(over_names));
+  if (flushed)
+    note += fmt::format("; {} value{} flushed to zero ({})", flushed, flushed == 1 ? "" : "s", names(flush_names));
+  return note;
+}
+
+// ,"overflowed":N,"flushed":M,"lost":[{"tensor":...,"overflowed":...,"flushed":...}]
+std::string lost_json(const tlio::ConvertFileReport& r) {
+  uint64_t overflowed = 0, flushed = 0;
+  std::vector<std::string> items;
+  for (const tlio::LostValues& l : r.lost) {
+    overflowed += l.overflowed;
+    flushed += l.flushed;
+    items.push_back(fmt::format("{{\"tensor\":{},\"overflowed\":{},\"flushed\":{}}}", json_string(l.tensor),
+                                l.overflowed, l.flushed));
+  }
+  return fmt::format(",\"overflowed\":{},\"flushed\":{},\"lost\":[{}]", overflowed, flushed, fmt::join(items, ","));
+}
 
 // ", 2 dequantized" when convert restored quantized weights.
 std::string dequantized_note(const tlio::ConvertFileReport& r) {
@@ -75,6 +111,7 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
       options.exclude = a.exclude;
       options.tensors = selection;
       options.progress = progress;
+      options.cast = a.cast;
       r = tlio::convert_folder(a.in, a.out, options, folder_options(true, a.max_size, &files));
     }
     bar.finish();
@@ -82,21 +119,21 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
   const std::string dtype = a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
   if (a.json) {
     fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-               "\"converted\":{},\"dequantized\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}}}\n",
+               "\"converted\":{},\"dequantized\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}{}}}\n",
                json_string(display_location(a.in)), json_string(display_location(a.out)), r.converted + r.kept,
                r.dropped, r.renamed, r.converted, r.dequantized,
                dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype),
-               r.data_bytes_in, r.data_bytes_out, json_files_member(files));
+               r.data_bytes_in, r.data_bytes_out, dtype.empty() ? "" : lost_json(r), json_files_member(files));
     return kExitOk;
   }
-  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}\n", display_location(a.in),
+  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}{}\n", display_location(a.in),
              display_location(a.out), files.size(), files.size() == 1 ? "" : "s", r.converted + r.kept,
              r.converted + r.kept == 1 ? "" : "s",
              dtype.empty() ? "" : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
              r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
              r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
              ties_note(r.ties_removed, r.ties_repointed), human_size(r.data_bytes_in),
-             human_size(r.data_bytes_out));
+             human_size(r.data_bytes_out), lost_note(r));
   return kExitOk;
 }
 
@@ -261,6 +298,10 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->add_option("--split-max-size", a->split_max_size,
                   "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
       ->check(size_check());
+  cmd->add_flag("--cast", a->cast,
+                "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with no scale "
+                "(without it refused: quantize --scheme fp8-block writes scaled FP8)")
+      ->needs(cmd->get_option("--dtype"));
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
@@ -312,19 +353,19 @@ void add_convert(CLI::App& app, int& exit_code) {
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
                    "\"converted\":{},\"dequantized\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},"
-                   "\"data_bytes_out\":{}}}\n",
+                   "\"data_bytes_out\":{}{}}}\n",
                    json_string(src.name()), json_string(a->out), r.converted + r.kept, r.dropped,
                    r.renamed, r.converted, r.dequantized, tlio::dtype_name(options.dtype), r.data_bytes_in,
-                   r.data_bytes_out);
+                   r.data_bytes_out, lost_json(r));
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}\n", src.name(), a->out,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", src.name(), a->out,
                  r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype),
                  r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
                  r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
              ties_note(r.ties_removed, r.ties_repointed),
-                 human_size(r.data_bytes_in), human_size(r.data_bytes_out));
+                 human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
       return kExitOk;
     });
   });

@@ -27,6 +27,17 @@ struct ConvertFileOptions {
   /// Which tensors are written and their names (tlio/edit.hpp). include/exclude, like keep and
   /// drop, see the source's names.
   TensorSelection tensors;
+  /// Model folders only: allow a target of 8 bits or fewer (F8_*, F6_*, F4), a plain cast of
+  /// every tensor selected, norms included, with no scale. Without it such a target is refused
+  /// with a pointer to quantize_folder's fp8-block (scaled FP8, as the Hub's loaders read it).
+  bool cast = false;
+};
+
+/// Values a conversion could not keep in its target dtype, for one tensor.
+struct LostValues {
+  std::string tensor;
+  uint64_t overflowed = 0;  ///< finite values that became +-inf (F16's range ends at 65504)
+  uint64_t flushed = 0;     ///< nonzero values that became +-0
 };
 
 struct ConvertFileReport {
@@ -39,6 +50,7 @@ struct ConvertFileReport {
   size_t ties_repointed = 0;  ///< tied tensors left out but written under a kept alias
   uint64_t data_bytes_in = 0;
   uint64_t data_bytes_out = 0;
+  std::vector<LostValues> lost;  ///< tensors that lost values to the target dtype, in file order
 };
 
 /// Writes `src` canonically to `out` (atomically) with its floating tensors converted to

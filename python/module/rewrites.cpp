@@ -40,13 +40,14 @@ py::dict comparison_dict(const tlio::CompareReport& r) {
 void bind_rewrites(py::module_& m) {
   m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
                            const std::string& dtype, const std::string& include,
-                           const std::string& exclude, uint64_t max_size) {
+                           const std::string& exclude, uint64_t max_size, bool cast) {
     auto d = tlio::parse_dtype_alias(dtype);
     if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
     tlio::ConvertFileOptions o;
     o.dtype = *d;
     o.include = include;
     o.exclude = exclude;
+    o.cast = cast;
     tlio::ConvertFileReport r;
     {
       LongCall call;
@@ -55,9 +56,11 @@ void bind_rewrites(py::module_& m) {
       r = folder ? tlio::convert_folder(in.string(), out.string(), o, how)
                  : tlio::convert_file(tlio::File::open(in), out, o);
     }
-    return py::make_tuple(r.converted, r.kept);
+    py::dict lost;  // tensor -> (overflowed, flushed)
+    for (const tlio::LostValues& l : r.lost) lost[py::str(l.tensor)] = py::make_tuple(l.overflowed, l.flushed);
+    return py::make_tuple(r.converted, r.kept, lost);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "",
-     py::arg("max_size") = 0);
+     py::arg("max_size") = 0, py::arg("cast") = false);
   // Each side a file or a model folder's shards, as handles shared with Python's.
   m.def("compare_files", [](const std::vector<std::shared_ptr<tlio::File>>& a_files,
                             const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol,

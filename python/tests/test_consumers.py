@@ -157,6 +157,29 @@ def test_fp8_ue8m0_scales_dequantize_as_transformers_does(saved, tmp_path):
         assert bits_equal(p, r), name
 
 
+@pytest.mark.parametrize("scheme", ["nf4", "int8", "fp8-block"])
+def test_gguf_export_of_a_quantized_folder_decodes_each_weight(saved, tmp_path, scheme):
+    """Exported as the consumer dequantizes it (transformers + bitsandbytes, or FP8 on CPU)."""
+    if scheme != "fp8-block":
+        pytest.importorskip("bitsandbytes")
+    gguf = pytest.importorskip("gguf")
+    folder, _ = saved
+    q = tmp_path / "q"
+    run("quantize", folder, q, "--scheme", scheme, *(["--block", "32"] if scheme == "fp8-block" else []))
+    run("convert", q, tmp_path / "q.gguf", "--dtype", "f32")
+    model = load(q)
+    if scheme != "fp8-block":
+        model.dequantize()
+    tensors = {t.name: t for t in gguf.GGUFReader(tmp_path / "q.gguf").tensors}
+    for i in range(2):
+        for hf, name in (("mlp.down_proj", "ffn_down"), ("self_attn.v_proj", "attn_v")):
+            # Decoded in F32 (as llama.cpp's converter dequantizes FP8); the consumer rounds the
+            # same products once more, to the model's BF16.
+            theirs = model.get_submodule(f"model.layers.{i}.{hf}").weight.data
+            ours = torch.from_numpy(tensors[f"blk.{i}.{name}.weight"].data.copy()).reshape(theirs.shape)
+            assert bits_equal(ours.to(theirs.dtype), theirs), (scheme, i, name)
+
+
 def test_int4_round_trip_gives_back_a_folder_transformers_loads(saved, tmp_path):
     folder, _ = saved
     q, deq = tmp_path / "q", tmp_path / "deq"
@@ -190,3 +213,32 @@ def test_tied_checkpoint_import_validates_and_exports(tmp_path):
     assert ": OK" in run("validate", out).stdout
     run("convert", out, tmp_path / "tied.gguf", "--dtype", "f32")
     assert torch.equal(logits(load(out)), logits(load(tmp_path / "tied")))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+     "bnb_4bit_compute_dtype": torch.bfloat16},
+    {"load_in_4bit": True, "bnb_4bit_quant_type": "fp4"},
+    {"load_in_8bit": True}], ids=["nf4-nested", "fp4", "int8"])
+def test_folders_transformers_quantized_read_as_bitsandbytes_dequantizes(saved, tmp_path, kwargs):
+    """Inputs as the Hub's tools write them: transformers + bitsandbytes quantize and save."""
+    pytest.importorskip("bitsandbytes")
+    folder, _ = saved
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, quantization_config=transformers.BitsAndBytesConfig(**kwargs), device_map="cpu")
+    model.save_pretrained(tmp_path / "q")
+    assert ": OK" in run("validate", tmp_path / "q").stdout
+    dtype = "F32" if kwargs.get("load_in_8bit") else "BF16"
+    run("dequantize", tmp_path / "q", tmp_path / "deq", "--dtype", dtype)
+    restored = load(tmp_path / "deq")
+    for name, module in model.named_modules():
+        kind = type(module).__name__
+        if kind == "Linear4bit":
+            import bitsandbytes
+            theirs = bitsandbytes.functional.dequantize_4bit(module.weight.data, module.weight.quant_state)
+        elif kind == "Linear8bitLt":
+            import bitsandbytes
+            theirs = bitsandbytes.functional.int8_vectorwise_dequant(module.weight.data, module.weight.SCB)
+        else:
+            continue
+        assert bits_equal(theirs.to(TORCH_DTYPES[dtype]), restored.get_submodule(name).weight.data), name

@@ -188,3 +188,25 @@ def test_compare_a_folder_with_its_conversion(tmp_path):
         "model.layers.0.mlp.up_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
     assert r["equal"] and all(t["a_dtype"] == "BF16" and t["b_dtype"] == "F32" for t in r["tensors"])
     assert not tlio.compare_files(tmp_path / "bf16", tmp_path / "src")["equal"]  # BF16 rounds
+
+
+def test_convert_counts_what_the_dtype_cannot_hold_and_refuses_unscaled_fp8(tmp_path):
+    src = tmp_path / "src"
+    hf_folder(src)
+    w = tlio.torch.load_file(src / "model-00002-of-00002.safetensors")
+    w["model.layers.0.mlp.up_proj.weight"][0, :3] = torch.tensor([7e4, -1e6, 1e-9])
+    tlio.torch.save_file(w, src / "model-00002-of-00002.safetensors", metadata={"format": "pt"})
+    r = tlio.convert_file(src, tmp_path / "f16", "F16")
+    converted, kept = r  # still the pair it always was
+    got = tlio.torch.load_file(tmp_path / "f16" / "model-00002-of-00002.safetensors")
+    want = w["model.layers.0.mlp.up_proj.weight"].to(torch.float16)  # torch's cast: the oracle
+    assert r.lost == {"model.layers.0.mlp.up_proj.weight": (int(want.isinf().sum()),
+                                                            int(((want == 0) & (w["model.layers.0.mlp.up_proj.weight"] != 0)).sum()))}
+    assert r.lost["model.layers.0.mlp.up_proj.weight"] == (2, 1)
+    assert torch.equal(got["model.layers.0.mlp.up_proj.weight"].view(torch.int16), want.view(torch.int16))
+    assert tlio.convert_file(src, tmp_path / "bf16", "BF16").lost == {}
+    with pytest.raises(ValueError, match="quantize --scheme fp8-block"):
+        tlio.convert_file(src, tmp_path / "f8", "F8_E4M3")
+    assert not (tmp_path / "f8").exists() or not any((tmp_path / "f8").iterdir())
+    tlio.convert_file(src, tmp_path / "f8", "F8_E4M3", cast=True)
+    assert json.loads((tmp_path / "f8" / "config.json").read_text())["torch_dtype"] == "float8_e4m3fn"

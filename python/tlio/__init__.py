@@ -564,18 +564,28 @@ def _builtins_bytes(data):
 
 # ---- whole-file conversions ----------------------------------------------------------------------
 
-class ConvertResult(_NamedTuple):
-    """What convert_file wrote: `converted` tensors changed to the new dtype, `kept` tensors
-    copied as they were (not selected, already that dtype, or not convertible)."""
+class _ConvertCounts(_NamedTuple):
     converted: int
     kept: int
+
+
+class ConvertResult(_ConvertCounts):
+    """What convert_file wrote: `converted` tensors changed to the new dtype, `kept` tensors
+    copied as they were (not selected, already that dtype, or not convertible); `lost`, the
+    tensors whose values the new dtype could not hold: {name: (overflowed, flushed)}, the
+    finite values that became infinite and the nonzero ones that became zero."""
+
+    def __new__(cls, converted, kept, lost=None):
+        result = super().__new__(cls, converted, kept)
+        result.lost = dict(lost or {})
+        return result
 
 
 def _shard_size(max_size):
     return _tlio.parse_size(max_size) if isinstance(max_size, str) else (max_size or 0)
 
 
-def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None):
+def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None, cast=False):
     """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
     converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
     or only those whose names match the regex `include` and not `exclude`. Returns a
@@ -585,10 +595,12 @@ def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None):
     a folder with the same shards, a new index, config.json (its dtype set) and the tokenizer
     and generation files, replacing `dst`'s previous weights as a whole or not at all; with
     `max_size` (bytes, or "5GB") in new shards of at most that many tensor bytes, each module's
-    tensors in one (the data still written once)."""
-    converted, kept = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
-                                         exclude, _shard_size(max_size))
-    return ConvertResult(converted, kept)
+    tensors in one (the data still written once). A folder to a dtype of 8 bits or fewer (F8_*,
+    F4) is refused unless `cast` (a plain cast of every tensor, with no scale: quantize_file's
+    "fp8-block" writes the scaled FP8 the Hub's loaders read)."""
+    converted, kept, lost = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
+                                               exclude, _shard_size(max_size), cast)
+    return ConvertResult(converted, kept, lost)
 
 
 def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nested=None,

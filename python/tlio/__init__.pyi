@@ -111,13 +111,20 @@ def serialize_file(tensor_dict: _Tensors, filename: StrPath,
                    metadata: dict[str, str] | None = None) -> None: ...
 def deserialize(bytes: ReadableBuffer) -> list[tuple[str, dict[str, Any]]]: ...
 
-class ConvertResult(NamedTuple):
-    """What convert_file wrote: tensors converted, tensors kept as they were."""
+class _ConvertCounts(NamedTuple):
     converted: int
     kept: int
 
+class ConvertResult(_ConvertCounts):
+    """What convert_file wrote: tensors converted, tensors kept as they were, and the values
+    the new dtype could not hold: {tensor: (overflowed, flushed)}."""
+    lost: dict[str, tuple[int, int]]
+    def __new__(cls, converted: int, kept: int,
+                lost: dict[str, tuple[int, int]] | None = None) -> ConvertResult: ...
+
 def convert_file(src: StrPath, dst: StrPath, dtype: str, include: str = "",
-                 exclude: str = "", *, max_size: int | str | None = None) -> ConvertResult: ...
+                 exclude: str = "", *, max_size: int | str | None = None,
+                 cast: bool = False) -> ConvertResult: ...
 def quantize_file(src: StrPath, dst: StrPath, scheme: str, include: str = "", exclude: str = "",
                   blocksize: int | None = None, nested: bool | None = None,
                   storage: str | None = None, allow_1d: bool = False, *,

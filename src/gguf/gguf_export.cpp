@@ -1,8 +1,8 @@
 // gguf/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from config.json,
 // the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF header is
 // known before a weight is read), then one pass over the tensors in file order, each read in
-// pieces of whole rows (whole heads where Q/K rows are permuted), converted to F32, permuted,
-// and encoded on every core.
+// pieces of whole rows (whole heads where Q/K rows are permuted; quantized weights decoded),
+// converted to F32, permuted, and encoded on every core.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -10,7 +10,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <deque>
 #include <memory>
+#include <set>
 
 #include "common/parallel.hpp"
 #include "gguf/gguf_arch.hpp"
@@ -25,6 +27,7 @@
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
 #include "tlio/model.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio {
 
@@ -41,6 +44,8 @@ struct PlannedTensor {
   uint64_t permute_heads = 0;
   bool weight = false;  // takes the type asked for (not a norm, bias or other 1-D tensor)
   std::vector<float> made;  // the values of a tensor made here, written as F32
+  // A quantized weight: its values decoded as F32 (info: its logical name and shape).
+  std::shared_ptr<const QuantizedReader> decoded;
 };
 
 // The plain types tlio exports weights as ("--pure": every weight that type, rows that are not
@@ -176,7 +181,11 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   for (uint64_t r = 0; r < rows; r += step) {
     const uint64_t n = std::min(step, rows - r);
     std::span<const std::byte> raw;
-    if (!mapped.empty()) {
+    if (p.decoded) {  // decoded on the fly, as convert --dtype does: never a cast of the codes
+      pass.raw.resize(n * in_row);
+      p.decoded->read(r * cols, n * cols, Dtype::F32, pass.raw);
+      raw = pass.raw;
+    } else if (!mapped.empty()) {
       raw = mapped.subspan(t.begin + r * in_row, n * in_row);
     } else {
       std::vector<SliceIndex> range;
@@ -205,7 +214,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     read += raw.size();
     piece_done(n * cols);
   }
-  return read;
+  return p.decoded ? p.decoded->weight().stored_bytes : read;  // the bytes stored, not decoded
 }
 
 // The split each tensor goes to: a new one begun where the next tensor would take the current
@@ -290,11 +299,32 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
     freqs.made = detail::llama3_rope_factors(c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
     plan.push_back(std::move(freqs));
   }
+  // Quantized weights (bitsandbytes, FP8, GPTQ, ...: every form tlio decodes; one it does not is
+  // refused by name) are planned under their logical names where their first part lies.
+  std::map<std::string_view, const QuantizedWeight*> first_part;
+  std::set<std::string_view> parts;
+  for (const QuantizedWeight& w : model.quantized()) {
+    first_part.emplace(w.stored.front(), &w);
+    parts.insert(w.stored.begin(), w.stored.end());
+  }
+  std::deque<TensorInfo> logical;  // the quantized weights' TensorInfo, F32 as they are read
   for (const File& f : model.files())
     for (const TensorInfo& t : f.tensors()) {
-      const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, t.name);
+      const TensorInfo* info = &t;
+      std::shared_ptr<const QuantizedReader> decoded;
+      if (parts.contains(t.name)) {
+        const auto w = first_part.find(t.name);
+        if (w == first_part.end()) continue;
+        decoded = std::make_shared<const QuantizedReader>(std::span<const File>(model.files()), *w->second);
+        TensorInfo& li = logical.emplace_back();
+        li.name = w->second->name;
+        li.shape = w->second->shape;
+        info = &li;
+      }
+      const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, info->name);
       if (!name) continue;
-      plan.push_back(plan_tensor(f, t, *name, c));
+      plan.push_back(plan_tensor(f, *info, *name, c));
+      plan.back().decoded = std::move(decoded);
     }
   if (std::none_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
     throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,

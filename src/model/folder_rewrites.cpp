@@ -24,6 +24,7 @@ namespace {
 // config.json with its dtype set: "torch_dtype" and "dtype", whichever it has (transformers
 // wrote the first, newer versions the second), "torch_dtype" when it has neither.
 std::string with_dtype(const std::string& config, const std::string& source, Dtype d) {
+  if (torch_dtype_name(d).empty()) return config;  // F6: no torch dtype to name
   const std::string value = "\"" + std::string(torch_dtype_name(d)) + "\"";
   const detail::JsonDoc doc(config, source, Rule::model);
   const bool has_torch = !doc.root()["torch_dtype"].error(), has_new = !doc.root()["dtype"].error();
@@ -85,12 +86,21 @@ void add(ConvertFileReport& total, const ConvertFileReport& r) {
   total.kept += r.kept;
   total.dropped += r.dropped;
   total.renamed += r.renamed;
+  total.ties_removed += r.ties_removed;
+  total.ties_repointed += r.ties_repointed;
   total.data_bytes_in += r.data_bytes_in;
   total.data_bytes_out += r.data_bytes_out;
+  total.lost.insert(total.lost.end(), r.lost.begin(), r.lost.end());
 }
 
 ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
                                   bool convert_dtypes, const FolderOptions& folder) {
+  if (convert_dtypes && dtype_bits(options.dtype) <= 8 && !options.cast)
+    throw_invalid(fmt::format("converting a model to {} casts every tensor selected, norms and embeddings "
+                              "included, with no scale: quantize --scheme fp8-block writes FP8 weights with "
+                              "their scales, as the Hub's loaders read them (--cast, cast=True in Python, keeps the "
+                              "plain cast)",
+                              dtype_name(options.dtype)));
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   // A model whose quantized weights are all dequantized is no longer quantized; one partly

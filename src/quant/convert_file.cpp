@@ -10,6 +10,7 @@
 #include "common/json_text.hpp"
 #include "common/text.hpp"
 #include "dtype/for_tensor.hpp"
+#include "dtype/lost_values.hpp"
 #include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "quant/tensor_selection.hpp"
@@ -127,6 +128,8 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
                : std::span<const std::byte>{};
     std::vector<std::byte> chunk;
     const unsigned in_bits = dtype_bits(s.dtype), out_bits = dtype_bits(t.dtype);
+    const bool can_lose = can_lose_values(s.dtype, t.dtype);
+    LostValues lost{t.name};
     for_tensor(t.name, [&] {
       w.write_from(
           t.name,
@@ -142,10 +145,16 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
               in = chunk;
             }
             convert(s.dtype, in, t.dtype, buf, count);
+            if (can_lose) {
+              const LostCounts l = lost_values(s.dtype, in, t.dtype, buf, count);
+              lost.overflowed += l.overflowed;
+              lost.flushed += l.flushed;
+            }
             tick(buf.size());
           },
           kConvertChunkBytes);
     });
+    if (lost.overflowed || lost.flushed) report.lost.push_back(std::move(lost));
   }
   return report;
 }

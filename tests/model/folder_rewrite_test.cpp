@@ -40,7 +40,7 @@ std::vector<std::string> listing(const fs::path& dir) {
 }
 
 // Six F32 tensors (4 projections, an embedding, a norm) sharded in 3 files, with config.json and
-// tokenizer.json: the layout transformers saves.
+// tokenizer.json: the layout transformers saves ({"format": "pt"} too).
 void write_model(const fs::path& dir) {
   std::vector<std::vector<float>> data;
   std::vector<TensorData> tensors;
@@ -56,7 +56,7 @@ void write_model(const fs::path& dir) {
   add("model.embed_tokens.weight", {100, 64});
   add("model.norm.weight", {64});
   const test::TempDir tmp;
-  save_file(tmp / "one.safetensors", tensors);
+  save_file(tmp / "one.safetensors", tensors, {{"format", "pt"}});
   shard_file(File::open(tmp / "one.safetensors"), dir, 40000);
   write_text(dir / "config.json", "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"float32\",\n"
                                   "  \"quantization_config\": {\"quant_method\": \"x\"},\n  \"vocab_size\": 100\n}\n");

@@ -1,0 +1,52 @@
+// Tests for dtype/lost_values.hpp: overflow and flush counts from the bits of a conversion's
+// input and output, against conversions made here value by value.
+#include "dtype/lost_values.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tlio/convert.hpp"
+
+namespace tlio::detail {
+namespace {
+
+TEST(LostValues, CountsWhatTheTargetCannotHold) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  // F16: finite up to 65504, subnormals down to 2^-24; BF16 holds all of these.
+  const std::vector<float> in = {1.0f, 70000.0f, -1e6f, inf, -inf, nan, 0.0f, -0.0f, 1e-8f, -1e-9f, 3e-5f, 65504.0f};
+  std::vector<std::byte> f16(in.size() * 2), bf16(in.size() * 2);
+  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, f16, in.size());
+  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, bf16, in.size());
+  ASSERT_TRUE(can_lose_values(Dtype::F32, Dtype::F16));
+  const LostCounts to_f16 = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, f16, in.size());
+  EXPECT_EQ(to_f16.overflowed, 2u);  // 70000 and -1e6; the infinities were infinite already
+  EXPECT_EQ(to_f16.flushed, 2u);     // 1e-8 and -1e-9 (3e-5 is an F16 subnormal)
+  const LostCounts to_bf16 = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, bf16, in.size());
+  EXPECT_EQ(to_bf16.overflowed, 0u);
+  EXPECT_EQ(to_bf16.flushed, 0u);
+  // BF16 -> F16 loses F16's range; F16 -> BF16 and F16 -> F32 lose nothing.
+  const LostCounts bf16_to_f16 = lost_values(Dtype::BF16, bf16, Dtype::F16, f16, in.size());
+  EXPECT_EQ(bf16_to_f16.overflowed, 2u);
+  EXPECT_TRUE(can_lose_values(Dtype::BF16, Dtype::F16));
+  EXPECT_TRUE(can_lose_values(Dtype::F64, Dtype::F32));
+  EXPECT_TRUE(can_lose_values(Dtype::F32, Dtype::BF16));  // rounding up past BF16's largest
+  EXPECT_FALSE(can_lose_values(Dtype::F16, Dtype::BF16));
+  EXPECT_FALSE(can_lose_values(Dtype::F16, Dtype::F32));
+  EXPECT_FALSE(can_lose_values(Dtype::F32, Dtype::F32));
+  EXPECT_FALSE(can_lose_values(Dtype::I32, Dtype::F16));
+}
+
+TEST(LostValues, Float32RoundsPastBfloat16sLargestToInfinity) {
+  const std::vector<float> in = {3.4e38f, std::numeric_limits<float>::max(), 1e-45f, 1.0f};
+  std::vector<std::byte> out(in.size() * 2);
+  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
+  const LostCounts l = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
+  EXPECT_EQ(l.overflowed, 2u);
+  EXPECT_EQ(l.flushed, 1u);  // 2^-149 is below BF16's smallest subnormal (2^-133)
+}
+
+}  // namespace
+}  // namespace tlio::detail

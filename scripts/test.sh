@@ -93,6 +93,25 @@ pytest_consumers() (
 stage "python (users' stack): pip install" consumer_install
 stage "python (users' stack): pytest" pytest_consumers
 
+# `pip wheel .` as a user runs it: build isolation (setuptools, wheel and the pinned pybind11 from
+# PyPI), libtlio and the module compiled by setup.py's own CMake build (through ccache), the
+# wheel installed into a new plain venv with PyPI's numpy and read back there.
+wheel_check() {
+  rm -rf build/wheel build/wheel-venv
+  build/consumer-venv/bin/pip wheel --quiet --no-deps -w build/wheel .
+  /usr/bin/python3 -m venv build/wheel-venv
+  build/wheel-venv/bin/pip install --quiet build/wheel/tlio-*.whl \
+    "$(grep '^numpy==' scripts/pypi/consumers.txt)"
+  (cd / && "$OLDPWD/build/wheel-venv/bin/python" -c '
+import sys, numpy as np, tlio, tlio.numpy
+assert tlio.__file__.startswith(sys.prefix) and np.__version__ >= "2"
+a = {"w": np.arange(12, dtype=np.float32).reshape(3, 4)}
+b = tlio.numpy.load(tlio.numpy.save(a))
+assert b["w"].strides == (16, 4) and (b["w"] == a["w"]).all(), b
+print("wheel:", tlio.__file__, "numpy", np.__version__)')
+}
+stage "python: pip wheel (isolated build)" wheel_check
+
 # The Rust crate, against this build's libtlio and tlio command (offline: no registry crates).
 rust_tests() {
   TLIO_LIB_DIR="$PWD/build" TLIO_CLI="$PWD/build/tlio" CARGO_TARGET_DIR="$PWD/build/rust" \

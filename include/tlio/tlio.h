@@ -272,6 +272,12 @@ TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
  * `src`. */
 /* Floating tensors converted to `dtype`; -1: every tensor copied as it is (a canonical copy). */
 TL_API int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size);
+/* As tl_convert_folder (dtype required), and: `cast` not 0 allows a dtype of 8 bits or fewer, a
+ * plain cast of every tensor with no scale (refused otherwise: TL_EINVAL, pointing to
+ * fp8-block); `overflowed` and `flushed` (each may be NULL) receive how many finite values became
+ * infinite and how many nonzero values became zero in the new dtype. */
+TL_API int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t max_shard_size, int cast,
+                                uint64_t* overflowed, uint64_t* flushed);
 /* As tl_quantize_file_with, over every shard; the selection is the whole folder's. */
 TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options,
                               uint64_t max_shard_size);

@@ -220,6 +220,24 @@ int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_
   });
 }
 
+int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t max_shard_size, int cast,
+                         uint64_t* overflowed, uint64_t* flushed) {
+  TL_REQUIRE(src && dst, "tl_convert_folder_ex: NULL argument");
+  TL_REQUIRE(valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder_ex: invalid dtype");
+  return guard([&] {
+    tlio::FolderOptions folder;
+    folder.max_shard_size = max_shard_size;
+    tlio::ConvertFileOptions o;
+    o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
+    o.cast = cast != 0;
+    const tlio::ConvertFileReport r = tlio::convert_folder(src, dst, o, folder);
+    uint64_t over = 0, flush = 0;
+    for (const tlio::LostValues& l : r.lost) over += l.overflowed, flush += l.flushed;
+    if (overflowed) *overflowed = over;
+    if (flushed) *flushed = flush;
+  });
+}
+
 void tl_compare_options_init(tl_compare_options* options) {
   if (!options) return;
   *options = tl_compare_options{};

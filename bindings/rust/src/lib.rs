@@ -76,8 +76,8 @@ pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use model::Model;
 pub use plan::{PlanItem, PlanOptions, PlannedRead, ReadPlan, StoredRange, DIRECT_ALIGNMENT};
 pub use quant::{
-    convert_folder, dequantize_file, dequantize_folder, quantize_file, quantize_folder,
-    QuantizeOptions,
+    convert_folder, convert_folder_counting, dequantize_file, dequantize_folder, quantize_file,
+    quantize_folder, LostValues, QuantizeOptions,
 };
 pub use report::{report, Report, ReportOptions};
 pub use trust::{hash_file, sign_folder, verify_signature};

@@ -164,6 +164,41 @@ pub fn convert_folder(
     })
 }
 
+/// What a conversion's dtype could not hold: finite values made infinite, nonzero values made zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LostValues {
+    pub overflowed: u64,
+    pub flushed: u64,
+}
+
+/// `convert_folder` to `dtype`, saying what the dtype could not hold. `cast` allows a dtype of 8
+/// bits or fewer (a plain cast of every tensor, with no scale); without it such a dtype is an
+/// error pointing to `quantize_folder`'s fp8-block.
+pub fn convert_folder_counting(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    dtype: Dtype,
+    max_shard_size: u64,
+    cast: bool,
+) -> Result<LostValues> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let mut lost = LostValues::default();
+    // SAFETY: NUL-terminated paths and two live u64s for the counts.
+    check(unsafe {
+        sys::tl_convert_folder_ex(
+            src.as_ptr(),
+            dst.as_ptr(),
+            dtype.raw(),
+            max_shard_size,
+            cast as std::os::raw::c_int,
+            &mut lost.overflowed,
+            &mut lost.flushed,
+        )
+    })?;
+    Ok(lost)
+}
+
 /// A rewrite of `src` into `dst` that takes an optional dtype (-1 for none).
 fn with_dtype(
     src: &Path,

@@ -384,6 +384,15 @@ extern "C" {
         dtype: c_int,
         max_shard_size: u64,
     ) -> c_int;
+    pub fn tl_convert_folder_ex(
+        src: *const c_char,
+        dst: *const c_char,
+        dtype: c_int,
+        max_shard_size: u64,
+        cast: c_int,
+        overflowed: *mut u64,
+        flushed: *mut u64,
+    ) -> c_int;
     pub fn tl_quantize_folder(
         src: *const c_char,
         dst: *const c_char,

@@ -281,3 +281,15 @@ fn a_folders_quantization_config_reaches_the_comparison() {
     );
     assert_eq!(bad.unwrap_err().kind(), tlio::ErrorKind::Format);
 }
+
+#[test]
+fn conversions_say_what_they_lost_and_cast_to_fp8_only_when_asked() {
+    let dir = scratch("counting");
+    let src = data().join("models/sharded");
+    let lost = tlio::convert_folder_counting(&src, dir.join("bf16"), tlio::Dtype::BF16, 0, false).unwrap();
+    assert_eq!(lost, tlio::LostValues::default());
+    let e = tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, false).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("fp8-block"), "{}", e);
+    tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, true).unwrap();
+}

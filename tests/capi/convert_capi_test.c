@@ -1,0 +1,53 @@
+/* The C API's folder conversion (C99): tl_convert_folder_ex counts what the new dtype could not
+ * hold, and casts a model to 8 bits only when asked to (tlio convert --cast). Values checked by
+ * hand: F16 ends at 65504 and its smallest subnormal is 2^-24. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "c_check.h"
+#include "tlio/tlio.h"
+
+/* A model folder: one projection holding values F16 overflows (7e4, -1e6) and flushes (1e-9). */
+static void write_model(const char* dir) {
+  static const float values[8] = {1.0f, 70000.0f, -1e6f, 1e-9f, 0.5f, 0.0f, -2.0f, 3e-5f};
+  const uint64_t shape[2] = {2, 4};
+  char path[700];
+  tl_writer* w = NULL;
+  FILE* config;
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  CHECK(tl_writer_open(path, &w) == TL_OK);
+  CHECK(tl_writer_set_metadata(w, "format", "pt") == TL_OK);
+  CHECK(tl_writer_add(w, "model.layers.0.mlp.up_proj.weight", TL_F32, 2, shape, values, sizeof values) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  config = fopen(path, "w");
+  CHECK(config != NULL);
+  if (config) {
+    fputs("{\"model_type\": \"x\", \"dtype\": \"float32\"}", config);
+    fclose(config);
+  }
+}
+
+int main(void) {
+  char dir[] = "/tmp/tlio-convert-capi-XXXXXX", src[600], out[600];
+  uint64_t overflowed = 99, flushed = 99;
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(src, sizeof src, "%s/src", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  CHECK(mkdir(src, 0700) == 0);
+  write_model(src);
+  CHECK(tl_convert_folder_ex(src, out, TL_F16, 0, 0, &overflowed, &flushed) == TL_OK);
+  CHECK(overflowed == 2 && flushed == 1);
+  CHECK(tl_convert_folder_ex(src, out, TL_BF16, 0, 0, &overflowed, &flushed) == TL_OK);
+  CHECK(overflowed == 0 && flushed == 0);
+  CHECK(tl_convert_folder_ex(src, out, TL_F8_E4M3, 0, 0, NULL, NULL) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "fp8-block") != NULL);
+  CHECK(tl_convert_folder_ex(src, out, TL_F8_E4M3, 0, 1, NULL, NULL) == TL_OK);
+  CHECK(tl_convert_folder_ex(src, NULL, TL_F16, 0, 0, NULL, NULL) == TL_EINVAL);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

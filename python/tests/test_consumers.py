@@ -5,7 +5,9 @@ weights bit-equal to what the consumer computes. Runs in build/consumer-venv, th
 (PyPI's torch 2.x, numpy 2, transformers 5, bitsandbytes: scripts/pypi/consumers.txt)."""
 import json
 import pathlib
+import subprocess
 
+import numpy as np
 import pytest
 
 transformers = pytest.importorskip(
@@ -16,6 +18,7 @@ import safetensors.torch  # noqa: E402
 import torch  # noqa: E402
 from consumer_models import config, load, logits, run, save_llama  # noqa: E402
 
+REPO = pathlib.Path(__file__).parents[2]
 TORCH_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 
 
@@ -49,6 +52,29 @@ def test_save_pretrained_folder_validates_and_exports_to_gguf(saved, tmp_path):
     reader = gguf.GGUFReader(tmp_path / "m.gguf")
     names = {t.name for t in reader.tensors}
     assert "output.weight" in names and "blk.1.ffn_down.weight" in names
+
+
+def test_newcomers_path_save_pretrained_to_llama_cpp(tmp_path):
+    """save_pretrained -> tlio convert -> llama.cpp (npm's libllama): the same tokens, and
+    logits at every position as transformers' forward gives them (F32; llama.cpp's F16 KV cache)."""
+    folder = tmp_path / "llama"
+    save_llama(folder, dtype=torch.float32)
+    lib = REPO / "build" / "npm" / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64"
+    if not (lib / "libllama.v0.4.0.so").exists():
+        pytest.fail(f"llama.cpp's libraries are not in {lib}: run `bash scripts/install-deps.sh`")
+    run("convert", folder, tmp_path / "m.gguf", "--dtype", "f32")
+    text = "Hello world! The quick fox 12345"
+    r = subprocess.run(["/usr/bin/python3", str(REPO / "python/tests/gguf_oracle/run_llama.py"), str(lib),
+                        str(tmp_path / "m.gguf"), text, str(tmp_path / "logits.npy")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ids = json.loads(r.stdout.strip().splitlines()[-1])
+    assert ids == transformers.AutoTokenizer.from_pretrained(folder)(text)["input_ids"]
+    theirs = torch.from_numpy(np.load(tmp_path / "logits.npy")).float()
+    with torch.no_grad():
+        ours = load(folder)(torch.tensor([ids])).logits[0]
+    cos = torch.nn.functional.cosine_similarity(theirs.reshape(len(ids), -1), ours, dim=-1)
+    assert cos.min() >= 0.9999, cos
 
 
 @pytest.mark.parametrize("dtype", ["BF16", "F16", "F32"])

@@ -86,7 +86,7 @@ pytest_consumers() (
   root=$PWD
   cd /
   "$root/build/consumer-venv/bin/python" -c \
-    'import sys, numpy, tlio.torch; assert tlio.__file__.startswith(sys.prefix) and numpy.__version__ >= "2"'
+    'import sys, numpy, tlio.torch; assert tlio.__file__.startswith(sys.prefix) and int(numpy.__version__.split(".")[0]) >= 2'
   TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/consumer-venv/bin/python" \
     -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
 )
@@ -104,7 +104,7 @@ wheel_check() {
     "$(grep '^numpy==' scripts/pypi/consumers.txt)"
   (cd / && "$OLDPWD/build/wheel-venv/bin/python" -c '
 import sys, numpy as np, tlio, tlio.numpy
-assert tlio.__file__.startswith(sys.prefix) and np.__version__ >= "2"
+assert tlio.__file__.startswith(sys.prefix) and int(np.__version__.split(".")[0]) >= 2
 a = {"w": np.arange(12, dtype=np.float32).reshape(3, 4)}
 b = tlio.numpy.load(tlio.numpy.save(a))
 assert b["w"].strides == (16, 4) and (b["w"] == a["w"]).all(), b

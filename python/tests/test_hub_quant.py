@@ -182,7 +182,7 @@ def test_quantize_fp8_block_folder_as_deepseek_ships_it(tmp_path):
     assert r.returncode == 0, r.stderr
     config = json.loads((tmp_path / "q" / "config.json").read_text())["quantization_config"]
     assert config["quant_method"] == "fp8" and config["weight_block_size"] == [128, 128]
-    assert config["modules_to_not_convert"] == ["model.embed_tokens"]
+    assert config["modules_to_not_convert"] == ["model.embed_tokens", "lm_head"]  # lm_head: a tied head
     got = read_safetensors(tmp_path / "q" / "model.safetensors")[0]
     assert got[DOWN][:2] == ("F8_E4M3", [300, 200]) and got[DOWN + "_scale_inv"][:2] == ("F32", [3, 2])
     scale = np.frombuffer(got[DOWN + "_scale_inv"][2], np.float32).reshape(3, 2)

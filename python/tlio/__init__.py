@@ -24,6 +24,7 @@ errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 import importlib as _importlib
 import os as _os
 import stat as _stat
+import types as _types
 from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
@@ -575,10 +576,15 @@ class ConvertResult(_ConvertCounts):
     tensors whose values the new dtype could not hold: {name: (overflowed, flushed)}, the
     finite values that became infinite and the nonzero ones that became zero."""
 
+    lost = _types.MappingProxyType({})  # what _replace and _make give (they skip __new__)
+
     def __new__(cls, converted, kept, lost=None):
         result = super().__new__(cls, converted, kept)
         result.lost = dict(lost or {})
         return result
+
+    def __repr__(self):
+        return f"ConvertResult(converted={self.converted}, kept={self.kept}, lost={self.lost!r})"
 
 
 def _shard_size(max_size):

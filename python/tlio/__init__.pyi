@@ -118,9 +118,10 @@ class _ConvertCounts(NamedTuple):
 class ConvertResult(_ConvertCounts):
     """What convert_file wrote: tensors converted, tensors kept as they were, and the values
     the new dtype could not hold: {tensor: (overflowed, flushed)}."""
-    lost: dict[str, tuple[int, int]]
+    lost: Mapping[str, tuple[int, int]]
     def __new__(cls, converted: int, kept: int,
                 lost: dict[str, tuple[int, int]] | None = None) -> ConvertResult: ...
+    def __repr__(self) -> str: ...
 
 def convert_file(src: StrPath, dst: StrPath, dtype: str, include: str = "",
                  exclude: str = "", *, max_size: int | str | None = None,

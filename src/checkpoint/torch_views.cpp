@@ -139,9 +139,10 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
     for (int64_t d : t.size) pl.shape.push_back(static_cast<uint64_t>(d));
     plans.push_back(std::move(pl));
   }
-  // Exact aliases (same storage, offset, sizes, strides, dtype): the alphabetically first name
-  // is written, the others recorded; a tied output head last of all, as save_pretrained drops
-  // it for the input embeddings (what transformers and tlio's model checks then expect).
+  // Exact aliases (same storage, offset, sizes, strides, dtype): one name is written, the others
+  // recorded: the alphabetically first, except that a tied output head comes last of all, as
+  // save_pretrained drops it for the input embeddings (what transformers and tlio's model checks
+  // then expect).
   const auto before = [](const std::string& a, const std::string& b) {
     const bool head_a = is_tied_output_head(a), head_b = is_tied_output_head(b);
     return head_a != head_b ? head_b : a < b;

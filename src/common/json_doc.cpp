@@ -53,6 +53,12 @@ JsonDoc::JsonDoc(std::string_view json, std::string source, Rule rule)
       }
       widened.append(json.substr(from));
       err = parser_.parse(widened).get(root_);
+      if (err) {  // past a double's range too (310 digits and more): said where
+        const TextPosition at = text_position(json, scan.big_integers.front().begin);
+        fail({}, fmt::format("invalid JSON at line {}, column {}: {} (a number, or another past a double's "
+                             "range, tlio does not read)",
+                             at.line, at.column, simdjson::error_message(err)));
+      }
     }
     if (err && !scan.valid) {
       const TextPosition at = text_position(json, scan.error_offset);

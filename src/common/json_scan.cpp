@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include <simdjson.h>
+
 namespace tlio::detail {
 
 namespace {
@@ -153,19 +155,12 @@ class Scanner {
     return false;
   }
 
-  // One UTF-8 sequence at i_ (RFC 3629: no overlong forms, surrogates or values past U+10FFFF).
+  // One UTF-8 sequence at i_, its length from the lead byte, checked by simdjson's validator
+  // (RFC 3629: no overlong forms, surrogates or values past U+10FFFF).
   bool utf8_sequence() {
-    const auto at = [&](size_t k) { return static_cast<unsigned char>(t_[i_ + k]); };
-    const unsigned char c = at(0);
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    else return fail("valid UTF-8"), false;
-    if (i_ + len > t_.size() || at(1) < lo || at(1) > hi) return fail("valid UTF-8"), false;
-    for (size_t k = 2; k < len; ++k)
-      if (at(k) < 0x80 || at(k) > 0xBF) return fail("valid UTF-8"), false;
+    const auto c = static_cast<unsigned char>(t_[i_]);
+    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;  // 1: a stray continuation
+    if (i_ + len > t_.size() || !simdjson::validate_utf8(t_.data() + i_, len)) return fail("valid UTF-8"), false;
     i_ += len;
     return true;
   }

@@ -24,7 +24,8 @@ struct JsonScan {
   std::vector<JsonSpan> big_integers;  ///< integer literals beyond int64 and uint64
 };
 
-/// Scans `text` once; nesting deeper than simdjson's default (1024) is an error at that byte.
+/// Scans `text` once; nesting deeper than 1024 levels (simdjson's DEFAULT_MAX_DEPTH, which it
+/// counts its own way) is an error at that byte.
 JsonScan scan_json(std::string_view text);
 
 /// 1-based line and column (in bytes) of `offset` in `text`.

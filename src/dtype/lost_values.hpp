@@ -18,12 +18,13 @@ struct LostCounts {
 };
 
 /// True when converting `from` to `to` can overflow or flush: F64 -> F32, BF16 or F16;
-/// F32 -> BF16 or F16; BF16 -> F16.
+/// F32 or F8_E8M0 -> BF16 or F16; BF16 -> F16. (Targets of 8 bits or fewer are not counted:
+/// a model folder is cast to them only when asked to, --cast.)
 bool can_lose_values(Dtype from, Dtype to) noexcept;
 
 /// The values of `in` (`count` elements of `from`) that `out` (the same elements as `to`) lost.
-/// Both dtypes among F64, F32, BF16 and F16.
+/// Both dtypes among those of can_lose_values. Counts on every core for large counts.
 LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to, std::span<const std::byte> out,
-                       uint64_t count) noexcept;
+                       uint64_t count);
 
 }  // namespace tlio::detail

@@ -44,8 +44,8 @@ struct PlannedTensor {
   uint64_t permute_heads = 0;
   bool weight = false;  // takes the type asked for (not a norm, bias or other 1-D tensor)
   std::vector<float> made;  // the values of a tensor made here, written as F32
-  // A quantized weight: its values decoded as F32 (info: its logical name and shape).
-  std::shared_ptr<const QuantizedReader> decoded;
+  // A quantized weight (info: its logical name and shape, F32 as decoded).
+  const QuantizedWeight* quantized = nullptr;
 };
 
 // The plain types tlio exports weights as ("--pure": every weight that type, rows that are not
@@ -96,8 +96,8 @@ std::string folder_name(const std::string& dir) {
 PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name, const detail::HfConfig& c) {
   if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
     throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} is {}: only floating weights are exported to GGUF (a quantized "
-                            "checkpoint is dequantized first: tlio dequantize)",
+                fmt::format("tensor {} is {}: only floating weights, and quantized weights in a form tlio "
+                            "decodes, are exported to GGUF",
                             t.name, dtype_name(t.dtype)),
                 f.name());
   if (t.shape.size() == 0 || t.shape.size() > 2)
@@ -118,7 +118,7 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
                             name.permute_heads),
                 f.name());
-  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads, false, {}};
+  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads, false, {}, nullptr};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
   p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
@@ -154,8 +154,35 @@ void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked, con
 // What the pass reuses from piece to piece.
 struct PiecePass {
   unsigned threads;
+  std::span<const File> files;  // the model's, where quantized weights' parts are
   std::vector<std::byte> raw, encoded;
 };
+
+// A quantized weight's piece: each row decoded to F32 and encoded, rows spread over every core
+// (the decoder is made for this tensor alone: every weight's at once would hold all their scales).
+uint64_t write_decoded_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
+                              const std::function<void(uint64_t)>& piece_done) {
+  const QuantizedReader decoded(pass.files, *p.quantized);
+  const uint64_t rows = p.info->shape[0], cols = p.info->shape.back();
+  const uint64_t hd = p.permute_heads ? rows / p.permute_heads : 0;  // checked when planned
+  const GgmlType type = *ggml_type(p.decl.type);
+  const uint64_t row_bytes = cols / type.block * type.block_bytes, step = piece_rows(rows, cols, hd);
+  for (uint64_t r = 0; r < rows; r += step) {
+    const uint64_t n = std::min(step, rows - r);
+    pass.encoded.resize(n * row_bytes);
+    detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
+      std::vector<float> values(cols);
+      for (uint64_t o = b; o < e; ++o) {
+        const uint64_t from = hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
+        decoded.read((r + from) * cols, cols, Dtype::F32, std::as_writable_bytes(std::span(values)));
+        ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
+      }
+    });
+    writer.append(pass.encoded);
+    piece_done(n * cols);
+  }
+  return p.quantized->stored_bytes;
+}
 
 // Writes tensor `p` through `writer` in pieces of whole rows (whole heads where its rows are
 // permuted): each row converted to F32, put in its place and encoded, rows spread over every
@@ -167,6 +194,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     writer.append(std::as_bytes(std::span(p.made)));
     return 0;
   }
+  if (p.quantized) return write_decoded_tensor(p, writer, pass, piece_done);
   const TensorInfo& t = *p.info;
   // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
   // shape[0]'s either way: a bias's values are its rows.
@@ -181,11 +209,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   for (uint64_t r = 0; r < rows; r += step) {
     const uint64_t n = std::min(step, rows - r);
     std::span<const std::byte> raw;
-    if (p.decoded) {  // decoded on the fly, as convert --dtype does: never a cast of the codes
-      pass.raw.resize(n * in_row);
-      p.decoded->read(r * cols, n * cols, Dtype::F32, pass.raw);
-      raw = pass.raw;
-    } else if (!mapped.empty()) {
+    if (!mapped.empty()) {
       raw = mapped.subspan(t.begin + r * in_row, n * in_row);
     } else {
       std::vector<SliceIndex> range;
@@ -214,7 +238,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     read += raw.size();
     piece_done(n * cols);
   }
-  return p.decoded ? p.decoded->weight().stored_bytes : read;  // the bytes stored, not decoded
+  return read;
 }
 
 // The split each tensor goes to: a new one begun where the next tensor would take the current
@@ -295,7 +319,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   report.architecture = std::string(arch.name);
   std::vector<PlannedTensor> plan;
   if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {  // first, as llama.cpp's converter writes it
-    PlannedTensor freqs{nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}};
+    PlannedTensor freqs{nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}, nullptr};
     freqs.made = detail::llama3_rope_factors(c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
     plan.push_back(std::move(freqs));
   }
@@ -311,20 +335,21 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   for (const File& f : model.files())
     for (const TensorInfo& t : f.tensors()) {
       const TensorInfo* info = &t;
-      std::shared_ptr<const QuantizedReader> decoded;
+      const QuantizedWeight* quantized = nullptr;
       if (parts.contains(t.name)) {
         const auto w = first_part.find(t.name);
         if (w == first_part.end()) continue;
-        decoded = std::make_shared<const QuantizedReader>(std::span<const File>(model.files()), *w->second);
+        quantized = w->second;
         TensorInfo& li = logical.emplace_back();
-        li.name = w->second->name;
-        li.shape = w->second->shape;
+        li.name = quantized->name;
+        li.dtype = Dtype::F32;
+        li.shape = quantized->shape;
         info = &li;
       }
       const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, info->name);
       if (!name) continue;
       plan.push_back(plan_tensor(f, *info, *name, c));
-      plan.back().decoded = std::move(decoded);
+      plan.back().quantized = quantized;
     }
   if (std::none_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
     throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,
@@ -371,7 +396,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   for (const PlannedTensor& p : plan) total += p.info ? p.info->element_count() : 0;
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
-  PiecePass pass{detail::thread_count(detail::configured_threads()), {}, {}};
+  PiecePass pass{detail::thread_count(detail::configured_threads()), model.files(), {}, {}};
   uint64_t done = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     report.bytes_in += write_tensor(plan[i], *writers[split_of[i]], pass, [&](uint64_t values) {

@@ -24,7 +24,6 @@ namespace {
 // config.json with its dtype set: "torch_dtype" and "dtype", whichever it has (transformers
 // wrote the first, newer versions the second), "torch_dtype" when it has neither.
 std::string with_dtype(const std::string& config, const std::string& source, Dtype d) {
-  if (torch_dtype_name(d).empty()) return config;  // F6: no torch dtype to name
   const std::string value = "\"" + std::string(torch_dtype_name(d)) + "\"";
   const detail::JsonDoc doc(config, source, Rule::model);
   const bool has_torch = !doc.root()["torch_dtype"].error(), has_new = !doc.root()["dtype"].error();
@@ -95,6 +94,9 @@ void add(ConvertFileReport& total, const ConvertFileReport& r) {
 
 ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
                                   bool convert_dtypes, const FolderOptions& folder) {
+  if (convert_dtypes && torch_dtype_name(options.dtype).empty())
+    throw_invalid(fmt::format("a model's weights cannot be {}: torch has no such dtype to load them as",
+                              dtype_name(options.dtype)));
   if (convert_dtypes && dtype_bits(options.dtype) <= 8 && !options.cast)
     throw_invalid(fmt::format("converting a model to {} casts every tensor selected, norms and embeddings "
                               "included, with no scale: quantize --scheme fp8-block writes FP8 weights with "
@@ -216,6 +218,12 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     for (const QuantizeReport::Kept& k : total.kept) std::for_each(k.names.begin(), k.names.end(), add_module);
     for (const QuantizeReport::Item& i : total.items)
       if (!i.quantized) add_module(i.name);
+    // A head tied to the embeddings is stored under the embeddings' name only: named here so that
+    // a loader that takes this list as the whole of its exceptions leaves it plain too.
+    if (std::none_of(total.items.begin(), total.items.end(),
+                     [](const QuantizeReport::Item& i) { return i.quantized && i.name == "lm_head.weight"; }) &&
+        std::find(plain.begin(), plain.end(), "lm_head") == plain.end())
+      plain.push_back("lm_head");
     Dtype weights_dtype = Dtype::F32;  // bitsandbytes' compute dtype: the model's
     for (const QuantizeReport::Item& i : total.items)
       if (i.quantized) {

@@ -84,7 +84,10 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   detail::OutputSet set;  // nothing replaces the folder's weights until every file is whole
   for (size_t i = 0; i < n; ++i) {
     const std::string name = detail::weights_file_name(i + 1, n);
-    Writer w = detail::WriterAccess::into_set(set, out.join(name));
+    // Metadata without "format" gets "pt" (transformers 4.x refuses such a model's files); none
+    // at all stays none (4.x reads that, and the merged shards are the canonical file again).
+    Writer w = detail::WriterAccess::into_set(set, out.join(name),
+                                              src.metadata().empty() ? Metadata{} : detail::kModelMetadata);
     w.set_metadata(src.metadata());
     for (const TensorInfo* t : shards[i]) {
       w.declare(t->name, t->dtype, t->shape);

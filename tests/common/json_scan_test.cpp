@@ -45,7 +45,28 @@ TEST(JsonScan, NamesWhereTheTextGoesWrong) {
 TEST(JsonScan, NestingIsBoundedWithoutRecursion) {
   EXPECT_EQ(error_at(std::string(1024, '[') + std::string(1024, ']')), "valid");
   EXPECT_EQ(error_at(std::string(1025, '[')), "1:1025 expected no deeper nesting (1024 levels at most)");
-  EXPECT_FALSE(scan_json(std::string(1 << 20, '[')).valid);
+  EXPECT_EQ(error_at(std::string(1 << 20, '[')), "1:1025 expected no deeper nesting (1024 levels at most)");
+}
+
+// Hostile texts end where they break, never past the end of the text.
+TEST(JsonScan, HostileTextsStopAtTheirEnd) {
+  using namespace std::string_literals;
+  EXPECT_EQ(error_at("[\0]"s), "1:2 expected a value (an object, array, string, number, true, false or null)");
+  EXPECT_EQ(error_at("[\"a\0\"]"s), "1:4 expected no control character inside a string (escape it)");
+  EXPECT_EQ(error_at("[\"\\\0\"]"s), "1:4 expected an escape such as \\n, \\\" or \\u0041");
+  EXPECT_EQ(error_at("-"), "1:2 expected a digit");
+  EXPECT_EQ(error_at("-0"), "valid");
+  EXPECT_EQ(error_at("1.5e"), "1:5 expected a digit in the exponent");
+  EXPECT_EQ(error_at("1e+"), "1:4 expected a digit in the exponent");
+  EXPECT_EQ(error_at("[\"\\"), "1:4 expected the string's closing quote");
+  EXPECT_EQ(error_at("[\"\\u12"), "1:7 expected four hexadecimal digits after \\u");
+  EXPECT_EQ(error_at("[\"\xe2\x82"), "1:3 expected valid UTF-8");  // a sequence cut by the end
+  EXPECT_EQ(error_at("[\"\x80\"]"), "1:3 expected valid UTF-8");    // a stray continuation byte
+  const std::string digits(100000, '7');
+  const JsonScan s = scan_json(digits);
+  ASSERT_TRUE(s.valid);
+  ASSERT_EQ(s.big_integers.size(), 1u);
+  EXPECT_EQ(s.big_integers[0].end, digits.size());
 }
 
 TEST(JsonScan, FindsIntegersPast64Bits) {

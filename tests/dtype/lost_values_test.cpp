@@ -1,5 +1,6 @@
 // Tests for dtype/lost_values.hpp: overflow and flush counts from the bits of a conversion's
-// input and output, against conversions made here value by value.
+// input and output, against values whose fate in each dtype is known (F16: finite to 65504,
+// nonzero down to 2^-24; BF16: F32's range).
 #include "dtype/lost_values.hpp"
 
 #include <gtest/gtest.h>
@@ -28,8 +29,11 @@ TEST(LostValues, CountsWhatTheTargetCannotHold) {
   EXPECT_EQ(to_bf16.overflowed, 0u);
   EXPECT_EQ(to_bf16.flushed, 0u);
   // BF16 -> F16 loses F16's range; F16 -> BF16 and F16 -> F32 lose nothing.
-  const LostCounts bf16_to_f16 = lost_values(Dtype::BF16, bf16, Dtype::F16, f16, in.size());
-  EXPECT_EQ(bf16_to_f16.overflowed, 2u);
+  std::vector<std::byte> f16_of_bf16(in.size() * 2);
+  convert(Dtype::BF16, bf16, Dtype::F16, f16_of_bf16, in.size());
+  const LostCounts bf16_to_f16 = lost_values(Dtype::BF16, bf16, Dtype::F16, f16_of_bf16, in.size());
+  EXPECT_EQ(bf16_to_f16.overflowed, 3u);  // 65504 was rounded to BF16's 65536 on the way
+  EXPECT_EQ(bf16_to_f16.flushed, 2u);
   EXPECT_TRUE(can_lose_values(Dtype::BF16, Dtype::F16));
   EXPECT_TRUE(can_lose_values(Dtype::F64, Dtype::F32));
   EXPECT_TRUE(can_lose_values(Dtype::F32, Dtype::BF16));  // rounding up past BF16's largest
@@ -46,6 +50,18 @@ TEST(LostValues, Float32RoundsPastBfloat16sLargestToInfinity) {
   const LostCounts l = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
   EXPECT_EQ(l.overflowed, 2u);
   EXPECT_EQ(l.flushed, 1u);  // 2^-149 is below BF16's smallest subnormal (2^-133)
+}
+
+// Large counts are split over the cores: the parts add up to the whole.
+TEST(LostValues, CountsOnEveryCoreAddUp) {
+  std::vector<float> in(3 << 20, 1.0f);
+  for (size_t i = 0; i < in.size(); i += 1000) in[i] = i % 3000 ? 1e5f : 1e-9f;
+  std::vector<std::byte> out(in.size() * 2);
+  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, out, in.size());
+  const LostCounts l = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, out, in.size());
+  const uint64_t marked = (in.size() + 999) / 1000, flushed = (in.size() + 2999) / 3000;
+  EXPECT_EQ(l.flushed, flushed);
+  EXPECT_EQ(l.overflowed, marked - flushed);
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ TEST(FolderRewrite, DequantizesWeightsSplitAcrossShards) {
   const std::string config = read_text(tmp / "q/config.json");
   for (const char* member : {R"("quant_method": "bitsandbytes")", R"("load_in_4bit": true)",
                              R"("bnb_4bit_use_double_quant": true)", R"("bnb_4bit_compute_dtype": "float32")",
-                             R"("llm_int8_skip_modules": ["model.embed_tokens", "model.norm"])"})
+                             R"("llm_int8_skip_modules": ["model.embed_tokens", "model.norm", "lm_head"])"})
     EXPECT_NE(config.find(member), std::string::npos) << member << " in " << config;
   // Merged, then sharded in the canonical order (by dtype): a weight's parts split.
   merge_shards(tmp / "q", tmp / "merged.safetensors");

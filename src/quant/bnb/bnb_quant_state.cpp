@@ -27,10 +27,10 @@ namespace {
 // A quant_state shape is a torch.Size: torch allows at most 64 dimensions.
 constexpr size_t kMaxQuantStateRank = 64;
 
+// The dtypes bitsandbytes quantizes from, by the torch names its quant_state records.
 std::optional<Dtype> dtype_of_torch_name(std::string_view name) {
-  if (name == "float16") return Dtype::F16;
-  if (name == "bfloat16") return Dtype::BF16;
-  if (name == "float32") return Dtype::F32;
+  for (Dtype d : {Dtype::F16, Dtype::BF16, Dtype::F32})
+    if (torch_dtype_name(d) == name) return d;
   return std::nullopt;
 }
 

@@ -152,7 +152,7 @@ class Fp4Decoder final : public WeightDecoder {
     if (const auto* o = std::get_if<Mxfp4Options>(&w.scheme.options())) {
       group_ = kMxGroup;
       transposed_ = o->transposed;
-      scale_of_ = e8m0_values();
+      scale_of_ = e8m0_scales(scales_.dtype());
       value_ = e2m1_values(true);
     } else {
       const bool modelopt = std::get<Nvfp4Options>(w.scheme.options()).modelopt;

@@ -183,9 +183,10 @@ class Fp8Decoder final : public WeightDecoder {
 
  private:
   static std::vector<float> powers_of_two(const TensorView& e8m0) {
+    const std::array<float, 256> scale_of = e8m0_scales(e8m0.dtype());
     std::vector<float> values;
     values.reserve(e8m0.bytes().size());
-    for (std::byte b : e8m0.bytes()) values.push_back(e8m0_values()[static_cast<uint8_t>(b)]);
+    for (std::byte b : e8m0.bytes()) values.push_back(scale_of[static_cast<uint8_t>(b)]);
     return values;
   }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <fmt/core.h>
@@ -85,6 +86,12 @@ const std::array<float, 256>& e8m0_values() noexcept {
     for (int b = 0; b < 256; ++b) values[b] = std::ldexp(1.0f, b - 127);
     return values;
   }();
+  return table;
+}
+
+std::array<float, 256> e8m0_scales(Dtype stored) noexcept {
+  std::array<float, 256> table = e8m0_values();
+  if (stored == Dtype::F8_E8M0) table[255] = std::numeric_limits<float>::quiet_NaN();
   return table;
 }
 

@@ -43,9 +43,15 @@ const std::array<float, 256>& e4m3_values() noexcept;
 /// The f32 value of one element of a scale tensor (F32, BF16 or F16), read from raw bytes.
 float scale_value(Dtype dtype, const std::byte* element) noexcept;
 
-/// E8M0 (MX scale) code -> 2^(code - 127) in f32: 2^-127 a subnormal, 255 +inf (as the
-/// references compute it; none of them makes 255 a NaN).
+/// E8M0 (MX scale) code -> 2^(code - 127) in f32: 2^-127 a subnormal, 255 +inf, as gpt-oss's
+/// and compressed-tensors' arithmetic on U8 scale bytes gives it under the torch they were
+/// written with (2^(b-127): 255 is 2^128, and 0 * inf a NaN). No checkpoint holds 255 (gpt-oss
+/// asserts its scales stay below 240); docs/interop.md says what each reference makes of it.
 const std::array<float, 256>& e8m0_values() noexcept;
+
+/// The scale table for E8M0 bytes stored as `stored`: e8m0_values(), and for F8_E8M0 (the
+/// dtype, as OCP MX, torch.float8_e8m0fnu and transformers' FP8 dequantizer read it) 255 NaN.
+std::array<float, 256> e8m0_scales(Dtype stored) noexcept;
 
 /// FP4 E2M1 code (0..15) -> value: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; code 8 is
 /// -0 or +0 as the reference's table has it.

@@ -122,6 +122,19 @@ def test_bnb_4bit_folder_loads_and_dequantizes_as_tlio_does(saved, tmp_path, sch
         assert bits_equal(p, r), name
 
 
+@pytest.mark.parametrize("scheme", ["nf4", "int8"])
+def test_bnb_folder_of_a_tied_model_keeps_its_head_plain(tmp_path, scheme):
+    """A tied head is stored as the embeddings alone: the config must still name it plain."""
+    pytest.importorskip("bitsandbytes")
+    save_llama(tmp_path / "tied", tied=True)
+    run("quantize", tmp_path / "tied", tmp_path / "q", "--scheme", scheme)
+    assert "lm_head" in config(tmp_path / "q")["quantization_config"]["llm_int8_skip_modules"]
+    loaded = load(tmp_path / "q")
+    assert type(loaded.lm_head).__name__ == "Linear"
+    assert loaded.lm_head.weight.data_ptr() == loaded.model.embed_tokens.weight.data_ptr()
+    assert torch.isfinite(logits(loaded)).all()
+
+
 def test_int8_folder_loads_as_linear8bit_and_dequantizes_as_tlio_does(saved, tmp_path):
     bnb = pytest.importorskip("bitsandbytes")
     folder, _ = saved

@@ -24,14 +24,15 @@ errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
 import importlib as _importlib
 import os as _os
 import stat as _stat
-import types as _types
-from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
 
 from . import _gguf, _tlio
 from ._gguf import export_gguf, gguf_metadata, import_gguf
 from ._report import report
+from ._rewrites import (ConvertResult, _ConvertCounts, convert_file, dequantize_file, edit_file,
+                        import_checkpoint, quantize_file, read_checkpoint)
+from ._trust import _sha256_argument, hash_file, sign, verify
 from ._tlio import SafetensorError, VerificationError
 
 __version__ = _tlio.__version__
@@ -563,86 +564,6 @@ def _builtins_bytes(data):
     return data if isinstance(data, bytes) else bytes(data)
 
 
-# ---- whole-file conversions ----------------------------------------------------------------------
-
-class _ConvertCounts(_NamedTuple):
-    converted: int
-    kept: int
-
-
-class ConvertResult(_ConvertCounts):
-    """What convert_file wrote: `converted` tensors changed to the new dtype, `kept` tensors
-    copied as they were (not selected, already that dtype, or not convertible); `lost`, the
-    tensors whose values the new dtype could not hold: {name: (overflowed, flushed)}, the
-    finite values that became infinite and the nonzero ones that became zero."""
-
-    lost = _types.MappingProxyType({})  # what _replace and _make give (they skip __new__)
-
-    def __new__(cls, converted, kept, lost=None):
-        result = super().__new__(cls, converted, kept)
-        result.lost = dict(lost or {})
-        return result
-
-    def __repr__(self):
-        return f"ConvertResult(converted={self.converted}, kept={self.kept}, lost={self.lost!r})"
-
-
-def _shard_size(max_size):
-    return _tlio.parse_size(max_size) if isinstance(max_size, str) else (max_size or 0)
-
-
-def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None, cast=False):
-    """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
-    converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
-    or only those whose names match the regex `include` and not `exclude`. Returns a
-    ConvertResult(converted, kept).
-
-    `src` may be a model folder (model.safetensors, or shards with their index): `dst` is then
-    a folder with the same shards, a new index, config.json (its dtype set) and the tokenizer
-    and generation files, replacing `dst`'s previous weights as a whole or not at all; with
-    `max_size` (bytes, or "5GB") in new shards of at most that many tensor bytes, each module's
-    tensors in one (the data still written once). A folder to a dtype of 8 bits or fewer (F8_*,
-    F4) is refused unless `cast` (a plain cast of every tensor, with no scale: quantize_file's
-    "fp8-block" writes the scaled FP8 the Hub's loaders read)."""
-    converted, kept, lost = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
-                                               exclude, _shard_size(max_size), cast)
-    return ConvertResult(converted, kept, lost)
-
-
-def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nested=None,
-                  storage=None, allow_1d=False, *, max_size=None):
-    """Quantizes the weights of `src` into `dst` (atomically), as ``tlio quantize`` does.
-
-    scheme: "int4-g32-sym" (tinyllm int4; other group sizes as "int4-gN-sym"), "nf4" or "fp4"
-    (bitsandbytes 4-bit; `blocksize` default 64, `nested` quantizes the absmax too, `storage`
-    the stored dtype, "U8" by default), "int8" (LLM.int8), "fp8-block" (F8_E4M3 with F32
-    scales per 128x128 block, as DeepSeek and Qwen -FP8 ship; "fp8-block64x64" for another
-    block) or "fp8" (F8_E4M3 with a scale per row, compressed-tensors). By default the 2-D tensors whose
-    names end in "weight" (the weights of linear layers, whatever their names: q_proj, c_attn,
-    query_key_value, w1, fc1) are quantized, never embeddings or the output head (lm_head); `include`/`exclude` are regexes that choose
-    others. 1-D tensors (biases, norms) stay as they are unless `include` names them and
-    `allow_1d` is True. Selecting no tensor raises ValueError.
-
-    `src` may be a model folder: `dst` is then a folder, shard by shard or in new shards of
-    at most `max_size` tensor bytes (see convert_file).
-
-    Returns one dict per selected tensor, in file order: name, quantized (bool), note (why a
-    tensor of the default selection was not, or ""), rmse and max_abs_error (of the
-    dequantized values, for quantized ones). Tensors outside the selection are not listed."""
-    return _tlio.quantize_file(_os.fspath(src), _os.fspath(dst), scheme, include, exclude,
-                               blocksize, nested, storage, allow_1d, _shard_size(max_size))
-
-
-def dequantize_file(src, dst, dtype=None, *, max_size=None):
-    """Writes `src` with every quantized weight restored as a plain tensor under its logical
-    name (atomically), as ``tlio dequantize`` does: as `dtype` ("F32", "F16", "BF16"), or by
-    default as its original dtype (bitsandbytes) or F32. Returns the number of weights
-    restored. `src` may be a model folder: `dst` is then a folder (see convert_file; `max_size`
-    re-shards it), whose config.json loses its quantization_config."""
-    return _tlio.dequantize_file(_os.fspath(src), _os.fspath(dst),
-                                 None if dtype is None else str(dtype), _shard_size(max_size))
-
-
 # ---- comparing values ----------------------------------------------------------------------------
 
 def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: A002 - as --filter
@@ -671,150 +592,3 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
     return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
                                float(atol), float(rtol), str(filter),
                                *(f.quantization_config if isinstance(f, _Shards) else "" for f in (fa, fb)))
-
-
-# ---- editing -------------------------------------------------------------------------------------
-
-def _strings(value, what):
-    """None, one str, or an iterable of str, as a list (TypeError naming `what` otherwise)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    try:
-        items = list(value)
-    except TypeError:
-        raise TypeError(f"{what} must be a str or an iterable of str, not "
-                        f"{type(value).__name__}") from None
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(f"{what} must hold str, not {type(item).__name__} ({item!r})")
-    return items
-
-
-def _rename_rules(rename):
-    """A dict {regex: replacement} or an iterable of (regex, replacement) pairs, in order."""
-    if rename is None:
-        return []
-    pairs = list(rename.items()) if isinstance(rename, dict) else list(rename)
-    for pair in pairs:
-        if (not isinstance(pair, (tuple, list)) or len(pair) != 2 or
-                not all(isinstance(x, str) for x in pair)):
-            raise TypeError(f"rename must map str regexes to str replacements, got {pair!r}")
-    return [tuple(p) for p in pairs]
-
-
-def edit_file(src, dst=None, *, metadata=None, delete=(), keep=None, drop=None, rename=None):
-    """Edits the metadata and the set of tensors of `src` without touching the tensors' bytes,
-    as ``tlio metadata`` and ``tlio convert --keep/--drop/--rename`` do.
-
-    The result goes to `dst`, or replaces `src` itself when `dst` is None (or the same file): in
-    place when only the header changes and keeps its length (one synced write of the header),
-    else as one atomic rewrite whose tensor bytes are copied in the kernel. A model folder `src`
-    is edited shard by shard (every shard's metadata) into the folder `dst` or itself,
-    rewritten and published as a set.
-
-    metadata: dict of str to str, entries added or replaced. delete: keys removed (each must
-    exist). keep: a regex or a list of them; only tensors matching one are written. drop:
-    regexes; matching tensors are left out. rename: {regex: replacement} or a list of pairs,
-    applied in order, each replacing every match; ``\\1`` inserts a group. Regexes are
-    ECMAScript, searched in names; keep and drop see the original names. A quantized weight
-    moves whole: keep and drop decide by its logical name, and its stored tensors are renamed
-    together.
-
-    Returns a dict: kept, dropped and renamed (tensor counts), in_place (bool), data_bytes (of
-    the result) and metadata (the result's). Raises ValueError, with nothing written, for a bad
-    regex, two tensors renamed to one name, a key to delete that is not there, or a selection
-    that would split a quantized weight or keep no tensor; TypeError for arguments of the wrong
-    type."""
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise TypeError(f"metadata must be a dict of str to str, not {type(metadata).__name__}")
-    for k, v in metadata.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise TypeError(f"metadata must map str to str, got {k!r}: {v!r}")
-    return _tlio.edit_file(_os.fspath(src), "" if dst is None else _os.fspath(dst), metadata,
-                           _strings(delete, "delete"), _strings(keep, "keep"),
-                           _strings(drop, "drop"), _rename_rules(rename))
-
-
-# ---- PyTorch checkpoints -----------------------------------------------------------------------
-
-def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=None,
-                      allow_empty=False, import_all=False, dtype=None):
-    """Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
-    safetensors file `dst`, atomically, as `tlio import` does: its pickle is decoded, never run
-    (one that names code torch.load would run raises SafetensorError, rule "pickle"). `key`
-    imports the sub-object at that path ("model.encoder"). A directory holding pytorch_model.bin
-    or its shards becomes a model directory, split as the source or into shards of at most
-    `max_size` tensor bytes (an int, or "5GB"). A checkpoint without any tensor raises
-    SafetensorError (rule "checkpoint") unless `allow_empty`. A training checkpoint (a model
-    state dict under "model", "state_dict", ... beside "optimizer" and the like) imports its
-    model part, named in `chosen_key`, unless `import_all`. `dtype` ("bf16", "F16", ...: the
-    names ``tlio convert`` takes) writes floating tensors in that dtype, integers as they are.
-    Returns what was written: format,
-    tensors (name, dtype, shape, contiguous, alias_of), dropped_values (how many values that
-    are not tensors were left out), dropped ((path, kind) of the first 100,000 of them, kind
-    "int", "float", "str", ...), skipped, chosen_key, tensors_written, tensors_converted,
-    bytes_written."""
-    return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported,
-                                   _shard_size(max_size), allow_empty, import_all,
-                                   "" if dtype is None else str(dtype))
-
-
-def read_checkpoint(src, key=None):
-    """The tensors of a PyTorch checkpoint (name, dtype, shape, contiguous, alias_of) as
-    import_checkpoint would write them, without converting it."""
-    return _tlio.read_checkpoint(_os.fspath(src), key or "")
-
-
-def _sha256_argument(sha256):
-    if not isinstance(sha256, str):
-        raise TypeError(f"sha256 must be a str of 64 hex digits, not {type(sha256).__name__}")
-    if not sha256:
-        raise ValueError("sha256 is empty: give 64 hex digits, or None for no check")
-    return sha256
-
-
-def _paths(value):
-    """None, one path (str, bytes or os.PathLike) or an iterable of them, as a list of str
-    (TypeError for anything else, from os.fsdecode)."""
-    if value is None:
-        return []
-    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
-        return [_os.fsdecode(value)]
-    return [_os.fsdecode(v) for v in value]
-
-
-def hash_file(path, *, token=None):
-    """The SHA-256 of the file at `path` (a path or URL), as 64 lower-case hex digits, read once
-    front to back (a URL hashed as it downloads, nothing stored). When its server publishes a
-    SHA-256 (the Hub's X-Linked-Etag), the bytes are checked against it: VerificationError."""
-    return _tlio.hash_file(_os.fspath(path), token or "")
-
-
-def sign(folder, *, key, signature=None, ignore_paths=()):
-    """Signs every file of `folder` with the PEM private key file `key` (ECDSA on P-256, P-384
-    or P-521) in the OpenSSF model-signing v1.0 format; the signature goes to `signature`
-    (default FOLDER/model.sig), written atomically. `ignore_paths`: paths in the folder left
-    out (besides the signature and the .git paths). Returns the signature's path."""
-    return _tlio.sign_folder(_os.fspath(folder), _os.fspath(key),
-                             _os.fspath(signature) if signature is not None else "",
-                             _paths(ignore_paths))
-
-
-def verify(folder, *, key, signature=None, ignore_paths=()):
-    """Checks `folder` against its model signature (default FOLDER/model.sig) with the PEM
-    public key file `key` (a private key's public half serves too). Returns {"files": files listed, "key_hint": ...} when every file and
-    the signature match; raises VerificationError otherwise, whose `problems` lists each
-    failure (a file changed, added or missing, the key hint, the signature, the root digest)."""
-    result = _tlio.check_signature(_os.fspath(folder), _os.fspath(key),
-                                   _os.fspath(signature) if signature is not None else "",
-                                   _paths(ignore_paths))
-    if result["problems"]:
-        error = VerificationError(f"{_os.fspath(folder)}: the signature does not match: "
-                                  + "; ".join(result["problems"]))
-        error.problems = list(result["problems"])
-        raise error
-    return {"files": result["files"], "key_hint": result["key_hint"]}

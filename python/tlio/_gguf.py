@@ -98,6 +98,6 @@ def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None):
     named DST-00001-of-0000N.gguf; files lists them. An architecture, tokenizer or config key it
     does not export raises ValueError naming it."""
     import os
-    from . import _shard_size
+    from ._rewrites import _shard_size
     return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "",
                              _shard_size(split_max_size) if split_max_size is not None else 0)

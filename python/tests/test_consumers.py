@@ -167,6 +167,20 @@ def test_fp8_folder_loads_dequantized_on_cpu_as_tlio_dequantizes(saved, tmp_path
         assert bits_equal(p, r), name
 
 
+def test_fp8_rows_load_through_compressed_tensors_as_tlio_dequantizes(saved, tmp_path):
+    """quantize --scheme fp8 (per row) is compressed-tensors' naive-quantized FP8: transformers
+    loads it with compressed-tensors, whose decompression equals tlio's dequantize bit for bit."""
+    pytest.importorskip("compressed_tensors")
+    folder, _ = saved
+    run("quantize", folder, tmp_path / "q", "--scheme", "fp8")
+    assert config(tmp_path / "q")["quantization_config"]["quant_method"] == "compressed-tensors"
+    load(tmp_path / "q")  # compressed, as it is stored
+    theirs = load(tmp_path / "q", quantization_config=transformers.CompressedTensorsConfig(dequantize=True))
+    run("dequantize", tmp_path / "q", tmp_path / "deq", "--dtype", "BF16")
+    for (name, p), (_, r) in zip(theirs.state_dict().items(), load(tmp_path / "deq").state_dict().items()):
+        assert bits_equal(p, r), name
+
+
 def test_fp8_ue8m0_scales_dequantize_as_transformers_does(saved, tmp_path):
     """DeepSeek-V3.1's form: block scales as float8_e8m0fnu (transformers' scale_fmt "ue8m0")."""
     folder, _ = saved

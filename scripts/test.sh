@@ -64,16 +64,17 @@ pip_install() {
   TLIO_CMAKE_BUILD_DIR="$PWD/build" build/venv/bin/pip install --quiet --no-index \
     --no-build-isolation .
 }
-pytest_installed() (  # a subshell: it runs from /
-  root=$PWD
+# pytest_in VENV CHECK: the suite run by VENV's python from / (so it imports the installed
+# package), after CHECK (python code) holds there.
+pytest_in() (  # a subshell: it runs from /
+  root=$PWD python="$PWD/$1/bin/python"
   cd /
-  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" -c \
-    'import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__'
-  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/venv/bin/python" \
+  "$python" -c "import sys, tlio.torch; assert tlio.__file__.startswith(sys.prefix), tlio.__file__; $2"
+  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$python" \
     -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
 )
 stage "python: pip install" pip_install
-stage "python: pytest (installed)" pytest_installed
+stage "python: pytest (installed)" pytest_in build/venv "pass"
 
 # The same suite on the users' stack: build/consumer-venv (PyPI's numpy 2, torch 2.x,
 # transformers 5, bitsandbytes; scripts/pypi/consumers.txt), the Release build's module installed
@@ -82,16 +83,9 @@ consumer_install() {
   TLIO_CMAKE_BUILD_DIR="$PWD/build" build/consumer-venv/bin/pip install --quiet --no-index \
     --no-build-isolation --no-deps --force-reinstall .
 }
-pytest_consumers() (
-  root=$PWD
-  cd /
-  "$root/build/consumer-venv/bin/python" -c \
-    'import sys, numpy, tlio.torch; assert tlio.__file__.startswith(sys.prefix) and int(numpy.__version__.split(".")[0]) >= 2'
-  TLIO_TEST_DATA="$root/tests/data" TLIO_CLI="$root/build/tlio" "$root/build/consumer-venv/bin/python" \
-    -m pytest -q -p no:cacheprovider -n "$jobs" "$root/python/tests"
-)
 stage "python (users' stack): pip install" consumer_install
-stage "python (users' stack): pytest" pytest_consumers
+stage "python (users' stack): pytest" pytest_in build/consumer-venv \
+  "import numpy; assert int(numpy.__version__.split('.')[0]) >= 2, numpy.__version__"
 
 # `pip wheel .` as a user runs it: build isolation (setuptools, wheel and the pinned pybind11 from
 # PyPI), libtlio and the module compiled by setup.py's own CMake build (through ccache), the

@@ -91,6 +91,21 @@ def test_convert_dtype_loads_with_the_cast_weights(saved, tmp_path, dtype):
     assert torch.equal(logits(loaded), logits(want))
 
 
+def test_sharded_save_pretrained_folder_converts_and_loads(tmp_path):
+    """save_pretrained's shards and index (max_shard_size) read, rewritten shard by shard."""
+    model = save_llama(tmp_path / "src")
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="60KB")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").exists()
+    assert ": OK" in run("validate", tmp_path / "sharded").stdout
+    run("convert", tmp_path / "sharded", tmp_path / "f32", "--dtype", "F32")
+    assert len(list((tmp_path / "f32").glob("model-*.safetensors"))) > 2 and formats(tmp_path / "f32") == {"pt"}
+    run("merge", tmp_path / "f32", tmp_path / "merged.safetensors")
+    want = load(tmp_path / "src", dtype=torch.float32)
+    assert torch.equal(logits(load(tmp_path / "f32")), logits(want))
+    metadata = run("metadata", tmp_path / "merged.safetensors", "--json").stdout
+    assert '"format":"pt"' in metadata.replace(" ", "")
+
+
 def test_shard_and_merge_keep_what_transformers_loads(saved, tmp_path):
     folder, model = saved
     run("shard", folder / "model.safetensors", tmp_path / "sharded", "--max-size", "100KB")

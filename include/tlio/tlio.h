@@ -248,8 +248,13 @@ typedef struct tl_quantize_options {
   const char* token;      /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
   int allow_1d;           /* quantize 1-D tensors (biases, norms) that `include` names too */
 } tl_quantize_options;
-/* Fills `options` with the defaults and struct_size. */
+/* Fills `options` with the defaults and struct_size. A macro over tl_quantize_options_init_sized
+ * with the caller's own sizeof, so that the library never writes past the struct the caller
+ * has; the function of the same name, for programs built against an older tlio.h, fills the
+ * struct's first version only (up to progress_user). */
+TL_API void tl_quantize_options_init_sized(tl_quantize_options* options, size_t size);
 TL_API void tl_quantize_options_init(tl_quantize_options* options);
+#define tl_quantize_options_init(options) tl_quantize_options_init_sized((options), sizeof *(options))
 /* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`). */
 TL_API int tl_quantize_file_with(const char* src, const char* dst,
                                  const tl_quantize_options* options);
@@ -301,7 +306,11 @@ typedef struct tl_compare_options {
   const char* quantization_config_a;
   const char* quantization_config_b;
 } tl_compare_options;
+/* As tl_quantize_options_init: a macro passing the caller's sizeof; the function of the same name
+ * fills the first version only (up to progress_user). */
+TL_API void tl_compare_options_init_sized(tl_compare_options* options, size_t size);
 TL_API void tl_compare_options_init(tl_compare_options* options);
+#define tl_compare_options_init(options) tl_compare_options_init_sized((options), sizeof *(options))
 typedef struct tl_comparison tl_comparison;
 typedef struct tl_tensor_comparison {
   const char* name;

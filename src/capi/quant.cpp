@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 using namespace tlio::capi;
 
@@ -37,6 +38,22 @@ bool compare_options_sized(const tl_compare_options* options) {
   // Versions of the struct before `filter` are taken: a caller built against them never set it.
   return !options ||
          (options->struct_size >= kCompareOptionsFirstSize && options->struct_size <= sizeof(tl_compare_options));
+}
+
+// The first `size` bytes of `defaults` into `options`, never more than the caller's struct (a
+// program built against an older tlio.h has a smaller one), and struct_size = size: a size past
+// this library's struct is refused by the calls that take the options.
+template <class Options>
+void init_sized(Options* options, const Options& defaults, size_t size) {
+  if (!options || size < sizeof(size_t)) return;
+  std::memcpy(options, &defaults, std::min(size, sizeof(Options)));
+  options->struct_size = size;
+}
+
+tl_quantize_options quantize_defaults() {
+  tl_quantize_options o{};
+  o.storage = TL_U8;
+  return o;
 }
 
 }  // namespace
@@ -101,18 +118,20 @@ int tl_quantized_read(const tl_file* file, const char* name, uint64_t first, uin
   });
 }
 
-void tl_quantize_options_init(tl_quantize_options* options) {
-  if (!options) return;
-  *options = tl_quantize_options{};
-  options->struct_size = sizeof(tl_quantize_options);
-  options->storage = TL_U8;
-}
-
 // The first tl_quantize_options is this one: a smaller struct_size is not a tl_quantize_options.
 // A field added later is read only when the caller's struct_size covers it
 // (offsetof(field) + sizeof(field) <= struct_size) and keeps its default otherwise.
 static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
                                                      sizeof(void*);
+
+void tl_quantize_options_init_sized(tl_quantize_options* options, size_t size) {
+  init_sized(options, quantize_defaults(), size);
+}
+
+// The name older programs call (tlio.h makes it a macro now: parenthesized, it is the function).
+void(tl_quantize_options_init)(tl_quantize_options* options) {
+  init_sized(options, quantize_defaults(), kQuantizeOptionsFirstSize);
+}
 
 namespace {
 
@@ -238,10 +257,12 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
   });
 }
 
-void tl_compare_options_init(tl_compare_options* options) {
-  if (!options) return;
-  *options = tl_compare_options{};
-  options->struct_size = sizeof(tl_compare_options);
+void tl_compare_options_init_sized(tl_compare_options* options, size_t size) {
+  init_sized(options, tl_compare_options{}, size);
+}
+
+void(tl_compare_options_init)(tl_compare_options* options) {
+  init_sized(options, tl_compare_options{}, kCompareOptionsFirstSize);
 }
 
 int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_options* options,

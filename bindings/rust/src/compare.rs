@@ -149,9 +149,9 @@ fn c_options<'p>(
     progress: &mut Option<&'p mut dyn FnMut(u64, u64)>,
 ) -> sys::tl_compare_options {
     let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
-    // SAFETY: init fills every field.
+    // SAFETY: init_sized fills every field of a struct of that size.
     let mut o = unsafe {
-        sys::tl_compare_options_init(o.as_mut_ptr());
+        sys::tl_compare_options_init_sized(o.as_mut_ptr(), std::mem::size_of::<sys::tl_compare_options>());
         o.assume_init()
     };
     o.atol = atol;

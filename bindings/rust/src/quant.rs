@@ -97,9 +97,9 @@ fn quantize_with(
     let (include, exclude) = (optional(&options.include)?, optional(&options.exclude)?);
     let token = optional(&options.token)?;
     let mut o = std::mem::MaybeUninit::<sys::tl_quantize_options>::uninit();
-    // SAFETY: init fills every field.
+    // SAFETY: init_sized fills every field of a struct of that size.
     let mut o = unsafe {
-        sys::tl_quantize_options_init(o.as_mut_ptr());
+        sys::tl_quantize_options_init_sized(o.as_mut_ptr(), std::mem::size_of::<sys::tl_quantize_options>());
         o.assume_init()
     };
     o.scheme = scheme.as_ptr();

@@ -362,6 +362,7 @@ extern "C" {
         dst: *mut c_void,
         dst_size: usize,
     ) -> c_int;
+    pub fn tl_quantize_options_init_sized(options: *mut tl_quantize_options, size: usize);
     pub fn tl_quantize_options_init(options: *mut tl_quantize_options);
     pub fn tl_quantize_file_with(
         src: *const c_char,
@@ -405,6 +406,7 @@ extern "C" {
         dtype: c_int,
         max_shard_size: u64,
     ) -> c_int;
+    pub fn tl_compare_options_init_sized(options: *mut tl_compare_options, size: usize);
     pub fn tl_compare_options_init(options: *mut tl_compare_options);
     pub fn tl_compare_files(
         a: *const tl_file,

@@ -162,7 +162,7 @@ int convert_from_gguf(const Args& a) {
     for (const std::string& f : r.files) files.push_back(json_string(f));
     fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"decoded\":{},\"converted\":{},\"kept\":{},"
                "\"dtype\":\"{}\",{}\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-               json_string(display_location(a.in)), json_string(a.out), r.tensors, r.decoded, r.converted, r.kept,
+               json_string(display_location(a.in)), json_string(display_location(a.out)), r.tensors, r.decoded, r.converted, r.kept,
                dtype,
                folder ? fmt::format("\"files\":[{}],\"tokenizer_note\":{},", fmt::join(files, ","),
                                     json_string(r.tokenizer_note))
@@ -329,10 +329,10 @@ void add_convert(CLI::App& app, int& exit_code) {
         if (a->json)
           fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
                      "\"converted\":0,\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-                     json_string(display_location(a->in)), json_string(a->out), r.kept, r.dropped, r.renamed,
+                     json_string(display_location(a->in)), json_string(display_location(a->out)), r.kept, r.dropped, r.renamed,
                      r.source_data_bytes, r.data_bytes);
         else
-          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}{}, {}\n", display_location(a->in), a->out, r.kept,
+          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}{}, {}\n", display_location(a->in), display_location(a->out), r.kept,
                      r.kept == 1 ? "" : "s",
                      r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
                      r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
@@ -354,12 +354,12 @@ void add_convert(CLI::App& app, int& exit_code) {
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
                    "\"converted\":{},\"dequantized\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},"
                    "\"data_bytes_out\":{}{}}}\n",
-                   json_string(src.name()), json_string(a->out), r.converted + r.kept, r.dropped,
+                   json_string(src.name()), json_string(display_location(a->out)), r.converted + r.kept, r.dropped,
                    r.renamed, r.converted, r.dequantized, tlio::dtype_name(options.dtype), r.data_bytes_in,
                    r.data_bytes_out, lost_json(r));
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", src.name(), a->out,
+      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", src.name(), display_location(a->out),
                  r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype),
                  r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept,
                  r.dropped ? fmt::format(", {} dropped", r.dropped) : "",

@@ -87,7 +87,7 @@ void add_import(CLI::App& app, int& exit_code) {
         fmt::print("{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
                    "\"converted\":{},\"dtype\":{},\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"dropped\":[{}],"
                    "\"skipped\":[{}],\"chosen_key\":{}}}\n",
-                   json_string(a->src), json_string(a->dst), json_string(r.contents.format),
+                   json_string(display_location(a->src)), json_string(display_location(a->dst)), json_string(r.contents.format),
                    fmt::join(tensors, ","), r.tensors_written, r.tensors_converted,
                    options.dtype ? json_string(tlio::dtype_name(*options.dtype)) : "null", r.bytes_written, aliases,
                    r.contents.dropped_values, fmt::join(dropped, ","), fmt::join(skipped, ","),
@@ -109,7 +109,7 @@ void add_import(CLI::App& app, int& exit_code) {
                    others.empty() ? "" : fmt::format("; left out {}", fmt::join(others, ", ")));
       }
       fmt::print(report_stream(a->dst), "{} -> {}: {} tensor{} ({}{}), {} alias{} recorded, {} other value{} dropped{}\n",
-                 a->src, a->dst, r.tensors_written, r.tensors_written == 1 ? "" : "s",
+                 display_location(a->src), display_location(a->dst), r.tensors_written, r.tensors_written == 1 ? "" : "s",
                  human_size(r.bytes_written),
                  options.dtype ? fmt::format("; {} converted to {}", r.tensors_converted, tlio::dtype_name(*options.dtype)) : "",
                  aliases, aliases == 1 ? "" : "es",

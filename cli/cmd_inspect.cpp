@@ -97,7 +97,7 @@ void print_metadata_json(std::string& out, const tlio::File& f) {
 void print_checkpoint(const std::string& path, bool json, std::string* json_out = nullptr) {
   const tlio::CheckpointContents c = tlio::read_checkpoint(path);
   if (json) {
-    std::string out = fmt::format("{{\"checkpoint\":{},\"format\":\"{}\",\"tensors\":[", json_string(path), c.format);
+    std::string out = fmt::format("{{\"checkpoint\":{},\"format\":\"{}\",\"tensors\":[", json_string(display_location(path)), c.format);
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const auto& t = c.tensors[i];
       out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"contiguous\":{}{}}}",
@@ -110,7 +110,7 @@ void print_checkpoint(const std::string& path, bool json, std::string* json_out 
     else fmt::print("{}\n", out);
     return;
   }
-  fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n", path, c.format);
+  fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n", display_location(path), c.format);
   std::vector<std::vector<std::string>> rows = {{"name", "dtype", "shape", "note"}};
   for (const auto& t : c.tensors)
     rows.push_back({t.name, std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),

@@ -48,12 +48,12 @@ void add_shard(CLI::App& app, int& exit_code) {
         std::vector<std::string> files;
         for (const auto& f : r.files) files.push_back(json_string(f));
         fmt::print("{{\"input\":{},\"output\":{},\"files\":[{}],\"total_size\":{}}}\n",
-                   json_string(display_location(a->in)), json_string(a->out), fmt::join(files, ","),
+                   json_string(display_location(a->in)), json_string(display_location(a->out)), fmt::join(files, ","),
                    r.total_size);
         return kExitOk;
       }
       for (const auto& f : r.files) fmt::print("  {}\n", f);
-      fmt::print("{} -> {}: {} file{}, {} of tensor data\n", a->in, a->out, r.files.size(),
+      fmt::print("{} -> {}: {} file{}, {} of tensor data\n", display_location(a->in), display_location(a->out), r.files.size(),
                  r.files.size() == 1 ? "" : "s",
                  human_size(r.total_size));
       return kExitOk;
@@ -90,10 +90,10 @@ void add_merge(CLI::App& app, int& exit_code) {
       tlio::File f = tlio::File::open(a->out);
       if (a->json)
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"data_bytes\":{}}}\n",
-                   json_string(display_location(a->dir)), json_string(a->out), f.tensors().size(),
+                   json_string(display_location(a->dir)), json_string(display_location(a->out)), f.tensors().size(),
                    f.header().data_size());
       else
-        fmt::print("{} -> {}: {} tensor{}, {}\n", a->dir, a->out, f.tensors().size(),
+        fmt::print("{} -> {}: {} tensor{}, {}\n", display_location(a->dir), display_location(a->out), f.tensors().size(),
                    f.tensors().size() == 1 ? "" : "s", human_size(f.header().data_size()));
       return kExitOk;
     });

@@ -259,12 +259,12 @@ void add_quantize(CLI::App& app, int& exit_code) {
         }
         fmt::print("{{\"input\":{},\"output\":{},\"scheme\":{},\"items\":[{}],\"kept\":[{}],"
                    "\"data_bytes_before\":{},\"data_bytes_after\":{}{}}}\n",
-                   json_string(display_location(a->in)), json_string(a->out),
+                   json_string(display_location(a->in)), json_string(display_location(a->out)),
                    json_string(o.scheme.name()), fmt::join(items, ","), fmt::join(kept, ","),
                    r.data_bytes_before, r.data_bytes_after, json_files_member(files));
         return kExitOk;
       }
-      print_quantize_report(r, a->in, a->out, a->scheme, a->quiet);
+      print_quantize_report(r, display_location(a->in), display_location(a->out), a->scheme, a->quiet);
       return kExitOk;
     });
   });
@@ -314,11 +314,11 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       bar.finish();
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",
-                   json_string(display_location(a->in)), json_string(a->out), r.restored,
+                   json_string(display_location(a->in)), json_string(display_location(a->out)), r.restored,
                    json_string(r.scheme), json_files_member(files));
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n", a->in, a->out, r.restored,
+      fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n", display_location(a->in), display_location(a->out), r.restored,
                  r.restored == 1 ? "" : "s",
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);
       return kExitOk;

@@ -375,7 +375,7 @@ void print_summary(const SliceArgs& a, const SliceSummary& s) {
     for (size_t i = 0; i < s.files.size(); ++i) files += (i ? "," : "") + json_string(s.files[i]);
     fmt::print("{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
                "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
-               json_string(s.input), a.out.empty() ? "null" : json_string(a.out), a.dry_run, files, tensors,
+               json_string(display_location(s.input)), a.out.empty() ? "null" : json_string(display_location(a.out)), a.dry_run, files, tensors,
                read_list, s.read_bytes, s.wanted_bytes);
     return;
   }
@@ -391,7 +391,7 @@ void print_summary(const SliceArgs& a, const SliceSummary& s) {
       if (const auto [n, bytes] = s.per_file[f]; n)
         fmt::print(out, "{}: {} read{}, {} bytes\n", s.files[f], n, n == 1 ? "" : "s", thousands(bytes));
   }
-  fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", s.input, a.dry_run ? "" : " -> " + a.out,
+  fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", display_location(s.input), a.dry_run ? "" : " -> " + display_location(a.out),
              s.items.size(), s.items.size() == 1 ? "" : "s", thousands(s.read_bytes),
              a.dry_run ? "to read" : "read", thousands(s.wanted_bytes),
              a.dry_run ? "; nothing read, nothing written" : "");

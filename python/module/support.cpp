@@ -61,6 +61,10 @@ std::vector<py::ssize_t> numpy_shape(const tlio::TensorInfo& t) {
   }
   if (t.dtype == tlio::Dtype::F4) {
     if (shape.empty()) shape.push_back(1);
+    else if (shape.back() % 2)  // its pairs straddle rows: no array of bytes per row holds it
+      throw py::value_error("tensor \"" + t.name + "\" is F4 with an odd last dimension (" +
+                            std::to_string(shape.back()) + "): its values do not pack two to a byte row by "
+                            "row (safetensors refuses it too); get_slice reads its bytes");
     else shape.back() /= 2;
   }
   return shape;

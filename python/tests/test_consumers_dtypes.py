@@ -82,3 +82,12 @@ def test_numpy_arrays_have_numpy_2_strides_and_values(tmp_path):
         assert np.array_equal(f.get_slice("a_float32")[1:3, ::2], arrays["a_float32"][1:3, ::2])
     tlio.numpy.save_file(arrays, tmp_path / "ours.safetensors")
     assert (tmp_path / "ours.safetensors").read_bytes() == path.read_bytes()
+
+
+def test_f4_with_an_odd_last_dimension_is_refused_as_safetensors_refuses_it(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    tlio.serialize_file({"w": {"dtype": "F4", "shape": [2, 3], "data": bytes([0x21, 0x43, 0x65])}}, path)
+    with pytest.raises(Exception, match="divisible by 2|last dim"):
+        safetensors_torch.load_file(path)
+    with pytest.raises(ValueError, match="odd last dimension"):
+        tlio.torch.load_file(path)

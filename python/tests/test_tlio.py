@@ -104,6 +104,17 @@ def test_types_numpy_lacks_are_an_error_or_asked_for_as_bits_or_values(tmp_path)
         assert f.get_tensor(f.keys()[0]).dtype == np.complex64
 
 
+def test_f4_whose_pairs_straddle_rows_is_refused_by_name_not_cut(tmp_path):
+    # [2, 3] F4: 6 values in 3 bytes, a valid file; no array of bytes per row holds it (the
+    # packed view used to be [2, 1], 2 of the 3 bytes). Its values still read as floats.
+    path = tmp_path / "odd.safetensors"
+    tlio.serialize_file({"w": {"dtype": "F4", "shape": [2, 3], "data": bytes([0x21, 0x43, 0x65])}}, path)
+    with tlio.safe_open(path, "numpy") as f:
+        with pytest.raises(ValueError, match="odd last dimension"):
+            f.get_tensor("w", dtype="bits")
+        assert f.get_tensor("w", dtype=np.float32).tolist() == [[0.5, 1.0, 1.5], [2.0, 3.0, 4.0]]
+
+
 def test_load_save_round_trip_canonical_bytes(tmp_path):
     tensors = {"b": np.array([1, 2, 3], dtype=np.int64), "a": np.ones((2, 2), dtype=np.float16),
                "flag": np.array([True, False])}

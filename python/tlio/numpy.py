@@ -49,9 +49,9 @@ def _plan_array(shape, dtype, nbytes, flat):
     """A new array for a plan item, or one over `flat` (a uint8 array of exactly its bytes)."""
     if dtype in _NUMPY_OF:
         typed = _NUMPY_OF[dtype]
-    elif dtype == "F4" and shape:  # packed, two values a byte, as get_tensor's bits
+    elif dtype == "F4" and shape and shape[-1] % 2 == 0:  # packed, two values a byte (get_tensor)
         typed, shape = "u1", shape[:-1] + (shape[-1] // 2,)
-    else:  # F6 (and a 0-d F4): the packed bytes, flat
+    else:  # F6 (and a 0-d F4, or one whose pairs straddle rows): the packed bytes, flat
         typed, shape = "u1", (nbytes,)
     if flat is None:
         flat = _tlio.fresh_bytes(nbytes)  # huge pages as the system says (numpy asks for them)

@@ -295,6 +295,9 @@ def _empty(shape, dtype, name, flat=None):
     """A new tensor, or one over `flat` (a uint8 numpy array of exactly its bytes)."""
     want = _torch_dtype(dtype, name)
     if dtype == "F4" and shape:  # torch's float4_e2m1fn_x2 holds two values per element
+        if shape[-1] % 2:
+            raise ValueError(f"tensor {name!r} is F4 with an odd last dimension ({shape[-1]}): torch's "
+                             "float4_e2m1fn_x2 holds two values per element")
         shape = tuple(shape[:-1]) + (shape[-1] // 2,)
     if flat is None:
         return _torch.empty(shape, dtype=want)

@@ -144,11 +144,12 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
               src.read_data(s.begin + in_offset, chunk);
               in = chunk;
             }
-            convert(s.dtype, in, t.dtype, buf, count);
             if (can_lose) {
-              const LostCounts l = lost_values(s.dtype, in, t.dtype, buf, count);
+              const LostCounts l = convert_counting_lost(s.dtype, in, t.dtype, buf, count);
               lost.overflowed += l.overflowed;
               lost.flushed += l.flushed;
+            } else {
+              convert(s.dtype, in, t.dtype, buf, count);
             }
             tick(buf.size());
           },

@@ -52,16 +52,21 @@ TEST(LostValues, Float32RoundsPastBfloat16sLargestToInfinity) {
   EXPECT_EQ(l.flushed, 1u);  // 2^-149 is below BF16's smallest subnormal (2^-133)
 }
 
-// Large counts are split over the cores: the parts add up to the whole.
-TEST(LostValues, CountsOnEveryCoreAddUp) {
-  std::vector<float> in(3 << 20, 1.0f);
+// Converting and counting piece by piece on every core: the conversion's bytes, and the parts'
+// counts adding up to the whole's.
+TEST(LostValues, ConvertCountingLostConvertsAndCountsOnEveryCore) {
+  std::vector<float> in((3 << 20) + 17, 1.0f);
   for (size_t i = 0; i < in.size(); i += 1000) in[i] = i % 3000 ? 1e5f : 1e-9f;
-  std::vector<std::byte> out(in.size() * 2);
-  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, out, in.size());
-  const LostCounts l = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, out, in.size());
+  std::vector<std::byte> want(in.size() * 2), got(in.size() * 2);
+  convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, want, in.size());
+  const LostCounts l = convert_counting_lost(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, got, in.size());
+  EXPECT_EQ(got, want);
+  const LostCounts whole = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, want, in.size());
   const uint64_t marked = (in.size() + 999) / 1000, flushed = (in.size() + 2999) / 3000;
   EXPECT_EQ(l.flushed, flushed);
   EXPECT_EQ(l.overflowed, marked - flushed);
+  EXPECT_EQ(whole.flushed, l.flushed);
+  EXPECT_EQ(whole.overflowed, l.overflowed);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ pub struct CompareOptions<'a> {
 
 /// One name both files have (a quantized weight under its logical name).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TensorComparison {
     pub name: String,
     /// B's name for it when that is another (a GGUF file against a folder).
@@ -52,6 +53,7 @@ pub struct TensorComparison {
 
 /// What `compare_files` found.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Comparison {
     /// No name in one file only, and every common tensor equal within tolerance.
     pub equal: bool,

@@ -9,6 +9,7 @@ use crate::sys;
 /// The 22 element types, in the reference implementation's order (the C API's `tl_dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(non_camel_case_types)]
+#[non_exhaustive]
 pub enum Dtype {
     BOOL,
     F4,

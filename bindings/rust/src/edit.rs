@@ -33,6 +33,7 @@ pub struct EditOptions<'a> {
 
 /// What `edit_file` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EditReport {
     /// Tensors written (renamed ones included).
     pub kept: usize,

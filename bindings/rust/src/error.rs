@@ -7,6 +7,7 @@ use crate::sys;
 
 /// What went wrong, from the C API's status code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The bytes break a rule of the format (or of a quantized weight or model directory).
     Format,

@@ -33,6 +33,7 @@ pub const DIRECT_ALIGNMENT: u64 = sys::TL_DIRECT_ALIGNMENT;
 
 /// What one item of a plan holds once executed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PlanItem {
     pub shape: Vec<u64>,
     pub dtype: Dtype,
@@ -44,6 +45,7 @@ pub struct PlanItem {
 
 /// A range of one of the plan's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoredRange {
     /// Index of the file (one, or a folder's shards in index order).
     pub file: usize,
@@ -53,6 +55,7 @@ pub struct StoredRange {
 
 /// A contiguous range of one file's data that executing the plan reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PlannedRead {
     /// Index of the file (one, or a folder's shards in index order).
     pub file: usize,

@@ -57,11 +57,9 @@ struct Args {
 // "; 3 values overflowed to inf (model.embed_tokens.weight), 2 flushed to zero (...)": what the
 // target dtype could not hold, so that a lossy conversion is never silent.
 std::string lost_note(const tlio::ConvertFileReport& r) {
-  uint64_t overflowed = 0, flushed = 0;
+  const tlio::LostValues total = r.lost_total();
   std::vector<std::string> over_names, flush_names;
   for (const tlio::LostValues& l : r.lost) {
-    overflowed += l.overflowed;
-    flushed += l.flushed;
     if (l.overflowed) over_names.push_back(l.tensor);
     if (l.flushed) flush_names.push_back(l.tensor);
   }
@@ -70,24 +68,25 @@ std::string lost_note(const tlio::ConvertFileReport& r) {
                          : fmt::format("{}, ... {} tensors", fmt::join(v.begin(), v.begin() + 3, ", "), v.size());
   };
   std::string note;
-  if (overflowed)
-    note += fmt::format("; {} value{} overflowed to inf ({})", overflowed, overflowed == 1 ? "" : "s", names(over_names));
-  if (flushed)
-    note += fmt::format("; {} value{} flushed to zero ({})", flushed, flushed == 1 ? "" : "s", names(flush_names));
+  if (total.overflowed)
+    note += fmt::format("; {} value{} overflowed to inf ({})", total.overflowed, total.overflowed == 1 ? "" : "s",
+                        names(over_names));
+  if (total.flushed)
+    note += fmt::format("; {} value{} flushed to zero ({})", total.flushed, total.flushed == 1 ? "" : "s",
+                        names(flush_names));
   return note;
 }
 
 // ,"overflowed":N,"flushed":M,"lost":[{"tensor":...,"overflowed":...,"flushed":...}]
 std::string lost_json(const tlio::ConvertFileReport& r) {
-  uint64_t overflowed = 0, flushed = 0;
+  const tlio::LostValues total = r.lost_total();
   std::vector<std::string> items;
   for (const tlio::LostValues& l : r.lost) {
-    overflowed += l.overflowed;
-    flushed += l.flushed;
     items.push_back(fmt::format("{{\"tensor\":{},\"overflowed\":{},\"flushed\":{}}}", json_string(l.tensor),
                                 l.overflowed, l.flushed));
   }
-  return fmt::format(",\"overflowed\":{},\"flushed\":{},\"lost\":[{}]", overflowed, flushed, fmt::join(items, ","));
+  return fmt::format(",\"overflowed\":{},\"flushed\":{},\"lost\":[{}]", total.overflowed, total.flushed,
+                     fmt::join(items, ","));
 }
 
 // ", 2 dequantized" when convert restored quantized weights.

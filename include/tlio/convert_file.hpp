@@ -51,6 +51,8 @@ struct ConvertFileReport {
   uint64_t data_bytes_in = 0;
   uint64_t data_bytes_out = 0;
   std::vector<LostValues> lost;  ///< tensors that lost values to the target dtype, in file order
+  /// Every tensor's lost values added up (`tensor` empty).
+  TLIO_API LostValues lost_total() const noexcept;
 };
 
 /// Writes `src` canonically to `out` (atomically) with its floating tensors converted to

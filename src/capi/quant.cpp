@@ -249,11 +249,9 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
     tlio::ConvertFileOptions o;
     o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
     o.cast = cast != 0;
-    const tlio::ConvertFileReport r = tlio::convert_folder(src, dst, o, folder);
-    uint64_t over = 0, flush = 0;
-    for (const tlio::LostValues& l : r.lost) over += l.overflowed, flush += l.flushed;
-    if (overflowed) *overflowed = over;
-    if (flushed) *flushed = flush;
+    const tlio::LostValues lost = tlio::convert_folder(src, dst, o, folder).lost_total();
+    if (overflowed) *overflowed = lost.overflowed;
+    if (flushed) *flushed = lost.flushed;
   });
 }
 

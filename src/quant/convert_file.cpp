@@ -162,6 +162,15 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
 
 }  // namespace detail
 
+LostValues ConvertFileReport::lost_total() const noexcept {
+  LostValues total;
+  for (const LostValues& l : lost) {
+    total.overflowed += l.overflowed;
+    total.flushed += l.flushed;
+  }
+  return total;
+}
+
 ConvertFileReport convert_file(const File& src, const std::filesystem::path& out,
                                const ConvertFileOptions& options) {
   const std::vector<QuantizedWeight> weights = find_quantized_weights(src);

@@ -44,6 +44,10 @@ JsonDoc::JsonDoc(std::string_view json, std::string source, Rule rule)
     // simdjson says neither where nor whether the text is JSON with integers past 64 bits: the
     // scan does. Those are read as the doubles nearest them (an exponent appended to a copy).
     const JsonScan scan = scan_json(json);
+    const auto fail_at = [&](size_t offset, const std::string& what) {
+      const TextPosition at = text_position(json, offset);
+      fail({}, fmt::format("invalid JSON at line {}, column {}: {}", at.line, at.column, what));
+    };
     if (scan.valid && !scan.big_integers.empty()) {
       std::string widened;
       size_t from = 0;
@@ -53,17 +57,12 @@ JsonDoc::JsonDoc(std::string_view json, std::string source, Rule rule)
       }
       widened.append(json.substr(from));
       err = parser_.parse(widened).get(root_);
-      if (err) {  // past a double's range too (310 digits and more): said where
-        const TextPosition at = text_position(json, scan.big_integers.front().begin);
-        fail({}, fmt::format("invalid JSON at line {}, column {}: {} (a number, or another past a double's "
-                             "range, tlio does not read)",
-                             at.line, at.column, simdjson::error_message(err)));
-      }
+      if (err)  // past a double's range too (310 digits and more): said where
+        fail_at(scan.big_integers.front().begin,
+                fmt::format("{} (a number, or another past a double's range, tlio does not read)",
+                            simdjson::error_message(err)));
     }
-    if (err && !scan.valid) {
-      const TextPosition at = text_position(json, scan.error_offset);
-      fail({}, fmt::format("invalid JSON at line {}, column {}: {}", at.line, at.column, scan.error));
-    }
+    if (err && !scan.valid) fail_at(scan.error_offset, scan.error);
     if (err) fail({}, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
   }
   if (!root_.is_object()) fail({}, "not a JSON object");

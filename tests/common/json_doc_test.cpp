@@ -68,6 +68,9 @@ TEST(JsonDoc, InvalidJsonNamesLineAndColumn) {
   const Error e = error_of("{\n  \"a\": 1,\n  \"b\": 01\n}");
   EXPECT_EQ(e.detail(), "invalid JSON at line 3, column 9: expected ',' or '}'");
   EXPECT_EQ(e.source(), "config.json");
+  // Past a double's range: not read, and said where.
+  const Error huge = error_of("{\"n\": 1,\n \"big\": " + std::string(400, '9') + "}");
+  EXPECT_TRUE(huge.detail().starts_with("invalid JSON at line 2, column 9: ")) << huge.detail();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "tlio/dtype.hpp"
 #include "tlio/ggml.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 

@@ -62,17 +62,6 @@ std::FILE* report_stream(const std::string& out) { return tlio::is_standard_stre
 
 bool has_numeric_values(tlio::Dtype d) { return tlio::can_convert(d, tlio::Dtype::F64); }
 
-bool folder_input(const std::string& in, const std::string& out) {
-  if (tlio::is_standard_stream(in) || !tlio::is_model_directory(in, open_options())) return false;
-  if (tlio::is_standard_stream(out))
-    throw UsageError("IN is a model folder, so OUT is a folder too, not standard output "
-                     "(`tlio merge` makes one file of a folder)");
-  if (out.ends_with(".safetensors"))
-    throw UsageError(fmt::format("IN is a model folder, so OUT is a folder too, not the file '{}' "
-                                 "(`tlio merge` makes one file of a folder)", out));
-  return true;
-}
-
 void add_max_size_option(CLI::App* cmd, std::string& max_size) {
   cmd->add_option("--max-size", max_size,
                   "A folder's output in new shards of at most SIZE tensor bytes (5GB, 500MiB, ...; "
@@ -80,15 +69,9 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size) {
       ->check(size_check());
 }
 
-void check_max_size(bool folder, const std::string& max_size) {
-  if (!folder && !max_size.empty())
-    throw UsageError("--max-size re-shards a model folder's output, and IN is one file (`tlio shard` splits one)");
+tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files) {
   if (!max_size.empty() && tlio::parse_size(max_size) == 0)
     throw UsageError("--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's shards)");
-}
-
-tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files) {
-  check_max_size(folder, max_size);
   tlio::FolderOptions o;
   o.open = open_options();
   if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);

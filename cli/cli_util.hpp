@@ -59,17 +59,12 @@ void check_stdout_output(const std::string& out, bool json);
 std::FILE* report_stream(const std::string& out);
 /// Whether a dtype's values convert to numbers (cat and stats show them; BOOL too, not C64).
 bool has_numeric_values(tlio::Dtype d);
-/// Whether IN is a model folder (then OUT is one too: a usage error when it names a
-/// .safetensors file or standard output).
-bool folder_input(const std::string& in, const std::string& out);
 /// Adds --max-size SIZE (re-shard a folder's output) to a command that rewrites folders.
 void add_max_size_option(CLI::App* cmd, std::string& max_size);
-/// How a folder is rewritten: read with open_options(), re-sharded by `max_size` ("" keeps
-/// the source's shards), the files published into `files`. With `folder` false (IN is one
-/// file), a `max_size` is a UsageError pointing at `tlio shard`.
-tlio::FolderOptions folder_options(bool folder, const std::string& max_size, tlio::FolderFiles* files);
-/// The check folder_options makes: a `max_size` only for a folder, and not 0 (a UsageError).
-void check_max_size(bool folder, const std::string& max_size);
+/// How a rewrite by location (tlio/rewrite.hpp) reads IN (open_options()) and, for a folder,
+/// re-shards its output by `max_size` ("" keeps the source's shards; 0 is a UsageError) and
+/// lists the files it published in `files` (left empty for a file).
+tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files);
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.

@@ -336,7 +336,8 @@ void add_cat(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       if (a->names.empty() && a->filter.empty()) throw UsageError("NAME is required (or --filter REGEX)");
-      const Weights w = Weights::open(a->file, open_options());
+      const std::unique_ptr<const Weights> opened = Weights::open(a->file, open_options());
+      const Weights& w = *opened;
       // One plain name prints as it always has; patterns and --filter print a list.
       const bool one = a->names.size() == 1 && a->filter.empty() && a->names[0].find_first_of("*?[") == std::string::npos;
       if (one) {

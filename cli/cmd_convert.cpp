@@ -18,6 +18,8 @@
 #include "tlio/file.hpp"
 #include "tlio/folder_rewrite.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/rewrite.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio::cli {
 
@@ -94,15 +96,17 @@ std::string dequantized_note(const tlio::ConvertFileReport& r) {
   return r.dequantized ? fmt::format(", {} dequantized", r.dequantized) : "";
 }
 
-// A model folder in, a folder out: its shards one by one (copied, or converted with --dtype).
-int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
-  tlio::FolderFiles files;
+// A safetensors file or a model folder in (the library decides which): copied, or converted
+// with --dtype; a folder's output is a folder, with the same shards unless --max-size.
+int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
+  tlio::FolderFiles files;  // stays empty for a file
+  const tlio::FolderOptions how = folder_options(a.max_size, &files);
   tlio::ConvertFileReport r;
   {
     ProgressBar bar(a.dtype.empty() ? "copying" : "converting");
     auto progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
     if (a.dtype.empty()) {
-      r = tlio::copy_folder(a.in, a.out, selection, progress, folder_options(true, a.max_size, &files));
+      r = tlio::copy_weights(a.in, a.out, selection, progress, how);
     } else {
       tlio::ConvertFileOptions options;
       options.dtype = *tlio::parse_dtype_alias(a.dtype);
@@ -111,28 +115,40 @@ int convert_folder(const Args& a, const tlio::TensorSelection& selection) {
       options.tensors = selection;
       options.progress = progress;
       options.cast = a.cast;
-      r = tlio::convert_folder(a.in, a.out, options, folder_options(true, a.max_size, &files));
+      r = tlio::convert_weights(a.in, a.out, options, how);
     }
     bar.finish();
   }
   const std::string dtype = a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
+  // Standard input by the name its File gives it, as every report of a read names it.
+  const std::string in = tlio::is_standard_stream(a.in) ? "<stdin>" : display_location(a.in);
+  const std::string out = display_location(a.out);
   if (a.json) {
     fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-               "\"converted\":{},\"dequantized\":{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}{}}}\n",
-               json_string(display_location(a.in)), json_string(display_location(a.out)), r.converted + r.kept,
-               r.dropped, r.renamed, r.converted, r.dequantized,
-               dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype),
-               r.data_bytes_in, r.data_bytes_out, dtype.empty() ? "" : lost_json(r), json_files_member(files));
+               "\"converted\":{}{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}{}}}\n",
+               json_string(in), json_string(out), r.converted + r.kept, r.dropped, r.renamed, r.converted,
+               dtype.empty() && files.empty() ? "" : fmt::format(",\"dequantized\":{}", r.dequantized),
+               dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype), r.data_bytes_in, r.data_bytes_out,
+               dtype.empty() ? "" : lost_json(r), json_files_member(files));
     return kExitOk;
   }
-  fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}{}\n", display_location(a.in),
-             display_location(a.out), files.size(), files.size() == 1 ? "" : "s", r.converted + r.kept,
-             r.converted + r.kept == 1 ? "" : "s",
-             dtype.empty() ? "" : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
-             r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
-             r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
-             ties_note(r.ties_removed, r.ties_repointed), human_size(r.data_bytes_in),
-             human_size(r.data_bytes_out), lost_note(r));
+  const std::string dropped = r.dropped ? fmt::format(", {} dropped", r.dropped) : "";
+  const std::string renamed = r.renamed ? fmt::format(", {} renamed", r.renamed) : "";
+  const std::string ties = ties_note(r.ties_removed, r.ties_repointed);
+  if (!files.empty()) {
+    fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}{}\n", in, out, files.size(),
+               files.size() == 1 ? "" : "s", r.converted + r.kept, r.converted + r.kept == 1 ? "" : "s",
+               dtype.empty() ? "" : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
+               dropped, renamed, ties, human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
+  } else if (dtype.empty()) {
+    fmt::print(report_stream(a.out), "{} -> {}: {} tensor{}{}{}{}, {}\n", in, out, r.kept, r.kept == 1 ? "" : "s",
+               r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "", renamed, ties, human_size(r.data_bytes_out));
+  } else {
+    fmt::print(report_stream(a.out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", in, out,
+               r.converted, r.converted == 1 ? "" : "s", dtype,
+               r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept, dropped, renamed, ties,
+               human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
+  }
   return kExitOk;
 }
 
@@ -190,7 +206,6 @@ int convert_to_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
       !a.max_size.empty())
     throw UsageError("to a GGUF file, convert takes --dtype, --split-max-size and --json only");
-  if (is_gguf_input(a.in)) throw UsageError("IN is a GGUF file already: convert writes GGUF from a model folder");
   tlio::GgufExportOptions options;
   options.open = open_options();
   if (!a.dtype.empty()) {
@@ -310,62 +325,12 @@ void add_convert(CLI::App& app, int& exit_code) {
         throw UsageError("--split-max-size splits a .gguf OUT (--max-size re-shards a folder's output)");
       if (!a->dtype.empty() && !tlio::parse_dtype_alias(a->dtype))
         throw UsageError(fmt::format("--dtype {} is a GGUF type: OUT is then a .gguf file", a->dtype));
-      if (is_gguf_input(a->in)) return convert_from_gguf(*a);
+      if (tlio::weights_kind(a->in, open_options()) == tlio::WeightsKind::gguf) return convert_from_gguf(*a);
       tlio::TensorSelection selection;
       selection.keep = a->keep;
       selection.drop = a->drop;
       for (const std::string& r : a->rename) selection.rename.push_back(split_rename(r));
-      if (folder_input(a->in, a->out)) return convert_folder(*a, selection);
-      check_max_size(false, a->max_size);
-      if (a->dtype.empty()) {
-        tlio::EditOptions options;
-        options.open = open_options();
-        options.tensors = selection;
-        ProgressBar bar("copying");
-        options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-        const tlio::EditReport r = tlio::edit_file(a->in, a->out, options);
-        bar.finish();
-        if (a->json)
-          fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-                     "\"converted\":0,\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-                     json_string(display_location(a->in)), json_string(display_location(a->out)), r.kept, r.dropped, r.renamed,
-                     r.source_data_bytes, r.data_bytes);
-        else
-          fmt::print(report_stream(a->out), "{} -> {}: {} tensor{}{}{}{}, {}\n", display_location(a->in), display_location(a->out), r.kept,
-                     r.kept == 1 ? "" : "s",
-                     r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
-                     r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
-             ties_note(r.ties_removed, r.ties_repointed),
-                     human_size(r.data_bytes));
-        return kExitOk;
-      }
-      tlio::File src = tlio::File::open(a->in, open_options());
-      tlio::ConvertFileOptions options;
-      options.dtype = *tlio::parse_dtype_alias(a->dtype);
-      options.include = a->include;
-      options.exclude = a->exclude;
-      options.tensors = selection;
-      ProgressBar bar("converting");
-      options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      tlio::ConvertFileReport r = tlio::convert_file(src, a->out, options);
-      bar.finish();
-      if (a->json) {
-        fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-                   "\"converted\":{},\"dequantized\":{},\"dtype\":\"{}\",\"data_bytes_in\":{},"
-                   "\"data_bytes_out\":{}{}}}\n",
-                   json_string(src.name()), json_string(display_location(a->out)), r.converted + r.kept, r.dropped,
-                   r.renamed, r.converted, r.dequantized, tlio::dtype_name(options.dtype), r.data_bytes_in,
-                   r.data_bytes_out, lost_json(r));
-        return kExitOk;
-      }
-      fmt::print(report_stream(a->out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", src.name(), display_location(a->out),
-                 r.converted, r.converted == 1 ? "" : "s", tlio::dtype_name(options.dtype),
-                 r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept,
-                 r.dropped ? fmt::format(", {} dropped", r.dropped) : "",
-                 r.renamed ? fmt::format(", {} renamed", r.renamed) : "",
-             ties_note(r.ties_removed, r.ties_repointed),
-                 human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
-      return kExitOk;
+      return convert_safetensors(*a, selection);
     });
   });
 }

@@ -141,19 +141,19 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      const Weights fa = Weights::open(a->a, open_options()), fb = Weights::open(a->b, open_options());
+      const std::unique_ptr<const Weights> fa = Weights::open(a->a, open_options()), fb = Weights::open(a->b, open_options());
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;
       o.filter = a->filter;
       ProgressBar bar("comparing", uint64_t{256} << 20);
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-      const tlio::CompareReport r = tlio::compare_weights(fa, fb, o);
+      const tlio::CompareReport r = tlio::compare_weights(*fa, *fb, o);
       bar.finish();
       if (a->json)
-        print_json(fa.name(), fb.name(), o, r);
+        print_json(fa->name(), fb->name(), o, r);
       else
-        print_table(fa.name(), fb.name(), o, r, a->all);
+        print_table(fa->name(), fb->name(), o, r, a->all);
       return r.equal ? kExitOk : kExitFailure;
     });
   });

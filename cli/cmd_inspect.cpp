@@ -21,6 +21,7 @@
 #include "tlio/file.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/weights_kind.hpp"
 
 namespace tlio::cli {
 namespace {
@@ -423,14 +424,15 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
     print_checkpoint(checkpoint->string(), json, json_out);
     return kExitOk;
   }
-  if (is_gguf_input(path)) {
+  const tlio::WeightsKind kind = tlio::weights_kind(path, open_options());
+  if (kind == tlio::WeightsKind::gguf) {
     if (opt.group || opt.filter)
       throw UsageError(fmt::format("{} is a GGUF file: {} applies to safetensors files and folders", path,
                                    opt.group ? "--group" : "--filter"));
     print_gguf(tlio::GgufFile::open(path, open_options()), json, json_out);
     return kExitOk;
   }
-  if (tlio::is_model_directory(path, open_options())) {
+  if (kind == tlio::WeightsKind::model_folder) {
     model.emplace(tlio::Model::open(path, open_options()));
     l.name = model->name();  // a URL without its credentials
     l.config = &model->config();

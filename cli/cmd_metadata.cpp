@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
+#include "tlio/rewrite.hpp"
 #include "tlio/weights.hpp"
 
 namespace tlio::cli {
@@ -69,16 +70,15 @@ void add_metadata(CLI::App& app, int& exit_code) {
         if (!a->out.empty()) {
           throw UsageError("-o needs --set or --delete (nothing to edit)");
         }
-        const Weights w = Weights::open(a->file, open_options());
+        const std::unique_ptr<const Weights> w = Weights::open(a->file, open_options());
         if (a->json)
-          fmt::print("{{\"path\":{},\"metadata\":{}}}\n", json_string(w.name()),
-                     metadata_json(w.metadata()));
+          fmt::print("{{\"path\":{},\"metadata\":{}}}\n", json_string(w->name()),
+                     metadata_json(w->metadata()));
         else
-          print_metadata(w.metadata(), w.name());
+          print_metadata(w->metadata(), w->name());
         return kExitOk;
       }
-      const bool folder = folder_input(a->file, a->out);
-      if (!folder) check_stdout_output(a->out, a->json);
+      check_stdout_output(a->out, a->json);
       tlio::EditOptions options;
       options.open = open_options();
       for (const std::string& kv : a->set) {
@@ -87,9 +87,9 @@ void add_metadata(CLI::App& app, int& exit_code) {
       }
       options.delete_metadata = a->del;
       const std::string written = a->out.empty() ? a->file : a->out;  // local: no URL here
-      if (folder) {  // every shard's metadata, the folder rewritten as a set
-        tlio::FolderFiles files;
-        const tlio::EditReport r = tlio::edit_folder(a->file, written, options, folder_options(true, "", &files));
+      tlio::FolderFiles files;  // a folder's: every shard's metadata, the folder rewritten as a set
+      const tlio::EditReport r = tlio::edit_weights(a->file, a->out, options, folder_options("", &files));
+      if (!files.empty()) {
         if (a->json)
           fmt::print("{{\"input\":{},\"output\":{},\"in_place\":false,\"metadata\":{}{}}}\n",
                      json_string(display_location(a->file)), json_string(written), metadata_json(r.metadata),
@@ -102,7 +102,6 @@ void add_metadata(CLI::App& app, int& exit_code) {
         }
         return kExitOk;
       }
-      const tlio::EditReport r = tlio::edit_file(a->file, a->out, options);
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"in_place\":{},\"metadata\":{}}}\n",
                    json_string(display_location(a->file)), json_string(written), r.in_place,

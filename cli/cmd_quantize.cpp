@@ -13,6 +13,7 @@
 #include "tlio/error.hpp"
 #include "tlio/weights.hpp"
 #include "tlio/file.hpp"
+#include "tlio/rewrite.hpp"
 #include "tlio/folder_rewrite.hpp"
 #include "tlio/quant.hpp"
 
@@ -237,10 +238,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const bool folder = folder_input(a->in, a->out);
-      const tlio::FolderOptions how = folder_options(folder, a->max_size, &files);
-      const tlio::QuantizeReport r = folder ? tlio::quantize_folder(a->in, a->out, o, how)
-                                            : tlio::quantize_file(tlio::File::open(a->in, open_options()), a->out, o);
+      const tlio::QuantizeReport r = tlio::quantize_weights(a->in, a->out, o, folder_options(a->max_size, &files));
       bar.finish();
       if (a->json) {
         std::vector<std::string> items, kept;
@@ -306,11 +304,8 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);
       const tlio::ProgressCallback progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const bool folder = folder_input(a->in, a->out);
-      const tlio::FolderOptions how = folder_options(folder, a->max_size, &files);
       const tlio::DequantizeReport r =
-          folder ? tlio::dequantize_folder(a->in, a->out, dtype, progress, how)
-                 : tlio::dequantize_file(tlio::File::open(a->in, open_options()), a->out, dtype, progress);
+          tlio::dequantize_weights(a->in, a->out, dtype, progress, folder_options(a->max_size, &files));
       bar.finish();
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",

@@ -464,7 +464,8 @@ void add_slice(CLI::App& app, int& exit_code) {
       if (!a->out.empty() && !a->dry_run) check_stdout_output(a->out, a->json);
       if (a->keep_packed && !a->dtype.empty())
         throw UsageError("slice: --dtype is for dequantized weights; --keep-packed copies them as stored");
-      print_summary(*a, is_gguf_location(a->source) ? slice_gguf(*a) : slice_through_plan(*a));
+      const bool gguf = tlio::weights_kind(a->source, open_options()) == tlio::WeightsKind::gguf;
+      print_summary(*a, gguf ? slice_gguf(*a) : slice_through_plan(*a));
       return kExitOk;
     });
   });

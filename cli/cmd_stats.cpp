@@ -57,7 +57,8 @@ void add_stats(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); };
-      const Weights w = Weights::open(a->file, open_options());
+      const std::unique_ptr<const Weights> opened = Weights::open(a->file, open_options());
+      const Weights& w = *opened;
       const std::vector<std::string> all = w.value_names();  // quantized weights by their logical names
       std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
       if (!a->filter.empty()) {

@@ -17,6 +17,7 @@
 #include "tlio/file.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/weights_kind.hpp"
 
 namespace tlio::cli {
 
@@ -124,21 +125,21 @@ void add_validate(CLI::App& app, int& exit_code) {
         continue;
       }
       Verdict v{display_location(path), "file", a->json, &items};
-      const bool model = [&] {
+      const tlio::WeightsKind kind = [&] {
         try {
-          return tlio::is_model_directory(path, open_options());
+          return tlio::weights_kind(path, open_options());
         } catch (const std::exception&) {
-          return false;  // unreachable: the open below says why
+          return tlio::WeightsKind::safetensors;  // a server out of reach: the open below says why
         }
       }();
-      if (model) v.kind = "model";
-      if (!model && is_gguf_input(path)) v.kind = "gguf";
+      if (kind == tlio::WeightsKind::model_folder) v.kind = "model";
+      if (kind == tlio::WeightsKind::gguf) v.kind = "gguf";
       const int one = v.check([&] {
-        if (!model && is_gguf_input(path)) {  // every rule ggml's reader enforces
+        if (kind == tlio::WeightsKind::gguf) {  // every rule ggml's reader enforces
           const tlio::GgufFile g = tlio::GgufFile::open(path, open_options());
           return g.name();
         }
-        if (model) {
+        if (kind == tlio::WeightsKind::model_folder) {
           const tlio::Model m = tlio::Model::open(path, open_options());
           m.check();  // files, index, tokenizer, architecture
           v.note = m.undecoded();

@@ -60,8 +60,6 @@ std::string type_name(uint32_t id) { return std::string(tlio::ggml_type(id)->nam
 
 }  // namespace
 
-bool is_gguf_input(const std::string& path) { return tlio::is_gguf_location(path); }
-
 void print_gguf(const tlio::GgufFile& f, bool json, std::string* json_out) {
   uint64_t total = 0, parameters = 0;
   std::map<std::string, uint64_t> counts;

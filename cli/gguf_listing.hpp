@@ -1,4 +1,4 @@
-// cli/gguf_listing.hpp: GGUF files in `tlio inspect` and `tlio validate` (tlio/gguf.hpp).
+// cli/gguf_listing.hpp: GGUF files in `tlio inspect` (tlio/gguf.hpp).
 #pragma once
 
 #include <string>
@@ -6,10 +6,6 @@
 #include "tlio/gguf.hpp"
 
 namespace tlio::cli {
-
-/// Whether `path` names a GGUF file: a name ending in .gguf, or a local regular file starting
-/// with GGUF's magic (pipes and devices are not read to find out).
-bool is_gguf_input(const std::string& path);
 
 /// `f` as `tlio inspect` lists it: the header, the metadata (arrays by their first values) and
 /// the tensors with their ggml types and numpy-order shapes; or its JSON document, appended to

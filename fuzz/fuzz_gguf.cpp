@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "gguf/gguf_arch.hpp"
-#include "gguf/gguf_to_hf.hpp"
+#include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_to_hf.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "gguf/gguf_arch.hpp"
-#include "gguf/gguf_spm.hpp"
-#include "gguf/gguf_vocab.hpp"
+#include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_spm.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

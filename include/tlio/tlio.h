@@ -255,7 +255,11 @@ typedef struct tl_quantize_options {
 TL_API void tl_quantize_options_init_sized(tl_quantize_options* options, size_t size);
 TL_API void tl_quantize_options_init(tl_quantize_options* options);
 #define tl_quantize_options_init(options) tl_quantize_options_init_sized((options), sizeof *(options))
-/* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`). */
+/* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`).
+ * Like every rewrite below, `src` may be a safetensors file or a model folder: the library asks
+ * which (tlio/rewrite.hpp), so the _file and _folder forms differ only in their arguments. A
+ * folder's `dst` is a folder (a name ending in .safetensors, or "-", is TL_EINVAL); a
+ * `max_shard_size` with a file is TL_EINVAL; a GGUF file is TL_EINVAL (tl_import_gguf reads one). */
 TL_API int tl_quantize_file_with(const char* src, const char* dst,
                                  const tl_quantize_options* options);
 
@@ -268,7 +272,8 @@ TL_API int tl_quantize_file(const char* src, const char* dst, const char* scheme
 TL_API int tl_dequantize_file(const char* src, const char* dst, int dtype);
 
 /* ---- model folders rewritten whole -----------------------------------------------------------
- * `src` a model folder (model.safetensors, or shards with model.safetensors.index.json;
+ * (A safetensors file `src` is rewritten as the file functions above rewrite it, `max_shard_size`
+ * 0.) `src` a model folder (model.safetensors, or shards with model.safetensors.index.json;
  * config.json optional) at any location, `dst` a folder: the same shards and file names (or,
  * with `max_shard_size` not 0, new shards of at most that many tensor bytes, each module's
  * tensors in one), a new index, config.json (its dtype set; after dequantize without

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,9 +15,8 @@
 
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
-#include "tlio/gguf.hpp"
-#include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/weights_kind.hpp"
 
 namespace tlio {
 
@@ -37,50 +37,56 @@ struct DecodedValues {
 /// least 1 and at most 3), or "" when none is that close: the "did you mean" of messages.
 TLIO_API std::string closest_name(const std::string& word, std::span<const std::string> candidates);
 
+/// Weights read by name, whatever holds them: the interface every container implements (a
+/// safetensors file, a model folder, a GGUF file; report/weights_*.cpp, one unit each), opened by
+/// one function that asks weights_kind once. Readers ask it for names, stored tensors and
+/// decoded values, never which container it is, except where a container's own facts matter
+/// (kind(): reports name it; pairing a GGUF file with a folder).
 class TLIO_API Weights {
  public:
-  /// A GGUF file when is_gguf_location says so, a model folder when is_model_directory says so,
-  /// else a file (or "-").
-  static Weights open(const std::string& location, const OpenOptions& options = {});
+  virtual ~Weights();
+  Weights(const Weights&) = delete;
+  Weights& operator=(const Weights&) = delete;
 
+  /// `location` opened as what weights_kind says it holds (tlio/weights_kind.hpp).
+  static std::unique_ptr<const Weights> open(const std::string& location, const OpenOptions& options = {});
+
+  virtual WeightsKind kind() const noexcept = 0;
   /// The input as messages name it.
-  const std::string& name() const noexcept;
-  /// The file, or the folder's shards in index order; none for a GGUF file.
-  std::span<const File> files() const noexcept;
-  /// The GGUF file, or null.
-  const GgufFile* gguf() const noexcept { return gguf_ ? &*gguf_ : nullptr; }
-  /// The model folder, or null.
-  const Model* model() const noexcept { return model_ ? &*model_ : nullptr; }
-  /// How `name` is decoded, or nullopt for a stored safetensors tensor (see at()).
-  std::optional<DecodedValues> decoded(std::string_view name) const;
-  bool is_folder() const noexcept { return model_.has_value(); }
-  /// A folder's config.json (its text), "" for a file or a folder without one.
-  const std::string& config_json() const noexcept { return model_ ? model_->config_json() : no_text_; }
-  /// A folder's quantization_config (JSON text), "" for a file.
-  std::string quantization_config() const { return model_ ? std::string(model_->quantization_config()) : ""; }
-  /// The stored tensor `name` and its file; Error{not_found} naming the input when none has it.
-  std::pair<const File*, const TensorInfo*> at(std::string_view name) const;
-  /// Every stored tensor, file by file, each file's in offset order.
-  std::vector<const TensorInfo*> tensors() const;
+  virtual const std::string& name() const noexcept = 0;
+  /// The safetensors files: the file, or the folder's shards in index order; none for a GGUF.
+  virtual std::span<const File> files() const noexcept = 0;
+  /// How `name` is decoded (a quantized weight, a GGUF tensor), or nullopt for a stored
+  /// safetensors tensor (see at()). Error{not_found} for a GGUF name it does not have.
+  virtual std::optional<DecodedValues> decoded(std::string_view name) const = 0;
+  /// The stored safetensors tensor `name` and its file; Error{not_found} naming the input and
+  /// the nearest name when none has it (a GGUF has none).
+  virtual std::pair<const File*, const TensorInfo*> at(std::string_view name) const;
   /// The names values are read by: the stored tensors that are no quantized weight's part, in
   /// tensors()' order, then the quantized weights' logical names; a GGUF's tensors in its order.
-  std::vector<std::string> value_names() const;
-  /// The quantized weights of all files (parts may be in different shards).
-  const std::vector<QuantizedWeight>& quantized() const noexcept { return quantized_; }
+  virtual std::vector<std::string> value_names() const = 0;
+  /// The metadata of the file, or of the folder's first shard; a GGUF's numbers and strings.
+  virtual const Metadata& metadata() const noexcept = 0;
+  /// The bytes of the weight files (every shard; a GGUF file, every file of a split set).
+  virtual uint64_t stored_size() const noexcept = 0;
+  /// The weight files: shards, or the files of a GGUF split set.
+  virtual size_t file_count() const noexcept { return files().size(); }
+  /// A folder's config.json (its text), "" for a file or a folder without one.
+  virtual const std::string& config_json() const noexcept;
+  /// A folder's quantization_config (JSON text), "" otherwise.
+  virtual std::string quantization_config() const;
+  /// The quantized weights of all files (parts may be in different shards); none for a GGUF.
+  virtual const std::vector<QuantizedWeight>& quantized() const noexcept;
+
+  /// Every stored safetensors tensor, file by file, each file's in offset order.
+  std::vector<const TensorInfo*> tensors() const;
   /// A reader of one of quantized().
   QuantizedReader reader(const QuantizedWeight& w) const { return {files(), w}; }
-  /// The metadata of the file, or of the folder's first shard; a GGUF's numbers and strings.
-  const Metadata& metadata() const { return gguf_ ? gguf_metadata_ : files().front().metadata(); }
-  /// The bytes of the weight files (every shard; a GGUF file whole).
-  uint64_t stored_size() const noexcept;
 
- private:
-  std::optional<GgufFile> gguf_;
-  Metadata gguf_metadata_;
-  std::optional<File> file_;
-  std::optional<Model> model_;
-  std::string no_text_;  // what a file's config_json() refers to
-  std::vector<QuantizedWeight> quantized_;
+ protected:
+  Weights() = default;
+  /// Error{not_found} for `name`, with the nearest of value_names().
+  [[noreturn]] void throw_not_found(std::string_view name) const;
 };
 
 }  // namespace tlio

@@ -210,12 +210,13 @@ void bind_file(py::module_& m) {
   m.def("fresh_bytes", [](py::ssize_t n) { return fresh_array(py::dtype::of<uint8_t>(), {n}); },
         py::arg("size"), "An uninitialised uint8 array for tlio to fill (support.hpp's fresh_array).");
   m.def("open_model_files", &open_model_files, py::arg("path"), py::arg("backend") = "mmap", py::arg("token") = "");
-  m.def("is_model_directory", [](const std::filesystem::path& path, const std::string& token) {
+  // What a location holds ("safetensors", "model folder", "gguf"): the one sniff, tlio::weights_kind.
+  m.def("weights_kind", [](const std::string& location, const std::string& token) {
     tlio::OpenOptions o;
     o.token = token;
     LongCall call;  // a URL may take a request
-    return tlio::is_model_directory(path, o);
-  }, py::arg("path"), py::arg("token") = "");
+    return std::string(tlio::weights_kind_name(tlio::weights_kind(location, o)));
+  }, py::arg("location"), py::arg("token") = "");
 }
 
 }  // namespace tlio_py

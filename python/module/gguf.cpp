@@ -117,7 +117,6 @@ void bind_gguf(py::module_& m) {
         for (const tlio::GgufKeyValue& kv : f.metadata()) out[lossless_text(kv.key)] = value_object(kv.value);
         return out;
       });
-  m.def("is_gguf", &tlio::is_gguf_location, py::arg("path"));
   // To a safetensors file, or (model=True) to a Hugging Face folder.
   m.def("import_gguf", [](const std::string& src, const std::string& dst, const std::string& dtype,
                           const std::string& token, bool model) {

@@ -72,10 +72,7 @@ void bind_quant(py::module_& m) {
     tlio::QuantizeReport r;
     {
       LongCall call;  // a whole file: let other threads run
-      const bool folder = tlio::is_model_directory(in);
-      const tlio::FolderOptions how = folder_options(folder, max_size);
-      r = folder ? tlio::quantize_folder(in.string(), out.string(), o, how)
-                 : tlio::quantize_file(tlio::File::open(in), out, o);
+      r = tlio::quantize_weights(in.string(), out.string(), o, folder_options(max_size));
     }
     py::list items;
     for (const auto& i : r.items) {
@@ -99,10 +96,7 @@ void bind_quant(py::module_& m) {
       if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
     }
     LongCall call;
-    const bool folder = tlio::is_model_directory(in);
-    const tlio::FolderOptions how = folder_options(folder, max_size);
-    return folder ? tlio::dequantize_folder(in.string(), out.string(), d, {}, how).restored
-                  : tlio::dequantize_file(tlio::File::open(in), out, d).restored;
+    return tlio::dequantize_weights(in.string(), out.string(), d, {}, folder_options(max_size)).restored;
   }, py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none(), py::arg("max_size") = 0);
 }
 

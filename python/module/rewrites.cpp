@@ -51,36 +51,13 @@ void bind_rewrites(py::module_& m) {
     tlio::ConvertFileReport r;
     {
       LongCall call;
-      const bool folder = tlio::is_model_directory(in);
-      const tlio::FolderOptions how = folder_options(folder, max_size);
-      r = folder ? tlio::convert_folder(in.string(), out.string(), o, how)
-                 : tlio::convert_file(tlio::File::open(in), out, o);
+      r = tlio::convert_weights(in.string(), out.string(), o, folder_options(max_size));
     }
     py::dict lost;  // tensor -> (overflowed, flushed)
     for (const tlio::LostValues& l : r.lost) lost[py::str(l.tensor)] = py::make_tuple(l.overflowed, l.flushed);
     return py::make_tuple(r.converted, r.kept, lost);
   }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "",
      py::arg("max_size") = 0, py::arg("cast") = false);
-  // Each side a file or a model folder's shards, as handles shared with Python's.
-  m.def("compare_files", [](const std::vector<std::shared_ptr<tlio::File>>& a_files,
-                            const std::vector<std::shared_ptr<tlio::File>>& b_files, double atol, double rtol,
-                            const std::string& filter, const std::string& config_a, const std::string& config_b) {
-    std::vector<tlio::File> a, b;
-    for (const auto& f : a_files) a.push_back(f->share());
-    for (const auto& f : b_files) b.push_back(f->share());
-    tlio::CompareOptions o;
-    o.atol = atol;
-    o.rtol = rtol;
-    o.filter = filter;
-    o.quantization_config_a = config_a;
-    o.quantization_config_b = config_b;
-    tlio::CompareReport r;
-    {
-      LongCall call;
-      r = tlio::compare_files(a, b, o);
-    }
-    return comparison_dict(r);
-  });
   // Any two inputs by location (files, folders, GGUF files), paired as tlio::compare_weights does.
   m.def("compare_locations", [](const std::string& a, const std::string& b, double atol, double rtol,
                                 const std::string& filter, const std::string& token) {
@@ -93,8 +70,7 @@ void bind_rewrites(py::module_& m) {
     tlio::CompareReport r;
     {
       LongCall call;
-      const tlio::Weights wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
-      r = tlio::compare_weights(wa, wb, o);
+      r = tlio::compare_weights(*tlio::Weights::open(a, how), *tlio::Weights::open(b, how), o);
     }
     return comparison_dict(r);
   });
@@ -112,8 +88,7 @@ void bind_rewrites(py::module_& m) {
     tlio::EditReport r;
     {
       LongCall call;
-      r = tlio::is_model_directory(src) ? tlio::edit_folder(src.string(), (dst.empty() ? src : dst).string(), o)
-                                        : tlio::edit_file(src, dst, o);
+      r = tlio::edit_weights(src.string(), dst.string(), o);
     }
     py::dict d;
     d["kept"] = r.kept;

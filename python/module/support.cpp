@@ -293,9 +293,7 @@ py::str lossless_text(std::string_view s) {
 }
 
 
-tlio::FolderOptions folder_options(bool folder, uint64_t max_size) {
-  if (!folder && max_size)
-    throw py::value_error("max_size re-shards a model folder's output, and src is one file");
+tlio::FolderOptions folder_options(uint64_t max_size) {
   tlio::FolderOptions o;
   o.max_shard_size = max_size;
   return o;

@@ -101,7 +101,7 @@ py::object serialize_items(const py::list& items, const py::object& metadata, co
 py::dict checkpoint_dict(const tlio::CheckpointContents& c);
 /// A folder rewrite re-sharded by `max_size` (0: the source's shards); a `max_size` for one
 /// file is a ValueError (tlio.shard-like splitting is for folders).
-tlio::FolderOptions folder_options(bool folder, uint64_t max_size);
+tlio::FolderOptions folder_options(uint64_t max_size);
 /// A message as a Python str, bytes that are not UTF-8 (file names) as os.fsdecode keeps them.
 py::str lossless_text(std::string_view s);
 

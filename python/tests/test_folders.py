@@ -2,12 +2,16 @@
 folder (shards with their index, config.json, tokenizer files) write a folder with the same
 shards, a new index and config.json edited; torch's own dtype conversion is the oracle."""
 import json
+import os
+import pathlib
 
 import pytest
 import torch
 
 import tlio
 import tlio.torch
+
+DATA = pathlib.Path(os.environ.get("TLIO_TEST_DATA", pathlib.Path(__file__).parents[2] / "tests" / "data"))
 
 
 def hf_folder(path, dtype=torch.float32):
@@ -210,3 +214,22 @@ def test_convert_counts_what_the_dtype_cannot_hold_and_refuses_unscaled_fp8(tmp_
     assert not (tmp_path / "f8").exists() or not any((tmp_path / "f8").iterdir())
     tlio.convert_file(src, tmp_path / "f8", "F8_E4M3", cast=True)
     assert json.loads((tmp_path / "f8" / "config.json").read_text())["torch_dtype"] == "float8_e4m3fn"
+
+
+def test_the_library_decides_file_or_folder(tmp_path):
+    """Every rewrite asks the library what its source is (tlio::weights_kind, once): a folder's
+    output is a folder, a GGUF is refused naming its import, and safe_open takes all three."""
+    hf_folder(tmp_path / "src")
+    from tlio import _tlio
+    assert _tlio.weights_kind(str(tmp_path / "src")) == "model folder"
+    assert _tlio.weights_kind(str(tmp_path / "src" / "model-00001-of-00002.safetensors")) == "safetensors"
+    gguf = DATA / "gguf" / "no_extension"  # found by its magic
+    assert _tlio.weights_kind(str(gguf)) == "gguf"
+    assert _tlio.weights_kind("-") == "safetensors"
+    with pytest.raises(ValueError, match="import_gguf"):
+        tlio.convert_file(gguf, tmp_path / "g.safetensors", "bf16")
+    with pytest.raises(ValueError, match="folder too"):
+        tlio.quantize_file(tmp_path / "src", tmp_path / "q.safetensors", "nf4")
+    assert not (tmp_path / "q.safetensors").exists()
+    with tlio.safe_open(tmp_path / "src", "np") as f:
+        assert "model.norm.weight" in f.keys()

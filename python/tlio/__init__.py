@@ -434,11 +434,11 @@ def _open_source(source, backend, token):
     """The compiled File for a path, URL or binary file object; a _Shards for a model folder."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
         path = _os.fspath(source)
-        if path not in ("-", b"-") and _tlio.is_model_directory(path, token or "") and (
-                not _os.path.isdir(path) or any(_os.path.exists(_os.path.join(_os.fsdecode(path), n))
-                                                for n in _MODEL_FILES)):
+        kind = _tlio.weights_kind(_os.fsdecode(path), token or "")  # the one question, asked once
+        if kind == "model folder" and (not _os.path.isdir(path) or any(
+                _os.path.exists(_os.path.join(_os.fsdecode(path), n)) for n in _MODEL_FILES)):
             return _Shards(path, backend, token or "")
-        if _gguf.is_gguf(_os.fsdecode(path)):
+        if kind == "gguf":
             return _gguf._Gguf(_os.fsdecode(path), token)
         return _tlio.File(path, backend, token or "")
     if not hasattr(source, "read"):
@@ -585,10 +585,5 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
     for what, value in (("atol", atol), ("rtol", rtol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")
-    if any(_gguf.is_gguf(_os.fsdecode(_os.fspath(x))) for x in (a, b)):
-        return _tlio.compare_locations(_os.fsdecode(_os.fspath(a)), _os.fsdecode(_os.fspath(b)), float(atol),
-                                       float(rtol), str(filter), token or "")
-    fa, fb = (_open_source(_os.fspath(x), "mmap", token) for x in (a, b))
-    return _tlio.compare_files(*(f.files if isinstance(f, _Shards) else [f] for f in (fa, fb)),
-                               float(atol), float(rtol), str(filter),
-                               *(f.quantization_config if isinstance(f, _Shards) else "" for f in (fa, fb)))
+    return _tlio.compare_locations(_os.fsdecode(_os.fspath(a)), _os.fsdecode(_os.fspath(b)), float(atol),
+                                   float(rtol), str(filter), token or "")

@@ -54,10 +54,6 @@ class _Gguf:
         return out
 
 
-def is_gguf(path):
-    return _tlio.is_gguf(path)
-
-
 def import_gguf(src, dst, dtype=None, *, token=None):
     """Writes the tensors of the GGUF file `src` (a path or URL) to the safetensors file `dst`,
     atomically, as ``tlio convert SRC DST.safetensors`` does: GGUF names, numpy-order shapes,

@@ -175,9 +175,9 @@ std::optional<tlio::Dtype> optional_dtype(int dtype) {
 int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_options* options) {
   TL_REQUIRE_QUANTIZE_OPTIONS("tl_quantize_file_with");
   return guard([&] {
-    tlio::OpenOptions open;
-    const tlio::QuantizeOptions o = quantize_options(*options, open);
-    tlio::quantize_file(tlio::File::open(src, open), dst, o);
+    tlio::FolderOptions how;
+    const tlio::QuantizeOptions o = quantize_options(*options, how.open);
+    tlio::quantize_weights(src, dst, o, how);
   });
 }
 
@@ -188,7 +188,7 @@ int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_optio
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
     const tlio::QuantizeOptions o = quantize_options(*options, folder.open);
-    tlio::quantize_folder(src, dst, o, folder);
+    tlio::quantize_weights(src, dst, o, folder);
   });
 }
 
@@ -208,7 +208,7 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_dequantize_file: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_file: invalid dtype");
   return guard([&] {
-    tlio::dequantize_file(tlio::File::open(src), dst, optional_dtype(dtype));
+    tlio::dequantize_weights(src, dst, optional_dtype(dtype));
   });
 }
 
@@ -218,7 +218,7 @@ int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t m
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
-    tlio::dequantize_folder(src, dst, optional_dtype(dtype), {}, folder);
+    tlio::dequantize_weights(src, dst, optional_dtype(dtype), {}, folder);
   });
 }
 
@@ -230,12 +230,12 @@ int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_
     folder.max_shard_size = max_shard_size;
     const std::optional<tlio::Dtype> to = optional_dtype(dtype);
     if (!to) {
-      tlio::copy_folder(src, dst, {}, {}, folder);
+      tlio::copy_weights(src, dst, {}, {}, folder);
       return;
     }
     tlio::ConvertFileOptions o;
     o.dtype = *to;
-    tlio::convert_folder(src, dst, o, folder);
+    tlio::convert_weights(src, dst, o, folder);
   });
 }
 
@@ -249,7 +249,7 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
     tlio::ConvertFileOptions o;
     o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
     o.cast = cast != 0;
-    const tlio::LostValues lost = tlio::convert_folder(src, dst, o, folder).lost_total();
+    const tlio::LostValues lost = tlio::convert_weights(src, dst, o, folder).lost_total();
     if (overflowed) *overflowed = lost.overflowed;
     if (flushed) *flushed = lost.flushed;
   });
@@ -307,9 +307,9 @@ int tl_compare_locations(const char* a, const char* b, const tl_compare_options*
     tlio::CompareOptions o = compare_options(options);
     o.quantization_config_a.clear();  // compare_weights applies the folders' own
     o.quantization_config_b.clear();
-    const tlio::Weights wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
+    const std::unique_ptr<const tlio::Weights> wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
     auto c = std::make_unique<tl_comparison>();
-    c->report = tlio::compare_weights(wa, wb, o);
+    c->report = tlio::compare_weights(*wa, *wb, o);
     *out = c.release();
   });
 }
@@ -402,11 +402,7 @@ int tl_edit_file(const char* src, const char* dst, const tl_edit_options* option
       o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
     }
     if (c.token) o.open.token = c.token;
-    tlio::FolderOptions folder;
-    folder.open = o.open;
-    const tlio::EditReport r = tlio::is_model_directory(src, o.open)
-                                   ? tlio::edit_folder(src, dst ? dst : src, o, folder)
-                                   : tlio::edit_file(src, dst ? dst : "", o);
+    const tlio::EditReport r = tlio::edit_weights(src, dst ? dst : "", o);
     if (report) *report = {r.kept, r.dropped, r.renamed, r.in_place ? 1 : 0, r.data_bytes};
   });
 }

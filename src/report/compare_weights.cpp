@@ -84,7 +84,7 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
 }  // namespace
 
 CompareReport compare_weights(const Weights& a, const Weights& b, const CompareOptions& options) {
-  if (!a.gguf() && !b.gguf()) {
+  if (a.kind() != WeightsKind::gguf && b.kind() != WeightsKind::gguf) {  // safetensors on both sides
     CompareOptions o = options;
     o.quantization_config_a = a.quantization_config();
     o.quantization_config_b = b.quantization_config();

@@ -6,7 +6,7 @@
 
 #include <fmt/core.h>
 
-#include "gguf/gguf_arch.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -61,10 +61,10 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
   Pairings out = [&] {  // by the export's names across GGUF and a folder, else by name
     Pairings p;
     p.reference_names_ = reference.value_names();
-    const bool gguf_and_folder = (model.gguf() && !reference.gguf() && reference.is_folder()) ||
-                                 (!model.gguf() && reference.gguf() && model.is_folder());
-    if (gguf_and_folder) p.made_.emplace(kRopeFreqsName);
-    if (model.gguf() && !reference.gguf() && reference.is_folder()) {
+    const bool gguf_to_folder = model.kind() == WeightsKind::gguf && reference.kind() == WeightsKind::model_folder;
+    const bool folder_to_gguf = model.kind() == WeightsKind::model_folder && reference.kind() == WeightsKind::gguf;
+    if (gguf_to_folder || folder_to_gguf) p.made_.emplace(kRopeFreqsName);
+    if (gguf_to_folder) {
       std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
       const auto hf = gguf_names(reference);
       for (const auto& [hf_name, g] : hf) by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
@@ -73,7 +73,7 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
           p.by_model_.emplace(n, Pairing{std::string(it->second.first), it->second.second, true});
       return p;
     }
-    if (!model.gguf() && reference.gguf() && model.is_folder()) {
+    if (folder_to_gguf) {
       const std::set<std::string_view> in_reference(p.reference_names_.begin(), p.reference_names_.end());
       for (const auto& [hf_name, g] : gguf_names(model))
         if (in_reference.contains(g.name)) p.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
@@ -85,10 +85,11 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
     return p;
   }();
   // A GGUF file and a lone safetensors file pair only when the file holds GGUF names (an import).
-  if (out.by_model_.empty() && (model.gguf() != nullptr) != (reference.gguf() != nullptr) &&
-      !names.empty() && !out.reference_names_.empty()) {
-    const Weights& gguf = model.gguf() ? model : reference;
-    const Weights& other = model.gguf() ? reference : model;
+  const bool model_is_gguf = model.kind() == WeightsKind::gguf;
+  if (out.by_model_.empty() && model_is_gguf != (reference.kind() == WeightsKind::gguf) && !names.empty() &&
+      !out.reference_names_.empty()) {
+    const Weights& gguf = model_is_gguf ? model : reference;
+    const Weights& other = model_is_gguf ? reference : model;
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("no tensor of {} pairs with one of {}: a GGUF file pairs with a model folder (its "
                             "config.json names the tensors in GGUF) or with a file of GGUF names",

@@ -20,9 +20,10 @@
 namespace tlio {
 
 ModelReport make_report(const std::string& location, const ReportOptions& options) {
-  const Weights model = Weights::open(location, options.open);
-  std::optional<Weights> reference;
-  if (!options.reference.empty()) reference.emplace(Weights::open(options.reference, options.open));
+  const std::unique_ptr<const Weights> opened = Weights::open(location, options.open);
+  const Weights& model = *opened;
+  std::unique_ptr<const Weights> reference;
+  if (!options.reference.empty()) reference = Weights::open(options.reference, options.open);
   std::vector<std::string> names = model.value_names();
   std::optional<std::regex> filter;
   if (!options.filter.empty()) filter = detail::compile_regex(options.filter, "filter");
@@ -33,9 +34,9 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
 
   ModelReport r;
   r.name = model.name();
-  r.format = model.gguf() ? "gguf" : model.is_folder() ? "model folder" : "safetensors";
+  r.format = weights_kind_name(model.kind());
   r.stored_size = model.stored_size();
-  r.files = model.gguf() ? 1 : model.files().size();
+  r.files = model.file_count();
   for (const auto& [key, value] : model.metadata()) r.metadata.emplace_back(key, value);
   if (!model.config_json().empty()) r.metadata.emplace_back("config.json", model.config_json());
   if (!model.quantization_config().empty()) r.metadata.emplace_back("quantization_config", model.quantization_config());
@@ -45,7 +46,7 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
   std::optional<detail::Pairings> pairs;
   if (reference) {
     r.reference = reference->name();
-    figure_options.reference = &*reference;
+    figure_options.reference = reference.get();
     pairs = detail::pair_names(model, *reference);
     for (const std::string& n : names)
       if (!pairs->find(n) && !pairs->made(n)) r.only_in_model.push_back(n);

@@ -1,6 +1,7 @@
 /* The C API's folder conversion (C99): tl_convert_folder_ex counts what the new dtype could not
  * hold, and casts a model to 8 bits only when asked to (tlio convert --cast). Values checked by
- * hand: F16 ends at 65504 and its smallest subnormal is 2^-24. */
+ * hand: F16 ends at 65504 and its smallest subnormal is 2^-24. The rewrites take a file or a
+ * folder whatever their names say (the library asks which), and refuse what a kind cannot take. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +34,8 @@ static void write_model(const char* dir) {
 }
 
 int main(void) {
-  char dir[] = "/tmp/tlio-convert-capi-XXXXXX", src[600], out[600];
+  char dir[] = "/tmp/tlio-convert-capi-XXXXXX", src[600], out[600], file[700], file_out[700];
+  tl_quantize_options q;
   uint64_t overflowed = 99, flushed = 99;
   CHECK(mkdtemp(dir) != NULL);
   snprintf(src, sizeof src, "%s/src", dir);
@@ -48,6 +50,20 @@ int main(void) {
   CHECK(strstr(tl_last_error(), "fp8-block") != NULL);
   CHECK(tl_convert_folder_ex(src, out, TL_F8_E4M3, 0, 1, NULL, NULL) == TL_OK);
   CHECK(tl_convert_folder_ex(src, NULL, TL_F16, 0, 0, NULL, NULL) == TL_EINVAL);
+
+  /* A file to the folder functions, a folder to the file functions. */
+  snprintf(file, sizeof file, "%s/model.safetensors", src);
+  snprintf(file_out, sizeof file_out, "%s/f16.safetensors", dir);
+  CHECK(tl_convert_folder_ex(file, file_out, TL_F16, 0, 0, &overflowed, &flushed) == TL_OK);
+  CHECK(overflowed == 2 && flushed == 1);
+  CHECK(tl_convert_folder(file, file_out, TL_F16, 4096) == TL_EINVAL); /* shards are a folder's */
+  CHECK(strstr(tl_last_error(), "one file") != NULL);
+  tl_quantize_options_init(&q);
+  q.scheme = "nf4";
+  CHECK(tl_quantize_file_with(src, out, &q) == TL_OK);
+  CHECK(tl_dequantize_file(out, out, TL_F32) == TL_OK);
+  CHECK(tl_quantize_file_with(src, file_out, &q) == TL_EINVAL); /* a folder's output is a folder */
+  CHECK(strstr(tl_last_error(), "folder") != NULL);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

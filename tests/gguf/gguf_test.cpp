@@ -2,6 +2,7 @@
 // back field for field, and each rule ggml's reader enforces broken once: a clear Error{format}
 // (rule gguf) naming the problem, never a crash or an allocation the file cannot back.
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 
 #include <gtest/gtest.h>
 

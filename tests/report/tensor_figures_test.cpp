@@ -53,7 +53,10 @@ TEST(TensorFigures, StatsHistogramAndErrorOfABF16Copy) {
   const std::vector<uint16_t> bf = to_bf16(w);
   save_file(dir / "a.safetensors", std::vector<TensorData>{{"model.layers.3.w", Dtype::BF16, {30, 100}, std::as_bytes(std::span(bf))}});
   save_file(dir / "b.safetensors", std::vector<TensorData>{{"model.layers.3.w", Dtype::F32, {30, 100}, std::as_bytes(std::span(w))}});
-  const Weights a = Weights::open((dir / "a.safetensors").string()), b = Weights::open((dir / "b.safetensors").string());
+  const auto a_owner = Weights::open((dir / "a.safetensors").string());
+  const Weights& a = *a_owner;
+  const auto b_owner = Weights::open((dir / "b.safetensors").string());
+  const Weights& b = *b_owner;
   FigureOptions o;
   o.bins = 8;
   o.reference = &b;
@@ -104,7 +107,10 @@ TEST(TensorFigures, NonFinitePairsAreCountedApart) {
   const std::vector<float> a{1, nan, inf, 4, nan, 0}, b{1, nan, inf, 5, 2, 0};
   save_file(dir / "a.safetensors", std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(a))}});
   save_file(dir / "b.safetensors", std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(b))}});
-  const Weights wa = Weights::open((dir / "a.safetensors").string()), wb = Weights::open((dir / "b.safetensors").string());
+  const auto wa_owner = Weights::open((dir / "a.safetensors").string());
+  const Weights& wa = *wa_owner;
+  const auto wb_owner = Weights::open((dir / "b.safetensors").string());
+  const Weights& wb = *wb_owner;
   const std::vector<std::string> names{"t"};
   const TensorFigures f = tensor_figures(wa, names, {.bins = 4, .reference = &wb, .progress = {}})[0];
   EXPECT_EQ(f.stats.nan, 2u);
@@ -147,7 +153,10 @@ TEST(TensorFigures, FiguresDoNotDependOnTheThreads) {
   const std::vector<float> w = wave(5'300'000, 3), v = wave(5'300'000, 2.9f);  // 6 chunks
   save_file(dir / "a.safetensors", std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(w))}});
   save_file(dir / "b.safetensors", std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(v))}});
-  const Weights a = Weights::open((dir / "a.safetensors").string()), b = Weights::open((dir / "b.safetensors").string());
+  const auto a_owner = Weights::open((dir / "a.safetensors").string());
+  const Weights& a = *a_owner;
+  const auto b_owner = Weights::open((dir / "b.safetensors").string());
+  const Weights& b = *b_owner;
   const std::vector<std::string> names{"w"};
   set_conversion_threads(1);
   const TensorFigures one = tensor_figures(a, names, {.bins = 64, .reference = &b, .progress = {}})[0];
@@ -169,7 +178,8 @@ TEST(TensorFigures, BinsOutsideTheirRangeAndUnknownNamesAreRefused) {
   TempDir dir;
   const std::vector<float> v(4, 1);
   save_file(dir / "a.safetensors", std::vector<TensorData>{{"x", Dtype::F32, {4}, std::as_bytes(std::span(v))}});
-  const Weights a = Weights::open((dir / "a.safetensors").string());
+  const auto a_owner = Weights::open((dir / "a.safetensors").string());
+  const Weights& a = *a_owner;
   const std::vector<std::string> x{"x"}, y{"y"};
   try {
     tensor_figures(a, x, {.bins = 0, .reference = nullptr, .progress = {}});

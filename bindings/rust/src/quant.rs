@@ -53,7 +53,11 @@ fn optional(text: &Option<String>) -> Result<Option<CString>> {
     text.as_deref().map(c_name).transpose()
 }
 
-/// Writes `src` with the selected weights quantized to `dst`, atomically.
+/// Writes `src` with the selected weights quantized to `dst`, atomically. Like every rewrite
+/// here, `src` may be a safetensors file or a model folder whatever the function's name: the
+/// library asks which, so `quantize_file` and `quantize_folder` differ only in their arguments.
+/// A folder's `dst` is a folder (a `.safetensors` name is an `InvalidArgument` error), a
+/// `max_shard_size` with a file is one too, and a GGUF file is refused naming its import.
 pub fn quantize_file(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
@@ -122,7 +126,7 @@ fn quantize_with(
 }
 
 /// Writes `src` with every quantized weight restored to a plain tensor: as `dtype` (F32, F16 or
-/// BF16), or each weight's default dtype when None.
+/// BF16), or each weight's default dtype when None. (A folder `src`: as `dequantize_folder`.)
 pub fn dequantize_file(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
@@ -151,7 +155,8 @@ pub fn dequantize_folder(
 
 /// The model folder `src` rewritten into the folder `dst` (see `quantize_folder`, and for
 /// `max_shard_size`) with its floating tensors converted to `dtype`, or copied as they are when
-/// None; config.json's dtype follows.
+/// None; config.json's dtype follows. (A safetensors file `src`: converted as one file, with
+/// `max_shard_size` 0.)
 pub fn convert_folder(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,

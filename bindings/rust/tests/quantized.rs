@@ -293,3 +293,23 @@ fn conversions_say_what_they_lost_and_cast_to_fp8_only_when_asked() {
     assert!(e.to_string().contains("fp8-block"), "{}", e);
     tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, true).unwrap();
 }
+
+#[test]
+fn rewrites_take_a_file_or_a_folder_and_the_library_says_which() {
+    let dir = scratch("by-location");
+    let folder = data().join("models/sharded");
+    let file = folder.join("model-00001-of-00004.safetensors");
+    // A file through the folder function, a folder through the file function.
+    tlio::convert_folder(&file, dir.join("one-f16.safetensors"), Some(tlio::Dtype::F16), 0).unwrap();
+    let f = tlio::File::open(dir.join("one-f16.safetensors")).unwrap();
+    assert!(f.tensors().iter().all(|t| t.dtype() != tlio::Dtype::F32));
+    tlio::dequantize_file(&folder, dir.join("plain"), None).unwrap();
+    assert!(dir.join("plain/model.safetensors.index.json").exists());
+    // What a kind cannot take is refused, nothing written.
+    let e = tlio::convert_folder(&file, dir.join("x"), None, 4096).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("one file"), "{}", e);
+    let e = tlio::convert_folder(&folder, dir.join("x.safetensors"), None, 0).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
+    assert!(!dir.join("x.safetensors").exists());
+}

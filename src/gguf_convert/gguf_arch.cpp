@@ -1,6 +1,6 @@
 // gguf/gguf_arch.cpp: the architecture table and the names and keys llama.cpp expects
 // (llama-arch.cpp's tensor names, convert_hf_to_gguf.py's keys).
-#include "gguf/gguf_arch.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // gguf/gguf_to_hf.cpp: config.json, tokenizer.json, tokenizer_config.json and
 // generation_config.json written back from a GGUF file's keys.
-#include "gguf/gguf_to_hf.hpp"
+#include "gguf_convert/gguf_to_hf.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "common/json_text.hpp"
-#include "gguf/gguf_vocab.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {

@@ -3,7 +3,7 @@
 // keys, and the config.json member written back. (python/tests/test_gguf_export.py compares the
 // factors with llama.cpp's converter's formula in torch, runs the export in llama.cpp against
 // transformers' scaled RoPE, and imports it back.)
-#include "gguf/gguf_rope.hpp"
+#include "gguf_convert/gguf_rope.hpp"
 
 #include <gtest/gtest.h>
 

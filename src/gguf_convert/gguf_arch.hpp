@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gguf/gguf_rope.hpp"
+#include "gguf_convert/gguf_rope.hpp"
 #include "tlio/gguf.hpp"
 
 namespace tlio::detail {

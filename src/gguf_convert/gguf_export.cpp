@@ -15,19 +15,21 @@
 #include <set>
 
 #include "common/parallel.hpp"
-#include "gguf/gguf_arch.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "gguf/gguf_header.hpp"
-#include "gguf/gguf_mix.hpp"
-#include "gguf/gguf_spm.hpp"
-#include "gguf/gguf_vocab.hpp"
+#include "gguf_convert/gguf_mix.hpp"
+#include "gguf_convert/gguf_spm.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "io/location.hpp"
 #include "model/location.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/weights_kind.hpp"
 
 namespace tlio {
 
@@ -306,6 +308,10 @@ std::vector<std::string_view> gguf_export_types() {
 
 GgufExportReport export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options) {
   const AskedTypes asked = asked_types(options.type);
+  if (weights_kind(model_dir, options.open) == WeightsKind::gguf)
+    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                "a GGUF file already: export_gguf writes GGUF from a model folder",
+                detail::Location::parse(model_dir).display());
   const Model model = Model::open(model_dir, options.open);
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
   if (model.config_json().empty())  // read by Model::open

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 #include "tlio/writer.hpp"
 
 namespace tlio::detail {

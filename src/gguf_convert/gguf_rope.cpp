@@ -1,5 +1,5 @@
 // gguf/gguf_rope.cpp: rope_scaling to GGUF and back (gguf_rope.hpp).
-#include "gguf/gguf_rope.hpp"
+#include "gguf_convert/gguf_rope.hpp"
 
 #include <fmt/core.h>
 

@@ -6,14 +6,15 @@
 #include <map>
 
 #include "format/writer_access.hpp"
-#include "gguf/gguf_arch.hpp"
-#include "gguf/gguf_import.hpp"
-#include "gguf/gguf_to_hf.hpp"
+#include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_import.hpp"
+#include "gguf_convert/gguf_to_hf.hpp"
 #include "io/atomic_file.hpp"
 #include "io/location.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio {
 

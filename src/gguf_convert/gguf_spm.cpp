@@ -1,6 +1,6 @@
 // gguf/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's converter
 // uses), and the "llama" tokenizer keys made from it.
-#include "gguf/gguf_spm.hpp"
+#include "gguf_convert/gguf_spm.hpp"
 
 #include <fmt/core.h>
 
@@ -13,7 +13,7 @@
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
-#include "gguf/gguf_vocab.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "tlio/error.hpp"
 

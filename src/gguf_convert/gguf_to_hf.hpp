@@ -8,8 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "gguf/gguf_arch.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio::detail {
 

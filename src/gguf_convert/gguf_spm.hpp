@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gguf/gguf_arch.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "tlio/gguf.hpp"
 
 namespace tlio::detail {

@@ -2,7 +2,7 @@
 // separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the llama.cpp
 // of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told apart by
 // their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
-#include "gguf/gguf_mix.hpp"
+#include "gguf_convert/gguf_mix.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 // gguf/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as convert_hf_to_gguf.py's
 // get_vocab_base builds them for byte-level BPE.
-#include "gguf/gguf_vocab.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>

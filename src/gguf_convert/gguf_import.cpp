@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "common/parallel.hpp"
-#include "gguf/gguf_arch.hpp"
-#include "gguf/gguf_import.hpp"
+#include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_import.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio {
 

@@ -43,9 +43,9 @@ struct TensorComparison {
   std::string note;
   double max_abs = 0;  ///< largest |a - b| (infinite where one side is NaN or infinite alone)
   double max_rel = 0;  ///< largest |a - b| / |b| (infinite where b is 0 and a is not)
-  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite differences
+  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite pairs; NaN when none is and some pair is not
   double cosine = 1;   ///< cosine similarity of the finite pairs (1 for two zero tensors)
-  uint64_t outside = 0;  ///< elements outside tolerance
+  uint64_t outside = 0;  ///< elements outside tolerance (tlio::difference_figures: one set of rules with reports)
   bool equal = false;    ///< compared and no element outside tolerance
 };
 

@@ -3,8 +3,8 @@
 // tensor names of at most 63 bytes and unique, at most 4 dimensions whose product fits, known
 // ggml types with the first dimension a whole number of blocks, and each tensor's data exactly
 // where the one before it ends (padded to the alignment), inside the file. Counts and lengths
-// are checked against what is left of the file before anything is allocated. Import and export
-// (to and from Hugging Face folders) are tlio/gguf_convert.hpp's.
+// are checked against what is left of the file before anything is allocated. Import (to a
+// safetensors file or a Hugging Face folder) and export (from a folder) are tlio/gguf_convert.hpp's.
 #pragma once
 
 #include <cstddef>

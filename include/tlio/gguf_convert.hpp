@@ -99,11 +99,13 @@ struct GgufExportReport {
 };
 
 /// Writes the Hugging Face model folder `model_dir` (config.json, the weights as one file or
-/// shards, tokenizer.json and tokenizer_config.json; any location) as the GGUF file `out` that
-/// llama.cpp loads: the architecture's tensor names and hyperparameter keys (one table entry
-/// per architecture: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM;
-/// Q/K rows permuted for the llama family as llama.cpp's converter does), the byte-level BPE
-/// vocabulary, and every 2-D weight in options.type (quantized byte for byte as ggml's reference
+/// shards, quantized ones decoded; tokenizer.model or tokenizer.json, and tokenizer_config.json;
+/// any location) as the GGUF file `out` that llama.cpp loads: the architecture's tensor names and
+/// hyperparameter keys (one table entry per architecture: LlamaForCausalLM, MistralForCausalLM,
+/// Qwen2ForCausalLM, Qwen3ForCausalLM; Q/K rows permuted for the llama family as llama.cpp's
+/// converter does), the vocabulary (SentencePiece as "llama", from tokenizer.model or a
+/// tokenizer.json BPE with byte fallback; else byte-level BPE as "gpt2"), and every 2-D weight
+/// in options.type (quantized byte for byte as ggml's reference
 /// quantizer does). The header is laid out before a weight is read, then one pass streams the
 /// tensors in row pieces, encoded on every core, into an atomic output. An architecture, a
 /// tokenizer or a config key it does not export is Error{unsupported} naming it.

@@ -3,11 +3,12 @@
 //   bitsandbytes 4-bit (nf4/fp4): `<w>` packed codes + `<w>.absmax`, `<w>.quant_map`
 //     [+ `<w>.nested_absmax`, `<w>.nested_quant_map`] + `<w>.quant_state.bitsandbytes__<type>`;
 //   LLM.int8: `<p>.weight` I8 [out, in] + `<p>.SCB` F32 [out] [+ `<p>.weight_format`];
-// and, read only, the forms Hugging Face Hub models ship:
+// and the forms Hugging Face Hub models ship (read only; FP8 written too):
 //   FP8: `<p>.weight` F8_E4M3 + `<p>.weight_scale_inv` (DeepSeek/Qwen blocks) or `<p>.weight_scale`
 //     (per tensor or per channel: compressed-tensors, AutoFP8, FBGEMM);
 //   GPTQ: `<p>.qweight` I32 [in*bits/32, out] + `<p>.qzeros` + `<p>.scales` + `<p>.g_idx`;
-//   AWQ: `<p>.qweight` I32 [in, out/8] + `<p>.qzeros` + `<p>.scales` (GEMM layout).
+//   AWQ: `<p>.qweight` I32 [in, out/8] + `<p>.qzeros` + `<p>.scales` (GEMM), or [out, in/8] (GEMV);
+//   MXFP4, NVFP4, compressed-tensors integers (docs/quantization.md).
 // This header gives the quantization schemes as types (QuantScheme: a scheme and its options,
 // named, parsed and bounded in one registry), the detection and consistency checks of quantized
 // weights in a file, a reader that dequantizes any of them on demand, and whole-file quantize
@@ -111,7 +112,7 @@ struct CtIntOptions {
 };
 
 /// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
-/// "int8"), then options set by name; every scheme's name syntax, options and bounds live in one
+/// "int8", "fp8-block", "fp8"), then options set by name; every scheme's name syntax, options and bounds live in one
 /// registry (quant_schemes()), which the CLI, C API and Python ask too.
 class TLIO_API QuantScheme {
  public:
@@ -129,10 +130,11 @@ class TLIO_API QuantScheme {
 
   SchemeKind kind() const noexcept { return static_cast<SchemeKind>(options_.index()); }
   const Options& options() const noexcept { return options_; }
-  /// "int4-g32-sym", "nf4", "fp4" or "int8" (options besides the int4 group are not in it);
-  /// for the schemes tlio reads only: "fp8-block128x128", "fp8-channel", "fp8-tensor",
-  /// "gptq-4bit-g128" ("-v2"; no "-g" with one group), "awq-4bit-g128", "mxfp8", "mxfp4",
-  /// "nvfp4", "ct-int4-g128" ("-channel", "-tensor"; "-asym" with zero points).
+  /// "int4-g32-sym", "nf4", "fp4", "int8", "fp8-block128x128" or "fp8-channel" (options besides
+  /// the int4 group and the FP8 block are not in it); for the forms tlio reads only:
+  /// "fp8-tensor", "fp8-group32", "mxfp8" ("-ue8m0": E8M0 block scales), "gptq-4bit-g128" ("-v2";
+  /// no "-g" with one group), "awq-4bit-g128" ("-gemv"), "mxfp4", "nvfp4", "ct-int4-g128"
+  /// ("-channel", "-tensor"; "-asym" with zero points).
   std::string name() const;
   /// The int4, GPTQ, AWQ or compressed-tensors int group, the bnb 4-bit blocksize, the FP8
   /// block's rows, the MX (32) or NV (16) FP4 group; 0 otherwise.
@@ -142,7 +144,7 @@ class TLIO_API QuantScheme {
 
   /// Sets option `option` ("blocksize", "nested", "storage", as quant_schemes() lists them) from
   /// its text ("64", "true"/"false", a dtype name). Throws Error{invalid_argument} when this
-  /// scheme has no such option ("nested is an option of nf4 and fp4, not of int8") or the value
+  /// scheme has no such option ("nested is an option of nf4, fp4, not of int8") or the value
   /// is out of its bounds.
   void set_option(std::string_view option, std::string_view value);
 
@@ -209,7 +211,7 @@ TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const Fil
 TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files,
                                                              std::string_view quantization_config);
 
-/// Dequantizes any quantized weight of an open file (int4, nf4, fp4, int8) in ranges of elements
+/// Dequantizes any quantized weight of an open file (every scheme of quant_schemes()) in ranges of elements
 /// of the row-major logical tensor, without materialising it. Holds views of the packed bytes
 /// (zero-copy with mmap) and a copy of the small scales, so it may outlive `f`.
 class TLIO_API QuantizedReader {
@@ -284,7 +286,8 @@ struct DequantizeReport {
 
 /// Writes `src` with every quantized weight restored as `<name>` in its logical shape, of dtype
 /// `dtype` (F32, F16 or BF16) or, without one, its QuantizedWeight::dtype (bnb 4-bit: the
-/// original dtype; others F32). Drops the `quant` metadata key.
+/// original dtype; FP8 blocks, MXFP8, MXFP4 and NVFP4 BF16; the other Hub formats their scales'
+/// dtype; int4 and int8 F32). Drops the `quant` metadata key.
 TLIO_API DequantizeReport dequantize_file(const File& src, const std::filesystem::path& out,
                                           std::optional<Dtype> dtype = std::nullopt,
                                           const ProgressCallback& progress = {});

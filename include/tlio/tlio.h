@@ -83,8 +83,8 @@ struct tl_tensor_info {
 TL_API const char* tl_version(void);
 /* The message of the last failure on this thread ("" when none). */
 TL_API const char* tl_last_error(void);
-/* The rule the last failure on this thread broke, as the messages print it ("1" to "5", "int4",
- * "bnb", "BNB-001", ..., "model", "index"), or "" when it broke none (e.g. TL_EIO). */
+/* The rule the last failure on this thread broke, as the messages print it ("1" to "5", "int4", "bnb",
+ * "BNB-001", ..., "model", "index", "zip", "pickle", "checkpoint", "gguf", "quant"), or "" for none. */
 TL_API const char* tl_last_error_rule(void);
 /* The OS error number (errno) behind the last TL_EIO failure on this thread, or 0. */
 TL_API int tl_last_error_errno(void);
@@ -157,7 +157,7 @@ TL_API size_t tl_metadata_count(const tl_file* file);
 TL_API int tl_metadata_at(const tl_file* file, size_t i, const char** key, const char** value);
 
 /* ---- model directories -------------------------------------------------------------------
- * config.json plus model.safetensors or the shards of model.safetensors.index.json, all checked
+ * model.safetensors or the shards of model.safetensors.index.json (and config.json), all checked
  * (rules "model" and "index") and mapped read-only. The tl_file handles a model hands out belong
  * to it: use them with every tl_tensor_* and tl_metadata_* function (tl_close() leaves them
  * alone); they stay valid until tl_model_close(). */
@@ -166,7 +166,7 @@ typedef struct tl_model tl_model;
 TL_API int tl_model_open(const char* dir, tl_model** out);
 TL_API int tl_model_open_with(const char* dir, const tl_open_options* options, tl_model** out);
 TL_API void tl_model_close(tl_model* model);
-/* config.json's architecture ("bigram", "llama", or the model_type tlio does not check). */
+/* config.json's architecture ("bigram", "llama", the model_type tlio does not check; "" without one). */
 TL_API const char* tl_model_arch(const tl_model* model);
 /* config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
  * "" when the folder has none. */
@@ -201,7 +201,7 @@ TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype 
                       size_t dst_size, uint64_t count);
 /* Any quantized weight: tinyllm int4 ("int4-g<G>-sym"), bitsandbytes 4-bit ("nf4", "fp4") or
  * LLM.int8 ("int8"), and the Hub's formats tlio reads (FP8 "fp8-block128x128", "fp8-channel",
- * ..., "mxfp8"; "gptq-4bit-g128"; "awq-4bit-g128"; "mxfp4"; "nvfp4"; "ct-int4-g128":
+ * ..., "mxfp8"; "gptq-4bit-g128"; "awq-4bit-g128" ("-gemv"); "mxfp4"; "nvfp4"; "ct-int4-g128":
  * docs/quantization.md). `dtype` is what dequantization restores by default (bnb 4-bit: the
  * original dtype; FP8 blocks, MXFP8, MXFP4 and NVFP4 BF16; the other Hub formats their scales'
  * dtype; else F32); `blocksize` is the int4, GPTQ, AWQ or compressed-tensors group, the bnb
@@ -235,7 +235,7 @@ typedef void (*tl_progress_fn)(uint64_t done, uint64_t total, void* user);
 typedef struct tl_quantize_options {
   size_t struct_size;     /* sizeof(tl_quantize_options) */
   const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4", "int8", "fp8-block" (or
-                             "fp8-block<B>x<B>") or "fp8" (required) */
+                             "fp8-block<R>x<C>"), "fp8" or "fp8-channel" (required) */
   const char* include;    /* regex searched in names, or NULL: replaces the default selection */
   const char* exclude;    /* regex searched in names, or NULL */
   /* Scheme options; one left at its default is not given, one given to a scheme that does not
@@ -296,7 +296,7 @@ TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype, uin
 
 /* ---- comparing values ------------------------------------------------------------------------
  * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):
- * other dtypes, and quantized weights (int4, nf4, fp4, int8) dequantized, under their logical
+ * other dtypes, and quantized weights (every scheme tl_quantized_at names) dequantized, under their logical
  * names. A value of A is within tolerance of B's when |a - b| <= atol + rtol * |b|, or both are
  * NaN, or the same infinity. */
 typedef struct tl_compare_options {
@@ -453,7 +453,7 @@ TL_API int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index);
 /* Elements [first, first + count) of tensor `index` (flat, last numpy dimension fastest) as
  * `dtype` into `dst` of `dst_size` bytes (exactly their size): block types decoded as ggml
  * decodes them, then converted; plain types converted from their own dtype. TL_EUNSUPPORTED for
- * a type tlio does not decode (IQ1/IQ2/IQ3) or a dtype it cannot convert to. */
+ * a type tlio does not decode (IQ1/IQ2/IQ3, Q8_1) or a dtype it cannot convert to. */
 TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype,
                         void* dst, size_t dst_size);
 /* A slice of tensor `index`: dimension d (numpy's order) sliced to [starts[d], stops[d]) for

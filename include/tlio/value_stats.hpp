@@ -76,30 +76,52 @@ inline double cosine_similarity(double ab, double a2, double b2) noexcept {
 
 /// The sums the differences of values `a` from reference values `b` are made of, the pairs
 /// where either side is NaN or infinite counted apart. Like ValueStats, sums of pieces merged in
-/// order give figures that depend only on where the pieces begin and end.
+/// order give figures that depend only on where the pieces begin and end. The one engine of
+/// differences: `tlio diff` (compare_files, compare_weights) and reports both sum with it and
+/// read their figures through difference_figures.
 struct DifferenceSums {
   uint64_t finite = 0;     ///< pairs where both sides are finite
   uint64_t nonfinite = 0;  ///< pairs with a NaN or an infinity on either side
   uint64_t mismatch = 0;   ///< of those, pairs whose sides differ (NaN equals NaN)
-  /// Over the finite pairs: sums of (a - b)^2, a^2, b^2 and a * b, and the largest |a - b|.
-  double d2 = 0, a2 = 0, b2 = 0, ab = 0, max_abs = 0;
+  /// Finite pairs outside the tolerance difference_sums was given: |a - b| > atol + rtol * |b|.
+  uint64_t outside = 0;
+  /// Over the finite pairs: sums of (a - b)^2, a^2, b^2 and a * b, the largest |a - b|, and the
+  /// largest |a - b| / |b| (infinite where b is 0 and a is not).
+  double d2 = 0, a2 = 0, b2 = 0, ab = 0, max_abs = 0, max_rel = 0;
 
   void merge(const DifferenceSums& later) noexcept {
     finite += later.finite;
     nonfinite += later.nonfinite;
     mismatch += later.mismatch;
+    outside += later.outside;
     d2 += later.d2;
     a2 += later.a2;
     b2 += later.b2;
     ab += later.ab;
     max_abs = std::fmax(max_abs, later.max_abs);
+    max_rel = std::fmax(max_rel, later.max_rel);
   }
 };
 
+/// What the sums say, by one set of rules. A NaN or an infinity on one side only is the worst
+/// difference: max_abs and max_rel infinite, sqnr_db -inf, and the pair outside any tolerance.
+/// Without a finite pair, rmse and sqnr_db are NaN (no figure) when some pair is not finite, and
+/// 0 and +inf for no pairs at all.
+struct DifferenceFigures {
+  double max_abs = 0, max_rel = 0;
+  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite pairs
+  double cosine = 1;   ///< cosine_similarity of the finite pairs
+  double sqnr_db = 0;  ///< 10 log10(sum b^2 / sum (a - b)^2): +inf when a equals b
+  uint64_t outside = 0;  ///< pairs outside tolerance, the one-sided NaNs and infinities included
+};
+TLIO_API DifferenceFigures difference_figures(const DifferenceSums& s) noexcept;
+
 /// The sums of `count` pairs: values of `a_dtype` in `a` against values of `b_dtype` in `b`,
-/// each widened exactly to F64 (through F32 for F32, F16 and BF16, with SIMD), a block at a time.
-/// Error{invalid_argument} as value_stats for either side.
+/// each widened exactly to F64 (through F32 for F32, F16 and BF16, with SIMD), a block at a time;
+/// a pair is outside tolerance when |a - b| > atol + rtol * |b| (B is the reference, as in
+/// numpy's isclose). Error{invalid_argument} as value_stats for either side.
 TLIO_API DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
-                                        std::span<const std::byte> b, uint64_t count);
+                                        std::span<const std::byte> b, uint64_t count, double atol = 0,
+                                        double rtol = 0);
 
 }  // namespace tlio

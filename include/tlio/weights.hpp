@@ -22,7 +22,7 @@ namespace tlio {
 
 /// A name whose values are decoded by element range rather than viewed (a quantized weight, or
 /// a tensor of a GGUF file): its shape, the type it is shown as ("nf4", "Q4_K"), its stored
-/// bytes, whether tlio decodes it (not the IQ1/IQ2/IQ3 ggml types: their read throws
+/// bytes, whether tlio decodes it (not the IQ1/IQ2/IQ3 and Q8_1 ggml types: their read throws
 /// Error{unsupported}), and a reader of elements [first, first + count) as F32 (thread-safe;
 /// it holds the files it reads, so it may outlive the Weights that made it).
 struct DecodedValues {

@@ -345,8 +345,8 @@ class safe_open:
         return list(self._open_file().shape(_check_name(name)))
 
     def quantized(self):
-        """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8; read only: FP8,
-        GPTQ, AWQ) as dicts: name, scheme, shape, dtype (restored by default), blocksize (the
+        """The file's quantized weights (int4, bitsandbytes nf4/fp4, LLM.int8, FP8; read only:
+        GPTQ, AWQ, MXFP4, NVFP4, compressed-tensors integers) as dicts: name, scheme, shape, dtype (restored by default), blocksize (the
         group or block), nested, stored."""
         return self._quantized_weights().list()
 
@@ -569,7 +569,7 @@ def _builtins_bytes(data):
 def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: A002 - as --filter
     """Compares the values of every name two files share, as ``tlio diff`` does: after
     converting both to float64, so different dtypes (F32 against BF16) and quantized weights
-    (int4, nf4, fp4, int8: dequantized, under their logical names) compare too. A value of `a`
+    (every scheme tlio reads: dequantized, under their logical names) compare too. A value of `a`
     is within tolerance of `b`'s when ``|a - b| <= atol + rtol * |b|`` (`b` is the reference, as
     in numpy's isclose), or both are NaN, or the same infinity. `a` and `b` are paths or URLs of
     files or model folders (a folder's shards are one namespace), or GGUF files: against a Hugging

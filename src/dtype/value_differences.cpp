@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "dtype/value_runs.hpp"
 #include "tlio/convert.hpp"
@@ -23,20 +24,27 @@
 #define TLIO_VALUE_DIFFERENCES_ONCE
 namespace tlio::detail {
 
+// A pair's tolerance: what numpy's isclose allows, B the reference.
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+
 // One pair into the sums (heads, tails and vectors that hold a value that is not finite).
-inline void add_pair(double a, double b, DifferenceSums& s) noexcept {
+inline void add_pair(double a, double b, const Tolerance& t, DifferenceSums& s) noexcept {
   if (!std::isfinite(a) || !std::isfinite(b)) {
     ++s.nonfinite;
     s.mismatch += !(a == b || (std::isnan(a) && std::isnan(b)));
     return;
   }
-  const double d = a - b;
+  const double d = a - b, ad = std::fabs(d), ab = std::fabs(b);
   ++s.finite;
   s.d2 += d * d;
   s.a2 += a * a;
   s.b2 += b * b;
   s.ab += a * b;
-  s.max_abs = std::max(s.max_abs, std::fabs(d));
+  s.max_abs = std::max(s.max_abs, ad);
+  if (ad > 0) s.max_rel = std::max(s.max_rel, ab != 0 ? ad / ab : HUGE_VAL);
+  s.outside += ad > t.atol + t.rtol * ab;
 }
 
 }  // namespace tlio::detail
@@ -49,31 +57,36 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_SCALAR
 template <class T>
-void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
-  for (size_t i = 0; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), *out);
+void BlockDifferences(const T* a, const T* b, size_t n, const Tolerance* t, DifferenceSums* out) {
+  for (size_t i = 0; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), *t, *out);
 }
 #else
 template <class T>
-void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
+void BlockDifferences(const T* a, const T* b, size_t n, const Tolerance* t, DifferenceSums* out) {
   const hn::ScalableTag<T> d;
   const hn::Repartition<double, decltype(d)> dd;
   using VD = hn::Vec<decltype(dd)>;
   const size_t lanes = hn::Lanes(d);
-  VD d2 = hn::Zero(dd), a2 = d2, b2 = d2, ab = d2, max_abs = d2;
+  const VD zero = hn::Zero(dd), inf = hn::Set(dd, HUGE_VAL), atol = hn::Set(dd, t->atol), rtol = hn::Set(dd, t->rtol);
+  VD d2 = zero, a2 = zero, b2 = zero, ab = zero, max_abs = zero, max_rel = zero;
+  DifferenceSums& s = *out;
   const auto add = [&](VD x, VD y) {
-    const VD diff = hn::Sub(x, y);
+    const VD diff = hn::Sub(x, y), ad = hn::Abs(diff), ay = hn::Abs(y);
     d2 = hn::Add(d2, hn::Mul(diff, diff));
     a2 = hn::Add(a2, hn::Mul(x, x));
     b2 = hn::Add(b2, hn::Mul(y, y));
     ab = hn::Add(ab, hn::Mul(x, y));
-    max_abs = hn::Max(max_abs, hn::Abs(diff));
+    max_abs = hn::Max(max_abs, ad);
+    // |a - b| / |b|, infinite where b is 0 and a is not (0 / 0 never taken).
+    const VD rel = hn::IfThenElse(hn::Eq(ay, zero), hn::IfThenElseZero(hn::Gt(ad, zero), inf), hn::Div(ad, ay));
+    max_rel = hn::Max(max_rel, rel);
+    s.outside += hn::CountTrue(dd, hn::Gt(ad, hn::Add(atol, hn::Mul(rtol, ay))));
   };
-  DifferenceSums& s = *out;
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const auto va = hn::LoadU(d, a + i), vb = hn::LoadU(d, b + i);
     if (!hn::AllTrue(d, hn::And(hn::IsFinite(va), hn::IsFinite(vb)))) {
-      for (size_t k = i; k < i + lanes; ++k) add_pair(load_one(a, k), load_one(b, k), s);
+      for (size_t k = i; k < i + lanes; ++k) add_pair(load_one(a, k), load_one(b, k), *t, s);
       continue;
     }
     s.finite += lanes;
@@ -90,13 +103,16 @@ void BlockDifferences(const T* a, const T* b, size_t n, DifferenceSums* out) {
   s.b2 += hn::GetLane(hn::SumOfLanes(dd, b2));
   s.ab += hn::GetLane(hn::SumOfLanes(dd, ab));
   s.max_abs = std::max(s.max_abs, static_cast<double>(hn::GetLane(hn::MaxOfLanes(dd, max_abs))));
-  for (; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), s);
+  s.max_rel = std::max(s.max_rel, static_cast<double>(hn::GetLane(hn::MaxOfLanes(dd, max_rel))));
+  for (; i < n; ++i) add_pair(load_one(a, i), load_one(b, i), *t, s);
 }
 #endif
 
-void BlockDifferencesF32(const float* a, const float* b, size_t n, DifferenceSums* out) { BlockDifferences(a, b, n, out); }
-void BlockDifferencesF64(const double* a, const double* b, size_t n, DifferenceSums* out) {
-  BlockDifferences(a, b, n, out);
+void BlockDifferencesF32(const float* a, const float* b, size_t n, const Tolerance* t, DifferenceSums* out) {
+  BlockDifferences(a, b, n, t, out);
+}
+void BlockDifferencesF64(const double* a, const double* b, size_t n, const Tolerance* t, DifferenceSums* out) {
+  BlockDifferences(a, b, n, t, out);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -117,7 +133,8 @@ bool widens_to_f32(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == 
 }  // namespace detail
 
 DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
-                               std::span<const std::byte> b, uint64_t count) {
+                               std::span<const std::byte> b, uint64_t count, double atol, double rtol) {
+  const detail::Tolerance tolerance{atol, rtol};
   detail::check_values(a_dtype, a, count);
   detail::check_values(b_dtype, b, count);
   const bool f32 = detail::widens_to_f32(a_dtype) && detail::widens_to_f32(b_dtype);
@@ -137,13 +154,29 @@ DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtyp
     const void* y = widen(b_dtype, b, b_bits, wb.data());
     DifferenceSums s;
     if (f32) {
-      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF32)(static_cast<const float*>(x), static_cast<const float*>(y), n, &s);
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF32)(static_cast<const float*>(x), static_cast<const float*>(y), n,
+                                                        &tolerance, &s);
     } else {
-      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF64)(static_cast<const double*>(x), static_cast<const double*>(y), n, &s);
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF64)(static_cast<const double*>(x), static_cast<const double*>(y), n,
+                                                        &tolerance, &s);
     }
     total.merge(s);
   }
   return total;
+}
+
+DifferenceFigures difference_figures(const DifferenceSums& s) noexcept {
+  constexpr double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
+  DifferenceFigures f;
+  f.max_abs = s.mismatch ? kInf : s.max_abs;
+  f.max_rel = s.mismatch ? kInf : s.max_rel;
+  f.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : s.nonfinite ? kNaN : 0.0;
+  f.cosine = cosine_similarity(s.ab, s.a2, s.b2);
+  if (s.mismatch) f.sqnr_db = -kInf;
+  else if (s.finite == 0 && s.nonfinite) f.sqnr_db = kNaN;
+  else f.sqnr_db = s.d2 == 0 ? kInf : 10 * std::log10(s.b2 / s.d2);
+  f.outside = s.outside + s.mismatch;
+  return f;
 }
 
 }  // namespace tlio

@@ -1,4 +1,4 @@
-// gguf/gguf_arch.cpp: the architecture table and the names and keys llama.cpp expects
+// gguf_convert/gguf_arch.cpp: the architecture table and the names and keys llama.cpp expects
 // (llama-arch.cpp's tensor names, convert_hf_to_gguf.py's keys).
 #include "gguf_convert/gguf_arch.hpp"
 

@@ -1,4 +1,4 @@
-// gguf/gguf_arch.hpp: the architectures tlio exports to GGUF, one table entry each: the Hugging
+// gguf_convert/gguf_arch.hpp: the architectures tlio exports to GGUF, one table entry each: the Hugging
 // Face class, llama.cpp's architecture name, how tensors are named and laid out, and which
 // config.json keys become which GGUF keys (with the exact types llama.cpp checks).
 #pragma once

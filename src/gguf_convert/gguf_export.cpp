@@ -1,4 +1,4 @@
-// gguf/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from config.json,
+// gguf_convert/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from config.json,
 // the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF header is
 // known before a weight is read), then one pass over the tensors in file order, each read in
 // pieces of whole rows (whole heads where Q/K rows are permuted; quantized weights decoded),

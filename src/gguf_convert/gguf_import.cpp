@@ -1,4 +1,4 @@
-// gguf/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first from
+// gguf_convert/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first from
 // the GGUF header (numpy order, the target dtype), then written tensor by tensor in pieces, each
 // piece decoded on every core (whole rows, put back in place where the export interleaved them).
 #include <fmt/core.h>

@@ -1,4 +1,4 @@
-// gguf/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a Hugging Face
+// gguf_convert/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a Hugging Face
 // folder) share: the checks made before anything is written, and a tensor written in pieces.
 #pragma once
 

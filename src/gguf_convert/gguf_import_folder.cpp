@@ -1,4 +1,4 @@
-// gguf/gguf_import_folder.cpp: a GGUF file's model written back as a Hugging Face folder: names
+// gguf_convert/gguf_import_folder.cpp: a GGUF file's model written back as a Hugging Face folder: names
 // mapped through the export's table, Q/K rows put back, the side files rebuilt from its keys, all
 // published as one set.
 #include <fmt/core.h>

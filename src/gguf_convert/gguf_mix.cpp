@@ -1,4 +1,4 @@
-// gguf/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports (dense,
+// gguf_convert/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports (dense,
 // separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the llama.cpp
 // of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told apart by
 // their GGUF names as llama.cpp does (the first kind whose name matches, in its order).

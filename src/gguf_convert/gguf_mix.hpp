@@ -1,4 +1,4 @@
-// gguf/gguf_mix.hpp: the type each weight of an export takes, as llama-quantize chooses it
+// gguf_convert/gguf_mix.hpp: the type each weight of an export takes, as llama-quantize chooses it
 // without an importance matrix (src/llama-quant.cpp): a plain type for every weight ("--pure"),
 // or one of llama.cpp's K-quant mixes (Q4_K_M and its kin), whose rules give some tensors more
 // bits by kind and layer; then the fallback for rows that are not whole blocks of the type.

@@ -1,4 +1,4 @@
-// gguf/gguf_rope.cpp: rope_scaling to GGUF and back (gguf_rope.hpp).
+// gguf_convert/gguf_rope.cpp: rope_scaling to GGUF and back (gguf_rope.hpp).
 #include "gguf_convert/gguf_rope.hpp"
 
 #include <fmt/core.h>

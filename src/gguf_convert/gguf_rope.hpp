@@ -1,4 +1,4 @@
-// gguf/gguf_rope.hpp: config.json's rope_scaling both ways. Linear scaling is GGUF keys
+// gguf_convert/gguf_rope.hpp: config.json's rope_scaling both ways. Linear scaling is GGUF keys
 // ({arch}.rope.scaling.type and .factor); Llama 3's (rope_type "llama3",
 // Llama 3.1 to 3.3) is a tensor, rope_freqs.weight: one factor per rotated pair that llama.cpp
 // divides each frequency by, computed as llama.cpp's converter computes it. On import the

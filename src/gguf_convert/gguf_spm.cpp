@@ -1,4 +1,4 @@
-// gguf/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's converter
+// gguf_convert/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's converter
 // uses), and the "llama" tokenizer keys made from it.
 #include "gguf_convert/gguf_spm.hpp"
 

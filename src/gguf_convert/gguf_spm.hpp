@@ -1,4 +1,4 @@
-// gguf/gguf_spm.hpp: a SentencePiece vocabulary (tokenizer.model, a protobuf ModelProto) as
+// gguf_convert/gguf_spm.hpp: a SentencePiece vocabulary (tokenizer.model, a protobuf ModelProto) as
 // llama.cpp's "llama" tokenizer keys: pieces, scores and token types, as llama.cpp's converter
 // (_create_vocab_sentencepiece) makes them, and the special tokens of tokenizer_config.json.
 #pragma once

@@ -1,4 +1,4 @@
-// gguf/gguf_to_hf.cpp: config.json, tokenizer.json, tokenizer_config.json and
+// gguf_convert/gguf_to_hf.cpp: config.json, tokenizer.json, tokenizer_config.json and
 // generation_config.json written back from a GGUF file's keys.
 #include "gguf_convert/gguf_to_hf.hpp"
 

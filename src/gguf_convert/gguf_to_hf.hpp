@@ -1,4 +1,4 @@
-// gguf/gguf_to_hf.hpp: a GGUF file's model as the Hugging Face folder it came from: config.json
+// gguf_convert/gguf_to_hf.hpp: a GGUF file's model as the Hugging Face folder it came from: config.json
 // from the architecture's hyperparameter keys, tokenizer.json and tokenizer_config.json rebuilt
 // from the tokenizer.* keys (byte-level BPE with a pre-tokenizer whose regex tlio knows, or
 // SentencePiece pieces with scores), and
@@ -25,9 +25,9 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
 /// generation_config.json (BOS and EOS ids), or nullopt without either.
 std::optional<std::string> generation_config_of(const HfConfig& c);
 
-/// tokenizer.json rebuilt from the tokenizer.* keys, or nullopt with `why_not` set when the
-/// vocabulary is not one tlio rebuilds (a SentencePiece "llama" one, a pre-tokenizer whose
-/// regex tlio does not know): it names what it is.
+/// tokenizer.json rebuilt from the tokenizer.* keys (byte-level BPE "gpt2", SentencePiece
+/// "llama"), or nullopt with `why_not` set when it is not rebuilt (another tokenizer model, a
+/// pre-tokenizer whose regex tlio does not know, no scores or no merges): it names what it is.
 std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why_not);
 
 /// tokenizer_config.json: special tokens by their text, add_bos/add_eos, the chat template.

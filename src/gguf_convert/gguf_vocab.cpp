@@ -1,4 +1,4 @@
-// gguf/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as convert_hf_to_gguf.py's
+// gguf_convert/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as convert_hf_to_gguf.py's
 // get_vocab_base builds them for byte-level BPE.
 #include "gguf_convert/gguf_vocab.hpp"
 
@@ -195,7 +195,8 @@ SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config,
   SpecialTokens s{c.bos_token_id, c.eos_token_id, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
   if (!tokenizer_config) return s;
   const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
-  // An unknown token outside the vocabulary is left out (byte-level BPE needs none).
+  // An unknown token outside the vocabulary is left out (byte-level BPE needs none;
+  // gguf_spm_tokenizer takes a SentencePiece vocabulary's own unknown piece).
   const auto id_of = [&](const char* key, bool required) -> std::optional<uint64_t> {
     const auto e = tc.root()[key];
     if (e.error() || e.is_null()) return std::nullopt;

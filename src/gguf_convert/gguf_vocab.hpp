@@ -1,4 +1,4 @@
-// gguf/gguf_vocab.hpp: a Hugging Face tokenizer as llama.cpp's tokenizer.* keys. Byte-level BPE
+// gguf_convert/gguf_vocab.hpp: a Hugging Face tokenizer as llama.cpp's tokenizer.* keys. Byte-level BPE
 // ("gpt2": tokens, types, merges) with the pre-tokenizer named from its Split patterns, special
 // token ids, add_bos/add_eos and the chat template. A tokenizer it cannot name exactly is
 // refused by name, never guessed.

@@ -123,7 +123,7 @@ struct Progress {
 void compare_numeric(const Entry& a, const Entry& b,
                      const CompareOptions& options, TensorComparison& c, Progress& progress) {
   const uint64_t n = c.elements, chunks = (n + kCompareChunk - 1) / kCompareChunk;
-  std::vector<detail::CompareSums> sums(static_cast<size_t>(chunks));
+  std::vector<DifferenceSums> sums(static_cast<size_t>(chunks));
   std::atomic<uint64_t> compared{0};
   detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
                        [&](uint64_t begin, uint64_t end) {
@@ -137,16 +137,16 @@ void compare_numeric(const Entry& a, const Entry& b,
                            vb.resize(m);
                            read_values(a, first, va, raw, f32);
                            read_values(b, first, vb, raw, f32);
-                           sums[k] = detail::compare_values(va, vb, options.atol, options.rtol);
+                           sums[k] = detail::compare_values(va, vb, options);
                            compared += m;
                            if (begin == 0) progress.report(progress.done + compared.load());
                          }
                        });
   progress.done += n;
   progress.report(progress.done);
-  detail::CompareSums total;
-  for (const detail::CompareSums& s : sums) total.add(s);
-  total.fill(c);
+  DifferenceSums total;
+  for (const DifferenceSums& s : sums) total.merge(s);
+  detail::fill_comparison(total, c);
 }
 
 // Dtypes without numeric values, the same on both sides: equal bytes or not, a piece at a time.

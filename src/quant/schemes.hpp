@@ -121,7 +121,7 @@ std::set<std::string, std::less<>> stored_tensor_names(const std::vector<Quantiz
 const SchemeEntry& int4_scheme_entry() noexcept;
 const SchemeEntry& bnb_4bit_scheme_entry() noexcept;
 const SchemeEntry& llm_int8_scheme_entry() noexcept;
-const SchemeEntry& fp8_scheme_entry() noexcept;   // quant/hub/, read only
+const SchemeEntry& fp8_scheme_entry() noexcept;   // quant/hub/, read and written
 const SchemeEntry& gptq_scheme_entry() noexcept;  // quant/hub/, read only
 const SchemeEntry& awq_scheme_entry() noexcept;   // quant/hub/, read only
 const SchemeEntry& mxfp4_scheme_entry() noexcept;  // quant/hub/, read only

@@ -51,7 +51,7 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
   const bool by_rows = pair.permute_heads > 0;
   const uint64_t chunk = by_rows ? std::max<uint64_t>(1, kChunk / cols) * cols : kChunk;
   const uint64_t chunks = (n + chunk - 1) / chunk;
-  std::vector<detail::CompareSums> sums(chunks);
+  std::vector<DifferenceSums> sums(chunks);
   const auto caller = std::this_thread::get_id();
   detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
                        [&](uint64_t begin, uint64_t end) {
@@ -70,15 +70,15 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
                                std::copy(row.begin(), row.end(), b.begin() + static_cast<ptrdiff_t>(r * cols));
                              }
                            }
-                           sums[k] = detail::compare_values(a, b, options.atol, options.rtol);
+                           sums[k] = detail::compare_values(a, b, options);
                            const uint64_t now = progress.done += count;
                            if (progress.callback && std::this_thread::get_id() == caller)
                              progress.callback(std::min(now, progress.total), progress.total);
                          }
                        });
-  detail::CompareSums total;
-  for (const detail::CompareSums& s : sums) total.add(s);
-  total.fill(c);
+  DifferenceSums total;
+  for (const DifferenceSums& s : sums) total.merge(s);
+  detail::fill_comparison(total, c);
 }
 
 }  // namespace

@@ -35,20 +35,16 @@ constexpr unsigned kMaxBins = 4096;
 // A decoded tensor up to this size (as F32) keeps its chunks for the histogram's pass.
 constexpr uint64_t kMaxKeptDecoded = uint64_t{128} << 20;
 
-// A tensor's error from the sums of its pairs. A NaN or an infinity on one side only makes the
-// largest difference infinite and the SQNR -inf (the worst), as diff counts it; without a finite
-// pair the RMSE and SQNR are NaN (no figure).
+// A tensor's error from the sums of its pairs, by the rules diff uses too (difference_figures).
 TensorError error_of(const DifferenceSums& s) {
-  constexpr double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
+  const DifferenceFigures f = difference_figures(s);
   TensorError e;
   e.nonfinite = s.nonfinite;
   e.nonfinite_mismatch = s.mismatch;
-  e.max_abs = s.mismatch ? kInf : s.max_abs;
-  e.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : s.nonfinite ? kNaN : 0.0;
-  e.cosine = cosine_similarity(s.ab, s.a2, s.b2);
-  if (s.mismatch) e.sqnr_db = -kInf;
-  else if (s.finite == 0 && s.nonfinite) e.sqnr_db = kNaN;
-  else e.sqnr_db = s.d2 == 0 ? kInf : 10 * std::log10(s.b2 / s.d2);
+  e.max_abs = f.max_abs;
+  e.rmse = f.rmse;
+  e.cosine = f.cosine;
+  e.sqnr_db = f.sqnr_db;
   return e;
 }
 

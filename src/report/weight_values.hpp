@@ -1,6 +1,6 @@
 // report/weight_values.hpp: the values of one name of a Weights, read a chunk at a time in
 // their own dtype (a view of the file) or decoded to F32 (quantized weights, GGUF tensors): what
-// the report's figures and diff's comparisons read.
+// the report's figures and diff's comparisons with a GGUF file read.
 #pragma once
 
 #include <cstdint>
@@ -15,16 +15,18 @@
 
 namespace tlio::detail {
 
-/// `count` values from element `first` of one tensor: their dtype and bytes (a view of the file,
-/// or `scratch` filled with them decoded). Thread-safe.
+/// What a ChunkReader gives for `count` values from element `first`: their dtype and bytes (a
+/// view of the tensor, a copy for a URL, or `scratch` filled with them decoded). Readers are
+/// thread-safe.
 struct Chunk {
   Dtype dtype;
   std::span<const std::byte> bytes;
 };
 using ChunkReader = std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
 
-/// A tensor to read: what it is, and how to start reading it (a view, a dequantizer: made when
-/// its turn comes and dropped after, so a remote file's tensors are not all in memory at once).
+/// A tensor to read: what it is, and how to start reading it (a view made when its turn comes and
+/// dropped after, so a remote file's tensors are not all in memory at once; a quantized weight's
+/// reader is made at its first read and lives as long as these Values).
 struct Values {
   std::string type;
   std::vector<uint64_t> shape;
@@ -39,8 +41,9 @@ struct Values {
 /// The values of `name` in `w` (Error{not_found} naming the input when it has none).
 Values values_of(const Weights& w, const std::string& name);
 
-/// Why `v` is not compared with `ref`, its pair by `pair` (no numeric values, other shapes, rows
-/// that are not whole heads of pairs or do not start on whole bytes), or "" when it is.
+/// Why `v` (numeric: callers check that first) is not compared with `ref`, its pair by `pair`
+/// (the reference has no numeric values, other shapes, rows that are not whole heads of pairs or
+/// do not start on whole bytes), or "" when it is.
 std::string not_compared(const Values& v, const Values& ref, const Pairing& pair);
 
 }  // namespace tlio::detail

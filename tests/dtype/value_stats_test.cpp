@@ -174,7 +174,8 @@ TEST(ValueStats, Refusals) {
 }
 
 // The sums of pairs as their definitions say, one pair at a time, in long double.
-DifferenceSums difference_reference(const std::vector<double>& a, const std::vector<double>& b) {
+DifferenceSums difference_reference(const std::vector<double>& a, const std::vector<double>& b, double atol = 0,
+                                    double rtol = 0) {
   DifferenceSums s;
   long double d2 = 0, a2 = 0, b2 = 0, ab = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -186,7 +187,10 @@ DifferenceSums difference_reference(const std::vector<double>& a, const std::vec
     const long double x = a[i], y = b[i];
     ++s.finite;
     d2 += (x - y) * (x - y), a2 += x * x, b2 += y * y, ab += x * y;
-    s.max_abs = std::max(s.max_abs, std::fabs(a[i] - b[i]));
+    const double d = std::fabs(a[i] - b[i]);
+    s.max_abs = std::max(s.max_abs, d);
+    if (d != 0) s.max_rel = std::max(s.max_rel, b[i] == 0 ? kInf : d / std::fabs(b[i]));
+    s.outside += !(d <= atol + rtol * std::fabs(b[i]));
   }
   s.d2 = static_cast<double>(d2), s.a2 = static_cast<double>(a2), s.b2 = static_cast<double>(b2);
   s.ab = static_cast<double>(ab);
@@ -221,11 +225,15 @@ TEST(DifferenceSums, EqualTheDefinitionsAcrossDtypesAndTails) {
                           Case{Dtype::F32, bytes_of(a), Dtype::BF16, bytes_of(b16), a64, bb},
                           Case{Dtype::F64, bytes_of(a64), Dtype::F32, bytes_of(b), a64, b64},
                           Case{Dtype::I32, bytes_of(ints), Dtype::F64, bytes_of(b64), ints64, b64}}) {
-      const DifferenceSums got = difference_sums(c.ad, c.a, c.bd, c.b, n), want = difference_reference(c.want_a, c.want_b);
+      const double atol = 0.004, rtol = 0.001;
+      const DifferenceSums got = difference_sums(c.ad, c.a, c.bd, c.b, n, atol, rtol),
+                           want = difference_reference(c.want_a, c.want_b, atol, rtol);
       EXPECT_EQ(got.finite, want.finite) << n;
       EXPECT_EQ(got.nonfinite, want.nonfinite) << n;
       EXPECT_EQ(got.mismatch, want.mismatch) << n;
+      EXPECT_EQ(got.outside, want.outside) << n;
       EXPECT_EQ(got.max_abs, want.max_abs) << n;
+      EXPECT_EQ(got.max_rel, want.max_rel) << n;
       for (const auto& [g, w] : {std::pair{got.d2, want.d2}, {got.a2, want.a2}, {got.b2, want.b2}, {got.ab, want.ab}})
         EXPECT_NEAR(g, w, 1e-12 * (1 + std::fabs(w))) << n;
     }
@@ -243,6 +251,37 @@ TEST(DifferenceSums, UnalignedRunsAndRefusals) {
   EXPECT_EQ(s.ab, s.a2);
   EXPECT_THROW(difference_sums(Dtype::F32, bytes_of(a), Dtype::F32, bytes_of(a), 10), Error);
   EXPECT_THROW(difference_sums(Dtype::C64, bytes_of(a), Dtype::F32, bytes_of(a), 2), Error);
+}
+
+// One set of rules for what the sums say, diff's and the report's: a NaN or an infinity on one
+// side only is the worst difference; without a finite pair there is no RMSE or SQNR.
+TEST(DifferenceFigures, OneSetOfRulesForDiffAndReports) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto figures = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return difference_figures(difference_sums(Dtype::F64, bytes_of(a), Dtype::F64, bytes_of(b), a.size()));
+  };
+  const DifferenceFigures all_nan = figures({nan, nan}, {nan, nan});
+  EXPECT_TRUE(std::isnan(all_nan.rmse));
+  EXPECT_TRUE(std::isnan(all_nan.sqnr_db));
+  EXPECT_EQ(all_nan.outside, 0u);  // NaN equals NaN
+  EXPECT_EQ(all_nan.max_abs, 0);
+  const DifferenceFigures one_sided = figures({1, nan}, {1, 2});
+  EXPECT_EQ(one_sided.max_abs, kInf);
+  EXPECT_EQ(one_sided.max_rel, kInf);
+  EXPECT_EQ(one_sided.sqnr_db, -kInf);
+  EXPECT_EQ(one_sided.outside, 1u);
+  EXPECT_EQ(one_sided.rmse, 0);  // over the one finite pair
+  const DifferenceFigures none = figures({}, {});
+  EXPECT_EQ(none.rmse, 0);
+  EXPECT_EQ(none.cosine, 1);
+  const DifferenceFigures off = figures({1, 3, 0}, {1, 2, 0});
+  EXPECT_EQ(off.max_abs, 1);
+  EXPECT_EQ(off.max_rel, 0.5);
+  EXPECT_EQ(off.outside, 1u);
+  EXPECT_DOUBLE_EQ(off.rmse, std::sqrt(1.0 / 3));
+  const DifferenceFigures from_zero = figures({0.5}, {0});
+  EXPECT_EQ(from_zero.max_rel, kInf);
+  EXPECT_EQ(from_zero.sqnr_db, -kInf);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Tests for gguf/gguf_mix.hpp: the layer and kind rules of llama.cpp's mixes written out for
+// Tests for gguf_convert/gguf_mix.hpp: the layer and kind rules of llama.cpp's mixes written out for
 // models of 8 and 32 layers, and the row fallbacks. (python/tests/test_gguf_export.py compares
 // whole exports with what libllama's llama_model_quantize writes.)
 #include "gguf_convert/gguf_mix.hpp"

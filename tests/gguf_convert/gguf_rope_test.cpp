@@ -1,4 +1,4 @@
-// Tests for gguf/gguf_rope.hpp: config.json's rope_scaling read (the kinds llama.cpp has a place
+// Tests for gguf_convert/gguf_rope.hpp: config.json's rope_scaling read (the kinds llama.cpp has a place
 // for, the others refused by name), Llama 3's factors in their three regions, linear scaling's
 // keys, and the config.json member written back. (python/tests/test_gguf_export.py compares the
 // factors with llama.cpp's converter's formula in torch, runs the export in llama.cpp against

@@ -1,5 +1,5 @@
 // Tests of hashes and model signatures (tlio/trust.hpp) and what they stand on: base64, ECDSA
-// keys, the path order and the bundle reader. Python's test_trust.py checks the same against
+// keys, the path order and the bundle reader. Python's test_trust_*.py check the same against
 // hashlib, `cryptography` and an independent model-signing writer.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

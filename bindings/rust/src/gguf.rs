@@ -1,5 +1,6 @@
 //! GGUF files (llama.cpp's format): their tensors listed and read, every ggml block type decoded
-//! exactly as ggml decodes it, and imported to safetensors.
+//! exactly as ggml decodes it, imported to safetensors files and Hugging Face folders, and
+//! exported from folders.
 use std::ffi::c_void;
 use std::ops::Range;
 use std::path::Path;

@@ -3,7 +3,8 @@
 //! Files are checked against every rule of the format on opening (the same rules, messages and
 //! error kinds as the `tlio` command, C++, C and Python), tensors are zero-copy views of the
 //! mapped file, files are written canonically and atomically, and quantized weights (tinyllm
-//! int4, bitsandbytes NF4/FP4, LLM.int8) are found and dequantized.
+//! int4, bitsandbytes NF4/FP4, LLM.int8, the Hub's FP8, GPTQ, AWQ, MXFP4, NVFP4) are found and
+//! dequantized.
 //!
 //! ```no_run
 //! let file = tlio::File::open("model.safetensors")?;

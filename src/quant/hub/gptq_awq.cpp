@@ -1,11 +1,12 @@
 // quant/hub/gptq_awq.cpp: the registry entries of GPTQ (v1 and v2; 2, 3, 4 and 8 bits; g_idx)
-// and AWQ (GEMM), read only. Both store a Linear's weight transposed, as integer fields packed
-// into I32 words with zero points and scales per group of inputs:
+// and AWQ (GEMM and GEMV), read only. GPTQ and AWQ GEMM store a Linear's weight transposed, as
+// integer fields packed into I32 words with zero points and scales per group of inputs:
 //   GPTQ: qweight [in*bits/32, out], each column a dense LSB-first stream of `bits`-wide fields
 //         along the inputs (fields cross words at 3 bits); qzeros [groups, out*bits/32], a stream
 //         along the outputs; scales [groups, out]; g_idx [in] (the group of each input).
-//   AWQ:  qweight [in, out/8] and qzeros [groups, out/8], eight 4-bit fields per word along the
-//         outputs in the order 0 2 4 6 1 3 5 7; scales [groups, out].
+//   AWQ GEMM: qweight [in, out/8] and qzeros [groups, out/8], eight 4-bit fields per word along
+//         the outputs in the order 0 2 4 6 1 3 5 7; scales [groups, out].
+//   AWQ GEMV: the Linear's [out, in], as gemv_layout below says.
 // W[n, k] = scales[g(k), n] * (q[k, n] - z[g(k), n]), with z + 1 (mod 2^bits) for GPTQ v1, whose
 // packer stored zero - 1. The product is exact in f32 and rounded once to the scales' dtype, the
 // dtype both references compute in.
@@ -118,8 +119,8 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
   } else {
     refuse_undecoded(q.name, fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor "
-                                         "AWQ GEMM [in, out/8] (AWQ GEMV and kernel layouts are "
-                                         "not decoded)",
+                                         "AWQ GEMM [in, out/8] (AWQ GEMV is read when "
+                                         "quantization_config names it; kernel layouts are not decoded)",
                                          quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
   }
   l.out = out;
@@ -303,7 +304,8 @@ class AwqGemvDecoder final : public WeightDecoder {
 };
 
 std::vector<StoredPart> whole_parts(const TensorSet&, const QuantizedWeight& w) {
-  // Stored transposed: a slice of output rows needs every word row, so each part is read whole.
+  // GPTQ and AWQ GEMM are stored transposed: a slice of output rows needs every word row, so each
+  // part is read whole (AWQ GEMV's too, though its rows are the outputs).
   std::vector<StoredPart> parts;
   for (const std::string& name : w.stored) parts.push_back({name});
   return parts;
@@ -345,7 +347,7 @@ const SchemeEntry& awq_scheme_entry() noexcept {
         return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "", a.gemv ? "-gemv" : "");
       },
       [](const QuantScheme::Options& o) {
-        if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ's GEMM layout packs 4 bits");
+        if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ packs 4 bits");
       },
       [](const TensorSet& set) { return detect(set, SchemeKind::awq); }, packed_decoder, whole_parts);
   return entry;

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "gguf/ggml_blocks.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
@@ -15,7 +16,7 @@ namespace tlio {
 
 namespace {
 
-using u8 = uint8_t;
+using detail::u8;
 
 inline float half(const u8* p) noexcept { return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8)); }
 inline uint32_t u32_le(const u8* p) noexcept {
@@ -31,6 +32,10 @@ inline float f32_le(const u8* p) noexcept {
 // IQ4_NL's non-linear levels, and MXFP4's (E2M1 values doubled; the block scales are halved).
 constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 constexpr int8_t kFp4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+}  // namespace
+
+namespace detail::ggml_decoders {
 
 // ---- 32-element blocks: two elements per byte, element j in the low nibble of byte j, j + 16
 // in its high nibble.
@@ -89,9 +94,10 @@ void mxfp4(const u8* b, float* y) {
 }
 
 // ---- 256-element super-blocks (K-quants) and the rest.
-void q2_k(const u8* b, float* y) {
-  const u8 *scales = b, *q = b + 16;
-  const float d = half(b + 80), dmin = half(b + 82);
+void q2_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ2K>(p);
+  const u8 *scales = b.scales, *q = b.qs;
+  const float d = half(b.d), dmin = half(b.dmin);
   int is = 0;
   for (int n = 0; n < 256; n += 128, q += 32)
     for (int shift = 0; shift < 8; shift += 2)
@@ -101,9 +107,10 @@ void q2_k(const u8* b, float* y) {
         for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16 * half_] >> shift) & 3) - ml;
       }
 }
-void q3_k(const u8* b, float* y) {
-  const u8 *hm = b, *q = b + 32, *packed = b + 96;
-  const float d = half(b + 108);
+void q3_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ3K>(p);
+  const u8 *hm = b.hmask, *q = b.qs, *packed = b.scales;
+  const float d = half(b.d);
   int8_t scales[16];
   for (int s = 0; s < 16; ++s) {
     const int low = s < 8 ? packed[s] & 0xF : packed[s - 8] >> 4;
@@ -122,19 +129,10 @@ void q3_k(const u8* b, float* y) {
         }
       }
 }
-// Q4_K's and Q5_K's 6-bit scale and min of sub-block j.
-inline void scale_min_k4(int j, const u8* q, int& sc, int& m) noexcept {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-void q4_k(const u8* b, float* y) {
-  const float d = half(b), dmin = half(b + 2);
-  const u8 *scales = b + 4, *q = b + 16;
+void q4_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ4K>(p);
+  const float d = half(b.d), dmin = half(b.dmin);
+  const u8 *scales = b.scales, *q = b.qs;
   for (int is = 0; is < 8; is += 2, q += 32) {
     int sc, m;
     scale_min_k4(is, scales, sc, m);
@@ -145,9 +143,10 @@ void q4_k(const u8* b, float* y) {
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
   }
 }
-void q5_k(const u8* b, float* y) {
-  const float d = half(b), dmin = half(b + 2);
-  const u8 *scales = b + 4, *qh = b + 16, *ql = b + 48;
+void q5_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ5K>(p);
+  const float d = half(b.d), dmin = half(b.dmin);
+  const u8 *scales = b.scales, *qh = b.qh, *ql = b.qs;
   u8 u1 = 1, u2 = 2;
   for (int is = 0; is < 8; is += 2, ql += 32, u1 = static_cast<u8>(u1 << 2), u2 = static_cast<u8>(u2 << 2)) {
     int sc, m;
@@ -159,10 +158,11 @@ void q5_k(const u8* b, float* y) {
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
   }
 }
-void q6_k(const u8* b, float* y) {
-  const u8 *ql = b, *qh = b + 128;
-  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = half(b + 208);
+void q6_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ6K>(p);
+  const u8 *ql = b.ql, *qh = b.qh;
+  const int8_t* sc = b.scales;
+  const float d = half(b.d);
   for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32, sc += 8)
     for (int l = 0; l < 32; ++l) {
       const int is = l / 16;
@@ -176,9 +176,10 @@ void q6_k(const u8* b, float* y) {
       y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
     }
 }
-void q8_k(const u8* b, float* y) {
-  const float d = f32_le(b);
-  for (int j = 0; j < 256; ++j) y[j] = d * static_cast<float>(static_cast<int8_t>(b[4 + j]));
+void q8_k(const u8* p, float* y) {
+  const auto& b = block_at<BlockQ8K>(p);
+  const float d = f32_le(b.d);
+  for (int j = 0; j < 256; ++j) y[j] = d * static_cast<float>(b.qs[j]);
 }
 void iq4_xs(const u8* b, float* y) {
   const float d = half(b);
@@ -216,7 +217,7 @@ void tq2_0(const u8* b, float* y) {
       for (int m = 0; m < 32; ++m) *y++ = static_cast<float>(((b[j + m] >> (l * 2)) & 3) - 1) * d;
 }
 // NVFP4's sub-block scale: unsigned E4M3 halved (0x00 and 0x7F are 0), as ggml_ue4m3_to_fp32.
-float ue4m3_half(u8 x) noexcept {
+static float ue4m3_half(u8 x) noexcept {
   if (x == 0 || x == 0x7F) return 0.0f;
   const int exp = (x >> 3) & 0xF, man = x & 7;
   const float raw = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
@@ -242,50 +243,9 @@ void q2_0(const u8* b, float* y) {
   for (int j = 0; j < 64; ++j) y[j] = static_cast<float>(((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
 }
 
-using BlockDecoder = void (*)(const u8*, float*);
+}  // namespace detail::ggml_decoders
 
-BlockDecoder block_decoder(uint32_t id) noexcept {
-  switch (id) {
-    case 2: return q4_0;
-    case 3: return q4_1;
-    case 6: return q5_0;
-    case 7: return q5_1;
-    case 8: return q8_0;
-    case 10: return q2_k;
-    case 11: return q3_k;
-    case 12: return q4_k;
-    case 13: return q5_k;
-    case 14: return q6_k;
-    case 15: return q8_k;
-    case 20: return iq4_nl;
-    case 23: return iq4_xs;
-    case 34: return tq1_0;
-    case 35: return tq2_0;
-    case 39: return mxfp4;
-    case 40: return nvfp4;
-    case 41: return q1_0;
-    case 42: return q2_0;
-    default: return nullptr;
-  }
-}
 
-}  // namespace
-
-std::optional<Dtype> ggml_plain_dtype(uint32_t id) noexcept {
-  switch (id) {
-    case 0: return Dtype::F32;
-    case 1: return Dtype::F16;
-    case 24: return Dtype::I8;
-    case 25: return Dtype::I16;
-    case 26: return Dtype::I32;
-    case 27: return Dtype::I64;
-    case 28: return Dtype::F64;
-    case 30: return Dtype::BF16;
-    default: return std::nullopt;
-  }
-}
-
-bool ggml_decodes(uint32_t id) noexcept { return ggml_plain_dtype(id) || block_decoder(id); }
 
 void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> dst) {
   const std::optional<GgmlType> type = ggml_type(id);
@@ -302,7 +262,7 @@ void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> d
     convert(*plain, src, Dtype::F32, std::as_writable_bytes(dst), dst.size());
     return;
   }
-  const BlockDecoder decode = block_decoder(id);
+  const detail::BlockDecoder decode = detail::ggml_row(id)->decode;
   const auto* in = reinterpret_cast<const u8*>(src.data());
   float* out = dst.data();
   for (size_t i = 0, n = dst.size() / type->block; i < n; ++i, in += type->block_bytes, out += type->block)

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "gguf/ggml_blocks.hpp"
 #include "gguf/ggml_quantize_kernels.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -17,9 +18,7 @@
 
 namespace tlio {
 
-namespace {
-
-using u8 = uint8_t;
+namespace detail::ggml_encoders {
 
 // Below this a group is all zeros (ggml's GROUP_MAX_EPS).
 constexpr float kGroupMaxEps = 1e-15f;
@@ -288,20 +287,9 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
   return sumlx / suml2;
 }
 
-// Q4_K's and Q5_K's 6-bit scale and min of sub-block j (as the decoder reads them).
-inline void scale_min_k4(int j, const u8* q, u8& sc, u8& m) noexcept {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = static_cast<u8>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<u8>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 // Q4_K and Q5_K: 8 sub-blocks of 32, codes 0..nmax, 6-bit scales and mins packed in 12 bytes
-// at `scales`, fp16 d and dmin at `d`; the codes (requantized with the stored scales) in L.
-void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, u8* scales, u8* L) {
+// at `scales`, fp16 d and dmin; the codes (requantized with the stored scales) in L.
+void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, u8* dmin, u8* scales, u8* L) {
   float weights[32], mins[8], sub_scales[8];
   u8 Laux[32];
   float max_scale = 0, max_min = 0;
@@ -329,30 +317,32 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, 
     }
   }
   put_half(d, max_scale / 63.f);
-  put_half(d + 2, max_min / 63.f);
+  put_half(dmin, max_min / 63.f);
   for (int j = 0; j < 8; ++j) {
-    u8 sc, m;
-    scale_min_k4(j, scales, sc, m);
+    int sc, m;
+    scale_min_k4(j, scales, sc, m);  // as the decoder reads them
     const float dj = stored_half(d) * static_cast<float>(sc);
     if (dj == 0.0f) continue;
-    const float dm = stored_half(d + 2) * static_cast<float>(m);
+    const float dm = stored_half(dmin) * static_cast<float>(m);
     for (int ii = 0; ii < 32; ++ii)
       L[32 * j + ii] = static_cast<u8>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / dj))));
   }
 }
-void q4_k(const float* x, u8* b) {
+void q4_k(const float* x, u8* p) {
   u8 L[256];
-  std::memset(b, 0, 144);
-  k_scales_and_codes(x, 15, -1.0f, 20, b, b + 4, L);
-  u8* q = b + 16;
+  std::memset(p, 0, sizeof(BlockQ4K));
+  BlockQ4K& b = block_at<BlockQ4K>(p);
+  k_scales_and_codes(x, 15, -1.0f, 20, b.d, b.dmin, b.scales, L);
+  u8* q = b.qs;
   for (int j = 0; j < 256; j += 64, q += 32)
     for (int l = 0; l < 32; ++l) q[l] = static_cast<u8>(L[j + l] | (L[j + l + 32] << 4));
 }
-void q5_k(const float* x, u8* b) {
+void q5_k(const float* x, u8* p) {
   u8 L[256];
-  std::memset(b, 0, 176);
-  k_scales_and_codes(x, 31, -0.5f, 15, b, b + 4, L);
-  u8 *qh = b + 16, *ql = b + 48;
+  std::memset(p, 0, sizeof(BlockQ5K));
+  BlockQ5K& b = block_at<BlockQ5K>(p);
+  k_scales_and_codes(x, 31, -0.5f, 15, b.d, b.dmin, b.scales, L);
+  u8 *qh = b.qh, *ql = b.qs;
   u8 m1 = 1, m2 = 2;
   for (int n = 0; n < 256; n += 64, ql += 32, m1 = static_cast<u8>(m1 << 2), m2 = static_cast<u8>(m2 << 2))
     for (int j = 0; j < 32; ++j) {
@@ -368,7 +358,7 @@ void q5_k(const float* x, u8* b) {
       ql[j] = static_cast<u8>(l1 | (l2 << 4));
     }
 }
-void q6_k(const float* x, u8* b) {
+void q6_k(const float* x, u8* p) {
   int8_t L[256];
   float scales[16];
   float max_scale = 0, max_abs_scale = 0;
@@ -380,19 +370,20 @@ void q6_k(const float* x, u8* b) {
       max_scale = scales[ib];
     }
   }
-  std::memset(b, 0, 210);
+  std::memset(p, 0, sizeof(BlockQ6K));
+  BlockQ6K& b = block_at<BlockQ6K>(p);
   if (max_abs_scale < kGroupMaxEps) return;  // all zeros, d = +0
   const float iscale = -128.f / max_scale;
-  put_half(b + 208, 1 / iscale);
-  auto* sc = reinterpret_cast<int8_t*>(b + 192);
+  put_half(b.d, 1 / iscale);
+  int8_t* sc = b.scales;
   for (int ib = 0; ib < 16; ++ib) sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
   for (int j = 0; j < 16; ++j) {
-    const float d = stored_half(b + 208) * static_cast<float>(sc[j]);
+    const float d = stored_half(b.d) * static_cast<float>(sc[j]);
     if (d == 0.0f) continue;
     for (int ii = 0; ii < 16; ++ii)
       L[16 * j + ii] = static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
   }
-  u8 *ql = b, *qh = b + 128;
+  u8 *ql = b.ql, *qh = b.qh;
   for (int j = 0; j < 256; j += 128, ql += 64, qh += 32)
     for (int l = 0; l < 32; ++l) {
       const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF, q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
@@ -408,10 +399,11 @@ void pack_2bit(const u8* L, u8* qs) {
     for (int l = 0; l < 32; ++l)
       qs[j / 4 + l] = static_cast<u8>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
 }
-void q2_k(const float* x, u8* b) {
+void q2_k(const float* x, u8* p) {
+  BlockQ2K& b = block_at<BlockQ2K>(p);
   u8 L[256], Laux[16];
   float weights[16], mins[16], scales[16];
-  u8* sc = b;
+  u8* sc = b.scales;
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < 16; ++j) {
     for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
@@ -419,27 +411,27 @@ void q2_k(const float* x, u8* b) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
-  std::memset(b, 0, 84);
+  std::memset(p, 0, sizeof(BlockQ2K));
   if (max_scale > 0) {
     const float iscale = 15.f / max_scale;
     for (int j = 0; j < 16; ++j) sc[j] = static_cast<u8>(nearest_int(iscale * scales[j]));
-    put_half(b + 80, max_scale / 15.f);
+    put_half(b.d, max_scale / 15.f);
   }
   if (max_min > 0) {
     const float iscale = 15.f / max_min;
     for (int j = 0; j < 16; ++j) sc[j] |= static_cast<u8>(nearest_int(iscale * mins[j]) << 4);
-    put_half(b + 82, max_min / 15.f);
+    put_half(b.dmin, max_min / 15.f);
   }
   for (int j = 0; j < 16; ++j) {
-    const float d = stored_half(b + 80) * static_cast<float>(sc[j] & 0xF);
+    const float d = stored_half(b.d) * static_cast<float>(sc[j] & 0xF);
     if (d == 0.0f) continue;
-    const float dm = stored_half(b + 82) * static_cast<float>(sc[j] >> 4);
+    const float dm = stored_half(b.dmin) * static_cast<float>(sc[j] >> 4);
     for (int ii = 0; ii < 16; ++ii)
       L[16 * j + ii] = static_cast<u8>(std::max(0, std::min(3, nearest_int((x[16 * j + ii] + dm) / d))));
   }
-  pack_2bit(L, b + 16);
+  pack_2bit(L, b.qs);
 }
-void q3_k(const float* x, u8* b) {
+void q3_k(const float* x, u8* p) {
   int8_t L[256];
   float scales[16];
   float max_scale = 0, amax = 0;
@@ -451,8 +443,9 @@ void q3_k(const float* x, u8* b) {
       max_scale = scales[j];
     }
   }
-  std::memset(b, 0, 110);
-  u8 *hmask = b, *qs = b + 32, *packed = b + 96;
+  std::memset(p, 0, sizeof(BlockQ3K));
+  BlockQ3K& b = block_at<BlockQ3K>(p);
+  u8 *hmask = b.hmask, *qs = b.qs, *packed = b.scales;
   if (max_scale != 0.0f) {
     const float iscale = -32.f / max_scale;
     for (int j = 0; j < 16; ++j) {
@@ -463,12 +456,12 @@ void q3_k(const float* x, u8* b) {
       l = static_cast<int8_t>(l >> 4);
       packed[j % 4 + 8] |= static_cast<u8>(l << (2 * (j / 4)));
     }
-    put_half(b + 108, 1 / iscale);
+    put_half(b.d, 1 / iscale);
   }
   for (int j = 0; j < 16; ++j) {
     int8_t sc = static_cast<int8_t>(j < 8 ? packed[j] & 0xF : packed[j - 8] >> 4);
     sc = static_cast<int8_t>((sc | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
-    const float d = stored_half(b + 108) * static_cast<float>(sc);
+    const float d = stored_half(b.d) * static_cast<float>(sc);
     if (d == 0.0f) continue;
     for (int ii = 0; ii < 16; ++ii)
       L[16 * j + ii] = static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + ii] / d))) + 4);
@@ -491,27 +484,9 @@ void q3_k(const float* x, u8* b) {
   pack_2bit(codes, qs);
 }
 
-using BlockEncoder = void (*)(const float*, u8*);
+}  // namespace detail::ggml_encoders
 
-BlockEncoder block_encoder(uint32_t id) noexcept {
-  switch (id) {
-    case 2: return q4_0;
-    case 3: return q4_1;
-    case 6: return q5_0;
-    case 7: return q5_1;
-    case 8: return q8_0;
-    case 10: return q2_k;
-    case 11: return q3_k;
-    case 12: return q4_k;
-    case 13: return q5_k;
-    case 14: return q6_k;
-    default: return nullptr;
-  }
-}
 
-}  // namespace
-
-bool ggml_encodes(uint32_t id) noexcept { return block_encoder(id) || id == 0 || id == 1 || id == 30; }
 
 void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> dst) {
   const std::optional<GgmlType> type = ggml_type(id);
@@ -527,10 +502,10 @@ void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> d
     convert(Dtype::F32, std::as_bytes(src), *plain, dst, src.size());
     return;
   }
-  const BlockEncoder encode = block_encoder(id);
-  auto* out = reinterpret_cast<u8*>(dst.data());
-  if (id == 8) {  // Q8_0 on vectors, its non-finite blocks by q8_0
-    detail::q8_0_blocks(src.data(), src.size() / 32, out, q8_0);
+  const detail::BlockEncoder encode = detail::ggml_row(id)->encode;
+  auto* out = reinterpret_cast<detail::u8*>(dst.data());
+  if (id == ggml_id(GgmlTypeId::Q8_0)) {  // Q8_0 on vectors, its non-finite blocks by q8_0
+    detail::q8_0_blocks(src.data(), src.size() / 32, out, detail::ggml_encoders::q8_0);
     return;
   }
   for (size_t i = 0, n = src.size() / type->block; i < n; ++i, out += type->block_bytes)

@@ -16,6 +16,7 @@
 
 #include "common/parallel.hpp"
 #include "gguf_convert/gguf_arch.hpp"
+#include "gguf/ggml_blocks.hpp"
 #include "gguf/gguf_header.hpp"
 #include "gguf_convert/gguf_mix.hpp"
 #include "gguf_convert/gguf_spm.hpp"
@@ -50,17 +51,13 @@ struct PlannedTensor {
   const QuantizedWeight* quantized = nullptr;
 };
 
-// The plain types tlio exports weights as ("--pure": every weight that type, rows that are not
-// whole blocks aside), and llama.cpp's general.file_type (llama_ftype) for each. The mixes
-// (gguf_mix.hpp) give some weights more bits.
-constexpr std::pair<std::string_view, uint32_t> kFileTypes[] = {
-    {"F32", 0},  {"F16", 1},  {"BF16", 32}, {"Q8_0", 7},  {"Q4_0", 2},  {"Q4_1", 3},  {"Q5_0", 8},
-    {"Q5_1", 9}, {"Q2_K", 10}, {"Q3_K", 11}, {"Q4_K", 14}, {"Q5_K", 16}, {"Q6_K", 18}};
-
-std::optional<uint32_t> file_type_of(std::string_view type) {
-  for (const auto& [name, id] : kFileTypes)
-    if (name == type) return id;
-  return std::nullopt;
+// llama.cpp's general.file_type (llama_ftype) of a model whose weights are all of type `t`
+// ("--pure": rows that are not whole blocks aside), for the types an export writes (the table of
+// gguf/ggml_blocks.hpp); the mixes (gguf_mix.hpp) give some weights more bits.
+std::optional<uint32_t> file_type_of(const GgmlType& t) {
+  const detail::GgmlRow* row = detail::ggml_row(t.id);
+  if (!row || row->file_type == detail::GgmlRow::kNoFileType) return std::nullopt;
+  return row->file_type;
 }
 
 // What --dtype asks for: a plain type, or a mix of types.
@@ -74,7 +71,7 @@ AskedTypes asked_types(std::string_view text) {
   if (const std::optional<detail::GgufMix> mix = detail::gguf_mix_named(text))
     return {*ggml_type(mix->base), mix, mix->file_type};
   const std::optional<GgmlType> type = ggml_type_named(text);
-  if (type && file_type_of(type->name)) return {*type, std::nullopt, *file_type_of(type->name)};
+  if (type && file_type_of(*type)) return {*type, std::nullopt, *file_type_of(*type)};
   throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text, fmt::join(gguf_export_types(), ", ")));
 }
 
@@ -120,7 +117,7 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
                             name.permute_heads),
                 f.name());
-  PlannedTensor p{&f, &t, {name.name, 0, {}}, name.permute_heads, false, {}, nullptr};
+  PlannedTensor p{&f, &t, {name.name, ggml_id(GgmlTypeId::F32), {}}, name.permute_heads, false, {}, nullptr};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
   p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
@@ -301,7 +298,10 @@ std::string gguf_split_name(std::string_view out, size_t index, size_t count) {
 
 std::vector<std::string_view> gguf_export_types() {
   std::vector<std::string_view> names;
-  for (const auto& [name, id] : kFileTypes) names.push_back(name);
+  // The plain types, then the block types, in ggml's id order.
+  for (const bool plain : {true, false})
+    for (const detail::GgmlRow& row : detail::ggml_rows())
+      if (row.plain.has_value() == plain && file_type_of(row.type)) names.push_back(row.type.name);
   for (const detail::GgufMix& m : detail::gguf_mixes()) names.push_back(m.name);
   return names;
 }

@@ -15,9 +15,12 @@ namespace tlio::detail {
 
 namespace {
 
-// ggml type ids.
-constexpr uint32_t kF16 = 1, kQ4_0 = 2, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ2_K = 10, kQ3_K = 11, kQ4_K = 12,
-                   kQ5_K = 13, kQ6_K = 14;
+// ggml type ids, as the mix rules name them.
+constexpr uint32_t kF16 = ggml_id(GgmlTypeId::F16), kQ4_0 = ggml_id(GgmlTypeId::Q4_0),
+                   kQ5_0 = ggml_id(GgmlTypeId::Q5_0), kQ5_1 = ggml_id(GgmlTypeId::Q5_1),
+                   kQ8_0 = ggml_id(GgmlTypeId::Q8_0), kQ2_K = ggml_id(GgmlTypeId::Q2_K),
+                   kQ3_K = ggml_id(GgmlTypeId::Q3_K), kQ4_K = ggml_id(GgmlTypeId::Q4_K),
+                   kQ5_K = ggml_id(GgmlTypeId::Q5_K), kQ6_K = ggml_id(GgmlTypeId::Q6_K);
 
 constexpr std::array kMixes = {
     GgufMix{"Q3_K_S", 11, kQ3_K}, GgufMix{"Q3_K_M", 12, kQ3_K}, GgufMix{"Q3_K_L", 13, kQ3_K},

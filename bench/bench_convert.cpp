@@ -48,7 +48,10 @@ void BM_MemcpyOutputSize(benchmark::State& state) {
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
 }
-BENCHMARK(BM_MemcpyOutputSize)->Arg(int64_t{1} << 29)->Arg(int64_t{1} << 30)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MemcpyOutputSize)
+    ->Arg(int64_t{1} << 29)
+    ->Arg(int64_t{1} << 30)
+    ->Unit(benchmark::kMillisecond);
 
 // One thread only reading the 1 GiB F32 input in the narrowing kernels' order (four 4 KiB
 // pages side by side, prefetching two such blocks ahead, 16-byte loads into independent sums):
@@ -65,7 +68,8 @@ void BM_ReadOnlyInput(benchmark::State& state) {
       for (size_t line = 0; line < kPage; line += 128)
         for (size_t p = 0; p < kPages; ++p) {
           const std::byte* at = in + b + p * kPage + line;
-          if (b + 3 * kBlock <= bytes) __builtin_prefetch(at + 2 * kBlock), __builtin_prefetch(at + 2 * kBlock + 64);
+          if (b + 3 * kBlock <= bytes)
+            __builtin_prefetch(at + 2 * kBlock), __builtin_prefetch(at + 2 * kBlock + 64);
           for (size_t k = 0; k < 8; ++k) {
             V v;
             std::memcpy(&v, at + 16 * k, 16);
@@ -86,7 +90,8 @@ void BM_F32ToBF16(benchmark::State& state) {
   const std::byte* in = f32_input();
   auto out = faulted(kElems * 2, 3);
   for (auto _ : state) {
-    tlio::convert(tlio::Dtype::F32, {in, kElems * 4}, tlio::Dtype::BF16, {out.get(), kElems * 2}, kElems);
+    tlio::convert(tlio::Dtype::F32, {in, kElems * 4}, tlio::Dtype::BF16, {out.get(), kElems * 2},
+                  kElems);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kElems * 2));
@@ -99,7 +104,8 @@ void BM_BF16ToF32(benchmark::State& state) {
   const std::byte* in = bf16_input();
   auto out = faulted(kElems * 4, 3);
   for (auto _ : state) {
-    tlio::convert(tlio::Dtype::BF16, {in, kElems * 2}, tlio::Dtype::F32, {out.get(), kElems * 4}, kElems);
+    tlio::convert(tlio::Dtype::BF16, {in, kElems * 2}, tlio::Dtype::F32, {out.get(), kElems * 4},
+                  kElems);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kElems * 4));
@@ -112,7 +118,8 @@ void BM_F32ToF16(benchmark::State& state) {
   const std::byte* in = f32_input();
   auto out = faulted(kElems * 2, 3);
   for (auto _ : state) {
-    tlio::convert(tlio::Dtype::F32, {in, kElems * 4}, tlio::Dtype::F16, {out.get(), kElems * 2}, kElems);
+    tlio::convert(tlio::Dtype::F32, {in, kElems * 4}, tlio::Dtype::F16, {out.get(), kElems * 2},
+                  kElems);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kElems * 2));

@@ -38,8 +38,10 @@ inline void ensure_big_file(const std::filesystem::path& path, int tensors = 200
   w.set_metadata("format", "pt");
   char name[64];
   auto name_of = [&](int i) {
-    if (proj_names) snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", i);
-    else snprintf(name, sizeof name, "t%03d", i);
+    if (proj_names)
+      snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", i);
+    else
+      snprintf(name, sizeof name, "t%03d", i);
   };
   for (int i = 0; i < tensors; ++i) {
     name_of(i);

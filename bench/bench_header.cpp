@@ -52,7 +52,9 @@ void parse_walk(benchmark::State& state, Walk walk, const std::vector<std::byte>
 }
 void BM_Walk50kHalves(benchmark::State& state) { parse_walk(state, Walk::halves, many()); }
 void BM_Walk50kWhole(benchmark::State& state) { parse_walk(state, Walk::whole, many()); }
-void BM_Walk50kWholeOnePiece(benchmark::State& state) { parse_walk(state, Walk::one_piece, many()); }
+void BM_Walk50kWholeOnePiece(benchmark::State& state) {
+  parse_walk(state, Walk::one_piece, many());
+}
 void BM_Walk50kDom(benchmark::State& state) { parse_walk(state, Walk::dom, many()); }
 BENCHMARK(BM_Walk50kHalves)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Walk50kWhole)->Unit(benchmark::kMillisecond)->UseRealTime();

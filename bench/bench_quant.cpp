@@ -66,14 +66,20 @@ void BM_Int4Dequantize(benchmark::State& state) {
   auto dst = faulted(bytes);
   tlio::set_conversion_threads(static_cast<unsigned>(state.range(1)));
   for (auto _ : state) {
-    tlio::detail::int4_dequantize_rows(m.q, m.s, kRows, kCols, kGroup, 0, kRows, out, {dst.get(), bytes});
+    tlio::detail::int4_dequantize_rows(m.q, m.s, kRows, kCols, kGroup, 0, kRows, out,
+                                       {dst.get(), bytes});
     benchmark::ClobberMemory();
   }
   tlio::set_conversion_threads(0);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
 }
-BENCHMARK(BM_Int4Dequantize)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Int4Dequantize)
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Bytes processed = F32 input bytes.
 void BM_Int4Quantize(benchmark::State& state) {
@@ -118,16 +124,22 @@ void BM_Bnb4Dequantize(benchmark::State& state) {
   auto dst = faulted(bytes);
   tlio::set_conversion_threads(static_cast<unsigned>(state.range(2)));
   for (auto _ : state) {
-    tlio::detail::bnb_dequantize_4bit(b.packed, b.absmax, type, kBnbBlock, 0, kElems, out, {dst.get(), bytes});
+    tlio::detail::bnb_dequantize_4bit(b.packed, b.absmax, type, kBnbBlock, 0, kElems, out,
+                                      {dst.get(), bytes});
     benchmark::ClobberMemory();
   }
   tlio::set_conversion_threads(0);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
 }
 BENCHMARK(BM_Bnb4Dequantize)
-    ->Args({0, 0, 1})->Args({0, 0, 2})->Args({0, 1, 1})->Args({0, 1, 2})
-    ->Args({1, 0, 1})->Args({1, 1, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({0, 0, 1})
+    ->Args({0, 0, 2})
+    ->Args({0, 1, 1})
+    ->Args({0, 1, 2})
+    ->Args({1, 0, 1})
+    ->Args({1, 1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Arg 0: 0 nf4, 1 fp4; arg 1: threads. Bytes processed = F32 input bytes.
 void BM_Bnb4Quantize(benchmark::State& state) {
@@ -142,8 +154,12 @@ void BM_Bnb4Quantize(benchmark::State& state) {
   tlio::set_conversion_threads(0);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kElems * 4));
 }
-BENCHMARK(BM_Bnb4Quantize)->Args({0, 1})->Args({0, 2})->Args({1, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Bnb4Quantize)
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The straightforward scalar NF4 quantizer (what a direct port of bnb's torch code does one
 // element at a time): absmax per block, then the nearest of the 16 table values by a scan.

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     const tlio::File f = tlio::File::open(argv[1]);
     (void)tlio::find_quantized_weights(f);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   }
   std::nth_element(ms.begin(), ms.begin() + rounds / 2, ms.end());
   std::printf("%.3f\n", ms[static_cast<size_t>(rounds / 2)]);

@@ -12,10 +12,10 @@
 #include "cli_util.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
 #include "tlio/gguf.hpp"
 #include "tlio/gguf_convert.hpp"
-#include "tlio/error.hpp"
 #include "tlio/model.hpp"
 
 namespace tlio::cli {
@@ -37,7 +37,10 @@ bool is_gguf_weight_type(const std::string& v) {
   const auto t = tlio::ggml_type_named(v);
   if (t && tlio::ggml_plain_dtype(t->id)) return false;  // F32, F16, BF16: dtypes of any OUT
   const auto same = [&](std::string_view name) {
-    return std::ranges::equal(name, v, [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b)); });
+    return std::ranges::equal(name, v, [](char a, char b) {
+      return std::toupper(static_cast<unsigned char>(a)) ==
+             std::toupper(static_cast<unsigned char>(b));
+    });
   };
   return std::ranges::any_of(tlio::gguf_export_types(), same);
 }
@@ -45,7 +48,8 @@ bool is_gguf_weight_type(const std::string& v) {
 std::string gguf_weight_type_text() {
   std::vector<std::string_view> names;
   for (std::string_view t : tlio::gguf_export_types())
-    if (const auto g = tlio::ggml_type_named(t); !g || !tlio::ggml_plain_dtype(g->id)) names.push_back(t);
+    if (const auto g = tlio::ggml_type_named(t); !g || !tlio::ggml_plain_dtype(g->id))
+      names.push_back(t);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -53,12 +57,14 @@ CLI::Validator convert_dtype_check(bool gguf_types) {
   return CLI::Validator(
       [gguf_types](std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
-        if (!d && gguf_types && is_gguf_weight_type(v)) return {};  // for a .gguf OUT (checked with OUT)
+        if (!d && gguf_types && is_gguf_weight_type(v))
+          return {};  // for a .gguf OUT (checked with OUT)
         if (!d)
           return "unknown dtype '" + v + "'; the dtypes: " + convert_dtype_text() +
                  (gguf_types ? "; for a .gguf OUT also " + gguf_weight_type_text() : std::string());
         if (!tlio::is_floating(*d) || !tlio::can_convert(tlio::Dtype::F32, *d))
-          return "not a floating dtype tlio converts to: '" + v + "'; those are: " + convert_dtype_text();
+          return "not a floating dtype tlio converts to: '" + v +
+                 "'; those are: " + convert_dtype_text();
         return {};
       },
       "");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 
@@ -17,8 +16,9 @@ CLI::Validator regex_check();
 CLI::Validator non_negative_check();
 /// A whole number from 0 to `max`.
 CLI::Validator count_check(uint64_t max);
-/// A floating dtype tlio converts to (F16, bf16, float8_e4m3fn, ...): convert's and import's --dtype;
-/// with `gguf_types` also the ggml types a .gguf output takes (convert checks them against OUT).
+/// A floating dtype tlio converts to (F16, bf16, float8_e4m3fn, ...): convert's and import's
+/// --dtype; with `gguf_types` also the ggml types a .gguf output takes (convert checks them against
+/// OUT).
 CLI::Validator convert_dtype_check(bool gguf_types = false);
 /// Whether `v` names a ggml block type tlio writes into a .gguf (Q8_0, Q4_K, ...), and their list.
 bool is_gguf_weight_type(const std::string& v);

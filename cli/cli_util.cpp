@@ -1,23 +1,21 @@
 #include "cli_util.hpp"
 
-#include "arg_checks.hpp"
-
-#include <algorithm>
-
-#include <CLI/CLI.hpp>
-#include <simdjson.h>
 #include <fmt/core.h>
 #include <fmt/format.h>
-
-#include <cmath>
-#include <cstdio>
-#include <exception>
 #include <fnmatch.h>
-#include <map>
-#include <new>
+#include <simdjson.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <new>
+
+#include "arg_checks.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
@@ -37,17 +35,20 @@ std::string& token_option() {
 void add_remote_options(CLI::App* cmd, bool token) {
   if (token)
     cmd->add_option("--token", token_option(),
-                    "Bearer token for http(s):// and hf:// URLs, sent to their own host only (default: $HF_TOKEN)");
+                    "Bearer token for http(s):// and hf:// URLs, sent to their own host only "
+                    "(default: $HF_TOKEN)");
   // As the AWS CLI's flag; the library reads the variable for every s3:// request.
-  cmd->add_flag_callback("--no-sign-request", [] { ::setenv("AWS_NO_SIGN_REQUEST", "true", 1); },
-                         "Send s3:// requests unsigned (public buckets), as AWS_NO_SIGN_REQUEST=true");
+  cmd->add_flag_callback(
+      "--no-sign-request", [] { ::setenv("AWS_NO_SIGN_REQUEST", "true", 1); },
+      "Send s3:// requests unsigned (public buckets), as AWS_NO_SIGN_REQUEST=true");
 }
 
 tlio::OpenOptions open_options() {
   return {.backend = tlio::Backend::mmap,
           .token = token_option(),
           .warning = [](std::string_view message) {
-            std::fprintf(stderr, "tlio: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+            std::fprintf(stderr, "tlio: warning: %.*s\n", static_cast<int>(message.size()),
+                         message.data());
           }};
 }
 
@@ -58,7 +59,9 @@ void check_stdout_output(const std::string& out, bool json) {
     throw UsageError("the output '-' is standard output, a terminal: redirect it (> FILE, | ...)");
 }
 
-std::FILE* report_stream(const std::string& out) { return tlio::is_standard_stream(out) ? stderr : stdout; }
+std::FILE* report_stream(const std::string& out) {
+  return tlio::is_standard_stream(out) ? stderr : stdout;
+}
 
 bool has_numeric_values(tlio::Dtype d) { return tlio::can_convert(d, tlio::Dtype::F64); }
 
@@ -71,7 +74,9 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size) {
 
 tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files) {
   if (!max_size.empty() && tlio::parse_size(max_size) == 0)
-    throw UsageError("--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's shards)");
+    throw UsageError(
+        "--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's "
+        "shards)");
   tlio::FolderOptions o;
   o.open = open_options();
   if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);
@@ -79,7 +84,8 @@ tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFile
   return o;
 }
 
-std::vector<std::string> expand_globs(const std::vector<std::string>& args, const std::vector<std::string>& names,
+std::vector<std::string> expand_globs(const std::vector<std::string>& args,
+                                      const std::vector<std::string>& names,
                                       const std::string& input) {
   std::vector<std::string> out;
   for (const std::string& arg : args) {
@@ -114,7 +120,8 @@ void set_running_command(std::string name) { running_command = std::move(name); 
 
 void print_usage_error(std::string_view message) {
   print_error(message);
-  if (!running_command.empty()) fmt::print(stderr, "tlio {} --help shows its options\n", running_command);
+  if (!running_command.empty())
+    fmt::print(stderr, "tlio {} --help shows its options\n", running_command);
 }
 
 int guarded(const std::function<int()>& body) {
@@ -144,7 +151,8 @@ int guarded_json(const std::function<int()>& body, std::string& error, std::stri
   } catch (const tlio::Error& e) {
     if (message) *message = e.what();
     error = fmt::format("{{\"message\":{}", json_string(e.what()));
-    if (e.rule() != tlio::Rule::none) error += fmt::format(",\"rule\":{}", json_string(e.rule_name()));
+    if (e.rule() != tlio::Rule::none)
+      error += fmt::format(",\"rule\":{}", json_string(e.rule_name()));
     if (!e.tensor().empty()) error += fmt::format(",\"tensor\":{}", json_string(e.tensor()));
     if (e.offset()) error += fmt::format(",\"offset\":{}", *e.offset());
     if (e.os_error()) error += fmt::format(",\"errno\":{}", e.os_error().value());
@@ -187,13 +195,15 @@ std::string thousands(uint64_t n) {
 std::vector<std::string> convert_dtype_names() {
   std::vector<std::string> out;
   for (tlio::Dtype d : tlio::all_dtypes())
-    if (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d)) out.emplace_back(tlio::dtype_name(d));
+    if (tlio::is_floating(d) && tlio::can_convert(tlio::Dtype::F32, d))
+      out.emplace_back(tlio::dtype_name(d));
   return out;
 }
 
 std::string convert_dtype_text() {
-  return fmt::format("{} (or fp16, float16, half, bf16, bfloat16, fp32, float32, float, fp64, double, ...)",
-                     fmt::join(convert_dtype_names(), ", "));
+  return fmt::format(
+      "{} (or fp16, float16, half, bf16, bfloat16, fp32, float32, float, fp64, double, ...)",
+      fmt::join(convert_dtype_names(), ", "));
 }
 
 namespace {
@@ -293,8 +303,8 @@ std::string json_string(std::string_view text) {
       size_t n = 1;
       const auto b = static_cast<unsigned char>(text[i]);
       if (b >= 0xC0) n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
-      if (b < 0x80 || (b >= 0xC0 && i + n <= text.size() &&
-                       simdjson::validate_utf8(text.data() + i, n))) {
+      if (b < 0x80 ||
+          (b >= 0xC0 && i + n <= text.size() && simdjson::validate_utf8(text.data() + i, n))) {
         valid.append(text.substr(i, b < 0x80 ? 1 : n));
         i += b < 0x80 ? 1 : n;
       } else {
@@ -308,13 +318,27 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));

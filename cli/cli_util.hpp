@@ -68,7 +68,8 @@ tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFile
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.
-std::vector<std::string> expand_globs(const std::vector<std::string>& args, const std::vector<std::string>& names,
+std::vector<std::string> expand_globs(const std::vector<std::string>& args,
+                                      const std::vector<std::string>& names,
                                       const std::string& input);
 /// `,"files":[...]`: the files a folder rewrite published, for --json; "" for none.
 std::string json_files_member(const std::vector<std::string>& files);

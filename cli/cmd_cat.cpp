@@ -1,6 +1,9 @@
 // cli/cmd_cat.cpp: `tlio cat FILE NAME... [--filter RE] [--slice SPEC] [--json]`: tensors' values,
-// laid out as numpy prints them. Only the block the slice lies in is read, and a summarized print (past 1,000
-// values) reads only the rows it shows.
+// laid out as numpy prints them. Only the block the slice lies in is read, and a summarized print
+// (past 1,000 values) reads only the rows it shows.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,18 +11,15 @@
 #include <numeric>
 #include <regex>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "slice_spec.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
-#include "tlio/weights.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/weights.hpp"
 
 namespace tlio::cli {
 namespace {
@@ -34,9 +34,10 @@ std::pair<uint64_t, uint64_t> pick_block(const DimPick& p) {
 
 // The picked elements of a row-major `block` (whose dimensions start at `block_lo`), each
 // `size` bytes, in the result's row-major order.
-std::vector<std::byte> gather(std::span<const std::byte> block, const std::vector<uint64_t>& block_shape,
-                              const std::vector<uint64_t>& block_lo, const std::vector<DimPick>& picks,
-                              size_t size) {
+std::vector<std::byte> gather(std::span<const std::byte> block,
+                              const std::vector<uint64_t>& block_shape,
+                              const std::vector<uint64_t>& block_lo,
+                              const std::vector<DimPick>& picks, size_t size) {
   const size_t dims = picks.size();
   std::vector<uint64_t> stride(dims, size);
   for (size_t d = dims; d-- > 1;) stride[d - 1] = stride[d] * block_shape[d];
@@ -48,7 +49,9 @@ std::vector<std::byte> gather(std::span<const std::byte> block, const std::vecto
     uint64_t at = 0;
     for (size_t d = 0; d < dims; ++d)
       at += (static_cast<uint64_t>(static_cast<int64_t>(picks[d].start) +
-                                   static_cast<int64_t>(k[d]) * picks[d].step) - block_lo[d]) * stride[d];
+                                   static_cast<int64_t>(k[d]) * picks[d].step) -
+             block_lo[d]) *
+            stride[d];
     std::memcpy(out.data() + n * size, block.data() + at, size);
     for (size_t d = dims; d-- > 0;) {  // the odometer: last dimension fastest
       if (++k[d] < picks[d].count) break;
@@ -75,7 +78,8 @@ struct CatValues {
 CatValues cat_values(const Weights& w, const std::string& name, const std::string& spec,
                      std::string* scheme, bool summarize) {
   const std::vector<SliceEntry> entries = parse_slice_spec(spec);
-  const std::optional<DecodedValues> decoded = w.decoded(name);  // a quantized weight, a GGUF tensor
+  const std::optional<DecodedValues> decoded =
+      w.decoded(name);  // a quantized weight, a GGUF tensor
   CatValues v;
   std::vector<uint64_t> shape;
   if (decoded) {
@@ -95,8 +99,8 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
     if (p.keep) v.shape.push_back(p.count);
   // The picked elements of a block, appended to the result (integers exact, the rest as doubles).
   const auto take = [&](std::span<const std::byte> block, const std::vector<uint64_t>& block_shape,
-                        const std::vector<uint64_t>& block_lo, const std::vector<DimPick>& block_picks,
-                        uint64_t elements) {
+                        const std::vector<uint64_t>& block_lo,
+                        const std::vector<DimPick>& block_picks, uint64_t elements) {
     if (tlio::is_integer(v.dtype)) {
       const std::vector<std::byte> picked =
           gather(block, block_shape, block_lo, block_picks, tlio::dtype_bits(v.dtype) / 8);
@@ -104,9 +108,10 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
       return;
     }
     std::vector<double> values(elements);
-    tlio::convert(v.dtype, block, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)), elements);
-    const std::vector<std::byte> picked =
-        gather(std::as_bytes(std::span(values)), block_shape, block_lo, block_picks, sizeof(double));
+    tlio::convert(v.dtype, block, tlio::Dtype::F64, std::as_writable_bytes(std::span(values)),
+                  elements);
+    const std::vector<std::byte> picked = gather(std::as_bytes(std::span(values)), block_shape,
+                                                 block_lo, block_picks, sizeof(double));
     const size_t at = v.floats.size();
     v.floats.resize(at + picked.size() / sizeof(double));
     std::memcpy(v.floats.data() + at, picked.data(), picked.size());
@@ -124,7 +129,8 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
   // A summary shows the first and last rows of dimension 0 only: only those are read.
   std::vector<std::pair<uint64_t, uint64_t>> row_runs{{0, picks[0].count}};
   if (summarize && picks[0].keep && picks[0].count > 2 * kEdgeItems &&
-      std::accumulate(v.shape.begin(), v.shape.end(), uint64_t{1}, std::multiplies<>()) > kSummaryThreshold) {
+      std::accumulate(v.shape.begin(), v.shape.end(), uint64_t{1}, std::multiplies<>()) >
+          kSummaryThreshold) {
     row_runs = {{0, kEdgeItems}, {picks[0].count - kEdgeItems, picks[0].count}};
     for (const auto& [begin, end] : row_runs)
       for (uint64_t r = begin; r < end; ++r) v.rows.push_back(r);
@@ -133,7 +139,8 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
   std::vector<uint64_t> rest_shape, rest_lo;
   uint64_t row_elements = 1;
   for (size_t d = 1; d < shape.size(); ++d) {
-    const auto [lo, hi] = is_quantized ? std::pair<uint64_t, uint64_t>{0, shape[d]} : pick_block(picks[d]);
+    const auto [lo, hi] =
+        is_quantized ? std::pair<uint64_t, uint64_t>{0, shape[d]} : pick_block(picks[d]);
     rest_lo.push_back(lo);
     rest_shape.push_back(hi - lo);
     row_elements *= hi - lo;
@@ -148,7 +155,8 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
   for (const auto& [run_begin, run_end] : row_runs) {
     for (uint64_t k = run_begin; k < run_end;) {
       const uint64_t n = std::min(run_end - k, (rows_per_block - 1) / stride + 1);
-      const DimPick group{static_cast<uint64_t>(static_cast<int64_t>(first.start) + static_cast<int64_t>(k) * first.step),
+      const DimPick group{static_cast<uint64_t>(static_cast<int64_t>(first.start) +
+                                                static_cast<int64_t>(k) * first.step),
                           n, first.step, first.keep};
       const auto [lo, hi] = pick_block(group);
       std::vector<uint64_t> block_shape{hi - lo}, block_lo{lo};
@@ -162,7 +170,8 @@ CatValues cat_values(const Weights& w, const std::string& name, const std::strin
       } else {
         std::vector<tlio::SliceIndex> ranges{tlio::SliceIndex::range(lo, hi)};
         for (size_t d = 1; d < shape.size(); ++d)
-          ranges.push_back(tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
+          ranges.push_back(
+              tlio::SliceIndex::range(rest_lo[d - 1], rest_lo[d - 1] + rest_shape[d - 1]));
         block = f->read_slice(name, ranges);
       }
       std::vector<DimPick> block_picks{group};
@@ -194,8 +203,10 @@ std::string json_array(const std::vector<std::string>& cells, const std::vector<
     out += "[";
     for (uint64_t i = 0; i < shape[dim]; ++i) {
       if (i) out += ",";
-      if (dim + 1 == shape.size()) out += cells[offset + i];
-      else rec(dim + 1, offset + i * stride);
+      if (dim + 1 == shape.size())
+        out += cells[offset + i];
+      else
+        rec(dim + 1, offset + i * stride);
     }
     out += "]";
   };
@@ -212,8 +223,8 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
     fmt::print("{}\n", cells.empty() ? "" : cells[0]);
     return;
   }
-  const bool summarize =
-      std::accumulate(shape.begin(), shape.end(), uint64_t{1}, std::multiplies<>()) > kSummaryThreshold;
+  const bool summarize = std::accumulate(shape.begin(), shape.end(), uint64_t{1},
+                                         std::multiplies<>()) > kSummaryThreshold;
   // Where row i of dimension 0 is in `cells`.
   const auto held_row = [&](uint64_t i) {
     if (rows.empty()) return i;
@@ -222,7 +233,8 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
   size_t width = 0;
   std::string out;
   bool measuring = true;  // first pass: the width of what is shown; second: the text
-  std::function<void(size_t, uint64_t, size_t)> rec = [&](size_t dim, uint64_t offset, size_t indent) {
+  std::function<void(size_t, uint64_t, size_t)> rec = [&](size_t dim, uint64_t offset,
+                                                          size_t indent) {
     if (!measuring) out += "[";
     uint64_t stride = 1;
     for (size_t k = dim + 1; k < shape.size(); ++k) stride *= shape[k];
@@ -232,8 +244,10 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
       if (elide && i == kEdgeItems) {
         if (!measuring) {
           out += dim + 1 == shape.size() ? " ..." : "\n" + std::string(indent + 1, ' ') + "...";
-          if (dim + 1 == shape.size()) out += " ";
-          else out += std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
+          if (dim + 1 == shape.size())
+            out += " ";
+          else
+            out += std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
         }
         i = n - kEdgeItems;
       }
@@ -260,10 +274,10 @@ void print_array(const std::vector<std::string>& cells, const std::vector<uint64
   fmt::print("{}\n", out);
 }
 
-
 // One tensor's values: printed as numpy prints them (after a "NAME: DTYPE [shape]" line with
 // `header`), or, with `json`, returned as its JSON document.
-std::string cat_one(const Weights& w, const std::string& name, const std::string& slice, bool json, bool header) {
+std::string cat_one(const Weights& w, const std::string& name, const std::string& slice, bool json,
+                    bool header) {
   std::string scheme;
   const CatValues v = cat_values(w, name, slice, &scheme, !json);
   std::vector<std::string> cells;
@@ -280,17 +294,19 @@ std::string cat_one(const Weights& w, const std::string& name, const std::string
   } else {
     cells.reserve(v.floats.size());
     for (double x : v.floats)
-      cells.push_back(!json ? format_value(x, v.dtype)
+      cells.push_back(!json                          ? format_value(x, v.dtype)
                       : v.dtype == tlio::Dtype::BOOL ? (x != 0 ? "true" : "false")
                       : std::isfinite(x)             ? fmt::format("{}", x)
                                                      : "null");
   }
   if (json)
-    return fmt::format("{{\"name\":{},\"dtype\":\"{}\",{}\"shape\":[{}],\"values\":{}}}", json_string(name),
-                       tlio::dtype_name(v.dtype), scheme.empty() ? "" : fmt::format("\"scheme\":{},", json_string(scheme)),
+    return fmt::format("{{\"name\":{},\"dtype\":\"{}\",{}\"shape\":[{}],\"values\":{}}}",
+                       json_string(name), tlio::dtype_name(v.dtype),
+                       scheme.empty() ? "" : fmt::format("\"scheme\":{},", json_string(scheme)),
                        fmt::join(v.shape, ","), json_array(cells, v.shape));
   if (header)
-    fmt::print("{}: {} {}\n", display_name(name), scheme.empty() ? std::string(tlio::dtype_name(v.dtype)) : scheme,
+    fmt::print("{}: {} {}\n", display_name(name),
+               scheme.empty() ? std::string(tlio::dtype_name(v.dtype)) : scheme,
                shape_text(v.shape));
   print_array(cells, v.shape, v.rows);
   return {};
@@ -300,24 +316,28 @@ std::string cat_one(const Weights& w, const std::string& name, const std::string
 
 void add_cat(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("cat", "Print the values of tensors (or slices), like numpy");
-  cmd->footer("--slice takes one entry per leading dimension, as numpy: an index (4, -1) or a\n"
-              "range with an optional step (0:2, :, 3:, ::2, ::-1). Values of any numeric dtype are\n"
-              "shown converted to decimal; a quantized weight's (by its logical name) dequantized.\n"
-              "A NAME may be a glob pattern ('*.norm.weight', '*' crossing dots); --filter REGEX\n"
-              "takes the names it finds. Several tensors are printed one after another, each after\n"
-              "a 'NAME: DTYPE [shape]' line (--json: {\"path\", \"tensors\": [...]}).\n\n"
-              "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8\n"
-              "  tlio cat model/ '*.norm.weight'");
+  cmd->footer(
+      "--slice takes one entry per leading dimension, as numpy: an index (4, -1) or a\n"
+      "range with an optional step (0:2, :, 3:, ::2, ::-1). Values of any numeric dtype are\n"
+      "shown converted to decimal; a quantized weight's (by its logical name) dequantized.\n"
+      "A NAME may be a glob pattern ('*.norm.weight', '*' crossing dots); --filter REGEX\n"
+      "takes the names it finds. Several tensors are printed one after another, each after\n"
+      "a 'NAME: DTYPE [shape]' line (--json: {\"path\", \"tensors\": [...]}).\n\n"
+      "Examples:\n  tlio cat model.safetensors bigram.weight --slice 10,0:8\n"
+      "  tlio cat model/ '*.norm.weight'");
   struct Args {
     std::string file, slice, filter;
     std::vector<std::string> names;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("FILE", a->file,
+                  "File or model folder, or its URL (http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(cmd);
   cmd->add_option("NAME", a->names, "Tensor names or glob patterns (or none, with --filter)");
-  cmd->add_option("--filter", a->filter, "The tensors whose names match REGEX (a search)")->check(regex_check());
+  cmd->add_option("--filter", a->filter, "The tensors whose names match REGEX (a search)")
+      ->check(regex_check());
   cmd->add_option("--slice", a->slice, "e.g. 4,7 or 0:2,: or ::2,-1 (for every tensor named)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -329,32 +349,41 @@ void add_cat(CLI::App& app, int& exit_code) {
             return {};
           },
           ""));
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"name\", \"dtype\", \"scheme\" (quantized weights), "
-                "\"shape\", \"values\"} (nested lists; NaN and infinities as null); several tensors: "
-                "{\"path\", \"tensors\": [...]}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"name\", \"dtype\", \"scheme\" (quantized weights), "
+      "\"shape\", \"values\"} (nested lists; NaN and infinities as null); several tensors: "
+      "{\"path\", \"tensors\": [...]}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      if (a->names.empty() && a->filter.empty()) throw UsageError("NAME is required (or --filter REGEX)");
+      if (a->names.empty() && a->filter.empty())
+        throw UsageError("NAME is required (or --filter REGEX)");
       const std::unique_ptr<const Weights> opened = Weights::open(a->file, open_options());
       const Weights& w = *opened;
       // One plain name prints as it always has; patterns and --filter print a list.
-      const bool one = a->names.size() == 1 && a->filter.empty() && a->names[0].find_first_of("*?[") == std::string::npos;
+      const bool one = a->names.size() == 1 && a->filter.empty() &&
+                       a->names[0].find_first_of("*?[") == std::string::npos;
       if (one) {
         const std::string doc = cat_one(w, a->names[0], a->slice, a->json, false);
         if (a->json) fmt::print("{}\n", doc);
         return kExitOk;
       }
       const std::vector<std::string> all = w.value_names();
-      std::vector<std::string> names = a->names.empty() ? all : expand_globs(a->names, all, w.name());
+      std::vector<std::string> names =
+          a->names.empty() ? all : expand_globs(a->names, all, w.name());
       if (!a->filter.empty()) {
         const std::regex filter(a->filter, std::regex::ECMAScript);
         std::erase_if(names, [&](const std::string& n) { return !std::regex_search(n, filter); });
-        if (names.empty()) throw UsageError(fmt::format("no tensor of {} matches --filter '{}'", w.name(), a->filter));
+        if (names.empty())
+          throw UsageError(
+              fmt::format("no tensor of {} matches --filter '{}'", w.name(), a->filter));
       }
       std::vector<std::string> docs;
-      for (const std::string& name : names) docs.push_back(cat_one(w, name, a->slice, a->json, true));
-      if (a->json) fmt::print("{{\"path\":{},\"tensors\":[{}]}}\n", json_string(w.name()), fmt::join(docs, ","));
+      for (const std::string& name : names)
+        docs.push_back(cat_one(w, name, a->slice, a->json, true));
+      if (a->json)
+        fmt::print("{{\"path\":{},\"tensors\":[{}]}}\n", json_string(w.name()),
+                   fmt::join(docs, ","));
       return kExitOk;
     });
   });

@@ -12,14 +12,14 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "gguf_listing.hpp"
-#include "tlio/model.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/edit.hpp"
 #include "tlio/file.hpp"
 #include "tlio/folder_rewrite.hpp"
 #include "tlio/gguf.hpp"
-#include "tlio/rewrite.hpp"
 #include "tlio/gguf_convert.hpp"
+#include "tlio/model.hpp"
+#include "tlio/rewrite.hpp"
 
 namespace tlio::cli {
 
@@ -42,11 +42,13 @@ std::pair<std::string, std::string> split_rename(const std::string& rule) {
 std::string ties_note(size_t removed, size_t repointed) {
   std::string note;
   if (removed)
-    note += fmt::format(", {} tie record{} ({{alias: tensor}} metadata) removed with {} tensor{}", removed,
-                        removed == 1 ? "" : "s", removed == 1 ? "its" : "their", removed == 1 ? "" : "s");
+    note += fmt::format(", {} tie record{} ({{alias: tensor}} metadata) removed with {} tensor{}",
+                        removed, removed == 1 ? "" : "s", removed == 1 ? "its" : "their",
+                        removed == 1 ? "" : "s");
   if (repointed)
     note += fmt::format(", {} tied tensor{} left out written under {} kept alias{}", repointed,
-                        repointed == 1 ? "" : "s", repointed == 1 ? "its" : "their", repointed == 1 ? "" : "es");
+                        repointed == 1 ? "" : "s", repointed == 1 ? "its" : "their",
+                        repointed == 1 ? "" : "es");
   return note;
 }
 
@@ -67,15 +69,16 @@ std::string lost_note(const tlio::ConvertFileReport& r) {
   }
   const auto names = [](const std::vector<std::string>& v) {
     return v.size() <= 3 ? fmt::format("{}", fmt::join(v, ", "))
-                         : fmt::format("{}, ... {} tensors", fmt::join(v.begin(), v.begin() + 3, ", "), v.size());
+                         : fmt::format("{}, ... {} tensors",
+                                       fmt::join(v.begin(), v.begin() + 3, ", "), v.size());
   };
   std::string note;
   if (total.overflowed)
-    note += fmt::format("; {} value{} overflowed to inf ({})", total.overflowed, total.overflowed == 1 ? "" : "s",
-                        names(over_names));
+    note += fmt::format("; {} value{} overflowed to inf ({})", total.overflowed,
+                        total.overflowed == 1 ? "" : "s", names(over_names));
   if (total.flushed)
-    note += fmt::format("; {} value{} flushed to zero ({})", total.flushed, total.flushed == 1 ? "" : "s",
-                        names(flush_names));
+    note += fmt::format("; {} value{} flushed to zero ({})", total.flushed,
+                        total.flushed == 1 ? "" : "s", names(flush_names));
   return note;
 }
 
@@ -84,11 +87,11 @@ std::string lost_json(const tlio::ConvertFileReport& r) {
   const tlio::LostValues total = r.lost_total();
   std::vector<std::string> items;
   for (const tlio::LostValues& l : r.lost) {
-    items.push_back(fmt::format("{{\"tensor\":{},\"overflowed\":{},\"flushed\":{}}}", json_string(l.tensor),
-                                l.overflowed, l.flushed));
+    items.push_back(fmt::format("{{\"tensor\":{},\"overflowed\":{},\"flushed\":{}}}",
+                                json_string(l.tensor), l.overflowed, l.flushed));
   }
-  return fmt::format(",\"overflowed\":{},\"flushed\":{},\"lost\":[{}]", total.overflowed, total.flushed,
-                     fmt::join(items, ","));
+  return fmt::format(",\"overflowed\":{},\"flushed\":{},\"lost\":[{}]", total.overflowed,
+                     total.flushed, fmt::join(items, ","));
 }
 
 // ", 2 dequantized" when convert restored quantized weights.
@@ -119,35 +122,44 @@ int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
     }
     bar.finish();
   }
-  const std::string dtype = a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
+  const std::string dtype =
+      a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
   // Standard input by the name its File gives it, as every report of a read names it.
   const std::string in = tlio::is_standard_stream(a.in) ? "<stdin>" : display_location(a.in);
   const std::string out = display_location(a.out);
   if (a.json) {
-    fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
-               "\"converted\":{}{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}{}}}\n",
-               json_string(in), json_string(out), r.converted + r.kept, r.dropped, r.renamed, r.converted,
-               dtype.empty() && files.empty() ? "" : fmt::format(",\"dequantized\":{}", r.dequantized),
-               dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype), r.data_bytes_in, r.data_bytes_out,
-               dtype.empty() ? "" : lost_json(r), json_files_member(files));
+    fmt::print(
+        "{{\"input\":{},\"output\":{},\"tensors\":{},\"dropped\":{},\"renamed\":{},"
+        "\"converted\":{}{}{},\"data_bytes_in\":{},\"data_bytes_out\":{}{}{}}}\n",
+        json_string(in), json_string(out), r.converted + r.kept, r.dropped, r.renamed, r.converted,
+        dtype.empty() && files.empty() ? "" : fmt::format(",\"dequantized\":{}", r.dequantized),
+        dtype.empty() ? "" : fmt::format(",\"dtype\":\"{}\"", dtype), r.data_bytes_in,
+        r.data_bytes_out, dtype.empty() ? "" : lost_json(r), json_files_member(files));
     return kExitOk;
   }
   const std::string dropped = r.dropped ? fmt::format(", {} dropped", r.dropped) : "";
   const std::string renamed = r.renamed ? fmt::format(", {} renamed", r.renamed) : "";
   const std::string ties = ties_note(r.ties_removed, r.ties_repointed);
   if (!files.empty()) {
-    fmt::print("{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}{}\n", in, out, files.size(),
-               files.size() == 1 ? "" : "s", r.converted + r.kept, r.converted + r.kept == 1 ? "" : "s",
-               dtype.empty() ? "" : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
-               dropped, renamed, ties, human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
+    fmt::print(
+        "{} -> {}: {} file{}; {} tensor{}{}{}{}{}, {} -> {}{}\n", in, out, files.size(),
+        files.size() == 1 ? "" : "s", r.converted + r.kept, r.converted + r.kept == 1 ? "" : "s",
+        dtype.empty()
+            ? ""
+            : fmt::format(" ({} converted to {}{})", r.converted, dtype, dequantized_note(r)),
+        dropped, renamed, ties, human_size(r.data_bytes_in), human_size(r.data_bytes_out),
+        lost_note(r));
   } else if (dtype.empty()) {
-    fmt::print(report_stream(a.out), "{} -> {}: {} tensor{}{}{}{}, {}\n", in, out, r.kept, r.kept == 1 ? "" : "s",
-               r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "", renamed, ties, human_size(r.data_bytes_out));
+    fmt::print(report_stream(a.out), "{} -> {}: {} tensor{}{}{}{}, {}\n", in, out, r.kept,
+               r.kept == 1 ? "" : "s", r.dropped ? fmt::format(" ({} dropped)", r.dropped) : "",
+               renamed, ties, human_size(r.data_bytes_out));
   } else {
-    fmt::print(report_stream(a.out), "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", in, out,
+    fmt::print(report_stream(a.out),
+               "{} -> {}: {} tensor{} converted to {}{}, {} kept{}{}{}; {} -> {}{}\n", in, out,
                r.converted, r.converted == 1 ? "" : "s", dtype,
-               r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept, dropped, renamed, ties,
-               human_size(r.data_bytes_in), human_size(r.data_bytes_out), lost_note(r));
+               r.dequantized ? fmt::format(" ({} dequantized)", r.dequantized) : "", r.kept,
+               dropped, renamed, ties, human_size(r.data_bytes_in), human_size(r.data_bytes_out),
+               lost_note(r));
   }
   return kExitOk;
 }
@@ -155,56 +167,63 @@ int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
 // A GGUF file in: its tensors to a safetensors file, or its model to a Hugging Face folder, every
 // block type decoded as ggml does.
 int convert_from_gguf(const Args& a) {
-  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
-      !a.max_size.empty())
+  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() ||
+      !a.rename.empty() || !a.max_size.empty())
     throw UsageError("from a GGUF file, convert takes --dtype (F32, F16 or BF16) and --json only");
   // OUT.safetensors gets the tensors under their GGUF names; anything else is a folder.
   const bool folder = !a.out.ends_with(".safetensors");
   tlio::GgufImportOptions options;
   if (!a.dtype.empty()) options.dtype = *tlio::parse_dtype_alias(a.dtype);
-  if (options.dtype != tlio::Dtype::F32 && options.dtype != tlio::Dtype::F16 && options.dtype != tlio::Dtype::BF16)
+  if (options.dtype != tlio::Dtype::F32 && options.dtype != tlio::Dtype::F16 &&
+      options.dtype != tlio::Dtype::BF16)
     throw UsageError(fmt::format("from a GGUF file, --dtype is F32, F16 or BF16, not {}",
                                  tlio::dtype_name(options.dtype)));
   const tlio::GgufFile src = tlio::GgufFile::open(a.in, open_options());
   ProgressBar bar("decoding");
   options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
-  const tlio::GgufImportReport r =
-      folder ? tlio::import_gguf_model(src, a.out, options) : tlio::import_gguf(src, a.out, options);
+  const tlio::GgufImportReport r = folder ? tlio::import_gguf_model(src, a.out, options)
+                                          : tlio::import_gguf(src, a.out, options);
   bar.finish();
   const std::string_view dtype = tlio::dtype_name(options.dtype);
   if (a.json) {
     std::vector<std::string> files;
     for (const std::string& f : r.files) files.push_back(json_string(f));
-    fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"decoded\":{},\"converted\":{},\"kept\":{},"
-               "\"dtype\":\"{}\",{}\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
-               json_string(display_location(a.in)), json_string(display_location(a.out)), r.tensors, r.decoded, r.converted, r.kept,
-               dtype,
-               folder ? fmt::format("\"files\":[{}],\"tokenizer_note\":{},", fmt::join(files, ","),
-                                    json_string(r.tokenizer_note))
-                      : fmt::format("\"metadata_kept\":{},\"metadata_skipped\":{},", r.metadata_kept,
-                                    r.metadata_skipped),
-               r.data_bytes_in, r.data_bytes_out);
+    fmt::print(
+        "{{\"input\":{},\"output\":{},\"tensors\":{},\"decoded\":{},\"converted\":{},\"kept\":{},"
+        "\"dtype\":\"{}\",{}\"data_bytes_in\":{},\"data_bytes_out\":{}}}\n",
+        json_string(display_location(a.in)), json_string(display_location(a.out)), r.tensors,
+        r.decoded, r.converted, r.kept, dtype,
+        folder ? fmt::format("\"files\":[{}],\"tokenizer_note\":{},", fmt::join(files, ","),
+                             json_string(r.tokenizer_note))
+               : fmt::format("\"metadata_kept\":{},\"metadata_skipped\":{},", r.metadata_kept,
+                             r.metadata_skipped),
+        r.data_bytes_in, r.data_bytes_out);
     return kExitOk;
   }
   if (folder) {
     fmt::print("{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept), {}; {} -> {}\n",
-               display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype, r.converted,
-               r.kept, fmt::join(r.files, ", "), human_size(r.data_bytes_in), human_size(r.data_bytes_out));
-    if (!r.tokenizer_note.empty()) fmt::print(stderr, "tlio: no tokenizer.json: {}\n", r.tokenizer_note);
+               display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded,
+               dtype, r.converted, r.kept, fmt::join(r.files, ", "), human_size(r.data_bytes_in),
+               human_size(r.data_bytes_out));
+    if (!r.tokenizer_note.empty())
+      fmt::print(stderr, "tlio: no tokenizer.json: {}\n", r.tokenizer_note);
     return kExitOk;
   }
-  fmt::print("{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} array{} "
-             "left out; {} -> {}\n",
-             display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype, r.converted,
-             r.kept, r.metadata_kept, r.metadata_kept == 1 ? "" : "s", r.metadata_skipped,
-             r.metadata_skipped == 1 ? "" : "s", human_size(r.data_bytes_in), human_size(r.data_bytes_out));
+  fmt::print(
+      "{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} "
+      "array{} "
+      "left out; {} -> {}\n",
+      display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype,
+      r.converted, r.kept, r.metadata_kept, r.metadata_kept == 1 ? "" : "s", r.metadata_skipped,
+      r.metadata_skipped == 1 ? "" : "s", human_size(r.data_bytes_in),
+      human_size(r.data_bytes_out));
   return kExitOk;
 }
 
 // A Hugging Face folder in, a .gguf out: llama.cpp's file, its weights in --dtype (default F16).
 int convert_to_gguf(const Args& a) {
-  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() || !a.rename.empty() ||
-      !a.max_size.empty())
+  if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() ||
+      !a.rename.empty() || !a.max_size.empty())
     throw UsageError("to a GGUF file, convert takes --dtype, --split-max-size and --json only");
   tlio::GgufExportOptions options;
   options.open = open_options();
@@ -229,20 +248,22 @@ int convert_to_gguf(const Args& a) {
   if (a.json) {
     std::vector<std::string> files;
     for (const std::string& f : r.files) files.push_back(json_string(display_location(f)));
-    fmt::print("{{\"input\":{},\"output\":{},\"architecture\":{},\"tensors\":{},\"types\":{{{}}},"
-               "\"fallbacks\":[{}],\"files\":[{}],\"data_bytes_in\":{},\"bytes_out\":{}}}\n",
-               json_string(display_location(a.in)), json_string(display_location(a.out)), json_string(r.architecture),
-               r.tensors, fmt::join(types_json, ","), fmt::join(fallbacks_json, ","), fmt::join(files, ","), r.bytes_in,
-               r.bytes_out);
+    fmt::print(
+        "{{\"input\":{},\"output\":{},\"architecture\":{},\"tensors\":{},\"types\":{{{}}},"
+        "\"fallbacks\":[{}],\"files\":[{}],\"data_bytes_in\":{},\"bytes_out\":{}}}\n",
+        json_string(display_location(a.in)), json_string(display_location(a.out)),
+        json_string(r.architecture), r.tensors, fmt::join(types_json, ","),
+        fmt::join(fallbacks_json, ","), fmt::join(files, ","), r.bytes_in, r.bytes_out);
     return kExitOk;
   }
-  fmt::print(report_stream(a.out), "{} -> {}: {}, {} tensor{} ({}); {} -> {}\n", display_location(a.in),
-             display_location(a.out), r.architecture, r.tensors, r.tensors == 1 ? "" : "s", fmt::join(types, ", "),
-             human_size(r.bytes_in), human_size(r.bytes_out));
+  fmt::print(report_stream(a.out), "{} -> {}: {}, {} tensor{} ({}); {} -> {}\n",
+             display_location(a.in), display_location(a.out), r.architecture, r.tensors,
+             r.tensors == 1 ? "" : "s", fmt::join(types, ", "), human_size(r.bytes_in),
+             human_size(r.bytes_out));
   for (const std::string& f : r.fallbacks) fmt::print(report_stream(a.out), "  fell back: {}\n", f);
   if (r.files.size() > 1)
-    fmt::print(report_stream(a.out), "  in {} files: {} ... {}\n", r.files.size(), display_location(r.files.front()),
-               display_location(r.files.back()));
+    fmt::print(report_stream(a.out), "  in {} files: {} ... {}\n", r.files.size(),
+               display_location(r.files.front()), display_location(r.files.back()));
   return kExitOk;
 }
 
@@ -271,7 +292,8 @@ void add_convert(CLI::App& app, int& exit_code) {
       "generation_config.json.\n"
       "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
       "Qwen2ForCausalLM, Qwen3ForCausalLM; a byte-level BPE tokenizer.json or a SentencePiece\n"
-      "vocabulary: tokenizer.model, or tokenizer.json with byte fallback) as llama.cpp loads it, the\n"
+      "vocabulary: tokenizer.model, or tokenizer.json with byte fallback) as llama.cpp loads it, "
+      "the\n"
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
       "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), or as one of\n"
       "llama.cpp's mixes Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the\n"
@@ -284,9 +306,12 @@ void add_convert(CLI::App& app, int& exit_code) {
       "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32\n"
       "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q4_k_m.gguf --dtype q4_k_m");
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in,
+                  "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")
+      ->required();
   offer_values(cmd->add_option("--dtype", a->dtype,
                                "Target floating dtype: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, ... "
                                "(also bf16, float16, float8_e4m3fn, ...)"),
@@ -305,15 +330,18 @@ void add_convert(CLI::App& app, int& exit_code) {
   cmd->add_option("--rename", a->rename, "Rename by 'REGEX=REPLACEMENT' (repeatable, in order)")
       ->check([](const std::string& v) -> std::string {
         auto [regex, replacement] = split_rename(v);
-        if (replacement == std::string(1, '\0')) return "expected 'REGEX=REPLACEMENT', got '" + v + "'";
+        if (replacement == std::string(1, '\0'))
+          return "expected 'REGEX=REPLACEMENT', got '" + v + "'";
         return regex_check()(regex);
       });
   add_max_size_option(cmd, a->max_size);
   cmd->add_option("--split-max-size", a->split_max_size,
-                  "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
+                  "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, "
+                  "500MiB, ...)")
       ->check(size_check());
   cmd->add_flag("--cast", a->cast,
-                "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with no scale "
+                "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with "
+                "no scale "
                 "(without it refused: quantize --scheme fp8-block writes scaled FP8)")
       ->needs(cmd->get_option("--dtype"));
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
@@ -322,10 +350,13 @@ void add_convert(CLI::App& app, int& exit_code) {
       check_stdout_output(a->out, a->json);
       if (a->out.ends_with(".gguf")) return convert_to_gguf(*a);
       if (!a->split_max_size.empty())
-        throw UsageError("--split-max-size splits a .gguf OUT (--max-size re-shards a folder's output)");
+        throw UsageError(
+            "--split-max-size splits a .gguf OUT (--max-size re-shards a folder's output)");
       if (!a->dtype.empty() && !tlio::parse_dtype_alias(a->dtype))
-        throw UsageError(fmt::format("--dtype {} is a GGUF type: OUT is then a .gguf file", a->dtype));
-      if (tlio::weights_kind(a->in, open_options()) == tlio::WeightsKind::gguf) return convert_from_gguf(*a);
+        throw UsageError(
+            fmt::format("--dtype {} is a GGUF type: OUT is then a .gguf file", a->dtype));
+      if (tlio::weights_kind(a->in, open_options()) == tlio::WeightsKind::gguf)
+        return convert_from_gguf(*a);
       tlio::TensorSelection selection;
       selection.keep = a->keep;
       selection.drop = a->drop;

@@ -13,10 +13,10 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "tlio/error.hpp"
-#include "tlio/weights.hpp"
 #include "tlio/compare.hpp"
+#include "tlio/error.hpp"
 #include "tlio/file.hpp"
+#include "tlio/weights.hpp"
 
 namespace tlio::cli {
 
@@ -31,17 +31,20 @@ void print_json(const std::string& a, const std::string& b, const tlio::CompareO
   for (const auto& n : r.only_in_b) ob.push_back(json_string(n));
   for (const tlio::TensorComparison& c : r.tensors)
     ts.push_back(fmt::format(
-        "{{\"name\":{},{}\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
+        "{{\"name\":{},{}\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":"
+        "{},"
         "\"note\":{},\"max_abs\":{},\"max_rel\":{},\"rmse\":{},\"cosine\":{},\"outside\":{},"
         "\"equal\":{}}}",
-        json_string(c.name), c.b_name.empty() ? "" : fmt::format("\"b_name\":{},", json_string(c.b_name)),
-        json_string(c.a_dtype), json_string(c.b_dtype), fmt::join(c.shape, ","),
-        c.elements, c.compared, json_string(c.note), json_number(c.max_abs),
-        json_number(c.max_rel), json_number(c.rmse), json_number(c.cosine), c.outside, c.equal));
-  fmt::print("{{\"paths\":[{},{}],\"atol\":{},\"rtol\":{},\"equal\":{},\"only_in_a\":[{}],"
-             "\"only_in_b\":[{}],\"tensors\":[{}]}}\n",
-             json_string(a), json_string(b), json_number(o.atol), json_number(o.rtol), r.equal,
-             fmt::join(oa, ","), fmt::join(ob, ","), fmt::join(ts, ","));
+        json_string(c.name),
+        c.b_name.empty() ? "" : fmt::format("\"b_name\":{},", json_string(c.b_name)),
+        json_string(c.a_dtype), json_string(c.b_dtype), fmt::join(c.shape, ","), c.elements,
+        c.compared, json_string(c.note), json_number(c.max_abs), json_number(c.max_rel),
+        json_number(c.rmse), json_number(c.cosine), c.outside, c.equal));
+  fmt::print(
+      "{{\"paths\":[{},{}],\"atol\":{},\"rtol\":{},\"equal\":{},\"only_in_a\":[{}],"
+      "\"only_in_b\":[{}],\"tensors\":[{}]}}\n",
+      json_string(a), json_string(b), json_number(o.atol), json_number(o.rtol), r.equal,
+      fmt::join(oa, ","), fmt::join(ob, ","), fmt::join(ts, ","));
 }
 
 void print_table(const std::string& a, const std::string& b, const tlio::CompareOptions& o,
@@ -66,16 +69,14 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
       const std::string name =
           display_name(c->name) + (c->b_name.empty() ? "" : " = " + display_name(c->b_name));
       if (!c->compared) {
-        rows.push_back({name, c->a_dtype, c->b_dtype, "", "", "", "",
-                        "not compared: " + c->note});
+        rows.push_back({name, c->a_dtype, c->b_dtype, "", "", "", "", "not compared: " + c->note});
         continue;
       }
-      rows.push_back({name, c->a_dtype, c->b_dtype, figure(c->max_abs),
-                      figure(c->max_rel), figure(c->rmse), fmt::format("{:.6f}", c->cosine),
-                      c->equal ? "within tolerance"
-                      : c->note.empty()
-                          ? fmt::format("{} of {} outside", c->outside, c->elements)
-                          : c->note});
+      rows.push_back({name, c->a_dtype, c->b_dtype, figure(c->max_abs), figure(c->max_rel),
+                      figure(c->rmse), fmt::format("{:.6f}", c->cosine),
+                      c->equal          ? "within tolerance"
+                      : c->note.empty() ? fmt::format("{} of {} outside", c->outside, c->elements)
+                                        : c->note});
     }
     std::vector<size_t> width(rows[0].size(), 0);
     for (const auto& row : rows)
@@ -106,7 +107,8 @@ void print_table(const std::string& a, const std::string& b, const tlio::Compare
 }  // namespace
 
 void add_diff(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("diff", "Compare the values of two files, across dtypes and quantization");
+  auto* cmd =
+      app.add_subcommand("diff", "Compare the values of two files, across dtypes and quantization");
   cmd->footer(
       "Compares every name the two files share, after converting both to F64: different dtypes\n"
       "(F32 against BF16), and quantized weights (int4, nf4, fp4, int8) against plain ones or\n"
@@ -131,17 +133,21 @@ void add_diff(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("A", a->a, "First file or model folder, or its URL")->required();
-  cmd->add_option("B", a->b, "Second file or model folder, or its URL (the reference for relative differences)")
+  cmd->add_option(
+         "B", a->b,
+         "Second file or model folder, or its URL (the reference for relative differences)")
       ->required();
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->add_flag("--all", a->all, "List identical tensors too");
-  cmd->add_option("--filter", a->filter, "Compare only names matching REGEX (a search)")->check(regex_check());
+  cmd->add_option("--filter", a->filter, "Compare only names matching REGEX (a search)")
+      ->check(regex_check());
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default 0)")->check(non_negative_check());
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default 0)")->check(non_negative_check());
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
-      const std::unique_ptr<const Weights> fa = Weights::open(a->a, open_options()), fb = Weights::open(a->b, open_options());
+      const std::unique_ptr<const Weights> fa = Weights::open(a->a, open_options()),
+                                           fb = Weights::open(a->b, open_options());
       tlio::CompareOptions o;
       o.atol = a->atol;
       o.rtol = a->rtol;

@@ -22,7 +22,8 @@ namespace {
 
 std::string metadata_json(const tlio::Metadata& meta) {
   std::string out = "{";
-  for (const auto& [k, v] : meta) out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
+  for (const auto& [k, v] : meta)
+    out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
   return out + "}";
 }
 
@@ -33,7 +34,8 @@ void print_metadata(const tlio::Metadata& meta, const std::string& name) {
   }
   size_t width = 0;
   for (const auto& entry : meta) width = std::max(width, display_width(display_name(entry.first)));
-  for (const auto& [k, v] : meta) fmt::print("{}  {}\n", pad(display_name(k), width), display_name(v));
+  for (const auto& [k, v] : meta)
+    fmt::print("{}  {}\n", pad(display_name(k), width), display_name(v));
 }
 
 }  // namespace
@@ -54,15 +56,15 @@ void add_metadata(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->file, "File or URL (edits need a local FILE or -o)")
-      ->required();
+  cmd->add_option("FILE", a->file, "File or URL (edits need a local FILE or -o)")->required();
   add_remote_options(cmd);
   cmd->add_option("--set", a->set, "Add or replace KEY=VALUE (repeatable; split at the first =)")
       ->check([](const std::string& v) -> std::string {
         return v.find('=') == std::string::npos ? "expected KEY=VALUE, got '" + v + "'" : "";
       });
   cmd->add_option("--delete", a->del, "Remove KEY (repeatable; it must exist)");
-  cmd->add_option("-o,--output", a->out, "Write the edited file here instead of editing FILE")->type_name("PATH");
+  cmd->add_option("-o,--output", a->out, "Write the edited file here instead of editing FILE")
+      ->type_name("PATH");
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
@@ -88,17 +90,22 @@ void add_metadata(CLI::App& app, int& exit_code) {
       options.delete_metadata = a->del;
       const std::string written = a->out.empty() ? a->file : a->out;  // local: no URL here
       tlio::FolderFiles files;  // a folder's: every shard's metadata, the folder rewritten as a set
-      const tlio::EditReport r = tlio::edit_weights(a->file, a->out, options, folder_options("", &files));
+      const tlio::EditReport r =
+          tlio::edit_weights(a->file, a->out, options, folder_options("", &files));
       if (!files.empty()) {
         if (a->json)
           fmt::print("{{\"input\":{},\"output\":{},\"in_place\":false,\"metadata\":{}{}}}\n",
-                     json_string(display_location(a->file)), json_string(written), metadata_json(r.metadata),
-                     json_files_member(files));
+                     json_string(display_location(a->file)), json_string(written),
+                     metadata_json(r.metadata), json_files_member(files));
         else {
-          const auto shards = std::count_if(files.begin(), files.end(),
-                                            [](const std::string& f) { return f.ends_with(".safetensors"); });
-          fmt::print(report_stream(written), "{}: metadata written in {} shard{} ({} key{} in the first), {} tensors copied\n",
-                     written, shards, shards == 1 ? "" : "s", r.metadata.size(), r.metadata.size() == 1 ? "" : "s", r.kept);
+          const auto shards = std::count_if(files.begin(), files.end(), [](const std::string& f) {
+            return f.ends_with(".safetensors");
+          });
+          fmt::print(
+              report_stream(written),
+              "{}: metadata written in {} shard{} ({} key{} in the first), {} tensors copied\n",
+              written, shards, shards == 1 ? "" : "s", r.metadata.size(),
+              r.metadata.size() == 1 ? "" : "s", r.kept);
         }
         return kExitOk;
       }

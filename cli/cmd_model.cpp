@@ -9,9 +9,9 @@
 #include "arg_checks.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "tlio/bigram.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
-#include "tlio/bigram.hpp"
 #include "tlio/model.hpp"
 
 namespace tlio::cli {
@@ -32,10 +32,13 @@ void add_shard(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in, "Input file or URL (http(s)://, s3://, gs://, hf://)")->required();
   add_remote_options(cmd);
-  cmd->add_option("OUTDIR", a->out, "Output directory (created if missing), or an s3:// or gs:// prefix")->required();
+  cmd->add_option("OUTDIR", a->out,
+                  "Output directory (created if missing), or an s3:// or gs:// prefix")
+      ->required();
   cmd->add_option("--max-size", a->size, "Largest tensor data per shard (default 5GB)")
       ->check(size_check());
-  cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"files\", \"total_size\"}");
+  cmd->add_flag("--json", a->json,
+                "One JSON document on stdout: {\"input\", \"output\", \"files\", \"total_size\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       const uint64_t max = tlio::parse_size(a->size);
@@ -48,13 +51,13 @@ void add_shard(CLI::App& app, int& exit_code) {
         std::vector<std::string> files;
         for (const auto& f : r.files) files.push_back(json_string(f));
         fmt::print("{{\"input\":{},\"output\":{},\"files\":[{}],\"total_size\":{}}}\n",
-                   json_string(display_location(a->in)), json_string(display_location(a->out)), fmt::join(files, ","),
-                   r.total_size);
+                   json_string(display_location(a->in)), json_string(display_location(a->out)),
+                   fmt::join(files, ","), r.total_size);
         return kExitOk;
       }
       for (const auto& f : r.files) fmt::print("  {}\n", f);
-      fmt::print("{} -> {}: {} file{}, {} of tensor data\n", display_location(a->in), display_location(a->out), r.files.size(),
-                 r.files.size() == 1 ? "" : "s",
+      fmt::print("{} -> {}: {} file{}, {} of tensor data\n", display_location(a->in),
+                 display_location(a->out), r.files.size(), r.files.size() == 1 ? "" : "s",
                  human_size(r.total_size));
       return kExitOk;
     });
@@ -63,25 +66,29 @@ void add_shard(CLI::App& app, int& exit_code) {
 
 void add_merge(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("merge", "Merge a sharded model directory into one file");
-  cmd->footer("The shards' metadata must agree. Merging what `tlio shard` wrote gives back the\n"
-              "original (canonical) bytes.\n\nExample: tlio merge out/ model.safetensors");
+  cmd->footer(
+      "The shards' metadata must agree. Merging what `tlio shard` wrote gives back the\n"
+      "original (canonical) bytes.\n\nExample: tlio merge out/ model.safetensors");
   struct Args {
     std::string dir, out;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("DIR", a->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("DIR", a->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(cmd);
   cmd->add_option("OUT", a->out, "Output file (or s3://, gs:// location)")->required();
-  cmd->add_flag("--json", a->json, "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"input\", \"output\", \"tensors\", \"data_bytes\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->out, a->json);
       {
         ProgressBar bar("merging");
-        tlio::merge_shards(a->dir, a->out,
-                           [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
-                           open_options());
+        tlio::merge_shards(
+            a->dir, a->out, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); },
+            open_options());
       }
       if (tlio::is_standard_stream(a->out)) {  // the file went to stdout: nothing to open again
         fmt::print(stderr, "{} -> -: merged\n", display_location(a->dir));
@@ -90,11 +97,12 @@ void add_merge(CLI::App& app, int& exit_code) {
       tlio::File f = tlio::File::open(a->out);
       if (a->json)
         fmt::print("{{\"input\":{},\"output\":{},\"tensors\":{},\"data_bytes\":{}}}\n",
-                   json_string(display_location(a->dir)), json_string(display_location(a->out)), f.tensors().size(),
-                   f.header().data_size());
+                   json_string(display_location(a->dir)), json_string(display_location(a->out)),
+                   f.tensors().size(), f.header().data_size());
       else
-        fmt::print("{} -> {}: {} tensor{}, {}\n", display_location(a->dir), display_location(a->out), f.tensors().size(),
-                   f.tensors().size() == 1 ? "" : "s", human_size(f.header().data_size()));
+        fmt::print("{} -> {}: {} tensor{}, {}\n", display_location(a->dir),
+                   display_location(a->out), f.tensors().size(), f.tensors().size() == 1 ? "" : "s",
+                   human_size(f.header().data_size()));
       return kExitOk;
     });
   });
@@ -104,9 +112,10 @@ void add_bigram(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bigram", "The bigram tracer model: train and generate");
   cmd->require_subcommand(1);
   auto* train = cmd->add_subcommand("train", "Count byte bigrams of a text into a model directory");
-  train->footer("Writes OUTDIR/config.json and OUTDIR/model.safetensors (bigram.weight F32\n"
-                "[256, 256] = log((c_ij + 1) / (c_i + 256))).\n\n"
-                "Example: tlio bigram train examples/sonnets.txt model/");
+  train->footer(
+      "Writes OUTDIR/config.json and OUTDIR/model.safetensors (bigram.weight F32\n"
+      "[256, 256] = log((c_ij + 1) / (c_i + 256))).\n\n"
+      "Example: tlio bigram train examples/sonnets.txt model/");
   struct TrainArgs {
     std::string text, out;
   };
@@ -131,15 +140,17 @@ void add_bigram(CLI::App& app, int& exit_code) {
   });
 
   auto* gen = cmd->add_subcommand("generate", "Sample text from a bigram model");
-  gen->footer("Loads DIR by mmap and samples from softmax(W[last byte] / T). The same seed gives\n"
-              "the same text. Without --prompt, generation starts after a newline.\n\n"
-              "Example: tlio bigram generate model/ --prompt 'Shall I' --tokens 200 --seed 7");
+  gen->footer(
+      "Loads DIR by mmap and samples from softmax(W[last byte] / T). The same seed gives\n"
+      "the same text. Without --prompt, generation starts after a newline.\n\n"
+      "Example: tlio bigram generate model/ --prompt 'Shall I' --tokens 200 --seed 7");
   struct GenArgs {
     std::string dir;
     tlio::BigramSampling s;
   };
   auto g = std::make_shared<GenArgs>();
-  gen->add_option("DIR", g->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")->required();
+  gen->add_option("DIR", g->dir, "Model directory (or its URL: http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(gen);
   gen->add_option("--prompt", g->s.prompt, "Text to continue");
   gen->add_option("--tokens", g->s.tokens, "Bytes to generate (default 100)")

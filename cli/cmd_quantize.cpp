@@ -11,11 +11,11 @@
 #include "commands.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/error.hpp"
-#include "tlio/weights.hpp"
 #include "tlio/file.hpp"
-#include "tlio/rewrite.hpp"
 #include "tlio/folder_rewrite.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/rewrite.hpp"
+#include "tlio/weights.hpp"
 
 namespace tlio::cli {
 
@@ -35,8 +35,8 @@ std::string scheme_choices() {
   for (const tlio::SchemeInfo& s : tlio::quant_schemes())
     if (!s.read_only)
       names.push_back(s.syntax.find('<') == std::string_view::npos  // a pattern gets an example
-                        ? std::string(s.syntax)
-                        : fmt::format("{} (e.g. {})", s.syntax, s.example));
+                          ? std::string(s.syntax)
+                          : fmt::format("{} (e.g. {})", s.syntax, s.example));
   return or_list(names);
 }
 
@@ -91,8 +91,10 @@ std::string scheme_table() {
       first = false;
     }
   }
-  out += fmt::format("Read, not written (dequantize, cat, stats, diff, inspect): {} and the like "
-                     "(docs/quantization.md)\n", fmt::join(read_only, ", "));
+  out += fmt::format(
+      "Read, not written (dequantize, cat, stats, diff, inspect): {} and the like "
+      "(docs/quantization.md)\n",
+      fmt::join(read_only, ", "));
   return out;
 }
 
@@ -108,8 +110,8 @@ struct SchemeFlag {
 };
 
 // The text report: a line per selected tensor (unless quiet), what was kept and why, the sizes.
-void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in, const std::string& out,
-                           const std::string& scheme, bool quiet) {
+void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in,
+                           const std::string& out, const std::string& scheme, bool quiet) {
   size_t done = 0;
   for (const auto& item : r.items) {
     if (quiet) {
@@ -121,9 +123,9 @@ void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in,
       continue;
     }
     ++done;
-    fmt::print(report_stream(out), "  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n", display_name(item.name),
-               item.rmse, item.max_abs_error, human_size(item.bytes_before),
-               human_size(item.bytes_after));
+    fmt::print(report_stream(out), "  {}: rmse {:.3e}, max abs error {:.3e}, {} -> {}\n",
+               display_name(item.name), item.rmse, item.max_abs_error,
+               human_size(item.bytes_before), human_size(item.bytes_after));
   }
   // What was kept as it is, and why: a count and the first few names a reason.
   for (const tlio::QuantizeReport::Kept& k : r.kept) {
@@ -140,16 +142,20 @@ void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in,
   }
   // A change in size, either way (a tiny or 1-D tensor can grow: its scales cost more).
   const double before = static_cast<double>(r.data_bytes_before);
-  const double change = before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
-  fmt::print(report_stream(out), "{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", in,
-             out, done, done == 1 ? "" : "s", scheme, human_size(r.data_bytes_before),
+  const double change =
+      before > 0 ? 100.0 * (before - static_cast<double>(r.data_bytes_after)) / before : 0.0;
+  fmt::print(report_stream(out),
+             "{} -> {}: {} tensor{} quantized ({}); data {} -> {} ({:.1f}% {})\n", in, out, done,
+             done == 1 ? "" : "s", scheme, human_size(r.data_bytes_before),
              human_size(r.data_bytes_after), std::fabs(change), change >= 0 ? "saved" : "larger");
 }
 
 }  // namespace
 
 void add_quantize(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("quantize", "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks or rows)");
+  auto* cmd = app.add_subcommand("quantize",
+                                 "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, "
+                                 "LLM.int8, FP8 blocks or rows)");
   cmd->footer(
       scheme_table() +
       "By default the weights of linear layers are quantized, whatever their names (2-D *.weight:\n"
@@ -168,9 +174,12 @@ void add_quantize(CLI::App& app, int& exit_code) {
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in,
+                  "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")
+      ->required();
   offer_values(cmd->add_option("--scheme", a->scheme, scheme_choices()), scheme_names())
       ->required()
       ->check([](const std::string& v) -> std::string {
@@ -178,13 +187,15 @@ void add_quantize(CLI::App& app, int& exit_code) {
           tlio::QuantScheme::parse(v);
           return {};
         } catch (const tlio::Error& e) {
-          if (std::string_view(e.what()).starts_with("tlio reads")) return e.what();  // read, not written
+          if (std::string_view(e.what()).starts_with("tlio reads"))
+            return e.what();  // read, not written
         }
         std::vector<std::string> syntaxes;
         for (const tlio::SchemeInfo& s : tlio::quant_schemes())
           if (!s.read_only) syntaxes.emplace_back(s.syntax);
         const std::string near = tlio::closest_name(v, scheme_names());
-        return fmt::format("unknown scheme '{}'{} ({})", v, near.empty() ? "" : "; did you mean '" + near + "'?",
+        return fmt::format("unknown scheme '{}'{} ({})", v,
+                           near.empty() ? "" : "; did you mean '" + near + "'?",
                            fmt::join(syntaxes, ", "));
       });
   // The registry's options, each once, its help prefixed by the schemes that have it.
@@ -193,7 +204,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
       auto f = std::find_if(a->options.begin(), a->options.end(),
                             [&](const SchemeFlag& x) { return x.name == o.name; });
       if (f == a->options.end())
-        f = a->options.insert(f, {std::string(o.name), o.kind, o.help, {}, nullptr, {}, words_of(o.values)});
+        f = a->options.insert(
+            f, {std::string(o.name), o.kind, o.help, {}, nullptr, {}, words_of(o.values)});
       std::string names(s.syntax);
       for (size_t at; (at = names.find(", ")) != std::string::npos;) names.replace(at, 2, "/");
       f->owners.push_back(names);
@@ -201,7 +213,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
   for (SchemeFlag& f : a->options) {  // (the vector is complete: references stay valid)
     const std::string text = fmt::format("{}: {}", fmt::join(f.owners, "/"), f.help);
     if (f.kind == tlio::OptionKind::flag)
-      f.cli = cmd->add_flag_callback("--" + f.name, [&f] { f.value = "true"; }, text);
+      f.cli = cmd->add_flag_callback(
+          "--" + f.name, [&f] { f.value = "true"; }, text);
     else
       f.cli = offer_values(cmd->add_option("--" + f.name, f.value, text), f.words)
                   ->type_name(f.kind == tlio::OptionKind::number ? "UINT" : "TEXT");
@@ -215,9 +228,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ->needs(cmd->get_option("--include"));
   cmd->add_flag("-q,--quiet", a->quiet, "Print the summary line only (no line per tensor)");
   add_max_size_option(cmd, a->max_size);
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
-                "\"data_bytes_before\", \"data_bytes_after\"}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
+      "\"data_bytes_before\", \"data_bytes_after\"}");
   cmd->callback([a, &exit_code] {
     // The scheme and its options first: an option it does not have is a usage error.
     tlio::QuantizeOptions o;
@@ -238,7 +252,8 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const tlio::QuantizeReport r = tlio::quantize_weights(a->in, a->out, o, folder_options(a->max_size, &files));
+      const tlio::QuantizeReport r =
+          tlio::quantize_weights(a->in, a->out, o, folder_options(a->max_size, &files));
       bar.finish();
       if (a->json) {
         std::vector<std::string> items, kept;
@@ -247,22 +262,23 @@ void add_quantize(CLI::App& app, int& exit_code) {
               "{{\"name\":{},\"quantized\":{},\"note\":{},\"rmse\":{},\"max_abs_error\":{},"
               "\"bytes_before\":{},\"bytes_after\":{}}}",
               json_string(i.name), i.quantized, json_string(i.note), json_number(i.rmse),
-              json_number(i.max_abs_error),
-              i.bytes_before, i.bytes_after));
+              json_number(i.max_abs_error), i.bytes_before, i.bytes_after));
         for (const auto& k : r.kept) {
           std::vector<std::string> names;
           for (const auto& n : k.names) names.push_back(json_string(n));
           kept.push_back(fmt::format("{{\"reason\":{},\"names\":[{}]}}", json_string(k.reason),
                                      fmt::join(names, ",")));
         }
-        fmt::print("{{\"input\":{},\"output\":{},\"scheme\":{},\"items\":[{}],\"kept\":[{}],"
-                   "\"data_bytes_before\":{},\"data_bytes_after\":{}{}}}\n",
-                   json_string(display_location(a->in)), json_string(display_location(a->out)),
-                   json_string(o.scheme.name()), fmt::join(items, ","), fmt::join(kept, ","),
-                   r.data_bytes_before, r.data_bytes_after, json_files_member(files));
+        fmt::print(
+            "{{\"input\":{},\"output\":{},\"scheme\":{},\"items\":[{}],\"kept\":[{}],"
+            "\"data_bytes_before\":{},\"data_bytes_after\":{}{}}}\n",
+            json_string(display_location(a->in)), json_string(display_location(a->out)),
+            json_string(o.scheme.name()), fmt::join(items, ","), fmt::join(kept, ","),
+            r.data_bytes_before, r.data_bytes_after, json_files_member(files));
         return kExitOk;
       }
-      print_quantize_report(r, display_location(a->in), display_location(a->out), a->scheme, a->quiet);
+      print_quantize_report(r, display_location(a->in), display_location(a->out), a->scheme,
+                            a->quiet);
       return kExitOk;
     });
   });
@@ -270,23 +286,28 @@ void add_quantize(CLI::App& app, int& exit_code) {
 
 void add_dequantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("dequantize", "Restore quantized weights to plain tensors");
-  cmd->footer("Every quantized weight becomes a plain tensor again, in its logical shape:\n"
-              "  int4: <name>.qweight + <name>.scales -> <name> (scheme from the metadata or shapes)\n"
-              "  nf4/fp4: recognised by <name>.quant_state.bitsandbytes__<type>; restored in the\n"
-              "    original dtype and shape its quant_state records unless --dtype is given\n"
-              "  int8: <p>.weight + <p>.SCB [+ <p>.weight_format] -> <p>.weight\n"
-              "Without --dtype, int4 and int8 weights are written as F32. The quant metadata key is\n"
-              "dropped.\n\n"
-              "Example: tlio dequantize model-int4.safetensors model.safetensors --dtype BF16");
+  cmd->footer(
+      "Every quantized weight becomes a plain tensor again, in its logical shape:\n"
+      "  int4: <name>.qweight + <name>.scales -> <name> (scheme from the metadata or shapes)\n"
+      "  nf4/fp4: recognised by <name>.quant_state.bitsandbytes__<type>; restored in the\n"
+      "    original dtype and shape its quant_state records unless --dtype is given\n"
+      "  int8: <p>.weight + <p>.SCB [+ <p>.weight_format] -> <p>.weight\n"
+      "Without --dtype, int4 and int8 weights are written as F32. The quant metadata key is\n"
+      "dropped.\n\n"
+      "Example: tlio dequantize model-int4.safetensors model.safetensors --dtype BF16");
   struct Args {
     std::string in, out, dtype, max_size;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("IN", a->in, "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")->required();
+  cmd->add_option("IN", a->in,
+                  "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")
+      ->required();
   add_remote_options(cmd);
-  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")->required();
-  offer_values(cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)"), kDequantizeDtypeNames)
+  cmd->add_option("OUT", a->out, "Output file, or folder for a folder (or s3://, gs:// location)")
+      ->required();
+  offer_values(cmd->add_option("--dtype", a->dtype, "F32, F16 or BF16 (default: see below)"),
+               kDequantizeDtypeNames)
       ->check([](const std::string& v) -> std::string {
         auto d = tlio::parse_dtype_alias(v);
         return d && (*d == tlio::Dtype::F32 || *d == tlio::Dtype::F16 || *d == tlio::Dtype::BF16)
@@ -302,18 +323,21 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       ProgressBar bar("dequantizing");
       std::optional<tlio::Dtype> dtype;
       if (!a->dtype.empty()) dtype = tlio::parse_dtype_alias(a->dtype);
-      const tlio::ProgressCallback progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+      const tlio::ProgressCallback progress = [&bar](uint64_t done, uint64_t total) {
+        bar.update(done, total);
+      };
       tlio::FolderFiles files;
-      const tlio::DequantizeReport r =
-          tlio::dequantize_weights(a->in, a->out, dtype, progress, folder_options(a->max_size, &files));
+      const tlio::DequantizeReport r = tlio::dequantize_weights(
+          a->in, a->out, dtype, progress, folder_options(a->max_size, &files));
       bar.finish();
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",
-                   json_string(display_location(a->in)), json_string(display_location(a->out)), r.restored,
-                   json_string(r.scheme), json_files_member(files));
+                   json_string(display_location(a->in)), json_string(display_location(a->out)),
+                   r.restored, json_string(r.scheme), json_files_member(files));
         return kExitOk;
       }
-      fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n", display_location(a->in), display_location(a->out), r.restored,
+      fmt::print(report_stream(a->out), "{} -> {}: {} weight{} restored{}\n",
+                 display_location(a->in), display_location(a->out), r.restored,
                  r.restored == 1 ? "" : "s",
                  r.scheme.empty() ? std::string(" (no quantized weights)") : " from " + r.scheme);
       return kExitOk;

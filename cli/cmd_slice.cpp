@@ -23,9 +23,9 @@
 #include "slice_spec.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
-#include "tlio/weights.hpp"
 #include "tlio/model.hpp"
 #include "tlio/read_plan.hpp"
+#include "tlio/weights.hpp"
 #include "tlio/writer.hpp"
 
 namespace tlio::cli {
@@ -51,12 +51,15 @@ SliceArg split_slice_arg(const std::string& text) {
 
 // The slice of tensor `name` of `shape` an argument asks for, numpy's meaning (negative
 // positions, clamped ranges): one entry for every dimension.
-std::vector<SliceIndex> plan_indices(const SliceArg& arg, const std::string& name, const std::vector<uint64_t>& shape) {
+std::vector<SliceIndex> plan_indices(const SliceArg& arg, const std::string& name,
+                                     const std::vector<uint64_t>& shape) {
   const std::vector<SliceEntry> entries = parse_slice_spec(arg.spec);
   for (const SliceEntry& e : entries)
     if (!e.index && e.step && *e.step != 1)
-      throw UsageError(fmt::format("'{}': a step other than 1 (slices are read as ranges; take every "
-                                   "other row with `tlio cat --slice`)", arg.text));
+      throw UsageError(
+          fmt::format("'{}': a step other than 1 (slices are read as ranges; take every "
+                      "other row with `tlio cat --slice`)",
+                      arg.text));
   std::vector<SliceIndex> out;
   for (const DimPick& p : resolve_slice(entries, shape, name, fmt::format("'{}'", arg.text)))
     out.push_back(p.keep ? SliceIndex::range(p.start, p.start + p.count) : SliceIndex::at(p.start));
@@ -71,14 +74,16 @@ struct Unit {
   uint64_t bytes = 0;
 };
 
-uint64_t count_of(const SliceIndex& s) { return s.kind == SliceIndex::Kind::index ? 1 : s.stop - s.start; }
+uint64_t count_of(const SliceIndex& s) {
+  return s.kind == SliceIndex::Kind::index ? 1 : s.stop - s.start;
+}
 
 // Splits `s` into units of at most `budget` bytes, in output order: runs of its first dimension
 // at or after `from` that has more than one position; when one row alone is too big, each row
 // split the same way along the next such dimension. Runs hold whole bytes (k rows with k * row
 // bits a multiple of 8), so a few rows of a sub-byte dtype may exceed the budget.
-void split_units(size_t item, std::vector<SliceIndex>& s, size_t from, uint64_t bits, uint64_t budget,
-                 std::vector<Unit>& out) {
+void split_units(size_t item, std::vector<SliceIndex>& s, size_t from, uint64_t bits,
+                 uint64_t budget, std::vector<Unit>& out) {
   uint64_t elements = 1;
   for (const SliceIndex& e : s) elements *= count_of(e);
   size_t d = from;
@@ -110,7 +115,9 @@ void split_units(size_t item, std::vector<SliceIndex>& s, size_t from, uint64_t 
 
 // Destinations start on this boundary, so a dequantized item's values are aligned.
 constexpr uint64_t kUnitAlignment = 64;
-uint64_t aligned_size(uint64_t n) { return (n + kUnitAlignment - 1) / kUnitAlignment * kUnitAlignment; }
+uint64_t aligned_size(uint64_t n) {
+  return (n + kUnitAlignment - 1) / kUnitAlignment * kUnitAlignment;
+}
 
 // The smallest --max-memory: smaller batches only multiply the units and reads. The largest
 // keeps budget * 8 (bits) in range.
@@ -121,18 +128,23 @@ constexpr uint64_t kMaxBatchBytes = uint64_t{1} << 56;
 std::string not_found_message(const ReadPlan& plan, const SliceArg& arg, bool keep_packed) {
   std::string hint;
   if (arg.text != arg.name && plan.find(arg.text)) {
-    hint = fmt::format("; the tensor {} is named with brackets: '{}[]'", display_name(arg.text), arg.text);
+    hint = fmt::format("; the tensor {} is named with brackets: '{}[]'", display_name(arg.text),
+                       arg.text);
   } else if (!keep_packed) {
     for (const PlanTensor& t : plan.tensors())
       if (t.quantized && arg.name.size() > t.name.size() && arg.name.starts_with(t.name) &&
           arg.name[t.name.size()] == '.')
-        hint = fmt::format("; it is stored as part of the quantized weight {}: name that, or pass "
-                           "--keep-packed to slice what is stored", display_name(t.name));
+        hint = fmt::format(
+            "; it is stored as part of the quantized weight {}: name that, or pass "
+            "--keep-packed to slice what is stored",
+            display_name(t.name));
   } else {
     for (const PlanTensor& t : plan.tensors())
-      if (t.name.size() > arg.name.size() && t.name.starts_with(arg.name) && t.name[arg.name.size()] == '.') {
-        hint = fmt::format("; with --keep-packed a quantized weight is its stored tensors ({}, ...)",
-                           display_name(t.name));
+      if (t.name.size() > arg.name.size() && t.name.starts_with(arg.name) &&
+          t.name[arg.name.size()] == '.') {
+        hint =
+            fmt::format("; with --keep-packed a quantized weight is its stored tensors ({}, ...)",
+                        display_name(t.name));
         break;
       }
   }
@@ -163,7 +175,7 @@ struct SliceSummary {
   std::string input;
   std::vector<std::string> files;
   std::vector<Item> items;
-  std::vector<PlannedRead> reads;  // listed for --json only
+  std::vector<PlannedRead> reads;                       // listed for --json only
   std::vector<std::pair<uint64_t, uint64_t>> per_file;  // reads, bytes
   uint64_t read_bytes = 0, wanted_bytes = 0;
 
@@ -181,17 +193,20 @@ std::optional<Dtype> dequantized_dtype(const SliceArgs& a) {
 }
 
 uint64_t batch_bytes_of(const SliceArgs& a) {
-  const uint64_t batch_bytes =
-      a.max_memory.empty() ? kDefaultBatchBytes : std::min(parse_size(a.max_memory), kMaxBatchBytes);
+  const uint64_t batch_bytes = a.max_memory.empty()
+                                   ? kDefaultBatchBytes
+                                   : std::min(parse_size(a.max_memory), kMaxBatchBytes);
   if (batch_bytes < kMinBatchBytes)
     throw UsageError(fmt::format("slice: --max-memory must be at least {} bytes", kMinBatchBytes));
   return batch_bytes;
 }
 
 void refuse_unused_dtype(const SliceArgs& a, const SliceSummary& s) {
-  if (!a.dtype.empty() && std::none_of(s.items.begin(), s.items.end(), [](const auto& it) { return it.decoded; }))
-    throw UsageError("slice: --dtype sets what quantized weights dequantize to, and none is named "
-                     "(stored tensors are copied as they are; `tlio convert --dtype` converts)");
+  if (!a.dtype.empty() &&
+      std::none_of(s.items.begin(), s.items.end(), [](const auto& it) { return it.decoded; }))
+    throw UsageError(
+        "slice: --dtype sets what quantized weights dequantize to, and none is named "
+        "(stored tensors are copied as they are; `tlio convert --dtype` converts)");
 }
 
 // A safetensors file, a folder or a URL of one: through a read plan, in batches.
@@ -217,7 +232,8 @@ SliceSummary slice_through_plan(const SliceArgs& a) {
       throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
                                    display_name(arg.name)));
     std::vector<SliceIndex> slice = plan_indices(arg, t->name, {t->shape.begin(), t->shape.end()});
-    const size_t item = plan.add(arg.name, slice, t->quantized ? as : std::nullopt);  // before items(): it grows
+    const size_t item =
+        plan.add(arg.name, slice, t->quantized ? as : std::nullopt);  // before items(): it grows
     const PlanItem& it = plan.items()[item];
     s.items.push_back({it.name, it.dtype, it.shape, it.byte_size, t->quantized});
     slices.push_back(std::move(slice));
@@ -284,8 +300,9 @@ SliceSummary slice_through_plan(const SliceArgs& a) {
 // a unit of at most --max-memory output bytes at a time.
 SliceSummary slice_gguf(const SliceArgs& a) {
   if (a.keep_packed)
-    throw UsageError("slice: --keep-packed is for safetensors' quantized weights; a GGUF's block types "
-                     "(Q4_K, ...) have no safetensors dtype, so their slices are decoded (--dtype)");
+    throw UsageError(
+        "slice: --keep-packed is for safetensors' quantized weights; a GGUF's block types "
+        "(Q4_K, ...) have no safetensors dtype, so their slices are decoded (--dtype)");
   const uint64_t batch_bytes = batch_bytes_of(a);
   const GgufFile f = GgufFile::open(a.source, open_options());
   const Dtype decoded_as = dequantized_dtype(a).value_or(Dtype::F32);
@@ -307,9 +324,10 @@ SliceSummary slice_gguf(const SliceArgs& a) {
       throw UsageError(fmt::format(
           "no tensor {} in {}{}", display_name(arg.name), f.name(),
           !near.empty() ? fmt::format("; did you mean {}?", display_name(near))
-          : hf_name     ? "; a GGUF names tensors as llama.cpp does (blk.0.ffn_up.weight, token_embd.weight: "
-                          "`tlio inspect` lists them)"
-                        : ""));
+          : hf_name
+              ? "; a GGUF names tensors as llama.cpp does (blk.0.ffn_up.weight, token_embd.weight: "
+                "`tlio inspect` lists them)"
+              : ""));
     }
     if (!seen.insert(arg.name).second)
       throw UsageError(fmt::format("{} is named twice (the output has one tensor of each name)",
@@ -317,7 +335,8 @@ SliceSummary slice_gguf(const SliceArgs& a) {
     const std::optional<Dtype> plain = ggml_plain_dtype(t->type);
     if (!plain && !ggml_decodes(t->type))
       throw Error(ErrorCode::unsupported, Rule::gguf, t->name, std::nullopt,
-                  fmt::format("tensor {} is {}, a ggml type tlio does not decode", t->name, ggml_type(t->type)->name),
+                  fmt::format("tensor {} is {}, a ggml type tlio does not decode", t->name,
+                              ggml_type(t->type)->name),
                   f.name());
     std::vector<SliceIndex> slice = plan_indices(arg, t->name, t->shape());
     const Dtype dtype = plain.value_or(decoded_as);
@@ -365,34 +384,42 @@ void print_summary(const SliceArgs& a, const SliceSummary& s) {
   if (a.json) {
     std::string tensors, read_list, files;
     for (size_t i = 0; i < s.items.size(); ++i)
-      tensors += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"bytes\":{},\"quantized\":{}}}",
-                             i ? "," : "", json_string(s.items[i].name), dtype_name(s.items[i].dtype),
-                             fmt::join(s.items[i].shape, ","), s.items[i].bytes,
-                             s.items[i].decoded ? "true" : "false");
+      tensors += fmt::format(
+          "{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"bytes\":{},\"quantized\":{}}}",
+          i ? "," : "", json_string(s.items[i].name), dtype_name(s.items[i].dtype),
+          fmt::join(s.items[i].shape, ","), s.items[i].bytes,
+          s.items[i].decoded ? "true" : "false");
     for (size_t i = 0; i < s.reads.size(); ++i)
-      read_list += fmt::format("{}{{\"file\":{},\"offset\":{},\"length\":{}}}", i ? "," : "", s.reads[i].file,
-                               s.reads[i].offset, s.reads[i].length);
+      read_list += fmt::format("{}{{\"file\":{},\"offset\":{},\"length\":{}}}", i ? "," : "",
+                               s.reads[i].file, s.reads[i].offset, s.reads[i].length);
     for (size_t i = 0; i < s.files.size(); ++i) files += (i ? "," : "") + json_string(s.files[i]);
-    fmt::print("{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
-               "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
-               json_string(display_location(s.input)), a.out.empty() ? "null" : json_string(display_location(a.out)), a.dry_run, files, tensors,
-               read_list, s.read_bytes, s.wanted_bytes);
+    fmt::print(
+        "{{\"input\":{},\"output\":{},\"dry_run\":{},\"files\":[{}],\"tensors\":[{}],"
+        "\"reads\":[{}],\"bytes_read\":{},\"bytes_wanted\":{}}}\n",
+        json_string(display_location(s.input)),
+        a.out.empty() ? "null" : json_string(display_location(a.out)), a.dry_run, files, tensors,
+        read_list, s.read_bytes, s.wanted_bytes);
     return;
   }
   std::FILE* out = a.dry_run ? stdout : report_stream(a.out);
   if (a.dry_run) {
     size_t name_width = 6;
-    for (const auto& it : s.items) name_width = std::max(name_width, display_width(display_name(it.name)));
-    fmt::print(out, "{}  {:<8}  {:<16}  {}\n", pad("tensor", name_width), "dtype", "shape", "bytes");
     for (const auto& it : s.items)
-      fmt::print(out, "{}  {:<8}  {:<16}  {}{}\n", pad(display_name(it.name), name_width), dtype_name(it.dtype),
-                 shape_text(it.shape), thousands(it.bytes), it.decoded ? " (dequantized)" : "");
+      name_width = std::max(name_width, display_width(display_name(it.name)));
+    fmt::print(out, "{}  {:<8}  {:<16}  {}\n", pad("tensor", name_width), "dtype", "shape",
+               "bytes");
+    for (const auto& it : s.items)
+      fmt::print(out, "{}  {:<8}  {:<16}  {}{}\n", pad(display_name(it.name), name_width),
+                 dtype_name(it.dtype), shape_text(it.shape), thousands(it.bytes),
+                 it.decoded ? " (dequantized)" : "");
     for (size_t f = 0; f < s.per_file.size(); ++f)
       if (const auto [n, bytes] = s.per_file[f]; n)
-        fmt::print(out, "{}: {} read{}, {} bytes\n", s.files[f], n, n == 1 ? "" : "s", thousands(bytes));
+        fmt::print(out, "{}: {} read{}, {} bytes\n", s.files[f], n, n == 1 ? "" : "s",
+                   thousands(bytes));
   }
-  fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", display_location(s.input), a.dry_run ? "" : " -> " + display_location(a.out),
-             s.items.size(), s.items.size() == 1 ? "" : "s", thousands(s.read_bytes),
+  fmt::print(out, "{}{}: {} tensor{}, {} bytes {} ({} wanted){}\n", display_location(s.input),
+             a.dry_run ? "" : " -> " + display_location(a.out), s.items.size(),
+             s.items.size() == 1 ? "" : "s", thousands(s.read_bytes),
              a.dry_run ? "to read" : "read", thousands(s.wanted_bytes),
              a.dry_run ? "; nothing read, nothing written" : "");
 }
@@ -415,11 +442,13 @@ void add_slice(CLI::App& app, int& exit_code) {
       "--dry-run lists the tensors and the reads without reading them.\n\n"
       "Examples:\n"
       "  tlio slice model/ 'model.embed_tokens.weight[0:8000]' -o shard0.safetensors\n"
-      "  tlio slice model.safetensors 'lm_head.weight[:, 0:2048]' 'norm.weight' -o part.safetensors\n"
+      "  tlio slice model.safetensors 'lm_head.weight[:, 0:2048]' 'norm.weight' -o "
+      "part.safetensors\n"
       "  tlio slice hf://org/model 'layers.0.mlp.up_proj.weight[0:1024]' --dry-run --json\n"
       "  tlio slice model.gguf 'token_embd.weight[0:100]' --dtype BF16 -o rows.safetensors");
   auto a = std::make_shared<SliceArgs>();
-  cmd->add_option("SOURCE", a->source, "File, folder of weights, GGUF file, or URL (http(s)://, s3://, gs://, hf://)")
+  cmd->add_option("SOURCE", a->source,
+                  "File, folder of weights, GGUF file, or URL (http(s)://, s3://, gs://, hf://)")
       ->required();
   add_remote_options(cmd);
   cmd->add_option("TENSOR[SLICE]", a->tensors, "e.g. 'w[0:1024]', 'w[:, -512:]', 'w[3]', 'bias'")
@@ -434,11 +463,13 @@ void add_slice(CLI::App& app, int& exit_code) {
             return {};
           },
           ""));
-  cmd->add_option("-o,--output", a->out, "Output file (or s3://, gs:// location; - for stdout)")->type_name("PATH");
-  offer_values(cmd->add_option("--dtype", a->dtype,
-                               "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; "
-                               "bitsandbytes 4-bit: the dtype it was quantized from)"),
-               kDequantizeDtypeNames)
+  cmd->add_option("-o,--output", a->out, "Output file (or s3://, gs:// location; - for stdout)")
+      ->type_name("PATH");
+  offer_values(
+      cmd->add_option("--dtype", a->dtype,
+                      "What quantized weights dequantize to: F32, F16 or BF16 (default: F32; "
+                      "bitsandbytes 4-bit: the dtype it was quantized from)"),
+      kDequantizeDtypeNames)
       ->check([](const std::string& v) -> std::string {
         const auto d = tlio::parse_dtype_alias(v);
         if (!d || (*d != Dtype::F32 && *d != Dtype::F16 && *d != Dtype::BF16))
@@ -450,20 +481,23 @@ void add_slice(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-inflight", a->max_inflight,
                   "Scratch for reads that span gaps (default 64MiB)")
       ->check(size_check());
-  cmd->add_option("--max-memory", a->max_memory,
-                  "Output bytes held at once; larger slices are read in runs of rows (default 256MiB)")
+  cmd->add_option(
+         "--max-memory", a->max_memory,
+         "Output bytes held at once; larger slices are read in runs of rows (default 256MiB)")
       ->check(size_check());
   cmd->add_flag("--dry-run", a->dry_run, "List the tensors and the reads; read and write nothing");
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"input\", \"output\", \"dry_run\", \"files\", "
-                "\"tensors\": [{\"name\", \"dtype\", \"shape\", \"bytes\", \"quantized\"}], "
-                "\"reads\": [{\"file\", \"offset\", \"length\"}], \"bytes_read\", \"bytes_wanted\"}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"input\", \"output\", \"dry_run\", \"files\", "
+      "\"tensors\": [{\"name\", \"dtype\", \"shape\", \"bytes\", \"quantized\"}], "
+      "\"reads\": [{\"file\", \"offset\", \"length\"}], \"bytes_read\", \"bytes_wanted\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       if (a->out.empty() && !a->dry_run) throw UsageError("slice: -o OUT is needed (or --dry-run)");
       if (!a->out.empty() && !a->dry_run) check_stdout_output(a->out, a->json);
       if (a->keep_packed && !a->dtype.empty())
-        throw UsageError("slice: --dtype is for dequantized weights; --keep-packed copies them as stored");
+        throw UsageError(
+            "slice: --dtype is for dequantized weights; --keep-packed copies them as stored");
       const bool gguf = tlio::weights_kind(a->source, open_options()) == tlio::WeightsKind::gguf;
       print_summary(*a, gguf ? slice_gguf(*a) : slice_through_plan(*a));
       return kExitOk;

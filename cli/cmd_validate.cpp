@@ -2,10 +2,9 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
-
-#include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -45,7 +44,12 @@ struct Verdict {
       });
     }
     std::string error, name = shown;
-    const int rc = guarded_json([&] { name = body(); return kExitOk; }, error);
+    const int rc = guarded_json(
+        [&] {
+          name = body();
+          return kExitOk;
+        },
+        error);
     json_items->push_back(fmt::format("{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"error\":{}{}}}",
                                       json_string(name), kind, rc == kExitOk, error,
                                       note.empty() ? "" : ",\"note\":" + json_string(note)));
@@ -66,12 +70,21 @@ int validate_folder(const std::string& dir, bool json, std::vector<std::string>&
   };
   if (json) {
     std::string error;
-    if (guarded_json([&] { list(); return kExitOk; }, error) != kExitOk) {
-      json_items.push_back(fmt::format("{{\"path\":{},\"kind\":\"folder\",\"ok\":false,\"error\":{}}}",
-                                       json_string(dir), error));
+    if (guarded_json(
+            [&] {
+              list();
+              return kExitOk;
+            },
+            error) != kExitOk) {
+      json_items.push_back(
+          fmt::format("{{\"path\":{},\"kind\":\"folder\",\"ok\":false,\"error\":{}}}",
+                      json_string(dir), error));
       return kExitFailure;
     }
-  } else if (guarded([&] { list(); return kExitOk; }) != kExitOk) {
+  } else if (guarded([&] {
+               list();
+               return kExitOk;
+             }) != kExitOk) {
     return kExitFailure;
   }
   int rc = kExitOk;
@@ -93,7 +106,8 @@ int validate_folder(const std::string& dir, bool json, std::vector<std::string>&
 }  // namespace
 
 void add_validate(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("validate", "Check files against every rule of the format and of quantized weights");
+  auto* cmd = app.add_subcommand(
+      "validate", "Check files against every rule of the format and of quantized weights");
   cmd->footer(
       "A local folder is checked whole, recursively: each model directory (a transformers\n"
       "config.json beside its weights: config keys, tokenizer rule, shard index and the tensors\n"
@@ -108,11 +122,14 @@ void add_validate(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("FILE", a->files, "Files, model directories or folders (or URLs: http(s)://, s3://, gs://, hf://) to check")
+  cmd->add_option(
+         "FILE", a->files,
+         "Files, model directories or folders (or URLs: http(s)://, s3://, gs://, hf://) to check")
       ->required();
   add_remote_options(cmd);
   cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", \"error\"}]}");
+                "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", "
+                "\"error\"}]}");
   cmd->callback([a, &exit_code] {
     int rc = kExitOk;
     std::vector<std::string> items;
@@ -148,7 +165,7 @@ void add_validate(CLI::App& app, int& exit_code) {
         tlio::File f = tlio::File::open(path, open_options());
         try {
           tlio::find_quantized_weights(f);  // consistency of quantized weights
-        } catch (const tlio::Error& e) {  // a well-formed file of a form tlio does not decode
+        } catch (const tlio::Error& e) {    // a well-formed file of a form tlio does not decode
           if (e.code() != tlio::ErrorCode::unsupported || e.rule() != tlio::Rule::quant) throw;
           v.note = e.detail();
         }

@@ -1,14 +1,13 @@
 // cli/main.cpp: the tlio command line. A client of the public API only (include/tlio).
-#include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -23,16 +22,25 @@ using tlio::cli::Command;
 
 // Every command, in the order `tlio help` lists them.
 constexpr Command kCommands[] = {
-    {"validate", tlio::cli::add_validate},     {"inspect", tlio::cli::add_inspect},
-    {"convert", tlio::cli::add_convert},       {"metadata", tlio::cli::add_metadata},
-    {"quantize", tlio::cli::add_quantize},     {"dequantize", tlio::cli::add_dequantize},
-    {"shard", tlio::cli::add_shard},           {"merge", tlio::cli::add_merge},
-    {"bigram", tlio::cli::add_bigram},         {"cat", tlio::cli::add_cat},
-    {"stats", tlio::cli::add_stats},           {"slice", tlio::cli::add_slice},
-    {"diff", tlio::cli::add_diff},             {"report", tlio::cli::add_report},
+    {"validate", tlio::cli::add_validate},
+    {"inspect", tlio::cli::add_inspect},
+    {"convert", tlio::cli::add_convert},
+    {"metadata", tlio::cli::add_metadata},
+    {"quantize", tlio::cli::add_quantize},
+    {"dequantize", tlio::cli::add_dequantize},
+    {"shard", tlio::cli::add_shard},
+    {"merge", tlio::cli::add_merge},
+    {"bigram", tlio::cli::add_bigram},
+    {"cat", tlio::cli::add_cat},
+    {"stats", tlio::cli::add_stats},
+    {"slice", tlio::cli::add_slice},
+    {"diff", tlio::cli::add_diff},
+    {"report", tlio::cli::add_report},
     {"import", tlio::cli::add_import},
-    {"hash", tlio::cli::add_hash},             {"verify", tlio::cli::add_verify},
-    {"sign", tlio::cli::add_sign},             {"completion", tlio::cli::add_completion},
+    {"hash", tlio::cli::add_hash},
+    {"verify", tlio::cli::add_verify},
+    {"sign", tlio::cli::add_sign},
+    {"completion", tlio::cli::add_completion},
 };
 
 // The commands this run needs. Building one (its options, validators and help text) takes tens
@@ -50,15 +58,18 @@ std::span<const Command> commands_needed(int argc, char** argv) {
 
 // The commands with their one-line descriptions.
 std::string command_list(CLI::App& app) {
-  std::string out = "tlio: strict, fast safetensors tool\n\nUsage: tlio COMMAND [OPTIONS] ...\n\nCommands:\n";
+  std::string out =
+      "tlio: strict, fast safetensors tool\n\nUsage: tlio COMMAND [OPTIONS] ...\n\nCommands:\n";
   size_t width = 0;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     width = std::max(width, sub->get_name().size());
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     out += "  " + sub->get_name() + std::string(width + 2 - sub->get_name().size(), ' ') +
            sub->get_description() + "\n";
-  out += "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version;\n"
-         "tlio help --man prints the manual page; tlio completion bash|zsh|fish a completion script.\n";
+  out +=
+      "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version;\n"
+      "tlio help --man prints the manual page; tlio completion bash|zsh|fish a completion "
+      "script.\n";
   return out;
 }
 
@@ -134,7 +145,8 @@ int main(int argc, char** argv) {
         for (const std::string& n : o->get_lnames()) options.push_back("--" + n);
       for (int i = 2; i < argc && hint.empty(); ++i) {
         const std::string word = argv[i];
-        if (word.rfind("--", 0) != 0 || std::find(options.begin(), options.end(), word.substr(0, word.find('='))) != options.end())
+        if (word.rfind("--", 0) != 0 || std::find(options.begin(), options.end(),
+                                                  word.substr(0, word.find('='))) != options.end())
           continue;
         const std::string near = tlio::closest_name(word.substr(0, word.find('=')), options);
         if (!near.empty()) hint = "did you mean '" + near + "'?";

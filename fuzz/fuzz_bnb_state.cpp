@@ -24,10 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const tlio::Error&) {
     __builtin_trap();  // what tlio writes, tlio must read
   }
-  const bool same_offset = std::memcmp(&back.nested_offset, &st.nested_offset, sizeof(double)) == 0 ||
-                           (back.nested_offset != back.nested_offset && st.nested_offset != st.nested_offset);
-  if (back.quant_type != st.quant_type || back.blocksize != st.blocksize || back.dtype != st.dtype ||
-      back.shape != st.shape || back.nested != st.nested ||
+  const bool same_offset =
+      std::memcmp(&back.nested_offset, &st.nested_offset, sizeof(double)) == 0 ||
+      (back.nested_offset != back.nested_offset && st.nested_offset != st.nested_offset);
+  if (back.quant_type != st.quant_type || back.blocksize != st.blocksize ||
+      back.dtype != st.dtype || back.shape != st.shape || back.nested != st.nested ||
       (st.nested && (back.nested_blocksize != st.nested_blocksize ||
                      back.nested_dtype != st.nested_dtype || !same_offset)))
     __builtin_trap();

@@ -2,9 +2,9 @@
 // crash or read out of bounds; everything an accepted file offers must work: views, slices,
 // conversions, quantization checks, and a canonical rewrite that reads back the same. The header's
 // two walks must agree: what the On-Demand fast path accepts, the DOM walk accepts alike.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <tuple>
@@ -96,8 +96,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::vector<std::byte> out(m * 4);
         r.read(0, m, tlio::Dtype::F32, out);
         r.read(n - m, m, tlio::Dtype::BF16, std::span(out).first(m * 2));
-        if (n > 1) r.read(1, std::min<uint64_t>(n - 1, 4096), tlio::Dtype::F16,
-                          std::span(out).first(std::min<uint64_t>(n - 1, 4096) * 2));
+        if (n > 1)
+          r.read(1, std::min<uint64_t>(n - 1, 4096), tlio::Dtype::F16,
+                 std::span(out).first(std::min<uint64_t>(n - 1, 4096) * 2));
       }
     } catch (const tlio::Error&) {
     }

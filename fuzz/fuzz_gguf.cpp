@@ -1,8 +1,9 @@
 // Fuzz target: a GGUF file in memory: its header parsed and checked (metadata, tensor infos,
 // the data layout), then every tensor's first and last bytes read and its first and last values
-// decoded (any ggml type, a range starting inside a block), a slice of its last column, and the Hugging Face side files an
-// import to a folder rebuilds from its keys (config.json, tokenizer.json, tokenizer_config.json,
-// the names mapped back). Any input reads or throws tlio::Error.
+// decoded (any ggml type, a range starting inside a block), a slice of its last column, and the
+// Hugging Face side files an import to a folder rebuilds from its keys (config.json,
+// tokenizer.json, tokenizer_config.json, the names mapped back). Any input reads or throws
+// tlio::Error.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -46,18 +47,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       try {
         f.read_values(t, 0, values, tlio::Dtype::F32, decoded);
         f.read_values(t, elements - values, values, tlio::Dtype::F32, decoded);
-        if (values > 1) f.read_values(t, 1, values - 1, tlio::Dtype::BF16, std::span(decoded).first((values - 1) * 2));
+        if (values > 1)
+          f.read_values(t, 1, values - 1, tlio::Dtype::BF16,
+                        std::span(decoded).first((values - 1) * 2));
         // The last column of the last two rows (or the last row of a 1-D tensor): a slice's reads.
         const std::vector<uint64_t> shape = t.shape();
         std::vector<tlio::SliceIndex> slice;
         for (size_t d = 0; d + 1 < shape.size(); ++d)
-          slice.push_back(d + 2 == shape.size() ? tlio::SliceIndex::range(shape[d] < 2 ? 0 : shape[d] - 2, shape[d])
-                                                : tlio::SliceIndex::at(shape[d] ? shape[d] - 1 : 0));
-        if (!shape.empty() && shape.back() > 0) slice.push_back(tlio::SliceIndex::range(shape.back() - 1, shape.back()));
+          slice.push_back(d + 2 == shape.size()
+                              ? tlio::SliceIndex::range(shape[d] < 2 ? 0 : shape[d] - 2, shape[d])
+                              : tlio::SliceIndex::at(shape[d] ? shape[d] - 1 : 0));
+        if (!shape.empty() && shape.back() > 0)
+          slice.push_back(tlio::SliceIndex::range(shape.back() - 1, shape.back()));
         const tlio::SlicePlan plan = f.plan_slice(t, slice);
         uint64_t picked = 1;
         for (uint64_t d : plan.shape) picked *= d;
-        if (picked <= 300) f.read_slice(t, slice, tlio::Dtype::F32, std::span(decoded).first(picked * 4));
+        if (picked <= 300)
+          f.read_slice(t, slice, tlio::Dtype::F32, std::span(decoded).first(picked * 4));
       } catch (const tlio::Error&) {  // a type tlio does not decode: refused, the next is read
       }
     }

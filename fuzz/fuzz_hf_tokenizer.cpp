@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const tlio::Error&) {
   }
   try {  // as tokenizer.json of a SentencePiece vocabulary (BPE with byte fallback)
-    if (const auto spm = tlio::detail::sentencepiece_of_tokenizer_json(text, "fuzz/tokenizer.json", c.vocab_size))
+    if (const auto spm = tlio::detail::sentencepiece_of_tokenizer_json(text, "fuzz/tokenizer.json",
+                                                                       c.vocab_size))
       (void)tlio::detail::gguf_spm_tokenizer(*spm, "fuzz/tokenizer.json", std::string(text), c);
   } catch (const tlio::Error&) {
   }

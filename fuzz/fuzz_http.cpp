@@ -24,21 +24,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   HttpResponse response;
   while (!text.empty()) {
     const size_t end = text.find('\n');
-    const std::string_view line = text.substr(0, end == std::string_view::npos ? text.size() : end + 1);
+    const std::string_view line =
+        text.substr(0, end == std::string_view::npos ? text.size() : end + 1);
     text.remove_prefix(line.size());
     read_response_header(line, response);
     if (const auto r = parse_content_range(line); r && !(r->first <= r->last && r->last < r->total))
       std::abort();
   }
-  if (const auto r = parse_content_range(response.content_range); r && !(r->first <= r->last && r->last < r->total))
+  if (const auto r = parse_content_range(response.content_range);
+      r && !(r->first <= r->last && r->last < r->total))
     std::abort();
 
   const ObjectStoreConfig config;
   (void)explain_s3_error(static_cast<long>(size % 600), input, S3Object{"b", "k"}, config);
   (void)xml_element(input, "UploadId");
   (void)parse_ini(input);
-  const std::string shown = url_for_messages(std::string("https://h/x?secret=") + std::string(input));
-  if (shown.find("secret=") != std::string::npos && shown.find("secret=...") == std::string::npos) std::abort();
+  const std::string shown =
+      url_for_messages(std::string("https://h/x?secret=") + std::string(input));
+  if (shown.find("secret=") != std::string::npos && shown.find("secret=...") == std::string::npos)
+    std::abort();
 
   for (const char* scheme : {"s3://", "gs://", "hf://"}) {
     try {

@@ -22,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const tlio::Error&) {
   }
   try {
-    const std::string removed = tlio::detail::set_json_member(text, "quantization_config", std::nullopt,
-                                                              "config.json", tlio::Rule::model);
+    const std::string removed = tlio::detail::set_json_member(
+        text, "quantization_config", std::nullopt, "config.json", tlio::Rule::model);
     const std::string set = tlio::detail::set_json_member(removed, "torch_dtype", "\"bfloat16\"",
                                                           "config.json", tlio::Rule::model);
     // Valid JSON in, valid JSON out: an edit that breaks the document is a bug.

@@ -5,8 +5,9 @@ packages=(cmake make g++ clang libclang-rt-14-dev python3 libsimdjson-dev libfmt
   python3-dev python3-numpy python3-pytest bc zlib1g-dev libcurl4-openssl-dev nginx-light openssl
   python3-torch python3-venv python3-pip python3-setuptools python3-wheel zsh fish man-db
   python3-boto3 python3-botocore python3-cryptography libssl-dev
-  ccache python3-pytest-xdist chromium python3-pil liburing-dev)
+  ccache python3-pytest-xdist chromium python3-pil liburing-dev clang-format)
 # liburing-dev: io_uring for reads past the page cache (io/direct_source).
+# clang-format: scripts/check-style.sh, the style CI holds the C and C++ code to.
 # chromium renders the pages of `tlio report` in its tests, python3-pil reads their screenshots.
 missing=()
 for p in "${packages[@]}"; do

@@ -52,6 +52,7 @@ build() {  # build DIR [cmake options...]: configure and build every default tar
 }
 
 stage "install dependencies" bash scripts/install-deps.sh
+stage "style: clang-format, file sizes" bash scripts/check-style.sh
 
 stage "release: build" build build -DCMAKE_BUILD_TYPE=Release
 stage "release: ctest" ctest --test-dir build --output-on-failure -j"$jobs"

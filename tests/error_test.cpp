@@ -9,8 +9,8 @@ namespace tlio {
 namespace {
 
 TEST(Error, MessageIsSourceRuleDetail) {
-  const Error e(ErrorCode::format, Rule::r5_layout, "b", 12, "tensor \"b\" begins at 12, expected 16",
-                "model.safetensors");
+  const Error e(ErrorCode::format, Rule::r5_layout, "b", 12,
+                "tensor \"b\" begins at 12, expected 16", "model.safetensors");
   EXPECT_STREQ(e.what(), "model.safetensors: rule 5: tensor \"b\" begins at 12, expected 16");
   EXPECT_EQ(e.rule(), Rule::r5_layout);
   EXPECT_EQ(e.rule_name(), "5");
@@ -20,18 +20,19 @@ TEST(Error, MessageIsSourceRuleDetail) {
 }
 
 TEST(Error, NamedChecksStandAloneAndNoRuleNoPrefix) {
-  EXPECT_STREQ(Error(ErrorCode::format, Rule::bnb_003, "w", {}, "bad map").what(), "BNB-003: bad map");
+  EXPECT_STREQ(Error(ErrorCode::format, Rule::bnb_003, "w", {}, "bad map").what(),
+               "BNB-003: bad map");
   EXPECT_STREQ(Error(ErrorCode::format, Rule::int4, "w", {}, "x", "f").what(), "f: int4: x");
   EXPECT_STREQ(Error(ErrorCode::invalid_argument, Rule::none, {}, {}, "plain").what(), "plain");
 }
 
 TEST(Error, EveryRuleHasItsPrintedName) {
   const std::pair<Rule, std::string_view> names[] = {
-      {Rule::none, ""},        {Rule::r1_length, "1"},   {Rule::r2_json, "2"},
-      {Rule::r3_metadata, "3"}, {Rule::r4_entry, "4"},    {Rule::r5_layout, "5"},
-      {Rule::int4, "int4"},     {Rule::bnb, "bnb"},       {Rule::bnb_001, "BNB-001"},
+      {Rule::none, ""},           {Rule::r1_length, "1"},     {Rule::r2_json, "2"},
+      {Rule::r3_metadata, "3"},   {Rule::r4_entry, "4"},      {Rule::r5_layout, "5"},
+      {Rule::int4, "int4"},       {Rule::bnb, "bnb"},         {Rule::bnb_001, "BNB-001"},
       {Rule::bnb_002, "BNB-002"}, {Rule::bnb_003, "BNB-003"}, {Rule::bnb_004, "BNB-004"},
-      {Rule::model, "model"},   {Rule::index, "index"}};
+      {Rule::model, "model"},     {Rule::index, "index"}};
   for (auto [rule, name] : names) EXPECT_EQ(rule_name(rule), name);
 }
 

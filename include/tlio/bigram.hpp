@@ -22,10 +22,10 @@ TLIO_API void bigram_train(std::string_view text, const std::filesystem::path& o
 inline constexpr uint64_t kMaxBigramTokens = uint64_t{1} << 30;
 
 struct BigramSampling {
-  std::string prompt;         ///< empty: start after byte 10 ('\n')
-  uint64_t tokens = 100;      ///< bytes to generate, at most kMaxBigramTokens
+  std::string prompt;     ///< empty: start after byte 10 ('\n')
+  uint64_t tokens = 100;  ///< bytes to generate, at most kMaxBigramTokens
   uint64_t seed = 0;
-  double temperature = 1.0;   ///< 0: always the most likely next byte
+  double temperature = 1.0;  ///< 0: always the most likely next byte
 };
 
 /// Samples from softmax(W[last byte] / temperature) of a bigram model; the same seed gives the

@@ -50,7 +50,7 @@ struct CheckpointContents {
   /// The top-level key imported without being asked for: "state_dict", or the model's part of
   /// a training checkpoint ("model" beside "optimizer"); empty when the whole object was.
   std::string chosen_key;
-  std::vector<std::string> other_keys;    ///< the top-level keys left out when one was chosen
+  std::vector<std::string> other_keys;  ///< the top-level keys left out when one was chosen
 };
 
 struct ImportOptions {
@@ -86,7 +86,8 @@ TLIO_API bool looks_like_checkpoint(const std::filesystem::path& path);
 /// The checkpoint holding a folder's weights when it has no safetensors weights
 /// (model.safetensors or its shard index) but a pytorch_model.bin; nullopt otherwise, and for
 /// remote folders (which are not asked: see the weights' own error).
-TLIO_API std::optional<std::filesystem::path> checkpoint_in_directory(const std::filesystem::path& dir);
+TLIO_API std::optional<std::filesystem::path> checkpoint_in_directory(
+    const std::filesystem::path& dir);
 
 /// The tensors of a checkpoint (names, dtypes, shapes) without converting it. Error{format}
 /// with Rule::zip, Rule::pickle or Rule::checkpoint for anything malformed or refused.

@@ -35,7 +35,7 @@ struct TensorComparison {
   std::string name;
   std::string b_name;  ///< B's name for it when that is another (a GGUF file against a folder)
   std::string a_dtype, b_dtype;  ///< a dtype ("BF16") or a quantization scheme ("nf4")
-  Shape shape;                 ///< logical (A's, when the shapes differ)
+  Shape shape;                   ///< logical (A's, when the shapes differ)
   uint64_t elements = 0;
   /// false when the values cannot be compared (shapes differ, or a dtype without numeric
   /// values on one side): `note` says why.
@@ -43,10 +43,12 @@ struct TensorComparison {
   std::string note;
   double max_abs = 0;  ///< largest |a - b| (infinite where one side is NaN or infinite alone)
   double max_rel = 0;  ///< largest |a - b| / |b| (infinite where b is 0 and a is not)
-  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite pairs; NaN when none is and some pair is not
-  double cosine = 1;   ///< cosine similarity of the finite pairs (1 for two zero tensors)
-  uint64_t outside = 0;  ///< elements outside tolerance (tlio::difference_figures: one set of rules with reports)
-  bool equal = false;    ///< compared and no element outside tolerance
+  double rmse =
+      0;  ///< sqrt(mean (a - b)^2) over the finite pairs; NaN when none is and some pair is not
+  double cosine = 1;  ///< cosine similarity of the finite pairs (1 for two zero tensors)
+  uint64_t outside =
+      0;  ///< elements outside tolerance (tlio::difference_figures: one set of rules with reports)
+  bool equal = false;  ///< compared and no element outside tolerance
 };
 
 struct CompareReport {
@@ -77,6 +79,7 @@ class Weights;
 /// GGUF export gives it (its config.json's architecture), with the Q and K rows the export
 /// interleaves put back in place; GGUF tensors decoded to F32 as ggml decodes them. A GGUF file
 /// and an input of which no name pairs is Error{unsupported} saying how they would.
-TLIO_API CompareReport compare_weights(const Weights& a, const Weights& b, const CompareOptions& options = {});
+TLIO_API CompareReport compare_weights(const Weights& a, const Weights& b,
+                                       const CompareOptions& options = {});
 
 }  // namespace tlio

@@ -41,12 +41,13 @@ struct LostValues {
 };
 
 struct ConvertFileReport {
-  size_t converted = 0;  ///< tensors whose dtype changed, dequantized weights included
+  size_t converted = 0;    ///< tensors whose dtype changed, dequantized weights included
   size_t dequantized = 0;  ///< quantized weights written as plain tensors (their parts gone)
-  size_t kept = 0;       ///< tensors copied as they are
-  size_t dropped = 0;    ///< tensors left out (options.tensors)
-  size_t renamed = 0;    ///< tensors written under another name
-  size_t ties_removed = 0;  ///< tie records ({alias: tensor} metadata) removed with their tensor or alias
+  size_t kept = 0;         ///< tensors copied as they are
+  size_t dropped = 0;      ///< tensors left out (options.tensors)
+  size_t renamed = 0;      ///< tensors written under another name
+  size_t ties_removed =
+      0;  ///< tie records ({alias: tensor} metadata) removed with their tensor or alias
   size_t ties_repointed = 0;  ///< tied tensors left out but written under a kept alias
   uint64_t data_bytes_in = 0;
   uint64_t data_bytes_out = 0;

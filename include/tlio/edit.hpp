@@ -36,20 +36,21 @@ struct EditOptions {
   Metadata set_metadata;                     ///< entries added or replaced
   std::vector<std::string> delete_metadata;  ///< keys removed (each must exist)
   TensorSelection tensors;
-  ProgressCallback progress;                 ///< data bytes copied / total (rewrites only)
-  OpenOptions open;                          ///< how `src` is opened (a URL's token)
+  ProgressCallback progress;  ///< data bytes copied / total (rewrites only)
+  OpenOptions open;           ///< how `src` is opened (a URL's token)
 };
 
 struct EditReport {
   size_t kept = 0;     ///< tensors written (renamed ones included)
   size_t dropped = 0;  ///< tensors left out
   size_t renamed = 0;  ///< tensors whose name changed
-  size_t ties_removed = 0;  ///< tie records ({alias: tensor} metadata) removed with their tensor or alias
-  size_t ties_repointed = 0;  ///< tied tensors left out but written under a kept alias
-  bool in_place = false;  ///< only the header was rewritten, in the file itself
-  uint64_t data_bytes = 0;  ///< data bytes of the result
+  size_t ties_removed =
+      0;  ///< tie records ({alias: tensor} metadata) removed with their tensor or alias
+  size_t ties_repointed = 0;       ///< tied tensors left out but written under a kept alias
+  bool in_place = false;           ///< only the header was rewritten, in the file itself
+  uint64_t data_bytes = 0;         ///< data bytes of the result
   uint64_t source_data_bytes = 0;  ///< data bytes of the source
-  Metadata metadata;   ///< the result's metadata
+  Metadata metadata;               ///< the result's metadata
 };
 
 /// Edits `src` into `dst`, or into `src` itself when `dst` is empty or names the same file.

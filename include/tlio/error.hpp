@@ -54,7 +54,8 @@ enum class Rule : uint8_t {
   pickle,       ///< "pickle": a checkpoint's pickle stream and the globals it names
   checkpoint,   ///< "checkpoint": a checkpoint's storages and tensor views
   gguf,         ///< "gguf": a GGUF file's header, metadata, tensor infos and data layout
-  quant,        ///< "quant": the Hub's quantized layouts (FP8, GPTQ, AWQ, MXFP4, NVFP4, compressed-tensors integers) and quantization_config
+  quant,        ///< "quant": the Hub's quantized layouts (FP8, GPTQ, AWQ, MXFP4, NVFP4,
+                ///< compressed-tensors integers) and quantization_config
 };
 
 /// The rule as printed: "1".."5", "int4", "bnb", "BNB-001".."BNB-004", "model", "index", "zip",

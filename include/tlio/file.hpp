@@ -17,9 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,8 +59,9 @@ inline constexpr uint64_t kDirectAlignment = 4096;
 
 struct OpenOptions {
   Backend backend = Backend::mmap;
-  /// For http(s):// and hf:// URLs: a bearer token, sent to the URL's own origin (scheme, host, port) only,
-  /// never after a redirect to another one, never in a message. Empty: $HF_TOKEN, if set.
+  /// For http(s):// and hf:// URLs: a bearer token, sent to the URL's own origin (scheme, host,
+  /// port) only, never after a redirect to another one, never in a message. Empty: $HF_TOKEN, if
+  /// set.
   std::string token = {};
   /// Called with a warning about how the input is read (a server that ignores Range requests,
   /// so the file is downloaded whole once); may be called from another thread. Empty: none.

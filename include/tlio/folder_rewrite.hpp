@@ -42,25 +42,28 @@ struct FolderOptions {
 /// convert_file over every shard (options.progress: source bytes done / total over the folder).
 /// config.json's "torch_dtype" (and "dtype", where written) becomes options.dtype's torch name.
 TLIO_API ConvertFileReport convert_folder(const std::string& src, const std::string& out,
-                                          const ConvertFileOptions& options, const FolderOptions& folder = {});
+                                          const ConvertFileOptions& options,
+                                          const FolderOptions& folder = {});
 
 /// The folder copied canonically with `tensors` choosing and naming the tensors (no dtype
 /// changes): what `tlio convert DIR OUT` does without --dtype. Counts as convert_folder's.
 TLIO_API ConvertFileReport copy_folder(const std::string& src, const std::string& out,
-                                       const TensorSelection& tensors, const ProgressCallback& progress = {},
+                                       const TensorSelection& tensors,
+                                       const ProgressCallback& progress = {},
                                        const FolderOptions& folder = {});
 
 /// edit_file over every shard: the metadata edits made in each (a key deleted must be in each),
 /// the tensors chosen and named over the folder (a folder is always rewritten, never edited in
 /// place). The counts are the folder's, `metadata` the first shard's result. The folder is read
 /// with `folder.open` (options.open is edit_file's, for one file).
-TLIO_API EditReport edit_folder(const std::string& src, const std::string& out, const EditOptions& options,
-                                const FolderOptions& folder = {});
+TLIO_API EditReport edit_folder(const std::string& src, const std::string& out,
+                                const EditOptions& options, const FolderOptions& folder = {});
 
 /// quantize_file over every shard; the selection and its errors are the whole folder's (a shard
 /// with nothing to quantize is copied).
 TLIO_API QuantizeReport quantize_folder(const std::string& src, const std::string& out,
-                                        const QuantizeOptions& options, const FolderOptions& folder = {});
+                                        const QuantizeOptions& options,
+                                        const FolderOptions& folder = {});
 
 /// dequantize_file over every shard: each weight restored in the shard of its first stored
 /// tensor. config.json loses "quantization_config"; its dtype becomes `dtype`'s when given.

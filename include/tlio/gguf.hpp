@@ -4,7 +4,8 @@
 // ggml types with the first dimension a whole number of blocks, and each tensor's data exactly
 // where the one before it ends (padded to the alignment), inside the file. Counts and lengths
 // are checked against what is left of the file before anything is allocated. Import (to a
-// safetensors file or a Hugging Face folder) and export (from a folder) are tlio/gguf_convert.hpp's.
+// safetensors file or a Hugging Face folder) and export (from a folder) are
+// tlio/gguf_convert.hpp's.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +25,19 @@ namespace tlio {
 
 /// The types of GGUF metadata values (GGUF's numbering).
 enum class GgufValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 TLIO_API std::string_view gguf_value_type_name(GgufValueType type) noexcept;
 
@@ -35,8 +47,8 @@ struct GgufValue {
   GgufValueType type = GgufValueType::UINT8;
   GgufValueType element_type = GgufValueType::UINT8;  ///< an ARRAY's elements
   uint64_t count = 1;                                 ///< an ARRAY's length
-  std::vector<std::byte> bytes;       ///< a number's, or an array of numbers', little-endian bytes
-  std::vector<std::string> strings;   ///< a STRING (one), or an array of strings
+  std::vector<std::byte> bytes;      ///< a number's, or an array of numbers', little-endian bytes
+  std::vector<std::string> strings;  ///< a STRING (one), or an array of strings
 
   /// A whole-number scalar (unsigned types and BOOL, or a non-negative signed one), else nullopt.
   TLIO_API std::optional<uint64_t> as_uint() const noexcept;
@@ -59,7 +71,7 @@ struct GgufTensorInfo {
   std::vector<uint64_t> ne;  ///< ggml's dimensions, ne[0] innermost, as stored
   uint64_t offset = 0;       ///< from the start of the data section of its file
   uint64_t bytes = 0;
-  uint32_t split = 0;        ///< the file of a split set holding it (0: the first, or the only one)
+  uint32_t split = 0;  ///< the file of a split set holding it (0: the first, or the only one)
   /// numpy's order (ne reversed): a Linear weight stored with ne [in, out] is [out, in].
   TLIO_API std::vector<uint64_t> shape() const;
   TLIO_API uint64_t element_count() const noexcept;
@@ -97,7 +109,8 @@ class TLIO_API GgufFile {
   const std::string& name() const noexcept;
   uint64_t size() const noexcept;  ///< the file's bytes (of every file of a split set)
   size_t splits() const noexcept;  ///< the files of a split set, or 1
-  /// File `split` of the set as messages name it (0: name()); Error{invalid_argument} past splits().
+  /// File `split` of the set as messages name it (0: name()); Error{invalid_argument} past
+  /// splits().
   const std::string& split_name(size_t split) const;
   uint32_t version() const noexcept;
   uint64_t alignment() const noexcept;

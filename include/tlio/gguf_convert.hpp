@@ -33,9 +33,9 @@ struct GgufImportOptions {
 
 struct GgufImportReport {
   size_t tensors = 0;
-  size_t decoded = 0;    ///< tensors of a block type (Q4_K, ...), decoded
-  size_t converted = 0;  ///< plain floating tensors whose dtype changed
-  size_t kept = 0;       ///< tensors written in their own dtype
+  size_t decoded = 0;           ///< tensors of a block type (Q4_K, ...), decoded
+  size_t converted = 0;         ///< plain floating tensors whose dtype changed
+  size_t kept = 0;              ///< tensors written in their own dtype
   size_t metadata_kept = 0;     ///< GGUF keys written as safetensors metadata (numbers, strings)
   size_t metadata_skipped = 0;  ///< array keys (vocabularies, merges) not written
   uint64_t data_bytes_in = 0, data_bytes_out = 0;
@@ -58,9 +58,10 @@ TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem
 /// Face names (the GGUF export's table read backwards, Q/K rows put back in place, so an F32
 /// round trip gives the original weights bit for bit), decoded as import_gguf does; config.json
 /// from the hyperparameter keys; tokenizer.json (byte-level BPE vocabularies whose pre-tokenizer
-/// tlio knows, SentencePiece ones with scores; otherwise the report's tokenizer_note says why not), tokenizer_config.json and
-/// generation_config.json. Error{unsupported} naming an architecture the table does not have, a
-/// tensor it does not name, or a type tlio does not decode, before anything is written.
+/// tlio knows, SentencePiece ones with scores; otherwise the report's tokenizer_note says why not),
+/// tokenizer_config.json and generation_config.json. Error{unsupported} naming an architecture the
+/// table does not have, a tensor it does not name, or a type tlio does not decode, before anything
+/// is written.
 TLIO_API GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,
                                             const GgufImportOptions& options = {});
 

@@ -24,7 +24,8 @@
 namespace tlio {
 
 struct ModelConfig {
-  std::string arch;       ///< "bigram", "llama", an HF model_type tlio does not check, or "" (no config.json)
+  std::string
+      arch;  ///< "bigram", "llama", an HF model_type tlio does not check, or "" (no config.json)
   bool course = false;    ///< config.json has tl_arch (course directory rules apply)
   std::string tokenizer;  ///< course directories: "bytes" or "file"; HF: empty
   uint64_t vocab_size = 0;
@@ -46,7 +47,8 @@ struct ModelTensor {
 /// True when `path` names a model directory rather than a file: a local folder; a URL ending in
 /// '/'; a URL whose path does not end in ".safetensors" and under which config.json exists
 /// (one request to find out).
-TLIO_API bool is_model_directory(const std::filesystem::path& path, const OpenOptions& options = {});
+TLIO_API bool is_model_directory(const std::filesystem::path& path,
+                                 const OpenOptions& options = {});
 
 /// One thing a folder of weights holds (folder_contents).
 struct FolderItem {

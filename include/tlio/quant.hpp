@@ -79,9 +79,9 @@ struct Fp8Options {
   friend bool operator==(const Fp8Options&, const Fp8Options&) = default;
 };
 struct GptqOptions {
-  uint64_t bits = 4;    ///< 2, 3, 4 or 8
-  uint64_t group = 128; ///< inputs per scale; 0: one group (group_size -1)
-  bool v2 = false;      ///< checkpoint_format gptq_v2: zero points stored as they are, not minus 1
+  uint64_t bits = 4;     ///< 2, 3, 4 or 8
+  uint64_t group = 128;  ///< inputs per scale; 0: one group (group_size -1)
+  bool v2 = false;       ///< checkpoint_format gptq_v2: zero points stored as they are, not minus 1
   friend bool operator==(const GptqOptions&, const GptqOptions&) = default;
 };
 struct AwqOptions {
@@ -112,8 +112,8 @@ struct CtIntOptions {
 };
 
 /// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
-/// "int8", "fp8-block", "fp8"), then options set by name; every scheme's name syntax, options and bounds live in one
-/// registry (quant_schemes()), which the CLI, C API and Python ask too.
+/// "int8", "fp8-block", "fp8"), then options set by name; every scheme's name syntax, options and
+/// bounds live in one registry (quant_schemes()), which the CLI, C API and Python ask too.
 class TLIO_API QuantScheme {
  public:
   using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options, Fp8Options, GptqOptions,
@@ -166,7 +166,8 @@ struct SchemeOptionInfo {
   std::string_view name;  ///< as set_option takes it: "blocksize"
   OptionKind kind;
   std::string_view help;  ///< "values per absmax, 32..4096 (default 64)"
-  std::string_view values = {};  ///< every value it takes, space-separated, when few: "32 64 ... 4096"
+  std::string_view values =
+      {};  ///< every value it takes, space-separated, when few: "32 64 ... 4096"
 };
 
 /// One scheme as the registry describes it.
@@ -186,16 +187,16 @@ TLIO_API std::span<const SchemeInfo> quant_schemes() noexcept;
 
 /// One logical weight stored quantized.
 struct QuantizedWeight {
-  std::string name;                 ///< logical name, e.g. "model.layers.0.mlp.up_proj.weight"
-  QuantScheme scheme;               ///< with the options the file records (group, block, nesting)
-  Shape shape;                      ///< logical shape
-  Dtype dtype = Dtype::F32;         ///< what dequantize restores by default (bnb 4-bit: the original)
+  std::string name;          ///< logical name, e.g. "model.layers.0.mlp.up_proj.weight"
+  QuantScheme scheme;        ///< with the options the file records (group, block, nesting)
+  Shape shape;               ///< logical shape
+  Dtype dtype = Dtype::F32;  ///< what dequantize restores by default (bnb 4-bit: the original)
   std::vector<std::string> stored;  ///< the stored tensors it is made of
   uint64_t stored_bytes = 0;
 };
 
-/// Finds the quantized weights of a valid file and checks their consistency (docs/quantization.md), in
-/// file order of their main tensor. int4: every `.qweight` has its `.scales` and the reverse,
+/// Finds the quantized weights of a valid file and checks their consistency (docs/quantization.md),
+/// in file order of their main tensor. int4: every `.qweight` has its `.scales` and the reverse,
 /// dtypes U8/F16, shapes that agree with the group of the metadata `quant` (inferred from shapes
 /// without it); a `quant` of another scheme or a malformed one is refused (rule "int4").
 /// bitsandbytes: the quant_state JSON, its companions' dtypes and sizes, the packed size and the
@@ -211,9 +212,9 @@ TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const Fil
 TLIO_API std::vector<QuantizedWeight> find_quantized_weights(std::span<const File> files,
                                                              std::string_view quantization_config);
 
-/// Dequantizes any quantized weight of an open file (every scheme of quant_schemes()) in ranges of elements
-/// of the row-major logical tensor, without materialising it. Holds views of the packed bytes
-/// (zero-copy with mmap) and a copy of the small scales, so it may outlive `f`.
+/// Dequantizes any quantized weight of an open file (every scheme of quant_schemes()) in ranges of
+/// elements of the row-major logical tensor, without materialising it. Holds views of the packed
+/// bytes (zero-copy with mmap) and a copy of the small scales, so it may outlive `f`.
 class TLIO_API QuantizedReader {
  public:
   /// `name` is the logical name. Throws Error{not_found} when no quantized weight has it, and
@@ -238,9 +239,9 @@ class TLIO_API QuantizedReader {
 // ---- whole files -------------------------------------------------------------------------------
 
 struct QuantizeOptions {
-  QuantScheme scheme;   ///< with its options
-  std::string include;  ///< regex searched in names; replaces the default selection
-  std::string exclude;  ///< regex searched in names; removed from the selection
+  QuantScheme scheme;         ///< with its options
+  std::string include;        ///< regex searched in names; replaces the default selection
+  std::string exclude;        ///< regex searched in names; removed from the selection
   ProgressCallback progress;  ///< output bytes done / total
   /// Quantize 1-D (and 0-D) tensors that `include` names too. Without it biases and norms are
   /// never quantized, whatever the selection.

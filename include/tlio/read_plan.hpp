@@ -66,7 +66,7 @@ struct PlanItem {
   std::string name;
   std::vector<uint64_t> shape;  ///< the slice's shape (C order)
   Dtype dtype = Dtype::F32;
-  uint64_t byte_size = 0;       ///< exactly what its buffer must hold
+  uint64_t byte_size = 0;  ///< exactly what its buffer must hold
   /// Set when the item is one contiguous range of a stored tensor (the tensor whole, or a range
   /// of its leading rows). A direct plan reads into a buffer whose address is congruent to
   /// `stored->offset` modulo kDirectAlignment without a bounce copy.

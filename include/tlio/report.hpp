@@ -26,11 +26,11 @@ namespace tlio {
 /// both widened exactly; the figures are over the pairs where both are finite, the others
 /// counted apart.
 struct TensorError {
-  std::string reference;  ///< the reference's name for it (a GGUF's, a Hugging Face one)
-  std::string reference_type;  ///< its dtype, scheme or ggml type
-  uint64_t nonfinite = 0;      ///< pairs with a NaN or an infinity on either side
+  std::string reference;            ///< the reference's name for it (a GGUF's, a Hugging Face one)
+  std::string reference_type;       ///< its dtype, scheme or ggml type
+  uint64_t nonfinite = 0;           ///< pairs with a NaN or an infinity on either side
   uint64_t nonfinite_mismatch = 0;  ///< of those, pairs whose two sides differ (NaN equals NaN)
-  double rmse = 0;     ///< sqrt(mean (a - b)^2); NaN when no pair is finite
+  double rmse = 0;                  ///< sqrt(mean (a - b)^2); NaN when no pair is finite
   double max_abs = 0;  ///< largest |a - b|; infinite when a NaN or infinity is on one side only
   double cosine = 1;   ///< tlio::cosine_similarity (1 when both are all zero, 0 when one is)
   /// 10 log10(sum b^2 / sum (a - b)^2): infinite when a equals b, -inf when the reference is all
@@ -70,7 +70,8 @@ struct FigureOptions {
 
 /// The figures of `names` (Weights::value_names() of `model`, or some of them) in their order.
 /// Error{not_found} for a name `model` does not have.
-TLIO_API std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const std::string> names,
+TLIO_API std::vector<TensorFigures> tensor_figures(const Weights& model,
+                                                   std::span<const std::string> names,
                                                    const FigureOptions& options = {});
 
 struct ReportOptions {
@@ -82,18 +83,19 @@ struct ReportOptions {
 };
 
 struct ModelReport {
-  std::string name;       ///< the model as messages name it
-  std::string format;     ///< "safetensors", "model folder" or "gguf"
-  std::string reference;  ///< as messages name it; "" without one
-  uint64_t parameters = 0;  ///< logical values of the tensors reported
-  uint64_t stored_size = 0; ///< bytes of the weight files
-  uint64_t files = 0;       ///< weight files
+  std::string name;          ///< the model as messages name it
+  std::string format;        ///< "safetensors", "model folder" or "gguf"
+  std::string reference;     ///< as messages name it; "" without one
+  uint64_t parameters = 0;   ///< logical values of the tensors reported
+  uint64_t stored_size = 0;  ///< bytes of the weight files
+  uint64_t files = 0;        ///< weight files
   /// Parameters by dtype, scheme or ggml type, the most first.
   std::vector<std::pair<std::string, uint64_t>> types;
   /// The file's metadata (a folder's first shard), a GGUF's scalar keys; a folder's config.json
   /// and quantization_config, each as one entry.
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::vector<TensorFigures> tensors;  ///< in natural order of names ("layers.2" before "layers.10")
+  std::vector<TensorFigures>
+      tensors;  ///< in natural order of names ("layers.2" before "layers.10")
   /// With a reference: the names one side has and the other lacks.
   std::vector<std::string> only_in_model, only_in_reference;
 };

@@ -26,20 +26,23 @@ namespace tlio {
 
 /// convert_file or convert_folder.
 TLIO_API ConvertFileReport convert_weights(const std::string& src, const std::string& out,
-                                           const ConvertFileOptions& options, const FolderOptions& folder = {});
+                                           const ConvertFileOptions& options,
+                                           const FolderOptions& folder = {});
 /// A copy with `tensors` choosing and naming the tensors: a file through edit_file (its bytes
 /// copied in the kernel; `converted` and `dequantized` 0, `kept` the tensors written), a folder
 /// through copy_folder.
 TLIO_API ConvertFileReport copy_weights(const std::string& src, const std::string& out,
-                                        const TensorSelection& tensors, const ProgressCallback& progress = {},
+                                        const TensorSelection& tensors,
+                                        const ProgressCallback& progress = {},
                                         const FolderOptions& folder = {});
 /// edit_file (`out` empty: `src` itself, in place where it can be) or edit_folder (`out` empty:
 /// the folder rewritten as a set where it is).
-TLIO_API EditReport edit_weights(const std::string& src, const std::string& out, const EditOptions& options,
-                                 const FolderOptions& folder = {});
+TLIO_API EditReport edit_weights(const std::string& src, const std::string& out,
+                                 const EditOptions& options, const FolderOptions& folder = {});
 /// quantize_file or quantize_folder.
 TLIO_API QuantizeReport quantize_weights(const std::string& src, const std::string& out,
-                                         const QuantizeOptions& options, const FolderOptions& folder = {});
+                                         const QuantizeOptions& options,
+                                         const FolderOptions& folder = {});
 /// dequantize_file or dequantize_folder.
 TLIO_API DequantizeReport dequantize_weights(const std::string& src, const std::string& out,
                                              std::optional<Dtype> dtype = std::nullopt,

@@ -38,37 +38,20 @@ enum {
 };
 
 /* Element types, in the reference implementation's order. */
+/* clang-format off */
 typedef enum tl_dtype {
-  TL_BOOL = 0,
-  TL_F4,
-  TL_F6_E2M3,
-  TL_F6_E3M2,
-  TL_U8,
-  TL_I8,
-  TL_F8_E5M2,
-  TL_F8_E4M3,
-  TL_F8_E8M0,
-  TL_F8_E4M3FNUZ,
-  TL_F8_E5M2FNUZ,
-  TL_I16,
-  TL_U16,
-  TL_F16,
-  TL_BF16,
-  TL_I32,
-  TL_U32,
-  TL_F32,
-  TL_C64,
-  TL_F64,
-  TL_I64,
-  TL_U64
+  TL_BOOL = 0, TL_F4, TL_F6_E2M3, TL_F6_E3M2, TL_U8, TL_I8, TL_F8_E5M2, TL_F8_E4M3, TL_F8_E8M0,
+  TL_F8_E4M3FNUZ, TL_F8_E5M2FNUZ, TL_I16, TL_U16, TL_F16, TL_BF16, TL_I32, TL_U32, TL_F32, TL_C64,
+  TL_F64, TL_I64, TL_U64
 } tl_dtype;
+/* clang-format on */
 
 typedef struct tl_file tl_file;
 typedef struct tl_writer tl_writer;
 
 /* Written `struct tl_tensor_info` (the name is also the function that fills it). */
 struct tl_tensor_info {
-  const char* name;   /* NUL-terminated; a name may itself hold NUL bytes: see name_len */
+  const char* name; /* NUL-terminated; a name may itself hold NUL bytes: see name_len */
   size_t name_len;
   tl_dtype dtype;
   size_t rank;
@@ -83,8 +66,9 @@ struct tl_tensor_info {
 TL_API const char* tl_version(void);
 /* The message of the last failure on this thread ("" when none). */
 TL_API const char* tl_last_error(void);
-/* The rule the last failure on this thread broke, as the messages print it ("1" to "5", "int4", "bnb",
- * "BNB-001", ..., "model", "index", "zip", "pickle", "checkpoint", "gguf", "quant"), or "" for none. */
+/* The rule the last failure on this thread broke, as the messages print it ("1" to "5", "int4",
+ * "bnb", "BNB-001", ..., "model", "index", "zip", "pickle", "checkpoint", "gguf", "quant"), or ""
+ * for none. */
 TL_API const char* tl_last_error_rule(void);
 /* The OS error number (errno) behind the last TL_EIO failure on this thread, or 0. */
 TL_API int tl_last_error_errno(void);
@@ -105,12 +89,14 @@ TL_API void tl_set_interrupt_check(tl_interrupt_fn check, void* context);
 TL_API void tl_remove_temporary_files(void);
 
 /* ---- reading ------------------------------------------------------------------------------ */
-#define TL_OPEN_PREAD 1u   /* positional reads instead of a mapping */
-#define TL_OPEN_PRIVATE 2u /* a private copy-on-write mapping: tl_tensor_info's data may be
-                            * written (cast away const); writes stay in this process, the file
-                            * never changes. Not with TL_OPEN_PREAD. */
-#define TL_OPEN_DIRECT 4u  /* reads past the page cache (O_DIRECT, 16 in flight through io_uring),
-                            * for data read once; use tl_tensor_read. Alone. */
+/* Open flags: TL_OPEN_PREAD, positional reads instead of a mapping; TL_OPEN_PRIVATE, a private
+ * copy-on-write mapping (tl_tensor_info's data may be written, const cast away; writes stay in
+ * this process, the file never changes; not with TL_OPEN_PREAD); TL_OPEN_DIRECT, reads past the
+ * page cache (O_DIRECT, 16 in flight through io_uring) for data read once, with tl_tensor_read,
+ * alone. */
+#define TL_OPEN_PREAD 1u
+#define TL_OPEN_PRIVATE 2u
+#define TL_OPEN_DIRECT 4u
 
 /* `path` may be an http:// or https:// URL: the header is fetched at once (one or two range
  * requests), each tensor's bytes by range when read; TL_OPEN_PREAD and TL_OPEN_PRIVATE do not
@@ -166,7 +152,8 @@ typedef struct tl_model tl_model;
 TL_API int tl_model_open(const char* dir, tl_model** out);
 TL_API int tl_model_open_with(const char* dir, const tl_open_options* options, tl_model** out);
 TL_API void tl_model_close(tl_model* model);
-/* config.json's architecture ("bigram", "llama", the model_type tlio does not check; "" without one). */
+/* config.json's architecture ("bigram", "llama", the model_type tlio does not check; "" without
+ * one). */
 TL_API const char* tl_model_arch(const tl_model* model);
 /* config.json's quantization_config (or a GPTQ folder's quantize_config.json) as JSON text;
  * "" when the folder has none. */
@@ -209,21 +196,21 @@ TL_API int tl_convert(tl_dtype from, const void* src, size_t src_size, tl_dtype 
  * or per-channel scales). Strings and
  * shape stay valid until tl_close(). */
 typedef struct tl_quantized_info {
-  const char* name;   /* logical name */
+  const char* name; /* logical name */
   const char* scheme;
   size_t rank;
   const uint64_t* shape; /* logical shape */
   tl_dtype dtype;
   uint64_t blocksize;
-  int nested;         /* bnb 4-bit: the absmax is itself quantized */
+  int nested; /* bnb 4-bit: the absmax is itself quantized */
 } tl_quantized_info;
 /* The quantized weights of an open file (checked; a malformed one is TL_EFORMAT). */
 TL_API int tl_quantized_count(const tl_file* file, size_t* count);
 TL_API int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info);
 /* Elements [first, first + count) of quantized weight `name` in row-major logical order, as
  * F32, F16 or BF16 (rounded to nearest even) into dst. Safe from several threads. */
-TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t first,
-                             uint64_t count, tl_dtype out, void* dst, size_t dst_size);
+TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t first, uint64_t count,
+                             tl_dtype out, void* dst, size_t dst_size);
 
 /* Options of tl_quantize_file_with. Options grow at the end: a caller sets struct_size to the
  * sizeof it was compiled with (tl_quantize_options_init does), and fields past that size keep
@@ -233,20 +220,20 @@ TL_API int tl_quantized_read(const tl_file* file, const char* name, uint64_t fir
  * ignoring them). */
 typedef void (*tl_progress_fn)(uint64_t done, uint64_t total, void* user);
 typedef struct tl_quantize_options {
-  size_t struct_size;     /* sizeof(tl_quantize_options) */
-  const char* scheme;     /* "int4-g<G>-sym", "nf4", "fp4", "int8", "fp8-block" (or
-                             "fp8-block<R>x<C>"), "fp8" or "fp8-channel" (required) */
-  const char* include;    /* regex searched in names, or NULL: replaces the default selection */
-  const char* exclude;    /* regex searched in names, or NULL */
+  size_t struct_size;  /* sizeof(tl_quantize_options) */
+  const char* scheme;  /* "int4-g<G>-sym", "nf4", "fp4", "int8", "fp8-block" (or
+                          "fp8-block<R>x<C>"), "fp8" or "fp8-channel" (required) */
+  const char* include; /* regex searched in names, or NULL: replaces the default selection */
+  const char* exclude; /* regex searched in names, or NULL */
   /* Scheme options; one left at its default is not given, one given to a scheme that does not
    * have it is TL_EINVAL ("nested is an option of nf4, fp4, not of int8"). */
-  uint64_t blocksize;     /* nf4/fp4: 32, 64, ..., 4096; 0: the default, 64 */
-  int nested;             /* nf4/fp4: quantize the absmax too */
-  tl_dtype storage;       /* nf4/fp4: dtype the packed codes are stored as (default TL_U8) */
+  uint64_t blocksize;      /* nf4/fp4: 32, 64, ..., 4096; 0: the default, 64 */
+  int nested;              /* nf4/fp4: quantize the absmax too */
+  tl_dtype storage;        /* nf4/fp4: dtype the packed codes are stored as (default TL_U8) */
   tl_progress_fn progress; /* output bytes done / total, or NULL */
-  void* progress_user;    /* passed to progress */
-  const char* token;      /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
-  int allow_1d;           /* quantize 1-D tensors (biases, norms) that `include` names too */
+  void* progress_user;     /* passed to progress */
+  const char* token;       /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
+  int allow_1d;            /* quantize 1-D tensors (biases, norms) that `include` names too */
 } tl_quantize_options;
 /* Fills `options` with the defaults and struct_size. A macro over tl_quantize_options_init_sized
  * with the caller's own sizeof, so that the library never writes past the struct the caller
@@ -254,12 +241,12 @@ typedef struct tl_quantize_options {
  * struct's first version only (up to progress_user). */
 TL_API void tl_quantize_options_init_sized(tl_quantize_options* options, size_t size);
 TL_API void tl_quantize_options_init(tl_quantize_options* options);
-#define tl_quantize_options_init(options) tl_quantize_options_init_sized((options), sizeof *(options))
-/* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`).
- * Like every rewrite below, `src` may be a safetensors file or a model folder: the library asks
- * which (tlio/rewrite.hpp), so the _file and _folder forms differ only in their arguments. A
- * folder's `dst` is a folder (a name ending in .safetensors, or "-", is TL_EINVAL); a
- * `max_shard_size` with a file is TL_EINVAL; a GGUF file is TL_EINVAL (tl_import_gguf reads one). */
+#define tl_quantize_options_init(options) \
+  tl_quantize_options_init_sized((options), sizeof *(options))
+/* Writes `src` with the selected weights quantized to `dst`, atomically (as `tlio quantize`). In
+ * every rewrite below `src` may be a file or a model folder (the library asks which); a folder's
+ * `dst` is a folder; TL_EINVAL: a .safetensors or "-" `dst` for a folder, a `max_shard_size`
+ * for a file, a GGUF `src` (tl_import_gguf reads one). */
 TL_API int tl_quantize_file_with(const char* src, const char* dst,
                                  const tl_quantize_options* options);
 
@@ -286,26 +273,28 @@ TL_API int tl_convert_folder(const char* src, const char* dst, int dtype, uint64
  * plain cast of every tensor with no scale (refused otherwise: TL_EINVAL, pointing to
  * fp8-block); `overflowed` and `flushed` (each may be NULL) receive how many finite values became
  * infinite and how many nonzero values became zero in the new dtype. */
-TL_API int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t max_shard_size, int cast,
-                                uint64_t* overflowed, uint64_t* flushed);
+TL_API int tl_convert_folder_ex(const char* src, const char* dst, int dtype,
+                                uint64_t max_shard_size, int cast, uint64_t* overflowed,
+                                uint64_t* flushed);
 /* As tl_quantize_file_with, over every shard; the selection is the whole folder's. */
 TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_options* options,
                               uint64_t max_shard_size);
 /* As tl_dequantize_file, over every shard. */
-TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size);
+TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype,
+                                uint64_t max_shard_size);
 
 /* ---- comparing values ------------------------------------------------------------------------
  * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):
- * other dtypes, and quantized weights (every scheme tl_quantized_at names) dequantized, under their logical
- * names. A value of A is within tolerance of B's when |a - b| <= atol + rtol * |b|, or both are
- * NaN, or the same infinity. */
+ * other dtypes, and quantized weights (every scheme tl_quantized_at names) dequantized, under their
+ * logical names. A value of A is within tolerance of B's when |a - b| <= atol + rtol * |b|, or both
+ * are NaN, or the same infinity. */
 typedef struct tl_compare_options {
-  size_t struct_size;      /* sizeof(tl_compare_options) */
-  double atol;             /* finite, not negative (default 0) */
+  size_t struct_size; /* sizeof(tl_compare_options) */
+  double atol;        /* finite, not negative (default 0) */
   double rtol;
   tl_progress_fn progress; /* elements compared / all, or NULL */
   void* progress_user;
-  const char* filter;      /* compare only names this ECMAScript regex finds; NULL: all */
+  const char* filter; /* compare only names this ECMAScript regex finds; NULL: all */
   /* Each side's quantization_config (tl_model_quantization_config of a folder), which says how
    * its weights are read (block sizes, GPTQ's version, AWQ's layout); NULL or "": none. */
   const char* quantization_config_a;
@@ -319,18 +308,18 @@ TL_API void tl_compare_options_init(tl_compare_options* options);
 typedef struct tl_comparison tl_comparison;
 typedef struct tl_tensor_comparison {
   const char* name;
-  const char* a_dtype;     /* a dtype ("BF16") or a scheme ("nf4") */
+  const char* a_dtype; /* a dtype ("BF16") or a scheme ("nf4") */
   const char* b_dtype;
   size_t rank;
-  const uint64_t* shape;  /* logical (A's when the shapes differ) */
+  const uint64_t* shape; /* logical (A's when the shapes differ) */
   uint64_t elements;
-  int compared;           /* 0: not compared by value; note says why */
+  int compared; /* 0: not compared by value; note says why */
   const char* note;
-  double max_abs;         /* infinite where one side is NaN or infinite alone */
+  double max_abs; /* infinite where one side is NaN or infinite alone */
   double max_rel;
   double rmse;
   double cosine;
-  uint64_t outside;       /* elements outside tolerance */
+  uint64_t outside; /* elements outside tolerance */
   int equal;
 } tl_tensor_comparison;
 /* `out` is freed with tl_comparison_free; its strings and shapes live until then. */
@@ -340,8 +329,8 @@ TL_API int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare
  * (tl_model_file), a single file, or both (`tlio diff model_dir model.safetensors`); a quantized
  * weight whose parts are in different shards counts whole. A name in two files of one side is
  * TL_EFORMAT (rule "index"). */
-TL_API int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
-                           const tl_compare_options* options, tl_comparison** out);
+TL_API int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b,
+                           size_t b_count, const tl_compare_options* options, tl_comparison** out);
 /* Any two inputs by location (as `tlio diff A B`): files, model folders, GGUF files, local or
  * remote (`open` may be NULL: defaults). With a GGUF file on a side, names pair as reports pair
  * them: the same name, or a GGUF file's against a Hugging Face folder's through the GGUF export's
@@ -371,28 +360,28 @@ TL_API void tl_comparison_free(tl_comparison* comparison);
  * its stored tensors are renamed together. The options grow at the end as tl_quantize_options
  * do (struct_size; tl_edit_options_init). Arrays may be NULL when their count is 0. */
 typedef struct tl_edit_options {
-  size_t struct_size;              /* sizeof(tl_edit_options) */
-  const char* const* set_keys;     /* metadata entries added or replaced: set_keys[i] = */
-  const char* const* set_values;   /*   set_values[i] */
+  size_t struct_size;            /* sizeof(tl_edit_options) */
+  const char* const* set_keys;   /* metadata entries added or replaced: set_keys[i] = */
+  const char* const* set_values; /*   set_values[i] */
   size_t set_count;
-  const char* const* delete_keys;  /* metadata keys removed (each must exist) */
+  const char* const* delete_keys; /* metadata keys removed (each must exist) */
   size_t delete_count;
-  const char* const* keep;         /* a tensor must match one of these; none: every tensor */
+  const char* const* keep; /* a tensor must match one of these; none: every tensor */
   size_t keep_count;
-  const char* const* drop;         /* a tensor matching any of these is left out */
+  const char* const* drop; /* a tensor matching any of these is left out */
   size_t drop_count;
-  const char* const* rename_patterns;      /* rename_patterns[i] is replaced by */
-  const char* const* rename_replacements;  /*   rename_replacements[i] */
+  const char* const* rename_patterns;     /* rename_patterns[i] is replaced by */
+  const char* const* rename_replacements; /*   rename_replacements[i] */
   size_t rename_count;
-  tl_progress_fn progress;         /* data bytes copied / total, or NULL */
+  tl_progress_fn progress; /* data bytes copied / total, or NULL */
   void* progress_user;
-  const char* token;               /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
+  const char* token; /* `src` an http(s) URL: bearer token; NULL: $HF_TOKEN */
 } tl_edit_options;
 typedef struct tl_edit_report {
-  size_t kept;        /* tensors written */
-  size_t dropped;     /* tensors left out */
-  size_t renamed;     /* tensors written under another name */
-  int in_place;       /* 1: only the header was rewritten, in the file itself */
+  size_t kept;         /* tensors written */
+  size_t dropped;      /* tensors left out */
+  size_t renamed;      /* tensors written under another name */
+  int in_place;        /* 1: only the header was rewritten, in the file itself */
   uint64_t data_bytes; /* data bytes of the result */
 } tl_edit_report;
 /* Fills `options` with the defaults (no edit) and struct_size. */
@@ -421,8 +410,9 @@ TL_API int tl_import_checkpoint(const char* src, const char* dst, const char* ke
                                 uint64_t max_shard_size, uint64_t* tensors);
 /* The same, floating tensors written as `dtype` (a floating tl_dtype, as tl_convert_folder
  * converts them; integers as they are); -1: as saved, which is tl_import_checkpoint. */
-TL_API int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, unsigned flags,
-                                   uint64_t max_shard_size, int dtype, uint64_t* tensors);
+TL_API int tl_import_checkpoint_as(const char* src, const char* dst, const char* key,
+                                   unsigned flags, uint64_t max_shard_size, int dtype,
+                                   uint64_t* tensors);
 
 /* ---- GGUF files (tlio/gguf.hpp, docs/gguf.md) ----------------------------------------------- */
 typedef struct tl_gguf tl_gguf;
@@ -454,15 +444,16 @@ TL_API int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index);
  * `dtype` into `dst` of `dst_size` bytes (exactly their size): block types decoded as ggml
  * decodes them, then converted; plain types converted from their own dtype. TL_EUNSUPPORTED for
  * a type tlio does not decode (IQ1/IQ2/IQ3, Q8_1) or a dtype it cannot convert to. */
-TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype,
-                        void* dst, size_t dst_size);
+TL_API int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count,
+                        tl_dtype dtype, void* dst, size_t dst_size);
 /* A slice of tensor `index`: dimension d (numpy's order) sliced to [starts[d], stops[d]) for
  * d < rank (stops[d] UINT64_MAX: to the end; rank 0: whole), as `dtype` into `dst` of `dst_size`
  * bytes (exactly the slice's elements), decoded as tl_gguf_read decodes. Only the blocks the
  * slice touches are read, nearby rows' together (a column slice takes a few reads, not one per
  * row). TL_EINVAL for a bad slice or size, TL_EUNSUPPORTED as for tl_gguf_read. */
-TL_API int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank, const uint64_t* starts,
-                              const uint64_t* stops, tl_dtype dtype, void* dst, size_t dst_size);
+TL_API int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank,
+                              const uint64_t* starts, const uint64_t* stops, tl_dtype dtype,
+                              void* dst, size_t dst_size);
 /* The value of metadata key `key` as text (`*text` valid until tl_gguf_close()): a string as it
  * is, a number in its shortest decimal form, a boolean "true"/"false"; TL_ENOTFOUND for a key
  * the file lacks, TL_EUNSUPPORTED for an array (a vocabulary). */
@@ -471,35 +462,38 @@ TL_API int tl_gguf_metadata(const tl_gguf* file, const char* key, const char** t
  * `tlio convert SRC DST.safetensors`: GGUF names, floating tensors as `dtype` (TL_F32, TL_F16 or
  * TL_BF16), every block type decoded as ggml decodes it; numbers and strings as metadata.
  * `tensors` (may be NULL) gets the count written. */
-TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
-                          uint64_t* tensors);
+TL_API int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype,
+                          const tl_open_options* options, uint64_t* tensors);
 /* Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
  * `tlio convert SRC DST_DIR`: model.safetensors under the Hugging Face names (Q/K rows put back),
- * floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE and SentencePiece vocabularies),
- * tokenizer_config.json, generation_config.json. An architecture or tensor the export's table
- * does not have is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the count written. */
-TL_API int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
-                                uint64_t* tensors);
+ * floating tensors as `dtype`; config.json, tokenizer.json (byte-level BPE and SentencePiece
+ * vocabularies), tokenizer_config.json, generation_config.json. An architecture or tensor the
+ * export's table does not have is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the count
+ * written. */
+TL_API int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype,
+                                const tl_open_options* options, uint64_t* tensors);
 /* Writes the Hugging Face model folder `src` (any location) as the GGUF file `dst` that llama.cpp
  * loads, as `tlio convert SRC DST.gguf --dtype TYPE`: `type` "F32", "F16", "BF16", "Q8_0",
  * "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K", or one of llama.cpp's mixes "Q3_K_S" ...
- * "Q5_K_M" (each weight the type llama-quantize gives it) (NULL: F16). An architecture, tokenizer or
- * config key it does not export is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the
+ * "Q5_K_M" (each weight the type llama-quantize gives it) (NULL: F16). An architecture, tokenizer
+ * or config key it does not export is TL_EUNSUPPORTED naming it. `tensors` (may be NULL) gets the
  * count written. */
-TL_API int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
-                          uint64_t* tensors);
+TL_API int tl_export_gguf(const char* src, const char* dst, const char* type,
+                          const tl_open_options* options, uint64_t* tensors);
 /* The same in llama.cpp's split files of at most `split_max_size` tensor bytes each (0: one
  * file), named DST-00001-of-0000N.gguf (one file, named DST, when all fits), published together. */
-TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* type, uint64_t split_max_size,
-                                const tl_open_options* options, uint64_t* tensors);
+TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* type,
+                                uint64_t split_max_size, const tl_open_options* options,
+                                uint64_t* tensors);
 
 /* ---- Reports (tlio/report.hpp, docs/report.md) -------------------------------------------------
  * A model's figures per tensor (counts, range, mean, std, histogram; against a source, the error:
  * RMSE, max abs, cosine, SQNR), as `tlio report` computes them: dequantized where quantized, on
  * every core in bounded memory. */
 typedef struct tl_report_options {
-  size_t struct_size;      /* sizeof(tl_report_options) */
-  const char* against;     /* the source compared with (a file, folder or GGUF, a path or URL); NULL: none */
+  size_t struct_size; /* sizeof(tl_report_options) */
+  const char*
+      against; /* the source compared with (a file, folder or GGUF, a path or URL); NULL: none */
   const char* filter;      /* only names this ECMAScript regex finds; NULL: all */
   unsigned bins;           /* histogram bins, 1..4096 (default 64) */
   tl_progress_fn progress; /* bytes read / all, or NULL */
@@ -509,8 +503,8 @@ TL_API void tl_report_options_init(tl_report_options* options);
 typedef struct tl_report tl_report;
 /* The report of the model at `location` (a file, a model folder or a GGUF file; `open` NULL for
  * the defaults, else its token is used for URLs); freed with tl_report_free. */
-TL_API int tl_report_make(const char* location, const tl_report_options* options, const tl_open_options* open,
-                          tl_report** out);
+TL_API int tl_report_make(const char* location, const tl_report_options* options,
+                          const tl_open_options* open, tl_report** out);
 /* The figures as one JSON document (`tlio report --json`'s), living until tl_report_free. */
 TL_API const char* tl_report_json(const tl_report* report);
 /* The report as one self-contained HTML page written to `out` (a path or URL), atomically. */
@@ -524,12 +518,10 @@ TL_API void tl_report_free(tl_report* report);
  * its token is used), read once front to back, as lower-case hex into `sha256_hex` (at least
  * TL_SHA256_HEX_SIZE bytes). TL_EVERIFY
  * when the file's server publishes another SHA-256 for it (the Hub's X-Linked-Etag). */
-TL_API int tl_hash_file(const char* location, const tl_open_options* options,
-                        char* sha256_hex);
+TL_API int tl_hash_file(const char* location, const tl_open_options* options, char* sha256_hex);
 /* The SHA-256 of an open file's bytes (the version it holds) into `sha256_hex` (may be NULL);
  * TL_EVERIFY unless it equals `expected_hex` (64 hex digits, either case; NULL: not compared). */
-TL_API int tl_file_sha256(const tl_file* file, const char* expected_hex,
-                          char* sha256_hex);
+TL_API int tl_file_sha256(const tl_file* file, const char* expected_hex, char* sha256_hex);
 /* Signs every file of `folder` with the PEM private key file `private_key` (P-256, P-384 or
  * P-521), writing an OpenSSF model-signing v1.0 bundle to `signature` (NULL: FOLDER/model.sig)
  * atomically, as `tlio sign`. */
@@ -560,7 +552,8 @@ TL_API void tl_plan_options_init(tl_plan_options* options);
 TL_API int tl_plan_open(const char* source, const tl_plan_options* options, tl_plan** out);
 /* The same, `flags` 0 or TL_OPEN_DIRECT: local files read past the page cache (a cold model read
  * once). TL_EINVAL for any other flag. */
-TL_API int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags, tl_plan** out);
+TL_API int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags,
+                           tl_plan** out);
 TL_API void tl_plan_free(tl_plan* plan);
 /* Adds tensor `name`, dimension d sliced to [starts[d], stops[d]) for d < rank (stops[d]
  * UINT64_MAX: to the end; rank 0: whole), and sets *item. `dtype`: a quantized weight's values

@@ -61,8 +61,9 @@ TLIO_API FileHash check_sha256(const File& file, std::string_view sha256);
 /// called for each, in the order given, as soon as it and every one before it are done; `error`
 /// is set (and `hash` empty) when that file failed. Error{interrupted} from the caller's
 /// InterruptScope stops them all.
-TLIO_API void hash_files(std::span<const std::string> locations, const HashOptions& options,
-                         const std::function<void(size_t index, const FileHash& hash, const Error* error)>& done);
+TLIO_API void hash_files(
+    std::span<const std::string> locations, const HashOptions& options,
+    const std::function<void(size_t index, const FileHash& hash, const Error* error)>& done);
 
 /// The regular files of a local folder, recursively, as relative POSIX paths in path order
 /// (component by component, as model signatures list them),
@@ -70,7 +71,8 @@ TLIO_API void hash_files(std::span<const std::string> locations, const HashOptio
 /// listed as that file (a Hugging Face cache snapshot is made of them). Error{io} when it
 /// cannot be listed; Error{unsupported} naming any other symbolic link or a special file (a
 /// FIFO, a device), which hashing would follow or block on.
-TLIO_API std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links = true);
+TLIO_API std::vector<std::string> folder_files(const std::string& folder,
+                                               bool follow_file_links = true);
 
 /// An entry of a folder that folder_files leaves out, and why.
 struct SkippedEntry {

@@ -60,8 +60,8 @@ TLIO_API ValueStats value_stats(Dtype dtype, std::span<const std::byte> data, ui
 /// bin closed), as numpy.histogram(values, len(bins), (lo, hi)) counts float64 values; values
 /// outside [lo, hi] are not counted. Error{invalid_argument} when !(lo < hi), hi - lo is not
 /// finite, there are no bins, or as value_stats.
-TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo,
-                               double hi, std::span<uint64_t> bins);
+TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count,
+                               double lo, double hi, std::span<uint64_t> bins);
 
 /// The cosine similarity of two runs from their sums a.b, a.a and b.b: 1 when both are all zero,
 /// 0 when one is; sqrt(a.a * b.b) taken whole when that neither overflows nor underflows, so that
@@ -70,7 +70,8 @@ inline double cosine_similarity(double ab, double a2, double b2) noexcept {
   if (a2 == 0 && b2 == 0) return 1.0;
   if (a2 == 0 || b2 == 0) return 0.0;
   const double product = a2 * b2;
-  const double norms = std::isfinite(product) && product > 0 ? std::sqrt(product) : std::sqrt(a2) * std::sqrt(b2);
+  const double norms =
+      std::isfinite(product) && product > 0 ? std::sqrt(product) : std::sqrt(a2) * std::sqrt(b2);
   return std::fmin(1.0, std::fmax(-1.0, ab / norms));
 }
 
@@ -109,9 +110,9 @@ struct DifferenceSums {
 /// 0 and +inf for no pairs at all.
 struct DifferenceFigures {
   double max_abs = 0, max_rel = 0;
-  double rmse = 0;     ///< sqrt(mean (a - b)^2) over the finite pairs
-  double cosine = 1;   ///< cosine_similarity of the finite pairs
-  double sqnr_db = 0;  ///< 10 log10(sum b^2 / sum (a - b)^2): +inf when a equals b
+  double rmse = 0;       ///< sqrt(mean (a - b)^2) over the finite pairs
+  double cosine = 1;     ///< cosine_similarity of the finite pairs
+  double sqnr_db = 0;    ///< 10 log10(sum b^2 / sum (a - b)^2): +inf when a equals b
   uint64_t outside = 0;  ///< pairs outside tolerance, the one-sided NaNs and infinities included
 };
 TLIO_API DifferenceFigures difference_figures(const DifferenceSums& s) noexcept;
@@ -121,7 +122,7 @@ TLIO_API DifferenceFigures difference_figures(const DifferenceSums& s) noexcept;
 /// a pair is outside tolerance when |a - b| > atol + rtol * |b| (B is the reference, as in
 /// numpy's isclose). Error{invalid_argument} as value_stats for either side.
 TLIO_API DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
-                                        std::span<const std::byte> b, uint64_t count, double atol = 0,
-                                        double rtol = 0);
+                                        std::span<const std::byte> b, uint64_t count,
+                                        double atol = 0, double rtol = 0);
 
 }  // namespace tlio

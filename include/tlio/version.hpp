@@ -2,9 +2,9 @@
 #pragma once
 
 #define TLIO_VERSION_MAJOR 0
-#define TLIO_VERSION_MINOR 1
+#define TLIO_VERSION_MINOR 2
 #define TLIO_VERSION_PATCH 0
-#define TLIO_VERSION_STRING "0.1.0"
+#define TLIO_VERSION_STRING "0.2.0"
 
 #include "tlio/export.hpp"
 

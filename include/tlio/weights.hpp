@@ -49,7 +49,8 @@ class TLIO_API Weights {
   Weights& operator=(const Weights&) = delete;
 
   /// `location` opened as what weights_kind says it holds (tlio/weights_kind.hpp).
-  static std::unique_ptr<const Weights> open(const std::string& location, const OpenOptions& options = {});
+  static std::unique_ptr<const Weights> open(const std::string& location,
+                                             const OpenOptions& options = {});
 
   virtual WeightsKind kind() const noexcept = 0;
   /// The input as messages name it.

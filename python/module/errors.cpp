@@ -9,7 +9,8 @@ void bind_errors(py::module_& m) {
   // Python turns into FileNotFoundError, PermissionError, IsADirectoryError, ... by errno.
   static py::exception<tlio::Error> safetensor_error(m, "SafetensorError", PyExc_ValueError);
   // A digest or a signature that does not match (tlio.verify adds the list of problems).
-  static py::exception<VerificationFailure> verification_error(m, "VerificationError", PyExc_ValueError);
+  static py::exception<VerificationFailure> verification_error(m, "VerificationError",
+                                                               PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -17,8 +18,8 @@ void bind_errors(py::module_& m) {
       switch (e.code()) {
         case tlio::ErrorCode::io: {
           const py::object os_error = py::reinterpret_borrow<py::object>(PyExc_OSError);
-          const py::object exc = e.os_error() ? os_error(e.os_error().value(), e.what())
-                                              : os_error(e.what());
+          const py::object exc =
+              e.os_error() ? os_error(e.os_error().value(), e.what()) : os_error(e.what());
           PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
           return;
         }
@@ -30,8 +31,12 @@ void bind_errors(py::module_& m) {
           PyErr_SetObject(safetensor_error.ptr(), exc.ptr());
           return;
         }
-        case tlio::ErrorCode::not_found: PyErr_SetString(PyExc_KeyError, e.what()); return;
-        case tlio::ErrorCode::out_of_memory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
+        case tlio::ErrorCode::not_found:
+          PyErr_SetString(PyExc_KeyError, e.what());
+          return;
+        case tlio::ErrorCode::out_of_memory:
+          PyErr_SetString(PyExc_MemoryError, e.what());
+          return;
         case tlio::ErrorCode::interrupted:
           if (t_pending.type) {  // what Python's handler raised, as it raised it
             PyErr_Restore(t_pending.type, t_pending.value, t_pending.traceback);
@@ -49,7 +54,9 @@ void bind_errors(py::module_& m) {
           return;
         }
         case tlio::ErrorCode::invalid_argument:
-        case tlio::ErrorCode::unsupported: PyErr_SetString(PyExc_ValueError, e.what()); return;
+        case tlio::ErrorCode::unsupported:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
       }
       PyErr_SetString(PyExc_ValueError, e.what());
     }

@@ -20,24 +20,36 @@ tlio::Dtype natural_dtype(const tlio::GgufTensorInfo& t) {
 }
 
 // Element i of GGUF numbers `bytes` of `type` as a Python int, float or bool.
-py::object number_object(tlio::GgufValueType type, const std::vector<std::byte>& bytes, uint64_t i) {
+py::object number_object(tlio::GgufValueType type, const std::vector<std::byte>& bytes,
+                         uint64_t i) {
   using T = tlio::GgufValueType;
   const auto load = [&](auto v) {
     std::memcpy(&v, bytes.data() + i * sizeof(v), sizeof(v));
     return v;
   };
   switch (type) {
-    case T::UINT8: return py::int_(load(uint8_t{}));
-    case T::INT8: return py::int_(load(int8_t{}));
-    case T::UINT16: return py::int_(load(uint16_t{}));
-    case T::INT16: return py::int_(load(int16_t{}));
-    case T::UINT32: return py::int_(load(uint32_t{}));
-    case T::INT32: return py::int_(load(int32_t{}));
-    case T::UINT64: return py::int_(load(uint64_t{}));
-    case T::INT64: return py::int_(load(int64_t{}));
-    case T::FLOAT32: return py::float_(load(float{}));
-    case T::FLOAT64: return py::float_(load(double{}));
-    default: return py::bool_(load(uint8_t{}) != 0);  // BOOL
+    case T::UINT8:
+      return py::int_(load(uint8_t{}));
+    case T::INT8:
+      return py::int_(load(int8_t{}));
+    case T::UINT16:
+      return py::int_(load(uint16_t{}));
+    case T::INT16:
+      return py::int_(load(int16_t{}));
+    case T::UINT32:
+      return py::int_(load(uint32_t{}));
+    case T::INT32:
+      return py::int_(load(int32_t{}));
+    case T::UINT64:
+      return py::int_(load(uint64_t{}));
+    case T::INT64:
+      return py::int_(load(int64_t{}));
+    case T::FLOAT32:
+      return py::float_(load(float{}));
+    case T::FLOAT64:
+      return py::float_(load(double{}));
+    default:
+      return py::bool_(load(uint8_t{}) != 0);  // BOOL
   }
 }
 
@@ -59,115 +71,138 @@ py::object value_object(const tlio::GgufValue& v) {
 void bind_gguf(py::module_& m) {
   py::class_<tlio::GgufFile>(m, "GgufFile")
       .def(py::init([](const std::string& location, const std::string& token) {
-        tlio::OpenOptions o;
-        o.token = token;
-        LongCall call;
-        return tlio::GgufFile::open(location, o);
-      }), py::arg("location"), py::arg("token") = "")
+             tlio::OpenOptions o;
+             o.token = token;
+             LongCall call;
+             return tlio::GgufFile::open(location, o);
+           }),
+           py::arg("location"), py::arg("token") = "")
       .def_property_readonly("name", &tlio::GgufFile::name)
-      .def("offset_keys", [](const tlio::GgufFile& f) {
-        std::vector<std::string> names;
-        for (const auto& t : f.tensors()) names.push_back(t.name);
-        return names;
-      })
-      .def("dtype", [](const tlio::GgufFile& f, const std::string& name) {
-        return std::string(tlio::dtype_name(natural_dtype(tensor_of(f, name))));
-      })
-      .def("ggml_type", [](const tlio::GgufFile& f, const std::string& name) {
-        return std::string(tlio::ggml_type(tensor_of(f, name).type)->name);
-      })
-      .def("shape", [](const tlio::GgufFile& f, const std::string& name) { return tensor_of(f, name).shape(); })
-      .def("values", [](const tlio::GgufFile& f, const std::string& name, const std::string& dtype) {
-        const tlio::GgufTensorInfo& t = tensor_of(f, name);
-        const tlio::Dtype to = dtype.empty() ? natural_dtype(t) : named_dtype(py::str(dtype), name);
-        std::vector<py::ssize_t> shape;
-        for (uint64_t d : t.shape()) shape.push_back(static_cast<py::ssize_t>(d));
-        const py::dtype np_type = numpy_dtype(to);
-        py::array out = fresh_array(np_type, shape);
-        const auto bytes = static_cast<size_t>(out.nbytes());
-        auto* data = static_cast<std::byte*>(out.mutable_data());
-        {
-          LongCall call;
-          f.read_values(t, 0, t.element_count(), to, std::span(data, bytes));
-        }
-        return out;
-      }, py::arg("name"), py::arg("dtype") = "")
-      .def("read_slice", [](const tlio::GgufFile& f, const std::string& name,
-                            const std::vector<std::tuple<bool, uint64_t, uint64_t>>& index) {
-        // (is a single position, start, stop) per leading dimension: only their blocks read.
-        const tlio::GgufTensorInfo& t = tensor_of(f, name);
-        std::vector<tlio::SliceIndex> indices;
-        for (const auto& [single, start, stop] : index)
-          indices.push_back(single ? tlio::SliceIndex::at(start) : tlio::SliceIndex::range(start, stop));
-        const tlio::Dtype to = natural_dtype(t);
-        const std::vector<uint64_t> shape = f.plan_slice(t, indices).shape;
-        const py::dtype np_type = numpy_dtype(to);
-        const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-        py::array out = fresh_array(np_type, dims);
-        auto* data = static_cast<std::byte*>(out.mutable_data());
-        {
-          LongCall call;
-          f.read_slice(t, indices, to, std::span(data, static_cast<size_t>(out.nbytes())));
-        }
-        return out;
-      }, py::arg("name"), py::arg("index"))
+      .def("offset_keys",
+           [](const tlio::GgufFile& f) {
+             std::vector<std::string> names;
+             for (const auto& t : f.tensors()) names.push_back(t.name);
+             return names;
+           })
+      .def("dtype",
+           [](const tlio::GgufFile& f, const std::string& name) {
+             return std::string(tlio::dtype_name(natural_dtype(tensor_of(f, name))));
+           })
+      .def("ggml_type",
+           [](const tlio::GgufFile& f, const std::string& name) {
+             return std::string(tlio::ggml_type(tensor_of(f, name).type)->name);
+           })
+      .def("shape", [](const tlio::GgufFile& f,
+                       const std::string& name) { return tensor_of(f, name).shape(); })
+      .def(
+          "values",
+          [](const tlio::GgufFile& f, const std::string& name, const std::string& dtype) {
+            const tlio::GgufTensorInfo& t = tensor_of(f, name);
+            const tlio::Dtype to =
+                dtype.empty() ? natural_dtype(t) : named_dtype(py::str(dtype), name);
+            std::vector<py::ssize_t> shape;
+            for (uint64_t d : t.shape()) shape.push_back(static_cast<py::ssize_t>(d));
+            const py::dtype np_type = numpy_dtype(to);
+            py::array out = fresh_array(np_type, shape);
+            const auto bytes = static_cast<size_t>(out.nbytes());
+            auto* data = static_cast<std::byte*>(out.mutable_data());
+            {
+              LongCall call;
+              f.read_values(t, 0, t.element_count(), to, std::span(data, bytes));
+            }
+            return out;
+          },
+          py::arg("name"), py::arg("dtype") = "")
+      .def(
+          "read_slice",
+          [](const tlio::GgufFile& f, const std::string& name,
+             const std::vector<std::tuple<bool, uint64_t, uint64_t>>& index) {
+            // (is a single position, start, stop) per leading dimension: only their blocks read.
+            const tlio::GgufTensorInfo& t = tensor_of(f, name);
+            std::vector<tlio::SliceIndex> indices;
+            for (const auto& [single, start, stop] : index)
+              indices.push_back(single ? tlio::SliceIndex::at(start)
+                                       : tlio::SliceIndex::range(start, stop));
+            const tlio::Dtype to = natural_dtype(t);
+            const std::vector<uint64_t> shape = f.plan_slice(t, indices).shape;
+            const py::dtype np_type = numpy_dtype(to);
+            const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+            py::array out = fresh_array(np_type, dims);
+            auto* data = static_cast<std::byte*>(out.mutable_data());
+            {
+              LongCall call;
+              f.read_slice(t, indices, to, std::span(data, static_cast<size_t>(out.nbytes())));
+            }
+            return out;
+          },
+          py::arg("name"), py::arg("index"))
       .def("metadata", [](const tlio::GgufFile& f) { return tlio::gguf_scalar_metadata(f); })
       .def("fields", [](const tlio::GgufFile& f) {
         py::dict out;
-        for (const tlio::GgufKeyValue& kv : f.metadata()) out[lossless_text(kv.key)] = value_object(kv.value);
+        for (const tlio::GgufKeyValue& kv : f.metadata())
+          out[lossless_text(kv.key)] = value_object(kv.value);
         return out;
       });
   // To a safetensors file, or (model=True) to a Hugging Face folder.
-  m.def("import_gguf", [](const std::string& src, const std::string& dst, const std::string& dtype,
-                          const std::string& token, bool model) {
-    tlio::OpenOptions open;
-    open.token = token;
-    tlio::GgufImportOptions o;
-    if (!dtype.empty()) o.dtype = named_dtype(py::str(dtype), "");
-    tlio::GgufImportReport r;
-    {
-      LongCall call;
-      const tlio::GgufFile f = tlio::GgufFile::open(src, open);
-      r = model ? tlio::import_gguf_model(f, dst, o) : tlio::import_gguf(f, std::filesystem::path(dst), o);
-    }
-    py::dict d;
-    if (model) {
-      d["files"] = r.files;
-      d["tokenizer_note"] = r.tokenizer_note;
-    }
-    d["tensors"] = r.tensors;
-    d["decoded"] = r.decoded;
-    d["converted"] = r.converted;
-    d["kept"] = r.kept;
-    d["metadata_kept"] = r.metadata_kept;
-    d["metadata_skipped"] = r.metadata_skipped;
-    d["data_bytes_in"] = r.data_bytes_in;
-    d["data_bytes_out"] = r.data_bytes_out;
-    return d;
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "", py::arg("model") = false);
-  m.def("export_gguf", [](const std::string& src, const std::string& dst, const std::string& type,
-                          const std::string& token, uint64_t split_max_size) {
-    tlio::GgufExportOptions o;
-    o.open.token = token;
-    o.type = type;
-    o.split_max_size = split_max_size;
-    tlio::GgufExportReport r;
-    {
-      LongCall call;
-      r = tlio::export_gguf(src, dst, o);
-    }
-    py::dict d;
-    d["architecture"] = r.architecture;
-    d["tensors"] = r.tensors;
-    py::dict types;
-    for (const auto& [name, n] : r.type_counts) types[py::str(name)] = n;
-    d["types"] = types;
-    d["fallbacks"] = r.fallbacks;
-    d["data_bytes_in"] = r.bytes_in;
-    d["bytes_out"] = r.bytes_out;
-    d["files"] = r.files;
-    return d;
-  }, py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "", py::arg("split_max_size") = 0);
+  m.def(
+      "import_gguf",
+      [](const std::string& src, const std::string& dst, const std::string& dtype,
+         const std::string& token, bool model) {
+        tlio::OpenOptions open;
+        open.token = token;
+        tlio::GgufImportOptions o;
+        if (!dtype.empty()) o.dtype = named_dtype(py::str(dtype), "");
+        tlio::GgufImportReport r;
+        {
+          LongCall call;
+          const tlio::GgufFile f = tlio::GgufFile::open(src, open);
+          r = model ? tlio::import_gguf_model(f, dst, o)
+                    : tlio::import_gguf(f, std::filesystem::path(dst), o);
+        }
+        py::dict d;
+        if (model) {
+          d["files"] = r.files;
+          d["tokenizer_note"] = r.tokenizer_note;
+        }
+        d["tensors"] = r.tensors;
+        d["decoded"] = r.decoded;
+        d["converted"] = r.converted;
+        d["kept"] = r.kept;
+        d["metadata_kept"] = r.metadata_kept;
+        d["metadata_skipped"] = r.metadata_skipped;
+        d["data_bytes_in"] = r.data_bytes_in;
+        d["data_bytes_out"] = r.data_bytes_out;
+        return d;
+      },
+      py::arg("src"), py::arg("dst"), py::arg("dtype") = "", py::arg("token") = "",
+      py::arg("model") = false);
+  m.def(
+      "export_gguf",
+      [](const std::string& src, const std::string& dst, const std::string& type,
+         const std::string& token, uint64_t split_max_size) {
+        tlio::GgufExportOptions o;
+        o.open.token = token;
+        o.type = type;
+        o.split_max_size = split_max_size;
+        tlio::GgufExportReport r;
+        {
+          LongCall call;
+          r = tlio::export_gguf(src, dst, o);
+        }
+        py::dict d;
+        d["architecture"] = r.architecture;
+        d["tensors"] = r.tensors;
+        py::dict types;
+        for (const auto& [name, n] : r.type_counts) types[py::str(name)] = n;
+        d["types"] = types;
+        d["fallbacks"] = r.fallbacks;
+        d["data_bytes_in"] = r.bytes_in;
+        d["bytes_out"] = r.bytes_out;
+        d["files"] = r.files;
+        return d;
+      },
+      py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "",
+      py::arg("split_max_size") = 0);
 }
 
 }  // namespace tlio_py

@@ -27,30 +27,33 @@ void bind_plan(py::module_& m) {
            [](const tlio::ReadPlan& p) {
              py::list out;
              for (const tlio::PlanTensor& t : p.tensors())
-               out.append(py::make_tuple(t.name, t.shape.to_vector(), std::string(tlio::dtype_name(t.dtype)),
-                                         t.quantized));
+               out.append(py::make_tuple(t.name, t.shape.to_vector(),
+                                         std::string(tlio::dtype_name(t.dtype)), t.quantized));
              return out;
            })
-      .def("add",
-           [](tlio::ReadPlan& p, const std::string& name,
-              const std::vector<std::tuple<uint64_t, uint64_t, bool>>& slice, const std::string& dtype) {
-             // (start, stop, is_index) per dimension, already normalised by the package.
-             std::vector<tlio::SliceIndex> indices;
-             for (const auto& [start, stop, index] : slice)
-               indices.push_back(index ? tlio::SliceIndex::at(start) : tlio::SliceIndex::range(start, stop));
-             std::optional<tlio::Dtype> as;
-             if (!dtype.empty()) {
-               as = tlio::parse_dtype_alias(dtype);
-               if (!as) throw py::value_error("unknown dtype '" + dtype + "'");
-             }
-             const size_t i = p.add(name, indices, as);
-             const tlio::PlanItem& item = p.items()[i];
-             py::object stored = py::none();  // (file, offset) of an item stored as one range
-             if (item.stored) stored = py::make_tuple(item.stored->file, item.stored->offset);
-             return py::make_tuple(i, item.shape, std::string(tlio::dtype_name(item.dtype)), item.byte_size,
-                                   stored);
-           },
-           py::arg("name"), py::arg("slice"), py::arg("dtype") = "")
+      .def(
+          "add",
+          [](tlio::ReadPlan& p, const std::string& name,
+             const std::vector<std::tuple<uint64_t, uint64_t, bool>>& slice,
+             const std::string& dtype) {
+            // (start, stop, is_index) per dimension, already normalised by the package.
+            std::vector<tlio::SliceIndex> indices;
+            for (const auto& [start, stop, index] : slice)
+              indices.push_back(index ? tlio::SliceIndex::at(start)
+                                      : tlio::SliceIndex::range(start, stop));
+            std::optional<tlio::Dtype> as;
+            if (!dtype.empty()) {
+              as = tlio::parse_dtype_alias(dtype);
+              if (!as) throw py::value_error("unknown dtype '" + dtype + "'");
+            }
+            const size_t i = p.add(name, indices, as);
+            const tlio::PlanItem& item = p.items()[i];
+            py::object stored = py::none();  // (file, offset) of an item stored as one range
+            if (item.stored) stored = py::make_tuple(item.stored->file, item.stored->offset);
+            return py::make_tuple(i, item.shape, std::string(tlio::dtype_name(item.dtype)),
+                                  item.byte_size, stored);
+          },
+          py::arg("name"), py::arg("slice"), py::arg("dtype") = "")
       .def("set_destination",
            [](tlio::ReadPlan& p, size_t item, uintptr_t address, size_t size) {
              p.set_destination(item, {reinterpret_cast<std::byte*>(address), size});
@@ -58,13 +61,15 @@ void bind_plan(py::module_& m) {
       .def("reads",
            [](const tlio::ReadPlan& p) {
              std::vector<std::tuple<size_t, uint64_t, uint64_t>> out;
-             for (const tlio::PlannedRead& r : p.reads()) out.emplace_back(r.file, r.offset, r.length);
+             for (const tlio::PlannedRead& r : p.reads())
+               out.emplace_back(r.file, r.offset, r.length);
              return out;
            })
       .def("wanted",
            [](const tlio::ReadPlan& p) {
              std::vector<std::tuple<size_t, uint64_t, uint64_t>> out;
-             for (const tlio::PlannedRead& r : p.wanted()) out.emplace_back(r.file, r.offset, r.length);
+             for (const tlio::PlannedRead& r : p.wanted())
+               out.emplace_back(r.file, r.offset, r.length);
              return out;
            })
       .def("wanted_bytes", &tlio::ReadPlan::wanted_bytes)

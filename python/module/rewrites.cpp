@@ -38,29 +38,33 @@ py::dict comparison_dict(const tlio::CompareReport& r) {
 }  // namespace
 
 void bind_rewrites(py::module_& m) {
-  m.def("convert_file", [](const std::filesystem::path& in, const std::filesystem::path& out,
-                           const std::string& dtype, const std::string& include,
-                           const std::string& exclude, uint64_t max_size, bool cast) {
-    auto d = tlio::parse_dtype_alias(dtype);
-    if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
-    tlio::ConvertFileOptions o;
-    o.dtype = *d;
-    o.include = include;
-    o.exclude = exclude;
-    o.cast = cast;
-    tlio::ConvertFileReport r;
-    {
-      LongCall call;
-      r = tlio::convert_weights(in.string(), out.string(), o, folder_options(max_size));
-    }
-    py::dict lost;  // tensor -> (overflowed, flushed)
-    for (const tlio::LostValues& l : r.lost) lost[py::str(l.tensor)] = py::make_tuple(l.overflowed, l.flushed);
-    return py::make_tuple(r.converted, r.kept, lost);
-  }, py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "", py::arg("exclude") = "",
-     py::arg("max_size") = 0, py::arg("cast") = false);
+  m.def(
+      "convert_file",
+      [](const std::filesystem::path& in, const std::filesystem::path& out,
+         const std::string& dtype, const std::string& include, const std::string& exclude,
+         uint64_t max_size, bool cast) {
+        auto d = tlio::parse_dtype_alias(dtype);
+        if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
+        tlio::ConvertFileOptions o;
+        o.dtype = *d;
+        o.include = include;
+        o.exclude = exclude;
+        o.cast = cast;
+        tlio::ConvertFileReport r;
+        {
+          LongCall call;
+          r = tlio::convert_weights(in.string(), out.string(), o, folder_options(max_size));
+        }
+        py::dict lost;  // tensor -> (overflowed, flushed)
+        for (const tlio::LostValues& l : r.lost)
+          lost[py::str(l.tensor)] = py::make_tuple(l.overflowed, l.flushed);
+        return py::make_tuple(r.converted, r.kept, lost);
+      },
+      py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "",
+      py::arg("exclude") = "", py::arg("max_size") = 0, py::arg("cast") = false);
   // Any two inputs by location (files, folders, GGUF files), paired as tlio::compare_weights does.
-  m.def("compare_locations", [](const std::string& a, const std::string& b, double atol, double rtol,
-                                const std::string& filter, const std::string& token) {
+  m.def("compare_locations", [](const std::string& a, const std::string& b, double atol,
+                                double rtol, const std::string& filter, const std::string& token) {
     tlio::CompareOptions o;
     o.atol = atol;
     o.rtol = rtol;
@@ -74,33 +78,33 @@ void bind_rewrites(py::module_& m) {
     }
     return comparison_dict(r);
   });
-  m.def("edit_file", [](const std::filesystem::path& src, const std::filesystem::path& dst,
-                        const std::map<std::string, std::string>& metadata,
-                        const std::vector<std::string>& del, const std::vector<std::string>& keep,
-                        const std::vector<std::string>& drop,
-                        const std::vector<std::pair<std::string, std::string>>& rename) {
-    tlio::EditOptions o;
-    o.set_metadata = metadata;
-    o.delete_metadata = del;
-    o.tensors.keep = keep;
-    o.tensors.drop = drop;
-    o.tensors.rename = rename;
-    tlio::EditReport r;
-    {
-      LongCall call;
-      r = tlio::edit_weights(src.string(), dst.string(), o);
-    }
-    py::dict d;
-    d["kept"] = r.kept;
-    d["dropped"] = r.dropped;
-    d["renamed"] = r.renamed;
-    d["in_place"] = r.in_place;
-    d["data_bytes"] = r.data_bytes;
-    py::dict meta;
-    for (const auto& [k, v] : r.metadata) meta[py::str(k)] = py::str(v);
-    d["metadata"] = meta;
-    return d;
-  });
+  m.def("edit_file",
+        [](const std::filesystem::path& src, const std::filesystem::path& dst,
+           const std::map<std::string, std::string>& metadata, const std::vector<std::string>& del,
+           const std::vector<std::string>& keep, const std::vector<std::string>& drop,
+           const std::vector<std::pair<std::string, std::string>>& rename) {
+          tlio::EditOptions o;
+          o.set_metadata = metadata;
+          o.delete_metadata = del;
+          o.tensors.keep = keep;
+          o.tensors.drop = drop;
+          o.tensors.rename = rename;
+          tlio::EditReport r;
+          {
+            LongCall call;
+            r = tlio::edit_weights(src.string(), dst.string(), o);
+          }
+          py::dict d;
+          d["kept"] = r.kept;
+          d["dropped"] = r.dropped;
+          d["renamed"] = r.renamed;
+          d["in_place"] = r.in_place;
+          d["data_bytes"] = r.data_bytes;
+          py::dict meta;
+          for (const auto& [k, v] : r.metadata) meta[py::str(k)] = py::str(v);
+          d["metadata"] = meta;
+          return d;
+        });
 }
 
 }  // namespace tlio_py

@@ -10,8 +10,6 @@
 
 namespace tlio_py {
 
-
-
 thread_local PendingInterrupt t_pending;
 
 bool python_wants_stop(void*) {
@@ -24,27 +22,40 @@ bool python_wants_stop(void*) {
   return true;
 }
 
-
-
 // The numpy dtype a tensor is exposed as (raw bits for types numpy lacks).
 py::dtype numpy_dtype(tlio::Dtype d) {
   using D = tlio::Dtype;
   switch (d) {
-    case D::BOOL: return py::dtype("bool");
-    case D::U8: return py::dtype("uint8");
-    case D::I8: return py::dtype("int8");
-    case D::U16: return py::dtype("<u2");
-    case D::I16: return py::dtype("<i2");
-    case D::U32: return py::dtype("<u4");
-    case D::I32: return py::dtype("<i4");
-    case D::U64: return py::dtype("<u8");
-    case D::I64: return py::dtype("<i8");
-    case D::F16: return py::dtype("<f2");
-    case D::F32: return py::dtype("<f4");
-    case D::F64: return py::dtype("<f8");
-    case D::C64: return py::dtype("<c8");
-    case D::BF16: return py::dtype("<u2");  // raw bits
-    default: return py::dtype("uint8");     // F8_* raw bits; F4/F6 packed bytes
+    case D::BOOL:
+      return py::dtype("bool");
+    case D::U8:
+      return py::dtype("uint8");
+    case D::I8:
+      return py::dtype("int8");
+    case D::U16:
+      return py::dtype("<u2");
+    case D::I16:
+      return py::dtype("<i2");
+    case D::U32:
+      return py::dtype("<u4");
+    case D::I32:
+      return py::dtype("<i4");
+    case D::U64:
+      return py::dtype("<u8");
+    case D::I64:
+      return py::dtype("<i8");
+    case D::F16:
+      return py::dtype("<f2");
+    case D::F32:
+      return py::dtype("<f4");
+    case D::F64:
+      return py::dtype("<f8");
+    case D::C64:
+      return py::dtype("<c8");
+    case D::BF16:
+      return py::dtype("<u2");  // raw bits
+    default:
+      return py::dtype("uint8");  // F8_* raw bits; F4/F6 packed bytes
   }
 }
 
@@ -60,12 +71,15 @@ std::vector<py::ssize_t> numpy_shape(const tlio::TensorInfo& t) {
     shape.push_back(static_cast<py::ssize_t>(d));
   }
   if (t.dtype == tlio::Dtype::F4) {
-    if (shape.empty()) shape.push_back(1);
+    if (shape.empty())
+      shape.push_back(1);
     else if (shape.back() % 2)  // its pairs straddle rows: no array of bytes per row holds it
       throw py::value_error("tensor \"" + t.name + "\" is F4 with an odd last dimension (" +
-                            std::to_string(shape.back()) + "): its values do not pack two to a byte row by "
+                            std::to_string(shape.back()) +
+                            "): its values do not pack two to a byte row by "
                             "row (safetensors refuses it too); get_slice reads its bytes");
-    else shape.back() /= 2;
+    else
+      shape.back() /= 2;
   }
   return shape;
 }
@@ -138,10 +152,14 @@ py::array converted_array(const tlio::File& file, const std::string& name, py::d
   const tlio::TensorInfo& t = file.header().at(name);
   tlio::Dtype to;
   if (want.kind() != 'f') throw py::value_error("dtype must be float32, float64 or float16");
-  if (want.itemsize() == 4) to = tlio::Dtype::F32;
-  else if (want.itemsize() == 8) to = tlio::Dtype::F64;
-  else if (want.itemsize() == 2) to = tlio::Dtype::F16;
-  else throw py::value_error("dtype must be float32, float64 or float16");
+  if (want.itemsize() == 4)
+    to = tlio::Dtype::F32;
+  else if (want.itemsize() == 8)
+    to = tlio::Dtype::F64;
+  else if (want.itemsize() == 2)
+    to = tlio::Dtype::F16;
+  else
+    throw py::value_error("dtype must be float32, float64 or float16");
   std::vector<py::ssize_t> shape;
   for (uint64_t d : t.shape) shape.push_back(static_cast<py::ssize_t>(d));
   py::array out = fresh_array(want, shape);
@@ -244,7 +262,8 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
     w.declare(name, d, shape);
     if (py::isinstance<py::tuple>(t[3])) {
       auto raw = t[3].cast<py::tuple>();
-      bytes.push_back({std::move(name), reinterpret_cast<const std::byte*>(raw[0].cast<uintptr_t>()),
+      bytes.push_back({std::move(name),
+                       reinterpret_cast<const std::byte*>(raw[0].cast<uintptr_t>()),
                        raw[1].cast<size_t>()});
     } else {
       held.push_back(t[3].cast<py::buffer>().request());
@@ -283,15 +302,16 @@ py::dict checkpoint_dict(const tlio::CheckpointContents& c) {
   for (const tlio::DroppedValue& v : c.dropped) dropped.append(py::make_tuple(v.path, v.kind));
   d["dropped"] = dropped;
   d["skipped"] = c.skipped;
-  d["chosen_key"] = c.chosen_key.empty() ? py::object(py::none()) : py::object(py::str(c.chosen_key));
+  d["chosen_key"] =
+      c.chosen_key.empty() ? py::object(py::none()) : py::object(py::str(c.chosen_key));
   return d;
 }
 
 // A message as a Python str, bytes that are not UTF-8 (file names) as os.fsdecode keeps them.
 py::str lossless_text(std::string_view s) {
-  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
+  return py::reinterpret_steal<py::str>(
+      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape"));
 }
-
 
 tlio::FolderOptions folder_options(uint64_t max_size) {
   tlio::FolderOptions o;

@@ -1,7 +1,7 @@
 // python/module/support.hpp: what the binding files (python/module/*.cpp, one per public header
-// or group of headers they serve) share: long calls without the GIL, numpy views and dtypes, argument checks, writes
-// of dicts and items. Tensors come back as numpy arrays viewing the mapped file: each array holds
-// a reference to the file, so the mapping lives as long as any array of it.
+// or group of headers they serve) share: long calls without the GIL, numpy views and dtypes,
+// argument checks, writes of dicts and items. Tensors come back as numpy arrays viewing the mapped
+// file: each array holds a reference to the file, so the mapping lives as long as any array of it.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -61,8 +61,9 @@ class LongCall {
 };
 
 struct QuantizedWeights {
-  std::vector<tlio::File> files;  // a file, or a model folder's shards (handles shared with Python's)
-  std::string name;               // the file or folder, for messages
+  std::vector<tlio::File>
+      files;         // a file, or a model folder's shards (handles shared with Python's)
+  std::string name;  // the file or folder, for messages
   std::vector<tlio::QuantizedWeight> weights;
 };
 
@@ -81,7 +82,8 @@ std::vector<py::ssize_t> strides_for(const std::vector<py::ssize_t>& shape, py::
 /// of its own (huge pages as the system's policy says), below that numpy's.
 py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape);
 /// A tensor as a numpy array over the File's bytes (zero-copy with the mmap backends).
-py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name, bool writable);
+py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name,
+                     bool writable);
 /// A tensor converted to F32/F64/F16 (a new array).
 py::array converted_array(const tlio::File& file, const std::string& name, py::dtype want);
 /// The dtype an array is written as; ValueError for arrays tlio cannot store.
@@ -93,10 +95,12 @@ tlio::Dtype named_dtype(py::handle given, const std::string& tensor);
 /// The {str: str} metadata dict (None: none) into the writer; TypeError for anything else.
 void set_metadata(tlio::Writer& w, const py::object& metadata);
 /// Writes a {name: array} dict (C-contiguous copies where needed) with a Writer.
-void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& metadata, const py::dict& dtypes);
+void write_dict(tlio::Writer& w, const py::dict& tensors, const py::object& metadata,
+                const py::dict& dtypes);
 /// serialize()/serialize_file(): (name, dtype name, shape, data) items; the file bytes, or None
 /// when written to `path`.
-py::object serialize_items(const py::list& items, const py::object& metadata, const py::object& path);
+py::object serialize_items(const py::list& items, const py::object& metadata,
+                           const py::object& path);
 /// What a checkpoint holds, as plain Python values.
 py::dict checkpoint_dict(const tlio::CheckpointContents& c);
 /// A folder rewrite re-sharded by `max_size` (0: the source's shards); a `max_size` for one

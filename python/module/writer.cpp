@@ -4,17 +4,24 @@
 namespace tlio_py {
 
 void bind_writer(py::module_& m) {
-  m.def("save_file", [](const py::dict& tensors, const std::filesystem::path& path,
-                        const py::object& metadata, const py::dict& dtypes) {
-    tlio::Writer w = tlio::Writer::to_file(path);
-    write_dict(w, tensors, metadata, dtypes);
-  }, py::arg("tensors"), py::arg("path"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
-  m.def("save", [](const py::dict& tensors, const py::object& metadata, const py::dict& dtypes) {
-    tlio::Writer w = tlio::Writer::to_memory();
-    write_dict(w, tensors, metadata, dtypes);
-    auto bytes = w.take_bytes();
-    return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }, py::arg("tensors"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
+  m.def(
+      "save_file",
+      [](const py::dict& tensors, const std::filesystem::path& path, const py::object& metadata,
+         const py::dict& dtypes) {
+        tlio::Writer w = tlio::Writer::to_file(path);
+        write_dict(w, tensors, metadata, dtypes);
+      },
+      py::arg("tensors"), py::arg("path"), py::arg("metadata") = py::none(),
+      py::arg("dtypes") = py::dict());
+  m.def(
+      "save",
+      [](const py::dict& tensors, const py::object& metadata, const py::dict& dtypes) {
+        tlio::Writer w = tlio::Writer::to_memory();
+        write_dict(w, tensors, metadata, dtypes);
+        auto bytes = w.take_bytes();
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("tensors"), py::arg("metadata") = py::none(), py::arg("dtypes") = py::dict());
   m.def("serialize_items", &serialize_items, py::arg("items"), py::arg("metadata"),
         py::arg("path"));
   m.def("dtype_name", [](const std::string& name) {

@@ -7,11 +7,15 @@ using namespace tlio::capi;
 int tlio::capi::open_options(const tl_open_options* c, const char* fn, tlio::OpenOptions& o) {
   TL_REQUIRE(c, (std::string(fn) + ": NULL argument").c_str());
   TL_REQUIRE(c->struct_size == sizeof(tl_open_options),
-             (std::string(fn) + ": struct_size is not that of a tl_open_options (use tl_open_options_init)").c_str());
+             (std::string(fn) +
+              ": struct_size is not that of a tl_open_options (use tl_open_options_init)")
+                 .c_str());
   const unsigned known = TL_OPEN_PREAD | TL_OPEN_PRIVATE | TL_OPEN_DIRECT;
   TL_REQUIRE((c->flags & ~known) == 0, (std::string(fn) + ": unknown flags").c_str());
-  TL_REQUIRE((c->flags & (c->flags - 1)) == 0,
-             (std::string(fn) + ": TL_OPEN_PREAD, TL_OPEN_PRIVATE and TL_OPEN_DIRECT exclude each other").c_str());
+  TL_REQUIRE(
+      (c->flags & (c->flags - 1)) == 0,
+      (std::string(fn) + ": TL_OPEN_PREAD, TL_OPEN_PRIVATE and TL_OPEN_DIRECT exclude each other")
+          .c_str());
   o.backend = c->flags & TL_OPEN_PREAD     ? tlio::Backend::pread
               : c->flags & TL_OPEN_PRIVATE ? tlio::Backend::mmap_private
               : c->flags & TL_OPEN_DIRECT  ? tlio::Backend::direct
@@ -35,7 +39,8 @@ void tl_remove_temporary_files(void) { tlio::remove_temporary_files(); }
 
 const char* tl_dtype_name(tl_dtype dtype) {
   if (!valid_dtype(dtype)) return "?";
-  return tlio::dtype_name(static_cast<tlio::Dtype>(dtype)).data();  // table literals: NUL-terminated
+  return tlio::dtype_name(static_cast<tlio::Dtype>(dtype))
+      .data();  // table literals: NUL-terminated
 }
 
 int tl_dtype_from_name(const char* name, tl_dtype* out) {
@@ -64,7 +69,6 @@ void tl_open_options_init(tl_open_options* options) {
   *options = tl_open_options{};
   options->struct_size = sizeof(tl_open_options);
 }
-
 
 int tl_open_with(const char* path, const tl_open_options* options, tl_file** out) {
   TL_REQUIRE(path && out, "tl_open: NULL argument");
@@ -124,13 +128,15 @@ int tl_tensor_read(const tl_file* file, size_t index, void* dst, size_t dst_size
 
 int tl_tensor_read_many(const tl_file* file, const size_t* indices, void** dsts,
                         const size_t* sizes, size_t count) {
-  TL_REQUIRE(file && (count == 0 || (indices && dsts && sizes)), "tl_tensor_read_many: NULL argument");
+  TL_REQUIRE(file && (count == 0 || (indices && dsts && sizes)),
+             "tl_tensor_read_many: NULL argument");
   return guard([&] {
     std::vector<tlio::TensorTarget> targets;
     targets.reserve(count);
     for (size_t i = 0; i < count; ++i) {
       if (!dsts[i] && sizes[i] != 0) tlio::throw_invalid("tl_tensor_read_many: NULL destination");
-      targets.push_back({tensor_at(file, indices[i]).name, {static_cast<std::byte*>(dsts[i]), sizes[i]}});
+      targets.push_back(
+          {tensor_at(file, indices[i]).name, {static_cast<std::byte*>(dsts[i]), sizes[i]}});
     }
     file->file.read_many(targets);
   });

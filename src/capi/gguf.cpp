@@ -2,7 +2,8 @@
 #include "capi/handles.hpp"
 
 struct tl_gguf {
-  explicit tl_gguf(tlio::GgufFile f) : file(std::move(f)), metadata(tlio::gguf_scalar_metadata(file)) {}
+  explicit tl_gguf(tlio::GgufFile f)
+      : file(std::move(f)), metadata(tlio::gguf_scalar_metadata(file)) {}
   tlio::GgufFile file;
   tlio::Metadata metadata;  // the scalar and string keys as text
 };
@@ -46,8 +47,8 @@ int tl_gguf_find(const tl_gguf* file, const char* name, size_t* index) {
   return TL_OK;
 }
 
-int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype, void* dst,
-                 size_t dst_size) {
+int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t count, tl_dtype dtype,
+                 void* dst, size_t dst_size) {
   TL_REQUIRE(file && (dst || dst_size == 0), "tl_gguf_read: NULL argument");
   TL_REQUIRE(index < file->file.tensors().size(), "tl_gguf_read: index past the last tensor");
   return guard([&] {
@@ -58,12 +59,14 @@ int tl_gguf_read(const tl_gguf* file, size_t index, uint64_t first, uint64_t cou
 
 int tl_gguf_read_slice(const tl_gguf* file, size_t index, size_t rank, const uint64_t* starts,
                        const uint64_t* stops, tl_dtype dtype, void* dst, size_t dst_size) {
-  TL_REQUIRE(file && (dst || dst_size == 0) && (rank == 0 || (starts && stops)), "tl_gguf_read_slice: NULL argument");
+  TL_REQUIRE(file && (dst || dst_size == 0) && (rank == 0 || (starts && stops)),
+             "tl_gguf_read_slice: NULL argument");
   TL_REQUIRE(index < file->file.tensors().size(), "tl_gguf_read_slice: index past the last tensor");
   return guard([&] {
     std::vector<tlio::SliceIndex> slice;
     for (size_t d = 0; d < rank; ++d) slice.push_back(tlio::SliceIndex::range(starts[d], stops[d]));
-    file->file.read_slice(file->file.tensors()[index], slice, to_cpp(dtype), {static_cast<std::byte*>(dst), dst_size});
+    file->file.read_slice(file->file.tensors()[index], slice, to_cpp(dtype),
+                          {static_cast<std::byte*>(dst), dst_size});
   });
 }
 
@@ -92,8 +95,8 @@ int tl_import_gguf(const char* src, const char* dst, tl_dtype dtype, const tl_op
   });
 }
 
-int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const tl_open_options* options,
-                         uint64_t* tensors) {
+int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype,
+                         const tl_open_options* options, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_gguf_model: NULL argument");
   tlio::OpenOptions o;
   if (options)
@@ -106,13 +109,14 @@ int tl_import_gguf_model(const char* src, const char* dst, tl_dtype dtype, const
   });
 }
 
-int tl_export_gguf(const char* src, const char* dst, const char* type, const tl_open_options* options,
-                   uint64_t* tensors) {
+int tl_export_gguf(const char* src, const char* dst, const char* type,
+                   const tl_open_options* options, uint64_t* tensors) {
   return tl_export_gguf_split(src, dst, type, 0, options, tensors);
 }
 
-int tl_export_gguf_split(const char* src, const char* dst, const char* type, uint64_t split_max_size,
-                         const tl_open_options* options, uint64_t* tensors) {
+int tl_export_gguf_split(const char* src, const char* dst, const char* type,
+                         uint64_t split_max_size, const tl_open_options* options,
+                         uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_export_gguf: NULL argument");
   tlio::GgufExportOptions o;
   if (options)

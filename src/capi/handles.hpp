@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
 #include "tlio/interrupt.hpp"
 #include "tlio/tlio.hpp"
 
@@ -111,10 +111,13 @@ int guard(Fn&& fn) {
   }
 }
 
-inline bool valid_dtype(tl_dtype d) { return static_cast<int>(d) >= 0 && static_cast<int>(d) < tlio::kDtypeCount; }
+inline bool valid_dtype(tl_dtype d) {
+  return static_cast<int>(d) >= 0 && static_cast<int>(d) < tlio::kDtypeCount;
+}
 
 inline tlio::Dtype to_cpp(tl_dtype d) {
-  if (!valid_dtype(d)) tlio::throw_invalid("not a tl_dtype value: " + std::to_string(static_cast<int>(d)));
+  if (!valid_dtype(d))
+    tlio::throw_invalid("not a tl_dtype value: " + std::to_string(static_cast<int>(d)));
   return static_cast<tlio::Dtype>(d);
 }
 
@@ -135,8 +138,8 @@ inline const tlio::TensorInfo& tensor_at(const tl_file* file, size_t index) {
   return file->file.tensors()[index];
 }
 
-#define TL_REQUIRE(cond, what) \
-  do {                         \
+#define TL_REQUIRE(cond, what)                 \
+  do {                                         \
     if (!(cond)) return fail(TL_EINVAL, what); \
   } while (0)
 

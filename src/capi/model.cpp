@@ -75,14 +75,16 @@ int tl_plan_open(const char* source, const tl_plan_options* options, tl_plan** o
   return tl_plan_open_ex(source, options, 0, out);
 }
 
-int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags, tl_plan** out) {
+int tl_plan_open_ex(const char* source, const tl_plan_options* options, unsigned flags,
+                    tl_plan** out) {
   TL_REQUIRE(source && out, "tl_plan_open: NULL argument");
   TL_REQUIRE((flags & ~TL_OPEN_DIRECT) == 0, "tl_plan_open_ex: flags may be 0 or TL_OPEN_DIRECT");
   *out = nullptr;
   tlio::ReadPlanOptions o;
   if (options) {
-    TL_REQUIRE(options->struct_size == sizeof(tl_plan_options),
-               "tl_plan_open: struct_size is not that of a tl_plan_options (use tl_plan_options_init)");
+    TL_REQUIRE(
+        options->struct_size == sizeof(tl_plan_options),
+        "tl_plan_open: struct_size is not that of a tl_plan_options (use tl_plan_options_init)");
     TL_REQUIRE(options->max_gap >= -1, "tl_plan_open: max_gap is below -1");
     if (options->max_inflight_bytes) o.max_inflight_bytes = options->max_inflight_bytes;
     if (options->max_gap >= 0) o.max_gap = static_cast<uint64_t>(options->max_gap);
@@ -97,13 +99,15 @@ void tl_plan_free(tl_plan* plan) { delete plan; }
 
 int tl_plan_add(tl_plan* plan, const char* name, size_t rank, const uint64_t* starts,
                 const uint64_t* stops, int dtype, size_t* item) {
-  TL_REQUIRE(plan && name && item && (rank == 0 || (starts && stops)), "tl_plan_add: NULL argument");
+  TL_REQUIRE(plan && name && item && (rank == 0 || (starts && stops)),
+             "tl_plan_add: NULL argument");
   return guard([&] {
     std::vector<tlio::SliceIndex> slice;
     for (size_t d = 0; d < rank; ++d) slice.push_back(tlio::SliceIndex::range(starts[d], stops[d]));
     std::optional<tlio::Dtype> as;
     if (dtype >= 0) {
-      if (!valid_dtype(static_cast<tl_dtype>(dtype))) tlio::throw_invalid("tl_plan_add: unknown dtype");
+      if (!valid_dtype(static_cast<tl_dtype>(dtype)))
+        tlio::throw_invalid("tl_plan_add: unknown dtype");
       as = static_cast<tlio::Dtype>(dtype);
     }
     *item = plan->plan.add(name, slice, as);
@@ -146,9 +150,11 @@ int tl_plan_reads(tl_plan* plan, size_t* count, uint64_t* wanted_bytes) {
   });
 }
 
-int tl_plan_read_at(const tl_plan* plan, size_t index, size_t* file, uint64_t* offset, uint64_t* length) {
+int tl_plan_read_at(const tl_plan* plan, size_t index, size_t* file, uint64_t* offset,
+                    uint64_t* length) {
   TL_REQUIRE(plan && file && offset && length, "tl_plan_read_at: NULL argument");
-  TL_REQUIRE(index < plan->reads.size(), "tl_plan_read_at: no such read (call tl_plan_reads first)");
+  TL_REQUIRE(index < plan->reads.size(),
+             "tl_plan_read_at: no such read (call tl_plan_reads first)");
   const tlio::PlannedRead& r = plan->reads[index];
   *file = r.file;
   *offset = r.offset;
@@ -170,7 +176,9 @@ int tl_plan_execute(tl_plan* plan) {
 
 int tl_plan_deliver(tl_plan* plan, size_t file, uint64_t offset, const void* data, size_t size) {
   TL_REQUIRE(plan && (data || size == 0), "tl_plan_deliver: NULL argument");
-  return guard([&] { plan->plan.deliver(file, offset, {static_cast<const std::byte*>(data), size}); });
+  return guard([&] {
+    plan->plan.deliver(file, offset, {static_cast<const std::byte*>(data), size});
+  });
 }
 
 int tl_plan_finish(tl_plan* plan) {

@@ -1,17 +1,18 @@
-// capi/quant.cpp: the C API of tlio/quant.hpp, compare.hpp and edit.hpp (quantized weights, whole-file
-// quantize and dequantize, comparisons, edits).
-#include "capi/handles.hpp"
-
+// capi/quant.cpp: the C API of tlio/quant.hpp, compare.hpp and edit.hpp (quantized weights,
+// whole-file quantize and dequantize, comparisons, edits).
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+
+#include "capi/handles.hpp"
 
 using namespace tlio::capi;
 
 namespace {
 
 // The first tl_compare_options ended with progress_user: `filter` and the configs came later.
-constexpr size_t kCompareOptionsFirstSize = offsetof(tl_compare_options, progress_user) + sizeof(void*);
+constexpr size_t kCompareOptionsFirstSize =
+    offsetof(tl_compare_options, progress_user) + sizeof(void*);
 
 // The library's options from the C struct (versions before `filter` and the configs taken).
 tlio::CompareOptions compare_options(const tl_compare_options* options) {
@@ -24,7 +25,8 @@ tlio::CompareOptions compare_options(const tl_compare_options* options) {
       void* user = options->progress_user;
       o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
     }
-    if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) && options->filter)
+    if (options->struct_size >= offsetof(tl_compare_options, filter) + sizeof(const char*) &&
+        options->filter)
       o.filter = options->filter;
     if (options->struct_size == sizeof(tl_compare_options)) {  // the configs came last
       if (options->quantization_config_a) o.quantization_config_a = options->quantization_config_a;
@@ -36,8 +38,8 @@ tlio::CompareOptions compare_options(const tl_compare_options* options) {
 
 bool compare_options_sized(const tl_compare_options* options) {
   // Versions of the struct before `filter` are taken: a caller built against them never set it.
-  return !options ||
-         (options->struct_size >= kCompareOptionsFirstSize && options->struct_size <= sizeof(tl_compare_options));
+  return !options || (options->struct_size >= kCompareOptionsFirstSize &&
+                      options->struct_size <= sizeof(tl_compare_options));
 }
 
 // The first `size` bytes of `defaults` into `options`, never more than the caller's struct (a
@@ -95,9 +97,9 @@ int tl_quantized_at(const tl_file* file, size_t index, tl_quantized_info* info) 
   return guard([&] {
     const auto& all = quantized_of(file);
     if (index >= all.size())
-      throw tlio::Error(tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
-                        "quantized weight index " + std::to_string(index) + " of " +
-                            std::to_string(all.size()));
+      throw tlio::Error(
+          tlio::ErrorCode::not_found, tlio::Rule::none, {}, std::nullopt,
+          "quantized weight index " + std::to_string(index) + " of " + std::to_string(all.size()));
     const tlio::QuantizedWeight& q = all[index];
     info->name = q.name.c_str();
     info->scheme = file->scheme_names[index].c_str();
@@ -121,8 +123,8 @@ int tl_quantized_read(const tl_file* file, const char* name, uint64_t first, uin
 // The first tl_quantize_options is this one: a smaller struct_size is not a tl_quantize_options.
 // A field added later is read only when the caller's struct_size covers it
 // (offsetof(field) + sizeof(field) <= struct_size) and keeps its default otherwise.
-static constexpr size_t kQuantizeOptionsFirstSize = offsetof(tl_quantize_options, progress_user) +
-                                                     sizeof(void*);
+static constexpr size_t kQuantizeOptionsFirstSize =
+    offsetof(tl_quantize_options, progress_user) + sizeof(void*);
 
 void tl_quantize_options_init_sized(tl_quantize_options* options, size_t size) {
   init_sized(options, quantize_defaults(), size);
@@ -151,7 +153,8 @@ tlio::QuantizeOptions quantize_options(const tl_quantize_options& c, tlio::OpenO
     void* user = c.progress_user;
     o.progress = [fn, user](uint64_t done, uint64_t total) { fn(done, total, user); };
   }
-  if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token) open.token = c.token;
+  if (c.struct_size >= offsetof(tl_quantize_options, token) + sizeof(c.token) && c.token)
+    open.token = c.token;
   if (c.struct_size >= offsetof(tl_quantize_options, allow_1d) + sizeof(c.allow_1d))
     o.allow_1d = c.allow_1d != 0;
   return o;
@@ -163,11 +166,12 @@ std::optional<tlio::Dtype> optional_dtype(int dtype) {
   return to_cpp(static_cast<tl_dtype>(dtype));
 }
 
-#define TL_REQUIRE_QUANTIZE_OPTIONS(fn)                                                               \
-  TL_REQUIRE(src && dst && options, fn ": NULL argument");                                          \
-  TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&                                   \
-                 options->struct_size <= sizeof(tl_quantize_options),                               \
-             fn ": struct_size is not that of a tl_quantize_options (use tl_quantize_options_init)"); \
+#define TL_REQUIRE_QUANTIZE_OPTIONS(fn)                                                            \
+  TL_REQUIRE(src&& dst&& options, fn ": NULL argument");                                           \
+  TL_REQUIRE(options->struct_size >= kQuantizeOptionsFirstSize &&                                  \
+                 options->struct_size <= sizeof(tl_quantize_options),                              \
+             fn                                                                                    \
+             ": struct_size is not that of a tl_quantize_options (use tl_quantize_options_init)"); \
   TL_REQUIRE(options->scheme, fn ": no scheme")
 
 }  // namespace
@@ -206,15 +210,15 @@ int tl_quantize_file(const char* src, const char* dst, const char* scheme, uint6
 
 int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_dequantize_file: NULL argument");
-  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_file: invalid dtype");
-  return guard([&] {
-    tlio::dequantize_weights(src, dst, optional_dtype(dtype));
-  });
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)),
+             "tl_dequantize_file: invalid dtype");
+  return guard([&] { tlio::dequantize_weights(src, dst, optional_dtype(dtype)); });
 }
 
 int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size) {
   TL_REQUIRE(src && dst, "tl_dequantize_folder: NULL argument");
-  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_dequantize_folder: invalid dtype");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)),
+             "tl_dequantize_folder: invalid dtype");
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
@@ -224,7 +228,8 @@ int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t m
 
 int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size) {
   TL_REQUIRE(src && dst, "tl_convert_folder: NULL argument");
-  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder: invalid dtype");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)),
+             "tl_convert_folder: invalid dtype");
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
@@ -239,8 +244,8 @@ int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_
   });
 }
 
-int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t max_shard_size, int cast,
-                         uint64_t* overflowed, uint64_t* flushed) {
+int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t max_shard_size,
+                         int cast, uint64_t* overflowed, uint64_t* flushed) {
   TL_REQUIRE(src && dst, "tl_convert_folder_ex: NULL argument");
   TL_REQUIRE(valid_dtype(static_cast<tl_dtype>(dtype)), "tl_convert_folder_ex: invalid dtype");
   return guard([&] {
@@ -269,9 +274,10 @@ int tl_compare_files(const tl_file* a, const tl_file* b, const tl_compare_option
   return tl_compare_sets(&a, 1, &b, 1, options, out);
 }
 
-int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b, size_t b_count,
-                    const tl_compare_options* options, tl_comparison** out) {
-  TL_REQUIRE(a && b && out && a_count > 0 && b_count > 0, "tl_compare_sets: NULL argument or no file");
+int tl_compare_sets(const tl_file* const* a, size_t a_count, const tl_file* const* b,
+                    size_t b_count, const tl_compare_options* options, tl_comparison** out) {
+  TL_REQUIRE(a && b && out && a_count > 0 && b_count > 0,
+             "tl_compare_sets: NULL argument or no file");
   TL_REQUIRE(std::all_of(a, a + a_count, [](const tl_file* f) { return f; }) &&
                  std::all_of(b, b + b_count, [](const tl_file* f) { return f; }),
              "tl_compare_sets: a NULL file");
@@ -307,7 +313,8 @@ int tl_compare_locations(const char* a, const char* b, const tl_compare_options*
     tlio::CompareOptions o = compare_options(options);
     o.quantization_config_a.clear();  // compare_weights applies the folders' own
     o.quantization_config_b.clear();
-    const std::unique_ptr<const tlio::Weights> wa = tlio::Weights::open(a, how), wb = tlio::Weights::open(b, how);
+    const std::unique_ptr<const tlio::Weights> wa = tlio::Weights::open(a, how),
+                                               wb = tlio::Weights::open(b, how);
     auto c = std::make_unique<tl_comparison>();
     c->report = tlio::compare_weights(*wa, *wb, o);
     *out = c.release();
@@ -332,9 +339,9 @@ int tl_comparison_at(const tl_comparison* comparison, size_t index, tl_tensor_co
   TL_REQUIRE(comparison && out, "tl_comparison_at: NULL argument");
   TL_REQUIRE(index < comparison->report.tensors.size(), "tl_comparison_at: index out of range");
   const tlio::TensorComparison& c = comparison->report.tensors[index];
-  *out = {c.name.c_str(), c.a_dtype.c_str(), c.b_dtype.c_str(), c.shape.size(), c.shape.data(),
-          c.elements, c.compared ? 1 : 0, c.note.c_str(), c.max_abs, c.max_rel, c.rmse, c.cosine,
-          c.outside, c.equal ? 1 : 0};
+  *out = {c.name.c_str(), c.a_dtype.c_str(),  c.b_dtype.c_str(), c.shape.size(), c.shape.data(),
+          c.elements,     c.compared ? 1 : 0, c.note.c_str(),    c.max_abs,      c.max_rel,
+          c.rmse,         c.cosine,           c.outside,         c.equal ? 1 : 0};
   return TL_OK;
 }
 
@@ -366,9 +373,10 @@ static constexpr size_t kEditOptionsFirstSize = sizeof(tl_edit_options);
 int tl_edit_file(const char* src, const char* dst, const tl_edit_options* options,
                  tl_edit_report* report) {
   TL_REQUIRE(src && options, "tl_edit_file: NULL argument");
-  TL_REQUIRE(options->struct_size >= kEditOptionsFirstSize &&
-                 options->struct_size <= sizeof(tl_edit_options),
-             "tl_edit_file: struct_size is not that of a tl_edit_options (use tl_edit_options_init)");
+  TL_REQUIRE(
+      options->struct_size >= kEditOptionsFirstSize &&
+          options->struct_size <= sizeof(tl_edit_options),
+      "tl_edit_file: struct_size is not that of a tl_edit_options (use tl_edit_options_init)");
   const tl_edit_options& c = *options;
   const auto given = [](const char* const* array, size_t count) { return count == 0 || array; };
   TL_REQUIRE(given(c.set_keys, c.set_count) && given(c.set_values, c.set_count) &&

@@ -1,6 +1,7 @@
 // capi/report.cpp: reports (tlio/report.hpp) through the C API.
-#include "capi/handles.hpp"
 #include "tlio/report.hpp"
+
+#include "capi/handles.hpp"
 
 struct tl_report {
   tlio::ModelReport report;
@@ -16,12 +17,13 @@ void tl_report_options_init(tl_report_options* options) {
   options->bins = 64;
 }
 
-int tl_report_make(const char* location, const tl_report_options* options, const tl_open_options* open,
-                   tl_report** out) {
+int tl_report_make(const char* location, const tl_report_options* options,
+                   const tl_open_options* open, tl_report** out) {
   TL_REQUIRE(location && out, "tl_report_make: NULL argument");
   *out = nullptr;
   TL_REQUIRE(!options || options->struct_size == sizeof(tl_report_options),
-             "tl_report_make: struct_size is not that of a tl_report_options (use tl_report_options_init)");
+             "tl_report_make: struct_size is not that of a tl_report_options (use "
+             "tl_report_options_init)");
   tlio::ReportOptions o;
   if (open)
     if (int rc = open_options(open, "tl_report_make", o.open); rc != TL_OK) return rc;
@@ -43,7 +45,9 @@ int tl_report_make(const char* location, const tl_report_options* options, const
   });
 }
 
-const char* tl_report_json(const tl_report* report) { return report ? report->json.c_str() : nullptr; }
+const char* tl_report_json(const tl_report* report) {
+  return report ? report->json.c_str() : nullptr;
+}
 
 int tl_report_write_html(const tl_report* report, const char* out) {
   TL_REQUIRE(report && out, "tl_report_write_html: NULL argument");

@@ -13,8 +13,10 @@ int tl_import_checkpoint(const char* src, const char* dst, const char* key, unsi
 int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, unsigned flags,
                             uint64_t max_shard_size, int dtype, uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_import_checkpoint: NULL argument");
-  TL_REQUIRE((flags & ~(TL_IMPORT_SKIP_UNSUPPORTED | TL_IMPORT_ALLOW_EMPTY | TL_IMPORT_ALL)) == 0, "tl_import_checkpoint: unknown flags");
-  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)), "tl_import_checkpoint_as: invalid dtype");
+  TL_REQUIRE((flags & ~(TL_IMPORT_SKIP_UNSUPPORTED | TL_IMPORT_ALLOW_EMPTY | TL_IMPORT_ALL)) == 0,
+             "tl_import_checkpoint: unknown flags");
+  TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)),
+             "tl_import_checkpoint_as: invalid dtype");
   return guard([&] {
     tlio::ImportOptions o;
     if (dtype != -1) o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
@@ -43,7 +45,8 @@ int tl_hash_file(const char* location, const tl_open_options* options, char* sha
 int tl_file_sha256(const tl_file* file, const char* expected_hex, char* sha256_hex) {
   TL_REQUIRE(file, "tl_file_sha256: NULL argument");
   return guard([&] {
-    const tlio::FileHash h = expected_hex ? tlio::check_sha256(file->file, expected_hex) : tlio::hash_file(file->file);
+    const tlio::FileHash h =
+        expected_hex ? tlio::check_sha256(file->file, expected_hex) : tlio::hash_file(file->file);
     copy_hex(h.sha256, sha256_hex);
   });
 }

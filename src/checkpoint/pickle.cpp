@@ -38,10 +38,14 @@ std::optional<uint32_t> hex_value(std::string_view digits) {
   uint32_t v = 0;
   for (char c : digits) {
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= static_cast<uint32_t>(c - 'A' + 10);
+    else
+      return std::nullopt;
   }
   return v;
 }
@@ -77,10 +81,18 @@ std::string string_repr(std::string_view s, size_t at) {
     }
     const char e = s[++i];
     switch (e) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '0': out += '\0'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '0':
+        out += '\0';
+        break;
       case 'x': {
         const auto v = i + 2 < s.size() ? hex_value(s.substr(i + 1, 2)) : std::nullopt;
         if (!v) bad(at, "a malformed \\x escape in STRING");
@@ -88,7 +100,8 @@ std::string string_repr(std::string_view s, size_t at) {
         i += 2;
         break;
       }
-      default: out += e;
+      default:
+        out += e;
     }
   }
   return out;
@@ -237,14 +250,16 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
   auto add_pairs = [&](ValueId target, std::span<const ValueId> kv) {
     if (kv.size() % 2) bad(op_at, "SETITEMS with an odd number of items");
     const PyKind k = kind_of(target);
-    if (k != PyKind::dict && k != PyKind::object) bad(op_at, "SETITEM on something that is not a dict");
+    if (k != PyKind::dict && k != PyKind::object)
+      bad(op_at, "SETITEM on something that is not a dict");
     auto& pairs = values_[target].pairs;
     pairs.insert(pairs.end(), kv.begin(), kv.end());
   };
   auto add_items = [&](ValueId target, std::span<const ValueId> items, bool to_set) {
     const PyKind k = kind_of(target);
     if (to_set ? k != PyKind::set : (k != PyKind::list && k != PyKind::object))
-      bad(op_at, to_set ? "ADDITEMS on something that is not a set" : "APPEND on something that is not a list");
+      bad(op_at, to_set ? "ADDITEMS on something that is not a set"
+                        : "APPEND on something that is not a list");
     auto& v = values_[target].items;
     v.insert(v.end(), items.begin(), items.end());
   };
@@ -263,23 +278,34 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         if (v > 5) bad(op_at, fmt::format("protocol {} is newer than 5", v));
         break;
       }
-      case 0x95: uint_le(8); break;  // FRAME: a length hint only
-      case '.': {                    // STOP
+      case 0x95:
+        uint_le(8);
+        break;     // FRAME: a length hint only
+      case '.': {  // STOP
         ValueId result = pop();
         if (end) *end = pos;
         return result;
       }
       case '(':
-        if (marks.size() >= kMaxPickleMarks) bad(op_at, fmt::format("more than {} open MARKs", kMaxPickleMarks));
+        if (marks.size() >= kMaxPickleMarks)
+          bad(op_at, fmt::format("more than {} open MARKs", kMaxPickleMarks));
         marks.push_back(stack.size());
         break;
       case '0':  // POP (the mark itself when nothing lies above it)
-        if (stack.size() > floor()) stack.pop_back();
-        else pop_mark();
+        if (stack.size() > floor())
+          stack.pop_back();
+        else
+          pop_mark();
         break;
-      case '1': pop_mark(); break;  // POP_MARK
-      case '2': push(top()); break;  // DUP
-      case 'N': push(make(PyKind::none)); break;
+      case '1':
+        pop_mark();
+        break;  // POP_MARK
+      case '2':
+        push(top());
+        break;  // DUP
+      case 'N':
+        push(make(PyKind::none));
+        break;
       case 0x88:
       case 0x89: {  // NEWTRUE, NEWFALSE
         ValueId v = make(PyKind::boolean);
@@ -305,9 +331,15 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         push(v ? make_integer(*v) : make(PyKind::big_integer));
         break;
       }
-      case 'J': push(make_integer(static_cast<int32_t>(uint_le(4)))); break;  // BININT
-      case 'K': push(make_integer(static_cast<int64_t>(uint_le(1)))); break;  // BININT1
-      case 'M': push(make_integer(static_cast<int64_t>(uint_le(2)))); break;  // BININT2
+      case 'J':
+        push(make_integer(static_cast<int32_t>(uint_le(4))));
+        break;  // BININT
+      case 'K':
+        push(make_integer(static_cast<int64_t>(uint_le(1))));
+        break;  // BININT1
+      case 'M':
+        push(make_integer(static_cast<int64_t>(uint_le(2))));
+        break;  // BININT2
       case 0x8a:
       case 0x8b: {  // LONG1, LONG4
         const uint64_t n = op == 0x8a ? uint_le(1) : uint_le(4);
@@ -316,7 +348,8 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         if (const auto v = long_bytes(raw, static_cast<size_t>(n))) {
           push(make_integer(*v));
         } else {  // kept as its little-endian bytes (the legacy checkpoint magic is one)
-          push(make_text(PyKind::big_integer, std::string(reinterpret_cast<const char*>(raw), static_cast<size_t>(n))));
+          push(make_text(PyKind::big_integer,
+                         std::string(reinterpret_cast<const char*>(raw), static_cast<size_t>(n))));
         }
         break;
       }
@@ -339,26 +372,51 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         push(v);
         break;
       }
-      case 'S': push(make_text(PyKind::text, string_repr(line(), op_at))); break;  // STRING
-      case 'V': push(make_text(PyKind::text, raw_unicode_escape(line(), op_at))); break;  // UNICODE
+      case 'S':
+        push(make_text(PyKind::text, string_repr(line(), op_at)));
+        break;  // STRING
+      case 'V':
+        push(make_text(PyKind::text, raw_unicode_escape(line(), op_at)));
+        break;     // UNICODE
       case 'T': {  // BINSTRING: signed 32-bit length
         const auto n = static_cast<int32_t>(uint_le(4));
         if (n < 0) bad(op_at, "BINSTRING with a negative length");
         push(make_text(PyKind::text, chars(static_cast<uint64_t>(n))));
         break;
       }
-      case 'U': push(make_text(PyKind::text, chars(uint_le(1)))); break;      // SHORT_BINSTRING
-      case 'X': push(make_text(PyKind::text, chars(uint_le(4)))); break;      // BINUNICODE
-      case 0x8c: push(make_text(PyKind::text, chars(uint_le(1)))); break;     // SHORT_BINUNICODE
-      case 0x8d: push(make_text(PyKind::text, chars(uint_le(8)))); break;     // BINUNICODE8
-      case 'B': push(make_text(PyKind::bytes, chars(uint_le(4)))); break;     // BINBYTES
-      case 'C': push(make_text(PyKind::bytes, chars(uint_le(1)))); break;     // SHORT_BINBYTES
-      case 0x8e:                                                               // BINBYTES8
-      case 0x96: push(make_text(PyKind::bytes, chars(uint_le(8)))); break;     // BYTEARRAY8
-      case 0x97: bad(op_at, "NEXT_BUFFER: out-of-band buffers are not given to this reader");
-      case 0x98: top(); break;  // READONLY_BUFFER: a flag on the top value
-      case ')': push(make(PyKind::tuple)); break;  // EMPTY_TUPLE
-      case 't': push(tuple_of(pop_mark())); break;  // TUPLE
+      case 'U':
+        push(make_text(PyKind::text, chars(uint_le(1))));
+        break;  // SHORT_BINSTRING
+      case 'X':
+        push(make_text(PyKind::text, chars(uint_le(4))));
+        break;  // BINUNICODE
+      case 0x8c:
+        push(make_text(PyKind::text, chars(uint_le(1))));
+        break;  // SHORT_BINUNICODE
+      case 0x8d:
+        push(make_text(PyKind::text, chars(uint_le(8))));
+        break;  // BINUNICODE8
+      case 'B':
+        push(make_text(PyKind::bytes, chars(uint_le(4))));
+        break;  // BINBYTES
+      case 'C':
+        push(make_text(PyKind::bytes, chars(uint_le(1))));
+        break;    // SHORT_BINBYTES
+      case 0x8e:  // BINBYTES8
+      case 0x96:
+        push(make_text(PyKind::bytes, chars(uint_le(8))));
+        break;  // BYTEARRAY8
+      case 0x97:
+        bad(op_at, "NEXT_BUFFER: out-of-band buffers are not given to this reader");
+      case 0x98:
+        top();
+        break;  // READONLY_BUFFER: a flag on the top value
+      case ')':
+        push(make(PyKind::tuple));
+        break;  // EMPTY_TUPLE
+      case 't':
+        push(tuple_of(pop_mark()));
+        break;  // TUPLE
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
@@ -369,8 +427,10 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         push(tuple_of(std::move(items)));
         break;
       }
-      case ']': push(make(PyKind::list)); break;  // EMPTY_LIST
-      case 'l': {                                  // LIST
+      case ']':
+        push(make(PyKind::list));
+        break;     // EMPTY_LIST
+      case 'l': {  // LIST
         ValueId l = make(PyKind::list);
         values_[l].items = pop_mark();
         push(l);
@@ -386,8 +446,10 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         add_items(top(), items, false);
         break;
       }
-      case '}': push(make(PyKind::dict)); break;  // EMPTY_DICT
-      case 'd': {                                  // DICT
+      case '}':
+        push(make(PyKind::dict));
+        break;     // EMPTY_DICT
+      case 'd': {  // DICT
         auto kv = pop_mark();
         ValueId d = make(PyKind::dict);
         add_pairs(d, kv);
@@ -405,8 +467,10 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         add_pairs(top(), kv);
         break;
       }
-      case 0x8f: push(make(PyKind::set)); break;  // EMPTY_SET
-      case 0x90: {                                 // ADDITEMS
+      case 0x8f:
+        push(make(PyKind::set));
+        break;      // EMPTY_SET
+      case 0x90: {  // ADDITEMS
         auto items = pop_mark();
         add_items(top(), items, true);
         break;
@@ -417,18 +481,30 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         push(s);
         break;
       }
-      case 'g': get_memo(decimal(line()).value_or(-1)); break;  // GET
-      case 'h': get_memo(uint_le(1)); break;                    // BINGET
-      case 'j': get_memo(uint_le(4)); break;                    // LONG_BINGET
-      case 'p': {                                               // PUT
+      case 'g':
+        get_memo(decimal(line()).value_or(-1));
+        break;  // GET
+      case 'h':
+        get_memo(uint_le(1));
+        break;  // BINGET
+      case 'j':
+        get_memo(uint_le(4));
+        break;     // LONG_BINGET
+      case 'p': {  // PUT
         const auto key = decimal(line());
         if (!key || *key < 0) bad(op_at, "PUT with a bad index");
         put_memo(static_cast<uint64_t>(*key), top());
         break;
       }
-      case 'q': put_memo(uint_le(1), top()); break;  // BINPUT
-      case 'r': put_memo(uint_le(4), top()); break;  // LONG_BINPUT
-      case 0x94: put_memo(memo.size(), top()); break;  // MEMOIZE
+      case 'q':
+        put_memo(uint_le(1), top());
+        break;  // BINPUT
+      case 'r':
+        put_memo(uint_le(4), top());
+        break;  // LONG_BINPUT
+      case 0x94:
+        put_memo(memo.size(), top());
+        break;     // MEMOIZE
       case 'c': {  // GLOBAL module\nname\n
         const std::string module(line());
         const std::string name(line());
@@ -437,7 +513,8 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
       }
       case 0x93: {  // STACK_GLOBAL
         ValueId name = pop(), module = pop();
-        const std::string m = text_of(module, "STACK_GLOBAL's module"), n = text_of(name, "STACK_GLOBAL's name");
+        const std::string m = text_of(module, "STACK_GLOBAL's module"),
+                          n = text_of(name, "STACK_GLOBAL's name");
         push(resolver.global(*this, m, n));
         break;
       }
@@ -469,7 +546,7 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         break;
       }
       case 0x92: {  // NEWOBJ_EX
-        pop();  // kwargs
+        pop();      // kwargs
         ValueId args = pop(), cls = pop();
         push(object(cls, args));
         break;
@@ -481,8 +558,12 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         // Dicts, tensors and the like: torch's rebuilt objects ignore their state here.
         break;
       }
-      case 'P': push(resolver.persistent(*this, make_text(PyKind::text, std::string(line())))); break;
-      case 'Q': push(resolver.persistent(*this, pop())); break;  // BINPERSID
+      case 'P':
+        push(resolver.persistent(*this, make_text(PyKind::text, std::string(line()))));
+        break;
+      case 'Q':
+        push(resolver.persistent(*this, pop()));
+        break;  // BINPERSID
       case 0x82:
       case 0x83:
       case 0x84: {  // EXT1, EXT2, EXT4: a code in the loader's copyreg registry
@@ -490,7 +571,8 @@ ValueId Pickle::run(std::span<const std::byte> data, size_t start, PickleResolve
         push(resolver.global(*this, "copyreg.extension", std::to_string(code)));
         break;
       }
-      default: bad(op_at, fmt::format("unknown opcode 0x{:02x}", op));
+      default:
+        bad(op_at, fmt::format("unknown opcode 0x{:02x}", op));
     }
   }
 }

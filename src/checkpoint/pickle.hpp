@@ -19,26 +19,27 @@ inline constexpr size_t kMaxPickleValues = size_t{1} << 24;  // values created
 inline constexpr size_t kMaxPickleStack = size_t{1} << 20;   // stack entries
 inline constexpr size_t kMaxPickleMarks = size_t{1} << 16;   // open MARKs
 inline constexpr size_t kMaxPickleMemo = size_t{1} << 22;    // memo entries
-inline constexpr uint64_t kMemoIndexSlack = 1024;  // memo indexes past 2 x values made + this: refused
+inline constexpr uint64_t kMemoIndexSlack =
+    1024;  // memo indexes past 2 x values made + this: refused
 
 using ValueId = uint32_t;
 inline constexpr ValueId kNoValue = UINT32_MAX;
 
 enum class PyKind : uint8_t {
   none,
-  boolean,   // integer: 0 or 1
-  integer,   // integer
+  boolean,      // integer: 0 or 1
+  integer,      // integer
   big_integer,  // too large for 64 bits: text holds LONG1/LONG4's bytes (else nothing)
-  floating,  // floating
-  text,      // text (UTF-8 as decoded)
-  bytes,     // text holds the bytes
-  tuple,     // items
-  list,      // items
-  set,       // items
-  dict,      // pairs: key, value, key, value, ...
-  global,    // text: "module.name"; integer: the resolver's tag for it
-  object,    // an instance of a class nothing rebuilds: callable, args, state, items, pairs
-  resolved,  // something the resolver made (a storage, a tensor): integer is its tag/index
+  floating,     // floating
+  text,         // text (UTF-8 as decoded)
+  bytes,        // text holds the bytes
+  tuple,        // items
+  list,         // items
+  set,          // items
+  dict,         // pairs: key, value, key, value, ...
+  global,       // text: "module.name"; integer: the resolver's tag for it
+  object,       // an instance of a class nothing rebuilds: callable, args, state, items, pairs
+  resolved,     // something the resolver made (a storage, a tensor): integer is its tag/index
 };
 
 struct PyValue {

@@ -7,20 +7,20 @@
 // opens the zip or legacy container; the walk names the tensors (torch_walk.cpp); the import
 // (torch_import.cpp) checks every view against its storage (torch_views.cpp) before any byte is
 // read, then streams the bytes from the mapped checkpoint into the canonical writer.
-#include "tlio/checkpoint.hpp"
+#include "checkpoint/torch_checkpoint.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <span>
 
-#include "checkpoint/torch_checkpoint.hpp"
 #include "checkpoint/torch_container.hpp"
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/zip.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
 #include "model/layout.hpp"
+#include "tlio/checkpoint.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {
@@ -37,7 +37,8 @@ bool looks_like_checkpoint(const std::filesystem::path& path) {
   try {
     const detail::Location where = detail::Location::parse(path.native());
     // A remote name that says it is safetensors is not asked (a request) whether it is not.
-    if (!detail::store_of(where).local_node(where) && where.text().ends_with(".safetensors")) return false;
+    if (!detail::store_of(where).local_node(where) && where.text().ends_with(".safetensors"))
+      return false;
     const std::shared_ptr<const detail::ByteSource> src =
         detail::open_source(where, {.access = detail::SourceOptions::Access::read});
     std::byte head[4] = {};

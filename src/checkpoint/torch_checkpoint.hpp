@@ -11,7 +11,8 @@ namespace tlio::detail {
 
 /// read_checkpoint of a checkpoint held in memory: container, pickles, names, views and every
 /// storage checked; nothing written.
-CheckpointContents read_checkpoint_bytes(std::span<const std::byte> bytes, const ImportOptions& options);
+CheckpointContents read_checkpoint_bytes(std::span<const std::byte> bytes,
+                                         const ImportOptions& options);
 
 /// One pickle decoded as a checkpoint's data.pkl and walked (no storages are looked up).
 CheckpointContents read_data_pickle(std::span<const std::byte> pickle);

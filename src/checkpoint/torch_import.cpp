@@ -1,7 +1,5 @@
 // checkpoint/torch_import.cpp: import_checkpoint: a checkpoint file or model directory planned,
 // then its tensors streamed from the mapped checkpoints into the canonical writer.
-#include "tlio/checkpoint.hpp"
-
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -23,8 +21,9 @@
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
-#include "model/shard_index.hpp"
 #include "model/layout.hpp"
+#include "model/shard_index.hpp"
+#include "tlio/checkpoint.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
@@ -36,9 +35,9 @@ namespace {
 using detail::Checkpoint;
 using detail::gather_view;
 using detail::open_checkpoint;
-using detail::TensorPlan;
 using detail::quote_name;
 using detail::refuse_checkpoint;
+using detail::TensorPlan;
 using detail::TensorRecord;
 
 /// Bytes gathered at a time for non-contiguous or byte-swapped tensors.
@@ -56,8 +55,8 @@ struct Job {
 
 // Elements [first, first + count) of a tensor, in row-major order and native byte order, into
 // `out`: copied as they are when contiguous, else gathered (and byte-swapped) from the view.
-void read_elements(const Job& job, std::span<const std::byte> piece, unsigned swap_unit, uint64_t first,
-                   uint64_t count, std::byte* out) {
+void read_elements(const Job& job, std::span<const std::byte> piece, unsigned swap_unit,
+                   uint64_t first, uint64_t count, std::byte* out) {
   const TensorRecord& t = job.checkpoint->resolver.tensors[job.plan->tensor];
   const unsigned element = dtype_bits(job.plan->dtype) / 8;
   if (job.plan->contiguous && swap_unit == 0)
@@ -76,8 +75,8 @@ void write_tensor(Writer& w, const Job& job) {
   // A big-endian checkpoint's values are byte-swapped one by one; a complex value is two
   // floats, each swapped on its own (as torch.load does).
   const unsigned swap_unit = !c.big_endian || element == 1 ? 0
-                             : pl.dtype == Dtype::C64    ? element / 2
-                                                         : element;
+                             : pl.dtype == Dtype::C64      ? element / 2
+                                                           : element;
   const bool swap = swap_unit != 0;
   const auto piece = job.bytes == 0 ? std::span<const std::byte>{}
                                     : job.storage.subspan(static_cast<size_t>(t.offset) * element,
@@ -89,12 +88,16 @@ void write_tensor(Writer& w, const Job& job) {
     const unsigned out_element = dtype_bits(job.dtype) / 8;
     const size_t count = kGatherBytes / std::max(element, out_element);
     std::vector<std::byte> scratch(count * element);
-    w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-      const uint64_t n = buffer.size() / out_element;
-      read_elements(job, piece, swap_unit, offset / out_element, n, scratch.data());
-      convert(pl.dtype, std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)), job.dtype,
-              buffer, n);
-    }, count * out_element);
+    w.write_from(
+        pl.name,
+        [&](uint64_t offset, std::span<std::byte> buffer) {
+          const uint64_t n = buffer.size() / out_element;
+          read_elements(job, piece, swap_unit, offset / out_element, n, scratch.data());
+          convert(pl.dtype,
+                  std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)),
+                  job.dtype, buffer, n);
+        },
+        count * out_element);
   } else if (pl.contiguous && !swap && in_file) {
     // Straight from the checkpoint file to the output, in the kernel: the bytes never pass
     // through this process (its memory stays small whatever the checkpoint's size).
@@ -103,9 +106,13 @@ void write_tensor(Writer& w, const Job& job) {
     w.write(pl.name, piece);  // an inflated entry, in memory
   } else {
     const size_t chunk = kGatherBytes / element * element;
-    w.write_from(pl.name, [&](uint64_t offset, std::span<std::byte> buffer) {
-      read_elements(job, piece, swap_unit, offset / element, buffer.size() / element, buffer.data());
-    }, chunk);
+    w.write_from(
+        pl.name,
+        [&](uint64_t offset, std::span<std::byte> buffer) {
+          read_elements(job, piece, swap_unit, offset / element, buffer.size() / element,
+                        buffer.data());
+        },
+        chunk);
   }
   if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
 }
@@ -142,9 +149,10 @@ void check_import_dtype(const ImportOptions& options) {
     throw_invalid(fmt::format("cannot import tensors as {}: not a floating dtype tlio converts to",
                               dtype_name(*options.dtype)));
   if (options.dtype && is_sub_byte(*options.dtype))  // (tensors stream a whole element at a time)
-    throw_invalid(fmt::format("cannot import tensors as {}: import writes whole-byte dtypes "
-                              "(`tlio convert --dtype {}` the imported file)",
-                              dtype_name(*options.dtype), dtype_name(*options.dtype)));
+    throw_invalid(
+        fmt::format("cannot import tensors as {}: import writes whole-byte dtypes "
+                    "(`tlio convert --dtype {}` the imported file)",
+                    dtype_name(*options.dtype), dtype_name(*options.dtype)));
 }
 
 // Writes every output (atomically each); returns the bytes written.
@@ -179,19 +187,22 @@ bool is_side_file(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
   const std::string ext = p.extension().string();
   if (name == detail::kTorchIndexFile || name == detail::kShardIndexFile) return false;
-  return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" || ext == ".jinja";
+  return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" ||
+         ext == ".jinja";
 }
 
 // An import that finds no tensor is almost always the wrong file or the wrong --key (or a
 // pickle torch.load itself cannot load): an error unless an empty output is asked for.
 void refuse_if_empty(const CheckpointContents& contents, const ImportOptions& options) {
   if (!contents.tensors.empty() || options.allow_empty) return;
-  std::string why = fmt::format("found no tensor to import ({} other value{} dropped", contents.dropped_values,
-                                contents.dropped_values == 1 ? "" : "s");
-  if (!contents.skipped.empty()) why += fmt::format(", {} tensor{} skipped", contents.skipped.size(),
-                                                    contents.skipped.size() == 1 ? "" : "s");
+  std::string why = fmt::format("found no tensor to import ({} other value{} dropped",
+                                contents.dropped_values, contents.dropped_values == 1 ? "" : "s");
+  if (!contents.skipped.empty())
+    why += fmt::format(", {} tensor{} skipped", contents.skipped.size(),
+                       contents.skipped.size() == 1 ? "" : "s");
   why += options.key.empty() ? ")" : fmt::format(", under key {})", quote_name(options.key));
-  throw_format(Rule::checkpoint, {}, why + "; --allow-empty (allow_empty) writes a file without tensors");
+  throw_format(Rule::checkpoint, {},
+               why + "; --allow-empty (allow_empty) writes a file without tensors");
 }
 
 ImportReport import_directory(const std::filesystem::path& src, const std::filesystem::path& dst,
@@ -206,8 +217,9 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   } else if (std::filesystem::exists(src / detail::kTorchWeightsFile, ec)) {
     sources = {detail::kTorchWeightsFile};
   } else {
-    throw_format(Rule::checkpoint, {}, fmt::format("the directory has neither {} nor {}",
-                                                   detail::kTorchWeightsFile, detail::kTorchIndexFile));
+    throw_format(Rule::checkpoint, {},
+                 fmt::format("the directory has neither {} nor {}", detail::kTorchWeightsFile,
+                             detail::kTorchIndexFile));
   }
   // Open and plan every source first: nothing is written until all of them check out.
   std::vector<std::unique_ptr<Checkpoint>> checkpoints;
@@ -247,7 +259,8 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   if (index) {  // the index must describe the shards (aliases are tensors of their shard)
     std::vector<std::vector<std::string_view>> names(sources.size());
     for (const auto& [name, file] : found)
-      names[std::lower_bound(sources.begin(), sources.end(), file) - sources.begin()].push_back(name);
+      names[std::lower_bound(sources.begin(), sources.end(), file) - sources.begin()].push_back(
+          name);
     detail::check_shard_index(*index, names, (src / detail::kTorchIndexFile).string());
   }
   // As the source was split, or greedily by --max-size.
@@ -263,7 +276,8 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
       // Alias records go with the shard of their kept tensor.
       for (auto& a : o.aliases)
         for (Output& s : split)
-          if (std::any_of(s.jobs.begin(), s.jobs.end(), [&](const Job& j) { return j.plan->name == a.second; }))
+          if (std::any_of(s.jobs.begin(), s.jobs.end(),
+                          [&](const Job& j) { return j.plan->name == a.second; }))
             s.aliases.push_back(a);
     }
     outputs = std::move(split);
@@ -313,7 +327,8 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     }
   }
   if (options.max_shard_size > 0)
-    throw_invalid("--max-size splits model directories: give a directory holding pytorch_model.bin");
+    throw_invalid(
+        "--max-size splits model directories: give a directory holding pytorch_model.bin");
   Checkpoint c;
   ImportReport report;
   try {
@@ -322,7 +337,8 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
     refuse_if_empty(report.contents, options);
     std::vector<Output> outputs(1);
     add_jobs(c, plans, options, outputs[0].jobs, outputs[0].aliases);
-    report.bytes_written = write_outputs(detail::Location::parse(dst.native()), nullptr, outputs, options, report);
+    report.bytes_written =
+        write_outputs(detail::Location::parse(dst.native()), nullptr, outputs, options, report);
     return report;
   } catch (const Error& e) {
     throw e.with_source(src.string());

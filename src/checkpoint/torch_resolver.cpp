@@ -24,15 +24,15 @@ namespace {
 constexpr int kMaxRebuildNesting = 8;
 
 enum class Callable : int64_t {
-  unknown,           // an inert class
-  rebuild_tensor,    // _rebuild_tensor(storage, offset, size, stride)
-  rebuild_tensor_v2, // (storage, offset, size, stride, requires_grad, hooks[, metadata])
-  rebuild_tensor_v3, // (..., hooks, dtype, metadata)
-  rebuild_parameter, // (data, requires_grad, hooks[, state])
-  rebuild_from_type, // _rebuild_from_type_v2(func, new_type, args, state)
+  unknown,            // an inert class
+  rebuild_tensor,     // _rebuild_tensor(storage, offset, size, stride)
+  rebuild_tensor_v2,  // (storage, offset, size, stride, requires_grad, hooks[, metadata])
+  rebuild_tensor_v3,  // (..., hooks, dtype, metadata)
+  rebuild_parameter,  // (data, requires_grad, hooks[, state])
+  rebuild_from_type,  // _rebuild_from_type_v2(func, new_type, args, state)
   unsupported_tensor,
-  storage_class,     // torch.FloatStorage, torch.UntypedStorage, ...: index in kStorageClasses
-  dtype,             // torch.float32, ...: the Dtype
+  storage_class,  // torch.FloatStorage, torch.UntypedStorage, ...: index in kStorageClasses
+  dtype,          // torch.float32, ...: the Dtype
   ordered_dict,
   torch_size,
   codecs_encode,
@@ -49,42 +49,108 @@ struct StorageClass {
   std::optional<Dtype> dtype;  // nullopt: a type tlio cannot write
 };
 constexpr std::array kStorageClasses = {
-    StorageClass{"FloatStorage", Dtype::F32},       StorageClass{"DoubleStorage", Dtype::F64},
-    StorageClass{"HalfStorage", Dtype::F16},        StorageClass{"BFloat16Storage", Dtype::BF16},
-    StorageClass{"LongStorage", Dtype::I64},        StorageClass{"IntStorage", Dtype::I32},
-    StorageClass{"ShortStorage", Dtype::I16},       StorageClass{"CharStorage", Dtype::I8},
-    StorageClass{"ByteStorage", Dtype::U8},         StorageClass{"BoolStorage", Dtype::BOOL},
-    StorageClass{"ComplexFloatStorage", Dtype::C64}, StorageClass{"UntypedStorage", Dtype::U8},
-    StorageClass{"ComplexDoubleStorage", std::nullopt}, StorageClass{"QInt8Storage", std::nullopt},
-    StorageClass{"QUInt8Storage", std::nullopt},   StorageClass{"QInt32Storage", std::nullopt},
-    StorageClass{"QUInt4x2Storage", std::nullopt}, StorageClass{"QUInt2x4Storage", std::nullopt},
+    StorageClass{"FloatStorage", Dtype::F32},
+    StorageClass{"DoubleStorage", Dtype::F64},
+    StorageClass{"HalfStorage", Dtype::F16},
+    StorageClass{"BFloat16Storage", Dtype::BF16},
+    StorageClass{"LongStorage", Dtype::I64},
+    StorageClass{"IntStorage", Dtype::I32},
+    StorageClass{"ShortStorage", Dtype::I16},
+    StorageClass{"CharStorage", Dtype::I8},
+    StorageClass{"ByteStorage", Dtype::U8},
+    StorageClass{"BoolStorage", Dtype::BOOL},
+    StorageClass{"ComplexFloatStorage", Dtype::C64},
+    StorageClass{"UntypedStorage", Dtype::U8},
+    StorageClass{"ComplexDoubleStorage", std::nullopt},
+    StorageClass{"QInt8Storage", std::nullopt},
+    StorageClass{"QUInt8Storage", std::nullopt},
+    StorageClass{"QInt32Storage", std::nullopt},
+    StorageClass{"QUInt4x2Storage", std::nullopt},
+    StorageClass{"QUInt2x4Storage", std::nullopt},
 };
 constexpr std::array<std::pair<std::string_view, Dtype>, 20> kTorchDtypes = {{
-    {"float32", Dtype::F32}, {"float", Dtype::F32}, {"float64", Dtype::F64}, {"double", Dtype::F64},
-    {"float16", Dtype::F16}, {"half", Dtype::F16}, {"bfloat16", Dtype::BF16}, {"int64", Dtype::I64},
-    {"long", Dtype::I64}, {"int32", Dtype::I32}, {"int", Dtype::I32}, {"int16", Dtype::I16},
-    {"short", Dtype::I16}, {"int8", Dtype::I8}, {"uint8", Dtype::U8}, {"bool", Dtype::BOOL},
-    {"complex64", Dtype::C64}, {"float8_e4m3fn", Dtype::F8_E4M3}, {"float8_e5m2", Dtype::F8_E5M2},
-    {"uint16", Dtype::U16},
+    {"float32", Dtype::F32},         {"float", Dtype::F32},     {"float64", Dtype::F64},
+    {"double", Dtype::F64},          {"float16", Dtype::F16},   {"half", Dtype::F16},
+    {"bfloat16", Dtype::BF16},       {"int64", Dtype::I64},     {"long", Dtype::I64},
+    {"int32", Dtype::I32},           {"int", Dtype::I32},       {"int16", Dtype::I16},
+    {"short", Dtype::I16},           {"int8", Dtype::I8},       {"uint8", Dtype::U8},
+    {"bool", Dtype::BOOL},           {"complex64", Dtype::C64}, {"float8_e4m3fn", Dtype::F8_E4M3},
+    {"float8_e5m2", Dtype::F8_E5M2}, {"uint16", Dtype::U16},
 }};
 
 // Modules (and single callables, "numpy.load") torch.load would run code through; naming one
 // refuses the file. builtins/__builtin__ are handled apart, by an allowlist.
-constexpr std::array kRefusedModules = {
-    "os", "posix", "nt", "subprocess", "sys", "importlib", "runpy", "shutil", "socket", "pickle",
-    "_pickle", "cPickle", "marshal", "types", "ctypes", "_ctypes", "code", "codeop", "pty",
-    "operator", "functools", "io", "_io", "posixpath", "ntpath", "multiprocessing", "threading",
-    "_thread", "signal", "asyncio", "webbrowser", "pdb", "bdb", "tempfile", "glob", "pathlib",
-    "zipimport", "pkgutil", "inspect", "gc", "site", "sysconfig", "platform", "commands",
-    "popen2", "timeit", "trace", "cProfile", "profile", "urllib", "http", "ftplib", "smtplib",
-    "telnetlib", "requests", "dill", "joblib", "torch.hub", "torch.jit", "torch._C",
-    "torch.package", "torch.serialization", "numpy.load", "numpy.lib.npyio", "copyreg"};
+constexpr std::array kRefusedModules = {"os",
+                                        "posix",
+                                        "nt",
+                                        "subprocess",
+                                        "sys",
+                                        "importlib",
+                                        "runpy",
+                                        "shutil",
+                                        "socket",
+                                        "pickle",
+                                        "_pickle",
+                                        "cPickle",
+                                        "marshal",
+                                        "types",
+                                        "ctypes",
+                                        "_ctypes",
+                                        "code",
+                                        "codeop",
+                                        "pty",
+                                        "operator",
+                                        "functools",
+                                        "io",
+                                        "_io",
+                                        "posixpath",
+                                        "ntpath",
+                                        "multiprocessing",
+                                        "threading",
+                                        "_thread",
+                                        "signal",
+                                        "asyncio",
+                                        "webbrowser",
+                                        "pdb",
+                                        "bdb",
+                                        "tempfile",
+                                        "glob",
+                                        "pathlib",
+                                        "zipimport",
+                                        "pkgutil",
+                                        "inspect",
+                                        "gc",
+                                        "site",
+                                        "sysconfig",
+                                        "platform",
+                                        "commands",
+                                        "popen2",
+                                        "timeit",
+                                        "trace",
+                                        "cProfile",
+                                        "profile",
+                                        "urllib",
+                                        "http",
+                                        "ftplib",
+                                        "smtplib",
+                                        "telnetlib",
+                                        "requests",
+                                        "dill",
+                                        "joblib",
+                                        "torch.hub",
+                                        "torch.jit",
+                                        "torch._C",
+                                        "torch.package",
+                                        "torch.serialization",
+                                        "numpy.load",
+                                        "numpy.lib.npyio",
+                                        "copyreg"};
 // (A class or function of __main__, such as a model class defined in the saving script, is
 // left inert like any other: nothing of it is run, so it is no reason to refuse the file.)
 // builtins/__builtin__ names that only build containers or values; any other builtin is refused.
-constexpr std::array kHarmlessBuiltins = {"set", "frozenset", "list", "tuple", "dict", "bytearray",
-                                          "bytes", "complex", "slice", "range", "int", "float",
-                                          "str", "bool", "object"};
+constexpr std::array kHarmlessBuiltins = {"set",       "frozenset", "list",    "tuple", "dict",
+                                          "bytearray", "bytes",     "complex", "slice", "range",
+                                          "int",       "float",     "str",     "bool",  "object"};
 
 bool in_module(std::string_view module, std::string_view root) {
   return module == root || (module.size() > root.size() && module.substr(0, root.size()) == root &&
@@ -101,7 +167,8 @@ ValueId TorchResolver::global(Pickle& p, std::string_view module, std::string_vi
     return v;
   };
   if (module == "builtins" || module == "__builtin__") {
-    if (std::find(kHarmlessBuiltins.begin(), kHarmlessBuiltins.end(), name) == kHarmlessBuiltins.end())
+    if (std::find(kHarmlessBuiltins.begin(), kHarmlessBuiltins.end(), name) ==
+        kHarmlessBuiltins.end())
       refused(full);
     return tagged(Callable::builtin_container);
   }
@@ -115,7 +182,8 @@ ValueId TorchResolver::global(Pickle& p, std::string_view module, std::string_vi
       return tagged(Callable::rebuild_parameter);
     if (name.substr(0, 9) == "_rebuild_") return tagged(Callable::unsupported_tensor);
   }
-  if (module == "torch._tensor" && name == "_rebuild_from_type_v2") return tagged(Callable::rebuild_from_type);
+  if (module == "torch._tensor" && name == "_rebuild_from_type_v2")
+    return tagged(Callable::rebuild_from_type);
   if (module == "torch" || module == "torch.storage") {
     for (size_t i = 0; i < kStorageClasses.size(); ++i)
       if (name == kStorageClasses[i].name)
@@ -144,11 +212,15 @@ ValueId TorchResolver::persistent(Pickle& p, ValueId pid) {
   if (f.size() < 5) throw_format(Rule::pickle, {}, "a storage id with fewer than 5 fields");
   const PyValue& cls = p[f[1]];
   if (cls.kind != PyKind::global || callable_of(cls) != Callable::storage_class)
-    throw_format(Rule::pickle, {}, fmt::format("a storage of unknown type {}", cls.kind == PyKind::global ? cls.text : "?"));
+    throw_format(
+        Rule::pickle, {},
+        fmt::format("a storage of unknown type {}", cls.kind == PyKind::global ? cls.text : "?"));
   const StorageClass& sc = kStorageClasses[named_of(cls)];
   const std::string key = text_or_int(p, f[2], "a storage key");
   const int64_t numel = integer(p, f[4], "a storage size");
-  if (numel < 0) throw_format(Rule::checkpoint, {}, fmt::format("storage {} has a negative size", quote_name(key)));
+  if (numel < 0)
+    throw_format(Rule::checkpoint, {},
+                 fmt::format("storage {} has a negative size", quote_name(key)));
   size_t index;
   if (auto it = storage_by_key.find(key); it != storage_by_key.end()) {
     index = it->second;
@@ -164,7 +236,8 @@ ValueId TorchResolver::persistent(Pickle& p, ValueId pid) {
     const std::string view_key = text_or_int(p, view[0], "a view key");
     const int64_t offset = integer(p, view[1], "a view offset");
     const int64_t size = integer(p, view[2], "a view size");
-    if (offset < 0 || size < 0) throw_format(Rule::checkpoint, {}, "a storage view with a negative offset or size");
+    if (offset < 0 || size < 0)
+      throw_format(Rule::checkpoint, {}, "a storage view with a negative offset or size");
     if (auto it = storage_by_key.find(view_key); it != storage_by_key.end()) {
       index = it->second;
     } else {
@@ -185,7 +258,8 @@ ValueId TorchResolver::persistent(Pickle& p, ValueId pid) {
 }
 
 void TorchResolver::refused(const std::string& full) {
-  throw_format(Rule::pickle, {}, fmt::format("refuses {}: torch.load would run it (tlio never runs a pickle)", full));
+  throw_format(Rule::pickle, {},
+               fmt::format("refuses {}: torch.load would run it (tlio never runs a pickle)", full));
 }
 
 bool TorchResolver::is_text(const Pickle& p, ValueId v, std::string_view s) {
@@ -232,10 +306,13 @@ ValueId TorchResolver::call(Pickle& p, ValueId callable, ValueId args, int nesti
     case Callable::rebuild_tensor:
     case Callable::rebuild_tensor_v2:
     case Callable::rebuild_tensor_v3: {
-      if (a.size() < 4) throw_format(Rule::pickle, {}, fmt::format("{} with {} arguments", p[callable].text, a.size()));
+      if (a.size() < 4)
+        throw_format(Rule::pickle, {},
+                     fmt::format("{} with {} arguments", p[callable].text, a.size()));
       const PyValue& s = p[a[0]];
       if (s.kind != PyKind::resolved || s.text != "storage")
-        throw_format(Rule::pickle, {}, fmt::format("{} of something that is not a storage", p[callable].text));
+        throw_format(Rule::pickle, {},
+                     fmt::format("{} of something that is not a storage", p[callable].text));
       TensorRecord t;
       t.storage = static_cast<size_t>(s.integer);
       t.offset = integer(p, a[1], "a storage offset");
@@ -245,7 +322,8 @@ ValueId TorchResolver::call(Pickle& p, ValueId callable, ValueId args, int nesti
         if (a.size() < 7) throw_format(Rule::pickle, {}, "_rebuild_tensor_v3 without a dtype");
         const PyValue& d = p[a[6]];
         if (d.kind != PyKind::global || callable_of(d) != Callable::dtype)
-          return unsupported(p, fmt::format("its dtype {} is not one tlio writes", d.kind == PyKind::global ? d.text : "?"));
+          return unsupported(p, fmt::format("its dtype {} is not one tlio writes",
+                                            d.kind == PyKind::global ? d.text : "?"));
         t.dtype = static_cast<Dtype>(named_of(d));
       }
       tensors.push_back(std::move(t));
@@ -262,13 +340,16 @@ ValueId TorchResolver::call(Pickle& p, ValueId callable, ValueId args, int nesti
         throw_format(Rule::pickle, {}, "_rebuild_from_type_v2 nested too deeply");
       return call(p, a[0], a[2], nesting + 1);
     case Callable::unsupported_tensor:
-      return unsupported(p, fmt::format("{} (quantized, sparse, nested or device tensors are not written)", p[callable].text));
+      return unsupported(
+          p, fmt::format("{} (quantized, sparse, nested or device tensors are not written)",
+                         p[callable].text));
     case Callable::ordered_dict: {
       ValueId d = p.make(PyKind::dict);
       if (!a.empty()) {  // OrderedDict([(k, v), ...])
         const std::vector<ValueId> items = p[a[0]].items;
         for (ValueId pair : items) {
-          if (p[pair].items.size() != 2) throw_format(Rule::pickle, {}, "OrderedDict of something that is not pairs");
+          if (p[pair].items.size() != 2)
+            throw_format(Rule::pickle, {}, "OrderedDict of something that is not pairs");
           p[d].pairs.push_back(p[pair].items[0]);
           p[d].pairs.push_back(p[pair].items[1]);
         }

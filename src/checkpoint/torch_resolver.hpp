@@ -26,11 +26,11 @@ struct StorageRecord {
 };
 
 struct TensorRecord {
-  size_t storage = SIZE_MAX;  // SIZE_MAX for unsupported tensors
-  std::optional<Dtype> dtype; // nullopt: the storage's (v2) when supported
+  size_t storage = SIZE_MAX;   // SIZE_MAX for unsupported tensors
+  std::optional<Dtype> dtype;  // nullopt: the storage's (v2) when supported
   int64_t offset = 0;
   std::vector<int64_t> size, stride;
-  std::string unsupported;    // why, for tensors tlio cannot write
+  std::string unsupported;  // why, for tensors tlio cannot write
 };
 
 class TorchResolver : public detail::PickleResolver {

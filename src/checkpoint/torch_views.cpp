@@ -32,16 +32,21 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
   const StorageRecord& s = c.resolver.storages[t.storage];
   if (!s.dtype)
     throw Error(ErrorCode::unsupported, Rule::checkpoint, name, std::nullopt,
-                fmt::format("tensor {} is stored as {}, which safetensors has no dtype for", quote_name(name), s.type_name));
+                fmt::format("tensor {} is stored as {}, which safetensors has no dtype for",
+                            quote_name(name), s.type_name));
   const Dtype dtype = t.dtype.value_or(*s.dtype);
   if (t.size.size() != t.stride.size())
-    refuse_checkpoint(name, fmt::format("tensor {} has {} sizes but {} strides", quote_name(name), t.size.size(), t.stride.size()));
-  if (t.offset < 0) refuse_checkpoint(name, fmt::format("tensor {} has a negative storage offset", quote_name(name)));
+    refuse_checkpoint(name, fmt::format("tensor {} has {} sizes but {} strides", quote_name(name),
+                                        t.size.size(), t.stride.size()));
+  if (t.offset < 0)
+    refuse_checkpoint(name,
+                      fmt::format("tensor {} has a negative storage offset", quote_name(name)));
   uint64_t last = static_cast<uint64_t>(t.offset), numel = 1;
   bool empty = false;
   for (size_t i = 0; i < t.size.size(); ++i) {
     if (t.size[i] < 0 || t.stride[i] < 0)
-      refuse_checkpoint(name, fmt::format("tensor {} has a negative size or stride", quote_name(name)));
+      refuse_checkpoint(name,
+                        fmt::format("tensor {} has a negative size or stride", quote_name(name)));
     if (t.size[i] == 0) empty = true;
     const auto n = detail::checked_mul(numel, static_cast<uint64_t>(t.size[i]));
     if (!n) refuse_checkpoint(name, fmt::format("tensor {}: its size overflows", quote_name(name)));
@@ -49,9 +54,11 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
   }
   if (!empty)
     for (size_t i = 0; i < t.size.size(); ++i) {
-      const auto step = detail::checked_mul(static_cast<uint64_t>(t.size[i] - 1), static_cast<uint64_t>(t.stride[i]));
+      const auto step = detail::checked_mul(static_cast<uint64_t>(t.size[i] - 1),
+                                            static_cast<uint64_t>(t.stride[i]));
       const auto sum = step ? detail::checked_add(last, *step) : std::nullopt;
-      if (!sum) refuse_checkpoint(name, fmt::format("tensor {}: its view overflows", quote_name(name)));
+      if (!sum)
+        refuse_checkpoint(name, fmt::format("tensor {}: its view overflows", quote_name(name)));
       last = *sum;
     }
   // The view's elements (of `dtype`) must lie inside the storage's bytes.
@@ -60,8 +67,11 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
   const auto end = detail::checked_add(last, 1);
   const auto view_end = end ? detail::checked_mul(*end, element) : std::nullopt;
   if (!empty && (!view_end || !storage_bytes || *view_end > *storage_bytes))
-    refuse_checkpoint(name, fmt::format("tensor {} reaches element {} of a storage of {} bytes ({} {}-byte elements)",
-                             quote_name(name), last, storage_bytes.value_or(0), storage_bytes.value_or(0) / element, element));
+    refuse_checkpoint(
+        name,
+        fmt::format("tensor {} reaches element {} of a storage of {} bytes ({} {}-byte elements)",
+                    quote_name(name), last, storage_bytes.value_or(0),
+                    storage_bytes.value_or(0) / element, element));
   // Row-major strides: then the bytes can be written in one piece.
   uint64_t expected = 1;
   *contiguous = true;
@@ -74,17 +84,19 @@ Dtype check_view(Checkpoint& c, const std::string& name, const TensorRecord& t, 
 
 }  // namespace
 
-std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents) {
+std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options,
+                                     CheckpointContents& contents) {
   ValueId root = c.root;
   if (!options.key.empty()) {
     root = descend(c.pickle, root, options.key);
   } else if (!options.import_all && c.pickle[root].kind == PyKind::dict) {
     // A training checkpoint: the model's state dict beside optimizer state (Lightning, the
     // transformers Trainer, most training loops). Its model part is what people mean.
-    static constexpr const char* kModelKeys[] = {"state_dict", "model", "model_state_dict", "module", "net"};
-    static constexpr const char* kTrainingKeys[] = {"optimizer", "optimizer_state_dict", "optimizers",
-                                                    "optimizer_states", "lr_scheduler", "scheduler",
-                                                    "lr_schedulers", "scaler"};
+    static constexpr const char* kModelKeys[] = {"state_dict", "model", "model_state_dict",
+                                                 "module", "net"};
+    static constexpr const char* kTrainingKeys[] = {
+        "optimizer", "optimizer_state_dict", "optimizers", "optimizer_states", "lr_scheduler",
+        "scheduler", "lr_schedulers",        "scaler"};
     const auto& pairs = c.pickle[root].pairs;
     const auto value_of = [&](std::string_view name) -> ValueId {
       for (size_t i = 0; i + 1 < pairs.size(); i += 2)
@@ -96,12 +108,14 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
     for (const char* k : kModelKeys) {
       const ValueId v = value_of(k);
       // "state_dict" is taken on its own; the others only beside training state.
-      if (v == kNoValue || c.pickle[v].kind != PyKind::dict || (!training && std::string_view(k) != "state_dict"))
+      if (v == kNoValue || c.pickle[v].kind != PyKind::dict ||
+          (!training && std::string_view(k) != "state_dict"))
         continue;
       root = v;
       contents.chosen_key = k;
       for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-        if (const std::optional<std::string> name = key_text(c.pickle, pairs[i]); name && *name != k)
+        if (const std::optional<std::string> name = key_text(c.pickle, pairs[i]);
+            name && *name != k)
           contents.other_keys.push_back(*name);
       break;
     }
@@ -147,7 +161,9 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
     const bool head_a = is_tied_output_head(a), head_b = is_tied_output_head(b);
     return head_a != head_b ? head_b : a < b;
   };
-  std::map<std::tuple<size_t, int64_t, std::vector<int64_t>, std::vector<int64_t>, Dtype>, std::string> first;
+  std::map<std::tuple<size_t, int64_t, std::vector<int64_t>, std::vector<int64_t>, Dtype>,
+           std::string>
+      first;
   for (const TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];
     auto key = std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype);
@@ -156,7 +172,8 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
   }
   for (TensorPlan& pl : plans) {
     const TensorRecord& t = c.resolver.tensors[pl.tensor];
-    const std::string& kept = first.at(std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype));
+    const std::string& kept =
+        first.at(std::make_tuple(t.storage, t.offset, t.size, t.stride, pl.dtype));
     if (kept != pl.name) pl.alias_of = kept;
   }
   for (const TensorPlan& pl : plans)

@@ -27,7 +27,8 @@ struct TensorPlan {
 // The tensors to write (under options.key, else a top-level "state_dict" when there is one),
 // each view checked against its storage's record; fills `contents`. An unsupported tensor
 // throws, or with options.skip_unsupported is left out and listed.
-std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options, CheckpointContents& contents);
+std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options,
+                                     CheckpointContents& contents);
 
 // Copies elements [first, first + count) of the row-major order of view `t` into `out`,
 // reversing the bytes of each `swap_unit`-byte part of an element when swap_unit is not 0 (a

@@ -39,15 +39,17 @@ ValueId descend(const Pickle& p, ValueId root, const std::string& key) {
     const PyValue& c = p[v];
     ValueId next = kNoValue;
     const std::vector<ValueId>* pairs = c.kind == PyKind::dict ? &c.pairs
-                                        : c.kind == PyKind::object && c.state != kNoValue ? &p[c.state].pairs
-                                                                                          : nullptr;
+                                        : c.kind == PyKind::object && c.state != kNoValue
+                                            ? &p[c.state].pairs
+                                            : nullptr;
     if (pairs)
       for (size_t i = 0; i + 1 < pairs->size(); i += 2)
         if (key_text(p, (*pairs)[i]) == part) next = (*pairs)[i + 1];
     if (next == kNoValue && (c.kind == PyKind::list || c.kind == PyKind::tuple)) {
       char* stop = nullptr;
       const unsigned long long i = std::strtoull(part.c_str(), &stop, 10);
-      if (!part.empty() && *stop == '\0' && i < c.items.size()) next = c.items[static_cast<size_t>(i)];
+      if (!part.empty() && *stop == '\0' && i < c.items.size())
+        next = c.items[static_cast<size_t>(i)];
     }
     if (next == kNoValue) {
       // Say what is there instead: the keys of this level (the first few), or its indices.
@@ -63,13 +65,16 @@ ValueId descend(const Pickle& p, ValueId root, const std::string& key) {
             keys.push_back(k ? quote_name(*k) : std::string("(a key that is not text)"));
           }
         const size_t total = pairs->size() / 2;
-        there = keys.empty() ? where + " is empty"
-                             : fmt::format("{} has {} key{}: {}{}", where, total, total == 1 ? "" : "s",
-                                           fmt::join(keys, ", "),
-                                           total > kShown ? fmt::format(", ... ({} more)", total - kShown) : "");
+        there =
+            keys.empty()
+                ? where + " is empty"
+                : fmt::format("{} has {} key{}: {}{}", where, total, total == 1 ? "" : "s",
+                              fmt::join(keys, ", "),
+                              total > kShown ? fmt::format(", ... ({} more)", total - kShown) : "");
       } else if (c.kind == PyKind::list || c.kind == PyKind::tuple) {
-        there = c.items.empty() ? where + " is empty"
-                                : fmt::format("{} is a list: indices 0..{}", where, c.items.size() - 1);
+        there = c.items.empty()
+                    ? where + " is empty"
+                    : fmt::format("{} is a list: indices 0..{}", where, c.items.size() - 1);
       } else {
         there = where + " holds no keys (not a dict, list or object)";
       }
@@ -98,60 +103,78 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
   };
   auto drop = [&](const std::string& path, std::string_view kind) {
     ++out.dropped;
-    if (out.dropped_values.size() < kMaxDroppedListed) out.dropped_values.push_back({path, std::string(kind)});
+    if (out.dropped_values.size() < kMaxDroppedListed)
+      out.dropped_values.push_back({path, std::string(kind)});
   };
   auto kind_of = [](const PyValue& v) -> std::string_view {
     switch (v.kind) {
-      case PyKind::none: return "None";
-      case PyKind::boolean: return "bool";
+      case PyKind::none:
+        return "None";
+      case PyKind::boolean:
+        return "bool";
       case PyKind::integer:
-      case PyKind::big_integer: return "int";
-      case PyKind::floating: return "float";
-      case PyKind::text: return "str";
-      case PyKind::bytes: return "bytes";
-      case PyKind::global: return "global";
-      case PyKind::resolved: return "storage";
-      default: return "object";
+      case PyKind::big_integer:
+        return "int";
+      case PyKind::floating:
+        return "float";
+      case PyKind::text:
+        return "str";
+      case PyKind::bytes:
+        return "bytes";
+      case PyKind::global:
+        return "global";
+      case PyKind::resolved:
+        return "storage";
+      default:
+        return "object";
     }
   };
   while (!todo.empty()) {
     Item it = std::move(todo.back());
     todo.pop_back();
     if (++steps > kMaxWalkSteps)
-      throw_format(Rule::checkpoint, {}, fmt::format("the object holds more than {} values", kMaxWalkSteps));
+      throw_format(Rule::checkpoint, {},
+                   fmt::format("the object holds more than {} values", kMaxWalkSteps));
     const PyValue& v = p[it.value];
     if (v.kind == PyKind::resolved) {
-      if (v.text == "tensor") out.tensors.push_back({it.path, static_cast<size_t>(v.integer)});
-      else drop(it.path, "storage");  // a bare storage
+      if (v.text == "tensor")
+        out.tensors.push_back({it.path, static_cast<size_t>(v.integer)});
+      else
+        drop(it.path, "storage");  // a bare storage
       continue;
     }
-    const bool container = v.kind == PyKind::dict || v.kind == PyKind::list || v.kind == PyKind::tuple ||
-                           v.kind == PyKind::set || v.kind == PyKind::object;
+    const bool container = v.kind == PyKind::dict || v.kind == PyKind::list ||
+                           v.kind == PyKind::tuple || v.kind == PyKind::set ||
+                           v.kind == PyKind::object;
     if (!container) {
       drop(it.path, kind_of(v));
       continue;
     }
     if (!seen.insert(it.value).second) continue;
     if (it.depth >= kMaxWalkDepth)
-      throw_format(Rule::checkpoint, {}, fmt::format("the object nests deeper than {} levels", kMaxWalkDepth));
+      throw_format(Rule::checkpoint, {},
+                   fmt::format("the object nests deeper than {} levels", kMaxWalkDepth));
     // Children pushed in reverse so they are met in order.
     std::vector<Item> children;
     // `attributes`: an object's state. An nn.Module keeps its tensors in the dicts _parameters,
     // _buffers and _modules, which name nothing in state_dict ("0.weight", not
     // "_modules.0._parameters.weight"): a whole-module torch.save imports under those names.
-    auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base, bool attributes = false) {
+    auto add_pairs = [&](const std::vector<ValueId>& pairs, const std::string& base,
+                         bool attributes = false) {
       for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
         const std::optional<std::string> k = key_text(p, pairs[i]);
         if (!k) {
           drop(base, "key");
           continue;
         }
-        const bool module_dict = attributes && (*k == "_parameters" || *k == "_buffers" || *k == "_modules");
+        const bool module_dict =
+            attributes && (*k == "_parameters" || *k == "_buffers" || *k == "_modules");
         children.push_back({pairs[i + 1], module_dict ? base : join(base, *k), it.depth + 1});
       }
     };
     auto add_items = [&](const std::vector<ValueId>& items, const std::string& base) {
-      for (size_t i = 0; i < items.size(); ++i) children.push_back({items[i], join(base, std::to_string(i)), it.depth + 1});
+      for (size_t i = 0; i < items.size(); ++i)
+        children.push_back({items[i], join(base, std::to_string(i)), it.depth + 1});
     };
     if (v.kind == PyKind::dict) {
       add_pairs(v.pairs, it.path);
@@ -159,12 +182,15 @@ NamedTensors walk_names(const Pickle& p, ValueId root) {
       // An inert object: its state (attributes), then what was set or appended into it, then
       // the arguments it was made from.
       if (v.state != kNoValue) {
-        if (p[v.state].kind == PyKind::dict) add_pairs(p[v.state].pairs, it.path, true);
-        else children.push_back({v.state, it.path, it.depth + 1});
+        if (p[v.state].kind == PyKind::dict)
+          add_pairs(p[v.state].pairs, it.path, true);
+        else
+          children.push_back({v.state, it.path, it.depth + 1});
       }
       add_pairs(v.pairs, it.path);
       add_items(v.items, it.path);
-      if (v.args != kNoValue && p[v.args].kind == PyKind::tuple) add_items(p[v.args].items, it.path);
+      if (v.args != kNoValue && p[v.args].kind == PyKind::tuple)
+        add_items(p[v.args].items, it.path);
     } else {
       add_items(v.items, it.path);
     }

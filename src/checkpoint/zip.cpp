@@ -28,7 +28,8 @@ constexpr size_t kCentralSize = 46, kLocalSize = 30;
 // Little-endian fields of `bytes`, bounds-checked by the caller's range checks.
 uint64_t le(std::span<const std::byte> bytes, size_t at, size_t width) {
   uint64_t v = 0;
-  for (size_t i = 0; i < width; ++i) v |= uint64_t(std::to_integer<uint8_t>(bytes[at + i])) << (8 * i);
+  for (size_t i = 0; i < width; ++i)
+    v |= uint64_t(std::to_integer<uint8_t>(bytes[at + i])) << (8 * i);
   return v;
 }
 
@@ -37,8 +38,8 @@ void need(std::span<const std::byte> bytes, uint64_t at, uint64_t size, const st
           const char* what) {
   const auto end = checked_add(at, size);
   if (!end || *end > bytes.size())
-    bad(entry, fmt::format("{} at byte {} ({} bytes) is past the end of the file ({} bytes)",
-                           what, at, size, bytes.size()));
+    bad(entry, fmt::format("{} at byte {} ({} bytes) is past the end of the file ({} bytes)", what,
+                           at, size, bytes.size()));
 }
 
 // The ZIP64 extended information (extra field 0x0001) fills the fields that hold all ones.
@@ -64,7 +65,8 @@ void apply_zip64(std::span<const std::byte> extra, Zip64Fields& f, bool want_off
     }
     at += 4 + len;
   }
-  if (want_size || want_csize || want_offset) bad(entry, "a size or offset needs a ZIP64 field, which is missing");
+  if (want_size || want_csize || want_offset)
+    bad(entry, "a size or offset needs a ZIP64 field, which is missing");
 }
 
 }  // namespace
@@ -95,7 +97,8 @@ ZipArchive::ZipArchive(std::span<const std::byte> bytes) : bytes_(bytes) {
     const uint64_t at = le(bytes, *end - kEnd64LocatorSize + 8, 8);
     need(bytes, at, kEnd64Size, {}, "the ZIP64 end record");
     if (le(bytes, at, 4) != kEnd64Sig) bad({}, "no ZIP64 end record where its locator points");
-    if (at + kEnd64Size > *end - kEnd64LocatorSize) bad({}, "the ZIP64 end record overlaps its locator");
+    if (at + kEnd64Size > *end - kEnd64LocatorSize)
+      bad({}, "the ZIP64 end record overlaps its locator");
     count = le(bytes, at + 32, 8);
     cd_size = le(bytes, at + 40, 8);
     cd_offset = le(bytes, at + 48, 8);
@@ -111,42 +114,59 @@ ZipArchive::ZipArchive(std::span<const std::byte> bytes) : bytes_(bytes) {
   uint64_t at = cd_offset;
   for (uint64_t i = 0; i < count; ++i) {
     need(bytes, at, kCentralSize, {}, "a central directory record");
-    if (at + kCentralSize > cd_offset + cd_size) bad({}, "the central directory is shorter than its records");
-    if (le(bytes, at, 4) != kCentralSig) bad({}, fmt::format("central directory record {} has no signature", i));
+    if (at + kCentralSize > cd_offset + cd_size)
+      bad({}, "the central directory is shorter than its records");
+    if (le(bytes, at, 4) != kCentralSig)
+      bad({}, fmt::format("central directory record {} has no signature", i));
     const uint64_t flags = le(bytes, at + 8, 2), method = le(bytes, at + 10, 2);
     const uint64_t name_len = le(bytes, at + 28, 2), extra_len = le(bytes, at + 30, 2),
                    comment_len = le(bytes, at + 32, 2);
     const uint64_t record_end = at + kCentralSize + name_len + extra_len + comment_len;
-    if (record_end > cd_offset + cd_size) bad({}, fmt::format("central directory record {} runs past the directory", i));
+    if (record_end > cd_offset + cd_size)
+      bad({}, fmt::format("central directory record {} runs past the directory", i));
     ZipEntry e;
     e.name.assign(reinterpret_cast<const char*>(bytes.data() + at + kCentralSize), name_len);
     const std::string quoted = quote_name(e.name);
     if (flags & 1) bad(e.name, fmt::format("entry {} is encrypted", quoted));
     if (method != 0 && method != 8)
-      bad(e.name, fmt::format("entry {} uses compression method {} (only stored and deflated are read)", quoted, method));
+      bad(e.name,
+          fmt::format("entry {} uses compression method {} (only stored and deflated are read)",
+                      quoted, method));
     e.method = static_cast<uint16_t>(method);
     e.crc32 = static_cast<uint32_t>(le(bytes, at + 16, 4));
     Zip64Fields f{le(bytes, at + 24, 4), le(bytes, at + 20, 4), le(bytes, at + 42, 4)};
-    apply_zip64(bytes.subspan(static_cast<size_t>(at + kCentralSize + name_len), static_cast<size_t>(extra_len)), f, true, e.name);
+    apply_zip64(bytes.subspan(static_cast<size_t>(at + kCentralSize + name_len),
+                              static_cast<size_t>(extra_len)),
+                f, true, e.name);
     e.size = f.size;
     e.compressed_size = f.compressed_size;
     if (e.method == 0 && e.size != e.compressed_size)
-      bad(e.name, fmt::format("stored entry {} has size {} but {} stored bytes", quoted, e.size, e.compressed_size));
+      bad(e.name, fmt::format("stored entry {} has size {} but {} stored bytes", quoted, e.size,
+                              e.compressed_size));
 
     // The local header must agree with the central record.
     need(bytes, f.offset, kLocalSize, e.name, "the local header");
-    if (le(bytes, f.offset, 4) != kLocalSig) bad(e.name, fmt::format("entry {} has no local header at byte {}", quoted, f.offset));
-    const uint64_t local_name = le(bytes, f.offset + 26, 2), local_extra = le(bytes, f.offset + 28, 2);
+    if (le(bytes, f.offset, 4) != kLocalSig)
+      bad(e.name, fmt::format("entry {} has no local header at byte {}", quoted, f.offset));
+    const uint64_t local_name = le(bytes, f.offset + 26, 2),
+                   local_extra = le(bytes, f.offset + 28, 2);
     need(bytes, f.offset + kLocalSize, local_name + local_extra, e.name, "the local header's name");
     if (local_name != name_len ||
         std::memcmp(bytes.data() + f.offset + kLocalSize, e.name.data(), name_len) != 0)
       bad(e.name, fmt::format("entry {}: the local header names another entry", quoted));
-    if (le(bytes, f.offset + 8, 2) != method) bad(e.name, fmt::format("entry {}: the local header has another method", quoted));
-    if (!(le(bytes, f.offset + 6, 2) & 8)) {  // sizes in the local header unless a data descriptor follows
+    if (le(bytes, f.offset + 8, 2) != method)
+      bad(e.name, fmt::format("entry {}: the local header has another method", quoted));
+    if (!(le(bytes, f.offset + 6, 2) &
+          8)) {  // sizes in the local header unless a data descriptor follows
       Zip64Fields lf{le(bytes, f.offset + 22, 4), le(bytes, f.offset + 18, 4), 0};
-      apply_zip64(bytes.subspan(static_cast<size_t>(f.offset + kLocalSize + local_name), static_cast<size_t>(local_extra)), lf, false, e.name);
-      if (lf.size != e.size || lf.compressed_size != e.compressed_size || le(bytes, f.offset + 14, 4) != e.crc32)
-        bad(e.name, fmt::format("entry {}: the local header's sizes or CRC differ from the directory's", quoted));
+      apply_zip64(bytes.subspan(static_cast<size_t>(f.offset + kLocalSize + local_name),
+                                static_cast<size_t>(local_extra)),
+                  lf, false, e.name);
+      if (lf.size != e.size || lf.compressed_size != e.compressed_size ||
+          le(bytes, f.offset + 14, 4) != e.crc32)
+        bad(e.name,
+            fmt::format("entry {}: the local header's sizes or CRC differ from the directory's",
+                        quoted));
     }
     e.local_offset = f.offset;
     e.data_offset = f.offset + kLocalSize + local_name + local_extra;
@@ -164,10 +184,13 @@ ZipArchive::ZipArchive(std::span<const std::byte> bytes) : bytes_(bytes) {
   std::sort(by_offset.begin(), by_offset.end(),
             [](const ZipEntry* a, const ZipEntry* b) { return a->local_offset < b->local_offset; });
   for (size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i - 1]->data_offset + by_offset[i - 1]->compressed_size > by_offset[i]->local_offset)
-      bad(by_offset[i]->name, fmt::format("entry {} overlaps entry {}", quote_name(by_offset[i]->name),
-                                          quote_name(by_offset[i - 1]->name)));
-  std::sort(entries_.begin(), entries_.end(), [](const ZipEntry& a, const ZipEntry& b) { return a.name < b.name; });
+    if (by_offset[i - 1]->data_offset + by_offset[i - 1]->compressed_size >
+        by_offset[i]->local_offset)
+      bad(by_offset[i]->name,
+          fmt::format("entry {} overlaps entry {}", quote_name(by_offset[i]->name),
+                      quote_name(by_offset[i - 1]->name)));
+  std::sort(entries_.begin(), entries_.end(),
+            [](const ZipEntry& a, const ZipEntry& b) { return a.name < b.name; });
   for (size_t i = 1; i < entries_.size(); ++i)
     if (entries_[i].name == entries_[i - 1].name)
       bad(entries_[i].name, fmt::format("entry {} is listed twice", quote_name(entries_[i].name)));
@@ -180,7 +203,8 @@ const ZipEntry* ZipArchive::find(std::string_view name) const noexcept {
 }
 
 std::span<const std::byte> ZipArchive::stored(const ZipEntry& e) const {
-  if (e.method != 0) bad(e.name, fmt::format("entry {} is deflated, not stored", quote_name(e.name)));
+  if (e.method != 0)
+    bad(e.name, fmt::format("entry {} is deflated, not stored", quote_name(e.name)));
   return bytes_.subspan(static_cast<size_t>(e.data_offset), static_cast<size_t>(e.size));
 }
 
@@ -190,7 +214,8 @@ std::vector<std::byte> ZipArchive::read(const ZipEntry& e) const {
     return {s.begin(), s.end()};
   }
   if (e.size > kMaxInflatedSize)
-    bad(e.name, fmt::format("entry {} inflates to {} bytes, over the limit of {}", quote_name(e.name), e.size, kMaxInflatedSize));
+    bad(e.name, fmt::format("entry {} inflates to {} bytes, over the limit of {}",
+                            quote_name(e.name), e.size, kMaxInflatedSize));
   // The output grows as the stream really inflates (a chunk at a time), never to a declared size
   // the stream does not back: a small bomb claiming gigabytes allocates little.
   constexpr size_t kChunk = size_t{1} << 20;
@@ -220,14 +245,16 @@ std::vector<std::byte> ZipArchive::read(const ZipEntry& e) const {
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END || out.size() != e.size)
-    bad(e.name, fmt::format("entry {} does not inflate to its {} bytes", quote_name(e.name), e.size));
+    bad(e.name,
+        fmt::format("entry {} does not inflate to its {} bytes", quote_name(e.name), e.size));
   uLong crc = crc32(0, nullptr, 0);
   for (uint64_t done = 0; done < out.size();) {
     const auto n = static_cast<uInt>(std::min<uint64_t>(out.size() - done, 1u << 30));
     crc = crc32(crc, reinterpret_cast<const Bytef*>(out.data() + done), n);
     done += n;
   }
-  if (crc != e.crc32) bad(e.name, fmt::format("entry {} fails its CRC-32 check", quote_name(e.name)));
+  if (crc != e.crc32)
+    bad(e.name, fmt::format("entry {} fails its CRC-32 check", quote_name(e.name)));
   return out;
 }
 

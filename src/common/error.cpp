@@ -4,7 +4,6 @@
 #include <iterator>
 #include <utility>
 
-
 namespace tlio {
 namespace {
 
@@ -48,10 +47,10 @@ std::string_view error_code_name(ErrorCode code) noexcept {
 
 std::string_view rule_name(Rule rule) noexcept {
   // In the enum's order.
-  static constexpr std::string_view kNames[] = {"",    "1",       "2",       "3",       "4",
-                                                "5",   "int4",    "bnb",     "BNB-001", "BNB-002",
-                                                "BNB-003", "BNB-004", "model", "index",
-                                                "zip", "pickle", "checkpoint", "gguf", "quant"};
+  static constexpr std::string_view kNames[] = {
+      "",    "1",       "2",          "3",       "4",       "5",     "int4",
+      "bnb", "BNB-001", "BNB-002",    "BNB-003", "BNB-004", "model", "index",
+      "zip", "pickle",  "checkpoint", "gguf",    "quant"};
   static_assert(std::size(kNames) == static_cast<size_t>(Rule::quant) + 1);
   const auto i = static_cast<size_t>(rule);
   return i < std::size(kNames) ? kNames[i] : std::string_view{};

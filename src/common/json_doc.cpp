@@ -1,9 +1,9 @@
 // common/json_doc.cpp: see json_doc.hpp.
 #include "common/json_doc.hpp"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include "common/json_scan.hpp"
 #include "common/json_text.hpp"

@@ -2,9 +2,9 @@
 // only), after the document has been checked whole by JsonDoc.
 #include "common/json_members.hpp"
 
-#include <vector>
-
 #include <simdjson.h>
+
+#include <vector>
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
@@ -15,7 +15,7 @@ namespace {
 
 struct Member {
   size_t key_begin, value_begin, value_end;  // the key's opening quote, the value, just past it
-  std::string key;              // unescaped
+  std::string key;                           // unescaped
 };
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -53,10 +53,12 @@ size_t skip_value(std::string_view s, size_t i) {
 
 // A key's text ("..." with its quotes) as the string it stands for ("a\u005fb" is "a_b").
 std::string unescaped(std::string_view quoted) {
-  if (quoted.find('\\') == std::string_view::npos) return std::string(quoted.substr(1, quoted.size() - 2));
+  if (quoted.find('\\') == std::string_view::npos)
+    return std::string(quoted.substr(1, quoted.size() - 2));
   simdjson::dom::parser parser;
   std::string_view value;
-  if (parser.parse(simdjson::padded_string(quoted)).get_string().get(value)) return {};  // checked already
+  if (parser.parse(simdjson::padded_string(quoted)).get_string().get(value))
+    return {};  // checked already
   return std::string(value);
 }
 
@@ -83,8 +85,9 @@ std::vector<Member> members(std::string_view s, size_t& close) {
 
 }  // namespace
 
-std::string set_json_member(std::string_view json, std::string_view key, const std::optional<std::string>& value,
-                            const std::string& source, Rule rule) {
+std::string set_json_member(std::string_view json, std::string_view key,
+                            const std::optional<std::string>& value, const std::string& source,
+                            Rule rule) {
   { const JsonDoc check(json, source, rule); }  // valid, an object, no duplicate keys
   size_t close = 0;
   const std::vector<Member> all = members(json, close);

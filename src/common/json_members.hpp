@@ -14,8 +14,9 @@ namespace tlio::detail {
 /// `json` (an object document; Error{format} under `rule`, naming `source`, for any other) with
 /// member `key` removed when `value` is nullopt, else given the JSON text `value` (replaced in
 /// place, or appended after the last member, indented as it is).
-std::string set_json_member(std::string_view json, std::string_view key, const std::optional<std::string>& value,
-                            const std::string& source, Rule rule);
+std::string set_json_member(std::string_view json, std::string_view key,
+                            const std::optional<std::string>& value, const std::string& source,
+                            Rule rule);
 
 /// The text of top-level member `key`'s value in `json` (an object document; Error{format}
 /// under `rule`, naming `source`, for any other), as it is written; nullopt without the member.

@@ -2,9 +2,9 @@
 // costs a byte of memory per level and no call depth.
 #include "common/json_scan.hpp"
 
-#include <cstring>
-
 #include <simdjson.h>
+
+#include <cstring>
 
 namespace tlio::detail {
 
@@ -47,7 +47,8 @@ class Scanner {
           [[fallthrough]];
         case Want::value:
           if (c == '{' || c == '[') {
-            if (stack_.size() == kMaxJsonDepth) return fail("no deeper nesting (1024 levels at most)");
+            if (stack_.size() == kMaxJsonDepth)
+              return fail("no deeper nesting (1024 levels at most)");
             stack_.push_back(c);
             ++i_;
             want = c == '{' ? Want::key_or_close : Want::value_or_close;
@@ -99,7 +100,8 @@ class Scanner {
   }
 
   void skip_space() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r'))
+      ++i_;
   }
 
   void close() {
@@ -159,8 +161,12 @@ class Scanner {
   // (RFC 3629: no overlong forms, surrogates or values past U+10FFFF).
   bool utf8_sequence() {
     const auto c = static_cast<unsigned char>(t_[i_]);
-    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;  // 1: a stray continuation
-    if (i_ + len > t_.size() || !simdjson::validate_utf8(t_.data() + i_, len)) return fail("valid UTF-8"), false;
+    const size_t len = c >= 0xF0   ? 4
+                       : c >= 0xE0 ? 3
+                       : c >= 0xC0 ? 2
+                                   : 1;  // 1: a stray continuation
+    if (i_ + len > t_.size() || !simdjson::validate_utf8(t_.data() + i_, len))
+      return fail("valid UTF-8"), false;
     i_ += len;
     return true;
   }

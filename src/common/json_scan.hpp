@@ -19,8 +19,8 @@ struct JsonSpan {
 
 struct JsonScan {
   bool valid = true;
-  size_t error_offset = 0;  ///< where the text first breaks the grammar (when !valid)
-  std::string error;        ///< what was expected there
+  size_t error_offset = 0;             ///< where the text first breaks the grammar (when !valid)
+  std::string error;                   ///< what was expected there
   std::vector<JsonSpan> big_integers;  ///< integer literals beyond int64 and uint64
 };
 

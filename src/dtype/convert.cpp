@@ -2,6 +2,8 @@
 // and the split of large arrays over the machine's cores.
 #include "tlio/convert.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -10,13 +12,11 @@
 #include <cstring>
 #include <vector>
 
-#include <fmt/core.h>
-
+#include "common/checked.hpp"
+#include "common/copy.hpp"
 #include "common/parallel.hpp"
 #include "dtype/convert_kernels.hpp"
 #include "dtype/minifloat.hpp"
-#include "common/checked.hpp"
-#include "common/copy.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {
@@ -66,11 +66,16 @@ const Byte8Tables& tables_for(Dtype d) {
                            e8m0 = make(Dtype::F8_E8M0), e4m3fnuz = make(Dtype::F8_E4M3FNUZ),
                            e5m2fnuz = make(Dtype::F8_E5M2FNUZ);
   switch (d) {
-    case Dtype::F8_E5M2: return e5m2;
-    case Dtype::F8_E4M3: return e4m3;
-    case Dtype::F8_E8M0: return e8m0;
-    case Dtype::F8_E4M3FNUZ: return e4m3fnuz;
-    default: return e5m2fnuz;
+    case Dtype::F8_E5M2:
+      return e5m2;
+    case Dtype::F8_E4M3:
+      return e4m3;
+    case Dtype::F8_E8M0:
+      return e8m0;
+    case Dtype::F8_E4M3FNUZ:
+      return e4m3fnuz;
+    default:
+      return e5m2fnuz;
   }
 }
 
@@ -104,7 +109,8 @@ double read_float(Dtype d, const std::byte* src, size_t i, uint64_t* payload) {
       const uint8_t byte = std::to_integer<uint8_t>(src[i / 2]);
       return detail::decode_float(d, i % 2 ? byte >> 4 : byte & 15);
     }
-    default: return detail::decode_float(d, std::to_integer<uint8_t>(src[i]));
+    default:
+      return detail::decode_float(d, std::to_integer<uint8_t>(src[i]));
   }
 }
 
@@ -112,37 +118,51 @@ double read_float(Dtype d, const std::byte* src, size_t i, uint64_t* payload) {
 template <class T>
 T read_integer(Dtype d, const std::byte* src, size_t i) {
   switch (d) {
-    case Dtype::BOOL: return src[i] != std::byte{0} ? T(1) : T(0);
-    case Dtype::U8: return static_cast<T>(load<uint8_t>(src + i));
-    case Dtype::I8: return static_cast<T>(load<int8_t>(src + i));
-    case Dtype::U16: return static_cast<T>(load<uint16_t>(src + 2 * i));
-    case Dtype::I16: return static_cast<T>(load<int16_t>(src + 2 * i));
-    case Dtype::U32: return static_cast<T>(load<uint32_t>(src + 4 * i));
-    case Dtype::I32: return static_cast<T>(load<int32_t>(src + 4 * i));
-    case Dtype::U64: return static_cast<T>(load<uint64_t>(src + 8 * i));
-    case Dtype::I64: return static_cast<T>(load<int64_t>(src + 8 * i));
-    default: return T(0);
+    case Dtype::BOOL:
+      return src[i] != std::byte{0} ? T(1) : T(0);
+    case Dtype::U8:
+      return static_cast<T>(load<uint8_t>(src + i));
+    case Dtype::I8:
+      return static_cast<T>(load<int8_t>(src + i));
+    case Dtype::U16:
+      return static_cast<T>(load<uint16_t>(src + 2 * i));
+    case Dtype::I16:
+      return static_cast<T>(load<int16_t>(src + 2 * i));
+    case Dtype::U32:
+      return static_cast<T>(load<uint32_t>(src + 4 * i));
+    case Dtype::I32:
+      return static_cast<T>(load<int32_t>(src + 4 * i));
+    case Dtype::U64:
+      return static_cast<T>(load<uint64_t>(src + 8 * i));
+    case Dtype::I64:
+      return static_cast<T>(load<int64_t>(src + 8 * i));
+    default:
+      return T(0);
   }
 }
 
-[[noreturn]] void nan_to_f4() {
-  throw_invalid("NaN cannot be converted to F4 (which has no NaN)");
-}
+[[noreturn]] void nan_to_f4() { throw_invalid("NaN cannot be converted to F4 (which has no NaN)"); }
 
 void write_float(Dtype d, std::byte* dst, size_t i, double x, uint64_t payload) {
   switch (d) {
-    case Dtype::F64: store(dst + 8 * i, x); break;
-    case Dtype::F32: store(dst + 4 * i, static_cast<float>(x)); break;  // one rounding, RNE
-    case Dtype::F8_E8M0: dst[i] = std::byte{detail::e8m0_encode(x)}; break;
+    case Dtype::F64:
+      store(dst + 8 * i, x);
+      break;
+    case Dtype::F32:
+      store(dst + 4 * i, static_cast<float>(x));
+      break;  // one rounding, RNE
+    case Dtype::F8_E8M0:
+      dst[i] = std::byte{detail::e8m0_encode(x)};
+      break;
     case Dtype::F16:
     case Dtype::BF16:
-      store(dst + 2 * i,
-            static_cast<uint16_t>(detail::minifloat_encode(*detail::minifloat_spec(d), x, payload)));
+      store(dst + 2 * i, static_cast<uint16_t>(
+                             detail::minifloat_encode(*detail::minifloat_spec(d), x, payload)));
       break;
     case Dtype::F4: {
       if (std::isnan(x)) nan_to_f4();
-      const auto nibble = static_cast<uint8_t>(
-          detail::minifloat_encode(*detail::minifloat_spec(d), x, payload));
+      const auto nibble =
+          static_cast<uint8_t>(detail::minifloat_encode(*detail::minifloat_spec(d), x, payload));
       const uint8_t old = std::to_integer<uint8_t>(dst[i / 2]);
       dst[i / 2] = std::byte(i % 2 ? (old & 0x0F) | (nibble << 4) : (old & 0xF0) | nibble);
       break;
@@ -186,8 +206,10 @@ void convert_scalar(Dtype from, const std::byte* src, Dtype to, std::byte* dst, 
                     size_t end) {
   if (is_integer(from) || from == Dtype::BOOL) {
     for (size_t i = begin; i < end; ++i) {
-      if (to == Dtype::F32) store(dst + 4 * i, read_integer<float>(from, src, i));
-      else store(dst + 8 * i, read_integer<double>(from, src, i));
+      if (to == Dtype::F32)
+        store(dst + 4 * i, read_integer<float>(from, src, i));
+      else
+        store(dst + 8 * i, read_integer<double>(from, src, i));
     }
     return;
   }
@@ -210,8 +232,8 @@ uint64_t bytes_for(Dtype d, uint64_t count) {
   const uint64_t shape[] = {count};
   const detail::TensorSize s = detail::tensor_size(dtype_bits(d), shape);
   if (s.problem != detail::TensorSize::Problem::none)
-    throw_invalid(fmt::format("{} elements of {} are not a whole number of bytes", count,
-                              dtype_name(d)));
+    throw_invalid(
+        fmt::format("{} elements of {} are not a whole number of bytes", count, dtype_name(d)));
   return s.bytes;
 }
 
@@ -221,9 +243,10 @@ void convert(Dtype from, std::span<const std::byte> src, Dtype to, std::span<std
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("cannot convert {} to {}", dtype_name(from), dtype_name(to)));
   if (src.size() != bytes_for(from, count) || dst.size() != bytes_for(to, count))
-    throw_invalid(fmt::format("converting {} elements {} -> {} needs {} and {} bytes; got {} and {}",
-                              count, dtype_name(from), dtype_name(to), bytes_for(from, count),
-                              bytes_for(to, count), src.size(), dst.size()));
+    throw_invalid(
+        fmt::format("converting {} elements {} -> {} needs {} and {} bytes; got {} and {}", count,
+                    dtype_name(from), dtype_name(to), bytes_for(from, count), bytes_for(to, count),
+                    src.size(), dst.size()));
   detail::parallel_for(count, kParallelMinElements, kChunkAlign,
                        detail::thread_count(detail::configured_threads()),
                        [&](uint64_t b, uint64_t e) {

@@ -10,14 +10,13 @@
 #include <hwy/highway.h>
 // clang-format on
 
-#include "dtype/bf16-inl.h"
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include <hwy/cache_control.h>
-
+#include "dtype/bf16-inl.h"
 #include "dtype/convert_kernels.hpp"
 #include "tlio/convert.hpp"
 
@@ -70,8 +69,10 @@ void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
     const auto lo = hn::TruncateTo(dh16, round(hn::LoadU(du32, in + at)));
     const auto hi = hn::TruncateTo(dh16, round(hn::LoadU(du32, in + at + lanes)));
     const auto v = hn::Combine(d16, hi, lo);
-    if (stream) hn::Stream(v, d16, out + at);
-    else hn::StoreU(v, d16, out + at);
+    if (stream)
+      hn::Stream(v, d16, out + at);
+    else
+      hn::StoreU(v, d16, out + at);
   };
   if (stream) {
     // Large inputs: read four 4 KiB pages side by side, a step of each in turn, and prefetch
@@ -101,7 +102,8 @@ void F32To16(const std::byte* src, std::byte* dst, size_t n, const Round& round,
 
 void F32ToBF16(const std::byte* src, std::byte* dst, size_t n) {
   const hn::ScalableTag<uint32_t> du32;
-  F32To16(src, dst, n, [&](auto u) { return F32BitsToBF16(du32, u); }, &f32_to_bf16);
+  F32To16(
+      src, dst, n, [&](auto u) { return F32BitsToBF16(du32, u); }, &f32_to_bf16);
 }
 
 // 16-bit -> F32 kernels: one vector of 16-bit lanes promoted to one full vector of results.
@@ -120,15 +122,18 @@ void To32(const std::byte* src, std::byte* dst, size_t n, const Widen& widen,
     for (size_t head = head_to_align(out, lanes * 4, n); i < head; ++i) one(i);
   for (; i + lanes <= n; i += lanes) {
     const auto v = widen(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
-    if (stream) hn::Stream(v, du32, out + i);
-    else hn::StoreU(v, du32, out + i);
+    if (stream)
+      hn::Stream(v, du32, out + i);
+    else
+      hn::StoreU(v, du32, out + i);
   }
   if (stream) hwy::FlushStream();
   for (; i < n; ++i) one(i);
 }
 
 void BF16ToF32(const std::byte* src, std::byte* dst, size_t n) {
-  To32(src, dst, n, [](auto h) { return hn::ShiftLeft<16>(h); }, &bf16_to_f32);
+  To32(
+      src, dst, n, [](auto h) { return hn::ShiftLeft<16>(h); }, &bf16_to_f32);
 }
 
 void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
@@ -151,9 +156,9 @@ void F32ToF16(const std::byte* src, std::byte* dst, size_t n) {
     const auto odd = hn::And(hn::ShiftRight<13>(a), one);
     const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, rebias), odd));
     // Subnormal results: an FP add places the bits; the FPU rounds to nearest even.
-    const auto sub = hn::Sub(
-        hn::BitCast(du32, hn::Add(hn::BitCast(df32, a), hn::BitCast(df32, denorm_magic))),
-        denorm_magic);
+    const auto sub =
+        hn::Sub(hn::BitCast(du32, hn::Add(hn::BitCast(df32, a), hn::BitCast(df32, denorm_magic))),
+                denorm_magic);
     const auto nan = hn::Or(nan_base, hn::And(hn::ShiftRight<13>(a), payload));
     auto r = hn::IfThenElse(hn::Lt(a, min_normal), sub, normal);
     r = hn::IfThenElse(hn::Gt(a, f16_overflow), inf16, r);

@@ -46,23 +46,34 @@ Counts count_of(std::span<const std::byte> bytes, uint64_t count, Bits abs_mask,
 
 Counts count_of(Dtype d, std::span<const std::byte> bytes, uint64_t count) {
   switch (d) {
-    case Dtype::F16: return count_of<uint16_t>(bytes, count, 0x7FFF, 0x7C00);
-    case Dtype::BF16: return count_of<uint16_t>(bytes, count, 0x7FFF, 0x7F80);
-    case Dtype::F32: return count_of<uint32_t>(bytes, count, 0x7FFFFFFFu, 0x7F800000u);
-    case Dtype::F64: return count_of<uint64_t>(bytes, count, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull);
-    default: return {};
+    case Dtype::F16:
+      return count_of<uint16_t>(bytes, count, 0x7FFF, 0x7C00);
+    case Dtype::BF16:
+      return count_of<uint16_t>(bytes, count, 0x7FFF, 0x7F80);
+    case Dtype::F32:
+      return count_of<uint32_t>(bytes, count, 0x7FFFFFFFu, 0x7F800000u);
+    case Dtype::F64:
+      return count_of<uint64_t>(bytes, count, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull);
+    default:
+      return {};
   }
 }
 
 // Wider exponent ranges first: a conversion down this list can overflow or flush.
 int range_rank(Dtype d) {
   switch (d) {
-    case Dtype::F64: return 3;
-    case Dtype::F32: return 2;
-    case Dtype::F8_E8M0: return 2;  // 2^-127..2^127, no zero nor infinity: counted in the output only
-    case Dtype::BF16: return 2;  // F32's exponent, fewer digits: it rounds, it does not overflow
-    case Dtype::F16: return 0;
-    default: return -1;
+    case Dtype::F64:
+      return 3;
+    case Dtype::F32:
+      return 2;
+    case Dtype::F8_E8M0:
+      return 2;  // 2^-127..2^127, no zero nor infinity: counted in the output only
+    case Dtype::BF16:
+      return 2;  // F32's exponent, fewer digits: it rounds, it does not overflow
+    case Dtype::F16:
+      return 0;
+    default:
+      return -1;
   }
 }
 
@@ -74,8 +85,8 @@ bool can_lose_values(Dtype from, Dtype to) noexcept {
   return range_rank(from) > range_rank(to) || (from == Dtype::F32 && to == Dtype::BF16);
 }
 
-LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to, std::span<const std::byte> out,
-                       uint64_t count) noexcept {
+LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to,
+                       std::span<const std::byte> out, uint64_t count) noexcept {
   const uint64_t in_size = dtype_bits(from) / 8, out_size = dtype_bits(to) / 8;
   LostCounts lost;
   // The output first, block by block: the input (wider, and rarely needed: a weight seldom holds
@@ -91,14 +102,15 @@ LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to, std:
   return lost;
 }
 
-LostCounts convert_counting_lost(Dtype from, std::span<const std::byte> in, Dtype to, std::span<std::byte> out,
-                                 uint64_t count) {
+LostCounts convert_counting_lost(Dtype from, std::span<const std::byte> in, Dtype to,
+                                 std::span<std::byte> out, uint64_t count) {
   const uint64_t in_size = dtype_bits(from) / 8, out_size = dtype_bits(to) / 8;
   std::atomic<uint64_t> overflowed{0}, flushed{0};
   parallel_for(count, kParallelMinElements, kPieceElements, thread_count(configured_threads()),
                [&](uint64_t b, uint64_t e) {
                  LostCounts mine;
-                 for (uint64_t i = b; i < e; i += kPieceElements) {  // each piece counted while cached
+                 for (uint64_t i = b; i < e;
+                      i += kPieceElements) {  // each piece counted while cached
                    const uint64_t n = std::min(kPieceElements, e - i);
                    const auto piece_in = in.subspan(i * in_size, n * in_size);
                    const auto piece_out = out.subspan(i * out_size, n * out_size);

@@ -24,12 +24,12 @@ bool can_lose_values(Dtype from, Dtype to) noexcept;
 
 /// The values of `in` (`count` elements of `from`) that `out` (the same elements as `to`) lost.
 /// Both dtypes among those of can_lose_values.
-LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to, std::span<const std::byte> out,
-                       uint64_t count) noexcept;
+LostCounts lost_values(Dtype from, std::span<const std::byte> in, Dtype to,
+                       std::span<const std::byte> out, uint64_t count) noexcept;
 
 /// convert(from, in, to, out, count) on every core, counting what it lost piece by piece while
 /// each piece is in cache (a second pass over a chunk made convert --dtype 1.26x slower).
-LostCounts convert_counting_lost(Dtype from, std::span<const std::byte> in, Dtype to, std::span<std::byte> out,
-                                 uint64_t count);
+LostCounts convert_counting_lost(Dtype from, std::span<const std::byte> in, Dtype to,
+                                 std::span<std::byte> out, uint64_t count);
 
 }  // namespace tlio::detail

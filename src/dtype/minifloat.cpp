@@ -30,9 +30,12 @@ uint32_t nan_bits(const MiniFloatSpec& f, bool neg, uint64_t payload) {
       uint32_t top = static_cast<uint32_t>(payload >> (52 - f.man_bits)) & man_mask(f);
       return (neg ? sign_bit(f) : 0) | exp_mask(f) << f.man_bits | quiet | top;
     }
-    case Special::fn: return (neg ? sign_bit(f) : 0) | exp_mask(f) << f.man_bits | man_mask(f);
-    case Special::fnuz: return sign_bit(f);
-    case Special::saturating: break;
+    case Special::fn:
+      return (neg ? sign_bit(f) : 0) | exp_mask(f) << f.man_bits | man_mask(f);
+    case Special::fnuz:
+      return sign_bit(f);
+    case Special::saturating:
+      break;
   }
   return 0;  // unreachable: the saturating format has no NaN (callers check)
 }
@@ -40,10 +43,13 @@ uint32_t nan_bits(const MiniFloatSpec& f, bool neg, uint64_t payload) {
 // Largest finite magnitude's bits (without sign).
 uint32_t max_finite_bits(const MiniFloatSpec& f) {
   switch (f.special) {
-    case Special::ieee: return (exp_mask(f) - 1) << f.man_bits | man_mask(f);
-    case Special::fn: return exp_mask(f) << f.man_bits | (man_mask(f) - 1);
+    case Special::ieee:
+      return (exp_mask(f) - 1) << f.man_bits | man_mask(f);
+    case Special::fn:
+      return exp_mask(f) << f.man_bits | (man_mask(f) - 1);
     case Special::fnuz:
-    case Special::saturating: return exp_mask(f) << f.man_bits | man_mask(f);
+    case Special::saturating:
+      return exp_mask(f) << f.man_bits | man_mask(f);
   }
   return 0;
 }
@@ -52,14 +58,22 @@ uint32_t max_finite_bits(const MiniFloatSpec& f) {
 
 const MiniFloatSpec* minifloat_spec(Dtype d) noexcept {
   switch (d) {
-    case Dtype::F16: return &kF16;
-    case Dtype::BF16: return &kBF16;
-    case Dtype::F8_E5M2: return &kE5M2;
-    case Dtype::F8_E4M3: return &kE4M3;
-    case Dtype::F8_E4M3FNUZ: return &kE4M3FNUZ;
-    case Dtype::F8_E5M2FNUZ: return &kE5M2FNUZ;
-    case Dtype::F4: return &kE2M1;
-    default: return nullptr;
+    case Dtype::F16:
+      return &kF16;
+    case Dtype::BF16:
+      return &kBF16;
+    case Dtype::F8_E5M2:
+      return &kE5M2;
+    case Dtype::F8_E4M3:
+      return &kE4M3;
+    case Dtype::F8_E4M3FNUZ:
+      return &kE4M3FNUZ;
+    case Dtype::F8_E5M2FNUZ:
+      return &kE5M2FNUZ;
+    case Dtype::F4:
+      return &kE2M1;
+    default:
+      return nullptr;
   }
 }
 
@@ -69,8 +83,7 @@ double minifloat_decode(const MiniFloatSpec& f, uint32_t bits) noexcept {
   const uint32_t m = bits & man_mask(f);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   if (f.special == Special::fnuz && bits == sign_bit(f)) return nan;
-  if (f.special == Special::ieee && e == exp_mask(f))
-    return m ? nan : (neg ? -HUGE_VAL : HUGE_VAL);
+  if (f.special == Special::ieee && e == exp_mask(f)) return m ? nan : (neg ? -HUGE_VAL : HUGE_VAL);
   if (f.special == Special::fn && e == exp_mask(f) && m == man_mask(f)) return nan;
   double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias - f.man_bits)
                     : std::ldexp(static_cast<double>(m | (1u << f.man_bits)),
@@ -86,10 +99,13 @@ uint32_t minifloat_encode(const MiniFloatSpec& f, double x, uint64_t nan_payload
   const uint32_t max_bits = max_finite_bits(f);
   auto overflow = [&]() -> uint32_t {
     switch (f.special) {
-      case Special::ieee: return sign | exp_mask(f) << f.man_bits;
+      case Special::ieee:
+        return sign | exp_mask(f) << f.man_bits;
       case Special::fn:
-      case Special::fnuz: return nan_bits(f, neg, 0);
-      case Special::saturating: return sign | max_bits;
+      case Special::fnuz:
+        return nan_bits(f, neg, 0);
+      case Special::saturating:
+        return sign | max_bits;
     }
     return 0;
   };
@@ -159,7 +175,8 @@ double decode_float(Dtype d, uint64_t bits) noexcept {
       std::memcpy(&v, &bits, 8);
       return v;
     }
-    case Dtype::F8_E8M0: return e8m0_decode(static_cast<uint8_t>(bits));
+    case Dtype::F8_E8M0:
+      return e8m0_decode(static_cast<uint8_t>(bits));
     default: {
       const MiniFloatSpec* f = minifloat_spec(d);
       return f ? minifloat_decode(*f, static_cast<uint32_t>(bits))

@@ -1,7 +1,7 @@
 // dtype/minifloat.hpp: the scalar reference for every floating format narrower than F32:
 // exact decoding to double and correctly rounded (nearest, ties to even) encoding from double,
-// following docs/dtypes.md ("Narrowing") for infinities, NaN, negative zero and overflow. The SIMD kernels are
-// tested against these.
+// following docs/dtypes.md ("Narrowing") for infinities, NaN, negative zero and overflow. The SIMD
+// kernels are tested against these.
 #pragma once
 
 #include <cstdint>

@@ -67,7 +67,8 @@ void BlockDifferences(const T* a, const T* b, size_t n, const Tolerance* t, Diff
   const hn::Repartition<double, decltype(d)> dd;
   using VD = hn::Vec<decltype(dd)>;
   const size_t lanes = hn::Lanes(d);
-  const VD zero = hn::Zero(dd), inf = hn::Set(dd, HUGE_VAL), atol = hn::Set(dd, t->atol), rtol = hn::Set(dd, t->rtol);
+  const VD zero = hn::Zero(dd), inf = hn::Set(dd, HUGE_VAL), atol = hn::Set(dd, t->atol),
+           rtol = hn::Set(dd, t->rtol);
   VD d2 = zero, a2 = zero, b2 = zero, ab = zero, max_abs = zero, max_rel = zero;
   DifferenceSums& s = *out;
   const auto add = [&](VD x, VD y) {
@@ -78,7 +79,8 @@ void BlockDifferences(const T* a, const T* b, size_t n, const Tolerance* t, Diff
     ab = hn::Add(ab, hn::Mul(x, y));
     max_abs = hn::Max(max_abs, ad);
     // |a - b| / |b|, infinite where b is 0 and a is not (0 / 0 never taken).
-    const VD rel = hn::IfThenElse(hn::Eq(ay, zero), hn::IfThenElseZero(hn::Gt(ad, zero), inf), hn::Div(ad, ay));
+    const VD rel = hn::IfThenElse(hn::Eq(ay, zero), hn::IfThenElseZero(hn::Gt(ad, zero), inf),
+                                  hn::Div(ad, ay));
     max_rel = hn::Max(max_rel, rel);
     s.outside += hn::CountTrue(dd, hn::Gt(ad, hn::Add(atol, hn::Mul(rtol, ay))));
   };
@@ -108,10 +110,12 @@ void BlockDifferences(const T* a, const T* b, size_t n, const Tolerance* t, Diff
 }
 #endif
 
-void BlockDifferencesF32(const float* a, const float* b, size_t n, const Tolerance* t, DifferenceSums* out) {
+void BlockDifferencesF32(const float* a, const float* b, size_t n, const Tolerance* t,
+                         DifferenceSums* out) {
   BlockDifferences(a, b, n, t, out);
 }
-void BlockDifferencesF64(const double* a, const double* b, size_t n, const Tolerance* t, DifferenceSums* out) {
+void BlockDifferencesF64(const double* a, const double* b, size_t n, const Tolerance* t,
+                         DifferenceSums* out) {
   BlockDifferences(a, b, n, t, out);
 }
 
@@ -133,19 +137,23 @@ bool widens_to_f32(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == 
 }  // namespace detail
 
 DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtype b_dtype,
-                               std::span<const std::byte> b, uint64_t count, double atol, double rtol) {
+                               std::span<const std::byte> b, uint64_t count, double atol,
+                               double rtol) {
   const detail::Tolerance tolerance{atol, rtol};
   detail::check_values(a_dtype, a, count);
   detail::check_values(b_dtype, b, count);
   const bool f32 = detail::widens_to_f32(a_dtype) && detail::widens_to_f32(b_dtype);
   const Dtype to = f32 ? Dtype::F32 : Dtype::F64;
   const unsigned a_bits = dtype_bits(a_dtype), b_bits = dtype_bits(b_dtype);
-  alignas(64) std::array<double, detail::kPairBlock> wa, wb;  // F64 values, or F32 ones in the first half
+  alignas(64) std::array<double, detail::kPairBlock> wa,
+      wb;  // F64 values, or F32 ones in the first half
   DifferenceSums total;
   for (uint64_t i = 0; i < count; i += detail::kPairBlock) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(detail::kPairBlock, count - i));
-    const auto widen = [&](Dtype from, std::span<const std::byte> data, unsigned bits, double* out) -> const void* {
-      const auto in = data.subspan(static_cast<size_t>(i * bits / 8), static_cast<size_t>(bytes_for(from, n)));
+    const auto widen = [&](Dtype from, std::span<const std::byte> data, unsigned bits,
+                           double* out) -> const void* {
+      const auto in =
+          data.subspan(static_cast<size_t>(i * bits / 8), static_cast<size_t>(bytes_for(from, n)));
       if (from == to) return in.data();
       convert(from, in, to, std::as_writable_bytes(std::span(out, n)).first(n * (f32 ? 4 : 8)), n);
       return out;
@@ -154,11 +162,11 @@ DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtyp
     const void* y = widen(b_dtype, b, b_bits, wb.data());
     DifferenceSums s;
     if (f32) {
-      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF32)(static_cast<const float*>(x), static_cast<const float*>(y), n,
-                                                        &tolerance, &s);
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF32)
+      (static_cast<const float*>(x), static_cast<const float*>(y), n, &tolerance, &s);
     } else {
-      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF64)(static_cast<const double*>(x), static_cast<const double*>(y), n,
-                                                        &tolerance, &s);
+      HWY_DYNAMIC_DISPATCH(detail::BlockDifferencesF64)
+      (static_cast<const double*>(x), static_cast<const double*>(y), n, &tolerance, &s);
     }
     total.merge(s);
   }
@@ -166,15 +174,19 @@ DifferenceSums difference_sums(Dtype a_dtype, std::span<const std::byte> a, Dtyp
 }
 
 DifferenceFigures difference_figures(const DifferenceSums& s) noexcept {
-  constexpr double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity(),
+                   kNaN = std::numeric_limits<double>::quiet_NaN();
   DifferenceFigures f;
   f.max_abs = s.mismatch ? kInf : s.max_abs;
   f.max_rel = s.mismatch ? kInf : s.max_rel;
   f.rmse = s.finite ? std::sqrt(s.d2 / static_cast<double>(s.finite)) : s.nonfinite ? kNaN : 0.0;
   f.cosine = cosine_similarity(s.ab, s.a2, s.b2);
-  if (s.mismatch) f.sqnr_db = -kInf;
-  else if (s.finite == 0 && s.nonfinite) f.sqnr_db = kNaN;
-  else f.sqnr_db = s.d2 == 0 ? kInf : 10 * std::log10(s.b2 / s.d2);
+  if (s.mismatch)
+    f.sqnr_db = -kInf;
+  else if (s.finite == 0 && s.nonfinite)
+    f.sqnr_db = kNaN;
+  else
+    f.sqnr_db = s.d2 == 0 ? kInf : 10 * std::log10(s.b2 / s.d2);
   f.outside = s.outside + s.mismatch;
   return f;
 }

@@ -10,6 +10,8 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "tlio/value_stats.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -19,10 +21,9 @@
 #include <limits>
 #include <vector>
 
+#include "dtype/value_runs.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
-#include "dtype/value_runs.hpp"
-#include "tlio/value_stats.hpp"
 
 #ifndef TLIO_VALUE_STATS_ONCE
 #define TLIO_VALUE_STATS_ONCE
@@ -31,7 +32,8 @@ namespace tlio::detail {
 // One value into the running counts and sums of a block (heads and tails of the kernels).
 struct BlockSums {
   uint64_t nan = 0, inf = 0, zero = 0;
-  double min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity();
+  double min = std::numeric_limits<double>::infinity(),
+         max = -std::numeric_limits<double>::infinity();
   double sum = 0;
 
   void add(double x) noexcept {
@@ -58,7 +60,8 @@ inline double squared_deviation(double x, double mean) noexcept {
 // other's increments). Everything it reads is a parameter: no store to a counter can change it.
 template <class T>
 void histogram_block(const T* x, size_t n, const double lo, const double hi, const double norm,
-                     const double* __restrict edges, const size_t n_bins, uint64_t* __restrict counts) {
+                     const double* __restrict edges, const size_t n_bins,
+                     uint64_t* __restrict counts) {
   for (size_t i = 0; i < n; ++i) {
     const double v = static_cast<double>(load_one(x, i));
     if (!(v >= lo && v <= hi)) continue;  // NaN too
@@ -215,7 +218,8 @@ void for_each_block(Dtype dtype, std::span<const std::byte> data, uint64_t count
   alignas(64) std::array<double, kBlock> buffer;  // F64 values, or F32 ones in its first half
   for (uint64_t i = 0; i < count; i += kBlock) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, count - i));
-    const auto in = data.subspan(static_cast<size_t>(i * bits / 8), static_cast<size_t>(bytes_for(dtype, n)));
+    const auto in =
+        data.subspan(static_cast<size_t>(i * bits / 8), static_cast<size_t>(bytes_for(dtype, n)));
     if (to_f32) {
       float* out = reinterpret_cast<float*>(buffer.data());
       convert(dtype, in, Dtype::F32, std::as_writable_bytes(std::span(out, n)), n);
@@ -244,16 +248,18 @@ ValueStats value_stats(Dtype dtype, std::span<const std::byte> data, uint64_t co
   return total;
 }
 
-void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo, double hi,
-                      std::span<uint64_t> bins) {
+void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uint64_t count, double lo,
+                      double hi, std::span<uint64_t> bins) {
   detail::check_values(dtype, data, count);
   if (!(lo < hi) || bins.empty() || !std::isfinite(hi - lo))
-    throw_invalid(fmt::format("a histogram needs lo < hi, both finite, and bins (got [{}, {}], {} bins)", lo,
-                              hi, bins.size()));
+    throw_invalid(
+        fmt::format("a histogram needs lo < hi, both finite, and bins (got [{}, {}], {} bins)", lo,
+                    hi, bins.size()));
   // numpy's way for float64: the index from one multiplication, then moved by one where the
   // value falls on the other side of the edge numpy computes with linspace.
   const size_t n_bins = bins.size();
-  const double norm = static_cast<double>(n_bins) / (hi - lo), step = (hi - lo) / static_cast<double>(n_bins);
+  const double norm = static_cast<double>(n_bins) / (hi - lo),
+               step = (hi - lo) / static_cast<double>(n_bins);
   std::vector<double> edges(n_bins + 1);
   for (size_t k = 0; k < n_bins; ++k) edges[k] = static_cast<double>(k) * step + lo;
   edges[n_bins] = hi;

@@ -2,7 +2,6 @@
 #include "tlio/file.hpp"
 
 #include <fmt/core.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +22,8 @@
 
 namespace tlio {
 
-static_assert(kDirectAlignment == detail::kDirectAlign, "the public alignment is the one reads use");
+static_assert(kDirectAlignment == detail::kDirectAlign,
+              "the public alignment is the one reads use");
 
 struct detail::FileState {
   std::string name;
@@ -87,22 +87,31 @@ File from_source(std::shared_ptr<const detail::ByteSource> source, Backend backe
 
 detail::SourceOptions::Access access_for(Backend backend) {
   switch (backend) {
-    case Backend::pread: return detail::SourceOptions::Access::read;
-    case Backend::direct: return detail::SourceOptions::Access::direct;
-    case Backend::mmap_private: return detail::SourceOptions::Access::map_private;
-    default: return detail::SourceOptions::Access::map_shared;
+    case Backend::pread:
+      return detail::SourceOptions::Access::read;
+    case Backend::direct:
+      return detail::SourceOptions::Access::direct;
+    case Backend::mmap_private:
+      return detail::SourceOptions::Access::map_private;
+    default:
+      return detail::SourceOptions::Access::map_shared;
   }
 }
 
 }  // namespace
 
 detail::SourceOptions detail::source_options(const OpenOptions& options) {
-  return {.access = access_for(options.backend), .token = options.token, .warning = options.warning};
+  return {
+      .access = access_for(options.backend), .token = options.token, .warning = options.warning};
 }
 
-File detail::FileAccess::make(std::shared_ptr<const FileState> state) { return File(std::move(state)); }
+File detail::FileAccess::make(std::shared_ptr<const FileState> state) {
+  return File(std::move(state));
+}
 
-const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept { return *f.state_->source; }
+const detail::ByteSource& detail::FileAccess::source(const File& f) noexcept {
+  return *f.state_->source;
+}
 
 namespace {
 
@@ -110,36 +119,42 @@ namespace {
 // an unnamed temporary file. The header is checked as soon as it has arrived (a bad one ends the
 // read there), the data is read up to where the header says it ends, and input that goes on past
 // it is refused. `what` names the stream in messages ("standard input").
-std::shared_ptr<const detail::ByteSource> stream_source(int fd, const std::string& name, const std::string& what,
+std::shared_ptr<const detail::ByteSource> stream_source(int fd, const std::string& name,
+                                                        const std::string& what,
                                                         const OpenOptions& options) {
   detail::Fd spool = detail::unnamed_temp_file(name);
   std::byte prefix[detail::kSniffBytes] = {};
   const size_t got = detail::read_stream(fd, prefix, name);
-  const uint64_t header_size = detail::read_header_length({prefix, got}, got < sizeof prefix ? got : UINT64_MAX);
+  const uint64_t header_size =
+      detail::read_header_length({prefix, got}, got < sizeof prefix ? got : UINT64_MAX);
   std::vector<std::byte> head(static_cast<size_t>(8 + header_size) + detail::kJsonPadding);
   std::memcpy(head.data(), prefix, got);
   const uint64_t head_size = 8 + header_size;
   if (got < head_size) {
-    const size_t more = detail::read_stream(fd, std::span(head).subspan(got, static_cast<size_t>(head_size - got)), name);
+    const size_t more = detail::read_stream(
+        fd, std::span(head).subspan(got, static_cast<size_t>(head_size - got)), name);
     if (got + more < head_size)
       throw_format(Rule::r1_length, {},
-                   fmt::format("{} ends at {} bytes, inside the {}-byte header", what,
-                               got + more, header_size),
+                   fmt::format("{} ends at {} bytes, inside the {}-byte header", what, got + more,
+                               header_size),
                    got + more);
   }
-  const Header header = detail::parse_header(std::span(head).subspan(8, static_cast<size_t>(header_size)),
-                                             detail::kDataSizeUnknown, true);
+  const Header header = detail::parse_header(
+      std::span(head).subspan(8, static_cast<size_t>(header_size)), detail::kDataSizeUnknown, true);
   const std::optional<uint64_t> whole = detail::checked_add(head_size, header.data_size());
-  if (!whole) throw_format(Rule::r5_layout, {}, "the header describes more than 2^64 bytes", head_size);
+  if (!whole)
+    throw_format(Rule::r5_layout, {}, "the header describes more than 2^64 bytes", head_size);
   const uint64_t total = *whole;
   const auto too_long = [&] {
     throw_format(Rule::r5_layout, {},
-                 fmt::format("{} goes on past the {} bytes its header describes", what, total), total);
+                 fmt::format("{} goes on past the {} bytes its header describes", what, total),
+                 total);
   };
   uint64_t at = std::max<uint64_t>(got, head_size);  // bytes read so far (a short header: data too)
   if (at > total) too_long();
   detail::pwrite_all(spool.get(), 0, std::span(head).first(static_cast<size_t>(at)), name);
-  std::vector<std::byte> buf(static_cast<size_t>(std::clamp<uint64_t>(total - at, 1, uint64_t{8} << 20)));
+  std::vector<std::byte> buf(
+      static_cast<size_t>(std::clamp<uint64_t>(total - at, 1, uint64_t{8} << 20)));
   while (at < total) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), total - at));
     const size_t n = detail::read_stream(fd, std::span(buf).first(want), name);
@@ -163,20 +178,24 @@ bool is_stream_node(const std::filesystem::path& node) {
 
 File detail::open_file(const Location& where, const OpenOptions& options) {
   if (where.is_standard_stream())
-    return from_source(attributed("<stdin>", [&] { return stream_source(STDIN_FILENO, "<stdin>", "standard input", options); }),
-                       options.backend);
+    return from_source(
+        attributed(
+            "<stdin>",
+            [&] { return stream_source(STDIN_FILENO, "<stdin>", "standard input", options); }),
+        options.backend);
   if (const std::optional<std::filesystem::path> node = store_of(where).local_node(where);
       node && is_stream_node(*node)) {
     const std::string& name = where.display();
-    return from_source(attributed(name, [&] {
-                         const Fd stream = open_read(*node);
-                         return stream_source(stream.get(), name, "the stream " + name, options);
-                       }),
+    return from_source(attributed(name,
+                                  [&] {
+                                    const Fd stream = open_read(*node);
+                                    return stream_source(stream.get(), name, "the stream " + name,
+                                                         options);
+                                  }),
                        options.backend);
   }
-  std::shared_ptr<const ByteSource> source = attributed(where.display(), [&] {
-    return open_source(where, source_options(options));
-  });
+  std::shared_ptr<const ByteSource> source =
+      attributed(where.display(), [&] { return open_source(where, source_options(options)); });
   // A remote file is read by ranges, whatever backend was asked for.
   const Backend backend = source->batches_ranges() ? Backend::http : options.backend;
   return from_source(std::move(source), backend);
@@ -243,7 +262,7 @@ TensorView File::view(std::string_view name) const {
     std::span<const std::byte> bytes;
     if (info.byte_size() != 0)
       bytes = state_->memory().subspan(static_cast<size_t>(state_->data_start() + info.begin),
-                                     static_cast<size_t>(info.byte_size()));
+                                       static_cast<size_t>(info.byte_size()));
     // Writable where the memory is this process's own: a private mapping or from_bytes (and
     // the empty views of pread files).
     const bool writable = state_->memory().empty() || state_->source->memory_writable();
@@ -279,8 +298,8 @@ void File::read_many(std::span<const TensorTarget> targets, unsigned threads) co
   std::vector<DataRange> ranges;
   ranges.reserve(targets.size());
   for (const TensorTarget& t : targets) {
-    const TensorInfo& info = attributed(
-        state_->name, [&]() -> const TensorInfo& { return state_->header.at(t.name); });
+    const TensorInfo& info =
+        attributed(state_->name, [&]() -> const TensorInfo& { return state_->header.at(t.name); });
     if (t.dst.size() != info.byte_size())
       throw_invalid(fmt::format("destination holds {} bytes, tensor {} has {}", t.dst.size(),
                                 detail::quote_name(info.name), info.byte_size()),

@@ -72,8 +72,7 @@ bool natural_less(std::string_view a, std::string_view b) noexcept {
       j = je;
       continue;
     }
-    if (a[i] != b[j])
-      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
     ++i;
     ++j;
   }

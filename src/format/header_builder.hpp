@@ -99,8 +99,8 @@ class HeaderBuilder {
     HeaderBuilder b(data_size, piece_bytes);
     b.reserve_for(json.size());
     static const bool several_cores = std::thread::hardware_concurrency() > 1;
-    const bool walked = json.size() >= split_from && several_cores ? b.walk_in_halves(json)
-                                                                   : b.walk_whole(json);
+    const bool walked =
+        json.size() >= split_from && several_cores ? b.walk_in_halves(json) : b.walk_whole(json);
     if (!walked) return std::nullopt;
     b.check_unique_names();
     b.check_layout(8 + json.size());
@@ -144,8 +144,7 @@ class HeaderBuilder {
   static size_t split_walk_from(size_t json_size) {
     static std::atomic<bool> walked_big_header{false};
     if (json_size < kSplitWalkBytes) return kSplitWalkBytes;
-    return walked_big_header.exchange(true, std::memory_order_relaxed) ? kSplitWalkBytes
-                                                                       : kNoSplit;
+    return walked_big_header.exchange(true, std::memory_order_relaxed) ? kSplitWalkBytes : kNoSplit;
   }
 
   // How a walk of the members of the top object ended: rejected, at the end of the whole
@@ -219,16 +218,18 @@ class HeaderBuilder {
 void HeaderBuilder::check_size(const TensorInfo& info) {
   const detail::TensorSize size = detail::tensor_size(dtype_bits(info.dtype), info.shape);
   if (size.problem == detail::TensorSize::Problem::overflow)
-    return bad_entry(info, fmt::format("size of tensor {} ({} {}) overflows 64 bits",
-                                       quote_name(info.name), dtype_name(info.dtype),
-                                       fmt::join(info.shape, "x")));
+    return bad_entry(
+        info, fmt::format("size of tensor {} ({} {}) overflows 64 bits", quote_name(info.name),
+                          dtype_name(info.dtype), fmt::join(info.shape, "x")));
   if (size.problem == detail::TensorSize::Problem::partial_byte)
-    return bad_entry(info, fmt::format("tensor {} has {} elements of {} bits: not a whole number "
-                                       "of bytes", quote_name(info.name), size.elements,
-                                       dtype_bits(info.dtype)));
+    return bad_entry(info,
+                     fmt::format("tensor {} has {} elements of {} bits: not a whole number "
+                                 "of bytes",
+                                 quote_name(info.name), size.elements, dtype_bits(info.dtype)));
   if (info.end < info.begin || info.end - info.begin != size.bytes)
     bad_entry(info, fmt::format("tensor {} ({} [{}]) needs {} bytes but data_offsets [{}, {}] "
-                                "span {}", quote_name(info.name), dtype_name(info.dtype),
+                                "span {}",
+                                quote_name(info.name), dtype_name(info.dtype),
                                 fmt::join(info.shape, ", "), size.bytes, info.begin, info.end,
                                 info.end < info.begin ? std::string("a negative range")
                                                       : std::to_string(info.end - info.begin)));

@@ -27,7 +27,8 @@ std::string_view checkpoint_kind(std::span<const std::byte> prefix) {
 std::string detail::describe_foreign_file(std::span<const std::byte> prefix) {
   const std::string_view b(reinterpret_cast<const char*>(prefix.data()), prefix.size());
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
-  if (const std::string_view kind = checkpoint_kind(prefix); !kind.empty()) return std::string(kind);
+  if (const std::string_view kind = checkpoint_kind(prefix); !kind.empty())
+    return std::string(kind);
   if (starts("GGUF")) return "a GGUF file (llama.cpp)";
   if (starts("\x93NUMPY")) return "a NumPy .npy array";
   if (starts("\x89HDF\r\n\x1a\n")) return "an HDF5 file (Keras .h5 weights are)";
@@ -51,7 +52,8 @@ uint64_t detail::read_header_length(std::span<const std::byte> prefix, uint64_t 
   auto fail = [&](std::string reason) {
     const std::string looks_like = describe_foreign_file(prefix);
     if (!checkpoint_kind(prefix).empty())  // what to do matters more than why
-      reason = fmt::format("not a safetensors file but {}: convert it with `tlio import`", looks_like);
+      reason =
+          fmt::format("not a safetensors file but {}: convert it with `tlio import`", looks_like);
     else if (!looks_like.empty())
       reason = fmt::format("not a safetensors file: this looks like {} ({})", looks_like, reason);
     throw_format(Rule::r1_length, {}, std::move(reason), 0);

@@ -62,8 +62,9 @@ void HeaderBuilder::check_layout(uint64_t data_start) {
                      [](const TensorInfo& a, const TensorInfo& b) {
                        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
                      });
-    detail::name_index_build(h_.name_slots_, h_.tensors_.size(),
-                             [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; });
+    detail::name_index_build(
+        h_.name_slots_, h_.tensors_.size(),
+        [this](uint32_t pos) -> std::string_view { return h_.tensors_[pos].name; });
   }
   uint64_t expected_begin = 0;
   for (const TensorInfo& t : h_.tensors_) {
@@ -80,15 +81,17 @@ void HeaderBuilder::check_layout(uint64_t data_start) {
   }
   // A file shorter than its header says is nearly always a copy or download cut short: say so.
   if (expected_begin > h_.data_size_)
-    throw_format(Rule::r5_layout, {},
-                 fmt::format("the file ends at {} of {} data bytes: truncated (an incomplete "
-                             "download or copy?)", detail::digits_grouped(h_.data_size_),
-                             detail::digits_grouped(expected_begin)),
-                 detail::checked_add(data_start, h_.data_size_));
+    throw_format(
+        Rule::r5_layout, {},
+        fmt::format("the file ends at {} of {} data bytes: truncated (an incomplete "
+                    "download or copy?)",
+                    detail::digits_grouped(h_.data_size_), detail::digits_grouped(expected_begin)),
+        detail::checked_add(data_start, h_.data_size_));
   if (expected_begin != h_.data_size_)
-    throw_format(Rule::r5_layout, {},
-                 fmt::format("data ends at {}, file has {} data bytes", expected_begin, h_.data_size_),
-                 detail::checked_add(data_start, expected_begin));
+    throw_format(
+        Rule::r5_layout, {},
+        fmt::format("data ends at {}, file has {} data bytes", expected_begin, h_.data_size_),
+        detail::checked_add(data_start, expected_begin));
 }
 
 Header Header::parse(std::span<const std::byte> json, uint64_t data_size) {
@@ -105,8 +108,7 @@ std::optional<Header> detail::parse_header_on_demand(std::span<const std::byte> 
   return HeaderBuilder::build_on_demand(json, data_size, split_from, piece_bytes);
 }
 
-Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size,
-                               bool padded) {
+Header detail::parse_header_dom(std::span<const std::byte> json, uint64_t data_size, bool padded) {
   return HeaderBuilder::build_dom(json, data_size, padded);
 }
 

@@ -1,11 +1,12 @@
 // format/header_text.cpp: the canonical header (writer rules 1-4) and byte counts of tensors.
+#include "format/header_text.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
 
-#include "common/json_text.hpp"
-#include "format/header_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
 #include "tlio/error.hpp"
 #include "tlio/header.hpp"
 

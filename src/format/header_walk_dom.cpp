@@ -176,7 +176,6 @@ std::optional<uint64_t> as_u64(dom::element el) {
   return v;
 }
 
-
 }  // namespace
 
 // Rule 2: the header is one JSON object (simdjson; a parser per thread, reused while its buffers
@@ -241,7 +240,8 @@ void HeaderBuilder::read_metadata(dom::element value) {
   if (!value.is_object()) {
     check_no_duplicate_keys(value, info.name);
     bad_entry(info, fmt::format("entry of {} is not an object with fields dtype, shape, "
-                                "data_offsets", quote_name(key)));
+                                "data_offsets",
+                                quote_name(key)));
     return;
   }
   std::optional<dom::element> dtype_el, shape_el, offsets_el;
@@ -254,7 +254,8 @@ void HeaderBuilder::read_metadata(dom::element value) {
     if (slot == nullptr) {
       check_no_duplicate_keys(f.value, info.name);
       bad_entry(info, fmt::format("unknown field {} in the entry of {} (allowed: dtype, shape, "
-                                  "data_offsets)", quote_name(f.key), quote_name(key)));
+                                  "data_offsets)",
+                                  quote_name(f.key), quote_name(key)));
       continue;
     }
     if (*slot)
@@ -264,7 +265,9 @@ void HeaderBuilder::read_metadata(dom::element value) {
   }
   if (!dtype_el || !shape_el || !offsets_el) {
     bad_entry(info, fmt::format("entry of {} lacks field {}", quote_name(key),
-                                !dtype_el ? "dtype" : !shape_el ? "shape" : "data_offsets"));
+                                !dtype_el   ? "dtype"
+                                : !shape_el ? "shape"
+                                            : "data_offsets"));
     for (auto* el : {&dtype_el, &shape_el, &offsets_el})
       if (*el) check_no_duplicate_keys(**el, info.name);
     return;
@@ -292,7 +295,8 @@ std::optional<Dtype> HeaderBuilder::read_dtype(dom::element el, TensorInfo& info
   }
   check_no_duplicate_keys(el, info.name);
   if (el.is_string())
-    bad_entry(info, fmt::format("unknown dtype {} for tensor {}", quote_name(text), quote_name(info.name)));
+    bad_entry(info, fmt::format("unknown dtype {} for tensor {}", quote_name(text),
+                                quote_name(info.name)));
   else
     bad_entry(info, fmt::format("dtype of tensor {} is not a string", quote_name(info.name)));
   return std::nullopt;
@@ -335,7 +339,8 @@ bool HeaderBuilder::read_offsets(dom::element el, TensorInfo& info) {
   if (!begin || !end) {
     check_no_duplicate_keys(el, info.name);
     bad_entry(info, fmt::format("data_offsets of tensor {} is not [begin, end] with integers in "
-                                "[0, 2^64)", quote_name(info.name)));
+                                "[0, 2^64)",
+                                quote_name(info.name)));
     return false;
   }
   info.begin = *begin;

@@ -15,9 +15,9 @@
 #include <functional>
 #include <span>
 #include <thread>
-#include <utility>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
@@ -35,7 +35,7 @@ namespace tlio {
 using detail::quote_name;
 
 struct detail::WriterState {
-  std::unique_ptr<detail::AtomicFile> file;  // null for memory writers
+  std::unique_ptr<detail::AtomicFile> file;   // null for memory writers
   std::unique_ptr<detail::OutputWrites> out;  // the file's writes, while it is open
   detail::OutputSet* set = nullptr;           // commit() hands the file to this set
   std::vector<std::byte> memory;
@@ -50,11 +50,11 @@ struct detail::WriterState {
   bool frozen = false;
   bool finished = false;  // committed or aborted
   bool committed = false;
-  bool probe = false;     // WriterAccess::probe: records declarations, writes nothing
+  bool probe = false;  // WriterAccess::probe: records declarations, writes nothing
   std::unordered_map<std::string, WriterState*> routes;  // WriterAccess::routing: name -> holder
   std::vector<std::string> routed;                       // the routed names declared, in order
-  std::unordered_set<std::string_view> routed_names;     // the same, to look up (views of `routed`'s
-                                                         // strings: reserved, they never move)
+  std::unordered_set<std::string_view> routed_names;  // the same, to look up (views of `routed`'s
+                                                      // strings: reserved, they never move)
 
   // Where tensor `name`'s bytes go: this writer's tensor, or a routing writer's target's.
   struct Slot {
@@ -153,7 +153,8 @@ Writer detail::WriterAccess::to_file(const Location& where) {
   impl->name = where.display();
   try {
     impl->file = std::make_unique<detail::AtomicFile>(where);
-    impl->out = std::make_unique<detail::OutputWrites>(impl->file->fd(), impl->name, impl->file->lands_on_disk());
+    impl->out = std::make_unique<detail::OutputWrites>(impl->file->fd(), impl->name,
+                                                       impl->file->lands_on_disk());
   } catch (const Error& e) {
     throw e.with_source(impl->name);
   }
@@ -173,7 +174,9 @@ Writer detail::WriterAccess::probe() {
   return w;
 }
 
-const Metadata& detail::WriterAccess::probed_metadata(const Writer& probe) { return probe.impl_->metadata; }
+const Metadata& detail::WriterAccess::probed_metadata(const Writer& probe) {
+  return probe.impl_->metadata;
+}
 
 const std::vector<TensorInfo>& detail::WriterAccess::probed_tensors(const Writer& probe) {
   return probe.impl_->tensors;
@@ -205,12 +208,14 @@ void Writer::declare(std::string name, Dtype dtype, Shape shape) {
   w.check_not_frozen("declare");
   if (!w.routes.empty()) {  // declared in its target already: the same tensor, or an error
     const auto it = w.routes.find(name);
-    const TensorInfo* t = it == w.routes.end() ? nullptr : &it->second->tensors[it->second->lookup(name)];
+    const TensorInfo* t =
+        it == w.routes.end() ? nullptr : &it->second->tensors[it->second->lookup(name)];
     if (!t || t->dtype != dtype || t->shape != shape)
-      throw_invalid(fmt::format("tensor {} ({} [{}]) is not in the planned output", quote_name(name),
-                                dtype_name(dtype), fmt::join(shape, ", ")),
+      throw_invalid(fmt::format("tensor {} ({} [{}]) is not in the planned output",
+                                quote_name(name), dtype_name(dtype), fmt::join(shape, ", ")),
                     name);
-    if (w.routed_names.contains(name)) throw_invalid(fmt::format("tensor {} declared twice", quote_name(name)), name);
+    if (w.routed_names.contains(name))
+      throw_invalid(fmt::format("tensor {} declared twice", quote_name(name)), name);
     if (w.routed.empty()) w.routed.reserve(w.routes.size());  // views of them are kept
     w.routed.push_back(std::move(name));
     w.routed_names.insert(w.routed.back());
@@ -295,11 +300,14 @@ struct CopyPiece {
 using CopyTick = std::function<void(uint64_t)>;
 
 // Into a memory writer: every range read straight into its buffer at once.
-void copy_into_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces, const CopyTick& tick) {
+void copy_into_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces,
+                      const CopyTick& tick) {
   std::vector<DataRange> ranges;
   for (const CopyPiece& p : pieces) {
     const TensorInfo& t = w.tensors[p.i];
-    ranges.push_back({p.s->begin, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}});
+    ranges.push_back(
+        {p.s->begin,
+         {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}});
   }
   src.read_data_many(ranges);
   for (const CopyPiece& p : pieces) {
@@ -309,18 +317,20 @@ void copy_into_memory(detail::WriterState& w, const File& src, std::span<const C
 }
 
 // From a descriptor, in the kernel: no trip through user memory (and no page faults on a mapping).
-void copy_in_kernel(detail::WriterState& w, const File& src, int in_fd, std::span<const CopyPiece> pieces,
-                    const CopyTick& tick) {
+void copy_in_kernel(detail::WriterState& w, const File& src, int in_fd,
+                    std::span<const CopyPiece> pieces, const CopyTick& tick) {
   for (const CopyPiece& p : pieces) {
     const TensorInfo& t = w.tensors[p.i];
-    w.out->copy_from(in_fd, 8 + src.header_size() + p.s->begin, w.data_start + t.begin, t.byte_size());
+    w.out->copy_from(in_fd, 8 + src.header_size() + p.s->begin, w.data_start + t.begin,
+                     t.byte_size());
     w.written[p.i] = t.byte_size();
     tick(t.byte_size());
   }
 }
 
 // From a source in memory (a buffer): written as it is.
-void copy_from_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces, const CopyTick& tick) {
+void copy_from_memory(detail::WriterState& w, const File& src, std::span<const CopyPiece> pieces,
+                      const CopyTick& tick) {
   for (const CopyPiece& p : pieces) {
     w.accept(p.i, src.mapped_data().subspan(p.s->begin, p.s->byte_size()));
     tick(p.s->byte_size());
@@ -329,8 +339,10 @@ void copy_from_memory(detail::WriterState& w, const File& src, std::span<const C
 
 // From a source read by ranges (a URL): in source order (touching tensors share requests), in
 // batches of kRangeCopyBatch bytes; the next batch is fetched while this one is written.
-void copy_by_ranges(detail::WriterState& w, const File& src, std::vector<CopyPiece> pieces, const CopyTick& tick) {
-  std::sort(pieces.begin(), pieces.end(), [](const CopyPiece& a, const CopyPiece& b) { return a.s->begin < b.s->begin; });
+void copy_by_ranges(detail::WriterState& w, const File& src, std::vector<CopyPiece> pieces,
+                    const CopyTick& tick) {
+  std::sort(pieces.begin(), pieces.end(),
+            [](const CopyPiece& a, const CopyPiece& b) { return a.s->begin < b.s->begin; });
   struct Part {
     size_t i;
     uint64_t src_offset, size;
@@ -393,7 +405,8 @@ void copy_by_ranges(detail::WriterState& w, const File& src, std::vector<CopyPie
 }
 // Copies tensors of `src` into the writer state `w` (Writer::copy_many_from, names checked).
 void copy_tensors(detail::WriterState& w, const File& src, std::span<const std::string_view> names,
-                  std::span<const std::string_view> src_names, const std::function<void(uint64_t)>& copied) {
+                  std::span<const std::string_view> src_names,
+                  const std::function<void(uint64_t)>& copied) {
   std::vector<CopyPiece> pieces;
   std::unordered_set<size_t> seen;
   for (size_t k = 0; k < names.size(); ++k) {
@@ -416,7 +429,8 @@ void copy_tensors(detail::WriterState& w, const File& src, std::span<const std::
   // What the source can do decides how: the kernel copies from a descriptor, memory is
   // written as it is, anything else is read in batches.
   const detail::ByteSource& source = detail::FileAccess::source(src);
-  if (const int in_fd = source.descriptor(); in_fd >= 0) return copy_in_kernel(w, src, in_fd, pieces, tick);
+  if (const int in_fd = source.descriptor(); in_fd >= 0)
+    return copy_in_kernel(w, src, in_fd, pieces, tick);
   if (!source.memory().empty()) return copy_from_memory(w, src, pieces, tick);
   copy_by_ranges(w, src, std::move(pieces), tick);
 }
@@ -433,12 +447,14 @@ void Writer::copy_many_from(const File& src, std::span<const std::string_view> n
                             std::span<const std::string_view> src_names,
                             const std::function<void(uint64_t)>& copied) {
   if (!src_names.empty() && src_names.size() != names.size())
-    throw_invalid(fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
+    throw_invalid(
+        fmt::format("{} names to copy to, {} to copy from", names.size(), src_names.size()));
   if (!impl_->routes.empty()) {  // each target's tensors as one copy, targets in first-named order
     std::vector<std::pair<detail::WriterState*, std::vector<size_t>>> groups;
     for (size_t k = 0; k < names.size(); ++k) {
       detail::WriterState* target = impl_->slot(names[k]).w;
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == target; });
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const auto& x) { return x.first == target; });
       if (g == groups.end()) g = groups.insert(g, {target, {}});
       g->second.push_back(k);
     }
@@ -459,11 +475,14 @@ void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
   const auto [target, i] = impl_->slot(name);
   detail::WriterState& w = *target;
   const TensorInfo& t = w.tensors[i];
-  if (w.written[i] != 0) throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
+  if (w.written[i] != 0)
+    throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file) {
     w.out->copy_from(fd, offset, w.data_start + t.begin, t.byte_size());
   } else if (t.byte_size() != 0) {
-    detail::pread_exact(fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())}, w.name);
+    detail::pread_exact(
+        fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())},
+        w.name);
   }
   w.written[i] = t.byte_size();
 }

@@ -115,9 +115,9 @@ void q6_k(const float*, u8*);
 /// One row of the table: everything tlio knows of a ggml type.
 struct GgmlRow {
   GgmlType type;
-  std::optional<Dtype> plain;      ///< the dtype of a plain type's bytes; none for a block type
-  BlockDecoder decode = nullptr;   ///< a block type tlio decodes
-  BlockEncoder encode = nullptr;   ///< a block type tlio writes as ggml's reference does
+  std::optional<Dtype> plain;        ///< the dtype of a plain type's bytes; none for a block type
+  BlockDecoder decode = nullptr;     ///< a block type tlio decodes
+  BlockEncoder encode = nullptr;     ///< a block type tlio writes as ggml's reference does
   uint32_t file_type = kNoFileType;  ///< llama.cpp's general.file_type for a model "mostly" of it
   static constexpr uint32_t kNoFileType = UINT32_MAX;
 };
@@ -126,6 +126,8 @@ struct GgmlRow {
 std::span<const GgmlRow> ggml_rows() noexcept;
 /// The row of ggml type `id`, or null for an id ggml does not know or has removed.
 const GgmlRow* ggml_row(uint32_t id) noexcept;
-inline const GgmlRow* ggml_row(GgmlTypeId id) noexcept { return ggml_row(static_cast<uint32_t>(id)); }
+inline const GgmlRow* ggml_row(GgmlTypeId id) noexcept {
+  return ggml_row(static_cast<uint32_t>(id));
+}
 
 }  // namespace tlio::detail

@@ -2,10 +2,10 @@
 // of ggml's dequantize_row_* (ggml-quants.c): each block's scales formed first (d * sc, dmin * m),
 // then code times scale, minus or plus the offset, in float. The gguf module is compiled with
 // -ffp-contract=off, so `a * q - m` stays two roundings as in the reference build.
+#include <fmt/core.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "gguf/ggml_blocks.hpp"
 #include "tlio/convert.hpp"
@@ -18,7 +18,9 @@ namespace {
 
 using detail::u8;
 
-inline float half(const u8* p) noexcept { return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8)); }
+inline float half(const u8* p) noexcept {
+  return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8));
+}
 inline uint32_t u32_le(const u8* p) noexcept {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
@@ -30,7 +32,8 @@ inline float f32_le(const u8* p) noexcept {
 }
 
 // IQ4_NL's non-linear levels, and MXFP4's (E2M1 values doubled; the block scales are halved).
-constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
 constexpr int8_t kFp4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 }  // namespace
@@ -57,7 +60,8 @@ void q5_0(const u8* b, float* y) {
   const float d = half(b);
   const uint32_t qh = u32_le(b + 2);
   for (int j = 0; j < 16; ++j) {
-    const int h0 = static_cast<int>(((qh >> j) << 4) & 0x10), h1 = static_cast<int>((qh >> (j + 12)) & 0x10);
+    const int h0 = static_cast<int>(((qh >> j) << 4) & 0x10),
+              h1 = static_cast<int>((qh >> (j + 12)) & 0x10);
     y[j] = static_cast<float>(((b[6 + j] & 0x0F) | h0) - 16) * d;
     y[j + 16] = static_cast<float>(((b[6 + j] >> 4) | h1) - 16) * d;
   }
@@ -66,7 +70,8 @@ void q5_1(const u8* b, float* y) {
   const float d = half(b), m = half(b + 2);
   const uint32_t qh = u32_le(b + 4);
   for (int j = 0; j < 16; ++j) {
-    const int h0 = static_cast<int>(((qh >> j) << 4) & 0x10), h1 = static_cast<int>((qh >> (j + 12)) & 0x10);
+    const int h0 = static_cast<int>(((qh >> j) << 4) & 0x10),
+              h1 = static_cast<int>((qh >> (j + 12)) & 0x10);
     y[j] = static_cast<float>((b[8 + j] & 0x0F) | h0) * d + m;
     y[j + 16] = static_cast<float>((b[8 + j] >> 4) | h1) * d + m;
   }
@@ -104,7 +109,8 @@ void q2_k(const u8* p, float* y) {
       for (int half_ = 0; half_ < 2; ++half_) {
         const u8 sc = scales[is++];
         const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
-        for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16 * half_] >> shift) & 3) - ml;
+        for (int l = 0; l < 16; ++l)
+          *y++ = dl * static_cast<float>((q[l + 16 * half_] >> shift) & 3) - ml;
       }
 }
 void q3_k(const u8* p, float* y) {
@@ -148,14 +154,17 @@ void q5_k(const u8* p, float* y) {
   const float d = half(b.d), dmin = half(b.dmin);
   const u8 *scales = b.scales, *qh = b.qh, *ql = b.qs;
   u8 u1 = 1, u2 = 2;
-  for (int is = 0; is < 8; is += 2, ql += 32, u1 = static_cast<u8>(u1 << 2), u2 = static_cast<u8>(u2 << 2)) {
+  for (int is = 0; is < 8;
+       is += 2, ql += 32, u1 = static_cast<u8>(u1 << 2), u2 = static_cast<u8>(u2 << 2)) {
     int sc, m;
     scale_min_k4(is, scales, sc, m);
     const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
     scale_min_k4(is + 1, scales, sc, m);
     const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d1 * static_cast<float>((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
   }
 }
 void q6_k(const u8* p, float* y) {
@@ -240,24 +249,25 @@ void q1_0(const u8* b, float* y) {
 }
 void q2_0(const u8* b, float* y) {
   const float d = half(b);
-  for (int j = 0; j < 64; ++j) y[j] = static_cast<float>(((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+  for (int j = 0; j < 64; ++j)
+    y[j] = static_cast<float>(((b[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
 }
 
 }  // namespace detail::ggml_decoders
 
-
-
 void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> dst) {
   const std::optional<GgmlType> type = ggml_type(id);
   if (!ggml_decodes(id))
-    throw Error(ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
-                type ? fmt::format("ggml type {} is not decoded by tlio (a codebook type: its lattice "
-                                   "tables are not carried)", type->name)
-                     : fmt::format("unknown ggml type {}", id));
+    throw Error(
+        ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
+        type ? fmt::format("ggml type {} is not decoded by tlio (a codebook type: its lattice "
+                           "tables are not carried)",
+                           type->name)
+             : fmt::format("unknown ggml type {}", id));
   if (dst.size() % type->block != 0 || src.size() != dst.size() / type->block * type->block_bytes)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                fmt::format("ggml_decode: {} elements of {} take {} bytes, not {}", dst.size(), type->name,
-                            dst.size() / type->block * type->block_bytes, src.size()));
+                fmt::format("ggml_decode: {} elements of {} take {} bytes, not {}", dst.size(),
+                            type->name, dst.size() / type->block * type->block_bytes, src.size()));
   if (const std::optional<Dtype> plain = ggml_plain_dtype(id)) {
     convert(*plain, src, Dtype::F32, std::as_writable_bytes(dst), dst.size());
     return;
@@ -265,7 +275,8 @@ void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> d
   const detail::BlockDecoder decode = detail::ggml_row(id)->decode;
   const auto* in = reinterpret_cast<const u8*>(src.data());
   float* out = dst.data();
-  for (size_t i = 0, n = dst.size() / type->block; i < n; ++i, in += type->block_bytes, out += type->block)
+  for (size_t i = 0, n = dst.size() / type->block; i < n;
+       ++i, in += type->block_bytes, out += type->block)
     decode(in, out);
 }
 

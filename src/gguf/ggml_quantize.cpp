@@ -4,11 +4,11 @@
 // Q8_0, truncation of x + 8.5 for the legacy 4/5-bit types, nearest_int's round-half-to-even in
 // the K-quants), scales computed in fp32 and only stored as fp16. The gguf module is compiled
 // with -ffp-contract=off: a fused multiply-add would round differently from ggml's x86 build.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "gguf/ggml_blocks.hpp"
 #include "gguf/ggml_quantize_kernels.hpp"
@@ -37,12 +37,15 @@ inline void put_half(u8* p, float v) noexcept {
   p[0] = static_cast<u8>(h);
   p[1] = static_cast<u8>(h >> 8);
 }
-inline float stored_half(const u8* p) noexcept { return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8)); }
+inline float stored_half(const u8* p) noexcept {
+  return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8));
+}
 
 // ---- 32-value blocks.
 void q8_0(const float* x, u8* b) {
   float amax = 0.0f;
-  for (int j = 0; j < 32; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);  // ggml's MAX (NaN wins)
+  for (int j = 0; j < 32; ++j)
+    amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);  // ggml's MAX (NaN wins)
   const float d = amax / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   put_half(b, d);
@@ -135,7 +138,8 @@ void q5_1(const float* x, u8* b) {
 
 // ---- The K-quants' searches.
 
-// The error of one value: absolute (Q2_K) or squared. A template argument, so that no loop tests it.
+// The error of one value: absolute (Q2_K) or squared. A template argument, so that no loop tests
+// it.
 template <bool kUseMad>
 inline float error_of(float diff) noexcept {
   return kUseMad ? std::fabs(diff) : diff * diff;
@@ -144,8 +148,8 @@ inline float error_of(float diff) noexcept {
 // Asymmetric codes 0..nmax for n values with weights: the scale and (returned in *the_min, as
 // a positive offset) the min of the best of nstep + 1 candidate grids (ggml's make_qkx2_quants).
 template <bool kUseMad>
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8* L, float* the_min, u8* Laux,
-                       float rmin, float rdelta, int nstep) {
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8* L, float* the_min,
+                       u8* Laux, float rmin, float rdelta, int nstep) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -174,7 +178,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8
     iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
     // The codes first (independent: the compiler may put them on vectors), then the sums in
     // ggml's order.
-    for (int i = 0; i < n; ++i) Laux[i] = static_cast<u8>(std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min)))));
+    for (int i = 0; i < n; ++i)
+      Laux[i] = static_cast<u8>(std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min)))));
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < n; ++i) {
       const float w = weights[i], fl = static_cast<float>(Laux[i]);
@@ -192,7 +197,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, u8
       }
       float cur_error = 0;
       for (int i = 0; i < n; ++i)
-        cur_error += weights[i] * error_of<kUseMad>(this_scale * static_cast<float>(Laux[i]) + this_min - x[i]);
+        cur_error += weights[i] *
+                     error_of<kUseMad>(this_scale * static_cast<float>(Laux[i]) + this_min - x[i]);
       if (cur_error < best_error) {
         std::copy_n(Laux, n, L);
         best_error = cur_error;
@@ -213,7 +219,9 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     std::fill_n(L, n, int8_t{0});
     return 0.0f;
   }
-  const auto code = [&](float iscale, int i) { return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))); };
+  const auto code = [&](float iscale, int i) {
+    return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+  };
   float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {
@@ -289,7 +297,8 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
 
 // Q4_K and Q5_K: 8 sub-blocks of 32, codes 0..nmax, 6-bit scales and mins packed in 12 bytes
 // at `scales`, fp16 d and dmin; the codes (requantized with the stored scales) in L.
-void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, u8* dmin, u8* scales, u8* L) {
+void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, u8* dmin,
+                        u8* scales, u8* L) {
   float weights[32], mins[8], sub_scales[8];
   u8 Laux[32];
   float max_scale = 0, max_min = 0;
@@ -298,7 +307,8 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, 
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    sub_scales[j] = make_qkx2_quants<false>(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
+    sub_scales[j] = make_qkx2_quants<false>(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j],
+                                            Laux, rmin, 0.1f, nstep);
     if (sub_scales[j] > max_scale) max_scale = sub_scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -325,7 +335,8 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, u8* d, 
     if (dj == 0.0f) continue;
     const float dm = stored_half(dmin) * static_cast<float>(m);
     for (int ii = 0; ii < 32; ++ii)
-      L[32 * j + ii] = static_cast<u8>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / dj))));
+      L[32 * j + ii] =
+          static_cast<u8>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / dj))));
   }
 }
 void q4_k(const float* x, u8* p) {
@@ -344,7 +355,8 @@ void q5_k(const float* x, u8* p) {
   k_scales_and_codes(x, 31, -0.5f, 15, b.d, b.dmin, b.scales, L);
   u8 *qh = b.qh, *ql = b.qs;
   u8 m1 = 1, m2 = 2;
-  for (int n = 0; n < 256; n += 64, ql += 32, m1 = static_cast<u8>(m1 << 2), m2 = static_cast<u8>(m2 << 2))
+  for (int n = 0; n < 256;
+       n += 64, ql += 32, m1 = static_cast<u8>(m1 << 2), m2 = static_cast<u8>(m2 << 2))
     for (int j = 0; j < 32; ++j) {
       int l1 = L[n + j], l2 = L[n + j + 32];
       if (l1 > 15) {
@@ -376,28 +388,32 @@ void q6_k(const float* x, u8* p) {
   const float iscale = -128.f / max_scale;
   put_half(b.d, 1 / iscale);
   int8_t* sc = b.scales;
-  for (int ib = 0; ib < 16; ++ib) sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+  for (int ib = 0; ib < 16; ++ib)
+    sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
   for (int j = 0; j < 16; ++j) {
     const float d = stored_half(b.d) * static_cast<float>(sc[j]);
     if (d == 0.0f) continue;
     for (int ii = 0; ii < 16; ++ii)
-      L[16 * j + ii] = static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
+      L[16 * j + ii] =
+          static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
   }
   u8 *ql = b.ql, *qh = b.qh;
   for (int j = 0; j < 256; j += 128, ql += 64, qh += 32)
     for (int l = 0; l < 32; ++l) {
-      const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF, q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
+      const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF, q3 = L[j + l + 64] & 0xF,
+                q4 = L[j + l + 96] & 0xF;
       ql[l] = static_cast<u8>(q1 | (q3 << 4));
       ql[l + 32] = static_cast<u8>(q2 | (q4 << 4));
-      qh[l] = static_cast<u8>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                              ((L[j + l + 96] >> 4) << 6));
+      qh[l] = static_cast<u8>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                              ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
     }
 }
 // Two-bit codes in 128-value halves: byte l of a half holds values l, l+32, l+64, l+96.
 void pack_2bit(const u8* L, u8* qs) {
   for (int j = 0; j < 256; j += 128)
     for (int l = 0; l < 32; ++l)
-      qs[j / 4 + l] = static_cast<u8>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+      qs[j / 4 + l] = static_cast<u8>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
 }
 void q2_k(const float* x, u8* p) {
   BlockQ2K& b = block_at<BlockQ2K>(p);
@@ -407,7 +423,8 @@ void q2_k(const float* x, u8* p) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < 16; ++j) {
     for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-    scales[j] = make_qkx2_quants<true>(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15);
+    scales[j] = make_qkx2_quants<true>(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                       -0.5f, 0.1f, 15);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -427,7 +444,8 @@ void q2_k(const float* x, u8* p) {
     if (d == 0.0f) continue;
     const float dm = stored_half(b.dmin) * static_cast<float>(sc[j] >> 4);
     for (int ii = 0; ii < 16; ++ii)
-      L[16 * j + ii] = static_cast<u8>(std::max(0, std::min(3, nearest_int((x[16 * j + ii] + dm) / d))));
+      L[16 * j + ii] =
+          static_cast<u8>(std::max(0, std::min(3, nearest_int((x[16 * j + ii] + dm) / d))));
   }
   pack_2bit(L, b.qs);
 }
@@ -451,8 +469,10 @@ void q3_k(const float* x, u8* p) {
     for (int j = 0; j < 16; ++j) {
       int8_t l = static_cast<int8_t>(nearest_int(iscale * scales[j]));
       l = static_cast<int8_t>(std::max<int>(-32, std::min<int>(31, l)) + 32);
-      if (j < 8) packed[j] = static_cast<u8>(l & 0xF);
-      else packed[j - 8] |= static_cast<u8>((l & 0xF) << 4);
+      if (j < 8)
+        packed[j] = static_cast<u8>(l & 0xF);
+      else
+        packed[j - 8] |= static_cast<u8>((l & 0xF) << 4);
       l = static_cast<int8_t>(l >> 4);
       packed[j % 4 + 8] |= static_cast<u8>(l << (2 * (j / 4)));
     }
@@ -464,7 +484,8 @@ void q3_k(const float* x, u8* p) {
     const float d = stored_half(b.d) * static_cast<float>(sc);
     if (d == 0.0f) continue;
     for (int ii = 0; ii < 16; ++ii)
-      L[16 * j + ii] = static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + ii] / d))) + 4);
+      L[16 * j + ii] =
+          static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + ii] / d))) + 4);
   }
   u8 codes[256];
   int m = 0;
@@ -486,8 +507,6 @@ void q3_k(const float* x, u8* p) {
 
 }  // namespace detail::ggml_encoders
 
-
-
 void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> dst) {
   const std::optional<GgmlType> type = ggml_type(id);
   if (!ggml_encodes(id))
@@ -496,8 +515,8 @@ void ggml_encode(uint32_t id, std::span<const float> src, std::span<std::byte> d
                      : fmt::format("unknown ggml type {}", id));
   if (src.size() % type->block != 0 || dst.size() != src.size() / type->block * type->block_bytes)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                fmt::format("ggml_encode: {} values as {} take {} bytes, not {}", src.size(), type->name,
-                            src.size() / type->block * type->block_bytes, dst.size()));
+                fmt::format("ggml_encode: {} values as {} take {} bytes, not {}", src.size(),
+                            type->name, src.size() / type->block * type->block_bytes, dst.size()));
   if (const std::optional<Dtype> plain = ggml_plain_dtype(id)) {
     convert(Dtype::F32, std::as_bytes(src), *plain, dst, src.size());
     return;

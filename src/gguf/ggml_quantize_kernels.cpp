@@ -7,9 +7,10 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "gguf/ggml_quantize_kernels.hpp"
+
 #include <cmath>
 
-#include "gguf/ggml_quantize_kernels.hpp"
 #include "tlio/convert.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -20,7 +21,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // quantize_row_q8_0_ref: amax = max |x|, d = amax / 127, id = 1 / d (0 for d = 0), the fp16 of
 // d, then roundf(x * id) (half away from zero) as int8.
-void Q8_0Blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block)(const float*, uint8_t*)) {
+void Q8_0Blocks(const float* x, size_t blocks, uint8_t* out,
+                void (*scalar_block)(const float*, uint8_t*)) {
   size_t b = 0;
 #if HWY_TARGET != HWY_SCALAR
   const hn::ScalableTag<float> df;
@@ -60,7 +62,8 @@ void Q8_0Blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block
         const auto t = hn::Trunc(p);
         const auto away = hn::Ge(hn::Abs(hn::Sub(p, t)), half);
         const auto r = hn::IfThenElse(away, hn::Add(t, hn::CopySign(one, p)), t);
-        hn::StoreU(hn::DemoteTo(di8, hn::ConvertTo(di, r)), di8, reinterpret_cast<int8_t*>(o + 2 + j));
+        hn::StoreU(hn::DemoteTo(di8, hn::ConvertTo(di, r)), di8,
+                   reinterpret_cast<int8_t*>(o + 2 + j));
       }
     }
   }
@@ -77,7 +80,8 @@ namespace tlio::detail {
 
 HWY_EXPORT(Q8_0Blocks);
 
-void q8_0_blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block)(const float*, uint8_t*)) {
+void q8_0_blocks(const float* x, size_t blocks, uint8_t* out,
+                 void (*scalar_block)(const float*, uint8_t*)) {
   HWY_DYNAMIC_DISPATCH(Q8_0Blocks)(x, blocks, out, scalar_block);
 }
 

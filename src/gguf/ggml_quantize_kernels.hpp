@@ -13,6 +13,7 @@ namespace tlio::detail {
 /// other block, and a block whose scale is so small that 1 / d overflows, by `scalar_block`
 /// (ggml's order of comparisons decides which NaN or infinity its scale keeps, and a non-finite
 /// product is given the code ggml's x86 build writes).
-void q8_0_blocks(const float* x, size_t blocks, uint8_t* out, void (*scalar_block)(const float*, uint8_t*));
+void q8_0_blocks(const float* x, size_t blocks, uint8_t* out,
+                 void (*scalar_block)(const float*, uint8_t*));
 
 }  // namespace tlio::detail

@@ -87,13 +87,15 @@ bool ggml_encodes(uint32_t id) noexcept {
   // Block types by ggml's reference quantizers; plain ones are conversions from F32, and ggml
   // writes weights only as F32, F16 or BF16.
   const detail::GgmlRow* r = detail::ggml_row(id);
-  return r && (r->encode || r->plain == Dtype::F32 || r->plain == Dtype::F16 || r->plain == Dtype::BF16);
+  return r &&
+         (r->encode || r->plain == Dtype::F32 || r->plain == Dtype::F16 || r->plain == Dtype::BF16);
 }
 
 std::optional<GgmlType> ggml_type_named(std::string_view name) noexcept {
   const auto same = [&](std::string_view known) {
     return std::ranges::equal(known, name, [](char a, char b) {
-      return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+      return std::toupper(static_cast<unsigned char>(a)) ==
+             std::toupper(static_cast<unsigned char>(b));
     });
   };
   for (const detail::GgmlRow& r : kTypes)
@@ -102,9 +104,9 @@ std::optional<GgmlType> ggml_type_named(std::string_view name) noexcept {
 }
 
 std::string_view gguf_value_type_name(GgufValueType type) noexcept {
-  static constexpr std::string_view kNames[] = {"UINT8",  "INT8",   "UINT16", "INT16", "UINT32",
-                                                "INT32",  "FLOAT32", "BOOL",  "STRING", "ARRAY",
-                                                "UINT64", "INT64",  "FLOAT64"};
+  static constexpr std::string_view kNames[] = {"UINT8",  "INT8",    "UINT16", "INT16",  "UINT32",
+                                                "INT32",  "FLOAT32", "BOOL",   "STRING", "ARRAY",
+                                                "UINT64", "INT64",   "FLOAT64"};
   const auto i = static_cast<size_t>(type);
   return i < std::size(kNames) ? kNames[i] : std::string_view{"unknown"};
 }

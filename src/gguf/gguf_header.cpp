@@ -42,7 +42,8 @@ class Reader {
 
   // The next n bytes (the file must hold them).
   std::span<const std::byte> take(uint64_t n, const char* what) {
-    if (n > left()) fail(fmt::format("the file ends inside {} ({} bytes needed, {} left)", what, n, left()));
+    if (n > left())
+      fail(fmt::format("the file ends inside {} ({} bytes needed, {} left)", what, n, left()));
     if (at_ + n > view_.size()) fetch(at_ + n);
     const auto out = view_.subspan(static_cast<size_t>(at_), static_cast<size_t>(n));
     at_ += n;
@@ -59,7 +60,8 @@ class Reader {
   std::string string(const char* what, std::string_view key = {}) {
     const uint64_t n = number<uint64_t>(what);
     if (n > kMaxGgufStringBytes)
-      fail(fmt::format("{} is {} bytes long, over the limit of {}", what, n, kMaxGgufStringBytes), std::string(key));
+      fail(fmt::format("{} is {} bytes long, over the limit of {}", what, n, kMaxGgufStringBytes),
+           std::string(key));
     const auto bytes = take(n, what);
     return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
@@ -84,18 +86,31 @@ class Reader {
 // unknown type).
 uint64_t scalar_bytes(GgufValueType t) {
   switch (t) {
-    case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-    case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-    case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
-    case GgufValueType::UINT64: case GgufValueType::INT64: case GgufValueType::FLOAT64: return 8;
-    default: return 0;
+    case GgufValueType::UINT8:
+    case GgufValueType::INT8:
+    case GgufValueType::BOOL:
+      return 1;
+    case GgufValueType::UINT16:
+    case GgufValueType::INT16:
+      return 2;
+    case GgufValueType::UINT32:
+    case GgufValueType::INT32:
+    case GgufValueType::FLOAT32:
+      return 4;
+    case GgufValueType::UINT64:
+    case GgufValueType::INT64:
+    case GgufValueType::FLOAT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 GgufValueType value_type(Reader& r, const std::string& key, const char* what) {
   const uint32_t t = r.number<uint32_t>(what);
   if (t > static_cast<uint32_t>(GgufValueType::FLOAT64))
-    r.fail(fmt::format("key {} has value type {}, which GGUF does not define", quote_name(key), t), key);
+    r.fail(fmt::format("key {} has value type {}, which GGUF does not define", quote_name(key), t),
+           key);
   return static_cast<GgufValueType>(t);
 }
 
@@ -121,7 +136,8 @@ GgufValue read_value(Reader& r, const std::string& key) {
   if (v.count > kMaxGgufArrayElements || v.count > r.left() / least)
     r.fail(fmt::format("key {} is an array of {} {} values, more than {}", quote_name(key), v.count,
                        gguf_value_type_name(v.element_type),
-                       v.count > kMaxGgufArrayElements ? "the limit of 2^30" : "the rest of the file holds"),
+                       v.count > kMaxGgufArrayElements ? "the limit of 2^30"
+                                                       : "the rest of the file holds"),
            key);
   if (v.element_type == GgufValueType::STRING) {
     v.strings.reserve(reserved(v.count));
@@ -140,7 +156,8 @@ void read_metadata(Reader& r, uint64_t count, GgufHeader& h) {
   for (uint64_t i = 0; i < count; ++i) {
     std::string key = r.string("a metadata key");
     if (key.empty()) r.fail(fmt::format("metadata entry {} has an empty key", i));
-    if (h.key_index.contains(key)) r.fail(fmt::format("metadata key {} appears twice", quote_name(key)), key);
+    if (h.key_index.contains(key))
+      r.fail(fmt::format("metadata key {} appears twice", quote_name(key)), key);
     GgufValue value = read_value(r, key);
     h.key_index.emplace(key, h.metadata.size());
     h.metadata.push_back({std::move(key), std::move(value)});
@@ -149,9 +166,10 @@ void read_metadata(Reader& r, uint64_t count, GgufHeader& h) {
     const GgufValue& a = h.metadata[it->second].value;
     const std::optional<uint64_t> n = a.as_uint();
     if (a.type != GgufValueType::UINT32 || !n || *n == 0 || (*n & (*n - 1)) != 0)
-      throw_format(Rule::gguf, "general.alignment",
-                   fmt::format("general.alignment must be a UINT32 power of two, not {} {}",
-                               gguf_value_type_name(a.type), n ? std::to_string(*n) : std::string("?")));
+      throw_format(
+          Rule::gguf, "general.alignment",
+          fmt::format("general.alignment must be a UINT32 power of two, not {} {}",
+                      gguf_value_type_name(a.type), n ? std::to_string(*n) : std::string("?")));
     h.alignment = *n;
   }
 }
@@ -160,12 +178,16 @@ GgufTensorInfo read_tensor_info(Reader& r, const GgufHeader& h) {
   GgufTensorInfo t;
   t.name = r.string("a tensor name");
   if (t.name.size() > kMaxGgmlNameBytes)
-    r.fail(fmt::format("tensor name {} is {} bytes, over ggml's {}", quote_name(t.name), t.name.size(),
-                       kMaxGgmlNameBytes), t.name);
-  if (h.tensor_index.contains(t.name)) r.fail(fmt::format("tensor {} appears twice", quote_name(t.name)), t.name);
+    r.fail(fmt::format("tensor name {} is {} bytes, over ggml's {}", quote_name(t.name),
+                       t.name.size(), kMaxGgmlNameBytes),
+           t.name);
+  if (h.tensor_index.contains(t.name))
+    r.fail(fmt::format("tensor {} appears twice", quote_name(t.name)), t.name);
   const uint32_t dims = r.number<uint32_t>("a tensor's dimension count");
   if (dims > kMaxGgmlDims)
-    r.fail(fmt::format("tensor {} has {} dimensions, over ggml's {}", quote_name(t.name), dims, kMaxGgmlDims), t.name);
+    r.fail(fmt::format("tensor {} has {} dimensions, over ggml's {}", quote_name(t.name), dims,
+                       kMaxGgmlDims),
+           t.name);
   uint64_t elements = 1;
   for (uint32_t d = 0; d < dims; ++d) {
     const uint64_t n = r.number<uint64_t>("a tensor's dimension");
@@ -177,11 +199,15 @@ GgufTensorInfo read_tensor_info(Reader& r, const GgufHeader& h) {
   }
   t.type = r.number<uint32_t>("a tensor's type");
   const std::optional<GgmlType> type = ggml_type(t.type);
-  if (!type) r.fail(fmt::format("tensor {} has ggml type {}, which ggml does not know", quote_name(t.name), t.type), t.name);
+  if (!type)
+    r.fail(fmt::format("tensor {} has ggml type {}, which ggml does not know", quote_name(t.name),
+                       t.type),
+           t.name);
   const uint64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
   if (ne0 % type->block != 0)
     r.fail(fmt::format("tensor {}'s first dimension {} is not a whole number of {} blocks of {}",
-                       quote_name(t.name), ne0, type->name, type->block), t.name);
+                       quote_name(t.name), ne0, type->name, type->block),
+           t.name);
   const std::optional<uint64_t> bytes = checked_mul(elements / type->block, type->block_bytes);
   if (!bytes) r.fail(fmt::format("tensor {}'s size overflows", quote_name(t.name)), t.name);
   t.bytes = *bytes;
@@ -202,10 +228,11 @@ GgufHeader parse_gguf_header(const ByteSource& source) {
                  : "not a GGUF file: it does not start with \"GGUF\"");
     h.version = r.number<uint32_t>("the version");
     if (h.version != 2 && h.version != 3)
-      r.fail(h.version == 1                  ? std::string("GGUF version 1, which ggml no longer reads")
-             : (h.version & 0xFFFF) == 0 ? fmt::format("GGUF version {:#x}: a big-endian file, which tlio does not read",
-                                                       h.version)
-                                         : fmt::format("GGUF version {}; ggml reads versions 2 and 3", h.version));
+      r.fail(h.version == 1 ? std::string("GGUF version 1, which ggml no longer reads")
+             : (h.version & 0xFFFF) == 0
+                 ? fmt::format("GGUF version {:#x}: a big-endian file, which tlio does not read",
+                               h.version)
+                 : fmt::format("GGUF version {}; ggml reads versions 2 and 3", h.version));
     const uint64_t tensors = r.number<uint64_t>("the tensor count");
     const uint64_t keys = r.number<uint64_t>("the metadata count");
     if (tensors > kInt64Max || keys > kInt64Max) r.fail("a count past ggml's signed 64-bit range");
@@ -223,15 +250,18 @@ GgufHeader parse_gguf_header(const ByteSource& source) {
     uint64_t expected = 0;
     for (const GgufTensorInfo& t : h.tensors) {
       if (t.offset != expected)
-        throw_format(Rule::gguf, t.name,
-                     fmt::format("tensor {}'s data is at offset {} of the data section; ggml expects {} "
-                                 "(each tensor right after the one before, padded to {})",
-                                 quote_name(t.name), t.offset, expected, h.alignment));
+        throw_format(
+            Rule::gguf, t.name,
+            fmt::format("tensor {}'s data is at offset {} of the data section; ggml expects {} "
+                        "(each tensor right after the one before, padded to {})",
+                        quote_name(t.name), t.offset, expected, h.alignment));
       const std::optional<uint64_t> end = checked_add(t.offset, t.bytes);
       if (!end || !checked_add(h.data_offset, *end) || h.data_offset + *end > source.size())
-        throw_format(Rule::gguf, t.name,
-                     fmt::format("tensor {}'s {} bytes at offset {} of the data section pass the end of the "
-                                 "file ({} bytes)", quote_name(t.name), t.bytes, t.offset, source.size()));
+        throw_format(
+            Rule::gguf, t.name,
+            fmt::format("tensor {}'s {} bytes at offset {} of the data section pass the end of the "
+                        "file ({} bytes)",
+                        quote_name(t.name), t.bytes, t.offset, source.size()));
       expected = gguf_padded(*end, h.alignment);
     }
     return h;

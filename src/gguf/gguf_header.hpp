@@ -23,7 +23,9 @@ struct GgufHeader {
 };
 
 /// `n` rounded up to a multiple of `alignment` (GGUF's padding).
-inline uint64_t gguf_padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+inline uint64_t gguf_padded(uint64_t n, uint64_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
 /// Error{format} (rule gguf) naming what is wrong, the byte offset where it was found and
 /// `source`; Error{io} when the source cannot be read.

@@ -1,6 +1,5 @@
 // gguf/gguf_writer.cpp: GGUF's layout written (docs/gguf.md "What a GGUF file is").
 #include "gguf/gguf_writer.hpp"
-#include "gguf/gguf_header.hpp"
 
 #include <fmt/core.h>
 
@@ -8,6 +7,7 @@
 #include <set>
 
 #include "common/checked.hpp"
+#include "gguf/gguf_header.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -53,14 +53,25 @@ struct HeaderBytes {
 
 }  // namespace
 
-GgufValue gguf_u32(uint32_t v) { return {GgufValueType::UINT32, GgufValueType::UINT8, 1, bytes_of(v), {}}; }
-GgufValue gguf_i32(int32_t v) { return {GgufValueType::INT32, GgufValueType::UINT8, 1, bytes_of(v), {}}; }
-GgufValue gguf_u16(uint16_t v) { return {GgufValueType::UINT16, GgufValueType::UINT8, 1, bytes_of(v), {}}; }
-GgufValue gguf_f32(float v) { return {GgufValueType::FLOAT32, GgufValueType::UINT8, 1, bytes_of(v), {}}; }
-GgufValue gguf_bool(bool v) {
-  return {GgufValueType::BOOL, GgufValueType::UINT8, 1, {std::byte{v ? uint8_t{1} : uint8_t{0}}}, {}};
+GgufValue gguf_u32(uint32_t v) {
+  return {GgufValueType::UINT32, GgufValueType::UINT8, 1, bytes_of(v), {}};
 }
-GgufValue gguf_string(std::string v) { return {GgufValueType::STRING, GgufValueType::UINT8, 1, {}, {std::move(v)}}; }
+GgufValue gguf_i32(int32_t v) {
+  return {GgufValueType::INT32, GgufValueType::UINT8, 1, bytes_of(v), {}};
+}
+GgufValue gguf_u16(uint16_t v) {
+  return {GgufValueType::UINT16, GgufValueType::UINT8, 1, bytes_of(v), {}};
+}
+GgufValue gguf_f32(float v) {
+  return {GgufValueType::FLOAT32, GgufValueType::UINT8, 1, bytes_of(v), {}};
+}
+GgufValue gguf_bool(bool v) {
+  return {
+      GgufValueType::BOOL, GgufValueType::UINT8, 1, {std::byte{v ? uint8_t{1} : uint8_t{0}}}, {}};
+}
+GgufValue gguf_string(std::string v) {
+  return {GgufValueType::STRING, GgufValueType::UINT8, 1, {}, {std::move(v)}};
+}
 GgufValue gguf_strings(std::vector<std::string> v) {
   const uint64_t n = v.size();
   return {GgufValueType::ARRAY, GgufValueType::STRING, n, {}, std::move(v)};
@@ -76,7 +87,8 @@ GgufValue gguf_i32s(const std::vector<int32_t>& v) {
   return {GgufValueType::ARRAY, GgufValueType::INT32, v.size(), std::move(b), {}};
 }
 
-uint64_t gguf_tensor_bytes(uint32_t type, const std::vector<uint64_t>& ne, const std::string& name) {
+uint64_t gguf_tensor_bytes(uint32_t type, const std::vector<uint64_t>& ne,
+                           const std::string& name) {
   const GgmlType t = *ggml_type(type);
   if (ne.empty() || ne[0] % t.block != 0)
     throw_invalid(fmt::format("tensor {}: {} values per row are not whole {} blocks of {}", name,
@@ -105,9 +117,12 @@ GgufWriter::GgufWriter(const Location& dest, const std::vector<GgufKeyValue>& me
   uint64_t offset = 0;
   for (const GgufTensorDecl& t : tensors_) {
     if (t.name.size() > kMaxGgmlNameBytes)
-      throw_invalid(fmt::format("tensor name {} is over ggml's {} bytes", t.name, kMaxGgmlNameBytes), t.name);
-    if (!names.insert(t.name).second) throw_invalid(fmt::format("tensor {} declared twice", t.name), t.name);
-    if (t.ne.size() > kMaxGgmlDims) throw_invalid(fmt::format("tensor {} has over 4 dimensions", t.name), t.name);
+      throw_invalid(
+          fmt::format("tensor name {} is over ggml's {} bytes", t.name, kMaxGgmlNameBytes), t.name);
+    if (!names.insert(t.name).second)
+      throw_invalid(fmt::format("tensor {} declared twice", t.name), t.name);
+    if (t.ne.size() > kMaxGgmlDims)
+      throw_invalid(fmt::format("tensor {} has over 4 dimensions", t.name), t.name);
     h.str(t.name);
     h.num(static_cast<uint32_t>(t.ne.size()));
     for (uint64_t d : t.ne) h.num(d);
@@ -157,8 +172,8 @@ void GgufWriter::commit_into(OutputSet& set) {
 void GgufWriter::finish() {
   while (current_ < tensors_.size() && bytes_[current_] == 0) ++current_;
   if (current_ != tensors_.size())
-    throw_invalid(fmt::format("GGUF writer: tensor {} has {} of its {} bytes", tensors_[current_].name, written_,
-                              bytes_[current_]));
+    throw_invalid(fmt::format("GGUF writer: tensor {} has {} of its {} bytes",
+                              tensors_[current_].name, written_, bytes_[current_]));
   // Padding after the last tensor: ggml's writer pads every tensor, the last one too.
   const uint64_t padded = gguf_padded(end_, alignment_);
   if (padded > end_) {

@@ -74,7 +74,8 @@ std::optional<uint64_t> token_id(const JsonDoc& doc, const char* key) {
 }
 
 uint32_t u32(uint64_t v, const char* key) {
-  if (v > UINT32_MAX) throw_invalid(fmt::format("config.json's {} ({}) does not fit GGUF's u32", key, v));
+  if (v > UINT32_MAX)
+    throw_invalid(fmt::format("config.json's {} ({}) does not fit GGUF's u32", key, v));
   return static_cast<uint32_t>(v);
 }
 
@@ -87,14 +88,18 @@ const GgufArch& gguf_arch_for(std::string_view hf_class) {
   for (const GgufArch& a : kArchs) known.push_back(a.hf_class);
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("architecture {} is not exported to GGUF; these are: {}",
-                          hf_class.empty() ? std::string_view{"(none)"} : hf_class, fmt::join(known, ", ")));
+                          hf_class.empty() ? std::string_view{"(none)"} : hf_class,
+                          fmt::join(known, ", ")));
 }
 
 bool GgufArch::is_70b(const HfConfig& c) const {
   switch (size_70b) {
-    case Size70B::at_80_layers: return c.layers == 80;
-    case Size70B::at_80_layers_with_gqa: return c.layers == 80 && c.heads != c.kv_heads;
-    case Size70B::never: break;
+    case Size70B::at_80_layers:
+      return c.layers == 80;
+    case Size70B::at_80_layers_with_gqa:
+      return c.layers == 80 && c.heads != c.kv_heads;
+    case Size70B::never:
+      break;
   }
   return false;
 }
@@ -105,28 +110,32 @@ const GgufArch& gguf_arch_named(std::string_view name) {
   std::vector<std::string_view> known;
   for (const GgufArch& a : kArchs)
     if (std::find(known.begin(), known.end(), a.name) == known.end()) known.push_back(a.name);
-  throw Error(ErrorCode::unsupported, Rule::none, "general.architecture", std::nullopt,
-              fmt::format("GGUF architecture {} is not imported to a Hugging Face folder; these are: {}",
-                          name.empty() ? std::string_view{"(none)"} : name, fmt::join(known, ", ")));
+  throw Error(
+      ErrorCode::unsupported, Rule::none, "general.architecture", std::nullopt,
+      fmt::format("GGUF architecture {} is not imported to a Hugging Face folder; these are: {}",
+                  name.empty() ? std::string_view{"(none)"} : name, fmt::join(known, ", ")));
 }
 
 HfConfig parse_hf_names(std::string_view json, const std::string& source) {
   const JsonDoc doc(json, source, Rule::model);
   HfConfig c;
   simdjson::dom::array classes;
-  if (doc.root()["architectures"].get_array().get(classes) == simdjson::SUCCESS && classes.size() > 0) {
+  if (doc.root()["architectures"].get_array().get(classes) == simdjson::SUCCESS &&
+      classes.size() > 0) {
     std::string_view first;
     if (classes.at(0).get_string().get(first) == simdjson::SUCCESS) c.hf_class = std::string(first);
   }
-  if (c.hf_class.empty()) doc.fail("architectures", "config.json names no architecture (\"architectures\")");
+  if (c.hf_class.empty())
+    doc.fail("architectures", "config.json names no architecture (\"architectures\")");
   (void)gguf_arch_for(c.hf_class);  // an unknown class is refused before its keys are asked for
   c.layers = doc.required_uint("num_hidden_layers");
   c.heads = doc.required_uint("num_attention_heads");
   if (c.heads == 0) doc.fail("num_attention_heads", "num_attention_heads is 0");
   c.kv_heads = doc.optional_uint("num_key_value_heads").value_or(c.heads);
   if (c.kv_heads == 0 || c.heads % c.kv_heads != 0)
-    doc.fail("num_key_value_heads", fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
-                                                c.kv_heads, c.heads));
+    doc.fail("num_key_value_heads",
+             fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
+                         c.kv_heads, c.heads));
   c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
   return c;
 }
@@ -137,11 +146,13 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.hidden_size = doc.required_uint("hidden_size");
   c.intermediate_size = doc.required_uint("intermediate_size");
   c.head_dim = doc.optional_uint("head_dim").value_or(c.hidden_size / c.heads);
-  if (c.head_dim == 0 || c.head_dim % 2 != 0) doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
+  if (c.head_dim == 0 || c.head_dim % 2 != 0)
+    doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
   c.context_length = doc.required_uint("max_position_embeddings");
   c.vocab_size = doc.required_uint("vocab_size");
   if (c.vocab_size == 0 || c.vocab_size > kMaxGgufVocabulary)
-    doc.fail("vocab_size", fmt::format("vocab_size {} is not between 1 and {}", c.vocab_size, kMaxGgufVocabulary));
+    doc.fail("vocab_size", fmt::format("vocab_size {} is not between 1 and {}", c.vocab_size,
+                                       kMaxGgufVocabulary));
   if (c.hidden_size == 0) doc.fail("hidden_size", "hidden_size is 0");
   c.rope_theta = number(doc, "rope_theta");
   const std::optional<double> eps = number(doc, "rms_norm_eps");
@@ -151,11 +162,13 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.eos_token_id = token_id(doc, "eos_token_id");
   c.rope_scaling = parse_rope_scaling(doc, source);
   if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && gguf_arch_for(c.hf_class).name != "llama")
-    throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
-                fmt::format("Llama 3's rope_scaling is exported for the llama architecture only (llama.cpp reads "
-                            "{} there), not for {}",
-                            kRopeFreqsName, c.hf_class),
-                source);
+    throw Error(
+        ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
+        fmt::format(
+            "Llama 3's rope_scaling is exported for the llama architecture only (llama.cpp reads "
+            "{} there), not for {}",
+            kRopeFreqsName, c.hf_class),
+        source);
   return c;
 }
 
@@ -174,15 +187,18 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
       {a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))},
       {a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))},
   };
-  if (c.rope_theta) kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
+  if (c.rope_theta)
+    kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
   for (GgufKeyValue& k : rope_scaling_keys(a, c.rope_scaling)) kv.push_back(std::move(k));
   return kv;
 }
 
-std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name) {
+std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
+                                      std::string_view hf_name) {
   for (const auto& [hf, gguf] : kModelNames)
     if (hf_name == hf) {
-      if (hf_name == "lm_head.weight" && c.tie_word_embeddings) return std::nullopt;  // llama.cpp reuses token_embd
+      if (hf_name == "lm_head.weight" && c.tie_word_embeddings)
+        return std::nullopt;  // llama.cpp reuses token_embd
       return GgufName{std::string(gguf), 0};
     }
   constexpr std::string_view kLayers = "model.layers.";
@@ -202,14 +218,17 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, s
         }
     }
   }
-  throw Error(ErrorCode::unsupported, Rule::none, std::string(hf_name), std::nullopt,
-              fmt::format("tensor {} has no GGUF name for {} ({})", hf_name, arch.hf_class, arch.name));
+  throw Error(
+      ErrorCode::unsupported, Rule::none, std::string(hf_name), std::nullopt,
+      fmt::format("tensor {} has no GGUF name for {} ({})", hf_name, arch.hf_class, arch.name));
 }
 
-std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch, const HfConfig& c) {
+std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch,
+                                                            const HfConfig& c) {
   std::vector<std::pair<std::string, GgufName>> out;
   const auto add = [&](std::string hf) {
-    if (std::optional<GgufName> g = gguf_name_for(arch, c, hf)) out.emplace_back(std::move(hf), std::move(*g));
+    if (std::optional<GgufName> g = gguf_name_for(arch, c, hf))
+      out.emplace_back(std::move(hf), std::move(*g));
   };
   for (const auto& [hf, gguf] : kModelNames) add(std::string(hf));
   for (uint64_t layer = 0; layer < c.layers; ++layer)

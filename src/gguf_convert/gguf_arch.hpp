@@ -1,5 +1,5 @@
-// gguf_convert/gguf_arch.hpp: the architectures tlio exports to GGUF, one table entry each: the Hugging
-// Face class, llama.cpp's architecture name, how tensors are named and laid out, and which
+// gguf_convert/gguf_arch.hpp: the architectures tlio exports to GGUF, one table entry each: the
+// Hugging Face class, llama.cpp's architecture name, how tensors are named and laid out, and which
 // config.json keys become which GGUF keys (with the exact types llama.cpp checks).
 #pragma once
 
@@ -27,7 +27,8 @@ struct GgufArch {
   /// as llama.cpp's converter does for the llama family; not for NEOX-RoPE architectures.
   bool permute_qk;
   /// Which models llama.cpp counts as 70B (LLM_TYPE_70B), whose quantization mixes give attn_v
-  /// more bits: 80 layers, or 80 layers with grouped-query attention (the llama family: 65B has none).
+  /// more bits: 80 layers, or 80 layers with grouped-query attention (the llama family: 65B has
+  /// none).
   enum class Size70B : uint8_t { never, at_80_layers, at_80_layers_with_gqa } size_70b;
 
   bool is_70b(const HfConfig& c) const;
@@ -35,14 +36,15 @@ struct GgufArch {
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
-/// The first entry writing general.architecture `name` (llama: LlamaForCausalLM); Error{unsupported}
-/// naming it and listing those there are.
+/// The first entry writing general.architecture `name` (llama: LlamaForCausalLM);
+/// Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_named(std::string_view name);
 
 /// What the export needs from config.json.
 struct HfConfig {
   std::string hf_class;
-  uint64_t hidden_size = 0, intermediate_size = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  uint64_t hidden_size = 0, intermediate_size = 0, layers = 0, heads = 0, kv_heads = 0,
+           head_dim = 0;
   uint64_t context_length = 0, vocab_size = 0;
   std::optional<double> rope_theta;
   double rms_norm_eps = 0;
@@ -51,7 +53,8 @@ struct HfConfig {
   RopeScaling rope_scaling;
 };
 /// config.json read for export: the class, hyperparameters, rope_scaling (gguf_rope.hpp; Llama
-/// 3's for the llama architecture only, where llama.cpp reads rope_freqs.weight). Error{format, "model"} naming a missing or mistyped key.
+/// 3's for the llama architecture only, where llama.cpp reads rope_freqs.weight). Error{format,
+/// "model"} naming a missing or mistyped key.
 HfConfig parse_hf_config(std::string_view json, const std::string& source);
 /// The part of it gguf_name_for needs (class, layers, heads, KV heads, tied embeddings): what
 /// pairs a folder's tensors with a GGUF file's, whatever else config.json holds.
@@ -67,7 +70,8 @@ struct GgufName {
   std::string name;
   uint64_t permute_heads = 0;
 };
-std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c, std::string_view hf_name);
+std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
+                                      std::string_view hf_name);
 /// The Q/K row interleave of the llama family, per head of `head_rows` rows: llama.cpp's converter
 /// reshapes a head's rows to [2, head_rows/2] and swaps the axes, so Hugging Face row
 /// j * head_rows/2 + i of a head becomes its GGUF row 2i + j. The GGUF row of a Hugging Face row,
@@ -83,6 +87,7 @@ inline uint64_t hf_row_of_gguf_row(uint64_t row, uint64_t head_rows) {
 
 /// Every Hugging Face name the table exports for a model of `c` (the model's, then each layer's),
 /// with its GGUF name: what a GGUF file's names are mapped back by.
-std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch, const HfConfig& c);
+std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch,
+                                                            const HfConfig& c);
 
 }  // namespace tlio::detail

@@ -1,27 +1,27 @@
-// gguf_convert/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from config.json,
-// the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF header is
-// known before a weight is read), then one pass over the tensors in file order, each read in
-// pieces of whole rows (whole heads where Q/K rows are permuted; quantized weights decoded),
+// gguf_convert/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from
+// config.json, the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF
+// header is known before a weight is read), then one pass over the tensors in file order, each read
+// in pieces of whole rows (whole heads where Q/K rows are permuted; quantized weights decoded),
 // converted to F32, permuted, and encoded on every core.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
-#include <deque>
 #include <memory>
 #include <set>
 
 #include "common/parallel.hpp"
-#include "gguf_convert/gguf_arch.hpp"
 #include "gguf/ggml_blocks.hpp"
 #include "gguf/gguf_header.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_mix.hpp"
 #include "gguf_convert/gguf_spm.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "io/location.hpp"
 #include "model/location.hpp"
 #include "tlio/convert.hpp"
@@ -45,7 +45,7 @@ struct PlannedTensor {
   const TensorInfo* info;       // null for a tensor made here (rope_freqs.weight)
   detail::GgufTensorDecl decl;  // type F32 until choose_types
   uint64_t permute_heads = 0;
-  bool weight = false;  // takes the type asked for (not a norm, bias or other 1-D tensor)
+  bool weight = false;      // takes the type asked for (not a norm, bias or other 1-D tensor)
   std::vector<float> made;  // the values of a tensor made here, written as F32
   // A quantized weight (info: its logical name and shape, F32 as decoded).
   const QuantizedWeight* quantized = nullptr;
@@ -72,7 +72,8 @@ AskedTypes asked_types(std::string_view text) {
     return {*ggml_type(mix->base), mix, mix->file_type};
   const std::optional<GgmlType> type = ggml_type_named(text);
   if (type && file_type_of(*type)) return {*type, std::nullopt, *file_type_of(*type)};
-  throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text, fmt::join(gguf_export_types(), ", ")));
+  throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text,
+                            fmt::join(gguf_export_types(), ", ")));
 }
 
 // Rows of a piece: whole heads when rows are permuted.
@@ -92,48 +93,57 @@ std::string folder_name(const std::string& dir) {
 // One tensor's place in the export: checked (floating, 1 or 2 dimensions, not empty, whole heads
 // where rows are permuted, the embeddings one row per token), its GGUF dimensions, and whether
 // it is a weight (the rest stay F32, as llama.cpp's converter and quantizer keep them).
-PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name, const detail::HfConfig& c) {
+PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::GgufName& name,
+                          const detail::HfConfig& c) {
   if (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) || t.dtype == Dtype::BOOL)
-    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} is {}: only floating weights, and quantized weights in a form tlio "
-                            "decodes, are exported to GGUF",
-                            t.name, dtype_name(t.dtype)),
-                f.name());
+    throw Error(
+        ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+        fmt::format("tensor {} is {}: only floating weights, and quantized weights in a form tlio "
+                    "decodes, are exported to GGUF",
+                    t.name, dtype_name(t.dtype)),
+        f.name());
   if (t.shape.size() == 0 || t.shape.size() > 2)
     throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} has {} dimensions; the architectures exported have 1 or 2", t.name,
-                            t.shape.size()),
+                fmt::format("tensor {} has {} dimensions; the architectures exported have 1 or 2",
+                            t.name, t.shape.size()),
                 f.name());
   if (t.element_count() == 0)
     throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
                 fmt::format("tensor {} has no values", t.name), f.name());
   if (t.shape.back() * dtype_bits(t.dtype) % 8 != 0)
-    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} is {} with rows of {} values, which do not start on whole bytes", t.name,
-                            dtype_name(t.dtype), t.shape.back()),
-                f.name());
-  if (name.permute_heads && (t.shape[0] % name.permute_heads != 0 || (t.shape[0] / name.permute_heads) % 2 != 0))
+    throw Error(
+        ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+        fmt::format("tensor {} is {} with rows of {} values, which do not start on whole bytes",
+                    t.name, dtype_name(t.dtype), t.shape.back()),
+        f.name());
+  if (name.permute_heads &&
+      (t.shape[0] % name.permute_heads != 0 || (t.shape[0] / name.permute_heads) % 2 != 0))
     throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
                             name.permute_heads),
                 f.name());
-  PlannedTensor p{&f, &t, {name.name, ggml_id(GgmlTypeId::F32), {}}, name.permute_heads, false, {}, nullptr};
+  PlannedTensor p{&f, &t,     {name.name, ggml_id(GgmlTypeId::F32), {}}, name.permute_heads, false,
+                  {}, nullptr};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
-  p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
+  p.weight =
+      t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
   if (p.decl.name == "token_embd.weight" &&
       (t.shape.size() != 2 || t.shape[0] != c.vocab_size || t.shape[1] != c.hidden_size))
-    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
-                fmt::format("{} is [{}], not [vocab_size {}, hidden_size {}]: llama.cpp needs one row per token",
-                            t.name, fmt::join(t.shape, ", "), c.vocab_size, c.hidden_size),
-                f.name());
+    throw Error(
+        ErrorCode::format, Rule::model, t.name, std::nullopt,
+        fmt::format(
+            "{} is [{}], not [vocab_size {}, hidden_size {}]: llama.cpp needs one row per token",
+            t.name, fmt::join(t.shape, ", "), c.vocab_size, c.hidden_size),
+        f.name());
   return p;
 }
 
 // Each weight's type: the one asked for, or the mix's choice for it; then llama.cpp's fallback
 // where its rows are not whole blocks, noted in the report.
-void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked, const detail::GgufArch& arch,
-                  const detail::HfConfig& c, GgufExportReport& report) {
+void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked,
+                  const detail::GgufArch& arch, const detail::HfConfig& c,
+                  GgufExportReport& report) {
   detail::MixModel model{c.layers, 0, true, arch.is_70b(c)};
   for (const PlannedTensor& p : plan) {
     model.value_layers += p.decl.name.find("attn_v.weight") != std::string::npos;
@@ -142,11 +152,13 @@ void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked, con
   for (PlannedTensor& p : plan) {
     if (!p.weight) continue;
     const uint64_t row = p.decl.ne[0];
-    const uint32_t want = asked.mix ? detail::gguf_mix_type(*asked.mix, model, p.decl.name, row) : asked.base.id;
+    const uint32_t want =
+        asked.mix ? detail::gguf_mix_type(*asked.mix, model, p.decl.name, row) : asked.base.id;
     p.decl.type = detail::gguf_row_fallback(want, row);
     if (p.decl.type != want)
-      report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", p.decl.name, ggml_type(want)->name,
-                                             ggml_type(p.decl.type)->name, row));
+      report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", p.decl.name,
+                                             ggml_type(want)->name, ggml_type(p.decl.type)->name,
+                                             row));
   }
 }
 
@@ -165,15 +177,18 @@ uint64_t write_decoded_tensor(const PlannedTensor& p, detail::GgufWriter& writer
   const uint64_t rows = p.info->shape[0], cols = p.info->shape.back();
   const uint64_t hd = p.permute_heads ? rows / p.permute_heads : 0;  // checked when planned
   const GgmlType type = *ggml_type(p.decl.type);
-  const uint64_t row_bytes = cols / type.block * type.block_bytes, step = piece_rows(rows, cols, hd);
+  const uint64_t row_bytes = cols / type.block * type.block_bytes,
+                 step = piece_rows(rows, cols, hd);
   for (uint64_t r = 0; r < rows; r += step) {
     const uint64_t n = std::min(step, rows - r);
     pass.encoded.resize(n * row_bytes);
     detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
       std::vector<float> values(cols);
       for (uint64_t o = b; o < e; ++o) {
-        const uint64_t from = hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
-        decoded.read((r + from) * cols, cols, Dtype::F32, std::as_writable_bytes(std::span(values)));
+        const uint64_t from =
+            hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
+        decoded.read((r + from) * cols, cols, Dtype::F32,
+                     std::as_writable_bytes(std::span(values)));
         ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
       }
     });
@@ -201,7 +216,8 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
   const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;  // checked when planned
   const GgmlType type = *ggml_type(p.decl.type);
-  const uint64_t row_bytes = cols / type.block * type.block_bytes, in_row = cols * dtype_bits(t.dtype) / 8;
+  const uint64_t row_bytes = cols / type.block * type.block_bytes,
+                 in_row = cols * dtype_bits(t.dtype) / 8;
   const std::span<const std::byte> mapped = p.file->mapped_data();
   const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
   uint64_t read = 0;
@@ -226,7 +242,8 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
       detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
         std::vector<float> values(cols);
         for (uint64_t o = b; o < e; ++o) {
-          const uint64_t from = hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
+          const uint64_t from =
+              hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
           convert(t.dtype, raw.subspan(from * in_row, in_row), Dtype::F32,
                   std::as_writable_bytes(std::span(values)), cols);
           ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
@@ -248,7 +265,8 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
   size_t split = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const detail::GgufTensorDecl& d = plan[i].decl;
-    const uint64_t bytes = detail::gguf_padded(detail::gguf_tensor_bytes(d.type, d.ne, d.name), kDefaultGgufAlignment);
+    const uint64_t bytes =
+        detail::gguf_padded(detail::gguf_tensor_bytes(d.type, d.ne, d.name), kDefaultGgufAlignment);
     if (max_bytes && used > 0 && used + bytes > max_bytes) {
       ++split;
       used = 0;
@@ -257,15 +275,16 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
     used += bytes;
   }
   if (split >= UINT16_MAX)
-    throw_invalid(fmt::format("{} splits of at most {} bytes: llama.cpp reads at most {}", split + 1, max_bytes,
-                              UINT16_MAX));
+    throw_invalid(fmt::format("{} splits of at most {} bytes: llama.cpp reads at most {}",
+                              split + 1, max_bytes, UINT16_MAX));
   return split_of;
 }
 
 // The vocabulary as llama.cpp's keys, from the file llama.cpp's converter reads for the llama
 // family: a SentencePiece tokenizer.model when there is one, else tokenizer.json (byte-level BPE,
 // or a SentencePiece vocabulary written as BPE with byte fallback: scored by its merges).
-std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where, const detail::HfConfig& c) {
+std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
+                                         const detail::HfConfig& c) {
   const std::optional<std::string> config = where.read_text("tokenizer_config.json");
   if (const std::optional<std::string> spm = where.read_text("tokenizer.model")) {
     if (spm->size() > detail::kMaxSentencePieceBytes)
@@ -273,17 +292,19 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where, con
                   fmt::format("tokenizer.model has {} bytes, more than the {} read", spm->size(),
                               detail::kMaxSentencePieceBytes),
                   where.name_of("tokenizer.model"));
-    const detail::SentencePieceModel model =
-        detail::parse_sentencepiece(std::as_bytes(std::span(*spm)), where.name_of("tokenizer.model"));
+    const detail::SentencePieceModel model = detail::parse_sentencepiece(
+        std::as_bytes(std::span(*spm)), where.name_of("tokenizer.model"));
     return detail::gguf_spm_tokenizer(model, where.name_of("tokenizer.model"), config, c);
   }
   const std::optional<std::string> json = where.read_text("tokenizer.json");
   if (!json)
     throw Error(ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
-                "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model without its "
+                "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model "
+                "without its "
                 "vocabulary",
                 where.name());
-  if (const auto spm = detail::sentencepiece_of_tokenizer_json(*json, where.name_of("tokenizer.json"), c.vocab_size))
+  if (const auto spm = detail::sentencepiece_of_tokenizer_json(
+          *json, where.name_of("tokenizer.json"), c.vocab_size))
     return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c);
   return detail::gguf_tokenizer(*json, where.name_of("tokenizer.json"), config, c);
 }
@@ -306,7 +327,8 @@ std::vector<std::string_view> gguf_export_types() {
   return names;
 }
 
-GgufExportReport export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options) {
+GgufExportReport export_gguf(const std::string& model_dir, const std::string& out,
+                             const GgufExportOptions& options) {
   const AskedTypes asked = asked_types(options.type);
   if (weights_kind(model_dir, options.open) == WeightsKind::gguf)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
@@ -316,17 +338,23 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
   if (model.config_json().empty())  // read by Model::open
     throw Error(ErrorCode::format, Rule::model, "config.json", std::nullopt,
-                "a GGUF export needs config.json (the architecture and its hyperparameters)", where.name());
-  const detail::HfConfig c = detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
+                "a GGUF export needs config.json (the architecture and its hyperparameters)",
+                where.name());
+  const detail::HfConfig c =
+      detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
   const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
 
   // The plan: every tensor's GGUF name, type and dimensions, in file order.
   GgufExportReport report;
   report.architecture = std::string(arch.name);
   std::vector<PlannedTensor> plan;
-  if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {  // first, as llama.cpp's converter writes it
-    PlannedTensor freqs{nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}, nullptr};
-    freqs.made = detail::llama3_rope_factors(c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
+  if (c.rope_scaling.kind ==
+      detail::RopeScaling::Kind::llama3) {  // first, as llama.cpp's converter writes it
+    PlannedTensor freqs{
+        nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false,
+        {},      nullptr};
+    freqs.made = detail::llama3_rope_factors(
+        c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
     plan.push_back(std::move(freqs));
   }
   // Quantized weights (bitsandbytes, FP8, GPTQ, ...: every form tlio decodes; one it does not is
@@ -357,9 +385,11 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
       plan.push_back(plan_tensor(f, *info, *name, c));
       plan.back().quantized = quantized;
     }
-  if (std::none_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
+  if (std::none_of(plan.begin(), plan.end(),
+                   [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
     throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,
-                "the model has no model.embed_tokens.weight: llama.cpp needs the token embeddings", model.name());
+                "the model has no model.embed_tokens.weight: llama.cpp needs the token embeddings",
+                model.name());
   choose_types(plan, asked, arch, c, report);
   std::map<std::string, size_t> counts;
   bool quantized = false;
@@ -376,7 +406,8 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
       {"general.alignment", detail::gguf_u32(static_cast<uint32_t>(kDefaultGgufAlignment))},
       {"general.file_type", detail::gguf_u32(asked.file_type)},
   };
-  if (quantized) metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
+  if (quantized)
+    metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
   for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));
   for (GgufKeyValue& kv : tokenizer_keys(where, c)) metadata.push_back(std::move(kv));
 
@@ -396,7 +427,8 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
       keys.push_back({"split.tensors.count", detail::gguf_i32(static_cast<int32_t>(plan.size()))});
     }
     const std::string name = splits > 1 ? gguf_split_name(out, s, splits) : out;
-    writers.push_back(std::make_unique<detail::GgufWriter>(detail::Location::parse(name), keys, std::move(decls)));
+    writers.push_back(std::make_unique<detail::GgufWriter>(detail::Location::parse(name), keys,
+                                                           std::move(decls)));
     report.files.push_back(name);
   }
   for (const PlannedTensor& p : plan) total += p.info ? p.info->element_count() : 0;

@@ -1,6 +1,9 @@
-// gguf_convert/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first from
-// the GGUF header (numpy order, the target dtype), then written tensor by tensor in pieces, each
-// piece decoded on every core (whole rows, put back in place where the export interleaved them).
+// gguf_convert/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first
+// from the GGUF header (numpy order, the target dtype), then written tensor by tensor in pieces,
+// each piece decoded on every core (whole rows, put back in place where the export interleaved
+// them).
+#include "gguf_convert/gguf_import.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,7 +12,6 @@
 
 #include "common/parallel.hpp"
 #include "gguf_convert/gguf_arch.hpp"
-#include "gguf_convert/gguf_import.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -32,14 +34,16 @@ bool is_float(Dtype d) noexcept {
 std::optional<std::string> metadata_text(const GgufValue& v) {
   if (const std::string* s = v.as_string()) return *s;
   if (v.type == GgufValueType::ARRAY) return std::nullopt;
-  if (v.type == GgufValueType::BOOL) return v.as_uint() != 0u ? "true" : "false";  // any non-zero byte, as ggml
+  if (v.type == GgufValueType::BOOL)
+    return v.as_uint() != 0u ? "true" : "false";  // any non-zero byte, as ggml
   if (v.type == GgufValueType::INT64) {
     int64_t i;
     std::memcpy(&i, v.bytes.data(), 8);
     return fmt::format("{}", i);
   }
   if (const std::optional<uint64_t> u = v.as_uint()) return fmt::format("{}", *u);
-  if (v.type == GgufValueType::FLOAT32) return fmt::format("{}", static_cast<float>(*v.as_double()));
+  if (v.type == GgufValueType::FLOAT32)
+    return fmt::format("{}", static_cast<float>(*v.as_double()));
   return fmt::format("{}", *v.as_double());  // FLOAT64, negative INT8..INT32
 }
 
@@ -54,24 +58,30 @@ Dtype gguf_output_dtype(const GgufTensorInfo& t, Dtype floats) {
 
 void check_gguf_import(const GgufFile& src, Dtype dtype) {
   if (dtype != Dtype::F32 && dtype != Dtype::F16 && dtype != Dtype::BF16)
-    throw_invalid(fmt::format("GGUF tensors are imported as F32, F16 or BF16, not {}", dtype_name(dtype)));
+    throw_invalid(
+        fmt::format("GGUF tensors are imported as F32, F16 or BF16, not {}", dtype_name(dtype)));
   for (const GgufTensorInfo& t : src.tensors())
     if (!ggml_decodes(t.type))
-      throw Error(ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
-                  fmt::format("tensor {} is {}, a ggml type tlio does not decode (IQ1/IQ2/IQ3 codebook types "
-                              "are not carried); nothing was written",
-                              t.name, ggml_type(t.type)->name),
-                  src.name());
+      throw Error(
+          ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
+          fmt::format(
+              "tensor {} is {}, a ggml type tlio does not decode (IQ1/IQ2/IQ3 codebook types "
+              "are not carried); nothing was written",
+              t.name, ggml_type(t.type)->name),
+          src.name());
 }
 
-void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name, Dtype to,
-                       uint64_t permute_heads, Writer& w, GgufImportReport& report,
+void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
+                       Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,
                        const std::function<void(uint64_t)>& written) {
   const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
   ++report.tensors;
-  if (!plain) ++report.decoded;
-  else if (*plain != to) ++report.converted;
-  else ++report.kept;
+  if (!plain)
+    ++report.decoded;
+  else if (*plain != to)
+    ++report.converted;
+  else
+    ++report.kept;
   report.data_bytes_in += t.bytes;
   const unsigned threads = thread_count(configured_threads());
   const uint64_t n = t.element_count(), size = dtype_bits(to) / 8;
@@ -93,8 +103,8 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
       const uint64_t row_bytes = cols * size;
       placed.resize(piece.size());
       for (uint64_t r = 0; r < count / cols; ++r)
-        std::memcpy(placed.data() + r * row_bytes, piece.data() + gguf_row_of_hf_row(r, head_rows) * row_bytes,
-                    row_bytes);
+        std::memcpy(placed.data() + r * row_bytes,
+                    piece.data() + gguf_row_of_hf_row(r, head_rows) * row_bytes, row_bytes);
       piece.swap(placed);
     }
     w.append(name, piece);
@@ -109,7 +119,8 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
 Metadata gguf_scalar_metadata(const GgufFile& f) {
   Metadata metadata;
   for (const GgufKeyValue& kv : f.metadata())
-    if (std::optional<std::string> text = metadata_text(kv.value)) metadata.emplace(kv.key, std::move(*text));
+    if (std::optional<std::string> text = metadata_text(kv.value))
+      metadata.emplace(kv.key, std::move(*text));
   return metadata;
 }
 
@@ -133,8 +144,8 @@ GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& o
 
   uint64_t done = 0;
   for (const GgufTensorInfo& t : src.tensors())
-    detail::write_gguf_tensor(src, t, t.name, detail::gguf_output_dtype(t, options.dtype), 0, w, report,
-                              [&](uint64_t count) {
+    detail::write_gguf_tensor(src, t, t.name, detail::gguf_output_dtype(t, options.dtype), 0, w,
+                              report, [&](uint64_t count) {
                                 done += count;
                                 if (options.progress) options.progress(done, total);
                               });

@@ -1,5 +1,6 @@
-// gguf_convert/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a Hugging Face
-// folder) share: the checks made before anything is written, and a tensor written in pieces.
+// gguf_convert/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a
+// Hugging Face folder) share: the checks made before anything is written, and a tensor written in
+// pieces.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,8 @@
 
 namespace tlio::detail {
 
-/// The dtype tensor `t` is written as: `floats` for floating and block types, an integer type its own.
+/// The dtype tensor `t` is written as: `floats` for floating and block types, an integer type its
+/// own.
 Dtype gguf_output_dtype(const GgufTensorInfo& t, Dtype floats);
 
 /// Error{invalid_argument} unless `dtype` is F32, F16 or BF16; Error{unsupported} naming the first
@@ -22,8 +24,8 @@ void check_gguf_import(const GgufFile& src, Dtype dtype);
 /// Appends tensor `t` of `src` to `w` as `name` (declared as `to`), decoded in pieces on every
 /// core; `permute_heads` > 0 puts back the rows the export interleaved per head (Q/K of the
 /// llama family). Counts it in `report`; `written` gets each piece's element count.
-void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name, Dtype to,
-                       uint64_t permute_heads, Writer& w, GgufImportReport& report,
+void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
+                       Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,
                        const std::function<void(uint64_t)>& written);
 
 }  // namespace tlio::detail

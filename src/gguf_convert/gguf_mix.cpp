@@ -1,7 +1,7 @@
-// gguf_convert/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports (dense,
-// separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the llama.cpp
-// of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told apart by
-// their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
+// gguf_convert/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports
+// (dense, separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the
+// llama.cpp of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told
+// apart by their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
 #include "gguf_convert/gguf_mix.hpp"
 
 #include <algorithm>
@@ -63,13 +63,15 @@ std::span<const GgufMix> gguf_mixes() noexcept { return kMixes; }
 std::optional<GgufMix> gguf_mix_named(std::string_view name) noexcept {
   for (const GgufMix& m : kMixes)
     if (std::ranges::equal(m.name, name, [](char a, char b) {
-          return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+          return std::toupper(static_cast<unsigned char>(a)) ==
+                 std::toupper(static_cast<unsigned char>(b));
         }))
       return m;
   return std::nullopt;
 }
 
-uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name, uint64_t row_values) {
+uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name,
+                       uint64_t row_values) {
   const std::string_view m = mix.name;
   const Kind kind = kind_of(name);
   const int64_t layer = layer_of(name);
@@ -78,20 +80,30 @@ uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_vi
     return row_values % block_of(mix.base) != 0 ? kQ8_0 : kQ6_K;
   if (kind == Kind::attn_v) {
     const auto n = static_cast<int64_t>(model.value_layers);
-    if (m == "Q3_K_M") type = layer < 2 ? kQ5_K : kQ4_K;
-    else if (m == "Q3_K_L") type = kQ5_K;
-    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n)) type = kQ6_K;
-    else if (m == "Q4_K_S" && layer < 4) type = kQ5_K;
+    if (m == "Q3_K_M")
+      type = layer < 2 ? kQ5_K : kQ4_K;
+    else if (m == "Q3_K_L")
+      type = kQ5_K;
+    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n))
+      type = kQ6_K;
+    else if (m == "Q4_K_S" && layer < 4)
+      type = kQ5_K;
     if (model.is_70b && (type == kQ3_K || type == kQ4_K)) type = kQ5_K;
   } else if (kind == Kind::ffn_down) {
     const auto n = static_cast<int64_t>(model.layers);
-    if (m == "Q3_K_M") type = layer < n / 16 ? kQ5_K : kQ4_K;
-    else if (m == "Q3_K_L") type = kQ5_K;
-    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n)) type = kQ6_K;
-    else if (m == "Q4_K_S" && layer < n / 8) type = kQ5_K;
+    if (m == "Q3_K_M")
+      type = layer < n / 16 ? kQ5_K : kQ4_K;
+    else if (m == "Q3_K_L")
+      type = kQ5_K;
+    else if ((m == "Q4_K_M" || m == "Q5_K_M") && more_bits(layer, n))
+      type = kQ6_K;
+    else if (m == "Q4_K_S" && layer < n / 8)
+      type = kQ5_K;
   } else if (kind == Kind::attn_output) {
-    if (m == "Q3_K_M") type = kQ4_K;
-    else if (m == "Q3_K_L") type = kQ5_K;
+    if (m == "Q3_K_M")
+      type = kQ4_K;
+    else if (m == "Q3_K_L")
+      type = kQ5_K;
   }
   return type;
 }
@@ -101,11 +113,20 @@ uint32_t gguf_row_fallback(uint32_t type, uint64_t row_values) {
   uint32_t fallback = kF16;
   switch (type) {
     case kQ2_K:
-    case kQ3_K: fallback = kQ4_0; break;
-    case kQ4_K: fallback = kQ5_0; break;
-    case kQ5_K: fallback = kQ5_1; break;
-    case kQ6_K: fallback = kQ8_0; break;
-    default: break;
+    case kQ3_K:
+      fallback = kQ4_0;
+      break;
+    case kQ4_K:
+      fallback = kQ5_0;
+      break;
+    case kQ5_K:
+      fallback = kQ5_1;
+      break;
+    case kQ6_K:
+      fallback = kQ8_0;
+      break;
+    default:
+      break;
   }
   return row_values % block_of(fallback) == 0 ? fallback : kF16;
 }

@@ -32,7 +32,8 @@ struct MixModel {
 
 /// The type of the quantized weight `name` (a GGUF name, "blk.3.attn_v.weight") whose rows hold
 /// `row_values`, under `mix`, before the row fallback.
-uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name, uint64_t row_values);
+uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name,
+                       uint64_t row_values);
 
 /// The type llama-quantize writes instead of `type` when rows of `row_values` are not whole
 /// blocks of it: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, then F16 when rows

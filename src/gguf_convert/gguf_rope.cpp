@@ -23,7 +23,8 @@ constexpr uint64_t kLlama3OriginalContext = 8192;
   throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt, what, source);
 }
 
-std::optional<double> member_number(simdjson::dom::object o, const JsonDoc& doc, std::string_view key) {
+std::optional<double> member_number(simdjson::dom::object o, const JsonDoc& doc,
+                                    std::string_view key) {
   const auto v = o[key];
   if (v.error() || v.is_null()) return std::nullopt;
   double d;
@@ -40,9 +41,11 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   const auto member = doc.root()["rope_scaling"];
   if (member.error() || member.is_null()) return r;
   simdjson::dom::object o;
-  if (member.get_object().get(o) != simdjson::SUCCESS) doc.fail("rope_scaling", "rope_scaling is not an object");
+  if (member.get_object().get(o) != simdjson::SUCCESS)
+    doc.fail("rope_scaling", "rope_scaling is not an object");
   std::string_view kind;
-  if (o["rope_type"].get_string().get(kind) != simdjson::SUCCESS && o["type"].get_string().get(kind) != simdjson::SUCCESS)
+  if (o["rope_type"].get_string().get(kind) != simdjson::SUCCESS &&
+      o["type"].get_string().get(kind) != simdjson::SUCCESS)
     doc.fail("rope_scaling", "rope_scaling has no rope_type");
   if (kind == "default") return r;
   const std::optional<double> factor = member_number(o, doc, "factor");
@@ -54,16 +57,23 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
     r.high_freq_factor = member_number(o, doc, "high_freq_factor").value_or(kLlama3High);
     // rope_scaling's, as transformers reads it (llama.cpp's converter reads a top-level key,
     // which Llama 3.x configs do not have, and so takes 8192, which is also theirs).
-    const std::optional<double> original = member_number(o, doc, "original_max_position_embeddings");
+    const std::optional<double> original =
+        member_number(o, doc, "original_max_position_embeddings");
     r.original_context = original ? static_cast<uint64_t>(*original)
-                                  : doc.optional_uint("original_max_position_embeddings").value_or(kLlama3OriginalContext);
-    if (!(r.high_freq_factor > r.low_freq_factor) || r.low_freq_factor <= 0 || r.original_context == 0)
-      doc.fail("rope_scaling", "rope_scaling's high_freq_factor must exceed low_freq_factor, both positive, and "
-                               "original_max_position_embeddings must not be 0");
+                                  : doc.optional_uint("original_max_position_embeddings")
+                                        .value_or(kLlama3OriginalContext);
+    if (!(r.high_freq_factor > r.low_freq_factor) || r.low_freq_factor <= 0 ||
+        r.original_context == 0)
+      doc.fail("rope_scaling",
+               "rope_scaling's high_freq_factor must exceed low_freq_factor, both positive, and "
+               "original_max_position_embeddings must not be 0");
   } else {
-    refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to GGUF (linear and llama3 "
-                            "are)",
-                            kind));
+    refuse(
+        source,
+        fmt::format(
+            "config.json's rope_scaling of type \"{}\" is not exported to GGUF (linear and llama3 "
+            "are)",
+            kind));
   }
   for (const auto [key, value] : o) {
     (void)value;
@@ -71,7 +81,9 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
                        (r.kind == RopeScaling::Kind::llama3 &&
                         (key == "low_freq_factor" || key == "high_freq_factor" ||
                          key == "original_max_position_embeddings"));
-    if (!known) refuse(source, fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));
+    if (!known)
+      refuse(source,
+             fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));
   }
   r.factor = factor.value_or(r.kind == RopeScaling::Kind::llama3 ? kLlama3Factor : 0.0);
   if (!(r.factor >= 1.0)) doc.fail("rope_scaling", "rope_scaling's factor is missing or below 1");
@@ -88,9 +100,12 @@ std::vector<float> llama3_rope_factors(const RopeScaling& r, double theta, uint6
   // float32 throughout, as torch computes the converter's expressions; no FMA (GGUF's module).
   const float factor = static_cast<float>(r.factor), low = static_cast<float>(r.low_freq_factor);
   const float span = static_cast<float>(r.high_freq_factor - r.low_freq_factor);
-  const float old = static_cast<float>(r.original_context), two_pi = static_cast<float>(2 * std::numbers::pi);
-  const auto high_wavelen = static_cast<float>(static_cast<double>(r.original_context) / r.high_freq_factor);
-  const auto low_wavelen = static_cast<float>(static_cast<double>(r.original_context) / r.low_freq_factor);
+  const float old = static_cast<float>(r.original_context),
+              two_pi = static_cast<float>(2 * std::numbers::pi);
+  const auto high_wavelen =
+      static_cast<float>(static_cast<double>(r.original_context) / r.high_freq_factor);
+  const auto low_wavelen =
+      static_cast<float>(static_cast<double>(r.original_context) / r.low_freq_factor);
   std::vector<float> out;
   for (uint64_t i = 0; i < head_dim; i += 2) {
     const float exponent = static_cast<float>(i) / static_cast<float>(head_dim);
@@ -128,7 +143,8 @@ double round_4(double v) {
 // smoothed band. There 1/g = (1 - s)/f + s with s = (old / wavelen - low) / (high - low), linear
 // in 1/wavelen; only low/old and high/old count, so low is taken as 1 (as in every Llama 3
 // config) and two points of the band give high and old; one point, high taken as 4, gives old.
-std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double theta, uint64_t head_dim) {
+std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double theta,
+                                           uint64_t head_dim) {
   RopeScaling r;
   r.kind = RopeScaling::Kind::llama3;
   r.factor = got.empty() ? 1.0 : static_cast<double>(*std::max_element(got.begin(), got.end()));
@@ -138,8 +154,10 @@ std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = got[i];
     if (!(g > 1.0 && g < r.factor)) continue;
-    const double freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
-    band.emplace_back(freq / (2 * std::numbers::pi), (1.0 / g - 1.0 / r.factor) / (1.0 - 1.0 / r.factor));
+    const double freq =
+        1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    band.emplace_back(freq / (2 * std::numbers::pi),
+                      (1.0 / g - 1.0 / r.factor) / (1.0 - 1.0 / r.factor));
   }
   if (band.empty()) return std::nullopt;
   const auto [x0, s0] = band.front();
@@ -148,7 +166,8 @@ std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double
   if (band.size() == 1) {
     old = (s0 * (kLlama3High - kLlama3Low) + kLlama3Low) / x0;
   } else {
-    const double slope = (s1 - s0) / (x1 - x0), intercept = s0 - slope * x0;  // old/(high-1), -1/(high-1)
+    const double slope = (s1 - s0) / (x1 - x0),
+                 intercept = s0 - slope * x0;  // old/(high-1), -1/(high-1)
     if (!(intercept < 0)) return std::nullopt;
     r.high_freq_factor = round_4(kLlama3Low - 1.0 / intercept);
     old = slope * (r.high_freq_factor - kLlama3Low);
@@ -161,7 +180,8 @@ std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double
 
 }  // namespace
 
-RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta, uint64_t head_dim) {
+RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta,
+                            uint64_t head_dim) {
   RopeScaling r;
   const GgufValue* type = f.find(arch + ".rope.scaling.type");
   const std::string* kind = type ? type->as_string() : nullptr;
@@ -174,23 +194,28 @@ RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double t
     r.kind = RopeScaling::Kind::linear;
     r.factor = *v;
   } else if (kind && *kind != "none") {
-    throw Error(ErrorCode::unsupported, Rule::gguf, arch + ".rope.scaling.type", std::nullopt,
-                fmt::format("RoPE scaling \"{}\" is not imported to config.json (linear and Llama 3's are)", *kind),
-                f.name());
+    throw Error(
+        ErrorCode::unsupported, Rule::gguf, arch + ".rope.scaling.type", std::nullopt,
+        fmt::format("RoPE scaling \"{}\" is not imported to config.json (linear and Llama 3's are)",
+                    *kind),
+        f.name());
   }
   const GgufTensorInfo* t = f.tensor(kRopeFreqsName);
   if (!t) return r;
   const uint64_t pairs = head_dim / 2;
   if (r.kind != RopeScaling::Kind::none || t->ne.size() != 1 || t->ne[0] != pairs)
     throw Error(ErrorCode::unsupported, Rule::gguf, std::string(kRopeFreqsName), std::nullopt,
-                fmt::format("{} is not Llama 3's {} factors alone", kRopeFreqsName, pairs), f.name());
+                fmt::format("{} is not Llama 3's {} factors alone", kRopeFreqsName, pairs),
+                f.name());
   std::vector<float> got(pairs);
   f.read_values(*t, 0, pairs, Dtype::F32, std::as_writable_bytes(std::span(got)));
   const std::optional<RopeScaling> llama3 = llama3_matching(got, theta, head_dim);
   if (!llama3)
-    throw Error(ErrorCode::unsupported, Rule::gguf, std::string(kRopeFreqsName), std::nullopt,
-                fmt::format("{} holds factors Llama 3's rope_scaling does not give for any parameters", kRopeFreqsName),
-                f.name());
+    throw Error(
+        ErrorCode::unsupported, Rule::gguf, std::string(kRopeFreqsName), std::nullopt,
+        fmt::format("{} holds factors Llama 3's rope_scaling does not give for any parameters",
+                    kRopeFreqsName),
+        f.name());
   return *llama3;
 }
 
@@ -201,13 +226,17 @@ std::string rope_scaling_json(const RopeScaling& r) {
     return s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
   };
   switch (r.kind) {
-    case RopeScaling::Kind::none: return {};
+    case RopeScaling::Kind::none:
+      return {};
     case RopeScaling::Kind::linear:
-      return fmt::format(",\n  \"rope_scaling\": {{\"factor\": {}, \"rope_type\": \"linear\"}}", real(r.factor));
+      return fmt::format(",\n  \"rope_scaling\": {{\"factor\": {}, \"rope_type\": \"linear\"}}",
+                         real(r.factor));
     case RopeScaling::Kind::llama3:
-      return fmt::format(",\n  \"rope_scaling\": {{\"factor\": {}, \"high_freq_factor\": {}, \"low_freq_factor\": {}, "
-                         "\"original_max_position_embeddings\": {}, \"rope_type\": \"llama3\"}}",
-                         real(r.factor), real(r.high_freq_factor), real(r.low_freq_factor), r.original_context);
+      return fmt::format(
+          ",\n  \"rope_scaling\": {{\"factor\": {}, \"high_freq_factor\": {}, \"low_freq_factor\": "
+          "{}, "
+          "\"original_max_position_embeddings\": {}, \"rope_type\": \"llama3\"}}",
+          real(r.factor), real(r.high_freq_factor), real(r.low_freq_factor), r.original_context);
   }
   return {};
 }

@@ -43,7 +43,8 @@ std::vector<float> llama3_rope_factors(const RopeScaling& r, double theta, uint6
 /// The scaling a GGUF file's keys and rope_freqs tensor describe: the keys' kind, or for
 /// rope_freqs.weight the Llama 3 parameters whose factors equal it (Error{unsupported} when
 /// none do); none without either.
-RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta, uint64_t head_dim);
+RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta,
+                            uint64_t head_dim);
 
 /// config.json's "rope_scaling" member (",\n  \"rope_scaling\": {...}"), or "" for none.
 std::string rope_scaling_json(const RopeScaling& r);

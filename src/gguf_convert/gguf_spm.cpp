@@ -1,5 +1,5 @@
-// gguf_convert/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's converter
-// uses), and the "llama" tokenizer keys made from it.
+// gguf_convert/gguf_spm.cpp: tokenizer.model read as protobuf (only the fields llama.cpp's
+// converter uses), and the "llama" tokenizer keys made from it.
 #include "gguf_convert/gguf_spm.hpp"
 
 #include <fmt/core.h>
@@ -13,8 +13,8 @@
 
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
-#include "gguf_convert/gguf_vocab.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf_convert/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -29,7 +29,8 @@ constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUn
 // Protobuf's wire format over bytes, every length checked against what is left.
 class Wire {
  public:
-  Wire(std::span<const std::byte> bytes, const std::string& source) : bytes_(bytes), source_(source) {}
+  Wire(std::span<const std::byte> bytes, const std::string& source)
+      : bytes_(bytes), source_(source) {}
   bool done() const noexcept { return at_ == bytes_.size(); }
 
   uint64_t varint() {
@@ -52,7 +53,8 @@ class Wire {
   float fixed32() {
     if (bytes_.size() - at_ < 4) fail("a float runs past the end");
     uint32_t u = 0;
-    for (int i = 3; i >= 0; --i) u = u << 8 | static_cast<uint8_t>(bytes_[at_ + static_cast<size_t>(i)]);
+    for (int i = 3; i >= 0; --i)
+      u = u << 8 | static_cast<uint8_t>(bytes_[at_ + static_cast<size_t>(i)]);
     at_ += 4;
     float f;
     std::memcpy(&f, &u, 4);
@@ -60,16 +62,27 @@ class Wire {
   }
   void skip(uint64_t wire_type) {
     switch (wire_type) {
-      case 0: varint(); return;
-      case 1: skip_bytes(8); return;
-      case 2: field_bytes(); return;
-      case 5: skip_bytes(4); return;
-      default: fail(fmt::format("wire type {} is not protobuf's", wire_type));
+      case 0:
+        varint();
+        return;
+      case 1:
+        skip_bytes(8);
+        return;
+      case 2:
+        field_bytes();
+        return;
+      case 5:
+        skip_bytes(4);
+        return;
+      default:
+        fail(fmt::format("wire type {} is not protobuf's", wire_type));
     }
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
-                fmt::format("tokenizer.model is not a SentencePiece model: {} (at byte {})", what, at_), source_);
+    throw Error(
+        ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
+        fmt::format("tokenizer.model is not a SentencePiece model: {} (at byte {})", what, at_),
+        source_);
   }
 
  private:
@@ -104,7 +117,8 @@ SentencePiece piece_of(std::span<const std::byte> bytes, const std::string& sour
 // llama.cpp's converter's does_token_look_special.
 bool looks_special(std::string_view t) {
   return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" ||
-         (t.starts_with("<|") && t.ends_with("|>")) || (t.starts_with("<\xEF\xBD\x9C") && t.ends_with("\xEF\xBD\x9C>")) ||
+         (t.starts_with("<|") && t.ends_with("|>")) ||
+         (t.starts_with("<\xEF\xBD\x9C") && t.ends_with("\xEF\xBD\x9C>")) ||
          (t.starts_with("<unused") && t.ends_with(">"));
 }
 
@@ -124,20 +138,24 @@ std::string spaces_back(std::string_view t) {
 
 }  // namespace
 
-SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes, const std::string& source) {
+SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes,
+                                       const std::string& source) {
   SentencePieceModel m;
   Wire w(bytes, source);
   while (!w.done()) {
     const uint64_t key = w.varint(), field = key >> 3, type = key & 7;
     if (field == 1 && type == 2) {  // pieces
-      if (m.pieces.size() == kMaxGgufVocabulary) w.fail(fmt::format("more than {} pieces", kMaxGgufVocabulary));
+      if (m.pieces.size() == kMaxGgufVocabulary)
+        w.fail(fmt::format("more than {} pieces", kMaxGgufVocabulary));
       m.pieces.push_back(piece_of(w.field_bytes(), source));
     } else if (field == 3 && type == 2) {  // normalizer_spec: add_dummy_prefix is its field 3
       Wire n(w.field_bytes(), source);
       while (!n.done()) {
         const uint64_t k = n.varint();
-        if (k == (3 << 3 | 0)) m.add_dummy_prefix = n.varint() != 0;
-        else n.skip(k & 7);
+        if (k == (3 << 3 | 0))
+          m.add_dummy_prefix = n.varint() != 0;
+        else
+          n.skip(k & 7);
       }
     } else {
       w.skip(type);
@@ -152,7 +170,8 @@ namespace {
 // "<0xXX>": a byte piece of byte fallback.
 bool is_byte_piece(std::string_view text) {
   return text.size() == 6 && text.starts_with("<0x") && text.ends_with(">") &&
-         std::all_of(text.begin() + 3, text.begin() + 5, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+         std::all_of(text.begin() + 3, text.begin() + 5,
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 // A normalizer or pre-tokenizer (or a Sequence of them) that puts "▁" before the text.
@@ -162,8 +181,10 @@ bool adds_prefix(dom::element e) {
   dom::array parts;
   if (type == "Sequence" && (e["normalizers"].get_array().get(parts) == simdjson::SUCCESS ||
                              e["pretokenizers"].get_array().get(parts) == simdjson::SUCCESS))
-    return std::any_of(parts.begin(), parts.end(), [](dom::element part) { return adds_prefix(part); });
-  if (type == "Prepend") return e["prepend"].get_string().get(prepend) == simdjson::SUCCESS && prepend == "\u2581";
+    return std::any_of(parts.begin(), parts.end(),
+                       [](dom::element part) { return adds_prefix(part); });
+  if (type == "Prepend")
+    return e["prepend"].get_string().get(prepend) == simdjson::SUCCESS && prepend == "\u2581";
   if (type != "Metaspace") return false;
   if (e["prepend_scheme"].get_string().get(scheme) == simdjson::SUCCESS) return scheme != "never";
   bool add = false;
@@ -173,7 +194,8 @@ bool adds_prefix(dom::element e) {
 
 }  // namespace
 
-std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json, const std::string& source,
+std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json,
+                                                                  const std::string& source,
                                                                   uint64_t vocab_size) {
   const JsonDoc doc(json, source, Rule::model);
   dom::object model;
@@ -186,18 +208,21 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
   std::ignore = model["unk_token"].get_string().get(unk);
   dom::object vocab;
   dom::array merges;
-  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS || model["merges"].get_array().get(merges) != simdjson::SUCCESS)
+  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS ||
+      model["merges"].get_array().get(merges) != simdjson::SUCCESS)
     doc.fail("model", "a BPE model without vocab or merges");
   SentencePieceModel m;
   const auto place = [&](uint64_t id, std::string_view text, int32_t kind) {
     if (id >= vocab_size)
-      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}", quote_name(text), id, vocab_size));
+      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}",
+                                    quote_name(text), id, vocab_size));
     if (id >= m.pieces.size()) m.pieces.resize(id + 1, SentencePiece{"", 0, kUnused});
     m.pieces[id] = {std::string(text), 0, kind};
   };
   for (auto [text, id] : vocab) {
     uint64_t i;
-    if (id.get_uint64().get(i) != simdjson::SUCCESS) doc.fail("model", "a vocab id is not a whole number");
+    if (id.get_uint64().get(i) != simdjson::SUCCESS)
+      doc.fail("model", "a vocab id is not a whole number");
     place(i, text, text == unk ? kUnknown : is_byte_piece(text) ? kByte : kNormal);
   }
   dom::array added;
@@ -206,7 +231,8 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
       uint64_t id;
       std::string_view content;
       bool special = false;
-      if (a["id"].get_uint64().get(id) != simdjson::SUCCESS || a["content"].get_string().get(content) != simdjson::SUCCESS)
+      if (a["id"].get_uint64().get(id) != simdjson::SUCCESS ||
+          a["content"].get_string().get(content) != simdjson::SUCCESS)
         doc.fail("added_tokens", "an added token has no id or content");
       std::ignore = a["special"].get_bool().get(special);
       place(id, content, content == unk ? kUnknown : special ? kControl : kUserDefined);
@@ -222,7 +248,8 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
     if (merge.get_string().get(s) == simdjson::SUCCESS && s.find(' ') != std::string_view::npos) {
       merged = std::string(s.substr(0, s.find(' '))) + std::string(s.substr(s.find(' ') + 1));
     } else if (merge.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2 &&
-               pair.at(0).get_string().get(a) == simdjson::SUCCESS && pair.at(1).get_string().get(b) == simdjson::SUCCESS) {
+               pair.at(0).get_string().get(a) == simdjson::SUCCESS &&
+               pair.at(1).get_string().get(b) == simdjson::SUCCESS) {
       merged = std::string(a) + std::string(b);
     } else {
       doc.fail("model", "a merge is neither \"a b\" nor [\"a\", \"b\"]");
@@ -231,16 +258,20 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
   }
   for (SentencePiece& p : m.pieces)
     if (p.type == kNormal)
-      if (const auto r = first_rank.find(p.text); r != first_rank.end()) p.score = -static_cast<float>(r->second);
+      if (const auto r = first_rank.find(p.text); r != first_rank.end())
+        p.score = -static_cast<float>(r->second);
   dom::element normalizer, pre;
-  m.add_dummy_prefix = (doc.root()["normalizer"].get(normalizer) == simdjson::SUCCESS && adds_prefix(normalizer)) ||
-                       (doc.root()["pre_tokenizer"].get(pre) == simdjson::SUCCESS && adds_prefix(pre));
+  m.add_dummy_prefix =
+      (doc.root()["normalizer"].get(normalizer) == simdjson::SUCCESS && adds_prefix(normalizer)) ||
+      (doc.root()["pre_tokenizer"].get(pre) == simdjson::SUCCESS && adds_prefix(pre));
   if (m.pieces.empty()) doc.fail("model", "no pieces");
   return m;
 }
 
-std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, const std::string& source,
-                                             const std::optional<std::string>& tokenizer_config, const HfConfig& c) {
+std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
+                                             const std::string& source,
+                                             const std::optional<std::string>& tokenizer_config,
+                                             const HfConfig& c) {
   const uint64_t n = c.vocab_size;
   std::vector<std::string> tokens(n);
   std::vector<float> scores(n, -10000.0f);
@@ -263,8 +294,9 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
         std::string_view content;
         if (ec != std::errc() || end != key.data() + key.size() ||
             token["content"].get_string().get(content) != simdjson::SUCCESS)
-          tc.fail("added_tokens_decoder", fmt::format("added token {} has no content or its id is not a number",
-                                                      quote_name(key)));
+          tc.fail("added_tokens_decoder",
+                  fmt::format("added token {} has no content or its id is not a number",
+                              quote_name(key)));
         if (id >= n) continue;  // past vocab_size: left out, as llama.cpp's converter does
         bool special = false;
         std::ignore = token["special"].get_bool().get(special);
@@ -283,9 +315,12 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, co
   for (const std::string& t : tokens)
     if (!seen.insert(t).second)
       throw Error(ErrorCode::format, Rule::model, "tokenizer.model", std::nullopt,
-                  fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(t)), source);
-  const std::pair<const char*, std::optional<uint64_t>> ids[] = {
-      {"bos_token_id", s.bos}, {"eos_token_id", s.eos}, {"unknown_token_id", s.unk}, {"padding_token_id", s.pad}};
+                  fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(t)),
+                  source);
+  const std::pair<const char*, std::optional<uint64_t>> ids[] = {{"bos_token_id", s.bos},
+                                                                 {"eos_token_id", s.eos},
+                                                                 {"unknown_token_id", s.unk},
+                                                                 {"padding_token_id", s.pad}};
   std::vector<GgufKeyValue> kv = {
       {"tokenizer.ggml.model", gguf_string("llama")},
       {"tokenizer.ggml.pre", gguf_string("default")},

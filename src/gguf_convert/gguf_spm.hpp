@@ -21,7 +21,8 @@ inline constexpr uint64_t kMaxSentencePieceBytes = uint64_t{64} << 20;
 struct SentencePiece {
   std::string text;
   float score = 0;
-  int32_t type = 1;  ///< SentencePiece's: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+  int32_t type =
+      1;  ///< SentencePiece's: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
 };
 
 struct SentencePieceModel {
@@ -42,7 +43,8 @@ SentencePieceModel parse_sentencepiece(std::span<const std::byte> bytes, const s
 /// merge makes score 0); add_dummy_prefix when the normalizer prepends "▁" or a Metaspace
 /// pre-tokenizer adds a prefix space. nullopt for any other tokenizer.json; Error{format,
 /// "model"} naming `source` for a malformed one or an id past config.json's `vocab_size`.
-std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json, const std::string& source,
+std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_view json,
+                                                                  const std::string& source,
                                                                   uint64_t vocab_size);
 
 /// The tokenizer.* keys of a "llama" vocabulary of config.json's vocab_size entries: the pieces
@@ -50,7 +52,9 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
 /// llama.cpp's converter reads them), tokenizer_config.json's added_tokens_decoder (control when
 /// special, user-defined else, score -1000), BOS/EOS/UNK/padding ids by their text, add_bos
 /// (true unless tokenizer_config.json says otherwise), add_eos, add_space_prefix, chat_template.
-std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model, const std::string& source,
-                                             const std::optional<std::string>& tokenizer_config, const HfConfig& c);
+std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
+                                             const std::string& source,
+                                             const std::optional<std::string>& tokenizer_config,
+                                             const HfConfig& c);
 
 }  // namespace tlio::detail

@@ -32,12 +32,15 @@ std::string json(std::string_view text) { return quote_name(valid_utf8(text)); }
 std::optional<uint64_t> whole(const GgufFile& f, const std::string& key, bool required) {
   const GgufValue* v = f.find(key);
   if (!v) {
-    if (required) fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
+    if (required)
+      fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
     return std::nullopt;
   }
   if (v->type == GgufValueType::ARRAY)
-    throw Error(ErrorCode::unsupported, Rule::gguf, key, std::nullopt,
-                fmt::format("{} is a list (one value per layer): such models are not imported", key), f.name());
+    throw Error(
+        ErrorCode::unsupported, Rule::gguf, key, std::nullopt,
+        fmt::format("{} is a list (one value per layer): such models are not imported", key),
+        f.name());
   const std::optional<uint64_t> u = v->as_uint();
   if (!u) fail(f, key, fmt::format("{} is not a whole number", key));
   return u;
@@ -46,7 +49,8 @@ std::optional<uint64_t> whole(const GgufFile& f, const std::string& key, bool re
 std::optional<double> number(const GgufFile& f, const std::string& key, bool required) {
   const GgufValue* v = f.find(key);
   if (!v) {
-    if (required) fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
+    if (required)
+      fail(f, key, fmt::format("the file has no {}: a Hugging Face config needs it", key));
     return std::nullopt;
   }
   const std::optional<double> d = v->as_double();
@@ -65,7 +69,8 @@ const std::string* text_key(const GgufFile& f, const char* key) {
 
 bool bool_key(const GgufFile& f, const char* key, bool otherwise) {
   const GgufValue* v = f.find(key);
-  const std::optional<uint64_t> u = v && v->type == GgufValueType::BOOL ? v->as_uint() : std::nullopt;
+  const std::optional<uint64_t> u =
+      v && v->type == GgufValueType::BOOL ? v->as_uint() : std::nullopt;
   return u ? *u != 0 : otherwise;
 }
 
@@ -77,7 +82,8 @@ struct Vocabulary {
 
 std::optional<Vocabulary> vocabulary_of(const GgufFile& f) {
   const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->type != GgufValueType::ARRAY || tokens->element_type != GgufValueType::STRING)
+  if (!tokens || tokens->type != GgufValueType::ARRAY ||
+      tokens->element_type != GgufValueType::STRING)
     return std::nullopt;
   Vocabulary v{&tokens->strings, std::vector<int32_t>(tokens->strings.size(), 1)};
   if (const GgufValue* types = f.find("tokenizer.ggml.token_type");
@@ -102,22 +108,26 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   c.hf_class = std::string(arch.hf_class);
   c.layers = *whole(f, a + "block_count", true);
   if (c.layers == 0 || c.layers > f.tensors().size())
-    fail(f, a + "block_count", fmt::format("block_count {} is not between 1 and the file's {} tensors", c.layers,
-                                           f.tensors().size()));
+    fail(f, a + "block_count",
+         fmt::format("block_count {} is not between 1 and the file's {} tensors", c.layers,
+                     f.tensors().size()));
   c.hidden_size = *whole(f, a + "embedding_length", true);
   c.intermediate_size = *whole(f, a + "feed_forward_length", true);
   c.heads = *whole(f, a + "attention.head_count", true);
   c.kv_heads = whole(f, a + "attention.head_count_kv", false).value_or(c.heads);
   if (c.heads == 0 || c.kv_heads == 0 || c.hidden_size == 0)
-    fail(f, a + "attention.head_count", "embedding_length, head_count and head_count_kv must not be 0");
+    fail(f, a + "attention.head_count",
+         "embedding_length, head_count and head_count_kv must not be 0");
   c.head_dim = whole(f, a + "attention.key_length", false).value_or(c.hidden_size / c.heads);
   c.context_length = *whole(f, a + "context_length", true);
   c.rms_norm_eps = *number(f, a + "attention.layer_norm_rms_epsilon", true);
   c.rope_theta = number(f, a + "rope.freq_base", false);
-  c.rope_scaling = rope_scaling_of(f, std::string(arch.name), c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
+  c.rope_scaling = rope_scaling_of(f, std::string(arch.name),
+                                   c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
   const GgufTensorInfo* embeddings = f.tensor("token_embd.weight");
   if (!embeddings || embeddings->ne.size() != 2)
-    fail(f, "token_embd.weight", "the file has no 2-D token_embd.weight: the vocabulary's size comes from it");
+    fail(f, "token_embd.weight",
+         "the file has no 2-D token_embd.weight: the vocabulary's size comes from it");
   c.vocab_size = embeddings->ne[1];
   c.tie_word_embeddings = f.tensor("output.weight") == nullptr;
   // Special ids that are not one whole number are left out (they only fill side files).
@@ -132,13 +142,17 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
 
 std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype) {
   std::string out = fmt::format(
-      "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
-      "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
-      "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  \"vocab_size\": {},\n"
+      "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  "
+      "\"intermediate_size\": {},\n"
+      "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": "
+      "{},\n"
+      "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  "
+      "\"vocab_size\": {},\n"
       "  \"tie_word_embeddings\": {},\n  \"hidden_act\": \"silu\",\n  \"torch_dtype\": {}",
-      json(arch.hf_class), json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)
-      c.hidden_size, c.intermediate_size, c.layers, c.heads, c.kv_heads, c.head_dim, c.context_length,
-      float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
+      json(arch.hf_class),
+      json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)
+      c.hidden_size, c.intermediate_size, c.layers, c.heads, c.kv_heads, c.head_dim,
+      c.context_length, float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
       json(torch_dtype_name(dtype)));
   if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
   out += rope_scaling_json(c.rope_scaling);
@@ -186,8 +200,9 @@ std::string special_tokens_template(const GgufFile& f, const std::vector<std::st
   if (eos) pair.push_back(special(e, 1));
   if (bos) specials.push_back(entry(b));
   if (eos && !(bos && e == b)) specials.push_back(entry(e));
-  return fmt::format(R"({{"type":"TemplateProcessing","single":[{}],"pair":[{}],"special_tokens":{{{}}}}})",
-                     fmt::join(single, ","), fmt::join(pair, ","), fmt::join(specials, ","));
+  return fmt::format(
+      R"({{"type":"TemplateProcessing","single":[{}],"pair":[{}],"special_tokens":{{{}}}}})",
+      fmt::join(single, ","), fmt::join(pair, ","), fmt::join(specials, ","));
 }
 
 // The vocabulary's entries ("piece":id, unused padding left out) and its added tokens (control
@@ -201,9 +216,10 @@ std::pair<std::string, std::string> vocab_entries(const Vocabulary& vocab) {
     if (!entries.empty()) entries += ',';
     entries += fmt::format("{}:{}", json(tokens[i]), i);
     if (type == kControl || type == kUserDefined)
-      added += fmt::format("{}{{\"id\":{},\"content\":{},\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
-                           "\"normalized\":false,\"special\":{}}}",
-                           added.empty() ? "" : ",", i, json(tokens[i]), type == kControl);
+      added += fmt::format(
+          "{}{{\"id\":{},\"content\":{},\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+          "\"normalized\":false,\"special\":{}}}",
+          added.empty() ? "" : ",", i, json(tokens[i]), type == kControl);
   }
   return {entries, added};
 }
@@ -221,7 +237,8 @@ size_t characters(std::string_view text) {
 // then the left and the right half's length in characters, highest first; ties in vocabulary
 // order, then by the halves' ids), the legacy normalizer ("▁" prepended when
 // add_space_prefix, spaces made "▁").
-std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabulary& vocab, std::string& why_not) {
+std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabulary& vocab,
+                                              std::string& why_not) {
   const GgufValue* scores = f.find("tokenizer.ggml.scores");
   const std::vector<std::string>& tokens = *vocab.tokens;
   if (!scores || scores->type != GgufValueType::ARRAY || scores->count != tokens.size()) {
@@ -245,26 +262,34 @@ std::optional<std::string> spm_tokenizer_json(const GgufFile& f, const Vocabular
       if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;  // inside a character
       const auto l = id_of.find(piece.substr(0, cut)), r = id_of.find(piece.substr(cut));
       if (l != id_of.end() && r != id_of.end())
-        merges.push_back({static_cast<float>(scores->number_at(i).value_or(0)), l->second, r->second,
-                          characters(piece.substr(0, cut)), characters(piece.substr(cut))});
+        merges.push_back({static_cast<float>(scores->number_at(i).value_or(0)), l->second,
+                          r->second, characters(piece.substr(0, cut)),
+                          characters(piece.substr(cut))});
     }
     std::sort(merges.begin() + static_cast<std::ptrdiff_t>(first), merges.end(),
-              [](const Merge& a, const Merge& b) { return std::pair(a.left, a.right) < std::pair(b.left, b.right); });
+              [](const Merge& a, const Merge& b) {
+                return std::pair(a.left, a.right) < std::pair(b.left, b.right);
+              });
   }
   std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
-    return std::tuple(a.score, a.left_chars, a.right_chars) > std::tuple(b.score, b.left_chars, b.right_chars);
+    return std::tuple(a.score, a.left_chars, a.right_chars) >
+           std::tuple(b.score, b.left_chars, b.right_chars);
   });
   // As pairs: a piece may hold a space.
   std::string merge_list;
   for (const Merge& m : merges)
-    merge_list += fmt::format("{}[{},{}]", merge_list.empty() ? "" : ",", json(tokens[m.left]), json(tokens[m.right]));
-  const bool byte_fallback = std::find(vocab.types.begin(), vocab.types.end(), kByte) != vocab.types.end();
+    merge_list += fmt::format("{}[{},{}]", merge_list.empty() ? "" : ",", json(tokens[m.left]),
+                              json(tokens[m.right]));
+  const bool byte_fallback =
+      std::find(vocab.types.begin(), vocab.types.end(), kByte) != vocab.types.end();
   const std::optional<uint64_t> unk = token_id(f, "tokenizer.ggml.unknown_token_id", tokens.size());
   const bool prefix = bool_key(f, "tokenizer.ggml.add_space_prefix", true);
   const auto [entries, added] = vocab_entries(vocab);
-  const std::string replace_spaces = R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})";
+  const std::string replace_spaces =
+      R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})";
   const std::string normalizer =
-      prefix ? R"({"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)" + replace_spaces + "]}"
+      prefix ? R"({"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)" +
+                   replace_spaces + "]}"
              : replace_spaces;
   const std::string decoder = fmt::format(
       R"({{"type":"Sequence","decoders":[{{"type":"Replace","pattern":{{"String":"\u2581"}},"content":" "}},)"
@@ -292,16 +317,19 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
   }
   if (*model == "llama") return spm_tokenizer_json(f, *vocab, why_not);
   if (*model != "gpt2") {
-    why_not = fmt::format("its vocabulary is {} (tokenizer.ggml.model): only byte-level BPE (gpt2) and "
-                          "SentencePiece (llama) ones are rebuilt as tokenizer.json", json(*model));
+    why_not = fmt::format(
+        "its vocabulary is {} (tokenizer.ggml.model): only byte-level BPE (gpt2) and "
+        "SentencePiece (llama) ones are rebuilt as tokenizer.json",
+        json(*model));
     return std::nullopt;
   }
   // No tokenizer.ggml.pre is llama.cpp's "default" pre-tokenizer, whose regex is none of these.
   const std::string* pre = text_key(f, "tokenizer.ggml.pre");
   const std::optional<std::string_view> regex = pre ? pre_tokenizer_regex(*pre) : std::nullopt;
   if (!regex) {
-    why_not = fmt::format("its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)",
-                          pre ? json(*pre) : "(none: llama.cpp's default)");
+    why_not = fmt::format(
+        "its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)",
+        pre ? json(*pre) : "(none: llama.cpp's default)");
     return std::nullopt;
   }
   const GgufValue* merges = f.find("tokenizer.ggml.merges");
@@ -312,16 +340,21 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
   const std::vector<std::string>& tokens = *vocab->tokens;
   const auto [entries, added] = vocab_entries(*vocab);
   std::string merge_list;
-  for (const std::string& m : merges->strings) merge_list += (merge_list.empty() ? "" : ",") + json(m);
-  const std::string byte_level = R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":)";
+  for (const std::string& m : merges->strings)
+    merge_list += (merge_list.empty() ? "" : ",") + json(m);
+  const std::string byte_level =
+      R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":)";
   const std::string pre_tokenizer =
-      regex->empty() ? byte_level + "true}"
-                     : fmt::format(R"({{"type":"Sequence","pretokenizers":[{{"type":"Split","pattern":{{"Regex":{}}},)"
-                                   R"("behavior":"Isolated","invert":false}},{}false}}]}})",
-                                   json(*regex), byte_level);
+      regex->empty()
+          ? byte_level + "true}"
+          : fmt::format(
+                R"({{"type":"Sequence","pretokenizers":[{{"type":"Split","pattern":{{"Regex":{}}},)"
+                R"("behavior":"Isolated","invert":false}},{}false}}]}})",
+                json(*regex), byte_level);
   // BOS added by a template when the file says so, as transformers' Llama 3 tokenizer does.
   const std::string post = special_tokens_template(
-      f, tokens, R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true})");
+      f, tokens,
+      R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true})");
   // llama.cpp takes a pre-token that is a whole token as it is for Llama 3's pre-tokenizer.
   const bool ignore_merges = pre && *pre == "llama-bpe";
   return fmt::format(
@@ -339,15 +372,18 @@ std::string tokenizer_config_of(const GgufFile& f, const HfConfig& c) {
   const std::optional<Vocabulary> vocab = vocabulary_of(f);
   const size_t n = vocab ? vocab->tokens->size() : 0;
   std::vector<std::string> keys;
-  const std::pair<const char*, const char*> specials[] = {{"bos_token", "tokenizer.ggml.bos_token_id"},
-                                                         {"eos_token", "tokenizer.ggml.eos_token_id"},
-                                                         {"unk_token", "tokenizer.ggml.unknown_token_id"},
-                                                         {"pad_token", "tokenizer.ggml.padding_token_id"}};
+  const std::pair<const char*, const char*> specials[] = {
+      {"bos_token", "tokenizer.ggml.bos_token_id"},
+      {"eos_token", "tokenizer.ggml.eos_token_id"},
+      {"unk_token", "tokenizer.ggml.unknown_token_id"},
+      {"pad_token", "tokenizer.ggml.padding_token_id"}};
   for (const auto& [name, key] : specials)
     if (const std::optional<uint64_t> id = token_id(f, key, n))
       keys.push_back(fmt::format("  \"{}\": {}", name, json((*vocab->tokens)[*id])));
-  keys.push_back(fmt::format("  \"add_bos_token\": {}", bool_key(f, "tokenizer.ggml.add_bos_token", false)));
-  keys.push_back(fmt::format("  \"add_eos_token\": {}", bool_key(f, "tokenizer.ggml.add_eos_token", false)));
+  keys.push_back(
+      fmt::format("  \"add_bos_token\": {}", bool_key(f, "tokenizer.ggml.add_bos_token", false)));
+  keys.push_back(
+      fmt::format("  \"add_eos_token\": {}", bool_key(f, "tokenizer.ggml.add_eos_token", false)));
   keys.push_back(fmt::format("  \"model_max_length\": {}", c.context_length));
   keys.push_back("  \"tokenizer_class\": \"PreTrainedTokenizerFast\"");
   keys.push_back("  \"clean_up_tokenization_spaces\": false");

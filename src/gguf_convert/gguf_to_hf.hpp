@@ -1,6 +1,6 @@
-// gguf_convert/gguf_to_hf.hpp: a GGUF file's model as the Hugging Face folder it came from: config.json
-// from the architecture's hyperparameter keys, tokenizer.json and tokenizer_config.json rebuilt
-// from the tokenizer.* keys (byte-level BPE with a pre-tokenizer whose regex tlio knows, or
+// gguf_convert/gguf_to_hf.hpp: a GGUF file's model as the Hugging Face folder it came from:
+// config.json from the architecture's hyperparameter keys, tokenizer.json and tokenizer_config.json
+// rebuilt from the tokenizer.* keys (byte-level BPE with a pre-tokenizer whose regex tlio knows, or
 // SentencePiece pieces with scores), and
 // generation_config.json: the inverse of what export_gguf writes.
 #pragma once

@@ -1,5 +1,5 @@
-// gguf_convert/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as convert_hf_to_gguf.py's
-// get_vocab_base builds them for byte-level BPE.
+// gguf_convert/gguf_vocab.cpp: tokenizer.json to llama.cpp's tokenizer keys, as
+// convert_hf_to_gguf.py's get_vocab_base builds them for byte-level BPE.
 #include "gguf_convert/gguf_vocab.hpp"
 
 #include <fmt/core.h>
@@ -39,28 +39,35 @@ std::string_view text_of(dom::element e) {
   std::string_view s;
   if (e.get_string().get(s) == simdjson::SUCCESS) return s;
   dom::object o;
-  if (e.get_object().get(o) == simdjson::SUCCESS && o["content"].get_string().get(s) == simdjson::SUCCESS) return s;
+  if (e.get_object().get(o) == simdjson::SUCCESS &&
+      o["content"].get_string().get(s) == simdjson::SUCCESS)
+    return s;
   return {};
 }
 
 // The name llama.cpp knows the pre-tokenizer by.
 std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
   const auto pre = doc.root()["pre_tokenizer"];
-  if (pre.error() || pre.is_null()) doc.fail("pre_tokenizer", "tokenizer.json has no pre_tokenizer");
+  if (pre.error() || pre.is_null())
+    doc.fail("pre_tokenizer", "tokenizer.json has no pre_tokenizer");
   std::string_view type;
   std::ignore = pre["type"].get_string().get(type);
   std::vector<dom::element> steps;
   dom::array list;
-  if (type == "Sequence" && pre["pretokenizers"].get_array().get(list) == simdjson::SUCCESS) steps.assign(list.begin(), list.end());
-  else steps.push_back(pre.value_unsafe());
+  if (type == "Sequence" && pre["pretokenizers"].get_array().get(list) == simdjson::SUCCESS)
+    steps.assign(list.begin(), list.end());
+  else
+    steps.push_back(pre.value_unsafe());
   std::string regex;
   bool byte_level_regex = false;
   for (dom::element step : steps) {
     std::string_view kind, pattern;
     std::ignore = step["type"].get_string().get(kind);
-    if (kind == "Split" && step["pattern"]["Regex"].get_string().get(pattern) == simdjson::SUCCESS) regex += pattern;
+    if (kind == "Split" && step["pattern"]["Regex"].get_string().get(pattern) == simdjson::SUCCESS)
+      regex += pattern;
     bool use_regex = false;
-    if (kind == "ByteLevel" && step["use_regex"].get_bool().get(use_regex) == simdjson::SUCCESS && use_regex)
+    if (kind == "ByteLevel" && step["use_regex"].get_bool().get(use_regex) == simdjson::SUCCESS &&
+        use_regex)
       byte_level_regex = true;
   }
   if (regex.empty() && byte_level_regex) return "gpt-2";
@@ -68,11 +75,13 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
     if (regex == k.regex) return std::string(k.name);
   std::vector<std::string_view> known{"gpt-2"};
   for (const KnownPre& k : kKnownPre) known.push_back(k.name);
-  throw Error(ErrorCode::unsupported, Rule::none, "pre_tokenizer", std::nullopt,
-              fmt::format("the pre-tokenizer (Split regex {}) is not one llama.cpp names that tlio knows ({}); "
-                          "it is not guessed",
-                          quote_name(regex), fmt::join(known, ", ")),
-              source);
+  throw Error(
+      ErrorCode::unsupported, Rule::none, "pre_tokenizer", std::nullopt,
+      fmt::format(
+          "the pre-tokenizer (Split regex {}) is not one llama.cpp names that tlio knows ({}); "
+          "it is not guessed",
+          quote_name(regex), fmt::join(known, ", ")),
+      source);
 }
 
 // Whether the post-processor's single-sequence template starts with the special token `first`
@@ -81,9 +90,12 @@ bool template_starts_with(dom::element processor, std::string_view first) {
   std::string_view type, id;
   if (processor["type"].get_string().get(type) != simdjson::SUCCESS) return false;
   if (type == "TemplateProcessing")
-    return processor["single"].at(0)["SpecialToken"]["id"].get_string().get(id) == simdjson::SUCCESS && id == first;
+    return processor["single"].at(0)["SpecialToken"]["id"].get_string().get(id) ==
+               simdjson::SUCCESS &&
+           id == first;
   dom::array steps;
-  if (type != "Sequence" || processor["processors"].get_array().get(steps) != simdjson::SUCCESS) return false;
+  if (type != "Sequence" || processor["processors"].get_array().get(steps) != simdjson::SUCCESS)
+    return false;
   for (dom::element step : steps)
     if (template_starts_with(step, first)) return true;
   return false;
@@ -92,21 +104,25 @@ bool template_starts_with(dom::element processor, std::string_view first) {
 }  // namespace
 
 std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
-                                         const std::optional<std::string>& tokenizer_config, const HfConfig& c) {
+                                         const std::optional<std::string>& tokenizer_config,
+                                         const HfConfig& c) {
   const JsonDoc doc(tokenizer_json, source, Rule::model);
   dom::object model;
-  if (doc.root()["model"].get_object().get(model) != simdjson::SUCCESS) doc.fail("model", "tokenizer.json has no model");
+  if (doc.root()["model"].get_object().get(model) != simdjson::SUCCESS)
+    doc.fail("model", "tokenizer.json has no model");
   std::string_view type;
   std::ignore = model["type"].get_string().get(type);
   bool byte_fallback = false;
   std::ignore = model["byte_fallback"].get_bool().get(byte_fallback);
   if (type != "BPE" || byte_fallback)  // BPE with byte fallback: gguf_spm's, from the same file
-    throw Error(ErrorCode::unsupported, Rule::none, "model", std::nullopt,
-                fmt::format("the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
-                            "and SentencePiece ones (\"llama\": tokenizer.model, or tokenizer.json's BPE with byte "
-                            "fallback)",
-                            type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback" : ""),
-                source);
+    throw Error(
+        ErrorCode::unsupported, Rule::none, "model", std::nullopt,
+        fmt::format(
+            "the tokenizer model is {}{}: tlio exports byte-level BPE vocabularies (\"gpt2\") "
+            "and SentencePiece ones (\"llama\": tokenizer.model, or tokenizer.json's BPE with byte "
+            "fallback)",
+            type.empty() ? "(none)" : type, byte_fallback ? " with byte fallback" : ""),
+        source);
 
   const uint64_t n = c.vocab_size;
   std::vector<std::string> tokens(n);
@@ -114,16 +130,19 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   std::vector<bool> set(n, false);
   const auto place = [&](uint64_t id, std::string_view text, int32_t kind) {
     if (id >= n)
-      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}", quote_name(text), id, n));
+      doc.fail("model", fmt::format("token {} has id {}, past config.json's vocab_size {}",
+                                    quote_name(text), id, n));
     tokens[id] = std::string(text);
     types[id] = kind;
     set[id] = true;
   };
   dom::object vocab;
-  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS) doc.fail("model", "tokenizer.json's model has no vocab");
+  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS)
+    doc.fail("model", "tokenizer.json's model has no vocab");
   for (auto [text, id] : vocab) {
     uint64_t i;
-    if (id.get_uint64().get(i) != simdjson::SUCCESS) doc.fail("model", "a vocab id is not a whole number");
+    if (id.get_uint64().get(i) != simdjson::SUCCESS)
+      doc.fail("model", "a vocab id is not a whole number");
     place(i, text, kNormal);
   }
   dom::array added;
@@ -132,7 +151,8 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
       uint64_t id;
       std::string_view content;
       bool special = false;
-      if (t["id"].get_uint64().get(id) != simdjson::SUCCESS || t["content"].get_string().get(content) != simdjson::SUCCESS)
+      if (t["id"].get_uint64().get(id) != simdjson::SUCCESS ||
+          t["content"].get_string().get(content) != simdjson::SUCCESS)
         doc.fail("added_tokens", "an added token has no id or content");
       std::ignore = t["special"].get_bool().get(special);
       place(id, content, special ? kControl : kUserDefined);
@@ -141,11 +161,13 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   for (uint64_t i = 0; i < n; ++i) {
     if (!set[i]) tokens[i] = fmt::format("[PAD{}]", i);
     if (!seen.insert(tokens[i]).second)
-      doc.fail("model", fmt::format("token {} appears twice (llama.cpp needs each once)", quote_name(tokens[i])));
+      doc.fail("model", fmt::format("token {} appears twice (llama.cpp needs each once)",
+                                    quote_name(tokens[i])));
   }
   std::vector<std::string> merges;
   dom::array merge_list;
-  if (model["merges"].get_array().get(merge_list) != simdjson::SUCCESS) doc.fail("model", "a BPE model without merges");
+  if (model["merges"].get_array().get(merge_list) != simdjson::SUCCESS)
+    doc.fail("model", "a BPE model without merges");
   for (dom::element m : merge_list) {
     std::string_view s;
     dom::array pair;
@@ -153,7 +175,8 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
       merges.emplace_back(s);
     } else if (m.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2) {
       std::string_view a, b;
-      if (pair.at(0).get_string().get(a) != simdjson::SUCCESS || pair.at(1).get_string().get(b) != simdjson::SUCCESS)
+      if (pair.at(0).get_string().get(a) != simdjson::SUCCESS ||
+          pair.at(1).get_string().get(b) != simdjson::SUCCESS)
         doc.fail("model", "a merge pair is not two strings");
       merges.push_back(fmt::format("{} {}", a, b));
     } else {
@@ -176,7 +199,8 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   const std::pair<const char*, std::optional<uint64_t>> ids[] = {
       {"bos_token_id", bos}, {"eos_token_id", eos}, {"pad_token_id", pad}};
   for (const auto& [key, id] : ids)
-    if (id && *id >= n) doc.fail("model", fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n));
+    if (id && *id >= n)
+      doc.fail("model", fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n));
   dom::element post_processor;
   if (!add_bos)
     add_bos = bos && doc.root()["post_processor"].get(post_processor) == simdjson::SUCCESS &&
@@ -190,9 +214,10 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   return kv;
 }
 
-SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config, const std::vector<std::string>& tokens,
-                             const HfConfig& c) {
-  SpecialTokens s{c.bos_token_id, c.eos_token_id, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config,
+                             const std::vector<std::string>& tokens, const HfConfig& c) {
+  SpecialTokens s{c.bos_token_id, c.eos_token_id, std::nullopt, std::nullopt,
+                  std::nullopt,   std::nullopt,   std::nullopt};
   if (!tokenizer_config) return s;
   const JsonDoc tc(*tokenizer_config, "tokenizer_config.json", Rule::model);
   // An unknown token outside the vocabulary is left out (byte-level BPE needs none;

@@ -1,4 +1,5 @@
-// gguf_convert/gguf_vocab.hpp: a Hugging Face tokenizer as llama.cpp's tokenizer.* keys. Byte-level BPE
+// gguf_convert/gguf_vocab.hpp: a Hugging Face tokenizer as llama.cpp's tokenizer.* keys. Byte-level
+// BPE
 // ("gpt2": tokens, types, merges) with the pre-tokenizer named from its Split patterns, special
 // token ids, add_bos/add_eos and the chat template. A tokenizer it cannot name exactly is
 // refused by name, never guessed.
@@ -19,7 +20,8 @@ namespace tlio::detail {
 /// Error{format, "model"} for malformed JSON or ids past vocab_size; Error{unsupported} naming
 /// a tokenizer model or pre-tokenizer tlio does not export.
 std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const std::string& source,
-                                         const std::optional<std::string>& tokenizer_config, const HfConfig& c);
+                                         const std::optional<std::string>& tokenizer_config,
+                                         const HfConfig& c);
 
 /// A vocabulary's special tokens: tokenizer_config.json's (BOS, EOS, UNK and padding by their
 /// text in `tokens`; add_bos/add_eos; the chat template), BOS and EOS otherwise config.json's
@@ -29,8 +31,8 @@ struct SpecialTokens {
   std::optional<bool> add_bos, add_eos;
   std::optional<std::string> chat_template;
 };
-SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config, const std::vector<std::string>& tokens,
-                             const HfConfig& c);
+SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config,
+                             const std::vector<std::string>& tokens, const HfConfig& c);
 
 /// The Split regex of the pre-tokenizer llama.cpp names `name` ("llama-bpe", "qwen2"), "" for
 /// "gpt-2" (ByteLevel's own regex), nullopt for a name tlio does not know the regex of.

@@ -9,7 +9,8 @@ namespace tlio::detail {
 
 AtomicFile::AtomicFile(const Location& dest) : staged_(store_of(dest).stage(dest)) {}
 
-AtomicFile::AtomicFile(const std::filesystem::path& dest) : AtomicFile(Location::parse(dest.native())) {}
+AtomicFile::AtomicFile(const std::filesystem::path& dest)
+    : AtomicFile(Location::parse(dest.native())) {}
 
 AtomicFile::~AtomicFile() { abort(); }
 

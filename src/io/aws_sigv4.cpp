@@ -73,13 +73,15 @@ std::vector<std::string> aws_sign(const AwsRequest& request, const AwsCredential
   char stamp[17], day[9];
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
   std::strftime(day, sizeof day, "%Y%m%d", &utc);
-  const std::string payload = request.payload_sha256.empty() ? std::string(kEmptySha256) : request.payload_sha256;
+  const std::string payload =
+      request.payload_sha256.empty() ? std::string(kEmptySha256) : request.payload_sha256;
 
   std::vector<std::pair<std::string, std::string>> headers;  // lower-case name, value as sent
   headers.emplace_back("host", std::string(request.host));
   headers.emplace_back("x-amz-content-sha256", payload);
   headers.emplace_back("x-amz-date", stamp);
-  if (!credentials.session_token.empty()) headers.emplace_back("x-amz-security-token", credentials.session_token);
+  if (!credentials.session_token.empty())
+    headers.emplace_back("x-amz-security-token", credentials.session_token);
   for (const auto& [k, v] : request.headers) headers.emplace_back(ascii_lower(k), std::string(v));
   std::sort(headers.begin(), headers.end());
 
@@ -89,16 +91,17 @@ std::vector<std::string> aws_sign(const AwsRequest& request, const AwsCredential
     if (!signed_headers.empty()) signed_headers += ';';
     signed_headers += k;
   }
-  const std::string canonical_request =
-      fmt::format("{}\n{}\n{}\n{}\n{}\n{}", request.method, request.path.empty() ? "/" : request.path,
-                  request.query, canonical_headers, signed_headers, payload);
+  const std::string canonical_request = fmt::format(
+      "{}\n{}\n{}\n{}\n{}\n{}", request.method, request.path.empty() ? "/" : request.path,
+      request.query, canonical_headers, signed_headers, payload);
   const std::string scope = fmt::format("{}/{}/{}/aws4_request", day, region, service);
   const Sha256Digest request_hash = sha256(canonical_request);
   const std::string string_to_sign =
       fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", stamp, scope, to_hex(request_hash));
 
   const std::string first_key = "AWS4" + credentials.secret_key;
-  Sha256Digest key = hmac_sha256({reinterpret_cast<const unsigned char*>(first_key.data()), first_key.size()}, day);
+  Sha256Digest key = hmac_sha256(
+      {reinterpret_cast<const unsigned char*>(first_key.data()), first_key.size()}, day);
   key = hmac_sha256(key, region);
   key = hmac_sha256(key, service);
   key = hmac_sha256(key, "aws4_request");
@@ -111,8 +114,9 @@ std::vector<std::string> aws_sign(const AwsRequest& request, const AwsCredential
   if (!credentials.session_token.empty())
     lines.push_back(fmt::format("x-amz-security-token: {}", credentials.session_token));
   for (const auto& [k, v] : request.headers) lines.push_back(fmt::format("{}: {}", k, v));
-  lines.push_back(fmt::format("Authorization: AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}",
-                              credentials.access_key, scope, signed_headers, to_hex(signature)));
+  lines.push_back(fmt::format(
+      "Authorization: AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}",
+      credentials.access_key, scope, signed_headers, to_hex(signature)));
   return lines;
 }
 

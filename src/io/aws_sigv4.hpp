@@ -18,12 +18,12 @@ struct AwsCredentials {
 
 /// What is signed of one request.
 struct AwsRequest {
-  std::string_view method;              ///< "GET", "PUT", ...
-  std::string_view host;                ///< the Host header's value (host, ":port" if not default)
-  std::string_view path;                ///< the URI path as sent (already percent-encoded)
-  std::string_view query = {};          ///< the query as sent: aws_canonical_query's form
+  std::string_view method;      ///< "GET", "PUT", ...
+  std::string_view host;        ///< the Host header's value (host, ":port" if not default)
+  std::string_view path;        ///< the URI path as sent (already percent-encoded)
+  std::string_view query = {};  ///< the query as sent: aws_canonical_query's form
   std::vector<std::pair<std::string, std::string>> headers = {};  ///< more to sign (any case)
-  std::string payload_sha256 = {};      ///< hex SHA-256 of the body; empty: of no body
+  std::string payload_sha256 = {};  ///< hex SHA-256 of the body; empty: of no body
 };
 
 /// RFC 3986 percent-encoding as SigV4 wants it: every byte but A-Z a-z 0-9 - . _ ~ encoded

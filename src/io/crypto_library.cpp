@@ -12,16 +12,19 @@ namespace {
 
 std::atomic<bool> loaded{false};
 
-void resolve(void* handle, auto& slot, const char* name) { resolve_symbol(handle, slot, name, "tlio needs OpenSSL's libcrypto 3"); }
+void resolve(void* handle, auto& slot, const char* name) {
+  resolve_symbol(handle, slot, name, "tlio needs OpenSSL's libcrypto 3");
+}
 
 CryptoLibrary load() {
   // RTLD_LOCAL: a host that links libcrypto (libcurl does) gets the same object back.
   void* handle = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();
-    library_unsupported(fmt::format("tlio needs OpenSSL's libcrypto (libcrypto.so.3) for digests and "
-                            "signing, which could not be loaded: {} (Debian: apt-get install libssl3)",
-                            e ? e : "unknown reason"));
+    library_unsupported(
+        fmt::format("tlio needs OpenSSL's libcrypto (libcrypto.so.3) for digests and "
+                    "signing, which could not be loaded: {} (Debian: apt-get install libssl3)",
+                    e ? e : "unknown reason"));
   }
   // Not closed: OpenSSL's state lives until the process ends.
   CryptoLibrary lib{};

@@ -1,6 +1,6 @@
 // io/crypto_library.hpp: OpenSSL's libcrypto, loaded the first time a digest or a key is needed
-// (signing an object-store request, hashing a file, signing a model). Linking it would load it into every process,
-// `tlio --version` and local reads included, for the few runs that use it.
+// (signing an object-store request, hashing a file, signing a model). Linking it would load it into
+// every process, `tlio --version` and local reads included, for the few runs that use it.
 #pragma once
 
 #include <openssl/bio.h>

@@ -9,7 +9,8 @@ namespace tlio::detail {
 
 namespace {
 [[noreturn]] void crypto_failed(const char* what) {
-  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, std::string("OpenSSL: ") + what + " failed");
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+              std::string("OpenSSL: ") + what + " failed");
 }
 }  // namespace
 
@@ -28,14 +29,16 @@ Sha256::~Sha256() { crypto_library().md_ctx_free(static_cast<EVP_MD_CTX*>(ctx_))
 
 void Sha256::update(std::span<const std::byte> bytes) {
   if (bytes.empty()) return;
-  if (crypto_library().digest_update(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()) != 1)
+  if (crypto_library().digest_update(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()) !=
+      1)
     crypto_failed("EVP_DigestUpdate");
 }
 
 Sha256Digest Sha256::finish() {
   Sha256Digest out{};
   unsigned int n = 0;
-  if (crypto_library().digest_final(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &n) != 1 || n != out.size())
+  if (crypto_library().digest_final(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &n) != 1 ||
+      n != out.size())
     crypto_failed("EVP_DigestFinal_ex");
   return out;
 }
@@ -78,7 +81,8 @@ int hex_value(char c) noexcept {
 }  // namespace
 
 bool is_sha256_hex(std::string_view text) noexcept {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) { return hex_value(c) >= 0; });
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return hex_value(c) >= 0; });
 }
 
 std::vector<unsigned char> from_hex(std::string_view hex) {

@@ -2,6 +2,7 @@
 #include "io/direct_source.hpp"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <liburing.h>
 #include <unistd.h>
 
@@ -15,8 +16,6 @@
 #include <system_error>
 #include <thread>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "io/interrupt.hpp"
 #include "tlio/error.hpp"
@@ -47,10 +46,13 @@ void add_pieces(const ReadRange& r, std::vector<Piece>& pieces) {
   const bool congruent = (reinterpret_cast<uintptr_t>(r.dst) - r.offset) % kDirectAlign == 0;
   for (uint64_t at = r.offset; at < end;) {
     const uint64_t window = align_down(at);
-    uint64_t window_end = std::min(window + (congruent && at != window ? kDirectAlign : kDirectWindow), align_up(end));
-    if (congruent && at == window && window_end > end && align_down(end) > at) window_end = align_down(end);
+    uint64_t window_end = std::min(
+        window + (congruent && at != window ? kDirectAlign : kDirectWindow), align_up(end));
+    if (congruent && at == window && window_end > end && align_down(end) > at)
+      window_end = align_down(end);
     const uint64_t upto = std::min(window_end, end);
-    pieces.push_back({window, window_end - window, at - window, r.dst + (at - r.offset), upto - at});
+    pieces.push_back(
+        {window, window_end - window, at - window, r.dst + (at - r.offset), upto - at});
     at = upto;
   }
 }
@@ -61,7 +63,9 @@ void add_pieces(const ReadRange& r, std::vector<Piece>& pieces) {
 bool needs_more(const Piece& p, uint64_t done, uint64_t got, const std::string& name) {
   if (done >= p.skip + p.size) return false;
   if (got == 0 || done % kDirectAlign != 0)
-    throw_io(fmt::format("unexpected end of file at byte {} (was the file truncated?)", p.window + done), name);
+    throw_io(
+        fmt::format("unexpected end of file at byte {} (was the file truncated?)", p.window + done),
+        name);
   return true;
 }
 
@@ -106,15 +110,18 @@ class DirectSource final : public ByteSource {
       if (r.size) add_pieces(r, pieces);
     if (pieces.empty()) return;
     if (path_ == DirectPath::io_uring && direct_.get() < 0)
-      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "O_DIRECT is refused here", name());
+      throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "O_DIRECT is refused here",
+                  name());
     // One piece is read on this thread: a ring for it would cost more than the read saves.
-    const bool ring_wanted = path_ == DirectPath::io_uring ||
-                             (path_ == DirectPath::best && pieces.size() > 1 && io_uring_available());
+    const bool ring_wanted =
+        path_ == DirectPath::io_uring ||
+        (path_ == DirectPath::best && pieces.size() > 1 && io_uring_available());
     if (direct_.get() >= 0 && ring_wanted) {
       Ring ring(kDirectInFlight);
       if (ring.ok()) return read_with_ring(ring, pieces);
       if (path_ == DirectPath::io_uring)
-        throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "io_uring is refused here", name());
+        throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                    "io_uring is refused here", name());
     }
     read_with_threads(pieces);
   }
@@ -138,8 +145,8 @@ class DirectSource final : public ByteSource {
       std::byte* target = p.straight() ? p.dst : s.bounce.get();
       // Never null: the ring has a slot for each of kDirectInFlight reads.
       io_uring_sqe* sqe = io_uring_get_sqe(ring.get());
-      io_uring_prep_read(sqe, direct_.get(), target + s.done, static_cast<unsigned>(p.window_size - s.done),
-                         p.window + s.done);
+      io_uring_prep_read(sqe, direct_.get(), target + s.done,
+                         static_cast<unsigned>(p.window_size - s.done), p.window + s.done);
       io_uring_sqe_set_data64(sqe, k);
       // Straight to the kernel's workers: issued inline, an O_DIRECT read blocked the submitting
       // thread (a cold 1 GiB load took 0.82 s, median of 8, against 0.47 s this way).
@@ -166,7 +173,8 @@ class DirectSource final : public ByteSource {
       for (;;) {
         for (; !idle.empty() && next < pieces.size(); ++next) {
           Slot& s = slots[idle.back()];
-          if (!pieces[next].straight() && !s.bounce) s.bounce = aligned_bytes(kDirectWindow, name());
+          if (!pieces[next].straight() && !s.bounce)
+            s.bounce = aligned_bytes(kDirectWindow, name());
           s.piece = next;
           s.done = 0;
           const unsigned k = idle.back();
@@ -210,7 +218,8 @@ class DirectSource final : public ByteSource {
 
   // The pieces read by up to kDirectInFlight workers, one blocking read each.
   void read_with_threads(std::span<const Piece> pieces) const {
-    const unsigned workers = static_cast<unsigned>(std::min<size_t>(kDirectInFlight, pieces.size()));
+    const unsigned workers =
+        static_cast<unsigned>(std::min<size_t>(kDirectInFlight, pieces.size()));
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
     std::vector<std::exception_ptr> errors(workers);
@@ -282,7 +291,8 @@ bool io_uring_available() noexcept {
   return available;
 }
 
-std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name, DirectPath path) {
+std::shared_ptr<const ByteSource> direct_source(Fd fd, uint64_t size, std::string name,
+                                                DirectPath path) {
   return std::make_shared<DirectSource>(std::move(fd), size, std::move(name), path);
 }
 

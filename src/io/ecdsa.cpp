@@ -38,13 +38,15 @@ EVP_PKEY* read_pem(std::string_view pem, bool is_private, const std::string& nam
   lib.err_clear_error();
   if (pem.size() > static_cast<size_t>(INT32_MAX)) bad_key(name, "is too large for a PEM key");
   BIO* bio = lib.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (!bio) throw Error(ErrorCode::out_of_memory, Rule::none, {}, std::nullopt, "OpenSSL: BIO_new_mem_buf failed");
+  if (!bio)
+    throw Error(ErrorCode::out_of_memory, Rule::none, {}, std::nullopt,
+                "OpenSSL: BIO_new_mem_buf failed");
   EVP_PKEY* key = is_private ? lib.pem_read_private_key(bio, nullptr, no_passphrase, nullptr)
                              : lib.pem_read_public_key(bio, nullptr, no_passphrase, nullptr);
   lib.bio_free(bio);
   if (!key)
-    bad_key(name, fmt::format("is not an unencrypted PEM {} key ({})", is_private ? "private" : "public",
-                              openssl_reason(lib)));
+    bad_key(name, fmt::format("is not an unencrypted PEM {} key ({})",
+                              is_private ? "private" : "public", openssl_reason(lib)));
   return key;
 }
 
@@ -69,7 +71,9 @@ struct MdCtx {
   const CryptoLibrary& lib;
   EVP_MD_CTX* ctx;
   explicit MdCtx(const CryptoLibrary& l) : lib(l), ctx(l.md_ctx_new()) {
-    if (!ctx) throw Error(ErrorCode::out_of_memory, Rule::none, {}, std::nullopt, "OpenSSL: EVP_MD_CTX_new failed");
+    if (!ctx)
+      throw Error(ErrorCode::out_of_memory, Rule::none, {}, std::nullopt,
+                  "OpenSSL: EVP_MD_CTX_new failed");
   }
   ~MdCtx() { lib.md_ctx_free(ctx); }
 };
@@ -82,8 +86,10 @@ EcKey EcKey::from_pem(std::string_view pem, const std::string& name, bool is_pri
   const std::string_view curve = curve_of(lib, key);
   if (curve.empty()) {
     lib.pkey_free(key);
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                "is not an elliptic-curve key on P-256, P-384 or P-521 (the curves model signatures use)", name);
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        "is not an elliptic-curve key on P-256, P-384 or P-521 (the curves model signatures use)",
+        name);
   }
   return EcKey(key, curve);
 }
@@ -95,7 +101,8 @@ EcKey::~EcKey() {
 std::vector<unsigned char> EcKey::public_key_der() const {
   const CryptoLibrary& lib = crypto_library();
   const int n = lib.public_key_der(static_cast<EVP_PKEY*>(key_), nullptr);
-  if (n <= 0) throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "OpenSSL: i2d_PUBKEY failed");
+  if (n <= 0)
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "OpenSSL: i2d_PUBKEY failed");
   std::vector<unsigned char> der(static_cast<size_t>(n));
   unsigned char* p = der.data();
   if (lib.public_key_der(static_cast<EVP_PKEY*>(key_), &p) != n)
@@ -109,7 +116,8 @@ std::vector<unsigned char> EcKey::sign(std::string_view message) const {
   MdCtx md(lib);
   const auto* data = reinterpret_cast<const unsigned char*>(message.data());
   size_t length = 0;
-  if (lib.digest_sign_init(md.ctx, nullptr, digest_for(lib, curve_), nullptr, static_cast<EVP_PKEY*>(key_)) != 1 ||
+  if (lib.digest_sign_init(md.ctx, nullptr, digest_for(lib, curve_), nullptr,
+                           static_cast<EVP_PKEY*>(key_)) != 1 ||
       lib.digest_sign(md.ctx, nullptr, &length, data, message.size()) != 1)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
                 "OpenSSL could not sign with the key: " + openssl_reason(lib));
@@ -124,10 +132,11 @@ std::vector<unsigned char> EcKey::sign(std::string_view message) const {
 bool EcKey::verify(std::string_view message, std::span<const unsigned char> signature) const {
   const CryptoLibrary& lib = crypto_library();
   MdCtx md(lib);
-  const bool ok =
-      lib.digest_verify_init(md.ctx, nullptr, digest_for(lib, curve_), nullptr, static_cast<EVP_PKEY*>(key_)) == 1 &&
-      lib.digest_verify(md.ctx, signature.data(), signature.size(),
-                        reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+  const bool ok = lib.digest_verify_init(md.ctx, nullptr, digest_for(lib, curve_), nullptr,
+                                         static_cast<EVP_PKEY*>(key_)) == 1 &&
+                  lib.digest_verify(md.ctx, signature.data(), signature.size(),
+                                    reinterpret_cast<const unsigned char*>(message.data()),
+                                    message.size()) == 1;
   lib.err_clear_error();  // a bad signature queues errors that say no more than `false`
   return ok;
 }
@@ -141,8 +150,8 @@ std::string base64_encode(std::span<const unsigned char> bytes) {
     const size_t n = std::min(kPiece, bytes.size() - at);
     const size_t start = out.size();
     out.resize(start + (n + 2) / 3 * 4 + 1);
-    const int written = lib.encode_base64(reinterpret_cast<unsigned char*>(out.data() + start), bytes.data() + at,
-                                          static_cast<int>(n));
+    const int written = lib.encode_base64(reinterpret_cast<unsigned char*>(out.data() + start),
+                                          bytes.data() + at, static_cast<int>(n));
     out.resize(start + static_cast<size_t>(written));
   }
   return out;
@@ -157,12 +166,14 @@ bool base64_decode(std::string_view text, std::vector<unsigned char>& out) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    const bool pad = c == '=' && i + 2 >= text.size() && (i + 1 == text.size() || text[i + 1] == '=');
+    const bool pad =
+        c == '=' && i + 2 >= text.size() && (i + 1 == text.size() || text[i + 1] == '=');
     if (!alnum && c != '+' && c != '/' && !pad) return false;
   }
   const size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
   out.resize(text.size() / 4 * 3);
-  const int n = crypto_library().decode_base64(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
+  const int n = crypto_library().decode_base64(out.data(),
+                                               reinterpret_cast<const unsigned char*>(text.data()),
                                                static_cast<int>(text.size()));
   if (n < 0 || static_cast<size_t>(n) != out.size()) return false;
   out.resize(out.size() - padding);

@@ -16,9 +16,13 @@ class EcKey {
   /// Reads a PEM private key ("BEGIN PRIVATE KEY" or "BEGIN EC PRIVATE KEY", not encrypted).
   /// Error{invalid_argument} naming `name` when it is not one, Error{unsupported} for another
   /// kind of key or curve.
-  static EcKey private_from_pem(std::string_view pem, const std::string& name) { return from_pem(pem, name, true); }
+  static EcKey private_from_pem(std::string_view pem, const std::string& name) {
+    return from_pem(pem, name, true);
+  }
   /// Reads a PEM public key ("BEGIN PUBLIC KEY": a SubjectPublicKeyInfo).
-  static EcKey public_from_pem(std::string_view pem, const std::string& name) { return from_pem(pem, name, false); }
+  static EcKey public_from_pem(std::string_view pem, const std::string& name) {
+    return from_pem(pem, name, false);
+  }
 
   EcKey(EcKey&& other) noexcept : key_(other.key_), curve_(other.curve_) { other.key_ = nullptr; }
   EcKey& operator=(EcKey&&) = delete;

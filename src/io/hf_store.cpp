@@ -73,10 +73,12 @@ HubFile parse_hub_url(std::string_view text) {
     }
   const size_t org_end = rest.find('/');
   if (org_end == std::string_view::npos || org_end == 0)
-    throw_invalid(fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
+    throw_invalid(
+        fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
   size_t repo_end = std::min(rest.find('/', org_end + 1), rest.size());
   // A pull request's revision may be written as it is named: @refs/pr/N (as HfFileSystem).
-  if (const std::string_view head = rest.substr(0, repo_end); head.ends_with("@refs") && rest.substr(repo_end).starts_with("/pr/")) {
+  if (const std::string_view head = rest.substr(0, repo_end);
+      head.ends_with("@refs") && rest.substr(repo_end).starts_with("/pr/")) {
     const size_t number_end = std::min(rest.find('/', repo_end + 4), rest.size());
     repo_end = number_end;
   }
@@ -89,17 +91,19 @@ HubFile parse_hub_url(std::string_view text) {
   if (f.revision.front() == '/' || f.revision.find("..") != std::string::npos)
     throw_invalid(fmt::format("'{}' is not a revision", f.revision));
   if (repo.size() <= org_end + 1 || f.revision.empty())
-    throw_invalid(fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
+    throw_invalid(
+        fmt::format("{} names no repository (hf://ORG/REPO[@REVISION]/PATH)", std::string(text)));
   for (const char c : repo)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-          c == '.' || c == '/'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_' || c == '.' || c == '/'))
       throw_invalid(fmt::format("'{}' is not a Hub repository name", std::string(repo)));
   // The path is joined to a cache folder: no segment may climb out of it, none may be absolute.
   for (size_t start = 0; start <= f.path.size();) {
     const size_t end = std::min(f.path.find('/', start), f.path.size());
     const std::string_view segment = std::string_view(f.path).substr(start, end - start);
     if (segment == ".." || segment == "." || (segment.empty() && end < f.path.size()))
-      throw_invalid(fmt::format("{}: the path inside the repository has an empty, '.' or '..' part", std::string(text)));
+      throw_invalid(fmt::format("{}: the path inside the repository has an empty, '.' or '..' part",
+                                std::string(text)));
     start = end + 1;
   }
   f.repo = std::string(repo);
@@ -117,7 +121,8 @@ bool is_commit(std::string_view rev) {
 // the commit the cache's ref names, when it names one, even if the file is not there.
 std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commit_out = nullptr) {
   const auto cache_setting = env_value("HF_HUB_CACHE");
-  const std::filesystem::path cache = cache_setting ? std::filesystem::path(*cache_setting) : hf_home() / "hub";
+  const std::filesystem::path cache =
+      cache_setting ? std::filesystem::path(*cache_setting) : hf_home() / "hub";
   std::string folder = f.kind + "--" + f.repo;
   for (size_t p; (p = folder.find('/')) != std::string::npos;) folder.replace(p, 1, "--");
   const std::filesystem::path repo = cache / folder;
@@ -132,7 +137,8 @@ std::optional<std::filesystem::path> cached(const HubFile& f, std::string* commi
   if (commit_out) *commit_out = commit;
   const std::filesystem::path file = repo / "snapshots" / commit / f.path;
   std::error_code ec;
-  if (f.path.empty() || !std::filesystem::is_regular_file(file, ec)) return std::nullopt;  // follows the blob link
+  if (f.path.empty() || !std::filesystem::is_regular_file(file, ec))
+    return std::nullopt;  // follows the blob link
   return file;
 }
 
@@ -140,7 +146,8 @@ std::string token(const SourceOptions& options) {
   if (!options.token.empty()) return options.token;
   if (const auto t = env_value("HF_TOKEN")) return *t;
   const auto token_path = env_value("HF_TOKEN_PATH");
-  const std::filesystem::path file = token_path ? std::filesystem::path(*token_path) : hf_home() / "token";
+  const std::filesystem::path file =
+      token_path ? std::filesystem::path(*token_path) : hf_home() / "token";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return {};
   return std::string(trim_blanks(read_text_file(file)));
@@ -154,8 +161,8 @@ std::string resolve_url(HubFile f) {
   if (!commit.empty()) f.revision = commit;
   std::string endpoint = env_value("HF_ENDPOINT").value_or("https://huggingface.co");
   while (endpoint.ends_with('/')) endpoint.pop_back();
-  return fmt::format("{}/{}{}/resolve/{}/{}", endpoint, f.kind == "datasets" ? "datasets/" : "", f.repo,
-                     aws_uri_encode(f.revision, false), aws_uri_encode(f.path, true));
+  return fmt::format("{}/{}{}/resolve/{}/{}", endpoint, f.kind == "datasets" ? "datasets/" : "",
+                     f.repo, aws_uri_encode(f.revision, false), aws_uri_encode(f.path, true));
 }
 
 [[noreturn]] void offline_miss(const Location& where) {
@@ -184,14 +191,17 @@ class CachedSource final : public ByteSource {
   void read_ranges(std::span<const ReadRange> ranges, unsigned threads) const override {
     file_->read_ranges(ranges, threads);
   }
-  PublishedDigest published_sha256() const override { return {sha256_, "the Hugging Face cache's blob name"}; }
+  PublishedDigest published_sha256() const override {
+    return {sha256_, "the Hugging Face cache's blob name"};
+  }
 
  private:
   std::shared_ptr<const ByteSource> file_;
   std::string sha256_;
 };
 
-std::shared_ptr<const ByteSource> cached_source(const std::filesystem::path& file, const SourceOptions& options) {
+std::shared_ptr<const ByteSource> cached_source(const std::filesystem::path& file,
+                                                const SourceOptions& options) {
   std::shared_ptr<const ByteSource> source = open_source(Location::parse(file.string()), options);
   std::error_code ec;
   const std::string blob = std::filesystem::canonical(file, ec).filename().string();
@@ -202,14 +212,17 @@ std::shared_ptr<const ByteSource> cached_source(const std::filesystem::path& fil
 
 class HubStore final : public Store {
  public:
-  std::shared_ptr<const ByteSource> open(const Location& where, const SourceOptions& options) const override {
+  std::shared_ptr<const ByteSource> open(const Location& where,
+                                         const SourceOptions& options) const override {
     const HubFile f = parse_hub_url(where.text());
     if (const auto file = cached(f)) return cached_source(*file, options);
     if (offline()) offline_miss(where);
-    return http_source(HttpFile::open(resolve_url(f), hub_options(where, options)), where.display());
+    return http_source(HttpFile::open(resolve_url(f), hub_options(where, options)),
+                       where.display());
   }
 
-  std::optional<std::string> read_small(const Location& where, const SourceOptions& options) const override {
+  std::optional<std::string> read_small(const Location& where,
+                                        const SourceOptions& options) const override {
     const HubFile f = parse_hub_url(where.text());
     if (const auto file = cached(f)) return read_text_file(*file);
     if (offline()) return std::nullopt;
@@ -238,7 +251,9 @@ class HubStore final : public Store {
 
   void check_directory(const Location& where) const override { (void)parse_hub_url(where.text()); }
 
-  std::string join(const std::string& dir, std::string_view name) const override { return join_key(dir, name); }
+  std::string join(const std::string& dir, std::string_view name) const override {
+    return join_key(dir, name);
+  }
 
   std::string display(const std::string& text) const override { return text; }
 };

@@ -1,10 +1,11 @@
 #include "io/http.hpp"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -13,8 +14,6 @@
 #include <optional>
 #include <system_error>
 #include <thread>
-
-#include <unistd.h>
 
 #include "common/text.hpp"
 #include "io/curl_library.hpp"
@@ -39,7 +38,8 @@ std::optional<uint64_t> number(std::string_view s) {
 // The SHA-256 an entity tag names ("64 hex digits", quoted or not; not a weak one), in lower
 // case, or empty: the Hub's LFS files are tagged by their SHA-256.
 std::string sha256_in_etag(std::string_view tag) {
-  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"')
+    tag = tag.substr(1, tag.size() - 2);
   return is_sha256_hex(tag) ? ascii_lower(tag) : std::string();
 }
 
@@ -60,21 +60,30 @@ void read_response_header(std::string_view line, HttpResponse& r) {
   if (colon == std::string_view::npos) return;
   const std::string key = ascii_lower(trim_blanks(line.substr(0, colon)));
   const std::string_view value = trim_blanks(line.substr(colon + 1));
-  if (key == "content-range") r.content_range = value;
-  else if (key == "etag") r.etag = value;
-  else if (key == "last-modified") r.last_modified = value;
-  else if (key == "content-encoding") r.content_encoding = ascii_lower(value);
-  else if (key == "content-length") r.content_length = number(value);
-  else if (key == "retry-after") r.retry_after = number(value);
-  else if (key == "x-linked-etag") r.linked_etag = value;
+  if (key == "content-range")
+    r.content_range = value;
+  else if (key == "etag")
+    r.etag = value;
+  else if (key == "last-modified")
+    r.last_modified = value;
+  else if (key == "content-encoding")
+    r.content_encoding = ascii_lower(value);
+  else if (key == "content-length")
+    r.content_length = number(value);
+  else if (key == "retry-after")
+    r.retry_after = number(value);
+  else if (key == "x-linked-etag")
+    r.linked_etag = value;
 }
 
 std::optional<ContentRange> parse_content_range(std::string_view text) {
   if (text.substr(0, 6) != "bytes ") return std::nullopt;
   text.remove_prefix(6);
   const size_t dash = text.find('-'), slash = text.find('/');
-  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash) return std::nullopt;
-  const auto first = number(text.substr(0, dash)), last = number(text.substr(dash + 1, slash - dash - 1)),
+  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash)
+    return std::nullopt;
+  const auto first = number(text.substr(0, dash)),
+             last = number(text.substr(dash + 1, slash - dash - 1)),
              total = number(text.substr(slash + 1));
   if (!first || !last || !total || *first > *last || *last >= *total) return std::nullopt;
   return ContentRange{*first, *last, *total};
@@ -146,15 +155,15 @@ struct HttpFile::Exchange {
   // (consecutive ranges, so the body is scattered in order).
   uint64_t want_begin = 0, want_end = 0;
   std::span<const HttpRange> ranges;
-  size_t range_index = 0;  // the range the next wanted byte belongs to
+  size_t range_index = 0;    // the range the next wanted byte belongs to
   uint64_t received = 0;     // of [want_begin, want_end) so far (kept across retries)
   uint64_t asked_from = 0;   // this attempt's Range start
   uint64_t body_offset = 0;  // file offset of the next body byte
   bool body_started = false;
-  bool done = false;     // everything wanted arrived (the rest of a 200 body is dropped)
-  std::string problem;   // why the body callback refused the answer (not retried)
+  bool done = false;    // everything wanted arrived (the rest of a 200 body is dropped)
+  std::string problem;  // why the body callback refused the answer (not retried)
   int problem_errno = EIO;
-  int spool_fd = -1;     // >= 0: the wanted bytes go to this file, at their file offsets
+  int spool_fd = -1;        // >= 0: the wanted bytes go to this file, at their file offsets
   bool error_page = false;  // the answer is not 200 or 206: its body is kept in error_body
   std::string error_body;
 
@@ -162,11 +171,13 @@ struct HttpFile::Exchange {
   // false, with `problem` set, when the spool cannot be written (a full disk).
   bool scatter(uint64_t from, const char* data, uint64_t len) {
     while (spool_fd >= 0 && len) {
-      const ssize_t n = ::pwrite(spool_fd, data, static_cast<size_t>(len), static_cast<off_t>(from));
+      const ssize_t n =
+          ::pwrite(spool_fd, data, static_cast<size_t>(len), static_cast<off_t>(from));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         problem_errno = n < 0 ? errno : ENOSPC;
-        problem = fmt::format("cannot write the temporary copy of the file: {}", std::strerror(problem_errno));
+        problem = fmt::format("cannot write the temporary copy of the file: {}",
+                              std::strerror(problem_errno));
         return false;
       }
       from += static_cast<uint64_t>(n);
@@ -198,7 +209,8 @@ struct HttpFile::Exchange {
   std::string check_answer() {
     const HttpResponse& r = response;
     if (!r.content_encoding.empty() && r.content_encoding != "identity")
-      return fmt::format("the server sent the file {}-encoded, which would change its bytes", r.content_encoding);
+      return fmt::format("the server sent the file {}-encoded, which would change its bytes",
+                         r.content_encoding);
     HttpFile& f = *file;
     std::optional<uint64_t> total;
     std::optional<ContentRange> range;
@@ -226,7 +238,8 @@ struct HttpFile::Exchange {
       f.pinned_ = true;
     } else {
       const std::string& now = f.validator_is_etag_ ? etag : r.last_modified;
-      if ((total && *total != f.size_) || (!f.validator_.empty() && !now.empty() && now != f.validator_)) {
+      if ((total && *total != f.size_) ||
+          (!f.validator_.empty() && !now.empty() && now != f.validator_)) {
         problem_errno = ESTALE;
         return "the file changed on the server while it was read";
       }
@@ -236,7 +249,8 @@ struct HttpFile::Exchange {
     want_end = std::min(want_end, f.size_);  // the opening request may ask past a small file
     if (r.status == 206) {
       if (range->first != asked_from || range->last != want_end - 1)
-        return fmt::format("asked for bytes {}-{}, the server answered \"{}\"", asked_from, want_end - 1, r.content_range);
+        return fmt::format("asked for bytes {}-{}, the server answered \"{}\"", asked_from,
+                           want_end - 1, r.content_range);
       body_offset = asked_from;
     } else {
       body_offset = 0;  // 200: the whole body streams past; the wanted bytes are kept
@@ -263,12 +277,15 @@ struct HttpFile::Exchange {
   static size_t body(Exchange* x, char* data, size_t len) {
     if (!x->body_started) {
       x->body_started = true;
-      if (x->response.status != 200 && x->response.status != 206) x->error_page = true;
-      else x->problem = x->check_answer();
+      if (x->response.status != 200 && x->response.status != 206)
+        x->error_page = true;
+      else
+        x->problem = x->check_answer();
       if (!x->problem.empty()) return 0;
     }
     if (x->error_page) {  // kept for HttpOptions::explain (an object store's XML error)
-      const size_t keep = std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, x->error_body.size()));
+      const size_t keep =
+          std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, x->error_body.size()));
       x->error_body.append(data, keep);
       return keep == len ? len : 0;  // a longer page is cut there (its start says what it is)
     }
@@ -290,10 +307,13 @@ struct HttpFile::Exchange {
 };
 
 HttpFile::HttpFile(std::string url, HttpOptions options)
-    : url_(std::move(url)), options_(resolve_http_options(std::move(options))), handles_(std::make_unique<CurlPool>()) {}
+    : url_(std::move(url)),
+      options_(resolve_http_options(std::move(options))),
+      handles_(std::make_unique<CurlPool>()) {}
 
 [[noreturn]] void HttpFile::fail(std::string detail, int err) const {
-  throw_io(std::move(detail), name_for_messages(url_, options_), std::error_code(err, std::generic_category()));
+  throw_io(std::move(detail), name_for_messages(url_, options_),
+           std::error_code(err, std::generic_category()));
 }
 
 HttpFile::~HttpFile() {
@@ -305,8 +325,10 @@ int HttpFile::spool() const {
   if (spool_fd_ >= 0) return spool_fd_;
   const std::string shown = name_for_messages(url_, options_);
   if (options_.warning)
-    options_.warning(fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
-                                 "is downloaded once, to a temporary file", shown, size_));
+    options_.warning(
+        fmt::format("{}: the server ignores Range requests: the whole file ({} bytes) "
+                    "is downloaded once, to a temporary file",
+                    shown, size_));
   Fd fd = unnamed_temp_file(shown);
   const HttpRange whole{0, nullptr, size_};
   if (const_cast<HttpFile*>(this)->transfer({&whole, 1}, fd.get()) != size_)
@@ -335,20 +357,24 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
   std::vector<HttpRange> sorted;
   for (const HttpRange& r : ranges)
     if (r.offset > size_ || r.size > size_ - r.offset)
-      fail(fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size, r.offset, size_));
+      fail(fmt::format("read of {} bytes at {} is past the end of the file ({} bytes)", r.size,
+                       r.offset, size_));
   for (const HttpRange& r : ranges) {
     // Bytes the opening request already brought are not asked for again.
-    const uint64_t have = r.offset < prefix_.size() ? std::min<uint64_t>(prefix_.size() - r.offset, r.size) : 0;
+    const uint64_t have =
+        r.offset < prefix_.size() ? std::min<uint64_t>(prefix_.size() - r.offset, r.size) : 0;
     if (have) std::memcpy(r.dst, prefix_.data() + r.offset, static_cast<size_t>(have));
     if (r.size > have) sorted.push_back({r.offset + have, r.dst + have, r.size - have});
   }
   if (!sorted.empty() && ranges_ignored_) {  // one whole download, then reads from its copy
     const int fd = spool();
     const std::string name = name_for_messages(url_, options_);
-    for (const HttpRange& r : sorted) pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, name);
+    for (const HttpRange& r : sorted)
+      pread_exact(fd, r.offset, {r.dst, static_cast<size_t>(r.size)}, name);
     return;
   }
-  std::sort(sorted.begin(), sorted.end(), [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const HttpRange& a, const HttpRange& b) { return a.offset < b.offset; });
   // Requests: runs of touching ranges, cut at kHttpRequestBytes (a range may be cut in two).
   std::vector<HttpRange> pieces;  // `sorted`, with ranges cut at request boundaries
   std::vector<std::pair<size_t, size_t>> requests;  // [first, last) pieces of each
@@ -376,7 +402,8 @@ void HttpFile::read_ranges(std::span<const HttpRange> ranges) const {
     for (const HttpRange& p : run) want += p.size;
     if (self->transfer(run) != want) fail("the server sent fewer bytes than asked");
   };
-  const auto connections = static_cast<unsigned>(std::min<size_t>(options_.connections, requests.size()));
+  const auto connections =
+      static_cast<unsigned>(std::min<size_t>(options_.connections, requests.size()));
   if (connections <= 1) {
     for (size_t i = 0; i < requests.size(); ++i) fetch(i);
     return;
@@ -421,8 +448,9 @@ uint64_t HttpFile::transfer(std::span<const HttpRange> ranges, int spool_fd) {
     const CurlLibrary& lib = curl_library();
     CurlPool::Lease lease(*handles_, name_for_messages(url_, options_));
     CURL* curl = lease.get();
-    std::vector<std::string> lines = {fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1),
-                                      "Accept-Encoding: identity"};
+    std::vector<std::string> lines = {
+        fmt::format("Range: bytes={}-{}", x.asked_from, x.want_end - 1),
+        "Accept-Encoding: identity"};
     if (pinned_ && !validator_.empty()) lines.push_back(fmt::format("If-Range: {}", validator_));
     if (options_.sign)
       for (std::string& h : options_.sign("GET", url_, {})) lines.push_back(std::move(h));

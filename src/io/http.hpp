@@ -3,17 +3,18 @@
 // If-Range, so a file that changes while it is read is an error, never a mix. Every 206's
 // Content-Range is checked against what was asked; a server that ignores Range (200) has its
 // body streamed and only the asked bytes used; after such an answer the whole file is fetched
-// once, with one warning, into an unnamed temporary file that every later read comes from. Connection errors, 5xx and 429 are retried with
-// exponential backoff (Retry-After honoured), resuming after the last byte received.
+// once, with one warning, into an unnamed temporary file that every later read comes from.
+// Connection errors, 5xx and 429 are retried with exponential backoff (Retry-After honoured),
+// resuming after the last byte received.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,8 +45,8 @@ inline constexpr uint64_t kHttpRequestBytes = uint64_t{16} << 20;
 /// What an error answer said, as explain() reads it.
 struct HttpFailure {
   std::string message;
-  int os_error = EIO;      ///< ENOENT (missing), EACCES (refused), EIO, ...
-  bool retry = false;      ///< another attempt may succeed (a store that is busy)
+  int os_error = EIO;  ///< ENOENT (missing), EACCES (refused), EIO, ...
+  bool retry = false;  ///< another attempt may succeed (a store that is busy)
 };
 
 struct HttpOptions {
@@ -166,14 +167,15 @@ class HttpFile {
   std::string published_sha256_;
   const char* published_by_ = "";
   std::vector<std::byte> prefix_;
-  std::unique_ptr<CurlPool> handles_;  // libcurl handles kept for their open connections
+  std::unique_ptr<CurlPool> handles_;        // libcurl handles kept for their open connections
   std::atomic<bool> ranges_ignored_{false};  // a Range request was answered with 200
   mutable std::mutex spool_mutex_;
   mutable int spool_fd_ = -1;  // the whole file, once spool() fetched it
 };
 
 /// A ByteSource over one pinned remote file (its ranges go to read_ranges together).
-std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file, std::string name);
+std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file,
+                                              std::string name);
 /// The whole of a small remote file (at most kMaxTextFileSize bytes), or nullopt when the
 /// server says there is none.
 std::optional<std::string> read_small_http(const std::string& url, const HttpOptions& options);

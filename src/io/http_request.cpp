@@ -28,7 +28,8 @@ HttpOptions resolve_http_options(HttpOptions o) {
   }
   if (o.connections == 0) {
     const char* c = std::getenv("TLIO_HTTP_CONNECTIONS");
-    o.connections = c && std::atoi(c) > 0 ? static_cast<unsigned>(std::min(std::atoi(c), 64)) : kHttpConnections;
+    o.connections = c && std::atoi(c) > 0 ? static_cast<unsigned>(std::min(std::atoi(c), 64))
+                                          : kHttpConnections;
   }
   if (o.ca_bundle.empty())
     if (const char* ca = std::getenv("CURL_CA_BUNDLE")) o.ca_bundle = ca;
@@ -58,12 +59,15 @@ void CurlPool::give_back(CURL* c) {
 }
 
 CurlPool::Lease::Lease(CurlPool& pool, const std::string& name) : pool_(pool), curl_(pool.take()) {
-  if (!curl_) throw_io("libcurl could not start", name, std::error_code(ENOMEM, std::generic_category()));
+  if (!curl_)
+    throw_io("libcurl could not start", name, std::error_code(ENOMEM, std::generic_category()));
 }
 
 CurlPool::Lease::~Lease() {
-  if (keep_) pool_.give_back(curl_);
-  else curl_library().easy_cleanup(curl_);
+  if (keep_)
+    pool_.give_back(curl_);
+  else
+    curl_library().easy_cleanup(curl_);
 }
 
 CurlHeaders curl_headers(std::span<const std::string> lines, const std::string& name) {
@@ -110,7 +114,8 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
 }
 
 bool curl_unreachable(CURLcode rc) noexcept {
-  return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT;
+  return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY ||
+         rc == CURLE_COULDNT_CONNECT;
 }
 
 bool curl_transient(CURLcode rc) noexcept {
@@ -134,25 +139,33 @@ bool curl_transient(CURLcode rc) noexcept {
 
 int curl_errno(CURLcode rc) noexcept {
   switch (rc) {
-    case CURLE_COULDNT_CONNECT: return ECONNREFUSED;
+    case CURLE_COULDNT_CONNECT:
+      return ECONNREFUSED;
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return EHOSTUNREACH;
-    case CURLE_OPERATION_TIMEDOUT: return ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return EHOSTUNREACH;
+    case CURLE_OPERATION_TIMEDOUT:
+      return ETIMEDOUT;
     case CURLE_PARTIAL_FILE:
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR: return ECONNRESET;
-    default: return EIO;
+    case CURLE_RECV_ERROR:
+      return ECONNRESET;
+    default:
+      return EIO;
   }
 }
 
 namespace {
-[[noreturn]] void fail(const std::string& url, const HttpOptions& options, std::string detail, int err) {
-  throw_io(std::move(detail), name_for_messages(url, options), std::error_code(err, std::generic_category()));
+[[noreturn]] void fail(const std::string& url, const HttpOptions& options, std::string detail,
+                       int err) {
+  throw_io(std::move(detail), name_for_messages(url, options),
+           std::error_code(err, std::generic_category()));
 }
 }  // namespace
 
-bool http_retryable(const HttpOptions& options, long status, std::string_view error_body, CURLcode rc) {
+bool http_retryable(const HttpOptions& options, long status, std::string_view error_body,
+                    CURLcode rc) {
   if (status >= 300 && options.explain)
     if (const auto f = options.explain(status, error_body)) return f->retry;
   const bool busy = status == 429 || (status >= 500 && status < 600);
@@ -163,14 +176,19 @@ bool http_retryable(const HttpOptions& options, long status, std::string_view er
 void throw_http_failure(const std::string& url, const HttpOptions& options, long status,
                         std::string_view error_body, CURLcode rc, int attempt) {
   if (status >= 300 && options.explain)
-    if (const auto f = options.explain(status, error_body)) fail(url, options, f->message, f->os_error);
-  if (status == 404 || status == 410) fail(url, options, fmt::format("HTTP {}: not found", status), ENOENT);
+    if (const auto f = options.explain(status, error_body))
+      fail(url, options, f->message, f->os_error);
+  if (status == 404 || status == 410)
+    fail(url, options, fmt::format("HTTP {}: not found", status), ENOENT);
   if (status == 401 || status == 403)
-    fail(url, options, fmt::format("HTTP {}: access refused (a token? HF_TOKEN or --token)", status), EACCES);
+    fail(url, options,
+         fmt::format("HTTP {}: access refused (a token? HF_TOKEN or --token)", status), EACCES);
   if (status == 412) fail(url, options, "the file changed on the server while it was read", ESTALE);
   if (status && (status < 200 || status >= 300))
     fail(url, options, fmt::format("HTTP {} after {} attempt(s)", status, attempt), EIO);
-  fail(url, options, fmt::format("{} after {} attempt(s)", curl_library().easy_strerror(rc), attempt), curl_errno(rc));
+  fail(url, options,
+       fmt::format("{} after {} attempt(s)", curl_library().easy_strerror(rc), attempt),
+       curl_errno(rc));
 }
 
 void http_backoff(int attempt, std::optional<uint64_t> retry_after) {
@@ -200,7 +218,8 @@ struct Call {
   }
   static int on_seek(void* user, curl_off_t offset, int origin) noexcept {  // a resent body
     auto* c = static_cast<Call*>(user);
-    if (origin != SEEK_SET || offset < 0 || static_cast<uint64_t>(offset) > c->body.size()) return CURL_SEEKFUNC_FAIL;
+    if (origin != SEEK_SET || offset < 0 || static_cast<uint64_t>(offset) > c->body.size())
+      return CURL_SEEKFUNC_FAIL;
     c->sent = static_cast<size_t>(offset);
     return CURL_SEEKFUNC_OK;
   }
@@ -215,7 +234,8 @@ struct Call {
   static size_t on_body(char* data, size_t size, size_t n, void* user) noexcept {
     auto* c = static_cast<Call*>(user);
     const size_t len = size * n;
-    const size_t cap = c->response.status >= 200 && c->response.status < 300 ? kMaxReplyBody : kMaxErrorBody;
+    const size_t cap =
+        c->response.status >= 200 && c->response.status < 300 ? kMaxReplyBody : kMaxErrorBody;
     try {
       const size_t keep = std::min(len, cap - std::min(cap, c->reply.size()));
       c->reply.append(data, keep);
@@ -267,7 +287,8 @@ HttpReply http_request(CurlPool& pool, std::string_view method, const std::strin
     } else if (verb == "POST") {
       lib.easy_setopt(curl, CURLOPT_POST, 1L);
       lib.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-      lib.easy_setopt(curl, CURLOPT_POSTFIELDS, body.empty() ? "" : reinterpret_cast<const char*>(body.data()));
+      lib.easy_setopt(curl, CURLOPT_POSTFIELDS,
+                      body.empty() ? "" : reinterpret_cast<const char*>(body.data()));
     } else if (verb == "HEAD") {
       lib.easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else if (verb != "GET") {
@@ -285,10 +306,12 @@ HttpReply http_request(CurlPool& pool, std::string_view method, const std::strin
     if (c.stopped) throw_interrupted();
     const long status = c.response.status;
     if (rc == CURLE_OK && status >= 200 && status < 300) {
-      if (c.overflow) fail(url, options, fmt::format("the answer is longer than {} bytes", kMaxReplyBody), EIO);
+      if (c.overflow)
+        fail(url, options, fmt::format("the answer is longer than {} bytes", kMaxReplyBody), EIO);
       return {status, c.response.etag, std::move(c.reply)};
     }
-    const std::string_view error_body = status >= 300 ? std::string_view(c.reply) : std::string_view();
+    const std::string_view error_body =
+        status >= 300 ? std::string_view(c.reply) : std::string_view();
     if (!http_retryable(options, status, error_body, rc) || attempt >= options.attempts ||
         (curl_unreachable(rc) && attempt >= kUnreachableAttempts && status == 0))
       throw_http_failure(url, options, status, error_body, rc, attempt);

@@ -84,12 +84,14 @@ std::string name_for_messages(const std::string& url, const HttpOptions& options
 /// Throws the Error a request that ended with this status (or libcurl result, with status 0)
 /// after `attempt` attempts ends in: HttpOptions::explain's reading of the body first, else by
 /// the status (404/410 ENOENT, 401/403 EACCES, 412 ESTALE).
-[[noreturn]] void throw_http_failure(const std::string& url, const HttpOptions& options, long status,
-                                     std::string_view error_body, CURLcode rc, int attempt);
+[[noreturn]] void throw_http_failure(const std::string& url, const HttpOptions& options,
+                                     long status, std::string_view error_body, CURLcode rc,
+                                     int attempt);
 
 /// Whether the status and result of one attempt are worth another (5xx, 429, a cut
 /// connection), given what explain says of the body.
-bool http_retryable(const HttpOptions& options, long status, std::string_view error_body, CURLcode rc);
+bool http_retryable(const HttpOptions& options, long status, std::string_view error_body,
+                    CURLcode rc);
 
 /// The wait before attempt `attempt + 1`: exponential from 250 ms, or Retry-After (at most 60 s).
 void http_backoff(int attempt, std::optional<uint64_t> retry_after);

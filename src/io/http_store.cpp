@@ -92,7 +92,8 @@ class HttpStore final : public Store {
 
 }  // namespace
 
-std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file, std::string name) {
+std::shared_ptr<const ByteSource> http_source(std::shared_ptr<const HttpFile> file,
+                                              std::string name) {
   return std::make_shared<HttpSource>(std::move(file), std::move(name));
 }
 
@@ -105,7 +106,8 @@ std::optional<std::string> read_small_http(const std::string& url, const HttpOpt
     throw;
   }
   if (f->size() > kMaxTextFileSize)
-    throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", f->size(), kMaxTextFileSize),
+    throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", f->size(),
+                         kMaxTextFileSize),
              name_for_messages(url, options));
   std::string text(static_cast<size_t>(f->size()), '\0');
   f->read(0, std::as_writable_bytes(std::span(text)));  // from the opening request's bytes, mostly

@@ -48,7 +48,9 @@ std::function<bool()> upload_stop_check() {
   };
 }
 
-void throw_interrupted() { throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted"); }
+void throw_interrupted() {
+  throw Error(ErrorCode::interrupted, Rule::none, {}, std::nullopt, "interrupted");
+}
 
 void poll_stop(const std::function<bool()>& should_stop) {
   if (should_stop && should_stop()) throw_interrupted();

@@ -23,7 +23,8 @@ enum class Kind : uint8_t { none, temporary, mapping };
 
 // A signal handler may only touch lock-free atomics.
 static_assert(std::atomic<Kind>::is_always_lock_free && std::atomic<size_t>::is_always_lock_free &&
-              std::atomic<const void*>::is_always_lock_free && std::atomic_ref<char>::is_always_lock_free);
+              std::atomic<const void*>::is_always_lock_free &&
+              std::atomic_ref<char>::is_always_lock_free);
 
 // Every field is atomic (relaxed; the sequence counter orders them), so a handler reading a slot
 // while its owner changes it is a race the counter detects, never undefined behaviour.
@@ -53,7 +54,8 @@ struct Chunk {
 std::atomic<Chunk*> g_chunks[kMaxChunks];
 
 Slot* slot_at(int index) noexcept {
-  Chunk* chunk = g_chunks[static_cast<size_t>(index) / kSlotsPerChunk].load(std::memory_order_acquire);
+  Chunk* chunk =
+      g_chunks[static_cast<size_t>(index) / kSlotsPerChunk].load(std::memory_order_acquire);
   return &chunk->slots[static_cast<size_t>(index) % kSlotsPerChunk];
 }
 

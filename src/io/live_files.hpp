@@ -2,9 +2,9 @@
 //
 // A program that must end at once (Ctrl-C in the CLI, SIGBUS from a shrunken mapping) can still
 // remove the temporaries of unfinished writes and name the mapped file that failed: every
-// named local temporary (io/staged_file) is registered here and every Mapping its address range. The table is a
-// fixed set of slots, each guarded by a sequence counter, so a handler reads it without locks or
-// allocation and never acts on a slot that changed while it was read.
+// named local temporary (io/staged_file) is registered here and every Mapping its address range.
+// The table is a fixed set of slots, each guarded by a sequence counter, so a handler reads it
+// without locks or allocation and never acts on a slot that changed while it was read.
 #pragma once
 
 #include <signal.h>

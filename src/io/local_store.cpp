@@ -51,7 +51,8 @@ class MappedSource final : public ByteSource {
 std::shared_ptr<const ByteSource> descriptor_source(Fd fd, std::string name,
                                                     SourceOptions::Access access) {
   const uint64_t size = fd_size(fd.get(), name);
-  if (access == SourceOptions::Access::direct) return direct_source(std::move(fd), size, std::move(name));
+  if (access == SourceOptions::Access::direct)
+    return direct_source(std::move(fd), size, std::move(name));
   if (access == SourceOptions::Access::read)
     return std::make_shared<ReadSource>(std::move(fd), size, std::move(name));
   return std::make_shared<MappedSource>(std::move(fd), size, std::move(name),
@@ -67,7 +68,8 @@ class LocalStore final : public Store {
     return descriptor_source(open_read(where.path()), where.display(), options.access);
   }
 
-  std::optional<std::string> read_small(const Location& where, const SourceOptions&) const override {
+  std::optional<std::string> read_small(const Location& where,
+                                        const SourceOptions&) const override {
     std::error_code ec;
     if (!std::filesystem::exists(where.path(), ec)) return std::nullopt;
     return read_text_file(where.path());
@@ -94,7 +96,9 @@ class LocalStore final : public Store {
                std::make_error_code(std::errc::not_a_directory));
   }
 
-  std::optional<std::filesystem::path> local_node(const Location& where) const override { return where.path(); }
+  std::optional<std::filesystem::path> local_node(const Location& where) const override {
+    return where.path();
+  }
 
   std::string join(const std::string& dir, std::string_view name) const override {
     return (std::filesystem::path(dir) / name).string();
@@ -109,7 +113,8 @@ class LocalStore final : public Store {
   // Regular files only: a name that now is a link, folder or device is left alone.
   void remove(const Location& where) const override {
     struct stat st;
-    if (::lstat(where.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::unlink(where.path().c_str());
+    if (::lstat(where.path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      (void)::unlink(where.path().c_str());
   }
 
   void make_directory(const Location& where) const override {

@@ -39,11 +39,12 @@ Location Location::parse(std::string_view text) {
   const std::string scheme = scheme_of(text);
   if (scheme.empty()) return Location({}, std::string(text));
   if (!find_store(scheme))
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("unsupported URL scheme '{}' (tlio reads local paths, http://, https://, "
-                            "s3://, gs:// and hf://)",
-                            scheme),
-                url_for_messages(text));
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format("unsupported URL scheme '{}' (tlio reads local paths, http://, https://, "
+                    "s3://, gs:// and hf://)",
+                    scheme),
+        url_for_messages(text));
   // The scheme as stores and libcurl expect it: in lower case.
   return Location(scheme, scheme + std::string(text.substr(scheme.size())));
 }
@@ -55,7 +56,8 @@ Location Location::join(std::string_view name) const {
 }  // namespace tlio::detail
 
 std::string tlio::display_location(std::string_view location) {
-  if (location == detail::kStandardStream || detail::scheme_of(location).empty()) return std::string(location);
+  if (location == detail::kStandardStream || detail::scheme_of(location).empty())
+    return std::string(location);
   return detail::url_for_messages(location);
 }
 

@@ -74,16 +74,20 @@ IniFile parse_ini(std::string_view text) {
 ObjectStoreConfig s3_config() {
   ObjectStoreConfig c;
   c.scheme = "s3";
-  const auto config_path = env_value("AWS_CONFIG_FILE").value_or((home() / ".aws" / "config").string());
+  const auto config_path =
+      env_value("AWS_CONFIG_FILE").value_or((home() / ".aws" / "config").string());
   const auto credentials_path =
       env_value("AWS_SHARED_CREDENTIALS_FILE").value_or((home() / ".aws" / "credentials").string());
-  const auto named = env_value("AWS_PROFILE") ? env_value("AWS_PROFILE") : env_value("AWS_DEFAULT_PROFILE");
+  const auto named =
+      env_value("AWS_PROFILE") ? env_value("AWS_PROFILE") : env_value("AWS_DEFAULT_PROFILE");
   const std::string profile = named.value_or("default");
   const IniFile config = read_ini(config_path), credentials = read_ini(credentials_path);
   // ~/.aws/config names profiles "[profile NAME]" (the default one "[default]" too);
   // ~/.aws/credentials names them "[NAME]".
-  const std::string config_section = profile == "default" && config.count("default") ? "default" : "profile " + profile;
-  const bool in_config = config.count(config_section) > 0, in_credentials = credentials.count(profile) > 0;
+  const std::string config_section =
+      profile == "default" && config.count("default") ? "default" : "profile " + profile;
+  const bool in_config = config.count(config_section) > 0,
+             in_credentials = credentials.count(profile) > 0;
   if (named && !in_config && !in_credentials)
     throw_invalid(fmt::format("the AWS profile '{}' (AWS_PROFILE) is in neither {} nor {}", profile,
                               config_path, credentials_path));
@@ -94,7 +98,8 @@ ObjectStoreConfig s3_config() {
   // Credentials: the environment, then the credentials file, then the config file.
   const auto id = env_value("AWS_ACCESS_KEY_ID"), secret = env_value("AWS_SECRET_ACCESS_KEY");
   if (id.has_value() != secret.has_value())
-    throw_invalid(fmt::format("{} is set but {} is not", id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+    throw_invalid(fmt::format("{} is set but {} is not",
+                              id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
                               id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID"));
   if (env_true("AWS_NO_SIGN_REQUEST")) {
     c.credentials_from = "none (AWS_NO_SIGN_REQUEST)";
@@ -103,7 +108,7 @@ ObjectStoreConfig s3_config() {
     c.credentials_from = "the environment (AWS_ACCESS_KEY_ID)";
   } else {
     for (const auto& [ini, section, path] : {std::tuple{&credentials, profile, credentials_path},
-                                            std::tuple{&config, config_section, config_path}}) {
+                                             std::tuple{&config, config_section, config_path}}) {
       const std::string* key = lookup(*ini, section, "aws_access_key_id");
       const std::string* sec = lookup(*ini, section, "aws_secret_access_key");
       if (!key && !sec) continue;
@@ -119,14 +124,19 @@ ObjectStoreConfig s3_config() {
     if (!c.credentials) c.credentials_from = "none found (requests are sent unsigned)";
   }
 
-  if (const auto r = env_value("AWS_REGION")) c.region = *r;
-  else if (const auto d = env_value("AWS_DEFAULT_REGION")) c.region = *d;
-  else if (const std::string* p = setting("region")) c.region = *p;
-  else c.region = "us-east-1";
+  if (const auto r = env_value("AWS_REGION"))
+    c.region = *r;
+  else if (const auto d = env_value("AWS_DEFAULT_REGION"))
+    c.region = *d;
+  else if (const std::string* p = setting("region"))
+    c.region = *p;
+  else
+    c.region = "us-east-1";
 
   std::optional<std::string> endpoint;
   if (!env_true("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") &&
-      !(setting("ignore_configured_endpoint_urls") && ascii_lower(*setting("ignore_configured_endpoint_urls")) == "true")) {
+      !(setting("ignore_configured_endpoint_urls") &&
+        ascii_lower(*setting("ignore_configured_endpoint_urls")) == "true")) {
     if ((endpoint = env_value("AWS_ENDPOINT_URL_S3"))) {
     } else if ((endpoint = env_value("AWS_ENDPOINT_URL"))) {
     } else if (const std::string* p = setting("s3.endpoint_url")) {
@@ -140,8 +150,10 @@ ObjectStoreConfig s3_config() {
   while (c.endpoint.ends_with('/')) c.endpoint.pop_back();
 
   std::string style = "auto";
-  if (const auto s = env_value("TLIO_S3_ADDRESSING_STYLE")) style = ascii_lower(*s);
-  else if (const std::string* p = setting("s3.addressing_style")) style = ascii_lower(*p);
+  if (const auto s = env_value("TLIO_S3_ADDRESSING_STYLE"))
+    style = ascii_lower(*s);
+  else if (const std::string* p = setting("s3.addressing_style"))
+    style = ascii_lower(*p);
   if (style != "auto" && style != "path" && style != "virtual")
     throw_invalid(fmt::format("S3 addressing style '{}' is none of auto, path and virtual", style));
   // As the SDKs do: path style for custom endpoints (MinIO, Ceph, an IP address), virtual hosts
@@ -158,7 +170,8 @@ ObjectStoreConfig gs_config() {
   const IniFile boto = read_ini(boto_path);
   const auto id = env_value("GOOGLE_ACCESS_KEY_ID"), secret = env_value("GOOGLE_SECRET_ACCESS_KEY");
   if (id.has_value() != secret.has_value())
-    throw_invalid(fmt::format("{} is set but {} is not", id ? "GOOGLE_ACCESS_KEY_ID" : "GOOGLE_SECRET_ACCESS_KEY",
+    throw_invalid(fmt::format("{} is set but {} is not",
+                              id ? "GOOGLE_ACCESS_KEY_ID" : "GOOGLE_SECRET_ACCESS_KEY",
                               id ? "GOOGLE_SECRET_ACCESS_KEY" : "GOOGLE_ACCESS_KEY_ID"));
   if (id) {
     c.credentials = AwsCredentials{*id, *secret};

@@ -13,15 +13,17 @@
 namespace tlio::detail {
 
 /// One INI-style file as the AWS CLI and boto read them: "[section]" headers (a comment may
-/// follow), "key = value" or "key: value" lines, '#' and ';' comment lines, and nested blocks ("s3 =" followed by indented "key = value"
-/// lines, stored as "s3.key"). Keys are lower-cased; later duplicates win.
+/// follow), "key = value" or "key: value" lines, '#' and ';' comment lines, and nested blocks ("s3
+/// =" followed by indented "key = value" lines, stored as "s3.key"). Keys are lower-cased; later
+/// duplicates win.
 using IniFile = std::map<std::string, std::map<std::string, std::string>, std::less<>>;
 IniFile parse_ini(std::string_view text);
 
 struct ObjectStoreConfig {
-  std::string scheme;     ///< "s3" or "gs" (for messages)
-  std::string endpoint;   ///< "https://s3.us-east-1.amazonaws.com", or a custom one, no '/' at the end
-  std::string region;     ///< signed into every request ("us-east-1"; "auto" for gs)
+  std::string scheme;  ///< "s3" or "gs" (for messages)
+  std::string
+      endpoint;        ///< "https://s3.us-east-1.amazonaws.com", or a custom one, no '/' at the end
+  std::string region;  ///< signed into every request ("us-east-1"; "auto" for gs)
   bool path_style = false;  ///< endpoint/BUCKET/KEY, else BUCKET.endpoint-host/KEY
   /// Where the credentials came from ("environment", "profile default in ~/.aws/credentials"),
   /// for messages; never the credentials themselves.

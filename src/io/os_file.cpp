@@ -65,7 +65,8 @@ Fd unnamed_temp_file(const std::string& purpose) {
     fd = ::mkostemp(name.data(), O_CLOEXEC);
     if (fd >= 0) ::unlink(name.c_str());
   }
-  if (fd < 0) throw_errno(fmt::format("cannot make a temporary file in {} for", dir), purpose, errno);
+  if (fd < 0)
+    throw_errno(fmt::format("cannot make a temporary file in {} for", dir), purpose, errno);
   return Fd(fd);
 }
 
@@ -94,7 +95,8 @@ void FreeAligned::operator()(std::byte* p) const noexcept { std::free(p); }
 
 AlignedBytes aligned_bytes(size_t size, const std::string& name) {
   void* p = nullptr;
-  if (::posix_memalign(&p, kDirectAlign, size) != 0) throw_errno("cannot allocate an aligned buffer", name, ENOMEM);
+  if (::posix_memalign(&p, kDirectAlign, size) != 0)
+    throw_errno("cannot allocate an aligned buffer", name, ENOMEM);
   return AlignedBytes(static_cast<std::byte*>(p));
 }
 
@@ -116,7 +118,8 @@ void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::s
   }
 }
 
-void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name) {
+void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst,
+                           const std::string& name) {
   // Fresh memory faulted page by page under the copy from the page cache took a quarter of a
   // warm 2 GiB load (0.64 s against 0.47 s, docs/benchmarks.md); one call makes the pages in a
   // batch. Not for bytes still on disk: there it made a cold load 15% slower.
@@ -228,7 +231,8 @@ void copy_to_stream(int in_fd, uint64_t length, int out_fd, const std::string& n
   off_t in_off = 0;
   while (length > 0) {
     poll_interrupt();
-    const ssize_t n = ::sendfile(out_fd, in_fd, &in_off, static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk)));
+    const ssize_t n = ::sendfile(out_fd, in_fd, &in_off,
+                                 static_cast<size_t>(std::min<uint64_t>(length, kMaxIoChunk)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a non-blocking stdout: wait
       wait_writable(out_fd);
@@ -265,8 +269,9 @@ std::string read_text_file(const std::filesystem::path& path) {
   Fd fd = open_read(path);
   const uint64_t size = fd_size(fd.get(), name);
   if (size > kMaxTextFileSize)
-    throw_io(fmt::format("{} bytes is over the limit of {} for a JSON file", size, kMaxTextFileSize),
-             name, std::make_error_code(std::errc::file_too_large));
+    throw_io(
+        fmt::format("{} bytes is over the limit of {} for a JSON file", size, kMaxTextFileSize),
+        name, std::make_error_code(std::errc::file_too_large));
   std::string text(static_cast<size_t>(size), '\0');
   pread_exact(fd.get(), 0, std::as_writable_bytes(std::span(text)), name);
   return text;

@@ -61,7 +61,8 @@ uint64_t fd_size(int fd, const std::string& name);
 void pread_exact(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
 /// pread_exact into memory likely never touched (a new tensor): each 64 MiB piece of 1 MiB or
 /// more whose bytes are all in the page cache is faulted in first (populate_for_write).
-void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst, const std::string& name);
+void pread_into_new_memory(int fd, uint64_t offset, std::span<std::byte> dst,
+                           const std::string& name);
 /// Whether [offset, offset + length) of `fd` is all in the page cache (cachestat, Linux 6.5;
 /// false where the kernel will not say: older kernels, files the caller may not write).
 bool range_cached(int fd, uint64_t offset, uint64_t length) noexcept;

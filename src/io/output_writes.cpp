@@ -2,14 +2,13 @@
 #include "io/output_writes.hpp"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "io/interrupt.hpp"
 
@@ -45,7 +44,8 @@ void OutputWrites::copy_from(int in_fd, uint64_t in_offset, uint64_t offset, uin
 void OutputWrites::write_blocks(size_t size) {
   for (size_t done = 0; done < size;) {
     poll_interrupt();
-    const ssize_t put = ::pwrite(direct_.get(), stage_.get() + done, size - done, static_cast<off_t>(base_ + done));
+    const ssize_t put =
+        ::pwrite(direct_.get(), stage_.get() + done, size - done, static_cast<off_t>(base_ + done));
     if (put < 0 && errno == EINTR) continue;
     if (put < 0 && errno == EINVAL && done == 0) {  // refused after all: the page cache from now on
       direct_ = Fd();

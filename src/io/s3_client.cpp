@@ -23,7 +23,8 @@ namespace tlio::detail {
 namespace {
 
 bool bucket_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_';
 }
 
 // The authority of an endpoint URL ("host:port") and what comes before it ("https://").
@@ -38,9 +39,11 @@ std::pair<std::string_view, std::string_view> split_endpoint(std::string_view en
 // letters, digits and '-', 3 to 63 of them, no dots over https (the certificate's wildcard
 // covers one label).
 bool virtual_host_name(std::string_view bucket, std::string_view endpoint) {
-  if (bucket.size() < 3 || bucket.size() > 63 || bucket.front() == '-' || bucket.back() == '-') return false;
+  if (bucket.size() < 3 || bucket.size() > 63 || bucket.front() == '-' || bucket.back() == '-')
+    return false;
   for (const char c : bucket)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (c == '.' && !endpoint.starts_with("https://"))))
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+          (c == '.' && !endpoint.starts_with("https://"))))
       return false;
   return true;
 }
@@ -76,11 +79,13 @@ S3Object parse_s3_url(std::string_view text) {
   const size_t start = text.find("://");
   const std::string_view rest = start == std::string_view::npos ? text : text.substr(start + 3);
   const size_t slash = rest.find('/');
-  S3Object o{std::string(rest.substr(0, slash)), slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1))};
+  S3Object o{std::string(rest.substr(0, slash)),
+             slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1))};
   if (o.bucket.empty())
     throw_invalid(fmt::format("{} names no bucket (s3://BUCKET/KEY)", std::string(text)));
   if (o.bucket.size() > 255 || !std::all_of(o.bucket.begin(), o.bucket.end(), bucket_char))
-    throw_invalid(fmt::format("'{}' is not a bucket name (letters, digits, '.', '-' and '_')", o.bucket));
+    throw_invalid(
+        fmt::format("'{}' is not a bucket name (letters, digits, '.', '-' and '_')", o.bucket));
   return o;
 }
 
@@ -99,21 +104,26 @@ std::optional<std::string> xml_element(std::string_view xml, std::string_view na
   return decode_entities(xml.substr(a + open.size(), b - a - open.size()));
 }
 
-std::optional<HttpFailure> explain_s3_error(long status, std::string_view body, const S3Object& object,
+std::optional<HttpFailure> explain_s3_error(long status, std::string_view body,
+                                            const S3Object& object,
                                             const ObjectStoreConfig& config) {
   const std::string code = xml_element(body, "Code").value_or("");
   const std::string message = xml_element(body, "Message").value_or("");
-  const std::string where = object.key.empty() ? fmt::format("bucket '{}'", object.bucket)
-                                               : fmt::format("bucket '{}', key '{}'", object.bucket, object.key);
+  const std::string where = object.key.empty()
+                                ? fmt::format("bucket '{}'", object.bucket)
+                                : fmt::format("bucket '{}', key '{}'", object.bucket, object.key);
   // "NoSuchKey: The specified key does not exist. (bucket 'b', key 'k', HTTP 404)"
   auto said = [&](std::string_view more = {}) {
-    const std::string what = code.empty() ? std::string("the store refused the request")
-                                          : message.empty() ? code : fmt::format("{}: {}", code, message);
+    const std::string what = code.empty()      ? std::string("the store refused the request")
+                             : message.empty() ? code
+                                               : fmt::format("{}: {}", code, message);
     return fmt::format("{} ({}, HTTP {}{})", what, where, status, more);
   };
   const std::string from = fmt::format("; credentials from {}", config.credentials_from);
-  if (code == "NoSuchKey" || code == "NoSuchBucket" || (code.empty() && (status == 404 || status == 410)))
-    return HttpFailure{code.empty() ? fmt::format("not found ({}, HTTP {})", where, status) : said(), ENOENT};
+  if (code == "NoSuchKey" || code == "NoSuchBucket" ||
+      (code.empty() && (status == 404 || status == 410)))
+    return HttpFailure{
+        code.empty() ? fmt::format("not found ({}, HTTP {})", where, status) : said(), ENOENT};
   if (code == "ExpiredToken" || code == "TokenRefreshRequired")
     return HttpFailure{"the session token has expired: " + said(from), EACCES};
   if (code == "AccessDenied" || code == "SignatureDoesNotMatch" || code == "InvalidAccessKeyId" ||
@@ -121,10 +131,12 @@ std::optional<HttpFailure> explain_s3_error(long status, std::string_view body, 
       (code.empty() && (status == 401 || status == 403)))
     return HttpFailure{"access refused: " + said(from), EACCES};
   if (code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status == 301)
-    return HttpFailure{fmt::format("the bucket is elsewhere (another region than {}? set AWS_REGION): {}",
-                                   config.region, said()), EIO};
-  if (code == "SlowDown" || code == "InternalError" || code == "ServiceUnavailable" || code == "RequestTimeout" ||
-      status == 429 || status >= 500)
+    return HttpFailure{
+        fmt::format("the bucket is elsewhere (another region than {}? set AWS_REGION): {}",
+                    config.region, said()),
+        EIO};
+  if (code == "SlowDown" || code == "InternalError" || code == "ServiceUnavailable" ||
+      code == "RequestTimeout" || status == 429 || status >= 500)
     return HttpFailure{said(), EIO, true};
   if (code.empty()) return std::nullopt;
   return HttpFailure{said(), EIO};
@@ -137,7 +149,8 @@ std::string S3Client::url(const S3Object& object, std::string_view query) const 
     u = fmt::format("{}/{}/{}", config_.endpoint, object.bucket, key);
   } else {
     const auto [scheme, host] = split_endpoint(config_.endpoint);
-    const std::string_view path = std::string_view(config_.endpoint).substr(scheme.size() + host.size());
+    const std::string_view path =
+        std::string_view(config_.endpoint).substr(scheme.size() + host.size());
     u = fmt::format("{}{}.{}{}/{}", scheme, object.bucket, host, path, key);
   }
   if (!query.empty()) {
@@ -152,7 +165,9 @@ HttpOptions S3Client::options(const S3Object& object, std::string display) const
   o.display = std::move(display);
   o.path_as_is = true;  // a key's "./" and "../" are part of it (and of its signature)
   const ObjectStoreConfig& config = config_;
-  o.explain = [object, config](long status, std::string_view body) { return explain_s3_error(status, body, object, config); };
+  o.explain = [object, config](long status, std::string_view body) {
+    return explain_s3_error(status, body, object, config);
+  };
   if (config_.credentials)
     o.sign = [credentials = *config_.credentials, region = config_.region](
                  std::string_view method, const std::string& url, std::string_view body_sha256) {
@@ -172,7 +187,8 @@ HttpOptions S3Client::options(const S3Object& object, std::string display) const
 bool S3Client::exists(const S3Object& object, std::string display) const {
   CurlPool pool;
   try {
-    http_request(pool, "HEAD", url(object), {}, kEmptySha256, resolve_http_options(options(object, std::move(display))));
+    http_request(pool, "HEAD", url(object), {}, kEmptySha256,
+                 resolve_http_options(options(object, std::move(display))));
     return true;
   } catch (const Error& e) {
     if (e.os_error() == std::errc::no_such_file_or_directory) return false;
@@ -183,7 +199,8 @@ bool S3Client::exists(const S3Object& object, std::string display) const {
 void S3Client::remove(const S3Object& object, std::string display) const {
   CurlPool pool;
   try {
-    http_request(pool, "DELETE", url(object), {}, kEmptySha256, resolve_http_options(options(object, std::move(display))));
+    http_request(pool, "DELETE", url(object), {}, kEmptySha256,
+                 resolve_http_options(options(object, std::move(display))));
   } catch (const Error& e) {  // S3 answers 204 for a missing key, Cloud Storage 404
     if (e.os_error() != std::errc::no_such_file_or_directory) throw;
   }
@@ -207,9 +224,11 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
     return;
   }
 
-  const HttpReply started = http_request(pool, "POST", url(object, "uploads="), {}, kEmptySha256, o, {&binary, 1});
+  const HttpReply started =
+      http_request(pool, "POST", url(object, "uploads="), {}, kEmptySha256, o, {&binary, 1});
   const std::optional<std::string> upload_id = xml_element(started.body, "UploadId");
-  if (!upload_id || upload_id->empty()) fail(display, "the store started a multipart upload without an UploadId");
+  if (!upload_id || upload_id->empty())
+    fail(display, "the store started a multipart upload without an UploadId");
   const std::string id_query = aws_canonical_query({{"uploadId", *upload_id}});
   bool completed = false;
   // Until the upload completes, the object is as it was; any way out but completion aborts it
@@ -248,13 +267,15 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
         buf.resize(static_cast<size_t>(std::min(part, size - offset)));
         pread_exact(fd, offset, buf, display);
         const std::string hash = to_hex(sha256(buf));
-        const std::string query = aws_canonical_query({{"partNumber", std::to_string(i + 1)}, {"uploadId", *upload_id}});
+        const std::string query =
+            aws_canonical_query({{"partNumber", std::to_string(i + 1)}, {"uploadId", *upload_id}});
         const HttpReply r = http_request(pool, "PUT", url(object, query), buf, hash, o);
-        if (r.etag.empty()) fail(display, fmt::format("the store answered part {} without an ETag", i + 1));
+        if (r.etag.empty())
+          fail(display, fmt::format("the store answered part {} without an ETag", i + 1));
         etags[i] = r.etag;
         // Its dirty pages would otherwise be written back while the store assembles the object.
-        (void)::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                          static_cast<off_t>(buf.size()));
+        (void)::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                          static_cast<off_t>(offset), static_cast<off_t>(buf.size()));
       }
     } catch (...) {
       errors[w] = std::current_exception();
@@ -283,7 +304,8 @@ void S3Client::upload(const S3Object& object, std::string display, int fd, uint6
   HttpOptions complete = o;
   complete.should_stop = {};
   poll_stop(should_stop);
-  const HttpReply done = http_request(pool, "POST", url(object, id_query), body, to_hex(sha256(body)), complete, {&header, 1});
+  const HttpReply done = http_request(pool, "POST", url(object, id_query), body,
+                                      to_hex(sha256(body)), complete, {&header, 1});
   // S3 may answer 200 and still report an error in the body.
   if (xml_element(done.body, "Code")) {
     const auto why = explain_s3_error(500, done.body, object, config_);

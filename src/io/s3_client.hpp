@@ -37,7 +37,8 @@ std::optional<std::string> xml_element(std::string_view xml, std::string_view na
 /// What an S3 error answer means (HttpOptions::explain): missing key or bucket (ENOENT),
 /// refused or badly signed (EACCES, never retried), an expired token, SlowDown and 5xx
 /// (retried), each naming the bucket and key.
-std::optional<HttpFailure> explain_s3_error(long status, std::string_view body, const S3Object& object,
+std::optional<HttpFailure> explain_s3_error(long status, std::string_view body,
+                                            const S3Object& object,
                                             const ObjectStoreConfig& config);
 
 class S3Client {

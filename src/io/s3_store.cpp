@@ -20,7 +20,8 @@ namespace {
 S3Object file_object(const Location& where) {
   S3Object object = parse_s3_url(where.text());
   if (object.key.empty() || object.key.ends_with('/'))
-    throw_invalid(fmt::format("{} names a folder (a bucket or a key prefix), not a file", where.display()));
+    throw_invalid(
+        fmt::format("{} names a folder (a bucket or a key prefix), not a file", where.display()));
   return object;
 }
 
@@ -28,7 +29,8 @@ class ObjectStore final : public Store {
  public:
   explicit ObjectStore(ObjectStoreConfig (*config)()) : config_(config) {}
 
-  std::shared_ptr<const ByteSource> open(const Location& where, const SourceOptions& options) const override {
+  std::shared_ptr<const ByteSource> open(const Location& where,
+                                         const SourceOptions& options) const override {
     const S3Client client(config_());
     const S3Object object = file_object(where);
     HttpOptions o = client.options(object, where.display());
@@ -36,7 +38,8 @@ class ObjectStore final : public Store {
     return http_source(HttpFile::open(client.url(object), o), where.display());
   }
 
-  std::optional<std::string> read_small(const Location& where, const SourceOptions&) const override {
+  std::optional<std::string> read_small(const Location& where,
+                                        const SourceOptions&) const override {
     const S3Client client(config_());
     const S3Object object = file_object(where);
     return read_small_http(client.url(object), client.options(object, where.display()));
@@ -56,7 +59,9 @@ class ObjectStore final : public Store {
 
   void check_directory(const Location&) const override {}
 
-  std::string join(const std::string& dir, std::string_view name) const override { return join_key(dir, name); }
+  std::string join(const std::string& dir, std::string_view name) const override {
+    return join_key(dir, name);
+  }
 
   std::string display(const std::string& text) const override { return text; }
 
@@ -64,10 +69,11 @@ class ObjectStore final : public Store {
   // aborted on failure).
   std::unique_ptr<StagedFile> stage(const Location& where) const override {
     const S3Object object = file_object(where);
-    return stage_upload(where.display(), [config = config_, object, name = where.display()](
-                                             int fd, uint64_t size, const std::function<bool()>& should_stop) {
-      S3Client(config()).upload(object, name, fd, size, should_stop);
-    });
+    return stage_upload(where.display(),
+                        [config = config_, object, name = where.display()](
+                            int fd, uint64_t size, const std::function<bool()>& should_stop) {
+                          S3Client(config()).upload(object, name, fd, size, should_stop);
+                        });
   }
 
   void remove(const Location& where) const override {

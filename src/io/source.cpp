@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/parallel.hpp"
 #include "common/copy.hpp"
+#include "common/parallel.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -63,7 +63,8 @@ std::shared_ptr<const ByteSource> borrowed_memory_source(std::span<const std::by
   return std::make_shared<MemorySource>(bytes, std::move(name));
 }
 
-std::shared_ptr<const ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name) {
+std::shared_ptr<const ByteSource> owned_memory_source(std::vector<std::byte> bytes,
+                                                      std::string name) {
   return std::make_shared<MemorySource>(std::move(bytes), std::move(name));
 }
 

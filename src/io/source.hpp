@@ -74,6 +74,7 @@ class ByteSource {
 std::shared_ptr<const ByteSource> borrowed_memory_source(std::span<const std::byte> bytes,
                                                          std::string name);
 /// A buffer the source owns (its views may be written).
-std::shared_ptr<const ByteSource> owned_memory_source(std::vector<std::byte> bytes, std::string name);
+std::shared_ptr<const ByteSource> owned_memory_source(std::vector<std::byte> bytes,
+                                                      std::string name);
 
 }  // namespace tlio::detail

@@ -65,7 +65,8 @@ std::optional<uint64_t> process_start(pid_t pid) {
   const std::string_view text(buf, static_cast<size_t>(n));
   size_t at = text.rfind(')');  // the command name in parentheses may hold spaces
   if (at == std::string_view::npos) return std::nullopt;
-  for (int field = 2; field < 22 && at != std::string_view::npos; ++field) at = text.find(' ', at + 1);
+  for (int field = 2; field < 22 && at != std::string_view::npos; ++field)
+    at = text.find(' ', at + 1);
   if (at == std::string_view::npos) return std::nullopt;
   uint64_t start = 0;
   const auto [end, ec] = std::from_chars(text.data() + at + 1, text.data() + text.size(), start);
@@ -101,7 +102,8 @@ std::optional<ProcessId> parse_owner(std::string_view rest) {
   auto r = std::from_chars(p, end, id.pid);
   if (r.ec != std::errc{} || r.ptr == end || *r.ptr != '-' || id.pid <= 0) return std::nullopt;
   r = std::from_chars(r.ptr + 1, end, id.start);
-  if (r.ec != std::errc{} || r.ptr == end || *r.ptr != '-' || end - (r.ptr + 1) != 6) return std::nullopt;
+  if (r.ec != std::errc{} || r.ptr == end || *r.ptr != '-' || end - (r.ptr + 1) != 6)
+    return std::nullopt;
   return id;
 }
 
@@ -141,14 +143,15 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
       const int err = errno;
       if (err == ENOENT && hops == 0) return at;  // a new file
       if (err == ENOENT)
-        throw_errno(fmt::format("is a symbolic link to {}, which does not exist", at.string()), dest.string(), err);
+        throw_errno(fmt::format("is a symbolic link to {}, which does not exist", at.string()),
+                    dest.string(), err);
       throw_errno("cannot look at the output", dest.string(), err);
     }
     if (S_ISREG(st.st_mode)) return at;
     if (!S_ISLNK(st.st_mode)) refuse_node(dest, at, st.st_mode);
     if (hops == kMaxLinkHops)
       throw_errno(fmt::format("is a chain of more than {} symbolic links (a loop?)", kMaxLinkHops),
-           dest.string(), ELOOP);
+                  dest.string(), ELOOP);
     std::error_code ec;
     const std::filesystem::path link = std::filesystem::read_symlink(at, ec);
     if (ec) throw_io("cannot read the symbolic link", dest.string(), ec);
@@ -169,8 +172,9 @@ class LocalStagedFile final : public StagedFile {
     remove_leftovers(dir, target_name, self);
     // Created and registered with the stop signals held, so a handler finds every temporary.
     const HeldStopSignals held;
-    const std::string tmpl = (dir / fmt::format(".{}{}{}-{}-XXXXXX", target_name, kTempMarker,
-                                                self.pid, self.start)).string();
+    const std::string tmpl =
+        (dir / fmt::format(".{}{}{}-{}-XXXXXX", target_name, kTempMarker, self.pid, self.start))
+            .string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     const int fd = ::mkostemp(buf.data(), O_CLOEXEC);

@@ -30,7 +30,8 @@ class StdioStore final : public Store {
   bool exists(const Location&, const SourceOptions&) const override { return true; }
   std::optional<bool> is_directory(const Location&) const override { return false; }
   void check_directory(const Location&) const override {
-    throw_io("cannot open as a model", std::string(kStdinName), std::make_error_code(std::errc::not_a_directory));
+    throw_io("cannot open as a model", std::string(kStdinName),
+             std::make_error_code(std::errc::not_a_directory));
   }
   std::string join(const std::string&, std::string_view name) const override {
     throw_invalid(fmt::format("standard input has no file '{}' in it", name));

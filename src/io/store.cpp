@@ -4,15 +4,13 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 
-#include <cerrno>
-
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <utility>
 #include <vector>
 
 #include "io/interrupt.hpp"
-
 #include "tlio/error.hpp"
 
 namespace tlio::detail {
@@ -32,26 +30,25 @@ struct Registration {
 };
 // "" is a local path, kStandardStream standard input and output.
 constexpr std::array kStores = {
-    Registration{"", local_store},
-    Registration{kStandardStream, stdio_store},
-    Registration{"http", http_store},
-    Registration{"https", http_store},
-    Registration{"s3", s3_store},
-    Registration{"gs", gs_store},
+    Registration{"", local_store},    Registration{kStandardStream, stdio_store},
+    Registration{"http", http_store}, Registration{"https", http_store},
+    Registration{"s3", s3_store},     Registration{"gs", gs_store},
     Registration{"hf", hf_store},
 };
 }  // namespace
 
 std::unique_ptr<StagedFile> Store::stage(const Location& where) const {
-  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-              fmt::format("{}:// locations cannot be written (outputs go to local paths, s3:// and gs://)",
-                          where.scheme()),
-              where.display());
+  throw Error(
+      ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+      fmt::format("{}:// locations cannot be written (outputs go to local paths, s3:// and gs://)",
+                  where.scheme()),
+      where.display());
 }
 
 void Store::remove(const Location& where) const {
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-              fmt::format("files at {}:// locations cannot be removed", where.scheme()), where.display());
+              fmt::format("files at {}:// locations cannot be removed", where.scheme()),
+              where.display());
 }
 
 void Store::make_directory(const Location&) const {}
@@ -87,7 +84,8 @@ Fd open_whole_file(const Location& where, const SourceOptions& options) {
   std::vector<std::byte> buf(static_cast<size_t>(std::min(src->size(), kDownloadPiece)));
   for (uint64_t at = 0; at < src->size(); at += buf.size()) {
     poll_interrupt();
-    const std::span<std::byte> piece(buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), src->size() - at)));
+    const std::span<std::byte> piece(
+        buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), src->size() - at)));
     const ReadRange r{at, piece.data(), piece.size()};
     src->read_ranges({&r, 1}, 0);
     pwrite_all(fd.get(), at, piece, where.display());

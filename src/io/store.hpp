@@ -55,7 +55,9 @@ class Store {
   /// The file or folder on this machine that `where` names, for work on the node itself
   /// (hashing a named pipe, editing a header in place, looking into a folder before opening it:
   /// free locally, a request elsewhere); nullopt for stores whose files are not nodes here.
-  virtual std::optional<std::filesystem::path> local_node(const Location&) const { return std::nullopt; }
+  virtual std::optional<std::filesystem::path> local_node(const Location&) const {
+    return std::nullopt;
+  }
   /// The location of `name` inside the directory `dir` (of this store).
   virtual std::string join(const std::string& dir, std::string_view name) const = 0;
   /// `text` as messages show it (without credentials).

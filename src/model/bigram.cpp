@@ -1,14 +1,15 @@
 // model/bigram.cpp: the bigram tracer model (train by counting, generate by sampling).
+#include "tlio/bigram.hpp"
+
+#include <fmt/core.h>
+
 #include <array>
 #include <cmath>
 #include <random>
 
-#include <fmt/core.h>
-
 #include "format/writer_access.hpp"
 #include "model/layout.hpp"
 #include "tlio/error.hpp"
-#include "tlio/bigram.hpp"
 #include "tlio/model.hpp"
 #include "tlio/writer.hpp"
 
@@ -16,7 +17,7 @@ namespace tlio {
 
 namespace {
 
-constexpr uint64_t kVocab = 256;  // the bytes tokenizer
+constexpr uint64_t kVocab = 256;    // the bytes tokenizer
 constexpr uint8_t kStartByte = 10;  // generation without a prompt starts after '\n'
 
 }  // namespace
@@ -30,16 +31,17 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
     uint64_t row = 0;
     for (uint64_t j = 0; j < kVocab; ++j) row += counts[i * kVocab + j];
     for (uint64_t j = 0; j < kVocab; ++j)
-      w[i * kVocab + j] = static_cast<float>(
-          std::log((static_cast<double>(counts[i * kVocab + j]) + 1.0) /
-                   (static_cast<double>(row) + static_cast<double>(kVocab))));
+      w[i * kVocab + j] =
+          static_cast<float>(std::log((static_cast<double>(counts[i * kVocab + j]) + 1.0) /
+                                      (static_cast<double>(row) + static_cast<double>(kVocab))));
   }
   const detail::Location dir = detail::Location::parse(out_dir.native());
   detail::create_output_folder(dir);
   // config.json and the weights are published together (model/layout.hpp).
   detail::OutputSet set;
-  set.add_text(dir.join(detail::kConfigFile),
-               "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
+  set.add_text(
+      dir.join(detail::kConfigFile),
+      "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
   Writer out = detail::WriterAccess::into_set(set, dir.join(detail::kSingleWeightsFile));
   out.set_metadata("format", "tinyllm");
   out.declare("bigram.weight", Dtype::F32, {kVocab, kVocab});
@@ -51,8 +53,8 @@ void bigram_train(std::string_view text, const std::filesystem::path& out_dir) {
 
 std::string bigram_generate(const Model& model, const BigramSampling& s) {
   if (model.config().arch != "bigram")
-    throw_invalid(fmt::format("{} is a {} model, not a bigram model", model.name(),
-                              model.config().arch));
+    throw_invalid(
+        fmt::format("{} is a {} model, not a bigram model", model.name(), model.config().arch));
   model.check();
   if (model.config().vocab_size != kVocab)
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
@@ -61,8 +63,8 @@ std::string bigram_generate(const Model& model, const BigramSampling& s) {
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
     throw_invalid(fmt::format("temperature must be >= 0, not {}", s.temperature));
   if (s.tokens > kMaxBigramTokens)
-    throw_invalid(fmt::format("at most {} tokens are generated at once, not {}", kMaxBigramTokens,
-                              s.tokens));
+    throw_invalid(
+        fmt::format("at most {} tokens are generated at once, not {}", kMaxBigramTokens, s.tokens));
   const TensorView w = model.view("bigram.weight");  // zero-copy (mmap)
   std::mt19937_64 rng(s.seed);
   uint8_t last = s.prompt.empty() ? kStartByte : static_cast<uint8_t>(s.prompt.back());

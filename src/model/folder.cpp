@@ -13,8 +13,8 @@
 #include "common/json_doc.hpp"
 #include "io/folder_walk.hpp"
 #include "io/os_file.hpp"
-#include "model/shard_index.hpp"
 #include "model/layout.hpp"
+#include "model/shard_index.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 #include "tlio/quant.hpp"
@@ -68,8 +68,10 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
   detail::walk_local_folder(dir, true, [&](const detail::FolderEntry& e) {
     const std::filesystem::path rel(e.rel);
     if (hidden(rel)) return false;
-    if (e.kind == detail::FolderEntry::Kind::folder) files_of[e.rel];
-    else if (e.kind == detail::FolderEntry::Kind::file || e.kind == detail::FolderEntry::Kind::link_to_file)
+    if (e.kind == detail::FolderEntry::Kind::folder)
+      files_of[e.rel];
+    else if (e.kind == detail::FolderEntry::Kind::file ||
+             e.kind == detail::FolderEntry::Kind::link_to_file)
       files_of[rel.parent_path().generic_string()].push_back(rel.filename().string());
     return true;
   });
@@ -81,13 +83,16 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
     std::vector<std::string>& names = entry.second;
     std::sort(names.begin(), names.end(), natural_less);
     const std::filesystem::path here = folder.empty() ? dir : dir / folder;
-    const auto join = [&](const std::string& name) { return folder.empty() ? name : folder + "/" + name; };
+    const auto join = [&](const std::string& name) {
+      return folder.empty() ? name : folder + "/" + name;
+    };
     const auto has = [&](std::string_view name) {
       return std::find(names.begin(), names.end(), name) != names.end();
     };
     std::set<std::string, std::less<>> covered;
     // An index and the shards it names, as one item.
-    const auto add_index = [&](FolderItem::Kind kind, const std::string& path, const std::string& name) {
+    const auto add_index = [&](FolderItem::Kind kind, const std::string& path,
+                               const std::string& name) {
       FolderItem item{kind, path, {}};
       covered.insert(name);
       for (std::string& s : shards_of(here / name)) {
@@ -96,7 +101,8 @@ std::vector<FolderItem> folder_contents(const std::filesystem::path& dir) {
       }
       items.push_back(std::move(item));
     };
-    if (has(detail::kConfigFile) && (has(detail::kSingleWeightsFile) || has(detail::kShardIndexFile)) &&
+    if (has(detail::kConfigFile) &&
+        (has(detail::kSingleWeightsFile) || has(detail::kShardIndexFile)) &&
         is_model_config(here)) {
       if (has(detail::kShardIndexFile)) {
         add_index(FolderItem::Kind::model, folder, detail::kShardIndexFile);
@@ -140,8 +146,11 @@ std::string check_folder_item(const std::filesystem::path& dir, const FolderItem
       const detail::ModelLocation folder(detail::Location::local(where.parent_path()), {});
       const std::optional<detail::WeightFiles> shards =
           detail::open_indexed_weights(folder, where.filename().string());
-      if (!shards) throw_io("cannot open", where.string(), std::make_error_code(std::errc::no_such_file_or_directory));
-      return undecoded([&] { find_quantized_weights(shards->files); });  // parts may be in any shard
+      if (!shards)
+        throw_io("cannot open", where.string(),
+                 std::make_error_code(std::errc::no_such_file_or_directory));
+      return undecoded(
+          [&] { find_quantized_weights(shards->files); });  // parts may be in any shard
     }
     case FolderItem::Kind::file:
       return undecoded([&] { find_quantized_weights(File::open(where)); });

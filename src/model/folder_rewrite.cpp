@@ -33,8 +33,9 @@ namespace {
 
 // The index (for several shards), the carried files (config.json edited by the caller), the last
 // check, then everything published as one set.
-std::vector<std::string> finish_folder(const FolderSource& src, const Location& out, const FolderRewrite& how,
-                                       OutputSet& set, std::vector<std::string> published, ShardIndex* index) {
+std::vector<std::string> finish_folder(const FolderSource& src, const Location& out,
+                                       const FolderRewrite& how, OutputSet& set,
+                                       std::vector<std::string> published, ShardIndex* index) {
   if (index) {
     std::sort(index->weight_map.begin(), index->weight_map.end());
     set.add_text(out.join(kShardIndexFile), shard_index_json(*index));
@@ -54,19 +55,23 @@ std::vector<std::string> finish_folder(const FolderSource& src, const Location& 
 }
 
 // Shard i's share of the source bytes, as its step reports its own progress.
-ProgressCallback shard_progress(const FolderSource& src, const FolderRewrite& how, size_t i, uint64_t before) {
+ProgressCallback shard_progress(const FolderSource& src, const FolderRewrite& how, size_t i,
+                                uint64_t before) {
   const uint64_t in_bytes = src.weights.files[i].header().data_size();
   return [&src, &how, in_bytes, before](uint64_t done, uint64_t total) {
     if (how.progress && total)
-      how.progress(before + static_cast<uint64_t>(static_cast<double>(done) / static_cast<double>(total) *
-                                                  static_cast<double>(in_bytes)),
-                   src.data_bytes);
+      how.progress(
+          before + static_cast<uint64_t>(static_cast<double>(done) / static_cast<double>(total) *
+                                         static_cast<double>(in_bytes)),
+          src.data_bytes);
   };
 }
 
-[[noreturn]] void throw_twice(const std::string& tensor, const std::string& a, const std::string& b) {
-  throw Error(ErrorCode::invalid_argument, Rule::none, tensor, std::nullopt,
-              fmt::format("two shards would both hold tensor {} ({} and {})", quote_name(tensor), a, b));
+[[noreturn]] void throw_twice(const std::string& tensor, const std::string& a,
+                              const std::string& b) {
+  throw Error(
+      ErrorCode::invalid_argument, Rule::none, tensor, std::nullopt,
+      fmt::format("two shards would both hold tensor {} ({} and {})", quote_name(tensor), a, b));
 }
 
 // One output shard of a re-sharded folder.
@@ -81,8 +86,9 @@ struct PlannedShard {
 
 // What each source shard's step declares (probed), packed module by module into shards.
 std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& sources,
-                                      const std::vector<std::vector<TensorInfo>>& declared,
-                                      const std::vector<Metadata>& metadata, uint64_t max_bytes) {
+                                          const std::vector<std::vector<TensorInfo>>& declared,
+                                          const std::vector<Metadata>& metadata,
+                                          uint64_t max_bytes) {
   struct Module {
     std::vector<std::pair<size_t, const TensorInfo*>> tensors;  // (source shard, tensor)
     uint64_t bytes = 0;
@@ -112,13 +118,15 @@ std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& source
     s.bytes += m.bytes;
   }
   for (size_t k = 0; k < shards.size(); ++k) {
-    shards[k].name = shards.size() == 1 ? kSingleWeightsFile : weights_file_name(k + 1, shards.size());
+    shards[k].name =
+        shards.size() == 1 ? kSingleWeightsFile : weights_file_name(k + 1, shards.size());
     if (shards[k].tensors.empty()) shards[k].first_source = 0;  // nothing at all: one empty file
   }
   return shards;
 }
 
-std::vector<std::string> rewrite_resharded(const FolderSource& src, const Location& out, const FolderRewrite& how) {
+std::vector<std::string> rewrite_resharded(const FolderSource& src, const Location& out,
+                                           const FolderRewrite& how) {
   const size_t n = src.weights.files.size();
   std::vector<std::vector<TensorInfo>> declared;
   std::vector<Metadata> metadata;
@@ -132,7 +140,8 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
     metadata.push_back(WriterAccess::probed_metadata(probe));
   }
   if (how.restart) how.restart();
-  const std::vector<PlannedShard> plan = plan_resharding(src.weights.names, declared, metadata, how.max_shard_size);
+  const std::vector<PlannedShard> plan =
+      plan_resharding(src.weights.names, declared, metadata, how.max_shard_size);
 
   create_output_folder(out);
   OutputSet set;
@@ -151,7 +160,8 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
   for (size_t i = 0; i < n; ++i) {
     for (size_t k = 0; k < plan.size(); ++k) {
       if (plan[k].first_source != i) continue;
-      Writer& w = outputs[k].emplace(WriterAccess::into_set(set, out.join(plan[k].name), kModelMetadata));
+      Writer& w =
+          outputs[k].emplace(WriterAccess::into_set(set, out.join(plan[k].name), kModelMetadata));
       w.set_metadata(plan[k].metadata);
       for (const TensorInfo* t : plan[k].tensors) {
         w.declare(t->name, t->dtype, t->shape);
@@ -175,7 +185,8 @@ std::vector<std::string> rewrite_resharded(const FolderSource& src, const Locati
     published.push_back(s.name);
     index.files.push_back(s.name);
   }
-  return finish_folder(src, out, how, set, std::move(published), plan.size() > 1 ? &index : nullptr);
+  return finish_folder(src, out, how, set, std::move(published),
+                       plan.size() > 1 ? &index : nullptr);
 }
 
 }  // namespace
@@ -184,13 +195,15 @@ std::string_view module_of(std::string_view tensor) {
   for (size_t at = tensor.rfind(".weight"); at != std::string_view::npos;
        at = at == 0 ? std::string_view::npos : tensor.rfind(".weight", at - 1)) {
     const size_t after = at + 7;
-    if (after == tensor.size() || tensor[after] == '.' || tensor[after] == '_') return tensor.substr(0, at);
+    if (after == tensor.size() || tensor[after] == '.' || tensor[after] == '_')
+      return tensor.substr(0, at);
   }
   const size_t dot = tensor.rfind('.');
   return dot == std::string_view::npos ? tensor : tensor.substr(0, dot);
 }
 
-std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out, const FolderRewrite& how) {
+std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out,
+                                        const FolderRewrite& how) {
   if (how.max_shard_size > 0) return rewrite_resharded(src, out, how);
   create_output_folder(out);
   OutputSet set;  // nothing replaces the folder's contents until every file is whole
@@ -217,7 +230,8 @@ std::vector<std::string> rewrite_folder(const FolderSource& src, const Location&
     published.push_back(name);
   }
   index.total_size = out_total;
-  return finish_folder(src, out, how, set, std::move(published), src.weights.sharded ? &index : nullptr);
+  return finish_folder(src, out, how, set, std::move(published),
+                       src.weights.sharded ? &index : nullptr);
 }
 
 }  // namespace tlio::detail

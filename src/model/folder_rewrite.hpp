@@ -23,11 +23,22 @@ namespace tlio::detail {
 /// The files besides the weights a rewritten folder carries over when the source has them (a
 /// fixed list, so that every store, listable or not, gives the same folder; a checkpoint such as
 /// `original/consolidated.pth` is never copied by accident).
-inline constexpr const char* kCarriedFiles[] = {
-    "config.json",           "generation_config.json", "tokenizer.json",  "tokenizer_config.json",
-    "special_tokens_map.json", "added_tokens.json",   "tokenizer.model", "vocab.json",
-    "vocab.txt",             "merges.txt",             "chat_template.jinja", "chat_template.json",
-    "preprocessor_config.json", "processor_config.json", "README.md",     "LICENSE"};
+inline constexpr const char* kCarriedFiles[] = {"config.json",
+                                                "generation_config.json",
+                                                "tokenizer.json",
+                                                "tokenizer_config.json",
+                                                "special_tokens_map.json",
+                                                "added_tokens.json",
+                                                "tokenizer.model",
+                                                "vocab.json",
+                                                "vocab.txt",
+                                                "merges.txt",
+                                                "chat_template.jinja",
+                                                "chat_template.json",
+                                                "preprocessor_config.json",
+                                                "processor_config.json",
+                                                "README.md",
+                                                "LICENSE"};
 
 /// A model folder's weights, opened, with the set of all their tensors.
 struct FolderSource {
@@ -64,6 +75,7 @@ struct FolderRewrite {
 std::string_view module_of(std::string_view tensor);
 
 /// What was published: the weight files, the index, the carried files, in that order.
-std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out, const FolderRewrite& how);
+std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out,
+                                        const FolderRewrite& how);
 
 }  // namespace tlio::detail

@@ -28,7 +28,8 @@ std::string with_dtype(const std::string& config, const std::string& source, Dty
   const detail::JsonDoc doc(config, source, Rule::model);
   const bool has_torch = !doc.root()["torch_dtype"].error(), has_new = !doc.root()["dtype"].error();
   std::string out = config;
-  if (has_torch || !has_new) out = detail::set_json_member(out, "torch_dtype", value, source, Rule::model);
+  if (has_torch || !has_new)
+    out = detail::set_json_member(out, "torch_dtype", value, source, Rule::model);
   if (has_new) out = detail::set_json_member(out, "dtype", value, source, Rule::model);
   return out;
 }
@@ -38,26 +39,31 @@ std::string with_dtype(const std::string& config, const std::string& source, Dty
 // compressed-tensors' "ignore", the others' "modules_to_not_convert".
 std::string with_plain_modules(const std::string& config, const std::string& source,
                                const std::vector<const QuantizedWeight*>& restored) {
-  const std::optional<std::string> qc = detail::json_member_text(config, "quantization_config", source, Rule::model);
+  const std::optional<std::string> qc =
+      detail::json_member_text(config, "quantization_config", source, Rule::model);
   if (!qc) return config;
   const detail::JsonDoc doc(*qc, source, Rule::model);
-  const std::string key =
-      doc.optional_string("quant_method").value_or("") == "compressed-tensors" ? "ignore" : "modules_to_not_convert";
+  const std::string key = doc.optional_string("quant_method").value_or("") == "compressed-tensors"
+                              ? "ignore"
+                              : "modules_to_not_convert";
   std::vector<std::string> names;
   simdjson::dom::array listed;
   if (doc.root()[key].get_array().get(listed) == simdjson::SUCCESS)
     for (simdjson::dom::element e : listed)
-      if (std::string_view v; e.get_string().get(v) == simdjson::SUCCESS) names.push_back(detail::quote_name(v));
+      if (std::string_view v; e.get_string().get(v) == simdjson::SUCCESS)
+        names.push_back(detail::quote_name(v));
   for (const QuantizedWeight* q : restored) {
-    // The module holding the weight: "<m>.weight" -> "<m>"; gpt-oss's experts "<m>.gate_up_proj" -> "<m>".
+    // The module holding the weight: "<m>.weight" -> "<m>"; gpt-oss's experts "<m>.gate_up_proj" ->
+    // "<m>".
     std::string_view module = q->name;
     if (module.ends_with(".weight") || q->scheme.kind() == SchemeKind::mxfp4)
-      module = module.substr(0, module.rfind('.') == std::string_view::npos ? module.size() : module.rfind('.'));
+      module = module.substr(
+          0, module.rfind('.') == std::string_view::npos ? module.size() : module.rfind('.'));
     if (std::find(names.begin(), names.end(), detail::quote_name(module)) == names.end())
       names.push_back(detail::quote_name(module));
   }
-  const std::string edited =
-      detail::set_json_member(*qc, key, fmt::format("[{}]", fmt::join(names, ", ")), source, Rule::model);
+  const std::string edited = detail::set_json_member(
+      *qc, key, fmt::format("[{}]", fmt::join(names, ", ")), source, Rule::model);
   return detail::set_json_member(config, "quantization_config", edited, source, Rule::model);
 }
 
@@ -74,9 +80,11 @@ void run(const detail::FolderSource& source, const std::string& out, detail::Fol
 }
 
 // A selection that left none of the folder's tensors (each shard's step allows that for itself).
-void refuse_empty_selection(uint64_t written, uint64_t dropped, const detail::FolderSource& source) {
+void refuse_empty_selection(uint64_t written, uint64_t dropped,
+                            const detail::FolderSource& source) {
   if (written == 0 && dropped > 0)
-    throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", dropped, source.where.name()));
+    throw_invalid(fmt::format("the selection leaves none of the {} tensors of {}", dropped,
+                              source.where.name()));
 }
 
 void add(ConvertFileReport& total, const ConvertFileReport& r) {
@@ -92,39 +100,46 @@ void add(ConvertFileReport& total, const ConvertFileReport& r) {
   total.lost.insert(total.lost.end(), r.lost.begin(), r.lost.end());
 }
 
-ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out, const ConvertFileOptions& options,
-                                  bool convert_dtypes, const FolderOptions& folder) {
+ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out,
+                                  const ConvertFileOptions& options, bool convert_dtypes,
+                                  const FolderOptions& folder) {
   if (convert_dtypes && torch_dtype_name(options.dtype).empty())
-    throw_invalid(fmt::format("a model's weights cannot be {}: torch has no such dtype to load them as",
-                              dtype_name(options.dtype)));
+    throw_invalid(
+        fmt::format("a model's weights cannot be {}: torch has no such dtype to load them as",
+                    dtype_name(options.dtype)));
   if (convert_dtypes && dtype_bits(options.dtype) <= 8 && !options.cast)
-    throw_invalid(fmt::format("converting a model to {} casts every tensor selected, norms and embeddings "
-                              "included, with no scale: quantize --scheme fp8-block writes FP8 weights with "
-                              "their scales, as the Hub's loaders read them (--cast, cast=True in Python, keeps the "
-                              "plain cast)",
-                              dtype_name(options.dtype)));
+    throw_invalid(fmt::format(
+        "converting a model to {} casts every tensor selected, norms and embeddings "
+        "included, with no scale: quantize --scheme fp8-block writes FP8 weights with "
+        "their scales, as the Hub's loaders read them (--cast, cast=True in Python, keeps the "
+        "plain cast)",
+        dtype_name(options.dtype)));
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   // A model whose quantized weights are all dequantized is no longer quantized; one partly
   // dequantized names the plain modules in its config.
-  const std::vector<const QuantizedWeight*> restored = detail::weights_to_restore(weights, options, convert_dtypes);
+  const std::vector<const QuantizedWeight*> restored =
+      detail::weights_to_restore(weights, options, convert_dtypes);
   const bool plain = !weights.empty() && restored.size() == weights.size();
   ConvertFileReport total;
   detail::FolderRewrite how;
   how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
     ConvertFileOptions o = options;
     o.progress = progress;
-    add(total, detail::convert_into(*source.set, source.weights.files[i], w, o, weights, convert_dtypes, true));
+    add(total, detail::convert_into(*source.set, source.weights.files[i], w, o, weights,
+                                    convert_dtypes, true));
   };
   if (convert_dtypes)
     how.edit_config = [&](const std::string& text, const std::string& name) {
-      const std::string edited =
-          plain               ? detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model)
-          : restored.empty() ? text
-                              : with_plain_modules(text, name, restored);
+      const std::string edited = plain ? detail::set_json_member(text, "quantization_config",
+                                                                 std::nullopt, name, Rule::model)
+                                 : restored.empty() ? text
+                                                    : with_plain_modules(text, name, restored);
       return with_dtype(edited, name, options.dtype);
     };
-  how.before_publish = [&] { refuse_empty_selection(total.converted + total.kept, total.dropped, source); };
+  how.before_publish = [&] {
+    refuse_empty_selection(total.converted + total.kept, total.dropped, source);
+  };
   how.restart = [&] { total = {}; };
   how.progress = options.progress;
   run(source, out, how, folder);
@@ -160,13 +175,14 @@ void add(QuantizeReport& total, QuantizeReport&& r) {
 
 }  // namespace
 
-ConvertFileReport convert_folder(const std::string& src, const std::string& out, const ConvertFileOptions& options,
-                                 const FolderOptions& folder) {
+ConvertFileReport convert_folder(const std::string& src, const std::string& out,
+                                 const ConvertFileOptions& options, const FolderOptions& folder) {
   return rewrite_tensors(src, out, options, true, folder);
 }
 
-ConvertFileReport copy_folder(const std::string& src, const std::string& out, const TensorSelection& tensors,
-                              const ProgressCallback& progress, const FolderOptions& folder) {
+ConvertFileReport copy_folder(const std::string& src, const std::string& out,
+                              const TensorSelection& tensors, const ProgressCallback& progress,
+                              const FolderOptions& folder) {
   ConvertFileOptions options;
   options.tensors = tensors;
   options.progress = progress;
@@ -194,8 +210,8 @@ EditReport edit_folder(const std::string& src, const std::string& out, const Edi
   return total;
 }
 
-QuantizeReport quantize_folder(const std::string& src, const std::string& out, const QuantizeOptions& options,
-                               const FolderOptions& folder) {
+QuantizeReport quantize_folder(const std::string& src, const std::string& out,
+                               const QuantizeOptions& options, const FolderOptions& folder) {
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> existing = detail::find_quantized_weights(*source.set);
   QuantizeReport total;
@@ -215,13 +231,16 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
     auto add_module = [&](const std::string& tensor) {
       if (tensor.ends_with(".weight")) plain.push_back(tensor.substr(0, tensor.size() - 7));
     };
-    for (const QuantizeReport::Kept& k : total.kept) std::for_each(k.names.begin(), k.names.end(), add_module);
+    for (const QuantizeReport::Kept& k : total.kept)
+      std::for_each(k.names.begin(), k.names.end(), add_module);
     for (const QuantizeReport::Item& i : total.items)
       if (!i.quantized) add_module(i.name);
     // A head tied to the embeddings is stored under the embeddings' name only: named here so that
     // a loader that takes this list as the whole of its exceptions leaves it plain too.
     if (std::none_of(total.items.begin(), total.items.end(),
-                     [](const QuantizeReport::Item& i) { return i.quantized && i.name == "lm_head.weight"; }) &&
+                     [](const QuantizeReport::Item& i) {
+                       return i.quantized && i.name == "lm_head.weight";
+                     }) &&
         std::find(plain.begin(), plain.end(), "lm_head") == plain.end())
       plain.push_back("lm_head");
     Dtype weights_dtype = Dtype::F32;  // bitsandbytes' compute dtype: the model's
@@ -230,14 +249,21 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
         weights_dtype = source.set->at(i.name).dtype;
         break;
       }
-    const std::string config = encoder ? encoder->quantization_config(plain, weights_dtype) : std::string();
-    return config.empty() ? text : detail::set_json_member(text, "quantization_config", config, name, Rule::model);
+    const std::string config =
+        encoder ? encoder->quantization_config(plain, weights_dtype) : std::string();
+    return config.empty()
+               ? text
+               : detail::set_json_member(text, "quantization_config", config, name, Rule::model);
   };
   how.before_publish = [&] {
-    if (std::any_of(total.items.begin(), total.items.end(), [](const auto& i) { return i.quantized; })) return;
+    if (std::any_of(total.items.begin(), total.items.end(),
+                    [](const auto& i) { return i.quantized; }))
+      return;
     std::string why;
-    for (const QuantizeReport::Kept& k : total.kept) why += fmt::format("; {} {}", k.names.size(), k.reason);
-    for (const QuantizeReport::Item& i : total.items) why += fmt::format("; {}: {}", quote_name(i.name), i.note);
+    for (const QuantizeReport::Kept& k : total.kept)
+      why += fmt::format("; {} {}", k.names.size(), k.reason);
+    for (const QuantizeReport::Item& i : total.items)
+      why += fmt::format("; {}: {}", quote_name(i.name), i.note);
     throw_invalid(fmt::format("no tensor of {} to quantize{}", source.where.name(), why));
   };
   how.restart = [&] { total = {}; };
@@ -246,21 +272,23 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out, c
   return total;
 }
 
-DequantizeReport dequantize_folder(const std::string& src, const std::string& out, std::optional<Dtype> dtype,
-                                   const ProgressCallback& progress, const FolderOptions& folder) {
+DequantizeReport dequantize_folder(const std::string& src, const std::string& out,
+                                   std::optional<Dtype> dtype, const ProgressCallback& progress,
+                                   const FolderOptions& folder) {
   detail::check_dequantize_dtype(dtype);
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   DequantizeReport total;
   detail::FolderRewrite how;
   how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& shard_progress) {
-    const DequantizeReport r =
-        detail::dequantize_into(*source.set, source.weights.files[i], w, weights, dtype, shard_progress);
+    const DequantizeReport r = detail::dequantize_into(*source.set, source.weights.files[i], w,
+                                                       weights, dtype, shard_progress);
     total.restored += r.restored;
     total.scheme = r.scheme;
   };
   how.edit_config = [&](const std::string& text, const std::string& name) {
-    std::string edited = detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model);
+    std::string edited =
+        detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model);
     return dtype ? with_dtype(edited, name, *dtype) : edited;
   };
   how.restart = [&] { total = {}; };

@@ -14,7 +14,8 @@ namespace tlio::detail {
 
 std::string read_quantization_config(const ModelLocation& where, const std::vector<File>& weights,
                                      const std::optional<std::string>& config_text) {
-  const std::optional<std::string> config = config_text ? config_text : where.read_text(kConfigFile);
+  const std::optional<std::string> config =
+      config_text ? config_text : where.read_text(kConfigFile);
   if (config)
     if (auto member = json_member_text(*config, "quantization_config", where.name_of(kConfigFile),
                                        Rule::model))
@@ -62,7 +63,8 @@ void remove_weights_file(const Location& dir, const std::string& name) {
 
 }  // namespace
 
-std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where, std::string_view index_file) {
+std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where,
+                                                std::string_view index_file) {
   const std::optional<std::string> index_text = where.read_text(index_file);
   if (!index_text) return std::nullopt;
   const std::string index_name = where.name_of(index_file);
@@ -78,7 +80,8 @@ std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where, std:
 }
 
 WeightFiles open_weights(const ModelLocation& where) {
-  if (std::optional<WeightFiles> sharded = open_indexed_weights(where, kShardIndexFile)) return std::move(*sharded);
+  if (std::optional<WeightFiles> sharded = open_indexed_weights(where, kShardIndexFile))
+    return std::move(*sharded);
   WeightFiles w;
   try {
     w.files.push_back(where.open(kSingleWeightsFile));
@@ -123,7 +126,8 @@ void publish_weights(OutputSet& set, const Location& where, std::span<const std:
                      std::span<const std::string_view> stale) {
   bool had_index = false;
   const std::vector<std::string> previous = indexed_shards(where, had_index);
-  const bool has_index = std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
+  const bool has_index =
+      std::find(new_files.begin(), new_files.end(), kShardIndexFile) != new_files.end();
   set.commit([&] {
     // A previous index left beside a new model.safetensors would still be read first; a
     // previous model.safetensors beside a new index would be read first by transformers.

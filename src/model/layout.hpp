@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "io/atomic_file.hpp"
-#include "model/shard_index.hpp"
 #include "model/location.hpp"
+#include "model/shard_index.hpp"
 #include "tlio/file.hpp"
 
 namespace tlio::detail {
@@ -48,7 +48,8 @@ WeightFiles open_weights(const ModelLocation& where);
 /// Opens the shards the index `index_file` of `where` names and checks them against it (the one
 /// reading of an index: open_weights, and validate's indexes of any name); nullopt when there
 /// is no such file.
-std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where, std::string_view index_file);
+std::optional<WeightFiles> open_indexed_weights(const ModelLocation& where,
+                                                std::string_view index_file);
 
 /// The shard each item goes to (0, 1, ...), greedily in the order given: a new shard starts when
 /// the next item would take the current one past `max_size` (an item larger than that gets a

@@ -21,7 +21,9 @@ bool ModelLocation::exists(std::string_view file) const {
   return store_->exists(dir_.join(file), source_options_);
 }
 
-File ModelLocation::open(std::string_view file) const { return open_file(dir_.join(file), options_); }
+File ModelLocation::open(std::string_view file) const {
+  return open_file(dir_.join(file), options_);
+}
 
 bool is_model_directory(const Location& where, const OpenOptions& options) {
   if (const std::optional<bool> by_store = store_of(where).is_directory(where)) return *by_store;
@@ -29,7 +31,8 @@ bool is_model_directory(const Location& where, const OpenOptions& options) {
     return ModelLocation(where, options).exists(kConfigFile);
   } catch (const Error& e) {
     // The server cannot be reached: the message names what was given, not the probe.
-    throw Error(e.code(), e.rule(), e.tensor(), e.offset(), e.detail(), where.display(), e.os_error());
+    throw Error(e.code(), e.rule(), e.tensor(), e.offset(), e.detail(), where.display(),
+                e.os_error());
   }
 }
 

@@ -1,21 +1,21 @@
 // model/model.cpp: config.json, opening a model directory (its weights through model/layout),
 // architecture checks.
+#include "tlio/model.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <set>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
-#include "model/shard_index.hpp"
 #include "model/layout.hpp"
 #include "model/location.hpp"
+#include "model/shard_index.hpp"
 #include "quant/tensor_set.hpp"
 #include "tlio/error.hpp"
-#include "tlio/model.hpp"
 
 namespace tlio {
 
@@ -36,9 +36,12 @@ ModelConfig parse_model_config(std::string_view json, const std::string& source)
   auto tl_arch = doc.optional_string("tl_arch");
   auto model_type = doc.optional_string("model_type");
   c.course = tl_arch.has_value();
-  if (tl_arch) c.arch = *tl_arch;
-  else if (model_type) c.arch = *model_type;
-  else doc.fail({}, "config.json names no architecture (tl_arch or model_type)");
+  if (tl_arch)
+    c.arch = *tl_arch;
+  else if (model_type)
+    c.arch = *model_type;
+  else
+    doc.fail({}, "config.json names no architecture (tl_arch or model_type)");
   if (c.course) {
     c.tokenizer = doc.optional_string("tl_tokenizer").value_or("bytes");
     if (c.tokenizer != "bytes" && c.tokenizer != "file")
@@ -48,24 +51,28 @@ ModelConfig parse_model_config(std::string_view json, const std::string& source)
   // Architectures tlio checks need vocab_size; others may keep it elsewhere (a vision-language
   // model's text_config), so it is read when present.
   const bool checked = c.course || c.arch == "llama" || c.arch == "bigram";
-  c.vocab_size = checked ? doc.required_uint("vocab_size") : doc.optional_uint("vocab_size").value_or(0);
+  c.vocab_size =
+      checked ? doc.required_uint("vocab_size") : doc.optional_uint("vocab_size").value_or(0);
   if (c.course && c.tokenizer == "bytes" && c.vocab_size != 256)
-    doc.fail("vocab_size", fmt::format("vocab_size is {}; the bytes tokenizer has 256", c.vocab_size));
+    doc.fail("vocab_size",
+             fmt::format("vocab_size is {}; the bytes tokenizer has 256", c.vocab_size));
   if (c.arch == "llama") {
     c.hidden_size = doc.required_uint("hidden_size");
     c.intermediate_size = doc.required_uint("intermediate_size");
     c.num_hidden_layers = doc.required_uint("num_hidden_layers");
     c.num_attention_heads = doc.required_uint("num_attention_heads");
     if (c.num_attention_heads == 0) doc.fail("num_attention_heads", "num_attention_heads is 0");
-    c.num_key_value_heads = doc.optional_uint("num_key_value_heads").value_or(c.num_attention_heads);
+    c.num_key_value_heads =
+        doc.optional_uint("num_key_value_heads").value_or(c.num_attention_heads);
     if (c.num_key_value_heads == 0 || c.num_attention_heads % c.num_key_value_heads)
       doc.fail("num_key_value_heads",
                fmt::format("num_key_value_heads {} does not divide num_attention_heads {}",
                            c.num_key_value_heads, c.num_attention_heads));
     auto head_dim = doc.optional_uint("head_dim");
     if (!head_dim && c.hidden_size % c.num_attention_heads)
-      doc.fail("hidden_size", fmt::format("hidden_size {} is not a multiple of num_attention_heads {}",
-                                          c.hidden_size, c.num_attention_heads));
+      doc.fail("hidden_size",
+               fmt::format("hidden_size {} is not a multiple of num_attention_heads {}",
+                           c.hidden_size, c.num_attention_heads));
     c.head_dim = head_dim.value_or(c.hidden_size / c.num_attention_heads);
     c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
   }
@@ -105,7 +112,8 @@ Model Model::open(const std::filesystem::path& dir, OpenOptions options) {
   try {
     weights = detail::open_weights(where);
   } catch (const Error& e) {
-    if (config || e.code() != ErrorCode::io || e.os_error() != std::errc::no_such_file_or_directory) throw;
+    if (config || e.code() != ErrorCode::io || e.os_error() != std::errc::no_such_file_or_directory)
+      throw;
     throw Error(ErrorCode::format, Rule::model, kConfigFile, std::nullopt,
                 fmt::format("not a model directory: it has no {}, {} or {}", kConfigFile,
                             detail::kSingleWeightsFile, detail::kShardIndexFile),
@@ -187,7 +195,8 @@ void Model::check() const {
     for (const auto& s : q.stored) stored_parts.insert(s);
   }
   for (const auto& [name, t] : index_)
-    if (!stored_parts.count(std::string(name))) logical.emplace_back(std::string(name), t.info->shape);
+    if (!stored_parts.count(std::string(name)))
+      logical.emplace_back(std::string(name), t.info->shape);
   std::sort(logical.begin(), logical.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
 

@@ -7,14 +7,13 @@
 // nothing), which the scheme's decoder then reads as it reads any file.
 #include "tlio/read_plan.hpp"
 
+#include <fmt/core.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
-
-#include <fmt/core.h>
 
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
@@ -46,8 +45,8 @@ class AnonymousMemory {
  public:
   explicit AnonymousMemory(uint64_t size) : size_(static_cast<size_t>(size)) {
     if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
       throw Error(ErrorCode::io, Rule::none, {}, std::nullopt,
                   fmt::format("cannot reserve {} bytes for a quantized weight's parts", size), {},
@@ -227,7 +226,8 @@ struct ReadPlanState {
     auto hi = std::upper_bound(lo, pieces.end(), file,
                                [](size_t f, const Piece& p) { return f < p.file; });
     // The first piece of the file that may reach `offset` (max_end is sorted within a file).
-    const size_t a = static_cast<size_t>(lo - pieces.begin()), b = static_cast<size_t>(hi - pieces.begin());
+    const size_t a = static_cast<size_t>(lo - pieces.begin()),
+                 b = static_cast<size_t>(hi - pieces.begin());
     size_t i = static_cast<size_t>(
         std::upper_bound(max_end.begin() + static_cast<std::ptrdiff_t>(a),
                          max_end.begin() + static_cast<std::ptrdiff_t>(b), offset) -
@@ -271,7 +271,8 @@ namespace {
 using detail::Piece;
 using detail::ReadPlanState;
 
-std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, ReadPlanOptions options) {
+std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source,
+                                          ReadPlanOptions options) {
   auto s = std::make_unique<ReadPlanState>();
   OpenOptions open = options.open;
   // Local: positional reads, or O_DIRECT ones when asked; a URL's store ignores it.
@@ -314,7 +315,8 @@ std::unique_ptr<ReadPlanState> open_state(const std::filesystem::path& source, R
   for (size_t wi = 0; wi < s->weights.size(); ++wi) {
     const QuantizedWeight& w = s->weights[wi];
     // A stored tensor under a weight's logical name (not one of its parts) would hide it.
-    if (!std::binary_search(parts.begin(), parts.end(), std::string_view(w.name)) && s->set->find(w.name))
+    if (!std::binary_search(parts.begin(), parts.end(), std::string_view(w.name)) &&
+        s->set->find(w.name))
       throw Error(ErrorCode::format, Rule::none, w.name, std::nullopt,
                   fmt::format("tensor {} is stored and is also the name of a quantized weight; "
                               "read the file with keep_packed",
@@ -351,7 +353,8 @@ const PlanTensor* ReadPlan::find(std::string_view name) const noexcept {
   return it != v.end() && it->first == name ? &state_->tensors[it->second] : nullptr;
 }
 
-size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, std::optional<Dtype> as) {
+size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice,
+                     std::optional<Dtype> as) {
   ReadPlanState& s = *state_;
   const PlanTensor* t = find(name);
   if (!t)
@@ -366,16 +369,18 @@ size_t ReadPlan::add(std::string_view name, std::span<const SliceIndex> slice, s
   item.name = t->name;
   if (!e.weight) {
     if (as && *as != e.info->dtype)
-      throw_invalid(fmt::format("tensor {} is {}; a plan copies stored tensors as they are, not as {}",
-                                detail::quote_name(name), dtype_name(e.info->dtype), dtype_name(*as)),
-                    t->name);
+      throw_invalid(
+          fmt::format("tensor {} is {}; a plan copies stored tensors as they are, not as {}",
+                      detail::quote_name(name), dtype_name(e.info->dtype), dtype_name(*as)),
+          t->name);
     const detail::SliceGeometry g = detail::slice_geometry(*e.info, slice);
     item.shape = g.out_shape;
     item.dtype = e.info->dtype;
     item.byte_size = g.byte_size();
     if (g.run_count == 1)
       g.for_each_run([&](uint64_t off, uint64_t) {
-        item.stored = PlanItemRange{e.file, 8 + s.files[e.file].header_size() + e.info->begin + off};
+        item.stored =
+            PlanItemRange{e.file, 8 + s.files[e.file].header_size() + e.info->begin + off};
       });
   } else {
     const QuantizedWeight& w = s.weights[*e.weight];
@@ -448,7 +453,8 @@ void ReadPlan::clear() noexcept {
 
 void ReadPlan::set_destination(size_t item, std::span<std::byte> dst) {
   ReadPlanState& s = *state_;
-  if (item >= s.items.size()) throw_invalid(fmt::format("no item {} (the plan has {})", item, s.items.size()));
+  if (item >= s.items.size())
+    throw_invalid(fmt::format("no item {} (the plan has {})", item, s.items.size()));
   if (dst.size() != s.items[item].byte_size)
     throw_invalid(fmt::format("destination holds {} bytes, item {} ({}) needs {}", dst.size(), item,
                               detail::quote_name(s.items[item].name), s.items[item].byte_size),
@@ -456,8 +462,8 @@ void ReadPlan::set_destination(size_t item, std::span<std::byte> dst) {
   // The decoders store whole F32/F16/BF16 values.
   const size_t element = dtype_bits(s.items[item].dtype) / 8;
   if (s.states[item].quant && element > 1 && reinterpret_cast<uintptr_t>(dst.data()) % element != 0)
-    throw_invalid(fmt::format("destination of item {} ({}) is not aligned to its {}-byte values", item,
-                              detail::quote_name(s.items[item].name), element),
+    throw_invalid(fmt::format("destination of item {} ({}) is not aligned to its {}-byte values",
+                              item, detail::quote_name(s.items[item].name), element),
                   s.items[item].name);
   s.states[item].dst = dst;
   s.states[item].has_dst = true;
@@ -530,7 +536,8 @@ void ReadPlan::execute() {
         s.files[windows[k - 1].file].read_data_many(batch, threads);
         batch.clear();
       }
-      batch.push_back({windows[k].offset, {scratch.data() + pos, static_cast<size_t>(windows[k].length)}});
+      batch.push_back(
+          {windows[k].offset, {scratch.data() + pos, static_cast<size_t>(windows[k].length)}});
       pos += windows[k].length;
     }
     s.files[windows[end - 1].file].read_data_many(batch, threads);

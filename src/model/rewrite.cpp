@@ -15,16 +15,20 @@ namespace tlio {
 
 std::string_view weights_kind_name(WeightsKind kind) noexcept {
   switch (kind) {
-    case WeightsKind::safetensors: return "safetensors";
-    case WeightsKind::model_folder: return "model folder";
-    case WeightsKind::gguf: return "gguf";
+    case WeightsKind::safetensors:
+      return "safetensors";
+    case WeightsKind::model_folder:
+      return "model folder";
+    case WeightsKind::gguf:
+      return "gguf";
   }
   return "?";
 }
 
 WeightsKind weights_kind(const std::string& location, const OpenOptions& options) {
   if (is_gguf_location(location)) return WeightsKind::gguf;
-  if (!is_standard_stream(location) && is_model_directory(location, options)) return WeightsKind::model_folder;
+  if (!is_standard_stream(location) && is_model_directory(location, options))
+    return WeightsKind::model_folder;
   return WeightsKind::safetensors;
 }
 
@@ -40,22 +44,30 @@ bool folder_source(const std::string& src, const std::string& out, const FolderO
                    std::string_view operation) {
   switch (weights_kind(src, folder.open)) {
     case WeightsKind::gguf:
-      throw invalid(src, fmt::format("a GGUF file: {} takes a safetensors file or a model folder (import_gguf "
-                                     "writes a GGUF's tensors as safetensors, import_gguf_model its model as a folder)",
-                                     operation));
+      throw invalid(
+          src,
+          fmt::format(
+              "a GGUF file: {} takes a safetensors file or a model folder (import_gguf "
+              "writes a GGUF's tensors as safetensors, import_gguf_model its model as a folder)",
+              operation));
     case WeightsKind::safetensors:
       if (folder.max_shard_size != 0)
-        throw invalid(src, "a maximum shard size re-shards a model folder's output, and this is one file (sharding "
-                           "makes a folder of one file)");
+        throw invalid(src,
+                      "a maximum shard size re-shards a model folder's output, and this is one "
+                      "file (sharding "
+                      "makes a folder of one file)");
       return false;
     case WeightsKind::model_folder:
       if (is_standard_stream(out))
-        throw invalid(src, "a model folder, so the output is a folder too, not standard output (merging its "
-                           "shards makes one file)");
+        throw invalid(
+            src,
+            "a model folder, so the output is a folder too, not standard output (merging its "
+            "shards makes one file)");
       if (out.ends_with(".safetensors"))
-        throw invalid(src, fmt::format("a model folder, so the output is a folder too, not the file {} "
-                                       "(merging its shards makes one file)",
-                                       detail::quote_name(detail::Location::parse(out).display())));
+        throw invalid(src,
+                      fmt::format("a model folder, so the output is a folder too, not the file {} "
+                                  "(merging its shards makes one file)",
+                                  detail::quote_name(detail::Location::parse(out).display())));
       return true;
   }
   return false;
@@ -63,15 +75,17 @@ bool folder_source(const std::string& src, const std::string& out, const FolderO
 
 }  // namespace
 
-ConvertFileReport convert_weights(const std::string& src, const std::string& out, const ConvertFileOptions& options,
-                                  const FolderOptions& folder) {
+ConvertFileReport convert_weights(const std::string& src, const std::string& out,
+                                  const ConvertFileOptions& options, const FolderOptions& folder) {
   if (folder_source(src, out, folder, "convert")) return convert_folder(src, out, options, folder);
   return convert_file(File::open(src, folder.open), out, options);
 }
 
-ConvertFileReport copy_weights(const std::string& src, const std::string& out, const TensorSelection& tensors,
-                               const ProgressCallback& progress, const FolderOptions& folder) {
-  if (folder_source(src, out, folder, "copy")) return copy_folder(src, out, tensors, progress, folder);
+ConvertFileReport copy_weights(const std::string& src, const std::string& out,
+                               const TensorSelection& tensors, const ProgressCallback& progress,
+                               const FolderOptions& folder) {
+  if (folder_source(src, out, folder, "copy"))
+    return copy_folder(src, out, tensors, progress, folder);
   EditOptions o;
   o.tensors = tensors;
   o.progress = progress;
@@ -92,19 +106,23 @@ EditReport edit_weights(const std::string& src, const std::string& out, const Ed
                         const FolderOptions& folder) {
   FolderOptions how = folder;
   how.open = options.open;
-  if (folder_source(src, out, how, "edit")) return edit_folder(src, out.empty() ? src : out, options, how);
+  if (folder_source(src, out, how, "edit"))
+    return edit_folder(src, out.empty() ? src : out, options, how);
   return edit_file(src, out, options);
 }
 
-QuantizeReport quantize_weights(const std::string& src, const std::string& out, const QuantizeOptions& options,
-                                const FolderOptions& folder) {
-  if (folder_source(src, out, folder, "quantize")) return quantize_folder(src, out, options, folder);
+QuantizeReport quantize_weights(const std::string& src, const std::string& out,
+                                const QuantizeOptions& options, const FolderOptions& folder) {
+  if (folder_source(src, out, folder, "quantize"))
+    return quantize_folder(src, out, options, folder);
   return quantize_file(File::open(src, folder.open), out, options);
 }
 
-DequantizeReport dequantize_weights(const std::string& src, const std::string& out, std::optional<Dtype> dtype,
-                                    const ProgressCallback& progress, const FolderOptions& folder) {
-  if (folder_source(src, out, folder, "dequantize")) return dequantize_folder(src, out, dtype, progress, folder);
+DequantizeReport dequantize_weights(const std::string& src, const std::string& out,
+                                    std::optional<Dtype> dtype, const ProgressCallback& progress,
+                                    const FolderOptions& folder) {
+  if (folder_source(src, out, folder, "dequantize"))
+    return dequantize_folder(src, out, dtype, progress, folder);
   return dequantize_file(File::open(src, folder.open), out, dtype, progress);
 }
 

@@ -1,19 +1,19 @@
 // model/shard.cpp: tlio shard / tlio merge, and size parsing.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 
-#include <fmt/core.h>
-
+#include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "format/header_text.hpp"
-#include "common/checked.hpp"
 #include "format/writer_access.hpp"
 #include "io/atomic_file.hpp"
 #include "model/layout.hpp"
-#include "model/shard_index.hpp"
 #include "model/location.hpp"
+#include "model/shard_index.hpp"
 #include "tlio/error.hpp"
 #include "tlio/model.hpp"
 #include "tlio/writer.hpp"
@@ -28,19 +28,20 @@ uint64_t parse_size(std::string_view text) {
                               quote_name(text)));
   };
   size_t digits = 0;
-  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
     ++digits;
   if (digits == 0) return bad();
   std::string unit(text.substr(digits));
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   struct Unit {
     const char* name;
     double factor;
   };
-  static constexpr Unit kUnits[] = {{"", 1},       {"B", 1},          {"KB", 1e3},
-                                    {"MB", 1e6},   {"GB", 1e9},       {"TB", 1e12},
-                                    {"KIB", 1024}, {"MIB", 1 << 20},  {"GIB", 1 << 30},
-                                    {"TIB", 1099511627776.0}};
+  static constexpr Unit kUnits[] = {
+      {"", 1},      {"B", 1},      {"KB", 1e3},      {"MB", 1e6},      {"GB", 1e9},
+      {"TB", 1e12}, {"KIB", 1024}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1099511627776.0}};
   const Unit* u = nullptr;
   for (const Unit& x : kUnits)
     if (unit == x.name) u = &x;
@@ -50,8 +51,7 @@ uint64_t parse_size(std::string_view text) {
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc{} || end != number.data() + number.size()) return bad();
   const double bytes = value * u->factor;
-  if (!(bytes >= 1))
-    throw_invalid(fmt::format("size {} is less than 1 byte", quote_name(text)));
+  if (!(bytes >= 1)) throw_invalid(fmt::format("size {} is less than 1 byte", quote_name(text)));
   if (bytes >= 18446744073709549568.0)  // the largest double below 2^64
     throw_invalid(fmt::format("size {} is more than 16 EiB", quote_name(text)));
   return static_cast<uint64_t>(std::round(bytes));
@@ -74,7 +74,8 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
   }
   const std::vector<size_t> shard_of = detail::plan_shards(sizes, max_size);
   std::vector<std::vector<const TensorInfo*>> shards(shard_of.empty() ? 1 : shard_of.back() + 1);
-  for (size_t k = 0; k < layout.size(); ++k) shards[shard_of[k]].push_back(&src.header().at(layout[k].name));
+  for (size_t k = 0; k < layout.size(); ++k)
+    shards[shard_of[k]].push_back(&src.header().at(layout[k].name));
   const size_t n = shards.size();
   ShardReport report;
   report.total_size = total;
@@ -86,8 +87,8 @@ ShardReport shard_file(const File& src, const std::filesystem::path& out_dir, ui
     const std::string name = detail::weights_file_name(i + 1, n);
     // Metadata without "format" gets "pt" (transformers 4.x refuses such a model's files); none
     // at all stays none (4.x reads that, and the merged shards are the canonical file again).
-    Writer w = detail::WriterAccess::into_set(set, out.join(name),
-                                              src.metadata().empty() ? Metadata{} : detail::kModelMetadata);
+    Writer w = detail::WriterAccess::into_set(
+        set, out.join(name), src.metadata().empty() ? Metadata{} : detail::kModelMetadata);
     w.set_metadata(src.metadata());
     for (const TensorInfo* t : shards[i]) {
       w.declare(t->name, t->dtype, t->shape);

@@ -1,10 +1,10 @@
 // model/shard_index.cpp: the shard index read, checked and written.
 #include "model/shard_index.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/core.h>
 
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
@@ -27,7 +27,8 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
     dom::element total;
     if (meta["total_size"].get(total) == simdjson::SUCCESS) {
       uint64_t n;
-      if (total.get_uint64().get(n)) doc.fail("total_size", "total_size is not a non-negative integer");
+      if (total.get_uint64().get(n))
+        doc.fail("total_size", "total_size is not a non-negative integer");
       index.total_size = n;
     }
   }
@@ -37,14 +38,15 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
   for (auto f : map) {
     std::string_view file;
     if (f.value.get_string().get(file))
-      doc.fail(std::string(f.key), fmt::format("the file of {} is not a string", quote_name(f.key)));
-    const bool plain = !file.empty() && file != "." && file != ".." &&
-                       file.find('/') == std::string_view::npos &&
-                       file.find('\\') == std::string_view::npos &&
-                       file.find('\0') == std::string_view::npos;
+      doc.fail(std::string(f.key),
+               fmt::format("the file of {} is not a string", quote_name(f.key)));
+    const bool plain =
+        !file.empty() && file != "." && file != ".." && file.find('/') == std::string_view::npos &&
+        file.find('\\') == std::string_view::npos && file.find('\0') == std::string_view::npos;
     if (!plain)
       doc.fail(std::string(f.key), fmt::format("tensor {} maps to {}: not a plain file name in the "
-                                               "model directory", quote_name(f.key), quote_name(file)));
+                                               "model directory",
+                                               quote_name(f.key), quote_name(file)));
     index.weight_map.emplace_back(std::string(f.key), std::string(file));
   }
   std::sort(index.weight_map.begin(), index.weight_map.end());
@@ -54,7 +56,8 @@ ShardIndex parse_shard_index(std::string_view text, const std::string& source) {
   return index;
 }
 
-void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string_view>>& names,
+void check_shard_index(const ShardIndex& index,
+                       const std::vector<std::vector<std::string_view>>& names,
                        const std::string& source) {
   auto fail = [&](const std::string& tensor, std::string detail) {
     throw Error(ErrorCode::format, Rule::index, tensor, std::nullopt, std::move(detail), source);
@@ -64,20 +67,24 @@ void check_shard_index(const ShardIndex& index, const std::vector<std::vector<st
     for (const std::string_view name : names[i]) {
       auto [it, fresh] = file_of.emplace(name, index.files[i]);
       if (!fresh)
-        fail(std::string(name), fmt::format("tensor {} is in {} and in {}", quote_name(name), it->second, index.files[i]));
+        fail(std::string(name), fmt::format("tensor {} is in {} and in {}", quote_name(name),
+                                            it->second, index.files[i]));
     }
   for (const auto& [tensor, file] : index.weight_map) {
     auto it = file_of.find(tensor);
     if (it == file_of.end() || it->second != file)
-      fail(tensor, fmt::format("tensor {} is listed in {} but missing from it", quote_name(tensor), file));
+      fail(tensor,
+           fmt::format("tensor {} is listed in {} but missing from it", quote_name(tensor), file));
   }
   // Each listed tensor was found where listed: a shard tensor left is one the index does not list.
   if (file_of.size() != index.weight_map.size())
     for (const auto& [tensor, file] : file_of) {
-      auto listed = std::lower_bound(index.weight_map.begin(), index.weight_map.end(), tensor,
-                                     [](const auto& entry, std::string_view name) { return entry.first < name; });
+      auto listed = std::lower_bound(
+          index.weight_map.begin(), index.weight_map.end(), tensor,
+          [](const auto& entry, std::string_view name) { return entry.first < name; });
       if (listed == index.weight_map.end() || listed->first != tensor)
-        fail(std::string(tensor), fmt::format("tensor {} of {} is not listed in the index", quote_name(tensor), file));
+        fail(std::string(tensor),
+             fmt::format("tensor {} of {} is not listed in the index", quote_name(tensor), file));
     }
 }
 
@@ -93,7 +100,8 @@ void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
   check_shard_index(index, names, source);
   if (index.total_size && *index.total_size != total)
     throw Error(ErrorCode::format, Rule::index, "total_size", std::nullopt,
-                fmt::format("total_size is {}, the shards' tensors hold {} bytes", *index.total_size, total),
+                fmt::format("total_size is {}, the shards' tensors hold {} bytes",
+                            *index.total_size, total),
                 source);
 }
 
@@ -116,7 +124,8 @@ void append_ascii_json_string(std::string& out, std::string_view s) {
     }
     const size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
     uint32_t cp = c & (0xFF >> (len + 1));
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(plain[i + k]) & 0x3F);
+    for (size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(plain[i + k]) & 0x3F);
     i += len;
     if (cp >= 0x10000) {
       cp -= 0x10000;

@@ -17,7 +17,7 @@ namespace tlio::detail {
 
 struct ShardIndex {
   std::vector<std::pair<std::string, std::string>> weight_map;  // tensor -> file, sorted
-  std::vector<std::string> files;                                // distinct, sorted
+  std::vector<std::string> files;                               // distinct, sorted
   std::optional<uint64_t> total_size;
 };
 
@@ -33,7 +33,8 @@ void check_shard_index(const ShardIndex& index, const std::vector<File>& shards,
                        const std::string& source);
 /// The same for shards of any format, given the names each holds (in index.files order);
 /// total_size is not checked (a pickle's data bytes are not its tensors' bytes).
-void check_shard_index(const ShardIndex& index, const std::vector<std::vector<std::string_view>>& names,
+void check_shard_index(const ShardIndex& index,
+                       const std::vector<std::vector<std::string_view>>& names,
                        const std::string& source);
 
 /// The index text transformers writes: json.dumps(indent=2, sort_keys=True) + "\n" (non-ASCII

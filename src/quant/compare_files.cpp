@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "common/json_text.hpp"
 #include "common/parallel.hpp"
 #include "common/text.hpp"
-#include "common/json_text.hpp"
 #include "quant/compare_values.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/compare.hpp"
@@ -39,7 +39,8 @@ struct Entry {
   bool numeric = false;  // values convert to F64 (or dequantize)
 };
 
-std::map<std::string, Entry> entries_of(std::span<const File> files, const std::string& quantization_config) {
+std::map<std::string, Entry> entries_of(std::span<const File> files,
+                                        const std::string& quantization_config) {
   std::map<std::string, Entry> out;
   std::vector<const File*> set;
   for (const File& f : files) set.push_back(&f);
@@ -65,21 +66,23 @@ std::map<std::string, Entry> entries_of(std::span<const File> files, const std::
       e.type = dtype_name(t.dtype);
       e.numeric = can_convert(t.dtype, Dtype::F64);
       if (!out.emplace(t.name, std::move(e)).second)
-        throw Error(ErrorCode::format, Rule::index, t.name, std::nullopt,
-                    fmt::format("tensor {} is in two of the files compared", detail::quote_name(t.name)));
+        throw Error(
+            ErrorCode::format, Rule::index, t.name, std::nullopt,
+            fmt::format("tensor {} is in two of the files compared", detail::quote_name(t.name)));
     }
   // Tie records ({alias: tensor} metadata, as save_model writes for tied weights): the alias has
   // its tensor's values, so a file that stores both names compares equal to one that ties them.
   for (const File& f : files)
     for (const auto& [alias, tensor] : f.metadata())
-      if (const auto it = out.find(tensor); it != out.end() && it->second.plain && !out.contains(alias))
+      if (const auto it = out.find(tensor);
+          it != out.end() && it->second.plain && !out.contains(alias))
         out.emplace(alias, it->second);
   return out;
 }
 
 // Elements [first, first + count) of an entry as F64.
-void read_values(const Entry& e, uint64_t first, std::span<double> out,
-                 std::vector<std::byte>& raw, std::vector<float>& f32) {
+void read_values(const Entry& e, uint64_t first, std::span<double> out, std::vector<std::byte>& raw,
+                 std::vector<float>& f32) {
   const uint64_t count = out.size();
   if (e.quantized) {
     // In the dtype dequantize writes (the reference's rounding): a weight equals its output.
@@ -120,8 +123,8 @@ struct Progress {
   }
 };
 
-void compare_numeric(const Entry& a, const Entry& b,
-                     const CompareOptions& options, TensorComparison& c, Progress& progress) {
+void compare_numeric(const Entry& a, const Entry& b, const CompareOptions& options,
+                     TensorComparison& c, Progress& progress) {
   const uint64_t n = c.elements, chunks = (n + kCompareChunk - 1) / kCompareChunk;
   std::vector<DifferenceSums> sums(static_cast<size_t>(chunks));
   std::atomic<uint64_t> compared{0};
@@ -150,8 +153,7 @@ void compare_numeric(const Entry& a, const Entry& b,
 }
 
 // Dtypes without numeric values, the same on both sides: equal bytes or not, a piece at a time.
-void compare_bytes(const Entry& ea, const Entry& eb,
-                   TensorComparison& c) {
+void compare_bytes(const Entry& ea, const Entry& eb, TensorComparison& c) {
   constexpr uint64_t kPiece = uint64_t{16} << 20;
   const TensorInfo &a = *ea.plain, &b = *eb.plain;
   std::vector<std::byte> x, y;
@@ -173,7 +175,8 @@ void compare_bytes(const Entry& ea, const Entry& eb,
 
 }  // namespace
 
-CompareReport compare_files(std::span<const File> a, std::span<const File> b, const CompareOptions& options) {
+CompareReport compare_files(std::span<const File> a, std::span<const File> b,
+                            const CompareOptions& options) {
   if (a.empty() || b.empty()) throw_invalid("compare_files: each side is at least one file");
   detail::check_tolerances(options);
   std::map<std::string, Entry> ea = entries_of(a, options.quantization_config_a),
@@ -191,8 +194,8 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
 
   Progress progress{options.progress};
   for (const auto& [name, x] : ea)
-    if (const auto y = eb.find(name); y != eb.end() && x.numeric && y->second.numeric &&
-                                      x.shape == y->second.shape)
+    if (const auto y = eb.find(name);
+        y != eb.end() && x.numeric && y->second.numeric && x.shape == y->second.shape)
       progress.total += x.quantized ? x.quantized->element_count() : x.plain->element_count();
 
   for (const auto& [name, x] : ea) {
@@ -206,7 +209,8 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
     c.shape = x.shape;
     c.elements = x.quantized ? x.quantized->element_count() : x.plain->element_count();
     if (!(x.shape == y.shape)) {
-      c.note = fmt::format("shape [{}] vs [{}]", fmt::join(x.shape, ", "), fmt::join(y.shape, ", "));
+      c.note =
+          fmt::format("shape [{}] vs [{}]", fmt::join(x.shape, ", "), fmt::join(y.shape, ", "));
     } else if (x.numeric && y.numeric) {
       compare_numeric(x, y, options, c, progress);
       // 64-bit integers differ beyond F64's 53 bits unseen: the same dtype is checked exactly.
@@ -227,7 +231,9 @@ CompareReport compare_files(std::span<const File> a, std::span<const File> b, co
     }
     report.tensors.push_back(std::move(c));
   }
-  const auto natural = [](const std::string& p, const std::string& q) { return natural_less(p, q); };
+  const auto natural = [](const std::string& p, const std::string& q) {
+    return natural_less(p, q);
+  };
   std::sort(report.only_in_a.begin(), report.only_in_a.end(), natural);
   std::sort(report.only_in_b.begin(), report.only_in_b.end(), natural);
   std::sort(report.tensors.begin(), report.tensors.end(),

@@ -10,14 +10,16 @@
 namespace tlio::detail {
 
 void check_tolerances(const CompareOptions& options) {
-  if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) || std::isinf(options.rtol))
-    throw_invalid(
-        fmt::format("tolerances must be finite and not negative (atol {}, rtol {})", options.atol, options.rtol));
+  if (!(options.atol >= 0) || !(options.rtol >= 0) || std::isinf(options.atol) ||
+      std::isinf(options.rtol))
+    throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
+                              options.atol, options.rtol));
 }
 
-DifferenceSums compare_values(std::span<const double> a, std::span<const double> b, const CompareOptions& options) {
-  return difference_sums(Dtype::F64, std::as_bytes(a), Dtype::F64, std::as_bytes(b), a.size(), options.atol,
-                         options.rtol);
+DifferenceSums compare_values(std::span<const double> a, std::span<const double> b,
+                              const CompareOptions& options) {
+  return difference_sums(Dtype::F64, std::as_bytes(a), Dtype::F64, std::as_bytes(b), a.size(),
+                         options.atol, options.rtol);
 }
 
 void fill_comparison(const DifferenceSums& sums, TensorComparison& c) {

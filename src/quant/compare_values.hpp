@@ -14,7 +14,8 @@ namespace tlio::detail {
 void check_tolerances(const CompareOptions& options);
 
 /// The sums of a chunk of A's values against B's (the reference), with the options' tolerance.
-DifferenceSums compare_values(std::span<const double> a, std::span<const double> b, const CompareOptions& options);
+DifferenceSums compare_values(std::span<const double> a, std::span<const double> b,
+                              const CompareOptions& options);
 
 /// c's figures (compared, max_abs, max_rel, rmse, cosine, outside, equal) from the sums of all
 /// its chunks, merged in chunk order so that they do not depend on the threads.

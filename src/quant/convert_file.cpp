@@ -1,6 +1,8 @@
 // quant/convert_file.cpp: whole-file dtype conversion (tlio convert --dtype). It lives above the
 // dtype module because quantized weights are dequantized, never cast: only the scheme registry
 // names their stored tensors and decodes them.
+#include "tlio/convert_file.hpp"
+
 #include <fmt/core.h>
 
 #include <map>
@@ -14,7 +16,6 @@
 #include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "quant/tensor_selection.hpp"
-#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/quant.hpp"
 
@@ -31,7 +32,8 @@ constexpr size_t kConvertChunkBytes = size_t{16} << 20;
 namespace detail {
 
 std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<QuantizedWeight>& weights,
-                                                       const ConvertFileOptions& options, bool convert_dtypes) {
+                                                       const ConvertFileOptions& options,
+                                                       bool convert_dtypes) {
   std::vector<const QuantizedWeight*> restored;
   if (!convert_dtypes) return restored;
   const NameFilter filter(options.include, options.exclude);
@@ -40,8 +42,10 @@ std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<Quantiz
   return restored;
 }
 
-ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w, const ConvertFileOptions& options,
-                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes, bool allow_empty) {
+ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
+                               const ConvertFileOptions& options,
+                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes,
+                               bool allow_empty) {
   const Dtype to = options.dtype;
   if (convert_dtypes && (!is_floating(to) || !can_convert(Dtype::F32, to)))
     throw_invalid(fmt::format("cannot convert tensors to {}: not a supported floating dtype",
@@ -64,7 +68,8 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
   report.ties_removed = plan.ties_removed;
   report.ties_repointed = plan.ties_repointed;
   Metadata metadata = plan.metadata;
-  if (!weights.empty() && restored_at.size() == weights.size()) erase_quantization_records(metadata);
+  if (!weights.empty() && restored_at.size() == weights.size())
+    erase_quantization_records(metadata);
   w.set_metadata(metadata);
   // The stored tensors of quantized weights keep their dtype (the registry says which they are).
   std::map<std::string_view, const TensorInfo*> source_of;
@@ -76,10 +81,12 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
       if (auto q = restored_at.find(t.name); q != restored_at.end()) {
         // Its name as the selection renames it (the parts' stem); a name taken is refused.
         const auto renamed = plan.weight_names.find(q->second->name);
-        const std::string& name = renamed != plan.weight_names.end() ? renamed->second : q->second->name;
+        const std::string& name =
+            renamed != plan.weight_names.end() ? renamed->second : q->second->name;
         if (source_of.contains(name) || restored_of.contains(name) ||
             (src.header().find(name) && !quantized_parts.contains(name)))
-          throw_invalid(fmt::format("cannot dequantize {}: a tensor of that name exists", quote_name(name)));
+          throw_invalid(
+              fmt::format("cannot dequantize {}: a tensor of that name exists", quote_name(name)));
         w.declare(name, to, q->second->shape);
         restored_of.emplace(name, q->second);
       }
@@ -124,7 +131,8 @@ ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
     // so a tensor never has to fit in memory whole.
     const bool mapped = !src.mapped_data().empty() || s.byte_size() == 0;
     const std::span<const std::byte> whole =
-        mapped ? src.mapped_data().subspan(static_cast<size_t>(s.begin), static_cast<size_t>(s.byte_size()))
+        mapped ? src.mapped_data().subspan(static_cast<size_t>(s.begin),
+                                           static_cast<size_t>(s.byte_size()))
                : std::span<const std::byte>{};
     std::vector<std::byte> chunk;
     const unsigned in_bits = dtype_bits(s.dtype), out_bits = dtype_bits(t.dtype);

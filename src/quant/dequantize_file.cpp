@@ -1,9 +1,9 @@
 // quant/dequantize_file.cpp: whole-file dequantize (tlio dequantize): quantized weights restored
 // chunk by chunk, every other tensor copied as it is.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <memory>
-
-#include <fmt/core.h>
 
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
@@ -31,8 +31,8 @@ void erase_quantization_records(Metadata& metadata) {
 }
 
 DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer& w,
-                                 const std::vector<QuantizedWeight>& weights, std::optional<Dtype> dtype,
-                                 const ProgressCallback& progress) {
+                                 const std::vector<QuantizedWeight>& weights,
+                                 std::optional<Dtype> dtype, const ProgressCallback& progress) {
   check_dequantize_dtype(dtype);
   DequantizeReport report;
   std::vector<const QuantizedWeight*> here;  // restored into this shard
@@ -51,7 +51,8 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
     if (!is_stored_part(t.name)) w.declare(t.name, t.dtype, t.shape);
   for (const QuantizedWeight* q : here) {
     if (shard.header().find(q->name) && !is_stored_part(q->name))
-      throw_invalid(fmt::format("cannot restore {}: a tensor of that name exists", quote_name(q->name)));
+      throw_invalid(
+          fmt::format("cannot restore {}: a tensor of that name exists", quote_name(q->name)));
     w.declare(q->name, dtype.value_or(q->dtype), q->shape);
   }
   uint64_t total = 0, done = 0;
@@ -64,7 +65,8 @@ DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer
   for (const TensorInfo& t : shard.tensors())
     if (!is_stored_part(t.name)) kept.push_back(t.name);
   w.copy_many_from(shard, kept, {}, tick);
-  for (const QuantizedWeight* q : here) write_decoded(set, *q, dtype.value_or(q->dtype), w, q->name, tick);
+  for (const QuantizedWeight* q : here)
+    write_decoded(set, *q, dtype.value_or(q->dtype), w, q->name, tick);
   return report;
 }
 
@@ -75,7 +77,8 @@ DequantizeReport dequantize_file(const File& src, const std::filesystem::path& o
   detail::check_dequantize_dtype(dtype);
   const std::vector<QuantizedWeight> weights = find_quantized_weights(src);
   Writer w = Writer::to_file(out);
-  DequantizeReport report = detail::dequantize_into(detail::TensorSet({&src}), src, w, weights, dtype, progress);
+  DequantizeReport report =
+      detail::dequantize_into(detail::TensorSet({&src}), src, w, weights, dtype, progress);
   w.commit();
   return report;
 }

@@ -2,11 +2,10 @@
 // bytes are copied in the kernel, or, when only the header changes and keeps its length, one
 // write of the header in place.
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fmt/core.h>
 #include <simdjson.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,8 +16,8 @@
 #include "common/json_text.hpp"
 #include "format/file_access.hpp"
 #include "format/header_text.hpp"
-#include "io/store.hpp"
 #include "io/os_file.hpp"
+#include "io/store.hpp"
 #include "quant/rewrite_steps.hpp"
 #include "quant/tensor_selection.hpp"
 #include "tlio/edit.hpp"
@@ -51,7 +50,8 @@ Metadata edited_metadata(const Metadata& base, const File& src, const EditOption
     // The rewrite's writer would refuse these too; the in-place write must not get them.
     if (!simdjson::validate_utf8(key.data(), key.size()) ||
         !simdjson::validate_utf8(value.data(), value.size()))
-      throw_invalid(fmt::format("metadata key {} or its value is not valid UTF-8", quote_name(key)));
+      throw_invalid(
+          fmt::format("metadata key {} or its value is not valid UTF-8", quote_name(key)));
     meta[key] = value;
   }
   return meta;
@@ -92,7 +92,8 @@ bool write_header_in_place(const File& src, const std::filesystem::path& path,
   if (read_fd < 0) return false;
   detail::Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (fd.get() < 0) return false;
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   if (::fstat(fd.get(), &a) != 0 || ::fstat(read_fd, &b) != 0 || a.st_dev != b.st_dev ||
       a.st_ino != b.st_ino || !S_ISREG(a.st_mode))
     return false;
@@ -125,7 +126,8 @@ EditPlan plan_edit(const File& src, const EditOptions& options, bool allow_empty
   report.metadata = edited_metadata(src.metadata(), src, options);  // its errors first
   p.selection = detail::plan_selection(src, options.tensors, allow_empty);
   const detail::SelectionPlan& plan = p.selection;
-  if (plan.metadata != src.metadata()) report.metadata = edited_metadata(plan.metadata, src, options);
+  if (plan.metadata != src.metadata())
+    report.metadata = edited_metadata(plan.metadata, src, options);
   report.kept = plan.tensors.size();
   report.dropped = plan.dropped;
   report.renamed = plan.renamed;
@@ -139,11 +141,13 @@ EditPlan plan_edit(const File& src, const EditOptions& options, bool allow_empty
 // The edited file into `w` (not committed): the tensors' bytes copied in the kernel.
 void write_edit(const File& src, Writer& w, const EditPlan& p, const ProgressCallback& progress) {
   w.set_metadata(p.report.metadata);
-  for (const detail::SelectedTensor& t : p.selection.tensors) w.declare(t.name, t.source->dtype, t.source->shape);
+  for (const detail::SelectedTensor& t : p.selection.tensors)
+    w.declare(t.name, t.source->dtype, t.source->shape);
   std::vector<std::string_view> names, src_names;
   {
     std::map<std::string_view, std::string_view> source_name;
-    for (const detail::SelectedTensor& t : p.selection.tensors) source_name.emplace(t.name, t.source->name);
+    for (const detail::SelectedTensor& t : p.selection.tensors)
+      source_name.emplace(t.name, t.source->name);
     for (const TensorInfo& t : w.layout()) {
       names.push_back(t.name);
       src_names.push_back(source_name.at(t.name));
@@ -172,7 +176,8 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
                      const EditOptions& options) {
   const detail::Location where = detail::Location::parse(src_path.string());
   const bool stdin_source = where.is_standard_stream();
-  const bool local = detail::store_of(where).local_node(where).has_value();  // can be edited in place
+  const bool local =
+      detail::store_of(where).local_node(where).has_value();  // can be edited in place
   if (dst.empty() && !local)
     throw_invalid(fmt::format("{} is not a local file: an edit of it needs a destination",
                               stdin_source ? "standard input" : where.display()));
@@ -181,7 +186,8 @@ EditReport edit_file(const std::filesystem::path& src_path, const std::filesyste
 
   const bool into_source = dst.empty() || same_file(src_path, dst);
   if (into_source && local)
-    if (const std::optional<std::string> header = header_in_place(src, p.selection, p.report.metadata))
+    if (const std::optional<std::string> header =
+            header_in_place(src, p.selection, p.report.metadata))
       if (write_header_in_place(src, src_path, *header)) {
         p.report.in_place = true;
         return p.report;

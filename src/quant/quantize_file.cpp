@@ -1,6 +1,8 @@
 // quant/quantize_file.cpp: whole-file quantize (tlio quantize). It streams: tensors are processed
 // in chunks of elements, so memory stays bounded whatever the model size (a nested bnb weight
 // keeps its absmax, one float per block, until the end).
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -8,11 +10,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <fmt/core.h>
-
-#include "common/text.hpp"
-#include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
+#include "common/text.hpp"
 #include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "quant/tensor_selection.hpp"
@@ -32,20 +32,22 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
                              const std::vector<QuantizedWeight>& existing, bool allow_none) {
   const SchemeEntry& entry = scheme_entry(options.scheme.kind());
   if (entry.info.read_only)
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
   const std::unique_ptr<WeightEncoder> scheme = entry.encoder(options.scheme.options());
   if (!scheme)  // a form of a written scheme that tlio only reads (FP8 per tensor, MXFP8)
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format("tlio reads {} weights but does not write them", options.scheme.name()));
   const NameFilter filter(options.include, options.exclude);
 
   // Weights already quantized stay as they are; a file holds one int4 group.
   for (const auto& q : existing)
     if (options.scheme.kind() == SchemeKind::int4 && q.scheme.kind() == SchemeKind::int4 &&
         !(q.scheme == options.scheme))
-      throw_invalid(fmt::format("the file already holds {} weights; cannot add {}",
-                                q.scheme.name(), options.scheme.name()));
+      throw_invalid(fmt::format("the file already holds {} weights; cannot add {}", q.scheme.name(),
+                                options.scheme.name()));
   const auto stored = stored_tensor_names(existing);
   auto is_stored_part = [&](const std::string& name) { return stored.contains(name); };
 
@@ -78,25 +80,27 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
   }
   const char* const reasons[kWhyCount] = {
       "already quantized",
-      filter.has_include() ? "not matched by include" : "not in the default selection (linear layers' weights)",
+      filter.has_include() ? "not matched by include"
+                           : "not in the default selection (linear layers' weights)",
       "matched by exclude", "1-D (biases, norms)"};
   for (size_t r = 0; r < kWhyCount; ++r)
     if (!kept_for[r].empty()) report.kept.push_back({reasons[r], std::move(kept_for[r])});
   if (selected.empty() && !allow_none) {
     std::string why;
     for (const QuantizeReport::Kept& k : report.kept)
-      why += fmt::format("; {} {}{}", k.names.size(), k.reason,
-                         k.reason.starts_with("1-D") ? ", quantized only with allow_1d (--allow-1d)"
-                                                     : "");
+      why += fmt::format(
+          "; {} {}{}", k.names.size(), k.reason,
+          k.reason.starts_with("1-D") ? ", quantized only with allow_1d (--allow-1d)" : "");
     for (const QuantizeReport::Item& i : report.items)
       why += fmt::format("; {}: {}", quote_name(i.name), i.note);
-    throw_invalid(filter.has_include()
-                      ? fmt::format("include {} selects no tensor to quantize{}",
-                                    quote_name(options.include), why)
-                      : fmt::format("no tensor to quantize: the default selection is the weights "
-                                    "of linear layers (2-D, not embeddings or the output head), and "
-                                    "{} has none (choose others with include, --include REGEX){}",
-                                    src.name(), why));
+    throw_invalid(
+        filter.has_include()
+            ? fmt::format("include {} selects no tensor to quantize{}", quote_name(options.include),
+                          why)
+            : fmt::format("no tensor to quantize: the default selection is the weights "
+                          "of linear layers (2-D, not embeddings or the output head), and "
+                          "{} has none (choose others with include, --include REGEX){}",
+                          src.name(), why));
   }
 
   Metadata meta = src.metadata();

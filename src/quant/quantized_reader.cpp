@@ -1,8 +1,8 @@
 // quant/quantized_reader.cpp: QuantizedReader, one reader for every quantized scheme.
 #include <fmt/core.h>
 
-#include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
@@ -24,14 +24,17 @@ QuantizedWeight named_weight(const File& f, std::string_view name) {
 QuantizedReader::QuantizedReader(const File& f, std::string_view name)
     : QuantizedReader(f, named_weight(f, name)) {}
 
-QuantizedReader::QuantizedReader(const File& f, QuantizedWeight weight) : weight_(std::move(weight)) {
+QuantizedReader::QuantizedReader(const File& f, QuantizedWeight weight)
+    : weight_(std::move(weight)) {
   decoder_ = detail::scheme_entry(weight_.scheme.kind()).decoder(detail::TensorSet({&f}), weight_);
 }
 
-QuantizedReader::QuantizedReader(std::span<const File> files, QuantizedWeight weight) : weight_(std::move(weight)) {
+QuantizedReader::QuantizedReader(std::span<const File> files, QuantizedWeight weight)
+    : weight_(std::move(weight)) {
   std::vector<const File*> set;
   for (const File& f : files) set.push_back(&f);
-  decoder_ = detail::scheme_entry(weight_.scheme.kind()).decoder(detail::TensorSet(std::move(set)), weight_);
+  decoder_ = detail::scheme_entry(weight_.scheme.kind())
+                 .decoder(detail::TensorSet(std::move(set)), weight_);
 }
 
 uint64_t QuantizedReader::element_count() const noexcept {

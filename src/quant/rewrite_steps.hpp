@@ -29,11 +29,14 @@ using StoredParts = std::set<std::string, std::less<>>;
 /// in place of its first stored tensor, dropped with it), the others' stored tensors copied.
 /// `allow_empty`: a selection that leaves none of `src`'s tensors is not an error (one shard of
 /// a folder may lose all its tensors); the caller checks the whole.
-ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w, const ConvertFileOptions& options,
-                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes, bool allow_empty);
+ConvertFileReport convert_into(const TensorSet& set, const File& src, Writer& w,
+                               const ConvertFileOptions& options,
+                               const std::vector<QuantizedWeight>& weights, bool convert_dtypes,
+                               bool allow_empty);
 /// Which of `weights` convert_into dequantizes.
 std::vector<const QuantizedWeight*> weights_to_restore(const std::vector<QuantizedWeight>& weights,
-                                                       const ConvertFileOptions& options, bool convert_dtypes);
+                                                       const ConvertFileOptions& options,
+                                                       bool convert_dtypes);
 
 /// edit_file's rewrite (metadata edited, tensors chosen and named, bytes copied in the kernel)
 /// into `w`. `allow_empty` as for convert_into.
@@ -55,7 +58,7 @@ void erase_quantization_records(Metadata& metadata);
 /// of `weights` copied, and each of `weights` whose first stored tensor is in `shard` restored
 /// (decoded from `set`, wherever its other parts are).
 DequantizeReport dequantize_into(const TensorSet& set, const File& shard, Writer& w,
-                                 const std::vector<QuantizedWeight>& weights, std::optional<Dtype> dtype,
-                                 const ProgressCallback& progress);
+                                 const std::vector<QuantizedWeight>& weights,
+                                 std::optional<Dtype> dtype, const ProgressCallback& progress);
 
 }  // namespace tlio::detail

@@ -1,7 +1,8 @@
 // quant/schemes.cpp: the scheme registry, QuantScheme, and what the encoders share.
 #include "quant/schemes.hpp"
 
-#include "quant/hub/hub_config.hpp"
+#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -9,10 +10,8 @@
 #include <cmath>
 #include <cstring>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
 #include "common/json_text.hpp"
+#include "quant/hub/hub_config.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 
@@ -29,8 +28,10 @@ std::span<const SchemeEntry> scheme_entries() noexcept {
 
 SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::string_view example,
                             std::string_view layout, decltype(SchemeEntry::name) name,
-                            decltype(SchemeEntry::validate) validate, decltype(SchemeEntry::detect) detect,
-                            decltype(SchemeEntry::decoder) decoder, decltype(SchemeEntry::parts) parts) {
+                            decltype(SchemeEntry::validate) validate,
+                            decltype(SchemeEntry::detect) detect,
+                            decltype(SchemeEntry::decoder) decoder,
+                            decltype(SchemeEntry::parts) parts) {
   return {{kind, syntax, example, layout, {}, true},
           [](std::string_view) -> std::optional<QuantScheme::Options> { return std::nullopt; },
           name,
@@ -171,7 +172,8 @@ uint64_t QuantScheme::block() const noexcept {
   if (const auto* o = std::get_if<Bnb4bitOptions>(&options_)) return o->blocksize;
   if (const auto* o = std::get_if<GptqOptions>(&options_)) return o->group;
   if (const auto* o = std::get_if<AwqOptions>(&options_)) return o->group;
-  if (const auto* o = std::get_if<Fp8Options>(&options_)) return o->e8m0 ? o->block_cols : o->block_rows;
+  if (const auto* o = std::get_if<Fp8Options>(&options_))
+    return o->e8m0 ? o->block_cols : o->block_rows;
   if (const auto* o = std::get_if<CtIntOptions>(&options_)) return o->group;
   if (std::holds_alternative<Mxfp4Options>(options_)) return 32;
   if (std::holds_alternative<Nvfp4Options>(options_)) return 16;

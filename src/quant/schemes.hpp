@@ -94,18 +94,20 @@ struct SchemeEntry {
 /// MiB, decoded on every core in cache-sized chunks (a decoder's read is safe from several
 /// threads) a few slices ahead of the one this thread appends; tick reports the bytes of each
 /// slice, on the calling thread (quant/write_decoded.cpp).
-void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
-                   const std::function<void(uint64_t)>& tick);
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+                   std::string_view as, const std::function<void(uint64_t)>& tick);
 /// The same for the `elements` values of any decoder.
-void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Writer& out, std::string_view as,
-                   const std::function<void(uint64_t)>& tick);
+void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Writer& out,
+                   std::string_view as, const std::function<void(uint64_t)>& tick);
 
 /// The entry of a scheme tlio reads but does not write: no name parses to it, it has no
 /// options, and its encoder is nullptr (its info read_only).
 SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::string_view example,
                             std::string_view layout, decltype(SchemeEntry::name) name,
-                            decltype(SchemeEntry::validate) validate, decltype(SchemeEntry::detect) detect,
-                            decltype(SchemeEntry::decoder) decoder, decltype(SchemeEntry::parts) parts);
+                            decltype(SchemeEntry::validate) validate,
+                            decltype(SchemeEntry::detect) detect,
+                            decltype(SchemeEntry::decoder) decoder,
+                            decltype(SchemeEntry::parts) parts);
 
 /// The entries, one per SchemeKind, in SchemeKind order.
 std::span<const SchemeEntry> scheme_entries() noexcept;
@@ -121,12 +123,12 @@ std::set<std::string, std::less<>> stored_tensor_names(const std::vector<Quantiz
 const SchemeEntry& int4_scheme_entry() noexcept;
 const SchemeEntry& bnb_4bit_scheme_entry() noexcept;
 const SchemeEntry& llm_int8_scheme_entry() noexcept;
-const SchemeEntry& fp8_scheme_entry() noexcept;   // quant/hub/, read and written
-const SchemeEntry& gptq_scheme_entry() noexcept;  // quant/hub/, read only
-const SchemeEntry& awq_scheme_entry() noexcept;   // quant/hub/, read only
-const SchemeEntry& mxfp4_scheme_entry() noexcept;  // quant/hub/, read only
-const SchemeEntry& nvfp4_scheme_entry() noexcept;  // quant/hub/, read only
-const SchemeEntry& ct_int_scheme_entry() noexcept; // quant/hub/, read only
+const SchemeEntry& fp8_scheme_entry() noexcept;     // quant/hub/, read and written
+const SchemeEntry& gptq_scheme_entry() noexcept;    // quant/hub/, read only
+const SchemeEntry& awq_scheme_entry() noexcept;     // quant/hub/, read only
+const SchemeEntry& mxfp4_scheme_entry() noexcept;   // quant/hub/, read only
+const SchemeEntry& nvfp4_scheme_entry() noexcept;   // quant/hub/, read only
+const SchemeEntry& ct_int_scheme_entry() noexcept;  // quant/hub/, read only
 
 /// Chunked F32 input, shared by the encoders (defined in quant/schemes.cpp).
 /// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every

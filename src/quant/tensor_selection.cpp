@@ -39,9 +39,10 @@ std::string replacement_format(const std::string& replacement, unsigned groups,
                replacement[i + 1] <= '9') {
       const unsigned g = static_cast<unsigned>(replacement[++i] - '0');
       if (g > groups)
-        throw_invalid(fmt::format("rename replacement {} refers to group \\{}, but regex {} has "
-                                  "{} group{}", quote_name(replacement), g, quote_name(pattern),
-                                  groups, groups == 1 ? "" : "s"));
+        throw_invalid(fmt::format(
+            "rename replacement {} refers to group \\{}, but regex {} has "
+            "{} group{}",
+            quote_name(replacement), g, quote_name(pattern), groups, groups == 1 ? "" : "s"));
       out += g == 0 ? std::string("$&") : fmt::format("${}", g);
     } else if (c == '\\' && i + 1 < replacement.size() && replacement[i + 1] == '\\') {
       out += '\\';
@@ -84,10 +85,12 @@ std::string common_stem(const std::vector<std::string>& names) {
 
 // The tie records of `src` as `plan` leaves them: renamed, re-pointed (no record: the alias is a
 // tensor now) or removed. `alias_of`: the tensors left out that are written under their alias.
-void follow_ties(const File& src, const std::unordered_map<std::string_view, std::string_view>& alias_of,
+void follow_ties(const File& src,
+                 const std::unordered_map<std::string_view, std::string_view>& alias_of,
                  const std::function<bool(const std::string&, const std::string&)>& is_tie,
                  const std::function<bool(const std::string&)>& selected,
-                 const std::function<std::string(const std::string&)>& new_alias, SelectionPlan& plan) {
+                 const std::function<std::string(const std::string&)>& new_alias,
+                 SelectionPlan& plan) {
   std::unordered_map<std::string_view, std::string_view> new_name;
   for (const SelectedTensor& s : plan.tensors) new_name.emplace(s.source->name, s.name);
   for (const auto& [key, value] : src.metadata()) {
@@ -96,9 +99,12 @@ void follow_ties(const File& src, const std::unordered_map<std::string_view, std
       continue;
     }
     if (const auto a = alias_of.find(value); a != alias_of.end()) {
-      if (a->second == key) ++plan.ties_repointed;
-      else if (selected(key)) plan.metadata[new_alias(key)] = std::string(new_name.at(value));
-      else ++plan.ties_removed;
+      if (a->second == key)
+        ++plan.ties_repointed;
+      else if (selected(key))
+        plan.metadata[new_alias(key)] = std::string(new_name.at(value));
+      else
+        ++plan.ties_removed;
       continue;
     }
     const auto kept = new_name.find(value);
@@ -140,7 +146,8 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
   std::unordered_map<std::string_view, Decision> decided;
   std::map<std::string, std::string, std::less<>> weight_names;
   if (!selection.empty()) {
-    const std::vector<QuantizedWeight> own = weights ? std::vector<QuantizedWeight>{} : find_quantized_weights(src);
+    const std::vector<QuantizedWeight> own =
+        weights ? std::vector<QuantizedWeight>{} : find_quantized_weights(src);
     for (const QuantizedWeight& w : weights ? *weights : own) {
       const bool kept = selected(w.name);
       for (const std::string& part : w.stored) {
@@ -153,13 +160,14 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
                                  ? -1
                                  : first_match(keep, part);
         if ((kept && drop_hit >= 0) || keep_hit >= 0)
-          throw_invalid(fmt::format("{} regex {} matches {}, a stored tensor of quantized weight "
-                                    "{} ({}), which moves whole: select the weight by its name, "
-                                    "or dequantize it first", kept ? "drop" : "keep",
-                                    quote_name(kept ? selection.drop[drop_hit]
-                                                    : selection.keep[keep_hit]),
-                                    quote_name(part), quote_name(w.name), w.scheme.name()),
-                        part);
+          throw_invalid(
+              fmt::format("{} regex {} matches {}, a stored tensor of quantized weight "
+                          "{} ({}), which moves whole: select the weight by its name, "
+                          "or dequantize it first",
+                          kept ? "drop" : "keep",
+                          quote_name(kept ? selection.drop[drop_hit] : selection.keep[keep_hit]),
+                          quote_name(part), quote_name(w.name), w.scheme.name()),
+              part);
       }
       const std::string stem = common_stem(w.stored);
       const std::string new_stem = rules.empty() ? stem : renamed(stem);
@@ -167,7 +175,8 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
         if (const TensorInfo* t = src.header().find(part))  // this shard's parts
           decided.emplace(t->name, Decision{kept, new_stem + part.substr(stem.size())});
       if (kept)
-        weight_names.emplace(w.name, w.name.starts_with(stem) ? new_stem + w.name.substr(stem.size()) : w.name);
+        weight_names.emplace(
+            w.name, w.name.starts_with(stem) ? new_stem + w.name.substr(stem.size()) : w.name);
     }
   }
 
@@ -185,35 +194,38 @@ SelectionPlan plan_selection(const File& src, const TensorSelection& selection, 
   for (const TensorInfo& t : src.tensors()) {
     const auto d = decided.find(t.name);
     const auto alias = alias_of.find(t.name);
-    const bool kept = d != decided.end() ? d->second.keep : selected(t.name) || alias != alias_of.end();
+    const bool kept =
+        d != decided.end() ? d->second.keep : selected(t.name) || alias != alias_of.end();
     if (!kept) {
       ++plan.dropped;
       continue;
     }
     const std::string& as = alias != alias_of.end() ? std::string(alias->second) : t.name;
-    std::string name = d != decided.end() ? d->second.name
-                       : rules.empty()    ? as
-                                          : renamed(as);
+    std::string name = d != decided.end() ? d->second.name : rules.empty() ? as : renamed(as);
     if (name != t.name) {
       ++plan.renamed;
       if (name == "__metadata__")
         throw_invalid(fmt::format("renaming gives tensor {} the name \"__metadata__\", which the "
-                                  "format keeps for metadata", quote_name(t.name)), t.name);
+                                  "format keeps for metadata",
+                                  quote_name(t.name)),
+                      t.name);
       if (!simdjson::validate_utf8(name.data(), name.size()))
         throw_invalid(fmt::format("renaming gives tensor {} a name that is not valid UTF-8 "
-                                  "(a regex split a multi-byte character?)", quote_name(t.name)),
+                                  "(a regex split a multi-byte character?)",
+                                  quote_name(t.name)),
                       t.name);
     }
     const auto [slot, inserted] = by_new_name.try_emplace(name, &t);
     if (!inserted)
-      throw_invalid(fmt::format("renaming gives tensors {} and {} the same name {}",
-                                quote_name(slot->second->name), quote_name(t.name),
-                                quote_name(name)),
-                    name);
+      throw_invalid(
+          fmt::format("renaming gives tensors {} and {} the same name {}",
+                      quote_name(slot->second->name), quote_name(t.name), quote_name(name)),
+          name);
     plan.tensors.push_back({&t, std::move(name)});
   }
-  follow_ties(src, alias_of, is_tie, selected, [&](const std::string& n) { return rules.empty() ? n : renamed(n); },
-              plan);
+  follow_ties(
+      src, alias_of, is_tie, selected,
+      [&](const std::string& n) { return rules.empty() ? n : renamed(n); }, plan);
   if (plan.tensors.empty() && !src.tensors().empty() && !allow_empty)
     throw_invalid(fmt::format("the selection leaves none of the {} tensor{} of {}",
                               src.tensors().size(), src.tensors().size() == 1 ? "" : "s",
@@ -234,8 +246,8 @@ bool is_linear_weight(const TensorInfo& t) {
   }
   parts.pop_back();
   for (std::string_view part : parts)
-    if (part.find("embed") != std::string_view::npos || part == "wte" || part == "wpe" || part == "shared" ||
-        part == "lm_head" || part == "score" || part == "classifier")
+    if (part.find("embed") != std::string_view::npos || part == "wte" || part == "wpe" ||
+        part == "shared" || part == "lm_head" || part == "score" || part == "classifier")
       return false;
   return !(parts.size() == 1 && parts[0] == "output");
 }

@@ -42,7 +42,8 @@ struct SelectionPlan {
 /// caller checks the whole), when no tensor of a file that has some is kept. `weights`: the
 /// quantized weights of the whole model `src` is a shard of (their parts may be in other
 /// shards); nullptr: `src`'s own.
-SelectionPlan plan_selection(const File& src, const TensorSelection& selection, bool allow_empty = false,
+SelectionPlan plan_selection(const File& src, const TensorSelection& selection,
+                             bool allow_empty = false,
                              const std::vector<QuantizedWeight>* weights = nullptr);
 
 /// quantize's default selection: the weight of every linear layer, whatever the model calls it

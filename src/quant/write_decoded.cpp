@@ -37,7 +37,8 @@ class DecodePipeline {
         chunks_((elements + chunk - 1) / chunk),
         slices_((chunks_ + kChunksPerSlice - 1) / kChunksPerSlice) {
     for (uint64_t s = 0; s < std::min<uint64_t>(slices_, kSlicesAhead); ++s)
-      buffers_[s].values.resize(static_cast<size_t>(std::min(elements_, kChunksPerSlice * chunk_) * unit_));
+      buffers_[s].values.resize(
+          static_cast<size_t>(std::min(elements_, kChunksPerSlice * chunk_) * unit_));
   }
 
   // Calls append(bytes of slice s) for every slice in order; errors of the workers or of
@@ -60,7 +61,8 @@ class DecodePipeline {
           changed_.wait(lock, [&] { return stopping_ || b.chunks_done == chunks_in(s); });
           if (stopping_) break;
         }
-        append(std::span<const std::byte>(b.values).first(static_cast<size_t>(elements_in(s) * unit_)));
+        append(std::span<const std::byte>(b.values).first(
+            static_cast<size_t>(elements_in(s) * unit_)));
         {
           std::lock_guard lock(mutex_);
           b.chunks_done = 0;
@@ -83,8 +85,10 @@ class DecodePipeline {
   void run_here(Append&& append) {
     Buffer& b = buffers_[0];
     for (uint64_t s = 0; s < slices_; ++s) {
-      for (uint64_t c = s * kChunksPerSlice; c < s * kChunksPerSlice + chunks_in(s); ++c) decode(c, b);
-      append(std::span<const std::byte>(b.values).first(static_cast<size_t>(elements_in(s) * unit_)));
+      for (uint64_t c = s * kChunksPerSlice; c < s * kChunksPerSlice + chunks_in(s); ++c)
+        decode(c, b);
+      append(
+          std::span<const std::byte>(b.values).first(static_cast<size_t>(elements_in(s) * unit_)));
     }
   }
 
@@ -99,7 +103,9 @@ class DecodePipeline {
     const uint64_t at = (c % kChunksPerSlice) * chunk_ * unit_;
     decoder_.read(first, count, decoded_, std::span(b.values).subspan(at, count * unit_));
   }
-  uint64_t chunks_in(uint64_t s) const { return std::min(kChunksPerSlice, chunks_ - s * kChunksPerSlice); }
+  uint64_t chunks_in(uint64_t s) const {
+    return std::min(kChunksPerSlice, chunks_ - s * kChunksPerSlice);
+  }
   uint64_t elements_in(uint64_t s) const {
     return std::min(kChunksPerSlice * chunk_, elements_ - s * kChunksPerSlice * chunk_);
   }
@@ -154,14 +160,15 @@ class DecodePipeline {
 
 }  // namespace
 
-void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out, std::string_view as,
-                   const std::function<void(uint64_t)>& tick) {
-  const std::shared_ptr<const WeightDecoder> decoder = scheme_entry(w.scheme.kind()).decoder(set, w);
+void write_decoded(const TensorSet& set, const QuantizedWeight& w, Dtype to, Writer& out,
+                   std::string_view as, const std::function<void(uint64_t)>& tick) {
+  const std::shared_ptr<const WeightDecoder> decoder =
+      scheme_entry(w.scheme.kind()).decoder(set, w);
   write_decoded(*decoder, checked_product(w.shape).value_or(0), to, out, as, tick);
 }
 
-void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Writer& out, std::string_view as,
-                   const std::function<void(uint64_t)>& tick) {
+void write_decoded(const WeightDecoder& decoder, uint64_t elements, Dtype to, Writer& out,
+                   std::string_view as, const std::function<void(uint64_t)>& tick) {
   // Chunks small enough to stay in the cache between being made and being written (or the
   // decoder's natural chunk, which it reads fastest).
   const uint64_t chunk = decoder.natural_chunk() ? decoder.natural_chunk() : uint64_t{128} << 10;

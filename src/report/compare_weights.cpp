@@ -33,8 +33,8 @@ struct Progress {
 };
 
 // `count` values of `read` from element `first`, as F64 into `out`.
-void read_f64(const detail::ChunkReader& read, uint64_t first, uint64_t count, std::vector<std::byte>& scratch,
-              std::vector<double>& out) {
+void read_f64(const detail::ChunkReader& read, uint64_t first, uint64_t count,
+              std::vector<std::byte>& scratch, std::vector<double>& out) {
   const detail::Chunk c = read(first, count, scratch);
   out.resize(count);
   convert(c.dtype, c.bytes, Dtype::F64, std::as_writable_bytes(std::span(out)), count);
@@ -65,9 +65,10 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
                            } else {
                              b.resize(count);
                              for (uint64_t r = 0; r < count / cols; ++r) {
-                               read_f64(read_ref, pair.reference_row(first / cols + r, rows) * cols, cols,
-                                        ref_scratch, row);
-                               std::copy(row.begin(), row.end(), b.begin() + static_cast<ptrdiff_t>(r * cols));
+                               read_f64(read_ref, pair.reference_row(first / cols + r, rows) * cols,
+                                        cols, ref_scratch, row);
+                               std::copy(row.begin(), row.end(),
+                                         b.begin() + static_cast<ptrdiff_t>(r * cols));
                              }
                            }
                            sums[k] = detail::compare_values(a, b, options);
@@ -84,7 +85,8 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
 }  // namespace
 
 CompareReport compare_weights(const Weights& a, const Weights& b, const CompareOptions& options) {
-  if (a.kind() != WeightsKind::gguf && b.kind() != WeightsKind::gguf) {  // safetensors on both sides
+  if (a.kind() != WeightsKind::gguf &&
+      b.kind() != WeightsKind::gguf) {  // safetensors on both sides
     CompareOptions o = options;
     o.quantization_config_a = a.quantization_config();
     o.quantization_config_b = b.quantization_config();
@@ -93,7 +95,9 @@ CompareReport compare_weights(const Weights& a, const Weights& b, const CompareO
   detail::check_tolerances(options);
   const detail::Pairings pairs = detail::pair_names(a, b);
   const detail::NameFilter filter(options.filter, "");
-  const auto selected = [&](const std::string& name) { return options.filter.empty() || filter.includes(name, true); };
+  const auto selected = [&](const std::string& name) {
+    return options.filter.empty() || filter.includes(name, true);
+  };
 
   CompareReport report;
   struct Job {
@@ -117,24 +121,33 @@ CompareReport compare_weights(const Weights& a, const Weights& b, const CompareO
     j.c.b_dtype = j.ref.type;
     j.c.shape = Shape(j.v.shape);
     j.c.elements = j.v.elements;
-    if (!j.v.numeric) j.c.note = j.v.note;
-    else if (const std::string why = detail::not_compared(j.v, j.ref, *pair); !why.empty()) j.c.note = why;
-    else progress.total += j.c.elements;
+    if (!j.v.numeric)
+      j.c.note = j.v.note;
+    else if (const std::string why = detail::not_compared(j.v, j.ref, *pair); !why.empty())
+      j.c.note = why;
+    else
+      progress.total += j.c.elements;
     jobs.push_back(std::move(j));
   }
   for (const std::string& name : pairs.unpaired_reference())
     if (selected(name)) report.only_in_b.push_back(name);
   for (Job& j : jobs) {
-    if (j.c.note.empty() && j.c.elements > 0) compare_pair(j.v, j.ref, *j.pair, options, j.c, progress);
-    else if (j.c.note.empty()) j.c.compared = j.c.equal = true;  // empty tensors of one shape
+    if (j.c.note.empty() && j.c.elements > 0)
+      compare_pair(j.v, j.ref, *j.pair, options, j.c, progress);
+    else if (j.c.note.empty())
+      j.c.compared = j.c.equal = true;  // empty tensors of one shape
     report.tensors.push_back(std::move(j.c));
   }
   if (options.progress) options.progress(progress.total, progress.total);
-  const auto natural = [](const std::string& p, const std::string& q) { return natural_less(p, q); };
+  const auto natural = [](const std::string& p, const std::string& q) {
+    return natural_less(p, q);
+  };
   std::sort(report.only_in_a.begin(), report.only_in_a.end(), natural);
   std::sort(report.only_in_b.begin(), report.only_in_b.end(), natural);
   std::sort(report.tensors.begin(), report.tensors.end(),
-            [](const TensorComparison& p, const TensorComparison& q) { return natural_less(p.name, q.name); });
+            [](const TensorComparison& p, const TensorComparison& q) {
+              return natural_less(p.name, q.name);
+            });
   report.equal = report.only_in_a.empty() && report.only_in_b.empty() &&
                  std::all_of(report.tensors.begin(), report.tensors.end(),
                              [](const TensorComparison& c) { return c.equal; });

@@ -2,9 +2,9 @@
 // export's names.
 #include "report/pairing.hpp"
 
-#include <set>
-
 #include <fmt/core.h>
+
+#include <set>
 
 #include "gguf_convert/gguf_arch.hpp"
 #include "tlio/error.hpp"
@@ -46,7 +46,8 @@ std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
   std::map<std::string, GgufName, std::less<>> out;
   for (const std::string& name : folder.value_names()) {
     try {
-      if (std::optional<GgufName> g = gguf_name_for(arch, c, name)) out.emplace(name, std::move(*g));
+      if (std::optional<GgufName> g = gguf_name_for(arch, c, name))
+        out.emplace(name, std::move(*g));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::unsupported) throw;  // a name the table does not know: unpaired
     }
@@ -61,40 +62,48 @@ Pairings pair_names(const Weights& model, const Weights& reference) {
   Pairings out = [&] {  // by the export's names across GGUF and a folder, else by name
     Pairings p;
     p.reference_names_ = reference.value_names();
-    const bool gguf_to_folder = model.kind() == WeightsKind::gguf && reference.kind() == WeightsKind::model_folder;
-    const bool folder_to_gguf = model.kind() == WeightsKind::model_folder && reference.kind() == WeightsKind::gguf;
+    const bool gguf_to_folder =
+        model.kind() == WeightsKind::gguf && reference.kind() == WeightsKind::model_folder;
+    const bool folder_to_gguf =
+        model.kind() == WeightsKind::model_folder && reference.kind() == WeightsKind::gguf;
     if (gguf_to_folder || folder_to_gguf) p.made_.emplace(kRopeFreqsName);
     if (gguf_to_folder) {
       std::map<std::string_view, std::pair<std::string_view, uint64_t>> by_gguf_name;
       const auto hf = gguf_names(reference);
-      for (const auto& [hf_name, g] : hf) by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
+      for (const auto& [hf_name, g] : hf)
+        by_gguf_name.emplace(g.name, std::pair(std::string_view(hf_name), g.permute_heads));
       for (const std::string& n : names)
         if (const auto it = by_gguf_name.find(n); it != by_gguf_name.end())
           p.by_model_.emplace(n, Pairing{std::string(it->second.first), it->second.second, true});
       return p;
     }
     if (folder_to_gguf) {
-      const std::set<std::string_view> in_reference(p.reference_names_.begin(), p.reference_names_.end());
+      const std::set<std::string_view> in_reference(p.reference_names_.begin(),
+                                                    p.reference_names_.end());
       for (const auto& [hf_name, g] : gguf_names(model))
-        if (in_reference.contains(g.name)) p.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
+        if (in_reference.contains(g.name))
+          p.by_model_.emplace(hf_name, Pairing{g.name, g.permute_heads, false});
       return p;
     }
-    const std::set<std::string_view> in_reference(p.reference_names_.begin(), p.reference_names_.end());
+    const std::set<std::string_view> in_reference(p.reference_names_.begin(),
+                                                  p.reference_names_.end());
     for (const std::string& n : names)
       if (in_reference.contains(n)) p.by_model_.emplace(n, Pairing{n, 0, false});
     return p;
   }();
   // A GGUF file and a lone safetensors file pair only when the file holds GGUF names (an import).
   const bool model_is_gguf = model.kind() == WeightsKind::gguf;
-  if (out.by_model_.empty() && model_is_gguf != (reference.kind() == WeightsKind::gguf) && !names.empty() &&
-      !out.reference_names_.empty()) {
+  if (out.by_model_.empty() && model_is_gguf != (reference.kind() == WeightsKind::gguf) &&
+      !names.empty() && !out.reference_names_.empty()) {
     const Weights& gguf = model_is_gguf ? model : reference;
     const Weights& other = model_is_gguf ? reference : model;
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("no tensor of {} pairs with one of {}: a GGUF file pairs with a model folder (its "
-                            "config.json names the tensors in GGUF) or with a file of GGUF names",
-                            gguf.name(), other.name()),
-                other.name());
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format(
+            "no tensor of {} pairs with one of {}: a GGUF file pairs with a model folder (its "
+            "config.json names the tensors in GGUF) or with a file of GGUF names",
+            gguf.name(), other.name()),
+        other.name());
   }
   return out;
 }

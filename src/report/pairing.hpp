@@ -34,7 +34,8 @@ class Pairings {
   /// aside).
   std::vector<std::string> unpaired_reference() const;
   /// Whether `name` (of either side) is a GGUF tensor the export makes from the folder's
-  /// config.json rather than from a tensor (Llama 3's rope_freqs.weight): in neither "only in" list.
+  /// config.json rather than from a tensor (Llama 3's rope_freqs.weight): in neither "only in"
+  /// list.
   bool made(std::string_view name) const { return made_.contains(name); }
 
  private:
@@ -48,7 +49,8 @@ class Pairings {
 /// Pairs every value name of `model` with one of `reference`. A GGUF file against a model folder
 /// (or the other way) pairs through the export's table for the folder's architecture
 /// (Error{unsupported} naming it when the table has none); otherwise names pair with themselves.
-/// A GGUF file and a lone file of which no tensor pairs is Error{unsupported} saying how they would.
+/// A GGUF file and a lone file of which no tensor pairs is Error{unsupported} saying how they
+/// would.
 Pairings pair_names(const Weights& model, const Weights& reference);
 
 /// tlio::tensor_figures with the pairings already made (`pairs` null without a reference).

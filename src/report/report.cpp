@@ -1,12 +1,14 @@
 // report/report.cpp: a model's report (tensor_figures over all its names, with its summary) and
 // the report as JSON.
+#include "tlio/report.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
-
-#include <fmt/core.h>
-#include <fmt/format.h>
 
 #include "common/json_text.hpp"
 #include "common/text.hpp"
@@ -15,7 +17,6 @@
 #include "report/pairing.hpp"
 #include "report/report_figures.hpp"
 #include "tlio/header.hpp"
-#include "tlio/report.hpp"
 
 namespace tlio {
 
@@ -27,10 +28,13 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
   std::vector<std::string> names = model.value_names();
   std::optional<std::regex> filter;
   if (!options.filter.empty()) filter = detail::compile_regex(options.filter, "filter");
-  const auto selected = [&](const std::string& n) { return !filter || std::regex_search(n, *filter); };
+  const auto selected = [&](const std::string& n) {
+    return !filter || std::regex_search(n, *filter);
+  };
   std::erase_if(names, [&](const std::string& n) { return !selected(n); });
   // Layer by layer: "layers.2" before "layers.10", as people read a model.
-  std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) { return natural_less(a, b); });
+  std::stable_sort(names.begin(), names.end(),
+                   [](const std::string& a, const std::string& b) { return natural_less(a, b); });
 
   ModelReport r;
   r.name = model.name();
@@ -39,7 +43,8 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
   r.files = model.file_count();
   for (const auto& [key, value] : model.metadata()) r.metadata.emplace_back(key, value);
   if (!model.config_json().empty()) r.metadata.emplace_back("config.json", model.config_json());
-  if (!model.quantization_config().empty()) r.metadata.emplace_back("quantization_config", model.quantization_config());
+  if (!model.quantization_config().empty())
+    r.metadata.emplace_back("quantization_config", model.quantization_config());
   FigureOptions figure_options;
   figure_options.bins = options.bins;
   figure_options.progress = options.progress;
@@ -60,7 +65,8 @@ ModelReport make_report(const std::string& location, const ReportOptions& option
     by_type[t.type] += t.elements;
   }
   r.types.assign(by_type.begin(), by_type.end());
-  std::stable_sort(r.types.begin(), r.types.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(r.types.begin(), r.types.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   return r;
 }
 
@@ -76,27 +82,32 @@ std::string json_string(std::string_view s) {
 }
 
 std::string tensor_json(const TensorFigures& t) {
-  std::string out = fmt::format("{{\"name\":{},\"type\":{},\"shape\":[{}],\"elements\":{},\"stored_bytes\":{},"
-                                "\"layer\":{},\"numeric\":{}",
-                                json_string(t.name), json_string(t.type), fmt::join(t.shape, ","), t.elements,
-                                t.stored_bytes, t.layer ? std::to_string(*t.layer) : "null", t.numeric);
+  std::string out = fmt::format(
+      "{{\"name\":{},\"type\":{},\"shape\":[{}],\"elements\":{},\"stored_bytes\":{},"
+      "\"layer\":{},\"numeric\":{}",
+      json_string(t.name), json_string(t.type), fmt::join(t.shape, ","), t.elements, t.stored_bytes,
+      t.layer ? std::to_string(*t.layer) : "null", t.numeric);
   if (t.numeric) {
     const ValueStats& s = t.stats;
     const bool any = s.count > 0, finite = s.finite() > 0;
-    out += fmt::format(",\"count\":{},\"nan\":{},\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},"
-                       "\"max_over_std\":{},\"histogram\":[{}]",
-                       s.count, s.nan, s.inf, s.zero, any ? json_number(s.min) : "null",
-                       any ? json_number(s.max) : "null", finite ? json_number(s.mean) : "null",
-                       finite ? json_number(s.std_dev()) : "null", json_number(detail::max_over_std(s)),
-                       fmt::join(t.histogram, ","));
+    out += fmt::format(
+        ",\"count\":{},\"nan\":{},\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":"
+        "{},"
+        "\"max_over_std\":{},\"histogram\":[{}]",
+        s.count, s.nan, s.inf, s.zero, any ? json_number(s.min) : "null",
+        any ? json_number(s.max) : "null", finite ? json_number(s.mean) : "null",
+        finite ? json_number(s.std_dev()) : "null", json_number(detail::max_over_std(s)),
+        fmt::join(t.histogram, ","));
   }
   if (t.error) {
     const TensorError& e = *t.error;
-    out += fmt::format(",\"error\":{{\"reference\":{},\"reference_type\":{},\"rmse\":{},\"max_abs\":{},\"cosine\":{},"
-                       "\"sqnr_db\":{},\"nonfinite\":{},\"nonfinite_mismatch\":{}}}",
-                       json_string(e.reference), json_string(e.reference_type), json_number(e.rmse),
-                       json_number(e.max_abs), json_number(e.cosine), json_number(e.sqnr_db), e.nonfinite,
-                       e.nonfinite_mismatch);
+    out += fmt::format(
+        ",\"error\":{{\"reference\":{},\"reference_type\":{},\"rmse\":{},\"max_abs\":{},\"cosine\":"
+        "{},"
+        "\"sqnr_db\":{},\"nonfinite\":{},\"nonfinite_mismatch\":{}}}",
+        json_string(e.reference), json_string(e.reference_type), json_number(e.rmse),
+        json_number(e.max_abs), json_number(e.cosine), json_number(e.sqnr_db), e.nonfinite,
+        e.nonfinite_mismatch);
   }
   if (!t.note.empty()) out += fmt::format(",\"note\":{}", json_string(t.note));
   return out + "}";
@@ -112,15 +123,20 @@ std::string names_json(const std::vector<std::string>& names) {
 
 std::string report_json(const ModelReport& r) {
   std::vector<std::string> types, metadata, tensors;
-  for (const auto& [type, n] : r.types) types.push_back(fmt::format("{{\"type\":{},\"parameters\":{}}}", json_string(type), n));
-  for (const auto& [key, value] : r.metadata) metadata.push_back(json_string(key) + ":" + json_string(value));
+  for (const auto& [type, n] : r.types)
+    types.push_back(fmt::format("{{\"type\":{},\"parameters\":{}}}", json_string(type), n));
+  for (const auto& [key, value] : r.metadata)
+    metadata.push_back(json_string(key) + ":" + json_string(value));
   for (const TensorFigures& t : r.tensors) tensors.push_back(tensor_json(t));
-  return fmt::format("{{\"model\":{},\"format\":{},\"reference\":{},\"parameters\":{},\"stored_size\":{},\"files\":{},"
-                     "\"types\":[{}],\"metadata\":{{{}}},\"only_in_model\":{},\"only_in_reference\":{},"
-                     "\"tensors\":[{}]}}",
-                     json_string(r.name), json_string(r.format), r.reference.empty() ? "null" : json_string(r.reference),
-                     r.parameters, r.stored_size, r.files, fmt::join(types, ","), fmt::join(metadata, ","),
-                     names_json(r.only_in_model), names_json(r.only_in_reference), fmt::join(tensors, ","));
+  return fmt::format(
+      "{{\"model\":{},\"format\":{},\"reference\":{},\"parameters\":{},\"stored_size\":{},"
+      "\"files\":{},"
+      "\"types\":[{}],\"metadata\":{{{}}},\"only_in_model\":{},\"only_in_reference\":{},"
+      "\"tensors\":[{}]}}",
+      json_string(r.name), json_string(r.format),
+      r.reference.empty() ? "null" : json_string(r.reference), r.parameters, r.stored_size, r.files,
+      fmt::join(types, ","), fmt::join(metadata, ","), names_json(r.only_in_model),
+      names_json(r.only_in_reference), fmt::join(tensors, ","));
 }
 
 void write_report_html(const ModelReport& report, const std::string& out) {

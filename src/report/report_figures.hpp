@@ -27,7 +27,8 @@ inline double max_over_std(const ValueStats& s) {
 inline std::optional<std::pair<size_t, size_t>> layer_part(std::string_view name) {
   for (size_t begin = 0; begin <= name.size();) {
     const size_t end = std::min(name.find('.', begin), name.size());
-    if (end > begin && name.substr(begin, end - begin).find_first_not_of("0123456789") == std::string_view::npos)
+    if (end > begin &&
+        name.substr(begin, end - begin).find_first_not_of("0123456789") == std::string_view::npos)
       return std::pair(begin, end);
     begin = end + 1;
   }

@@ -1,6 +1,9 @@
 // report/tensor_figures.cpp: per-tensor figures (tlio/value_stats.hpp) and errors against a
 // reference, chunk by chunk straight from the inputs (quantized weights and GGUF tensors decoded
 // a chunk at a time), so any size works in bounded memory, the chunks spread over every core.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -8,9 +11,6 @@
 #include <limits>
 #include <numeric>
 #include <thread>
-
-#include <fmt/core.h>
-#include <fmt/format.h>
 
 #include "common/parallel.hpp"
 #include "report/pairing.hpp"
@@ -25,9 +25,9 @@ namespace {
 
 using detail::Chunk;
 using detail::ChunkReader;
+using detail::not_compared;
 using detail::Values;
 using detail::values_of;
-using detail::not_compared;
 
 // Values per chunk (a thread's unit of work).
 constexpr uint64_t kChunk = uint64_t{1} << 20;
@@ -62,7 +62,8 @@ class Progress {
   Progress(const ProgressCallback& callback, uint64_t total) : callback_(callback), total_(total) {}
   void add(uint64_t bytes) {
     const uint64_t now = done_ += bytes;
-    if (callback_ && std::this_thread::get_id() == caller_) callback_(std::min(now, total_), total_);
+    if (callback_ && std::this_thread::get_id() == caller_)
+      callback_(std::min(now, total_), total_);
   }
   void finish() {
     if (callback_) callback_(total_, total_);
@@ -79,8 +80,8 @@ class Progress {
 // histogram over [min, max] in a second: the chunks read again (from the page cache), or, for a
 // decoded tensor of at most kMaxKeptDecoded bytes, kept from the first pass rather than decoded
 // (or fetched) twice. `ref` is the reference's tensor when the two are compared, `pair` how.
-void compute(TensorFigures& f, const Values& v, const Values* ref, const detail::Pairing* pair, unsigned bins,
-             Progress& progress) {
+void compute(TensorFigures& f, const Values& v, const Values* ref, const detail::Pairing* pair,
+             unsigned bins, Progress& progress) {
   f.histogram.assign(bins, 0);
   const auto set_error = [&](const DifferenceSums& sums) {
     f.error = error_of(sums);
@@ -121,8 +122,10 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
       } else {
         const unsigned bits = dtype_bits(c.dtype);
         for (uint64_t row = 0; row < count / cols; ++row) {
-          const Chunk r = read_ref(pair->reference_row(first / cols + row, rows) * cols, cols, ref_scratch);
-          sums[k].merge(difference_sums(c.dtype, c.bytes.subspan(row * cols * bits / 8), r.dtype, r.bytes, cols));
+          const Chunk r =
+              read_ref(pair->reference_row(first / cols + row, rows) * cols, cols, ref_scratch);
+          sums[k].merge(difference_sums(c.dtype, c.bytes.subspan(row * cols * bits / 8), r.dtype,
+                                        r.bytes, cols));
         }
       }
       progress.add(share(ref->stored_bytes, k));
@@ -136,7 +139,8 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
     set_error(total);
   }
   const ValueStats& s = f.stats;
-  if (s.finite() > 0 && s.max == s.min) f.histogram[0] = s.finite();  // one value: one bin, as numpy
+  if (s.finite() > 0 && s.max == s.min)
+    f.histogram[0] = s.finite();  // one value: one bin, as numpy
   if (s.finite() == 0 || !(s.max > s.min) || !std::isfinite(s.max - s.min)) {
     progress.add(v.stored_bytes);
     return;
@@ -177,7 +181,8 @@ std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const 
       if (in.note.empty()) in.reference = std::move(ref);
     }
     if (!in.values.numeric) in.note = in.values.note;
-    if (in.values.numeric) total += 2 * in.values.stored_bytes + (in.reference ? in.reference->stored_bytes : 0);
+    if (in.values.numeric)
+      total += 2 * in.values.stored_bytes + (in.reference ? in.reference->stored_bytes : 0);
     inputs.push_back(std::move(in));
   }
   Progress progress(options.progress, total);
@@ -194,7 +199,9 @@ std::vector<TensorFigures> tensor_figures(const Weights& model, std::span<const 
     f.layer = layer_of(f.name);
     f.numeric = in.values.numeric;
     f.note = in.note;
-    if (f.numeric) compute(f, in.values, in.reference ? &*in.reference : nullptr, in.pair, options.bins, progress);
+    if (f.numeric)
+      compute(f, in.values, in.reference ? &*in.reference : nullptr, in.pair, options.bins,
+              progress);
     out.push_back(std::move(f));
   }
   progress.finish();

@@ -64,7 +64,8 @@ std::string not_compared(const Values& v, const Values& ref, const detail::Pairi
   if (v.shape.empty() || v.shape.size() > 2 || v.shape[0] % (2 * pair.permute_heads) != 0)
     return fmt::format("its rows cannot be split into {} heads of pairs", pair.permute_heads);
   const uint64_t cols = v.shape.size() == 2 ? v.shape[1] : 1;
-  if (cols * v.bits % 8 != 0 || cols * ref.bits % 8 != 0) return "its rows do not start on whole bytes";
+  if (cols * v.bits % 8 != 0 || cols * ref.bits % 8 != 0)
+    return "its rows do not start on whole bytes";
   return "";
 }
 

@@ -22,7 +22,8 @@ struct Chunk {
   Dtype dtype;
   std::span<const std::byte> bytes;
 };
-using ChunkReader = std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
+using ChunkReader =
+    std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
 
 /// A tensor to read: what it is, and how to start reading it (a view made when its turn comes and
 /// dropped after, so a remote file's tensors are not all in memory at once; a quantized weight's
@@ -34,7 +35,7 @@ struct Values {
   unsigned bits = 32;    ///< of each value the chunks hold
   bool decoded = false;  ///< chunks are decoded into scratch (F32), not views of the file
   bool numeric = true;
-  std::string note;      ///< why a tensor has no numeric values
+  std::string note;  ///< why a tensor has no numeric values
   std::function<ChunkReader()> open;
 };
 

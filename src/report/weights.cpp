@@ -2,9 +2,9 @@
 // the container's implementation (report/weights_containers.hpp), and what every container shares.
 #include "tlio/weights.hpp"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include "common/json_text.hpp"
 #include "report/weights_containers.hpp"
@@ -43,13 +43,18 @@ std::string closest_name(const std::string& word, std::span<const std::string> c
 
 Weights::~Weights() = default;
 
-std::unique_ptr<const Weights> Weights::open(const std::string& location, const OpenOptions& options) {
+std::unique_ptr<const Weights> Weights::open(const std::string& location,
+                                             const OpenOptions& options) {
   switch (weights_kind(location, options)) {
-    case WeightsKind::safetensors: return detail::open_file_weights(location, options);
-    case WeightsKind::model_folder: return detail::open_folder_weights(location, options);
-    case WeightsKind::gguf: return detail::open_gguf_weights(location, options);
+    case WeightsKind::safetensors:
+      return detail::open_file_weights(location, options);
+    case WeightsKind::model_folder:
+      return detail::open_folder_weights(location, options);
+    case WeightsKind::gguf:
+      return detail::open_gguf_weights(location, options);
   }
-  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, "a kind of weights tlio does not read", location);
+  throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+              "a kind of weights tlio does not read", location);
 }
 
 const std::string& Weights::config_json() const noexcept {
@@ -64,16 +69,19 @@ const std::vector<QuantizedWeight>& Weights::quantized() const noexcept {
   return none;
 }
 
-std::pair<const File*, const TensorInfo*> Weights::at(std::string_view name) const { throw_not_found(name); }
+std::pair<const File*, const TensorInfo*> Weights::at(std::string_view name) const {
+  throw_not_found(name);
+}
 
 void Weights::throw_not_found(std::string_view name) const {
   // The nearest name, or the logical name of a quantized weight's part.
   const std::vector<std::string> names = value_names();
   const std::string near = closest_name(std::string(name), names);
-  throw Error(ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
-              fmt::format("no tensor named {}{}", detail::quote_name(name),
-                          near.empty() ? "" : fmt::format("; did you mean {}?", detail::quote_name(near))),
-              this->name());
+  throw Error(
+      ErrorCode::not_found, Rule::none, std::string(name), std::nullopt,
+      fmt::format("no tensor named {}{}", detail::quote_name(name),
+                  near.empty() ? "" : fmt::format("; did you mean {}?", detail::quote_name(near))),
+      this->name());
 }
 
 std::vector<const TensorInfo*> Weights::tensors() const {

@@ -10,10 +10,13 @@
 namespace tlio::detail {
 
 /// One safetensors file (or "-"), its quantized weights found (report/weights_safetensors.cpp).
-std::unique_ptr<const Weights> open_file_weights(const std::string& location, const OpenOptions& options);
+std::unique_ptr<const Weights> open_file_weights(const std::string& location,
+                                                 const OpenOptions& options);
 /// A model folder: its shards one namespace, quantized weights over all of them (same unit).
-std::unique_ptr<const Weights> open_folder_weights(const std::string& location, const OpenOptions& options);
+std::unique_ptr<const Weights> open_folder_weights(const std::string& location,
+                                                   const OpenOptions& options);
 /// A GGUF file: every tensor a decoded reader (report/weights_gguf.cpp).
-std::unique_ptr<const Weights> open_gguf_weights(const std::string& location, const OpenOptions& options);
+std::unique_ptr<const Weights> open_gguf_weights(const std::string& location,
+                                                 const OpenOptions& options);
 
 }  // namespace tlio::detail

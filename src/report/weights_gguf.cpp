@@ -12,17 +12,19 @@ namespace {
 
 class GgufWeights final : public Weights {
  public:
-  explicit GgufWeights(GgufFile file) : file_(std::move(file)), metadata_(gguf_scalar_metadata(file_)) {}
+  explicit GgufWeights(GgufFile file)
+      : file_(std::move(file)), metadata_(gguf_scalar_metadata(file_)) {}
   WeightsKind kind() const noexcept override { return WeightsKind::gguf; }
   const std::string& name() const noexcept override { return file_.name(); }
   std::span<const File> files() const noexcept override { return {}; }
   std::optional<DecodedValues> decoded(std::string_view name) const override {
     const GgufTensorInfo* t = file_.tensor(name);
     if (!t) throw_not_found(name);
-    return DecodedValues{t->shape(), std::string(ggml_type(t->type)->name), t->bytes, ggml_decodes(t->type),
-                         [file = file_, t](uint64_t first, uint64_t count, std::span<std::byte> f32) {
-                           file.read_values(*t, first, count, Dtype::F32, f32);  // a share of the open file
-                         }};
+    return DecodedValues{
+        t->shape(), std::string(ggml_type(t->type)->name), t->bytes, ggml_decodes(t->type),
+        [file = file_, t](uint64_t first, uint64_t count, std::span<std::byte> f32) {
+          file.read_values(*t, first, count, Dtype::F32, f32);  // a share of the open file
+        }};
   }
   std::vector<std::string> value_names() const override {
     std::vector<std::string> names;
@@ -40,7 +42,8 @@ class GgufWeights final : public Weights {
 
 }  // namespace
 
-std::unique_ptr<const Weights> open_gguf_weights(const std::string& location, const OpenOptions& options) {
+std::unique_ptr<const Weights> open_gguf_weights(const std::string& location,
+                                                 const OpenOptions& options) {
   return std::make_unique<GgufWeights>(GgufFile::open(location, options));
 }
 

@@ -16,7 +16,8 @@ namespace {
 class StoredWeights : public Weights {
  public:
   std::optional<DecodedValues> decoded(std::string_view name) const override {
-    const auto q = std::find_if(quantized_.begin(), quantized_.end(), [&](const auto& x) { return x.name == name; });
+    const auto q = std::find_if(quantized_.begin(), quantized_.end(),
+                                [&](const auto& x) { return x.name == name; });
     if (q == quantized_.end()) return std::nullopt;
     // The reader (views of the packed bytes: copies for a URL) is made at the first read, so a
     // command listing many weights holds one at a time; it reads shares of the files, so the
@@ -28,11 +29,15 @@ class StoredWeights : public Weights {
     };
     auto lazy = std::make_shared<Lazy>();
     for (const File& f : files()) lazy->files.push_back(f.share());
-    return DecodedValues{{q->shape.begin(), q->shape.end()}, q->scheme.name(), q->stored_bytes, true,
-                         [weight = *q, lazy](uint64_t first, uint64_t count, std::span<std::byte> f32) {
-                           std::call_once(lazy->made, [&] { lazy->reader.emplace(lazy->files, weight); });
-                           lazy->reader->read(first, count, Dtype::F32, f32);
-                         }};
+    return DecodedValues{
+        {q->shape.begin(), q->shape.end()},
+        q->scheme.name(),
+        q->stored_bytes,
+        true,
+        [weight = *q, lazy](uint64_t first, uint64_t count, std::span<std::byte> f32) {
+          std::call_once(lazy->made, [&] { lazy->reader.emplace(lazy->files, weight); });
+          lazy->reader->read(first, count, Dtype::F32, f32);
+        }};
   }
 
   std::vector<std::string> value_names() const override {
@@ -61,7 +66,9 @@ class StoredWeights : public Weights {
 
 class FileWeights final : public StoredWeights {
  public:
-  explicit FileWeights(File file) : file_(std::move(file)) { quantized_ = find_quantized_weights(file_); }
+  explicit FileWeights(File file) : file_(std::move(file)) {
+    quantized_ = find_quantized_weights(file_);
+  }
   WeightsKind kind() const noexcept override { return WeightsKind::safetensors; }
   const std::string& name() const noexcept override { return file_.name(); }
   std::span<const File> files() const noexcept override { return std::span(&file_, 1); }
@@ -76,7 +83,9 @@ class FileWeights final : public StoredWeights {
 
 class FolderWeights final : public StoredWeights {
  public:
-  explicit FolderWeights(Model model) : model_(std::move(model)) { quantized_ = model_.quantized(); }
+  explicit FolderWeights(Model model) : model_(std::move(model)) {
+    quantized_ = model_.quantized();
+  }
   WeightsKind kind() const noexcept override { return WeightsKind::model_folder; }
   const std::string& name() const noexcept override { return model_.name(); }
   std::span<const File> files() const noexcept override { return model_.files(); }
@@ -85,7 +94,9 @@ class FolderWeights final : public StoredWeights {
     throw_not_found(name);
   }
   const std::string& config_json() const noexcept override { return model_.config_json(); }
-  std::string quantization_config() const override { return std::string(model_.quantization_config()); }
+  std::string quantization_config() const override {
+    return std::string(model_.quantization_config());
+  }
 
  private:
   Model model_;
@@ -93,11 +104,13 @@ class FolderWeights final : public StoredWeights {
 
 }  // namespace
 
-std::unique_ptr<const Weights> open_file_weights(const std::string& location, const OpenOptions& options) {
+std::unique_ptr<const Weights> open_file_weights(const std::string& location,
+                                                 const OpenOptions& options) {
   return std::make_unique<FileWeights>(File::open(location, options));
 }
 
-std::unique_ptr<const Weights> open_folder_weights(const std::string& location, const OpenOptions& options) {
+std::unique_ptr<const Weights> open_folder_weights(const std::string& location,
+                                                   const OpenOptions& options) {
   return std::make_unique<FolderWeights>(Model::open(location, options));
 }
 

@@ -2,17 +2,18 @@
 // from a mapping (no copy); a remote one's next piece is fetched while the current one is
 // hashed, so it costs about the longer of its download and its hash. Several files go to
 // several threads.
+#include "trust/hash.hpp"
+
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fmt/core.h>
-
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -31,7 +32,6 @@
 #include "io/interrupt.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
-#include "trust/hash.hpp"
 #include "tlio/trust.hpp"
 
 namespace tlio {
@@ -61,13 +61,15 @@ struct StopCheck {
 
 // Bytes in memory, piece by piece, the next asked ahead of the hash (a cold mapped file
 // streams); with `drop`, each hashed piece leaves this process (a mapping of our own).
-void hash_memory(std::span<const std::byte> all, bool drop, detail::Sha256& sha, const StopCheck& stopped) {
+void hash_memory(std::span<const std::byte> all, bool drop, detail::Sha256& sha,
+                 const StopCheck& stopped) {
   for (uint64_t at = 0; at < all.size(); at += kLocalPiece) {
     stopped();
-    const std::span<const std::byte> piece = all.subspan(at, std::min<uint64_t>(kLocalPiece, all.size() - at));
+    const std::span<const std::byte> piece =
+        all.subspan(at, std::min<uint64_t>(kLocalPiece, all.size() - at));
     if (const uint64_t next = at + piece.size(); next < all.size())
-      (void)madvise(const_cast<std::byte*>(all.data() + next), std::min<uint64_t>(kLocalPiece, all.size() - next),
-                    MADV_WILLNEED);
+      (void)madvise(const_cast<std::byte*>(all.data() + next),
+                    std::min<uint64_t>(kLocalPiece, all.size() - next), MADV_WILLNEED);
     sha.update(piece);
     if (drop) detail::drop_pages(piece);
   }
@@ -93,7 +95,9 @@ void hash_reads(const ByteSource& source, detail::Sha256& sha, const StopCheck& 
     stopped();
     const uint64_t following = at + n, m = std::min(piece, size - following);
     std::future<void> ahead;
-    if (m) ahead = std::async(std::launch::async, [&, following, m] { read_piece(source, following, next.first(m)); });
+    if (m)
+      ahead = std::async(std::launch::async,
+                         [&, following, m] { read_piece(source, following, next.first(m)); });
     try {
       sha.update(current.first(n));
     } catch (...) {
@@ -108,7 +112,8 @@ void hash_reads(const ByteSource& source, detail::Sha256& sha, const StopCheck& 
 }
 
 // A stream read to its end (a pipe, a /proc file whose size says 0); the bytes hashed.
-uint64_t hash_stream(int fd, const std::string& name, detail::Sha256& sha, const StopCheck& stopped) {
+uint64_t hash_stream(int fd, const std::string& name, detail::Sha256& sha,
+                     const StopCheck& stopped) {
   std::vector<std::byte> buffer(kStreamPiece);
   uint64_t size = 0;
   for (size_t n = buffer.size(); n == buffer.size(); size += n) {
@@ -125,7 +130,8 @@ FileHash finish(const std::string& name, uint64_t size, detail::Sha256& sha,
   if (!published.sha256.empty()) {
     if (published.sha256 != out.sha256)
       throw Error(ErrorCode::verification, Rule::none, {}, std::nullopt,
-                  fmt::format("its bytes have SHA-256 {}, but {} says {}", out.sha256, published.what, published.sha256),
+                  fmt::format("its bytes have SHA-256 {}, but {} says {}", out.sha256,
+                              published.what, published.sha256),
                   name);
     out.checked_against = published.what;
   }
@@ -140,7 +146,8 @@ FileHash hash_source(const ByteSource& source, bool map, const StopCheck& stoppe
     hash_memory(source.memory(), false, sha, stopped);  // a File's own mapping or buffer
   } else if (const int fd = source.descriptor(); map && fd >= 0 && source.size() > 0) {
     const detail::Mapping mapping(fd, source.size(), source.name());
-    (void)madvise(const_cast<std::byte*>(mapping.bytes().data()), mapping.bytes().size(), MADV_SEQUENTIAL);
+    (void)madvise(const_cast<std::byte*>(mapping.bytes().data()), mapping.bytes().size(),
+                  MADV_SEQUENTIAL);
     hash_memory(mapping.bytes(), true, sha, stopped);
   } else {
     hash_reads(source, sha, stopped);
@@ -156,8 +163,10 @@ FileHash hash_source(const ByteSource& source, bool map, const StopCheck& stoppe
 // A local path, opened once and looked at through its descriptor (no check-then-open race): a
 // regular file; one whose size says 0 (a /proc file) read to its end; with `pipes`, a FIFO
 // (a shell's <(...)) read to its end as sha256sum reads one; anything else refused.
-FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes, const StopCheck& stopped) {
-  detail::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block here
+FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes,
+                    const StopCheck& stopped) {
+  detail::Fd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block here
   if (fd.get() < 0) detail::throw_errno("cannot open", path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) detail::throw_errno("cannot look at it", path, errno);
@@ -178,12 +187,15 @@ FileHash hash_local(const std::string& path, const OpenOptions& open, bool pipes
   }
   const bool direct = open.backend == Backend::direct;
   const auto source = detail::descriptor_source(
-      std::move(fd), path, direct ? detail::SourceOptions::Access::direct : detail::SourceOptions::Access::read);
+      std::move(fd), path,
+      direct ? detail::SourceOptions::Access::direct : detail::SourceOptions::Access::read);
   return hash_source(*source, open.backend != Backend::pread && !direct, stopped);
 }
 
-FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes, const StopCheck& stopped) {
-  if (const auto node = detail::store_of(where).local_node(where)) return hash_local(node->string(), open, pipes, stopped);
+FileHash hash_location(const detail::Location& where, const OpenOptions& open, bool pipes,
+                       const StopCheck& stopped) {
+  if (const auto node = detail::store_of(where).local_node(where))
+    return hash_local(node->string(), open, pipes, stopped);
   detail::SourceOptions o;
   o.token = open.token;
   o.warning = open.warning;
@@ -196,16 +208,20 @@ FileHash hash_file(const std::string& location, const HashOptions& options) {
   return hash_location(detail::Location::parse(location), options.open, true, StopCheck{});
 }
 
-FileHash hash_file(const File& file) { return hash_source(detail::FileAccess::source(file), false, StopCheck{}); }
+FileHash hash_file(const File& file) {
+  return hash_source(detail::FileAccess::source(file), false, StopCheck{});
+}
 
 FileHash check_sha256(const File& file, std::string_view sha256) {
   if (!detail::is_sha256_hex(sha256))
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                fmt::format("{} is not a SHA-256 (64 hexadecimal digits)", detail::quote_name(sha256.substr(0, 80))));
+                fmt::format("{} is not a SHA-256 (64 hexadecimal digits)",
+                            detail::quote_name(sha256.substr(0, 80))));
   const FileHash h = hash_file(file);
   if (const std::string wanted = detail::ascii_lower(sha256); h.sha256 != wanted)
     throw Error(ErrorCode::verification, Rule::none, {}, std::nullopt,
-                fmt::format("its bytes have SHA-256 {}, not the expected {}", h.sha256, wanted), file.name());
+                fmt::format("its bytes have SHA-256 {}, not the expected {}", h.sha256, wanted),
+                file.name());
   return h;
 }
 
@@ -229,13 +245,16 @@ void hash_many(std::span<const std::string> locations, const HashOptions& option
     const std::lock_guard lock(reported);
     while (reported_up_to < count && finished[reported_up_to]) {
       const size_t i = reported_up_to++;
-      if (errors[i]) done(i, FileHash{}, &*errors[i]);
-      else done(i, *hashes[i], nullptr);
+      if (errors[i])
+        done(i, FileHash{}, &*errors[i]);
+      else
+        done(i, *hashes[i], nullptr);
     }
   };
   const auto one = [&](size_t i, const StopCheck& stopped) {
     const Location where = Location::parse(locations[i]);
-    const bool remote = !store_of(where).local_node(where);  // transfers are limited, local reads not
+    const bool remote =
+        !store_of(where).local_node(where);  // transfers are limited, local reads not
     if (remote)
       while (!remote_slots.try_acquire_for(std::chrono::milliseconds(20))) stopped();
     const struct Slot {
@@ -268,7 +287,8 @@ void hash_many(std::span<const std::string> locations, const HashOptions& option
       throw;
     }
   };
-  const unsigned threads = static_cast<unsigned>(std::min<size_t>(thread_count(options.threads), count));
+  const unsigned threads =
+      static_cast<unsigned>(std::min<size_t>(thread_count(options.threads), count));
   std::vector<std::thread> helpers;
   std::vector<std::exception_ptr> helper_errors(threads);
   std::atomic<unsigned> running{0};
@@ -323,7 +343,8 @@ void hash_files(std::span<const std::string> locations, const HashOptions& optio
 }
 
 std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links) {
-  return detail::walk_folder(folder, follow_file_links, [](const std::string& rel) { return rel == ".git"; });
+  return detail::walk_folder(folder, follow_file_links,
+                             [](const std::string& rel) { return rel == ".git"; });
 }
 
 std::vector<std::string> folder_files(const std::string& folder, bool follow_file_links,
@@ -338,7 +359,8 @@ bool path_order(std::string_view a, std::string_view b) noexcept {
   while (true) {
     const size_t ea = std::min(a.find('/'), a.size()), eb = std::min(b.find('/'), b.size());
     if (const int c = a.substr(0, ea).compare(b.substr(0, eb)); c != 0) return c < 0;
-    if (ea == a.size() || eb == b.size()) return ea == a.size() && eb != b.size();  // a prefix first
+    if (ea == a.size() || eb == b.size())
+      return ea == a.size() && eb != b.size();  // a prefix first
     a.remove_prefix(ea + 1);
     b.remove_prefix(eb + 1);
   }
@@ -360,17 +382,20 @@ std::vector<std::string> walk_folder(const std::string& folder, bool follow_file
     if (skip(e.rel)) return false;
     if (e.kind == Kind::folder) {
       // Passed over and named, rather than one unreadable folder ending the whole walk.
-      if (!refused || ::access((std::filesystem::path(folder) / e.rel).c_str(), R_OK | X_OK) == 0) return true;
-      refused->push_back({e.rel, fmt::format("cannot be read ({})", std::generic_category().message(errno))});
+      if (!refused || ::access((std::filesystem::path(folder) / e.rel).c_str(), R_OK | X_OK) == 0)
+        return true;
+      refused->push_back(
+          {e.rel, fmt::format("cannot be read ({})", std::generic_category().message(errno))});
       return false;
     }
     if (e.kind == Kind::file || (e.kind == Kind::link_to_file && follow_file_links)) {
       names.push_back(e.rel);
       return true;
     }
-    const char* why = e.kind == Kind::link_to_file ? "is a symbolic link, which a model signature does not follow"
-                      : e.kind == Kind::other_link ? "is a symbolic link to something that is not a regular file"
-                                                   : "is not a regular file (a FIFO, socket or device)";
+    const char* why =
+        e.kind == Kind::link_to_file ? "is a symbolic link, which a model signature does not follow"
+        : e.kind == Kind::other_link ? "is a symbolic link to something that is not a regular file"
+                                     : "is not a regular file (a FIFO, socket or device)";
     const std::string path = (std::filesystem::path(folder) / e.rel).string();
     if (!refused) throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt, why, path);
     refused->push_back({e.rel, why});

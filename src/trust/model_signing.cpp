@@ -2,6 +2,8 @@
 // (docs/security.md states it): a Sigstore bundle (v0.3) whose DSSE envelope carries an in-toto
 // statement listing every file's SHA-256, signed with ECDSA over DSSE's pre-authentication
 // encoding. Bundles of the model_signing tool verify here and this file's verify there.
+#include "trust/model_signing.hpp"
+
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -24,7 +26,6 @@
 #include "io/os_file.hpp"
 #include "tlio/trust.hpp"
 #include "trust/hash.hpp"
-#include "trust/model_signing.hpp"
 
 namespace tlio {
 namespace {
@@ -40,7 +41,8 @@ constexpr std::string_view kGitPaths[] = {".git", ".gitattributes", ".github", "
 
 // DSSE's pre-authentication encoding: what the signature covers.
 std::string pae(std::string_view payload) {
-  return fmt::format("DSSEv1 {} {} {} ", kPayloadType.size(), kPayloadType, payload.size()).append(payload);
+  return fmt::format("DSSEv1 {} {} {} ", kPayloadType.size(), kPayloadType, payload.size())
+      .append(payload);
 }
 
 // A JSON string with everything past ASCII as \uXXXX escapes, as model_signing's protobuf JSON
@@ -60,7 +62,8 @@ std::string json_quoted(std::string_view s) {
       cp = cp << 6 | (static_cast<unsigned char>(quoted[i + k]) & 0x3F);
     i += n;
     if (cp >= 0x10000)  // a surrogate pair
-      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + ((cp - 0x10000) >> 10),
+                         0xDC00 + ((cp - 0x10000) & 0x3FF));
     else
       out += fmt::format("\\u{:04x}", cp);
   }
@@ -79,7 +82,8 @@ std::string key_hint(const detail::EcKey& key) {
 // Verifying takes a private key too (its public half checks the signature): people keep one file.
 detail::EcKey read_key(const std::string& path, bool is_private) {
   const std::string pem = detail::read_text_file(path);
-  if (is_private || pem.find("PRIVATE KEY-----") != std::string::npos) return detail::EcKey::private_from_pem(pem, path);
+  if (is_private || pem.find("PRIVATE KEY-----") != std::string::npos)
+    return detail::EcKey::private_from_pem(pem, path);
   return detail::EcKey::public_from_pem(pem, path);
 }
 
@@ -88,7 +92,8 @@ std::optional<std::string> inside(const fs::path& folder, const fs::path& path) 
   std::error_code ec;
   const fs::path base = fs::weakly_canonical(folder, ec);
   if (ec) return std::nullopt;
-  const fs::path full = fs::weakly_canonical(path.is_absolute() ? path : fs::current_path() / path, ec);
+  const fs::path full =
+      fs::weakly_canonical(path.is_absolute() ? path : fs::current_path() / path, ec);
   if (ec) return std::nullopt;
   const fs::path rel = full.lexically_relative(base);
   const std::string text = rel.generic_string();
@@ -101,13 +106,15 @@ std::optional<std::string> relative_ignore(std::string_view text) {
   const fs::path p = fs::path(std::string(text)).lexically_normal();
   std::string s = p.generic_string();
   while (s.ends_with('/')) s.pop_back();
-  if (s.empty() || s == "." || p.is_absolute() || s == ".." || s.starts_with("../")) return std::nullopt;
+  if (s.empty() || s == "." || p.is_absolute() || s == ".." || s.starts_with("../"))
+    return std::nullopt;
   return s;
 }
 
 bool ignored(const std::string& rel, const std::set<std::string>& paths) {
   for (const std::string& p : paths)
-    if (rel == p || (rel.size() > p.size() && rel.starts_with(p) && rel[p.size()] == '/')) return true;
+    if (rel == p || (rel.size() > p.size() && rel.starts_with(p) && rel[p.size()] == '/'))
+      return true;
   return false;
 }
 
@@ -120,7 +127,8 @@ std::string signature_path(const std::string& folder, const std::string& given) 
   if (!given.empty()) return given;
   if (is_one_file(folder))
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                "is a file, not a folder: name its signature file (a one-file model has no folder to hold it)",
+                "is a file, not a folder: name its signature file (a one-file model has no folder "
+                "to hold it)",
                 folder);
   return (fs::path(folder) / kDefaultSignatureName).string();
 }
@@ -147,13 +155,15 @@ std::string join(const std::string& folder, const std::string& rel) {
 std::vector<std::string> model_files(const std::string& folder, const std::set<std::string>& ignore,
                                      std::vector<SkippedEntry>* refused) {
   if (is_one_file(folder)) return {"."};
-  return detail::walk_folder(folder, false, [&](const std::string& rel) { return ignored(rel, ignore); }, refused);
+  return detail::walk_folder(
+      folder, false, [&](const std::string& rel) { return ignored(rel, ignore); }, refused);
 }
 
 // name -> hex SHA-256 of each of `names`. A file that cannot be read is Error (signing), or
 // with `problems` (verifying) a problem, its name in `unreadable`.
-std::map<std::string, std::string> digests(const std::string& folder, const std::vector<std::string>& names,
-                                           unsigned threads, detail::Problems* problems = nullptr,
+std::map<std::string, std::string> digests(const std::string& folder,
+                                           const std::vector<std::string>& names, unsigned threads,
+                                           detail::Problems* problems = nullptr,
                                            std::set<std::string>* unreadable = nullptr) {
   std::vector<std::string> locations;
   locations.reserve(names.size());
@@ -165,7 +175,8 @@ std::map<std::string, std::string> digests(const std::string& folder, const std:
     if (!e) {
       out.emplace(names[i], h.sha256);
     } else if (problems) {
-      problems->add(fmt::format("{}: cannot be hashed: {}", detail::shown_name(names[i]), e->what()));
+      problems->add(
+          fmt::format("{}: cannot be hashed: {}", detail::shown_name(names[i]), e->what()));
       unreadable->insert(names[i]);
     } else {
       throw *e;
@@ -177,34 +188,41 @@ std::map<std::string, std::string> digests(const std::string& folder, const std:
 // Text a statement lists must be UTF-8 (it is JSON): Error{unsupported} naming `where`.
 void check_text(std::string_view text, const std::string& where, const char* what) {
   if (!simdjson::validate_utf8(text.data(), text.size()))
-    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("{} is not UTF-8, which a signature (JSON) cannot list: rename it or leave it out", what),
-                where);
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format(
+            "{} is not UTF-8, which a signature (JSON) cannot list: rename it or leave it out",
+            what),
+        where);
 }
 
 // The in-toto statement, laid out as model_signing writes it (two-space indents).
-std::string statement_text(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files,
+std::string statement_text(const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& files,
                            const std::set<std::string>& ignore) {
   detail::Sha256 root;  // over the raw digests in the listed order
   std::string resources;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::vector<unsigned char> raw = detail::from_hex(files[i].second);
     root.update(std::as_bytes(std::span(raw)));
-    resources += fmt::format("{}\n      {{\n        \"algorithm\": \"sha256\",\n        \"digest\": \"{}\",\n"
-                             "        \"name\": {}\n      }}",
-                             i ? "," : "", files[i].second, json_quoted(files[i].first));
+    resources += fmt::format(
+        "{}\n      {{\n        \"algorithm\": \"sha256\",\n        \"digest\": \"{}\",\n"
+        "        \"name\": {}\n      }}",
+        i ? "," : "", files[i].second, json_quoted(files[i].first));
   }
   const detail::Sha256Digest digest = root.finish();
   std::vector<std::string> ignore_list;
   for (const std::string& p : ignore) ignore_list.push_back("        " + json_quoted(p));
   return fmt::format(
-      "{{\n  \"_type\": \"{}\",\n  \"subject\": [\n    {{\n      \"name\": {},\n      \"digest\": {{\n"
-      "        \"sha256\": \"{}\"\n      }}\n    }}\n  ],\n  \"predicateType\": \"{}\",\n  \"predicate\": {{\n"
+      "{{\n  \"_type\": \"{}\",\n  \"subject\": [\n    {{\n      \"name\": {},\n      \"digest\": "
+      "{{\n"
+      "        \"sha256\": \"{}\"\n      }}\n    }}\n  ],\n  \"predicateType\": \"{}\",\n  "
+      "\"predicate\": {{\n"
       "    \"serialization\": {{\n      \"method\": \"files\",\n      \"hash_type\": \"sha256\",\n"
       "      \"allow_symlinks\": false,\n      \"ignore_paths\": [\n{}\n      ]\n    }},\n"
       "    \"resources\": [{}\n    ]\n  }}\n}}",
-      kStatementType, json_quoted(name), detail::to_hex(digest), kPredicateType, fmt::join(ignore_list, ",\n"),
-      resources);
+      kStatementType, json_quoted(name), detail::to_hex(digest), kPredicateType,
+      fmt::join(ignore_list, ",\n"), resources);
 }
 
 // What every signature leaves out: the .git paths, the signature itself, the caller's.
@@ -217,7 +235,8 @@ std::set<std::string> base_ignores(const std::string& folder, const std::string&
     const auto rel = fs::path(p).is_absolute() ? inside(folder, p) : relative_ignore(p);
     if (!rel)
       throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                  fmt::format("the ignore path {} is not inside the folder", detail::shown_name(p)), folder);
+                  fmt::format("the ignore path {} is not inside the folder", detail::shown_name(p)),
+                  folder);
     out.insert(*rel);
   }
   return out;
@@ -235,7 +254,8 @@ void refuse_to_replace(const std::string& signature) {
   } catch (const Error&) {
   }
   throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-              "exists and is not a model signature: it is not replaced (name another --signature, or remove it)",
+              "exists and is not a model signature: it is not replaced (name another --signature, "
+              "or remove it)",
               signature);
 }
 
@@ -250,7 +270,8 @@ std::optional<std::string_view> string_at(const JsonValue& e, const char* key) {
 
 }  // namespace
 
-std::string sign_folder(const std::string& folder, const std::string& private_key, const SignOptions& options) {
+std::string sign_folder(const std::string& folder, const std::string& private_key,
+                        const SignOptions& options) {
   const detail::EcKey key = read_key(private_key, true);
   const std::string signature = signature_path(folder, options.signature);
   refuse_to_replace(signature);
@@ -258,7 +279,8 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
   {  // any other .git* entry at the top is left out too (and recorded, so verifiers agree)
     std::error_code ec;
     for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
-      if (const std::string n = e.path().filename().string(); n.starts_with(".git")) ignore.insert(n);
+      if (const std::string n = e.path().filename().string(); n.starts_with(".git"))
+        ignore.insert(n);
   }
   const std::string name = model_name(folder);
   check_text(name, folder, "the folder's name");
@@ -267,15 +289,19 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
   for (const std::string& n : names) check_text(n, join(folder, n), "its name");
   const std::map<std::string, std::string> files = digests(folder, names, options.threads);
   std::vector<std::pair<std::string, std::string>> ordered(files.begin(), files.end());
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return detail::path_order(a.first, b.first); });
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return detail::path_order(a.first, b.first); });
   const std::string payload = statement_text(name, ordered, ignore);
   const std::vector<unsigned char> sig = key.sign(pae(payload));
   const std::string bundle = fmt::format(
-      "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},\"tlogEntries\":[]}},"
-      "\"dsseEnvelope\":{{\"payload\":\"{}\",\"payloadType\":\"{}\",\"signatures\":[{{\"sig\":\"{}\",\"keyid\":\"\"}}]}}}}",
+      "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},"
+      "\"tlogEntries\":[]}},"
+      "\"dsseEnvelope\":{{\"payload\":\"{}\",\"payloadType\":\"{}\",\"signatures\":[{{\"sig\":\"{}"
+      "\",\"keyid\":\"\"}}]}}}}",
       kBundleMediaType, key_hint(key),
-      detail::base64_encode({reinterpret_cast<const unsigned char*>(payload.data()), payload.size()}), kPayloadType,
-      detail::base64_encode(sig));
+      detail::base64_encode(
+          {reinterpret_cast<const unsigned char*>(payload.data()), payload.size()}),
+      kPayloadType, detail::base64_encode(sig));
   detail::poll_interrupt();
   detail::AtomicFile out(signature);
   detail::pwrite_all(out.fd(), 0, std::as_bytes(std::span(bundle)), signature);
@@ -285,7 +311,8 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
 
 namespace detail {
 
-SignedStatement read_signature(std::string_view bundle_text, const std::string& source, const EcKey& key) {
+SignedStatement read_signature(std::string_view bundle_text, const std::string& source,
+                               const EcKey& key) {
   SignedStatement out;
   Problems problems(out.problems);
 
@@ -301,11 +328,13 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
   if (string_at(root, "mediaType") != kBundleMediaType)
     problems.add(fmt::format("the bundle's mediaType is not {}", kBundleMediaType));
   const std::string hint = key_hint(key);
-  if (const auto given = string_at(root["verificationMaterial"]["publicKey"], "hint"); given && !given->empty()) {
+  if (const auto given = string_at(root["verificationMaterial"]["publicKey"], "hint");
+      given && !given->empty()) {
     out.key_hint = std::string(*given);
     if (*given != hint)
-      problems.add(fmt::format("the signature's key hint {} is not the public key given (its hint is {})",
-                               shown_name(*given), hint));
+      problems.add(
+          fmt::format("the signature's key hint {} is not the public key given (its hint is {})",
+                      shown_name(*given), hint));
   }  // (bundles of model_signing 1.0 carry the key's bytes instead: the signature check decides)
   Element envelope, first;
   std::vector<unsigned char> payload_bytes, sig;
@@ -314,7 +343,8 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
     problems.add("the bundle has no dsseEnvelope");
     return out;
   }
-  if (!(payload_b64 = string_at(envelope, "payload")) || !base64_decode(*payload_b64, payload_bytes)) {
+  if (!(payload_b64 = string_at(envelope, "payload")) ||
+      !base64_decode(*payload_b64, payload_bytes)) {
     problems.add("the bundle has no dsseEnvelope.payload in base64");
     return out;
   }
@@ -327,8 +357,10 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
   if (string_at(envelope, "payloadType") != kPayloadType)
     problems.add(fmt::format("the envelope's payloadType is not {}", kPayloadType));
   if (!key.verify(pae(payload), sig)) {
-    problems.add("the signature does not verify with the public key given: the statement was changed, or signed "
-                 "by another key");
+    problems.add(
+        "the signature does not verify with the public key given: the statement was changed, or "
+        "signed "
+        "by another key");
     return out;  // what an unsigned statement lists is not worth reading
   }
   out.trusted = true;
@@ -342,7 +374,8 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
     return out;
   }
   const Element st = statement->root();
-  if (string_at(st, "_type") != kStatementType) problems.add(fmt::format("the statement's _type is not {}", kStatementType));
+  if (string_at(st, "_type") != kStatementType)
+    problems.add(fmt::format("the statement's _type is not {}", kStatementType));
   if (string_at(st, "predicateType") != kPredicateType)
     problems.add(fmt::format("the statement's predicateType is not {}", kPredicateType));
   simdjson::dom::array subjects;
@@ -354,11 +387,13 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
     problems.add("the statement does not have exactly one subject");
   }
   const auto serialization = st["predicate"]["serialization"];
-  if (string_at(serialization, "method") != "files" || string_at(serialization, "hash_type") != "sha256")
+  if (string_at(serialization, "method") != "files" ||
+      string_at(serialization, "hash_type") != "sha256")
     problems.add("the statement's serialization is not the \"files\" method over sha256");
   if (simdjson::dom::array listed; serialization["ignore_paths"].get(listed) == simdjson::SUCCESS)
     for (Element p : listed)
-      if (std::string_view text; p.get(text) == simdjson::SUCCESS) out.ignore_paths.emplace_back(text);
+      if (std::string_view text; p.get(text) == simdjson::SUCCESS)
+        out.ignore_paths.emplace_back(text);
 
   Sha256 root_digest;  // over the raw digests, in the order listed
   simdjson::dom::array resources;
@@ -367,11 +402,14 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
     return out;
   }
   for (Element r : resources) {
-    const auto name = string_at(r, "name"), algorithm = string_at(r, "algorithm"), digest = string_at(r, "digest");
-    const std::vector<unsigned char> raw = digest && is_sha256_hex(*digest) ? from_hex(*digest) : std::vector<unsigned char>{};
+    const auto name = string_at(r, "name"), algorithm = string_at(r, "algorithm"),
+               digest = string_at(r, "digest");
+    const std::vector<unsigned char> raw =
+        digest && is_sha256_hex(*digest) ? from_hex(*digest) : std::vector<unsigned char>{};
     if (!name || algorithm != "sha256" || raw.empty()) {
-      problems.add(fmt::format("the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
-                               shown_name(simdjson::to_string(r).substr(0, 200))));
+      problems.add(fmt::format(
+          "the statement has a resource that is not {{name, algorithm sha256, digest}}: {}",
+          shown_name(simdjson::to_string(r).substr(0, 200))));
       continue;
     }
     root_digest.update(std::as_bytes(std::span(raw)));
@@ -380,9 +418,10 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
   }
   const std::string recomputed = to_hex(root_digest.finish());
   if (subject_digest && ascii_lower(*subject_digest) != recomputed)
-    problems.add(fmt::format("the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
-                             "statement is inconsistent",
-                             shown_name(*subject_digest), recomputed));
+    problems.add(fmt::format(
+        "the subject's digest {} is not the SHA-256 of the resources' digests ({}): the "
+        "statement is inconsistent",
+        shown_name(*subject_digest), recomputed));
   return out;
 }
 
@@ -392,7 +431,8 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
                                const VerifyOptions& options) {
   const detail::EcKey key = read_key(public_key, false);
   const std::string signature = signature_path(folder, options.signature);
-  detail::SignedStatement statement = detail::read_signature(detail::read_text_file(signature), signature, key);
+  detail::SignedStatement statement =
+      detail::read_signature(detail::read_text_file(signature), signature, key);
   SignatureCheck check;
   check.problems = std::move(statement.problems);
   check.key_hint = std::move(statement.key_hint);
@@ -406,20 +446,25 @@ SignatureCheck check_signature(const std::string& folder, const std::string& pub
   detail::Problems problems(check.problems);
   std::vector<SkippedEntry> refused;  // links, special files, unreadable folders: problems
   const std::vector<std::string> names = model_files(folder, ignore, &refused);
-  for (const SkippedEntry& r : refused) problems.add(fmt::format("{}: {}", detail::shown_name(r.path), r.reason));
+  for (const SkippedEntry& r : refused)
+    problems.add(fmt::format("{}: {}", detail::shown_name(r.path), r.reason));
   std::set<std::string> unreadable;  // reported by digests() already
-  const std::map<std::string, std::string> now = digests(folder, names, options.threads, &problems, &unreadable);
+  const std::map<std::string, std::string> now =
+      digests(folder, names, options.threads, &problems, &unreadable);
   for (const auto& [name, digest] : statement.files) {
     const auto it = now.find(name);
     if (it == now.end()) {
-      if (!unreadable.count(name)) problems.add(fmt::format("{}: missing (the signature lists it)", detail::shown_name(name)));
+      if (!unreadable.count(name))
+        problems.add(fmt::format("{}: missing (the signature lists it)", detail::shown_name(name)));
     } else if (it->second != digest) {
-      problems.add(fmt::format("{}: its SHA-256 is {}, the signature says {}", detail::shown_name(name), it->second, digest));
+      problems.add(fmt::format("{}: its SHA-256 is {}, the signature says {}",
+                               detail::shown_name(name), it->second, digest));
     }
   }
   for (const auto& [name, digest] : now)
     if (!statement.files.count(name))
-      problems.add(fmt::format("{}: not in the signature (a file added)", detail::shown_name(name)));
+      problems.add(
+          fmt::format("{}: not in the signature (a file added)", detail::shown_name(name)));
   return check;
 }
 

@@ -22,8 +22,10 @@ class Problems {
   Problems(const Problems&) = delete;
   Problems& operator=(const Problems&) = delete;
   void add(std::string problem) {
-    if (out_.size() < limit_) out_.push_back(std::move(problem));
-    else ++more_;
+    if (out_.size() < limit_)
+      out_.push_back(std::move(problem));
+    else
+      ++more_;
   }
 
  private:

@@ -16,7 +16,8 @@
 
 #define GUARD 0xA5
 
-/* tl_quantize_options as tlio.h first declared it (scheme "int4-g<G>-sym", "nf4", "fp4", "int8"). */
+/* tl_quantize_options as tlio.h first declared it (scheme "int4-g<G>-sym", "nf4", "fp4", "int8").
+ */
 typedef struct {
   size_t struct_size;
   const char* scheme;
@@ -56,14 +57,16 @@ static void check_quantize(const char* src, const char* dir) {
   (tl_quantize_options_init)((tl_quantize_options*)&old.o);
   CHECK(guards_intact(old.guard, sizeof old.guard));
   CHECK(old.o.struct_size == sizeof(first_quantize_options));
-  CHECK(old.o.storage == TL_U8 && old.o.scheme == NULL && old.o.blocksize == 0 && old.o.nested == 0);
+  CHECK(old.o.storage == TL_U8 && old.o.scheme == NULL && old.o.blocksize == 0 &&
+        old.o.nested == 0);
   old.o.scheme = "nf4";
   snprintf(dst, sizeof dst, "%s/old.safetensors", dir);
   CHECK(tl_quantize_file_with(src, dst, (const tl_quantize_options*)&old.o) == TL_OK);
   /* Today's header: the macro passes this program's sizeof. */
   memset(&now, GUARD, sizeof now);
   tl_quantize_options_init(&now);
-  CHECK(now.struct_size == sizeof now && now.token == NULL && now.allow_1d == 0 && now.storage == TL_U8);
+  CHECK(now.struct_size == sizeof now && now.token == NULL && now.allow_1d == 0 &&
+        now.storage == TL_U8);
   /* A struct past this library's is not filled past its size, and refused by the calls. */
   {
     struct {
@@ -89,7 +92,8 @@ static void check_compare(const char* src) {
   memset(&old, GUARD, sizeof old);
   (tl_compare_options_init)((tl_compare_options*)&old.o);
   CHECK(guards_intact(old.guard, sizeof old.guard));
-  CHECK(old.o.struct_size == sizeof(first_compare_options) && old.o.atol == 0 && old.o.progress == NULL);
+  CHECK(old.o.struct_size == sizeof(first_compare_options) && old.o.atol == 0 &&
+        old.o.progress == NULL);
   CHECK(tl_open(src, &f) == TL_OK);
   CHECK(tl_compare_files(f, f, (const tl_compare_options*)&old.o, &c) == TL_OK);
   tl_comparison_free(c);

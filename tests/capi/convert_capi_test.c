@@ -22,7 +22,8 @@ static void write_model(const char* dir) {
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   CHECK(tl_writer_open(path, &w) == TL_OK);
   CHECK(tl_writer_set_metadata(w, "format", "pt") == TL_OK);
-  CHECK(tl_writer_add(w, "model.layers.0.mlp.up_proj.weight", TL_F32, 2, shape, values, sizeof values) == TL_OK);
+  CHECK(tl_writer_add(w, "model.layers.0.mlp.up_proj.weight", TL_F32, 2, shape, values,
+                      sizeof values) == TL_OK);
   CHECK(tl_writer_commit(w) == TL_OK);
   snprintf(path, sizeof path, "%s/config.json", dir);
   config = fopen(path, "w");

@@ -1,7 +1,7 @@
 /* The C API's GGUF functions from C (C99): listing, metadata as text, reading values in ranges
- * and dtypes, slices, errors, tl_import_gguf read back with tl_open, the export compared with its folder, and
- * tl_import_gguf_model. Decoding itself is checked
- * against ggml in tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
+ * and dtypes, slices, errors, tl_import_gguf read back with tl_open, the export compared with its
+ * folder, and tl_import_gguf_model. Decoding itself is checked against ggml in
+ * tests/gguf/ggml_test.cpp and python/tests/test_gguf_import.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <glob.h>
 #include <stdio.h>
@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   memset(&t, 0, sizeof t);
   CHECK(tl_gguf_tensor_at(g, 1, &t) == TL_OK && t.name && t.type_name);
   if (!t.name || !t.type_name) return 1;
-  CHECK(strcmp(t.name, "q") == 0 && t.ggml_type == 8 && strcmp(t.type_name, "Q8_0") == 0 && t.decodes == 1);
+  CHECK(strcmp(t.name, "q") == 0 && t.ggml_type == 8 && strcmp(t.type_name, "Q8_0") == 0 &&
+        t.decodes == 1);
   CHECK(t.rank == 2 && t.shape[0] == 3 && t.shape[1] == 32 && t.elements == 96 && t.bytes == 102);
   CHECK(tl_gguf_tensor_at(g, 2, &t) == TL_EINVAL);
   CHECK(tl_gguf_find(g, "q", &i) == TL_OK && i == 1);
@@ -52,16 +53,17 @@ int main(int argc, char** argv) {
     memcpy(&bits, &all[90], 4);
     CHECK(half[0] == (uint16_t)((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16)); /* nearest even */
   }
-  CHECK(tl_gguf_read(g, 1, 90, 7, TL_F32, all, sizeof all) == TL_EINVAL);     /* past the end */
-  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F32, all, 15) == TL_EINVAL);              /* wrong size */
-  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F4, all, 2) == TL_EUNSUPPORTED);          /* sub-byte */
+  CHECK(tl_gguf_read(g, 1, 90, 7, TL_F32, all, sizeof all) == TL_EINVAL); /* past the end */
+  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F32, all, 15) == TL_EINVAL);          /* wrong size */
+  CHECK(tl_gguf_read(g, 1, 0, 4, TL_F4, all, 2) == TL_EUNSUPPORTED);      /* sub-byte */
   tl_gguf_close(g);
 
   CHECK(tl_gguf_open(TLIO_TEST_DATA "/gguf/truncated.gguf", NULL, &g) == TL_EFORMAT && g == NULL);
   CHECK(strcmp(tl_last_error_rule(), "gguf") == 0);
 
   snprintf(out, sizeof out, "%s/gguf_capi_%d.safetensors", scratch, (int)getpid());
-  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F16, NULL, &written) == TL_OK);
+  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F16, NULL, &written) ==
+        TL_OK);
   CHECK(written == 2);
   CHECK(tl_open(out, &f) == TL_OK);
   if (f) {
@@ -72,19 +74,24 @@ int main(int argc, char** argv) {
     tl_close(f);
   }
   unlink(out);
-  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F8_E4M3, NULL, NULL) == TL_EINVAL);
+  CHECK(tl_import_gguf(TLIO_TEST_DATA "/gguf/two_tensors.gguf", out, TL_F8_E4M3, NULL, NULL) ==
+        TL_EINVAL);
   CHECK(access(out, F_OK) != 0);
 
   /* A Hugging Face folder to GGUF, read back. */
   snprintf(out, sizeof out, "%s/gguf_capi_%d.gguf", scratch, (int)getpid());
   written = 0;
-  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "Q8_0", NULL, &written) == TL_OK && written == 12);
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "Q8_0", NULL, &written) == TL_OK &&
+        written == 12);
   CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
   if (g) {
-    CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK &&
+          tl_gguf_tensor_at(g, i, &t) == TL_OK);
     CHECK(strcmp(t.type_name, "Q8_0") == 0 && t.rank == 2 && t.shape[0] == 32 && t.shape[1] == 32);
-    CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK && strcmp(text, "llama") == 0);
-    CHECK(tl_gguf_metadata(g, "tokenizer.ggml.pre", &text) == TL_OK && strcmp(text, "llama-bpe") == 0);
+    CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK &&
+          strcmp(text, "llama") == 0);
+    CHECK(tl_gguf_metadata(g, "tokenizer.ggml.pre", &text) == TL_OK &&
+          strcmp(text, "llama-bpe") == 0);
     { /* Rows 3..5, columns 5..20 (inside a block): what reads of those rows' ranges give. */
       const uint64_t starts[2] = {3, 5}, stops[2] = {6, 20}, bad[2] = {3, 33};
       float cut[3 * 15], row[15];
@@ -94,7 +101,8 @@ int main(int argc, char** argv) {
         CHECK(tl_gguf_read(g, i, (3 + r) * 32 + 5, 15, TL_F32, row, sizeof row) == TL_OK);
         CHECK(memcmp(cut + r * 15, row, sizeof row) == 0);
       }
-      CHECK(tl_gguf_read_slice(g, i, 2, starts, bad, TL_F32, cut, sizeof cut) == TL_EINVAL); /* past 32 */
+      CHECK(tl_gguf_read_slice(g, i, 2, starts, bad, TL_F32, cut, sizeof cut) ==
+            TL_EINVAL); /* past 32 */
       CHECK(tl_gguf_read_slice(g, i, 2, starts, stops, TL_F32, cut, sizeof cut - 4) == TL_EINVAL);
       CHECK(tl_gguf_read_slice(g, i, 2, NULL, stops, TL_F32, cut, sizeof cut) == TL_EINVAL);
     }
@@ -118,23 +126,27 @@ int main(int argc, char** argv) {
     }
     CHECK(found == 1 && tl_comparison_b_name(cmp, 99) == NULL);
     tl_comparison_free(cmp);
-    CHECK(tl_compare_locations(out, TLIO_TEST_DATA "/no/such/dir", NULL, NULL, &cmp) != TL_OK && cmp == NULL);
+    CHECK(tl_compare_locations(out, TLIO_TEST_DATA "/no/such/dir", NULL, NULL, &cmp) != TL_OK &&
+          cmp == NULL);
   }
   unlink(out);
   /* A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks). */
-  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "q4_k_m", NULL, &written) == TL_OK && written == 12);
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "q4_k_m", NULL, &written) == TL_OK &&
+        written == 12);
   CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
   if (g) {
     CHECK(tl_gguf_find(g, "output.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
     CHECK(strcmp(t.type_name, "Q8_0") == 0);
-    CHECK(tl_gguf_find(g, "blk.0.ffn_up.weight", &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(tl_gguf_find(g, "blk.0.ffn_up.weight", &i) == TL_OK &&
+          tl_gguf_tensor_at(g, i, &t) == TL_OK);
     CHECK(strcmp(t.type_name, "Q5_0") == 0); /* Q4_K falls back */
     CHECK(tl_gguf_metadata(g, "general.file_type", &text) == TL_OK && strcmp(text, "15") == 0);
     tl_gguf_close(g);
   }
   unlink(out);
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "IQ2_XXS", NULL, NULL) == TL_EINVAL);
-  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf", out, NULL, NULL, NULL) != TL_OK); /* no config.json */
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf", out, NULL, NULL, NULL) !=
+        TL_OK); /* no config.json */
   CHECK(access(out, F_OK) != 0);
 
   /* Back to a Hugging Face folder: the F32 export of the BF16 folder, read back as BF16 (Q/K rows
@@ -142,14 +154,15 @@ int main(int argc, char** argv) {
   {
     char dir[4096], file[4200];
     tl_comparison* cmp = NULL;
-    const char* files[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
-                           "tokenizer_config.json"};
+    const char* files[] = {"model.safetensors", "config.json", "generation_config.json",
+                           "tokenizer.json", "tokenizer_config.json"};
     size_t k;
     snprintf(dir, sizeof dir, "%s/gguf_capi_model_%d", scratch, (int)getpid());
     CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", NULL, NULL) == TL_OK);
     CHECK(tl_import_gguf_model(out, dir, TL_BF16, NULL, &written) == TL_OK && written == 12);
     CHECK(tl_compare_locations(dir, TLIO_TEST_DATA "/gguf/tiny_llama", NULL, NULL, &cmp) == TL_OK);
-    CHECK(cmp && tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 12 && tl_comparison_b_name(cmp, 0) == NULL);
+    CHECK(cmp && tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 12 &&
+          tl_comparison_b_name(cmp, 0) == NULL);
     tl_comparison_free(cmp);
     for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
       snprintf(file, sizeof file, "%s/%s", dir, files[k]);
@@ -157,7 +170,8 @@ int main(int argc, char** argv) {
     }
     rmdir(dir);
     unlink(out);
-    CHECK(tl_import_gguf_model(TLIO_TEST_DATA "/gguf/two_tensors.gguf", dir, TL_BF16, NULL, NULL) == TL_EFORMAT);
+    CHECK(tl_import_gguf_model(TLIO_TEST_DATA "/gguf/two_tensors.gguf", dir, TL_BF16, NULL, NULL) ==
+          TL_EFORMAT);
     CHECK(access(dir, F_OK) != 0);
   }
   /* In llama.cpp's split files: several of at most 50,000 tensor bytes, the first loads (its
@@ -167,10 +181,12 @@ int main(int argc, char** argv) {
     glob_t found;
     size_t k;
     snprintf(out, sizeof out, "%s/gguf_capi_split_%d.gguf", scratch, (int)getpid());
-    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 50000, NULL, &written) == TL_OK &&
+    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 50000, NULL,
+                               &written) == TL_OK &&
           written == 12);
     CHECK(access(out, F_OK) != 0);
-    snprintf(pattern, sizeof pattern, "%s/gguf_capi_split_%d-000*-of-000*.gguf", scratch, (int)getpid());
+    snprintf(pattern, sizeof pattern, "%s/gguf_capi_split_%d-000*-of-000*.gguf", scratch,
+             (int)getpid());
     CHECK(glob(pattern, 0, NULL, &found) == 0 && found.gl_pathc >= 3);
     if (found.gl_pathc > 0) {
       CHECK(tl_gguf_open(found.gl_pathv[0], NULL, &g) == TL_OK);
@@ -180,7 +196,8 @@ int main(int argc, char** argv) {
     }
     for (k = 0; k < found.gl_pathc; ++k) unlink(found.gl_pathv[k]);
     globfree(&found);
-    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 1 << 30, NULL, NULL) == TL_OK);
+    CHECK(tl_export_gguf_split(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", 1 << 30, NULL,
+                               NULL) == TL_OK);
     CHECK(access(out, F_OK) == 0);
     unlink(out);
   }

@@ -71,7 +71,8 @@ static void check_folder_config(void) {
   tl_comparison_free(c);
   o.quantization_config_a = "{\"quant_method\": \"fp8\", \"weight_block_size\": [1, 1]}";
   c = NULL;
-  CHECK(tl_compare_files(file, file, &o, &c) == TL_EFORMAT && c == NULL); /* [1, 1] needs a 2x3 grid */
+  CHECK(tl_compare_files(file, file, &o, &c) == TL_EFORMAT &&
+        c == NULL); /* [1, 1] needs a 2x3 grid */
   tl_model_close(m);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   unlink(path);
@@ -118,10 +119,12 @@ int main(int argc, char** argv) {
 
   f = open_hub("gpt_oss_mxfp4.safetensors", &q);
   if (!f) return 1;
-  CHECK(strcmp(q.name, "e.gate_up_proj") == 0 && strcmp(q.scheme, "mxfp4") == 0 && q.dtype == TL_BF16);
+  CHECK(strcmp(q.name, "e.gate_up_proj") == 0 && strcmp(q.scheme, "mxfp4") == 0 &&
+        q.dtype == TL_BF16);
   CHECK(q.rank == 3 && q.shape[0] == 1 && q.shape[1] == 32 && q.shape[2] == 2); /* [E, in, out] */
   CHECK(tl_quantized_read(f, "e.gate_up_proj", 0, 64, TL_F32, v, sizeof v) == TL_OK);
-  for (i = 0; i < 64; i += 4) CHECK(v[i] == 1 && v[i + 1] == 0 && signbit(v[i + 1]) && v[i + 2] == 2 && v[i + 3] == -3);
+  for (i = 0; i < 64; i += 4)
+    CHECK(v[i] == 1 && v[i + 1] == 0 && signbit(v[i + 1]) && v[i + 2] == 2 && v[i + 3] == -3);
   tl_close(f);
 
   f = open_hub("ct_nvfp4.safetensors", &q);
@@ -134,7 +137,8 @@ int main(int argc, char** argv) {
 
   f = open_hub("ct_pack_int4.safetensors", &q);
   if (!f) return 1;
-  CHECK(strcmp(q.scheme, "ct-int4-channel") == 0 && q.dtype == TL_BF16 && q.shape[0] == 2 && q.shape[1] == 32);
+  CHECK(strcmp(q.scheme, "ct-int4-channel") == 0 && q.dtype == TL_BF16 && q.shape[0] == 2 &&
+        q.shape[1] == 32);
   CHECK(tl_quantized_read(f, "l.weight", 0, 64, TL_F32, v, sizeof v) == TL_OK);
   for (i = 0; i < 64; ++i) CHECK(v[i] == 0.5f * ((float)(i % 16) - 8));
   tl_close(f);

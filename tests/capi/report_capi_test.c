@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   CHECK(json != NULL && strstr(json, "\"format\":\"model folder\"") != NULL);
   CHECK(strstr(json, "\"reference\":\"blk.0.attn_q.weight\"") != NULL);
   CHECK(strstr(json, "\"only_in_model\":[],\"only_in_reference\":[]") != NULL);
-  CHECK(strstr(json, "\"max_abs\":0,") != NULL && strstr(json, "\"max_abs\":0.") == NULL); /* F32: exact */
+  CHECK(strstr(json, "\"max_abs\":0,") != NULL &&
+        strstr(json, "\"max_abs\":0.") == NULL); /* F32: exact */
   CHECK(calls > 0);
   CHECK(tl_report_write_html(r, page) == TL_OK);
   f = fopen(page, "r");

@@ -20,7 +20,9 @@ void expect_same_tensors(const File& got, const File& expected) {
     EXPECT_EQ(g.dtype(), e.dtype) << e.name;
     EXPECT_EQ(g.shape(), e.shape) << e.name;
     const TensorView ev = expected.view(e.name);
-    EXPECT_TRUE(std::equal(g.bytes().begin(), g.bytes().end(), ev.bytes().begin(), ev.bytes().end())) << e.name;
+    EXPECT_TRUE(
+        std::equal(g.bytes().begin(), g.bytes().end(), ev.bytes().begin(), ev.bytes().end()))
+        << e.name;
   }
 }
 
@@ -32,7 +34,8 @@ TEST(Checkpoint, ImportsWhatTorchLoadReturns) {
     EXPECT_EQ(r.contents.format, std::string(name) == "small_zip" ? "zip" : "legacy");
     EXPECT_EQ(r.tensors_written, 7u);
     const File got = File::open(out);
-    expect_same_tensors(got, File::open(ckpt((std::string(name) + ".expected.safetensors").c_str())));
+    expect_same_tensors(got,
+                        File::open(ckpt((std::string(name) + ".expected.safetensors").c_str())));
     EXPECT_EQ(got.metadata().at("format"), "pt");
     EXPECT_TRUE(got.is_canonical());
   }
@@ -78,7 +81,8 @@ TEST(Checkpoint, NotACheckpoint) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.rule(), Rule::checkpoint);
-    EXPECT_NE(std::string(e.what()).find("not a PyTorch checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a PyTorch checkpoint"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(import_checkpoint(dir / "missing.pt", dir / "out.safetensors"), Error);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));

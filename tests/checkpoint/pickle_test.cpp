@@ -18,7 +18,9 @@ struct RecordingResolver : PickleResolver {
     globals.push_back(std::string(module) + "." + std::string(name));
     return p.make_text(PyKind::global, globals.back());
   }
-  ValueId call(Pickle& p, ValueId callable, ValueId args) override { return p.object(callable, args); }
+  ValueId call(Pickle& p, ValueId callable, ValueId args) override {
+    return p.object(callable, args);
+  }
   ValueId persistent(Pickle& p, ValueId pid) override { return p.object(kNoValue, pid); }
 };
 
@@ -51,7 +53,9 @@ Rule failure(const std::string& s, std::string* message = nullptr) {
 
 TEST(Pickle, Protocol2DictOfValues) {
   // pickle.dumps({'a': [1, -2, 3.5, None, True], 'b': (b'xy', 'é')}, protocol=2), by hand.
-  const std::string s = hex("80027d7100285801000000615d7101284b014afeffffff47400c0000000000004e8865580100000062430278795802000000c3a986752e");
+  const std::string s =
+      hex("80027d7100285801000000615d7101284b014afeffffff47400c0000000000004e8865580100000062430278"
+          "795802000000c3a986752e");
   Pickle p;
   const ValueId root = run(p, s);
   ASSERT_EQ(p[root].kind, PyKind::dict);
@@ -73,7 +77,8 @@ TEST(Pickle, Protocol2DictOfValues) {
 
 TEST(Pickle, Protocol0TextOpcodes) {
   // pickle.dumps({'k': [1, 2**70, 'caf\u00e9', 0.5]}, protocol=0)
-  const std::string s = "(dp0\nVk\np1\n(lp2\nI1\naL1180591620717411303424L\naVcaf\\u00e9\np3\naF0.5\nas.";
+  const std::string s =
+      "(dp0\nVk\np1\n(lp2\nI1\naL1180591620717411303424L\naVcaf\\u00e9\np3\naF0.5\nas.";
   Pickle p;
   const ValueId root = run(p, s);
   const PyValue& list = p[p[root].pairs[1]];
@@ -86,7 +91,9 @@ TEST(Pickle, Protocol0TextOpcodes) {
 
 TEST(Pickle, Protocol4FramesStackGlobalMemoize) {
   // pickle.dumps(collections.OrderedDict(a=1), protocol=4)
-  const std::string s = hex("80049529000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948c0161944b01732e");
+  const std::string s =
+      hex("80049529000000000000008c0b636f6c6c656374696f6e73948c0b4f72646572656444696374949394295294"
+          "8c0161944b01732e");
   Pickle p;
   RecordingResolver r;
   const ValueId root = run(p, s, &r);
@@ -96,10 +103,11 @@ TEST(Pickle, Protocol4FramesStackGlobalMemoize) {
 }
 
 TEST(Pickle, EveryRouteToAGlobalReachesTheResolver) {
-  for (const std::string& s : {std::string("cos\nsystem\n."),                           // GLOBAL
-                               std::string("(S'x'\nios\nsystem\n."),                    // INST
-                               std::string("(cos\nsystem\nS'x'\no."),                   // OBJ
-                               std::string("\x80\x04\x8c\x02os\x8c\x06system\x93.", 16)}) {  // STACK_GLOBAL
+  for (const std::string& s :
+       {std::string("cos\nsystem\n."),                                // GLOBAL
+        std::string("(S'x'\nios\nsystem\n."),                         // INST
+        std::string("(cos\nsystem\nS'x'\no."),                        // OBJ
+        std::string("\x80\x04\x8c\x02os\x8c\x06system\x93.", 16)}) {  // STACK_GLOBAL
     Pickle p;
     RecordingResolver r;
     run(p, s, &r);
@@ -112,15 +120,17 @@ TEST(Pickle, MalformedInputIsAnErrorWithItsOffset) {
   EXPECT_EQ(failure("", &message), Rule::pickle);
   EXPECT_EQ(failure("\x80\x02K", &message), Rule::pickle);
   EXPECT_NE(message.find("at byte 2"), std::string::npos) << message;
-  EXPECT_EQ(failure(hex("581000000073686f72742e"), &message), Rule::pickle);  // X: 16 bytes, 6 there
+  EXPECT_EQ(failure(hex("581000000073686f72742e"), &message),
+            Rule::pickle);  // X: 16 bytes, 6 there
   EXPECT_NE(message.find("runs past"), std::string::npos) << message;
-  EXPECT_EQ(failure("h\x03."), Rule::pickle);    // memo never stored
-  EXPECT_EQ(failure("a."), Rule::pickle);        // APPEND on an empty stack
+  EXPECT_EQ(failure("h\x03."), Rule::pickle);        // memo never stored
+  EXPECT_EQ(failure("a."), Rule::pickle);            // APPEND on an empty stack
   EXPECT_EQ(failure("K\x01K\x02s."), Rule::pickle);  // SETITEM on an int
-  EXPECT_EQ(failure("\x80\x06."), Rule::pickle); // protocol 6
+  EXPECT_EQ(failure("\x80\x06."), Rule::pickle);     // protocol 6
   EXPECT_EQ(failure("\xff."), Rule::pickle);
-  EXPECT_EQ(failure("\x97."), Rule::pickle);     // NEXT_BUFFER
-  EXPECT_EQ(failure(std::string(1, '\x8a') + "\x09" + std::string(9, '\xff')), Rule::pickle);  // ends in LONG1
+  EXPECT_EQ(failure("\x97."), Rule::pickle);  // NEXT_BUFFER
+  EXPECT_EQ(failure(std::string(1, '\x8a') + "\x09" + std::string(9, '\xff')),
+            Rule::pickle);  // ends in LONG1
 }
 
 TEST(Pickle, CapsEndTheRun) {
@@ -130,7 +140,8 @@ TEST(Pickle, CapsEndTheRun) {
   EXPECT_EQ(failure("N" + std::string(kMaxPickleStack, '2') + ".", &message), Rule::pickle);
   EXPECT_NE(message.find("stack"), std::string::npos);
   // 1 << 22 memo entries fit; one more does not (MEMOIZE of one value).
-  EXPECT_EQ(failure("\x80\x04N" + std::string(kMaxPickleMemo + 1, '\x94') + ".", &message), Rule::pickle);
+  EXPECT_EQ(failure("\x80\x04N" + std::string(kMaxPickleMemo + 1, '\x94') + ".", &message),
+            Rule::pickle);
   EXPECT_NE(message.find("memo"), std::string::npos);
 }
 

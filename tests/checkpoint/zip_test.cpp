@@ -41,36 +41,46 @@ std::string build(const std::vector<Entry>& entries, bool zip64_end = false) {
   std::string out, central;
   for (const Entry& e : entries) {
     const std::string stored = e.method == 8 ? deflate_raw(e.data) : e.data;
-    const auto crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(e.data.data()), static_cast<uInt>(e.data.size())));
+    const auto crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(e.data.data()), static_cast<uInt>(e.data.size())));
     const uint64_t offset = out.size();
     std::string local_extra, central_extra;
     if (e.zip64) {
-      put(local_extra, 1, 2), put(local_extra, 16, 2), put(local_extra, e.data.size(), 8), put(local_extra, stored.size(), 8);
+      put(local_extra, 1, 2), put(local_extra, 16, 2), put(local_extra, e.data.size(), 8),
+          put(local_extra, stored.size(), 8);
       put(central_extra, 1, 2), put(central_extra, 24, 2), put(central_extra, e.data.size(), 8),
           put(central_extra, stored.size(), 8), put(central_extra, offset, 8);
     }
     const uint64_t big = 0xFFFFFFFF;
-    put(out, 0x04034b50, 4), put(out, 45, 2), put(out, 0, 2), put(out, e.method, 2), put(out, 0, 4), put(out, crc, 4);
+    put(out, 0x04034b50, 4), put(out, 45, 2), put(out, 0, 2), put(out, e.method, 2), put(out, 0, 4),
+        put(out, crc, 4);
     put(out, e.zip64 ? big : stored.size(), 4), put(out, e.zip64 ? big : e.data.size(), 4);
     put(out, e.name.size(), 2), put(out, local_extra.size(), 2);
     out += e.name + local_extra + stored;
-    put(central, 0x02014b50, 4), put(central, 45, 2), put(central, 45, 2), put(central, 0, 2), put(central, e.method, 2);
+    put(central, 0x02014b50, 4), put(central, 45, 2), put(central, 45, 2), put(central, 0, 2),
+        put(central, e.method, 2);
     put(central, 0, 4), put(central, crc, 4), put(central, e.zip64 ? big : stored.size(), 4);
-    put(central, e.zip64 ? big : e.data.size(), 4), put(central, e.name.size(), 2), put(central, central_extra.size(), 2);
-    put(central, 0, 2), put(central, 0, 2), put(central, 0, 2), put(central, 0, 4), put(central, e.zip64 ? big : offset, 4);
+    put(central, e.zip64 ? big : e.data.size(), 4), put(central, e.name.size(), 2),
+        put(central, central_extra.size(), 2);
+    put(central, 0, 2), put(central, 0, 2), put(central, 0, 2), put(central, 0, 4),
+        put(central, e.zip64 ? big : offset, 4);
     central += e.name + central_extra;
   }
   const uint64_t cd_offset = out.size();
   out += central;
   if (zip64_end) {
     const uint64_t record = out.size();
-    put(out, 0x06064b50, 4), put(out, 44, 8), put(out, 45, 2), put(out, 45, 2), put(out, 0, 4), put(out, 0, 4);
-    put(out, entries.size(), 8), put(out, entries.size(), 8), put(out, central.size(), 8), put(out, cd_offset, 8);
+    put(out, 0x06064b50, 4), put(out, 44, 8), put(out, 45, 2), put(out, 45, 2), put(out, 0, 4),
+        put(out, 0, 4);
+    put(out, entries.size(), 8), put(out, entries.size(), 8), put(out, central.size(), 8),
+        put(out, cd_offset, 8);
     put(out, 0x07064b50, 4), put(out, 0, 4), put(out, record, 8), put(out, 1, 4);
   }
   put(out, 0x06054b50, 4), put(out, 0, 2), put(out, 0, 2);
-  put(out, zip64_end ? 0xFFFF : entries.size(), 2), put(out, zip64_end ? 0xFFFF : entries.size(), 2);
-  put(out, zip64_end ? 0xFFFFFFFF : central.size(), 4), put(out, zip64_end ? 0xFFFFFFFF : cd_offset, 4), put(out, 0, 2);
+  put(out, zip64_end ? 0xFFFF : entries.size(), 2),
+      put(out, zip64_end ? 0xFFFF : entries.size(), 2);
+  put(out, zip64_end ? 0xFFFFFFFF : central.size(), 4),
+      put(out, zip64_end ? 0xFFFFFFFF : cd_offset, 4), put(out, 0, 2);
   return out;
 }
 
@@ -78,7 +88,9 @@ std::span<const std::byte> bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
-std::string text(const std::vector<std::byte>& v) { return {reinterpret_cast<const char*>(v.data()), v.size()}; }
+std::string text(const std::vector<std::byte>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size()};
+}
 
 // The message of the Rule::zip error reading `archive` raises (empty when it reads).
 std::string refusal(const std::string& archive) {
@@ -94,7 +106,8 @@ std::string refusal(const std::string& archive) {
 
 TEST(Zip, StoredInPlaceDeflatedInflated) {
   const std::string big(100000, 'x');
-  const std::string a = build({{"arch/data.pkl", "pickle"}, {"arch/data/0", big, 8}, {"arch/version", "3\n"}});
+  const std::string a =
+      build({{"arch/data.pkl", "pickle"}, {"arch/data/0", big, 8}, {"arch/version", "3\n"}});
   ZipArchive z(bytes(a));
   ASSERT_EQ(z.entries().size(), 3u);
   const ZipEntry* pkl = z.find("arch/data.pkl");
@@ -108,7 +121,8 @@ TEST(Zip, StoredInPlaceDeflatedInflated) {
 }
 
 TEST(Zip, Zip64RecordsAndFields) {
-  const std::string a = build({{"a/data.pkl", "p", 0, true}, {"a/data/0", std::string(5000, 'y'), 8, true}}, true);
+  const std::string a =
+      build({{"a/data.pkl", "p", 0, true}, {"a/data/0", std::string(5000, 'y'), 8, true}}, true);
   ZipArchive z(bytes(a));
   EXPECT_EQ(text(z.read(*z.find("a/data.pkl"))), "p");
   EXPECT_EQ(text(z.read(*z.find("a/data/0"))), std::string(5000, 'y'));
@@ -118,7 +132,8 @@ TEST(Zip, InconsistenciesAreRefused) {
   const std::string good = build({{"a/x", "hello"}, {"a/y", "world"}});
   EXPECT_EQ(refusal(good), "");
   EXPECT_NE(refusal(build({{"a/x", "1"}, {"a/x", "2"}})).find("listed twice"), std::string::npos);
-  EXPECT_NE(refusal(good.substr(0, good.size() - 1)).find("end-of-central-directory"), std::string::npos);
+  EXPECT_NE(refusal(good.substr(0, good.size() - 1)).find("end-of-central-directory"),
+            std::string::npos);
   EXPECT_NE(refusal("PK\x03\x04").find("too short"), std::string::npos);
 
   std::string renamed = good;  // the first local header names another entry

@@ -18,8 +18,10 @@ TEST(CopyBytes, MatchesMemcpyAtAllSizesAndAlignments) {
     for (size_t src_off : {0, 1, 13, 64}) {
       for (size_t dst_off : {0, 3, 32, 63}) {
         std::fill(dst.begin(), dst.end(), std::byte{0xEE});
-        if (n % 2) stream_bytes(dst.data() + dst_off, src.data() + src_off, n);
-        else copy_bytes(dst.data() + dst_off, src.data() + src_off, n);
+        if (n % 2)
+          stream_bytes(dst.data() + dst_off, src.data() + src_off, n);
+        else
+          copy_bytes(dst.data() + dst_off, src.data() + src_off, n);
         ASSERT_TRUE(
             std::equal(dst.begin() + dst_off, dst.begin() + dst_off + n, src.begin() + src_off))
             << n << " " << src_off << " " << dst_off;

@@ -22,7 +22,10 @@ TEST(JsonText, QuoteNameKeepsHostileNamesOnOneLine) {
 TEST(JsonText, ValidUtf8ReplacesEachBadByte) {
   EXPECT_EQ(valid_utf8("plain \xC3\xA9 \xF0\x9F\x98\x80"), "plain \xC3\xA9 \xF0\x9F\x98\x80");
   // A lone continuation byte, a lead byte cut short, a truncated sequence at the end.
-  EXPECT_EQ(valid_utf8("a\x80" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(valid_utf8("a\x80"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(valid_utf8("\xC3(x"), "\xEF\xBF\xBD(x");
   EXPECT_EQ(valid_utf8("z\xE2\x82"), "z\xEF\xBF\xBD\xEF\xBF\xBD");
 }

@@ -1,11 +1,11 @@
 // Tests for common/parallel.hpp: every item is handed out exactly once, whatever the count,
 // alignment and thread number.
+#include "common/parallel.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <vector>
-
-#include "common/parallel.hpp"
 
 namespace tlio::detail {
 namespace {

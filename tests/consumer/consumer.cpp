@@ -1,6 +1,5 @@
-#include <tlio/tlio.hpp>
-
 #include <cstdio>
+#include <tlio/tlio.hpp>
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;

@@ -17,15 +17,18 @@ namespace {
 TEST(LostValues, CountsWhatTheTargetCannotHold) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   // F16: finite up to 65504, subnormals down to 2^-24; BF16 holds all of these.
-  const std::vector<float> in = {1.0f, 70000.0f, -1e6f, inf, -inf, nan, 0.0f, -0.0f, 1e-8f, -1e-9f, 3e-5f, 65504.0f};
+  const std::vector<float> in = {1.0f, 70000.0f, -1e6f, inf,    -inf,  nan,
+                                 0.0f, -0.0f,    1e-8f, -1e-9f, 3e-5f, 65504.0f};
   std::vector<std::byte> f16(in.size() * 2), bf16(in.size() * 2);
   convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, f16, in.size());
   convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, bf16, in.size());
   ASSERT_TRUE(can_lose_values(Dtype::F32, Dtype::F16));
-  const LostCounts to_f16 = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, f16, in.size());
+  const LostCounts to_f16 =
+      lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, f16, in.size());
   EXPECT_EQ(to_f16.overflowed, 2u);  // 70000 and -1e6; the infinities were infinite already
   EXPECT_EQ(to_f16.flushed, 2u);     // 1e-8 and -1e-9 (3e-5 is an F16 subnormal)
-  const LostCounts to_bf16 = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, bf16, in.size());
+  const LostCounts to_bf16 =
+      lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, bf16, in.size());
   EXPECT_EQ(to_bf16.overflowed, 0u);
   EXPECT_EQ(to_bf16.flushed, 0u);
   // BF16 -> F16 loses F16's range; F16 -> BF16 and F16 -> F32 lose nothing.
@@ -47,7 +50,8 @@ TEST(LostValues, Float32RoundsPastBfloat16sLargestToInfinity) {
   const std::vector<float> in = {3.4e38f, std::numeric_limits<float>::max(), 1e-45f, 1.0f};
   std::vector<std::byte> out(in.size() * 2);
   convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
-  const LostCounts l = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
+  const LostCounts l =
+      lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, out, in.size());
   EXPECT_EQ(l.overflowed, 2u);
   EXPECT_EQ(l.flushed, 1u);  // 2^-149 is below BF16's smallest subnormal (2^-133)
 }
@@ -59,9 +63,11 @@ TEST(LostValues, ConvertCountingLostConvertsAndCountsOnEveryCore) {
   for (size_t i = 0; i < in.size(); i += 1000) in[i] = i % 3000 ? 1e5f : 1e-9f;
   std::vector<std::byte> want(in.size() * 2), got(in.size() * 2);
   convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, want, in.size());
-  const LostCounts l = convert_counting_lost(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, got, in.size());
+  const LostCounts l =
+      convert_counting_lost(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, got, in.size());
   EXPECT_EQ(got, want);
-  const LostCounts whole = lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, want, in.size());
+  const LostCounts whole =
+      lost_values(Dtype::F32, std::as_bytes(std::span(in)), Dtype::F16, want, in.size());
   const uint64_t marked = (in.size() + 999) / 1000, flushed = (in.size() + 2999) / 3000;
   EXPECT_EQ(l.flushed, flushed);
   EXPECT_EQ(l.overflowed, marked - flushed);

@@ -82,15 +82,18 @@ TEST(ValueStats, F32AndF64MatchTheDefinitionsWithEveryKindOfValue) {
     }
     std::vector<float> f(v.begin(), v.end());
     expect_like(value_stats(Dtype::F64, bytes_of(v), n), reference(v));
-    expect_like(value_stats(Dtype::F32, bytes_of(f), n), reference(std::vector<double>(f.begin(), f.end())));
+    expect_like(value_stats(Dtype::F32, bytes_of(f), n),
+                reference(std::vector<double>(f.begin(), f.end())));
   }
 }
 
 TEST(ValueStats, NarrowAndIntegerDtypesAreWidenedFirst) {
   const std::vector<double> v = sample(9000, 1);
-  for (Dtype d : {Dtype::F16, Dtype::BF16, Dtype::I32, Dtype::U8, Dtype::BOOL, Dtype::F8_E4M3, Dtype::F4}) {
+  for (Dtype d :
+       {Dtype::F16, Dtype::BF16, Dtype::I32, Dtype::U8, Dtype::BOOL, Dtype::F8_E4M3, Dtype::F4}) {
     std::vector<std::byte> raw(bytes_for(d, v.size()));
-    if (d == Dtype::I32 || d == Dtype::U8 || d == Dtype::BOOL) {  // (F64 converts to floating dtypes only)
+    if (d == Dtype::I32 || d == Dtype::U8 ||
+        d == Dtype::BOOL) {  // (F64 converts to floating dtypes only)
       for (size_t i = 0; i < v.size(); ++i) {
         const int32_t x = static_cast<int32_t>(v[i]);
         if (d == Dtype::I32)
@@ -125,9 +128,11 @@ TEST(ValueStats, PiecesMergedInOrderGiveTheWhole) {
 
 // numpy.histogram for float64: index = int((x - lo) * n / (hi - lo)), then corrected against
 // the edges k * step + lo (the last one hi), the last bin closed.
-std::vector<uint64_t> numpy_histogram(const std::vector<double>& v, size_t bins, double lo, double hi) {
+std::vector<uint64_t> numpy_histogram(const std::vector<double>& v, size_t bins, double lo,
+                                      double hi) {
   std::vector<uint64_t> out(bins, 0);
-  const double norm = static_cast<double>(bins) / (hi - lo), step = (hi - lo) / static_cast<double>(bins);
+  const double norm = static_cast<double>(bins) / (hi - lo),
+               step = (hi - lo) / static_cast<double>(bins);
   std::vector<double> edges(bins + 1);
   for (size_t k = 0; k <= bins; ++k) edges[k] = k == bins ? hi : static_cast<double>(k) * step + lo;
   for (double x : v) {
@@ -174,8 +179,8 @@ TEST(ValueStats, Refusals) {
 }
 
 // The sums of pairs as their definitions say, one pair at a time, in long double.
-DifferenceSums difference_reference(const std::vector<double>& a, const std::vector<double>& b, double atol = 0,
-                                    double rtol = 0) {
+DifferenceSums difference_reference(const std::vector<double>& a, const std::vector<double>& b,
+                                    double atol = 0, double rtol = 0) {
   DifferenceSums s;
   long double d2 = 0, a2 = 0, b2 = 0, ab = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -204,13 +209,16 @@ TEST(DifferenceSums, EqualTheDefinitionsAcrossDtypesAndTails) {
   for (const size_t n : {size_t{1}, size_t{7}, size_t{2048}, size_t{5003}}) {
     std::vector<float> a(n), b(n);
     for (size_t i = 0; i < n; ++i) a[i] = normal(rng), b[i] = a[i] + 0.01f * normal(rng);
-    if (n > 100) a[17] = static_cast<float>(nan), b[17] = static_cast<float>(nan), b[40] = static_cast<float>(kInf),
-                 a[41] = static_cast<float>(-kInf), b[41] = static_cast<float>(-kInf), a[99] = static_cast<float>(nan);
+    if (n > 100)
+      a[17] = static_cast<float>(nan), b[17] = static_cast<float>(nan),
+      b[40] = static_cast<float>(kInf), a[41] = static_cast<float>(-kInf),
+      b[41] = static_cast<float>(-kInf), a[99] = static_cast<float>(nan);
     std::vector<uint16_t> b16(n);
     convert(Dtype::F32, bytes_of(b), Dtype::BF16, std::as_writable_bytes(std::span(b16)), n);
     std::vector<float> b16_back(n);
     convert(Dtype::BF16, bytes_of(b16), Dtype::F32, std::as_writable_bytes(std::span(b16_back)), n);
-    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end()), bb(b16_back.begin(), b16_back.end());
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end()),
+        bb(b16_back.begin(), b16_back.end());
     std::vector<int32_t> ints(n);
     for (size_t i = 0; i < n; ++i) ints[i] = static_cast<int32_t>(i % 11) - 5;
     std::vector<double> ints64(ints.begin(), ints.end());
@@ -221,10 +229,11 @@ TEST(DifferenceSums, EqualTheDefinitionsAcrossDtypesAndTails) {
       std::span<const std::byte> b;
       const std::vector<double>&want_a, &want_b;
     };
-    for (const Case& c : {Case{Dtype::F32, bytes_of(a), Dtype::F32, bytes_of(b), a64, b64},
-                          Case{Dtype::F32, bytes_of(a), Dtype::BF16, bytes_of(b16), a64, bb},
-                          Case{Dtype::F64, bytes_of(a64), Dtype::F32, bytes_of(b), a64, b64},
-                          Case{Dtype::I32, bytes_of(ints), Dtype::F64, bytes_of(b64), ints64, b64}}) {
+    for (const Case& c :
+         {Case{Dtype::F32, bytes_of(a), Dtype::F32, bytes_of(b), a64, b64},
+          Case{Dtype::F32, bytes_of(a), Dtype::BF16, bytes_of(b16), a64, bb},
+          Case{Dtype::F64, bytes_of(a64), Dtype::F32, bytes_of(b), a64, b64},
+          Case{Dtype::I32, bytes_of(ints), Dtype::F64, bytes_of(b64), ints64, b64}}) {
       const double atol = 0.004, rtol = 0.001;
       const DifferenceSums got = difference_sums(c.ad, c.a, c.bd, c.b, n, atol, rtol),
                            want = difference_reference(c.want_a, c.want_b, atol, rtol);
@@ -234,7 +243,8 @@ TEST(DifferenceSums, EqualTheDefinitionsAcrossDtypesAndTails) {
       EXPECT_EQ(got.outside, want.outside) << n;
       EXPECT_EQ(got.max_abs, want.max_abs) << n;
       EXPECT_EQ(got.max_rel, want.max_rel) << n;
-      for (const auto& [g, w] : {std::pair{got.d2, want.d2}, {got.a2, want.a2}, {got.b2, want.b2}, {got.ab, want.ab}})
+      for (const auto& [g, w] :
+           {std::pair{got.d2, want.d2}, {got.a2, want.a2}, {got.b2, want.b2}, {got.ab, want.ab}})
         EXPECT_NEAR(g, w, 1e-12 * (1 + std::fabs(w))) << n;
     }
   }
@@ -258,7 +268,8 @@ TEST(DifferenceSums, UnalignedRunsAndRefusals) {
 TEST(DifferenceFigures, OneSetOfRulesForDiffAndReports) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto figures = [](const std::vector<double>& a, const std::vector<double>& b) {
-    return difference_figures(difference_sums(Dtype::F64, bytes_of(a), Dtype::F64, bytes_of(b), a.size()));
+    return difference_figures(
+        difference_sums(Dtype::F64, bytes_of(a), Dtype::F64, bytes_of(b), a.size()));
   };
   const DifferenceFigures all_nan = figures({nan, nan}, {nan, nan});
   EXPECT_TRUE(std::isnan(all_nan.rmse));

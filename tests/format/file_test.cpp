@@ -2,10 +2,10 @@
 #include "tlio/file.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <type_traits>
 #include <utility>
-#include <unistd.h>
 
 #include "test_util.hpp"
 #include "tlio/writer.hpp"
@@ -16,13 +16,21 @@ namespace {
 // References into a File cannot be taken from a temporary File (they would dangle), and there is
 // no empty TensorView whose accessors have nothing to refer to.
 template <class F>
-concept HasHeader = requires(F&& f) { std::forward<F>(f).header().at("x"); };
+concept HasHeader = requires(F&& f) {
+  std::forward<F>(f).header().at("x");
+};
 template <class F>
-concept HasTensors = requires(F&& f) { std::forward<F>(f).tensors(); };
+concept HasTensors = requires(F&& f) {
+  std::forward<F>(f).tensors();
+};
 template <class F>
-concept HasMetadata = requires(F&& f) { std::forward<F>(f).metadata(); };
+concept HasMetadata = requires(F&& f) {
+  std::forward<F>(f).metadata();
+};
 template <class F>
-concept HasName = requires(F&& f) { std::forward<F>(f).name(); };
+concept HasName = requires(F&& f) {
+  std::forward<F>(f).name();
+};
 static_assert(HasHeader<const File&> && HasTensors<File&> && HasMetadata<File&> && HasName<File&>);
 static_assert(!HasHeader<File> && !HasTensors<File> && !HasMetadata<File> && !HasName<File>);
 static_assert(!std::is_default_constructible_v<TensorView>);
@@ -218,7 +226,8 @@ TEST(File, ReadManySplitsTheBytesOverThreads) {
       values.back()[j] = static_cast<uint32_t>(j * 2654435761u + i);
   }
   for (size_t i = 0; i < counts.size(); ++i)
-    t.push_back({"t" + std::to_string(i), Dtype::U32, {counts[i]}, std::as_bytes(std::span(values[i]))});
+    t.push_back(
+        {"t" + std::to_string(i), Dtype::U32, {counts[i]}, std::as_bytes(std::span(values[i]))});
   test::TempDir dir;
   test::write_bytes(dir / "m.safetensors", serialize(t, {}));
   for (Backend b : {Backend::mmap, Backend::pread, Backend::mmap_private}) {
@@ -230,7 +239,8 @@ TEST(File, ReadManySplitsTheBytesOverThreads) {
       for (size_t i = counts.size(); i-- > 0;)  // any order
         targets.push_back({t[i].name, std::as_writable_bytes(std::span(out[i]))});
       f.read_many(targets, threads);
-      for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(out[i], values[i]) << i << " " << threads;
+      for (size_t i = 0; i < counts.size(); ++i)
+        EXPECT_EQ(out[i], values[i]) << i << " " << threads;
     }
     // Checked before any byte moves: a wrong size or name leaves every destination alone.
     std::vector<uint32_t> a(counts[0], 7), small(2, 7);

@@ -46,7 +46,9 @@ TEST(BadGoldens, EveryFileGetsTheManifestVerdictAndRule) {
       ASSERT_TRUE(e.has_value());
       EXPECT_EQ(e->code(), ErrorCode::format);
       EXPECT_EQ(e->rule_name(), std::to_string(c["tlio_rule"].get_int64().value()));
-      EXPECT_EQ(std::string(e->what()).rfind("t.safetensors: rule " + std::string(e->rule_name()) + ": ", 0), 0u);
+      EXPECT_EQ(std::string(e->what()).rfind(
+                    "t.safetensors: rule " + std::string(e->rule_name()) + ": ", 0),
+                0u);
     }
     ++checked;
   }
@@ -84,9 +86,13 @@ TEST(Rule1, ForeignFilesAreNamed) {
       {"# tlio\n\nA strict, fast tool for model weights.\n", "looks like text (header length"},
       {"{\n  \"architectures\": [\"LlamaForCausalLM\"]\n}\n", "looks like JSON text"},
       // (sv literals keep their NUL bytes; "..." "..." stops a hex escape eating the next letter)
-      {"PK\x03\x04\x00\x00\x08\x08\x00\x00" "archive/data.pkl"sv,
-       "not a safetensors file but a zip archive, as torch.save writes PyTorch checkpoints: convert it with `tlio import`"},
-      {"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"sv, "a Python pickle, as PyTorch checkpoints before torch 1.6 are: convert it with `tlio import`"},
+      {"PK\x03\x04\x00\x00\x08\x08\x00\x00"
+       "archive/data.pkl"sv,
+       "not a safetensors file but a zip archive, as torch.save writes PyTorch checkpoints: "
+       "convert it with `tlio import`"},
+      {"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"sv,
+       "a Python pickle, as PyTorch checkpoints before torch 1.6 are: convert it with `tlio "
+       "import`"},
       {"GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"sv, "a GGUF file"},
       {"abc", "file is 3 bytes"},
   };

@@ -1,7 +1,5 @@
 // Tests for the two walks of format/header_parse.hpp: the On-Demand fast path accepts exactly
 // the headers the DOM walk accepts, with the same Header, and hands everything else over.
-#include "format/header_parse.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "format/header_parse.hpp"
 #include "test_util.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/error.hpp"
@@ -17,7 +16,7 @@ namespace tlio {
 namespace {
 
 struct Walks {
-  std::optional<Header> fast;  // nullopt: the fast walk handed over
+  std::optional<Header> fast;    // nullopt: the fast walk handed over
   std::optional<Header> halves;  // the fast walk splitting every header it can
   std::optional<Header> pieces;  // the fast walk in pieces of a member or two (no halves)
   std::optional<Header> halves_in_pieces;
@@ -75,8 +74,8 @@ bool expect_agree(std::string_view json, uint64_t data_size, bool* valid = nullp
   Walks w = walk_both(json, data_size);
   if (valid) *valid = w.dom.has_value();
   if (w.fast) {
-    EXPECT_TRUE(w.dom.has_value()) << "the fast walk accepted what the DOM walk refuses: "
-                                   << w.dom_error;
+    EXPECT_TRUE(w.dom.has_value())
+        << "the fast walk accepted what the DOM walk refuses: " << w.dom_error;
     if (w.dom) expect_same(*w.fast, *w.dom);
   }
   for (const std::optional<Header>* split : {&w.halves, &w.pieces, &w.halves_in_pieces})
@@ -138,29 +137,33 @@ TEST(HeaderWalks, HalvesAgreeWithTheWhole) {
   EXPECT_TRUE(expect_agree("{" + entries + tail_meta, offset));
   EXPECT_TRUE(expect_agree(R"({"__metadata__":{"a":"b"},)" + entries + "}", offset));
   // A name that holds `},"` right past the middle.
-  EXPECT_TRUE(expect_agree("{" + entries + R"(,"q},\"r":{"dtype":"U8","shape":[0],"data_offsets":[)" +
+  EXPECT_TRUE(expect_agree("{" + entries +
+                               R"(,"q},\"r":{"dtype":"U8","shape":[0],"data_offsets":[)" +
                                std::to_string(offset) + "," + std::to_string(offset) + "]}}",
                            offset));
   // The metadata's object ending where the first half is cut (the middle is in its value).
   std::string first, rest;
   for (size_t at = 0, member = 0; at < entries.size(); ++member) {
     const size_t end = entries.find("]},", at);
-    const std::string one = entries.substr(at, end == std::string::npos ? std::string::npos : end + 2 - at);
+    const std::string one =
+        entries.substr(at, end == std::string::npos ? std::string::npos : end + 2 - at);
     (member < 20 ? first : rest) += (member % 20 ? "," : "") + one;
     at = end == std::string::npos ? entries.size() : end + 3;
   }
-  const std::string long_meta = R"(,"__metadata__":{"a":"},\"b\":{)" + std::string(200, 'x') + R"("},)";
+  const std::string long_meta =
+      R"(,"__metadata__":{"a":"},\"b\":{)" + std::string(200, 'x') + R"("},)";
   EXPECT_TRUE(expect_agree("{" + first + long_meta + rest + "}", offset));
   EXPECT_FALSE(expect_agree(R"({"__metadata__":{},)" + entries + R"(,"__metadata__":{}})", offset));
-  EXPECT_FALSE(expect_agree("{" + entries + ",\"t3\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
-                            offset));                                   // duplicate across halves
-  EXPECT_FALSE(expect_agree("{" + entries + "} x", offset));            // trailing text
-  EXPECT_FALSE(expect_agree("{" + entries + "}", offset + 4));          // rule 5
+  EXPECT_FALSE(expect_agree(
+      "{" + entries + ",\"t3\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+      offset));                                                 // duplicate across halves
+  EXPECT_FALSE(expect_agree("{" + entries + "} x", offset));    // trailing text
+  EXPECT_FALSE(expect_agree("{" + entries + "}", offset + 4));  // rule 5
   std::string broken = "{" + entries + "}";
-  broken[broken.size() * 3 / 4] = '\x01';                              // a control byte late
+  broken[broken.size() * 3 / 4] = '\x01';  // a control byte late
   EXPECT_FALSE(expect_agree(broken, offset));
   broken = "{" + entries + "}";
-  broken[broken.size() / 4] = '\x01';                                  // and early
+  broken[broken.size() / 4] = '\x01';  // and early
   EXPECT_FALSE(expect_agree(broken, offset));
 }
 
@@ -179,52 +182,54 @@ TEST(HeaderWalks, TakesEveryDtype) {
   }
   // Escaped or unknown dtype names go to the DOM walk, which accepts the first.
   bool valid = false;
-  EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F\u0033\u0032","shape":[1],"data_offsets":[0,4]}})", 4, &valid));
+  EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F\u0033\u0032","shape":[1],"data_offsets":[0,4]}})",
+                            4, &valid));
   EXPECT_TRUE(valid);
-  for (const char* bad : {"", "F3", "F322", "f32", "F8_E4M3FNUZZ", "F8_E4M3FNUZ\u0000", "F32\u0001"})
-    EXPECT_FALSE(expect_agree(std::string(R"({"a":{"dtype":")") + bad +
-                                  R"(","shape":[1],"data_offsets":[0,4]}})",
-                              4));
+  for (const char* bad :
+       {"", "F3", "F322", "f32", "F8_E4M3FNUZZ", "F8_E4M3FNUZ\u0000", "F32\u0001"})
+    EXPECT_FALSE(expect_agree(
+        std::string(R"({"a":{"dtype":")") + bad + R"(","shape":[1],"data_offsets":[0,4]}})", 4));
 }
 
 TEST(HeaderWalks, HandsOverWhatItDoesNotTake) {
   // Each is refused, or valid but left to the DOM walk; either way the walks agree.
-  for (const char* json : {
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})",   // trailing value
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}x)",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",     // trailing comma
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],}})",
-           R"({"a":{"dtype":"F32","shape":[1,],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32" "shape":[1],"data_offsets":[0,4]}})",      // missing comma
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})",
-           R"({"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[1e0],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-           R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-           R"({"a":{"dt\u0079pe":"F32","shape":[1],"data_offsets":[0,4]}})",  // escaped field name
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})",
-           R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",      // rule 5
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-           R"({"__metadata__":{"k":1}})",
-           R"({"__metadata__":{"k":"v","k":"w"}})",
-           R"({"__metadata__":{},"__metadata__":{}})",
-           R"({"__metadata__":nul})",
-           R"({"__metadata__":[]})",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-           "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\x01\":{}}",
-           "{\"\xff\":1}",
-           R"([])",
-           R"("x")",
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4])",          // unclosed
-           R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",
-           R"({"a":[{"dtype":"F32","shape":[1],"data_offsets":[0,4]}]})",
-       }) {
+  for (
+      const char* json : {
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})",  // trailing value
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}x)",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},})",  // trailing comma
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],}})",
+          R"({"a":{"dtype":"F32","shape":[1,],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32" "shape":[1],"data_offsets":[0,4]}})",  // missing comma
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})",
+          R"({"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[1e0],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+          R"({"a":{"dt\u0079pe":"F32","shape":[1],"data_offsets":[0,4]}})",  // escaped field name
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})",
+          R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",  // rule 5
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+          R"({"__metadata__":{"k":1}})",
+          R"({"__metadata__":{"k":"v","k":"w"}})",
+          R"({"__metadata__":{},"__metadata__":{}})",
+          R"({"__metadata__":nul})",
+          R"({"__metadata__":[]})",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\x01\":{}}",
+          "{\"\xff\":1}",
+          R"([])",
+          R"("x")",
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4])",  // unclosed
+          R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})",
+          R"({"a":[{"dtype":"F32","shape":[1],"data_offsets":[0,4]}]})",
+      }) {
     expect_agree(json, 0);
     expect_agree(json, 4);
   }
@@ -232,12 +237,12 @@ TEST(HeaderWalks, HandsOverWhatItDoesNotTake) {
   // JSON) must still be refused, and escaped names still compare unescaped.
   for (const char* name : {"c\x01d", "c\td", "c\x1f", "\x7f", "c\\u0001d", "\\u00e9", "\xc3\xa9"}) {
     bool valid = false;
-    expect_agree(std::string("{\"") + name + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-                 4, &valid);
+    expect_agree(
+        std::string("{\"") + name + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4,
+        &valid);
     const std::string_view n(name);
-    const bool raw_control = std::any_of(n.begin(), n.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20;
-    });
+    const bool raw_control = std::any_of(
+        n.begin(), n.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
     EXPECT_EQ(valid, !raw_control) << name;
   }
   EXPECT_FALSE(expect_agree(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} {})", 4));

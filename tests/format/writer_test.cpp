@@ -1,12 +1,12 @@
 // Tests for tlio/writer.hpp: streaming, refusals, atomic replacement, bounded memory.
 #include "tlio/writer.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "test_util.hpp"
 #include "tlio/error.hpp"

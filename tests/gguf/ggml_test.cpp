@@ -29,8 +29,10 @@ void* ggml_library() {
   static void* handle = [] {
     const char* env = std::getenv("TLIO_GGML_LIBRARY");
     const std::string path = env ? env
-                                 : (test::data_dir() / "../../build/npm/node_modules/@node-llama-cpp/linux-x64/"
-                                                       "bins/linux-x64/libggml-base.so").string();
+                                 : (test::data_dir() /
+                                    "../../build/npm/node_modules/@node-llama-cpp/linux-x64/"
+                                    "bins/linux-x64/libggml-base.so")
+                                       .string();
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h)
       ADD_FAILURE() << "ggml's library is not at " << path << " (" << dlerror()
@@ -56,24 +58,25 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"Q4_0", "q4_0", {0}},          {"Q4_1", "q4_1", {0, 2}},     {"Q5_0", "q5_0", {0}},
-    {"Q5_1", "q5_1", {0, 2}},       {"Q8_0", "q8_0", {0}},        {"Q2_K", "q2_K", {80, 82}},
-    {"Q3_K", "q3_K", {108}},        {"Q4_K", "q4_K", {0, 2}},     {"Q5_K", "q5_K", {0, 2}},
-    {"Q6_K", "q6_K", {208}},        {"Q8_K", "q8_K", {}, true},   {"IQ4_NL", "iq4_nl", {0}},
-    {"IQ4_XS", "iq4_xs", {0}},      {"TQ1_0", "tq1_0", {52}},     {"TQ2_0", "tq2_0", {64}},
-    {"MXFP4", "mxfp4", {}},         {"NVFP4", "nvfp4", {}},       {"Q1_0", "q1_0", {0}},
+    {"Q4_0", "q4_0", {0}},     {"Q4_1", "q4_1", {0, 2}},   {"Q5_0", "q5_0", {0}},
+    {"Q5_1", "q5_1", {0, 2}},  {"Q8_0", "q8_0", {0}},      {"Q2_K", "q2_K", {80, 82}},
+    {"Q3_K", "q3_K", {108}},   {"Q4_K", "q4_K", {0, 2}},   {"Q5_K", "q5_K", {0, 2}},
+    {"Q6_K", "q6_K", {208}},   {"Q8_K", "q8_K", {}, true}, {"IQ4_NL", "iq4_nl", {0}},
+    {"IQ4_XS", "iq4_xs", {0}}, {"TQ1_0", "tq1_0", {52}},   {"TQ2_0", "tq2_0", {64}},
+    {"MXFP4", "mxfp4", {}},    {"NVFP4", "nvfp4", {}},     {"Q1_0", "q1_0", {0}},
     {"Q2_0", "q2_0", {0}},
 };
 
 class GgmlDecode : public ::testing::TestWithParam<Case> {};
 
-void expect_same_bits(const std::vector<float>& ours, const std::vector<float>& theirs, const char* what) {
+void expect_same_bits(const std::vector<float>& ours, const std::vector<float>& theirs,
+                      const char* what) {
   ASSERT_EQ(ours.size(), theirs.size());
   size_t differ = 0, first = 0;
   for (size_t i = 0; i < ours.size(); ++i)
     if (std::memcmp(&ours[i], &theirs[i], 4) != 0 && differ++ == 0) first = i;
-  EXPECT_EQ(differ, 0u) << what << ": first at element " << first << ": tlio " << ours[first] << ", ggml "
-                        << theirs[first];
+  EXPECT_EQ(differ, 0u) << what << ": first at element " << first << ": tlio " << ours[first]
+                        << ", ggml " << theirs[first];
 }
 
 TEST_P(GgmlDecode, MatchesGgmlBitForBit) {
@@ -195,17 +198,28 @@ TEST_P(GgmlEncode, MatchesGgmlsReferenceQuantizerByteForByte) {
     const float scale = std::pow(10.0f, static_cast<float>(b % 10) - 6.0f);
     for (uint32_t j = 0; j < type.block; ++j) {
       switch (b % 7) {
-        case 0: v[j] = 0.0f; break;
-        case 1: v[j] = 0.25f; break;
-        case 2: v[j] = uniform(rng) * scale; break;
-        case 3: v[j] = static_cast<float>(static_cast<int>(uniform(rng) * 8)) * 0.125f; break;
-        default: v[j] = normal(rng) * scale;
+        case 0:
+          v[j] = 0.0f;
+          break;
+        case 1:
+          v[j] = 0.25f;
+          break;
+        case 2:
+          v[j] = uniform(rng) * scale;
+          break;
+        case 3:
+          v[j] = static_cast<float>(static_cast<int>(uniform(rng) * 8)) * 0.125f;
+          break;
+        default:
+          v[j] = normal(rng) * scale;
       }
     }
     if (b % 7 == 4) v[b % type.block] = 50.0f * scale;
   }
-  // A block of exact halves under a unit scale (largest 127 for Q8_0): roundf's ties away from zero.
-  for (uint32_t j = 0; j < type.block; ++j) x[5 * type.block + j] = static_cast<float>(j % 32) - 15.5f;
+  // A block of exact halves under a unit scale (largest 127 for Q8_0): roundf's ties away from
+  // zero.
+  for (uint32_t j = 0; j < type.block; ++j)
+    x[5 * type.block + j] = static_cast<float>(j % 32) - 15.5f;
   x[5 * type.block] = 127.0f;
   // A block of tiny values (a subnormal scale) whose 1 / d overflows: what ggml writes for them.
   for (uint32_t j = 0; j < type.block; ++j)
@@ -215,10 +229,12 @@ TEST_P(GgmlEncode, MatchesGgmlsReferenceQuantizerByteForByte) {
   quantize(x.data(), theirs.data(), static_cast<int64_t>(n));
   size_t differ = 0, first = 0;
   for (size_t b = 0; b < kBlocks; ++b)
-    if (std::memcmp(ours.data() + b * type.block_bytes, theirs.data() + b * type.block_bytes, type.block_bytes) != 0 &&
+    if (std::memcmp(ours.data() + b * type.block_bytes, theirs.data() + b * type.block_bytes,
+                    type.block_bytes) != 0 &&
         differ++ == 0)
       first = b;
-  EXPECT_EQ(differ, 0u) << differ << " of " << kBlocks << " blocks differ, the first block " << first;
+  EXPECT_EQ(differ, 0u) << differ << " of " << kBlocks << " blocks differ, the first block "
+                        << first;
 }
 
 const Case kEncoded[] = {

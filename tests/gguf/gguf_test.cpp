@@ -2,7 +2,6 @@
 // back field for field, and each rule ggml's reader enforces broken once: a clear Error{format}
 // (rule gguf) naming the problem, never a crash or an allocation the file cannot back.
 #include "tlio/gguf.hpp"
-#include "tlio/gguf_convert.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +12,7 @@
 
 #include "test_util.hpp"
 #include "tlio/error.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio {
 namespace {
@@ -38,8 +38,11 @@ struct Builder {
     return num(version).num(tensors).num(keys);
   }
   Builder& kv_u32(const std::string& key, uint32_t v) { return str(key).num<uint32_t>(4).num(v); }
-  Builder& kv_str(const std::string& key, const std::string& v) { return str(key).num<uint32_t>(8).str(v); }
-  Builder& tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
+  Builder& kv_str(const std::string& key, const std::string& v) {
+    return str(key).num<uint32_t>(8).str(v);
+  }
+  Builder& tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type,
+                  uint64_t offset) {
     str(name).num<uint32_t>(static_cast<uint32_t>(ne.size()));
     for (uint64_t d : ne) num(d);
     return num(type).num(offset);
@@ -58,8 +61,19 @@ struct Builder {
 Builder valid_file() {
   Builder b;
   b.header(3, 2, 4).kv_str("general.architecture", "llama").kv_u32("llama.block_count", 2);
-  b.str("tokenizer.ggml.tokens").num<uint32_t>(9).num<uint32_t>(8).num<uint64_t>(3).str("a").str("bc").str("");
-  b.str("tokenizer.ggml.scores").num<uint32_t>(9).num<uint32_t>(6).num<uint64_t>(2).num(0.5f).num(-1.25f);
+  b.str("tokenizer.ggml.tokens")
+      .num<uint32_t>(9)
+      .num<uint32_t>(8)
+      .num<uint64_t>(3)
+      .str("a")
+      .str("bc")
+      .str("");
+  b.str("tokenizer.ggml.scores")
+      .num<uint32_t>(9)
+      .num<uint32_t>(6)
+      .num<uint64_t>(2)
+      .num(0.5f)
+      .num(-1.25f);
   b.tensor("w", {4, 2}, 0, 0).tensor("q", {32, 3}, 8, 32).pad();
   b.data(32, 1).data(102, 2).pad();
   return b;
@@ -126,7 +140,10 @@ TEST(Gguf, AlignmentFromTheMetadata) {
     EXPECT_NE(error_of(c.out).find("power of two"), std::string::npos);
   }
   Builder wrong_type;
-  wrong_type.header(3, 0, 1).str("general.alignment").num<uint32_t>(10).num<uint64_t>(32);  // UINT64
+  wrong_type.header(3, 0, 1)
+      .str("general.alignment")
+      .num<uint32_t>(10)
+      .num<uint64_t>(32);  // UINT64
   EXPECT_NE(error_of(wrong_type.out).find("UINT32"), std::string::npos);
 }
 
@@ -138,31 +155,50 @@ TEST(Gguf, EveryRuleOfGgmlsReader) {
   };
   EXPECT_NE(with([](Builder& b) { b.data(4, 'X'); }).find("not a GGUF file"), std::string::npos);
   EXPECT_NE(with([](Builder& b) { b.header(1, 0, 0); }).find("version 1"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(4, 0, 0); }).find("versions 2 and 3"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(0x03000000, 0, 0); }).find("big-endian"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).kv_u32("", 1); }).find("empty key"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 2).kv_u32("k", 1).kv_u32("k", 2); }).find("twice"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).str("k").num<uint32_t>(13); }).find("value type 13"),
+  EXPECT_NE(with([](Builder& b) { b.header(4, 0, 0); }).find("versions 2 and 3"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(9).num<uint64_t>(0); })
-                .find("array of arrays"),
+  EXPECT_NE(with([](Builder& b) { b.header(0x03000000, 0, 0); }).find("big-endian"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor(std::string(64, 'n'), {1}, 0, 0); }).find("63"),
+  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).kv_u32("", 1); }).find("empty key"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 2, 0).tensor("a", {1}, 0, 0).tensor("a", {1}, 0, 32); }).find("twice"),
+  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 2).kv_u32("k", 1).kv_u32("k", 2); }).find("twice"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {1, 1, 1, 1, 1}, 0, 0); }).find("5 dimensions"),
+  EXPECT_NE(
+      with([](Builder& b) { b.header(3, 0, 1).str("k").num<uint32_t>(13); }).find("value type 13"),
+      std::string::npos);
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(9).num<uint64_t>(0);
+            }).find("array of arrays"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {1}, 4, 0); }).find("ggml type 4"), std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {16}, 8, 0); }).find("whole number"),
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 1, 0).tensor(std::string(64, 'n'), {1}, 0, 0);
+            }).find("63"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {uint64_t{1} << 62, 4}, 0, 0); }).find("overflow"),
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 2, 0).tensor("a", {1}, 0, 0).tensor("a", {1}, 0, 32);
+            }).find("twice"),
+            std::string::npos);
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 1, 0).tensor("a", {1, 1, 1, 1, 1}, 0, 0);
+            }).find("5 dimensions"),
+            std::string::npos);
+  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {1}, 4, 0); }).find("ggml type 4"),
+            std::string::npos);
+  EXPECT_NE(
+      with([](Builder& b) { b.header(3, 1, 0).tensor("a", {16}, 8, 0); }).find("whole number"),
+      std::string::npos);
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 1, 0).tensor("a", {uint64_t{1} << 62, 4}, 0, 0);
+            }).find("overflow"),
             std::string::npos);
   // Data not where ggml expects it, or past the end of the file.
-  EXPECT_NE(with([](Builder& b) { b.header(3, 2, 0).tensor("a", {2}, 0, 0).tensor("b", {2}, 0, 8).pad().data(64); })
-                .find("ggml expects 32"),
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 2, 0).tensor("a", {2}, 0, 0).tensor("b", {2}, 0, 8).pad().data(64);
+            }).find("ggml expects 32"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 1, 0).tensor("a", {64}, 0, 0).pad().data(100); }).find("end of the file"),
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 1, 0).tensor("a", {64}, 0, 0).pad().data(100);
+            }).find("end of the file"),
             std::string::npos);
 }
 
@@ -172,17 +208,21 @@ TEST(Gguf, CountsAndLengthsTheFileCannotHoldAreRefusedBeforeAllocating) {
     edit(b);
     return error_of(b.out);
   };
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, uint64_t{1} << 40); }).find("metadata entries"), std::string::npos);
+  EXPECT_NE(with([](Builder& b) { b.header(3, 0, uint64_t{1} << 40); }).find("metadata entries"),
+            std::string::npos);
   EXPECT_NE(with([](Builder& b) { b.header(3, uint64_t{1} << 40, 0); }).find("tensors, more than"),
             std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).str("k").num<uint32_t>(8).num<uint64_t>(uint64_t{1} << 50); })
-                .find("over the limit"),
-            std::string::npos);
-  EXPECT_NE(with([](Builder& b) { b.header(3, 0, 1).str("k").num<uint32_t>(8).num<uint64_t>(1000); })
-                .find("the file ends inside"),
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 0, 1).str("k").num<uint32_t>(8).num<uint64_t>(uint64_t{1} << 50);
+            }).find("over the limit"),
             std::string::npos);
   EXPECT_NE(with([](Builder& b) {
-              b.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(8).num<uint64_t>(uint64_t{1} << 29);
+              b.header(3, 0, 1).str("k").num<uint32_t>(8).num<uint64_t>(1000);
+            }).find("the file ends inside"),
+            std::string::npos);
+  EXPECT_NE(with([](Builder& b) {
+              b.header(3, 0, 1).str("k").num<uint32_t>(9).num<uint32_t>(8).num<uint64_t>(uint64_t{1}
+                                                                                         << 29);
             }).find("more than the rest of the file holds"),
             std::string::npos);
   EXPECT_NE(with([](Builder& b) { b.header(3, 0, 0).out.resize(10); }).find("the file ends inside"),
@@ -194,8 +234,8 @@ TEST(Gguf, CountsAndLengthsTheFileCannotHoldAreRefusedBeforeAllocating) {
 }
 
 // A slice read by read_slice against the same elements picked out of read_values' whole tensor.
-std::vector<float> picked(const std::vector<float>& whole, uint64_t cols, uint64_t r0, uint64_t r1, uint64_t c0,
-                          uint64_t c1) {
+std::vector<float> picked(const std::vector<float>& whole, uint64_t cols, uint64_t r0, uint64_t r1,
+                          uint64_t c0, uint64_t c1) {
   std::vector<float> out;
   for (uint64_t r = r0; r < r1; ++r)
     for (uint64_t c = c0; c < c1; ++c) out.push_back(whole[r * cols + c]);
@@ -207,11 +247,15 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
   // whose rows are longer than a slice's read window.
   constexpr uint64_t kRows = 40, kCols = 512, kLong = (uint64_t{1} << 20) + 8;
   std::vector<float> values(kRows * kCols);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
   std::vector<std::byte> q4k(kRows * 2 * 144);
   ggml_encode(12, values, q4k);
   Builder b;
-  b.header(3, 2, 0).tensor("q", {kCols, kRows}, 12, 0).tensor("long", {kLong, 2}, 0, q4k.size()).pad();
+  b.header(3, 2, 0)
+      .tensor("q", {kCols, kRows}, 12, 0)
+      .tensor("long", {kLong, 2}, 0, q4k.size())
+      .pad();
   b.out.insert(b.out.end(), q4k.begin(), q4k.end());
   for (uint64_t i = 0; i < 2 * kLong; ++i) b.num(static_cast<float>(i));
   const GgufFile f = GgufFile::from_bytes(b.out, "test.gguf");
@@ -228,7 +272,8 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
   EXPECT_EQ(slice(q, {SliceIndex::range(3, 9)}, 6 * kCols), picked(whole, kCols, 3, 9, 0, kCols));
   EXPECT_EQ(slice(q, {SliceIndex::all(), SliceIndex::range(200, 300)}, kRows * 100),
             picked(whole, kCols, 0, kRows, 200, 300));
-  EXPECT_EQ(slice(q, {SliceIndex::at(39), SliceIndex::range(511, 512)}, 1), picked(whole, kCols, 39, 40, 511, 512));
+  EXPECT_EQ(slice(q, {SliceIndex::at(39), SliceIndex::range(511, 512)}, 1),
+            picked(whole, kCols, 39, 40, 511, 512));
   const SlicePlan none = f.plan_slice(q, std::vector{SliceIndex::range(5, 5)});
   EXPECT_EQ(none.shape, (std::vector<uint64_t>{0, kCols}));
   EXPECT_TRUE(none.ranges.empty());
@@ -236,7 +281,8 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
 
   // Columns 100:200 lie in each row's first block (256 elements): one read of rows 1..39's, the
   // gaps between them included; only their blocks are needed.
-  const SlicePlan plan = f.plan_slice(q, std::vector{SliceIndex::range(1, kRows), SliceIndex::range(100, 200)});
+  const SlicePlan plan =
+      f.plan_slice(q, std::vector{SliceIndex::range(1, kRows), SliceIndex::range(100, 200)});
   EXPECT_EQ(plan.shape, (std::vector<uint64_t>{kRows - 1, 100}));
   ASSERT_EQ(plan.ranges.size(), 1u);
   EXPECT_EQ(plan.ranges[0].offset, 288u);
@@ -246,12 +292,14 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
   // Runs longer than a read window are cut where 2^20 F32 values (4 MiB) end: reads of at most
   // that, the cut pieces of the two rows' runs that lie close together sharing one.
   const GgufTensorInfo& big = *f.tensor("long");
-  const std::vector<float> tail = slice(big, {SliceIndex::all(), SliceIndex::range(3, kLong)}, 2 * (kLong - 3));
+  const std::vector<float> tail =
+      slice(big, {SliceIndex::all(), SliceIndex::range(3, kLong)}, 2 * (kLong - 3));
   EXPECT_EQ(tail.front(), 3.0f);
   EXPECT_EQ(tail[kLong - 4], static_cast<float>(kLong - 1));
   EXPECT_EQ(tail[kLong - 3], static_cast<float>(kLong + 3));
   EXPECT_EQ(tail.back(), static_cast<float>(2 * kLong - 1));
-  const SlicePlan reads = f.plan_slice(big, std::vector{SliceIndex::all(), SliceIndex::range(3, kLong)});
+  const SlicePlan reads =
+      f.plan_slice(big, std::vector{SliceIndex::all(), SliceIndex::range(3, kLong)});
   ASSERT_EQ(reads.ranges.size(), 3u);
   EXPECT_EQ(reads.ranges[0].offset, 12u);
   EXPECT_EQ(reads.ranges[0].length, (uint64_t{4} << 20) - 12);
@@ -262,7 +310,8 @@ TEST(Gguf, SlicesReadOnlyTheirBlocksAndEqualTheWholeTensorsElements) {
 
   // F16 out, and what is refused: a bad slice, a destination of another size.
   std::vector<uint16_t> half(kCols), row_two(kCols);
-  f.read_slice(q, std::vector{SliceIndex::at(2)}, Dtype::F16, std::as_writable_bytes(std::span(half)));
+  f.read_slice(q, std::vector{SliceIndex::at(2)}, Dtype::F16,
+               std::as_writable_bytes(std::span(half)));
   f.read_values(q, 2 * kCols, kCols, Dtype::F16, std::as_writable_bytes(std::span(row_two)));
   EXPECT_EQ(half, row_two);
   EXPECT_THROW(slice(q, {SliceIndex::range(0, kRows + 1)}, 0), Error);
@@ -275,7 +324,8 @@ TEST(Gguf, TypeTable) {
   EXPECT_EQ(ggml_type(12)->block, 256u);
   EXPECT_EQ(ggml_type(12)->block_bytes, 144u);
   EXPECT_EQ(ggml_type(30)->name, "BF16");
-  for (uint32_t removed : {4u, 5u, 31u, 33u, 36u, 38u, 43u, 1000u}) EXPECT_FALSE(ggml_type(removed)) << removed;
+  for (uint32_t removed : {4u, 5u, 31u, 33u, 36u, 38u, 43u, 1000u})
+    EXPECT_FALSE(ggml_type(removed)) << removed;
   EXPECT_EQ(gguf_value_type_name(GgufValueType::FLOAT32), "FLOAT32");
 }
 

@@ -1,5 +1,5 @@
-// Tests for gguf_convert/gguf_mix.hpp: the layer and kind rules of llama.cpp's mixes written out for
-// models of 8 and 32 layers, and the row fallbacks. (python/tests/test_gguf_export.py compares
+// Tests for gguf_convert/gguf_mix.hpp: the layer and kind rules of llama.cpp's mixes written out
+// for models of 8 and 32 layers, and the row fallbacks. (python/tests/test_gguf_export.py compares
 // whole exports with what libllama's llama_model_quantize writes.)
 #include "gguf_convert/gguf_mix.hpp"
 
@@ -15,12 +15,14 @@ namespace {
 
 std::string type_name(uint32_t id) { return std::string(ggml_type(id)->name); }
 
-std::string mixed(std::string_view mix, const MixModel& m, const std::string& name, uint64_t row = 4096) {
+std::string mixed(std::string_view mix, const MixModel& m, const std::string& name,
+                  uint64_t row = 4096) {
   return type_name(gguf_mix_type(*gguf_mix_named(mix), m, name, row));
 }
 
 // The layers whose `kind` gets `type` under `mix`.
-std::vector<int> layers_with(std::string_view mix, const MixModel& m, const std::string& kind, std::string_view type) {
+std::vector<int> layers_with(std::string_view mix, const MixModel& m, const std::string& kind,
+                             std::string_view type) {
   std::vector<int> out;
   for (int i = 0; i < static_cast<int>(m.layers); ++i)
     if (mixed(mix, m, "blk." + std::to_string(i) + "." + kind) == type) out.push_back(i);
@@ -39,7 +41,8 @@ TEST(GgufMix, NamesFileTypesAndBases) {
 TEST(GgufMix, MoreBitsLayersOfQ4KM) {
   const MixModel eight{8, 8, false, false}, thirty_two{32, 32, false, false};
   EXPECT_EQ(layers_with("Q4_K_M", eight, "attn_v.weight", "Q6_K"), (std::vector<int>{0, 3, 6, 7}));
-  EXPECT_EQ(layers_with("Q4_K_M", eight, "ffn_down.weight", "Q6_K"), (std::vector<int>{0, 3, 6, 7}));
+  EXPECT_EQ(layers_with("Q4_K_M", eight, "ffn_down.weight", "Q6_K"),
+            (std::vector<int>{0, 3, 6, 7}));
   // Layers 0-3 and 28-31, and every third from 4 + 2.
   EXPECT_EQ(layers_with("Q5_K_M", thirty_two, "ffn_down.weight", "Q6_K"),
             (std::vector<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}));
@@ -72,7 +75,8 @@ TEST(GgufMix, OutputAndTiedEmbeddings) {
 
 TEST(GgufMix, SeventyBGivesValuesQ5K) {
   const MixModel big{80, 80, false, true};
-  EXPECT_EQ(mixed("Q4_K_M", big, "blk.11.attn_v.weight"), "Q5_K");  // not a more-bits layer (10, 12 are)
+  EXPECT_EQ(mixed("Q4_K_M", big, "blk.11.attn_v.weight"),
+            "Q5_K");  // not a more-bits layer (10, 12 are)
   EXPECT_EQ(mixed("Q4_K_M", big, "blk.12.attn_v.weight"), "Q6_K");
   EXPECT_EQ(mixed("Q4_K_M", big, "blk.0.attn_v.weight"), "Q6_K");
   EXPECT_EQ(mixed("Q3_K_S", big, "blk.40.attn_v.weight"), "Q5_K");

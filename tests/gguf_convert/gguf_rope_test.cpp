@@ -1,8 +1,8 @@
-// Tests for gguf_convert/gguf_rope.hpp: config.json's rope_scaling read (the kinds llama.cpp has a place
-// for, the others refused by name), Llama 3's factors in their three regions, linear scaling's
-// keys, and the config.json member written back. (python/tests/test_gguf_export.py compares the
-// factors with llama.cpp's converter's formula in torch, runs the export in llama.cpp against
-// transformers' scaled RoPE, and imports it back.)
+// Tests for gguf_convert/gguf_rope.hpp: config.json's rope_scaling read (the kinds llama.cpp has a
+// place for, the others refused by name), Llama 3's factors in their three regions, linear
+// scaling's keys, and the config.json member written back. (python/tests/test_gguf_export.py
+// compares the factors with llama.cpp's converter's formula in torch, runs the export in llama.cpp
+// against transformers' scaled RoPE, and imports it back.)
 #include "gguf_convert/gguf_rope.hpp"
 
 #include <gtest/gtest.h>
@@ -43,16 +43,20 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
       "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
   EXPECT_EQ(llama31.kind, RopeScaling::Kind::llama3);
   EXPECT_EQ(llama31.original_context, 8192u);
-  const RopeScaling bare = parsed("{\"rope_type\": \"llama3\"}", ", \"original_max_position_embeddings\": 4096");
+  const RopeScaling bare =
+      parsed("{\"rope_type\": \"llama3\"}", ", \"original_max_position_embeddings\": 4096");
   EXPECT_EQ(bare.factor, 8.0);
   EXPECT_EQ(bare.high_freq_factor, 4.0);
   EXPECT_EQ(bare.original_context, 4096u);
 
-  EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("\"yarn\""), std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("\"yarn\""),
+            std::string::npos);
   EXPECT_NE(refusal("{\"type\": \"dynamic\", \"factor\": 2}").find("dynamic"), std::string::npos);
-  EXPECT_NE(refusal("{\"rope_type\": \"linear\", \"factor\": 2, \"beta\": 1}").find("beta"), std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"linear\", \"factor\": 2, \"beta\": 1}").find("beta"),
+            std::string::npos);
   EXPECT_NE(refusal("{\"rope_type\": \"linear\"}").find("factor"), std::string::npos);
-  EXPECT_NE(refusal("{\"rope_type\": \"llama3\", \"low_freq_factor\": 4, \"high_freq_factor\": 1}").find("exceed"),
+  EXPECT_NE(refusal("{\"rope_type\": \"llama3\", \"low_freq_factor\": 4, \"high_freq_factor\": 1}")
+                .find("exceed"),
             std::string::npos);
   EXPECT_NE(refusal("[1]").find("not an object"), std::string::npos);
 }
@@ -85,13 +89,15 @@ TEST(GgufRope, LinearIsKeysAndEveryKindIsAConfigMember) {
   EXPECT_EQ(keys[0].key, "llama.rope.scaling.type");
   EXPECT_EQ(*keys[0].value.as_string(), "linear");
   EXPECT_EQ(keys[1].value.as_double(), 4.0);
-  EXPECT_EQ(rope_scaling_json(r), ",\n  \"rope_scaling\": {\"factor\": 4.0, \"rope_type\": \"linear\"}");
+  EXPECT_EQ(rope_scaling_json(r),
+            ",\n  \"rope_scaling\": {\"factor\": 4.0, \"rope_type\": \"linear\"}");
   r.kind = RopeScaling::Kind::llama3;
   r.factor = 8;
   r.low_freq_factor = 0.5;
   r.original_context = 8192;
   EXPECT_EQ(rope_scaling_json(r),
-            ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 0.5, "
+            ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, "
+            "\"low_freq_factor\": 0.5, "
             "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
 }
 

@@ -22,7 +22,8 @@ namespace {
 
 std::vector<std::string> entries(const std::filesystem::path& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -89,7 +90,8 @@ TEST(AtomicFile, RefusesFifoSocketAndDirectoryUntouched) {
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
   Error e = refusal(dir / "fifo");  // never opened: a FIFO would block here
   EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
-  EXPECT_NE(std::string(e.what()).find("fifo: is a FIFO, not a file"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("fifo: is a FIFO, not a file"), std::string::npos)
+      << e.what();
 
   const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
@@ -106,7 +108,8 @@ TEST(AtomicFile, RefusesFifoSocketAndDirectoryUntouched) {
   e = refusal(dir / "sub");
   EXPECT_EQ(e.code(), ErrorCode::io);
   EXPECT_EQ(e.os_error(), std::make_error_code(std::errc::is_a_directory));
-  EXPECT_NE(std::string(e.what()).find("is a directory, not a file"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("is a directory, not a file"), std::string::npos)
+      << e.what();
 
   struct stat st;
   ASSERT_EQ(::lstat((dir / "fifo").c_str(), &st), 0);
@@ -122,14 +125,17 @@ TEST(AtomicFile, RefusesDevicesMadeForTheTest) {
     GTEST_SKIP() << "mknod needs root here (" << std::strerror(errno) << ")";
   Error e = refusal(dir / "chr");
   EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
-  EXPECT_NE(std::string(e.what()).find("chr: is a character device, not a file"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("chr: is a character device, not a file"), std::string::npos)
+      << e.what();
   e = refusal(dir / "blk");
-  EXPECT_NE(std::string(e.what()).find("is a block device, not a file"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("is a block device, not a file"), std::string::npos)
+      << e.what();
   // Through a link too, naming both.
   std::filesystem::create_symlink("chr", dir / "to-chr");
   e = refusal(dir / "to-chr");
   EXPECT_NE(std::string(e.what()).find("links to"), std::string::npos) << e.what();
-  EXPECT_NE(std::string(e.what()).find("which is a character device"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("which is a character device"), std::string::npos)
+      << e.what();
   struct stat st;
   ASSERT_EQ(::lstat((dir / "chr").c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
@@ -156,7 +162,8 @@ TEST(AtomicFile, DanglingAndLoopingLinksAreErrors) {
   std::filesystem::create_symlink("nowhere", dir / "dangling");
   Error e = refusal(dir / "dangling");
   EXPECT_EQ(e.os_error(), std::make_error_code(std::errc::no_such_file_or_directory));
-  EXPECT_NE(std::string(e.what()).find("dangling: is a symbolic link to"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("dangling: is a symbolic link to"), std::string::npos)
+      << e.what();
   std::filesystem::create_symlink("b", dir / "a");
   std::filesystem::create_symlink("a", dir / "b");
   e = refusal(dir / "a");
@@ -226,7 +233,8 @@ TEST(AtomicFile, NextWriteRemovesLeftoversOfDeadProcessesOnly) {
   for (const auto& n : after)
     if (n.find("-" + std::to_string(live) + "-") != std::string::npos) ++live_left;
   EXPECT_EQ(live_left, 1u);  // its process is still running
-  EXPECT_EQ(after.size(), before + 1 - 2);  // m.safetensors added; the dead one and the 999999999 one gone
+  EXPECT_EQ(after.size(),
+            before + 1 - 2);  // m.safetensors added; the dead one and the 999999999 one gone
   ASSERT_EQ(::write(done[1], "x", 1), 1);
   int status = 0;
   waitpid(live, &status, 0);
@@ -279,7 +287,8 @@ TEST(LiveFiles, SignalHandlerViewOfTemporariesAndMappings) {
 
 TEST(LiveFiles, ManyEntriesAndReuse) {
   std::vector<LiveEntry> held;
-  for (int i = 0; i < 300; ++i) held.push_back(LiveEntry::temporary("/nonexistent/t" + std::to_string(i)));
+  for (int i = 0; i < 300; ++i)
+    held.push_back(LiveEntry::temporary("/nonexistent/t" + std::to_string(i)));
   EXPECT_TRUE(is_live_temporary("/nonexistent/t0"));
   EXPECT_TRUE(is_live_temporary("/nonexistent/t299"));
   held.erase(held.begin());
@@ -304,7 +313,8 @@ TEST(Interrupt, ALongWriteStopsAndLeavesNothing) {
   try {
     const InterruptScope scope(stop_after_polls, &polls);
     AtomicFile f(dir / "out");
-    for (uint64_t off = 0; off < (uint64_t{64} << 20); off += chunk.size()) pwrite_all(f.fd(), off, chunk, "out");
+    for (uint64_t off = 0; off < (uint64_t{64} << 20); off += chunk.size())
+      pwrite_all(f.fd(), off, chunk, "out");
     f.commit();
     ADD_FAILURE() << "not interrupted";
   } catch (const Error& e) {

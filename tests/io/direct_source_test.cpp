@@ -34,7 +34,8 @@ std::vector<std::byte> pattern(size_t n) {
   return bytes;
 }
 
-std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
+std::shared_ptr<const ByteSource> write_and_open(const std::filesystem::path& path,
+                                                 const std::vector<std::byte>& bytes,
                                                  DirectPath how) {
   {
     const Fd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -49,7 +50,8 @@ class DirectSourceTest : public ::testing::TestWithParam<DirectPath> {
  protected:
   void SetUp() override {
     if (!test::o_direct_works(dir.path())) GTEST_SKIP() << "O_DIRECT is refused in " << dir.path();
-    if (GetParam() == DirectPath::io_uring && !io_uring_available()) GTEST_SKIP() << "io_uring is refused here";
+    if (GetParam() == DirectPath::io_uring && !io_uring_available())
+      GTEST_SKIP() << "io_uring is refused here";
   }
   test::TempDir dir;
 };
@@ -65,8 +67,14 @@ struct Buffer {
 };
 
 void check_every_alignment(const ByteSource& source, const std::vector<std::byte>& file) {
-  const uint64_t offsets[] = {0, 1, kDirectAlign - 1, kDirectAlign, kDirectAlign + 8, kDirectWindow - 3, kFileSize - 5000};
-  const uint64_t sizes[] = {1, 100, kDirectAlign, kDirectAlign + 1, kDirectWindow + 2 * kDirectAlign + 9, 2 * kDirectWindow};
+  const uint64_t offsets[] = {
+      0, 1, kDirectAlign - 1, kDirectAlign, kDirectAlign + 8, kDirectWindow - 3, kFileSize - 5000};
+  const uint64_t sizes[] = {1,
+                            100,
+                            kDirectAlign,
+                            kDirectAlign + 1,
+                            kDirectWindow + 2 * kDirectAlign + 9,
+                            2 * kDirectWindow};
   for (const uint64_t offset : offsets)
     for (const uint64_t wanted : sizes) {
       const uint64_t size = std::min(wanted, kFileSize - offset);
@@ -91,8 +99,8 @@ TEST_P(DirectSourceTest, ReadsTheFileWhateverTheAlignment) {
 TEST_P(DirectSourceTest, ManyRangesAtOnceLandEachInItsPlace) {
   const std::vector<std::byte> file = pattern(kFileSize);
   const auto source = write_and_open(dir / "f", file, GetParam());
-  // The whole file as one range into a congruent buffer, and as ranges of random sizes (about 40) laid
-  // out one byte further apart each in a buffer that is not: more pieces than workers,
+  // The whole file as one range into a congruent buffer, and as ranges of random sizes (about 40)
+  // laid out one byte further apart each in a buffer that is not: more pieces than workers,
   // straight and bounced together.
   Buffer whole(kFileSize, 0);
   std::vector<std::byte> scattered(kFileSize + kDirectAlign);
@@ -107,7 +115,8 @@ TEST_P(DirectSourceTest, ManyRangesAtOnceLandEachInItsPlace) {
   source->read_ranges(ranges, 2);
   ASSERT_EQ(std::memcmp(whole.data, file.data(), kFileSize), 0);
   for (size_t r = 1; r < ranges.size(); ++r)
-    ASSERT_EQ(std::memcmp(ranges[r].dst, file.data() + ranges[r].offset, ranges[r].size), 0) << "range " << r;
+    ASSERT_EQ(std::memcmp(ranges[r].dst, file.data() + ranges[r].offset, ranges[r].size), 0)
+        << "range " << r;
 }
 
 TEST_P(DirectSourceTest, AFileThatShrankIsAnErrorNotStaleBytes) {
@@ -142,8 +151,11 @@ TEST(DirectSource, WithoutODirectTheSameReadsGoThroughThePageCache) {
   EXPECT_THROW(source->read(0, dst), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, DirectSourceTest, ::testing::Values(DirectPath::io_uring, DirectPath::threads),
-                         [](const auto& p) { return p.param == DirectPath::io_uring ? "io_uring" : "threads"; });
+INSTANTIATE_TEST_SUITE_P(Paths, DirectSourceTest,
+                         ::testing::Values(DirectPath::io_uring, DirectPath::threads),
+                         [](const auto& p) {
+                           return p.param == DirectPath::io_uring ? "io_uring" : "threads";
+                         });
 
 // `best`, what File uses: io_uring where the kernel allows it, threads elsewhere; the same bytes.
 TEST(DirectSource, TheBestPathReadsWhereverIoUringIs) {

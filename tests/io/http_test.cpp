@@ -2,8 +2,6 @@
 // 127.0.0.1 with a generated config (so the HTTP code also runs under the sanitizers).
 #include "io/http.hpp"
 
-#include "io/curl_library.hpp"
-
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "io/curl_library.hpp"
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
@@ -65,26 +64,33 @@ class Nginx : public ::testing::Environment {
     www = dir_ / "www";
     access_log = dir_ / "access.log";
     std::filesystem::create_directories(www);
-    for (const char* sub : {"hf", "bad", "models"}) std::filesystem::create_directory_symlink(test::data_dir() / sub, www / sub);
+    for (const char* sub : {"hf", "bad", "models"})
+      std::filesystem::create_directory_symlink(test::data_dir() / sub, www / sub);
     const std::string tmp = dir_.path().string();
     std::ofstream(conf_) << (::geteuid() == 0 ? "user root;\n" : "") << "worker_processes 1;\n"
                          << "error_log " << (dir_ / "error.log").string() << ";\npid "
-                         << (dir_ / "nginx.pid").string() << ";\nevents { worker_connections 16; }\n"
+                         << (dir_ / "nginx.pid").string()
+                         << ";\nevents { worker_connections 16; }\n"
                          << "http { log_format ranges '$status $body_bytes_sent $http_range';\n"
-                         << "  access_log " << access_log.string() << " ranges;\n  client_body_temp_path " << tmp
-                         << "; proxy_temp_path " << tmp << "; fastcgi_temp_path " << tmp << "; uwsgi_temp_path " << tmp
-                         << "; scgi_temp_path " << tmp << ";\n  server { listen 127.0.0.1:" << port_ << "; root "
-                         << www.string() << "; } }\n";
+                         << "  access_log " << access_log.string()
+                         << " ranges;\n  client_body_temp_path " << tmp << "; proxy_temp_path "
+                         << tmp << "; fastcgi_temp_path " << tmp << "; uwsgi_temp_path " << tmp
+                         << "; scgi_temp_path " << tmp << ";\n  server { listen 127.0.0.1:" << port_
+                         << "; root " << www.string() << "; } }\n";
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // nginx goes when this test program does, however it ends
-      const std::string prefix = dir_.path().string(), conf = conf_.string(), err = (dir_ / "error.log").string();
-      ::execl("/usr/sbin/nginx", "nginx", "-p", prefix.c_str(), "-c", conf.c_str(), "-e", err.c_str(), "-g",
-              "daemon off;", static_cast<char*>(nullptr));
+      ::prctl(PR_SET_PDEATHSIG,
+              SIGTERM);  // nginx goes when this test program does, however it ends
+      const std::string prefix = dir_.path().string(), conf = conf_.string(),
+                        err = (dir_ / "error.log").string();
+      ::execl("/usr/sbin/nginx", "nginx", "-p", prefix.c_str(), "-c", conf.c_str(), "-e",
+              err.c_str(), "-g", "daemon off;", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 200 && !listening(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    ASSERT_TRUE(listening(port_)) << "nginx did not start (Debian's nginx-light: scripts/install-deps.sh)";
+    for (int i = 0; i < 200 && !listening(port_); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    ASSERT_TRUE(listening(port_))
+        << "nginx did not start (Debian's nginx-light: scripts/install-deps.sh)";
     url = "http://127.0.0.1:" + std::to_string(port_);
   }
   void TearDown() override {
@@ -119,12 +125,14 @@ TEST(Http, OpenLearnsSizeAndKeepsThePrefix) {
   EXPECT_TRUE(std::equal(f->prefix().begin(), f->prefix().end(), local.begin()));
   std::vector<std::byte> middle(1000);
   f->read(local.size() / 2, middle);
-  EXPECT_TRUE(std::equal(middle.begin(), middle.end(), local.begin() + static_cast<ptrdiff_t>(local.size() / 2)));
+  EXPECT_TRUE(std::equal(middle.begin(), middle.end(),
+                         local.begin() + static_cast<ptrdiff_t>(local.size() / 2)));
   EXPECT_THROW(f->read(local.size() - 10, middle), Error);  // past the end
 }
 
 TEST(Http, FileOpenOfAUrlReadsAsTheLocalFile) {
-  for (const char* name : {"mixed_all_dtypes.safetensors", "zero_size.safetensors", "worked_example.safetensors"}) {
+  for (const char* name :
+       {"mixed_all_dtypes.safetensors", "zero_size.safetensors", "worked_example.safetensors"}) {
     const File remote = File::open(Nginx::url + "/hf/" + name);
     const File local = File::open(test::data_dir() / "hf" / name);
     EXPECT_TRUE(curl_library_loaded());  // loaded by the first URL
@@ -133,7 +141,8 @@ TEST(Http, FileOpenOfAUrlReadsAsTheLocalFile) {
     EXPECT_EQ(remote.raw_header(), local.raw_header());
     EXPECT_EQ(remote.is_canonical(), local.is_canonical());
     for (const TensorInfo& t : local.tensors()) {
-      const TensorView rv = remote.view(t.name), lv = local.view(t.name);  // remote views own their bytes
+      const TensorView rv = remote.view(t.name),
+                       lv = local.view(t.name);  // remote views own their bytes
       const auto a = rv.bytes(), b = lv.bytes();
       EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << name << " " << t.name;
     }
@@ -158,7 +167,8 @@ TEST(Http, ErrorsAreIoErrorsWithErrno) {
   }
   // Nothing listens there: connection errors are retried, then reported.
   setenv("TLIO_HTTP_ATTEMPTS", "2", 1);
-  EXPECT_THROW((void)HttpFile::open("http://127.0.0.1:" + std::to_string(free_port()) + "/x"), Error);
+  EXPECT_THROW((void)HttpFile::open("http://127.0.0.1:" + std::to_string(free_port()) + "/x"),
+               Error);
   unsetenv("TLIO_HTTP_ATTEMPTS");
 }
 
@@ -167,7 +177,8 @@ TEST(Http, UrlHelpers) {
   EXPECT_EQ(url_join("http://h/d/", "x.json"), "http://h/d/x.json");
   EXPECT_EQ(url_join("https://h/d/?sig=1#f", "x"), "https://h/d/x?sig=1#f");
   EXPECT_EQ(url_join("http://h/d/", "a?b #c.json"), "http://h/d/a%3Fb%20%23c.json");
-  EXPECT_EQ(url_join("http://h/d/", "model-00001-of-00002.safetensors"), "http://h/d/model-00001-of-00002.safetensors");
+  EXPECT_EQ(url_join("http://h/d/", "model-00001-of-00002.safetensors"),
+            "http://h/d/model-00001-of-00002.safetensors");
   EXPECT_TRUE(url_ends_with_slash("http://h/d/") && url_ends_with_slash("http://h/d/?q=1"));
   EXPECT_FALSE(url_ends_with_slash("http://h/d") || url_ends_with_slash("http://h/d?q=/"));
   EXPECT_EQ(url_for_messages("https://user:pw@h:8/x@y"), "https://h:8/x@y");
@@ -202,8 +213,9 @@ TEST(Http, ResponseHeadersAndContentRanges) {
   EXPECT_EQ(ok->first, 5u);
   EXPECT_EQ(ok->last, 9u);
   EXPECT_EQ(ok->total, 10u);
-  for (const char* text : {"bytes 5-4/10", "bytes 0-10/10", "bytes 0-9/*", "bytes */10", "bytes -9/10",
-                           "bytes 0-9/10x", "Bytes 0-9/10", "bytes 0+9/10", "bytes 99999999999999999999-1/2", ""})
+  for (const char* text :
+       {"bytes 5-4/10", "bytes 0-10/10", "bytes 0-9/*", "bytes */10", "bytes -9/10",
+        "bytes 0-9/10x", "Bytes 0-9/10", "bytes 0+9/10", "bytes 99999999999999999999-1/2", ""})
     EXPECT_FALSE(parse_content_range(text).has_value()) << text;
 }
 
@@ -216,10 +228,12 @@ TEST(Http, ReadRangesGivesEveryRangeItsBytes) {
   std::vector<std::vector<std::byte>> out;
   std::vector<HttpRange> ranges;
   for (const auto& [off, size] : spans) out.emplace_back(size);
-  for (size_t i = 0; i < spans.size(); ++i) ranges.push_back({spans[i].first, out[i].data(), spans[i].second});
+  for (size_t i = 0; i < spans.size(); ++i)
+    ranges.push_back({spans[i].first, out[i].data(), spans[i].second});
   f->read_ranges(ranges);
   for (size_t i = 0; i < spans.size(); ++i)
-    EXPECT_TRUE(std::equal(out[i].begin(), out[i].end(), local.begin() + static_cast<ptrdiff_t>(spans[i].first)))
+    EXPECT_TRUE(std::equal(out[i].begin(), out[i].end(),
+                           local.begin() + static_cast<ptrdiff_t>(spans[i].first)))
         << "range " << i;
   const HttpRange past{local.size() - 3, out[0].data(), 4};
   EXPECT_THROW(f->read_ranges({&past, 1}), Error);
@@ -250,7 +264,8 @@ TEST(Http, LongRunsSplitOverSeveralRequestsAndCopiesLandInPlace) {
   // A copy from the URL into a file writer: the same bytes as the local file's.
   test::TempDir dir;
   rewrite_canonical(remote, dir / "copy.safetensors");
-  EXPECT_EQ(test::read_bytes(dir / "copy.safetensors"), test::read_bytes(Nginx::www / "big.safetensors"));
+  EXPECT_EQ(test::read_bytes(dir / "copy.safetensors"),
+            test::read_bytes(Nginx::www / "big.safetensors"));
   // Into a memory writer: straight into its buffer.
   Writer m = Writer::to_memory();
   m.declare("a", Dtype::F32, Shape{big.size() / 2});
@@ -267,7 +282,8 @@ TEST(Http, LongRunsSplitOverSeveralRequestsAndCopiesLandInPlace) {
 TEST(Http, ModelDirectoriesByUrl) {
   for (const std::string model : {"bigram", "sharded"}) {
     const Model local = Model::open(test::data_dir() / "models" / model);
-    for (const std::string& url : {Nginx::url + "/models/" + model + "/", Nginx::url + "/models/" + model}) {
+    for (const std::string& url :
+         {Nginx::url + "/models/" + model + "/", Nginx::url + "/models/" + model}) {
       EXPECT_TRUE(is_model_directory(url));
       const Model remote = Model::open(url);
       EXPECT_EQ(remote.config().arch, local.config().arch);
@@ -275,7 +291,8 @@ TEST(Http, ModelDirectoriesByUrl) {
       EXPECT_EQ(remote.sharded(), local.sharded());
       ASSERT_EQ(remote.tensor_names(), local.tensor_names());
       for (std::string_view name : local.tensor_names()) {
-        const TensorView rv = remote.view(name), lv = local.view(name);  // remote views own their bytes
+        const TensorView rv = remote.view(name),
+                         lv = local.view(name);  // remote views own their bytes
         const auto a = rv.bytes(), b = lv.bytes();
         EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << model << " " << name;
       }
@@ -297,7 +314,8 @@ TEST(Http, MergeOfAShardedDirectoryUrlEqualsTheLocalMerge) {
   test::TempDir dir;
   merge_shards(Nginx::url + "/models/sharded/", dir / "remote.safetensors");
   merge_shards(test::data_dir() / "models" / "sharded", dir / "local.safetensors");
-  EXPECT_EQ(test::read_bytes(dir / "remote.safetensors"), test::read_bytes(dir / "local.safetensors"));
+  EXPECT_EQ(test::read_bytes(dir / "remote.safetensors"),
+            test::read_bytes(dir / "local.safetensors"));
 }
 
 TEST(Http, CApiOpensUrls) {
@@ -321,7 +339,8 @@ TEST(Http, CApiOpensUrls) {
     sizes.push_back(info.byte_size);
   }
   for (auto& b : bufs) dsts.push_back(b.data());
-  ASSERT_EQ(tl_tensor_read_many(f, indices.data(), dsts.data(), sizes.data(), indices.size()), TL_OK);
+  ASSERT_EQ(tl_tensor_read_many(f, indices.data(), dsts.data(), sizes.data(), indices.size()),
+            TL_OK);
   for (size_t i = 0; i < bufs.size(); ++i) {
     struct tl_tensor_info info;
     tl_tensor_info(f, i, &info);

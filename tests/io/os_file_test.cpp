@@ -1,8 +1,6 @@
 // Tests for io/os_file.hpp: in-kernel copies and positional reads.
 #include "io/os_file.hpp"
 
-#include "io/atomic_file.hpp"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -11,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "io/atomic_file.hpp"
 #include "test_util.hpp"
 #include "tlio/error.hpp"
 
@@ -43,7 +42,8 @@ TEST(PreadExact, ShortReadIsAnError) {
 size_t resident_pages(void* p, size_t size) {
   std::vector<unsigned char> in((size + 4095) / 4096);
   EXPECT_EQ(mincore(p, size, in.data()), 0);
-  return static_cast<size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+  return static_cast<size_t>(
+      std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
 }
 
 TEST(PopulateForWrite, FaultsInTheWholePagesOfABuffer) {

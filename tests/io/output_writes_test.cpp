@@ -62,9 +62,11 @@ void check_random_writes(bool lands_on_disk, uint32_t seed) {
       if (rng() % 5 == 0) out.flush();
     }
     if (run % 4 == 3) {
-      const uint64_t at = rng() % (kSize - source_bytes.size()), from = rng() % 1000, n = source_bytes.size() - 1000;
+      const uint64_t at = rng() % (kSize - source_bytes.size()), from = rng() % 1000,
+                     n = source_bytes.size() - 1000;
       out.copy_from(source.get(), from, at, n);
-      std::copy_n(source_bytes.begin() + static_cast<ptrdiff_t>(from), n, expect.begin() + static_cast<ptrdiff_t>(at));
+      std::copy_n(source_bytes.begin() + static_cast<ptrdiff_t>(from), n,
+                  expect.begin() + static_cast<ptrdiff_t>(at));
     }
   }
   out.flush();

@@ -26,8 +26,8 @@ TEST(Location, RegisteredSchemesAreUrlsEverythingElseIsAPath) {
   // Schemes are case-insensitive (RFC 3986): written in lower case for the store and libcurl.
   EXPECT_EQ(Location::parse("HTTP://h/x").scheme(), "http");
   EXPECT_EQ(Location::parse("HtTpS://h/X").text(), "https://h/X");
-  for (const char* path : {"model.safetensors", "/abs/x", "ftp:x", "/http://x",
-                           "://x", "dir/http://x", "a b://x", ""}) {
+  for (const char* path : {"model.safetensors", "/abs/x", "ftp:x", "/http://x", "://x",
+                           "dir/http://x", "a b://x", ""}) {
     const Location l = Location::parse(path);
     EXPECT_TRUE(l.is_local()) << path;
     EXPECT_EQ(l.text(), path);
@@ -57,7 +57,8 @@ TEST(Location, DisplayDropsCredentialsAndJoinFollowsTheStore) {
   EXPECT_EQ(file.scheme(), "https");
   EXPECT_EQ(file.display(), "https://h:8/d/a%20b.json?sig=...");
   EXPECT_EQ(file.text(), "https://user:secret@h:8/d/a%20b.json?sig=1");
-  EXPECT_EQ(Location::parse("dir").join("config.json").text(), (std::filesystem::path("dir") / "config.json").string());
+  EXPECT_EQ(Location::parse("dir").join("config.json").text(),
+            (std::filesystem::path("dir") / "config.json").string());
 }
 
 TEST(Store, DirectoriesByStore) {
@@ -111,7 +112,8 @@ TEST(Source, LocalSourcesSayWhatTheyCanDo) {
     EXPECT_EQ(source->memory_writable(), access == Access::map_private);
     // Ranges read over several threads land where they belong.
     std::vector<std::byte> out(bytes.size() - 100);
-    const ReadRange ranges[] = {{50, out.data(), 1000}, {1100, out.data() + 1000, out.size() - 1000}};
+    const ReadRange ranges[] = {{50, out.data(), 1000},
+                                {1100, out.data() + 1000, out.size() - 1000}};
     source->read_ranges(ranges, 3);
     EXPECT_TRUE(std::equal(out.begin(), out.begin() + 1000, bytes.begin() + 50));
     EXPECT_TRUE(std::equal(out.begin() + 1000, out.end(), bytes.begin() + 1100));
@@ -150,7 +152,8 @@ int count_libcurl(dl_phdr_info* info, size_t, void* count) {
 TEST(Source, LocalWorkLeavesLibcurlUnloaded) {
   const File f = File::open(test::data_dir() / "hf" / "mixed_all_dtypes.safetensors");
   (void)f.view(f.tensors().front().name);
-  (void)File::open(test::data_dir() / "hf" / "mixed_all_dtypes.safetensors", {.backend = Backend::pread});
+  (void)File::open(test::data_dir() / "hf" / "mixed_all_dtypes.safetensors",
+                   {.backend = Backend::pread});
   EXPECT_FALSE(curl_library_loaded());
   int loaded = 0;
   dl_iterate_phdr(count_libcurl, &loaded);

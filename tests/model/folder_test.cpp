@@ -23,14 +23,17 @@ void write_text(const fs::path& p, const std::string& text) {
 void write_weights(const fs::path& p) {
   fs::create_directories(p.parent_path());
   const std::vector<float> w(64, 0.5f);
-  save_file(p, std::vector<TensorData>{{"layers.0.w", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))},
-                                       {"layers.1.w", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))}});
+  save_file(
+      p, std::vector<TensorData>{{"layers.0.w", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))},
+                                 {"layers.1.w", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))}});
 }
 
 std::vector<std::string> described(const std::vector<FolderItem>& items) {
   std::vector<std::string> out;
   for (const FolderItem& i : items) {
-    const char* kind = i.kind == FolderItem::Kind::model ? "model" : i.kind == FolderItem::Kind::index ? "index" : "file";
+    const char* kind = i.kind == FolderItem::Kind::model   ? "model"
+                       : i.kind == FolderItem::Kind::index ? "index"
+                                                           : "file";
     std::string files;
     for (const std::string& f : i.files) files += " " + f;
     out.push_back(std::string(kind) + " " + i.path + ":" + files);
@@ -60,17 +63,19 @@ TEST(Folder, EveryKindOfFolderIsSeenWhole) {
   write_text(root / "plain" / ".b3.safetensors.tlio-tmp-1-2-abc", "partial");
 
   const std::vector<FolderItem> items = folder_contents(root);
-  EXPECT_EQ(described(items),
-            (std::vector<std::string>{
-                "file adapter/adapter_model.safetensors: adapter/adapter_model.safetensors",
-                "model llm: llm/model-00001-of-00004.safetensors llm/model-00002-of-00004.safetensors "
-                "llm/model-00003-of-00004.safetensors llm/model-00004-of-00004.safetensors",
-                "file pipe/unet/diffusion_pytorch_model.safetensors: pipe/unet/diffusion_pytorch_model.safetensors",
-                "index pipe/vae/model.safetensors.index.json: pipe/vae/model-00001-of-00002.safetensors "
-                "pipe/vae/model-00002-of-00002.safetensors",
-                "file plain/b2.safetensors: plain/b2.safetensors",
-                "file plain/b10.safetensors: plain/b10.safetensors",
-                "file src.safetensors: src.safetensors"}));
+  EXPECT_EQ(
+      described(items),
+      (std::vector<std::string>{
+          "file adapter/adapter_model.safetensors: adapter/adapter_model.safetensors",
+          "model llm: llm/model-00001-of-00004.safetensors llm/model-00002-of-00004.safetensors "
+          "llm/model-00003-of-00004.safetensors llm/model-00004-of-00004.safetensors",
+          "file pipe/unet/diffusion_pytorch_model.safetensors: "
+          "pipe/unet/diffusion_pytorch_model.safetensors",
+          "index pipe/vae/model.safetensors.index.json: pipe/vae/model-00001-of-00002.safetensors "
+          "pipe/vae/model-00002-of-00002.safetensors",
+          "file plain/b2.safetensors: plain/b2.safetensors",
+          "file plain/b10.safetensors: plain/b10.safetensors",
+          "file src.safetensors: src.safetensors"}));
   for (const FolderItem& item : items) EXPECT_NO_THROW(check_folder_item(root, item)) << item.path;
   // The folder a model directory is, alone: one item, the folder itself.
   const std::vector<FolderItem> llm = folder_contents(root / "llm");

@@ -1,8 +1,8 @@
 // Tests for tlio/model.hpp: model directories, architecture checks, shards, the bigram tracer.
-#include <gtest/gtest.h>
+#include "tlio/model.hpp"
 
 #include <fmt/core.h>
-
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,11 +11,10 @@
 #include <functional>
 
 #include "test_util.hpp"
+#include "tlio/bigram.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/interrupt.hpp"
-#include "tlio/bigram.hpp"
-#include "tlio/model.hpp"
 #include "tlio/quant.hpp"
 #include "tlio/writer.hpp"
 
@@ -46,7 +45,8 @@ void expect_rejected(const std::filesystem::path& dir, const std::string& rule,
 
 using TensorList = std::vector<std::pair<std::string, Shape>>;
 
-void write_weights(const std::filesystem::path& file, const TensorList& list, const Metadata& meta) {
+void write_weights(const std::filesystem::path& file, const TensorList& list,
+                   const Metadata& meta) {
   std::vector<std::vector<float>> data;
   data.reserve(list.size());
   std::vector<TensorData> td;
@@ -72,7 +72,8 @@ struct Llama {
         vocab, hidden, inter, layers, heads, kv, tie ? "true" : "false", extra_config);
   }
   TensorList tensors(uint64_t hd) const {
-    TensorList t = {{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
+    TensorList t = {{"model.embed_tokens.weight", {vocab, hidden}},
+                    {"model.norm.weight", {hidden}}};
     if (!tie) t.push_back({"lm_head.weight", {vocab, hidden}});
     for (uint64_t i = 0; i < layers; ++i) {
       const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -123,7 +124,9 @@ TEST(Llama, BrokenVariantsNameTheTensor) {
   Llama l;
   l.write(dir / "missing", [](TensorList& t) { t.erase(t.begin() + 4); });
   expect_rejected(dir / "missing", "model", "model.layers.0.self_attn.k_proj.weight");
-  l.write(dir / "extra", [](TensorList& t) { t.push_back({"model.layers.9.mlp.up_proj.weight", {24, 16}}); });
+  l.write(dir / "extra", [](TensorList& t) {
+    t.push_back({"model.layers.9.mlp.up_proj.weight", {24, 16}});
+  });
   expect_rejected(dir / "extra", "model", "model.layers.9.mlp.up_proj.weight");
   l.write(dir / "shape", [](TensorList& t) { t[3].second = Shape{17, 16}; });
   expect_rejected(dir / "shape", "model", "model.layers.0.self_attn.q_proj.weight");
@@ -155,10 +158,12 @@ TEST(Llama, ConfigErrorsNameTheKey) {
   EXPECT_EQ(with_config(R"({"vocab_size": 3})"), "");
   EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": 32})"), "hidden_size");
   EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": "32"})"), "vocab_size");
-  EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": 1, "vocab_size": 2})"), "vocab_size");
+  EXPECT_EQ(with_config(R"({"model_type": "llama", "vocab_size": 1, "vocab_size": 2})"),
+            "vocab_size");
   EXPECT_EQ(with_config(R"({"model_type": "gpt2", "vocab_size": 32})"), "accepted");  // not checked
   // A vision-language model keeps vocab_size in text_config: only checked architectures need it.
-  EXPECT_EQ(with_config(R"({"model_type": "qwen2_5_vl", "text_config": {"vocab_size": 32}})"), "accepted");
+  EXPECT_EQ(with_config(R"({"model_type": "qwen2_5_vl", "text_config": {"vocab_size": 32}})"),
+            "accepted");
   EXPECT_EQ(with_config(R"({"model_type": "llama"})"), "vocab_size");
   // No config.json: the weights alone make a model of no architecture.
   std::filesystem::remove(dir / "m" / "config.json");
@@ -174,7 +179,8 @@ TEST(Llama, Int4QuantizedLayersCountAsTheirLogicalWeight) {
   l.write(dir / "m");
   File src = File::open(dir / "m" / "model.safetensors");
   std::filesystem::create_directories(dir / "q");
-  quantize_file(src, dir / "q" / "model.safetensors", {QuantScheme::parse("int4-g8-sym"), "", "", {}});
+  quantize_file(src, dir / "q" / "model.safetensors",
+                {QuantScheme::parse("int4-g8-sym"), "", "", {}});
   std::filesystem::copy_file(dir / "m" / "config.json", dir / "q" / "config.json");
   Model q = Model::open(dir / "q");
   EXPECT_EQ(q.quantized().size(), 14u);
@@ -244,7 +250,8 @@ TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
     weight_map += (weight_map.empty() ? "" : ", ") + std::string("\"") + t.name + "\": \"s" +
                   std::to_string(shard) + ".safetensors\"";
   }
-  for (int i = 0; i < 2; ++i) save_file(broken / ("s" + std::to_string(i) + ".safetensors"), parts[i]);
+  for (int i = 0; i < 2; ++i)
+    save_file(broken / ("s" + std::to_string(i) + ".safetensors"), parts[i]);
   {
     std::ofstream index(broken / "model.safetensors.index.json");
     index << "{\"weight_map\": {" << weight_map << "}}";
@@ -254,7 +261,8 @@ TEST(Llama, QuantizedWeightsSplitAcrossShardsAreFoundWhole) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.rule_name(), "bnb") << e.what();
-    EXPECT_NE(std::string(e.what()).find("up_proj.weight.quant_map"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("up_proj.weight.quant_map"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find(".safetensors"), std::string::npos) << e.what();
   }
 }
@@ -265,8 +273,9 @@ TEST(Bigram, TrainWeightsEqualTheDirectComputation) {
   test::TempDir dir;
   const std::string text = "abracadabra\nabc\n";
   bigram_train(text, dir / "m");
-  EXPECT_EQ(read_text(dir / "m" / "config.json"),
-            "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
+  EXPECT_EQ(
+      read_text(dir / "m" / "config.json"),
+      "{\n  \"tl_arch\": \"bigram\",\n  \"tl_tokenizer\": \"bytes\",\n  \"vocab_size\": 256\n}\n");
   Model m = Model::open(dir / "m");
   EXPECT_NO_THROW(m.check());
   EXPECT_EQ(m.files()[0].metadata().at("format"), "tinyllm");
@@ -279,7 +288,8 @@ TEST(Bigram, TrainWeightsEqualTheDirectComputation) {
   }
   for (int i = 0; i < 256; ++i)
     for (int j = 0; j < 256; ++j)
-      ASSERT_EQ(w[i * 256 + j], static_cast<float>(std::log((count[i * 256 + j] + 1) / (row[i] + 256))));
+      ASSERT_EQ(w[i * 256 + j],
+                static_cast<float>(std::log((count[i * 256 + j] + 1) / (row[i] + 256))));
   EXPECT_GT(w['a' * 256 + 'b'], w['a' * 256 + 'z']);
 }
 
@@ -313,18 +323,21 @@ TEST(Bigram, BrokenDirectories) {
   bigram_train("abc", dir / "m");
   write_text(dir / "m" / "tokenizer.json", "{}");
   expect_rejected(dir / "m", "model", "tokenizer.json");  // bytes tokenizer with a tokenizer file
-  write_text(dir / "m" / "config.json", R"({"tl_arch": "bigram", "vocab_size": 256, "tl_tokenizer": "file"})");
+  write_text(dir / "m" / "config.json",
+             R"({"tl_arch": "bigram", "vocab_size": 256, "tl_tokenizer": "file"})");
   EXPECT_NO_THROW(Model::open(dir / "m").check());
   std::filesystem::remove(dir / "m" / "tokenizer.json");
   expect_rejected(dir / "m", "model", "tokenizer.json");  // file tokenizer without the file
   write_text(dir / "m" / "config.json", R"({"tl_arch": "bigram", "vocab_size": 300})");
   expect_rejected(dir / "m", "model", "vocab_size");  // bytes tokenizer: 256
-  write_text(dir / "m" / "config.json", R"({"tl_arch": "bigram", "vocab_size": 256, "tl_tokenizer": "bpe"})");
+  write_text(dir / "m" / "config.json",
+             R"({"tl_arch": "bigram", "vocab_size": 256, "tl_tokenizer": "bpe"})");
   expect_rejected(dir / "m", "model", "tl_tokenizer");
   write_text(dir / "m" / "config.json", R"({"tl_arch": "bigram", "vocab_size": 256})");
   write_weights(dir / "m" / "model.safetensors", {{"bigram.weight", {256, 255}}}, {});
   expect_rejected(dir / "m", "model", "bigram.weight");
-  write_weights(dir / "m" / "model.safetensors", {{"bigram.weight", {256, 256}}, {"extra", {1}}}, {});
+  write_weights(dir / "m" / "model.safetensors", {{"bigram.weight", {256, 256}}, {"extra", {1}}},
+                {});
   expect_rejected(dir / "m", "model", "extra");
 }
 
@@ -337,7 +350,8 @@ TEST(Shard, ParseSizeLikeTransformers) {
   EXPECT_EQ(parse_size("123"), 123u);
   EXPECT_EQ(parse_size("1.5MB"), 1'500'000u);
   EXPECT_EQ(parse_size("2mib"), uint64_t{2} << 20);
-  for (const char* bad : {"", "GB", "5XB", "-1", "0", "1e3", "5 GB"}) EXPECT_THROW(parse_size(bad), Error) << bad;
+  for (const char* bad : {"", "GB", "5XB", "-1", "0", "1e3", "5 GB"})
+    EXPECT_THROW(parse_size(bad), Error) << bad;
 }
 
 TEST(Shard, RoundTripAtSeveralSizes) {
@@ -379,7 +393,8 @@ TEST(Shard, RoundTripAtSeveralSizes) {
 
 std::vector<std::string> folder_names(const std::filesystem::path& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -418,7 +433,8 @@ TEST(Shard, ANewSetReplacesThePreviousOneWhole) {
   EXPECT_NO_THROW(Model::open(out).check());
   // Sharded -> one file: the index and the shards go, model.safetensors stays alone.
   shard_file(src, out, total * 2);
-  EXPECT_EQ(folder_names(out), (std::vector<std::string>{"README.md", "config.json", "model.safetensors"}));
+  EXPECT_EQ(folder_names(out),
+            (std::vector<std::string>{"README.md", "config.json", "model.safetensors"}));
   // One file -> sharded: model.safetensors goes too (transformers reads it before an index).
   const auto sharded = shard_file(src, out, total / 3);
   expected = sharded.files;
@@ -433,10 +449,12 @@ TEST(Shard, OnlyTheOldIndexsSafetensorsFilesAreRemoved) {
   // An index that names more than shards: its config.json and notes are not weights.
   write_text(scene.out / "notes.txt", "mine");
   write_text(scene.out / "old-00001.safetensors", "old shard");
-  write_text(scene.out / "model.safetensors.index.json",
-             R"({"metadata": {}, "weight_map": {"a": "config.json", "b": "notes.txt", "c": "old-00001.safetensors"}})");
+  write_text(
+      scene.out / "model.safetensors.index.json",
+      R"({"metadata": {}, "weight_map": {"a": "config.json", "b": "notes.txt", "c": "old-00001.safetensors"}})");
   shard_file(scene.src, scene.out, scene.total * 2);
-  EXPECT_EQ(folder_names(scene.out), (std::vector<std::string>{"config.json", "model.safetensors", "notes.txt"}));
+  EXPECT_EQ(folder_names(scene.out),
+            (std::vector<std::string>{"config.json", "model.safetensors", "notes.txt"}));
   EXPECT_EQ(read_text(scene.out / "notes.txt"), "mine");
 }
 
@@ -462,7 +480,8 @@ TEST(Shard, AnInterruptedRunLeavesThePreviousSetWhole) {
       EXPECT_EQ(e.code(), ErrorCode::interrupted);
     }
     EXPECT_EQ(folder_names(out), before);
-    for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(test::read_bytes(out / before[i]), bytes[i]) << before[i];
+    for (size_t i = 0; i < before.size(); ++i)
+      EXPECT_EQ(test::read_bytes(out / before[i]), bytes[i]) << before[i];
   }
   EXPECT_NO_THROW(Model::open(out).check());
 }
@@ -522,9 +541,10 @@ TEST(Shard, EvilAndInconsistentIndexes) {
     t.replace(t.find(norm), norm.size(), by);
     return t;
   };
-  for (const char* evil : {"../model-00001-of-00004.safetensors", "/etc/passwd", "sub/x.safetensors",
-                           "", "..", "a\\\\b"})
-    with_index(replaced(std::string("\"model.norm.weight\": \"") + evil + "\""), "model.norm.weight");
+  for (const char* evil : {"../model-00001-of-00004.safetensors", "/etc/passwd",
+                           "sub/x.safetensors", "", "..", "a\\\\b"})
+    with_index(replaced(std::string("\"model.norm.weight\": \"") + evil + "\""),
+               "model.norm.weight");
   with_index(replaced(norm + ",\n    " + norm), "model.norm.weight");  // listed twice
   with_index(replaced("\"model.norm.weight\": \"" + other_shard + "\""), "model.norm.weight");
   with_index(replaced("\"model.nope\": \"" + other_shard + "\""), "model.nope");

@@ -1,8 +1,7 @@
 // Read plans: slices of plain and quantized tensors equal slices of the whole, the reads a dry
 // run lists, deliver() from elsewhere, and the errors.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -83,7 +82,8 @@ TEST(ReadPlan, SlicesOfPlainTensorsEqualReadSlice) {
       {"cube", {SliceIndex::range(1, 3), SliceIndex::at(2), SliceIndex::range(3, 7)}},
   };
   // Positional reads (the default, and what a mapping asked for becomes), and O_DIRECT ones.
-  for (const tlio::Backend backend : {tlio::Backend::pread, tlio::Backend::mmap, tlio::Backend::direct})
+  for (const tlio::Backend backend :
+       {tlio::Backend::pread, tlio::Backend::mmap, tlio::Backend::direct})
     for (const auto& [name, slice] : cases) {
       SCOPED_TRACE(name + " backend " + std::to_string(static_cast<int>(backend)));
       tlio::ReadPlanOptions o;
@@ -91,7 +91,8 @@ TEST(ReadPlan, SlicesOfPlainTensorsEqualReadSlice) {
       const int before = direct_descriptors();
       tlio::ReadPlan plan = tlio::ReadPlan::open(path, o);
       // Direct reads hold a descriptor open with O_DIRECT (where the file system takes it).
-      const int opened = backend == tlio::Backend::direct && tlio::test::o_direct_works(dir.path()) ? 1 : 0;
+      const int opened =
+          backend == tlio::Backend::direct && tlio::test::o_direct_works(dir.path()) ? 1 : 0;
       EXPECT_EQ(direct_descriptors(), before + opened);
       EXPECT_EQ(run_one(plan, name, slice), reference(path, name, slice));
     }
@@ -191,7 +192,8 @@ TEST_P(QuantizedPlan, SlicesEqualSlicesOfTheDequantizedWhole) {
   tlio::test::TempDir dir;
   const uint64_t rows = 48, cols = 256;
   std::vector<float> w(rows * cols);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
   const std::vector<tlio::TensorData> tensors{
       {"layer.weight", Dtype::F32, {rows, cols}, std::as_bytes(std::span(w))}};
   tlio::save_file(dir / "f32.safetensors", tensors);
@@ -218,7 +220,8 @@ TEST_P(QuantizedPlan, SlicesEqualSlicesOfTheDequantizedWhole) {
     SCOPED_TRACE(testing::Message() << c.r0 << ":" << c.r1 << ", " << c.c0 << ":" << c.c1);
     ASSERT_NE(plan.find(found[0].name), nullptr);
     EXPECT_TRUE(plan.find(found[0].name)->quantized);
-    const std::vector<SliceIndex> slice{SliceIndex::range(c.r0, c.r1), SliceIndex::range(c.c0, c.c1)};
+    const std::vector<SliceIndex> slice{SliceIndex::range(c.r0, c.r1),
+                                        SliceIndex::range(c.c0, c.c1)};
     const std::vector<std::byte> got = run_one(plan, found[0].name, slice, Dtype::F32);
     std::vector<float> values(got.size() / 4);
     std::memcpy(values.data(), got.data(), got.size());
@@ -242,7 +245,8 @@ INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedPlan,
 // A file whose F32 "x" [rows, 64] is stored int4 (x.qweight + x.scales); returns its path.
 std::filesystem::path write_int4_x(const tlio::test::TempDir& dir, uint64_t rows) {
   std::vector<float> w(rows * 64, 0.5f);
-  const std::vector<tlio::TensorData> tensors{{"x", Dtype::F32, {rows, 64}, std::as_bytes(std::span(w))}};
+  const std::vector<tlio::TensorData> tensors{
+      {"x", Dtype::F32, {rows, 64}, std::as_bytes(std::span(w))}};
   tlio::save_file(dir / "f32.safetensors", tensors);
   tlio::QuantizeOptions qo;
   qo.scheme = tlio::QuantScheme::parse("int4-g32-sym");
@@ -260,7 +264,8 @@ TEST(ReadPlan, KeepPackedListsStoredTensors) {
   EXPECT_EQ(packed.find("x"), nullptr);
   ASSERT_NE(packed.find("x.qweight"), nullptr);
   const std::vector<SliceIndex> rows{SliceIndex::range(2, 4)};
-  EXPECT_EQ(run_one(packed, "x.qweight", rows), reference(dir / "q.safetensors", "x.qweight", rows));
+  EXPECT_EQ(run_one(packed, "x.qweight", rows),
+            reference(dir / "q.safetensors", "x.qweight", rows));
   tlio::ReadPlan logical = tlio::ReadPlan::open(dir / "q.safetensors");
   EXPECT_NE(logical.find("x"), nullptr);
   EXPECT_EQ(logical.find("x.qweight"), nullptr);
@@ -334,7 +339,9 @@ TEST(ReadPlan, ItemsStoredAsOneRangeSayWhere) {
     o.open.backend = backend;
     tlio::ReadPlan plan = tlio::ReadPlan::open(dir / "sharded", o);
     const std::vector<std::pair<std::string, std::vector<SliceIndex>>> one_range{
-        {"w", {}}, {"w", {SliceIndex::range(8, 24)}}, {"w", {SliceIndex::at(5), SliceIndex::all()}},
+        {"w", {}},
+        {"w", {SliceIndex::range(8, 24)}},
+        {"w", {SliceIndex::at(5), SliceIndex::all()}},
         {"cube", {SliceIndex::at(3), SliceIndex::range(1, 4)}}};
     for (const auto& [name, slice] : one_range) {
       SCOPED_TRACE(name);
@@ -342,7 +349,8 @@ TEST(ReadPlan, ItemsStoredAsOneRangeSayWhere) {
       const tlio::PlanItem& item = plan.items()[i];
       ASSERT_TRUE(item.stored.has_value());
       const std::filesystem::path shard = dir / "sharded" / plan.file_names()[item.stored->file];
-      EXPECT_EQ(file_bytes(shard, item.stored->offset, item.byte_size), reference(path, name, slice));
+      EXPECT_EQ(file_bytes(shard, item.stored->offset, item.byte_size),
+                reference(path, name, slice));
     }
     // Several ranges: no single place.
     const std::vector<SliceIndex> columns{SliceIndex::all(), SliceIndex::range(0, 48)},

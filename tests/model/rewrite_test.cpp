@@ -34,8 +34,9 @@ std::pair<ErrorCode, std::string> error_of(F&& f) {
 
 void write_plain(const fs::path& p) {
   const std::vector<float> w(64, 0.25f), b(8, 1.0f);
-  save_file(p, std::vector<TensorData>{{"layer.weight", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))},
-                                       {"layer.bias", Dtype::F32, {8}, std::as_bytes(std::span(b))}});
+  save_file(
+      p, std::vector<TensorData>{{"layer.weight", Dtype::F32, {8, 8}, std::as_bytes(std::span(w))},
+                                 {"layer.bias", Dtype::F32, {8}, std::as_bytes(std::span(b))}});
 }
 
 TEST(WeightsKind, AsksOnceWhatALocationHolds) {
@@ -43,8 +44,10 @@ TEST(WeightsKind, AsksOnceWhatALocationHolds) {
   write_plain(dir / "a.safetensors");
   EXPECT_EQ(weights_kind((dir / "a.safetensors").string()), WeightsKind::safetensors);
   EXPECT_EQ(weights_kind(kSharded.string()), WeightsKind::model_folder);
-  EXPECT_EQ(weights_kind((test::data_dir() / "gguf" / "two_tensors.gguf").string()), WeightsKind::gguf);
-  EXPECT_EQ(weights_kind((test::data_dir() / "gguf" / "no_extension").string()), WeightsKind::gguf);  // its magic
+  EXPECT_EQ(weights_kind((test::data_dir() / "gguf" / "two_tensors.gguf").string()),
+            WeightsKind::gguf);
+  EXPECT_EQ(weights_kind((test::data_dir() / "gguf" / "no_extension").string()),
+            WeightsKind::gguf);  // its magic
   EXPECT_EQ(weights_kind("-"), WeightsKind::safetensors);
   // What is not there is a file whose open says so, not an error here.
   EXPECT_EQ(weights_kind((dir / "missing.safetensors").string()), WeightsKind::safetensors);
@@ -59,7 +62,8 @@ TEST(RewriteByLocation, AFileGoesToTheFilesOperation) {
   how.files = &files;
   ConvertFileOptions o;
   o.dtype = Dtype::BF16;
-  const ConvertFileReport r = convert_weights((dir / "a.safetensors").string(), (dir / "b.safetensors").string(), o, how);
+  const ConvertFileReport r =
+      convert_weights((dir / "a.safetensors").string(), (dir / "b.safetensors").string(), o, how);
   EXPECT_EQ(r.converted, 2u);
   EXPECT_TRUE(files.empty());  // a file's rewrite publishes no folder
   const File b = File::open(dir / "b.safetensors");
@@ -67,7 +71,8 @@ TEST(RewriteByLocation, AFileGoesToTheFilesOperation) {
 
   TensorSelection keep;
   keep.keep = {"weight$"};
-  const ConvertFileReport c = copy_weights((dir / "a.safetensors").string(), (dir / "c.safetensors").string(), keep);
+  const ConvertFileReport c =
+      copy_weights((dir / "a.safetensors").string(), (dir / "c.safetensors").string(), keep);
   EXPECT_EQ(c.kept, 1u);
   EXPECT_EQ(c.dropped, 1u);
   EXPECT_EQ(c.converted, 0u);
@@ -104,12 +109,14 @@ TEST(RewriteByLocation, WhatAKindCannotTakeIsRefusedWithNothingWritten) {
   ConvertFileOptions o;
   FolderOptions sharded;
   sharded.max_shard_size = 1000;
-  auto [code, message] = error_of([&] { convert_weights((dir / "a.safetensors").string(), (dir / "b").string(), o, sharded); });
+  auto [code, message] = error_of(
+      [&] { convert_weights((dir / "a.safetensors").string(), (dir / "b").string(), o, sharded); });
   EXPECT_EQ(code, ErrorCode::invalid_argument);
   EXPECT_NE(message.find("one file"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir / "b"));
 
-  std::tie(code, message) = error_of([&] { copy_weights(kSharded.string(), (dir / "m.safetensors").string(), {}); });
+  std::tie(code, message) =
+      error_of([&] { copy_weights(kSharded.string(), (dir / "m.safetensors").string(), {}); });
   EXPECT_EQ(code, ErrorCode::invalid_argument);
   EXPECT_NE(message.find("merging its shards"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir / "m.safetensors"));
@@ -118,7 +125,8 @@ TEST(RewriteByLocation, WhatAKindCannotTakeIsRefusedWithNothingWritten) {
   EXPECT_NE(message.find("standard output"), std::string::npos) << message;
 
   const std::string gguf = (test::data_dir() / "gguf" / "two_tensors.gguf").string();
-  std::tie(code, message) = error_of([&] { convert_weights(gguf, (dir / "g.safetensors").string(), o); });
+  std::tie(code, message) =
+      error_of([&] { convert_weights(gguf, (dir / "g.safetensors").string(), o); });
   EXPECT_EQ(code, ErrorCode::invalid_argument);
   EXPECT_NE(message.find("import_gguf"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir / "g.safetensors"));

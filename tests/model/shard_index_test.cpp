@@ -37,17 +37,20 @@ TEST(ShardIndex, ReadsFilesSortedAndDistinct) {
 TEST(ShardIndex, PassesShardsThatHoldWhatItLists) { EXPECT_EQ(check({{"b", "a"}, {"c"}}), ""); }
 
 TEST(ShardIndex, RefusesATensorInTheWrongShard) {
-  EXPECT_NE(check({{"a"}, {"b", "c"}}).find("tensor \"b\" is listed in s-1.bin but missing from it"),
-            std::string::npos);
+  EXPECT_NE(
+      check({{"a"}, {"b", "c"}}).find("tensor \"b\" is listed in s-1.bin but missing from it"),
+      std::string::npos);
 }
 
 TEST(ShardIndex, RefusesATensorItDoesNotList) {
-  EXPECT_NE(check({{"a", "b"}, {"c", "d"}}).find("tensor \"d\" of s-2.bin is not listed in the index"),
-            std::string::npos);
+  EXPECT_NE(
+      check({{"a", "b"}, {"c", "d"}}).find("tensor \"d\" of s-2.bin is not listed in the index"),
+      std::string::npos);
 }
 
 TEST(ShardIndex, RefusesATensorInTwoShards) {
-  EXPECT_NE(check({{"a", "b", "c"}, {"c"}}).find("tensor \"c\" is in s-1.bin and in s-2.bin"), std::string::npos);
+  EXPECT_NE(check({{"a", "b", "c"}, {"c"}}).find("tensor \"c\" is in s-1.bin and in s-2.bin"),
+            std::string::npos);
 }
 
 TEST(ShardIndex, RefusesAListedTensorNoShardHolds) {

@@ -34,8 +34,9 @@ std::vector<float> ramp(size_t n, float scale) {
 TEST(CompareFiles, AFileEqualsItselfExactly) {
   const std::vector<float> w = ramp(1000, 3);
   const std::vector<int64_t> ids{1, 2, 3};
-  const File f = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {10, 100}, std::as_bytes(std::span(w))},
-                                             {"ids", Dtype::I64, {3}, std::as_bytes(std::span(ids))}}));
+  const File f = File::from_bytes(
+      serialize(std::vector<TensorData>{{"w", Dtype::F32, {10, 100}, std::as_bytes(std::span(w))},
+                                        {"ids", Dtype::I64, {3}, std::as_bytes(std::span(ids))}}));
   const CompareReport r = compare_files(f, f);
   EXPECT_TRUE(r.equal);
   ASSERT_EQ(r.tensors.size(), 2u);
@@ -49,11 +50,11 @@ TEST(CompareFiles, AFileEqualsItselfExactly) {
 TEST(CompareFiles, F32AgainstBF16GivesTheRoundingError) {
   const std::vector<float> w = ramp(4096, 2);
   std::vector<uint16_t> bf(w.size());
-  convert(Dtype::F32, std::as_bytes(std::span(w)), Dtype::BF16, std::as_writable_bytes(std::span(bf)),
-          w.size());
+  convert(Dtype::F32, std::as_bytes(std::span(w)), Dtype::BF16,
+          std::as_writable_bytes(std::span(bf)), w.size());
   std::vector<float> back(w.size());
-  convert(Dtype::BF16, std::as_bytes(std::span(bf)), Dtype::F32, std::as_writable_bytes(std::span(back)),
-          w.size());
+  convert(Dtype::BF16, std::as_bytes(std::span(bf)), Dtype::F32,
+          std::as_writable_bytes(std::span(back)), w.size());
   double max_abs = 0, max_rel = 0, squares = 0, dot = 0, na = 0, nb = 0;
   for (size_t i = 0; i < w.size(); ++i) {
     const double u = w[i], v = back[i], d = std::fabs(u - v);
@@ -64,8 +65,10 @@ TEST(CompareFiles, F32AgainstBF16GivesTheRoundingError) {
     na += u * u;
     nb += v * v;
   }
-  const File a = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {64, 64}, std::as_bytes(std::span(w))}}));
-  const File b = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::BF16, {64, 64}, std::as_bytes(std::span(bf))}}));
+  const File a = File::from_bytes(
+      serialize(std::vector<TensorData>{{"w", Dtype::F32, {64, 64}, std::as_bytes(std::span(w))}}));
+  const File b = File::from_bytes(serialize(
+      std::vector<TensorData>{{"w", Dtype::BF16, {64, 64}, std::as_bytes(std::span(bf))}}));
   const CompareReport r = compare_files(a, b);
   const TensorComparison& c = find(r, "w");
   EXPECT_EQ(c.a_dtype, "F32");
@@ -94,7 +97,8 @@ TEST(CompareFiles, NaNAndInfinities) {
   const std::vector<float> x{1, nan, inf, -inf, 2}, same{1, nan, inf, -inf, 2},
       other{1, 0, inf, inf, 2};
   const auto file = [](const std::vector<float>& v) {
-    return File::from_bytes(serialize(std::vector<TensorData>{{"v", Dtype::F32, {5}, std::as_bytes(std::span(v))}}));
+    return File::from_bytes(
+        serialize(std::vector<TensorData>{{"v", Dtype::F32, {5}, std::as_bytes(std::span(v))}}));
   };
   const TensorComparison c = compare_files(file(x), file(same)).tensors[0];
   EXPECT_TRUE(c.equal);  // NaN equals NaN in the same place, an infinity itself
@@ -109,15 +113,17 @@ TEST(CompareFiles, NaNAndInfinities) {
 TEST(CompareFiles, QuantizedWeightsAgainstPlainByLogicalName) {
   test::TempDir dir;
   const std::vector<float> w = ramp(128 * 64, 1), bias = ramp(128, 0.5f);
-  save_file(dir / "plain.safetensors",
-            std::vector<TensorData>{
-                {"model.layers.0.mlp.up_proj.weight", Dtype::F32, {128, 64}, std::as_bytes(std::span(w))},
-                {"model.layers.0.mlp.up_proj.bias", Dtype::F32, {128}, std::as_bytes(std::span(bias))}});
+  save_file(
+      dir / "plain.safetensors",
+      std::vector<TensorData>{
+          {"model.layers.0.mlp.up_proj.weight", Dtype::F32, {128, 64}, std::as_bytes(std::span(w))},
+          {"model.layers.0.mlp.up_proj.bias", Dtype::F32, {128}, std::as_bytes(std::span(bias))}});
   for (const char* scheme : {"nf4", "int4-g32-sym", "int8"}) {
     QuantizeOptions q;
     q.scheme = QuantScheme::parse(scheme);
     quantize_file(File::open(dir / "plain.safetensors"), dir / "q.safetensors", q);
-    const File plain = File::open(dir / "plain.safetensors"), quantized = File::open(dir / "q.safetensors");
+    const File plain = File::open(dir / "plain.safetensors"),
+               quantized = File::open(dir / "q.safetensors");
     const CompareReport r = compare_files(plain, quantized);
     // The stored tensors (absmax, scales, SCB, ...) are not names of their own here.
     EXPECT_TRUE(r.only_in_a.empty() && r.only_in_b.empty()) << scheme;
@@ -126,7 +132,8 @@ TEST(CompareFiles, QuantizedWeightsAgainstPlainByLogicalName) {
     EXPECT_EQ(c.b_dtype, QuantScheme::parse(scheme).name());
     // The figures are those of the dequantized values.
     std::vector<float> d(w.size());
-    QuantizedReader(quantized, c.name).read(0, d.size(), Dtype::F32, std::as_writable_bytes(std::span(d)));
+    QuantizedReader(quantized, c.name)
+        .read(0, d.size(), Dtype::F32, std::as_writable_bytes(std::span(d)));
     double max_abs = 0, squares = 0;
     for (size_t i = 0; i < w.size(); ++i) {
       const double e = std::fabs(static_cast<double>(w[i]) - d[i]);
@@ -145,12 +152,14 @@ TEST(CompareFiles, WhatCannotBeComparedSaysWhy) {
   const std::vector<float> w(6, 1.0f);
   std::vector<std::byte> c64(64, std::byte{1}), c64b(64, std::byte{1});
   c64b[5] = std::byte{2};
-  const File a = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {2, 3}, std::as_bytes(std::span(w))},
-                                             {"c", Dtype::C64, {8}, c64},
-                                             {"only_a", Dtype::F32, {1}, std::as_bytes(std::span(w).first(1))}}));
-  const File b = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {3, 2}, std::as_bytes(std::span(w))},
-                                             {"c", Dtype::C64, {8}, c64b},
-                                             {"only_b", Dtype::F32, {1}, std::as_bytes(std::span(w).first(1))}}));
+  const File a = File::from_bytes(serialize(
+      std::vector<TensorData>{{"w", Dtype::F32, {2, 3}, std::as_bytes(std::span(w))},
+                              {"c", Dtype::C64, {8}, c64},
+                              {"only_a", Dtype::F32, {1}, std::as_bytes(std::span(w).first(1))}}));
+  const File b = File::from_bytes(serialize(
+      std::vector<TensorData>{{"w", Dtype::F32, {3, 2}, std::as_bytes(std::span(w))},
+                              {"c", Dtype::C64, {8}, c64b},
+                              {"only_b", Dtype::F32, {1}, std::as_bytes(std::span(w).first(1))}}));
   const CompareReport r = compare_files(a, b);
   EXPECT_EQ(r.only_in_a, std::vector<std::string>{"only_a"});
   EXPECT_EQ(r.only_in_b, std::vector<std::string>{"only_b"});
@@ -185,8 +194,10 @@ TEST(CompareFiles, FiguresDoNotDependOnTheThreads) {
   std::vector<uint16_t> h(w.size());
   convert(Dtype::F32, std::as_bytes(std::span(w)), Dtype::F16, std::as_writable_bytes(std::span(h)),
           w.size());
-  const File a = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {3000, 1000}, std::as_bytes(std::span(w))}}));
-  const File b = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F16, {3000, 1000}, std::as_bytes(std::span(h))}}));
+  const File a = File::from_bytes(serialize(
+      std::vector<TensorData>{{"w", Dtype::F32, {3000, 1000}, std::as_bytes(std::span(w))}}));
+  const File b = File::from_bytes(serialize(
+      std::vector<TensorData>{{"w", Dtype::F16, {3000, 1000}, std::as_bytes(std::span(h))}}));
   std::vector<TensorComparison> runs;
   uint64_t last = 0, total = 0;
   for (unsigned threads : {1u, 2u, 5u}) {
@@ -214,8 +225,10 @@ TEST(CompareFiles, FiguresDoNotDependOnTheThreads) {
 TEST(CompareFiles, SixtyFourBitIntegersAreComparedExactly) {
   // 2^53 and 2^53 + 1 are one double: the bytes still tell them apart.
   const std::vector<int64_t> a{int64_t{1} << 53}, b{(int64_t{1} << 53) + 1};
-  const File fa = File::from_bytes(serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(a))}}));
-  const File fb = File::from_bytes(serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(b))}}));
+  const File fa = File::from_bytes(
+      serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(a))}}));
+  const File fb = File::from_bytes(
+      serialize(std::vector<TensorData>{{"n", Dtype::I64, {1}, std::as_bytes(std::span(b))}}));
   const CompareReport r = compare_files(fa, fb);
   EXPECT_FALSE(r.equal);
   EXPECT_EQ(r.tensors[0].note, "values differ beyond F64's precision");
@@ -224,7 +237,8 @@ TEST(CompareFiles, SixtyFourBitIntegersAreComparedExactly) {
 
 TEST(CompareFiles, ToleranceMustBeAFiniteNonNegativeNumber) {
   const std::vector<float> w(1, 1.0f);
-  const File f = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));
+  const File f = File::from_bytes(
+      serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));
   for (double bad : {-1.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
     CompareOptions o;
     o.atol = bad;
@@ -234,7 +248,8 @@ TEST(CompareFiles, ToleranceMustBeAFiniteNonNegativeNumber) {
 
 TEST(CompareFiles, AnEmptySetIsRefused) {
   const std::vector<float> w(1, 1.0f);
-  const File f = File::from_bytes(serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));
+  const File f = File::from_bytes(
+      serialize(std::vector<TensorData>{{"w", Dtype::F32, {1}, std::as_bytes(std::span(w))}}));
   EXPECT_THROW(compare_files(std::span<const File>(), std::span(&f, 1)), Error);
   EXPECT_THROW(compare_files(std::span(&f, 1), std::span<const File>()), Error);
   EXPECT_TRUE(find_quantized_weights(std::span<const File>()).empty());
@@ -252,7 +267,8 @@ TEST(CompareTies, AnAliasComparesAsItsTensor) {
   const std::vector<float> w(12, 0.5f);
   const TensorData emb{"emb.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))};
   const TensorData head{"head.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))};
-  const File tied = File::from_bytes(serialize(std::vector{emb}, Metadata{{"head.weight", "emb.weight"}}), "tied");
+  const File tied = File::from_bytes(
+      serialize(std::vector{emb}, Metadata{{"head.weight", "emb.weight"}}), "tied");
   const File both = File::from_bytes(serialize(std::vector{emb, head}), "both");
   const CompareReport r = compare_files(tied, both);
   EXPECT_TRUE(r.equal);

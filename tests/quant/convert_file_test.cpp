@@ -1,10 +1,11 @@
 // Tests for typed reads and whole-file conversion (read_as, read_f32, convert_file).
+#include "tlio/convert_file.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "test_util.hpp"
-#include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 #include "tlio/file.hpp"
 #include "tlio/writer.hpp"
@@ -42,7 +43,8 @@ TEST(ReadAs, AnyNumericTensorAsF32AndBF16) {
   std::vector<uint16_t> bf(6);
   read_as(f, "layers.0.w", Dtype::BF16, std::as_writable_bytes(std::span(bf)));
   EXPECT_EQ(bf[0], 0x3F80);
-  EXPECT_THROW(read_as(f, "layers.0.w", Dtype::BF16, std::as_writable_bytes(std::span(bf).first(2))), Error);
+  EXPECT_THROW(
+      read_as(f, "layers.0.w", Dtype::BF16, std::as_writable_bytes(std::span(bf).first(2))), Error);
   try {
     read_as(f, "ids", Dtype::BF16, std::as_writable_bytes(std::span(bf).first(3)));
     FAIL();

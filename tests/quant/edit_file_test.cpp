@@ -113,8 +113,9 @@ TEST(EditFile, RefusalsWriteNothing) {
   refused(both, "both set and deleted");
   EditOptions clash;
   clash.tensors.rename = {{"layers\\.\\d+", "layer"}};
-  refused(clash, "gives tensors \"model.layers.0.w\" and \"model.layers.1.w\" the same name "
-                 "\"model.layer.w\"");
+  refused(clash,
+          "gives tensors \"model.layers.0.w\" and \"model.layers.1.w\" the same name "
+          "\"model.layer.w\"");
   EditOptions group;
   group.tensors.rename = {{"^(model)\\.", "\\2."}};
   refused(group, "refers to group \\2, but regex \"^(model)\\\\.\" has 1 group");
@@ -165,7 +166,8 @@ TEST(EditFile, KeepDropAndRenameSeeTheOriginalNames) {
   EXPECT_EQ(read_f32(b, "h.1.weight"), s.w1);
   // A rename may swap names: each tensor is renamed once, from its original name.
   EditOptions swap;
-  swap.tensors.rename = {{"layers\\.0", "layers.X"}, {"layers\\.1", "layers.0"}, {"layers\\.X", "layers.1"}};
+  swap.tensors.rename = {
+      {"layers\\.0", "layers.X"}, {"layers\\.1", "layers.0"}, {"layers\\.X", "layers.1"}};
   edit_file(dir / "a.safetensors", dir / "c.safetensors", swap);
   const File c = File::open(dir / "c.safetensors");
   EXPECT_EQ(read_f32(c, "model.layers.0.w"), s.w1);
@@ -275,7 +277,8 @@ TEST(EditFile, ARenameOfASuffixKeepsA4BitWeightWhole) {
   const auto found = find_quantized_weights(File::open(dir / "r.safetensors"));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].name, "layer.up_proj.w");
-  EXPECT_EQ(found[0].stored.size(), find_quantized_weights(File::open(dir / "q.safetensors"))[0].stored.size());
+  EXPECT_EQ(found[0].stored.size(),
+            find_quantized_weights(File::open(dir / "q.safetensors"))[0].stored.size());
 }
 
 TEST(ConvertFile, SelectionAndRenamesWithADtype) {
@@ -287,7 +290,8 @@ TEST(ConvertFile, SelectionAndRenamesWithADtype) {
   o.exclude = "norm";  // converts by the original names
   o.tensors.drop = {"^ids$"};
   o.tensors.rename = {{"^model\\.", ""}};
-  const ConvertFileReport r = convert_file(File::open(dir / "a.safetensors"), dir / "b.safetensors", o);
+  const ConvertFileReport r =
+      convert_file(File::open(dir / "a.safetensors"), dir / "b.safetensors", o);
   EXPECT_EQ(r.converted, 2u);
   EXPECT_EQ(r.kept, 1u);
   EXPECT_EQ(r.dropped, 1u);

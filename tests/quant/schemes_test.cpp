@@ -1,11 +1,12 @@
 // Tests for the scheme registry (quant/schemes.hpp) through QuantScheme and quant_schemes():
 // names, options and their bounds, refusals, and that every entry is complete.
+#include "quant/schemes.hpp"
+
 #include <gtest/gtest.h>
 
-#include "quant/schemes.hpp"
 #include "test_util.hpp"
-#include "tlio/file.hpp"
 #include "tlio/error.hpp"
+#include "tlio/file.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio {
@@ -33,7 +34,9 @@ TEST(Schemes, NamesRoundTrip) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_STREQ(e.what(), "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8)");
+    EXPECT_STREQ(
+        e.what(),
+        "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8)");
   }
 }
 
@@ -81,7 +84,8 @@ TEST(Schemes, EveryEntryIsCompleteAndInKindOrder) {
     EXPECT_EQ(static_cast<size_t>(e.info.kind), i);
     EXPECT_FALSE(e.info.syntax.empty());
     EXPECT_FALSE(e.info.layout.empty());
-    EXPECT_TRUE(e.parse && e.name && e.validate && e.set_option && e.detect && e.decoder && e.encoder);
+    EXPECT_TRUE(e.parse && e.name && e.validate && e.set_option && e.detect && e.decoder &&
+                e.encoder);
     if (e.info.read_only) {  // found and read; never a --scheme, never an encoder
       EXPECT_FALSE(QuantScheme::try_parse(e.info.example)) << e.info.example;
       continue;
@@ -98,7 +102,9 @@ TEST(Schemes, ReadOnlySchemesAreNamedButNeverWritten) {
   EXPECT_EQ(QuantScheme(AwqOptions{4, 128}).name(), "awq-4bit-g128");
   EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::block, 1, 32}).name(), "fp8-group32");
   EXPECT_EQ(QuantScheme(Fp8Options{Fp8Granularity::channel, 0, 0}).name(), "fp8-channel");
-  EXPECT_EQ(message_of([] { QuantScheme(GptqOptions{5, 128, false}); }),
+  EXPECT_EQ(message_of([] {
+              QuantScheme(GptqOptions{5, 128, false});
+            }),
             "GPTQ packs 2, 3, 4 or 8 bits, not 5");
   EXPECT_EQ(QuantScheme(Mxfp4Options{true}).name(), "mxfp4");
   EXPECT_EQ(QuantScheme(CtIntOptions{3, 0, false, true, true}).name(), "ct-int3-channel-asym");
@@ -109,8 +115,9 @@ TEST(Schemes, ReadOnlySchemesAreNamedButNeverWritten) {
     ADD_FAILURE() << "parsed";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_STREQ(e.what(), "tlio reads \"nvfp4\" weights (nvfp4) but does not write them; it writes "
-                           "int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8");
+    EXPECT_STREQ(e.what(),
+                 "tlio reads \"nvfp4\" weights (nvfp4) but does not write them; it writes "
+                 "int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8");
   }
   EXPECT_EQ(QuantScheme::parse("fp8-block64x64").name(), "fp8-block64x64");
   EXPECT_EQ(QuantScheme::parse("fp8").name(), "fp8-channel");

@@ -21,20 +21,22 @@ TEST(DefaultSelection, TakesEveryLinearWeightButEmbeddingsAndHeads) {
     t.shape = Shape(shape);
     return is_linear_weight(t);
   };
-  for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "transformer.h.0.attn.c_attn.weight",
-                           "gpt_neox.layers.0.attention.query_key_value.weight",
-                           "model.layers.0.block_sparse_moe.experts.3.w1.weight", "model.layers.0.mlp.fc1.weight",
-                           "0.weight", "weight", "encoder.block.0.layer.0.SelfAttention.q.weight"})
+  for (const char* name :
+       {"model.layers.0.self_attn.q_proj.weight", "transformer.h.0.attn.c_attn.weight",
+        "gpt_neox.layers.0.attention.query_key_value.weight",
+        "model.layers.0.block_sparse_moe.experts.3.w1.weight", "model.layers.0.mlp.fc1.weight",
+        "0.weight", "weight", "encoder.block.0.layer.0.SelfAttention.q.weight"})
     EXPECT_TRUE(linear(name)) << name;
-  for (const char* name : {"model.embed_tokens.weight", "transformer.wte.weight", "transformer.wpe.weight",
-                           "gpt_neox.embed_in.weight", "embed_out.weight", "shared.weight", "lm_head.weight",
-                           "output.weight", "score.weight", "classifier.weight",
-                           "bert.embeddings.word_embeddings.weight", "model.layers.0.mlp.fc1.bias",
-                           "model.layers.0.mlp.fc1.weight_scale", "model.layers.0.self_attn.q_proj.qweight"})
+  for (const char* name :
+       {"model.embed_tokens.weight", "transformer.wte.weight", "transformer.wpe.weight",
+        "gpt_neox.embed_in.weight", "embed_out.weight", "shared.weight", "lm_head.weight",
+        "output.weight", "score.weight", "classifier.weight",
+        "bert.embeddings.word_embeddings.weight", "model.layers.0.mlp.fc1.bias",
+        "model.layers.0.mlp.fc1.weight_scale", "model.layers.0.self_attn.q_proj.qweight"})
     EXPECT_FALSE(linear(name)) << name;
-  EXPECT_FALSE(linear("model.norm.weight", {8}));                    // 1-D
+  EXPECT_FALSE(linear("model.norm.weight", {8}));                                // 1-D
   EXPECT_FALSE(linear("model.vision.patch_embed.proj.weight", {8, 3, 14, 14}));  // a convolution
-  EXPECT_TRUE(linear("model.layers.0.output.dense.weight"));         // BERT's: not the head
+  EXPECT_TRUE(linear("model.layers.0.output.dense.weight"));  // BERT's: not the head
 }
 
 }  // namespace
@@ -47,9 +49,11 @@ namespace {
 File tied_file() {
   static const std::vector<float> w(12, 0.5f);
   static const std::vector<float> b(4, 1.0f);
-  const std::vector<TensorData> tensors{{"emb.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))},
-                                        {"head.bias", Dtype::F32, {4}, std::as_bytes(std::span(b))}};
-  return File::from_bytes(serialize(tensors, Metadata{{"head.weight", "emb.weight"}, {"format", "pt"}}), "tied");
+  const std::vector<TensorData> tensors{
+      {"emb.weight", Dtype::F32, {4, 3}, std::as_bytes(std::span(w))},
+      {"head.bias", Dtype::F32, {4}, std::as_bytes(std::span(b))}};
+  return File::from_bytes(
+      serialize(tensors, Metadata{{"head.weight", "emb.weight"}, {"format", "pt"}}), "tied");
 }
 
 TEST(TieRecords, FollowRenames) {

@@ -20,9 +20,11 @@ namespace {
 // Element e is the float e (exact below 2^24); chunk 0 reads whatever natural_chunk says.
 class CountingDecoder final : public WeightDecoder {
  public:
-  explicit CountingDecoder(uint64_t chunk, uint64_t fail_at = UINT64_MAX) : chunk_(chunk), fail_at_(fail_at) {}
+  explicit CountingDecoder(uint64_t chunk, uint64_t fail_at = UINT64_MAX)
+      : chunk_(chunk), fail_at_(fail_at) {}
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
-    if (first <= fail_at_ && fail_at_ < first + count) throw std::runtime_error("decoder failed here");
+    if (first <= fail_at_ && fail_at_ < first + count)
+      throw std::runtime_error("decoder failed here");
     reads_.fetch_add(1);
     std::vector<float> values(count);
     for (uint64_t i = 0; i < count; ++i) values[i] = static_cast<float>(first + i);
@@ -36,7 +38,8 @@ class CountingDecoder final : public WeightDecoder {
   mutable std::atomic<uint64_t> reads_{0};
 };
 
-std::vector<float> written_f32(uint64_t elements, Dtype to, const WeightDecoder& decoder, uint64_t* ticked = nullptr) {
+std::vector<float> written_f32(uint64_t elements, Dtype to, const WeightDecoder& decoder,
+                               uint64_t* ticked = nullptr) {
   Writer w = Writer::to_memory();
   w.declare("x", to, {elements});
   uint64_t bytes = 0;
@@ -94,7 +97,8 @@ TEST_P(WriteDecoded, AFailingChunkStopsTheWeight) {
     const uint64_t elements = 3 * 16 * 20;
     w.declare("x", Dtype::F32, {elements});
     // (A stop that did not reach every thread would hang here: ctest's timeout.)
-    EXPECT_THROW(write_decoded(decoder, elements, Dtype::F32, w, "x", [](uint64_t) {}), std::runtime_error);
+    EXPECT_THROW(write_decoded(decoder, elements, Dtype::F32, w, "x", [](uint64_t) {}),
+                 std::runtime_error);
   }
 }
 

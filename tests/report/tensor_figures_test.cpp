@@ -3,7 +3,6 @@
 // shapes that differ, figures that do not depend on the number of threads, and the JSON and
 // HTML made of a report.
 #include <gtest/gtest.h>
-
 #include <simdjson.h>
 
 #include <cmath>
@@ -25,19 +24,22 @@ using test::TempDir;
 
 std::vector<float> wave(size_t n, float scale) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(static_cast<float>(i) * 0.37f) + 0.01f * static_cast<float>(i % 7);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * std::sin(static_cast<float>(i) * 0.37f) + 0.01f * static_cast<float>(i % 7);
   return v;
 }
 
 std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
   std::vector<uint16_t> out(v.size());
-  convert(Dtype::F32, std::as_bytes(std::span(v)), Dtype::BF16, std::as_writable_bytes(std::span(out)), v.size());
+  convert(Dtype::F32, std::as_bytes(std::span(v)), Dtype::BF16,
+          std::as_writable_bytes(std::span(out)), v.size());
   return out;
 }
 
 std::vector<float> from_bf16(const std::vector<uint16_t>& v) {
   std::vector<float> out(v.size());
-  convert(Dtype::BF16, std::as_bytes(std::span(v)), Dtype::F32, std::as_writable_bytes(std::span(out)), v.size());
+  convert(Dtype::BF16, std::as_bytes(std::span(v)), Dtype::F32,
+          std::as_writable_bytes(std::span(out)), v.size());
   return out;
 }
 
@@ -51,8 +53,12 @@ TEST(TensorFigures, StatsHistogramAndErrorOfABF16Copy) {
   TempDir dir;
   const std::vector<float> w = wave(3000, 2);
   const std::vector<uint16_t> bf = to_bf16(w);
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"model.layers.3.w", Dtype::BF16, {30, 100}, std::as_bytes(std::span(bf))}});
-  save_file(dir / "b.safetensors", std::vector<TensorData>{{"model.layers.3.w", Dtype::F32, {30, 100}, std::as_bytes(std::span(w))}});
+  save_file(dir / "a.safetensors",
+            std::vector<TensorData>{
+                {"model.layers.3.w", Dtype::BF16, {30, 100}, std::as_bytes(std::span(bf))}});
+  save_file(dir / "b.safetensors",
+            std::vector<TensorData>{
+                {"model.layers.3.w", Dtype::F32, {30, 100}, std::as_bytes(std::span(w))}});
   const auto a_owner = Weights::open((dir / "a.safetensors").string());
   const Weights& a = *a_owner;
   const auto b_owner = Weights::open((dir / "b.safetensors").string());
@@ -103,35 +109,42 @@ TEST(TensorFigures, StatsHistogramAndErrorOfABF16Copy) {
 
 TEST(TensorFigures, NonFinitePairsAreCountedApart) {
   TempDir dir;
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   const std::vector<float> a{1, nan, inf, 4, nan, 0}, b{1, nan, inf, 5, 2, 0};
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(a))}});
-  save_file(dir / "b.safetensors", std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(b))}});
+  save_file(dir / "a.safetensors",
+            std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(a))}});
+  save_file(dir / "b.safetensors",
+            std::vector<TensorData>{{"t", Dtype::F32, {6}, std::as_bytes(std::span(b))}});
   const auto wa_owner = Weights::open((dir / "a.safetensors").string());
   const Weights& wa = *wa_owner;
   const auto wb_owner = Weights::open((dir / "b.safetensors").string());
   const Weights& wb = *wb_owner;
   const std::vector<std::string> names{"t"};
-  const TensorFigures f = tensor_figures(wa, names, {.bins = 4, .reference = &wb, .progress = {}})[0];
+  const TensorFigures f =
+      tensor_figures(wa, names, {.bins = 4, .reference = &wb, .progress = {}})[0];
   EXPECT_EQ(f.stats.nan, 2u);
   EXPECT_EQ(f.stats.inf, 1u);
   EXPECT_EQ(f.stats.zero, 1u);
   EXPECT_FALSE(f.layer);
   ASSERT_TRUE(f.error);
-  EXPECT_EQ(f.error->nonfinite, 3u);           // NaN/NaN, inf/inf, NaN/2
-  EXPECT_EQ(f.error->nonfinite_mismatch, 1u);  // NaN against 2
-  EXPECT_EQ(f.error->max_abs, INFINITY);       // NaN against 2, as diff counts it
-  EXPECT_EQ(f.error->sqnr_db, -INFINITY);      // the worst, not "identical"
+  EXPECT_EQ(f.error->nonfinite, 3u);                      // NaN/NaN, inf/inf, NaN/2
+  EXPECT_EQ(f.error->nonfinite_mismatch, 1u);             // NaN against 2
+  EXPECT_EQ(f.error->max_abs, INFINITY);                  // NaN against 2, as diff counts it
+  EXPECT_EQ(f.error->sqnr_db, -INFINITY);                 // the worst, not "identical"
   EXPECT_NEAR(f.error->rmse, std::sqrt(1.0 / 3), 1e-15);  // (1,1), (4,5), (0,0)
 }
 
-TEST(TensorFigures, NamesTheReferenceLacksOrShapesThatDifferHaveNoError) {  // [3, 4] against [4, 3] too
+TEST(TensorFigures,
+     NamesTheReferenceLacksOrShapesThatDifferHaveNoError) {  // [3, 4] against [4, 3] too
   TempDir dir;
   const std::vector<float> v(12, 1.5f);
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"x", Dtype::F32, {12}, std::as_bytes(std::span(v))},
-                                                           {"y", Dtype::F32, {3, 4}, std::as_bytes(std::span(v))}});
-  save_file(dir / "b.safetensors", std::vector<TensorData>{{"y", Dtype::F32, {4, 3}, std::as_bytes(std::span(v))},
-                                                           {"z", Dtype::F32, {12}, std::as_bytes(std::span(v))}});
+  save_file(dir / "a.safetensors",
+            std::vector<TensorData>{{"x", Dtype::F32, {12}, std::as_bytes(std::span(v))},
+                                    {"y", Dtype::F32, {3, 4}, std::as_bytes(std::span(v))}});
+  save_file(dir / "b.safetensors",
+            std::vector<TensorData>{{"y", Dtype::F32, {4, 3}, std::as_bytes(std::span(v))},
+                                    {"z", Dtype::F32, {12}, std::as_bytes(std::span(v))}});
   ReportOptions o;
   o.reference = (dir / "b.safetensors").string();
   const ModelReport r = make_report((dir / "a.safetensors").string(), o);
@@ -151,20 +164,24 @@ TEST(TensorFigures, NamesTheReferenceLacksOrShapesThatDifferHaveNoError) {  // [
 TEST(TensorFigures, FiguresDoNotDependOnTheThreads) {
   TempDir dir;
   const std::vector<float> w = wave(5'300'000, 3), v = wave(5'300'000, 2.9f);  // 6 chunks
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(w))}});
-  save_file(dir / "b.safetensors", std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(v))}});
+  save_file(dir / "a.safetensors",
+            std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(w))}});
+  save_file(dir / "b.safetensors",
+            std::vector<TensorData>{{"w", Dtype::F32, {5'300'000}, std::as_bytes(std::span(v))}});
   const auto a_owner = Weights::open((dir / "a.safetensors").string());
   const Weights& a = *a_owner;
   const auto b_owner = Weights::open((dir / "b.safetensors").string());
   const Weights& b = *b_owner;
   const std::vector<std::string> names{"w"};
   set_conversion_threads(1);
-  const TensorFigures one = tensor_figures(a, names, {.bins = 64, .reference = &b, .progress = {}})[0];
+  const TensorFigures one =
+      tensor_figures(a, names, {.bins = 64, .reference = &b, .progress = {}})[0];
   set_conversion_threads(0);
   uint64_t calls = 0, last = 0, total = 0;
-  const TensorFigures many = tensor_figures(a, names, {.bins = 64, .reference = &b, .progress = [&](uint64_t d, uint64_t t) {
-                                                         ++calls, last = d, total = t;
-                                                       }})[0];
+  const TensorFigures many = tensor_figures(
+      a, names, {.bins = 64, .reference = &b, .progress = [&](uint64_t d, uint64_t t) {
+                   ++calls, last = d, total = t;
+                 }})[0];
   EXPECT_EQ(one.stats.mean, many.stats.mean);
   EXPECT_EQ(one.stats.m2, many.stats.m2);
   EXPECT_EQ(one.histogram, many.histogram);
@@ -177,7 +194,8 @@ TEST(TensorFigures, FiguresDoNotDependOnTheThreads) {
 TEST(TensorFigures, BinsOutsideTheirRangeAndUnknownNamesAreRefused) {
   TempDir dir;
   const std::vector<float> v(4, 1);
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"x", Dtype::F32, {4}, std::as_bytes(std::span(v))}});
+  save_file(dir / "a.safetensors",
+            std::vector<TensorData>{{"x", Dtype::F32, {4}, std::as_bytes(std::span(v))}});
   const auto a_owner = Weights::open((dir / "a.safetensors").string());
   const Weights& a = *a_owner;
   const std::vector<std::string> x{"x"}, y{"y"};
@@ -201,9 +219,10 @@ TEST(Report, JsonAndPageHoldEveryTensor) {
   const std::vector<float> v = wave(64, 1);
   const std::vector<uint8_t> flags{1, 0, 1};
   save_file(dir / "m.safetensors",
-            std::vector<TensorData>{{"model.layers.0.<script>", Dtype::F32, {8, 8}, std::as_bytes(std::span(v))},
-                                    {"model.layers.1.w", Dtype::F32, {64}, std::as_bytes(std::span(v))},
-                                    {"mask", Dtype::BOOL, {3}, std::as_bytes(std::span(flags))}},
+            std::vector<TensorData>{
+                {"model.layers.0.<script>", Dtype::F32, {8, 8}, std::as_bytes(std::span(v))},
+                {"model.layers.1.w", Dtype::F32, {64}, std::as_bytes(std::span(v))},
+                {"mask", Dtype::BOOL, {3}, std::as_bytes(std::span(flags))}},
             {{"format", "pt"}});
   const ModelReport r = make_report((dir / "m.safetensors").string());
   EXPECT_EQ(r.format, "safetensors");
@@ -221,7 +240,8 @@ TEST(Report, JsonAndPageHoldEveryTensor) {
 
   const std::string page = report_html(r);
   size_t histograms = 0;
-  for (size_t at = 0; (at = page.find("<svg class=\"hist\"", at)) != std::string::npos; ++at) ++histograms;
+  for (size_t at = 0; (at = page.find("<svg class=\"hist\"", at)) != std::string::npos; ++at)
+    ++histograms;
   EXPECT_EQ(histograms, 3u);  // BOOL has numeric values (0 and 1)
   EXPECT_EQ(page.find("<script>\nfor"), page.find("<script>"));  // the one script is the page's own
   EXPECT_NE(page.find("model.layers.0.&lt;script&gt;"), std::string::npos);

@@ -31,8 +31,10 @@ std::string not_found_message(const Weights& w, std::string_view name) {
 TEST(Weights, AFileAnswersFromItsHeader) {
   test::TempDir dir;
   const std::vector<float> w(6, 1.5f);
-  save_file(dir / "a.safetensors", std::vector<TensorData>{{"layer.weight", Dtype::F32, {2, 3}, std::as_bytes(std::span(w))}},
-            {{"note", "x"}});
+  save_file(
+      dir / "a.safetensors",
+      std::vector<TensorData>{{"layer.weight", Dtype::F32, {2, 3}, std::as_bytes(std::span(w))}},
+      {{"note", "x"}});
   const auto opened = Weights::open((dir / "a.safetensors").string());
   const Weights& f = *opened;
   EXPECT_EQ(f.kind(), WeightsKind::safetensors);
@@ -44,7 +46,8 @@ TEST(Weights, AFileAnswersFromItsHeader) {
   EXPECT_EQ(f.at("layer.weight").second->shape, (std::vector<uint64_t>{2, 3}));
   EXPECT_FALSE(f.decoded("layer.weight"));  // stored: read as a view
   EXPECT_TRUE(f.config_json().empty());
-  EXPECT_NE(not_found_message(f, "layer.weigth").find("did you mean \"layer.weight\""), std::string::npos);
+  EXPECT_NE(not_found_message(f, "layer.weigth").find("did you mean \"layer.weight\""),
+            std::string::npos);
 }
 
 TEST(Weights, AFolderIsOneNamespaceOverItsShards) {
@@ -60,7 +63,8 @@ TEST(Weights, AFolderIsOneNamespaceOverItsShards) {
 }
 
 TEST(Weights, AGgufReadsEveryTensorDecoded) {
-  const auto opened = Weights::open((test::data_dir() / "gguf" / "no_extension").string());  // by its magic
+  const auto opened =
+      Weights::open((test::data_dir() / "gguf" / "no_extension").string());  // by its magic
   const Weights& g = *opened;
   EXPECT_EQ(g.kind(), WeightsKind::gguf);
   EXPECT_TRUE(g.files().empty());

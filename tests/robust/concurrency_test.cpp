@@ -19,7 +19,8 @@ TEST(Concurrency, ThreadsShareOneFile) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 97) * 0.01f - 0.4f;
   std::vector<TensorData> t;
   std::vector<std::string> names;
-  for (int i = 0; i < 16; ++i) names.push_back("model.layers." + std::to_string(i) + ".mlp.up_proj.weight");
+  for (int i = 0; i < 16; ++i)
+    names.push_back("model.layers." + std::to_string(i) + ".mlp.up_proj.weight");
   for (const auto& n : names) t.push_back({n, Dtype::F32, {64, 256}, std::as_bytes(std::span(w))});
   save_file(dir / "m.safetensors", t);
   quantize_file(File::open(dir / "m.safetensors"), dir / "q.safetensors",
@@ -52,7 +53,8 @@ TEST(Concurrency, ThreadsShareOneFile) {
           const QuantizedReader own(b, n);
           std::vector<float> values(w.size());
           own.read(0, w.size(), Dtype::F32, std::as_writable_bytes(std::span(values)));
-          if (std::abs(values[7] - w[7]) > 0.1f || bnb[0] != f32_to_bf16(values[static_cast<size_t>(k) * 1000 + 1]))
+          if (std::abs(values[7] - w[7]) > 0.1f ||
+              bnb[0] != f32_to_bf16(values[static_cast<size_t>(k) * 1000 + 1]))
             ++failures;
           SliceIndex idx[] = {SliceIndex::at(static_cast<uint64_t>(k)), SliceIndex::range(1, 3)};
           if (f.read_slice(n, idx).size() != 8) ++failures;
@@ -73,7 +75,8 @@ TEST(Concurrency, ParallelConversionsOfLargeArrays) {
   for (int k = 0; k < 4; ++k)
     threads.emplace_back([&] {
       std::vector<uint16_t> out(n);
-      convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16, std::as_writable_bytes(std::span(out)), n);
+      convert(Dtype::F32, std::as_bytes(std::span(in)), Dtype::BF16,
+              std::as_writable_bytes(std::span(out)), n);
       if (out[n - 1] != f32_to_bf16(in[n - 1])) ++failures;
     });
   for (auto& th : threads) th.join();

@@ -1,7 +1,6 @@
 // Crash safety of the writer: a writer killed (SIGKILL) at any moment leaves the destination as
 // the old file or the complete new one; a full disk gives a clear error and keeps the old file.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -86,7 +85,8 @@ TEST(CrashSafety, DiskFullKeepsTheOldFile) {
   const auto mnt = dir / "small";
   std::filesystem::create_directories(mnt);
   if (mount("tlio-test", mnt.c_str(), "tmpfs", 0, "size=1m") != 0)
-    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << "); disk-full test skipped";
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno)
+                 << "); disk-full test skipped";
   std::vector<std::byte> small(100, std::byte{7});
   std::vector<TensorData> t = {{"s", Dtype::U8, {100}, small}};
   save_file(mnt / "m.safetensors", t);

@@ -1,7 +1,6 @@
 // Resource limits (docs/security.md): hostile sizes are refused before anything is allocated
 // from them, and large but valid headers are handled in time and memory proportional to them.
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 
 #include <chrono>
@@ -25,8 +24,10 @@ TEST(Limits, HugeDeclaredShapesAllocateNothing) {
   const std::string h =
       R"({"a":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})";
   const long before = peak_rss_mib();
-  for (int i = 0; i < 1000; ++i) EXPECT_THROW(File::from_bytes(test::make_file(h, std::vector<std::byte>(8))), Error);
-  const std::string h2 = R"({"a":{"dtype":"U8","shape":[1099511627776],"data_offsets":[0,1099511627776]}})";
+  for (int i = 0; i < 1000; ++i)
+    EXPECT_THROW(File::from_bytes(test::make_file(h, std::vector<std::byte>(8))), Error);
+  const std::string h2 =
+      R"({"a":{"dtype":"U8","shape":[1099511627776],"data_offsets":[0,1099511627776]}})";
   try {
     File::from_bytes(test::make_file(h2, std::vector<std::byte>(8)));
     FAIL();
@@ -44,7 +45,8 @@ TEST(Limits, AMillionTensors) {
   auto bytes = w.take_bytes();
   const auto t0 = std::chrono::steady_clock::now();
   File f = File::from_bytes(std::move(bytes));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(f.tensors().size(), 1000000u);
   EXPECT_NE(f.header().find("t999999"), nullptr);
   std::cout << "parsed " << f.header_size() << " header bytes (10^6 tensors) in " << seconds

@@ -1,6 +1,8 @@
 // Tests of hashes and model signatures (tlio/trust.hpp) and what they stand on: base64, ECDSA
 // keys, the path order and the bundle reader. Python's test_trust_*.py check the same against
 // hashlib, `cryptography` and an independent model-signing writer.
+#include "tlio/trust.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -15,7 +17,6 @@
 #include "io/http.hpp"
 #include "test_util.hpp"
 #include "tlio/file.hpp"
-#include "tlio/trust.hpp"
 #include "trust/hash.hpp"
 #include "trust/model_signing.hpp"
 
@@ -63,11 +64,16 @@ bool any_contains(const std::vector<std::string>& problems, std::string_view par
 }
 
 TEST(Base64, EncodesAndDecodesRfc4648Vectors) {
-  const std::pair<std::string_view, std::string_view> vectors[] = {
-      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
-      {"foobar", "Zm9vYmFy"}};
+  const std::pair<std::string_view, std::string_view> vectors[] = {{"", ""},
+                                                                   {"f", "Zg=="},
+                                                                   {"fo", "Zm8="},
+                                                                   {"foo", "Zm9v"},
+                                                                   {"foob", "Zm9vYg=="},
+                                                                   {"fooba", "Zm9vYmE="},
+                                                                   {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, encoded] : vectors) {
-    EXPECT_EQ(base64_encode({reinterpret_cast<const unsigned char*>(plain.data()), plain.size()}), encoded);
+    EXPECT_EQ(base64_encode({reinterpret_cast<const unsigned char*>(plain.data()), plain.size()}),
+              encoded);
     std::vector<unsigned char> out;
     ASSERT_TRUE(base64_decode(encoded, out)) << encoded;
     EXPECT_EQ(std::string(out.begin(), out.end()), plain);
@@ -76,7 +82,8 @@ TEST(Base64, EncodesAndDecodesRfc4648Vectors) {
 
 TEST(Base64, RefusesWhatIsNotStrictBase64) {
   std::vector<unsigned char> out;
-  for (std::string_view bad : {"Zg=", "Zg", "Z===", "Zg==Zg==", " Zg==", "Zg==\n", "Zm9v!", "=Zm9", "Zm=v"})
+  for (std::string_view bad :
+       {"Zg=", "Zg", "Z===", "Zg==Zg==", " Zg==", "Zg==\n", "Zm9v!", "=Zm9", "Zm=v"})
     EXPECT_FALSE(base64_decode(bad, out)) << bad;
 }
 
@@ -93,7 +100,8 @@ TEST(EcKey, SignsAndVerifiesWithTheCurvesHash) {
 
 TEST(EcKey, RefusesWhatIsNotAnEcKey) {
   try {
-    (void)EcKey::public_from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "k.pem");
+    (void)EcKey::public_from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+                                 "k.pem");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
@@ -104,7 +112,8 @@ TEST(EcKey, RefusesWhatIsNotAnEcKey) {
     (void)EcKey::private_from_pem(kPublic384, "k.pem");
     ADD_FAILURE() << "a public key was taken for a private one";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is a public key: signing needs the private key"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("is a public key: signing needs the private key"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -286,19 +295,23 @@ TEST(ModelSigning, ReadsHostileBundlesAsProblems) {
 // A bundle over `statement`, signed with kPrivate384 (as a signer who lists what it likes).
 std::string signed_bundle(const std::string& statement) {
   const EcKey key = EcKey::private_from_pem(kPrivate384, "test key");
-  const std::string pae = "DSSEv1 28 application/vnd.in-toto+json " + std::to_string(statement.size()) + " " + statement;
+  const std::string pae = "DSSEv1 28 application/vnd.in-toto+json " +
+                          std::to_string(statement.size()) + " " + statement;
   const std::vector<unsigned char> sig = key.sign(pae);
-  return "{\"mediaType\":\"application/vnd.dev.sigstore.bundle.v0.3+json\",\"dsseEnvelope\":{\"payload\":\"" +
-         base64_encode({reinterpret_cast<const unsigned char*>(statement.data()), statement.size()}) +
-         "\",\"payloadType\":\"application/vnd.in-toto+json\",\"signatures\":[{\"sig\":\"" + base64_encode(sig) +
-         "\"}]}}";
+  return "{\"mediaType\":\"application/"
+         "vnd.dev.sigstore.bundle.v0.3+json\",\"dsseEnvelope\":{\"payload\":\"" +
+         base64_encode(
+             {reinterpret_cast<const unsigned char*>(statement.data()), statement.size()}) +
+         "\",\"payloadType\":\"application/vnd.in-toto+json\",\"signatures\":[{\"sig\":\"" +
+         base64_encode(sig) + "\"}]}}";
 }
 
 TEST(ModelSigning, KeepsTheFirstHundredProblemsAndCountsTheRest) {
   std::string resources;
   for (int i = 0; i < 500; ++i) resources += std::string(i ? "," : "") + "{}";
   const std::string statement = "{\"predicate\":{\"resources\":[" + resources + "]}}";
-  const SignedStatement s = read_signature(signed_bundle(statement), "sig", EcKey::public_from_pem(kPublic384, "k"));
+  const SignedStatement s =
+      read_signature(signed_bundle(statement), "sig", EcKey::public_from_pem(kPublic384, "k"));
   EXPECT_TRUE(s.trusted);
   ASSERT_EQ(s.problems.size(), 101u);
   EXPECT_NE(s.problems.back().find("more problems"), std::string::npos) << s.problems.back();
@@ -310,8 +323,10 @@ TEST(ModelSigning, NamesWithControlCharactersAreQuoted) {
   write_text(dir / "key.pub", kPublic384);
   write_text(dir / "model/w.bin", "w");
   const std::string digest(64, 'a');
-  const std::string statement = "{\"predicate\":{\"resources\":[{\"name\":\"x\\u001b[2K\\rOK\",\"algorithm\":"
-                                "\"sha256\",\"digest\":\"" + digest + "\"}]}}";
+  const std::string statement =
+      "{\"predicate\":{\"resources\":[{\"name\":\"x\\u001b[2K\\rOK\",\"algorithm\":"
+      "\"sha256\",\"digest\":\"" +
+      digest + "\"}]}}";
   write_text(dir / "model.sig", signed_bundle(statement));
   VerifyOptions o;
   o.signature = (dir / "model.sig").string();
@@ -345,7 +360,8 @@ TEST(ModelSigning, NeverReplacesAFileThatIsNoSignature) {
   EXPECT_THROW((void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o), Error);
   o.ignore_paths.clear();
   (void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o);
-  (void)sign_folder((dir / "model").string(), (dir / "key.pem").string(), o);  // a signature is replaced
+  (void)sign_folder((dir / "model").string(), (dir / "key.pem").string(),
+                    o);  // a signature is replaced
 }
 
 TEST(HashFile, PositionalReadsAndStreams) {
@@ -355,7 +371,8 @@ TEST(HashFile, PositionalReadsAndStreams) {
   HashOptions o;
   o.open.backend = Backend::pread;
   EXPECT_EQ(hash_file((dir / "f").string(), o).sha256, to_hex(sha256(text)));
-  const File f = File::open(tlio::test::data_dir() / "hf" / "worked_example.safetensors", {Backend::pread});
+  const File f =
+      File::open(tlio::test::data_dir() / "hf" / "worked_example.safetensors", {Backend::pread});
   EXPECT_EQ(hash_file(f).sha256, hash_file(f.name()).sha256);
   // A file whose size says 0 is read to its end; a device is refused.
   EXPECT_NE(hash_file("/proc/self/status").size, 0u);

@@ -84,7 +84,7 @@ pub use report::{report, Report, ReportOptions};
 pub use trust::{hash_file, sign_folder, verify_signature};
 pub use writer::Writer;
 
-/// libtlio's version ("0.1.0").
+/// libtlio's version ("0.2.0").
 pub fn version() -> &'static str {
     // SAFETY: a static NUL-terminated literal.
     unsafe { std::ffi::CStr::from_ptr(sys::tl_version()) }

@@ -36,15 +36,16 @@ void bnb_quantize_4bit(std::span<const float> x, BnbQuantType type, uint64_t blo
 /// nearest even) into dst. `absmax` is the effective (non-nested) absmax of the whole tensor,
 /// `packed` its whole packed bytes.
 void bnb_dequantize_4bit(std::span<const uint8_t> packed, std::span<const float> absmax,
-                         BnbQuantType type, uint64_t blocksize, uint64_t first,
-                         uint64_t count, Dtype out, std::span<std::byte> dst);
+                         BnbQuantType type, uint64_t blocksize, uint64_t first, uint64_t count,
+                         Dtype out, std::span<std::byte> dst);
 
-// ---- 8-bit blockwise (dynamic map) ---------------------------------------------------------------
+// ---- 8-bit blockwise (dynamic map)
+// ---------------------------------------------------------------
 
 /// quantize_blockwise: q holds one code per value (the nearest entry of bnb_dynamic_map, ties to
 /// the lower), absmax one float per block (any blocksize >= 1).
-void bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksize,
-                             std::span<uint8_t> q, std::span<float> absmax);
+void bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksize, std::span<uint8_t> q,
+                             std::span<float> absmax);
 /// dequantize_blockwise: out[i] = code[q[i]] * absmax[i / blocksize] in float32.
 void bnb_dequantize_blockwise8(std::span<const uint8_t> q, std::span<const float> absmax,
                                std::span<const float> code, uint64_t blocksize,
@@ -55,17 +56,15 @@ void bnb_dequantize_blockwise8(std::span<const uint8_t> q, std::span<const float
 struct BnbNestedAbsmax {
   float offset = 0;
   uint64_t blocksize = 256;
-  std::vector<uint8_t> codes;   ///< one per outer block
-  std::vector<float> absmax2;   ///< one per `blocksize` outer blocks
+  std::vector<uint8_t> codes;  ///< one per outer block
+  std::vector<float> absmax2;  ///< one per `blocksize` outer blocks
 };
 /// `offset` overrides the mean (to reproduce a file made with another summation order).
 BnbNestedAbsmax bnb_nest_absmax(std::span<const float> absmax, uint64_t blocksize = 256,
                                 std::optional<float> offset = std::nullopt);
 /// The effective absmax: f32(f32(code[codes[b]] * absmax2[b / blocksize]) + offset).
-std::vector<float> bnb_unnest_absmax(std::span<const uint8_t> codes,
-                                     std::span<const float> absmax2,
-                                     std::span<const float> code, uint64_t blocksize,
-                                     float offset);
+std::vector<float> bnb_unnest_absmax(std::span<const uint8_t> codes, std::span<const float> absmax2,
+                                     std::span<const float> code, uint64_t blocksize, float offset);
 
 // ---- quant_state --------------------------------------------------------------------------------
 

@@ -1,12 +1,12 @@
 // quant/bnb/bnb_4bit_scheme.cpp: the registry entry of bitsandbytes 4-bit (nf4, fp4; optionally
 // nested): names and options, detection (bnb_file.cpp), the decoder and the encoder.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
 
-#include <fmt/core.h>
-
-#include "quant/bnb/bnb.hpp"
 #include "common/json_text.hpp"
+#include "quant/bnb/bnb.hpp"
 #include "quant/bnb/bnb_config.hpp"
 #include "quant/bnb/bnb_file.hpp"
 #include "quant/schemes.hpp"
@@ -25,8 +25,9 @@ class Bnb4bitDecoder final : public WeightDecoder {
         options_(std::get<Bnb4bitOptions>(w.scheme.options())) {}
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
-    bnb_dequantize_4bit({reinterpret_cast<const uint8_t*>(packed_.bytes().data()), packed_.bytes().size()},
-                        absmax_, options_.type, options_.blocksize, first, count, out, dst);
+    bnb_dequantize_4bit(
+        {reinterpret_cast<const uint8_t*>(packed_.bytes().data()), packed_.bytes().size()}, absmax_,
+        options_.type, options_.blocksize, first, count, out, dst);
   }
 
  private:
@@ -106,7 +107,8 @@ class Bnb4bitEncoder final : public WeightEncoder {
       if (nested_) {
         effective = std::span<const float>(wt.effective).subspan(first / blocksize_, blocks);
       } else {
-        std::copy(chunk_absmax_.begin(), chunk_absmax_.end(), wt.absmax.begin() + static_cast<ptrdiff_t>(first / blocksize_));
+        std::copy(chunk_absmax_.begin(), chunk_absmax_.end(),
+                  wt.absmax.begin() + static_cast<ptrdiff_t>(first / blocksize_));
       }
       back_.resize(x.size());
       bnb_dequantize_4bit(packed_, effective, type_, blocksize_, 0, x.size(), Dtype::F32,
@@ -132,15 +134,16 @@ class Bnb4bitEncoder final : public WeightEncoder {
     weights_.erase(t.name);
   }
 
-  std::string quantization_config(std::span<const std::string> plain_modules, Dtype weights_dtype) const override {
+  std::string quantization_config(std::span<const std::string> plain_modules,
+                                  Dtype weights_dtype) const override {
     return transformers_bnb_config({type_, nested_, storage_, weights_dtype}, plain_modules);
   }
 
  private:
   struct Weight {
-    std::vector<float> absmax;     // per block
-    BnbNestedAbsmax nest;          // nested only
-    std::vector<float> effective;  // nested only: the absmax dequantization will use
+    std::vector<float> absmax;           // per block
+    BnbNestedAbsmax nest;                // nested only
+    std::vector<float> effective;        // nested only: the absmax dequantization will use
     std::string state_json, state_name;  // the quant_state tensor's bytes and name
   };
   BnbQuantType type_;
@@ -156,7 +159,8 @@ constexpr SchemeOptionInfo kOptions[] = {
     {"blocksize", OptionKind::number, "values per absmax, 32..4096 (default 64)",
      "32 64 128 256 512 1024 2048 4096"},
     {"nested", OptionKind::flag, "quantize the absmax too (double quantization)"},
-    {"storage", OptionKind::dtype, "dtype the packed bytes are stored as (default U8)", "U8 I8 F16 BF16 F32 F64"},
+    {"storage", OptionKind::dtype, "dtype the packed bytes are stored as (default U8)",
+     "U8 I8 F16 BF16 F32 F64"},
 };
 
 }  // namespace

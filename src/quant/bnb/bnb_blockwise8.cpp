@@ -1,24 +1,24 @@
-// quant/bnb/bnb_blockwise8.cpp: bitsandbytes 8-bit blockwise quantization with the dynamic map, and the
-// nested absmax built on it.
+// quant/bnb/bnb_blockwise8.cpp: bitsandbytes 8-bit blockwise quantization with the dynamic map, and
+// the nested absmax built on it.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
 #include "quant/bnb/bnb.hpp"
-#include "quant/bnb/bnb_detail.hpp"
 #include "quant/bnb/bnb_common.hpp"
+#include "quant/bnb/bnb_detail.hpp"
 
 namespace tlio {
 
 // The shared helpers of quant/bnb/bnb_common.hpp.
 using namespace detail;
 
-void detail::bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksize, std::span<uint8_t> q,
-                             std::span<float> absmax) {
+void detail::bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksize,
+                                     std::span<uint8_t> q, std::span<float> absmax) {
   if (blocksize == 0) throw_invalid("blocksize 0");
   const uint64_t n = x.size(), blocks = block_count(n, blocksize);
   check_size("the code buffer", q.size(), n);
@@ -35,8 +35,8 @@ void detail::bnb_quantize_blockwise8(std::span<const float> x, uint64_t blocksiz
 }
 
 void detail::bnb_dequantize_blockwise8(std::span<const uint8_t> q, std::span<const float> absmax,
-                               std::span<const float> code, uint64_t blocksize,
-                               std::span<float> out) {
+                                       std::span<const float> code, uint64_t blocksize,
+                                       std::span<float> out) {
   if (blocksize == 0) throw_invalid("blocksize 0");
   check_size("the code map", code.size(), 256);
   check_size("the absmax buffer", absmax.size(), block_count(q.size(), blocksize));
@@ -45,7 +45,7 @@ void detail::bnb_dequantize_blockwise8(std::span<const uint8_t> q, std::span<con
 }
 
 BnbNestedAbsmax detail::bnb_nest_absmax(std::span<const float> absmax, uint64_t blocksize,
-                                std::optional<float> offset) {
+                                        std::optional<float> offset) {
   BnbNestedAbsmax nested;
   nested.blocksize = blocksize;
   nested.offset = offset ? *offset : detail::bnb_mean(absmax);
@@ -57,8 +57,10 @@ BnbNestedAbsmax detail::bnb_nest_absmax(std::span<const float> absmax, uint64_t 
   return nested;
 }
 
-std::vector<float> detail::bnb_unnest_absmax(std::span<const uint8_t> codes, std::span<const float> absmax2,
-                                     std::span<const float> code, uint64_t blocksize, float offset) {
+std::vector<float> detail::bnb_unnest_absmax(std::span<const uint8_t> codes,
+                                             std::span<const float> absmax2,
+                                             std::span<const float> code, uint64_t blocksize,
+                                             float offset) {
   std::vector<float> out(codes.size());
   bnb_dequantize_blockwise8(codes, absmax2, code, blocksize, out);
   for (float& v : out) v += offset;

@@ -2,6 +2,8 @@
 // form quantizers use, the block scaling, and the multi-threaded producer of dequantized output.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -10,11 +12,9 @@
 #include <span>
 #include <vector>
 
-#include <fmt/core.h>
-
 #include "common/checked.hpp"
-#include "common/parallel.hpp"
 #include "common/copy.hpp"
+#include "common/parallel.hpp"
 #include "quant/bnb/bnb_kernels.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
@@ -42,7 +42,9 @@ const Codebook4& codebook(BnbQuantType type);
 // The 255 midpoints of the dynamic map (8-bit bucketize bounds).
 const std::array<float, 255>& dynamic_bounds();
 
-inline uint64_t block_count(uint64_t n, uint64_t blocksize) { return n / blocksize + (n % blocksize != 0); }
+inline uint64_t block_count(uint64_t n, uint64_t blocksize) {
+  return n / blocksize + (n % blocksize != 0);
+}
 
 inline void check_size(const char* what, size_t have, uint64_t want) {
   if (have != want)
@@ -61,8 +63,7 @@ inline BlockScale block_scale(const float* x, uint64_t len, uint64_t first_index
   const uint32_t bits = detail::bnb_absmax_bits(x, len);
   if (bits >= 0x7F800000u)
     for (uint64_t k = 0; k < len; ++k)
-      if (!std::isfinite(x[k]))
-        throw_invalid(fmt::format("value {} is {}", first_index + k, x[k]));
+      if (!std::isfinite(x[k])) throw_invalid(fmt::format("value {} is {}", first_index + k, x[k]));
   const float absmax = std::bit_cast<float>(bits);
   if (partial) {
     const float clamped = std::max(absmax, kMinAbsmax);
@@ -97,31 +98,33 @@ void produce(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst
     throw_invalid(fmt::format("destination holds {} bytes, {} {} values need {}", dst.size(), count,
                               dtype_name(out), count * out_bytes));
   const bool stream = out != Dtype::F16 && dst.size() >= detail::kStreamingCopyThreshold;
-  detail::parallel_for(count, kParallelMinElements, kScratchElements,
-                       detail::thread_count(detail::configured_threads()),
-                       [&](uint64_t b, uint64_t e) {
-    std::vector<float> scratch(kScratchElements);
-    for (uint64_t i = b; i < e; i += kScratchElements) {
-      const uint64_t m = std::min(kScratchElements, e - i);
-      std::byte* o = dst.data() + i * out_bytes;
-      if (out == Dtype::F32 && !stream) {
-        f32(first + i, m, reinterpret_cast<float*>(o));
-        continue;
-      }
-      if (out == Dtype::BF16 && (first + i) % 2 == 0) {
-        auto* bits = reinterpret_cast<uint16_t*>(stream ? static_cast<void*>(scratch.data()) : o);
-        if (bf16(first + i, m, bits)) {
-          if (stream) detail::stream_bytes(o, reinterpret_cast<const std::byte*>(bits), m * 2);
-          continue;
+  detail::parallel_for(
+      count, kParallelMinElements, kScratchElements,
+      detail::thread_count(detail::configured_threads()), [&](uint64_t b, uint64_t e) {
+        std::vector<float> scratch(kScratchElements);
+        for (uint64_t i = b; i < e; i += kScratchElements) {
+          const uint64_t m = std::min(kScratchElements, e - i);
+          std::byte* o = dst.data() + i * out_bytes;
+          if (out == Dtype::F32 && !stream) {
+            f32(first + i, m, reinterpret_cast<float*>(o));
+            continue;
+          }
+          if (out == Dtype::BF16 && (first + i) % 2 == 0) {
+            auto* bits =
+                reinterpret_cast<uint16_t*>(stream ? static_cast<void*>(scratch.data()) : o);
+            if (bf16(first + i, m, bits)) {
+              if (stream) detail::stream_bytes(o, reinterpret_cast<const std::byte*>(bits), m * 2);
+              continue;
+            }
+          }
+          f32(first + i, m, scratch.data());
+          if (out == Dtype::F32)
+            detail::stream_bytes(o, reinterpret_cast<const std::byte*>(scratch.data()), m * 4);
+          else
+            convert(Dtype::F32, std::as_bytes(std::span(scratch.data(), m)), out,
+                    {o, m * out_bytes}, m);
         }
-      }
-      f32(first + i, m, scratch.data());
-      if (out == Dtype::F32)
-        detail::stream_bytes(o, reinterpret_cast<const std::byte*>(scratch.data()), m * 4);
-      else
-        convert(Dtype::F32, std::as_bytes(std::span(scratch.data(), m)), out, {o, m * out_bytes}, m);
-    }
-  });
+      });
 }
 
 }  // namespace tlio::detail

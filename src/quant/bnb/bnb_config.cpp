@@ -10,7 +10,8 @@
 
 namespace tlio::detail {
 
-std::string transformers_bnb_config(const BnbConfig& c, std::span<const std::string> plain_modules) {
+std::string transformers_bnb_config(const BnbConfig& c,
+                                    std::span<const std::string> plain_modules) {
   std::vector<std::string> skip;
   for (const std::string& m : plain_modules) skip.push_back(quote_name(m));
   const bool four = c.four_bit.has_value();

@@ -1,17 +1,17 @@
 // quant/bnb/bnb_file.cpp: see bnb_file.hpp.
-#include "quant/bnb/bnb.hpp"
 #include "quant/bnb/bnb_file.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
-#include "common/json_text.hpp"
 #include "common/checked.hpp"
+#include "common/json_text.hpp"
+#include "quant/bnb/bnb.hpp"
 #include "tlio/convert_file.hpp"
 #include "tlio/error.hpp"
 
@@ -24,7 +24,8 @@ namespace {
 }
 
 std::string describe(const TensorInfo& t) {
-  return fmt::format("{} is {} [{}]", quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", "));
+  return fmt::format("{} is {} [{}]", quote_name(t.name), dtype_name(t.dtype),
+                     fmt::join(t.shape, ", "));
 }
 
 const TensorInfo& companion(const TensorSet& f, const std::string& name, Rule rule,
@@ -52,31 +53,38 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   const std::string type_name = sname.substr(at + kBnbStateInfix.size());
   const auto type = parse_bnb_quant_type(type_name);
   if (!type)
-    bnb_error(Rule::bnb_001, sname, fmt::format("{}: quant_type {} is not nf4 or fp4", quote_name(sname),
-                                            quote_name(type_name)));
+    bnb_error(Rule::bnb_001, sname,
+              fmt::format("{}: quant_type {} is not nf4 or fp4", quote_name(sname),
+                          quote_name(type_name)));
   if (state_tensor.dtype != Dtype::U8 || state_tensor.shape.size() != 1)
     bnb_error(Rule::bnb, sname, describe(state_tensor) + "; a quant_state is U8 [bytes of JSON]");
   const TensorView sv = f.view(sname);
   BnbQuantState st;
   try {
-    st = parse_bnb_quant_state({reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
+    st = parse_bnb_quant_state(
+        {reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
   } catch (const Error& e) {
     throw e.with_tensor(sname, quote_name(sname));
   }
   if (st.quant_type != *type)
-    bnb_error(Rule::bnb, sname, fmt::format("{} holds quant_type {}", quote_name(sname),
-                                        bnb_quant_type_name(st.quant_type)));
+    bnb_error(Rule::bnb, sname,
+              fmt::format("{} holds quant_type {}", quote_name(sname),
+                          bnb_quant_type_name(st.quant_type)));
   const uint64_t n = *checked_product(st.shape);
   const uint64_t blocks = blocks_of(n, st.blocksize);
 
   const TensorInfo& packed = companion(f, base, Rule::bnb, sname);
   if (!is_bnb_storage_dtype(packed.dtype))
-    bnb_error(Rule::bnb, base, describe(packed) + "; packed 4-bit codes are stored as U8 (or the "
-                                              "quant_storage dtype F16, BF16, F32, F64, I8)");
+    bnb_error(Rule::bnb, base,
+              describe(packed) +
+                  "; packed 4-bit codes are stored as U8 (or the "
+                  "quant_storage dtype F16, BF16, F32, F64, I8)");
   if (packed.byte_size() != n / 2 + n % 2)
-    bnb_error(Rule::bnb_002, base, fmt::format("{} holds {} bytes; the {} values of shape [{}] pack two "
-                                           "to a byte into {}", quote_name(base), packed.byte_size(),
-                                           n, fmt::join(st.shape, ", "), n / 2 + n % 2));
+    bnb_error(Rule::bnb_002, base,
+              fmt::format("{} holds {} bytes; the {} values of shape [{}] pack two "
+                          "to a byte into {}",
+                          quote_name(base), packed.byte_size(), n, fmt::join(st.shape, ", "),
+                          n / 2 + n % 2));
 
   const TensorInfo& qmap = companion(f, base + ".quant_map", Rule::bnb, base);
   if (qmap.dtype != Dtype::F32 || qmap.element_count() != 16)
@@ -100,30 +108,37 @@ QuantizedWeight check_4bit(const TensorSet& f, const TensorInfo& state_tensor) {
   w.stored = {base, absmax.name, qmap.name};
   if (st.nested) {
     if (!nested_absmax || !nested_map)
-      bnb_error(Rule::bnb_004, base, fmt::format("{} has a nested quant_state but no {}", quote_name(base),
-                                             quote_name(base + (nested_absmax ? ".nested_quant_map"
-                                                                              : ".nested_absmax"))));
+      bnb_error(
+          Rule::bnb_004, base,
+          fmt::format("{} has a nested quant_state but no {}", quote_name(base),
+                      quote_name(base + (nested_absmax ? ".nested_quant_map" : ".nested_absmax"))));
     if (absmax.dtype != Dtype::U8 || absmax.element_count() != blocks || absmax.shape.size() != 1)
-      bnb_error(Rule::bnb_004, absmax.name, fmt::format("{}; a nested absmax is U8 [{}] (one code per "
-                                                    "block of {})", describe(absmax), blocks, st.blocksize));
+      bnb_error(Rule::bnb_004, absmax.name,
+                fmt::format("{}; a nested absmax is U8 [{}] (one code per "
+                            "block of {})",
+                            describe(absmax), blocks, st.blocksize));
     const uint64_t nested_blocks = blocks_of(blocks, st.nested_blocksize);
     if (nested_absmax->dtype != Dtype::F32 || nested_absmax->element_count() != nested_blocks)
       bnb_error(Rule::bnb_004, nested_absmax->name,
                 fmt::format("{}; it needs F32 [{}] ({} blocks in nested blocks of {})",
                             describe(*nested_absmax), nested_blocks, blocks, st.nested_blocksize));
     if (nested_map->dtype != Dtype::F32 || nested_map->element_count() != 256)
-      bnb_error(Rule::bnb_004, nested_map->name, describe(*nested_map) + "; nested_quant_map is F32 [256]");
+      bnb_error(Rule::bnb_004, nested_map->name,
+                describe(*nested_map) + "; nested_quant_map is F32 [256]");
     w.stored.push_back(nested_absmax->name);
     w.stored.push_back(nested_map->name);
   } else {
     if (nested_absmax || nested_map)
-      bnb_error(Rule::bnb_004, (nested_absmax ? nested_absmax : nested_map)->name,
-                fmt::format("{} has nested tensors but its quant_state is not nested", quote_name(base)));
-    const bool shape_ok = absmax.shape.size() == 1 || is_transposed_absmax(absmax, st.shape, st.blocksize);
+      bnb_error(
+          Rule::bnb_004, (nested_absmax ? nested_absmax : nested_map)->name,
+          fmt::format("{} has nested tensors but its quant_state is not nested", quote_name(base)));
+    const bool shape_ok =
+        absmax.shape.size() == 1 || is_transposed_absmax(absmax, st.shape, st.blocksize);
     if ((absmax.dtype != Dtype::F32 && absmax.dtype != Dtype::BF16) ||
         absmax.element_count() != blocks || !shape_ok)
-      bnb_error(Rule::bnb, absmax.name, fmt::format("{}; it needs F32 [{}] (one per block of {})",
-                                                describe(absmax), blocks, st.blocksize));
+      bnb_error(Rule::bnb, absmax.name,
+                fmt::format("{}; it needs F32 [{}] (one per block of {})", describe(absmax), blocks,
+                            st.blocksize));
   }
   w.stored.push_back(sname);
   for (const std::string& s : w.stored) w.stored_bytes += f.at(s).byte_size();
@@ -137,8 +152,9 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
   if (cb.dtype != Dtype::I8 || cb.shape.size() != 2)
     bnb_error(Rule::bnb, weight, describe(cb) + "; an LLM.int8 weight is I8 [out, in]");
   if (scb.dtype != Dtype::F32 || scb.shape.size() != 1 || scb.shape[0] != cb.shape[0])
-    bnb_error(Rule::bnb, scb.name, fmt::format("{}; it needs F32 [{}] (one scale per row of {})",
-                                           describe(scb), cb.shape[0], quote_name(weight)));
+    bnb_error(Rule::bnb, scb.name,
+              fmt::format("{}; it needs F32 [{}] (one scale per row of {})", describe(scb),
+                          cb.shape[0], quote_name(weight)));
   QuantizedWeight w;
   w.name = weight;
   w.scheme = QuantScheme(LlmInt8Options{});
@@ -149,8 +165,9 @@ QuantizedWeight check_int8(const TensorSet& f, const TensorInfo& scb) {
       bnb_error(Rule::bnb, format->name, describe(*format) + "; weight_format is a U8 scalar");
     const uint8_t value = static_cast<uint8_t>(f.view(format->name).bytes()[0]);
     if (value != 0)  // 1..3 were the col32/turing/ampere tile layouts of old GPUs
-      bnb_error(Rule::bnb, format->name, fmt::format("{} is {}; only the row layout (0) is defined",
-                                                 quote_name(format->name), value));
+      bnb_error(Rule::bnb, format->name,
+                fmt::format("{} is {}; only the row layout (0) is defined",
+                            quote_name(format->name), value));
     w.stored.push_back(format->name);
   }
   for (const std::string& s : w.stored) w.stored_bytes += f.at(s).byte_size();
@@ -167,13 +184,15 @@ std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f) {
     const size_t at = t.name.find(".quant_state.");
     if (at == std::string::npos) continue;
     if (t.name.find(kBnbStateInfix) != at)
-      bnb_error(Rule::bnb, t.name, fmt::format("{} is not a bitsandbytes quant_state "
-                                               "(<weight>.quant_state.bitsandbytes__nf4 or __fp4)",
-                                               quote_name(t.name)));
+      bnb_error(Rule::bnb, t.name,
+                fmt::format("{} is not a bitsandbytes quant_state "
+                            "(<weight>.quant_state.bitsandbytes__nf4 or __fp4)",
+                            quote_name(t.name)));
     auto [it, fresh] = state_of_base.emplace(t.name.substr(0, at), t.name);
     if (!fresh)
-      bnb_error(Rule::bnb, t.name, fmt::format("{} and {} both describe {}", quote_name(it->second),
-                                               quote_name(t.name), quote_name(it->first)));
+      bnb_error(Rule::bnb, t.name,
+                fmt::format("{} and {} both describe {}", quote_name(it->second),
+                            quote_name(t.name), quote_name(it->first)));
     found.push_back(check_4bit(f, t));
   }
   for (const TensorInfo* tp : f.tensors())
@@ -181,9 +200,10 @@ std::vector<QuantizedWeight> find_bnb_4bit_weights(const TensorSet& f) {
       if (tp->name.ends_with(suffix)) {
         const std::string base = tp->name.substr(0, tp->name.size() - suffix.size());
         if (!state_of_base.count(base))
-          bnb_error(Rule::bnb, tp->name, fmt::format("{} has no {}nf4 or {}fp4", quote_name(tp->name),
-                                                     base + std::string(kBnbStateInfix),
-                                                     base + std::string(kBnbStateInfix)));
+          bnb_error(
+              Rule::bnb, tp->name,
+              fmt::format("{} has no {}nf4 or {}fp4", quote_name(tp->name),
+                          base + std::string(kBnbStateInfix), base + std::string(kBnbStateInfix)));
       }
   return found;
 }
@@ -195,15 +215,17 @@ std::vector<QuantizedWeight> find_llm_int8_weights(const TensorSet& f) {
   for (const TensorInfo* tp : f.tensors()) {
     const std::string& name = tp->name;
     if (name.ends_with(".weight_format") && !f.find(name.substr(0, name.size() - 14) + ".SCB"))
-      bnb_error(Rule::bnb, name, fmt::format("{} has no {}", quote_name(name),
-                                             quote_name(name.substr(0, name.size() - 14) + ".SCB")));
+      bnb_error(Rule::bnb, name,
+                fmt::format("{} has no {}", quote_name(name),
+                            quote_name(name.substr(0, name.size() - 14) + ".SCB")));
   }
   return found;
 }
 
 BnbQuantState bnb_state_of(const TensorSet& f, const QuantizedWeight& w) {
   const TensorView sv = f.view(w.stored.back());
-  return parse_bnb_quant_state({reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
+  return parse_bnb_quant_state(
+      {reinterpret_cast<const char*>(sv.bytes().data()), sv.bytes().size()});
 }
 
 std::vector<float> bnb_effective_absmax(const TensorSet& f, const QuantizedWeight& w,
@@ -213,8 +235,8 @@ std::vector<float> bnb_effective_absmax(const TensorSet& f, const QuantizedWeigh
     const TensorView codes = f.view(absmax_name);
     return bnb_unnest_absmax(
         {reinterpret_cast<const uint8_t*>(codes.bytes().data()), codes.bytes().size()},
-        f.f32(w.name + ".nested_absmax"), f.f32(w.name + ".nested_quant_map"),
-        st.nested_blocksize, static_cast<float>(st.nested_offset));
+        f.f32(w.name + ".nested_absmax"), f.f32(w.name + ".nested_quant_map"), st.nested_blocksize,
+        static_cast<float>(st.nested_offset));
   }
   std::vector<float> absmax = f.f32(absmax_name);
   const TensorInfo& a = f.at(absmax_name);

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "quant/bnb/bnb.hpp"
+#include "quant/tensor_set.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/file.hpp"
-#include "quant/tensor_set.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio::detail {

@@ -7,12 +7,12 @@
 #include <hwy/highway.h>
 // clang-format on
 
-#include "dtype/bf16-inl.h"
+#include "quant/bnb/bnb_kernels.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "quant/bnb/bnb_kernels.hpp"
+#include "dtype/bf16-inl.h"
 #include "tlio/convert.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,7 +31,8 @@ uint32_t AbsMaxBits(const float* x, uint64_t n) {
   if (n >= lanes) {
     const auto magnitude = hn::Set(du, 0x7FFFFFFFu);
     auto m = hn::Zero(du);
-    for (; i + lanes <= n; i += lanes) m = hn::Max(m, hn::And(hn::BitCast(du, hn::LoadU(df, x + i)), magnitude));
+    for (; i + lanes <= n; i += lanes)
+      m = hn::Max(m, hn::And(hn::BitCast(du, hn::LoadU(df, x + i)), magnitude));
     best = hn::GetLane(hn::MaxOfLanes(du, m));
   }
 #endif
@@ -58,7 +59,8 @@ void Bucketize15(const float* x, uint64_t n, float scale, bool divide, const flo
     v = hn::Min(hn::Max(v, lo), hi);
     auto count = hn::Zero(di);
     for (int k = 0; k < 15; ++k)  // a true compare is -1: subtracting it counts
-      count = hn::Sub(count, hn::BitCast(di, hn::VecFromMask(df, hn::Lt(hn::Set(df, bounds[k]), v))));
+      count =
+          hn::Sub(count, hn::BitCast(di, hn::VecFromMask(df, hn::Lt(hn::Set(df, bounds[k]), v))));
     hn::StoreU(hn::DemoteTo(du8, count), du8, codes + i);
   }
 #endif
@@ -125,26 +127,29 @@ HWY_INLINE uint64_t Dequant4Vectors(const uint8_t* packed, const float* absmax, 
 // vector loop (`store` gets the output position and the even/odd values), a scalar tail.
 template <class T, class Scalar, class Store>
 void Dequant4Range(const uint8_t* packed, const float* absmax, const float* table,
-                   uint64_t blocksize, uint64_t first, uint64_t count, T* out,
-                   const Scalar& scalar, const Store& store) {
+                   uint64_t blocksize, uint64_t first, uint64_t count, T* out, const Scalar& scalar,
+                   const Store& store) {
   const uint64_t end = first + count;
   uint64_t i = first;
 #if HWY_TARGET != HWY_SCALAR
   const uint64_t step = 2 * hn::Lanes(hn::ScalableTag<float>());
-  for (; i < end && i % step; ++i) out[i - first] = scalar(dequant_one(packed, absmax, table, blocksize, i));
-  i = Dequant4Vectors(packed, absmax, table, blocksize, i, end,
-                      [&](uint64_t at, auto even, auto odd) { store(out + (at - first), even, odd); });
+  for (; i < end && i % step; ++i)
+    out[i - first] = scalar(dequant_one(packed, absmax, table, blocksize, i));
+  i = Dequant4Vectors(
+      packed, absmax, table, blocksize, i, end,
+      [&](uint64_t at, auto even, auto odd) { store(out + (at - first), even, odd); });
 #else
   (void)store;
 #endif
   for (; i < end; ++i) out[i - first] = scalar(dequant_one(packed, absmax, table, blocksize, i));
 }
 
-void Dequant4F32(const uint8_t* packed, const float* absmax, const float* table,
-                 uint64_t blocksize, uint64_t first, uint64_t count, float* out) {
+void Dequant4F32(const uint8_t* packed, const float* absmax, const float* table, uint64_t blocksize,
+                 uint64_t first, uint64_t count, float* out) {
   const hn::ScalableTag<float> df;
-  Dequant4Range(packed, absmax, table, blocksize, first, count, out, [](float v) { return v; },
-                [&](float* o, auto even, auto odd) { hn::StoreInterleaved2(even, odd, df, o); });
+  Dequant4Range(
+      packed, absmax, table, blocksize, first, count, out, [](float v) { return v; },
+      [&](float* o, auto even, auto odd) { hn::StoreInterleaved2(even, odd, df, o); });
 }
 
 void Dequant4BF16(const uint8_t* packed, const float* absmax, const float* table,

@@ -1,15 +1,15 @@
-// quant/bnb/bnb_mean.cpp: the float32 mean in torch's CPU summation order (what bitsandbytes stores as
-// nested_offset).
+// quant/bnb/bnb_mean.cpp: the float32 mean in torch's CPU summation order (what bitsandbytes stores
+// as nested_offset).
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
-#include "quant/bnb/bnb_detail.hpp"
 #include "quant/bnb/bnb_common.hpp"
+#include "quant/bnb/bnb_detail.hpp"
 
 namespace tlio {
 

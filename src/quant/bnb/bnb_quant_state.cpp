@@ -1,21 +1,20 @@
-// quant/bnb/bnb_quant_state.cpp: the quant_state JSON of a 4-bit weight, parsed strictly and written as
-// Python's json.dumps writes it (with Python's float repr).
-#include <algorithm>
-#include <bit>
-#include <cmath>
-#include <cstring>
-
+// quant/bnb/bnb_quant_state.cpp: the quant_state JSON of a 4-bit weight, parsed strictly and
+// written as Python's json.dumps writes it (with Python's float repr).
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
+#include <cmath>
+#include <cstring>
 
-#include "quant/bnb/bnb.hpp"
 #include "common/checked.hpp"
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
-#include "quant/bnb/bnb_detail.hpp"
+#include "quant/bnb/bnb.hpp"
 #include "quant/bnb/bnb_common.hpp"
+#include "quant/bnb/bnb_detail.hpp"
 
 namespace tlio {
 
@@ -39,11 +38,13 @@ std::optional<Dtype> dtype_of_torch_name(std::string_view name) {
 BnbQuantState detail::parse_bnb_quant_state(std::string_view json) {
   namespace dom = simdjson::dom;
   const detail::JsonDoc doc(json, {}, Rule::bnb);
-  static constexpr std::string_view kKeys[] = {"quant_type", "blocksize", "dtype", "shape",
-                                               "nested_blocksize", "nested_dtype", "nested_offset"};
+  static constexpr std::string_view kKeys[] = {"quant_type",   "blocksize",        "dtype",
+                                               "shape",        "nested_blocksize", "nested_dtype",
+                                               "nested_offset"};
   for (auto field : dom::object(doc.root()))
     if (std::find(std::begin(kKeys), std::end(kKeys), field.key) == std::end(kKeys))
-      doc.fail(std::string(field.key), fmt::format("unknown quant_state key {}", detail::quote_name(field.key)));
+      doc.fail(std::string(field.key),
+               fmt::format("unknown quant_state key {}", detail::quote_name(field.key)));
   auto required_string = [&](const char* key) {
     auto s = doc.optional_string(key);
     if (!s) doc.fail(key, fmt::format("quant_state has no {}", key));
@@ -62,7 +63,9 @@ BnbQuantState detail::parse_bnb_quant_state(std::string_view json) {
                 fmt::format("blocksize {} is not one of 32, 64, ..., 4096", st.blocksize));
   const std::string dtype = required_string("dtype");
   const auto d = dtype_of_torch_name(dtype);
-  if (!d) doc.fail("dtype", fmt::format("dtype {} is not float16, bfloat16 or float32", detail::quote_name(dtype)));
+  if (!d)
+    doc.fail("dtype", fmt::format("dtype {} is not float16, bfloat16 or float32",
+                                  detail::quote_name(dtype)));
   st.dtype = *d;
   dom::array shape;
   if (doc.root()["shape"].get_array().get(shape) != simdjson::SUCCESS)
@@ -74,7 +77,8 @@ BnbQuantState detail::parse_bnb_quant_state(std::string_view json) {
     dims.push_back(v);
   }
   if (dims.size() > kMaxQuantStateRank)
-    doc.fail("shape", fmt::format("shape has {} dimensions (at most {})", dims.size(), kMaxQuantStateRank));
+    doc.fail("shape",
+             fmt::format("shape has {} dimensions (at most {})", dims.size(), kMaxQuantStateRank));
   if (!detail::checked_product(dims)) doc.fail("shape", "shape's element count overflows");
   st.shape = Shape(dims);
 
@@ -89,13 +93,16 @@ BnbQuantState detail::parse_bnb_quant_state(std::string_view json) {
     const auto nbs = doc.optional_uint("nested_blocksize");
     const auto ndt = doc.optional_string("nested_dtype");
     dom::element off;
-    if (!nbs || *nbs == 0) nested_fail("nested_blocksize", "nested state without a positive nested_blocksize");
+    if (!nbs || *nbs == 0)
+      nested_fail("nested_blocksize", "nested state without a positive nested_blocksize");
     if (!ndt) nested_fail("nested_dtype", "nested state without nested_dtype");
     if (doc.root()["nested_offset"].get(off) != simdjson::SUCCESS)
       nested_fail("nested_offset", "nested state without nested_offset");
     st.nested_blocksize = *nbs;
     const auto nd = dtype_of_torch_name(*ndt);
-    if (!nd) doc.fail("nested_dtype", fmt::format("nested_dtype {} is not a float dtype", detail::quote_name(*ndt)));
+    if (!nd)
+      doc.fail("nested_dtype",
+               fmt::format("nested_dtype {} is not a float dtype", detail::quote_name(*ndt)));
     st.nested_dtype = *nd;
     double v;
     if (off.get_double().get(v) != simdjson::SUCCESS)  // integers convert too
@@ -134,17 +141,20 @@ std::string detail::python_float_repr(double value) {
   if (point <= 0) return out + "0." + std::string(static_cast<size_t>(-point), '0') + digits;
   if (static_cast<size_t>(point) >= digits.size())
     return out + digits + std::string(static_cast<size_t>(point) - digits.size(), '0') + ".0";
-  return out + digits.substr(0, static_cast<size_t>(point)) + "." + digits.substr(static_cast<size_t>(point));
+  return out + digits.substr(0, static_cast<size_t>(point)) + "." +
+         digits.substr(static_cast<size_t>(point));
 }
 
 std::string detail::bnb_quant_state_json(const BnbQuantState& st) {
-  std::string out = fmt::format("{{\"quant_type\": \"{}\", \"blocksize\": {}, \"dtype\": \"{}\", \"shape\": [{}]",
-                                bnb_quant_type_name(st.quant_type), st.blocksize, torch_dtype_name(st.dtype),
-                                fmt::join(st.shape, ", "));
+  std::string out =
+      fmt::format("{{\"quant_type\": \"{}\", \"blocksize\": {}, \"dtype\": \"{}\", \"shape\": [{}]",
+                  bnb_quant_type_name(st.quant_type), st.blocksize, torch_dtype_name(st.dtype),
+                  fmt::join(st.shape, ", "));
   if (st.nested)
-    out += fmt::format(", \"nested_blocksize\": {}, \"nested_dtype\": \"{}\", \"nested_offset\": {}",
-                       st.nested_blocksize, torch_dtype_name(st.nested_dtype),
-                       detail::python_float_repr(st.nested_offset));
+    out +=
+        fmt::format(", \"nested_blocksize\": {}, \"nested_dtype\": \"{}\", \"nested_offset\": {}",
+                    st.nested_blocksize, torch_dtype_name(st.nested_dtype),
+                    detail::python_float_repr(st.nested_offset));
   return out + "}";
 }
 

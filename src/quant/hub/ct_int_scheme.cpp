@@ -6,11 +6,11 @@
 // add <m>.weight_zero_point (packed along the output rows when the weight is packed).
 // y = (q - z) * s, exact in f32, rounded once to the scale's dtype, the dtype the reference
 // computes in.
-#include <algorithm>
-#include <cstring>
-
 #include <fmt/core.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
@@ -27,8 +27,8 @@ constexpr uint64_t kMaxBits = 8;
 Shape recorded_shape(const TensorSet& set, const TensorInfo& t) {
   if ((t.dtype != Dtype::I64 && t.dtype != Dtype::I32) || t.shape.size() != 1 || t.shape[0] < 2 ||
       t.shape[0] > 3)
-    malformed(t.name, fmt::format("{} is {} {}; a weight_shape is 2 or 3 integers", quote_name(t.name),
-                                 dtype_name(t.dtype), shape_text(t.shape)));
+    malformed(t.name, fmt::format("{} is {} {}; a weight_shape is 2 or 3 integers",
+                                  quote_name(t.name), dtype_name(t.dtype), shape_text(t.shape)));
   const TensorView view = set.view(t.name);  // kept: a pread file's view owns its bytes
   const std::byte* bytes = view.bytes().data();
   Shape shape;
@@ -52,60 +52,70 @@ uint64_t packed_bits(const HubQuantConfig& c, const TensorInfo& packed, uint64_t
   const uint64_t words = packed.shape.back();
   if (in / 32 > words)  // more fields than 1-bit fields would fill (and in * bits cannot overflow)
     malformed(packed.name, fmt::format("{} has {} words per row; {} inputs need more",
-                                      quote_name(packed.name), words, in));
+                                       quote_name(packed.name), words, in));
   const auto fits = [&](uint64_t b) { return ceil_div(in * b, 32) == words; };
   if (c.bits && *c.bits <= kMaxBits && fits(*c.bits)) return *c.bits;
   std::vector<uint64_t> widths;
   for (uint64_t b = 1; b <= kMaxBits; ++b)
     if (fits(b)) widths.push_back(b);
   if (widths.size() != 1)
-    malformed(packed.name,
-             fmt::format("{} has {} words per row for {} inputs: {}", quote_name(packed.name), words, in,
-                         widths.empty() ? std::string("no width of 1 to 8 bits packs that")
-                                        : fmt::format("{} bits all fit; the model's quantization_config "
-                                                      "must say which", fmt::join(widths, " or "))));
+    malformed(
+        packed.name,
+        fmt::format("{} has {} words per row for {} inputs: {}", quote_name(packed.name), words, in,
+                    widths.empty() ? std::string("no width of 1 to 8 bits packs that")
+                                   : fmt::format("{} bits all fit; the model's quantization_config "
+                                                 "must say which",
+                                                 fmt::join(widths, " or "))));
   return widths[0];
 }
 
 // Tensor, channel or group scales, from the scale's shape against the weight's.
-void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape& weight, bool g_idx,
-                       CtIntOptions& o) {
+void scale_granularity(const HubQuantConfig& c, const TensorInfo& s, const Shape& weight,
+                       bool g_idx, CtIntOptions& o) {
   if (s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
     malformed(s.name, fmt::format("{} is {}; integer weights' scales are F32, BF16 or F16",
-                                 quote_name(s.name), dtype_name(s.dtype)));
+                                  quote_name(s.name), dtype_name(s.dtype)));
   const uint64_t in = weight.back();
   const std::span<const uint64_t> rows(weight.begin(), weight.end() - 1);
   if (s.element_count() == 1 && s.shape.size() <= 1) {
     o.tensor = true;
     return;
   }
-  const bool rows_match = s.shape.size() == weight.size() && std::equal(rows.begin(), rows.end(), s.shape.begin());
+  const bool rows_match =
+      s.shape.size() == weight.size() && std::equal(rows.begin(), rows.end(), s.shape.begin());
   const uint64_t groups = rows_match ? s.shape.back() : 0;
   if (groups == 0)
-    malformed(s.name, fmt::format("{} is {}; the scales of a {} weight are one value, [..., out, 1] "
-                                 "or [..., out, groups]", quote_name(s.name), shape_text(s.shape),
-                                 shape_text(weight)));
+    malformed(s.name,
+              fmt::format("{} is {}; the scales of a {} weight are one value, [..., out, 1] "
+                          "or [..., out, groups]",
+                          quote_name(s.name), shape_text(s.shape), shape_text(weight)));
   if (groups == 1) return;  // channel
   const std::optional<uint64_t> configured =
-      c.group_size && *c.group_size > 0 ? std::optional(static_cast<uint64_t>(*c.group_size)) : std::nullopt;
+      c.group_size && *c.group_size > 0 ? std::optional(static_cast<uint64_t>(*c.group_size))
+                                        : std::nullopt;
   if (configured && ceil_div(in, *configured) == groups) {
     o.group = *configured;
-  } else if (configured && c.ct_config_groups == 1 && !g_idx) {  // the only group's size is every weight's
-    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} (quantization_config) need {}",
-                                 quote_name(s.name), groups, in, *configured, ceil_div(in, *configured)));
+  } else if (configured && c.ct_config_groups == 1 &&
+             !g_idx) {  // the only group's size is every weight's
+    malformed(
+        s.name,
+        fmt::format("{} has {} groups; {} inputs in groups of {} (quantization_config) need {}",
+                    quote_name(s.name), groups, in, *configured, ceil_div(in, *configured)));
   } else if (in % groups == 0 || g_idx) {  // with g_idx the group size is only a name
     o.group = ceil_div(in, groups);
   } else {
-    malformed(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells apart{}",
-                                 quote_name(s.name), groups, in,
-                                 configured ? fmt::format(" (quantization_config's group_size {} gives {})",
-                                                          *configured, ceil_div(in, *configured))
-                                            : " without the model's quantization_config"));
+    malformed(
+        s.name,
+        fmt::format("{} has {} groups of {} inputs, which no group size tells apart{}",
+                    quote_name(s.name), groups, in,
+                    configured ? fmt::format(" (quantization_config's group_size {} gives {})",
+                                             *configured, ceil_div(in, *configured))
+                               : " without the model's quantization_config"));
   }
 }
 
 QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config,
-                                             const TensorInfo& q, const std::string& base, bool packed) {
+                              const TensorInfo& q, const std::string& base, bool packed) {
   const TensorInfo* s = set.find(base + ".weight_scale");
   const TensorInfo* shape_tensor = packed ? set.find(base + ".weight_shape") : nullptr;
   // Packed words are never a weight by themselves: without their parts nothing is read.
@@ -113,7 +123,7 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
                                     std::pair{".weight_shape", !packed || shape_tensor}})
     if (!found)
       malformed(q.name, fmt::format("{} has no {} (a shard read without the others?)",
-                                   quote_name(q.name), quote_name(base + part)));
+                                    quote_name(q.name), quote_name(base + part)));
   const TensorInfo* z = set.find(base + ".weight_zero_point");
   const TensorInfo* g_idx = set.find(base + ".weight_g_idx");
   CtIntOptions o;
@@ -122,33 +132,38 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   Shape weight = q.shape;
   if (packed) {
     weight = recorded_shape(set, *shape_tensor);
-    if (q.shape.size() != weight.size() || !std::equal(weight.begin(), weight.end() - 1, q.shape.begin()))
+    if (q.shape.size() != weight.size() ||
+        !std::equal(weight.begin(), weight.end() - 1, q.shape.begin()))
       malformed(q.name, fmt::format("{} is {}; {} says the weight is {}", quote_name(q.name),
-                                   shape_text(q.shape), quote_name(shape_tensor->name), shape_text(weight)));
+                                    shape_text(q.shape), quote_name(shape_tensor->name),
+                                    shape_text(weight)));
     o.bits = packed_bits(config, q, weight.back());
   } else {
     o.bits = 8;
     if (q.shape.size() < 2)
-      malformed(q.name, fmt::format("{} is {}; an I8 weight with scales is a matrix", quote_name(q.name),
-                                   shape_text(q.shape)));
+      malformed(q.name, fmt::format("{} is {}; an I8 weight with scales is a matrix",
+                                    quote_name(q.name), shape_text(q.shape)));
   }
   scale_granularity(config, *s, weight, g_idx != nullptr, o);
   if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{weight.back()} || o.tensor))
-    malformed(g_idx->name, fmt::format("{} is {} {}; a g_idx of a {} weight with group scales is I32 [{}]",
-                                      quote_name(g_idx->name), dtype_name(g_idx->dtype),
-                                      shape_text(g_idx->shape), shape_text(weight), weight.back()));
+    malformed(g_idx->name,
+              fmt::format("{} is {} {}; a g_idx of a {} weight with group scales is I32 [{}]",
+                          quote_name(g_idx->name), dtype_name(g_idx->dtype),
+                          shape_text(g_idx->shape), shape_text(weight), weight.back()));
   if (g_idx)  // checked here, so that validate reports a bad group
     group_indices(set.view(g_idx->name).bytes(), g_idx->name, weight.back(), s->shape.back());
   if (z) {
     if (o.tensor)
       refuse_undecoded(z->name, fmt::format("{} beside one scale: asymmetric per-tensor integers, "
-                                            "which tlio does not decode", quote_name(z->name)));
+                                            "which tlio does not decode",
+                                            quote_name(z->name)));
     Shape need = s->shape;  // unpacked zero points sit beside their scales
     if (packed) need[need.size() - 2] = ceil_div(need[need.size() - 2] * o.bits, 32);
     if (z->dtype != (packed ? Dtype::I32 : Dtype::I8) || z->shape != need)
-      malformed(z->name, fmt::format("{} is {} {}; the zero points of {} are {} {}", quote_name(z->name),
-                                    dtype_name(z->dtype), shape_text(z->shape), quote_name(q.name),
-                                    packed ? "I32" : "I8", shape_text(need)));
+      malformed(z->name,
+                fmt::format("{} is {} {}; the zero points of {} are {} {}", quote_name(z->name),
+                            dtype_name(z->dtype), shape_text(z->shape), quote_name(q.name),
+                            packed ? "I32" : "I8", shape_text(need)));
   }
   QuantizedWeight w;
   w.name = base + ".weight";
@@ -158,7 +173,8 @@ QuantizedWeight ct_int_weight(const TensorSet& set, const HubQuantConfig& config
   // int-quantized W8A8's static activation scales go with the weight.
   const TensorInfo* input_scale = set.find(base + ".input_scale");
   const TensorInfo* input_zero = set.find(base + ".input_zero_point");
-  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor, input_scale, input_zero}) add_stored(w, t);
+  for (const TensorInfo* t : {&q, s, z, g_idx, shape_tensor, input_scale, input_zero})
+    add_stored(w, t);
   return w;
 }
 
@@ -170,16 +186,19 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     const bool packed = base.has_value();
     if (!packed) {
       base = strip_suffix(t->name, ".weight");
-      if (!base || t->dtype != Dtype::I8 || !set.find(std::string(*base) + ".weight_scale")) continue;
+      if (!base || t->dtype != Dtype::I8 || !set.find(std::string(*base) + ".weight_scale"))
+        continue;
     } else if (t->dtype != Dtype::I32) {
       const TensorInfo* s = set.find(std::string(*base) + ".weight_scale");
       if (t->dtype == Dtype::U8 && s &&
           (s->dtype == Dtype::U8 || s->dtype == Dtype::F8_E8M0 ||
            set.find(std::string(*base) + ".weight_global_scale")))
         continue;  // packed FP4: mxfp4's or nvfp4's
-      malformed(t->name, fmt::format("{} is {}{}; compressed-tensors packs integers into I32, and FP4 "
-                                    "into U8 beside E8M0 scales or a global scale", quote_name(t->name),
-                                    dtype_name(t->dtype), s ? "" : " without its weight_scale"));
+      malformed(t->name,
+                fmt::format("{} is {}{}; compressed-tensors packs integers into I32, and FP4 "
+                            "into U8 beside E8M0 scales or a global scale",
+                            quote_name(t->name), dtype_name(t->dtype),
+                            s ? "" : " without its weight_scale"));
     }
     if (!config) config = hub_quant_config(set);
     out.push_back(ct_int_weight(set, *config, *t, std::string(*base), packed));
@@ -191,7 +210,8 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
 // first field): (field - bias) * s each, the same operations as the field-by-field loop, in a
 // loop of constant length the compiler makes SIMD. Returns the first field not decoded.
 template <unsigned Bits>
-uint64_t whole_words(const std::byte* words, uint64_t k, uint64_t end, int32_t bias, float s, float* out) {
+uint64_t whole_words(const std::byte* words, uint64_t k, uint64_t end, int32_t bias, float s,
+                     float* out) {
   constexpr unsigned kPerWord = 32 / Bits;
   constexpr uint32_t kMask = (1u << Bits) - 1;
   for (; k + kPerWord <= end; k += kPerWord, out += kPerWord) {
@@ -229,13 +249,16 @@ class CtIntDecoder final : public WeightDecoder {
         // Runs of inputs that share a group: its scale and zero point read once.
         for (uint64_t k = k0; k < k1;) {
           const uint64_t g = group(k);
-          const uint64_t end = group_of_.empty() && options_.group ? std::min(k1, (g + 1) * options_.group)
-                               : group_of_.empty()                 ? k1
-                                                                   : k + 1;
+          const uint64_t end = group_of_.empty() && options_.group
+                                   ? std::min(k1, (g + 1) * options_.group)
+                               : group_of_.empty() ? k1
+                                                   : k + 1;
           const uint64_t at = options_.tensor ? 0 : row * groups_ + g;
-          const float s = scale_value(scale_dtype_, scales_.bytes().data() + at * dtype_bits(scale_dtype_) / 8);
+          const float s =
+              scale_value(scale_dtype_, scales_.bytes().data() + at * dtype_bits(scale_dtype_) / 8);
           const int32_t z = options_.asym ? zero(row, g) : 0;
-          if (options_.packed && 32 % options_.bits == 0) {  // 1, 2, 4, 8 bits: whole fields per word
+          if (options_.packed &&
+              32 % options_.bits == 0) {  // 1, 2, 4, 8 bits: whole fields per word
             const std::byte* words = values_.bytes().data() + 4 * row * row_words_;
             const uint64_t per_word = 32 / options_.bits;
             const uint32_t mask = (1u << options_.bits) - 1;
@@ -245,8 +268,11 @@ class CtIntDecoder final : public WeightDecoder {
                 continue;
               }
               const uint32_t word = load_word(words, k / per_word);
-              for (uint64_t shift = k % per_word * options_.bits; k < end && shift < 32; ++k, shift += options_.bits)
-                v[i + k - k0] = static_cast<float>(static_cast<int32_t>((word >> shift) & mask) - offset_ - z) * s;
+              for (uint64_t shift = k % per_word * options_.bits; k < end && shift < 32;
+                   ++k, shift += options_.bits)
+                v[i + k - k0] =
+                    static_cast<float>(static_cast<int32_t>((word >> shift) & mask) - offset_ - z) *
+                    s;
             }
           }
           for (; k < end; ++k) v[i + k - k0] = static_cast<float>(code(row, k) - z) * s;
@@ -320,8 +346,8 @@ std::string ct_int_name(const QuantScheme::Options& options) {
 
 const SchemeEntry& ct_int_scheme_entry() noexcept {
   static const SchemeEntry entry = read_only_entry(
-      SchemeKind::ct_int, "ct-int<bits>-g<group>, ct-int<bits>-channel, ct-int<bits>-tensor [-asym]",
-      "ct-int4-g128",
+      SchemeKind::ct_int,
+      "ct-int<bits>-g<group>, ct-int<bits>-channel, ct-int<bits>-tensor [-asym]", "ct-int4-g128",
       "<p>.weight_packed I32 [out, in*bits/32] + <p>.weight_shape + <p>.weight_scale "
       "[+ <p>.weight_zero_point] [+ <p>.weight_g_idx]\n"
       "<p>.weight I8 + <p>.weight_scale [+ <p>.weight_zero_point I8]",

@@ -9,10 +9,10 @@
 //          s = e4m3 * weight_scale_2).
 // y = v * s in f32, s itself rounded to f32 first, then one rounding to BF16, the dtype every
 // reference returns. Code 8 is -0 except in ModelOpt's table (+0).
-#include <algorithm>
-
 #include <fmt/core.h>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
@@ -69,16 +69,18 @@ std::optional<QuantizedWeight> gpt_oss_weight(const TensorSet& set, const Tensor
   if (blocks.dtype != Dtype::U8) return std::nullopt;
   // U8 blocks of 16 bytes are MXFP4 codes: without their scales they are never read as plain.
   if (!scales && blocks.shape.size() >= 3 && blocks.shape.back() == kMxGroup / 2)
-    malformed(blocks.name, fmt::format("{} has no {} (a shard read without the others?)", quote_name(blocks.name),
-                                       quote_name(std::string(base) + (transposed ? "_scales" : ".scales"))));
+    malformed(
+        blocks.name,
+        fmt::format("{} has no {} (a shard read without the others?)", quote_name(blocks.name),
+                    quote_name(std::string(base) + (transposed ? "_scales" : ".scales"))));
   if (!scales) return std::nullopt;
   const Shape& b = blocks.shape;
   if (b.size() < 3 || b.back() != kMxGroup / 2)
     malformed(blocks.name, fmt::format("{} is {}; MXFP4 blocks are [..., out, in/32, 16]",
                                        quote_name(blocks.name), shape_text(b)));
   expect_dtype(*scales, {Dtype::U8, Dtype::F8_E8M0}, "MXFP4 scales are E8M0 bytes");
-  expect_shape(*scales, Shape(std::span(b.begin(), b.end() - 1)), fmt::format("{} {}", quote_name(blocks.name),
-                                                                   shape_text(b)));
+  expect_shape(*scales, Shape(std::span(b.begin(), b.end() - 1)),
+               fmt::format("{} {}", quote_name(blocks.name), shape_text(b)));
   Shape logical(std::span(b.begin(), b.end() - 2));
   const uint64_t out = b[b.size() - 3], in = b[b.size() - 2] * kMxGroup;
   logical[logical.size() - 1] = transposed ? in : out;
@@ -101,7 +103,8 @@ std::vector<QuantizedWeight> detect_mxfp4(const TensorSet& set) {
       if (!s || set.find(b + ".weight_global_scale") ||
           (s->dtype != Dtype::U8 && s->dtype != Dtype::F8_E8M0) || t->dtype != Dtype::U8)
         continue;  // nvfp4's, compressed-tensors integers', or scales in another shard
-      w = weight_of(b + ".weight", QuantScheme(Mxfp4Options{}), packed_matrix(*t, *s, kMxGroup), {t, s});
+      w = weight_of(b + ".weight", QuantScheme(Mxfp4Options{}), packed_matrix(*t, *s, kMxGroup),
+                    {t, s});
     }
     if (w) out.push_back(std::move(*w));
   }
@@ -111,14 +114,15 @@ std::vector<QuantizedWeight> detect_mxfp4(const TensorSet& set) {
 void expect_global(const TensorInfo& g) {
   expect_dtype(g, {Dtype::F32}, "an NVFP4 global scale is F32");
   if (g.element_count() != 1)
-    malformed(g.name, fmt::format("{} is {}; an NVFP4 global scale is one value", quote_name(g.name),
-                                  shape_text(g.shape)));
+    malformed(g.name, fmt::format("{} is {}; an NVFP4 global scale is one value",
+                                  quote_name(g.name), shape_text(g.shape)));
 }
 
 std::vector<QuantizedWeight> detect_nvfp4(const TensorSet& set) {
   std::vector<QuantizedWeight> out;
   for (const TensorInfo* t : set.tensors()) {
-    // compressed-tensors: weight_packed + weight_global_scale; ModelOpt: U8 weight + weight_scale_2.
+    // compressed-tensors: weight_packed + weight_global_scale; ModelOpt: U8 weight +
+    // weight_scale_2.
     const auto ct = strip_suffix(t->name, ".weight_packed");
     const auto modelopt = strip_suffix(t->name, ".weight");
     const std::string b(ct ? *ct : modelopt ? *modelopt : "");
@@ -127,13 +131,14 @@ std::vector<QuantizedWeight> detect_nvfp4(const TensorSet& set) {
     const TensorInfo* s = set.find(b + ".weight_scale");
     if (!global) continue;  // another scheme's, or a shard read without its global scale
     if (!s)
-      malformed(t->name, fmt::format("{} has {} but no {}", quote_name(t->name), quote_name(global->name),
-                                     quote_name(b + ".weight_scale")));
+      malformed(t->name, fmt::format("{} has {} but no {}", quote_name(t->name),
+                                     quote_name(global->name), quote_name(b + ".weight_scale")));
     expect_global(*global);
     expect_dtype(*s, {Dtype::F8_E4M3}, "NVFP4 scales are F8_E4M3");
     const Shape shape = packed_matrix(*t, *s, kNvGroup);
-    out.push_back(weight_of(b + ".weight", QuantScheme(Nvfp4Options{!ct}), shape,
-                            {t, s, global, set.find(b + (ct ? ".input_global_scale" : ".input_scale"))}));
+    out.push_back(
+        weight_of(b + ".weight", QuantScheme(Nvfp4Options{!ct}), shape,
+                  {t, s, global, set.find(b + (ct ? ".input_global_scale" : ".input_scale"))}));
   }
   return out;
 }
@@ -170,7 +175,8 @@ class Fp4Decoder final : public WeightDecoder {
   }
 
   uint64_t natural_chunk() const override {
-    return transposed_ && out_ * kTransposedInputs <= kMaxTransposedChunk ? out_ * kTransposedInputs : 0;
+    return transposed_ && out_ * kTransposedInputs <= kMaxTransposedChunk ? out_ * kTransposedInputs
+                                                                          : 0;
   }
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
@@ -256,7 +262,8 @@ class Fp4Decoder final : public WeightDecoder {
       for (uint64_t first_row = 0; first_row < out_; first_row += kTileRows) {
         const uint64_t rows = std::min(kTileRows, out_ - first_row);
         for (uint64_t r = 0; r < rows; ++r)
-          decode_inputs(c + (first_row + r) * row_bytes, s + (first_row + r) * groups_, k, runs, &tile[r * runs]);
+          decode_inputs(c + (first_row + r) * row_bytes, s + (first_row + r) * groups_, k, runs,
+                        &tile[r * runs]);
         for (uint64_t j = 0; j < runs; ++j) {
           float* o = &v[i + j * out_ + first_row];
           for (uint64_t r = 0; r < rows; ++r) o[r] = tile[r * runs + j];
@@ -269,14 +276,16 @@ class Fp4Decoder final : public WeightDecoder {
   // Inputs k .. k + n - 1 of one stored row of MXFP4 codes (`codes`, `scales` at its start):
   // whole groups with the SIMD kernel, the ends a value at a time, the same bits either way
   // (MXFP4's table has code 8 as -0, the kernel's negative_zero).
-  void decode_inputs(const uint8_t* codes, const uint8_t* scales, uint64_t k, uint64_t n, float* out) const {
+  void decode_inputs(const uint8_t* codes, const uint8_t* scales, uint64_t k, uint64_t n,
+                     float* out) const {
     const auto one = [&](uint64_t kk) {
       return value_[(codes[kk / 2] >> (kk % 2 * 4)) & 0xF] * scale_of_[scales[kk / kMxGroup]];
     };
     uint64_t j = 0;
     for (; j < n && (k + j) % kMxGroup != 0; ++j) out[j] = one(k + j);
     for (; j + kMxGroup <= n; j += kMxGroup)
-      e2m1_scaled(codes + (k + j) / 2, kMxGroup / 2, scale_of_[scales[(k + j) / kMxGroup]], true, out + j);
+      e2m1_scaled(codes + (k + j) / 2, kMxGroup / 2, scale_of_[scales[(k + j) / kMxGroup]], true,
+                  out + j);
     for (; j < n; ++j) out[j] = one(k + j);
   }
 
@@ -294,8 +303,8 @@ std::shared_ptr<const WeightDecoder> fp4_decoder(const TensorSet& set, const Qua
 
 std::vector<StoredPart> fp4_parts(const TensorSet&, const QuantizedWeight& w) {
   const size_t rank = w.shape.size();
-  const bool transposed = w.scheme.kind() == SchemeKind::mxfp4 &&
-                          std::get<Mxfp4Options>(w.scheme.options()).transposed;
+  const bool transposed =
+      w.scheme.kind() == SchemeKind::mxfp4 && std::get<Mxfp4Options>(w.scheme.options()).transposed;
   const uint64_t group = w.scheme.block();
   std::vector<StoredPart> parts;
   if (transposed) {  // an expert's rows are read whole: its elements run across all of them
@@ -315,10 +324,11 @@ std::vector<StoredPart> fp4_parts(const TensorSet&, const QuantizedWeight& w) {
 const SchemeEntry& mxfp4_scheme_entry() noexcept {
   static const SchemeEntry entry = read_only_entry(
       SchemeKind::mxfp4, "mxfp4", "mxfp4",
-      "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, out]\n"
+      "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, "
+      "out]\n"
       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale U8 [out, in/32]",
-      [](const QuantScheme::Options&) { return std::string("mxfp4"); }, [](const QuantScheme::Options&) {},
-      detect_mxfp4, fp4_decoder, fp4_parts);
+      [](const QuantScheme::Options&) { return std::string("mxfp4"); },
+      [](const QuantScheme::Options&) {}, detect_mxfp4, fp4_decoder, fp4_parts);
   return entry;
 }
 
@@ -328,8 +338,8 @@ const SchemeEntry& nvfp4_scheme_entry() noexcept {
       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale F8_E4M3 [out, in/16]"
       " + <p>.weight_global_scale F32\n"
       "ModelOpt: <p>.weight U8 [out, in/2] + <p>.weight_scale F8_E4M3 + <p>.weight_scale_2 F32",
-      [](const QuantScheme::Options&) { return std::string("nvfp4"); }, [](const QuantScheme::Options&) {},
-      detect_nvfp4, fp4_decoder, fp4_parts);
+      [](const QuantScheme::Options&) { return std::string("nvfp4"); },
+      [](const QuantScheme::Options&) {}, detect_nvfp4, fp4_decoder, fp4_parts);
   return entry;
 }
 

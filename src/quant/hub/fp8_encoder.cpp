@@ -10,12 +10,12 @@
 // block has scale 0 and codes 0. NaN or infinite weights are refused naming the tensor.
 #include "quant/hub/fp8_encoder.hpp"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
-
-#include <fmt/core.h>
-#include <fmt/format.h>
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
@@ -30,7 +30,8 @@ constexpr float kE4m3Max = 448.0f;
 
 class Fp8Encoder final : public WeightEncoder {
  public:
-  explicit Fp8Encoder(const Fp8Options& o) : block_(o.granularity == Fp8Granularity::block), size_(o.block_rows) {}
+  explicit Fp8Encoder(const Fp8Options& o)
+      : block_(o.granularity == Fp8Granularity::block), size_(o.block_rows) {}
 
   std::string unquantizable(const TensorInfo& t) const override {
     if (t.shape.size() != 2) return fmt::format("rank {} (FP8 scales a matrix)", t.shape.size());
@@ -44,9 +45,11 @@ class Fp8Encoder final : public WeightEncoder {
   std::vector<TensorData> outputs(const File&, const TensorInfo& t) override {
     const uint64_t rows = t.shape[0], cols = t.shape[1];
     if (block_)
-      return {{t.name, Dtype::F8_E4M3, t.shape, {}},
-              {t.name + "_scale_inv", Dtype::F32, {ceil_div(rows, size_), ceil_div(cols, size_)}, {}}};
-    return {{t.name, Dtype::F8_E4M3, t.shape, {}}, {t.name + "_scale", scale_dtype(t), {rows, 1}, {}}};
+      return {
+          {t.name, Dtype::F8_E4M3, t.shape, {}},
+          {t.name + "_scale_inv", Dtype::F32, {ceil_div(rows, size_), ceil_div(cols, size_)}, {}}};
+    return {{t.name, Dtype::F8_E4M3, t.shape, {}},
+            {t.name + "_scale", scale_dtype(t), {rows, 1}, {}}};
   }
 
   void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
@@ -54,41 +57,48 @@ class Fp8Encoder final : public WeightEncoder {
     const uint64_t cols = t.shape[1], band = block_ ? size_ : 1;
     const Dtype sd = block_ ? Dtype::F32 : scale_dtype(t);
     ErrorStats stats;
-    for_each_f32_chunk(src, t, std::max<uint64_t>(band * cols, 1), input_, [&](uint64_t, std::span<const float> x) {
-      if (std::any_of(x.begin(), x.end(), [](float v) { return !std::isfinite(v); }))
-        throw Error(ErrorCode::invalid_argument, Rule::none, t.name, std::nullopt,
-                    fmt::format("cannot quantize {} to FP8: it holds NaN or infinite values", quote_name(t.name)));
-      const uint64_t rows = x.size() / cols;
-      scales_.clear();
-      scaled_.resize(x.size());
-      for (uint64_t r0 = 0; r0 < rows; r0 += band)
-        for (uint64_t c0 = 0; c0 < cols; c0 += (block_ ? size_ : cols)) {
-          const uint64_t r1 = std::min(rows, r0 + band), c1 = std::min(cols, c0 + (block_ ? size_ : cols));
-          float amax = 0;
-          for (uint64_t r = r0; r < r1; ++r)
-            for (uint64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x[r * cols + c]));
-          const float s = stored_scale(amax / kE4m3Max, sd);
-          scales_.push_back(s);
-          for (uint64_t r = r0; r < r1; ++r)
-            for (uint64_t c = c0; c < c1; ++c)
-              scaled_[r * cols + c] = s == 0 ? 0.0f : std::clamp(x[r * cols + c] / s, -kE4m3Max, kE4m3Max);
-        }
-      codes_.resize(x.size());
-      convert(Dtype::F32, std::as_bytes(std::span(scaled_)), Dtype::F8_E4M3, std::as_writable_bytes(std::span(codes_)),
-              x.size());
-      back_.resize(x.size());
-      const uint64_t grid_cols = block_ ? ceil_div(cols, size_) : 1;
-      for (uint64_t i = 0; i < x.size(); ++i) {
-        const uint64_t r = i / cols, c = i % cols;
-        back_[i] = e4m3_values()[codes_[i]] * scales_[(r / band) * grid_cols + (block_ ? c / size_ : 0)];
-      }
-      stats.add(x, back_);
-      scale_bytes_.resize(bytes_for(sd, scales_.size()));
-      convert(Dtype::F32, std::as_bytes(std::span(scales_)), sd, scale_bytes_, scales_.size());
-      w.append(t.name, std::as_bytes(std::span(codes_)));
-      w.append(t.name + (block_ ? "_scale_inv" : "_scale"), scale_bytes_);
-      tick(codes_.size() + scale_bytes_.size());
-    });
+    for_each_f32_chunk(
+        src, t, std::max<uint64_t>(band * cols, 1), input_,
+        [&](uint64_t, std::span<const float> x) {
+          if (std::any_of(x.begin(), x.end(), [](float v) { return !std::isfinite(v); }))
+            throw Error(ErrorCode::invalid_argument, Rule::none, t.name, std::nullopt,
+                        fmt::format("cannot quantize {} to FP8: it holds NaN or infinite values",
+                                    quote_name(t.name)));
+          const uint64_t rows = x.size() / cols;
+          scales_.clear();
+          scaled_.resize(x.size());
+          for (uint64_t r0 = 0; r0 < rows; r0 += band)
+            for (uint64_t c0 = 0; c0 < cols; c0 += (block_ ? size_ : cols)) {
+              const uint64_t r1 = std::min(rows, r0 + band),
+                             c1 = std::min(cols, c0 + (block_ ? size_ : cols));
+              float amax = 0;
+              for (uint64_t r = r0; r < r1; ++r)
+                for (uint64_t c = c0; c < c1; ++c)
+                  amax = std::max(amax, std::fabs(x[r * cols + c]));
+              const float s = stored_scale(amax / kE4m3Max, sd);
+              scales_.push_back(s);
+              for (uint64_t r = r0; r < r1; ++r)
+                for (uint64_t c = c0; c < c1; ++c)
+                  scaled_[r * cols + c] =
+                      s == 0 ? 0.0f : std::clamp(x[r * cols + c] / s, -kE4m3Max, kE4m3Max);
+            }
+          codes_.resize(x.size());
+          convert(Dtype::F32, std::as_bytes(std::span(scaled_)), Dtype::F8_E4M3,
+                  std::as_writable_bytes(std::span(codes_)), x.size());
+          back_.resize(x.size());
+          const uint64_t grid_cols = block_ ? ceil_div(cols, size_) : 1;
+          for (uint64_t i = 0; i < x.size(); ++i) {
+            const uint64_t r = i / cols, c = i % cols;
+            back_[i] = e4m3_values()[codes_[i]] *
+                       scales_[(r / band) * grid_cols + (block_ ? c / size_ : 0)];
+          }
+          stats.add(x, back_);
+          scale_bytes_.resize(bytes_for(sd, scales_.size()));
+          convert(Dtype::F32, std::as_bytes(std::span(scales_)), sd, scale_bytes_, scales_.size());
+          w.append(t.name, std::as_bytes(std::span(codes_)));
+          w.append(t.name + (block_ ? "_scale_inv" : "_scale"), scale_bytes_);
+          tick(codes_.size() + scale_bytes_.size());
+        });
     stats.finish(item, t.element_count());
   }
 
@@ -97,7 +107,8 @@ class Fp8Encoder final : public WeightEncoder {
     meta["quantization_config"] = config_text(std::nullopt);
   }
 
-  std::string quantization_config(std::span<const std::string> plain_modules, Dtype) const override {
+  std::string quantization_config(std::span<const std::string> plain_modules,
+                                  Dtype) const override {
     return config_text(plain_modules);
   }
 
@@ -122,17 +133,20 @@ class Fp8Encoder final : public WeightEncoder {
     if (plain_modules) {
       std::vector<std::string> names;
       for (const std::string& m : *plain_modules) names.push_back(quote_name(m));
-      plain = fmt::format(R"(, "{}": [{}])", block_ ? "modules_to_not_convert" : "ignore", fmt::join(names, ", "));
+      plain = fmt::format(R"(, "{}": [{}])", block_ ? "modules_to_not_convert" : "ignore",
+                          fmt::join(names, ", "));
     }
     if (block_)
-      return fmt::format(R"({{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", )"
-                         R"("weight_block_size": [{}, {}]{}}})",
-                         size_, size_, plain);
-    return fmt::format(R"({{"quant_method": "compressed-tensors", "format": "naive-quantized", )"
-                       R"("quantization_status": "compressed", "config_groups": {{"group_0": {{"targets": )"
-                       R"(["Linear"], "weights": {{"num_bits": 8, "type": "float", "symmetric": true, )"
-                       R"("strategy": "channel", "dynamic": false}}, "input_activations": null}}}}{}}})",
-                       plain);
+      return fmt::format(
+          R"({{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", )"
+          R"("weight_block_size": [{}, {}]{}}})",
+          size_, size_, plain);
+    return fmt::format(
+        R"({{"quant_method": "compressed-tensors", "format": "naive-quantized", )"
+        R"("quantization_status": "compressed", "config_groups": {{"group_0": {{"targets": )"
+        R"(["Linear"], "weights": {{"num_bits": 8, "type": "float", "symmetric": true, )"
+        R"("strategy": "channel", "dynamic": false}}, "input_activations": null}}}}{}}})",
+        plain);
   }
 
   bool block_;

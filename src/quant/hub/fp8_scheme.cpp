@@ -4,11 +4,11 @@
 // one scale, one per output row, per group or per block; mxfp8-quantized: E8M0 powers of two per
 // 32 inputs). y = f32(w) * f32(s), rounded once to the reference's dtype: BF16 for DeepSeek's
 // blocks and MXFP8, the scale's dtype otherwise.
-#include <algorithm>
-#include <charconv>
-
 #include <fmt/core.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
 
 #include "common/json_text.hpp"
 #include "quant/hub/fp8_encoder.hpp"
@@ -45,19 +45,21 @@ Fp8Options granularity(const TensorInfo& w, const TensorInfo& s, const HubQuantC
     return {Fp8Granularity::channel, 0, 0};
   if (s.shape.size() != 2 || s.shape[0] == 0 || s.shape[1] == 0)
     malformed(s.name, fmt::format("{} is {}; FP8 scales of a {} weight are one value, one per row, "
-                                  "or a grid of blocks", quote_name(s.name), shape_text(s.shape),
-                                  shape_text(w.shape)));
+                                  "or a grid of blocks",
+                                  quote_name(s.name), shape_text(s.shape), shape_text(w.shape)));
   const uint64_t gr = s.shape[0], gc = s.shape[1];
   if (config.block_rows && config.block_cols) {
     if (!covers(rows, cols, gr, gc, *config.block_rows, *config.block_cols))
-      malformed(s.name, fmt::format("{} is {}; {} blocks of {}x{} (quantization_config) need [{}, {}]",
-                                    quote_name(s.name), shape_text(s.shape), shape_text(w.shape),
-                                    *config.block_rows, *config.block_cols,
-                                    ceil_div(rows, *config.block_rows),
-                                    ceil_div(cols, *config.block_cols)));
+      malformed(
+          s.name,
+          fmt::format("{} is {}; {} blocks of {}x{} (quantization_config) need [{}, {}]",
+                      quote_name(s.name), shape_text(s.shape), shape_text(w.shape),
+                      *config.block_rows, *config.block_cols, ceil_div(rows, *config.block_rows),
+                      ceil_div(cols, *config.block_cols)));
     return {Fp8Granularity::block, *config.block_rows, *config.block_cols};
   }
-  if (!grid && gr == rows && cols % gc == 0) return {Fp8Granularity::block, 1, cols / gc};  // groups
+  if (!grid && gr == rows && cols % gc == 0)
+    return {Fp8Granularity::block, 1, cols / gc};  // groups
   if (covers(rows, cols, gr, gc, kDefaultBlock, kDefaultBlock))
     return {Fp8Granularity::block, kDefaultBlock, kDefaultBlock};
   const uint64_t br = ceil_div(rows, gr), bc = ceil_div(cols, gc);
@@ -87,8 +89,8 @@ void refuse_other_scaled(const TensorInfo& w, const TensorInfo& s) {
   else
     what = fmt::format("{} weights with scales", dtype_name(w.dtype));
   refuse_undecoded(w.name, fmt::format("{} has {}: {}, which tlio does not decode; its stored "
-                                      "values are not weights and are not read as such",
-                                      quote_name(w.name), quote_name(s.name), what));
+                                       "values are not weights and are not read as such",
+                                       quote_name(w.name), quote_name(s.name), what));
 }
 
 std::vector<QuantizedWeight> detect(const TensorSet& set) {
@@ -106,8 +108,9 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     // A shard read alone may hold scales whose weights are in another: nothing to decode here.
     if (!w) continue;
     // ModelOpt NVFP4's packed codes and compressed-tensors' I8 weights are other schemes'.
-    if (!inverse_named && ((w->dtype == Dtype::U8 && set.find(std::string(*base) + ".weight_scale_2")) ||
-                           w->dtype == Dtype::I8))
+    if (!inverse_named &&
+        ((w->dtype == Dtype::U8 && set.find(std::string(*base) + ".weight_scale_2")) ||
+         w->dtype == Dtype::I8))
       continue;
     if (w->dtype != Dtype::F8_E4M3) {
       if (inverse_named)
@@ -119,19 +122,22 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     }
     for (const char* companion : {".weight_zero_point", ".weight_g_idx"})
       if (set.find(std::string(*base) + companion))
-        refuse_undecoded(w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
-                                             "does not decode", quote_name(w->name),
-                                             quote_name(std::string(*base) + companion)));
+        refuse_undecoded(
+            w->name, fmt::format("{} has {}: asymmetric or reordered FP8, which tlio "
+                                 "does not decode",
+                                 quote_name(w->name), quote_name(std::string(*base) + companion)));
     const bool mx = !inverse_named && (s.dtype == Dtype::U8 || s.dtype == Dtype::F8_E8M0);
     // transformers' scale_fmt "ue8m0" (DeepSeek-V3.1 on): the block grid's scales as E8M0
     // powers of two, exact in the same product.
     const bool e8m0_blocks = inverse_named && s.dtype == Dtype::F8_E8M0;
-    if (!mx && !e8m0_blocks && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F16)
+    if (!mx && !e8m0_blocks && s.dtype != Dtype::F32 && s.dtype != Dtype::BF16 &&
+        s.dtype != Dtype::F16)
       malformed(s.name, fmt::format("{} is {}; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
-                                    "inputs or per block)", quote_name(s.name), dtype_name(s.dtype)));
+                                    "inputs or per block)",
+                                    quote_name(s.name), dtype_name(s.dtype)));
     if (w->shape.size() != 2)
-      malformed(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix", quote_name(w->name),
-                                     shape_text(w->shape)));
+      malformed(w->name, fmt::format("{} is {}; a scaled FP8 weight is a matrix",
+                                     quote_name(w->name), shape_text(w->shape)));
     QuantizedWeight q;
     q.name = weight_name;
     Fp8Options options = mx ? mx_granularity(*w, s) : granularity(*w, s, *config, inverse_named);
@@ -141,7 +147,8 @@ std::vector<QuantizedWeight> detect(const TensorSet& set) {
     // DeepSeek's dequantization stores BF16, as compressed-tensors' MXFP8 (BF16 powers of two);
     // its other forms compute in the scale's dtype.
     q.dtype = inverse_named || mx ? Dtype::BF16 : s.dtype;
-    for (const TensorInfo* t : {w, &s, set.find(std::string(*base) + ".input_scale")}) add_stored(q, t);
+    for (const TensorInfo* t : {w, &s, set.find(std::string(*base) + ".input_scale")})
+      add_stored(q, t);
     out.push_back(std::move(q));
   }
   return out;
@@ -169,12 +176,14 @@ class Fp8Decoder final : public WeightDecoder {
         if (options_.granularity == Fp8Granularity::block) {
           const float* s = scales_.data() + (r / options_.block_rows) * grid_cols_;
           for (uint64_t j = c; j < c + take;) {  // one block's columns at a time
-            const uint64_t end = std::min(c + take, (j / options_.block_cols + 1) * options_.block_cols);
+            const uint64_t end =
+                std::min(c + take, (j / options_.block_cols + 1) * options_.block_cols);
             e4m3_scaled(row + j, end - j, s[j / options_.block_cols], &v[i + j - c]);
             j = end;
           }
         } else {
-          e4m3_scaled(row + c, take, scales_[options_.granularity == Fp8Granularity::tensor ? 0 : r], &v[i]);
+          e4m3_scaled(row + c, take,
+                      scales_[options_.granularity == Fp8Granularity::tensor ? 0 : r], &v[i]);
         }
         i += take;
       }
@@ -200,9 +209,12 @@ class Fp8Decoder final : public WeightDecoder {
 std::string fp8_name(const QuantScheme::Options& o) {
   const auto& f = std::get<Fp8Options>(o);
   switch (f.granularity) {
-    case Fp8Granularity::tensor: return "fp8-tensor";
-    case Fp8Granularity::channel: return "fp8-channel";
-    case Fp8Granularity::block: break;
+    case Fp8Granularity::tensor:
+      return "fp8-tensor";
+    case Fp8Granularity::channel:
+      return "fp8-channel";
+    case Fp8Granularity::block:
+      break;
   }
   if (f.e8m0 && f.block_rows == 1 && f.block_cols == kMxGroup) return "mxfp8";
   const char* scales = f.e8m0 ? "-ue8m0" : "";
@@ -225,7 +237,8 @@ std::optional<QuantScheme::Options> parse_fp8(std::string_view name) {
 }
 
 constexpr SchemeOptionInfo kOptions[] = {
-    {"block", OptionKind::number, "rows and columns of an fp8-block block, 1..65536 (default 128)"}};
+    {"block", OptionKind::number,
+     "rows and columns of an fp8-block block, 1..65536 (default 128)"}};
 constexpr uint64_t kMaxBlock = 65536;
 
 }  // namespace
@@ -236,21 +249,24 @@ const SchemeEntry& fp8_scheme_entry() noexcept {
        "fp8-block: <name> becomes <name> F8_E4M3 + <name>_scale_inv F32, a scale per 128x128 block "
        "(DeepSeek, Qwen -FP8)\n"
        "fp8: <name> F8_E4M3 + <name>_scale [out, 1] per row (compressed-tensors)\n"
-       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ <p>.input_scale],\n"
+       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ "
+       "<p>.input_scale],\n"
        "fp8-block<R>x<C>-ue8m0 (scale_inv F8_E8M0, transformers' scale_fmt ue8m0)",
        kOptions, false},
       parse_fp8,
       fp8_name,
       [](const QuantScheme::Options& o) {
         const auto& f = std::get<Fp8Options>(o);
-        if (f.granularity == Fp8Granularity::block && (f.block_rows == 0 || f.block_cols == 0 ||
-                                                       f.block_rows > kMaxBlock || f.block_cols > kMaxBlock))
+        if (f.granularity == Fp8Granularity::block &&
+            (f.block_rows == 0 || f.block_cols == 0 || f.block_rows > kMaxBlock ||
+             f.block_cols > kMaxBlock))
           throw_invalid(fmt::format("an FP8 block has 1 to {} rows and columns", kMaxBlock));
       },
       [](QuantScheme::Options& o, std::string_view option, std::string_view value) {
         auto& f = std::get<Fp8Options>(o);
         if (f.granularity != Fp8Granularity::block || f.e8m0)
-          throw_invalid(fmt::format("{} is an option of fp8-block, not of {}", option, fp8_name(o)));
+          throw_invalid(
+              fmt::format("{} is an option of fp8-block, not of {}", option, fp8_name(o)));
         f.block_rows = f.block_cols = parse_uint_option(option, value);
       },
       detect,

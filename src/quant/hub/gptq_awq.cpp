@@ -10,11 +10,11 @@
 // W[n, k] = scales[g(k), n] * (q[k, n] - z[g(k), n]), with z + 1 (mod 2^bits) for GPTQ v1, whose
 // packer stored zero - 1. The product is exact in f32 and rounded once to the scales' dtype, the
 // dtype both references compute in.
-#include <algorithm>
-#include <cstring>
-
 #include <fmt/core.h>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
@@ -41,21 +41,25 @@ struct PackedLayout {
 // AutoAWQ's GEMV layout, which only the config tells from the others: qweight [out, in/8] and
 // qzeros [out, W], eight 4-bit fields per word in natural order along the inputs and the
 // groups; scales [out, 8W] (W words of zero points cover the groups, padded).
-PackedLayout gemv_layout(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z, const TensorInfo& s) {
+PackedLayout gemv_layout(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z,
+                         const TensorInfo& s) {
   const uint64_t out = q.shape[0], in = q.shape[1] * 8;
   if (z.shape[0] != out || s.shape[0] != out || s.shape[1] != z.shape[1] * 8)
-    malformed(q.name, fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
-                                     "[out, 8W]", quote_name(q.name), shape_text(q.shape), quote_name(z.name),
-                                     shape_text(z.shape), quote_name(s.name), shape_text(s.shape)));
+    malformed(q.name,
+              fmt::format("{} {}, {} {} and {} {} are not AWQ GEMV's [out, in/8], [out, W] and "
+                          "[out, 8W]",
+                          quote_name(q.name), shape_text(q.shape), quote_name(z.name),
+                          shape_text(z.shape), quote_name(s.name), shape_text(s.shape)));
   if (!c.group_size)  // (-1 or positive: hub_quant_config refused the others)
     malformed(q.name, fmt::format("{} is AWQ GEMV, whose group size only quantization_config's "
-                                     "group_size (q_group_size) says", quote_name(q.name)));
+                                  "group_size (q_group_size) says",
+                                  quote_name(q.name)));
   const uint64_t group = *c.group_size == -1 ? in : static_cast<uint64_t>(*c.group_size);
   if (c.bits && *c.bits != 4)
     malformed(q.name, fmt::format("quantization_config says {} bits; AWQ GEMV packs 4", *c.bits));
   if (in > 0 && ceil_div(in, group) > s.shape[1])
-    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}", quote_name(s.name),
-                                     s.shape[1], in, group, ceil_div(in, group)));
+    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
+                                  quote_name(s.name), s.shape[1], in, group, ceil_div(in, group)));
   return {SchemeKind::awq, 4, group, in, out, false, true};
 }
 
@@ -65,37 +69,43 @@ uint64_t gptq_bits(const HubQuantConfig& c, const TensorInfo& q, const TensorInf
   uint64_t bits = 0;
   if (c.bits)
     bits = *c.bits;
-  else if (g_idx && g_idx->shape.size() == 1 && g_idx->shape[0] && q.shape[0] * 32 % g_idx->shape[0] == 0)
+  else if (g_idx && g_idx->shape.size() == 1 && g_idx->shape[0] &&
+           q.shape[0] * 32 % g_idx->shape[0] == 0)
     bits = q.shape[0] * 32 / g_idx->shape[0];
   else if (q.shape[1] && z.shape[1] * 32 % q.shape[1] == 0)
     bits = z.shape[1] * 32 / q.shape[1];
   if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
-    malformed(q.name, fmt::format("{} packs {} bits per field{}; GPTQ has 2, 3, 4 or 8",
-                                     quote_name(q.name), bits,
-                                     c.bits ? " (quantization_config)" : " (from the shapes)"));
+    malformed(q.name,
+              fmt::format("{} packs {} bits per field{}; GPTQ has 2, 3, 4 or 8", quote_name(q.name),
+                          bits, c.bits ? " (quantization_config)" : " (from the shapes)"));
   return bits;
 }
 
 // The layout of one <p>.qweight, checked against its companions.
-PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
-                    const TensorInfo& z, const TensorInfo& s, const TensorInfo* g_idx) {
+PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q, const TensorInfo& z,
+                    const TensorInfo& s, const TensorInfo* g_idx) {
   for (const TensorInfo* t : {&q, &z})
     if (t->dtype != Dtype::I32 || t->shape.size() != 2)
-      malformed(t->name, fmt::format("{} is {} {}; GPTQ and AWQ pack I32 matrices", quote_name(t->name),
-                                        dtype_name(t->dtype), shape_text(t->shape)));
-  if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) || s.shape.size() != 2)
-    malformed(s.name, fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
-                                     quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
+      malformed(t->name,
+                fmt::format("{} is {} {}; GPTQ and AWQ pack I32 matrices", quote_name(t->name),
+                            dtype_name(t->dtype), shape_text(t->shape)));
+  if ((s.dtype != Dtype::F16 && s.dtype != Dtype::BF16 && s.dtype != Dtype::F32) ||
+      s.shape.size() != 2)
+    malformed(s.name,
+              fmt::format("{} is {} {}; scales are an F16, BF16 or F32 [groups, out] matrix",
+                          quote_name(s.name), dtype_name(s.dtype), shape_text(s.shape)));
   if (c.method == "awq" && awq_layout_is(c, "gemv")) {
-    if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+    if (g_idx)
+      malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
     return gemv_layout(c, q, z, s);
   }
   const uint64_t groups = s.shape[0], out = s.shape[1];
   if (groups == 0 || out == 0 || q.shape[0] == 0)
-    malformed(s.name, fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
+    malformed(s.name,
+              fmt::format("{} is {}: an empty weight", quote_name(s.name), shape_text(s.shape)));
   if (z.shape[0] != groups)
-    malformed(z.name, fmt::format("{} has {} rows, {} has {} groups", quote_name(z.name), z.shape[0],
-                                     quote_name(s.name), groups));
+    malformed(z.name, fmt::format("{} has {} rows, {} has {} groups", quote_name(z.name),
+                                  z.shape[0], quote_name(s.name), groups));
   PackedLayout l{};
   if (q.shape[1] == out) {
     l.kind = SchemeKind::gptq;
@@ -103,34 +113,37 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     l.in = q.shape[0] * 32 / l.bits;
     if (q.shape[0] * 32 % l.bits || z.shape[1] * 32 != out * l.bits)
       malformed(q.name, fmt::format("{} {} and {} {} do not pack {}-bit fields of {} outputs",
-                                       quote_name(q.name), shape_text(q.shape), quote_name(z.name),
-                                       shape_text(z.shape), l.bits, out));
+                                    quote_name(q.name), shape_text(q.shape), quote_name(z.name),
+                                    shape_text(z.shape), l.bits, out));
     l.v2 = c.checkpoint_format == "gptq_v2";
   } else if (q.shape[1] * 8 == out) {
     l.kind = SchemeKind::awq;
     l.bits = 4;
     l.in = q.shape[0];
     if (c.bits && *c.bits != 4)
-      malformed(q.name, fmt::format("quantization_config says {} bits; AWQ's GEMM layout {} packs 4",
-                                       *c.bits, shape_text(q.shape)));
+      malformed(q.name,
+                fmt::format("quantization_config says {} bits; AWQ's GEMM layout {} packs 4",
+                            *c.bits, shape_text(q.shape)));
     if (z.shape[1] * 8 != out)
       malformed(z.name, fmt::format("{} is {}; AWQ zero points of {} outputs are [groups, {}]",
-                                       quote_name(z.name), shape_text(z.shape), out, out / 8));
-    if (g_idx) malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
+                                    quote_name(z.name), shape_text(z.shape), out, out / 8));
+    if (g_idx)
+      malformed(g_idx->name, fmt::format("{} beside an AWQ weight", quote_name(g_idx->name)));
   } else {
-    refuse_undecoded(q.name, fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor "
-                                         "AWQ GEMM [in, out/8] (AWQ GEMV is read when "
-                                         "quantization_config names it; kernel layouts are not decoded)",
-                                         quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
+    refuse_undecoded(q.name,
+                     fmt::format("{} {} with scales {}: neither GPTQ [in*bits/32, out] nor "
+                                 "AWQ GEMM [in, out/8] (AWQ GEMV is read when "
+                                 "quantization_config names it; kernel layouts are not decoded)",
+                                 quote_name(q.name), shape_text(q.shape), shape_text(s.shape)));
   }
   l.out = out;
   const bool is_awq = l.kind == SchemeKind::awq;
   if ((c.method == "gptq" && is_awq) || (c.method == "awq" && !is_awq))
     malformed(q.name, fmt::format("{} is laid out as {} but quant_method is {}", quote_name(q.name),
-                                     is_awq ? "AWQ" : "GPTQ", quote_name(c.method)));
+                                  is_awq ? "AWQ" : "GPTQ", quote_name(c.method)));
   if (g_idx && (g_idx->dtype != Dtype::I32 || g_idx->shape != Shape{l.in}))
     malformed(g_idx->name, fmt::format("{} is {} {}; g_idx is I32 [{}]", quote_name(g_idx->name),
-                                          dtype_name(g_idx->dtype), shape_text(g_idx->shape), l.in));
+                                       dtype_name(g_idx->dtype), shape_text(g_idx->shape), l.in));
   // Group: the config's (-1: one group; hub_quant_config refused others below 1), else what the
   // shapes imply.
   if (c.group_size && *c.group_size > 0)
@@ -141,13 +154,14 @@ PackedLayout layout(const HubQuantConfig& c, const TensorInfo& q,
     l.group = ceil_div(l.in, groups);  // with g_idx only a name: g_idx maps the inputs
   else  // several group sizes give that many groups: the config must say
     malformed(s.name, fmt::format("{} has {} groups of {} inputs, which no group size tells "
-                                     "apart without the model's quantization_config",
-                                     quote_name(s.name), groups, l.in));
+                                  "apart without the model's quantization_config",
+                                  quote_name(s.name), groups, l.in));
   const uint64_t need = l.group ? ceil_div(l.in, l.group) : 1;
   // With g_idx (desc_act) the groups are those g_idx names, checked by detect.
   if (!g_idx && need != groups)
-    malformed(s.name, fmt::format("{} has {} groups; {} inputs in groups of {} need {}",
-                                     quote_name(s.name), groups, l.in, l.group ? l.group : l.in, need));
+    malformed(s.name,
+              fmt::format("{} has {} groups; {} inputs in groups of {} need {}", quote_name(s.name),
+                          groups, l.in, l.group ? l.group : l.in, need));
   return l;
 }
 
@@ -161,7 +175,9 @@ std::vector<QuantizedWeight> detect(const TensorSet& set, SchemeKind kind) {
     const TensorInfo* z = set.find(b + std::string(kQzeros));
     if (!z) continue;  // tinyllm int4's
     const TensorInfo* s = set.find(b + std::string(kScales));
-    if (!s) malformed(qp->name, fmt::format("{} has no {}", quote_name(qp->name), quote_name(b + ".scales")));
+    if (!s)
+      malformed(qp->name,
+                fmt::format("{} has no {}", quote_name(qp->name), quote_name(b + ".scales")));
     const TensorInfo* g_idx = set.find(b + std::string(kGidx));
     if (!config) config = hub_quant_config(set);
     const PackedLayout l = layout(*config, *qp, *z, *s, g_idx);
@@ -219,7 +235,8 @@ class PackedDecoder final : public WeightDecoder {
       group_of_ = group_indices(set.view(w.stored[3]).bytes(), w.stored[3], in_, groups);
     } else {
       group_of_.resize(in_);
-      for (uint64_t k = 0; k < in_; ++k) group_of_[k] = static_cast<uint32_t>(group ? k / group : 0);
+      for (uint64_t k = 0; k < in_; ++k)
+        group_of_[k] = static_cast<uint32_t>(group ? k / group : 0);
     }
   }
 
@@ -250,8 +267,8 @@ class PackedDecoder final : public WeightDecoder {
       for (uint64_t n = n0; n < n0 + rows; ++n) {
         // GPTQ: column n of qweight [in*bits/32, out] is input k's stream; AWQ: row k of
         // [in, out/8] holds every output of input k.
-        const uint32_t q = awq_ ? awq_field(words, k * (out_ / 8), n)
-                                : field(words + 4 * n, out_, k, bits_);
+        const uint32_t q =
+            awq_ ? awq_field(words, k * (out_ / 8), n) : field(words + 4 * n, out_, k, bits_);
         tile[(n - n0) * in_ + k] = s[n] * (static_cast<float>(q) - z[n]);
       }
     }
@@ -311,7 +328,8 @@ std::vector<StoredPart> whole_parts(const TensorSet&, const QuantizedWeight& w) 
   return parts;
 }
 
-std::shared_ptr<const WeightDecoder> packed_decoder(const TensorSet& set, const QuantizedWeight& w) {
+std::shared_ptr<const WeightDecoder> packed_decoder(const TensorSet& set,
+                                                    const QuantizedWeight& w) {
   if (const auto* a = std::get_if<AwqOptions>(&w.scheme.options()); a && a->gemv)
     return std::make_shared<AwqGemvDecoder>(set, w);
   return std::make_shared<PackedDecoder>(set, w);
@@ -333,7 +351,8 @@ const SchemeEntry& gptq_scheme_entry() noexcept {
         if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
           throw_invalid(fmt::format("GPTQ packs 2, 3, 4 or 8 bits, not {}", bits));
       },
-      [](const TensorSet& set) { return detect(set, SchemeKind::gptq); }, packed_decoder, whole_parts);
+      [](const TensorSet& set) { return detect(set, SchemeKind::gptq); }, packed_decoder,
+      whole_parts);
   return entry;
 }
 
@@ -341,15 +360,18 @@ const SchemeEntry& awq_scheme_entry() noexcept {
   static const SchemeEntry entry = read_only_entry(
       SchemeKind::awq, "awq-4bit[-g<group>][-gemv]", "awq-4bit-g128",
       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)\n"
-      "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + <p>.scales [out, 8W]",
+      "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + "
+      "<p>.scales [out, 8W]",
       [](const QuantScheme::Options& o) {
         const auto& a = std::get<AwqOptions>(o);
-        return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "", a.gemv ? "-gemv" : "");
+        return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "",
+                           a.gemv ? "-gemv" : "");
       },
       [](const QuantScheme::Options& o) {
         if (std::get<AwqOptions>(o).bits != 4) throw_invalid("AWQ packs 4 bits");
       },
-      [](const TensorSet& set) { return detect(set, SchemeKind::awq); }, packed_decoder, whole_parts);
+      [](const TensorSet& set) { return detect(set, SchemeKind::awq); }, packed_decoder,
+      whole_parts);
   return entry;
 }
 

@@ -36,10 +36,11 @@ std::string string_or_empty(const JsonDoc& doc, const char* key) {
 }
 
 [[noreturn]] void refuse(std::string_view what, std::string_view why, std::string tensor = {}) {
-  refuse_undecoded(std::move(tensor),
-                   fmt::format("quantized as {} ({}), which tlio does not decode; its stored values "
-                               "are not weights and are not read as such",
-                               what, why));
+  refuse_undecoded(
+      std::move(tensor),
+      fmt::format("quantized as {} ({}), which tlio does not decode; its stored values "
+                  "are not weights and are not read as such",
+                  what, why));
 }
 
 // What the config's method names, when it is a form tlio does not decode.
@@ -49,8 +50,8 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   if (m == "torchao") return "torchao";
   if (m == "exl2" || m == "exl3") return "ExLlama " + m.substr(3);  // "exl2" -> "ExLlama 2"
   if (m == "quark") return "AMD Quark";
-  if (m == "modelopt" && !c.quant_algo.empty() && c.quant_algo != "NVFP4" && c.quant_algo != "FP8" &&
-      c.quant_algo != "MIXED_PRECISION")
+  if (m == "modelopt" && !c.quant_algo.empty() && c.quant_algo != "NVFP4" &&
+      c.quant_algo != "FP8" && c.quant_algo != "MIXED_PRECISION")
     return "NVIDIA ModelOpt " + c.quant_algo;
   if (m == "aqlm" || m == "vptq" || m == "eetq" || m == "higgs" || m == "spqr" || m == "fp_quant" ||
       m == "bitnet" || m == "quanto")
@@ -64,7 +65,8 @@ std::optional<std::string> undecoded_method(const HubQuantConfig& c) {
   if (m == "gptq" && (c.checkpoint_format == "marlin" || c.checkpoint_format == "gptq_p"))
     return "GPTQ " + c.checkpoint_format;
   for (const std::string& layout : {c.version, c.checkpoint_format})  // GPTQModel writes "format"
-    if (const std::string l = ascii_lower(layout); m == "awq" && !l.empty() && l != "gemm" && l != "gemv")
+    if (const std::string l = ascii_lower(layout);
+        m == "awq" && !l.empty() && l != "gemm" && l != "gemv")
       return "AWQ " + layout;
   return std::nullopt;
 }
@@ -92,7 +94,8 @@ void malformed(const std::string& tensor, std::string detail) {
 }
 
 void refuse_undecoded(std::string tensor, std::string detail) {
-  throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt, std::move(detail));
+  throw Error(ErrorCode::unsupported, Rule::quant, std::move(tensor), std::nullopt,
+              std::move(detail));
 }
 
 std::string shape_text(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
@@ -102,7 +105,8 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   // A folder's config.json, else what a lone file tlio quantized records in its metadata.
   std::string_view text = set.quantization_config();
   if (text.empty())
-    if (auto own = set.metadata().find("quantization_config"); own != set.metadata().end()) text = own->second;
+    if (auto own = set.metadata().find("quantization_config"); own != set.metadata().end())
+      text = own->second;
   if (text.empty()) return c;
   const JsonDoc doc(text, kSource, Rule::quant);
   c.method = string_or_empty(doc, "quant_method");
@@ -114,14 +118,15 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
   c.version = string_or_empty(doc, "version");
   c.quant_algo = string_or_empty(doc, "quant_algo");
   dom::element sparsity;
-  if (doc.root()["sparsity_config"]["format"].get(sparsity) == simdjson::SUCCESS && sparsity.is_string())
+  if (doc.root()["sparsity_config"]["format"].get(sparsity) == simdjson::SUCCESS &&
+      sparsity.is_string())
     c.ct_sparsity = std::string(sparsity.get_string().value_unsafe());
   // A form tlio does not decode is refused by name, whatever its other options look like, and
   // the options of other methods (bitsandbytes, FBGEMM, ...) are theirs.
   const std::string& m = c.method;
-  if (undecoded_method(c) || !(m.empty() || m == "fp8" || m == "gptq" || m == "awq" ||
-                               m == "compressed-tensors" || m == "auto-round" || m == "mxfp4" ||
-                               m == "modelopt"))
+  if (undecoded_method(c) ||
+      !(m.empty() || m == "fp8" || m == "gptq" || m == "awq" || m == "compressed-tensors" ||
+        m == "auto-round" || m == "mxfp4" || m == "modelopt"))
     return c;
   dom::element block;
   if (doc.root()["weight_block_size"].get(block) == simdjson::SUCCESS && !block.is_null() &&
@@ -138,10 +143,12 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
       if (weights["block_structure"].get(structure) == simdjson::SUCCESS && !structure.is_null() &&
           !read_block(structure, c))
         doc.fail("config_groups", fmt::format("config_groups.{}.weights.block_structure is not two "
-                                              "positive integers", name));
+                                              "positive integers",
+                                              name));
       uint64_t bits = 0;
       int64_t group_size = 0;
-      if (weights["num_bits"].get_uint64().get(bits) == simdjson::SUCCESS && bits > 0) c.bits = bits;
+      if (weights["num_bits"].get_uint64().get(bits) == simdjson::SUCCESS && bits > 0)
+        c.bits = bits;
       if (weights["group_size"].get_int64().get(group_size) == simdjson::SUCCESS && group_size > 0)
         c.group_size = group_size;
       break;
@@ -153,7 +160,8 @@ HubQuantConfig hub_quant_config(const TensorSet& set) {
     if (!c.group_size) {
       c.group_size = optional_int(doc, key);
       if (c.group_size && *c.group_size != -1 && *c.group_size <= 0)
-        doc.fail(key, fmt::format("{} is {}; a group is -1 (one group) or a positive size", key, *c.group_size));
+        doc.fail(key, fmt::format("{} is {}; a group is -1 (one group) or a positive size", key,
+                                  *c.group_size));
     }
   c.sym = doc.optional_bool("sym");
   return c;
@@ -167,17 +175,20 @@ void refuse_undecoded_formats(const TensorSet& set, const HubQuantConfig& config
     for (const char* part : {".bitmask", ".row_offsets"})
       if (strip_suffix(n, part)) refuse("compressed-tensors sparse", quote_name(n), t->name);
     for (const char* part : {".scale_packed", ".meta"})
-      if (auto base = strip_suffix(n, part); base && set.find(std::string(*base) + ".weight_packed"))
+      if (auto base = strip_suffix(n, part);
+          base && set.find(std::string(*base) + ".weight_packed"))
         refuse("compressed-tensors marlin-24", quote_name(n), t->name);
     if (strip_suffix(n, ".trellis")) refuse("ExLlama 3", quote_name(n), t->name);
     if (strip_suffix(n, ".q_invperm") || strip_suffix(n, ".q_scale_max"))
       refuse("ExLlama 2", quote_name(n), t->name);
     if (strip_suffix(n, ".W_q") && t->dtype == Dtype::U8) refuse("HQQ", quote_name(n), t->name);
     // (<p>.weight with <p>.weight_scale is the FP8 scheme's: decoded)
-    if (t->dtype == Dtype::F8_E4M3 && !n.ends_with(".weight") && set.find(std::string(n) + "_scale"))
+    if (t->dtype == Dtype::F8_E4M3 && !n.ends_with(".weight") &&
+        set.find(std::string(n) + "_scale"))
       refuse("FBGEMM FP8 experts", fmt::format("{} with its _scale", quote_name(n)), t->name);
     // ModelOpt's and AWQ-style smoothing: inputs scaled before the weight, which tlio would drop.
-    if (auto base = strip_suffix(n, ".pre_quant_scale"); base && set.find(std::string(*base) + ".weight"))
+    if (auto base = strip_suffix(n, ".pre_quant_scale");
+        base && set.find(std::string(*base) + ".weight"))
       refuse("AWQ-style pre-quantization scales", quote_name(n), t->name);
     if (auto base = strip_suffix(n, ".scale"); base && t->dtype == Dtype::F8_E8M0) {
       const TensorInfo* w = set.find(std::string(*base) + ".weight");

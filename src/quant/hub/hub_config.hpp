@@ -64,7 +64,8 @@ std::string shape_text(const Shape& shape);
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 /// `name` without `suffix` when it ends with it.
-inline std::optional<std::string_view> strip_suffix(std::string_view name, std::string_view suffix) {
+inline std::optional<std::string_view> strip_suffix(std::string_view name,
+                                                    std::string_view suffix) {
   if (!name.ends_with(suffix)) return std::nullopt;
   return name.substr(0, name.size() - suffix.size());
 }

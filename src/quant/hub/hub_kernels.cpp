@@ -7,10 +7,11 @@
 #include <hwy/highway.h>
 // clang-format on
 
+#include "quant/hub/hub_kernels.hpp"
+
 #include <array>
 #include <cstring>
 
-#include "quant/hub/hub_kernels.hpp"
 #include "quant/hub/hub_values.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -82,7 +83,8 @@ void E2M1Scaled(const uint8_t* codes, uint64_t n, float scale, bool negative_zer
       const auto v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(m, hn::Set(du, 2u))), sub, normal);
       auto sign = hn::ShiftLeft<28>(hn::And(c, hn::Set(du, 8u)));
       if (!negative_zero) sign = hn::IfThenElseZero(hn::Ne(m, hn::Zero(du)), sign);
-      hn::StoreU(hn::Mul(hn::BitCast(df, hn::Or(hn::BitCast(du, v), sign)), s), df, out + 2 * i + p);
+      hn::StoreU(hn::Mul(hn::BitCast(df, hn::Or(hn::BitCast(du, v), sign)), s), df,
+                 out + 2 * i + p);
     }
   }
 #endif

@@ -1,13 +1,13 @@
 // quant/hub/hub_values.cpp: see hub_values.hpp.
 #include "quant/hub/hub_values.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "common/json_text.hpp"
 #include "tlio/convert.hpp"
@@ -36,11 +36,14 @@ void store_rounded(std::span<const float> exact, Dtype reference, Dtype out,
 void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst) {
   const uint64_t need = count * (dtype_bits(out) / 8);
   if (dst.size() != need)
-    throw_invalid(fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count, need));
+    throw_invalid(
+        fmt::format("destination holds {} bytes, {} values need {}", dst.size(), count, need));
 }
 
-void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out, std::span<std::byte> dst,
-                    const std::function<void(uint64_t, std::span<float>)>& fill, uint64_t chunk_elements) {
+void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
+                    std::span<std::byte> dst,
+                    const std::function<void(uint64_t, std::span<float>)>& fill,
+                    uint64_t chunk_elements) {
   const uint64_t out_bytes = dtype_bits(out) / 8;
   check_destination(count, out, dst);
   // Kept by the thread: a fresh 256 KiB buffer per call costs an mmap and its page faults.
@@ -55,14 +58,15 @@ void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out, 
   }
 }
 
-std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name, uint64_t count,
-                                    uint64_t groups) {
+std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name,
+                                    uint64_t count, uint64_t groups) {
   std::vector<uint32_t> out(count);
   for (uint64_t k = 0; k < count; ++k) {
     const auto g = static_cast<int32_t>(load_word(g_idx.data(), k));
     if (g < 0 || static_cast<uint64_t>(g) >= groups)
-      throw_format(Rule::quant, name, fmt::format("{}[{}] is {}; the weight has {} groups", quote_name(name), k, g,
-                                                  groups));
+      throw_format(
+          Rule::quant, name,
+          fmt::format("{}[{}] is {}; the weight has {} groups", quote_name(name), k, g, groups));
     out[k] = static_cast<uint32_t>(g);
   }
   return out;

@@ -25,7 +25,8 @@ inline constexpr uint64_t kHubChunkElements = uint64_t{1} << 16;
 
 /// Stores `exact` (f32 values) as `out` into dst: F32 as they are; otherwise rounded to
 /// `reference` (the dtype the reference computes in) and, when `out` differs, converted from there.
-void store_rounded(std::span<const float> exact, Dtype reference, Dtype out, std::span<std::byte> dst);
+void store_rounded(std::span<const float> exact, Dtype reference, Dtype out,
+                   std::span<std::byte> dst);
 
 /// Error{invalid_argument} unless dst holds exactly `count` values of `out`.
 void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst);
@@ -33,7 +34,8 @@ void check_destination(uint64_t count, Dtype out, std::span<const std::byte> dst
 /// Decodes elements [first, first + count) in chunks of `chunk_elements`: fill(chunk_first,
 /// values) computes the f32 values of a chunk, which are then stored by store_rounded into their
 /// place in dst.
-void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out, std::span<std::byte> dst,
+void decode_chunked(uint64_t first, uint64_t count, Dtype reference, Dtype out,
+                    std::span<std::byte> dst,
                     const std::function<void(uint64_t, std::span<float>)>& fill,
                     uint64_t chunk_elements = kHubChunkElements);
 
@@ -59,8 +61,8 @@ std::array<float, 16> e2m1_values(bool negative_zero) noexcept;
 
 /// Error{format, "quant"} unless each of the `count` I32 values of `g_idx` (an input's group)
 /// names one of `groups` groups; its values otherwise.
-std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name, uint64_t count,
-                                    uint64_t groups);
+std::vector<uint32_t> group_indices(std::span<const std::byte> g_idx, const std::string& name,
+                                    uint64_t count, uint64_t groups);
 
 /// Word i of little-endian I32 words (tensor data need not be 4-byte aligned).
 inline uint32_t load_word(const std::byte* words, uint64_t i) {

@@ -7,11 +7,11 @@
 #include <hwy/highway.h>
 // clang-format on
 
-#include "dtype/bf16-inl.h"
+#include "quant/int4/int4_kernels.hpp"
 
 #include <algorithm>
 
-#include "quant/int4/int4_kernels.hpp"
+#include "dtype/bf16-inl.h"
 #include "tlio/convert.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -53,7 +53,8 @@ void DequantizeRow(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint
       const uint8_t* b = q + g * group / 2;
       float* o = out + g * group;
       for (uint64_t k = 0; k < group / 2; ++k) {
-        o[2 * k] = static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b[k] << 4)) >> 4) * s;
+        o[2 * k] =
+            static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(b[k] << 4)) >> 4) * s;
         o[2 * k + 1] = static_cast<float>(static_cast<int8_t>(b[k]) >> 4) * s;
       }
     }
@@ -61,7 +62,8 @@ void DequantizeRow(const uint8_t* q, const uint16_t* scales, uint64_t cols, uint
   }
   for (uint64_t c = 0; c < cols; ++c) {  // odd groups straddle bytes
     const uint8_t b = q[c / 2];
-    const int v = c % 2 ? static_cast<int8_t>(b) >> 4 : static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4;
+    const int v = c % 2 ? static_cast<int8_t>(b) >> 4
+                        : static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 4;
     out[c] = static_cast<float>(v) * f16_to_f32(scales[c / group]);
   }
 }
@@ -87,8 +89,10 @@ bool DequantizeRowBF16(const uint8_t* q, const uint16_t* scales, uint64_t cols, 
     uint32_t* o = out32 + g * group / 2;
     for (uint64_t k = 0; k < group / 2; k += lanes) {
       const auto bytes = hn::BitCast(di, hn::PromoteTo(du32, hn::LoadU(du8, b + k)));
-      const auto lo = to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<28>(bytes))), s));
-      const auto hi = to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<24>(bytes))), s));
+      const auto lo =
+          to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<28>(bytes))), s));
+      const auto hi =
+          to_bf16(hn::Mul(hn::ConvertTo(df, hn::ShiftRight<28>(hn::ShiftLeft<24>(bytes))), s));
       hn::StoreU(hn::Or(lo, hn::ShiftLeft<16>(hi)), du32, o + k);
     }
   }

@@ -1,6 +1,6 @@
-// quant/int4/int4_kernels.hpp: the per-row int4 kernels. They are plain loops written so the compiler
-// vectorizes them, compiled by Highway once per x86 target (SSE2 ... AVX-512) and dispatched at
-// run time, so the AVX-512 build of the same loop runs where the CPU has it.
+// quant/int4/int4_kernels.hpp: the per-row int4 kernels. They are plain loops written so the
+// compiler vectorizes them, compiled by Highway once per x86 target (SSE2 ... AVX-512) and
+// dispatched at run time, so the AVX-512 build of the same loop runs where the CPU has it.
 #pragma once
 
 #include <cstddef>

@@ -1,14 +1,14 @@
-// quant/int4/int4_scheme.cpp: the registry entry of tinyllm int4-g<group>-sym: its name, detection and
-// checks of <w>.qweight + <w>.scales pairs, the decoder and the encoder.
+// quant/int4/int4_scheme.cpp: the registry entry of tinyllm int4-g<group>-sym: its name, detection
+// and checks of <w>.qweight + <w>.scales pairs, the decoder and the encoder.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 
-#include <fmt/core.h>
-#include <fmt/format.h>
-
-#include "quant/int4/int4.hpp"
 #include "common/json_text.hpp"
+#include "quant/int4/int4.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/error.hpp"
 
@@ -28,7 +28,8 @@ std::optional<uint64_t> parse_group(std::string_view scheme) noexcept {
   if (scheme.size() <= prefix.size() + suffix.size() || scheme.substr(0, prefix.size()) != prefix ||
       !scheme.ends_with(suffix))
     return std::nullopt;
-  std::string_view digits = scheme.substr(prefix.size(), scheme.size() - prefix.size() - suffix.size());
+  std::string_view digits =
+      scheme.substr(prefix.size(), scheme.size() - prefix.size() - suffix.size());
   if (digits.empty() || digits[0] == '0') return std::nullopt;
   uint64_t group = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), group);
@@ -45,7 +46,8 @@ std::vector<QuantizedWeight> detect(const TensorSet& f) {
     declared_group = parse_group(quant->second);
     if (!declared_group)
       int4_error("__metadata__", fmt::format("metadata quant {} is not a scheme tlio knows "
-                                             "(int4-g<group>-sym)", quote_name(quant->second)));
+                                             "(int4-g<group>-sym)",
+                                             quote_name(quant->second)));
   }
   std::vector<QuantizedWeight> out;
   bool any_qweight = false;
@@ -69,13 +71,16 @@ std::vector<QuantizedWeight> detect(const TensorSet& f) {
     if (packed_with_zeros(base)) continue;
     const std::string scales_name = base + std::string(kScales);
     const TensorInfo* s = f.find(scales_name);
-    if (!s) int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));
+    if (!s)
+      int4_error(t.name, fmt::format("{} has no {}", quote_name(t.name), quote_name(scales_name)));
     if (t.dtype != Dtype::U8 || t.shape.size() != 2)
-      int4_error(t.name, fmt::format("{} is {} [{}]; int4 qweight is U8 [out, in/2]",
-                                     quote_name(t.name), dtype_name(t.dtype), fmt::join(t.shape, ", ")));
+      int4_error(t.name,
+                 fmt::format("{} is {} [{}]; int4 qweight is U8 [out, in/2]", quote_name(t.name),
+                             dtype_name(t.dtype), fmt::join(t.shape, ", ")));
     if (s->dtype != Dtype::F16 || s->shape.size() != 2)
-      int4_error(s->name, fmt::format("{} is {} [{}]; int4 scales are F16 [out, in/group]",
-                                      quote_name(s->name), dtype_name(s->dtype), fmt::join(s->shape, ", ")));
+      int4_error(s->name,
+                 fmt::format("{} is {} [{}]; int4 scales are F16 [out, in/group]",
+                             quote_name(s->name), dtype_name(s->dtype), fmt::join(s->shape, ", ")));
     const uint64_t out_features = t.shape[0], in_features = t.shape[1] * 2;
     if (s->shape[0] != out_features)
       int4_error(s->name, fmt::format("{} has {} rows, {} has {}", quote_name(s->name), s->shape[0],
@@ -85,14 +90,15 @@ std::vector<QuantizedWeight> detect(const TensorSet& f) {
       group = *declared_group;
       if (in_features % group || s->shape[1] != in_features / group)
         int4_error(s->name, fmt::format("{} has {} column(s); with group {} (metadata quant) and "
-                                        "{} inputs it needs {}", quote_name(s->name), s->shape[1],
-                                        group, in_features,
+                                        "{} inputs it needs {}",
+                                        quote_name(s->name), s->shape[1], group, in_features,
                                         in_features % group ? std::string("a group dividing them")
                                                             : std::to_string(in_features / group)));
     } else {
       if (s->shape[1] == 0 || in_features % s->shape[1])
-        int4_error(s->name, fmt::format("{} has {} column(s), which do not divide the {} inputs of {}",
-                                        quote_name(s->name), s->shape[1], in_features, quote_name(t.name)));
+        int4_error(s->name,
+                   fmt::format("{} has {} column(s), which do not divide the {} inputs of {}",
+                               quote_name(s->name), s->shape[1], in_features, quote_name(t.name)));
       group = in_features / s->shape[1];
     }
     QuantizedWeight w;
@@ -118,7 +124,10 @@ std::vector<QuantizedWeight> detect(const TensorSet& f) {
 class Int4Decoder final : public WeightDecoder {
  public:
   Int4Decoder(const TensorSet& set, const QuantizedWeight& w)
-      : qweight_(set.view(w.stored[0])), rows_(w.shape[0]), cols_(w.shape[1]), group_(w.scheme.block()) {
+      : qweight_(set.view(w.stored[0])),
+        rows_(w.shape[0]),
+        cols_(w.shape[1]),
+        group_(w.scheme.block()) {
     const TensorView s = set.view(w.stored[1]);
     scales_.resize(s.bytes().size() / 2);  // small: copied, so aligned
     std::memcpy(scales_.data(), s.bytes().data(), s.bytes().size());
@@ -155,8 +164,8 @@ class Int4Decoder final : public WeightDecoder {
       const uint64_t sub_cols = (g1 - g0) * group_;
       row.resize(sub_cols * out_bytes);
       int4_dequantize_rows(q.subspan(r * cols_ / 2 + g0 * group_ / 2, sub_cols / 2),
-                           std::span(scales_).subspan(r * groups + g0, g1 - g0), 1, sub_cols, group_,
-                           0, 1, out, row);
+                           std::span(scales_).subspan(r * groups + g0, g1 - g0), 1, sub_cols,
+                           group_, 0, 1, out, row);
       std::memcpy(o, row.data() + (in_row - g0 * group_) * out_bytes, take * out_bytes);
       i += take;
       o += take * out_bytes;
@@ -194,25 +203,27 @@ class Int4Encoder final : public WeightEncoder {
              const std::function<void(uint64_t)>& tick) override {
     const uint64_t cols = t.shape[1];
     ErrorStats stats;
-    for_each_f32_chunk(src, t, std::max<uint64_t>(cols, 1), input_, [&](uint64_t, std::span<const float> block) {
-      const uint64_t rows = block.size() / cols;
-      back_.resize(block.size());
-      q_.resize(block.size() / 2);
-      s_.resize(block.size() / group_);
-      int4_quantize(block, rows, cols, group_, q_, s_);
-      int4_dequantize_rows(q_, s_, rows, cols, group_, 0, rows, Dtype::F32,
-                           std::as_writable_bytes(std::span(back_)));
-      stats.add(block, back_);
-      w.append(t.name + std::string(kQweight), std::as_bytes(std::span(q_)));
-      w.append(t.name + std::string(kScales), std::as_bytes(std::span(s_)));
-      tick(q_.size() + s_.size() * 2);
-    });
+    for_each_f32_chunk(src, t, std::max<uint64_t>(cols, 1), input_,
+                       [&](uint64_t, std::span<const float> block) {
+                         const uint64_t rows = block.size() / cols;
+                         back_.resize(block.size());
+                         q_.resize(block.size() / 2);
+                         s_.resize(block.size() / group_);
+                         int4_quantize(block, rows, cols, group_, q_, s_);
+                         int4_dequantize_rows(q_, s_, rows, cols, group_, 0, rows, Dtype::F32,
+                                              std::as_writable_bytes(std::span(back_)));
+                         stats.add(block, back_);
+                         w.append(t.name + std::string(kQweight), std::as_bytes(std::span(q_)));
+                         w.append(t.name + std::string(kScales), std::as_bytes(std::span(s_)));
+                         tick(q_.size() + s_.size() * 2);
+                       });
     stats.finish(item, t.element_count());
   }
 
   void update_metadata(Metadata& meta) const override {
     // The layout fixes "format"; the source's own (a model's "pt") is kept for dequantize.
-    if (auto f = meta.find("format"); f != meta.end() && f->second != "tinyllm") meta[kSourceFormat] = f->second;
+    if (auto f = meta.find("format"); f != meta.end() && f->second != "tinyllm")
+      meta[kSourceFormat] = f->second;
     meta["format"] = "tinyllm";
     meta["quant"] = fmt::format("int4-g{}-sym", group_);
   }

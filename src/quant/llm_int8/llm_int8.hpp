@@ -13,12 +13,11 @@ namespace tlio::detail {
 /// SCB[r] = max |w[r, :]|, cb = round_half_even(w * f32(127 * f32(1 / SCB[r]))) (torch computes
 /// `127.0 / SCB` through the reciprocal). A zero row stores 0s.
 /// Throws Error{invalid_argument} for NaN or infinite values (after the F16 rounding).
-void llm_int8_quantize(std::span<const float> w, uint64_t rows, uint64_t cols,
-                       std::span<int8_t> cb, std::span<float> scb);
+void llm_int8_quantize(std::span<const float> w, uint64_t rows, uint64_t cols, std::span<int8_t> cb,
+                       std::span<float> scb);
 /// Elements [first, first + count) of the row-major matrix: f32(f32(cb * SCB[r]) * (1/127 as
 /// float32)), as `out` (F32, F16 or BF16) into dst.
-void llm_int8_dequantize(std::span<const int8_t> cb, std::span<const float> scb,
-                         uint64_t cols, uint64_t first, uint64_t count, Dtype out,
-                         std::span<std::byte> dst);
+void llm_int8_dequantize(std::span<const int8_t> cb, std::span<const float> scb, uint64_t cols,
+                         uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst);
 
 }  // namespace tlio::detail

@@ -2,9 +2,9 @@
 // <p>.weight I8 + <p>.SCB [+ <p>.weight_format]; detection (bnb_file.cpp), decoder, encoder.
 #include <fmt/core.h>
 
-#include "quant/llm_int8/llm_int8.hpp"
 #include "quant/bnb/bnb_config.hpp"
 #include "quant/bnb/bnb_file.hpp"
+#include "quant/llm_int8/llm_int8.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/bnb.hpp"
 #include "tlio/convert.hpp"
@@ -54,18 +54,20 @@ class LlmInt8Encoder final : public WeightEncoder {
     std::vector<int8_t> cb;
     std::vector<float> scb, all_scb;
     ErrorStats stats;
-    for_each_f32_chunk(src, t, std::max<uint64_t>(cols, 1), input_, [&](uint64_t, std::span<const float> x) {
-      const uint64_t rows = x.size() / cols;
-      cb.resize(x.size());
-      scb.resize(rows);
-      back_.resize(x.size());
-      llm_int8_quantize(x, rows, cols, cb, scb);
-      llm_int8_dequantize(cb, scb, cols, 0, x.size(), Dtype::F32, std::as_writable_bytes(std::span(back_)));
-      stats.add(x, back_);
-      all_scb.insert(all_scb.end(), scb.begin(), scb.end());
-      w.append(t.name, std::as_bytes(std::span(cb)));
-      tick(cb.size());
-    });
+    for_each_f32_chunk(src, t, std::max<uint64_t>(cols, 1), input_,
+                       [&](uint64_t, std::span<const float> x) {
+                         const uint64_t rows = x.size() / cols;
+                         cb.resize(x.size());
+                         scb.resize(rows);
+                         back_.resize(x.size());
+                         llm_int8_quantize(x, rows, cols, cb, scb);
+                         llm_int8_dequantize(cb, scb, cols, 0, x.size(), Dtype::F32,
+                                             std::as_writable_bytes(std::span(back_)));
+                         stats.add(x, back_);
+                         all_scb.insert(all_scb.end(), scb.begin(), scb.end());
+                         w.append(t.name, std::as_bytes(std::span(cb)));
+                         tick(cb.size());
+                       });
     stats.finish(item, t.element_count());
     w.write(prefix + ".SCB", std::as_bytes(std::span(all_scb)));
     const std::byte row_format{0};
@@ -73,7 +75,8 @@ class LlmInt8Encoder final : public WeightEncoder {
     tick(all_scb.size() * 4 + 1);
   }
 
-  std::string quantization_config(std::span<const std::string> plain_modules, Dtype) const override {
+  std::string quantization_config(std::span<const std::string> plain_modules,
+                                  Dtype) const override {
     return transformers_bnb_config({}, plain_modules);
   }
 };

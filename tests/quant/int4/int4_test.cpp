@@ -1,11 +1,13 @@
 // Tests for tinyllm int4-g<group>-sym (tlio/quant.hpp): the kernels against an independent
-// reference of the rule in docs/quantization.md, the golden layout file, malformed pairs, whole files.
+// reference of the rule in docs/quantization.md, the golden layout file, malformed pairs, whole
+// files.
+#include "quant/int4/int4.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "quant/int4/int4.hpp"
 #include "test_util.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -28,7 +30,8 @@ double f16_value(uint16_t h) {
 uint16_t f16_round(float x) {
   static const std::vector<std::pair<double, uint16_t>> table = [] {
     std::vector<std::pair<double, uint16_t>> t;
-    for (uint32_t b = 0; b < 0x7C00; ++b) t.emplace_back(f16_value(static_cast<uint16_t>(b)), static_cast<uint16_t>(b));
+    for (uint32_t b = 0; b < 0x7C00; ++b)
+      t.emplace_back(f16_value(static_cast<uint16_t>(b)), static_cast<uint16_t>(b));
     return t;
   }();
   auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(double(x), uint16_t{0}));
@@ -46,13 +49,15 @@ struct Reference {
 };
 
 // The rule of docs/quantization.md, written plainly (non-negative inputs' scale search, no tricks).
-Reference reference_quantize(const std::vector<float>& w, uint64_t rows, uint64_t cols, uint64_t group) {
+Reference reference_quantize(const std::vector<float>& w, uint64_t rows, uint64_t cols,
+                             uint64_t group) {
   Reference r;
   r.q.assign(w.size(), 0);
   for (uint64_t i = 0; i < rows; ++i)
     for (uint64_t g = 0; g < cols / group; ++g) {
       float absmax = 0;
-      for (uint64_t k = 0; k < group; ++k) absmax = std::max(absmax, std::fabs(w[i * cols + g * group + k]));
+      for (uint64_t k = 0; k < group; ++k)
+        absmax = std::max(absmax, std::fabs(w[i * cols + g * group + k]));
       const uint16_t s16 = f16_round(absmax / 7.0f);
       r.scales.push_back(s16);
       const float s = static_cast<float>(f16_value(s16));
@@ -114,10 +119,13 @@ TEST(Int4, QuantizeMatchesTheReferenceForEveryGroupThatDivides) {
           ASSERT_EQ(nib(q, cols, r, c), ref.q[r * cols + c]) << group << " " << r << " " << c;
       // Dequantize: q * scale exactly, in every output dtype.
       std::vector<float> back(rows * cols);
-      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::F32, std::as_writable_bytes(std::span(back)));
+      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::F32,
+                           std::as_writable_bytes(std::span(back)));
       std::vector<uint16_t> bf(rows * cols), h(rows * cols);
-      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::BF16, std::as_writable_bytes(std::span(bf)));
-      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::F16, std::as_writable_bytes(std::span(h)));
+      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::BF16,
+                           std::as_writable_bytes(std::span(bf)));
+      int4_dequantize_rows(q, s, rows, cols, group, 0, rows, Dtype::F16,
+                           std::as_writable_bytes(std::span(h)));
       for (uint64_t i = 0; i < rows * cols; ++i) {
         const double want = ref.q[i] * f16_value(s[i / group]);
         ASSERT_EQ(back[i], static_cast<float>(want));
@@ -134,7 +142,7 @@ TEST(Int4, QuantizeMatchesTheReferenceForEveryGroupThatDivides) {
 
 TEST(Int4, ZeroGroupsTinyAndHugeMagnitudes) {
   std::vector<float> w(16, 0.0f);
-  w[8] = 1e-9f;   // scale underflows F16: stored as 0 with q = 0
+  w[8] = 1e-9f;  // scale underflows F16: stored as 0 with q = 0
   w[9] = -1e-9f;
   std::vector<uint8_t> q(8);
   std::vector<uint16_t> s(2);
@@ -179,7 +187,8 @@ TEST(Int4, GoldenLayoutFileDequantizes) {
   iw.read(0, 64, Dtype::F32, std::as_writable_bytes(std::span(out)));
   for (uint64_t r = 0; r < 4; ++r)
     for (uint64_t c = 0; c < 16; ++c)
-      EXPECT_EQ(out[r * 16 + c], static_cast<float>(nib(q, 16, r, c) * f16_value(s[r * 2 + c / 8])));
+      EXPECT_EQ(out[r * 16 + c],
+                static_cast<float>(nib(q, 16, r, c) * f16_value(s[r * 2 + c / 8])));
   std::vector<float> rows12(32);
   iw.read(16, 32, Dtype::F32, std::as_writable_bytes(std::span(rows12)));
   EXPECT_TRUE(std::equal(rows12.begin(), rows12.end(), out.begin() + 16));
@@ -226,21 +235,37 @@ std::string int4_rejection(const Metadata& meta, std::vector<TensorData> tensors
 
 TEST(Int4, MalformedPairsAreRejectedNamingTheTensor) {
   const Metadata g8 = {{"format", "tinyllm"}, {"quant", "int4-g8-sym"}};
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}), "accepted");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}),
+            "accepted");
   EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}}), "w.qweight");
   EXPECT_EQ(int4_rejection(g8, {{"w.scales", Dtype::F16, {4, 2}, {}}}), "w.scales");
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::I8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}), "w.qweight");
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F32, {4, 2}, {}}}), "w.scales");
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 4}, {}}}), "w.scales");
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {3, 2}, {}}}), "w.scales");
-  EXPECT_EQ(int4_rejection(g8, {{"w.qweight", Dtype::U8, {32}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}), "w.qweight");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::I8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}),
+            "w.qweight");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F32, {4, 2}, {}}}),
+            "w.scales");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 4}, {}}}),
+            "w.scales");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {3, 2}, {}}}),
+            "w.scales");
+  EXPECT_EQ(int4_rejection(
+                g8, {{"w.qweight", Dtype::U8, {32}, {}}, {"w.scales", Dtype::F16, {4, 2}, {}}}),
+            "w.qweight");
   EXPECT_EQ(int4_rejection({{"quant", "nf4"}}, {}), "__metadata__");
   EXPECT_EQ(int4_rejection({{"quant", "int4-g0-sym"}}, {}), "__metadata__");
   // Without metadata the group comes from the shapes, and must divide.
-  EXPECT_EQ(int4_rejection({}, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 3}, {}}}), "w.scales");
+  EXPECT_EQ(int4_rejection(
+                {}, {{"w.qweight", Dtype::U8, {4, 8}, {}}, {"w.scales", Dtype::F16, {4, 3}, {}}}),
+            "w.scales");
   // Two weights implying different groups.
-  EXPECT_EQ(int4_rejection({}, {{"a.qweight", Dtype::U8, {4, 8}, {}}, {"a.scales", Dtype::F16, {4, 2}, {}},
-                                {"b.qweight", Dtype::U8, {4, 8}, {}}, {"b.scales", Dtype::F16, {4, 4}, {}}}),
+  EXPECT_EQ(int4_rejection({}, {{"a.qweight", Dtype::U8, {4, 8}, {}},
+                                {"a.scales", Dtype::F16, {4, 2}, {}},
+                                {"b.qweight", Dtype::U8, {4, 8}, {}},
+                                {"b.scales", Dtype::F16, {4, 4}, {}}}),
             "b.scales");
   // A .scales tensor in a file that has nothing to do with int4 is left alone.
   EXPECT_EQ(int4_rejection({}, {{"layer.scales", Dtype::F32, {3}, {}}}), "accepted");
@@ -266,9 +291,18 @@ struct TinyModel {
     for (float x : up) up_bf16.push_back(f32_to_bf16(x));
   }
   std::vector<TensorData> tensors() const {
-    return {{"model.layers.0.self_attn.q_proj.weight", Dtype::F32, {8, 64}, std::as_bytes(std::span(q_proj))},
-            {"model.layers.0.self_attn.o_proj.weight", Dtype::F32, {4, 30}, std::as_bytes(std::span(odd_proj))},
-            {"model.layers.0.mlp.up_proj.weight", Dtype::BF16, {6, 32}, std::as_bytes(std::span(up_bf16))},
+    return {{"model.layers.0.self_attn.q_proj.weight",
+             Dtype::F32,
+             {8, 64},
+             std::as_bytes(std::span(q_proj))},
+            {"model.layers.0.self_attn.o_proj.weight",
+             Dtype::F32,
+             {4, 30},
+             std::as_bytes(std::span(odd_proj))},
+            {"model.layers.0.mlp.up_proj.weight",
+             Dtype::BF16,
+             {6, 32},
+             std::as_bytes(std::span(up_bf16))},
             {"model.embed_tokens.weight", Dtype::F32, {16, 8}, std::as_bytes(std::span(embed))},
             {"model.norm.weight", Dtype::F32, {8}, std::as_bytes(std::span(norm))}};
   }
@@ -279,7 +313,8 @@ TEST(Int4File, QuantizeDefaultSelectionThenDequantize) {
   test::TempDir dir;
   save_file(dir / "m.safetensors", m.tensors(), {{"format", "pt"}, {"note", "kept"}});
   File src = File::open(dir / "m.safetensors");
-  QuantizeReport r = quantize_file(src, dir / "q.safetensors", {QuantScheme::parse("int4-g32-sym"), "", "", {}});
+  QuantizeReport r =
+      quantize_file(src, dir / "q.safetensors", {QuantScheme::parse("int4-g32-sym"), "", "", {}});
   ASSERT_EQ(r.items.size(), 3u);
   size_t quantized = 0;
   for (const auto& item : r.items) {
@@ -301,8 +336,10 @@ TEST(Int4File, QuantizeDefaultSelectionThenDequantize) {
   EXPECT_EQ(q.metadata().at("format"), "tinyllm");
   EXPECT_EQ(q.metadata().at("quant"), "int4-g32-sym");
   EXPECT_EQ(q.metadata().at("note"), "kept");
-  EXPECT_EQ(q.header().at("model.layers.0.self_attn.q_proj.weight.qweight").shape, (std::vector<uint64_t>{8, 32}));
-  EXPECT_EQ(q.header().at("model.layers.0.self_attn.q_proj.weight.scales").shape, (std::vector<uint64_t>{8, 2}));
+  EXPECT_EQ(q.header().at("model.layers.0.self_attn.q_proj.weight.qweight").shape,
+            (std::vector<uint64_t>{8, 32}));
+  EXPECT_EQ(q.header().at("model.layers.0.self_attn.q_proj.weight.scales").shape,
+            (std::vector<uint64_t>{8, 2}));
   EXPECT_FALSE(q.header().find("model.layers.0.self_attn.q_proj.weight"));
   EXPECT_TRUE(q.header().find("model.layers.0.self_attn.o_proj.weight"));
   EXPECT_EQ(q.copy_as<float>("model.embed_tokens.weight"), m.embed);
@@ -319,7 +356,8 @@ TEST(Int4File, QuantizeDefaultSelectionThenDequantize) {
   EXPECT_EQ(d.metadata().count("quant"), 0u);
   EXPECT_EQ(d.tensors().size(), 5u);
   std::vector<float> want(8 * 64);
-  int4_dequantize_rows(qq, ss, 8, 64, 32, 0, 8, Dtype::F32, std::as_writable_bytes(std::span(want)));
+  int4_dequantize_rows(qq, ss, 8, 64, 32, 0, 8, Dtype::F32,
+                       std::as_writable_bytes(std::span(want)));
   EXPECT_EQ(d.copy_as<float>("model.layers.0.self_attn.q_proj.weight"), want);
   EXPECT_EQ(d.header().at("model.layers.0.mlp.up_proj.weight").dtype, Dtype::F32);
   EXPECT_EQ(d.copy_as<float>("model.norm.weight"), m.norm);
@@ -344,7 +382,8 @@ TEST(Int4File, IncludeAndExclude) {
   }
   // With allow_1d, an explicitly included tensor the scheme cannot quantize is an error naming it.
   try {
-    quantize_file(src, dir / "b.safetensors", {QuantScheme::parse("int4-g8-sym"), "norm", "", {}, true});
+    quantize_file(src, dir / "b.safetensors",
+                  {QuantScheme::parse("int4-g8-sym"), "norm", "", {}, true});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.tensor(), "model.norm.weight");

@@ -2,8 +2,9 @@
 # Two tlio binaries on the same jobs, in turn (A B A B ...), medians of ROUNDS: the check that a
 # change made nothing slower. The jobs cover the paths an output takes (a rewrite copied in the
 # kernel, a dtype conversion, shards published as a set, standard input to standard output) and
-# the start-up of a validate of the 50,000-tensor file. Files are written to a temporary folder
-# and removed after each run; page cache warm (the inputs are read once first).
+# the start-up of a validate of the 50,000-tensor file, and a diff (the engine of differences).
+# Files are written to a temporary folder and removed after each run; page cache warm (the inputs
+# are read once first).
 # Usage: bench/ab.sh OLD_TLIO NEW_TLIO [BUILD_DIR (its make_bench_file)] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ trap 'rm -rf "$work"' EXIT
 "$build/bench/make_bench_file" "$work/big.safetensors" 128 1024 1024
 "$build/bench/make_bench_file" "$work/small.safetensors" 16 1024 1024
 "$build/bench/make_bench_file" --many "$work/many.safetensors"
-cat "$work/big.safetensors" "$work/small.safetensors" "$work/many.safetensors" > /dev/null
+"$new" convert "$work/big.safetensors" "$work/big-bf16.safetensors" --dtype bf16 > /dev/null
+cat "$work/big.safetensors" "$work/small.safetensors" "$work/many.safetensors" "$work/big-bf16.safetensors" > /dev/null
 
 seconds() {  # runs "$@" (output removed after), prints seconds
   local t0 t1
@@ -51,3 +53,4 @@ job "convert 512 MiB --dtype bf16" TLIO convert "$work/big.safetensors" "$work/o
 job "shard 512 MiB --max-size 100MB (a set of 6 files)" TLIO shard "$work/big.safetensors" "$work/out" --max-size 100MB
 job "convert - - --dtype bf16, 64 MiB through a pipe" piped TLIO
 job "validate the 50,000-tensor file, 10 runs" validate_many TLIO
+job "diff 512 MiB against its BF16 copy (--rtol 0.01)" TLIO diff "$work/big.safetensors" "$work/big-bf16.safetensors" --rtol 0.01

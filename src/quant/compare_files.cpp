@@ -80,38 +80,32 @@ std::map<std::string, Entry> entries_of(std::span<const File> files,
   return out;
 }
 
-// Elements [first, first + count) of an entry as F64.
-void read_values(const Entry& e, uint64_t first, std::span<double> out, std::vector<std::byte>& raw,
-                 std::vector<float>& f32) {
-  const uint64_t count = out.size();
+// Elements [first, first + count) of an entry in a dtype of their own, as the engine of
+// differences takes them: a view of a mapped file, the bytes read into `raw`, or a quantized
+// weight decoded into `raw` in the dtype dequantize writes (its rounding: a weight equals its
+// output).
+struct Run {
+  Dtype dtype;
+  std::span<const std::byte> bytes;
+};
+Run read_run(const Entry& e, uint64_t first, uint64_t count, std::vector<std::byte>& raw) {
   if (e.quantized) {
-    // In the dtype dequantize writes (the reference's rounding): a weight equals its output.
     const Dtype d = e.quantized->weight().dtype;
-    f32.resize(count);
-    const std::span<std::byte> values = std::as_writable_bytes(std::span(f32));
-    if (d == Dtype::F16 || d == Dtype::BF16) {
-      raw.resize(count * 2);
-      e.quantized->read(first, count, d, raw);
-      convert(d, raw, Dtype::F32, values, count);
-    } else {
-      e.quantized->read(first, count, Dtype::F32, values);
-    }
-    std::copy(f32.begin(), f32.end(), out.begin());
-    return;
+    const Dtype as = d == Dtype::F16 || d == Dtype::BF16 ? d : Dtype::F32;
+    raw.resize(static_cast<size_t>(bytes_for(as, count)));
+    e.quantized->read(first, count, as, raw);
+    return {as, raw};
   }
   const File& f = *e.file;
   const Dtype d = e.plain->dtype;
   const unsigned bits = dtype_bits(d);
-  const uint64_t offset = first * bits / 8, bytes = count * bits / 8;
-  std::span<const std::byte> in;
-  if (const std::span<const std::byte> mapped = f.mapped_data(); !mapped.empty()) {
-    in = mapped.subspan(static_cast<size_t>(e.plain->begin + offset), static_cast<size_t>(bytes));
-  } else {
-    raw.resize(static_cast<size_t>(bytes));
-    f.read_data(e.plain->begin + offset, raw);
-    in = raw;
-  }
-  convert(d, in, Dtype::F64, std::as_writable_bytes(out), count);
+  const uint64_t offset = first * bits / 8, bytes = bytes_for(d, count);
+  if (const std::span<const std::byte> mapped = f.mapped_data(); !mapped.empty())
+    return {d, mapped.subspan(static_cast<size_t>(e.plain->begin + offset),
+                              static_cast<size_t>(bytes))};
+  raw.resize(static_cast<size_t>(bytes));
+  f.read_data(e.plain->begin + offset, raw);
+  return {d, raw};
 }
 
 // Progress across the whole comparison: elements done so far, reported from the calling thread.
@@ -130,17 +124,14 @@ void compare_numeric(const Entry& a, const Entry& b, const CompareOptions& optio
   std::atomic<uint64_t> compared{0};
   detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
                        [&](uint64_t begin, uint64_t end) {
-                         std::vector<double> va, vb;
-                         std::vector<std::byte> raw;
-                         std::vector<float> f32;
+                         std::vector<std::byte> raw_a, raw_b;
                          for (uint64_t k = begin; k < end; ++k) {
                            const uint64_t first = k * kCompareChunk;
                            const uint64_t m = std::min(kCompareChunk, n - first);
-                           va.resize(m);
-                           vb.resize(m);
-                           read_values(a, first, va, raw, f32);
-                           read_values(b, first, vb, raw, f32);
-                           sums[k] = detail::compare_values(va, vb, options);
+                           const Run ra = read_run(a, first, m, raw_a),
+                                     rb = read_run(b, first, m, raw_b);
+                           sums[k] = difference_sums(ra.dtype, ra.bytes, rb.dtype, rb.bytes, m,
+                                                     options.atol, options.rtol);
                            compared += m;
                            if (begin == 0) progress.report(progress.done + compared.load());
                          }

@@ -1,7 +1,7 @@
 // gguf_convert/gguf_import.cpp: a GGUF file's tensors written as a safetensors file: declared first
-// from the GGUF header (numpy order, the target dtype), then written tensor by tensor in pieces,
-// each piece decoded on every core (whole rows, put back in place where the export interleaved
-// them).
+// from the GGUF header (numpy order, the target dtype), then written tensor by tensor, each a
+// decoder that streams through write_decoded as a quantized weight does (decoded on every core,
+// rows put back in place where the export interleaved them).
 #include "gguf_convert/gguf_import.hpp"
 
 #include <fmt/core.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/parallel.hpp"
 #include "gguf_convert/gguf_arch.hpp"
+#include "quant/schemes.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -21,10 +21,8 @@ namespace tlio {
 
 namespace {
 
-// Elements decoded per piece: the writer's buffer holds one piece.
+// Elements of an integer tensor copied per piece.
 constexpr uint64_t kPieceElements = uint64_t{1} << 22;
-// Elements below which a piece is decoded on this thread alone.
-constexpr uint64_t kParallelElements = uint64_t{1} << 16;
 
 bool is_float(Dtype d) noexcept {
   return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64;
@@ -71,6 +69,39 @@ void check_gguf_import(const GgufFile& src, Dtype dtype) {
           src.name());
 }
 
+namespace {
+
+// A GGUF tensor as a WeightDecoder, so that it streams through write_decoded as a quantized
+// weight does: its elements in the order a Hugging Face folder has them (the rows the export
+// interleaved per head put back in place; a 1-D tensor's rows are its values), each range
+// decoded as ggml decodes it.
+class GgufTensorDecoder final : public WeightDecoder {
+ public:
+  GgufTensorDecoder(const GgufFile& file, const GgufTensorInfo& t, uint64_t permute_heads)
+      : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1) {
+    if (permute_heads) head_rows_ = t.element_count() / cols_ / permute_heads;
+  }
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    if (head_rows_ == 0) return file_.read_values(t_, first, count, out, dst);
+    const uint64_t size = dtype_bits(out) / 8;
+    while (count > 0) {  // a row at a time, each from its place in the GGUF
+      const uint64_t row = first / cols_, col = first % cols_, n = std::min(count, cols_ - col);
+      file_.read_values(t_, gguf_row_of_hf_row(row, head_rows_) * cols_ + col, n, out,
+                        dst.first(n * size));
+      dst = dst.subspan(n * size);
+      first += n;
+      count -= n;
+    }
+  }
+
+ private:
+  const GgufFile& file_;
+  const GgufTensorInfo& t_;
+  uint64_t cols_, head_rows_ = 0;
+};
+
+}  // namespace
+
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
                        Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,
                        const std::function<void(uint64_t)>& written) {
@@ -83,35 +114,23 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
   else
     ++report.kept;
   report.data_bytes_in += t.bytes;
-  const unsigned threads = thread_count(configured_threads());
-  const uint64_t n = t.element_count(), size = dtype_bits(to) / 8;
-  const uint64_t block = ggml_type(t.type)->block;
-  // Interleaved rows are read a piece of whole heads at a time, then put back in place (a 1-D
-  // tensor's rows are its values).
-  const uint64_t rows = t.ne.size() == 2 ? t.ne[1] : n, cols = t.ne.size() == 2 ? t.ne[0] : 1;
-  const uint64_t head_rows = permute_heads ? rows / permute_heads : 0;
-  const uint64_t head = head_rows * cols;
-  const uint64_t step = head ? std::max<uint64_t>(1, kPieceElements / head) * head : kPieceElements;
-  std::vector<std::byte> piece, placed;
-  for (uint64_t first = 0; first < n;) {
-    const uint64_t count = std::min(step, n - first);
-    piece.resize(count * size);
-    parallel_for(count, kParallelElements, block, threads, [&](uint64_t b, uint64_t e) {
-      src.read_values(t, first + b, e - b, to, std::span(piece).subspan(b * size, (e - b) * size));
-    });
-    if (head) {
-      const uint64_t row_bytes = cols * size;
-      placed.resize(piece.size());
-      for (uint64_t r = 0; r < count / cols; ++r)
-        std::memcpy(placed.data() + r * row_bytes,
-                    piece.data() + gguf_row_of_hf_row(r, head_rows) * row_bytes, row_bytes);
-      piece.swap(placed);
+  const uint64_t size = dtype_bits(to) / 8;
+  if (plain && !is_float(*plain)) {  // integers keep their bytes: no float on the way
+    std::vector<std::byte> piece;
+    for (uint64_t at = 0; at < t.bytes; at += piece.size()) {
+      piece.resize(static_cast<size_t>(std::min(kPieceElements * size, t.bytes - at)));
+      src.read(t, at, piece);
+      w.append(name, piece);
+      report.data_bytes_out += piece.size();
+      if (written) written(piece.size() / size);
     }
-    w.append(name, piece);
-    report.data_bytes_out += piece.size();
-    first += count;
-    if (written) written(count);
+    return;
   }
+  write_decoded(GgufTensorDecoder(src, t, permute_heads), t.element_count(), to, w, name,
+                [&](uint64_t bytes) {
+                  report.data_bytes_out += bytes;
+                  if (written) written(bytes / size);
+                });
 }
 
 }  // namespace detail

@@ -54,8 +54,7 @@ bool folder_source(const std::string& src, const std::string& out, const FolderO
       if (folder.max_shard_size != 0)
         throw invalid(src,
                       "a maximum shard size re-shards a model folder's output, and this is one "
-                      "file (sharding "
-                      "makes a folder of one file)");
+                      "file (sharding makes a folder of one file)");
       return false;
     case WeightsKind::model_folder:
       if (is_standard_stream(out))

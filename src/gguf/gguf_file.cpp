@@ -133,14 +133,14 @@ bool is_gguf_location(const std::string& location) {
                  [](unsigned char c) { return std::tolower(c); });
   if (lower.ends_with(".gguf")) return true;
   if (is_standard_stream(location) || location.find("://") != std::string::npos) return false;
-  // One open, and only a regular file read: O_NONBLOCK keeps a named pipe from waiting for a
-  // writer, and its bytes are never taken.
-  const int fd = ::open(location.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+  // Only a regular file is opened: opening a named pipe, even without waiting, would be seen by
+  // its writer (and its bytes are never taken).
   struct stat st {};
+  if (::stat(location.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int fd = ::open(location.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
   std::byte magic[4] = {};
-  const bool gguf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, magic, 4, 0) == 4 &&
-                    looks_like_gguf(magic);
+  const bool gguf = ::pread(fd, magic, 4, 0) == 4 && looks_like_gguf(magic);
   ::close(fd);
   return gguf;
 }

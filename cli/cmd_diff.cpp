@@ -22,7 +22,12 @@ namespace tlio::cli {
 
 namespace {
 
-std::string figure(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "inf"; }
+// A figure as the table shows it: "inf" for the worst (a NaN or infinity on one side only), "-"
+// for none (no finite pair to take an RMSE over).
+std::string figure(double v) {
+  if (std::isnan(v)) return "-";
+  return std::isfinite(v) ? fmt::format("{:.4g}", v) : "inf";
+}
 
 void print_json(const std::string& a, const std::string& b, const tlio::CompareOptions& o,
                 const tlio::CompareReport& r) {

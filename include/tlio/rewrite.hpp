@@ -7,8 +7,8 @@
 //  - FolderOptions shape a folder's output: max_shard_size with a file is Error{invalid_argument}
 //    (shard_file splits one); `folder.files`, when set, gets the files a folder rewrite published
 //    and stays empty for a file;
-//  - a GGUF file is Error{invalid_argument} naming what reads one (import_gguf, import_gguf_model:
-//    their reports say what a decode did).
+//  - a GGUF file is Error{invalid_argument} saying what reads one (import_gguf,
+//    import_gguf_model: their reports say what a decode did).
 // The source is read with `folder.open` (edit_weights: options.open) whatever it is.
 #pragma once
 
@@ -29,8 +29,9 @@ TLIO_API ConvertFileReport convert_weights(const std::string& src, const std::st
                                            const ConvertFileOptions& options,
                                            const FolderOptions& folder = {});
 /// A copy with `tensors` choosing and naming the tensors: a file through edit_file (its bytes
-/// copied in the kernel; `converted` and `dequantized` 0, `kept` the tensors written), a folder
-/// through copy_folder.
+/// copied in the kernel; `converted` and `dequantized` 0, `kept` the tensors written,
+/// `data_bytes_in` the whole source's data, dropped tensors included, as EditReport's
+/// source_data_bytes), a folder through copy_folder (`data_bytes_in` the selected tensors').
 TLIO_API ConvertFileReport copy_weights(const std::string& src, const std::string& out,
                                         const TensorSelection& tensors,
                                         const ProgressCallback& progress = {},

@@ -65,14 +65,16 @@ TLIO_API void add_to_histogram(Dtype dtype, std::span<const std::byte> data, uin
 
 /// The cosine similarity of two runs from their sums a.b, a.a and b.b: 1 when both are all zero,
 /// 0 when one is; sqrt(a.a * b.b) taken whole when that neither overflows nor underflows, so that
-/// identical runs have a cosine of exactly 1; clamped to [-1, 1].
+/// identical runs have a cosine of exactly 1; clamped to [-1, 1]; NaN (no figure) when the sums
+/// themselves overflowed.
 inline double cosine_similarity(double ab, double a2, double b2) noexcept {
   if (a2 == 0 && b2 == 0) return 1.0;
   if (a2 == 0 || b2 == 0) return 0.0;
   const double product = a2 * b2;
   const double norms =
       std::isfinite(product) && product > 0 ? std::sqrt(product) : std::sqrt(a2) * std::sqrt(b2);
-  return std::fmin(1.0, std::fmax(-1.0, ab / norms));
+  const double cosine = ab / norms;
+  return std::isnan(cosine) ? cosine : std::fmin(1.0, std::fmax(-1.0, cosine));
 }
 
 /// The sums the differences of values `a` from reference values `b` are made of, the pairs

@@ -226,7 +226,7 @@ def test_the_library_decides_file_or_folder(tmp_path):
     gguf = DATA / "gguf" / "no_extension"  # found by its magic
     assert _tlio.weights_kind(str(gguf)) == "gguf"
     assert _tlio.weights_kind("-") == "safetensors"
-    with pytest.raises(ValueError, match="import_gguf"):
+    with pytest.raises(ValueError, match="GGUF's import"):
         tlio.convert_file(gguf, tmp_path / "g.safetensors", "bf16")
     with pytest.raises(ValueError, match="folder too"):
         tlio.quantize_file(tmp_path / "src", tmp_path / "q.safetensors", "nf4")

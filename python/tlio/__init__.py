@@ -581,7 +581,8 @@ def compare_files(a, b, *, atol=0.0, rtol=0.0, token=None, filter=""):  # noqa: 
     ``only_in_a`` and ``only_in_b`` (names), and ``tensors``, one dict per common name in natural
     order: name, a_dtype and b_dtype (a dtype or a scheme), shape, elements, compared (False when
     the values cannot be compared: note says why), note, max_abs, max_rel, rmse, cosine (float;
-    inf where one side is NaN or infinite alone), outside (elements outside tolerance), equal."""
+    max_abs and max_rel inf where one side is NaN or infinite alone, rmse NaN when no pair is
+    finite), outside (elements outside tolerance), equal."""
     for what, value in (("atol", atol), ("rtol", rtol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{what} must be a number, not {type(value).__name__}")

@@ -332,7 +332,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   const AskedTypes asked = asked_types(options.type);
   if (weights_kind(model_dir, options.open) == WeightsKind::gguf)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                "a GGUF file already: export_gguf writes GGUF from a model folder",
+                "a GGUF file already: an export writes GGUF from a model folder",
                 detail::Location::parse(model_dir).display());
   const Model model = Model::open(model_dir, options.open);
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);

@@ -75,11 +75,15 @@ namespace {
 // weight does: its elements in the order a Hugging Face folder has them (the rows the export
 // interleaved per head put back in place; a 1-D tensor's rows are its values), each range
 // decoded as ggml decodes it.
+// The rows of a tensor whose rows the export may interleave: a matrix's, or a 1-D tensor's
+// values.
+uint64_t rows_of(const GgufTensorInfo& t) { return t.ne.size() == 2 ? t.ne[1] : t.element_count(); }
+
 class GgufTensorDecoder final : public WeightDecoder {
  public:
   GgufTensorDecoder(const GgufFile& file, const GgufTensorInfo& t, uint64_t permute_heads)
       : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1) {
-    if (permute_heads) head_rows_ = t.element_count() / cols_ / permute_heads;
+    if (permute_heads) head_rows_ = rows_of(t) / permute_heads;
   }
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     if (head_rows_ == 0) return file_.read_values(t_, first, count, out, dst);
@@ -116,10 +120,17 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
   report.data_bytes_in += t.bytes;
   const uint64_t size = dtype_bits(to) / 8;
   if (plain && !is_float(*plain)) {  // integers keep their bytes: no float on the way
+    // In pieces, or a row at a time from its place where the export interleaved the rows.
+    const uint64_t rows = rows_of(t), head_rows = permute_heads ? rows / permute_heads : 0;
+    const uint64_t row_bytes = rows ? t.bytes / rows : 0;
+    const uint64_t piece_bytes =
+        head_rows ? row_bytes : std::max<uint64_t>(1, kPieceElements * size);
     std::vector<std::byte> piece;
     for (uint64_t at = 0; at < t.bytes; at += piece.size()) {
-      piece.resize(static_cast<size_t>(std::min(kPieceElements * size, t.bytes - at)));
-      src.read(t, at, piece);
+      piece.resize(static_cast<size_t>(std::min(piece_bytes, t.bytes - at)));
+      const uint64_t from =
+          head_rows ? gguf_row_of_hf_row(at / row_bytes, head_rows) * row_bytes : at;
+      src.read(t, from, piece);
       w.append(name, piece);
       report.data_bytes_out += piece.size();
       if (written) written(piece.size() / size);

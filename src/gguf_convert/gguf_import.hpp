@@ -21,9 +21,10 @@ Dtype gguf_output_dtype(const GgufTensorInfo& t, Dtype floats);
 /// tensor of a type tlio does not decode.
 void check_gguf_import(const GgufFile& src, Dtype dtype);
 
-/// Appends tensor `t` of `src` to `w` as `name` (declared as `to`), through write_decoded (a
-/// decoder of the tensor, decoded on every core); `permute_heads` > 0 puts back the rows the
-/// export interleaved per head (Q/K of the llama family). Counts it in `report`; `written` gets
+/// Appends tensor `t` of `src` to `w` as `name` (declared as `to`): a floating one through
+/// write_decoded (a decoder of the tensor, decoded on every core), an integer one as its bytes;
+/// `permute_heads` > 0 puts back the rows the export interleaved per head (Q/K of the llama
+/// family). Counts it in `report`; `written` gets
 /// each slice's element count.
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
                        Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,

@@ -44,12 +44,11 @@ bool folder_source(const std::string& src, const std::string& out, const FolderO
                    std::string_view operation) {
   switch (weights_kind(src, folder.open)) {
     case WeightsKind::gguf:
-      throw invalid(
-          src,
-          fmt::format(
-              "a GGUF file: {} takes a safetensors file or a model folder (import_gguf "
-              "writes a GGUF's tensors as safetensors, import_gguf_model its model as a folder)",
-              operation));
+      throw invalid(src,
+                    fmt::format("a GGUF file: {} takes a safetensors file or a model folder (a "
+                                "GGUF's import writes its tensors as a safetensors file, or "
+                                "its model as a Hugging Face folder)",
+                                operation));
     case WeightsKind::safetensors:
       if (folder.max_shard_size != 0)
         throw invalid(src,

@@ -290,6 +290,8 @@ TEST(DifferenceFigures, OneSetOfRulesForDiffAndReports) {
   EXPECT_EQ(off.max_rel, 0.5);
   EXPECT_EQ(off.outside, 1u);
   EXPECT_DOUBLE_EQ(off.rmse, std::sqrt(1.0 / 3));
+  // Sums past a double's range leave no cosine to give (not -1).
+  EXPECT_TRUE(std::isnan(figures({1e200, 1e200}, {1e200, 1e200}).cosine));
   const DifferenceFigures from_zero = figures({0.5}, {0});
   EXPECT_EQ(from_zero.max_rel, kInf);
   EXPECT_EQ(from_zero.sqnr_db, -kInf);

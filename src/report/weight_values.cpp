@@ -23,8 +23,11 @@ Values values_of(const Weights& w, const std::string& name) {
     v.decoded = true;
     v.numeric = d->decodes;
     if (!d->decodes) v.note = fmt::format("{} is a ggml type tlio does not decode", d->type);
-    v.open = [read = std::move(d->read)]() -> ChunkReader {
-      return [read](uint64_t first, uint64_t count, std::vector<std::byte>& scratch) {
+    // Each open asks `w` again: a reader of its own, set up at its first read (a quantized
+    // weight's packed bytes viewed, or copied for a URL) and dropped when its turn is over.
+    v.open = [&w, name]() -> ChunkReader {
+      return [read = w.decoded(name)->read](uint64_t first, uint64_t count,
+                                            std::vector<std::byte>& scratch) {
         scratch.resize(count * sizeof(float));
         read(first, count, scratch);
         return Chunk{Dtype::F32, scratch};

@@ -25,9 +25,8 @@ struct Chunk {
 using ChunkReader =
     std::function<Chunk(uint64_t first, uint64_t count, std::vector<std::byte>& scratch)>;
 
-/// A tensor to read: what it is, and how to start reading it (a view made when its turn comes and
-/// dropped after, so a remote file's tensors are not all in memory at once; a quantized weight's
-/// reader is made at its first read and lives as long as these Values).
+/// A tensor to read: what it is, and how to start reading it (a view, or a decoder, made when its
+/// turn comes and dropped after, so a remote file's tensors are not all in memory at once).
 struct Values {
   std::string type;
   std::vector<uint64_t> shape;
@@ -39,7 +38,8 @@ struct Values {
   std::function<ChunkReader()> open;
 };
 
-/// The values of `name` in `w` (Error{not_found} naming the input when it has none).
+/// The values of `name` in `w` (Error{not_found} naming the input when it has none); `w` must
+/// outlive them.
 Values values_of(const Weights& w, const std::string& name);
 
 /// Why `v` (numeric: callers check that first) is not compared with `ref`, its pair by `pair`

@@ -34,9 +34,9 @@ std::string& token_option() {
 
 void add_remote_options(CLI::App* cmd, bool token) {
   if (token)
-    cmd->add_option("--token", token_option(),
-                    "Bearer token for http(s):// and hf:// URLs, sent to their own host only "
-                    "(default: $HF_TOKEN)");
+    cmd->add_option(
+        "--token", token_option(),
+        "Bearer token for http(s):// and hf:// URLs, sent to their own host only (default: $HF_TOKEN)");
   // As the AWS CLI's flag; the library reads the variable for every s3:// request.
   cmd->add_flag_callback(
       "--no-sign-request", [] { ::setenv("AWS_NO_SIGN_REQUEST", "true", 1); },
@@ -75,8 +75,7 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size) {
 tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files) {
   if (!max_size.empty() && tlio::parse_size(max_size) == 0)
     throw UsageError(
-        "--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's "
-        "shards)");
+        "--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's shards)");
   tlio::FolderOptions o;
   o.open = open_options();
   if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);

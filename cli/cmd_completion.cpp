@@ -229,8 +229,7 @@ std::string zsh_script(const std::vector<CommandSpec>& commands) {
       for (const std::string& n : o.names) opts.emplace_back(n, o.help);
     const auto subs = subcommands_of(c, commands);
     s += fmt::format(
-        "    \"{}\")\n      if [[ $PREFIX == -* ]]; then items=({}); _describe option items; "
-        "return; fi\n",
+        "    \"{}\")\n      if [[ $PREFIX == -* ]]; then items=({}); _describe option items; return; fi\n",
         c.path, zsh_described(opts));
     if (!subs.empty())
       s += fmt::format("      items=({}); _describe command items; return ;;\n",
@@ -240,9 +239,9 @@ std::string zsh_script(const std::vector<CommandSpec>& commands) {
   }
   // Autoloaded from $fpath (compinit): complete now; sourced (source <(tlio completion zsh)):
   // register the function.
-  s += "  esac\n  _files\n}\n"
-       "if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then _tlio \"$@\"; else compdef _tlio "
-       "tlio; fi\n";
+  s +=
+      "  esac\n  _files\n}\n"
+      "if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then _tlio \"$@\"; else compdef _tlio tlio; fi\n";
   return s;
 }
 
@@ -326,8 +325,7 @@ std::string man_page(CLI::App& app) {
   std::string s = fmt::format(
       ".TH TLIO 1 \"\" \"tlio {0}\" \"User Commands\"\n"
       ".SH NAME\ntlio \\- strict, fast safetensors tool\n"
-      ".SH SYNOPSIS\n.B tlio\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR] ...\n.br\n.B tlio "
-      "help\n[\\fICOMMAND\\fR]\n"
+      ".SH SYNOPSIS\n.B tlio\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR] ...\n.br\n.B tlio help\n[\\fICOMMAND\\fR]\n"
       ".SH DESCRIPTION\n{1}\n"
       ".SH COMMANDS\n",
       tlio::version(),

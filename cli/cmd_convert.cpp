@@ -210,8 +210,7 @@ int convert_from_gguf(const Args& a) {
     return kExitOk;
   }
   fmt::print(
-      "{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} "
-      "array{} "
+      "{} -> {}: {} tensor{} ({} decoded to {}, {} converted, {} kept); {} metadata key{} kept, {} array{} "
       "left out; {} -> {}\n",
       display_location(a.in), a.out, r.tensors, r.tensors == 1 ? "" : "s", r.decoded, dtype,
       r.converted, r.kept, r.metadata_kept, r.metadata_kept == 1 ? "" : "s", r.metadata_skipped,
@@ -292,8 +291,7 @@ void add_convert(CLI::App& app, int& exit_code) {
       "generation_config.json.\n"
       "OUT a .gguf file: the model folder IN (LlamaForCausalLM, MistralForCausalLM,\n"
       "Qwen2ForCausalLM, Qwen3ForCausalLM; a byte-level BPE tokenizer.json or a SentencePiece\n"
-      "vocabulary: tokenizer.model, or tokenizer.json with byte fallback) as llama.cpp loads it, "
-      "the\n"
+      "vocabulary: tokenizer.model, or tokenizer.json with byte fallback) as llama.cpp loads it, the\n"
       "2-D weights as --dtype F32, F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,\n"
       "Q4_K, Q5_K or Q6_K (byte for byte what ggml's reference quantizer writes), or as one of\n"
       "llama.cpp's mixes Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the\n"
@@ -335,14 +333,14 @@ void add_convert(CLI::App& app, int& exit_code) {
         return regex_check()(regex);
       });
   add_max_size_option(cmd, a->max_size);
-  cmd->add_option("--split-max-size", a->split_max_size,
-                  "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, "
-                  "500MiB, ...)")
+  cmd->add_option(
+         "--split-max-size", a->split_max_size,
+         "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
       ->check(size_check());
-  cmd->add_flag("--cast", a->cast,
-                "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with "
-                "no scale "
-                "(without it refused: quantize --scheme fp8-block writes scaled FP8)")
+  cmd->add_flag(
+         "--cast", a->cast,
+         "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with no scale "
+         "(without it refused: quantize --scheme fp8-block writes scaled FP8)")
       ->needs(cmd->get_option("--dtype"));
   cmd->add_flag("--json", a->json, "One JSON document on stdout");
   cmd->callback([a, &exit_code] {

@@ -36,8 +36,7 @@ void print_json(const std::string& a, const std::string& b, const tlio::CompareO
   for (const auto& n : r.only_in_b) ob.push_back(json_string(n));
   for (const tlio::TensorComparison& c : r.tensors)
     ts.push_back(fmt::format(
-        "{{\"name\":{},{}\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":"
-        "{},"
+        "{{\"name\":{},{}\"a_dtype\":{},\"b_dtype\":{},\"shape\":[{}],\"elements\":{},\"compared\":{},"
         "\"note\":{},\"max_abs\":{},\"max_rel\":{},\"rmse\":{},\"cosine\":{},\"outside\":{},"
         "\"equal\":{}}}",
         json_string(c.name),

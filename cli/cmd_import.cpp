@@ -19,8 +19,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "SRC is a torch.save file (.bin, .pt, .pth, .ckpt): the zip format or the legacy one of\n"
       "torch < 1.6; or a directory with pytorch_model.bin, or shards and\n"
       "pytorch_model.bin.index.json: then DST is a model directory (model.safetensors or shards\n"
-      "with model.safetensors.index.json; config and tokenizer files copied). Its pickle is "
-      "decoded, never run: tensors are rebuilt from their storages,\n"
+      "with model.safetensors.index.json; config and tokenizer files copied). Its pickle is decoded, never run: tensors are rebuilt from their storages,\n"
       "other objects stay inert, and a pickle naming code that torch.load would run (os.system,\n"
       "builtins.eval, ...) is refused. Tensors are named by their path in the object (dict keys\n"
       "and list indices joined with '.'); a top-level 'state_dict' dict is taken when present.\n"
@@ -63,10 +62,10 @@ void add_import(CLI::App& app, int& exit_code) {
       "--all", a->all,
       "A training checkpoint: import every tensor (optimizer state too), not its model part");
   cmd->add_flag("-v,--verbose", a->verbose, "List every value left out (not a tensor) by its path");
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
-                "\"tensors_written\", \"converted\", \"dtype\", \"bytes_written\", \"aliases\", "
-                "\"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"input\", \"output\", \"format\", \"tensors\", "
+      "\"tensors_written\", \"converted\", \"dtype\", \"bytes_written\", \"aliases\", \"dropped_values\", \"dropped\", \"skipped\", \"chosen_key\"}");
   cmd->callback([a, &exit_code] {
     exit_code = guarded_output(a->json, [&] {
       check_stdout_output(a->dst, a->json);
@@ -96,8 +95,7 @@ void add_import(CLI::App& app, int& exit_code) {
               fmt::format("{{\"path\":{},\"kind\":{}}}", json_string(d.path), json_string(d.kind)));
         fmt::print(
             "{{\"input\":{},\"output\":{},\"format\":{},\"tensors\":[{}],\"tensors_written\":{},"
-            "\"converted\":{},\"dtype\":{},\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{"
-            "},\"dropped\":[{}],"
+            "\"converted\":{},\"dtype\":{},\"bytes_written\":{},\"aliases\":{},\"dropped_values\":{},\"dropped\":[{}],"
             "\"skipped\":[{}],\"chosen_key\":{}}}\n",
             json_string(display_location(a->src)), json_string(display_location(a->dst)),
             json_string(r.contents.format), fmt::join(tensors, ","), r.tensors_written,

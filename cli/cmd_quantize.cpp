@@ -153,9 +153,9 @@ void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in,
 }  // namespace
 
 void add_quantize(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("quantize",
-                                 "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, "
-                                 "LLM.int8, FP8 blocks or rows)");
+  auto* cmd = app.add_subcommand(
+      "quantize",
+      "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks or rows)");
   cmd->footer(
       scheme_table() +
       "By default the weights of linear layers are quantized, whatever their names (2-D *.weight:\n"

@@ -18,14 +18,10 @@ void add_report(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "report", "An HTML report of a model's values, and of its error against a source");
   cmd->footer(
-      "Reads every tensor as `stats` does (quantized weights and GGUF tensors dequantized, on "
-      "every\n"
-      "core, in bounded memory) and writes one HTML page that opens offline: a summary "
-      "(parameters,\n"
-      "types, size, metadata), the outliers of each layer (max |x| / std) as a chart, and a table "
-      "of\n"
-      "every tensor, sortable by any column, with its histogram (log counts) and NaN/inf/zero "
-      "counts.\n"
+      "Reads every tensor as `stats` does (quantized weights and GGUF tensors dequantized, on every\n"
+      "core, in bounded memory) and writes one HTML page that opens offline: a summary (parameters,\n"
+      "types, size, metadata), the outliers of each layer (max |x| / std) as a chart, and a table of\n"
+      "every tensor, sortable by any column, with its histogram (log counts) and NaN/inf/zero counts.\n"
       "With --against, each tensor is compared with the source's (RMSE, max abs error, cosine,\n"
       "SQNR in dB, charted by layer so that the worst layers stand out); a GGUF file pairs with a\n"
       "Hugging Face folder through the names `tlio convert` exports (Q and K rows put back).\n"

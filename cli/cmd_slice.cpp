@@ -442,8 +442,7 @@ void add_slice(CLI::App& app, int& exit_code) {
       "--dry-run lists the tensors and the reads without reading them.\n\n"
       "Examples:\n"
       "  tlio slice model/ 'model.embed_tokens.weight[0:8000]' -o shard0.safetensors\n"
-      "  tlio slice model.safetensors 'lm_head.weight[:, 0:2048]' 'norm.weight' -o "
-      "part.safetensors\n"
+      "  tlio slice model.safetensors 'lm_head.weight[:, 0:2048]' 'norm.weight' -o part.safetensors\n"
       "  tlio slice hf://org/model 'layers.0.mlp.up_proj.weight[0:1024]' --dry-run --json\n"
       "  tlio slice model.gguf 'token_embd.weight[0:100]' --dtype BF16 -o rows.safetensors");
   auto a = std::make_shared<SliceArgs>();

@@ -34,8 +34,7 @@ std::string histogram(const std::vector<uint64_t>& bins) {
 void add_stats(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("stats", "Per-tensor min, max, mean, std, NaN/inf/zero counts");
   cmd->footer(
-      "Quantized weights and GGUF tensors are shown dequantized. The histogram spans [min, max] in "
-      "16 bins.\n"
+      "Quantized weights and GGUF tensors are shown dequantized. The histogram spans [min, max] in 16 bins.\n"
       "The values are read in chunks on every core (a progress bar on a terminal for\n"
       "big inputs); the figures do not depend on the number of cores. A NAME may be a\n"
       "glob pattern ('*.norm.weight', quoted from the shell); --filter REGEX keeps the\n"
@@ -99,8 +98,7 @@ void add_stats(CLI::App& app, int& exit_code) {
           const bool any = s.count > 0;
           docs.push_back(fmt::format(
               "{{\"name\":{},\"dtype\":{},\"shape\":[{}],\"numeric\":true,\"count\":{},\"nan\":{},"
-              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},\"histogram\":[{"
-              "}]}}",
+              "\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},\"histogram\":[{}]}}",
               json_string(f.name), json_string(f.type), fmt::join(f.shape, ","), s.count, s.nan,
               s.inf, s.zero, any ? number(s.min) : "null", any ? number(s.max) : "null",
               s.finite() ? number(s.mean) : "null", s.finite() ? number(sd) : "null",

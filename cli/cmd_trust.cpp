@@ -153,8 +153,7 @@ void add_sign(CLI::App& app, int& exit_code) {
       "signature itself, .git* paths at the top and --ignore-paths left out), signed with\n"
       "ECDSA by the PEM private key (P-256, P-384 or P-521). `model_signing verify key` accepts\n"
       "it, and `tlio verify FOLDER --key PUBLIC.pem` checks it.\n\n"
-      "Example: openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > "
-      "key.pem\n"
+      "Example: openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt > key.pem\n"
       "         openssl ec -in key.pem -pubout > key.pub && tlio sign model/ --key key.pem");
   struct Args {
     std::string folder, key, signature;
@@ -236,10 +235,10 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", a->threads, "Files hashed at once (default: one per core)")
       ->check(count_check(kMaxThreads));
   add_remote_options(cmd);
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", "
-                "\"sha256\", "
-                "\"checked_against\", \"problems\", \"error\"}]}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", \"sha256\", "
+      "\"checked_against\", \"problems\", \"error\"}]}");
   cmd->callback([a, &exit_code] {
     if (!a->sha256.empty() && a->paths.size() != 1)
       throw CLI::ValidationError("--sha256", "takes one PATH only");
@@ -299,8 +298,7 @@ void add_verify(CLI::App& app, int& exit_code) {
         std::vector<std::string> quoted;
         for (const std::string& problem : problems) quoted.push_back(json_string(problem));
         items.push_back(fmt::format(
-            "{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"sha256\":{},\"checked_against\":{},"
-            "\"problems\":[{}],\"error\":{}}}",
+            "{{\"path\":{},\"kind\":\"{}\",\"ok\":{},\"sha256\":{},\"checked_against\":{},\"problems\":[{}],\"error\":{}}}",
             json_string(shown), folder ? "signature" : "file", one == kExitOk, json_or_null(sha256),
             json_or_null(checked), fmt::join(quoted, ","), error));
       }

@@ -127,9 +127,9 @@ void add_validate(CLI::App& app, int& exit_code) {
          "Files, model directories or folders (or URLs: http(s)://, s3://, gs://, hf://) to check")
       ->required();
   add_remote_options(cmd);
-  cmd->add_flag("--json", a->json,
-                "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", "
-                "\"error\"}]}");
+  cmd->add_flag(
+      "--json", a->json,
+      "One JSON document on stdout: {\"ok\", \"results\": [{\"path\", \"kind\", \"ok\", \"error\"}]}");
   cmd->callback([a, &exit_code] {
     int rc = kExitOk;
     std::vector<std::string> items;

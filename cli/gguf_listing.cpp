@@ -84,11 +84,9 @@ void print_gguf(const tlio::GgufFile& f, bool json, std::string* json_out) {
           json_string(t.name), type_name(t.type), fmt::join(t.shape(), ","), t.offset, t.bytes));
     for (const auto& [name, n] : counts) type_counts.push_back(fmt::format("\"{}\":{}", name, n));
     const std::string doc = fmt::format(
-        "{{\"path\":{},\"kind\":\"gguf\",\"file_size\":{},\"splits\":{},\"version\":{},"
-        "\"alignment\":{},"
+        "{{\"path\":{},\"kind\":\"gguf\",\"file_size\":{},\"splits\":{},\"version\":{},\"alignment\":{},"
         "\"data_offset\":{},"
-        "\"metadata\":{{{}}},\"tensors\":[{}],\"type_counts\":{{{}}},\"tensor_count\":{},\"total_"
-        "bytes\":{},"
+        "\"metadata\":{{{}}},\"tensors\":[{}],\"type_counts\":{{{}}},\"tensor_count\":{},\"total_bytes\":{},"
         "\"parameters\":{}}}",
         json_string(f.name()), f.size(), f.splits(), f.version(), f.alignment(), f.data_offset(),
         fmt::join(meta, ","), fmt::join(tensors, ","), fmt::join(type_counts, ","),

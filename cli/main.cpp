@@ -68,8 +68,7 @@ std::string command_list(CLI::App& app) {
            sub->get_description() + "\n";
   out +=
       "\ntlio help COMMAND (or tlio COMMAND --help) shows a command's options; tlio --version;\n"
-      "tlio help --man prints the manual page; tlio completion bash|zsh|fish a completion "
-      "script.\n";
+      "tlio help --man prints the manual page; tlio completion bash|zsh|fish a completion script.\n";
   return out;
 }
 

@@ -54,8 +54,7 @@ void on_bus(int sig, siginfo_t* info, void*) {
   tlio::remove_temporary_files();
   say("tlio: ");
   say(name);
-  say(": changed while it was read (it shrank, or its storage failed); unfinished outputs "
-      "removed\n");
+  say(": changed while it was read (it shrank, or its storage failed); unfinished outputs removed\n");
   ::_exit(1);
 }
 

@@ -34,12 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string payload = base64_encode({data, size});
   const std::string wrapped =
-      "{\"mediaType\":\"application/"
-      "vnd.dev.sigstore.bundle.v0.3+json\",\"verificationMaterial\":{\"publicKey\":"
+      "{\"mediaType\":\"application/vnd.dev.sigstore.bundle.v0.3+json\",\"verificationMaterial\":{\"publicKey\":"
       "{\"hint\":\"\"},\"tlogEntries\":[]},\"dsseEnvelope\":{\"payload\":\"" +
       payload +
-      "\",\"payloadType\":\"application/"
-      "vnd.in-toto+json\",\"signatures\":[{\"sig\":\"MEUCIQ==\"}]}}";
+      "\",\"payloadType\":\"application/vnd.in-toto+json\",\"signatures\":[{\"sig\":\"MEUCIQ==\"}]}}";
   const SignedStatement s = read_signature(wrapped, "wrapped", key);
   if (s.problems.empty()) std::abort();  // the signature cannot verify
 

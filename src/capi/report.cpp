@@ -21,9 +21,9 @@ int tl_report_make(const char* location, const tl_report_options* options,
                    const tl_open_options* open, tl_report** out) {
   TL_REQUIRE(location && out, "tl_report_make: NULL argument");
   *out = nullptr;
-  TL_REQUIRE(!options || options->struct_size == sizeof(tl_report_options),
-             "tl_report_make: struct_size is not that of a tl_report_options (use "
-             "tl_report_options_init)");
+  TL_REQUIRE(
+      !options || options->struct_size == sizeof(tl_report_options),
+      "tl_report_make: struct_size is not that of a tl_report_options (use tl_report_options_init)");
   tlio::ReportOptions o;
   if (open)
     if (int rc = open_options(open, "tl_report_make", o.open); rc != TL_OK) return rc;

@@ -298,11 +298,11 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
   }
   const std::optional<std::string> json = where.read_text("tokenizer.json");
   if (!json)
-    throw Error(ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
-                "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model "
-                "without its "
-                "vocabulary",
-                where.name());
+    throw Error(
+        ErrorCode::format, Rule::model, "tokenizer.json", std::nullopt,
+        "a GGUF export needs tokenizer.json or tokenizer.model: llama.cpp loads no model without its "
+        "vocabulary",
+        where.name());
   if (const auto spm = detail::sentencepiece_of_tokenizer_json(
           *json, where.name_of("tokenizer.json"), c.vocab_size))
     return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c);

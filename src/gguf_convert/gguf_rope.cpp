@@ -233,8 +233,7 @@ std::string rope_scaling_json(const RopeScaling& r) {
                          real(r.factor));
     case RopeScaling::Kind::llama3:
       return fmt::format(
-          ",\n  \"rope_scaling\": {{\"factor\": {}, \"high_freq_factor\": {}, \"low_freq_factor\": "
-          "{}, "
+          ",\n  \"rope_scaling\": {{\"factor\": {}, \"high_freq_factor\": {}, \"low_freq_factor\": {}, "
           "\"original_max_position_embeddings\": {}, \"rope_type\": \"llama3\"}}",
           real(r.factor), real(r.high_freq_factor), real(r.low_freq_factor), r.original_context);
   }

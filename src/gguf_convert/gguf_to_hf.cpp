@@ -142,12 +142,9 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
 
 std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype) {
   std::string out = fmt::format(
-      "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  "
-      "\"intermediate_size\": {},\n"
-      "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": "
-      "{},\n"
-      "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  "
-      "\"vocab_size\": {},\n"
+      "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
+      "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
+      "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  \"vocab_size\": {},\n"
       "  \"tie_word_embeddings\": {},\n  \"hidden_act\": \"silu\",\n  \"torch_dtype\": {}",
       json(arch.hf_class),
       json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)

@@ -91,8 +91,7 @@ std::string tensor_json(const TensorFigures& t) {
     const ValueStats& s = t.stats;
     const bool any = s.count > 0, finite = s.finite() > 0;
     out += fmt::format(
-        ",\"count\":{},\"nan\":{},\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":"
-        "{},"
+        ",\"count\":{},\"nan\":{},\"inf\":{},\"zero\":{},\"min\":{},\"max\":{},\"mean\":{},\"std\":{},"
         "\"max_over_std\":{},\"histogram\":[{}]",
         s.count, s.nan, s.inf, s.zero, any ? json_number(s.min) : "null",
         any ? json_number(s.max) : "null", finite ? json_number(s.mean) : "null",
@@ -102,8 +101,7 @@ std::string tensor_json(const TensorFigures& t) {
   if (t.error) {
     const TensorError& e = *t.error;
     out += fmt::format(
-        ",\"error\":{{\"reference\":{},\"reference_type\":{},\"rmse\":{},\"max_abs\":{},\"cosine\":"
-        "{},"
+        ",\"error\":{{\"reference\":{},\"reference_type\":{},\"rmse\":{},\"max_abs\":{},\"cosine\":{},"
         "\"sqnr_db\":{},\"nonfinite\":{},\"nonfinite_mismatch\":{}}}",
         json_string(e.reference), json_string(e.reference_type), json_number(e.rmse),
         json_number(e.max_abs), json_number(e.cosine), json_number(e.sqnr_db), e.nonfinite,
@@ -129,8 +127,7 @@ std::string report_json(const ModelReport& r) {
     metadata.push_back(json_string(key) + ":" + json_string(value));
   for (const TensorFigures& t : r.tensors) tensors.push_back(tensor_json(t));
   return fmt::format(
-      "{{\"model\":{},\"format\":{},\"reference\":{},\"parameters\":{},\"stored_size\":{},"
-      "\"files\":{},"
+      "{{\"model\":{},\"format\":{},\"reference\":{},\"parameters\":{},\"stored_size\":{},\"files\":{},"
       "\"types\":[{}],\"metadata\":{{{}}},\"only_in_model\":{},\"only_in_reference\":{},"
       "\"tensors\":[{}]}}",
       json_string(r.name), json_string(r.format),

@@ -138,8 +138,7 @@ std::string layer_chart(const ModelReport& r, const std::string& id, const std::
   for (int i = 0; i <= 4; ++i) {  // y grid and labels
     const double y = y0 + (y1 - y0) * i / 4;
     svg += fmt::format(
-        "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text "
-        "class=\"tick\" x=\"{}\" "
+        "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"tick\" x=\"{}\" "
         "y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
         L, W - R, sy(y), sy(y), L - 6, sy(y) + 4, figure(log_y ? std::pow(10.0, y) : y));
   }
@@ -156,8 +155,7 @@ std::string layer_chart(const ModelReport& r, const std::string& id, const std::
   svg += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">layer</text>\n",
                      (L + W - R) / 2, H - 6);
   svg += fmt::format(
-      "<text class=\"axis\" transform=\"translate(14 {}) rotate(-90)\" "
-      "text-anchor=\"middle\">{}</text>\n",
+      "<text class=\"axis\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
       (T + H - B) / 2, escape(y_label));
   std::string legend;
   for (auto& [kind, points] : series) {
@@ -311,14 +309,13 @@ std::string summary(const ModelReport& r) {
      fmt::format("{} in {} file{}", bytes_text(r.stored_size), r.files, r.files == 1 ? "" : "s"));
   kv("Tensors", std::to_string(r.tensors.size()));
   if (!r.reference.empty()) kv("Reference", escape(r.reference));
-  s += "</table>\n<h3>Types</h3><table "
-       "class=\"types\"><tr><th>type</th><th>parameters</th><th>share</th></tr>";
+  s +=
+      "</table>\n<h3>Types</h3><table class=\"types\"><tr><th>type</th><th>parameters</th><th>share</th></tr>";
   for (const auto& [type, n] : r.types) {
     const double share =
         r.parameters ? 100.0 * static_cast<double>(n) / static_cast<double>(r.parameters) : 0;
     s += fmt::format(
-        "<tr><td>{}</td><td class=\"num\">{}</td><td><span class=\"bar\" "
-        "style=\"width:{:.0f}px\"></span> {:.1f}%</td></tr>",
+        "<tr><td>{}</td><td class=\"num\">{}</td><td><span class=\"bar\" style=\"width:{:.0f}px\"></span> {:.1f}%</td></tr>",
         escape(type), count_text(n), 2 * share, share);
   }
   s += "</table>\n";
@@ -345,10 +342,8 @@ std::string name_list(const char* title, const std::vector<std::string>& names) 
 std::string report_html(const ModelReport& r) {
   const bool with_reference = !r.reference.empty();
   std::string page = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" "
-      "href=\"data:,\"><meta name=\"viewport\" "
-      "content=\"width=device-width, initial-scale=1\"><title>tlio report: "
-      "{}</title><style>{}</style></head>\n<body>\n"
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><meta name=\"viewport\" "
+      "content=\"width=device-width, initial-scale=1\"><title>tlio report: {}</title><style>{}</style></head>\n<body>\n"
       "<header><h1>{}</h1><p class=\"sub\">{} &middot; {} parameters &middot; {}{}</p></header>\n",
       escape(r.name), kStyle, escape(r.name), escape(r.format), count_text(r.parameters),
       bytes_text(r.stored_size), with_reference ? " &middot; against " + escape(r.reference) : "");
@@ -361,27 +356,22 @@ std::string report_html(const ModelReport& r) {
   page += "</section>\n";
   if (with_reference) {
     page += fmt::format(
-        "<section id=\"error\"><h2>Error against the reference by layer: SQNR (dB, lower is "
-        "worse)</h2>\n");
+        "<section id=\"error\"><h2>Error against the reference by layer: SQNR (dB, lower is worse)</h2>\n");
     page += layer_chart(
         r, "error-chart", "SQNR dB", false,
         [](const TensorFigures& t) {
           return t.error ? t.error->sqnr_db : std::numeric_limits<double>::quiet_NaN();
         },
-        "identical to the reference (infinite SQNR), NaN or infinite where the reference is not or "
-        "the reference "
+        "identical to the reference (infinite SQNR), NaN or infinite where the reference is not or the reference "
         "all zero (-inf: see the table), or no finite pair");
     page += name_list("Only in the model", r.only_in_model) +
             name_list("Only in the reference", r.only_in_reference);
     page += "</section>\n";
   }
   page +=
-      "<section id=\"tensors\"><h2>Tensors</h2><p class=\"note\">Click a heading to sort. "
-      "Histograms span [min, max]; "
-      "bar heights are log counts.</p>\n<div class=\"scroll\"><table class=\"sortable\" "
-      "id=\"tensor-table\"><thead><tr><th>name</th><th>layer</th>"
-      "<th>type</th><th>shape</th><th>params</th><th>stored</th><th>min</th><th>max</th><th>mean</"
-      "th><th>std</th>"
+      "<section id=\"tensors\"><h2>Tensors</h2><p class=\"note\">Click a heading to sort. Histograms span [min, max]; "
+      "bar heights are log counts.</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"tensor-table\"><thead><tr><th>name</th><th>layer</th>"
+      "<th>type</th><th>shape</th><th>params</th><th>stored</th><th>min</th><th>max</th><th>mean</th><th>std</th>"
       "<th>max|x|/std</th><th>NaN</th><th>inf</th><th>zero</th>";
   if (with_reference)
     page += "<th>RMSE</th><th>max abs err</th><th>cosine</th><th>SQNR dB</th><th>NaN/inf &ne;</th>";

@@ -126,10 +126,10 @@ bool is_one_file(const std::string& path) {
 std::string signature_path(const std::string& folder, const std::string& given) {
   if (!given.empty()) return given;
   if (is_one_file(folder))
-    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                "is a file, not a folder: name its signature file (a one-file model has no folder "
-                "to hold it)",
-                folder);
+    throw Error(
+        ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+        "is a file, not a folder: name its signature file (a one-file model has no folder to hold it)",
+        folder);
   return (fs::path(folder) / kDefaultSignatureName).string();
 }
 
@@ -214,10 +214,8 @@ std::string statement_text(const std::string& name,
   std::vector<std::string> ignore_list;
   for (const std::string& p : ignore) ignore_list.push_back("        " + json_quoted(p));
   return fmt::format(
-      "{{\n  \"_type\": \"{}\",\n  \"subject\": [\n    {{\n      \"name\": {},\n      \"digest\": "
-      "{{\n"
-      "        \"sha256\": \"{}\"\n      }}\n    }}\n  ],\n  \"predicateType\": \"{}\",\n  "
-      "\"predicate\": {{\n"
+      "{{\n  \"_type\": \"{}\",\n  \"subject\": [\n    {{\n      \"name\": {},\n      \"digest\": {{\n"
+      "        \"sha256\": \"{}\"\n      }}\n    }}\n  ],\n  \"predicateType\": \"{}\",\n  \"predicate\": {{\n"
       "    \"serialization\": {{\n      \"method\": \"files\",\n      \"hash_type\": \"sha256\",\n"
       "      \"allow_symlinks\": false,\n      \"ignore_paths\": [\n{}\n      ]\n    }},\n"
       "    \"resources\": [{}\n    ]\n  }}\n}}",
@@ -253,10 +251,10 @@ void refuse_to_replace(const std::string& signature) {
     if (doc.optional_string("mediaType") == std::string(kBundleMediaType)) return;
   } catch (const Error&) {
   }
-  throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-              "exists and is not a model signature: it is not replaced (name another --signature, "
-              "or remove it)",
-              signature);
+  throw Error(
+      ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+      "exists and is not a model signature: it is not replaced (name another --signature, or remove it)",
+      signature);
 }
 
 using Element = simdjson::dom::element;
@@ -294,10 +292,8 @@ std::string sign_folder(const std::string& folder, const std::string& private_ke
   const std::string payload = statement_text(name, ordered, ignore);
   const std::vector<unsigned char> sig = key.sign(pae(payload));
   const std::string bundle = fmt::format(
-      "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},"
-      "\"tlogEntries\":[]}},"
-      "\"dsseEnvelope\":{{\"payload\":\"{}\",\"payloadType\":\"{}\",\"signatures\":[{{\"sig\":\"{}"
-      "\",\"keyid\":\"\"}}]}}}}",
+      "{{\"mediaType\":\"{}\",\"verificationMaterial\":{{\"publicKey\":{{\"hint\":\"{}\"}},\"tlogEntries\":[]}},"
+      "\"dsseEnvelope\":{{\"payload\":\"{}\",\"payloadType\":\"{}\",\"signatures\":[{{\"sig\":\"{}\",\"keyid\":\"\"}}]}}}}",
       kBundleMediaType, key_hint(key),
       detail::base64_encode(
           {reinterpret_cast<const unsigned char*>(payload.data()), payload.size()}),
@@ -358,8 +354,7 @@ SignedStatement read_signature(std::string_view bundle_text, const std::string& 
     problems.add(fmt::format("the envelope's payloadType is not {}", kPayloadType));
   if (!key.verify(pae(payload), sig)) {
     problems.add(
-        "the signature does not verify with the public key given: the statement was changed, or "
-        "signed "
+        "the signature does not verify with the public key given: the statement was changed, or signed "
         "by another key");
     return out;  // what an unsigned statement lists is not worth reading
   }

@@ -53,9 +53,8 @@ Rule failure(const std::string& s, std::string* message = nullptr) {
 
 TEST(Pickle, Protocol2DictOfValues) {
   // pickle.dumps({'a': [1, -2, 3.5, None, True], 'b': (b'xy', 'é')}, protocol=2), by hand.
-  const std::string s =
-      hex("80027d7100285801000000615d7101284b014afeffffff47400c0000000000004e8865580100000062430278"
-          "795802000000c3a986752e");
+  const std::string s = hex(
+      "80027d7100285801000000615d7101284b014afeffffff47400c0000000000004e8865580100000062430278795802000000c3a986752e");
   Pickle p;
   const ValueId root = run(p, s);
   ASSERT_EQ(p[root].kind, PyKind::dict);
@@ -91,9 +90,8 @@ TEST(Pickle, Protocol0TextOpcodes) {
 
 TEST(Pickle, Protocol4FramesStackGlobalMemoize) {
   // pickle.dumps(collections.OrderedDict(a=1), protocol=4)
-  const std::string s =
-      hex("80049529000000000000008c0b636f6c6c656374696f6e73948c0b4f72646572656444696374949394295294"
-          "8c0161944b01732e");
+  const std::string s = hex(
+      "80049529000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948c0161944b01732e");
   Pickle p;
   RecordingResolver r;
   const ValueId root = run(p, s, &r);

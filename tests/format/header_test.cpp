@@ -88,11 +88,9 @@ TEST(Rule1, ForeignFilesAreNamed) {
       // (sv literals keep their NUL bytes; "..." "..." stops a hex escape eating the next letter)
       {"PK\x03\x04\x00\x00\x08\x08\x00\x00"
        "archive/data.pkl"sv,
-       "not a safetensors file but a zip archive, as torch.save writes PyTorch checkpoints: "
-       "convert it with `tlio import`"},
+       "not a safetensors file but a zip archive, as torch.save writes PyTorch checkpoints: convert it with `tlio import`"},
       {"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"sv,
-       "a Python pickle, as PyTorch checkpoints before torch 1.6 are: convert it with `tlio "
-       "import`"},
+       "a Python pickle, as PyTorch checkpoints before torch 1.6 are: convert it with `tlio import`"},
       {"GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"sv, "a GGUF file"},
       {"abc", "file is 3 bytes"},
   };

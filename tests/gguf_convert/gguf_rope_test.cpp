@@ -95,10 +95,10 @@ TEST(GgufRope, LinearIsKeysAndEveryKindIsAConfigMember) {
   r.factor = 8;
   r.low_freq_factor = 0.5;
   r.original_context = 8192;
-  EXPECT_EQ(rope_scaling_json(r),
-            ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, "
-            "\"low_freq_factor\": 0.5, "
-            "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
+  EXPECT_EQ(
+      rope_scaling_json(r),
+      ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 0.5, "
+      "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
 }
 
 }  // namespace

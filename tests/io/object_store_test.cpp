@@ -87,11 +87,11 @@ TEST(SigV4, MatchesTheAwsDocumentationExample) {
                            .headers = {{"Range", "bytes=0-9"}}};
   const auto when = std::chrono::system_clock::from_time_t(1369353600);  // 2013-05-24T00:00:00Z
   const std::vector<std::string> lines = aws_sign(request, credentials, "us-east-1", "s3", when);
-  EXPECT_EQ(lines.back(),
-            "Authorization: AWS4-HMAC-SHA256 "
-            "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
-            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
-            "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+  EXPECT_EQ(
+      lines.back(),
+      "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+      "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+      "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
   EXPECT_NE(std::find(lines.begin(), lines.end(), "x-amz-date: 20130524T000000Z"), lines.end());
   EXPECT_NE(std::find(lines.begin(), lines.end(),
                       std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)),
@@ -125,10 +125,8 @@ TEST(Digest, Sha256OfKnownInputs) {
 
 TEST(ObjectStoreConfig, IniFilesAsTheAwsCliReadsThem) {
   const IniFile ini = parse_ini(
-      "# comment\n[default]\nregion = eu-west-1\ns3 =\n  addressing_style = path\n  endpoint_url = "
-      "http://e\n"
-      "\n[profile dev]  # a note\n; another\naws_access_key_id=AK\nREGION: us-west-2 \nignored "
-      "line\n");
+      "# comment\n[default]\nregion = eu-west-1\ns3 =\n  addressing_style = path\n  endpoint_url = http://e\n"
+      "\n[profile dev]  # a note\n; another\naws_access_key_id=AK\nREGION: us-west-2 \nignored line\n");
   EXPECT_EQ(ini.at("default").at("region"), "eu-west-1");
   EXPECT_EQ(ini.at("default").at("s3.addressing_style"), "path");
   EXPECT_EQ(ini.at("default").at("s3.endpoint_url"), "http://e");
@@ -138,10 +136,10 @@ TEST(ObjectStoreConfig, IniFilesAsTheAwsCliReadsThem) {
 
 TEST(ObjectStoreConfig, EnvironmentFirstThenProfiles) {
   test::TempDir dir;
-  write(dir / "credentials",
-        "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n"
-        "[dev]\naws_access_key_id = DEVKEY\naws_secret_access_key = DEVSECRET\naws_session_token = "
-        "T\n");
+  write(
+      dir / "credentials",
+      "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n"
+      "[dev]\naws_access_key_id = DEVKEY\naws_secret_access_key = DEVSECRET\naws_session_token = T\n");
   write(dir / "config",
         "[default]\nregion = eu-central-1\n[profile dev]\nregion = ap-south-1\n"
         "endpoint_url = http://127.0.0.1:9000/\n");
@@ -220,9 +218,9 @@ TEST(ObjectStoreConfig, EnvironmentFirstThenProfiles) {
 
 TEST(ObjectStoreConfig, GsFromTheEnvironmentOrABotoConfig) {
   test::TempDir dir;
-  write(dir / "boto",
-        "[Credentials]\ngs_access_key_id = GOOGKEY\ngs_secret_access_key = GOOGSECRET\ngs_host = "
-        "gs.example\n");
+  write(
+      dir / "boto",
+      "[Credentials]\ngs_access_key_id = GOOGKEY\ngs_secret_access_key = GOOGSECRET\ngs_host = gs.example\n");
   const std::string boto = (dir / "boto").string();
   {
     Env env({{"BOTO_CONFIG", boto.c_str()}});

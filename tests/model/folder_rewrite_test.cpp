@@ -185,9 +185,9 @@ TEST(FolderRewrite, DequantizesWeightsSplitAcrossShards) {
     EXPECT_TRUE(std::equal(v.bytes().begin(), v.bytes().end(), want.begin(), want.end())) << t.name;
   }
   // config.json: quantization_config gone, the dtype asked for.
-  EXPECT_EQ(read_text(tmp / "dq/config.json"),
-            "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"bfloat16\",\n  "
-            "\"vocab_size\": 100\n}\n");
+  EXPECT_EQ(
+      read_text(tmp / "dq/config.json"),
+      "{\n  \"model_type\": \"mistral\",\n  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": 100\n}\n");
 }
 
 TEST(FolderRewrite, ModuleOfATensor) {

@@ -69,8 +69,7 @@ TEST(Folder, EveryKindOfFolderIsSeenWhole) {
           "file adapter/adapter_model.safetensors: adapter/adapter_model.safetensors",
           "model llm: llm/model-00001-of-00004.safetensors llm/model-00002-of-00004.safetensors "
           "llm/model-00003-of-00004.safetensors llm/model-00004-of-00004.safetensors",
-          "file pipe/unet/diffusion_pytorch_model.safetensors: "
-          "pipe/unet/diffusion_pytorch_model.safetensors",
+          "file pipe/unet/diffusion_pytorch_model.safetensors: pipe/unet/diffusion_pytorch_model.safetensors",
           "index pipe/vae/model.safetensors.index.json: pipe/vae/model-00001-of-00002.safetensors "
           "pipe/vae/model-00002-of-00002.safetensors",
           "file plain/b2.safetensors: plain/b2.safetensors",

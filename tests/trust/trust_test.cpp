@@ -298,8 +298,7 @@ std::string signed_bundle(const std::string& statement) {
   const std::string pae = "DSSEv1 28 application/vnd.in-toto+json " +
                           std::to_string(statement.size()) + " " + statement;
   const std::vector<unsigned char> sig = key.sign(pae);
-  return "{\"mediaType\":\"application/"
-         "vnd.dev.sigstore.bundle.v0.3+json\",\"dsseEnvelope\":{\"payload\":\"" +
+  return "{\"mediaType\":\"application/vnd.dev.sigstore.bundle.v0.3+json\",\"dsseEnvelope\":{\"payload\":\"" +
          base64_encode(
              {reinterpret_cast<const unsigned char*>(statement.data()), statement.size()}) +
          "\",\"payloadType\":\"application/vnd.in-toto+json\",\"signatures\":[{\"sig\":\"" +

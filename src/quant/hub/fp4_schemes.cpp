@@ -324,8 +324,7 @@ std::vector<StoredPart> fp4_parts(const TensorSet&, const QuantizedWeight& w) {
 const SchemeEntry& mxfp4_scheme_entry() noexcept {
   static const SchemeEntry entry = read_only_entry(
       SchemeKind::mxfp4, "mxfp4", "mxfp4",
-      "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, "
-      "out]\n"
+      "gpt-oss: <p>_blocks U8 [E, out, in/32, 16] + <p>_scales U8 [E, out, in/32] -> <p> [E, in, out]\n"
       "compressed-tensors: <p>.weight_packed U8 [out, in/2] + <p>.weight_scale U8 [out, in/32]",
       [](const QuantScheme::Options&) { return std::string("mxfp4"); },
       [](const QuantScheme::Options&) {}, detect_mxfp4, fp4_decoder, fp4_parts);

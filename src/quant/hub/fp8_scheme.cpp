@@ -249,8 +249,7 @@ const SchemeEntry& fp8_scheme_entry() noexcept {
        "fp8-block: <name> becomes <name> F8_E4M3 + <name>_scale_inv F32, a scale per 128x128 block "
        "(DeepSeek, Qwen -FP8)\n"
        "fp8: <name> F8_E4M3 + <name>_scale [out, 1] per row (compressed-tensors)\n"
-       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ "
-       "<p>.input_scale],\n"
+       "read too: fp8-tensor, fp8-group<C>, mxfp8 (E8M0 scales per 32 inputs) [+ <p>.input_scale],\n"
        "fp8-block<R>x<C>-ue8m0 (scale_inv F8_E8M0, transformers' scale_fmt ue8m0)",
        kOptions, false},
       parse_fp8,

@@ -360,8 +360,7 @@ const SchemeEntry& awq_scheme_entry() noexcept {
   static const SchemeEntry entry = read_only_entry(
       SchemeKind::awq, "awq-4bit[-g<group>][-gemv]", "awq-4bit-g128",
       "<p>.qweight I32 [in, out/8] + <p>.qzeros [groups, out/8] + <p>.scales [groups, out] (GEMM)\n"
-      "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + "
-      "<p>.scales [out, 8W]",
+      "GEMV (config version \"gemv\"): <p>.qweight I32 [out, in/8] + <p>.qzeros [out, W] + <p>.scales [out, 8W]",
       [](const QuantScheme::Options& o) {
         const auto& a = std::get<AwqOptions>(o);
         return fmt::format("awq-{}bit{}{}", a.bits, a.group ? fmt::format("-g{}", a.group) : "",

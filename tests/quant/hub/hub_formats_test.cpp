@@ -126,10 +126,10 @@ TEST(HubFormats, Fp8PartsThatDoNotFitAreRefused) {
   EXPECT_EQ(refusal(file_of(
                 {{"a.weight", Dtype::BF16, {4, 4}}, {"a.weight_scale_inv", Dtype::F32, {1, 1}}})),
             "format: \"a.weight_scale_inv\" scales F8_E4M3 weights; \"a.weight\" is BF16");
-  EXPECT_EQ(refusal(file_of(
-                {{"a.weight", Dtype::F8_E4M3, {4, 4}}, {"a.weight_scale", Dtype::I32, {4, 1}}})),
-            "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 "
-            "inputs or per block)");
+  EXPECT_EQ(
+      refusal(
+          file_of({{"a.weight", Dtype::F8_E4M3, {4, 4}}, {"a.weight_scale", Dtype::I32, {4, 1}}})),
+      "format: \"a.weight_scale\" is I32; FP8 scales are F32, BF16 or F16 (or E8M0 per 32 inputs or per block)");
   // E8M0 bytes per 32 inputs: MXFP8, whose grid must cover the row.
   const auto mx = found(
       file_of({{"a.weight", Dtype::F8_E4M3, {4, 33}}, {"a.weight_scale", Dtype::U8, {4, 2}}}));
@@ -173,9 +173,9 @@ TEST(HubFormats, GptqAndAwqAreToldApartAndChecked) {
   // Zero points too narrow for the outputs.
   std::vector<Spec> bad = gptq(4, 64, 32, 2);
   bad[1].shape = {2, 2};
-  EXPECT_EQ(refusal(file_of(bad), R"({"bits":4})"),
-            "format: \"l.qweight\" [8, 32] and \"l.qzeros\" [2, 2] do not pack 4-bit fields of 32 "
-            "outputs");
+  EXPECT_EQ(
+      refusal(file_of(bad), R"({"bits":4})"),
+      "format: \"l.qweight\" [8, 32] and \"l.qzeros\" [2, 2] do not pack 4-bit fields of 32 outputs");
   // AWQ GEMM: a word holds eight outputs.
   const File awq = file_of({{"l.qweight", Dtype::I32, {64, 4}},
                             {"l.qzeros", Dtype::I32, {2, 4}},

@@ -1,4 +1,4 @@
-// quant/compare_values.cpp: two chunks of values compared, and a comparison's figures.
+// quant/compare_values.cpp: the tolerances checked, and a comparison's figures from its sums.
 #include "quant/compare_values.hpp"
 
 #include <fmt/core.h>
@@ -14,12 +14,6 @@ void check_tolerances(const CompareOptions& options) {
       std::isinf(options.rtol))
     throw_invalid(fmt::format("tolerances must be finite and not negative (atol {}, rtol {})",
                               options.atol, options.rtol));
-}
-
-DifferenceSums compare_values(std::span<const double> a, std::span<const double> b,
-                              const CompareOptions& options) {
-  return difference_sums(Dtype::F64, std::as_bytes(a), Dtype::F64, std::as_bytes(b), a.size(),
-                         options.atol, options.rtol);
 }
 
 void fill_comparison(const DifferenceSums& sums, TensorComparison& c) {

@@ -15,7 +15,6 @@
 #include "report/pairing.hpp"
 #include "report/weight_values.hpp"
 #include "tlio/compare.hpp"
-#include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/weights.hpp"
 
@@ -31,14 +30,6 @@ struct Progress {
   uint64_t total = 0;
   std::atomic<uint64_t> done{0};
 };
-
-// `count` values of `read` from element `first`, as F64 into `out`.
-void read_f64(const detail::ChunkReader& read, uint64_t first, uint64_t count,
-              std::vector<std::byte>& scratch, std::vector<double>& out) {
-  const detail::Chunk c = read(first, count, scratch);
-  out.resize(count);
-  convert(c.dtype, c.bytes, Dtype::F64, std::as_writable_bytes(std::span(out)), count);
-}
 
 // Compares the model's values `v` with the reference's `ref` paired by `pair` into c.
 void compare_pair(const detail::Values& v, const detail::Values& ref, const detail::Pairing& pair,
@@ -56,22 +47,11 @@ void compare_pair(const detail::Values& v, const detail::Values& ref, const deta
   detail::parallel_for(chunks, 2, 1, detail::thread_count(detail::configured_threads()),
                        [&](uint64_t begin, uint64_t end) {
                          std::vector<std::byte> scratch, ref_scratch;
-                         std::vector<double> a, b, row;
                          for (uint64_t k = begin; k < end; ++k) {
                            const uint64_t first = k * chunk, count = std::min(chunk, n - first);
-                           read_f64(read, first, count, scratch, a);
-                           if (!by_rows) {
-                             read_f64(read_ref, first, count, ref_scratch, b);
-                           } else {
-                             b.resize(count);
-                             for (uint64_t r = 0; r < count / cols; ++r) {
-                               read_f64(read_ref, pair.reference_row(first / cols + r, rows) * cols,
-                                        cols, ref_scratch, row);
-                               std::copy(row.begin(), row.end(),
-                                         b.begin() + static_cast<ptrdiff_t>(r * cols));
-                             }
-                           }
-                           sums[k] = detail::compare_values(a, b, options);
+                           sums[k] = detail::pair_sums(read(first, count, scratch), first, count,
+                                                       rows, cols, read_ref, pair, ref_scratch,
+                                                       options.atol, options.rtol);
                            const uint64_t now = progress.done += count;
                            if (progress.callback && std::this_thread::get_id() == caller)
                              progress.callback(std::min(now, progress.total), progress.total);

@@ -116,18 +116,7 @@ void compute(TensorFigures& f, const Values& v, const Values* ref, const detail:
     partial[k] = value_stats(c.dtype, c.bytes, count);
     if (keep) kept[k].assign(c.bytes.begin(), c.bytes.end());
     if (ref) {
-      if (!by_rows) {
-        const Chunk r = read_ref(first, count, ref_scratch);
-        sums[k] = difference_sums(c.dtype, c.bytes, r.dtype, r.bytes, count);
-      } else {
-        const unsigned bits = dtype_bits(c.dtype);
-        for (uint64_t row = 0; row < count / cols; ++row) {
-          const Chunk r =
-              read_ref(pair->reference_row(first / cols + row, rows) * cols, cols, ref_scratch);
-          sums[k].merge(difference_sums(c.dtype, c.bytes.subspan(row * cols * bits / 8), r.dtype,
-                                        r.bytes, cols));
-        }
-      }
+      sums[k] = detail::pair_sums(c, first, count, rows, cols, read_ref, *pair, ref_scratch);
       progress.add(share(ref->stored_bytes, k));
     }
     progress.add(share(v.stored_bytes, k));

@@ -57,6 +57,24 @@ Values values_of(const Weights& w, const std::string& name) {
   return v;
 }
 
+DifferenceSums pair_sums(const Chunk& c, uint64_t first, uint64_t count, uint64_t rows,
+                         uint64_t cols, const ChunkReader& read_ref, const Pairing& pair,
+                         std::vector<std::byte>& ref_scratch, double atol, double rtol) {
+  if (pair.permute_heads == 0) {
+    const Chunk r = read_ref(first, count, ref_scratch);
+    return difference_sums(c.dtype, c.bytes, r.dtype, r.bytes, count, atol, rtol);
+  }
+  const unsigned bits = dtype_bits(c.dtype);
+  DifferenceSums sums;
+  for (uint64_t row = 0; row < count / cols; ++row) {
+    const Chunk r =
+        read_ref(pair.reference_row(first / cols + row, rows) * cols, cols, ref_scratch);
+    sums.merge(difference_sums(c.dtype, c.bytes.subspan(row * cols * bits / 8), r.dtype, r.bytes,
+                               cols, atol, rtol));
+  }
+  return sums;
+}
+
 // Why a tensor the reference has is not compared with it, or "" when it is.
 std::string not_compared(const Values& v, const Values& ref, const detail::Pairing& pair) {
   if (!ref.numeric) return fmt::format("the reference's {} has no numeric values", ref.type);

@@ -11,6 +11,7 @@
 
 #include "report/pairing.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/value_stats.hpp"
 #include "tlio/weights.hpp"
 
 namespace tlio::detail {
@@ -41,6 +42,15 @@ struct Values {
 /// The values of `name` in `w` (Error{not_found} naming the input when it has none); `w` must
 /// outlive them.
 Values values_of(const Weights& w, const std::string& name);
+
+/// The differences of chunk `c`, elements [first, first + count) of a tensor of `rows` rows of
+/// `cols` values, from the reference read by `read_ref`: the same elements, or, where `pair`
+/// permutes rows (then `first` and `count` are whole rows), each row from where it lies in the
+/// reference. Each side in its own dtype, as difference_sums takes them; pairs outside
+/// atol + rtol * |b| counted.
+DifferenceSums pair_sums(const Chunk& c, uint64_t first, uint64_t count, uint64_t rows,
+                         uint64_t cols, const ChunkReader& read_ref, const Pairing& pair,
+                         std::vector<std::byte>& ref_scratch, double atol = 0, double rtol = 0);
 
 /// Why `v` (numeric: callers check that first) is not compared with `ref`, its pair by `pair`
 /// (the reference has no numeric values, other shapes, rows that are not whole heads of pairs or

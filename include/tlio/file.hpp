@@ -196,6 +196,10 @@ class TLIO_API File {
   /// True when the file is byte-identical to what the canonical writer makes of it.
   bool is_canonical() const;
 
+  /// True when view() is zero-copy (a mapping or a buffer); false when each view reads its
+  /// tensor into memory of its own (pread, direct, a URL): a caller with memory of its own to
+  /// fill had better read() into it.
+  bool views_in_memory() const noexcept;
   /// Zero-copy with mmap and buffers; with pread, reads the tensor into memory the view owns.
   /// Throws Error{not_found}.
   TensorView view(std::string_view name) const;

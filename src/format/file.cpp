@@ -221,6 +221,7 @@ File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
 const Header& File::header() const& noexcept { return state_->header; }
 const std::string& File::name() const& noexcept { return state_->name; }
 Backend File::backend() const noexcept { return state_->backend; }
+bool File::views_in_memory() const noexcept { return !state_->memory().empty(); }
 uint64_t File::file_size() const noexcept { return state_->source->size(); }
 uint64_t File::header_size() const noexcept { return state_->header_size; }
 int File::native_handle() const noexcept { return state_->source->descriptor(); }

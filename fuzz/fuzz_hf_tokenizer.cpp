@@ -25,13 +25,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {  // as tokenizer.json of a SentencePiece vocabulary (BPE with byte fallback)
     if (const auto spm = tlio::detail::sentencepiece_of_tokenizer_json(text, "fuzz/tokenizer.json",
                                                                        c.vocab_size))
-      (void)tlio::detail::gguf_spm_tokenizer(*spm, "fuzz/tokenizer.json", std::string(text), c);
+      (void)tlio::detail::gguf_spm_tokenizer(*spm, "fuzz/tokenizer.json", std::string(text), c,
+                                             true);
   } catch (const tlio::Error&) {
   }
   try {  // as tokenizer.model (SentencePiece's protobuf), the text as its tokenizer_config.json
     const tlio::detail::SentencePieceModel spm =
         tlio::detail::parse_sentencepiece(std::as_bytes(std::span(text)), "fuzz/tokenizer.model");
-    (void)tlio::detail::gguf_spm_tokenizer(spm, "fuzz/tokenizer.model", std::string(text), c);
+    (void)tlio::detail::gguf_spm_tokenizer(spm, "fuzz/tokenizer.model", std::string(text), c,
+                                           false);
   } catch (const tlio::Error&) {
   }
   try {

@@ -51,6 +51,34 @@ if [ ! -x "$npm_dir/node_modules/.bin/s3rver" ] \
   cp "$root/scripts/npm/package.json" "$root/scripts/npm/package-lock.json" "$npm_dir/"
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# llama.cpp's converter and gguf-py from the source bundle node-llama-cpp's package carries (the
+# release of the libraries above), pinned by scripts/npm/llama-cpp-source.txt: only those files,
+# into build/llama.cpp of this checkout; again only when the pin changed. npm pack fetches the
+# package alone (npm install would run its install script, which builds llama.cpp).
+source_pin="$root/scripts/npm/llama-cpp-source.txt"
+source_dir="$root/build/llama.cpp"
+if [ ! -f "$source_dir/convert_hf_to_gguf.py" ] || ! cmp -s "$source_pin" "$source_dir/pin.txt"; then
+  echo "installing: llama.cpp's converter (node-llama-cpp's source bundle into build/llama.cpp)"
+  read -r spec integrity commit < <(grep -v '^#' "$source_pin")
+  work="$(mktemp -d)"
+  (cd "$work" && npm pack --silent --loglevel=error "$spec" >/dev/null)
+  got="sha512-$(/usr/bin/python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$work"/*.tgz)"
+  if [ "$got" != "$integrity" ]; then
+    echo "$spec: integrity $got is not the pinned $integrity" >&2
+    exit 1
+  fi
+  tar -xzf "$work"/*.tgz -C "$work" package/llama/gitRelease.bundle
+  rm -rf "$source_dir"
+  git clone -q --no-checkout "$work/package/llama/gitRelease.bundle" "$source_dir"
+  if [ "$(git -C "$source_dir" rev-parse HEAD)" != "$commit" ]; then
+    echo "$spec: its bundle checks out $(git -C "$source_dir" rev-parse HEAD), not $commit" >&2
+    exit 1
+  fi
+  git -C "$source_dir" -c advice.detachedHead=false checkout -q "$commit" -- \
+    convert_hf_to_gguf.py conversion gguf-py LICENSE
+  rm -rf "$source_dir/.git" "$work"
+  cp "$source_pin" "$source_dir/pin.txt"
+fi
 # pybind11 from PyPI, at the version pinned in scripts/pypi/build.txt, into build/pybind11 of this
 # checkout (python/CMakeLists.txt looks there): Debian 12's pybind11 2.10 predates numpy 2 (its
 # arrays read numpy 2's descriptors at the old offsets: itemsize 0, every stride 0).

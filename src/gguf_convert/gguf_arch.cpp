@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 
 #include "common/json_doc.hpp"
@@ -17,15 +16,127 @@ namespace tlio::detail {
 
 namespace {
 
-constexpr std::array kArchs = {
-    GgufArch{"LlamaForCausalLM", "llama", true, GgufArch::Size70B::at_80_layers_with_gqa},
-    GgufArch{"MistralForCausalLM", "llama", true, GgufArch::Size70B::at_80_layers_with_gqa},
-    GgufArch{"Qwen2ForCausalLM", "qwen2", false, GgufArch::Size70B::at_80_layers},
-    GgufArch{"Qwen3ForCausalLM", "qwen3", false, GgufArch::Size70B::never},
+using Key = GgufConfigKey;
+using KeyType = GgufConfigKey::Type;
+
+// Keys the converter writes for any architecture whose config.json has them.
+constexpr Key kCommonKeys[] = {
+    {"expert_count", {"num_local_experts", "num_experts"}, KeyType::u32},
+    {"expert_used_count", {"num_experts_per_tok", ""}, KeyType::u32},
+};
+
+constexpr GgufNamePair kMixtralNames[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"}};
+constexpr GgufNamePair kQwen2MoeNames[] = {
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+};
+constexpr GgufNamePair kQwen3MoeNames[] = {{"mlp.gate.weight", "ffn_gate_inp.weight"}};
+constexpr GgufNamePair kOlmo2Names[] = {
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+};
+
+constexpr GgufExperts kMixtralExperts{"block_sparse_moe.experts.",
+                                      {{{"w1.weight", "ffn_gate_exps.weight"},
+                                        {"w2.weight", "ffn_down_exps.weight"},
+                                        {"w3.weight", "ffn_up_exps.weight"}}},
+                                      {"num_local_experts", "num_experts"}};
+constexpr GgufExperts kQwenExperts{"mlp.experts.",
+                                   {{{"gate_proj.weight", "ffn_gate_exps.weight"},
+                                     {"up_proj.weight", "ffn_up_exps.weight"},
+                                     {"down_proj.weight", "ffn_down_exps.weight"}}},
+                                   {"num_local_experts", "num_experts"}};
+
+constexpr Key kQwen2MoeKeys[] = {
+    {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32},
+    {"expert_shared_feed_forward_length", {"shared_expert_intermediate_size", ""}, KeyType::u32},
+};
+constexpr Key kQwen3MoeKeys[] = {
+    {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32}};
+constexpr Key kGraniteKeys[] = {
+    {"attention.scale", {"attention_multiplier", ""}, KeyType::f32},
+    {"embedding_scale", {"embedding_multiplier", ""}, KeyType::f32},
+    {"residual_scale", {"residual_multiplier", ""}, KeyType::f32},
+    {"logit_scale", {"logits_scaling", ""}, KeyType::f32},
+};
+
+using S70 = GgufArch::Size70B;
+using HD = GgufArch::HeadDimKeys;
+// One row per Hugging Face class: class, architecture, Q/K permuted, 70B rule, llama keys,
+// head_dim keys, names, experts, keys, imported.
+const GgufArch kArchs[] = {
+    {"LlamaForCausalLM",
+     "llama",
+     true,
+     S70::at_80_layers_with_gqa,
+     true,
+     HD::always,
+     {},
+     {},
+     {},
+     true},
+    {"MistralForCausalLM",
+     "llama",
+     true,
+     S70::at_80_layers_with_gqa,
+     true,
+     HD::always,
+     {},
+     {},
+     {},
+     true},
+    {"MixtralForCausalLM",
+     "llama",
+     true,
+     S70::at_80_layers_with_gqa,
+     true,
+     HD::when_in_config,
+     kMixtralNames,
+     kMixtralExperts,
+     {},
+     false},
+    {"Qwen2ForCausalLM",
+     "qwen2",
+     false,
+     S70::at_80_layers,
+     false,
+     HD::when_in_config,
+     {},
+     {},
+     {},
+     true},
+    {"Qwen2MoeForCausalLM", "qwen2moe", false, S70::never, false, HD::when_in_config,
+     kQwen2MoeNames, kQwenExperts, kQwen2MoeKeys, false},
+    {"Qwen3ForCausalLM", "qwen3", false, S70::never, false, HD::always, {}, {}, {}, true},
+    {"Qwen3MoeForCausalLM", "qwen3moe", false, S70::never, false, HD::always, kQwen3MoeNames,
+     kQwenExperts, kQwen3MoeKeys, false},
+    {"Olmo2ForCausalLM",
+     "olmo2",
+     false,
+     S70::never,
+     false,
+     HD::when_in_config,
+     kOlmo2Names,
+     {},
+     {},
+     false},
+    {"GraniteForCausalLM",
+     "granite",
+     true,
+     S70::never,
+     true,
+     HD::when_in_config,
+     {},
+     {},
+     kGraniteKeys,
+     false},
 };
 
 // Per-layer tensors: the part after "model.layers.N." and the part after "blk.N.".
-constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+constexpr GgufNamePair kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -41,7 +152,7 @@ constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
-constexpr std::pair<std::string_view, std::string_view> kModelNames[] = {
+constexpr GgufNamePair kModelNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
@@ -79,6 +190,48 @@ uint32_t u32(uint64_t v, const char* key) {
   return static_cast<uint32_t>(v);
 }
 
+// transformers 5's rope_parameters (the full-attention layers' where each kind has its own).
+std::optional<simdjson::dom::object> rope_parameters(const JsonDoc& doc) {
+  simdjson::dom::object o, full;
+  if (doc.root()["rope_parameters"].get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
+  if (o["full_attention"].get_object().get(full) == simdjson::SUCCESS) return full;
+  return o;
+}
+
+// Key `k` of config.json, when it has one of its names.
+std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch,
+                                       const GgufConfigKey& k) {
+  for (std::string_view json : k.json) {
+    if (json.empty()) continue;
+    const std::string key(json);
+    const std::optional<double> v = number(doc, key.c_str());
+    if (!v) continue;
+    const std::string name = fmt::format("{}.{}", arch, k.key);
+    if (k.type == GgufConfigKey::Type::f32)
+      return GgufKeyValue{name, gguf_f32(static_cast<float>(*v))};
+    const std::optional<uint64_t> whole = doc.optional_uint(key.c_str());
+    if (!whole) doc.fail(key.c_str(), fmt::format("{} is not a non-negative integer", key));
+    return GgufKeyValue{name, gguf_u32(u32(*whole, key.c_str()))};
+  }
+  return std::nullopt;
+}
+
+// The expert part `part` (after "model.layers.N.") of a mixture-of-experts layer names: its
+// stacked tensor and expert.
+std::optional<GgufName> expert_name(const GgufArch& arch, const HfConfig& c, uint64_t layer,
+                                    std::string_view part) {
+  if (!arch.experts || !part.starts_with(arch.experts->prefix)) return std::nullopt;
+  const std::string_view rest = part.substr(arch.experts->prefix.size());
+  uint64_t expert = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
+  if (ec != std::errc() || end == rest.data() || *end != '.' || expert >= c.experts)
+    return std::nullopt;
+  const std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+  for (const auto& [hf, gguf] : arch.experts->parts)
+    if (what == hf) return GgufName{fmt::format("blk.{}.{}", layer, gguf), 0, expert};
+  return std::nullopt;
+}
+
 }  // namespace
 
 const GgufArch& gguf_arch_for(std::string_view hf_class) {
@@ -106,10 +259,11 @@ bool GgufArch::is_70b(const HfConfig& c) const {
 
 const GgufArch& gguf_arch_named(std::string_view name) {
   for (const GgufArch& a : kArchs)
-    if (a.name == name) return a;
+    if (a.imported && a.name == name) return a;
   std::vector<std::string_view> known;
   for (const GgufArch& a : kArchs)
-    if (std::find(known.begin(), known.end(), a.name) == known.end()) known.push_back(a.name);
+    if (a.imported && std::find(known.begin(), known.end(), a.name) == known.end())
+      known.push_back(a.name);
   throw Error(
       ErrorCode::unsupported, Rule::none, "general.architecture", std::nullopt,
       fmt::format("GGUF architecture {} is not imported to a Hugging Face folder; these are: {}",
@@ -137,6 +291,14 @@ HfConfig parse_hf_names(std::string_view json, const std::string& source) {
              fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
                          c.kv_heads, c.heads));
   c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
+  if (const std::optional<GgufExperts>& e = gguf_arch_for(c.hf_class).experts) {
+    for (std::string_view key : e->count)
+      if (!key.empty() && !c.experts)
+        c.experts = doc.optional_uint(std::string(key).c_str()).value_or(0);
+    if (c.experts == 0 || c.experts > kMaxGgufExperts)
+      doc.fail(std::string(e->count[0]).c_str(),
+               fmt::format("{} is not between 1 and {}", e->count[0], kMaxGgufExperts));
+  }
   return c;
 }
 
@@ -145,7 +307,9 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   const JsonDoc doc(json, source, Rule::model);
   c.hidden_size = doc.required_uint("hidden_size");
   c.intermediate_size = doc.required_uint("intermediate_size");
-  c.head_dim = doc.optional_uint("head_dim").value_or(c.hidden_size / c.heads);
+  const std::optional<uint64_t> head_dim = doc.optional_uint("head_dim");
+  c.head_dim_in_config = head_dim.has_value();
+  c.head_dim = head_dim.value_or(c.hidden_size / c.heads);
   if (c.head_dim == 0 || c.head_dim % 2 != 0)
     doc.fail("head_dim", fmt::format("head_dim {} is not even", c.head_dim));
   c.context_length = doc.required_uint("max_position_embeddings");
@@ -155,12 +319,24 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
                                        kMaxGgufVocabulary));
   if (c.hidden_size == 0) doc.fail("hidden_size", "hidden_size is 0");
   c.rope_theta = number(doc, "rope_theta");
+  if (!c.rope_theta)  // transformers 5 keeps it with the scaling, per kind of layer where they
+                      // differ
+    if (const std::optional<simdjson::dom::object> rope = rope_parameters(doc)) {
+      double theta;
+      if ((*rope)["rope_theta"].get_double().get(theta) == simdjson::SUCCESS) c.rope_theta = theta;
+    }
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
   c.rope_scaling = parse_rope_scaling(doc, source);
+  const GgufArch& arch = gguf_arch_for(c.hf_class);
+  for (std::span<const GgufConfigKey> keys :
+       {std::span<const GgufConfigKey>(kCommonKeys), arch.keys})
+    for (const GgufConfigKey& k : keys)
+      if (std::optional<GgufKeyValue> kv = config_key(doc, arch.name, k))
+        c.keys.push_back(std::move(*kv));
   if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && gguf_arch_for(c.hf_class).name != "llama")
     throw Error(
         ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
@@ -182,11 +358,16 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
       {a + ".attention.head_count", gguf_u32(u32(c.heads, "num_attention_heads"))},
       {a + ".attention.head_count_kv", gguf_u32(u32(c.kv_heads, "num_key_value_heads"))},
       {a + ".attention.layer_norm_rms_epsilon", gguf_f32(static_cast<float>(c.rms_norm_eps))},
-      {a + ".rope.dimension_count", gguf_u32(u32(c.head_dim, "head_dim"))},
-      {a + ".attention.key_length", gguf_u32(u32(c.head_dim, "head_dim"))},
-      {a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))},
-      {a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))},
   };
+  if (arch.llama_keys) {
+    kv.push_back({a + ".rope.dimension_count", gguf_u32(u32(c.head_dim, "head_dim"))});
+    kv.push_back({a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))});
+  }
+  if (arch.head_dim_keys == GgufArch::HeadDimKeys::always || c.head_dim_in_config) {
+    kv.push_back({a + ".attention.key_length", gguf_u32(u32(c.head_dim, "head_dim"))});
+    kv.push_back({a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))});
+  }
+  kv.insert(kv.end(), c.keys.begin(), c.keys.end());
   if (c.rope_theta)
     kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
   for (GgufKeyValue& k : rope_scaling_keys(a, c.rope_scaling)) kv.push_back(std::move(k));
@@ -199,7 +380,7 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
     if (hf_name == hf) {
       if (hf_name == "lm_head.weight" && c.tie_word_embeddings)
         return std::nullopt;  // llama.cpp reuses token_embd
-      return GgufName{std::string(gguf), 0};
+      return GgufName{std::string(gguf), 0, std::nullopt};
     }
   constexpr std::string_view kLayers = "model.layers.";
   if (hf_name.starts_with(kLayers)) {
@@ -209,13 +390,16 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
     if (ec == std::errc() && end != rest.data() && *end == '.' && layer < c.layers) {
       const std::string_view part = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
       if (part == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed by llama.cpp
-      for (const auto& [hf, gguf] : kLayerNames)
-        if (part == hf) {
-          uint64_t heads = 0;
-          if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
-          if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
-          return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads};
-        }
+      if (std::optional<GgufName> expert = expert_name(arch, c, layer, part)) return expert;
+      for (std::span<const GgufNamePair> names :
+           {arch.layer_names, std::span<const GgufNamePair>(kLayerNames)})
+        for (const auto& [hf, gguf] : names)
+          if (part == hf) {
+            uint64_t heads = 0;
+            if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
+            if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
+            return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads, std::nullopt};
+          }
     }
   }
   throw Error(
@@ -231,8 +415,18 @@ std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch
       out.emplace_back(std::move(hf), std::move(*g));
   };
   for (const auto& [hf, gguf] : kModelNames) add(std::string(hf));
-  for (uint64_t layer = 0; layer < c.layers; ++layer)
-    for (const auto& [hf, gguf] : kLayerNames) add(fmt::format("model.layers.{}.{}", layer, hf));
+  for (uint64_t layer = 0; layer < c.layers; ++layer) {
+    for (const auto& [hf, gguf] : arch.layer_names)
+      add(fmt::format("model.layers.{}.{}", layer, hf));
+    for (const auto& [hf, gguf] : kLayerNames)
+      if (std::none_of(arch.layer_names.begin(), arch.layer_names.end(),
+                       [&](const GgufNamePair& own) { return own.first == hf; }))
+        add(fmt::format("model.layers.{}.{}", layer, hf));
+    if (arch.experts)
+      for (uint64_t e = 0; e < c.experts; ++e)
+        for (const auto& [hf, gguf] : arch.experts->parts)
+          add(fmt::format("model.layers.{}.{}{}.{}", layer, arch.experts->prefix, e, hf));
+  }
   return out;
 }
 

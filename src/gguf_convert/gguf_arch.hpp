@@ -3,8 +3,10 @@
 // config.json keys become which GGUF keys (with the exact types llama.cpp checks).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,8 +19,29 @@ namespace tlio::detail {
 /// The largest vocabulary exported (config.json's vocab_size): every token is a string held
 /// while the header is laid out. The largest real vocabularies have about 2^18 tokens.
 inline constexpr uint64_t kMaxGgufVocabulary = uint64_t{1} << 22;
+/// The most experts per layer exported (DeepSeek-V3 and Kimi K2 have 256 and 384).
+inline constexpr uint64_t kMaxGgufExperts = 4096;
 
 struct HfConfig;
+
+/// A Hugging Face name (the part after "model.layers.N.") and its GGUF name (after "blk.N.").
+using GgufNamePair = std::pair<std::string_view, std::string_view>;
+
+/// A config.json number written as a GGUF key ({arch}.`key`) when config.json has it (the first
+/// of `json` that is there), as llama.cpp's converter writes it.
+struct GgufConfigKey {
+  std::string_view key;
+  std::array<std::string_view, 2> json;  ///< "" for none
+  enum class Type : uint8_t { u32, f32 } type;
+};
+
+/// The experts of a mixture-of-experts layer, as Hugging Face names them one by one
+/// ("`prefix`E.`part`") and as ggml stacks them: one 3-D tensor per part, expert 0 first.
+struct GgufExperts {
+  std::string_view prefix;                ///< "mlp.experts."
+  std::array<GgufNamePair, 3> parts;      ///< {"gate_proj.weight", "ffn_gate_exps.weight"}, ...
+  std::array<std::string_view, 2> count;  ///< config.json's expert count key(s)
+};
 
 struct GgufArch {
   std::string_view hf_class;  ///< config.json "architectures"[0]
@@ -30,14 +53,27 @@ struct GgufArch {
   /// more bits: 80 layers, or 80 layers with grouped-query attention (the llama family: 65B has
   /// none).
   enum class Size70B : uint8_t { never, at_80_layers, at_80_layers_with_gqa } size_70b;
+  /// {arch}.vocab_size and {arch}.rope.dimension_count: written by the converter's llama
+  /// family (and its heirs) only.
+  bool llama_keys;
+  /// {arch}.attention.key_length and .value_length: the converter writes them where the
+  /// transformers config has a head_dim, which its class fills in for some architectures
+  /// (always) and takes from config.json for the others (when config.json has one).
+  enum class HeadDimKeys : uint8_t { always, when_in_config } head_dim_keys;
+  /// Names of this architecture, tried before the common ones (Olmo2's post-norms).
+  std::span<const GgufNamePair> layer_names;
+  std::optional<GgufExperts> experts;
+  std::span<const GgufConfigKey> keys;  ///< hyperparameters of this architecture alone
+  /// Imported back to a Hugging Face folder (tlio convert X.gguf DIR).
+  bool imported;
 
   bool is_70b(const HfConfig& c) const;
 };
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
-/// The first entry writing general.architecture `name` (llama: LlamaForCausalLM);
-/// Error{unsupported} naming it and listing those there are.
+/// The first imported entry writing general.architecture `name` (llama: LlamaForCausalLM);
+/// Error{unsupported} naming it and listing those imported.
 const GgufArch& gguf_arch_named(std::string_view name);
 
 /// What the export needs from config.json.
@@ -46,6 +82,9 @@ struct HfConfig {
   uint64_t hidden_size = 0, intermediate_size = 0, layers = 0, heads = 0, kv_heads = 0,
            head_dim = 0;
   uint64_t context_length = 0, vocab_size = 0;
+  uint64_t experts = 0;  ///< routed experts per layer (0: none)
+  bool head_dim_in_config = false;
+  std::vector<GgufKeyValue> keys;  ///< the architecture's own keys config.json has (GgufConfigKey)
   std::optional<double> rope_theta;
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
@@ -69,6 +108,7 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
 struct GgufName {
   std::string name;
   uint64_t permute_heads = 0;
+  std::optional<uint64_t> expert;  ///< the expert whose part of the stacked `name` this is
 };
 std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
                                       std::string_view hf_name);

@@ -40,15 +40,20 @@ namespace {
 constexpr uint64_t kPieceValues = uint64_t{1} << 22;
 constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 
-struct PlannedTensor {
+// One source tensor of a GGUF tensor: the tensor itself, or one expert of a stacked one.
+struct SourcePart {
   const File* file;
-  const TensorInfo* info;       // null for a tensor made here (rope_freqs.weight)
-  detail::GgufTensorDecl decl;  // type F32 until choose_types
-  uint64_t permute_heads = 0;
-  bool weight = false;      // takes the type asked for (not a norm, bias or other 1-D tensor)
-  std::vector<float> made;  // the values of a tensor made here, written as F32
+  const TensorInfo* info;
   // A quantized weight (info: its logical name and shape, F32 as decoded).
   const QuantizedWeight* quantized = nullptr;
+};
+
+struct PlannedTensor {
+  std::vector<SourcePart> parts;  // none for a tensor made here (rope_freqs.weight)
+  detail::GgufTensorDecl decl;    // type F32 until choose_types
+  uint64_t permute_heads = 0;
+  bool weight = false;      // takes the type asked for (not a norm, bias, router or 1-D tensor)
+  std::vector<float> made;  // the values of a tensor made here, written as F32
 };
 
 // llama.cpp's general.file_type (llama_ftype) of a model whose weights are all of type `t`
@@ -122,12 +127,17 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
                 fmt::format("{} has {} rows, not {} heads of an even size", t.name, t.shape[0],
                             name.permute_heads),
                 f.name());
-  PlannedTensor p{&f, &t,     {name.name, ggml_id(GgmlTypeId::F32), {}}, name.permute_heads, false,
-                  {}, nullptr};
+  PlannedTensor p{{{&f, &t, nullptr}},
+                  {name.name, ggml_id(GgmlTypeId::F32), {}},
+                  name.permute_heads,
+                  false,
+                  {}};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
   std::reverse(p.decl.ne.begin(), p.decl.ne.end());
-  p.weight =
-      t.shape.size() == 2 && name.name.ends_with(".weight") && !name.name.ends_with("_norm.weight");
+  // Routers stay F32, as llama.cpp's converter and llama-quantize keep them.
+  p.weight = t.shape.size() == 2 && name.name.ends_with(".weight") &&
+             !name.name.ends_with("_norm.weight") && !name.name.ends_with(".ffn_gate_inp.weight") &&
+             !name.name.ends_with(".ffn_gate_inp_shexp.weight");
   if (p.decl.name == "token_embd.weight" &&
       (t.shape.size() != 2 || t.shape[0] != c.vocab_size || t.shape[1] != c.hidden_size))
     throw Error(
@@ -171,10 +181,11 @@ struct PiecePass {
 
 // A quantized weight's piece: each row decoded to F32 and encoded, rows spread over every core
 // (the decoder is made for this tensor alone: every weight's at once would hold all their scales).
-uint64_t write_decoded_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
-                              const std::function<void(uint64_t)>& piece_done) {
-  const QuantizedReader decoded(pass.files, *p.quantized);
-  const uint64_t rows = p.info->shape[0], cols = p.info->shape.back();
+uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part,
+                            detail::GgufWriter& writer, PiecePass& pass,
+                            const std::function<void(uint64_t)>& piece_done) {
+  const QuantizedReader decoded(pass.files, *part.quantized);
+  const uint64_t rows = part.info->shape[0], cols = part.info->shape.back();
   const uint64_t hd = p.permute_heads ? rows / p.permute_heads : 0;  // checked when planned
   const GgmlType type = *ggml_type(p.decl.type);
   const uint64_t row_bytes = cols / type.block * type.block_bytes,
@@ -195,21 +206,17 @@ uint64_t write_decoded_tensor(const PlannedTensor& p, detail::GgufWriter& writer
     writer.append(pass.encoded);
     piece_done(n * cols);
   }
-  return p.quantized->stored_bytes;
+  return part.quantized->stored_bytes;
 }
 
-// Writes tensor `p` through `writer` in pieces of whole rows (whole heads where its rows are
-// permuted): each row converted to F32, put in its place and encoded, rows spread over every
-// core, read straight from the file's mapping (a copy of the piece from other stores). Calls
-// `piece_done` with each piece's values; returns the bytes read.
-uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
-                      const std::function<void(uint64_t)>& piece_done) {
-  if (!p.info) {
-    writer.append(std::as_bytes(std::span(p.made)));
-    return 0;
-  }
-  if (p.quantized) return write_decoded_tensor(p, writer, pass, piece_done);
-  const TensorInfo& t = *p.info;
+// Writes `part` of tensor `p` through `writer` in pieces of whole rows (whole heads where its
+// rows are permuted): each row converted to F32, put in its place and encoded, rows spread over
+// every core, read straight from the file's mapping (a copy of the piece from other stores).
+// Calls `piece_done` with each piece's values; returns the bytes read.
+uint64_t write_part(const PlannedTensor& p, const SourcePart& part, detail::GgufWriter& writer,
+                    PiecePass& pass, const std::function<void(uint64_t)>& piece_done) {
+  if (part.quantized) return write_decoded_part(p, part, writer, pass, piece_done);
+  const TensorInfo& t = *part.info;
   // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
   // shape[0]'s either way: a bias's values are its rows.
   const bool matrix = t.shape.size() == 2;
@@ -218,7 +225,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
   const GgmlType type = *ggml_type(p.decl.type);
   const uint64_t row_bytes = cols / type.block * type.block_bytes,
                  in_row = cols * dtype_bits(t.dtype) / 8;
-  const std::span<const std::byte> mapped = p.file->mapped_data();
+  const std::span<const std::byte> mapped = part.file->mapped_data();
   const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
   uint64_t read = 0;
   for (uint64_t r = 0; r < rows; r += step) {
@@ -229,7 +236,7 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     } else {
       std::vector<SliceIndex> range;
       if (matrix) range.push_back(SliceIndex::range(r, r + n));
-      pass.raw = p.file->read_slice(t.name, range);
+      pass.raw = part.file->read_slice(t.name, range);
       raw = pass.raw;
     }
     pass.encoded.resize(n * row_bytes);
@@ -254,6 +261,16 @@ uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PieceP
     read += raw.size();
     piece_done(n * cols);
   }
+  return read;
+}
+
+// Tensor `p`: its parts one after another (a stacked tensor's experts in order), or the values
+// made here.
+uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
+                      const std::function<void(uint64_t)>& piece_done) {
+  if (p.parts.empty()) writer.append(std::as_bytes(std::span(p.made)));
+  uint64_t read = 0;
+  for (const SourcePart& part : p.parts) read += write_part(p, part, writer, pass, piece_done);
   return read;
 }
 
@@ -294,7 +311,8 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
                   where.name_of("tokenizer.model"));
     const detail::SentencePieceModel model = detail::parse_sentencepiece(
         std::as_bytes(std::span(*spm)), where.name_of("tokenizer.model"));
-    return detail::gguf_spm_tokenizer(model, where.name_of("tokenizer.model"), config, c);
+    return detail::gguf_spm_tokenizer(model, where.name_of("tokenizer.model"), config, c,
+                                      where.exists("tokenizer.json"));
   }
   const std::optional<std::string> json = where.read_text("tokenizer.json");
   if (!json)
@@ -305,8 +323,89 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
         where.name());
   if (const auto spm = detail::sentencepiece_of_tokenizer_json(
           *json, where.name_of("tokenizer.json"), c.vocab_size))
-    return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c);
+    return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c, true);
   return detail::gguf_tokenizer(*json, where.name_of("tokenizer.json"), config, c);
+}
+
+// The tensors in the order llama.cpp's converter writes them: Llama 3's RoPE factors first, then
+// the files' tensors in order, each expert stack where its last part comes.
+struct ExportPlan {
+  std::deque<TensorInfo> logical;  // quantized weights' TensorInfo, F32 as they are read
+  std::vector<PlannedTensor> tensors;
+};
+
+ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
+                       const detail::HfConfig& c) {
+  ExportPlan out;
+  if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {
+    PlannedTensor freqs{
+        {}, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}};
+    freqs.made = detail::llama3_rope_factors(
+        c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
+    out.tensors.push_back(std::move(freqs));
+  }
+  // Quantized weights (bitsandbytes, FP8, GPTQ, ...: every form tlio decodes; one it does not is
+  // refused by name) are planned under their logical names where their first part lies.
+  std::map<std::string_view, const QuantizedWeight*> first_part;
+  std::set<std::string_view> stored;
+  for (const QuantizedWeight& w : model.quantized()) {
+    first_part.emplace(w.stored.front(), &w);
+    stored.insert(w.stored.begin(), w.stored.end());
+  }
+  std::map<std::string, std::pair<PlannedTensor, uint64_t>> stacks;  // by name: parts so far
+  for (const File& f : model.files())
+    for (const TensorInfo& t : f.tensors()) {
+      const TensorInfo* info = &t;
+      const QuantizedWeight* quantized = nullptr;
+      if (stored.contains(t.name)) {
+        const auto w = first_part.find(t.name);
+        if (w == first_part.end()) continue;
+        quantized = w->second;
+        TensorInfo& li = out.logical.emplace_back();
+        li.name = quantized->name;
+        li.dtype = Dtype::F32;
+        li.shape = quantized->shape;
+        info = &li;
+      }
+      const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, info->name);
+      if (!name) continue;
+      PlannedTensor one = plan_tensor(f, *info, *name, c);
+      one.parts.front().quantized = quantized;
+      if (!name->expert) {
+        out.tensors.push_back(std::move(one));
+        continue;
+      }
+      auto& [stack, have] = stacks[name->name];
+      if (stack.parts.empty()) {
+        stack = one;
+        stack.parts.assign(c.experts, SourcePart{nullptr, nullptr, nullptr});
+        stack.decl.ne.push_back(c.experts);
+      } else if (!std::equal(one.decl.ne.begin(), one.decl.ne.end(), stack.decl.ne.begin())) {
+        throw Error(ErrorCode::format, Rule::model, info->name, std::nullopt,
+                    fmt::format("{} is [{}], unlike the other experts of {}", info->name,
+                                fmt::join(info->shape, ", "), name->name),
+                    f.name());
+      }
+      SourcePart& part = stack.parts[*name->expert];
+      if (part.info)
+        throw Error(ErrorCode::format, Rule::model, info->name, std::nullopt,
+                    fmt::format("{} appears twice", info->name), f.name());
+      part = one.parts.front();
+      if (++have == c.experts) {
+        out.tensors.push_back(std::move(stack));
+        stacks.erase(name->name);
+      }
+    }
+  if (!stacks.empty()) {
+    const auto& [name, stack] = *stacks.begin();
+    const auto missing = std::find_if(stack.first.parts.begin(), stack.first.parts.end(),
+                                      [](const SourcePart& p) { return !p.info; });
+    throw Error(ErrorCode::format, Rule::model, name, std::nullopt,
+                fmt::format("{} lacks expert {} of {}: every expert of a layer is stacked into it",
+                            name, missing - stack.first.parts.begin(), c.experts),
+                model.name());
+  }
+  return out;
 }
 
 }  // namespace
@@ -343,48 +442,19 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   const detail::HfConfig c =
       detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
   const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
+  if (asked.mix && c.experts)
+    throw Error(
+        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+        fmt::format("the mix {} is not made for mixtures of experts yet (llama-quantize gives "
+                    "their layers other types); a plain type is",
+                    options.type),
+        where.name());
 
   // The plan: every tensor's GGUF name, type and dimensions, in file order.
   GgufExportReport report;
   report.architecture = std::string(arch.name);
-  std::vector<PlannedTensor> plan;
-  if (c.rope_scaling.kind ==
-      detail::RopeScaling::Kind::llama3) {  // first, as llama.cpp's converter writes it
-    PlannedTensor freqs{
-        nullptr, nullptr, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false,
-        {},      nullptr};
-    freqs.made = detail::llama3_rope_factors(
-        c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
-    plan.push_back(std::move(freqs));
-  }
-  // Quantized weights (bitsandbytes, FP8, GPTQ, ...: every form tlio decodes; one it does not is
-  // refused by name) are planned under their logical names where their first part lies.
-  std::map<std::string_view, const QuantizedWeight*> first_part;
-  std::set<std::string_view> parts;
-  for (const QuantizedWeight& w : model.quantized()) {
-    first_part.emplace(w.stored.front(), &w);
-    parts.insert(w.stored.begin(), w.stored.end());
-  }
-  std::deque<TensorInfo> logical;  // the quantized weights' TensorInfo, F32 as they are read
-  for (const File& f : model.files())
-    for (const TensorInfo& t : f.tensors()) {
-      const TensorInfo* info = &t;
-      const QuantizedWeight* quantized = nullptr;
-      if (parts.contains(t.name)) {
-        const auto w = first_part.find(t.name);
-        if (w == first_part.end()) continue;
-        quantized = w->second;
-        TensorInfo& li = logical.emplace_back();
-        li.name = quantized->name;
-        li.dtype = Dtype::F32;
-        li.shape = quantized->shape;
-        info = &li;
-      }
-      const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, info->name);
-      if (!name) continue;
-      plan.push_back(plan_tensor(f, *info, *name, c));
-      plan.back().quantized = quantized;
-    }
+  ExportPlan planned = plan_export(model, arch, c);
+  std::vector<PlannedTensor>& plan = planned.tensors;
   if (std::none_of(plan.begin(), plan.end(),
                    [](const PlannedTensor& p) { return p.decl.name == "token_embd.weight"; }))
     throw Error(ErrorCode::format, Rule::model, "model.embed_tokens.weight", std::nullopt,
@@ -392,22 +462,17 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
                 model.name());
   choose_types(plan, asked, arch, c, report);
   std::map<std::string, size_t> counts;
-  bool quantized = false;
-  for (const PlannedTensor& p : plan) {
-    quantized |= !ggml_plain_dtype(p.decl.type);
-    ++counts[std::string(ggml_type(p.decl.type)->name)];
-  }
+  for (const PlannedTensor& p : plan) ++counts[std::string(ggml_type(p.decl.type)->name)];
   for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
 
   std::vector<GgufKeyValue> metadata = {
       {"general.architecture", detail::gguf_string(std::string(arch.name))},
       {"general.type", detail::gguf_string("model")},
       {"general.name", detail::gguf_string(folder_name(model_dir))},
-      {"general.alignment", detail::gguf_u32(static_cast<uint32_t>(kDefaultGgufAlignment))},
       {"general.file_type", detail::gguf_u32(asked.file_type)},
   };
-  if (quantized)
-    metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
+  // Written whatever the types, as llama.cpp's converter writes it.
+  metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
   for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));
   for (GgufKeyValue& kv : tokenizer_keys(where, c)) metadata.push_back(std::move(kv));
 
@@ -431,7 +496,8 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
                                                            std::move(decls)));
     report.files.push_back(name);
   }
-  for (const PlannedTensor& p : plan) total += p.info ? p.info->element_count() : 0;
+  for (const PlannedTensor& p : plan)
+    for (const SourcePart& part : p.parts) total += part.info->element_count();
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
   PiecePass pass{detail::thread_count(detail::configured_threads()), model.files(), {}, {}};

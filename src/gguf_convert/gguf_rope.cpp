@@ -38,8 +38,14 @@ std::optional<double> member_number(simdjson::dom::object o, const JsonDoc& doc,
 
 RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   RopeScaling r;
-  const auto member = doc.root()["rope_scaling"];
-  if (member.error() || member.is_null()) return r;
+  simdjson::dom::element member;
+  if (doc.root()["rope_scaling"].get(member) != simdjson::SUCCESS || member.is_null()) {
+    // transformers 5 writes rope_parameters (with rope_theta; per kind of layer where they differ)
+    if (doc.root()["rope_parameters"].get(member) != simdjson::SUCCESS || member.is_null())
+      return r;
+    simdjson::dom::element full;
+    if (member["full_attention"].get(full) == simdjson::SUCCESS) member = full;
+  }
   simdjson::dom::object o;
   if (member.get_object().get(o) != simdjson::SUCCESS)
     doc.fail("rope_scaling", "rope_scaling is not an object");
@@ -78,6 +84,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   for (const auto [key, value] : o) {
     (void)value;
     const bool known = key == "rope_type" || key == "type" || key == "factor" ||
+                       key == "rope_theta" ||
                        (r.kind == RopeScaling::Kind::llama3 &&
                         (key == "low_freq_factor" || key == "high_freq_factor" ||
                          key == "original_max_position_embeddings"));

@@ -28,7 +28,8 @@ inline constexpr double kDefaultRopeTheta = 10000.0;
 /// The generated tensor llama3 scaling writes.
 inline constexpr std::string_view kRopeFreqsName = "rope_freqs.weight";
 
-/// config.json's rope_scaling (absent, null, or "default": none). A kind (YaRN, dynamic, ...)
+/// config.json's rope_scaling, or transformers 5's rope_parameters (absent, null, or "default":
+/// none). A kind (YaRN, dynamic, ...)
 /// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.
 RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source);
 

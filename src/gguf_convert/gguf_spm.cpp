@@ -271,7 +271,7 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
 std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
                                              const std::string& source,
                                              const std::optional<std::string>& tokenizer_config,
-                                             const HfConfig& c) {
+                                             const HfConfig& c, bool named_unknown) {
   const uint64_t n = c.vocab_size;
   std::vector<std::string> tokens(n);
   std::vector<float> scores(n, -10000.0f);
@@ -329,15 +329,16 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
       {"tokenizer.ggml.token_type", gguf_i32s(types)},
   };
   for (const auto& [key, id] : ids) {
-    if (!id) continue;
+    if (!id || (!named_unknown && std::string_view(key) == "unknown_token_id" && *id == 0))
+      continue;
     if (*id >= n)
       throw Error(ErrorCode::format, Rule::model, key, std::nullopt,
                   fmt::format("{} {} is past config.json's vocab_size {}", key, *id, n), source);
     kv.push_back({fmt::format("tokenizer.ggml.{}", key), gguf_u32(static_cast<uint32_t>(*id))});
   }
   kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(s.add_bos.value_or(true))});
-  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(s.add_eos.value_or(false))});
-  kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(model.add_dummy_prefix)});
+  if (s.add_eos) kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(*s.add_eos)});
+  if (!model.add_dummy_prefix) kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(false)});
   if (s.chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*s.chat_template)});
   return kv;
 }

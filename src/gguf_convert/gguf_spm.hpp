@@ -52,9 +52,12 @@ std::optional<SentencePieceModel> sentencepiece_of_tokenizer_json(std::string_vi
 /// llama.cpp's converter reads them), tokenizer_config.json's added_tokens_decoder (control when
 /// special, user-defined else, score -1000), BOS/EOS/UNK/padding ids by their text, add_bos
 /// (true unless tokenizer_config.json says otherwise), add_eos, add_space_prefix, chat_template.
+/// Keys holding llama.cpp's defaults are left out where its converter leaves them out: add_eos
+/// unless tokenizer_config.json says, add_space_prefix when true, and an unknown token of id 0
+/// where the converter cannot name it (no tokenizer.json: `named_unknown` false).
 std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
                                              const std::string& source,
                                              const std::optional<std::string>& tokenizer_config,
-                                             const HfConfig& c);
+                                             const HfConfig& c, bool named_unknown);
 
 }  // namespace tlio::detail

@@ -94,9 +94,15 @@ std::optional<Vocabulary> vocabulary_of(const GgufFile& f) {
 }
 
 // The token id under `key`, when it is one of the vocabulary's.
+// A SentencePiece ("llama") vocabulary without an unknown token id has llama.cpp's default, 0
+// (llama.cpp's converter leaves the key out where it cannot name the token).
 std::optional<uint64_t> token_id(const GgufFile& f, const char* key, size_t vocabulary) {
   const GgufValue* v = f.find(key);
-  const std::optional<uint64_t> id = v ? v->as_uint() : std::nullopt;
+  std::optional<uint64_t> id = v ? v->as_uint() : std::nullopt;
+  const GgufValue* model = f.find("tokenizer.ggml.model");
+  if (!v && std::string_view(key) == "tokenizer.ggml.unknown_token_id" && model &&
+      model->as_string() && *model->as_string() == "llama")
+    id = 0;
   return id && *id < vocabulary ? id : std::nullopt;
 }
 

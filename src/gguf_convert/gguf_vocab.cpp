@@ -209,7 +209,7 @@ std::vector<GgufKeyValue> gguf_tokenizer(std::string_view tokenizer_json, const 
   if (eos) kv.push_back({"tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*eos))});
   if (pad) kv.push_back({"tokenizer.ggml.padding_token_id", gguf_u32(static_cast<uint32_t>(*pad))});
   kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(*add_bos)});
-  kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(add_eos.value_or(false))});
+  if (add_eos) kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(*add_eos)});
   if (chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*chat_template)});
   return kv;
 }

@@ -46,8 +46,8 @@ std::map<std::string, GgufName, std::less<>> gguf_names(const Weights& folder) {
   std::map<std::string, GgufName, std::less<>> out;
   for (const std::string& name : folder.value_names()) {
     try {
-      if (std::optional<GgufName> g = gguf_name_for(arch, c, name))
-        out.emplace(name, std::move(*g));
+      std::optional<GgufName> g = gguf_name_for(arch, c, name);
+      if (g && !g->expert) out.emplace(name, std::move(*g));  // an expert is part of a stack
     } catch (const Error& e) {
       if (e.code() != ErrorCode::unsupported) throw;  // a name the table does not know: unpaired
     }

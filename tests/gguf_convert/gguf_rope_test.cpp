@@ -30,6 +30,34 @@ std::string refusal(const std::string& scaling) {
   return {};
 }
 
+TEST(GgufRope, ReadsTransformers5RopeParameters) {
+  // transformers 5 writes rope_parameters (rope_theta with the scaling; per kind of layer where
+  // they differ, the full-attention layers' being what llama.cpp's keys hold); rope_scaling, where
+  // a config has it, comes first.
+  const auto from = [](const std::string& json) {
+    return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json");
+  };
+  EXPECT_EQ(from(R"({"rope_parameters": {"rope_theta": 1e6, "rope_type": "default"}})").kind,
+            RopeScaling::Kind::none);
+  const RopeScaling llama3 =
+      from(R"({"rope_parameters": {"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0,)"
+           R"( "low_freq_factor": 1.0, "high_freq_factor": 4.0,)"
+           R"( "original_max_position_embeddings": 8192}})");
+  EXPECT_EQ(llama3.kind, RopeScaling::Kind::llama3);
+  EXPECT_EQ(llama3.factor, 8.0);
+  EXPECT_EQ(llama3.original_context, 8192u);
+  const RopeScaling per_kind = from(
+      R"({"rope_parameters": {"full_attention": {"rope_theta": 1e6, "rope_type": "linear",)"
+      R"( "factor": 8.0}, "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}}})");
+  EXPECT_EQ(per_kind.kind, RopeScaling::Kind::linear);
+  EXPECT_EQ(per_kind.factor, 8.0);
+  EXPECT_EQ(from(R"({"rope_scaling": {"rope_type": "linear", "factor": 2},)"
+                 R"( "rope_parameters": {"rope_type": "default"}})")
+                .factor,
+            2.0);
+  EXPECT_THROW(from(R"({"rope_parameters": {"rope_type": "yarn", "factor": 4}})"), Error);
+}
+
 TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
   EXPECT_EQ(parsed("null").kind, RopeScaling::Kind::none);
   EXPECT_EQ(parsed("{\"rope_type\": \"default\"}").kind, RopeScaling::Kind::none);

@@ -1,0 +1,65 @@
+"""A tiny random model of an architecture as transformers 5 writes it (save_pretrained: per-expert
+tensors, rope_parameters, head_dim null where the class has none), with a tokenizer trained here
+as the architecture's real models ship theirs: a SentencePiece tokenizer.model (Mistral, Mixtral,
+Granite here) or a byte-level BPE tokenizer.json with Llama 3's or Qwen2's pre-tokenizer.
+`make_arch_model.py OUT ARCH` (run in the users' stack, build/consumer-venv); prints the
+pre-tokenizer's llama.cpp name for BPE (the converter knows real vocabularies by a hash)."""
+import io, json, sys, pathlib
+import torch, transformers
+from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers
+out = pathlib.Path(sys.argv[1]); arch = sys.argv[2]
+out.mkdir(parents=True, exist_ok=True)
+TEXT = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama.cpp runs GGUF files; tlio writes them.",
+        "1234567 numbers, émigré café", "def f(x):\n    return x * 2\n"] * 20
+QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+LLAMA3 = QWEN2.replace(r"\p{N}|", r"\p{N}{1,3}|")
+SPM = {"mistral", "mixtral", "granite"}
+if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
+    import sentencepiece as spm
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=model, vocab_size=320, model_type="bpe",
+                                   byte_fallback=True, character_coverage=1.0, normalization_rule_name="identity",
+                                   remove_extra_whitespaces=False, split_digits=True, allow_whitespace_only_pieces=True,
+                                   bos_id=1, eos_id=2, unk_id=0, pad_id=3, minloglevel=2)
+    (out / "tokenizer.model").write_bytes(model.getvalue())
+    vocab, bos, eos, pad, pre = 320, 1, 2, 3, None
+    (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                                                           "pad_token": "<pad>", "add_bos_token": True}))
+else:
+    pre = "qwen2" if arch.startswith("qwen") else "llama-bpe"
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN2 if pre == "qwen2" else LLAMA3), behavior="isolated"),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|pad|>"]
+    tok.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=320, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                       special_tokens=specials, show_progress=False))
+    tok.save(str(out / "tokenizer.json"))
+    vocab = tok.get_vocab_size()
+    bos, eos, pad = (tok.token_to_id(s) for s in specials)
+    (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": specials[0], "eos_token": specials[0],
+                                                           "pad_token": specials[2], "add_bos_token": False}))
+common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=128, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad)
+name, cls, extra = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(rope_theta=500000.0)),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(rope_theta=1000000.0)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=16, tie_word_embeddings=True)),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "qwen2moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                               shared_expert_intermediate_size=64)),
+    "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                               head_dim=16)),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", dict(embedding_multiplier=12.0, residual_multiplier=0.22,
+                                                            attention_multiplier=0.0078125, logits_scaling=8.0)),
+}[arch]
+torch.manual_seed(0)
+config = getattr(transformers, name)(**common, **extra)
+model = getattr(transformers, cls)(config)
+with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention shows
+    for n, p in model.named_parameters():
+        if n.endswith("norm.weight"): p.copy_(0.1 + 0.2 * torch.rand_like(p))
+model.save_pretrained(out)
+print(pre or "")

@@ -20,14 +20,14 @@ namespace {
 void rebuild_side_files(const tlio::GgufFile& f) {
   std::string why_not;
   (void)tlio::detail::tokenizer_json_of(f, why_not);
-  const tlio::GgufValue* arch = f.find("general.architecture");
-  const std::string* name = arch ? arch->as_string() : nullptr;
-  const tlio::detail::GgufArch& a = tlio::detail::gguf_arch_named(name ? *name : "");
+  const tlio::detail::GgufArch& a = tlio::detail::gguf_arch_of(f);
   const tlio::detail::HfConfig c = tlio::detail::hf_config_of(a, f);
   (void)tlio::detail::config_json_of(a, c, tlio::Dtype::BF16);
   (void)tlio::detail::generation_config_of(c);
   (void)tlio::detail::tokenizer_config_of(f, c);
   (void)tlio::detail::gguf_names_of(a, c);
+  for (const tlio::GgufTensorInfo& t : f.tensors())
+    (void)tlio::detail::gguf_expert_names_of(a, c, t.name);
 }
 
 }  // namespace

@@ -55,8 +55,9 @@ TLIO_API GgufImportReport import_gguf(const GgufFile& src, const std::filesystem
 
 /// Writes the model of `src` as a Hugging Face folder `out_dir` (any location; created, its
 /// previous weights replaced as a set): model.safetensors with the tensors under their Hugging
-/// Face names (the GGUF export's table read backwards, Q/K rows put back in place, so an F32
-/// round trip gives the original weights bit for bit), decoded as import_gguf does; config.json
+/// Face names (the GGUF export's table read backwards, Q/K rows put back in place, each expert of
+/// a stacked tensor its own tensor again, so an F32 round trip gives the original weights bit
+/// for bit), decoded as import_gguf does; config.json
 /// from the hyperparameter keys; tokenizer.json (byte-level BPE vocabularies whose pre-tokenizer
 /// tlio knows, SentencePiece ones with scores; otherwise the report's tokenizer_note says why not),
 /// tokenizer_config.json and generation_config.json. Error{unsupported} naming an architecture the
@@ -102,14 +103,14 @@ struct GgufExportReport {
 /// Writes the Hugging Face model folder `model_dir` (config.json, the weights as one file or
 /// shards, quantized ones decoded; tokenizer.model or tokenizer.json, and tokenizer_config.json;
 /// any location) as the GGUF file `out` that llama.cpp loads: the architecture's tensor names and
-/// hyperparameter keys (one table entry per architecture: LlamaForCausalLM, MistralForCausalLM,
-/// Qwen2ForCausalLM, Qwen3ForCausalLM; Q/K rows permuted for the llama family as llama.cpp's
-/// converter does), the vocabulary (SentencePiece as "llama", from tokenizer.model or a
-/// tokenizer.json BPE with byte fallback; else byte-level BPE as "gpt2"), and every 2-D weight
-/// in options.type (quantized byte for byte as ggml's reference
-/// quantizer does). The header is laid out before a weight is read, then one pass streams the
-/// tensors in row pieces, encoded on every core, into an atomic output. An architecture, a
-/// tokenizer or a config key it does not export is Error{unsupported} naming it.
+/// hyperparameter keys (one table entry per architecture: Llama, Mistral, Mixtral, Qwen2,
+/// Qwen2-MoE, Qwen3, Qwen3-MoE, OLMo-2, Granite; Q/K rows permuted for the llama family and
+/// experts stacked into 3-D tensors as llama.cpp's converter does), the vocabulary
+/// (SentencePiece as "llama", from tokenizer.model or a tokenizer.json BPE with byte fallback;
+/// else byte-level BPE as "gpt2"), and every 2-D weight in options.type (quantized byte for byte
+/// as ggml's reference quantizer does). The header is laid out before a weight is read, then one
+/// pass streams the tensors in row pieces, encoded on every core, into an atomic output. An
+/// architecture, a tokenizer or a config key it does not export is Error{unsupported} naming it.
 TLIO_API GgufExportReport export_gguf(const std::string& model_dir, const std::string& out,
                                       const GgufExportOptions& options = {});
 

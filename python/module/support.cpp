@@ -132,10 +132,11 @@ py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string&
   const tlio::TensorInfo& t = file->header().at(name);
   if (!file->views_in_memory()) {  // a copy either way: into memory that asks for no huge pages
     py::array a = fresh_array(numpy_dtype(t.dtype), numpy_shape(t));
+    const std::span<std::byte> dst(static_cast<std::byte*>(a.mutable_data()),
+                                   static_cast<size_t>(a.nbytes()));  // numpy's, with the GIL
     {
       LongCall call;
-      file->read(name,
-                 {static_cast<std::byte*>(a.mutable_data()), static_cast<size_t>(a.nbytes())});
+      file->read(name, dst);
     }
     if (!writable) a.attr("setflags")(py::arg("write") = false);
     return a;

@@ -5,7 +5,8 @@ release as the libraries (convert_hf_to_gguf.py from the source bundle, build/ll
 the reference GGUF from the same folder, and tlio's must have the same tensors (names, order,
 types, shapes, bytes) and the same metadata (provenance keys aside); and llama.cpp itself
 (npm's libllama) loads tlio's file, its logits at every position matching transformers' forward
-of the source model. Runs in the users' stack (build/consumer-venv)."""
+of the source model; and the GGUF imported back gives the source's tensors and logits. Runs in the
+users' stack (build/consumer-venv)."""
 import json
 import os
 import pathlib
@@ -88,3 +89,23 @@ def test_llama_cpp_logits_match_transformers(model, tmp_path):
         ours = source(torch.tensor([ids])).logits[0]
     cos = torch.nn.functional.cosine_similarity(theirs, ours, dim=-1)
     assert len(ids) > 8 and cos.min() >= 0.9999, (arch, cos)
+
+
+def test_import_gives_the_model_back(model, tmp_path):
+    """F32 GGUF back to a folder: every tensor of the source bit for bit (experts un-stacked, Q/K
+    rows put back), and transformers computes the source's logits from it."""
+    arch, folder, _ = model
+    for args in (("convert", folder, tmp_path / "m.gguf", "--dtype", "f32"),
+                 ("convert", tmp_path / "m.gguf", tmp_path / "back", "--dtype", "f32")):
+        r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    import safetensors.numpy
+    source = safetensors.numpy.load_file(folder / "model.safetensors")
+    back = safetensors.numpy.load_file(tmp_path / "back" / "model.safetensors")
+    assert sorted(back) == sorted(source)
+    assert [n for n in source if not np.array_equal(back[n].view(np.uint32), source[n].view(np.uint32))] == []
+    ids = torch.tensor([[1, 5, 9, 20, 33, 40, 7, 8, 100, 200]])
+    with torch.no_grad():
+        want = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()(ids).logits
+        got = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back", dtype=torch.float32).eval()(ids).logits
+    assert torch.equal(got, want), float((got - want).abs().max())

@@ -1,9 +1,9 @@
 """Mixture-of-experts folders exported to GGUF, on both Python stacks (no transformers needed):
 experts stacked as llama.cpp stacks them (one 3-D tensor per part, expert 0 first, placed where
-the last expert comes), routers kept F32, and what is not exported refused by name: a missing
-or misshapen expert, a quantization mix (llama-quantize's MoE rules are not tlio's yet), and a
-MoE GGUF's import back to a folder. test_gguf_archs.py judges the same exports against
-llama.cpp's converter and llama.cpp itself."""
+the last expert comes), routers kept F32, experts un-stacked again on import, and what is not
+exported refused by name: a missing or misshapen expert, a quantization mix (llama-quantize's
+MoE rules are not tlio's yet). test_gguf_archs.py judges the same exports against llama.cpp's
+converter and llama.cpp itself, and the imports with transformers."""
 import json
 import os
 import pathlib
@@ -88,12 +88,23 @@ def test_a_missing_or_misshapen_expert_is_refused(tmp_path, broken, message):
     assert not (tmp_path / "moe.gguf").exists()
 
 
-def test_mixes_and_import_back_are_refused_by_name(tmp_path):
+def test_mixes_are_refused_by_name(tmp_path):
     qwen3moe(tmp_path / "moe")
     r = run("convert", tmp_path / "moe", tmp_path / "mix.gguf", "--dtype", "Q4_K_M")
     assert r.returncode == 1 and "not made for mixtures of experts" in r.stderr, r.stderr
     assert not (tmp_path / "mix.gguf").exists()
+
+
+def test_import_unstacks_the_experts(tmp_path):
+    w = qwen3moe(tmp_path / "moe")
     assert run("convert", tmp_path / "moe", tmp_path / "moe.gguf", "--dtype", "f32").returncode == 0
-    r = run("convert", tmp_path / "moe.gguf", tmp_path / "back")
-    assert r.returncode == 1 and "qwen3moe is not imported" in r.stderr and "llama, qwen2, qwen3" in r.stderr, r.stderr
-    assert not (tmp_path / "back").exists()
+    report = tlio.import_gguf(tmp_path / "moe.gguf", tmp_path / "back", "F32")  # the library's way in
+    assert report["tensors"] == len(w), report
+    back = tlio.numpy.load_file(tmp_path / "back" / "model.safetensors")
+    assert sorted(back) == sorted(w)
+    for name, values in w.items():  # Q/K rows put back; experts each its own again
+        np.testing.assert_array_equal(back[name], values, err_msg=name)
+    config = json.loads((tmp_path / "back" / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3MoeForCausalLM"] and config["model_type"] == "qwen3_moe"
+    assert (config["num_local_experts"], config["num_experts_per_tok"], config["moe_intermediate_size"]) == (E, 2, FF)
+    assert config["norm_topk_prob"] is True  # what llama.cpp's qwen3moe computes

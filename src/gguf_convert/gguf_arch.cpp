@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "common/json_doc.hpp"
 #include "gguf/gguf_writer.hpp"
@@ -44,11 +45,14 @@ constexpr GgufExperts kMixtralExperts{"block_sparse_moe.experts.",
                                         {"w2.weight", "ffn_down_exps.weight"},
                                         {"w3.weight", "ffn_up_exps.weight"}}},
                                       {"num_local_experts", "num_experts"}};
-constexpr GgufExperts kQwenExperts{"mlp.experts.",
-                                   {{{"gate_proj.weight", "ffn_gate_exps.weight"},
-                                     {"up_proj.weight", "ffn_up_exps.weight"},
-                                     {"down_proj.weight", "ffn_down_exps.weight"}}},
-                                   {"num_local_experts", "num_experts"}};
+constexpr std::array<GgufNamePair, 3> kQwenExpertParts = {
+    {{"gate_proj.weight", "ffn_gate_exps.weight"},
+     {"up_proj.weight", "ffn_up_exps.weight"},
+     {"down_proj.weight", "ffn_down_exps.weight"}}};
+constexpr GgufExperts kQwen2MoeExperts{
+    "mlp.experts.", kQwenExpertParts, {"num_experts", "num_local_experts"}};
+constexpr GgufExperts kQwen3MoeExperts{
+    "mlp.experts.", kQwenExpertParts, {"num_local_experts", "num_experts"}};
 
 constexpr Key kQwen2MoeKeys[] = {
     {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32},
@@ -65,75 +69,42 @@ constexpr Key kGraniteKeys[] = {
 
 using S70 = GgufArch::Size70B;
 using HD = GgufArch::HeadDimKeys;
-// One row per Hugging Face class: class, architecture, Q/K permuted, 70B rule, llama keys,
-// head_dim keys, names, experts, keys, imported.
+// clang-format off
 const GgufArch kArchs[] = {
-    {"LlamaForCausalLM",
-     "llama",
-     true,
-     S70::at_80_layers_with_gqa,
-     true,
-     HD::always,
-     {},
-     {},
-     {},
-     true},
-    {"MistralForCausalLM",
-     "llama",
-     true,
-     S70::at_80_layers_with_gqa,
-     true,
-     HD::always,
-     {},
-     {},
-     {},
-     true},
-    {"MixtralForCausalLM",
-     "llama",
-     true,
-     S70::at_80_layers_with_gqa,
-     true,
-     HD::when_in_config,
-     kMixtralNames,
-     kMixtralExperts,
-     {},
-     false},
-    {"Qwen2ForCausalLM",
-     "qwen2",
-     false,
-     S70::at_80_layers,
-     false,
-     HD::when_in_config,
-     {},
-     {},
-     {},
-     true},
-    {"Qwen2MoeForCausalLM", "qwen2moe", false, S70::never, false, HD::when_in_config,
-     kQwen2MoeNames, kQwenExperts, kQwen2MoeKeys, false},
-    {"Qwen3ForCausalLM", "qwen3", false, S70::never, false, HD::always, {}, {}, {}, true},
-    {"Qwen3MoeForCausalLM", "qwen3moe", false, S70::never, false, HD::always, kQwen3MoeNames,
-     kQwenExperts, kQwen3MoeKeys, false},
-    {"Olmo2ForCausalLM",
-     "olmo2",
-     false,
-     S70::never,
-     false,
-     HD::when_in_config,
-     kOlmo2Names,
-     {},
-     {},
-     false},
-    {"GraniteForCausalLM",
-     "granite",
-     true,
-     S70::never,
-     true,
-     HD::when_in_config,
-     {},
-     {},
-     kGraniteKeys,
-     false},
+    {.hf_class = "LlamaForCausalLM", .name = "llama", .permute_qk = true,
+     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true, .head_dim_keys = HD::always,
+     .model_type = "llama"},
+    {.hf_class = "MistralForCausalLM", .name = "llama", .permute_qk = true,
+     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true, .head_dim_keys = HD::always,
+     .model_type = "mistral"},
+    {.hf_class = "MixtralForCausalLM", .name = "llama", .permute_qk = true,
+     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true,
+     .head_dim_keys = HD::when_in_config, .layer_names = kMixtralNames,
+     .experts = kMixtralExperts, .model_type = "mixtral"},
+    {.hf_class = "Qwen2ForCausalLM", .name = "qwen2", .permute_qk = false,
+     .size_70b = S70::at_80_layers, .llama_keys = false, .head_dim_keys = HD::when_in_config,
+     .model_type = "qwen2"},
+    // llama.cpp's qwen2moe weighs the chosen experts by their softmax as they are.
+    {.hf_class = "Qwen2MoeForCausalLM", .name = "qwen2moe", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::when_in_config,
+     .layer_names = kQwen2MoeNames, .experts = kQwen2MoeExperts, .keys = kQwen2MoeKeys,
+     .model_type = "qwen2_moe", .import_config = R"("norm_topk_prob": false)"},
+    {.hf_class = "Qwen3ForCausalLM", .name = "qwen3", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
+     .model_type = "qwen3"},
+    // llama.cpp's qwen3moe normalizes the chosen experts' weights to sum to 1.
+    {.hf_class = "Qwen3MoeForCausalLM", .name = "qwen3moe", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
+     .layer_names = kQwen3MoeNames, .experts = kQwen3MoeExperts, .keys = kQwen3MoeKeys,
+     .model_type = "qwen3_moe", .import_config = R"("norm_topk_prob": true)"},
+    {.hf_class = "Olmo2ForCausalLM", .name = "olmo2", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::when_in_config,
+     .layer_names = kOlmo2Names, .model_type = "olmo2"},
+    {.hf_class = "GraniteForCausalLM", .name = "granite", .permute_qk = true,
+     .size_70b = S70::never, .llama_keys = true, .head_dim_keys = HD::when_in_config,
+     .keys = kGraniteKeys, .model_type = "granite"},
 };
+// clang-format on
 
 // Per-layer tensors: the part after "model.layers.N." and the part after "blk.N.".
 constexpr GgufNamePair kLayerNames[] = {
@@ -207,8 +178,11 @@ std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch
     const std::optional<double> v = number(doc, key.c_str());
     if (!v) continue;
     const std::string name = fmt::format("{}.{}", arch, k.key);
-    if (k.type == GgufConfigKey::Type::f32)
+    if (k.type == GgufConfigKey::Type::f32) {
+      if (!std::isfinite(static_cast<float>(*v)))
+        doc.fail(key.c_str(), fmt::format("{} is not a finite float32", key));
       return GgufKeyValue{name, gguf_f32(static_cast<float>(*v))};
+    }
     const std::optional<uint64_t> whole = doc.optional_uint(key.c_str());
     if (!whole) doc.fail(key.c_str(), fmt::format("{} is not a non-negative integer", key));
     return GgufKeyValue{name, gguf_u32(u32(*whole, key.c_str()))};
@@ -257,17 +231,21 @@ bool GgufArch::is_70b(const HfConfig& c) const {
   return false;
 }
 
-const GgufArch& gguf_arch_named(std::string_view name) {
+std::span<const GgufConfigKey> gguf_common_keys() { return kCommonKeys; }
+
+const GgufArch& gguf_arch_named(std::string_view name, bool experts) {
   for (const GgufArch& a : kArchs)
-    if (a.imported && a.name == name) return a;
-  std::vector<std::string_view> known;
-  for (const GgufArch& a : kArchs)
-    if (a.imported && std::find(known.begin(), known.end(), a.name) == known.end())
-      known.push_back(a.name);
+    if (a.name == name && a.experts.has_value() == experts) return a;
+  std::vector<std::string> known;
+  for (const GgufArch& a : kArchs) {
+    const std::string entry = fmt::format("{}{}", a.name, a.experts ? " with experts" : "");
+    if (std::find(known.begin(), known.end(), entry) == known.end()) known.push_back(entry);
+  }
   throw Error(
       ErrorCode::unsupported, Rule::none, "general.architecture", std::nullopt,
-      fmt::format("GGUF architecture {} is not imported to a Hugging Face folder; these are: {}",
-                  name.empty() ? std::string_view{"(none)"} : name, fmt::join(known, ", ")));
+      fmt::format("GGUF architecture {}{} is not imported to a Hugging Face folder; these are: {}",
+                  name.empty() ? std::string_view{"(none)"} : name, experts ? " with experts" : "",
+                  fmt::join(known, ", ")));
 }
 
 HfConfig parse_hf_names(std::string_view json, const std::string& source) {
@@ -295,9 +273,11 @@ HfConfig parse_hf_names(std::string_view json, const std::string& source) {
     for (std::string_view key : e->count)
       if (!key.empty() && !c.experts)
         c.experts = doc.optional_uint(std::string(key).c_str()).value_or(0);
-    if (c.experts == 0 || c.experts > kMaxGgufExperts)
+    if (c.experts == 0 || c.experts > kMaxGgufExperts ||
+        c.layers > kMaxGgufModelExperts / c.experts)
       doc.fail(std::string(e->count[0]).c_str(),
-               fmt::format("{} is not between 1 and {}", e->count[0], kMaxGgufExperts));
+               fmt::format("{} is not between 1 and {} ({} in all the layers at most)", e->count[0],
+                           kMaxGgufExperts, kMaxGgufModelExperts));
   }
   return c;
 }
@@ -322,8 +302,13 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   if (!c.rope_theta)  // transformers 5 keeps it with the scaling, per kind of layer where they
                       // differ
     if (const std::optional<simdjson::dom::object> rope = rope_parameters(doc)) {
-      double theta;
-      if ((*rope)["rope_theta"].get_double().get(theta) == simdjson::SUCCESS) c.rope_theta = theta;
+      simdjson::dom::element theta;
+      double d;
+      if ((*rope)["rope_theta"].get(theta) == simdjson::SUCCESS) {
+        if (theta.get_double().get(d) != simdjson::SUCCESS)
+          doc.fail("rope_parameters", "rope_parameters' rope_theta is not a number");
+        c.rope_theta = d;
+      }
     }
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
@@ -335,7 +320,10 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   for (std::span<const GgufConfigKey> keys :
        {std::span<const GgufConfigKey>(kCommonKeys), arch.keys})
     for (const GgufConfigKey& k : keys)
-      if (std::optional<GgufKeyValue> kv = config_key(doc, arch.name, k))
+      if (arch.experts && k.key == "expert_count")  // the count the stacks have
+        c.keys.push_back({fmt::format("{}.expert_count", arch.name),
+                          gguf_u32(u32(c.experts, "the expert count"))});
+      else if (std::optional<GgufKeyValue> kv = config_key(doc, arch.name, k))
         c.keys.push_back(std::move(*kv));
   if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && gguf_arch_for(c.hf_class).name != "llama")
     throw Error(
@@ -422,12 +410,34 @@ std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch
       if (std::none_of(arch.layer_names.begin(), arch.layer_names.end(),
                        [&](const GgufNamePair& own) { return own.first == hf; }))
         add(fmt::format("model.layers.{}.{}", layer, hf));
-    if (arch.experts)
-      for (uint64_t e = 0; e < c.experts; ++e)
-        for (const auto& [hf, gguf] : arch.experts->parts)
-          add(fmt::format("model.layers.{}.{}{}.{}", layer, arch.experts->prefix, e, hf));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, GgufName>> gguf_expert_names_of(const GgufArch& arch,
+                                                                   const HfConfig& c,
+                                                                   std::string_view gguf_name) {
+  std::vector<std::pair<std::string, GgufName>> out;
+  constexpr std::string_view kBlock = "blk.";
+  if (!arch.experts || !gguf_name.starts_with(kBlock)) return out;
+  const std::string_view rest = gguf_name.substr(kBlock.size());
+  uint64_t layer = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+  if (ec != std::errc() || end == rest.data() || *end != '.' || layer >= c.layers) return out;
+  const std::string_view part = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+  for (const auto& [hf, gguf] : arch.experts->parts)
+    if (part == gguf)
+      for (uint64_t e = 0; e < c.experts; ++e)
+        out.emplace_back(fmt::format("model.layers.{}.{}{}.{}", layer, arch.experts->prefix, e, hf),
+                         GgufName{std::string(gguf_name), 0, e});
+  return out;
+}
+
+const GgufArch& gguf_arch_of(const GgufFile& f) {
+  const GgufValue* key = f.find("general.architecture");
+  const std::string name = key && key->as_string() ? *key->as_string() : "";
+  const GgufValue* experts = f.find(name + ".expert_count");
+  return gguf_arch_named(name, experts && experts->as_uint().value_or(0) > 0);
 }
 
 }  // namespace tlio::detail

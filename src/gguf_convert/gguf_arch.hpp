@@ -19,8 +19,11 @@ namespace tlio::detail {
 /// The largest vocabulary exported (config.json's vocab_size): every token is a string held
 /// while the header is laid out. The largest real vocabularies have about 2^18 tokens.
 inline constexpr uint64_t kMaxGgufVocabulary = uint64_t{1} << 22;
-/// The most experts per layer exported (DeepSeek-V3 and Kimi K2 have 256 and 384).
+/// The most experts per layer (DeepSeek-V3 and Kimi K2 have 256 and 384), and per model (Kimi K2:
+/// 61 layers of 384, 23,424): each part of each is a tensor of the folder, named before a weight
+/// is written, so the count bounds what a stranger's GGUF can make tlio hold.
 inline constexpr uint64_t kMaxGgufExperts = 4096;
+inline constexpr uint64_t kMaxGgufModelExperts = uint64_t{1} << 17;
 
 struct HfConfig;
 
@@ -38,9 +41,10 @@ struct GgufConfigKey {
 /// The experts of a mixture-of-experts layer, as Hugging Face names them one by one
 /// ("`prefix`E.`part`") and as ggml stacks them: one 3-D tensor per part, expert 0 first.
 struct GgufExperts {
-  std::string_view prefix;                ///< "mlp.experts."
-  std::array<GgufNamePair, 3> parts;      ///< {"gate_proj.weight", "ffn_gate_exps.weight"}, ...
-  std::array<std::string_view, 2> count;  ///< config.json's expert count key(s)
+  std::string_view prefix;            ///< "mlp.experts."
+  std::array<GgufNamePair, 3> parts;  ///< {"gate_proj.weight", "ffn_gate_exps.weight"}, ...
+  /// config.json's expert count key(s): the class's own first (written on import).
+  std::array<std::string_view, 2> count;
 };
 
 struct GgufArch {
@@ -64,17 +68,22 @@ struct GgufArch {
   std::span<const GgufNamePair> layer_names;
   std::optional<GgufExperts> experts;
   std::span<const GgufConfigKey> keys;  ///< hyperparameters of this architecture alone
-  /// Imported back to a Hugging Face folder (tlio convert X.gguf DIR).
-  bool imported;
+  /// On import (tlio convert X.gguf DIR): config.json's model_type, and members that make
+  /// transformers compute what llama.cpp's graph of the architecture does ("" for none).
+  std::string_view model_type;
+  std::string_view import_config;
 
   bool is_70b(const HfConfig& c) const;
 };
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
-/// The first imported entry writing general.architecture `name` (llama: LlamaForCausalLM);
-/// Error{unsupported} naming it and listing those imported.
-const GgufArch& gguf_arch_named(std::string_view name);
+/// The first entry writing general.architecture `name` with experts or without (llama with
+/// experts: MixtralForCausalLM); Error{unsupported} naming it and listing those there are.
+const GgufArch& gguf_arch_named(std::string_view name, bool experts);
+/// The entry of GGUF file `f`: its general.architecture, with experts when its expert_count is
+/// more than 0.
+const GgufArch& gguf_arch_of(const GgufFile& f);
 
 /// What the export needs from config.json.
 struct HfConfig {
@@ -91,6 +100,9 @@ struct HfConfig {
   std::optional<uint64_t> bos_token_id, eos_token_id;
   RopeScaling rope_scaling;
 };
+/// The keys any architecture's config.json may have (expert_count, expert_used_count).
+std::span<const GgufConfigKey> gguf_common_keys();
+
 /// config.json read for export: the class, hyperparameters, rope_scaling (gguf_rope.hpp; Llama
 /// 3's for the llama architecture only, where llama.cpp reads rope_freqs.weight). Error{format,
 /// "model"} naming a missing or mistyped key.
@@ -126,8 +138,13 @@ inline uint64_t hf_row_of_gguf_row(uint64_t row, uint64_t head_rows) {
 }
 
 /// Every Hugging Face name the table exports for a model of `c` (the model's, then each layer's),
-/// with its GGUF name: what a GGUF file's names are mapped back by.
+/// with its GGUF name, experts aside: what a GGUF file's names are mapped back by.
 std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch,
                                                             const HfConfig& c);
+/// The Hugging Face names of the experts stacked in GGUF tensor `gguf_name` (blk.N.ffn_*_exps of
+/// a layer of `c`), expert 0 first; empty for any other name.
+std::vector<std::pair<std::string, GgufName>> gguf_expert_names_of(const GgufArch& arch,
+                                                                   const HfConfig& c,
+                                                                   std::string_view gguf_name);
 
 }  // namespace tlio::detail

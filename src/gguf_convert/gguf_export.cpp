@@ -377,10 +377,16 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
       }
       auto& [stack, have] = stacks[name->name];
       if (stack.parts.empty()) {
+        if (one.decl.ne.size() != 2)
+          throw Error(ErrorCode::format, Rule::model, info->name, std::nullopt,
+                      fmt::format("{} is [{}]: an expert's weight has 2 dimensions", info->name,
+                                  fmt::join(info->shape, ", ")),
+                      f.name());
         stack = one;
         stack.parts.assign(c.experts, SourcePart{nullptr, nullptr, nullptr});
         stack.decl.ne.push_back(c.experts);
-      } else if (!std::equal(one.decl.ne.begin(), one.decl.ne.end(), stack.decl.ne.begin())) {
+      } else if ((one.decl.ne.size() != 2 || stack.decl.ne.size() != 3 ||
+                  !std::equal(one.decl.ne.begin(), one.decl.ne.end(), stack.decl.ne.begin()))) {
         throw Error(ErrorCode::format, Rule::model, info->name, std::nullopt,
                     fmt::format("{} is [{}], unlike the other experts of {}", info->name,
                                 fmt::join(info->shape, ", "), name->name),

@@ -81,16 +81,17 @@ uint64_t rows_of(const GgufTensorInfo& t) { return t.ne.size() == 2 ? t.ne[1] : 
 
 class GgufTensorDecoder final : public WeightDecoder {
  public:
-  GgufTensorDecoder(const GgufFile& file, const GgufTensorInfo& t, uint64_t permute_heads)
-      : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1) {
+  GgufTensorDecoder(const GgufFile& file, const GgufTensorInfo& t, uint64_t permute_heads,
+                    uint64_t base)
+      : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1), base_(base) {
     if (permute_heads) head_rows_ = rows_of(t) / permute_heads;
   }
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
-    if (head_rows_ == 0) return file_.read_values(t_, first, count, out, dst);
+    if (head_rows_ == 0) return file_.read_values(t_, base_ + first, count, out, dst);
     const uint64_t size = dtype_bits(out) / 8;
     while (count > 0) {  // a row at a time, each from its place in the GGUF
       const uint64_t row = first / cols_, col = first % cols_, n = std::min(count, cols_ - col);
-      file_.read_values(t_, gguf_row_of_hf_row(row, head_rows_) * cols_ + col, n, out,
+      file_.read_values(t_, base_ + gguf_row_of_hf_row(row, head_rows_) * cols_ + col, n, out,
                         dst.first(n * size));
       dst = dst.subspan(n * size);
       first += n;
@@ -101,14 +102,15 @@ class GgufTensorDecoder final : public WeightDecoder {
  private:
   const GgufFile& file_;
   const GgufTensorInfo& t_;
-  uint64_t cols_, head_rows_ = 0;
+  uint64_t cols_, base_;  // base_: the first element read (an expert's, in a stack)
+  uint64_t head_rows_ = 0;
 };
 
 }  // namespace
 
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
-                       Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,
-                       const std::function<void(uint64_t)>& written) {
+                       Dtype to, uint64_t permute_heads, std::optional<uint64_t> expert, Writer& w,
+                       GgufImportReport& report, const std::function<void(uint64_t)>& written) {
   const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
   ++report.tensors;
   if (!plain)
@@ -117,7 +119,7 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
     ++report.converted;
   else
     ++report.kept;
-  report.data_bytes_in += t.bytes;
+  report.data_bytes_in += expert ? t.bytes / t.ne[2] : t.bytes;
   const uint64_t size = dtype_bits(to) / 8;
   if (plain && !is_float(*plain)) {  // integers keep their bytes: no float on the way
     // In pieces, or a row at a time from its place where the export interleaved the rows.
@@ -137,8 +139,10 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
     }
     return;
   }
-  write_decoded(GgufTensorDecoder(src, t, permute_heads), t.element_count(), to, w, name,
-                [&](uint64_t bytes) {
+  // An expert of a stack: its [rows, columns] slice (each counted in the report as a tensor).
+  const uint64_t count = expert ? t.ne[0] * t.ne[1] : t.element_count();
+  write_decoded(GgufTensorDecoder(src, t, permute_heads, expert.value_or(0) * count), count, to, w,
+                name, [&](uint64_t bytes) {
                   report.data_bytes_out += bytes;
                   if (written) written(bytes / size);
                 });
@@ -174,8 +178,8 @@ GgufImportReport import_gguf(const GgufFile& src, const std::filesystem::path& o
 
   uint64_t done = 0;
   for (const GgufTensorInfo& t : src.tensors())
-    detail::write_gguf_tensor(src, t, t.name, detail::gguf_output_dtype(t, options.dtype), 0, w,
-                              report, [&](uint64_t count) {
+    detail::write_gguf_tensor(src, t, t.name, detail::gguf_output_dtype(t, options.dtype), 0,
+                              std::nullopt, w, report, [&](uint64_t count) {
                                 done += count;
                                 if (options.progress) options.progress(done, total);
                               });

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tlio/gguf.hpp"
@@ -24,10 +25,10 @@ void check_gguf_import(const GgufFile& src, Dtype dtype);
 /// Appends tensor `t` of `src` to `w` as `name` (declared as `to`): a floating one through
 /// write_decoded (a decoder of the tensor, decoded on every core), an integer one as its bytes;
 /// `permute_heads` > 0 puts back the rows the export interleaved per head (Q/K of the llama
-/// family). Counts it in `report`; `written` gets
-/// each slice's element count.
+/// family); `expert` writes that expert of a stacked 3-D tensor alone (its [rows, columns]).
+/// Counts it in `report`; `written` gets each slice's element count.
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
-                       Dtype to, uint64_t permute_heads, Writer& w, GgufImportReport& report,
-                       const std::function<void(uint64_t)>& written);
+                       Dtype to, uint64_t permute_heads, std::optional<uint64_t> expert, Writer& w,
+                       GgufImportReport& report, const std::function<void(uint64_t)>& written);
 
 }  // namespace tlio::detail

@@ -2,8 +2,12 @@
 // names mapped through the export's table, Q/K rows put back, the side files rebuilt from its keys,
 // all published as one set.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "format/writer_access.hpp"
 #include "gguf_convert/gguf_arch.hpp"
@@ -18,23 +22,65 @@
 
 namespace tlio {
 
+namespace {
+
+// One tensor of the folder: a GGUF tensor, or one expert of a stacked one.
+struct Planned {
+  const GgufTensorInfo* t;
+  std::string name;
+  Shape shape;
+  uint64_t permute_heads;
+  std::optional<uint64_t> expert;
+};
+
+// The folder's tensors GGUF tensor `t` becomes: itself under its Hugging Face name (1 or 2
+// dimensions, whole heads where its rows are put back), or a stack's experts, each [rows,
+// columns].
+std::vector<Planned> plan_tensor(const GgufFile& src, const GgufTensorInfo& t,
+                                 const std::vector<std::pair<std::string, detail::GgufName>>& names,
+                                 const detail::HfConfig& c) {
+  const auto refuse = [&](const std::string& what) {
+    throw Error(ErrorCode::format, Rule::gguf, t.name, std::nullopt, what, src.name());
+  };
+  std::vector<Planned> out;
+  if (names.front().second.expert) {
+    if (detail::gguf_output_dtype(t, Dtype::F32) != Dtype::F32)  // experts are floating weights
+      refuse(fmt::format("{} is {}, not a stack of floating experts", t.name,
+                         ggml_type(t.type)->name));
+    if (t.ne.size() != 3 || t.ne[2] != c.experts || names.size() != c.experts)
+      refuse(fmt::format("{} is [{}], not a stack of {} experts", t.name, fmt::join(t.ne, ", "),
+                         c.experts));
+    for (const auto& [hf, g] : names) out.push_back({&t, hf, Shape{t.ne[1], t.ne[0]}, 0, g.expert});
+    std::sort(out.begin(), out.end(),
+              [](const Planned& a, const Planned& b) { return *a.expert < *b.expert; });
+    return out;
+  }
+  const auto& [hf, g] = names.front();
+  if (t.ne.size() > 2)
+    refuse(fmt::format("{} has {} dimensions; {} has 1 or 2", t.name, t.ne.size(), hf));
+  const uint64_t rows = t.ne.size() == 2 ? t.ne[1] : t.element_count(), heads = g.permute_heads;
+  if (heads && (rows % heads != 0 || (rows / heads) % 2 != 0))
+    refuse(fmt::format("{} has {} rows, not {} heads of an even size", t.name, rows, heads));
+  Shape shape;
+  for (uint64_t d : t.shape()) shape.push_back(d);
+  out.push_back({&t, hf, std::move(shape), heads, std::nullopt});
+  return out;
+}
+
+}  // namespace
+
 GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,
                                    const GgufImportOptions& options) {
   detail::check_gguf_import(src, options.dtype);
-  const GgufValue* arch_key = src.find("general.architecture");
-  const std::string* arch_name = arch_key ? arch_key->as_string() : nullptr;
-  const detail::GgufArch& arch = detail::gguf_arch_named(arch_name ? *arch_name : "");
+  const detail::GgufArch& arch = detail::gguf_arch_of(src);
   const detail::HfConfig c = detail::hf_config_of(arch, src);
 
-  // Every tensor's Hugging Face name, before anything is written.
-  std::map<std::string, std::pair<std::string, uint64_t>, std::less<>> back;  // GGUF -> HF, heads
-  for (auto& [hf, g] : detail::gguf_names_of(arch, c))
-    back.emplace(g.name, std::pair(hf, g.permute_heads));
-  struct Planned {
-    const GgufTensorInfo* t;
-    std::string name;
-    uint64_t permute_heads;
-  };
+  // Every tensor's Hugging Face names (a stack's, one per expert), before anything is written.
+  std::map<std::string, std::vector<std::pair<std::string, detail::GgufName>>, std::less<>> back;
+  for (auto& [hf, g] : detail::gguf_names_of(arch, c)) back[g.name].emplace_back(hf, g);
+  for (const GgufTensorInfo& t : src.tensors())
+    if (auto experts = detail::gguf_expert_names_of(arch, c, t.name); !experts.empty())
+      back[t.name] = std::move(experts);
   std::vector<Planned> plan;
   uint64_t total = 0;
   for (const GgufTensorInfo& t : src.tensors()) {
@@ -49,17 +95,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
           fmt::format("tensor {} has no Hugging Face name in {}'s table ({}); nothing was written",
                       t.name, arch.hf_class, arch.name),
           src.name());
-    if (t.ne.size() > 2)
-      throw Error(
-          ErrorCode::format, Rule::gguf, t.name, std::nullopt,
-          fmt::format("{} has {} dimensions; {} has 1 or 2", t.name, t.ne.size(), it->second.first),
-          src.name());
-    const uint64_t rows = t.ne.size() == 2 ? t.ne[1] : t.element_count(), heads = it->second.second;
-    if (heads && (rows % heads != 0 || (rows / heads) % 2 != 0))
-      throw Error(ErrorCode::format, Rule::gguf, t.name, std::nullopt,
-                  fmt::format("{} has {} rows, not {} heads of an even size", t.name, rows, heads),
-                  src.name());
-    plan.push_back({&t, it->second.first, heads});
+    for (Planned& p : plan_tensor(src, t, it->second, c)) plan.push_back(std::move(p));
     total += t.element_count();
   }
 
@@ -69,15 +105,12 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   GgufImportReport report;
   Writer w =
       detail::WriterAccess::into_set(set, out.join("model.safetensors"), detail::kModelMetadata);
-  for (const Planned& p : plan) {
-    Shape shape;
-    for (uint64_t d : p.t->shape()) shape.push_back(d);
-    w.declare(p.name, detail::gguf_output_dtype(*p.t, options.dtype), std::move(shape));
-  }
+  for (const Planned& p : plan)
+    w.declare(p.name, detail::gguf_output_dtype(*p.t, options.dtype), p.shape);
   uint64_t done = 0;
   for (const Planned& p : plan)
     detail::write_gguf_tensor(src, *p.t, p.name, detail::gguf_output_dtype(*p.t, options.dtype),
-                              p.permute_heads, w, report, [&](uint64_t count) {
+                              p.permute_heads, p.expert, w, report, [&](uint64_t count) {
                                 done += count;
                                 if (options.progress) options.progress(done, total);
                               });

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "common/json_text.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
@@ -143,6 +144,25 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   };
   c.bos_token_id = id("tokenizer.ggml.bos_token_id");
   c.eos_token_id = id("tokenizer.ggml.eos_token_id");
+  for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
+    for (const GgufConfigKey& k : keys) {
+      const std::string key = a + std::string(k.key);
+      if (k.type == GgufConfigKey::Type::u32) {
+        if (const std::optional<uint64_t> v = whole(f, key, false))
+          c.keys.push_back(
+              {key, gguf_u32(static_cast<uint32_t>(std::min<uint64_t>(*v, UINT32_MAX)))});
+      } else if (const std::optional<double> v = number(f, key, false)) {
+        c.keys.push_back({key, gguf_f32(static_cast<float>(*v))});
+      }
+    }
+  if (arch.experts) {
+    c.experts = *whole(f, a + "expert_count", true);
+    if (c.experts == 0 || c.experts > kMaxGgufExperts ||
+        c.layers > kMaxGgufModelExperts / c.experts)
+      fail(f, a + "expert_count",
+           fmt::format("expert_count {} is not between 1 and {} ({} in all the layers at most)",
+                       c.experts, kMaxGgufExperts, kMaxGgufModelExperts));
+  }
   return c;
 }
 
@@ -152,15 +172,30 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
       "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
       "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  \"vocab_size\": {},\n"
       "  \"tie_word_embeddings\": {},\n  \"hidden_act\": \"silu\",\n  \"torch_dtype\": {}",
-      json(arch.hf_class),
-      json(arch.name),  // the table's names are the model types (llama, qwen2, qwen3)
-      c.hidden_size, c.intermediate_size, c.layers, c.heads, c.kv_heads, c.head_dim,
-      c.context_length, float_text(c.rms_norm_eps), c.vocab_size, c.tie_word_embeddings,
-      json(torch_dtype_name(dtype)));
+      json(arch.hf_class), json(arch.model_type), c.hidden_size, c.intermediate_size, c.layers,
+      c.heads, c.kv_heads, c.head_dim, c.context_length, float_text(c.rms_norm_eps), c.vocab_size,
+      c.tie_word_embeddings, json(torch_dtype_name(dtype)));
   if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
   out += rope_scaling_json(c.rope_scaling);
   if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);
   if (c.eos_token_id) out += fmt::format(",\n  \"eos_token_id\": {}", *c.eos_token_id);
+  // The architecture's keys under the names its class reads (the expert count's is its own).
+  const std::string prefix = std::string(arch.name) + ".";
+  for (const GgufKeyValue& kv : c.keys)
+    for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
+      for (const GgufConfigKey& k : keys) {
+        if (kv.key != prefix + std::string(k.key)) continue;
+        // The expert count under both names (transformers 4.x's Qwen3-MoE reads num_experts,
+        // 5's num_local_experts).
+        const auto names = k.key == "expert_count" && arch.experts ? arch.experts->count : k.json;
+        for (std::string_view name : names)
+          if (!name.empty())
+            out += k.type == GgufConfigKey::Type::u32
+                       ? fmt::format(",\n  {}: {}", json(name), *kv.value.as_uint())
+                       : fmt::format(",\n  {}: {}", json(name), float_text(*kv.value.as_double()));
+        break;
+      }
+  if (!arch.import_config.empty()) out += fmt::format(",\n  {}", arch.import_config);
   return out + "\n}\n";
 }
 

@@ -50,7 +50,7 @@ name, cls, extra = {
     "qwen2moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                                                                shared_expert_intermediate_size=64)),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-                                                               head_dim=16)),
+                                                               head_dim=16, norm_topk_prob=True)),
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
     "granite": ("GraniteConfig", "GraniteForCausalLM", dict(embedding_multiplier=12.0, residual_multiplier=0.22,
                                                             attention_multiplier=0.0078125, logits_scaling=8.0)),
@@ -58,8 +58,13 @@ name, cls, extra = {
 torch.manual_seed(0)
 config = getattr(transformers, name)(**common, **extra)
 model = getattr(transformers, cls)(config)
-with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention shows
-    for n, p in model.named_parameters():
-        if n.endswith("norm.weight"): p.copy_(0.1 + 0.2 * torch.rand_like(p))
+with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention shows; weights 10x
+    for n, p in model.named_parameters():  # transformers' init, so the routers' choices and every
+        if n.endswith("norm.weight"):        # layer's part show in the logits
+            p.copy_(0.1 + 0.2 * torch.rand_like(p))
+        elif p.dim() >= 2:  # 3-D: transformers 5 holds experts stacked
+            p.mul_(10)
+        if n.endswith("mlp.gate.weight") or n.endswith("block_sparse_moe.gate.weight"):
+            p.mul_(30)  # routers: clear choices, so F16 rounding in llama.cpp picks the same experts
 model.save_pretrained(out)
 print(pre or "")

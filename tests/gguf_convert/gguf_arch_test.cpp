@@ -1,0 +1,142 @@
+// Tests for gguf_convert/gguf_arch.hpp: the architecture table's rows (names of their own,
+// experts, keys, which optional keys llama.cpp's converter writes), config.json read for export
+// (transformers 5's rope_parameters, hostile counts refused), and the names a GGUF's stacked
+// experts are imported under. (python/tests/test_gguf_archs.py judges whole exports against
+// llama.cpp's converter and llama.cpp itself.)
+#include "gguf_convert/gguf_arch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+std::string config(const std::string& cls, const std::string& more = "") {
+  return R"({"architectures": [")" + cls +
+         R"("], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,)"
+         R"( "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128,)"
+         R"( "vocab_size": 320, "rms_norm_eps": 1e-6)" +
+         more + "}";
+}
+
+// The hyperparameter keys of a config.json, by name.
+std::map<std::string, GgufValue> keys_of(const std::string& json) {
+  const HfConfig c = parse_hf_config(json, "config.json");
+  std::map<std::string, GgufValue> out;
+  for (GgufKeyValue& kv : gguf_hyperparameters(gguf_arch_for(c.hf_class), c))
+    out.emplace(kv.key, kv.value);
+  return out;
+}
+
+std::string refusal(const std::string& json) {
+  try {
+    (void)parse_hf_config(json, "config.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted " << json;
+  return {};
+}
+
+TEST(GgufArch, ExpertsAreNamedByTheirStackAndIndex) {
+  const HfConfig c = parse_hf_config(
+      config("MixtralForCausalLM", R"(, "num_local_experts": 8, "num_experts_per_tok": 2)"),
+      "config.json");
+  const GgufArch& mixtral = gguf_arch_for("MixtralForCausalLM");
+  const auto w2 = gguf_name_for(mixtral, c, "model.layers.1.block_sparse_moe.experts.7.w2.weight");
+  ASSERT_TRUE(w2.has_value());
+  EXPECT_EQ(w2->name, "blk.1.ffn_down_exps.weight");
+  EXPECT_EQ(w2->expert, 7u);
+  EXPECT_EQ(gguf_name_for(mixtral, c, "model.layers.0.block_sparse_moe.gate.weight")->name,
+            "blk.0.ffn_gate_inp.weight");
+  EXPECT_EQ(gguf_name_for(mixtral, c, "model.layers.0.self_attn.q_proj.weight")->permute_heads, 4u);
+  // An expert past the count, or a layer past the model's, is no name of the table.
+  EXPECT_THROW(gguf_name_for(mixtral, c, "model.layers.0.block_sparse_moe.experts.8.w1.weight"),
+               Error);
+  // The import's way back: a stack's experts in order, nothing for another tensor.
+  const auto experts = gguf_expert_names_of(mixtral, c, "blk.1.ffn_up_exps.weight");
+  ASSERT_EQ(experts.size(), 8u);
+  EXPECT_EQ(experts[5].first, "model.layers.1.block_sparse_moe.experts.5.w3.weight");
+  EXPECT_TRUE(gguf_expert_names_of(mixtral, c, "blk.2.ffn_up_exps.weight").empty());
+  EXPECT_TRUE(gguf_expert_names_of(mixtral, c, "blk.1.ffn_up.weight").empty());
+}
+
+TEST(GgufArch, NamesOfTheirOwnComeBeforeTheCommonOnes) {
+  const HfConfig c = parse_hf_config(config("Olmo2ForCausalLM"), "config.json");
+  const GgufArch& olmo2 = gguf_arch_for("Olmo2ForCausalLM");
+  EXPECT_EQ(gguf_name_for(olmo2, c, "model.layers.0.post_attention_layernorm.weight")->name,
+            "blk.0.post_attention_norm.weight");  // the llama family's ffn_norm elsewhere
+  EXPECT_EQ(gguf_name_for(olmo2, c, "model.layers.0.self_attn.q_proj.weight")->permute_heads, 0u);
+  const GgufArch& llama = gguf_arch_for("LlamaForCausalLM");
+  EXPECT_EQ(gguf_name_for(llama, c, "model.layers.0.post_attention_layernorm.weight")->name,
+            "blk.0.ffn_norm.weight");
+}
+
+TEST(GgufArch, KeysAreTheOnesTheConverterWrites) {
+  // The llama family writes vocab_size and rope.dimension_count, and key_length always (its
+  // transformers config fills head_dim in); qwen2 only when config.json has a head_dim.
+  auto llama = keys_of(config("LlamaForCausalLM"));
+  EXPECT_EQ(llama.at("llama.vocab_size").as_uint(), 320u);
+  EXPECT_EQ(llama.at("llama.rope.dimension_count").as_uint(), 16u);
+  EXPECT_EQ(llama.at("llama.attention.key_length").as_uint(), 16u);
+  auto qwen2 = keys_of(config("Qwen2ForCausalLM"));
+  EXPECT_FALSE(qwen2.contains("qwen2.vocab_size") || qwen2.contains("qwen2.attention.key_length"));
+  EXPECT_EQ(keys_of(config("Qwen2ForCausalLM", R"(, "head_dim": 32)"))
+                .at("qwen2.attention.key_length")
+                .as_uint(),
+            32u);
+  // transformers 5 keeps rope_theta in rope_parameters.
+  auto moe =
+      keys_of(config("Qwen3MoeForCausalLM",
+                     R"(, "num_local_experts": 4, "num_experts_per_tok": 2,)"
+                     R"( "moe_intermediate_size": 32, "head_dim": 16,)"
+                     R"( "rope_parameters": {"rope_theta": 1000000, "rope_type": "default"})"));
+  EXPECT_EQ(moe.at("qwen3moe.expert_count").as_uint(), 4u);
+  EXPECT_EQ(moe.at("qwen3moe.expert_used_count").as_uint(), 2u);
+  EXPECT_EQ(moe.at("qwen3moe.expert_feed_forward_length").as_uint(), 32u);
+  EXPECT_EQ(moe.at("qwen3moe.rope.freq_base").as_double(), 1e6);
+  auto granite = keys_of(config("GraniteForCausalLM",
+                                R"(, "embedding_multiplier": 12, "logits_scaling": 8,)"
+                                R"( "residual_multiplier": 0.22, "attention_multiplier": 0.5)"));
+  EXPECT_EQ(granite.at("granite.embedding_scale").type, GgufValueType::FLOAT32);
+  EXPECT_EQ(granite.at("granite.attention.scale").as_double(), 0.5);
+  EXPECT_EQ(granite.at("granite.residual_scale").as_double(), static_cast<double>(0.22f));
+}
+
+TEST(GgufArch, HostileCountsAndValuesAreRefused) {
+  EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 0)"))
+                .find("num_local_experts is not between 1 and 4096"),
+            std::string::npos);
+  EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 5000)")), "");
+  // Within the per-layer cap, past the model's (each expert part is a tensor named up front).
+  EXPECT_NE(refusal(R"({"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 1000,)"
+                    R"( "num_attention_heads": 4, "num_local_experts": 4096})"),
+            "");
+  EXPECT_NE(refusal(config("MixtralForCausalLM"))
+                .find("num_local_experts"),  // no count: no stacks to make
+            std::string::npos);
+  EXPECT_NE(refusal(config("GraniteForCausalLM", R"(, "logits_scaling": 1e300)"))
+                .find("logits_scaling is not a finite float32"),
+            std::string::npos);
+  EXPECT_NE(refusal(config("LlamaForCausalLM", R"(, "rope_parameters": {"rope_theta": "x"})")), "");
+}
+
+TEST(GgufArch, ImportFindsTheRowByNameAndExperts) {
+  EXPECT_EQ(gguf_arch_named("llama", false).hf_class, "LlamaForCausalLM");
+  EXPECT_EQ(gguf_arch_named("llama", true).hf_class, "MixtralForCausalLM");
+  EXPECT_EQ(gguf_arch_named("qwen3moe", true).model_type, "qwen3_moe");
+  try {
+    (void)gguf_arch_named("qwen3moe", false);
+    ADD_FAILURE() << "a qwen3moe without experts was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("qwen3moe is not imported"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("qwen3moe with experts"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tlio::detail

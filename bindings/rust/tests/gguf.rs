@@ -121,3 +121,22 @@ fn exports_a_hugging_face_folder() {
     let err = tlio::export_gguf(&src, &out, "IQ2_XXS", &Default::default()).unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn stacks_experts_and_unstacks_them_back() {
+    // tiny_qwen3moe: one layer of 4 experts; each part's experts become one 3-D tensor, expert 0
+    // first, and the import makes them the folder's tensors again.
+    let src = data().join("gguf").join("tiny_qwen3moe");
+    let out = scratch("gguf-moe").join("moe.gguf");
+    assert_eq!(tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(), 14);
+    let g = tlio::Gguf::open(&out).unwrap();
+    assert_eq!(g.metadata("general.architecture").unwrap(), "qwen3moe");
+    assert_eq!(g.tensor("blk.0.ffn_up_exps.weight").unwrap().shape, vec![4, 32, 32]);
+    let back = scratch("gguf-moe-back").join("model");
+    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(), 23);
+    let c = tlio::compare_locations(back.to_str().unwrap(), src.to_str().unwrap(), Default::default(), &Default::default())
+        .unwrap();
+    assert!(c.equal && c.tensors.len() == 23);
+    let err = tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap_err();
+    assert_eq!(err.kind(), tlio::ErrorKind::Unsupported);
+}

@@ -60,6 +60,20 @@ constexpr Key kQwen2MoeKeys[] = {
 };
 constexpr Key kQwen3MoeKeys[] = {
     {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32}};
+constexpr Key kGemma2Keys[] = {
+    {"attn_logit_softcapping", {"attn_logit_softcapping", ""}, KeyType::f32},
+    {"final_logit_softcapping", {"final_logit_softcapping", ""}, KeyType::f32},
+    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
+};
+constexpr Key kGemma3Keys[] = {
+    {"final_logit_softcapping", {"final_logit_softcapping", ""}, KeyType::f32},
+    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
+};
+constexpr GgufNamePair kGemmaNames[] = {
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+};
 constexpr Key kGraniteKeys[] = {
     {"attention.scale", {"attention_multiplier", ""}, KeyType::f32},
     {"embedding_scale", {"embedding_multiplier", ""}, KeyType::f32},
@@ -103,6 +117,16 @@ const GgufArch kArchs[] = {
     {.hf_class = "GraniteForCausalLM", .name = "granite", .permute_qk = true,
      .size_70b = S70::never, .llama_keys = true, .head_dim_keys = HD::when_in_config,
      .keys = kGraniteKeys, .model_type = "granite"},
+    // Gemma: norms written as 1 + w; exported, not yet imported (the attention scale llama.cpp
+    // takes from the model's size would be config.json's query_pre_attn_scalar).
+    {.hf_class = "Gemma2ForCausalLM", .name = "gemma2", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
+     .layer_names = kGemmaNames, .keys = kGemma2Keys, .rope_base_key = false,
+     .norm_plus_one = true, .no_space_prefix = true},
+    {.hf_class = "Gemma3ForCausalLM", .name = "gemma3", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
+     .layer_names = kGemmaNames, .keys = kGemma3Keys, .norm_plus_one = true,
+     .no_space_prefix = true},
 };
 // clang-format on
 
@@ -159,6 +183,10 @@ uint32_t u32(uint64_t v, const char* key) {
   if (v > UINT32_MAX)
     throw_invalid(fmt::format("config.json's {} ({}) does not fit GGUF's u32", key, v));
   return static_cast<uint32_t>(v);
+}
+
+float shift_of(const GgufArch& arch, std::string_view hf_name) {
+  return arch.norm_plus_one && hf_name.ends_with("norm.weight") ? 1.0f : 0.0f;
 }
 
 // transformers 5's rope_parameters (the full-attention layers' where each kind has its own).
@@ -235,9 +263,10 @@ std::span<const GgufConfigKey> gguf_common_keys() { return kCommonKeys; }
 
 const GgufArch& gguf_arch_named(std::string_view name, bool experts) {
   for (const GgufArch& a : kArchs)
-    if (a.name == name && a.experts.has_value() == experts) return a;
+    if (!a.model_type.empty() && a.name == name && a.experts.has_value() == experts) return a;
   std::vector<std::string> known;
   for (const GgufArch& a : kArchs) {
+    if (a.model_type.empty()) continue;
     const std::string entry = fmt::format("{}{}", a.name, a.experts ? " with experts" : "");
     if (std::find(known.begin(), known.end(), entry) == known.end()) known.push_back(entry);
   }
@@ -310,6 +339,14 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
         c.rope_theta = d;
       }
     }
+  simdjson::dom::element swa;
+  if (doc.root()["rope_parameters"]["sliding_attention"]["rope_theta"].get(swa) ==
+      simdjson::SUCCESS) {
+    double d;
+    if (swa.get_double().get(d) != simdjson::SUCCESS)
+      doc.fail("rope_parameters", "rope_parameters' sliding_attention rope_theta is not a number");
+    c.rope_theta_swa = d;
+  }
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
   c.rms_norm_eps = *eps;
@@ -356,8 +393,10 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
     kv.push_back({a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))});
   }
   kv.insert(kv.end(), c.keys.begin(), c.keys.end());
-  if (c.rope_theta)
+  if (c.rope_theta && arch.rope_base_key)
     kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
+  if (c.rope_theta_swa)
+    kv.push_back({a + ".rope.freq_base_swa", gguf_f32(static_cast<float>(*c.rope_theta_swa))});
   for (GgufKeyValue& k : rope_scaling_keys(a, c.rope_scaling)) kv.push_back(std::move(k));
   return kv;
 }
@@ -368,7 +407,7 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
     if (hf_name == hf) {
       if (hf_name == "lm_head.weight" && c.tie_word_embeddings)
         return std::nullopt;  // llama.cpp reuses token_embd
-      return GgufName{std::string(gguf), 0, std::nullopt};
+      return GgufName{std::string(gguf), 0, std::nullopt, shift_of(arch, hf_name)};
     }
   constexpr std::string_view kLayers = "model.layers.";
   if (hf_name.starts_with(kLayers)) {
@@ -386,7 +425,8 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
             uint64_t heads = 0;
             if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
             if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
-            return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads, std::nullopt};
+            return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads, std::nullopt,
+                            shift_of(arch, part)};
           }
     }
   }

@@ -68,8 +68,16 @@ struct GgufArch {
   std::span<const GgufNamePair> layer_names;
   std::optional<GgufExperts> experts;
   std::span<const GgufConfigKey> keys;  ///< hyperparameters of this architecture alone
-  /// On import (tlio convert X.gguf DIR): config.json's model_type, and members that make
-  /// transformers compute what llama.cpp's graph of the architecture does ("" for none).
+  /// {arch}.rope.freq_base from config.json's RoPE base (Gemma 2's converter writes none).
+  bool rope_base_key = true;
+  /// Norm weights (names ending in "norm.weight") written plus 1: Gemma's RMSNorm scales by
+  /// 1 + w, llama.cpp's by the weight stored.
+  bool norm_plus_one = false;
+  /// A SentencePiece vocabulary written with add_space_prefix false (Gemma's).
+  bool no_space_prefix = false;
+  /// On import (tlio convert X.gguf DIR): config.json's model_type ("": not imported), and
+  /// members that make transformers compute what llama.cpp's graph of the architecture does
+  /// ("" for none).
   std::string_view model_type;
   std::string_view import_config;
 
@@ -78,8 +86,8 @@ struct GgufArch {
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
-/// The first entry writing general.architecture `name` with experts or without (llama with
-/// experts: MixtralForCausalLM); Error{unsupported} naming it and listing those there are.
+/// The first imported entry writing general.architecture `name` with experts or without (llama
+/// with experts: MixtralForCausalLM); Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_named(std::string_view name, bool experts);
 /// The entry of GGUF file `f`: its general.architecture, with experts when its expert_count is
 /// more than 0.
@@ -95,6 +103,7 @@ struct HfConfig {
   bool head_dim_in_config = false;
   std::vector<GgufKeyValue> keys;  ///< the architecture's own keys config.json has (GgufConfigKey)
   std::optional<double> rope_theta;
+  std::optional<double> rope_theta_swa;  ///< the sliding-window layers' own (Gemma 3)
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
   std::optional<uint64_t> bos_token_id, eos_token_id;
@@ -121,6 +130,7 @@ struct GgufName {
   std::string name;
   uint64_t permute_heads = 0;
   std::optional<uint64_t> expert;  ///< the expert whose part of the stacked `name` this is
+  float shift = 0;                 ///< added to every value (GgufArch::norm_plus_one)
 };
 std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
                                       std::string_view hf_name);

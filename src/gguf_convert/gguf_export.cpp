@@ -52,6 +52,7 @@ struct PlannedTensor {
   std::vector<SourcePart> parts;  // none for a tensor made here (rope_freqs.weight)
   detail::GgufTensorDecl decl;    // type F32 until choose_types
   uint64_t permute_heads = 0;
+  float shift = 0;          // added to every value (Gemma's norms)
   bool weight = false;      // takes the type asked for (not a norm, bias, router or 1-D tensor)
   std::vector<float> made;  // the values of a tensor made here, written as F32
 };
@@ -130,6 +131,7 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
   PlannedTensor p{{{&f, &t, nullptr}},
                   {name.name, ggml_id(GgmlTypeId::F32), {}},
                   name.permute_heads,
+                  name.shift,
                   false,
                   {}};
   p.decl.ne.assign(t.shape.begin(), t.shape.end());
@@ -179,6 +181,18 @@ struct PiecePass {
   std::vector<std::byte> raw, encoded;
 };
 
+// Adds `shift` to each value as llama.cpp's converter does: in float32, and in float16 for an F16
+// source (torch adds in a tensor's own dtype, and the converter widens only the others first).
+void shift_values(std::span<float> values, float shift, Dtype source) {
+  for (float& v : values) v += shift;
+  if (source != Dtype::F16) return;
+  std::vector<uint16_t> half(values.size());
+  convert(Dtype::F32, std::as_bytes(values), Dtype::F16, std::as_writable_bytes(std::span(half)),
+          values.size());
+  convert(Dtype::F16, std::as_bytes(std::span(half)), Dtype::F32, std::as_writable_bytes(values),
+          values.size());
+}
+
 // A quantized weight's piece: each row decoded to F32 and encoded, rows spread over every core
 // (the decoder is made for this tensor alone: every weight's at once would hold all their scales).
 uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part,
@@ -200,6 +214,7 @@ uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part,
             hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
         decoded.read((r + from) * cols, cols, Dtype::F32,
                      std::as_writable_bytes(std::span(values)));
+        if (p.shift != 0) shift_values(values, p.shift, Dtype::F32);
         ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
       }
     });
@@ -253,6 +268,7 @@ uint64_t write_part(const PlannedTensor& p, const SourcePart& part, detail::Gguf
               hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
           convert(t.dtype, raw.subspan(from * in_row, in_row), Dtype::F32,
                   std::as_writable_bytes(std::span(values)), cols);
+          if (p.shift != 0) shift_values(values, p.shift, t.dtype);
           ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
         }
       });
@@ -338,8 +354,8 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
                        const detail::HfConfig& c) {
   ExportPlan out;
   if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {
-    PlannedTensor freqs{
-        {}, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, false, {}};
+    PlannedTensor freqs{{}, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, 0, false,
+                        {}};
     freqs.made = detail::llama3_rope_factors(
         c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
     out.tensors.push_back(std::move(freqs));

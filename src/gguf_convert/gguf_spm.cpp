@@ -14,6 +14,7 @@
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
 #include "tlio/error.hpp"
 
@@ -338,7 +339,8 @@ std::vector<GgufKeyValue> gguf_spm_tokenizer(const SentencePieceModel& model,
   }
   kv.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(s.add_bos.value_or(true))});
   if (s.add_eos) kv.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(*s.add_eos)});
-  if (!model.add_dummy_prefix) kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(false)});
+  if (!model.add_dummy_prefix || gguf_arch_for(c.hf_class).no_space_prefix)
+    kv.push_back({"tokenizer.ggml.add_space_prefix", gguf_bool(false)});
   if (s.chat_template) kv.push_back({"tokenizer.chat_template", gguf_string(*s.chat_template)});
   return kv;
 }

@@ -107,6 +107,35 @@ TEST(GgufArch, KeysAreTheOnesTheConverterWrites) {
   EXPECT_EQ(granite.at("granite.residual_scale").as_double(), static_cast<double>(0.22f));
 }
 
+TEST(GgufArch, GemmaNormsAreShiftedAndItsKeysAreItsOwn) {
+  const std::string json =
+      config("Gemma2ForCausalLM",
+             R"(, "head_dim": 16, "attn_logit_softcapping": 50.0,)"
+             R"( "final_logit_softcapping": 30.0, "sliding_window": 4096,)"
+             R"( "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"})");
+  const HfConfig c = parse_hf_config(json, "config.json");
+  const GgufArch& gemma2 = gguf_arch_for("Gemma2ForCausalLM");
+  EXPECT_EQ(gguf_name_for(gemma2, c, "model.layers.0.pre_feedforward_layernorm.weight")->name,
+            "blk.0.ffn_norm.weight");
+  EXPECT_EQ(gguf_name_for(gemma2, c, "model.layers.0.pre_feedforward_layernorm.weight")->shift,
+            1.0f);
+  EXPECT_EQ(gguf_name_for(gemma2, c, "model.norm.weight")->shift, 1.0f);
+  EXPECT_EQ(gguf_name_for(gemma2, c, "model.layers.0.mlp.up_proj.weight")->shift, 0.0f);
+  const auto keys = keys_of(json);
+  EXPECT_EQ(keys.at("gemma2.attention.sliding_window").as_uint(), 4096u);
+  EXPECT_EQ(keys.at("gemma2.attn_logit_softcapping").as_double(), 50.0);
+  EXPECT_FALSE(keys.contains("gemma2.rope.freq_base"));  // the converter writes none
+  // Gemma 3: each kind of layer's RoPE base.
+  const auto gemma3 =
+      keys_of(config("Gemma3ForCausalLM",
+                     R"(, "head_dim": 16, "sliding_window": 512, "rope_parameters":)"
+                     R"( {"full_attention": {"rope_theta": 1e6, "rope_type": "default"},)"
+                     R"( "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}})"));
+  EXPECT_EQ(gemma3.at("gemma3.rope.freq_base").as_double(), 1e6);
+  EXPECT_EQ(gemma3.at("gemma3.rope.freq_base_swa").as_double(), 1e4);
+  EXPECT_THROW((void)gguf_arch_named("gemma2", false), Error);  // exported, not imported
+}
+
 TEST(GgufArch, HostileCountsAndValuesAreRefused) {
   EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 0)"))
                 .find("num_local_experts is not between 1 and 4096"),

@@ -13,7 +13,7 @@ TEXT = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama
         "1234567 numbers, émigré café", "def f(x):\n    return x * 2\n"] * 20
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 LLAMA3 = QWEN2.replace(r"\p{N}|", r"\p{N}{1,3}|")
-SPM = {"mistral", "mixtral", "granite"}
+SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3"}
 if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
     model = io.BytesIO()
@@ -54,6 +54,9 @@ name, cls, extra = {
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
     "granite": ("GraniteConfig", "GraniteForCausalLM", dict(embedding_multiplier=12.0, residual_multiplier=0.22,
                                                             attention_multiplier=0.0078125, logits_scaling=8.0)),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
+    # llama.cpp's gemma3 makes every 6th layer global: transformers' default layer_types agree
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
 }[arch]
 torch.manual_seed(0)
 config = getattr(transformers, name)(**common, **extra)

@@ -74,6 +74,16 @@ constexpr GgufNamePair kGemmaNames[] = {
     {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
     {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
 };
+constexpr Key kPhi3Keys[] = {
+    {"rope.scaling.original_context_length",
+     {"original_max_position_embeddings", ""},
+     KeyType::u32},
+    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32, true},
+};
+constexpr GgufNamePair kPhi3Names[] = {
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},
+};
 constexpr Key kGraniteKeys[] = {
     {"attention.scale", {"attention_multiplier", ""}, KeyType::f32},
     {"embedding_scale", {"embedding_multiplier", ""}, KeyType::f32},
@@ -117,6 +127,10 @@ const GgufArch kArchs[] = {
     {.hf_class = "GraniteForCausalLM", .name = "granite", .permute_qk = true,
      .size_70b = S70::never, .llama_keys = true, .head_dim_keys = HD::when_in_config,
      .keys = kGraniteKeys, .model_type = "granite"},
+    // Phi-3: q/k/v and gate/up fused as they are stored.
+    {.hf_class = "Phi3ForCausalLM", .name = "phi3", .permute_qk = false, .size_70b = S70::never,
+     .llama_keys = false, .head_dim_keys = HD::never, .rope_dimension_key = true,
+     .layer_names = kPhi3Names, .keys = kPhi3Keys},
     // Gemma: norms written as 1 + w; exported, not yet imported (the attention scale llama.cpp
     // takes from the model's size would be config.json's query_pre_attn_scalar).
     {.hf_class = "Gemma2ForCausalLM", .name = "gemma2", .permute_qk = false,
@@ -215,6 +229,9 @@ std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch
     if (!whole) doc.fail(key.c_str(), fmt::format("{} is not a non-negative integer", key));
     return GgufKeyValue{name, gguf_u32(u32(*whole, key.c_str()))};
   }
+  if (k.zero_when_absent)
+    return GgufKeyValue{fmt::format("{}.{}", arch, k.key),
+                        k.type == GgufConfigKey::Type::f32 ? gguf_f32(0) : gguf_u32(0)};
   return std::nullopt;
 }
 
@@ -339,6 +356,19 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
         c.rope_theta = d;
       }
     }
+  if (const std::optional<double> partial = number(doc, "partial_rotary_factor"))
+    c.partial_rotary_factor = *partial;
+  if (const std::optional<simdjson::dom::object> rope = rope_parameters(doc)) {
+    double partial;
+    if ((*rope)["partial_rotary_factor"].get_double().get(partial) == simdjson::SUCCESS)
+      c.partial_rotary_factor = partial;
+  }
+  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1) ||
+      (c.partial_rotary_factor != 1 && !gguf_arch_for(c.hf_class).rope_dimension_key))
+    throw Error(ErrorCode::unsupported, Rule::model, "partial_rotary_factor", std::nullopt,
+                fmt::format("a partial_rotary_factor of {} is not exported for {}",
+                            c.partial_rotary_factor, c.hf_class),
+                source);
   simdjson::dom::element swa;
   if (doc.root()["rope_parameters"]["sliding_attention"]["rope_theta"].get(swa) ==
       simdjson::SUCCESS) {
@@ -387,8 +417,14 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
   if (arch.llama_keys) {
     kv.push_back({a + ".rope.dimension_count", gguf_u32(u32(c.head_dim, "head_dim"))});
     kv.push_back({a + ".vocab_size", gguf_u32(u32(c.vocab_size, "vocab_size"))});
+  } else if (arch.rope_dimension_key) {  // as the converter computes it, from the hidden size
+    const auto rotated =
+        static_cast<uint64_t>(c.partial_rotary_factor * static_cast<double>(c.hidden_size)) /
+        c.heads;
+    kv.push_back({a + ".rope.dimension_count", gguf_u32(u32(rotated, "partial_rotary_factor"))});
   }
-  if (arch.head_dim_keys == GgufArch::HeadDimKeys::always || c.head_dim_in_config) {
+  if (arch.head_dim_keys == GgufArch::HeadDimKeys::always ||
+      (arch.head_dim_keys == GgufArch::HeadDimKeys::when_in_config && c.head_dim_in_config)) {
     kv.push_back({a + ".attention.key_length", gguf_u32(u32(c.head_dim, "head_dim"))});
     kv.push_back({a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))});
   }
@@ -446,10 +482,10 @@ std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch
   for (uint64_t layer = 0; layer < c.layers; ++layer) {
     for (const auto& [hf, gguf] : arch.layer_names)
       add(fmt::format("model.layers.{}.{}", layer, hf));
-    for (const auto& [hf, gguf] : kLayerNames)
+    for (const GgufNamePair& common : kLayerNames)
       if (std::none_of(arch.layer_names.begin(), arch.layer_names.end(),
-                       [&](const GgufNamePair& own) { return own.first == hf; }))
-        add(fmt::format("model.layers.{}.{}", layer, hf));
+                       [&](const GgufNamePair& own) { return own.first == common.first; }))
+        add(fmt::format("model.layers.{}.{}", layer, common.first));
   }
   return out;
 }

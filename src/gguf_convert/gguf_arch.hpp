@@ -36,6 +36,7 @@ struct GgufConfigKey {
   std::string_view key;
   std::array<std::string_view, 2> json;  ///< "" for none
   enum class Type : uint8_t { u32, f32 } type;
+  bool zero_when_absent = false;  ///< written as 0 when config.json has none (Phi-3's window)
 };
 
 /// The experts of a mixture-of-experts layer, as Hugging Face names them one by one
@@ -63,7 +64,10 @@ struct GgufArch {
   /// {arch}.attention.key_length and .value_length: the converter writes them where the
   /// transformers config has a head_dim, which its class fills in for some architectures
   /// (always) and takes from config.json for the others (when config.json has one).
-  enum class HeadDimKeys : uint8_t { always, when_in_config } head_dim_keys;
+  enum class HeadDimKeys : uint8_t { always, when_in_config, never } head_dim_keys;
+  /// {arch}.rope.dimension_count without the llama family's vocab_size: the rotated part of a
+  /// head (config.json's partial_rotary_factor of it; elsewhere a factor other than 1 is refused).
+  bool rope_dimension_key = false;
   /// Names of this architecture, tried before the common ones (Olmo2's post-norms).
   std::span<const GgufNamePair> layer_names;
   std::optional<GgufExperts> experts;
@@ -104,6 +108,7 @@ struct HfConfig {
   std::vector<GgufKeyValue> keys;  ///< the architecture's own keys config.json has (GgufConfigKey)
   std::optional<double> rope_theta;
   std::optional<double> rope_theta_swa;  ///< the sliding-window layers' own (Gemma 3)
+  double partial_rotary_factor = 1;      ///< the part of each head RoPE rotates
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
   std::optional<uint64_t> bos_token_id, eos_token_id;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "common/json_doc.hpp"
 #include "common/parallel.hpp"
 #include "gguf/ggml_blocks.hpp"
 #include "gguf/gguf_header.hpp"
@@ -316,8 +317,8 @@ std::vector<size_t> plan_splits(const std::vector<PlannedTensor>& plan, uint64_t
 // The vocabulary as llama.cpp's keys, from the file llama.cpp's converter reads for the llama
 // family: a SentencePiece tokenizer.model when there is one, else tokenizer.json (byte-level BPE,
 // or a SentencePiece vocabulary written as BPE with byte fallback: scored by its merges).
-std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
-                                         const detail::HfConfig& c) {
+std::vector<GgufKeyValue> vocabulary_keys(const detail::ModelLocation& where,
+                                          const detail::HfConfig& c) {
   const std::optional<std::string> config = where.read_text("tokenizer_config.json");
   if (const std::optional<std::string> spm = where.read_text("tokenizer.model")) {
     if (spm->size() > detail::kMaxSentencePieceBytes)
@@ -341,6 +342,25 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
           *json, where.name_of("tokenizer.json"), c.vocab_size))
     return detail::gguf_spm_tokenizer(*spm, where.name_of("tokenizer.json"), config, c, true);
   return detail::gguf_tokenizer(*json, where.name_of("tokenizer.json"), config, c);
+}
+
+// The vocabulary's keys, and the chat template from where transformers 5 saves it
+// (chat_template.jinja, or chat_template.json's) when tokenizer_config.json has none, as
+// llama.cpp's converter reads it.
+std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
+                                         const detail::HfConfig& c) {
+  std::vector<GgufKeyValue> kv = vocabulary_keys(where, c);
+  constexpr std::string_view kChatTemplate = "tokenizer.chat_template";
+  if (std::any_of(kv.begin(), kv.end(),
+                  [&](const GgufKeyValue& k) { return k.key == kChatTemplate; }))
+    return kv;
+  std::optional<std::string> chat = where.read_text("chat_template.jinja");
+  if (!chat)
+    if (const std::optional<std::string> json = where.read_text("chat_template.json"))
+      chat = detail::JsonDoc(*json, where.name_of("chat_template.json"), Rule::model)
+                 .optional_string("chat_template");
+  if (chat) kv.push_back({std::string(kChatTemplate), detail::gguf_string(*chat)});
+  return kv;
 }
 
 // The tensors in the order llama.cpp's converter writes them: Llama 3's RoPE factors first, then

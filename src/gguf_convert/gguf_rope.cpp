@@ -84,7 +84,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   for (const auto [key, value] : o) {
     (void)value;
     const bool known = key == "rope_type" || key == "type" || key == "factor" ||
-                       key == "rope_theta" ||
+                       key == "rope_theta" || key == "partial_rotary_factor" ||
                        (r.kind == RopeScaling::Kind::llama3 &&
                         (key == "low_freq_factor" || key == "high_freq_factor" ||
                          key == "original_max_position_embeddings"));

@@ -136,6 +136,28 @@ TEST(GgufArch, GemmaNormsAreShiftedAndItsKeysAreItsOwn) {
   EXPECT_THROW((void)gguf_arch_named("gemma2", false), Error);  // exported, not imported
 }
 
+TEST(GgufArch, Phi3KeepsItsFusedProjectionsAndWritesItsOwnKeys) {
+  const std::string json = config(
+      "Phi3ForCausalLM", R"(, "original_max_position_embeddings": 4096, "sliding_window": null,)"
+                         R"( "rope_parameters": {"partial_rotary_factor": 0.75, "rope_theta": 1e4,)"
+                         R"( "rope_type": "default"})");
+  const HfConfig c = parse_hf_config(json, "config.json");
+  const GgufArch& phi3 = gguf_arch_for("Phi3ForCausalLM");
+  EXPECT_EQ(gguf_name_for(phi3, c, "model.layers.0.self_attn.qkv_proj.weight")->name,
+            "blk.0.attn_qkv.weight");
+  EXPECT_EQ(gguf_name_for(phi3, c, "model.layers.0.mlp.gate_up_proj.weight")->name,
+            "blk.0.ffn_up.weight");
+  const auto keys = keys_of(json);
+  EXPECT_EQ(keys.at("phi3.rope.dimension_count").as_uint(), 12u);  // 0.75 of 64 over 4 heads
+  EXPECT_EQ(keys.at("phi3.rope.scaling.original_context_length").as_uint(), 4096u);
+  EXPECT_EQ(keys.at("phi3.attention.sliding_window").as_uint(), 0u);  // none: 0, as the converter
+  EXPECT_FALSE(keys.contains("phi3.attention.key_length") || keys.contains("phi3.vocab_size"));
+  // A partial rotary factor elsewhere is refused, not dropped.
+  EXPECT_NE(refusal(config("LlamaForCausalLM", R"(, "partial_rotary_factor": 0.5)"))
+                .find("partial_rotary_factor of 0.5 is not exported"),
+            std::string::npos);
+}
+
 TEST(GgufArch, HostileCountsAndValuesAreRefused) {
   EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 0)"))
                 .find("num_local_experts is not between 1 and 4096"),

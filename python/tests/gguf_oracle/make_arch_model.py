@@ -13,18 +13,21 @@ TEXT = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama
         "1234567 numbers, émigré café", "def f(x):\n    return x * 2\n"] * 20
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 LLAMA3 = QWEN2.replace(r"\p{N}|", r"\p{N}{1,3}|")
-SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3"}
+SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3"}
 if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=model, vocab_size=320, model_type="bpe",
                                    byte_fallback=True, character_coverage=1.0, normalization_rule_name="identity",
                                    remove_extra_whitespaces=False, split_digits=True, allow_whitespace_only_pieces=True,
-                                   bos_id=1, eos_id=2, unk_id=0, pad_id=3, minloglevel=2)
+                                   bos_id=1, eos_id=2, unk_id=0, pad_id=3, minloglevel=2,
+                                   # llama.cpp looks <|endoftext|> up in a Phi-3 vocabulary
+                                   user_defined_symbols=["<|endoftext|>"] if arch == "phi3" else [])
     (out / "tokenizer.model").write_bytes(model.getvalue())
     vocab, bos, eos, pad, pre = 320, 1, 2, 3, None
     (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-                                                           "pad_token": "<pad>", "add_bos_token": True}))
+                                                           "pad_token": "<pad>", "add_bos_token": True,
+                                                           "tokenizer_class": "LlamaTokenizer"}))
 else:
     pre = "qwen2" if arch.startswith("qwen") else "llama-bpe"
     tok = Tokenizer(models.BPE())
@@ -55,6 +58,7 @@ name, cls, extra = {
     "granite": ("GraniteConfig", "GraniteForCausalLM", dict(embedding_multiplier=12.0, residual_multiplier=0.22,
                                                             attention_multiplier=0.0078125, logits_scaling=8.0)),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     # llama.cpp's gemma3 makes every 6th layer global: transformers' default layer_types agree
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
 }[arch]
@@ -70,4 +74,7 @@ with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention sho
         if n.endswith("mlp.gate.weight") or n.endswith("block_sparse_moe.gate.weight"):
             p.mul_(30)  # routers: clear choices, so F16 rounding in llama.cpp picks the same experts
 model.save_pretrained(out)
+if arch in ("qwen3", "qwen3moe", "gemma3"):  # where transformers 5 saves a chat template
+    (out / "chat_template.jinja").write_text("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+                                             "{{ m['content'] }}<|endoftext|>\n{% endfor %}")
 print(pre or "")

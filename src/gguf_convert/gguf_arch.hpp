@@ -112,6 +112,7 @@ struct HfConfig {
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
   std::optional<uint64_t> bos_token_id, eos_token_id;
+  std::optional<uint64_t> pad_token_id;  ///< on import, from the vocabulary's padding id
   RopeScaling rope_scaling;
 };
 /// The keys any architecture's config.json may have (expert_count, expert_used_count).

@@ -144,6 +144,9 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   };
   c.bos_token_id = id("tokenizer.ggml.bos_token_id");
   c.eos_token_id = id("tokenizer.ggml.eos_token_id");
+  // The padding id too: some classes default to one past a small vocabulary (Phi-3's 32000).
+  c.pad_token_id = id("tokenizer.ggml.padding_token_id");
+  if (c.pad_token_id && *c.pad_token_id >= c.vocab_size) c.pad_token_id.reset();
   for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
     for (const GgufConfigKey& k : keys) {
       const std::string key = a + std::string(k.key);
@@ -155,6 +158,14 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
         c.keys.push_back({key, gguf_f32(static_cast<float>(*v))});
       }
     }
+  if (arch.rope_dimension_key) {  // the rotated part of a head (Phi-3's partial rotary factor)
+    const uint64_t rotated = whole(f, a + "rope.dimension_count", false).value_or(c.head_dim);
+    if (rotated == 0 || rotated > c.head_dim || rotated % 2 != 0)
+      fail(f, a + "rope.dimension_count",
+           fmt::format("rope.dimension_count {} is not an even part of a head of {}", rotated,
+                       c.head_dim));
+    c.partial_rotary_factor = static_cast<double>(rotated) / static_cast<double>(c.head_dim);
+  }
   if (arch.experts) {
     c.experts = *whole(f, a + "expert_count", true);
     if (c.experts == 0 || c.experts > kMaxGgufExperts ||
@@ -179,6 +190,7 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
   out += rope_scaling_json(c.rope_scaling);
   if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);
   if (c.eos_token_id) out += fmt::format(",\n  \"eos_token_id\": {}", *c.eos_token_id);
+  if (c.pad_token_id) out += fmt::format(",\n  \"pad_token_id\": {}", *c.pad_token_id);
   // The architecture's keys under the names its class reads (the expert count's is its own).
   const std::string prefix = std::string(arch.name) + ".";
   for (const GgufKeyValue& kv : c.keys)
@@ -188,13 +200,18 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
         // The expert count under both names (transformers 4.x's Qwen3-MoE reads num_experts,
         // 5's num_local_experts).
         const auto names = k.key == "expert_count" && arch.experts ? arch.experts->count : k.json;
+        // A key the export writes as 0 for none goes back as null (Phi-3's sliding window).
+        const std::string value = k.type == GgufConfigKey::Type::f32
+                                      ? float_text(*kv.value.as_double())
+                                  : k.zero_when_absent && kv.value.as_uint() == 0u
+                                      ? "null"
+                                      : fmt::format("{}", *kv.value.as_uint());
         for (std::string_view name : names)
-          if (!name.empty())
-            out += k.type == GgufConfigKey::Type::u32
-                       ? fmt::format(",\n  {}: {}", json(name), *kv.value.as_uint())
-                       : fmt::format(",\n  {}: {}", json(name), float_text(*kv.value.as_double()));
+          if (!name.empty()) out += fmt::format(",\n  {}: {}", json(name), value);
         break;
       }
+  if (c.partial_rotary_factor != 1)
+    out += fmt::format(",\n  \"partial_rotary_factor\": {}", c.partial_rotary_factor);
   if (!arch.import_config.empty()) out += fmt::format(",\n  {}", arch.import_config);
   return out + "\n}\n";
 }

@@ -202,7 +202,12 @@ void bind_file(py::module_& m) {
       .def(
           "array",
           [](const std::shared_ptr<tlio::File>& f, const std::string& n, bool writable) {
-            return view_array(f, n, writable);
+            if (f->views_in_memory()) return view_array(f, n, writable);
+            // A view would copy (pread, direct, a URL): the copy is made into memory that asks
+            // for no huge pages (fresh_array) instead of File::view's malloc'd buffer.
+            py::array a = copy_tensor(*f, n);
+            if (!writable) a.attr("setflags")(py::arg("write") = false);
+            return a;
           },
           py::arg("name"), py::arg("writable") = false)
       .def("copy", &copy_tensor)

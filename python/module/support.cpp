@@ -130,17 +130,6 @@ py::array fresh_array(py::dtype dt, const std::vector<py::ssize_t>& shape) {
 py::array view_array(const std::shared_ptr<tlio::File>& file, const std::string& name,
                      bool writable) {
   const tlio::TensorInfo& t = file->header().at(name);
-  if (!file->views_in_memory()) {  // a copy either way: into memory that asks for no huge pages
-    py::array a = fresh_array(numpy_dtype(t.dtype), numpy_shape(t));
-    const std::span<std::byte> dst(static_cast<std::byte*>(a.mutable_data()),
-                                   static_cast<size_t>(a.nbytes()));  // numpy's, with the GIL
-    {
-      LongCall call;
-      file->read(name, dst);
-    }
-    if (!writable) a.attr("setflags")(py::arg("write") = false);
-    return a;
-  }
   tlio::TensorView v = [&] {
     LongCall call;  // a remote file's view is fetched now
     return file->view(name);

@@ -203,14 +203,6 @@ float shift_of(const GgufArch& arch, std::string_view hf_name) {
   return arch.norm_plus_one && hf_name.ends_with("norm.weight") ? 1.0f : 0.0f;
 }
 
-// transformers 5's rope_parameters (the full-attention layers' where each kind has its own).
-std::optional<simdjson::dom::object> rope_parameters(const JsonDoc& doc) {
-  simdjson::dom::object o, full;
-  if (doc.root()["rope_parameters"].get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
-  if (o["full_attention"].get_object().get(full) == simdjson::SUCCESS) return full;
-  return o;
-}
-
 // Key `k` of config.json, when it has one of its names.
 std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch,
                                        const GgufConfigKey& k) {
@@ -305,7 +297,8 @@ HfConfig parse_hf_names(std::string_view json, const std::string& source) {
   }
   if (c.hf_class.empty())
     doc.fail("architectures", "config.json names no architecture (\"architectures\")");
-  (void)gguf_arch_for(c.hf_class);  // an unknown class is refused before its keys are asked for
+  // An unknown class is refused before its keys are asked for.
+  const GgufArch& arch = gguf_arch_for(c.hf_class);
   c.layers = doc.required_uint("num_hidden_layers");
   c.heads = doc.required_uint("num_attention_heads");
   if (c.heads == 0) doc.fail("num_attention_heads", "num_attention_heads is 0");
@@ -315,7 +308,7 @@ HfConfig parse_hf_names(std::string_view json, const std::string& source) {
              fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
                          c.kv_heads, c.heads));
   c.tie_word_embeddings = doc.optional_bool("tie_word_embeddings").value_or(false);
-  if (const std::optional<GgufExperts>& e = gguf_arch_for(c.hf_class).experts) {
+  if (const std::optional<GgufExperts>& e = arch.experts) {
     for (std::string_view key : e->count)
       if (!key.empty() && !c.experts)
         c.experts = doc.optional_uint(std::string(key).c_str()).value_or(0);
@@ -330,6 +323,7 @@ HfConfig parse_hf_names(std::string_view json, const std::string& source) {
 
 HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   HfConfig c = parse_hf_names(json, source);
+  const GgufArch& arch = gguf_arch_for(c.hf_class);
   const JsonDoc doc(json, source, Rule::model);
   c.hidden_size = doc.required_uint("hidden_size");
   c.intermediate_size = doc.required_uint("intermediate_size");
@@ -344,46 +338,25 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
     doc.fail("vocab_size", fmt::format("vocab_size {} is not between 1 and {}", c.vocab_size,
                                        kMaxGgufVocabulary));
   if (c.hidden_size == 0) doc.fail("hidden_size", "hidden_size is 0");
+  // transformers 5 keeps the RoPE numbers in rope_parameters, per kind of layer where they differ.
   c.rope_theta = number(doc, "rope_theta");
-  if (!c.rope_theta)  // transformers 5 keeps it with the scaling, per kind of layer where they
-                      // differ
-    if (const std::optional<simdjson::dom::object> rope = rope_parameters(doc)) {
-      simdjson::dom::element theta;
-      double d;
-      if ((*rope)["rope_theta"].get(theta) == simdjson::SUCCESS) {
-        if (theta.get_double().get(d) != simdjson::SUCCESS)
-          doc.fail("rope_parameters", "rope_parameters' rope_theta is not a number");
-        c.rope_theta = d;
-      }
-    }
-  if (const std::optional<double> partial = number(doc, "partial_rotary_factor"))
-    c.partial_rotary_factor = *partial;
-  if (const std::optional<simdjson::dom::object> rope = rope_parameters(doc)) {
-    double partial;
-    if ((*rope)["partial_rotary_factor"].get_double().get(partial) == simdjson::SUCCESS)
-      c.partial_rotary_factor = partial;
-  }
+  if (!c.rope_theta) c.rope_theta = rope_parameter(doc, "rope_theta");
+  c.rope_theta_swa = rope_parameter(doc, "rope_theta", true);
+  const std::optional<double> partial = number(doc, "partial_rotary_factor");
+  c.partial_rotary_factor =
+      rope_parameter(doc, "partial_rotary_factor").value_or(partial.value_or(1));
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1) ||
-      (c.partial_rotary_factor != 1 && !gguf_arch_for(c.hf_class).rope_dimension_key))
+      (c.partial_rotary_factor != 1 && !arch.rope_dimension_key))
     throw Error(ErrorCode::unsupported, Rule::model, "partial_rotary_factor", std::nullopt,
                 fmt::format("a partial_rotary_factor of {} is not exported for {}",
                             c.partial_rotary_factor, c.hf_class),
                 source);
-  simdjson::dom::element swa;
-  if (doc.root()["rope_parameters"]["sliding_attention"]["rope_theta"].get(swa) ==
-      simdjson::SUCCESS) {
-    double d;
-    if (swa.get_double().get(d) != simdjson::SUCCESS)
-      doc.fail("rope_parameters", "rope_parameters' sliding_attention rope_theta is not a number");
-    c.rope_theta_swa = d;
-  }
   const std::optional<double> eps = number(doc, "rms_norm_eps");
   if (!eps) doc.fail("rms_norm_eps", "config.json has no rms_norm_eps");
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
   c.rope_scaling = parse_rope_scaling(doc, source);
-  const GgufArch& arch = gguf_arch_for(c.hf_class);
   for (std::span<const GgufConfigKey> keys :
        {std::span<const GgufConfigKey>(kCommonKeys), arch.keys})
     for (const GgufConfigKey& k : keys)
@@ -392,7 +365,7 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
                           gguf_u32(u32(c.experts, "the expert count"))});
       else if (std::optional<GgufKeyValue> kv = config_key(doc, arch.name, k))
         c.keys.push_back(std::move(*kv));
-  if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && gguf_arch_for(c.hf_class).name != "llama")
+  if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && arch.name != "llama")
     throw Error(
         ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,
         fmt::format(

@@ -36,15 +36,34 @@ std::optional<double> member_number(simdjson::dom::object o, const JsonDoc& doc,
 
 }  // namespace
 
+std::optional<simdjson::dom::element> rope_parameters(const JsonDoc& doc, bool sliding) {
+  simdjson::dom::element all, own;
+  if (doc.root()["rope_parameters"].get(all) != simdjson::SUCCESS || all.is_null())
+    return std::nullopt;
+  if (all[sliding ? "sliding_attention" : "full_attention"].get(own) == simdjson::SUCCESS)
+    return own;
+  return sliding ? std::nullopt : std::optional(all);
+}
+
+std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool sliding) {
+  const std::optional<simdjson::dom::element> rope = rope_parameters(doc, sliding);
+  simdjson::dom::element v;
+  if (!rope || (*rope)[key].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+  double d;
+  if (v.get_double().get(d) != simdjson::SUCCESS)
+    doc.fail("rope_parameters", fmt::format("rope_parameters' {}{} is not a number",
+                                            sliding ? "sliding_attention " : "", key));
+  return d;
+}
+
 RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   RopeScaling r;
   simdjson::dom::element member;
   if (doc.root()["rope_scaling"].get(member) != simdjson::SUCCESS || member.is_null()) {
     // transformers 5 writes rope_parameters (with rope_theta; per kind of layer where they differ)
-    if (doc.root()["rope_parameters"].get(member) != simdjson::SUCCESS || member.is_null())
-      return r;
-    simdjson::dom::element full;
-    if (member["full_attention"].get(full) == simdjson::SUCCESS) member = full;
+    const std::optional<simdjson::dom::element> rope = rope_parameters(doc);
+    if (!rope) return r;
+    member = *rope;
   }
   simdjson::dom::object o;
   if (member.get_object().get(o) != simdjson::SUCCESS)

@@ -28,6 +28,14 @@ inline constexpr double kDefaultRopeTheta = 10000.0;
 /// The generated tensor llama3 scaling writes.
 inline constexpr std::string_view kRopeFreqsName = "rope_freqs.weight";
 
+/// transformers 5's rope_parameters in config.json, as llama.cpp's converter reads it: the
+/// full-attention layers' where each kind of layer has its own, else the one member; with
+/// `sliding`, the sliding-window layers' own only. nullopt without one (or null).
+std::optional<simdjson::dom::element> rope_parameters(const JsonDoc& doc, bool sliding = false);
+/// The number `key` of those rope_parameters; nullopt without it (or null), Error{format} for a
+/// value that is not a number.
+std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool sliding = false);
+
 /// config.json's rope_scaling, or transformers 5's rope_parameters (absent, null, or "default":
 /// none). A kind (YaRN, dynamic, ...)
 /// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.

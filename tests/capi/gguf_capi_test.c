@@ -12,6 +12,19 @@
 #include "c_check.h"
 #include "tlio/tlio.h"
 
+/* Removes the folder tl_import_gguf_model wrote into `dir`: each file it writes must be there. */
+static void remove_imported_folder(const char* dir) {
+  const char* files[] = {"model.safetensors", "config.json", "generation_config.json",
+                         "tokenizer.json", "tokenizer_config.json"};
+  char file[4200];
+  size_t k;
+  for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
+    snprintf(file, sizeof file, "%s/%s", dir, files[k]);
+    CHECK(unlink(file) == 0);
+  }
+  rmdir(dir);
+}
+
 int main(int argc, char** argv) {
   const char* scratch = argc > 1 ? argv[1] : ".";
   tl_gguf* g = NULL;
@@ -152,11 +165,8 @@ int main(int argc, char** argv) {
   /* Back to a Hugging Face folder: the F32 export of the BF16 folder, read back as BF16 (Q/K rows
    * put back), equals the original. */
   {
-    char dir[4096], file[4200];
+    char dir[4096];
     tl_comparison* cmp = NULL;
-    const char* files[] = {"model.safetensors", "config.json", "generation_config.json",
-                           "tokenizer.json", "tokenizer_config.json"};
-    size_t k;
     snprintf(dir, sizeof dir, "%s/gguf_capi_model_%d", scratch, (int)getpid());
     CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "F32", NULL, NULL) == TL_OK);
     CHECK(tl_import_gguf_model(out, dir, TL_BF16, NULL, &written) == TL_OK && written == 12);
@@ -164,11 +174,7 @@ int main(int argc, char** argv) {
     CHECK(cmp && tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 12 &&
           tl_comparison_b_name(cmp, 0) == NULL);
     tl_comparison_free(cmp);
-    for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
-      snprintf(file, sizeof file, "%s/%s", dir, files[k]);
-      CHECK(unlink(file) == 0);
-    }
-    rmdir(dir);
+    remove_imported_folder(dir);
     unlink(out);
     CHECK(tl_import_gguf_model(TLIO_TEST_DATA "/gguf/two_tensors.gguf", dir, TL_BF16, NULL, NULL) ==
           TL_EFORMAT);
@@ -204,11 +210,8 @@ int main(int argc, char** argv) {
   /* A mixture of experts (tiny_qwen3moe: 4 experts): each part's experts stacked into one 3-D
    * tensor, the router F32; back to a folder, the experts are their own tensors again. */
   {
-    char dir[4096], file[4200];
+    char dir[4096];
     tl_comparison* cmp = NULL;
-    const char* files[] = {"model.safetensors", "config.json", "generation_config.json",
-                           "tokenizer.json", "tokenizer_config.json"};
-    size_t k;
     snprintf(out, sizeof out, "%s/gguf_capi_moe_%d.gguf", scratch, (int)getpid());
     CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_qwen3moe", out, "Q8_0", NULL, &written) ==
               TL_OK &&
@@ -231,11 +234,7 @@ int main(int argc, char** argv) {
           TL_OK);
     CHECK(cmp && tl_comparison_equal(cmp) && tl_comparison_count(cmp) == 23);
     tl_comparison_free(cmp);
-    for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
-      snprintf(file, sizeof file, "%s/%s", dir, files[k]);
-      CHECK(unlink(file) == 0);
-    }
-    rmdir(dir);
+    remove_imported_folder(dir);
     unlink(out);
     /* A quantization mix is not made for experts yet: refused, nothing written. */
     CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_qwen3moe", out, "Q4_K_M", NULL, NULL) ==

@@ -30,8 +30,12 @@ LIB_DIR = REPO / "build" / "npm" / "node_modules" / "@node-llama-cpp" / "linux-x
 HERE = pathlib.Path(__file__).parent / "gguf_oracle"
 TEXT = "Hello world! The quick fox 12345"
 ARCHS = ["llama", "mistral", "mixtral", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmo2", "granite", "gemma2",
-         "gemma3", "phi3"]
-NOT_IMPORTED = {"gemma2", "gemma3"}  # exported only (docs/gguf.md)
+         "gemma3", "phi3", "gptoss", "gptoss-mxfp4"]
+# Exported only (docs/gguf.md): their GGUF architecture names.
+NOT_IMPORTED = {"gemma2": "gemma2", "gemma3": "gemma3", "gptoss": "gpt-oss", "gptoss-mxfp4": "gpt-oss"}
+# llama.cpp's CPU backend multiplies MXFP4 weights by activations rounded to Q8_0 blocks: the
+# MXFP4 experts' tolerance (min 0.9996 seen); F32 weights are held to 0.9999.
+MIN_COSINE = {"gptoss-mxfp4": 0.999}  # exported only (docs/gguf.md)
 # Provenance: the converter names the model from its folder and its size.
 PROVENANCE = {"general.name", "general.basename", "general.size_label", "general.finetune"}
 
@@ -90,7 +94,7 @@ def test_llama_cpp_logits_match_transformers(model, tmp_path):
     with torch.no_grad():
         ours = source(torch.tensor([ids])).logits[0]
     cos = torch.nn.functional.cosine_similarity(theirs, ours, dim=-1)
-    assert len(ids) > 8 and cos.min() >= 0.9999, (arch, cos)
+    assert len(ids) > 8 and cos.min() >= MIN_COSINE.get(arch, 0.9999), (arch, cos)
 
 
 def test_import_gives_the_model_back(model, tmp_path):
@@ -101,7 +105,8 @@ def test_import_gives_the_model_back(model, tmp_path):
                  ("convert", tmp_path / "m.gguf", tmp_path / "back", "--dtype", "f32")):
         r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
         if arch in NOT_IMPORTED and args[1] == tmp_path / "m.gguf":
-            assert r.returncode == 1 and f"{arch} is not imported" in r.stderr, r.stderr
+            assert r.returncode == 1 and f"architecture {NOT_IMPORTED[arch]} " in r.stderr, r.stderr
+            assert "is not imported" in r.stderr, r.stderr
             assert not (tmp_path / "back").exists()
             return
         assert r.returncode == 0, r.stderr

@@ -84,6 +84,29 @@ constexpr GgufNamePair kPhi3Names[] = {
     {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
     {"mlp.gate_up_proj.weight", "ffn_up.weight"},
 };
+// gpt-oss: experts held stacked [experts, in, out], gate and up interleaved in one; biases,
+// attention sinks and a router with a bias.
+constexpr GgufStackedPart kGptOssStacked[] = {
+    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", 2, 0, true},
+    {"mlp.experts.gate_up_proj", "ffn_up_exps.weight", 2, 1, true},
+    {"mlp.experts.down_proj", "ffn_down_exps.weight", 1, 0, true},
+    {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", 2, 0},
+    {"mlp.experts.gate_up_proj_bias", "ffn_up_exps.bias", 2, 1},
+    {"mlp.experts.down_proj_bias", "ffn_down_exps.bias"},
+};
+constexpr GgufExperts kGptOssExperts{
+    "mlp.experts.", {}, {"num_local_experts", "num_experts"}, kGptOssStacked};
+constexpr GgufNamePair kGptOssNames[] = {
+    {"self_attn.o_proj.bias", "attn_output.bias"},
+    {"self_attn.sinks", "attn_sinks.weight"},
+    {"mlp.router.weight", "ffn_gate_inp.weight"},
+    {"mlp.router.bias", "ffn_gate_inp.bias"},
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+};
+constexpr Key kGptOssKeys[] = {
+    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
+    {"expert_feed_forward_length", {"intermediate_size", ""}, KeyType::u32},
+};
 constexpr Key kGraniteKeys[] = {
     {"attention.scale", {"attention_multiplier", ""}, KeyType::f32},
     {"embedding_scale", {"embedding_multiplier", ""}, KeyType::f32},
@@ -141,6 +164,10 @@ const GgufArch kArchs[] = {
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
      .layer_names = kGemmaNames, .keys = kGemma3Keys, .norm_plus_one = true,
      .no_space_prefix = true},
+    // gpt-oss: llama.cpp's openai-moe; MXFP4 experts copied as they are (gguf_export.cpp).
+    {.hf_class = "GptOssForCausalLM", .name = "gpt-oss", .permute_qk = false,
+     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
+     .layer_names = kGptOssNames, .experts = kGptOssExperts, .keys = kGptOssKeys},
 };
 // clang-format on
 
@@ -199,6 +226,19 @@ uint32_t u32(uint64_t v, const char* key) {
   return static_cast<uint32_t>(v);
 }
 
+// The layer of a name "`prefix`N.rest" with N below `layers`, and its rest.
+std::optional<std::pair<uint64_t, std::string_view>> layer_part(std::string_view name,
+                                                                std::string_view prefix,
+                                                                uint64_t layers) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const std::string_view rest = name.substr(prefix.size());
+  uint64_t layer = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+  if (ec != std::errc() || end == rest.data() || *end != '.' || layer >= layers)
+    return std::nullopt;
+  return std::pair(layer, rest.substr(static_cast<size_t>(end - rest.data()) + 1));
+}
+
 float shift_of(const GgufArch& arch, std::string_view hf_name) {
   return arch.norm_plus_one && hf_name.ends_with("norm.weight") ? 1.0f : 0.0f;
 }
@@ -231,15 +271,13 @@ std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch
 // stacked tensor and expert.
 std::optional<GgufName> expert_name(const GgufArch& arch, const HfConfig& c, uint64_t layer,
                                     std::string_view part) {
-  if (!arch.experts || !part.starts_with(arch.experts->prefix)) return std::nullopt;
-  const std::string_view rest = part.substr(arch.experts->prefix.size());
-  uint64_t expert = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
-  if (ec != std::errc() || end == rest.data() || *end != '.' || expert >= c.experts)
-    return std::nullopt;
-  const std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+  const auto in_expert =
+      arch.experts ? layer_part(part, arch.experts->prefix, c.experts) : std::nullopt;
+  if (!in_expert) return std::nullopt;
+  const auto [expert, what] = *in_expert;
   for (const auto& [hf, gguf] : arch.experts->parts)
-    if (what == hf) return GgufName{fmt::format("blk.{}.{}", layer, gguf), 0, expert};
+    if (!hf.empty() && what == hf)
+      return GgufName{fmt::format("blk.{}.{}", layer, gguf), 0, expert};
   return std::nullopt;
 }
 
@@ -418,26 +456,20 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
         return std::nullopt;  // llama.cpp reuses token_embd
       return GgufName{std::string(gguf), 0, std::nullopt, shift_of(arch, hf_name)};
     }
-  constexpr std::string_view kLayers = "model.layers.";
-  if (hf_name.starts_with(kLayers)) {
-    const std::string_view rest = hf_name.substr(kLayers.size());
-    uint64_t layer = 0;
-    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-    if (ec == std::errc() && end != rest.data() && *end == '.' && layer < c.layers) {
-      const std::string_view part = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
-      if (part == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed by llama.cpp
-      if (std::optional<GgufName> expert = expert_name(arch, c, layer, part)) return expert;
-      for (std::span<const GgufNamePair> names :
-           {arch.layer_names, std::span<const GgufNamePair>(kLayerNames)})
-        for (const auto& [hf, gguf] : names)
-          if (part == hf) {
-            uint64_t heads = 0;
-            if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
-            if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
-            return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads, std::nullopt,
-                            shift_of(arch, part)};
-          }
-    }
+  if (const auto in_layer = layer_part(hf_name, "model.layers.", c.layers)) {
+    const auto [layer, part] = *in_layer;
+    if (part == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed by llama.cpp
+    if (std::optional<GgufName> expert = expert_name(arch, c, layer, part)) return expert;
+    for (std::span<const GgufNamePair> names :
+         {arch.layer_names, std::span<const GgufNamePair>(kLayerNames)})
+      for (const auto& [hf, gguf] : names)
+        if (part == hf) {
+          uint64_t heads = 0;
+          if (arch.permute_qk && part.starts_with("self_attn.q_proj.")) heads = c.heads;
+          if (arch.permute_qk && part.starts_with("self_attn.k_proj.")) heads = c.kv_heads;
+          return GgufName{fmt::format("blk.{}.{}", layer, gguf), heads, std::nullopt,
+                          shift_of(arch, part)};
+        }
   }
   throw Error(
       ErrorCode::unsupported, Rule::none, std::string(hf_name), std::nullopt,
@@ -467,18 +499,26 @@ std::vector<std::pair<std::string, GgufName>> gguf_expert_names_of(const GgufArc
                                                                    const HfConfig& c,
                                                                    std::string_view gguf_name) {
   std::vector<std::pair<std::string, GgufName>> out;
-  constexpr std::string_view kBlock = "blk.";
-  if (!arch.experts || !gguf_name.starts_with(kBlock)) return out;
-  const std::string_view rest = gguf_name.substr(kBlock.size());
-  uint64_t layer = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-  if (ec != std::errc() || end == rest.data() || *end != '.' || layer >= c.layers) return out;
-  const std::string_view part = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+  const auto in_layer = layer_part(gguf_name, "blk.", c.layers);
+  if (!arch.experts || !in_layer) return out;
+  const auto [layer, part] = *in_layer;
   for (const auto& [hf, gguf] : arch.experts->parts)
-    if (part == gguf)
+    if (!gguf.empty() && part == gguf)
       for (uint64_t e = 0; e < c.experts; ++e)
         out.emplace_back(fmt::format("model.layers.{}.{}{}.{}", layer, arch.experts->prefix, e, hf),
                          GgufName{std::string(gguf_name), 0, e});
+  return out;
+}
+
+std::vector<std::pair<GgufName, const GgufStackedPart*>> gguf_stacked_names_for(
+    const GgufArch& arch, const HfConfig& c, std::string_view hf_name) {
+  std::vector<std::pair<GgufName, const GgufStackedPart*>> out;
+  const auto in_layer = layer_part(hf_name, "model.layers.", c.layers);
+  if (!arch.experts || !in_layer) return out;
+  for (const GgufStackedPart& s : arch.experts->stacked)
+    if (in_layer->second == s.hf)
+      out.emplace_back(
+          GgufName{fmt::format("blk.{}.{}", in_layer->first, s.gguf), 0, std::nullopt, 0}, &s);
   return out;
 }
 

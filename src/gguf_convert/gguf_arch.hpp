@@ -39,13 +39,26 @@ struct GgufConfigKey {
   bool zero_when_absent = false;  ///< written as 0 when config.json has none (Phi-3's window)
 };
 
+/// A part of experts a Hugging Face layer holds stacked already ([experts, in, out] for gpt-oss's
+/// weights, [experts, out] for their biases), and how ggml's tensor is taken from it: of the last
+/// dimension, every `every`-th value from `first` (gpt-oss interleaves gate and up in one), and
+/// for a weight, transposed (its GGUF rows are the source's columns).
+struct GgufStackedPart {
+  std::string_view hf;    ///< after "model.layers.N.": "mlp.experts.gate_up_proj"
+  std::string_view gguf;  ///< after "blk.N.": "ffn_gate_exps.weight"
+  uint8_t every = 1, first = 0;
+  bool transposed = false;
+};
+
 /// The experts of a mixture-of-experts layer, as Hugging Face names them one by one
-/// ("`prefix`E.`part`") and as ggml stacks them: one 3-D tensor per part, expert 0 first.
+/// ("`prefix`E.`part`") and as ggml stacks them: one 3-D tensor per part, expert 0 first; or
+/// held stacked already (`stacked`: gpt-oss).
 struct GgufExperts {
   std::string_view prefix;            ///< "mlp.experts."
   std::array<GgufNamePair, 3> parts;  ///< {"gate_proj.weight", "ffn_gate_exps.weight"}, ...
   /// config.json's expert count key(s): the class's own first (written on import).
   std::array<std::string_view, 2> count;
+  std::span<const GgufStackedPart> stacked = {};
 };
 
 struct GgufArch {
@@ -157,6 +170,11 @@ inline uint64_t hf_row_of_gguf_row(uint64_t row, uint64_t head_rows) {
 /// with its GGUF name, experts aside: what a GGUF file's names are mapped back by.
 std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch,
                                                             const HfConfig& c);
+/// The GGUF tensors taken from Hugging Face tensor `hf_name` when it holds a layer's experts
+/// stacked (GgufExperts::stacked), with the part each is; empty for any other name.
+std::vector<std::pair<GgufName, const GgufStackedPart*>> gguf_stacked_names_for(
+    const GgufArch& arch, const HfConfig& c, std::string_view hf_name);
+
 /// The Hugging Face names of the experts stacked in GGUF tensor `gguf_name` (blk.N.ffn_*_exps of
 /// a layer of `c`), expert 0 first; empty for any other name.
 std::vector<std::pair<std::string, GgufName>> gguf_expert_names_of(const GgufArch& arch,

@@ -1,8 +1,7 @@
 // gguf_convert/gguf_export.cpp: a Hugging Face folder written as a GGUF file: a plan made from
 // config.json, the tokenizer and the safetensors headers (names, types, shapes, so the whole GGUF
-// header is known before a weight is read), then one pass over the tensors in file order, each read
-// in pieces of whole rows (whole heads where Q/K rows are permuted; quantized weights decoded),
-// converted to F32, permuted, and encoded on every core.
+// header is known before a weight is read), then one pass over the tensors in the converter's
+// order, each written in pieces of whole rows (gguf_export_parts.hpp).
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -12,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include "common/json_doc.hpp"
@@ -20,6 +20,7 @@
 #include "gguf/gguf_header.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_export_parts.hpp"
 #include "gguf_convert/gguf_mix.hpp"
 #include "gguf_convert/gguf_spm.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
@@ -37,26 +38,11 @@ namespace tlio {
 
 namespace {
 
-// Source values per piece (F32): the piece and its encoding are all the memory a tensor takes.
-constexpr uint64_t kPieceValues = uint64_t{1} << 22;
+using detail::PiecePass;
+using detail::PlannedTensor;
+using detail::SourcePart;
+
 constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
-
-// One source tensor of a GGUF tensor: the tensor itself, or one expert of a stacked one.
-struct SourcePart {
-  const File* file;
-  const TensorInfo* info;
-  // A quantized weight (info: its logical name and shape, F32 as decoded).
-  const QuantizedWeight* quantized = nullptr;
-};
-
-struct PlannedTensor {
-  std::vector<SourcePart> parts;  // none for a tensor made here (rope_freqs.weight)
-  detail::GgufTensorDecl decl;    // type F32 until choose_types
-  uint64_t permute_heads = 0;
-  float shift = 0;          // added to every value (Gemma's norms)
-  bool weight = false;      // takes the type asked for (not a norm, bias, router or 1-D tensor)
-  std::vector<float> made;  // the values of a tensor made here, written as F32
-};
 
 // llama.cpp's general.file_type (llama_ftype) of a model whose weights are all of type `t`
 // ("--pure": rows that are not whole blocks aside), for the types an export writes (the table of
@@ -74,6 +60,9 @@ struct AskedTypes {
   uint32_t file_type;
 };
 
+// llama_ftype's F32, F16, BF16 and MXFP4_MOE.
+constexpr uint32_t kFileTypeF32 = 0, kFileTypeF16 = 1, kFileTypeBf16 = 32, kFileTypeMxfp4Moe = 38;
+
 AskedTypes asked_types(std::string_view text) {
   if (const std::optional<detail::GgufMix> mix = detail::gguf_mix_named(text))
     return {*ggml_type(mix->base), mix, mix->file_type};
@@ -81,13 +70,6 @@ AskedTypes asked_types(std::string_view text) {
   if (type && file_type_of(*type)) return {*type, std::nullopt, *file_type_of(*type)};
   throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text,
                             fmt::join(gguf_export_types(), ", ")));
-}
-
-// Rows of a piece: whole heads when rows are permuted.
-uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows) {
-  uint64_t n = std::max<uint64_t>(1, kPieceValues / std::max<uint64_t>(cols, 1));
-  if (head_rows) n = std::max<uint64_t>(head_rows, n / head_rows * head_rows);
-  return std::min(n, rows);
 }
 
 std::string folder_name(const std::string& dir) {
@@ -152,6 +134,58 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
   return p;
 }
 
+// general.file_type: the type asked for; MXFP4_MOE where MXFP4 experts are copied and the rest
+// are plain floats, as llama.cpp's converter says.
+uint32_t file_type_written(const AskedTypes& asked, const std::vector<PlannedTensor>& plan) {
+  const bool floats = asked.file_type == kFileTypeF32 || asked.file_type == kFileTypeF16 ||
+                      asked.file_type == kFileTypeBf16;
+  const bool mxfp4 =
+      std::any_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.copy_mxfp4; });
+  return floats && mxfp4 ? kFileTypeMxfp4Moe : asked.file_type;
+}
+
+// A part of experts a layer holds stacked (gpt-oss's, GgufStackedPart): checked (a weight
+// [experts, in, out] or a bias [experts, out], floating or a form tlio decodes, out a multiple of
+// the part's step), its GGUF dimensions; MXFP4 blocks of gpt-oss are copied as they are, as
+// llama.cpp's converter copies them, whatever type is asked for.
+PlannedTensor plan_stacked(const File& f, const TensorInfo& t, const QuantizedWeight* quantized,
+                           const detail::GgufName& name, const detail::GgufStackedPart& part,
+                           const detail::HfConfig& c) {
+  const Shape& s = t.shape;
+  if (s.size() != (part.transposed ? 3u : 2u) || s[0] != c.experts || s.back() == 0 ||
+      s.back() % part.every != 0 || t.element_count() == 0)
+    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                fmt::format("{} is [{}], not the {} experts' {} held stacked ([{}, {}out])", t.name,
+                            fmt::join(s, ", "), c.experts, part.transposed ? "weights" : "biases",
+                            c.experts, part.transposed ? "in, " : ""),
+                f.name());
+  if (!quantized && (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) ||
+                     t.dtype == Dtype::BOOL || dtype_bits(t.dtype) % 8 != 0))
+    throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
+                fmt::format("tensor {} is {}: experts are exported from floating weights, or "
+                            "quantized ones in a form tlio decodes",
+                            t.name, dtype_name(t.dtype)),
+                f.name());
+  PlannedTensor p{{{&f, &t, quantized}},
+                  {name.name, ggml_id(GgmlTypeId::F32), {}},
+                  0,
+                  0,
+                  part.transposed,
+                  {},
+                  &part,
+                  false};
+  const uint64_t taken = s.back() / part.every;
+  p.decl.ne = part.transposed ? std::vector<uint64_t>{s[1], taken, s[0]}
+                              : std::vector<uint64_t>{taken, s[0]};
+  const auto* mxfp4 = quantized ? std::get_if<Mxfp4Options>(&quantized->scheme.options()) : nullptr;
+  if (mxfp4 && mxfp4->transposed && part.transposed) {
+    p.copy_mxfp4 = true;
+    p.weight = false;  // its type is MXFP4 whatever is asked for
+    p.decl.type = ggml_id(GgmlTypeId::MXFP4);
+  }
+  return p;
+}
+
 // Each weight's type: the one asked for, or the mix's choice for it; then llama.cpp's fallback
 // where its rows are not whole blocks, noted in the report.
 void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked,
@@ -173,122 +207,6 @@ void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked,
                                              ggml_type(want)->name, ggml_type(p.decl.type)->name,
                                              row));
   }
-}
-
-// What the pass reuses from piece to piece.
-struct PiecePass {
-  unsigned threads;
-  std::span<const File> files;  // the model's, where quantized weights' parts are
-  std::vector<std::byte> raw, encoded;
-};
-
-// Adds `shift` to each value as llama.cpp's converter does: in float32, and in float16 for an F16
-// source (torch adds in a tensor's own dtype, and the converter widens only the others first).
-void shift_values(std::span<float> values, float shift, Dtype source) {
-  for (float& v : values) v += shift;
-  if (source != Dtype::F16) return;
-  std::vector<uint16_t> half(values.size());
-  convert(Dtype::F32, std::as_bytes(values), Dtype::F16, std::as_writable_bytes(std::span(half)),
-          values.size());
-  convert(Dtype::F16, std::as_bytes(std::span(half)), Dtype::F32, std::as_writable_bytes(values),
-          values.size());
-}
-
-// A quantized weight's piece: each row decoded to F32 and encoded, rows spread over every core
-// (the decoder is made for this tensor alone: every weight's at once would hold all their scales).
-uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part,
-                            detail::GgufWriter& writer, PiecePass& pass,
-                            const std::function<void(uint64_t)>& piece_done) {
-  const QuantizedReader decoded(pass.files, *part.quantized);
-  const uint64_t rows = part.info->shape[0], cols = part.info->shape.back();
-  const uint64_t hd = p.permute_heads ? rows / p.permute_heads : 0;  // checked when planned
-  const GgmlType type = *ggml_type(p.decl.type);
-  const uint64_t row_bytes = cols / type.block * type.block_bytes,
-                 step = piece_rows(rows, cols, hd);
-  for (uint64_t r = 0; r < rows; r += step) {
-    const uint64_t n = std::min(step, rows - r);
-    pass.encoded.resize(n * row_bytes);
-    detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
-      std::vector<float> values(cols);
-      for (uint64_t o = b; o < e; ++o) {
-        const uint64_t from =
-            hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
-        decoded.read((r + from) * cols, cols, Dtype::F32,
-                     std::as_writable_bytes(std::span(values)));
-        if (p.shift != 0) shift_values(values, p.shift, Dtype::F32);
-        ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
-      }
-    });
-    writer.append(pass.encoded);
-    piece_done(n * cols);
-  }
-  return part.quantized->stored_bytes;
-}
-
-// Writes `part` of tensor `p` through `writer` in pieces of whole rows (whole heads where its
-// rows are permuted): each row converted to F32, put in its place and encoded, rows spread over
-// every core, read straight from the file's mapping (a copy of the piece from other stores).
-// Calls `piece_done` with each piece's values; returns the bytes read.
-uint64_t write_part(const PlannedTensor& p, const SourcePart& part, detail::GgufWriter& writer,
-                    PiecePass& pass, const std::function<void(uint64_t)>& piece_done) {
-  if (part.quantized) return write_decoded_part(p, part, writer, pass, piece_done);
-  const TensorInfo& t = *part.info;
-  // A 2-D tensor is rows of cols values; a 1-D one (a bias) one row. Permuted rows are
-  // shape[0]'s either way: a bias's values are its rows.
-  const bool matrix = t.shape.size() == 2;
-  const uint64_t rows = matrix ? t.shape[0] : 1, cols = t.shape.back();
-  const uint64_t hd = p.permute_heads ? t.shape[0] / p.permute_heads : 0;  // checked when planned
-  const GgmlType type = *ggml_type(p.decl.type);
-  const uint64_t row_bytes = cols / type.block * type.block_bytes,
-                 in_row = cols * dtype_bits(t.dtype) / 8;
-  const std::span<const std::byte> mapped = part.file->mapped_data();
-  const uint64_t step = matrix ? piece_rows(rows, cols, hd) : 1;
-  uint64_t read = 0;
-  for (uint64_t r = 0; r < rows; r += step) {
-    const uint64_t n = std::min(step, rows - r);
-    std::span<const std::byte> raw;
-    if (!mapped.empty()) {
-      raw = mapped.subspan(t.begin + r * in_row, n * in_row);
-    } else {
-      std::vector<SliceIndex> range;
-      if (matrix) range.push_back(SliceIndex::range(r, r + n));
-      pass.raw = part.file->read_slice(t.name, range);
-      raw = pass.raw;
-    }
-    pass.encoded.resize(n * row_bytes);
-    if (!matrix && hd) {  // a bias: its values are the rows put in place
-      std::vector<float> values(cols), placed(cols);
-      convert(t.dtype, raw, Dtype::F32, std::as_writable_bytes(std::span(values)), cols);
-      for (uint64_t i = 0; i < cols; ++i) placed[i] = values[detail::hf_row_of_gguf_row(i, hd)];
-      ggml_encode(type.id, placed, pass.encoded);
-    } else {
-      detail::parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t e) {
-        std::vector<float> values(cols);
-        for (uint64_t o = b; o < e; ++o) {
-          const uint64_t from =
-              hd ? detail::hf_row_of_gguf_row(o, hd) : o;  // whole heads per piece: within it
-          convert(t.dtype, raw.subspan(from * in_row, in_row), Dtype::F32,
-                  std::as_writable_bytes(std::span(values)), cols);
-          if (p.shift != 0) shift_values(values, p.shift, t.dtype);
-          ggml_encode(type.id, values, std::span(pass.encoded).subspan(o * row_bytes, row_bytes));
-        }
-      });
-    }
-    writer.append(pass.encoded);
-    read += raw.size();
-    piece_done(n * cols);
-  }
-  return read;
-}
-
-// Tensor `p`: its parts one after another (a stacked tensor's experts in order), or the values
-// made here.
-uint64_t write_tensor(const PlannedTensor& p, detail::GgufWriter& writer, PiecePass& pass,
-                      const std::function<void(uint64_t)>& piece_done) {
-  if (p.parts.empty()) writer.append(std::as_bytes(std::span(p.made)));
-  uint64_t read = 0;
-  for (const SourcePart& part : p.parts) read += write_part(p, part, writer, pass, piece_done);
-  return read;
 }
 
 // The split each tensor goes to: a new one begun where the next tensor would take the current
@@ -389,6 +307,8 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
     stored.insert(w.stored.begin(), w.stored.end());
   }
   std::map<std::string, std::pair<PlannedTensor, uint64_t>> stacks;  // by name: parts so far
+  // MXFP4 experts copied as they are: first, where llama.cpp's converter writes them.
+  std::vector<PlannedTensor> copied;
   for (const File& f : model.files())
     for (const TensorInfo& t : f.tensors()) {
       const TensorInfo* info = &t;
@@ -403,6 +323,12 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
         li.shape = quantized->shape;
         info = &li;
       }
+      const auto stacked = detail::gguf_stacked_names_for(arch, c, info->name);
+      for (const auto& [name, part] : stacked) {
+        PlannedTensor one = plan_stacked(f, *info, quantized, name, *part, c);
+        (one.copy_mxfp4 ? copied : out.tensors).push_back(std::move(one));
+      }
+      if (!stacked.empty()) continue;
       const std::optional<detail::GgufName> name = detail::gguf_name_for(arch, c, info->name);
       if (!name) continue;
       PlannedTensor one = plan_tensor(f, *info, *name, c);
@@ -447,6 +373,10 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
                             name, missing - stack.first.parts.begin(), c.experts),
                 model.name());
   }
+  const auto first_read = std::find_if(out.tensors.begin(), out.tensors.end(),
+                                       [](const PlannedTensor& p) { return !p.parts.empty(); });
+  out.tensors.insert(first_read, std::make_move_iterator(copied.begin()),
+                     std::make_move_iterator(copied.end()));
   return out;
 }
 
@@ -511,7 +441,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
       {"general.architecture", detail::gguf_string(std::string(arch.name))},
       {"general.type", detail::gguf_string("model")},
       {"general.name", detail::gguf_string(folder_name(model_dir))},
-      {"general.file_type", detail::gguf_u32(asked.file_type)},
+      {"general.file_type", detail::gguf_u32(file_type_written(asked, plan))},
   };
   // Written whatever the types, as llama.cpp's converter writes it.
   metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
@@ -539,16 +469,19 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
     report.files.push_back(name);
   }
   for (const PlannedTensor& p : plan)
-    for (const SourcePart& part : p.parts) total += part.info->element_count();
+    if (!p.parts.empty())
+      total +=
+          std::accumulate(p.decl.ne.begin(), p.decl.ne.end(), uint64_t{1}, std::multiplies<>());
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
   PiecePass pass{detail::thread_count(detail::configured_threads()), model.files(), {}, {}};
   uint64_t done = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
-    report.bytes_in += write_tensor(plan[i], *writers[split_of[i]], pass, [&](uint64_t values) {
-      done += values;
-      if (options.progress) options.progress(done, total);
-    });
+    report.bytes_in +=
+        detail::write_tensor(plan[i], *writers[split_of[i]], pass, [&](uint64_t values) {
+          done += values;
+          if (options.progress) options.progress(done, total);
+        });
     ++report.tensors;
   }
   detail::OutputSet set;  // the splits published together

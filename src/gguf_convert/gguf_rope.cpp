@@ -19,6 +19,15 @@ namespace {
 constexpr double kLlama3Factor = 8.0, kLlama3Low = 1.0, kLlama3High = 4.0;
 constexpr uint64_t kLlama3OriginalContext = 8192;
 
+// YaRN's optional parameters and their GGUF keys (after {arch}.rope.scaling.), in the order
+// llama.cpp's converter writes them.
+constexpr std::pair<std::string_view, std::optional<double> RopeScaling::*> kYarnKeys[] = {
+    {"yarn_ext_factor", &RopeScaling::extrapolation_factor},
+    {"yarn_attn_factor", &RopeScaling::attention_factor},
+    {"yarn_beta_fast", &RopeScaling::beta_fast},
+    {"yarn_beta_slow", &RopeScaling::beta_slow},
+};
+
 [[noreturn]] void refuse(const std::string& source, const std::string& what) {
   throw Error(ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt, what, source);
 }
@@ -92,21 +101,36 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
       doc.fail("rope_scaling",
                "rope_scaling's high_freq_factor must exceed low_freq_factor, both positive, and "
                "original_max_position_embeddings must not be 0");
+  } else if (kind == "yarn") {
+    r.kind = RopeScaling::Kind::yarn;
+    const std::optional<double> original =
+        member_number(o, doc, "original_max_position_embeddings");
+    if (!original || !(*original >= 1) || *original > UINT32_MAX)
+      doc.fail("rope_scaling",
+               "YaRN's rope_scaling needs original_max_position_embeddings (a positive u32)");
+    r.original_context = static_cast<uint64_t>(*original);
+    r.beta_fast = member_number(o, doc, "beta_fast");
+    r.beta_slow = member_number(o, doc, "beta_slow");
+    r.extrapolation_factor = member_number(o, doc, "extrapolation_factor");
+    r.attention_factor = member_number(o, doc, "attention_factor");
   } else {
-    refuse(
-        source,
-        fmt::format(
-            "config.json's rope_scaling of type \"{}\" is not exported to GGUF (linear and llama3 "
-            "are)",
-            kind));
+    refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to "
+                               "GGUF (linear, llama3 and yarn are)",
+                               kind));
   }
   for (const auto [key, value] : o) {
-    (void)value;
-    const bool known = key == "rope_type" || key == "type" || key == "factor" ||
-                       key == "rope_theta" || key == "partial_rotary_factor" ||
-                       (r.kind == RopeScaling::Kind::llama3 &&
-                        (key == "low_freq_factor" || key == "high_freq_factor" ||
-                         key == "original_max_position_embeddings"));
+    const bool yarn = r.kind == RopeScaling::Kind::yarn;
+    // YaRN's truncate: llama.cpp always rounds the ramp's ends (its converter drops the key);
+    // false (gpt-oss's) is kept as the converter keeps it, and docs/gguf.md says so.
+    const bool known =
+        key == "rope_type" || key == "type" || key == "factor" || key == "rope_theta" ||
+        key == "partial_rotary_factor" ||
+        (r.kind == RopeScaling::Kind::llama3 &&
+         (key == "low_freq_factor" || key == "high_freq_factor" ||
+          key == "original_max_position_embeddings")) ||
+        (yarn && (key == "original_max_position_embeddings" || key == "beta_fast" ||
+                  key == "beta_slow" || key == "extrapolation_factor" ||
+                  key == "attention_factor" || (key == "truncate" && value.is_bool())));
     if (!known)
       refuse(source,
              fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));
@@ -117,9 +141,19 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
 }
 
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r) {
-  if (r.kind != RopeScaling::Kind::linear) return {};
-  return {{arch + ".rope.scaling.type", gguf_string("linear")},
-          {arch + ".rope.scaling.factor", gguf_f32(static_cast<float>(r.factor))}};
+  if (r.kind != RopeScaling::Kind::linear && r.kind != RopeScaling::Kind::yarn) return {};
+  const bool yarn = r.kind == RopeScaling::Kind::yarn;
+  std::vector<GgufKeyValue> kv = {
+      {arch + ".rope.scaling.type", gguf_string(yarn ? "yarn" : "linear")},
+      {arch + ".rope.scaling.factor", gguf_f32(static_cast<float>(r.factor))}};
+  if (!yarn) return kv;
+  kv.push_back({arch + ".rope.scaling.original_context_length",
+                gguf_u32(static_cast<uint32_t>(r.original_context))});
+  for (const auto& [key, value] : kYarnKeys)
+    if (const std::optional<double>& v = r.*value)
+      kv.push_back(
+          {fmt::format("{}.rope.scaling.{}", arch, key), gguf_f32(static_cast<float>(*v))});
+  return kv;
 }
 
 std::vector<float> llama3_rope_factors(const RopeScaling& r, double theta, uint64_t head_dim) {
@@ -211,20 +245,31 @@ RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double t
   RopeScaling r;
   const GgufValue* type = f.find(arch + ".rope.scaling.type");
   const std::string* kind = type ? type->as_string() : nullptr;
-  if (kind && *kind == "linear") {
+  if (kind && (*kind == "linear" || *kind == "yarn")) {
     const GgufValue* factor = f.find(arch + ".rope.scaling.factor");
     const std::optional<double> v = factor ? factor->as_double() : std::nullopt;
     if (!v || !(*v >= 1.0) || !std::isfinite(*v))
       throw Error(ErrorCode::format, Rule::gguf, arch + ".rope.scaling.factor", std::nullopt,
-                  "linear RoPE scaling without a factor of at least 1", f.name());
-    r.kind = RopeScaling::Kind::linear;
+                  fmt::format("{} RoPE scaling without a factor of at least 1", *kind), f.name());
+    r.kind = *kind == "yarn" ? RopeScaling::Kind::yarn : RopeScaling::Kind::linear;
     r.factor = *v;
   } else if (kind && *kind != "none") {
-    throw Error(
-        ErrorCode::unsupported, Rule::gguf, arch + ".rope.scaling.type", std::nullopt,
-        fmt::format("RoPE scaling \"{}\" is not imported to config.json (linear and Llama 3's are)",
-                    *kind),
-        f.name());
+    throw Error(ErrorCode::unsupported, Rule::gguf, arch + ".rope.scaling.type", std::nullopt,
+                fmt::format("RoPE scaling \"{}\" is not imported to config.json (linear, yarn and "
+                            "Llama 3's are)",
+                            *kind),
+                f.name());
+  }
+  if (r.kind == RopeScaling::Kind::yarn) {
+    const std::string key = arch + ".rope.scaling.original_context_length";
+    const GgufValue* original = f.find(key);
+    r.original_context = original ? original->as_uint().value_or(0) : 0;
+    if (r.original_context == 0)
+      throw Error(ErrorCode::format, Rule::gguf, key, std::nullopt,
+                  "YaRN RoPE scaling without its original context length", f.name());
+    for (const auto& [name, member] : kYarnKeys)
+      if (const GgufValue* value = f.find(fmt::format("{}.rope.scaling.{}", arch, name)))
+        r.*member = value->as_double();
   }
   const GgufTensorInfo* t = f.tensor(kRopeFreqsName);
   if (!t) return r;
@@ -262,6 +307,20 @@ std::string rope_scaling_json(const RopeScaling& r) {
           ",\n  \"rope_scaling\": {{\"factor\": {}, \"high_freq_factor\": {}, \"low_freq_factor\": {}, "
           "\"original_max_position_embeddings\": {}, \"rope_type\": \"llama3\"}}",
           real(r.factor), real(r.high_freq_factor), real(r.low_freq_factor), r.original_context);
+    case RopeScaling::Kind::yarn: {
+      std::string members;
+      for (const auto& [name, key] :
+           {std::pair("attention_factor", &RopeScaling::attention_factor),
+            std::pair("beta_fast", &RopeScaling::beta_fast),
+            std::pair("beta_slow", &RopeScaling::beta_slow),
+            std::pair("extrapolation_factor", &RopeScaling::extrapolation_factor)})
+        if (const std::optional<double>& v = r.*key)
+          members += fmt::format(", \"{}\": {}", name, real(*v));
+      return fmt::format(
+          ",\n  \"rope_scaling\": {{\"factor\": {}{}, \"original_max_position_embeddings\": {}, "
+          "\"rope_type\": \"yarn\"}}",
+          real(r.factor), members, r.original_context);
+    }
   }
   return {};
 }

@@ -1,8 +1,8 @@
-// gguf_convert/gguf_rope.hpp: config.json's rope_scaling both ways. Linear scaling is GGUF keys
-// ({arch}.rope.scaling.type and .factor); Llama 3's (rope_type "llama3",
-// Llama 3.1 to 3.3) is a tensor, rope_freqs.weight: one factor per rotated pair that llama.cpp
-// divides each frequency by, computed as llama.cpp's converter computes it. On import the
-// factors are matched back to the parameters that give them.
+// gguf_convert/gguf_rope.hpp: config.json's rope_scaling both ways. Linear scaling and YaRN are
+// GGUF keys ({arch}.rope.scaling.type, .factor, YaRN's original context and betas); Llama 3's
+// (rope_type "llama3", Llama 3.1 to 3.3) is a tensor, rope_freqs.weight: one factor per rotated
+// pair that llama.cpp divides each frequency by, computed as llama.cpp's converter computes it. On
+// import the factors are matched back to the parameters that give them.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,13 @@
 namespace tlio::detail {
 
 struct RopeScaling {
-  enum class Kind : uint8_t { none, linear, llama3 } kind = Kind::none;
+  enum class Kind : uint8_t { none, linear, llama3, yarn } kind = Kind::none;
   double factor = 1;
   double low_freq_factor = 1, high_freq_factor = 4;  ///< llama3
-  uint64_t original_context = 0;                     ///< llama3
+  uint64_t original_context = 0;                     ///< llama3, yarn
+  /// YaRN's optional parameters, as config.json names them: beta_fast, beta_slow,
+  /// extrapolation_factor, attention_factor.
+  std::optional<double> beta_fast, beta_slow, extrapolation_factor, attention_factor;
 };
 
 /// RoPE's base when config.json and the GGUF keys have none (llama.cpp's and transformers').
@@ -41,7 +44,7 @@ std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool s
 /// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.
 RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source);
 
-/// The GGUF keys of linear scaling for architecture `arch` (none for the others).
+/// The GGUF keys of linear scaling and YaRN for architecture `arch` (none for the others).
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r);
 
 /// Llama 3's factors (head_dim / 2 of them) for RoPE base `theta`, in llama.cpp's converter's

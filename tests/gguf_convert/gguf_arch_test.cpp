@@ -158,6 +158,43 @@ TEST(GgufArch, Phi3KeepsItsFusedProjectionsAndWritesItsOwnKeys) {
             std::string::npos);
 }
 
+TEST(GgufArch, GptOssExpertsHeldStackedAreSplitAndItsKeysAreItsOwn) {
+  const std::string json = config(
+      "GptOssForCausalLM",
+      R"(, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 8,)"
+      R"( "rope_parameters": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,)"
+      R"( "beta_slow": 1.0, "original_max_position_embeddings": 4096, "rope_theta": 150000.0,)"
+      R"( "truncate": false})");
+  const HfConfig c = parse_hf_config(json, "config.json");
+  const GgufArch& oss = gguf_arch_for("GptOssForCausalLM");
+  EXPECT_EQ(oss.name, "gpt-oss");
+  EXPECT_EQ(c.experts, 4u);
+  // gate and up interleaved in one tensor: two GGUF tensors, every other column each.
+  const auto gate_up = gguf_stacked_names_for(oss, c, "model.layers.1.mlp.experts.gate_up_proj");
+  ASSERT_EQ(gate_up.size(), 2u);
+  EXPECT_EQ(gate_up[0].first.name, "blk.1.ffn_gate_exps.weight");
+  EXPECT_EQ(gate_up[1].first.name, "blk.1.ffn_up_exps.weight");
+  EXPECT_EQ(gate_up[0].second->every, 2);
+  EXPECT_EQ(gate_up[1].second->first, 1);
+  EXPECT_TRUE(gate_up[0].second->transposed);
+  const auto bias = gguf_stacked_names_for(oss, c, "model.layers.0.mlp.experts.down_proj_bias");
+  ASSERT_EQ(bias.size(), 1u);
+  EXPECT_FALSE(bias[0].second->transposed);
+  EXPECT_TRUE(gguf_stacked_names_for(oss, c, "model.layers.2.mlp.experts.down_proj").empty());
+  EXPECT_TRUE(gguf_stacked_names_for(oss, c, "model.layers.0.mlp.router.weight").empty());
+  EXPECT_EQ(gguf_name_for(oss, c, "model.layers.0.self_attn.sinks")->name,
+            "blk.0.attn_sinks.weight");
+  EXPECT_EQ(gguf_name_for(oss, c, "model.layers.0.mlp.router.bias")->name,
+            "blk.0.ffn_gate_inp.bias");
+  const auto keys = keys_of(json);
+  EXPECT_EQ(keys.at("gpt-oss.expert_feed_forward_length").as_uint(), 128u);
+  EXPECT_EQ(keys.at("gpt-oss.attention.sliding_window").as_uint(), 8u);
+  EXPECT_EQ(*keys.at("gpt-oss.rope.scaling.type").as_string(), "yarn");
+  EXPECT_EQ(keys.at("gpt-oss.rope.scaling.original_context_length").as_uint(), 4096u);
+  EXPECT_EQ(keys.at("gpt-oss.rope.freq_base").as_double(), 150000.0);
+  EXPECT_FALSE(keys.contains("gpt-oss.vocab_size"));  // not written by the converter either
+}
+
 TEST(GgufArch, HostileCountsAndValuesAreRefused) {
   EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 0)"))
                 .find("num_local_experts is not between 1 and 4096"),

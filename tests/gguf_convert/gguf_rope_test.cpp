@@ -77,7 +77,24 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
   EXPECT_EQ(bare.high_freq_factor, 4.0);
   EXPECT_EQ(bare.original_context, 4096u);
 
-  EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("\"yarn\""),
+  // gpt-oss's YaRN; its truncate false is taken as llama.cpp's converter takes it (dropped).
+  const RopeScaling yarn = parsed(
+      "{\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"factor\": 32.0, "
+      "\"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\", \"truncate\": false}");
+  EXPECT_EQ(yarn.kind, RopeScaling::Kind::yarn);
+  EXPECT_EQ(yarn.original_context, 4096u);
+  EXPECT_EQ(yarn.beta_fast, 32.0);
+  EXPECT_EQ(yarn.beta_slow, 1.0);
+  EXPECT_FALSE(yarn.attention_factor.has_value());
+  EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("original_max_position"),
+            std::string::npos);
+  // DeepSeek's mscale_all_dim is a key of its own architecture, not yet exported.
+  EXPECT_NE(
+      refusal("{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": "
+              "4096, \"mscale_all_dim\": 1}")
+          .find("mscale_all_dim"),
+      std::string::npos);
+  EXPECT_NE(refusal("{\"rope_type\": \"longrope\", \"factor\": 4}").find("\"longrope\""),
             std::string::npos);
   EXPECT_NE(refusal("{\"type\": \"dynamic\", \"factor\": 2}").find("dynamic"), std::string::npos);
   EXPECT_NE(refusal("{\"rope_type\": \"linear\", \"factor\": 2, \"beta\": 1}").find("beta"),
@@ -127,6 +144,23 @@ TEST(GgufRope, LinearIsKeysAndEveryKindIsAConfigMember) {
       rope_scaling_json(r),
       ",\n  \"rope_scaling\": {\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 0.5, "
       "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}");
+  // YaRN: the keys llama.cpp reads, and back.
+  r = RopeScaling{};
+  r.kind = RopeScaling::Kind::yarn;
+  r.factor = 32;
+  r.original_context = 4096;
+  r.beta_fast = 32;
+  r.beta_slow = 1;
+  std::vector<std::string> names;
+  for (const GgufKeyValue& k : rope_scaling_keys("gpt-oss", r)) names.push_back(k.key);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gpt-oss.rope.scaling.type", "gpt-oss.rope.scaling.factor",
+                                      "gpt-oss.rope.scaling.original_context_length",
+                                      "gpt-oss.rope.scaling.yarn_beta_fast",
+                                      "gpt-oss.rope.scaling.yarn_beta_slow"}));
+  EXPECT_EQ(rope_scaling_json(r),
+            ",\n  \"rope_scaling\": {\"factor\": 32.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "
+            "\"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\"}");
 }
 
 }  // namespace

@@ -13,6 +13,9 @@ TEXT = ["The quick brown fox jumps over the lazy dog. " * 3, "Hello world! llama
         "1234567 numbers, émigré café", "def f(x):\n    return x * 2\n"] * 20
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 LLAMA3 = QWEN2.replace(r"\p{N}|", r"\p{N}{1,3}|")
+CASED = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"; LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"; S = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+O200K = (rf"[^\r\n\p{{L}}\p{{N}}]?{CASED}*{LOWER}+{S}|[^\r\n\p{{L}}\p{{N}}]?{CASED}+{LOWER}*{S}|"  # gpt-oss's (tiktoken's o200k)
+         r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3"}
 if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
@@ -29,9 +32,9 @@ if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, G
                                                            "pad_token": "<pad>", "add_bos_token": True,
                                                            "tokenizer_class": "LlamaTokenizer"}))
 else:
-    pre = "qwen2" if arch.startswith("qwen") else "llama-bpe"
+    pre = "qwen2" if arch.startswith("qwen") else "gpt-4o" if arch.startswith("gptoss") else "llama-bpe"
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN2 if pre == "qwen2" else LLAMA3), behavior="isolated"),
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex({"qwen2": QWEN2, "gpt-4o": O200K}.get(pre, LLAMA3)), behavior="isolated"),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|pad|>"]
@@ -61,9 +64,13 @@ name, cls, extra = {
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     # llama.cpp's gemma3 makes every 6th layer global: transformers' default layer_types agree
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
-}[arch]
+    # gpt-oss: experts held stacked [experts, in, out] with gate and up interleaved, biases, sinks,
+    # YaRN; gptoss-mxfp4: its experts as OpenAI ships them, MXFP4 blocks and scales
+    "gptoss": ("GptOssConfig", "GptOssForCausalLM", dict(head_dim=16, intermediate_size=32, num_local_experts=4,
+                                                         num_experts_per_tok=2, sliding_window=8)),
+}[arch.removesuffix("-mxfp4")]
 torch.manual_seed(0)
-config = getattr(transformers, name)(**common, **extra)
+config = getattr(transformers, name)(**{**common, **extra})
 model = getattr(transformers, cls)(config)
 with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention shows; weights 10x
     for n, p in model.named_parameters():  # transformers' init, so the routers' choices and every
@@ -71,10 +78,22 @@ with torch.no_grad():  # norms away from 1 and 0, so a wrong norm convention sho
             p.copy_(0.1 + 0.2 * torch.rand_like(p))
         elif p.dim() >= 2:  # 3-D: transformers 5 holds experts stacked
             p.mul_(10)
-        if n.endswith("mlp.gate.weight") or n.endswith("block_sparse_moe.gate.weight"):
+        if n.endswith(("mlp.gate.weight", "block_sparse_moe.gate.weight", "mlp.router.weight")):
             p.mul_(30)  # routers: clear choices, so F16 rounding in llama.cpp picks the same experts
 model.save_pretrained(out)
 if arch in ("qwen3", "qwen3moe", "gemma3"):  # where transformers 5 saves a chat template
     (out / "chat_template.jinja").write_text("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
                                              "{{ m['content'] }}<|endoftext|>\n{% endfor %}")
+if arch.endswith("-mxfp4"):  # random codes, scales of 2^-5..2^-2: blocks [experts, out, in/32, 16]
+    import numpy as np, safetensors.torch
+    rng, tensors = np.random.default_rng(0), safetensors.torch.load_file(out / "model.safetensors")
+    for k in [k for k in tensors if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        e, i, o = tensors.pop(k).shape
+        tensors[k + "_blocks"] = torch.from_numpy(rng.integers(0, 256, (e, o, i // 32, 16), dtype=np.uint8))
+        tensors[k + "_scales"] = torch.from_numpy(rng.integers(122, 126, (e, o, i // 32), dtype=np.uint8))
+    safetensors.torch.save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    c = json.loads((out / "config.json").read_text())
+    c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (out / "config.json").write_text(json.dumps(c, indent=2))
 print(pre or "")

@@ -104,9 +104,10 @@ struct GgufExportReport {
 /// shards, quantized ones decoded; tokenizer.model or tokenizer.json, and tokenizer_config.json;
 /// any location) as the GGUF file `out` that llama.cpp loads: the architecture's tensor names and
 /// hyperparameter keys (one table entry per architecture: Llama, Mistral, Mixtral, Qwen2,
-/// Qwen2-MoE, Qwen3, Qwen3-MoE, OLMo-2, Granite, Phi-3, Gemma 2, Gemma 3; Q/K rows permuted for
-/// the llama family, experts stacked into 3-D tensors and Gemma's norms written as 1 + w, as
-/// llama.cpp's converter does), the vocabulary
+/// Qwen2-MoE, Qwen3, Qwen3-MoE, OLMo-2, Granite, Phi-3, Gemma 2, Gemma 3, gpt-oss; Q/K rows
+/// permuted for the llama family, experts stacked into 3-D tensors, Gemma's norms written as
+/// 1 + w and gpt-oss's MXFP4 experts copied as ggml's MXFP4, as llama.cpp's converter does), the
+/// vocabulary
 /// (SentencePiece as "llama", from tokenizer.model or a tokenizer.json BPE with byte fallback;
 /// else byte-level BPE as "gpt2"), and every 2-D weight in options.type (quantized byte for byte
 /// as ggml's reference quantizer does). The header is laid out before a weight is read, then one

@@ -241,6 +241,26 @@ int main(int argc, char** argv) {
           TL_EUNSUPPORTED);
     CHECK(access(out, F_OK) != 0);
   }
+  /* gpt-oss's MXFP4 experts (tiny_gptoss_mxfp4): copied as ggml's MXFP4, the rest Q8_0. */
+  {
+    snprintf(out, sizeof out, "%s/gguf_capi_oss_%d.gguf", scratch, (int)getpid());
+    CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_gptoss_mxfp4", out, "Q8_0", NULL, &written) ==
+              TL_OK &&
+          written == 22);
+    CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
+    if (g) {
+      CHECK(tl_gguf_metadata(g, "general.architecture", &text) == TL_OK &&
+            strcmp(text, "gpt-oss") == 0);
+      CHECK(tl_gguf_find(g, "blk.0.ffn_up_exps.weight", &i) == TL_OK &&
+            tl_gguf_tensor_at(g, i, &t) == TL_OK);
+      CHECK(strcmp(t.type_name, "MXFP4") == 0 && t.rank == 3 && t.shape[0] == 4 &&
+            t.shape[1] == 32 && t.shape[2] == 32);
+      CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK &&
+            tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "Q8_0") == 0);
+      tl_gguf_close(g);
+    }
+    unlink(out);
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

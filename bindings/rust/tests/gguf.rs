@@ -140,3 +140,18 @@ fn stacks_experts_and_unstacks_them_back() {
     let err = tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::Unsupported);
 }
+
+#[test]
+fn copies_gpt_oss_mxfp4_experts_as_ggml_mxfp4() {
+    // tiny_gptoss_mxfp4: one layer of 4 experts as OpenAI ships them (MXFP4 blocks and scales,
+    // gate and up interleaved): three MXFP4 tensors whatever the rest is written in.
+    let src = data().join("gguf").join("tiny_gptoss_mxfp4");
+    let out = scratch("gguf-oss").join("oss.gguf");
+    assert_eq!(tlio::export_gguf(&src, &out, "Q8_0", &Default::default()).unwrap(), 22);
+    let g = tlio::Gguf::open(&out).unwrap();
+    assert_eq!(g.metadata("general.architecture").unwrap(), "gpt-oss");
+    let gate = g.tensor("blk.0.ffn_gate_exps.weight").unwrap();
+    assert_eq!((gate.type_name.as_str(), gate.shape.clone()), ("MXFP4", vec![4, 32, 32]));
+    assert_eq!(g.tensor("blk.0.attn_q.weight").unwrap().type_name, "Q8_0");
+    assert_eq!(g.metadata("gpt-oss.rope.scaling.type").unwrap(), "yarn");
+}

@@ -102,11 +102,13 @@ def same_gguf(a, b):
     return r.stdout.strip() == "True"
 
 
-def main():
+def compare(write):
+    """The jobs on the folder `write(folder, rng)` makes (returning its shards), in turn; prints
+    the table of docs/benchmarks.md."""
     work = pathlib.Path(tempfile.mkdtemp(dir=sys.argv[2] if len(sys.argv) > 2 else None))
     try:
         model = work / "model"
-        shards = write_model(model, np.random.default_rng(0))
+        shards = write(model, np.random.default_rng(0))
         out, ref, copy = work / "out.gguf", work / "ref.gguf", work / "copy"
         subprocess.run([TLIO, "convert", str(model), str(out), "--dtype", "f16"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([str(VENV), str(ORACLE), str(BUILD / "llama.cpp"), str(model), str(ref), "f16", "llama-bpe"],
@@ -148,4 +150,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    compare(write_model)

@@ -193,17 +193,22 @@ uint64_t write_mxfp4_copy(const PlannedTensor& p, const SourcePart& part, GgufWr
       const auto exps =
           data_bytes(*scale_file, scales->begin + first * groups, span * groups, scale_scratch);
       pass.encoded.resize(n * row_bytes);
-      for (uint64_t j = 0; j < n; ++j)
-        for (uint64_t g = 0; g < groups; ++g) {
-          const uint64_t from = j * how.every * groups + g;
-          const std::byte* in = codes.data() + from * 16;
-          std::byte* to = pass.encoded.data() + j * row_bytes + g * type.block_bytes;
-          to[0] = exps[from];
-          const auto code = [&](unsigned k) {
-            return (in[k / 2] >> (4 * (k % 2))) & std::byte{15};
-          };
-          for (unsigned i = 0; i < 16; ++i) to[1 + i] = code(i) | (code(i + 16) << 4);
-        }
+      parallel_for(n, 64, 1, pass.threads, [&](uint64_t b, uint64_t end) {
+        for (uint64_t j = b; j < end; ++j)
+          for (uint64_t g = 0; g < groups; ++g) {
+            const uint64_t from = j * how.every * groups + g;
+            const auto* in = reinterpret_cast<const uint8_t*>(codes.data() + from * 16);
+            auto* to = reinterpret_cast<uint8_t*>(pass.encoded.data() + j * row_bytes +
+                                                  g * type.block_bytes);
+            to[0] = static_cast<uint8_t>(exps[from]);
+            // Byte i holds codes 2i, 2i + 1; byte i + 8 codes 2i + 16, 2i + 17.
+            for (unsigned i = 0; i < 8; ++i) {
+              const uint8_t low = in[i], high = in[i + 8];
+              to[1 + 2 * i] = static_cast<uint8_t>((low & 15) | (high << 4));
+              to[2 + 2 * i] = static_cast<uint8_t>((low >> 4) | (high & 0xf0));
+            }
+          }
+      });
       writer.append(pass.encoded);
       piece_done(n * groups * type.block);
     }

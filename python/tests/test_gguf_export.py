@@ -148,7 +148,9 @@ def test_refusals_name_what_is_not_exported(model, tmp_path):
     r = run("convert", bad, tmp_path / "x.gguf")
     assert r.returncode == 1 and "GPTNeoXForCausalLM" in r.stderr and "Qwen3ForCausalLM" in r.stderr, r.stderr
     for scaling, named in [({"type": "dynamic", "factor": 2.0}, "dynamic"),
-                           ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}, "yarn"),
+                           ({"rope_type": "longrope", "factor": 4.0}, "longrope"),
+                           ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32,
+                             "mscale_all_dim": 1.0}, "mscale_all_dim"),
                            ({"rope_type": "llama3", "factor": 8.0, "mscale": 2}, "mscale")]:
         (bad / "config.json").write_text(json.dumps({**config, "rope_scaling": scaling}))
         r = run("convert", bad, tmp_path / "x.gguf")

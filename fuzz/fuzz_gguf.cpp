@@ -2,13 +2,14 @@
 // the data layout), then every tensor's first and last bytes read and its first and last values
 // decoded (any ggml type, a range starting inside a block), a slice of its last column, and the
 // Hugging Face side files an import to a folder rebuilds from its keys (config.json,
-// tokenizer.json, tokenizer_config.json, the names mapped back). Any input reads or throws
-// tlio::Error.
+// tokenizer.json, tokenizer_config.json, the names mapped back, stacked experts planned). Any input
+// reads or throws tlio::Error.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "gguf_convert/gguf_arch.hpp"
+#include "gguf_convert/gguf_import_stacked.hpp"
 #include "gguf_convert/gguf_to_hf.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -28,6 +29,9 @@ void rebuild_side_files(const tlio::GgufFile& f) {
   (void)tlio::detail::gguf_names_of(a, c);
   for (const tlio::GgufTensorInfo& t : f.tensors())
     (void)tlio::detail::gguf_expert_names_of(a, c, t.name);
+  std::vector<const tlio::GgufTensorInfo*> taken;  // experts held stacked (gpt-oss's)
+  for (const tlio::detail::StackedImport& s : tlio::detail::plan_stacked_imports(f, a, c, taken))
+    (void)tlio::detail::stacked_import_tensors(s, tlio::Dtype::BF16);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-"""gpt-oss folders exported to GGUF, on both Python stacks (no transformers needed): the experts
-held stacked [experts, in, out] with gate and up interleaved become llama.cpp's three 3-D tensors
-(transposed, every other column), their biases split alike, and OpenAI's MXFP4 experts are
-copied as ggml's MXFP4 blocks without a value changing, whatever type the rest is written in.
-test_gguf_archs.py judges the same exports against llama.cpp's converter and llama.cpp itself."""
+"""gpt-oss folders exported to GGUF and back, on both Python stacks (no transformers needed): the
+experts held stacked [experts, in, out] with gate and up interleaved become llama.cpp's three 3-D
+tensors (transposed, every other column), their biases split alike, and OpenAI's MXFP4 experts
+are copied as ggml's MXFP4 blocks without a value changing, whatever type the rest is written in;
+the import puts them back together. test_gguf_archs.py judges the same exports against
+llama.cpp's converter and llama.cpp itself, and the imports with transformers."""
 import json
 import os
 import pathlib
@@ -122,9 +123,44 @@ def test_misshapen_experts_are_refused(tmp_path, mxfp4, reshape, message):
     assert not (tmp_path / "oss.gguf").exists()
 
 
-def test_gpt_oss_is_not_imported_yet(tmp_path):
-    gptoss(tmp_path / "oss")
+@pytest.mark.parametrize("mxfp4", [False, True])
+def test_import_puts_the_experts_back_together(tmp_path, mxfp4):
+    """F32 GGUF back to a folder: gate and up interleaved again, transposed back to [experts, in,
+    out]; MXFP4 experts as OpenAI's blocks and scales, byte for byte, with their
+    quantization_config; YaRN's truncate false as gpt-oss's class computes it."""
+    w = gptoss(tmp_path / "oss", mxfp4=mxfp4)
     assert run("convert", tmp_path / "oss", tmp_path / "oss.gguf", "--dtype", "f32").returncode == 0
-    r = run("convert", tmp_path / "oss.gguf", tmp_path / "back")
-    assert r.returncode == 1 and "gpt-oss with experts is not imported" in r.stderr, r.stderr
+    report = tlio.import_gguf(tmp_path / "oss.gguf", tmp_path / "back", "F32")
+    back = tlio.numpy.load_file(tmp_path / "back" / "model.safetensors")
+    assert sorted(back) == sorted(w) and report["tensors"] == len(w), report
+    for name, values in w.items():
+        np.testing.assert_array_equal(back[name], values, err_msg=name)
+    config = json.loads((tmp_path / "back" / "config.json").read_text())
+    assert config["architectures"] == ["GptOssForCausalLM"] and config["model_type"] == "gpt_oss"
+    assert (config["num_local_experts"], config["intermediate_size"], config["sliding_window"]) == (E, FF, 8)
+    assert config["rope_scaling"] == {"factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                      "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False}
+    assert ("quantization_config" in config) == mxfp4
+
+
+MISSING_UP = r"""
+import sys, numpy as np, gguf
+w = gguf.GGUFWriter(sys.argv[1], "gpt-oss")
+for key, value in (("block_count", 1), ("embedding_length", 32), ("feed_forward_length", 32), ("context_length", 128),
+                   ("attention.head_count", 2), ("attention.head_count_kv", 1), ("expert_count", 4)):
+    w.add_uint32("gpt-oss." + key, value)
+w.add_float32("gpt-oss.attention.layer_norm_rms_epsilon", 1e-5)
+w.add_tensor("token_embd.weight", np.zeros((8, 32), np.float32))
+w.add_tensor("blk.0.ffn_gate_exps.weight", np.zeros((4, 32, 32), np.float32))  # no ffn_up_exps
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+"""
+
+
+def test_a_missing_part_is_refused_on_import(tmp_path):
+    oracle = pathlib.Path(CLI).resolve().parent / "oracle-venv" / "bin" / "python"
+    if not oracle.exists():
+        pytest.skip("gguf-py is installed into build/oracle-venv by scripts/install-deps.sh")
+    subprocess.run([str(oracle), "-c", MISSING_UP, str(tmp_path / "cut.gguf")], check=True, timeout=120)
+    r = run("convert", tmp_path / "cut.gguf", tmp_path / "back")
+    assert r.returncode == 1 and "no blk.0.ffn_up_exps.weight" in r.stderr and "gate_up_proj" in r.stderr, r.stderr
     assert not (tmp_path / "back").exists()

@@ -164,10 +164,12 @@ const GgufArch kArchs[] = {
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
      .layer_names = kGemmaNames, .keys = kGemma3Keys, .norm_plus_one = true,
      .no_space_prefix = true},
-    // gpt-oss: llama.cpp's openai-moe; MXFP4 experts copied as they are (gguf_export.cpp).
+    // gpt-oss: llama.cpp's openai-moe; MXFP4 experts copied as they are, both ways. Its
+    // sliding and full layers alternate, the first sliding, in llama.cpp and transformers alike.
     {.hf_class = "GptOssForCausalLM", .name = "gpt-oss", .permute_qk = false,
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .layer_names = kGptOssNames, .experts = kGptOssExperts, .keys = kGptOssKeys},
+     .layer_names = kGptOssNames, .experts = kGptOssExperts, .keys = kGptOssKeys,
+     .model_type = "gpt_oss", .yarn_truncate = false},
 };
 // clang-format on
 

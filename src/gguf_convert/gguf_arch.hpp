@@ -97,6 +97,9 @@ struct GgufArch {
   /// ("" for none).
   std::string_view model_type;
   std::string_view import_config;
+  /// YaRN as the class computes it: transformers' truncate (gpt-oss's reference leaves the
+  /// ramp's ends unrounded), written back on import; GGUF has no key for it.
+  bool yarn_truncate = true;
 
   bool is_70b(const HfConfig& c) const;
 };

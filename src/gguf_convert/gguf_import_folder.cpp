@@ -12,6 +12,7 @@
 #include "format/writer_access.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_import.hpp"
+#include "gguf_convert/gguf_import_stacked.hpp"
 #include "gguf_convert/gguf_to_hf.hpp"
 #include "io/atomic_file.hpp"
 #include "io/location.hpp"
@@ -24,14 +25,21 @@ namespace tlio {
 
 namespace {
 
-// One tensor of the folder: a GGUF tensor, or one expert of a stacked one.
+// One tensor of the folder: a GGUF tensor, one expert of a stacked one, or experts held stacked
+// made of GGUF tensors (`stacked`: gpt-oss's).
 struct Planned {
   const GgufTensorInfo* t;
   std::string name;
   Shape shape;
   uint64_t permute_heads;
   std::optional<uint64_t> expert;
+  const detail::StackedImport* stacked = nullptr;
 };
+
+// OpenAI's MXFP4 experts, as transformers reads them (the rest of the model stays plain).
+constexpr std::string_view kMxfp4Config =
+    R"("quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": )"
+    R"(["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]})";
 
 // The folder's tensors GGUF tensor `t` becomes: itself under its Hugging Face name (1 or 2
 // dimensions, whole heads where its rows are put back), or a stack's experts, each [rows,
@@ -81,9 +89,18 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   for (const GgufTensorInfo& t : src.tensors())
     if (auto experts = detail::gguf_expert_names_of(arch, c, t.name); !experts.empty())
       back[t.name] = std::move(experts);
+  std::vector<const GgufTensorInfo*> taken;  // by the experts held stacked
+  const std::vector<detail::StackedImport> stacked =
+      detail::plan_stacked_imports(src, arch, c, taken);
   std::vector<Planned> plan;
   uint64_t total = 0;
   for (const GgufTensorInfo& t : src.tensors()) {
+    if (std::find(taken.begin(), taken.end(), &t) != taken.end()) {
+      total += t.element_count();
+      for (const detail::StackedImport& s : stacked)  // where its first part is
+        if (s.sources.front() == &t) plan.push_back({&t, s.name, {}, 0, std::nullopt, &s});
+      continue;
+    }
     // Llama 3's RoPE factors are config.json's rope_scaling (hf_config_of read them).
     if (t.name == detail::kRopeFreqsName &&
         c.rope_scaling.kind == detail::RopeScaling::Kind::llama3)
@@ -106,14 +123,22 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   Writer w =
       detail::WriterAccess::into_set(set, out.join("model.safetensors"), detail::kModelMetadata);
   for (const Planned& p : plan)
-    w.declare(p.name, detail::gguf_output_dtype(*p.t, options.dtype), p.shape);
+    if (p.stacked)
+      for (auto& [name, dtype, shape] : detail::stacked_import_tensors(*p.stacked, options.dtype))
+        w.declare(name, dtype, shape);
+    else
+      w.declare(p.name, detail::gguf_output_dtype(*p.t, options.dtype), p.shape);
   uint64_t done = 0;
+  const auto progress = [&](uint64_t count) {
+    done += count;
+    if (options.progress) options.progress(done, total);
+  };
   for (const Planned& p : plan)
-    detail::write_gguf_tensor(src, *p.t, p.name, detail::gguf_output_dtype(*p.t, options.dtype),
-                              p.permute_heads, p.expert, w, report, [&](uint64_t count) {
-                                done += count;
-                                if (options.progress) options.progress(done, total);
-                              });
+    if (p.stacked)
+      detail::write_stacked_import(src, *p.stacked, options.dtype, w, report, progress);
+    else
+      detail::write_gguf_tensor(src, *p.t, p.name, detail::gguf_output_dtype(*p.t, options.dtype),
+                                p.permute_heads, p.expert, w, report, progress);
   w.commit();
   report.files.push_back("model.safetensors");
 
@@ -121,7 +146,9 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
     set.add_text(out.join(file), text);
     report.files.push_back(file);
   };
-  add("config.json", detail::config_json_of(arch, c, options.dtype));
+  const bool mxfp4 = std::any_of(stacked.begin(), stacked.end(),
+                                 [](const detail::StackedImport& s) { return s.mxfp4; });
+  add("config.json", detail::config_json_of(arch, c, options.dtype, mxfp4 ? kMxfp4Config : ""));
   if (const std::optional<std::string> generation = detail::generation_config_of(c))
     add("generation_config.json", *generation);
   if (const std::optional<std::string> tokenizer =

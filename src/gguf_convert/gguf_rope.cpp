@@ -113,6 +113,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
     r.beta_slow = member_number(o, doc, "beta_slow");
     r.extrapolation_factor = member_number(o, doc, "extrapolation_factor");
     r.attention_factor = member_number(o, doc, "attention_factor");
+    std::ignore = o["truncate"].get_bool().get(r.truncate);
   } else {
     refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to "
                                "GGUF (linear, llama3 and yarn are)",
@@ -318,8 +319,8 @@ std::string rope_scaling_json(const RopeScaling& r) {
           members += fmt::format(", \"{}\": {}", name, real(*v));
       return fmt::format(
           ",\n  \"rope_scaling\": {{\"factor\": {}{}, \"original_max_position_embeddings\": {}, "
-          "\"rope_type\": \"yarn\"}}",
-          real(r.factor), members, r.original_context);
+          "\"rope_type\": \"yarn\"{}}}",
+          real(r.factor), members, r.original_context, r.truncate ? "" : ", \"truncate\": false");
     }
   }
   return {};

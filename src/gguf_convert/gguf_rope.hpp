@@ -23,6 +23,9 @@ struct RopeScaling {
   /// YaRN's optional parameters, as config.json names them: beta_fast, beta_slow,
   /// extrapolation_factor, attention_factor.
   std::optional<double> beta_fast, beta_slow, extrapolation_factor, attention_factor;
+  /// transformers' YaRN truncate: the ramp's ends rounded to whole dimensions, as llama.cpp
+  /// always computes it; GGUF has no key for it (its converter drops it).
+  bool truncate = true;
 };
 
 /// RoPE's base when config.json and the GGUF keys have none (llama.cpp's and transformers').

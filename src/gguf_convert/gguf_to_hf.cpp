@@ -131,6 +131,7 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   c.rope_theta = number(f, a + "rope.freq_base", false);
   c.rope_scaling = rope_scaling_of(f, std::string(arch.name),
                                    c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
+  c.rope_scaling.truncate = arch.yarn_truncate;
   const GgufTensorInfo* embeddings = f.tensor("token_embd.weight");
   if (!embeddings || embeddings->ne.size() != 2)
     fail(f, "token_embd.weight",
@@ -177,7 +178,8 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   return c;
 }
 
-std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype) {
+std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype,
+                           std::string_view more) {
   std::string out = fmt::format(
       "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
       "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
@@ -206,13 +208,15 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype)
                                   : k.zero_when_absent && kv.value.as_uint() == 0u
                                       ? "null"
                                       : fmt::format("{}", *kv.value.as_uint());
-        for (std::string_view name : names)
-          if (!name.empty()) out += fmt::format(",\n  {}: {}", json(name), value);
+        for (std::string_view name : names)  // not again where it is written above (gpt-oss's)
+          if (!name.empty() && name != "intermediate_size")
+            out += fmt::format(",\n  {}: {}", json(name), value);
         break;
       }
   if (c.partial_rotary_factor != 1)
     out += fmt::format(",\n  \"partial_rotary_factor\": {}", c.partial_rotary_factor);
   if (!arch.import_config.empty()) out += fmt::format(",\n  {}", arch.import_config);
+  if (!more.empty()) out += fmt::format(",\n  {}", more);
   return out + "\n}\n";
 }
 

@@ -19,8 +19,10 @@ namespace tlio::detail {
 /// refused by name); block_count is at most the file's tensor count.
 HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f);
 
-/// config.json for `c`, its weights in `dtype`.
-std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype);
+/// config.json for `c`, its weights in `dtype`; `more`: members of the import's own (a
+/// quantization_config).
+std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype,
+                           std::string_view more = {});
 
 /// generation_config.json (BOS and EOS ids), or nullopt without either.
 std::optional<std::string> generation_config_of(const HfConfig& c);

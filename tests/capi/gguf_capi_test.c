@@ -259,6 +259,20 @@ int main(int argc, char** argv) {
             tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "Q8_0") == 0);
       tl_gguf_close(g);
     }
+    /* Back to a folder from F32: the experts put back together, MXFP4 as OpenAI's blocks. */
+    {
+      char dir[4096];
+      tl_comparison* cmp = NULL;
+      snprintf(dir, sizeof dir, "%s/gguf_capi_oss_%d", scratch, (int)getpid());
+      CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_gptoss_mxfp4", out, "F32", NULL, NULL) ==
+            TL_OK);
+      CHECK(tl_import_gguf_model(out, dir, TL_F32, NULL, &written) == TL_OK && written == 22);
+      CHECK(tl_compare_locations(dir, TLIO_TEST_DATA "/gguf/tiny_gptoss_mxfp4", NULL, NULL, &cmp) ==
+            TL_OK);
+      CHECK(cmp && tl_comparison_equal(cmp));
+      tl_comparison_free(cmp);
+      remove_imported_folder(dir);
+    }
     unlink(out);
   }
   printf("%d passed, %d failed\n", passed, failed);

@@ -217,6 +217,9 @@ TEST(GgufArch, ImportFindsTheRowByNameAndExperts) {
   EXPECT_EQ(gguf_arch_named("llama", false).hf_class, "LlamaForCausalLM");
   EXPECT_EQ(gguf_arch_named("llama", true).hf_class, "MixtralForCausalLM");
   EXPECT_EQ(gguf_arch_named("qwen3moe", true).model_type, "qwen3_moe");
+  // gpt-oss: its YaRN goes back untruncated, as its class computes it.
+  EXPECT_EQ(gguf_arch_named("gpt-oss", true).model_type, "gpt_oss");
+  EXPECT_FALSE(gguf_arch_named("gpt-oss", true).yarn_truncate);
   try {
     (void)gguf_arch_named("qwen3moe", false);
     ADD_FAILURE() << "a qwen3moe without experts was taken";

@@ -86,6 +86,7 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
   EXPECT_EQ(yarn.beta_fast, 32.0);
   EXPECT_EQ(yarn.beta_slow, 1.0);
   EXPECT_FALSE(yarn.attention_factor.has_value());
+  EXPECT_FALSE(yarn.truncate);
   EXPECT_NE(refusal("{\"rope_type\": \"yarn\", \"factor\": 4}").find("original_max_position"),
             std::string::npos);
   // DeepSeek's mscale_all_dim is a key of its own architecture, not yet exported.
@@ -161,6 +162,9 @@ TEST(GgufRope, LinearIsKeysAndEveryKindIsAConfigMember) {
   EXPECT_EQ(rope_scaling_json(r),
             ",\n  \"rope_scaling\": {\"factor\": 32.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "
             "\"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\"}");
+  r.truncate = false;  // gpt-oss's, written back on import
+  EXPECT_NE(rope_scaling_json(r).find("\"rope_type\": \"yarn\", \"truncate\": false}"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -154,4 +154,11 @@ fn copies_gpt_oss_mxfp4_experts_as_ggml_mxfp4() {
     assert_eq!((gate.type_name.as_str(), gate.shape.clone()), ("MXFP4", vec![4, 32, 32]));
     assert_eq!(g.tensor("blk.0.attn_q.weight").unwrap().type_name, "Q8_0");
     assert_eq!(g.metadata("gpt-oss.rope.scaling.type").unwrap(), "yarn");
+    // Back to a folder from F32: the experts put back together, MXFP4 as OpenAI's blocks.
+    assert_eq!(tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(), 22);
+    let back = scratch("gguf-oss-back").join("model");
+    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::F32, &Default::default()).unwrap(), 22);
+    let c = tlio::compare_locations(back.to_str().unwrap(), src.to_str().unwrap(), Default::default(), &Default::default())
+        .unwrap();
+    assert!(c.equal);
 }

@@ -1,0 +1,179 @@
+// gguf_convert/gguf_import_stacked.cpp: stacked experts put back together on import
+// (gguf_import_stacked.hpp), the inverse of gguf_export_parts.cpp's stacked and MXFP4 writers.
+#include "gguf_convert/gguf_import_stacked.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gguf_convert/gguf_import.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/ggml.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+constexpr uint64_t kMxfp4Group = 32, kMxfp4Codes = 16;  // values per block, bytes of its codes
+// Bytes gathered before they are appended to the writer.
+constexpr uint64_t kPieceBytes = uint64_t{4} << 20;
+// Rows of [in, out] decoded at once from each source: the sources' columns a band spans.
+constexpr uint64_t kBandRows = 64;
+
+[[noreturn]] void refuse(const GgufFile& src, const std::string& name, const std::string& what) {
+  throw Error(ErrorCode::format, Rule::gguf, name, std::nullopt, what, src.name());
+}
+
+// The Hugging Face tensor [experts, rows, out] (rows 1 for a bias) as a WeightDecoder: element
+// (e, a, b) is source b % every's (e, b / every, a), the GGUF tensors [rows, out/every, experts]
+// (ne order) each part's. Rows are decoded a band at a time.
+class StackedDecoder final : public WeightDecoder {
+ public:
+  StackedDecoder(const GgufFile& src, const StackedImport& s)
+      : src_(src),
+        s_(s),
+        every_(s.part->every),
+        rows_(s.part->transposed ? s.sources[0]->ne[0] : 1),
+        taken_(s.part->transposed ? s.sources[0]->ne[1] : s.sources[0]->ne[0]),
+        out_(taken_ * every_) {}
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    const uint64_t size = dtype_bits(out) / 8, end = first + count;
+    std::vector<float> band, column;
+    for (uint64_t row = first / out_; row * out_ < end;) {
+      const uint64_t e = row / rows_, a0 = row % rows_;
+      const uint64_t n = std::min({rows_ - a0, kBandRows, (end - 1) / out_ - row + 1});
+      band.resize(n * out_);
+      column.resize(n);
+      for (uint64_t k = 0; k < every_; ++k)
+        for (uint64_t r = 0; r < taken_; ++r) {
+          src_.read_values(*s_.sources[k], (e * taken_ + r) * rows_ + a0, n, Dtype::F32,
+                           std::as_writable_bytes(std::span(column)));
+          for (uint64_t j = 0; j < n; ++j) band[j * out_ + r * every_ + k] = column[j];
+        }
+      // The part of the band asked for.
+      const uint64_t from = std::max(first, row * out_), to = std::min(end, (row + n) * out_);
+      convert(Dtype::F32, std::as_bytes(std::span(band).subspan(from - row * out_, to - from)), out,
+              dst.subspan((from - first) * size, (to - from) * size), to - from);
+      row += n;
+    }
+  }
+  uint64_t natural_chunk() const override { return kBandRows * out_; }
+
+ private:
+  const GgufFile& src_;
+  const StackedImport& s_;
+  uint64_t every_, rows_, taken_, out_;
+};
+
+// OpenAI's MXFP4 from ggml's: `name_blocks` [E, out, in/32, 16] (codes 2i, 2i + 1 in byte i's low
+// and high nibbles) and `name_scales` [E, out, in/32], row (e, b) from GGUF row (e, b / every) of
+// source b % every, whose blocks are a scale byte then codes j, j + 16 in byte j's nibbles.
+void write_mxfp4(const GgufFile& src, const StackedImport& s, Writer& w, GgufImportReport& report) {
+  const uint64_t groups = s.sources[0]->ne[0] / kMxfp4Group, taken = s.sources[0]->ne[1],
+                 experts = s.sources[0]->ne[2], every = s.part->every;
+  const uint64_t block_bytes = ggml_type(ggml_id(GgmlTypeId::MXFP4))->block_bytes;
+  std::vector<std::byte> row(groups * block_bytes), piece;
+  for (const bool scales : {false, true}) {
+    const std::string name = s.name + (scales ? "_scales" : "_blocks");
+    for (uint64_t e = 0; e < experts; ++e)
+      for (uint64_t b = 0; b < taken * every; ++b) {
+        src.read(*s.sources[b % every], (e * taken + b / every) * row.size(), row);
+        for (uint64_t g = 0; g < groups; ++g) {
+          const auto* block = reinterpret_cast<const uint8_t*>(row.data() + g * block_bytes);
+          if (scales) {
+            piece.push_back(std::byte{block[0]});
+            continue;
+          }
+          const uint8_t* qs = block + 1;
+          for (unsigned i = 0; i < kMxfp4Codes / 2; ++i)  // codes 2i, 2i + 1: qs' low nibbles
+            piece.push_back(
+                std::byte(static_cast<uint8_t>((qs[2 * i] & 15) | (qs[2 * i + 1] << 4))));
+          for (unsigned i = 0; i < kMxfp4Codes / 2; ++i)  // codes 2i + 16, 2i + 17: high nibbles
+            piece.push_back(
+                std::byte(static_cast<uint8_t>((qs[2 * i] >> 4) | (qs[2 * i + 1] & 0xf0))));
+        }
+        if (piece.size() >= kPieceBytes || (e + 1 == experts && b + 1 == taken * every)) {
+          w.append(name, piece);
+          report.data_bytes_out += piece.size();
+          piece.clear();
+        }
+      }
+  }
+  report.tensors += 2;
+  report.kept += 2;
+}
+
+}  // namespace
+
+std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufArch& arch,
+                                                const HfConfig& c,
+                                                std::vector<const GgufTensorInfo*>& taken) {
+  std::vector<StackedImport> out;
+  if (!arch.experts) return out;
+  const std::span<const GgufStackedPart> parts = arch.experts->stacked;
+  for (uint64_t layer = 0; layer < c.layers; ++layer)
+    for (const GgufStackedPart& part : parts) {
+      if (part.first != 0) continue;  // a tensor is planned by its first part
+      StackedImport s{fmt::format("model.layers.{}.{}", layer, part.hf), &part, {}, false};
+      for (const GgufStackedPart& other : parts)
+        if (other.hf == part.hf) {
+          const std::string name = fmt::format("blk.{}.{}", layer, other.gguf);
+          const GgufTensorInfo* t = src.tensor(name);
+          if (!t)
+            refuse(src, name, fmt::format("the file has no {}: {} is made of it", name, s.name));
+          const size_t dims = part.transposed ? 3 : 2;
+          if (t->ne.size() != dims || t->ne.back() != c.experts ||
+              (!s.sources.empty() && t->ne != s.sources[0]->ne))
+            refuse(src, name,
+                   fmt::format("{} is [{}], not the {} experts' {} as the other parts of {}", name,
+                               fmt::join(t->ne, ", "), c.experts,
+                               part.transposed ? "weights" : "biases", s.name));
+          s.sources.push_back(t);
+          taken.push_back(t);
+        }
+      s.mxfp4 = part.transposed && s.sources[0]->ne[0] % kMxfp4Group == 0 &&
+                std::all_of(s.sources.begin(), s.sources.end(), [](const GgufTensorInfo* t) {
+                  return t->type == ggml_id(GgmlTypeId::MXFP4);
+                });
+      out.push_back(std::move(s));
+    }
+  return out;
+}
+
+std::vector<std::tuple<std::string, Dtype, Shape>> stacked_import_tensors(const StackedImport& s,
+                                                                          Dtype floats) {
+  const std::vector<uint64_t>& ne = s.sources[0]->ne;
+  const uint64_t every = s.part->every;
+  if (!s.part->transposed) return {{s.name, floats, Shape{ne[1], ne[0] * every}}};
+  if (!s.mxfp4) return {{s.name, floats, Shape{ne[2], ne[0], ne[1] * every}}};
+  const uint64_t groups = ne[0] / kMxfp4Group;
+  return {{s.name + "_blocks", Dtype::U8, Shape{ne[2], ne[1] * every, groups, kMxfp4Codes}},
+          {s.name + "_scales", Dtype::U8, Shape{ne[2], ne[1] * every, groups}}};
+}
+
+void write_stacked_import(const GgufFile& src, const StackedImport& s, Dtype floats, Writer& w,
+                          GgufImportReport& report, const std::function<void(uint64_t)>& written) {
+  uint64_t elements = 0;
+  for (const GgufTensorInfo* t : s.sources) {
+    report.data_bytes_in += t->bytes;
+    elements += t->element_count();
+  }
+  if (s.mxfp4) {
+    write_mxfp4(src, s, w, report);
+    if (written) written(elements);
+    return;
+  }
+  ++report.tensors;
+  ++report.decoded;
+  const uint64_t size = dtype_bits(floats) / 8;
+  write_decoded(StackedDecoder(src, s), elements, floats, w, s.name, [&](uint64_t bytes) {
+    report.data_bytes_out += bytes;
+    if (written) written(bytes / size);
+  });
+}
+
+}  // namespace tlio::detail

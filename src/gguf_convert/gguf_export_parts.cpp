@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <optional>
 
 #include "common/parallel.hpp"
@@ -149,6 +151,29 @@ uint64_t write_stacked_part(const PlannedTensor& p, const SourcePart& part, Gguf
   return part.quantized ? part.quantized->stored_bytes : part.info->byte_size();
 }
 
+// Spreads the 4 bytes of `x` to the even bytes of the result.
+inline uint64_t spread_bytes(uint64_t x) {
+  x = (x | (x << 16)) & 0x0000ffff0000ffffull;
+  return (x | (x << 8)) & 0x00ff00ff00ff00ffull;
+}
+
+// One MXFP4 block's 16 bytes of codes from OpenAI's order (byte i: codes 2i, 2i + 1 in its low
+// and high nibbles) to ggml's (byte j: codes j, j + 16): ggml's byte 2i is OpenAI's byte i's low
+// nibble under byte i + 8's low one, byte 2i + 1 their high nibbles.
+inline void mxfp4_to_ggml(const std::byte* in, std::byte* out) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr uint64_t kLow = 0x0f0f0f0f0f0f0f0full;
+  uint64_t first, second;  // OpenAI's bytes 0-7 (codes 0-15), 8-15 (codes 16-31)
+  std::memcpy(&first, in, 8);
+  std::memcpy(&second, in + 8, 8);
+  const uint64_t even = (first & kLow) | ((second & kLow) << 4);
+  const uint64_t odd = ((first >> 4) & kLow) | (second & ~kLow);
+  const uint64_t lo = spread_bytes(even & 0xffffffff) | (spread_bytes(odd & 0xffffffff) << 8);
+  const uint64_t hi = spread_bytes(even >> 32) | (spread_bytes(odd >> 32) << 8);
+  std::memcpy(out, &lo, 8);
+  std::memcpy(out + 8, &hi, 8);
+}
+
 // The stored tensor `name` of the model and its file.
 std::pair<const File*, const TensorInfo*> stored_tensor(std::span<const File> files,
                                                         const std::string& name) {
@@ -193,21 +218,17 @@ uint64_t write_mxfp4_copy(const PlannedTensor& p, const SourcePart& part, GgufWr
       const auto exps =
           data_bytes(*scale_file, scales->begin + first * groups, span * groups, scale_scratch);
       pass.encoded.resize(n * row_bytes);
+      const uint64_t every = how.every, block_bytes = type.block_bytes;
       parallel_for(n, 64, 1, pass.threads, [&](uint64_t b, uint64_t end) {
-        for (uint64_t j = b; j < end; ++j)
-          for (uint64_t g = 0; g < groups; ++g) {
-            const uint64_t from = j * how.every * groups + g;
-            const auto* in = reinterpret_cast<const uint8_t*>(codes.data() + from * 16);
-            auto* to = reinterpret_cast<uint8_t*>(pass.encoded.data() + j * row_bytes +
-                                                  g * type.block_bytes);
-            to[0] = static_cast<uint8_t>(exps[from]);
-            // Byte i holds codes 2i, 2i + 1; byte i + 8 codes 2i + 16, 2i + 17.
-            for (unsigned i = 0; i < 8; ++i) {
-              const uint8_t low = in[i], high = in[i + 8];
-              to[1 + 2 * i] = static_cast<uint8_t>((low & 15) | (high << 4));
-              to[2 + 2 * i] = static_cast<uint8_t>((low >> 4) | (high & 0xf0));
-            }
+        for (uint64_t j = b; j < end; ++j) {
+          const std::byte* in = codes.data() + j * every * groups * 16;
+          const std::byte* exp = exps.data() + j * every * groups;
+          std::byte* to = pass.encoded.data() + j * row_bytes;
+          for (uint64_t g = 0; g < groups; ++g, in += 16, to += block_bytes) {
+            to[0] = exp[g];
+            mxfp4_to_ggml(in, to + 1);
           }
+        }
       });
       writer.append(pass.encoded);
       piece_done(n * groups * type.block);

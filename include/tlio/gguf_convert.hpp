@@ -104,7 +104,8 @@ struct GgufExportReport {
 /// shards, quantized ones decoded; tokenizer.model or tokenizer.json, and tokenizer_config.json;
 /// any location) as the GGUF file `out` that llama.cpp loads: the architecture's tensor names and
 /// hyperparameter keys (one table entry per architecture: Llama, Mistral, Mixtral, Qwen2,
-/// Qwen2-MoE, Qwen3, Qwen3-MoE, OLMo-2, Granite, Phi-3, Gemma 2, Gemma 3, gpt-oss; Q/K rows
+/// Qwen2-MoE, Qwen3, Qwen3-MoE, OLMo-2, Granite, Phi-3, Gemma 2, Gemma 3, gpt-oss,
+/// DeepSeek-V2/V3 (MLA's kv_b_proj split per head as llama.cpp's converter splits it); Q/K rows
 /// permuted for the llama family, experts stacked into 3-D tensors, Gemma's norms written as
 /// 1 + w and gpt-oss's MXFP4 experts copied as ggml's MXFP4, as llama.cpp's converter does), the
 /// vocabulary

@@ -30,9 +30,9 @@ LIB_DIR = REPO / "build" / "npm" / "node_modules" / "@node-llama-cpp" / "linux-x
 HERE = pathlib.Path(__file__).parent / "gguf_oracle"
 TEXT = "Hello world! The quick fox 12345"
 ARCHS = ["llama", "mistral", "mixtral", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmo2", "granite", "gemma2",
-         "gemma3", "phi3", "gptoss", "gptoss-mxfp4"]
+         "gemma3", "phi3", "gptoss", "gptoss-mxfp4", "deepseek2", "deepseek3"]
 # Exported only (docs/gguf.md): their GGUF architecture names.
-NOT_IMPORTED = {"gemma2": "gemma2", "gemma3": "gemma3"}
+NOT_IMPORTED = {"gemma2": "gemma2", "gemma3": "gemma3", "deepseek2": "deepseek2", "deepseek3": "deepseek2"}
 # llama.cpp's CPU backend multiplies MXFP4 weights by activations rounded to Q8_0 blocks: the
 # MXFP4 experts' tolerance (min 0.9996 seen); F32 weights are held to 0.9999.
 MIN_COSINE = {"gptoss-mxfp4": 0.999}  # exported only (docs/gguf.md)

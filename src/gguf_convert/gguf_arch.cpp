@@ -1,5 +1,5 @@
-// gguf_convert/gguf_arch.cpp: the architecture table and the names and keys llama.cpp expects
-// (llama-arch.cpp's tensor names, convert_hf_to_gguf.py's keys).
+// gguf_convert/gguf_arch.cpp: config.json read for export, the names and keys of a model by the
+// architecture table (gguf_arch_table.cpp), and the table read backwards for import.
 #include "gguf_convert/gguf_arch.hpp"
 
 #include <fmt/core.h>
@@ -17,184 +17,8 @@ namespace tlio::detail {
 
 namespace {
 
-using Key = GgufConfigKey;
-using KeyType = GgufConfigKey::Type;
-
-// Keys the converter writes for any architecture whose config.json has them.
-constexpr Key kCommonKeys[] = {
-    {"expert_count", {"num_local_experts", "num_experts"}, KeyType::u32},
-    {"expert_used_count", {"num_experts_per_tok", ""}, KeyType::u32},
-};
-
-constexpr GgufNamePair kMixtralNames[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"}};
-constexpr GgufNamePair kQwen2MoeNames[] = {
-    {"mlp.gate.weight", "ffn_gate_inp.weight"},
-    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
-    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
-    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
-    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
-};
-constexpr GgufNamePair kQwen3MoeNames[] = {{"mlp.gate.weight", "ffn_gate_inp.weight"}};
-constexpr GgufNamePair kOlmo2Names[] = {
-    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
-    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
-};
-
-constexpr GgufExperts kMixtralExperts{"block_sparse_moe.experts.",
-                                      {{{"w1.weight", "ffn_gate_exps.weight"},
-                                        {"w2.weight", "ffn_down_exps.weight"},
-                                        {"w3.weight", "ffn_up_exps.weight"}}},
-                                      {"num_local_experts", "num_experts"}};
-constexpr std::array<GgufNamePair, 3> kQwenExpertParts = {
-    {{"gate_proj.weight", "ffn_gate_exps.weight"},
-     {"up_proj.weight", "ffn_up_exps.weight"},
-     {"down_proj.weight", "ffn_down_exps.weight"}}};
-constexpr GgufExperts kQwen2MoeExperts{
-    "mlp.experts.", kQwenExpertParts, {"num_experts", "num_local_experts"}};
-constexpr GgufExperts kQwen3MoeExperts{
-    "mlp.experts.", kQwenExpertParts, {"num_local_experts", "num_experts"}};
-
-constexpr Key kQwen2MoeKeys[] = {
-    {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32},
-    {"expert_shared_feed_forward_length", {"shared_expert_intermediate_size", ""}, KeyType::u32},
-};
-constexpr Key kQwen3MoeKeys[] = {
-    {"expert_feed_forward_length", {"moe_intermediate_size", ""}, KeyType::u32}};
-constexpr Key kGemma2Keys[] = {
-    {"attn_logit_softcapping", {"attn_logit_softcapping", ""}, KeyType::f32},
-    {"final_logit_softcapping", {"final_logit_softcapping", ""}, KeyType::f32},
-    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
-};
-constexpr Key kGemma3Keys[] = {
-    {"final_logit_softcapping", {"final_logit_softcapping", ""}, KeyType::f32},
-    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
-};
-constexpr GgufNamePair kGemmaNames[] = {
-    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
-    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
-    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
-};
-constexpr Key kPhi3Keys[] = {
-    {"rope.scaling.original_context_length",
-     {"original_max_position_embeddings", ""},
-     KeyType::u32},
-    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32, true},
-};
-constexpr GgufNamePair kPhi3Names[] = {
-    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
-    {"mlp.gate_up_proj.weight", "ffn_up.weight"},
-};
-// gpt-oss: experts held stacked [experts, in, out], gate and up interleaved in one; biases,
-// attention sinks and a router with a bias.
-constexpr GgufStackedPart kGptOssStacked[] = {
-    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", 2, 0, true},
-    {"mlp.experts.gate_up_proj", "ffn_up_exps.weight", 2, 1, true},
-    {"mlp.experts.down_proj", "ffn_down_exps.weight", 1, 0, true},
-    {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", 2, 0},
-    {"mlp.experts.gate_up_proj_bias", "ffn_up_exps.bias", 2, 1},
-    {"mlp.experts.down_proj_bias", "ffn_down_exps.bias"},
-};
-constexpr GgufExperts kGptOssExperts{
-    "mlp.experts.", {}, {"num_local_experts", "num_experts"}, kGptOssStacked};
-constexpr GgufNamePair kGptOssNames[] = {
-    {"self_attn.o_proj.bias", "attn_output.bias"},
-    {"self_attn.sinks", "attn_sinks.weight"},
-    {"mlp.router.weight", "ffn_gate_inp.weight"},
-    {"mlp.router.bias", "ffn_gate_inp.bias"},
-    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
-};
-constexpr Key kGptOssKeys[] = {
-    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32},
-    {"expert_feed_forward_length", {"intermediate_size", ""}, KeyType::u32},
-};
-constexpr Key kGraniteKeys[] = {
-    {"attention.scale", {"attention_multiplier", ""}, KeyType::f32},
-    {"embedding_scale", {"embedding_multiplier", ""}, KeyType::f32},
-    {"residual_scale", {"residual_multiplier", ""}, KeyType::f32},
-    {"logit_scale", {"logits_scaling", ""}, KeyType::f32},
-};
-
-using S70 = GgufArch::Size70B;
-using HD = GgufArch::HeadDimKeys;
-// clang-format off
-const GgufArch kArchs[] = {
-    {.hf_class = "LlamaForCausalLM", .name = "llama", .permute_qk = true,
-     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true, .head_dim_keys = HD::always,
-     .model_type = "llama"},
-    {.hf_class = "MistralForCausalLM", .name = "llama", .permute_qk = true,
-     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true, .head_dim_keys = HD::always,
-     .model_type = "mistral"},
-    {.hf_class = "MixtralForCausalLM", .name = "llama", .permute_qk = true,
-     .size_70b = S70::at_80_layers_with_gqa, .llama_keys = true,
-     .head_dim_keys = HD::when_in_config, .layer_names = kMixtralNames,
-     .experts = kMixtralExperts, .model_type = "mixtral"},
-    {.hf_class = "Qwen2ForCausalLM", .name = "qwen2", .permute_qk = false,
-     .size_70b = S70::at_80_layers, .llama_keys = false, .head_dim_keys = HD::when_in_config,
-     .model_type = "qwen2"},
-    // llama.cpp's qwen2moe weighs the chosen experts by their softmax as they are.
-    {.hf_class = "Qwen2MoeForCausalLM", .name = "qwen2moe", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::when_in_config,
-     .layer_names = kQwen2MoeNames, .experts = kQwen2MoeExperts, .keys = kQwen2MoeKeys,
-     .model_type = "qwen2_moe", .import_config = R"("norm_topk_prob": false)"},
-    {.hf_class = "Qwen3ForCausalLM", .name = "qwen3", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .model_type = "qwen3"},
-    // llama.cpp's qwen3moe normalizes the chosen experts' weights to sum to 1.
-    {.hf_class = "Qwen3MoeForCausalLM", .name = "qwen3moe", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .layer_names = kQwen3MoeNames, .experts = kQwen3MoeExperts, .keys = kQwen3MoeKeys,
-     .model_type = "qwen3_moe", .import_config = R"("norm_topk_prob": true)"},
-    {.hf_class = "Olmo2ForCausalLM", .name = "olmo2", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::when_in_config,
-     .layer_names = kOlmo2Names, .model_type = "olmo2"},
-    {.hf_class = "GraniteForCausalLM", .name = "granite", .permute_qk = true,
-     .size_70b = S70::never, .llama_keys = true, .head_dim_keys = HD::when_in_config,
-     .keys = kGraniteKeys, .model_type = "granite"},
-    // Phi-3: q/k/v and gate/up fused as they are stored.
-    {.hf_class = "Phi3ForCausalLM", .name = "phi3", .permute_qk = false, .size_70b = S70::never,
-     .llama_keys = false, .head_dim_keys = HD::never, .rope_dimension_key = true,
-     .layer_names = kPhi3Names, .keys = kPhi3Keys, .model_type = "phi3"},
-    // Gemma: norms written as 1 + w; exported, not yet imported (the attention scale llama.cpp
-    // takes from the model's size would be config.json's query_pre_attn_scalar).
-    {.hf_class = "Gemma2ForCausalLM", .name = "gemma2", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .layer_names = kGemmaNames, .keys = kGemma2Keys, .rope_base_key = false,
-     .norm_plus_one = true, .no_space_prefix = true},
-    {.hf_class = "Gemma3ForCausalLM", .name = "gemma3", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .layer_names = kGemmaNames, .keys = kGemma3Keys, .norm_plus_one = true,
-     .no_space_prefix = true},
-    // gpt-oss: llama.cpp's openai-moe; MXFP4 experts copied as they are, both ways. Its
-    // sliding and full layers alternate, the first sliding, in llama.cpp and transformers alike.
-    {.hf_class = "GptOssForCausalLM", .name = "gpt-oss", .permute_qk = false,
-     .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
-     .layer_names = kGptOssNames, .experts = kGptOssExperts, .keys = kGptOssKeys,
-     .model_type = "gpt_oss", .yarn_truncate = false},
-};
-// clang-format on
-
-// Per-layer tensors: the part after "model.layers.N." and the part after "blk.N.".
-constexpr GgufNamePair kLayerNames[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.q_proj.bias", "attn_q.bias"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.k_proj.bias", "attn_k.bias"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.v_proj.bias", "attn_v.bias"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"},
-};
-constexpr GgufNamePair kModelNames[] = {
-    {"model.embed_tokens.weight", "token_embd.weight"},
-    {"model.norm.weight", "output_norm.weight"},
-    {"lm_head.weight", "output.weight"},
-};
+// llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*).
+constexpr uint32_t kGatingSoftmax = 1, kGatingSigmoid = 2;
 
 std::optional<double> number(const JsonDoc& doc, const char* key) {
   const auto v = doc.root()[key];
@@ -250,10 +74,23 @@ std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch
                                        const GgufConfigKey& k) {
   for (std::string_view json : k.json) {
     if (json.empty()) continue;
-    const std::string key(json);
+    const std::string key(json), name = fmt::format("{}.{}", arch, k.key);
+    if (k.type == GgufConfigKey::Type::bool_true) {
+      if (doc.optional_bool(key.c_str()).value_or(false))
+        return GgufKeyValue{name, gguf_bool(true)};
+      continue;
+    }
+    if (k.type == GgufConfigKey::Type::gating) {
+      const std::optional<std::string> f = doc.optional_string(key.c_str());
+      if (!f) continue;
+      if (*f != "softmax" && *f != "sigmoid")
+        doc.fail(key.c_str(), fmt::format("{} \"{}\" is not a gating function llama.cpp's "
+                                          "converter writes that tlio knows (softmax, sigmoid)",
+                                          key, *f));
+      return GgufKeyValue{name, gguf_u32(*f == "softmax" ? kGatingSoftmax : kGatingSigmoid)};
+    }
     const std::optional<double> v = number(doc, key.c_str());
     if (!v) continue;
-    const std::string name = fmt::format("{}.{}", arch, k.key);
     if (k.type == GgufConfigKey::Type::f32) {
       if (!std::isfinite(static_cast<float>(*v)))
         doc.fail(key.c_str(), fmt::format("{} is not a finite float32", key));
@@ -286,10 +123,10 @@ std::optional<GgufName> expert_name(const GgufArch& arch, const HfConfig& c, uin
 }  // namespace
 
 const GgufArch& gguf_arch_for(std::string_view hf_class) {
-  for (const GgufArch& a : kArchs)
+  for (const GgufArch& a : gguf_archs())
     if (a.hf_class == hf_class) return a;
   std::vector<std::string_view> known;
-  for (const GgufArch& a : kArchs) known.push_back(a.hf_class);
+  for (const GgufArch& a : gguf_archs()) known.push_back(a.hf_class);
   throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
               fmt::format("architecture {} is not exported to GGUF; these are: {}",
                           hf_class.empty() ? std::string_view{"(none)"} : hf_class,
@@ -308,13 +145,11 @@ bool GgufArch::is_70b(const HfConfig& c) const {
   return false;
 }
 
-std::span<const GgufConfigKey> gguf_common_keys() { return kCommonKeys; }
-
 const GgufArch& gguf_arch_named(std::string_view name, bool experts) {
-  for (const GgufArch& a : kArchs)
+  for (const GgufArch& a : gguf_archs())
     if (!a.model_type.empty() && a.name == name && a.experts.has_value() == experts) return a;
   std::vector<std::string> known;
-  for (const GgufArch& a : kArchs) {
+  for (const GgufArch& a : gguf_archs()) {
     if (a.model_type.empty()) continue;
     const std::string entry = fmt::format("{}{}", a.name, a.experts ? " with experts" : "");
     if (std::find(known.begin(), known.end(), entry) == known.end()) known.push_back(entry);
@@ -396,9 +231,21 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
-  c.rope_scaling = parse_rope_scaling(doc, source);
-  for (std::span<const GgufConfigKey> keys :
-       {std::span<const GgufConfigKey>(kCommonKeys), arch.keys})
+  c.rope_scaling = parse_rope_scaling(doc, source, arch.mla);
+  if (arch.mla) {
+    c.kv_lora_rank = doc.required_uint("kv_lora_rank");
+    c.qk_nope_head_dim = doc.required_uint("qk_nope_head_dim");
+    c.qk_rope_head_dim = doc.required_uint("qk_rope_head_dim");
+    c.v_head_dim = doc.required_uint("v_head_dim");
+    if (c.kv_lora_rank == 0 || c.qk_nope_head_dim == 0 || c.v_head_dim == 0 ||
+        c.qk_rope_head_dim % 2 != 0 || c.kv_lora_rank > UINT32_MAX ||
+        c.qk_nope_head_dim > UINT32_MAX || c.qk_rope_head_dim > UINT32_MAX ||
+        c.v_head_dim > UINT32_MAX)
+      doc.fail("kv_lora_rank",
+               "kv_lora_rank, qk_nope_head_dim and v_head_dim must be positive "
+               "u32s and qk_rope_head_dim an even one");
+  }
+  for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
     for (const GgufConfigKey& k : keys)
       if (arch.experts && k.key == "expert_count")  // the count the stacks have
         c.keys.push_back({fmt::format("{}.expert_count", arch.name),
@@ -424,7 +271,9 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
       {a + ".block_count", gguf_u32(u32(c.layers, "num_hidden_layers"))},
       {a + ".feed_forward_length", gguf_u32(u32(c.intermediate_size, "intermediate_size"))},
       {a + ".attention.head_count", gguf_u32(u32(c.heads, "num_attention_heads"))},
-      {a + ".attention.head_count_kv", gguf_u32(u32(c.kv_heads, "num_key_value_heads"))},
+      // MLA is written as MQA: one KV head (below).
+      {a + ".attention.head_count_kv",
+       gguf_u32(arch.mla ? 1 : u32(c.kv_heads, "num_key_value_heads"))},
       {a + ".attention.layer_norm_rms_epsilon", gguf_f32(static_cast<float>(c.rms_norm_eps))},
   };
   if (arch.llama_keys) {
@@ -441,6 +290,18 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
     kv.push_back({a + ".attention.key_length", gguf_u32(u32(c.head_dim, "head_dim"))});
     kv.push_back({a + ".attention.value_length", gguf_u32(u32(c.head_dim, "head_dim"))});
   }
+  if (arch.mla) {  // one KV head of the latent and the rotated part, as the converter writes
+    kv.push_back({a + ".attention.key_length",
+                  gguf_u32(static_cast<uint32_t>(c.kv_lora_rank + c.qk_rope_head_dim))});
+    kv.push_back({a + ".attention.value_length", gguf_u32(static_cast<uint32_t>(c.kv_lora_rank))});
+    kv.push_back({a + ".attention.key_length_mla",
+                  gguf_u32(static_cast<uint32_t>(c.qk_nope_head_dim + c.qk_rope_head_dim))});
+    kv.push_back(
+        {a + ".attention.value_length_mla", gguf_u32(static_cast<uint32_t>(c.v_head_dim))});
+    if (c.rope_scaling.mscale_all_dim)  // 0.1 x, as the converter writes it for deepseek2 alone
+      kv.push_back({a + ".rope.scaling.yarn_log_multiplier",
+                    gguf_f32(static_cast<float>(0.1 * *c.rope_scaling.mscale_all_dim))});
+  }
   kv.insert(kv.end(), c.keys.begin(), c.keys.end());
   if (c.rope_theta && arch.rope_base_key)
     kv.push_back({a + ".rope.freq_base", gguf_f32(static_cast<float>(*c.rope_theta))});
@@ -452,7 +313,7 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
 
 std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
                                       std::string_view hf_name) {
-  for (const auto& [hf, gguf] : kModelNames)
+  for (const auto& [hf, gguf] : gguf_model_names())
     if (hf_name == hf) {
       if (hf_name == "lm_head.weight" && c.tie_word_embeddings)
         return std::nullopt;  // llama.cpp reuses token_embd
@@ -462,8 +323,7 @@ std::optional<GgufName> gguf_name_for(const GgufArch& arch, const HfConfig& c,
     const auto [layer, part] = *in_layer;
     if (part == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed by llama.cpp
     if (std::optional<GgufName> expert = expert_name(arch, c, layer, part)) return expert;
-    for (std::span<const GgufNamePair> names :
-         {arch.layer_names, std::span<const GgufNamePair>(kLayerNames)})
+    for (std::span<const GgufNamePair> names : {arch.layer_names, gguf_layer_names()})
       for (const auto& [hf, gguf] : names)
         if (part == hf) {
           uint64_t heads = 0;
@@ -485,11 +345,11 @@ std::vector<std::pair<std::string, GgufName>> gguf_names_of(const GgufArch& arch
     if (std::optional<GgufName> g = gguf_name_for(arch, c, hf))
       out.emplace_back(std::move(hf), std::move(*g));
   };
-  for (const auto& [hf, gguf] : kModelNames) add(std::string(hf));
+  for (const auto& [hf, gguf] : gguf_model_names()) add(std::string(hf));
   for (uint64_t layer = 0; layer < c.layers; ++layer) {
     for (const auto& [hf, gguf] : arch.layer_names)
       add(fmt::format("model.layers.{}.{}", layer, hf));
-    for (const GgufNamePair& common : kLayerNames)
+    for (const GgufNamePair& common : gguf_layer_names())
       if (std::none_of(arch.layer_names.begin(), arch.layer_names.end(),
                        [&](const GgufNamePair& own) { return own.first == common.first; }))
         add(fmt::format("model.layers.{}.{}", layer, common.first));
@@ -516,11 +376,13 @@ std::vector<std::pair<GgufName, const GgufStackedPart*>> gguf_stacked_names_for(
     const GgufArch& arch, const HfConfig& c, std::string_view hf_name) {
   std::vector<std::pair<GgufName, const GgufStackedPart*>> out;
   const auto in_layer = layer_part(hf_name, "model.layers.", c.layers);
-  if (!arch.experts || !in_layer) return out;
-  for (const GgufStackedPart& s : arch.experts->stacked)
-    if (in_layer->second == s.hf)
-      out.emplace_back(
-          GgufName{fmt::format("blk.{}.{}", in_layer->first, s.gguf), 0, std::nullopt, 0}, &s);
+  if (!in_layer) return out;
+  for (std::span<const GgufStackedPart> parts :
+       {arch.experts ? arch.experts->stacked : std::span<const GgufStackedPart>{}, arch.split})
+    for (const GgufStackedPart& s : parts)
+      if (in_layer->second == s.hf)
+        out.emplace_back(
+            GgufName{fmt::format("blk.{}.{}", in_layer->first, s.gguf), 0, std::nullopt, 0}, &s);
   return out;
 }
 

@@ -35,7 +35,9 @@ using GgufNamePair = std::pair<std::string_view, std::string_view>;
 struct GgufConfigKey {
   std::string_view key;
   std::array<std::string_view, 2> json;  ///< "" for none
-  enum class Type : uint8_t { u32, f32 } type;
+  /// bool_true: written (true) when config.json's is true; gating: scoring_func's name as
+  /// llama.cpp's expert gating function (softmax 1, sigmoid 2).
+  enum class Type : uint8_t { u32, f32, bool_true, gating } type;
   bool zero_when_absent = false;  ///< written as 0 when config.json has none (Phi-3's window)
 };
 
@@ -48,6 +50,10 @@ struct GgufStackedPart {
   std::string_view gguf;  ///< after "blk.N.": "ffn_gate_exps.weight"
   uint8_t every = 1, first = 0;
   bool transposed = false;
+  /// A matrix split per attention head instead (DeepSeek's MLA kv_b_proj, [heads * (nope +
+  /// value), kv_lora] read as [heads, nope + value, kv_lora]): each head's first qk_nope_head_dim
+  /// rows (transposed: [heads, kv_lora, nope]) or its v_head_dim rows after them.
+  enum class HeadRows : uint8_t { none, mla_nope, mla_value } head_rows = HeadRows::none;
 };
 
 /// The experts of a mixture-of-experts layer, as Hugging Face names them one by one
@@ -97,12 +103,24 @@ struct GgufArch {
   /// ("" for none).
   std::string_view model_type;
   std::string_view import_config;
+  /// Tensors taken apart per head (DeepSeek's kv_b_proj; GgufStackedPart::head_rows).
+  std::span<const GgufStackedPart> split = {};
+  /// DeepSeek's multi-head latent attention: one KV head of kv_lora_rank + qk_rope_head_dim
+  /// (key_length, value_length), the heads' own sizes as key_length_mla and value_length_mla,
+  /// YaRN's mscale_all_dim as rope.scaling.yarn_log_multiplier.
+  bool mla = false;
   /// YaRN as the class computes it: transformers' truncate (gpt-oss's reference leaves the
   /// ramp's ends unrounded), written back on import; GGUF has no key for it.
   bool yarn_truncate = true;
 
   bool is_70b(const HfConfig& c) const;
 };
+
+/// The table (gguf_arch_table.cpp): its rows, the per-layer names every row shares (after
+/// "model.layers.N." and "blk.N."), and the model's own names.
+std::span<const GgufArch> gguf_archs();
+std::span<const GgufNamePair> gguf_layer_names();
+std::span<const GgufNamePair> gguf_model_names();
 
 /// The entry for config.json's class; Error{unsupported} naming it and listing those there are.
 const GgufArch& gguf_arch_for(std::string_view hf_class);
@@ -125,6 +143,8 @@ struct HfConfig {
   std::optional<double> rope_theta;
   std::optional<double> rope_theta_swa;  ///< the sliding-window layers' own (Gemma 3)
   double partial_rotary_factor = 1;      ///< the part of each head RoPE rotates
+  /// MLA (GgufArch::mla): the ranks and a head's parts.
+  uint64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
   double rms_norm_eps = 0;
   bool tie_word_embeddings = false;
   std::optional<uint64_t> bos_token_id, eos_token_id;

@@ -144,39 +144,66 @@ uint32_t file_type_written(const AskedTypes& asked, const std::vector<PlannedTen
   return floats && mxfp4 ? kFileTypeMxfp4Moe : asked.file_type;
 }
 
-// A part of experts a layer holds stacked (gpt-oss's, GgufStackedPart): checked (a weight
-// [experts, in, out] or a bias [experts, out], floating or a form tlio decodes, out a multiple of
-// the part's step), its GGUF dimensions; MXFP4 blocks of gpt-oss are copied as they are, as
-// llama.cpp's converter copies them, whatever type is asked for.
+// How a tensor taken apart is read (GgufStackedPart): as [experts, in, out] (a bias [experts,
+// out] as [experts, 1, out]; DeepSeek's kv_b_proj [heads * (nope + value), kv_lora] as [heads,
+// nope + value, kv_lora]) with the in-rows [begin, end) taken; checked against the config.
+detail::StackedView stacked_view(const File& f, const TensorInfo& t,
+                                 const detail::GgufStackedPart& part, const detail::HfConfig& c) {
+  using Rows = detail::GgufStackedPart::HeadRows;
+  const Shape& s = t.shape;
+  const auto refuse = [&](const std::string& what) {
+    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
+                fmt::format("{} is [{}], not {}", t.name, fmt::join(s, ", "), what), f.name());
+  };
+  if (part.head_rows != Rows::none) {
+    const uint64_t per_head = c.qk_nope_head_dim + c.v_head_dim;
+    if (s.size() != 2 || s[0] != c.heads * per_head || s[1] != c.kv_lora_rank)
+      refuse(fmt::format("[{} heads x (qk_nope_head_dim {} + v_head_dim {}), kv_lora_rank {}]",
+                         c.heads, c.qk_nope_head_dim, c.v_head_dim, c.kv_lora_rank));
+    const bool nope = part.head_rows == Rows::mla_nope;
+    return {c.heads, per_head, s[1], nope ? 0 : c.qk_nope_head_dim,
+            nope ? c.qk_nope_head_dim : per_head};
+  }
+  if (s.size() != (part.transposed ? 3u : 2u) || s[0] != c.experts || s.back() == 0 ||
+      s.back() % part.every != 0 || t.element_count() == 0)
+    refuse(fmt::format("the {} experts' {} held stacked ([{}, {}out])", c.experts,
+                       part.transposed ? "weights" : "biases", c.experts,
+                       part.transposed ? "in, " : ""));
+  return part.transposed ? detail::StackedView{s[0], s[1], s[2], 0, s[1]}
+                         : detail::StackedView{s[0], 1, s[1], 0, 1};
+}
+
+// A tensor taken apart (gpt-oss's experts held stacked, DeepSeek's kv_b_proj; GgufStackedPart):
+// checked (floating or a form tlio decodes; stacked_view), its GGUF dimensions; MXFP4 blocks of
+// gpt-oss are copied as they are, as llama.cpp's converter copies them, whatever type is asked
+// for.
 PlannedTensor plan_stacked(const File& f, const TensorInfo& t, const QuantizedWeight* quantized,
                            const detail::GgufName& name, const detail::GgufStackedPart& part,
                            const detail::HfConfig& c) {
-  const Shape& s = t.shape;
-  if (s.size() != (part.transposed ? 3u : 2u) || s[0] != c.experts || s.back() == 0 ||
-      s.back() % part.every != 0 || t.element_count() == 0)
-    throw Error(ErrorCode::format, Rule::model, t.name, std::nullopt,
-                fmt::format("{} is [{}], not the {} experts' {} held stacked ([{}, {}out])", t.name,
-                            fmt::join(s, ", "), c.experts, part.transposed ? "weights" : "biases",
-                            c.experts, part.transposed ? "in, " : ""),
-                f.name());
   if (!quantized && (!can_convert(t.dtype, Dtype::F32) || is_integer(t.dtype) ||
                      t.dtype == Dtype::BOOL || dtype_bits(t.dtype) % 8 != 0))
     throw Error(ErrorCode::unsupported, Rule::none, t.name, std::nullopt,
-                fmt::format("tensor {} is {}: experts are exported from floating weights, or "
-                            "quantized ones in a form tlio decodes",
+                fmt::format("tensor {} is {}: it is exported from floating weights, or quantized "
+                            "ones in a form tlio decodes",
                             t.name, dtype_name(t.dtype)),
                 f.name());
+  const detail::StackedView v = stacked_view(f, t, part, c);
   PlannedTensor p{{{&f, &t, quantized}},
                   {name.name, ggml_id(GgmlTypeId::F32), {}},
                   0,
                   0,
-                  part.transposed,
+                  part.transposed || part.head_rows != detail::GgufStackedPart::HeadRows::none,
                   {},
                   &part,
-                  false};
-  const uint64_t taken = s.back() / part.every;
-  p.decl.ne = part.transposed ? std::vector<uint64_t>{s[1], taken, s[0]}
-                              : std::vector<uint64_t>{taken, s[0]};
+                  false,
+                  v};
+  const uint64_t taken = v.out / part.every, rows = v.end - v.begin;
+  if (part.transposed)
+    p.decl.ne = {rows, taken, v.experts};
+  else if (v.in == 1)  // a bias
+    p.decl.ne = {taken, v.experts};
+  else
+    p.decl.ne = {taken, rows, v.experts};
   const auto* mxfp4 = quantized ? std::get_if<Mxfp4Options>(&quantized->scheme.options()) : nullptr;
   if (mxfp4 && mxfp4->transposed && part.transposed) {
     p.copy_mxfp4 = true;

@@ -100,44 +100,44 @@ class PartValues {
   std::optional<QuantizedReader> decoded_;
 };
 
-// A part of experts held stacked (GgufStackedPart): a weight [E, in, out] transposed, each GGUF
-// row (e, r) the source's column r * every + first of expert e; or a bias [E, out], each GGUF row
-// expert e's values r * every + first. Pieces of whole GGUF rows, gathered on every core and
-// encoded.
+// A tensor taken apart (GgufStackedPart), its source read as p.view's [E, in, out] with in-rows
+// [begin, end): transposed, each GGUF row (e, r) the source's column r * every + first of expert
+// e over those in-rows; else each GGUF row (e, i) in-row i's values r * every + first (a bias is
+// one in-row). Pieces of whole GGUF rows, gathered on every core and encoded.
 uint64_t write_stacked_part(const PlannedTensor& p, const SourcePart& part, GgufWriter& writer,
                             PiecePass& pass, const std::function<void(uint64_t)>& piece_done) {
   const GgufStackedPart& how = *p.stacked;
+  const StackedView& v = p.view;  // checked when planned
   const PartValues source(part, pass.files);
-  const Shape& s = part.info->shape;  // checked when planned
-  const uint64_t experts = s[0], in = how.transposed ? s[1] : 1, out = s.back();
-  const uint64_t rows = out / how.every, cols = how.transposed ? in : rows;
+  const uint64_t taken = v.out / how.every, in_rows = v.end - v.begin;
+  const uint64_t rows = how.transposed ? taken : in_rows, cols = how.transposed ? in_rows : taken;
   const GgmlType type = *ggml_type(p.decl.type);
   const uint64_t row_bytes = cols / type.block * type.block_bytes;
   std::vector<float> piece;
-  for (uint64_t e = 0; e < experts; ++e) {
-    if (!how.transposed) {  // a bias: one row
-      std::vector<float> all(out);
-      source.read(e * out, all, pass.raw);
-      piece.resize(rows);
-      for (uint64_t r = 0; r < rows; ++r) piece[r] = all[r * how.every + how.first];
-      pass.encoded.resize(row_bytes);
-      ggml_encode(type.id, piece, pass.encoded);
-      writer.append(pass.encoded);
-      piece_done(rows);
-      continue;
-    }
+  for (uint64_t e = 0; e < v.experts; ++e) {
     const uint64_t step = piece_rows(rows, cols, 0);
     for (uint64_t r0 = 0; r0 < rows; r0 += step) {
-      const uint64_t n = std::min(step, rows - r0), span = (n - 1) * how.every + 1;
+      const uint64_t n = std::min(step, rows - r0);
       piece.resize(n * cols);
-      parallel_for(in, 2, 1, pass.threads, [&](uint64_t b, uint64_t end) {
-        std::vector<float> values(span);
-        std::vector<std::byte> scratch;
-        for (uint64_t c = b; c < end; ++c) {
-          source.read((e * in + c) * out + r0 * how.every + how.first, values, scratch);
-          for (uint64_t j = 0; j < n; ++j) piece[j * cols + c] = values[j * how.every];
+      if (how.transposed) {  // each in-row gives a value of every GGUF row of the piece
+        const uint64_t span = (n - 1) * how.every + 1;
+        parallel_for(in_rows, 2, 1, pass.threads, [&](uint64_t b, uint64_t end) {
+          std::vector<float> values(span);
+          std::vector<std::byte> scratch;
+          for (uint64_t c = b; c < end; ++c) {
+            source.read((e * v.in + v.begin + c) * v.out + r0 * how.every + how.first, values,
+                        scratch);
+            for (uint64_t j = 0; j < n; ++j) piece[j * cols + c] = values[j * how.every];
+          }
+        });
+      } else {  // each in-row is a GGUF row
+        std::vector<float> values(v.out);
+        for (uint64_t j = 0; j < n; ++j) {
+          source.read((e * v.in + v.begin + r0 + j) * v.out, values, pass.raw);
+          for (uint64_t k = 0; k < cols; ++k)
+            piece[j * cols + k] = values[k * how.every + how.first];
         }
-      });
+      }
       pass.encoded.resize(n * row_bytes);
       parallel_for(n, 2, 1, pass.threads, [&](uint64_t b, uint64_t end) {
         for (uint64_t j = b; j < end; ++j)

@@ -24,6 +24,12 @@ struct SourcePart {
   const QuantizedWeight* quantized = nullptr;
 };
 
+/// A tensor taken apart (GgufStackedPart) read as [experts, in, out], its in-rows [begin, end)
+/// taken (all but for DeepSeek's kv_b_proj, read per head).
+struct StackedView {
+  uint64_t experts = 0, in = 0, out = 0, begin = 0, end = 0;
+};
+
 struct PlannedTensor {
   std::vector<SourcePart> parts;  ///< none for a tensor made here (rope_freqs.weight)
   GgufTensorDecl decl;            ///< type F32 until the types are chosen
@@ -31,11 +37,13 @@ struct PlannedTensor {
   float shift = 0;          ///< added to every value (Gemma's norms)
   bool weight = false;      ///< takes the type asked for (not a norm, bias, router or 1-D tensor)
   std::vector<float> made;  ///< the values of a tensor made here, written as F32
-  /// Experts held stacked: the part of the one source tensor this is (GgufStackedPart).
+  /// A tensor taken apart (experts held stacked, kv_b_proj split per head): the part of the one
+  /// source tensor this is (GgufStackedPart).
   const GgufStackedPart* stacked = nullptr;
   /// gpt-oss's MXFP4 blocks and scales copied as ggml's MXFP4 (the type is fixed), as
   /// llama.cpp's converter copies them.
   bool copy_mxfp4 = false;
+  StackedView view;  ///< how `stacked`'s source is read
 };
 
 /// What the pass reuses from piece to piece.

@@ -65,7 +65,7 @@ std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool s
   return d;
 }
 
-RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bool mla) {
   RopeScaling r;
   simdjson::dom::element member;
   if (doc.root()["rope_scaling"].get(member) != simdjson::SUCCESS || member.is_null()) {
@@ -114,6 +114,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
     r.extrapolation_factor = member_number(o, doc, "extrapolation_factor");
     r.attention_factor = member_number(o, doc, "attention_factor");
     std::ignore = o["truncate"].get_bool().get(r.truncate);
+    if (mla) r.mscale_all_dim = member_number(o, doc, "mscale_all_dim");
   } else {
     refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to "
                                "GGUF (linear, llama3 and yarn are)",
@@ -121,8 +122,9 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
   }
   for (const auto [key, value] : o) {
     const bool yarn = r.kind == RopeScaling::Kind::yarn;
-    // YaRN's truncate: llama.cpp always rounds the ramp's ends (its converter drops the key);
-    // false (gpt-oss's) is kept as the converter keeps it, and docs/gguf.md says so.
+    // YaRN's truncate has no key: llama.cpp always rounds the ramp's ends and its converter
+    // drops it (gpt-oss's false; docs/gguf.md). DeepSeek's mscale_all_dim is yarn_log_multiplier,
+    // its mscale dropped as the converter drops it.
     const bool known =
         key == "rope_type" || key == "type" || key == "factor" || key == "rope_theta" ||
         key == "partial_rotary_factor" ||
@@ -131,7 +133,8 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source) {
           key == "original_max_position_embeddings")) ||
         (yarn && (key == "original_max_position_embeddings" || key == "beta_fast" ||
                   key == "beta_slow" || key == "extrapolation_factor" ||
-                  key == "attention_factor" || (key == "truncate" && value.is_bool())));
+                  key == "attention_factor" || (key == "truncate" && value.is_bool()) ||
+                  (mla && (key == "mscale_all_dim" || key == "mscale"))));
     if (!known)
       refuse(source,
              fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));

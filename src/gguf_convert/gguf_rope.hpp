@@ -26,6 +26,8 @@ struct RopeScaling {
   /// transformers' YaRN truncate: the ramp's ends rounded to whole dimensions, as llama.cpp
   /// always computes it; GGUF has no key for it (its converter drops it).
   bool truncate = true;
+  /// DeepSeek's YaRN attention scale (mla): mscale_all_dim, written as 0.1 x it.
+  std::optional<double> mscale_all_dim;
 };
 
 /// RoPE's base when config.json and the GGUF keys have none (llama.cpp's and transformers').
@@ -45,7 +47,9 @@ std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool s
 /// config.json's rope_scaling, or transformers 5's rope_parameters (absent, null, or "default":
 /// none). A kind (YaRN, dynamic, ...)
 /// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.
-RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source);
+/// `mla`: DeepSeek's YaRN keys mscale_all_dim and mscale are taken too (the converter writes the
+/// first as yarn_log_multiplier, drops the second).
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bool mla = false);
 
 /// The GGUF keys of linear scaling and YaRN for architecture `arch` (none for the others).
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r);

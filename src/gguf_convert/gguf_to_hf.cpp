@@ -151,6 +151,8 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
     for (const GgufConfigKey& k : keys) {
       const std::string key = a + std::string(k.key);
+      if (k.type == GgufConfigKey::Type::bool_true || k.type == GgufConfigKey::Type::gating)
+        continue;  // DeepSeek's, which is not imported
       if (k.type == GgufConfigKey::Type::u32) {
         if (const std::optional<uint64_t> v = whole(f, key, false))
           c.keys.push_back(

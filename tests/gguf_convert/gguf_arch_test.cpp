@@ -195,6 +195,42 @@ TEST(GgufArch, GptOssExpertsHeldStackedAreSplitAndItsKeysAreItsOwn) {
   EXPECT_FALSE(keys.contains("gpt-oss.vocab_size"));  // not written by the converter either
 }
 
+TEST(GgufArch, DeepSeekWritesMlaAsOneKvHeadAndSplitsKvB) {
+  const std::string json = config(
+      "DeepseekV3ForCausalLM",
+      R"(, "n_routed_experts": 4, "num_experts_per_tok": 2,)"
+      R"( "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1,)"
+      R"( "kv_lora_rank": 32, "q_lora_rank": 48, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16,)"
+      R"( "v_head_dim": 16, "n_group": 2, "topk_group": 1, "norm_topk_prob": true,)"
+      R"( "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "rope_parameters":)"
+      R"( {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "mscale": 1.0,)"
+      R"( "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096})");
+  const auto keys = keys_of(json);
+  EXPECT_EQ(keys.at("deepseek2.attention.head_count_kv").as_uint(), 1u);
+  EXPECT_EQ(keys.at("deepseek2.attention.key_length").as_uint(), 48u);  // kv_lora + rope
+  EXPECT_EQ(keys.at("deepseek2.attention.value_length").as_uint(), 32u);
+  EXPECT_EQ(keys.at("deepseek2.attention.key_length_mla").as_uint(), 32u);  // nope + rope
+  EXPECT_EQ(keys.at("deepseek2.attention.value_length_mla").as_uint(), 16u);
+  EXPECT_EQ(keys.at("deepseek2.expert_gating_func").as_uint(), 2u);  // sigmoid
+  EXPECT_EQ(keys.at("deepseek2.expert_weights_norm").as_uint(), 1u);
+  EXPECT_EQ(keys.at("deepseek2.leading_dense_block_count").as_uint(), 1u);
+  EXPECT_FLOAT_EQ(
+      static_cast<float>(*keys.at("deepseek2.rope.scaling.yarn_log_multiplier").as_double()), 0.1f);
+  const HfConfig c = parse_hf_config(json, "config.json");
+  const auto kv_b = gguf_stacked_names_for(gguf_arch_for("DeepseekV3ForCausalLM"), c,
+                                           "model.layers.0.self_attn.kv_b_proj.weight");
+  ASSERT_EQ(kv_b.size(), 2u);
+  EXPECT_EQ(kv_b[0].first.name, "blk.0.attn_k_b.weight");
+  EXPECT_EQ(kv_b[1].first.name, "blk.0.attn_v_b.weight");
+  // A gating function llama.cpp's converter does not write is refused by name; so is mscale
+  // outside DeepSeek's rows.
+  EXPECT_NE(refusal(config("DeepseekV3ForCausalLM",
+                           R"(, "n_routed_experts": 4, "kv_lora_rank": 32, "qk_rope_head_dim": 16,)"
+                           R"( "qk_nope_head_dim": 16, "v_head_dim": 16, "scoring_func": "relu")"))
+                .find("relu"),
+            std::string::npos);
+}
+
 TEST(GgufArch, HostileCountsAndValuesAreRefused) {
   EXPECT_NE(refusal(config("Qwen3MoeForCausalLM", R"(, "num_local_experts": 0)"))
                 .find("num_local_experts is not between 1 and 4096"),

@@ -64,6 +64,21 @@ name, cls, extra = {
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     # llama.cpp's gemma3 makes every 6th layer global: transformers' default layer_types agree
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(head_dim=16, sliding_window=8, query_pre_attn_scalar=16)),
+    # DeepSeek-V3: MLA (q and kv through low ranks, kv_b split by llama.cpp's converter), a dense
+    # first layer, routed experts with a sigmoid router in groups, a shared expert, YaRN with
+    # DeepSeek's mscale
+    "deepseek3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(
+        num_key_value_heads=4, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+        first_k_dense_replace=1, n_group=2, topk_group=1, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=16,
+        qk_nope_head_dim=16, v_head_dim=16, scoring_func="sigmoid", max_position_embeddings=512,
+        rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=128,
+                             beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0))),
+    # DeepSeek-V2-Lite's shape: q without a low rank, a softmax router, no groups; 27 layers, as
+    # llama.cpp knows V2-Lite by its layer count (and asks the others for q_lora_rank)
+    "deepseek2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", dict(
+        num_hidden_layers=27, num_key_value_heads=4, moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+        first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=None, qk_rope_head_dim=16, qk_nope_head_dim=16,
+        v_head_dim=16, scoring_func="softmax")),
     # gpt-oss: experts held stacked [experts, in, out] with gate and up interleaved, biases, sinks,
     # YaRN; gptoss-mxfp4: its experts as OpenAI ships them, MXFP4 blocks and scales
     "gptoss": ("GptOssConfig", "GptOssForCausalLM", dict(head_dim=16, intermediate_size=32, num_local_experts=4,

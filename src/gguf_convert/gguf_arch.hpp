@@ -103,6 +103,10 @@ struct GgufArch {
   /// ("" for none).
   std::string_view model_type;
   std::string_view import_config;
+  std::string_view hidden_act = "silu";  ///< config.json's activation (Gemma's gelu_pytorch_tanh)
+  /// Gemma: config.json's query_pre_attn_scalar, the attention scale llama.cpp takes from the
+  /// model's size: hidden_size / heads for the 27B (this many layers), head_dim for the others.
+  uint64_t layers_27b = 0;
   /// Tensors taken apart per head (DeepSeek's kv_b_proj; GgufStackedPart::head_rows).
   std::span<const GgufStackedPart> split = {};
   /// DeepSeek's multi-head latent attention: one KV head of kv_lora_rank + qk_rope_head_dim

@@ -183,16 +183,18 @@ const GgufArch kArchs[] = {
     {.hf_class = "Phi3ForCausalLM", .name = "phi3", .permute_qk = false, .size_70b = S70::never,
      .llama_keys = false, .head_dim_keys = HD::never, .rope_dimension_key = true,
      .layer_names = kPhi3Names, .keys = kPhi3Keys, .model_type = "phi3"},
-    // Gemma: norms written as 1 + w; exported, not yet imported (the attention scale llama.cpp
-    // takes from the model's size would be config.json's query_pre_attn_scalar).
+    // Gemma: norms written as 1 + w (and back); the attention scale llama.cpp takes from the
+    // model's size goes back as config.json's query_pre_attn_scalar.
     {.hf_class = "Gemma2ForCausalLM", .name = "gemma2", .permute_qk = false,
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
      .layer_names = kGemmaNames, .keys = kGemma2Keys, .rope_base_key = false,
-     .norm_plus_one = true, .no_space_prefix = true},
+     .norm_plus_one = true, .no_space_prefix = true, .model_type = "gemma2",
+     .hidden_act = "gelu_pytorch_tanh", .layers_27b = 46},
     {.hf_class = "Gemma3ForCausalLM", .name = "gemma3", .permute_qk = false,
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
      .layer_names = kGemmaNames, .keys = kGemma3Keys, .norm_plus_one = true,
-     .no_space_prefix = true},
+     .no_space_prefix = true, .model_type = "gemma3_text", .hidden_act = "gelu_pytorch_tanh",
+     .layers_27b = 62},
     // gpt-oss: llama.cpp's openai-moe; MXFP4 experts copied as they are, both ways. Its
     // sliding and full layers alternate, the first sliding, in llama.cpp and transformers alike.
     {.hf_class = "GptOssForCausalLM", .name = "gpt-oss", .permute_qk = false,

@@ -308,8 +308,18 @@ std::vector<GgufKeyValue> tokenizer_keys(const detail::ModelLocation& where,
   return kv;
 }
 
-// The tensors in the order llama.cpp's converter writes them: Llama 3's RoPE factors first, then
-// the files' tensors in order, each expert stack where its last part comes.
+// A file's tensors by name.
+std::vector<std::reference_wrapper<const TensorInfo>> by_name(const File& f) {
+  std::vector<std::reference_wrapper<const TensorInfo>> out(f.tensors().begin(), f.tensors().end());
+  std::sort(out.begin(), out.end(),
+            [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+// The tensors in the order llama.cpp's converter writes them: Llama 3's RoPE factors and gpt-oss's
+// MXFP4 experts first, then each file's tensors by name (gguf-py reads a file's header sorted by
+// name; the data's order differs where dtypes mix, FP8 weights with F32 scales), each expert
+// stack where its last part comes.
 struct ExportPlan {
   std::deque<TensorInfo> logical;  // quantized weights' TensorInfo, F32 as they are read
   std::vector<PlannedTensor> tensors;
@@ -337,7 +347,7 @@ ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
   // MXFP4 experts copied as they are: first, where llama.cpp's converter writes them.
   std::vector<PlannedTensor> copied;
   for (const File& f : model.files())
-    for (const TensorInfo& t : f.tensors()) {
+    for (const TensorInfo& t : by_name(f)) {
       const TensorInfo* info = &t;
       const QuantizedWeight* quantized = nullptr;
       if (stored.contains(t.name)) {

@@ -82,11 +82,18 @@ uint64_t rows_of(const GgufTensorInfo& t) { return t.ne.size() == 2 ? t.ne[1] : 
 class GgufTensorDecoder final : public WeightDecoder {
  public:
   GgufTensorDecoder(const GgufFile& file, const GgufTensorInfo& t, uint64_t permute_heads,
-                    uint64_t base)
-      : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1), base_(base) {
+                    uint64_t base, float shift)
+      : file_(file), t_(t), cols_(t.ne.size() == 2 ? t.ne[0] : 1), base_(base), shift_(shift) {
     if (permute_heads) head_rows_ = rows_of(t) / permute_heads;
   }
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    if (shift_ != 0) {  // as F32, the shift taken off, then in `out`
+      std::vector<float> values(count);
+      file_.read_values(t_, base_ + first, count, Dtype::F32,
+                        std::as_writable_bytes(std::span(values)));
+      for (float& v : values) v -= shift_;
+      return convert(Dtype::F32, std::as_bytes(std::span(values)), out, dst, count);
+    }
     if (head_rows_ == 0) return file_.read_values(t_, base_ + first, count, out, dst);
     const uint64_t size = dtype_bits(out) / 8;
     while (count > 0) {  // a row at a time, each from its place in the GGUF
@@ -103,6 +110,7 @@ class GgufTensorDecoder final : public WeightDecoder {
   const GgufFile& file_;
   const GgufTensorInfo& t_;
   uint64_t cols_, base_;  // base_: the first element read (an expert's, in a stack)
+  float shift_;           // taken off every value (not with permuted rows: no row has both)
   uint64_t head_rows_ = 0;
 };
 
@@ -110,7 +118,8 @@ class GgufTensorDecoder final : public WeightDecoder {
 
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
                        Dtype to, uint64_t permute_heads, std::optional<uint64_t> expert, Writer& w,
-                       GgufImportReport& report, const std::function<void(uint64_t)>& written) {
+                       GgufImportReport& report, const std::function<void(uint64_t)>& written,
+                       float shift) {
   const std::optional<Dtype> plain = ggml_plain_dtype(t.type);
   ++report.tensors;
   if (!plain)
@@ -141,8 +150,8 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
   }
   // An expert of a stack: its [rows, columns] slice (each counted in the report as a tensor).
   const uint64_t count = expert ? t.ne[0] * t.ne[1] : t.element_count();
-  write_decoded(GgufTensorDecoder(src, t, permute_heads, expert.value_or(0) * count), count, to, w,
-                name, [&](uint64_t bytes) {
+  write_decoded(GgufTensorDecoder(src, t, permute_heads, expert.value_or(0) * count, shift), count,
+                to, w, name, [&](uint64_t bytes) {
                   report.data_bytes_out += bytes;
                   if (written) written(bytes / size);
                 });

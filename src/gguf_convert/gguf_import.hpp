@@ -25,10 +25,12 @@ void check_gguf_import(const GgufFile& src, Dtype dtype);
 /// Appends tensor `t` of `src` to `w` as `name` (declared as `to`): a floating one through
 /// write_decoded (a decoder of the tensor, decoded on every core), an integer one as its bytes;
 /// `permute_heads` > 0 puts back the rows the export interleaved per head (Q/K of the llama
-/// family); `expert` writes that expert of a stacked 3-D tensor alone (its [rows, columns]).
+/// family); `expert` writes that expert of a stacked 3-D tensor alone (its [rows, columns]);
+/// `shift` is taken off every value (in float32: Gemma's norms, exported as 1 + w).
 /// Counts it in `report`; `written` gets each slice's element count.
 void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::string& name,
                        Dtype to, uint64_t permute_heads, std::optional<uint64_t> expert, Writer& w,
-                       GgufImportReport& report, const std::function<void(uint64_t)>& written);
+                       GgufImportReport& report, const std::function<void(uint64_t)>& written,
+                       float shift = 0);
 
 }  // namespace tlio::detail

@@ -34,6 +34,7 @@ struct Planned {
   uint64_t permute_heads;
   std::optional<uint64_t> expert;
   const detail::StackedImport* stacked = nullptr;
+  float shift = 0;  // taken off every value (GgufName::shift: Gemma's norms)
 };
 
 // OpenAI's MXFP4 experts, as transformers reads them (the rest of the model stays plain).
@@ -71,7 +72,7 @@ std::vector<Planned> plan_tensor(const GgufFile& src, const GgufTensorInfo& t,
     refuse(fmt::format("{} has {} rows, not {} heads of an even size", t.name, rows, heads));
   Shape shape;
   for (uint64_t d : t.shape()) shape.push_back(d);
-  out.push_back({&t, hf, std::move(shape), heads, std::nullopt});
+  out.push_back({&t, hf, std::move(shape), heads, std::nullopt, nullptr, g.shift});
   return out;
 }
 
@@ -138,7 +139,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
       detail::write_stacked_import(src, *p.stacked, options.dtype, w, report, progress);
     else
       detail::write_gguf_tensor(src, *p.t, p.name, detail::gguf_output_dtype(*p.t, options.dtype),
-                                p.permute_heads, p.expert, w, report, progress);
+                                p.permute_heads, p.expert, w, report, progress, p.shift);
   w.commit();
   report.files.push_back("model.safetensors");
 

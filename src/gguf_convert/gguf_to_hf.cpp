@@ -60,8 +60,12 @@ std::optional<double> number(const GgufFile& f, const std::string& key, bool req
   return d;
 }
 
-// A float32 key's value as its shortest decimal ("1e-05", not 9.99999974737875e-06).
-std::string float_text(double v) { return fmt::format("{}", static_cast<float>(v)); }
+// A float32 key's value as its shortest decimal ("1e-05", not 9.99999974737875e-06), always a
+// float literal ("30.0": transformers 5 checks that softcaps and the like are floats).
+std::string float_text(double v) {
+  std::string s = fmt::format("{}", static_cast<float>(v));
+  return s.find_first_of(".en") == std::string::npos ? s + ".0" : s;
+}
 
 const std::string* text_key(const GgufFile& f, const char* key) {
   const GgufValue* v = f.find(key);
@@ -129,6 +133,7 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   c.context_length = *whole(f, a + "context_length", true);
   c.rms_norm_eps = *number(f, a + "attention.layer_norm_rms_epsilon", true);
   c.rope_theta = number(f, a + "rope.freq_base", false);
+  c.rope_theta_swa = number(f, a + "rope.freq_base_swa", false);
   c.rope_scaling = rope_scaling_of(f, std::string(arch.name),
                                    c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
   c.rope_scaling.truncate = arch.yarn_truncate;
@@ -186,11 +191,16 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype,
       "{{\n  \"architectures\": [{}],\n  \"model_type\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
       "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n"
       "  \"head_dim\": {},\n  \"max_position_embeddings\": {},\n  \"rms_norm_eps\": {},\n  \"vocab_size\": {},\n"
-      "  \"tie_word_embeddings\": {},\n  \"hidden_act\": \"silu\",\n  \"torch_dtype\": {}",
+      "  \"tie_word_embeddings\": {},\n  \"hidden_act\": {},\n  \"torch_dtype\": {}",
       json(arch.hf_class), json(arch.model_type), c.hidden_size, c.intermediate_size, c.layers,
       c.heads, c.kv_heads, c.head_dim, c.context_length, float_text(c.rms_norm_eps), c.vocab_size,
-      c.tie_word_embeddings, json(torch_dtype_name(dtype)));
+      c.tie_word_embeddings, json(arch.hidden_act), json(torch_dtype_name(dtype)));
   if (c.rope_theta) out += fmt::format(",\n  \"rope_theta\": {}", float_text(*c.rope_theta));
+  if (c.rope_theta_swa)  // the sliding layers' own (Gemma 3), under the name transformers reads
+    out += fmt::format(",\n  \"rope_local_base_freq\": {}", float_text(*c.rope_theta_swa));
+  if (arch.layers_27b)  // the attention scale llama.cpp computes for the model's size
+    out += fmt::format(",\n  \"query_pre_attn_scalar\": {}",
+                       c.layers == arch.layers_27b ? c.hidden_size / c.heads : c.head_dim);
   out += rope_scaling_json(c.rope_scaling);
   if (c.bos_token_id) out += fmt::format(",\n  \"bos_token_id\": {}", *c.bos_token_id);
   if (c.eos_token_id) out += fmt::format(",\n  \"eos_token_id\": {}", *c.eos_token_id);

@@ -133,7 +133,11 @@ TEST(GgufArch, GemmaNormsAreShiftedAndItsKeysAreItsOwn) {
                      R"( "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}})"));
   EXPECT_EQ(gemma3.at("gemma3.rope.freq_base").as_double(), 1e6);
   EXPECT_EQ(gemma3.at("gemma3.rope.freq_base_swa").as_double(), 1e4);
-  EXPECT_THROW((void)gguf_arch_named("gemma2", false), Error);  // exported, not imported
+  // Imported back: Gemma's activation, the attention scale llama.cpp takes from the size.
+  EXPECT_EQ(gguf_arch_named("gemma3", false).model_type, "gemma3_text");
+  EXPECT_EQ(gguf_arch_named("gemma2", false).hidden_act, "gelu_pytorch_tanh");
+  EXPECT_EQ(gguf_arch_named("gemma2", false).layers_27b, 46u);
+  EXPECT_THROW((void)gguf_arch_named("deepseek2", true), Error);  // exported, not imported
 }
 
 TEST(GgufArch, Phi3KeepsItsFusedProjectionsAndWritesItsOwnKeys) {

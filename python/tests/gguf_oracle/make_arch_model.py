@@ -83,7 +83,7 @@ name, cls, extra = {
     # YaRN; gptoss-mxfp4: its experts as OpenAI ships them, MXFP4 blocks and scales
     "gptoss": ("GptOssConfig", "GptOssForCausalLM", dict(head_dim=16, intermediate_size=32, num_local_experts=4,
                                                          num_experts_per_tok=2, sliding_window=8)),
-}[arch.removesuffix("-mxfp4")]
+}[arch.split("-")[0]]
 torch.manual_seed(0)
 config = getattr(transformers, name)(**{**common, **extra})
 model = getattr(transformers, cls)(config)
@@ -110,5 +110,22 @@ if arch.endswith("-mxfp4"):  # random codes, scales of 2^-5..2^-2: blocks [exper
     c = json.loads((out / "config.json").read_text())
     c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
         "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (out / "config.json").write_text(json.dumps(c, indent=2))
+if arch.endswith("-fp8"):  # DeepSeek's FP8: E4M3 weights in 128 x 128 blocks, each block's F32 scale
+    import safetensors.torch  # (amax / 448) stored as weight_scale_inv, which dequantizing multiplies by
+    tensors, size = safetensors.torch.load_file(out / "model.safetensors"), 128
+    for k in [k for k in tensors if k.endswith(("proj.weight", "proj_with_mqa.weight"))]:
+        w = tensors[k].float()
+        rows, cols = w.shape
+        padded = torch.zeros(-(-rows // size) * size, -(-cols // size) * size)
+        padded[:rows, :cols] = w
+        blocks = padded.reshape(padded.shape[0] // size, size, padded.shape[1] // size, size)
+        scale = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12) / 448.0
+        codes = (blocks / scale[:, None, :, None]).reshape(padded.shape)[:rows, :cols]
+        tensors[k], tensors[k + "_scale_inv"] = codes.to(torch.float8_e4m3fn), scale
+    safetensors.torch.save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    c = json.loads((out / "config.json").read_text())
+    c["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                "weight_block_size": [size, size]}
     (out / "config.json").write_text(json.dumps(c, indent=2))
 print(pre or "")

@@ -5,8 +5,8 @@ release as the libraries (convert_hf_to_gguf.py from the source bundle, build/ll
 the reference GGUF from the same folder, and tlio's must have the same tensors (names, order,
 types, shapes, bytes) and the same metadata (provenance keys aside); and llama.cpp itself
 (npm's libllama) loads tlio's file, its logits at every position matching transformers' forward
-of the source model; and the GGUF imported back gives the source's tensors and logits. Runs in the
-users' stack (build/consumer-venv)."""
+of the source model; and the GGUF imported back gives the source's tensors and logits (Gemma's
+norms within float32 rounding). Runs in the users' stack (build/consumer-venv)."""
 import json
 import os
 import pathlib
@@ -33,7 +33,8 @@ ARCHS = ["llama", "mistral", "mixtral", "qwen2", "qwen2moe", "qwen3", "qwen3moe"
          "gemma3", "phi3", "gptoss", "gptoss-mxfp4", "deepseek2", "deepseek3",
          "deepseek3-fp8"]
 # Exported only (docs/gguf.md): their GGUF architecture names.
-NOT_IMPORTED = {"deepseek2": "deepseek2", "deepseek3": "deepseek2", "deepseek3-fp8": "deepseek2"}
+# Decoded on export, so its import is deepseek3's (a BF16/F32 folder), not FP8 blocks again.
+NOT_ROUND_TRIPPED = {"deepseek3-fp8"}
 # Gemma's norms are exported as 1 + w in float32 and imported as that minus 1: within half an ulp
 # of 1 of the source's (the rest bit for bit), logits within float32 rounding.
 SHIFTED = {"gemma2", "gemma3"}
@@ -106,14 +107,11 @@ def test_import_gives_the_model_back(model, tmp_path):
     rows put back; gpt-oss's put back together, MXFP4 as OpenAI's blocks and scales), and
     transformers computes the source's logits from it."""
     arch, folder, _ = model
+    if arch in NOT_ROUND_TRIPPED:
+        pytest.skip("decoded on export: deepseek3's import is the same folder's")
     for args in (("convert", folder, tmp_path / "m.gguf", "--dtype", "f32"),
                  ("convert", tmp_path / "m.gguf", tmp_path / "back", "--dtype", "f32")):
         r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
-        if arch in NOT_IMPORTED and args[1] == tmp_path / "m.gguf":
-            assert r.returncode == 1 and f"architecture {NOT_IMPORTED[arch]} " in r.stderr, r.stderr
-            assert "is not imported" in r.stderr, r.stderr
-            assert not (tmp_path / "back").exists()
-            return
         assert r.returncode == 0, r.stderr
     import safetensors.numpy
     source = safetensors.numpy.load_file(folder / "model.safetensors")

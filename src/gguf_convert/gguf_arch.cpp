@@ -17,9 +17,6 @@ namespace tlio::detail {
 
 namespace {
 
-// llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*).
-constexpr uint32_t kGatingSoftmax = 1, kGatingSigmoid = 2;
-
 std::optional<double> number(const JsonDoc& doc, const char* key) {
   const auto v = doc.root()[key];
   if (v.error() || v.is_null()) return std::nullopt;
@@ -87,7 +84,8 @@ std::optional<GgufKeyValue> config_key(const JsonDoc& doc, std::string_view arch
         doc.fail(key.c_str(), fmt::format("{} \"{}\" is not a gating function llama.cpp's "
                                           "converter writes that tlio knows (softmax, sigmoid)",
                                           key, *f));
-      return GgufKeyValue{name, gguf_u32(*f == "softmax" ? kGatingSoftmax : kGatingSigmoid)};
+      return GgufKeyValue{name,
+                          gguf_u32(*f == "softmax" ? kGgufGatingSoftmax : kGgufGatingSigmoid)};
     }
     const std::optional<double> v = number(doc, key.c_str());
     if (!v) continue;
@@ -147,7 +145,9 @@ bool GgufArch::is_70b(const HfConfig& c) const {
 
 const GgufArch& gguf_arch_named(std::string_view name, bool experts) {
   for (const GgufArch& a : gguf_archs())
-    if (!a.model_type.empty() && a.name == name && a.experts.has_value() == experts) return a;
+    if (!a.model_type.empty() && a.imported_when.empty() && a.name == name &&
+        a.experts.has_value() == experts)
+      return a;
   std::vector<std::string> known;
   for (const GgufArch& a : gguf_archs()) {
     if (a.model_type.empty()) continue;
@@ -389,8 +389,15 @@ std::vector<std::pair<GgufName, const GgufStackedPart*>> gguf_stacked_names_for(
 const GgufArch& gguf_arch_of(const GgufFile& f) {
   const GgufValue* key = f.find("general.architecture");
   const std::string name = key && key->as_string() ? *key->as_string() : "";
-  const GgufValue* experts = f.find(name + ".expert_count");
-  return gguf_arch_named(name, experts && experts->as_uint().value_or(0) > 0);
+  const GgufValue* count = f.find(name + ".expert_count");
+  const bool experts = count && count->as_uint().value_or(0) > 0;
+  for (const GgufArch& a : gguf_archs())  // a row that asks for a tensor of its own first
+    if (!a.model_type.empty() && !a.imported_when.empty() && a.name == name &&
+        a.experts.has_value() == experts &&
+        std::any_of(f.tensors().begin(), f.tensors().end(),
+                    [&](const GgufTensorInfo& t) { return t.name.ends_with(a.imported_when); }))
+      return a;
+  return gguf_arch_named(name, experts);
 }
 
 }  // namespace tlio::detail

@@ -30,6 +30,9 @@ struct HfConfig;
 /// A Hugging Face name (the part after "model.layers.N.") and its GGUF name (after "blk.N.").
 using GgufNamePair = std::pair<std::string_view, std::string_view>;
 
+/// llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*).
+inline constexpr uint32_t kGgufGatingSoftmax = 1, kGgufGatingSigmoid = 2;
+
 /// A config.json number written as a GGUF key ({arch}.`key`) when config.json has it (the first
 /// of `json` that is there), as llama.cpp's converter writes it.
 struct GgufConfigKey {
@@ -39,6 +42,7 @@ struct GgufConfigKey {
   /// llama.cpp's expert gating function (softmax 1, sigmoid 2).
   enum class Type : uint8_t { u32, f32, bool_true, gating } type;
   bool zero_when_absent = false;  ///< written as 0 when config.json has none (Phi-3's window)
+  bool null_when_zero = false;    ///< on import, 0 goes back as null (Phi-3's window)
 };
 
 /// A part of experts a Hugging Face layer holds stacked already ([experts, in, out] for gpt-oss's
@@ -103,6 +107,9 @@ struct GgufArch {
   /// ("" for none).
   std::string_view model_type;
   std::string_view import_config;
+  /// Of rows of the same name, this one is imported where the GGUF has a tensor ending so
+  /// (DeepSeek-V3's router bias, "exp_probs_b.bias"); rows without come after.
+  std::string_view imported_when;
   std::string_view hidden_act = "silu";  ///< config.json's activation (Gemma's gelu_pytorch_tanh)
   /// Gemma: config.json's query_pre_attn_scalar, the attention scale llama.cpp takes from the
   /// model's size: hidden_size / heads for the 27B (this many layers), head_dim for the others.

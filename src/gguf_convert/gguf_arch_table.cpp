@@ -70,7 +70,7 @@ constexpr Key kPhi3Keys[] = {
     {"rope.scaling.original_context_length",
      {"original_max_position_embeddings", ""},
      KeyType::u32},
-    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32, true},
+    {"attention.sliding_window", {"sliding_window", ""}, KeyType::u32, true, true},
 };
 constexpr GgufNamePair kPhi3Names[] = {
     {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
@@ -201,15 +201,17 @@ const GgufArch kArchs[] = {
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::always,
      .layer_names = kGptOssNames, .experts = kGptOssExperts, .keys = kGptOssKeys,
      .model_type = "gpt_oss", .yarn_truncate = false},
-    // DeepSeek-V2 and V3: exported only (imported back not yet).
+    // DeepSeek-V2 and V3: one GGUF architecture; V3 (its sigmoid router's score correction bias)
+    // imported as V3.
     {.hf_class = "DeepseekV2ForCausalLM", .name = "deepseek2", .permute_qk = false,
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::never,
      .layer_names = kDeepseek2Names, .experts = kDeepseek2Experts, .keys = kDeepseek2Keys,
-     .split = kDeepseek2Split, .mla = true},
+     .model_type = "deepseek_v2", .split = kDeepseek2Split, .mla = true},
     {.hf_class = "DeepseekV3ForCausalLM", .name = "deepseek2", .permute_qk = false,
      .size_70b = S70::never, .llama_keys = false, .head_dim_keys = HD::never,
      .layer_names = kDeepseek2Names, .experts = kDeepseek2Experts, .keys = kDeepseek2Keys,
-     .split = kDeepseek2Split, .mla = true},
+     .model_type = "deepseek_v3", .imported_when = "exp_probs_b.bias", .split = kDeepseek2Split,
+     .mla = true},
 };
 // clang-format on
 

@@ -69,6 +69,43 @@ class StackedDecoder final : public WeightDecoder {
   uint64_t every_, rows_, taken_, out_;
 };
 
+// DeepSeek's kv_b_proj [heads * (nope + value), kv_lora] from llama.cpp's attn_k_b [heads,
+// kv_lora, nope] (transposed per head) and attn_v_b [heads, value, kv_lora]: row (h, i) is
+// column i of k_b's head h for i < nope, else v_b's row (h, i - nope). A head at a time.
+class KvBDecoder final : public WeightDecoder {
+ public:
+  KvBDecoder(const GgufFile& src, const StackedImport& s)
+      : src_(src),
+        k_b_(*s.sources[0]),
+        v_b_(*s.sources[1]),
+        nope_(s.sources[0]->ne[0]),
+        lora_(s.sources[0]->ne[1]),
+        value_(s.sources[1]->ne[1]) {}
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    const uint64_t size = dtype_bits(out) / 8, per_head = (nope_ + value_) * lora_;
+    const uint64_t end = first + count;
+    std::vector<float> head(per_head), k_b(nope_ * lora_);
+    for (uint64_t h = first / per_head; h * per_head < end; ++h) {
+      src_.read_values(k_b_, h * lora_ * nope_, lora_ * nope_, Dtype::F32,
+                       std::as_writable_bytes(std::span(k_b)));
+      for (uint64_t i = 0; i < nope_; ++i)
+        for (uint64_t c = 0; c < lora_; ++c) head[i * lora_ + c] = k_b[c * nope_ + i];
+      src_.read_values(v_b_, h * value_ * lora_, value_ * lora_, Dtype::F32,
+                       std::as_writable_bytes(std::span(head).subspan(nope_ * lora_)));
+      const uint64_t from = std::max(first, h * per_head), to = std::min(end, (h + 1) * per_head);
+      convert(Dtype::F32, std::as_bytes(std::span(head).subspan(from - h * per_head, to - from)),
+              out, dst.subspan((from - first) * size, (to - from) * size), to - from);
+    }
+  }
+  uint64_t natural_chunk() const override { return (nope_ + value_) * lora_; }
+
+ private:
+  const GgufFile& src_;
+  const GgufTensorInfo &k_b_, &v_b_;
+  uint64_t nope_, lora_, value_;
+};
+
 // OpenAI's MXFP4 from ggml's: `name_blocks` [E, out, in/32, 16] (codes 2i, 2i + 1 in byte i's low
 // and high nibbles) and `name_scales` [E, out, in/32], row (e, b) from GGUF row (e, b / every) of
 // source b % every, whose blocks are a scale byte then codes j, j + 16 in byte j's nibbles.
@@ -113,6 +150,28 @@ std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufA
                                                 const HfConfig& c,
                                                 std::vector<const GgufTensorInfo*>& taken) {
   std::vector<StackedImport> out;
+  if (!arch.split.empty())  // DeepSeek's kv_b_proj from its k_b and v_b
+    for (uint64_t layer = 0; layer < c.layers; ++layer) {
+      StackedImport s{
+          fmt::format("model.layers.{}.{}", layer, arch.split[0].hf), &arch.split[0], {}, false};
+      for (const GgufStackedPart& part : arch.split) {
+        const std::string name = fmt::format("blk.{}.{}", layer, part.gguf);
+        const GgufTensorInfo* t = src.tensor(name);
+        if (!t)
+          refuse(src, name, fmt::format("the file has no {}: {} is made of it", name, s.name));
+        s.sources.push_back(t);
+        taken.push_back(t);
+      }
+      const std::vector<uint64_t> k_b{c.qk_nope_head_dim, c.kv_lora_rank, c.heads},
+          v_b{c.kv_lora_rank, c.v_head_dim, c.heads};
+      if (s.sources[0]->ne != k_b || s.sources[1]->ne != v_b)
+        refuse(src, s.sources[0]->name,
+               fmt::format("{} and {} are [{}] and [{}], not [{}] and [{}] as the MLA keys say",
+                           s.sources[0]->name, s.sources[1]->name,
+                           fmt::join(s.sources[0]->ne, ", "), fmt::join(s.sources[1]->ne, ", "),
+                           fmt::join(k_b, ", "), fmt::join(v_b, ", ")));
+      out.push_back(std::move(s));
+    }
   if (!arch.experts) return out;
   const std::span<const GgufStackedPart> parts = arch.experts->stacked;
   for (uint64_t layer = 0; layer < c.layers; ++layer)
@@ -148,6 +207,8 @@ std::vector<std::tuple<std::string, Dtype, Shape>> stacked_import_tensors(const 
                                                                           Dtype floats) {
   const std::vector<uint64_t>& ne = s.sources[0]->ne;
   const uint64_t every = s.part->every;
+  if (s.part->head_rows != GgufStackedPart::HeadRows::none)  // kv_b_proj
+    return {{s.name, floats, Shape{ne[2] * (ne[0] + s.sources[1]->ne[1]), ne[1]}}};
   if (!s.part->transposed) return {{s.name, floats, Shape{ne[1], ne[0] * every}}};
   if (!s.mxfp4) return {{s.name, floats, Shape{ne[2], ne[0], ne[1] * every}}};
   const uint64_t groups = ne[0] / kMxfp4Group;
@@ -170,10 +231,14 @@ void write_stacked_import(const GgufFile& src, const StackedImport& s, Dtype flo
   ++report.tensors;
   ++report.decoded;
   const uint64_t size = dtype_bits(floats) / 8;
-  write_decoded(StackedDecoder(src, s), elements, floats, w, s.name, [&](uint64_t bytes) {
+  const auto tick = [&](uint64_t bytes) {
     report.data_bytes_out += bytes;
     if (written) written(bytes / size);
-  });
+  };
+  if (s.part->head_rows != GgufStackedPart::HeadRows::none)
+    write_decoded(KvBDecoder(src, s), elements, floats, w, s.name, tick);
+  else
+    write_decoded(StackedDecoder(src, s), elements, floats, w, s.name, tick);
 }
 
 }  // namespace tlio::detail

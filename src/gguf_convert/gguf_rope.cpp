@@ -320,6 +320,10 @@ std::string rope_scaling_json(const RopeScaling& r) {
             std::pair("extrapolation_factor", &RopeScaling::extrapolation_factor)})
         if (const std::optional<double>& v = r.*key)
           members += fmt::format(", \"{}\": {}", name, real(*v));
+      if (r.mscale_all_dim)  // DeepSeek's; llama.cpp's graph is transformers' where mscale equals
+                             // it
+        members +=
+            fmt::format(", \"mscale\": {0}, \"mscale_all_dim\": {0}", real(*r.mscale_all_dim));
       return fmt::format(
           ",\n  \"rope_scaling\": {{\"factor\": {}{}, \"original_max_position_embeddings\": {}, "
           "\"rope_type\": \"yarn\"{}}}",

@@ -156,8 +156,17 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   for (std::span<const GgufConfigKey> keys : {gguf_common_keys(), arch.keys})
     for (const GgufConfigKey& k : keys) {
       const std::string key = a + std::string(k.key);
-      if (k.type == GgufConfigKey::Type::bool_true || k.type == GgufConfigKey::Type::gating)
-        continue;  // DeepSeek's, which is not imported
+      if (k.type == GgufConfigKey::Type::bool_true) {  // false where the export wrote none
+        c.keys.push_back({key, gguf_bool(bool_key(f, key.c_str(), false))});
+        continue;
+      }
+      if (k.type == GgufConfigKey::Type::gating) {
+        const std::optional<uint64_t> v = whole(f, key, false);
+        if (v && *v != kGgufGatingSoftmax && *v != kGgufGatingSigmoid)
+          fail(f, key, fmt::format("{} {} is not softmax (1) or sigmoid (2)", key, *v));
+        if (v) c.keys.push_back({key, gguf_u32(static_cast<uint32_t>(*v))});
+        continue;
+      }
       if (k.type == GgufConfigKey::Type::u32) {
         if (const std::optional<uint64_t> v = whole(f, key, false))
           c.keys.push_back(
@@ -173,6 +182,23 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
            fmt::format("rope.dimension_count {} is not an even part of a head of {}", rotated,
                        c.head_dim));
     c.partial_rotary_factor = static_cast<double>(rotated) / static_cast<double>(c.head_dim);
+  }
+  if (arch.mla) {  // MLA's parts, from the lengths the export wrote
+    c.kv_lora_rank = *whole(f, a + "attention.kv_lora_rank", true);
+    const uint64_t key_mla = *whole(f, a + "attention.key_length_mla", true);
+    c.v_head_dim = *whole(f, a + "attention.value_length_mla", true);
+    c.qk_rope_head_dim = *whole(f, a + "rope.dimension_count", true);
+    if (c.kv_lora_rank == 0 || c.v_head_dim == 0 || key_mla <= c.qk_rope_head_dim)
+      fail(f, a + "attention.key_length_mla",
+           "kv_lora_rank and value_length_mla must not be 0, key_length_mla must exceed "
+           "rope.dimension_count");
+    c.qk_nope_head_dim = key_mla - c.qk_rope_head_dim;
+    c.head_dim = c.qk_rope_head_dim;  // transformers' head_dim: the rotated part
+    c.kv_heads = c.heads;             // written as one KV head (MQA), MLA's heads are all
+    if (c.rope_scaling.kind == RopeScaling::Kind::yarn)
+      if (const std::optional<double> mul =
+              number(f, a + "rope.scaling.yarn_log_multiplier", false))
+        c.rope_scaling.mscale_all_dim = static_cast<double>(static_cast<float>(*mul) / 0.1f);
   }
   if (arch.experts) {
     c.experts = *whole(f, a + "expert_count", true);
@@ -215,16 +241,36 @@ std::string config_json_of(const GgufArch& arch, const HfConfig& c, Dtype dtype,
         // 5's num_local_experts).
         const auto names = k.key == "expert_count" && arch.experts ? arch.experts->count : k.json;
         // A key the export writes as 0 for none goes back as null (Phi-3's sliding window).
-        const std::string value = k.type == GgufConfigKey::Type::f32
-                                      ? float_text(*kv.value.as_double())
-                                  : k.zero_when_absent && kv.value.as_uint() == 0u
-                                      ? "null"
-                                      : fmt::format("{}", *kv.value.as_uint());
-        for (std::string_view name : names)  // not again where it is written above (gpt-oss's)
-          if (!name.empty() && name != "intermediate_size")
+        std::string value;
+        switch (k.type) {
+          case GgufConfigKey::Type::f32:
+            value = float_text(*kv.value.as_double());
+            break;
+          case GgufConfigKey::Type::bool_true:
+            value = kv.value.as_uint() != 0u ? "true" : "false";
+            break;
+          case GgufConfigKey::Type::gating:
+            value = kv.value.as_uint() == kGgufGatingSigmoid ? "\"sigmoid\"" : "\"softmax\"";
+            break;
+          case GgufConfigKey::Type::u32:
+            value = k.null_when_zero && kv.value.as_uint() == 0u
+                        ? "null"
+                        : fmt::format("{}", *kv.value.as_uint());
+            break;
+        }
+        for (std::string_view name : names)  // not again where it is written above
+          if (!name.empty() && name != "intermediate_size" && name != "vocab_size")
             out += fmt::format(",\n  {}: {}", json(name), value);
         break;
       }
+  if (arch.mla) {  // the heads' parts; q through a low rank only where the file has one
+    out += fmt::format(",\n  \"qk_nope_head_dim\": {},\n  \"v_head_dim\": {}", c.qk_nope_head_dim,
+                       c.v_head_dim);
+    if (std::none_of(c.keys.begin(), c.keys.end(), [&](const GgufKeyValue& kv) {
+          return kv.key == prefix + "attention.q_lora_rank";
+        }))
+      out += ",\n  \"q_lora_rank\": null";
+  }
   if (c.partial_rotary_factor != 1)
     out += fmt::format(",\n  \"partial_rotary_factor\": {}", c.partial_rotary_factor);
   if (!arch.import_config.empty()) out += fmt::format(",\n  {}", arch.import_config);

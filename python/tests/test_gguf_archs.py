@@ -117,6 +117,11 @@ def test_import_gives_the_model_back(model, tmp_path):
     source = safetensors.numpy.load_file(folder / "model.safetensors")
     back = safetensors.numpy.load_file(tmp_path / "back" / "model.safetensors")
     assert sorted(back) == sorted(source)
+    if (folder / "tokenizer.json").exists():  # the byte-level BPE rebuilt splits and merges alike
+        from tokenizers import Tokenizer
+        text = TEXT + " 日本語のテキスト, ¿Qué? 1234567\n\n  x = [a, b]"
+        ids = [Tokenizer.from_file(str(d / "tokenizer.json")).encode(text).ids for d in (folder, tmp_path / "back")]
+        assert ids[0] == ids[1], (arch, ids)
     shifted = [n for n in source if arch in SHIFTED and n.endswith("norm.weight")]
     assert [n for n in source if n not in shifted and (back[n].dtype != source[n].dtype or back[n].shape != source[n].shape
             or back[n].tobytes() != source[n].tobytes())] == []  # bit for bit (MXFP4's blocks too)

@@ -442,10 +442,12 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
   }
   // No tokenizer.ggml.pre is llama.cpp's "default" pre-tokenizer, whose regex is none of these.
   const std::string* pre = text_key(f, "tokenizer.ggml.pre");
-  const std::optional<std::string_view> regex = pre ? pre_tokenizer_regex(*pre) : std::nullopt;
-  if (!regex) {
+  const std::optional<std::vector<std::string_view>> splits =
+      pre ? pre_tokenizer_splits(*pre) : std::nullopt;
+  if (!splits) {
     why_not = fmt::format(
-        "its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-2)",
+        "its pre-tokenizer {} is not one whose regex tlio knows (llama-bpe, qwen2, gpt-4o, "
+        "deepseek-v3, gpt-2)",
         pre ? json(*pre) : "(none: llama.cpp's default)");
     return std::nullopt;
   }
@@ -461,13 +463,15 @@ std::optional<std::string> tokenizer_json_of(const GgufFile& f, std::string& why
     merge_list += (merge_list.empty() ? "" : ",") + json(m);
   const std::string byte_level =
       R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":)";
+  std::string steps;  // each Split, then ByteLevel without its own regex
+  for (std::string_view regex : *splits)
+    steps += fmt::format(
+        R"({{"type":"Split","pattern":{{"Regex":{}}},"behavior":"Isolated","invert":false}},)",
+        json(regex));
   const std::string pre_tokenizer =
-      regex->empty()
-          ? byte_level + "true}"
-          : fmt::format(
-                R"({{"type":"Sequence","pretokenizers":[{{"type":"Split","pattern":{{"Regex":{}}},)"
-                R"("behavior":"Isolated","invert":false}},{}false}}]}})",
-                json(*regex), byte_level);
+      splits->empty() ? byte_level + "true}"
+                      : fmt::format(R"({{"type":"Sequence","pretokenizers":[{}{}false}}]}})", steps,
+                                    byte_level);
   // BOS added by a template when the file says so, as transformers' Llama 3 tokenizer does.
   const std::string post = special_tokens_template(
       f, tokens,

@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <tuple>
 #include <unordered_set>
 
@@ -22,20 +24,25 @@ namespace dom = simdjson::dom;
 // llama.cpp's token types.
 constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
-// The pre-tokenizers llama.cpp names, by their Split regexes joined in order (tokenizer.json's
+// The pre-tokenizers llama.cpp names, by their Split regexes in order (tokenizer.json's
 // pre_tokenizer; llama-vocab.cpp's names).
 struct KnownPre {
-  std::string_view regex;
+  std::array<std::string_view, 3> splits;  ///< the Split regexes in order ("" past the last)
   std::string_view name;
 };
 constexpr KnownPre kKnownPre[] = {
-    {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+    {{R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
      "llama-bpe"},
-    {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+    {{R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
      "qwen2"},
     // tiktoken's o200k (gpt-oss)
-    {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+    {{R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
      "gpt-4o"},
+    // DeepSeek-V3's (and R1's): digits, CJK, then the rest, three Splits (CR and LF themselves)
+    {{"\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+      "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     "deepseek-v3"},
 };
 
 std::string_view text_of(dom::element e) {
@@ -61,21 +68,23 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
     steps.assign(list.begin(), list.end());
   else
     steps.push_back(pre.value_unsafe());
-  std::string regex;
+  std::vector<std::string_view> splits;
   bool byte_level_regex = false;
   for (dom::element step : steps) {
     std::string_view kind, pattern;
     std::ignore = step["type"].get_string().get(kind);
     if (kind == "Split" && step["pattern"]["Regex"].get_string().get(pattern) == simdjson::SUCCESS)
-      regex += pattern;
+      splits.push_back(pattern);
     bool use_regex = false;
     if (kind == "ByteLevel" && step["use_regex"].get_bool().get(use_regex) == simdjson::SUCCESS &&
         use_regex)
       byte_level_regex = true;
   }
-  if (regex.empty() && byte_level_regex) return "gpt-2";
-  for (const KnownPre& k : kKnownPre)
-    if (regex == k.regex) return std::string(k.name);
+  if (splits.empty() && byte_level_regex) return "gpt-2";
+  for (const KnownPre& k : kKnownPre) {
+    const auto own = std::find(k.splits.begin(), k.splits.end(), std::string_view{});
+    if (std::equal(splits.begin(), splits.end(), k.splits.begin(), own)) return std::string(k.name);
+  }
   std::vector<std::string_view> known{"gpt-2"};
   for (const KnownPre& k : kKnownPre) known.push_back(k.name);
   throw Error(
@@ -83,7 +92,7 @@ std::string pre_tokenizer_name(const JsonDoc& doc, const std::string& source) {
       fmt::format(
           "the pre-tokenizer (Split regex {}) is not one llama.cpp names that tlio knows ({}); "
           "it is not guessed",
-          quote_name(regex), fmt::join(known, ", ")),
+          quote_name(fmt::format("{}", fmt::join(splits, " then "))), fmt::join(known, ", ")),
       source);
 }
 
@@ -244,10 +253,15 @@ SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config,
   return s;
 }
 
-std::optional<std::string_view> pre_tokenizer_regex(std::string_view name) {
-  if (name == "gpt-2") return std::string_view{};
+std::optional<std::vector<std::string_view>> pre_tokenizer_splits(std::string_view name) {
+  if (name == "gpt-2") return std::vector<std::string_view>{};
   for (const KnownPre& k : kKnownPre)
-    if (k.name == name) return k.regex;
+    if (k.name == name) {
+      std::vector<std::string_view> out;
+      for (std::string_view split : k.splits)
+        if (!split.empty()) out.push_back(split);
+      return out;
+    }
   return std::nullopt;
 }
 

@@ -34,8 +34,9 @@ struct SpecialTokens {
 SpecialTokens special_tokens(const std::optional<std::string>& tokenizer_config,
                              const std::vector<std::string>& tokens, const HfConfig& c);
 
-/// The Split regex of the pre-tokenizer llama.cpp names `name` ("llama-bpe", "qwen2"), "" for
-/// "gpt-2" (ByteLevel's own regex), nullopt for a name tlio does not know the regex of.
-std::optional<std::string_view> pre_tokenizer_regex(std::string_view name);
+/// The Split regexes, in order, of the pre-tokenizer llama.cpp names `name` ("llama-bpe",
+/// "qwen2", "deepseek-v3"'s three), none for "gpt-2" (ByteLevel's own regex), nullopt for a name
+/// tlio does not know the regexes of.
+std::optional<std::vector<std::string_view>> pre_tokenizer_splits(std::string_view name);
 
 }  // namespace tlio::detail

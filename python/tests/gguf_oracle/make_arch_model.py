@@ -16,6 +16,10 @@ LLAMA3 = QWEN2.replace(r"\p{N}|", r"\p{N}{1,3}|")
 CASED = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"; LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"; S = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
 O200K = (rf"[^\r\n\p{{L}}\p{{N}}]?{CASED}*{LOWER}+{S}|[^\r\n\p{{L}}\p{{N}}]?{CASED}+{LOWER}*{S}|"  # gpt-oss's (tiktoken's o200k)
          r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# DeepSeek-V3's three Splits (its tokenizer.json's; llama.cpp's deepseek-v3)
+DEEPSEEK = [r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+            "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+            "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"]
 SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3"}
 if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
@@ -32,9 +36,11 @@ if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, G
                                                            "pad_token": "<pad>", "add_bos_token": True,
                                                            "tokenizer_class": "LlamaTokenizer"}))
 else:
-    pre = "qwen2" if arch.startswith("qwen") else "gpt-4o" if arch.startswith("gptoss") else "llama-bpe"
+    pre = ("qwen2" if arch.startswith("qwen") else "gpt-4o" if arch.startswith("gptoss")
+           else "deepseek-v3" if arch.startswith("deepseek") else "llama-bpe")
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex({"qwen2": QWEN2, "gpt-4o": O200K}.get(pre, LLAMA3)), behavior="isolated"),
+    splits = DEEPSEEK if pre == "deepseek-v3" else [{"qwen2": QWEN2, "gpt-4o": O200K}.get(pre, LLAMA3)]
+    tok.pre_tokenizer = pre_tokenizers.Sequence([*(pre_tokenizers.Split(Regex(r), behavior="isolated") for r in splits),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|pad|>"]

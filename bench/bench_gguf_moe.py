@@ -53,43 +53,57 @@ def shapes():
     return dict(sorted(out.items()))  # as save_pretrained orders them
 
 
-def write_shard(path, names, all_shapes, rng):
+def write_shard(path, names, tensors, rng):
+    """A shard of `tensors` ({name: (dtype, shape)}): BF16 random normals, U8 random codes (an
+    MXFP4 `_scales` tensor: exponents of 2^-5..2^-2)."""
     header, offset = {}, 0
     for name in names:
-        size = 2 * int(np.prod(all_shapes[name]))
-        header[name] = {"dtype": "BF16", "shape": list(all_shapes[name]), "data_offsets": [offset, offset + size]}
+        dtype, shape = tensors[name]
+        size = (2 if dtype == "BF16" else 1) * int(np.prod(shape))
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
         offset += size
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
         f.write(len(text).to_bytes(8, "little") + text)
         for name in names:
-            values = rng.standard_normal(all_shapes[name], dtype=np.float32) * 0.02
-            f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())
+            dtype, shape = tensors[name]
+            if dtype == "U8":
+                low, high = (122, 126) if name.endswith("_scales") else (0, 256)
+                f.write(rng.integers(low, high, shape, dtype=np.uint8).tobytes())
+            else:
+                values = rng.standard_normal(shape, dtype=np.float32) * 0.02
+                f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())
 
 
-def write_model(folder, rng):
-    """The BF16 folder in two shards, written tensor by tensor."""
+def write_folder(folder, config, tensors, second_shard_from, rng):
+    """The folder in two shards, the second from tensor `second_shard_from`, written tensor by
+    tensor, with tests/data/gguf/tiny_llama's tokenizer; returns the shards."""
     folder.mkdir()
     src = ROOT / "tests" / "data" / "gguf" / "tiny_llama"
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(src / f, folder / f)
+    (folder / "config.json").write_text(json.dumps(config))
+    names = list(tensors)
+    half = names.index(second_shard_from)
+    files = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
+    for file, part in files.items():
+        write_shard(folder / file, part, tensors, rng)
+    index = {"metadata": {}, "weight_map": {n: f for f, part in files.items() for n in part}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return [folder / f for f in files]
+
+
+def write_model(folder, rng):
+    """The BF16 Qwen3-MoE folder, layer 3's experts split across the shards."""
     config = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": H,
               "intermediate_size": FF, "moe_intermediate_size": MOE_FF, "num_hidden_layers": LAYERS,
               "num_attention_heads": HEADS, "num_key_value_heads": KV, "head_dim": HD, "num_local_experts": EXPERTS,
               "num_experts_per_tok": USED, "max_position_embeddings": 4096, "vocab_size": VOCAB, "rms_norm_eps": 1e-6,
               "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}, "tie_word_embeddings": True,
               "bos_token_id": 0, "eos_token_id": 1, "dtype": "bfloat16"}
-    (folder / "config.json").write_text(json.dumps(config))
-    all_shapes = shapes()
-    names = list(all_shapes)
-    half = names.index(f"model.layers.3.mlp.experts.{EXPERTS // 2}.down_proj.weight")
-    files = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
-    for file, part in files.items():
-        write_shard(folder / file, part, all_shapes, rng)
-    index = {"metadata": {}, "weight_map": {n: f for f, part in files.items() for n in part}}
-    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    return [folder / f for f in files]
+    tensors = {name: ("BF16", shape) for name, shape in shapes().items()}
+    return write_folder(folder, config, tensors, f"model.layers.3.mlp.experts.{EXPERTS // 2}.down_proj.weight", rng)
 
 
 def same_gguf(a, b):

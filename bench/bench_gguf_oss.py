@@ -17,15 +17,11 @@ random codes and scales.
 
 Usage (after a build and scripts/install-deps.sh): /usr/bin/python3 bench/bench_gguf_oss.py [BUILD] [DIR] [ROUNDS]
 """
-import json
 import pathlib
-import shutil
 import sys
 
-import numpy as np
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_gguf_moe import ROOT, compare  # noqa: E402
+from bench_gguf_moe import compare, write_folder  # noqa: E402
 
 H, HEADS, KV, HD, FF, EXPERTS, USED, LAYERS, VOCAB = 2880, 64, 8, 64, 2880, 32, 4, 4, 32000
 
@@ -50,32 +46,7 @@ def tensors():
     return dict(sorted(out.items()))
 
 
-def write_shard(path, names, all_tensors, rng):
-    header, offset = {}, 0
-    for name in names:
-        dtype, shape = all_tensors[name]
-        size = (2 if dtype == "BF16" else 1) * int(np.prod(shape))
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(len(text).to_bytes(8, "little") + text)
-        for name in names:
-            dtype, shape = all_tensors[name]
-            if dtype == "U8":  # codes anything, scales 2^-5..2^-2
-                low, high = (122, 126) if name.endswith("_scales") else (0, 256)
-                f.write(rng.integers(low, high, shape, dtype=np.uint8).tobytes())
-            else:
-                values = rng.standard_normal(shape, dtype=np.float32) * 0.02
-                f.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())
-
-
 def write_model(folder, rng):
-    folder.mkdir()
-    src = ROOT / "tests" / "data" / "gguf" / "tiny_llama"
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(src / f, folder / f)
     config = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": H,
               "intermediate_size": FF, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
               "num_key_value_heads": KV, "head_dim": HD, "num_local_experts": EXPERTS, "num_experts_per_tok": USED,
@@ -84,16 +55,7 @@ def write_model(folder, rng):
               "rope_parameters": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                   "original_max_position_embeddings": 4096, "rope_theta": 150000.0, "truncate": False},
               "quantization_config": {"quant_method": "mxfp4"}, "bos_token_id": 0, "eos_token_id": 1, "dtype": "bfloat16"}
-    (folder / "config.json").write_text(json.dumps(config))
-    all_tensors = tensors()
-    names = list(all_tensors)
-    half = names.index(f"model.layers.{LAYERS // 2}.input_layernorm.weight")
-    files = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
-    for file, part in files.items():
-        write_shard(folder / file, part, all_tensors, rng)
-    index = {"metadata": {}, "weight_map": {n: f for f, part in files.items() for n in part}}
-    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    return [folder / f for f in files]
+    return write_folder(folder, config, tensors(), f"model.layers.{LAYERS // 2}.input_layernorm.weight", rng)
 
 
 if __name__ == "__main__":

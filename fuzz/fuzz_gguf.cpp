@@ -29,7 +29,7 @@ void rebuild_side_files(const tlio::GgufFile& f) {
   (void)tlio::detail::gguf_names_of(a, c);
   for (const tlio::GgufTensorInfo& t : f.tensors())
     (void)tlio::detail::gguf_expert_names_of(a, c, t.name);
-  std::vector<const tlio::GgufTensorInfo*> taken;  // experts held stacked (gpt-oss's)
+  std::vector<const tlio::GgufTensorInfo*> taken;  // gpt-oss's stacked experts, DeepSeek's kv_b
   for (const tlio::detail::StackedImport& s : tlio::detail::plan_stacked_imports(f, a, c, taken))
     (void)tlio::detail::stacked_import_tensors(s, tlio::Dtype::BF16);
 }

@@ -231,7 +231,7 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
-  c.rope_scaling = parse_rope_scaling(doc, source, arch.mla);
+  c.rope_scaling = parse_rope_scaling(doc, source, {arch.mla, !arch.yarn_truncate});
   if (arch.mla) {
     c.kv_lora_rank = doc.required_uint("kv_lora_rank");
     c.qk_nope_head_dim = doc.required_uint("qk_nope_head_dim");
@@ -292,12 +292,11 @@ std::vector<GgufKeyValue> gguf_hyperparameters(const GgufArch& arch, const HfCon
   }
   if (arch.mla) {  // one KV head of the latent and the rotated part, as the converter writes
     kv.push_back({a + ".attention.key_length",
-                  gguf_u32(static_cast<uint32_t>(c.kv_lora_rank + c.qk_rope_head_dim))});
-    kv.push_back({a + ".attention.value_length", gguf_u32(static_cast<uint32_t>(c.kv_lora_rank))});
+                  gguf_u32(u32(c.kv_lora_rank + c.qk_rope_head_dim, "kv_lora_rank"))});
+    kv.push_back({a + ".attention.value_length", gguf_u32(u32(c.kv_lora_rank, "kv_lora_rank"))});
     kv.push_back({a + ".attention.key_length_mla",
-                  gguf_u32(static_cast<uint32_t>(c.qk_nope_head_dim + c.qk_rope_head_dim))});
-    kv.push_back(
-        {a + ".attention.value_length_mla", gguf_u32(static_cast<uint32_t>(c.v_head_dim))});
+                  gguf_u32(u32(c.qk_nope_head_dim + c.qk_rope_head_dim, "qk_nope_head_dim"))});
+    kv.push_back({a + ".attention.value_length_mla", gguf_u32(u32(c.v_head_dim, "v_head_dim"))});
     if (c.rope_scaling.mscale_all_dim)  // 0.1 x, as the converter writes it for deepseek2 alone
       kv.push_back({a + ".rope.scaling.yarn_log_multiplier",
                     gguf_f32(static_cast<float>(0.1 * *c.rope_scaling.mscale_all_dim))});

@@ -157,7 +157,8 @@ detail::StackedView stacked_view(const File& f, const TensorInfo& t,
   };
   if (part.head_rows != Rows::none) {
     const uint64_t per_head = c.qk_nope_head_dim + c.v_head_dim;
-    if (s.size() != 2 || s[0] != c.heads * per_head || s[1] != c.kv_lora_rank)
+    if (s.size() != 2 || s[0] % c.heads != 0 || s[0] / c.heads != per_head ||
+        s[1] != c.kv_lora_rank)
       refuse(fmt::format("[{} heads x (qk_nope_head_dim {} + v_head_dim {}), kv_lora_rank {}]",
                          c.heads, c.qk_nope_head_dim, c.v_head_dim, c.kv_lora_rank));
     const bool nope = part.head_rows == Rows::mla_nope;
@@ -197,13 +198,13 @@ PlannedTensor plan_stacked(const File& f, const TensorInfo& t, const QuantizedWe
                   &part,
                   false,
                   v};
-  const uint64_t taken = v.out / part.every, rows = v.end - v.begin;
-  if (part.transposed)
-    p.decl.ne = {rows, taken, v.experts};
+  const uint64_t taken = v.out / part.every, in_rows = v.end - v.begin;
+  if (part.transposed)  // GGUF rows are the source's columns: in_rows values each
+    p.decl.ne = {in_rows, taken, v.experts};
   else if (v.in == 1)  // a bias
     p.decl.ne = {taken, v.experts};
   else
-    p.decl.ne = {taken, rows, v.experts};
+    p.decl.ne = {taken, in_rows, v.experts};
   const auto* mxfp4 = quantized ? std::get_if<Mxfp4Options>(&quantized->scheme.options()) : nullptr;
   if (mxfp4 && mxfp4->transposed && part.transposed) {
     p.copy_mxfp4 = true;

@@ -148,7 +148,9 @@ uint64_t write_stacked_part(const PlannedTensor& p, const SourcePart& part, Gguf
       piece_done(n * cols);
     }
   }
-  return part.quantized ? part.quantized->stored_bytes : part.info->byte_size();
+  // The part of the source this tensor takes (gate or up of gate_up, k_b or v_b of kv_b).
+  const uint64_t whole = part.quantized ? part.quantized->stored_bytes : part.info->byte_size();
+  return whole / v.in * in_rows / how.every;
 }
 
 // Spreads the 4 bytes of `x` to the even bytes of the result.

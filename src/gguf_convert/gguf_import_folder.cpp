@@ -25,8 +25,8 @@ namespace tlio {
 
 namespace {
 
-// One tensor of the folder: a GGUF tensor, one expert of a stacked one, or experts held stacked
-// made of GGUF tensors (`stacked`: gpt-oss's).
+// One tensor of the folder: a GGUF tensor, one expert of a stacked one, or one made of several
+// GGUF tensors (`stacked`: gpt-oss's experts held stacked, DeepSeek's kv_b_proj).
 struct Planned {
   const GgufTensorInfo* t;
   std::string name;
@@ -90,7 +90,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   for (const GgufTensorInfo& t : src.tensors())
     if (auto experts = detail::gguf_expert_names_of(arch, c, t.name); !experts.empty())
       back[t.name] = std::move(experts);
-  std::vector<const GgufTensorInfo*> taken;  // by the experts held stacked
+  std::vector<const GgufTensorInfo*> taken;  // by tensors made of several
   const std::vector<detail::StackedImport> stacked =
       detail::plan_stacked_imports(src, arch, c, taken);
   std::vector<Planned> plan;

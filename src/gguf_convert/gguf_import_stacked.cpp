@@ -20,11 +20,32 @@ namespace {
 constexpr uint64_t kMxfp4Group = 32, kMxfp4Codes = 16;  // values per block, bytes of its codes
 // Bytes gathered before they are appended to the writer.
 constexpr uint64_t kPieceBytes = uint64_t{4} << 20;
-// Rows of [in, out] decoded at once from each source: the sources' columns a band spans.
-constexpr uint64_t kBandRows = 64;
+// Values a decoder holds at once (a band of rows, or of one row the part asked for): what a
+// file's shapes cannot stretch, whatever they are.
+constexpr uint64_t kBandValues = uint64_t{1} << 20;
 
 [[noreturn]] void refuse(const GgufFile& src, const std::string& name, const std::string& what) {
   throw Error(ErrorCode::format, Rule::gguf, name, std::nullopt, what, src.name());
+}
+
+// GGUF tensor blk.`layer`.`part` of Hugging Face tensor `whole`: there, and floating (or a block
+// type: decoded).
+const GgufTensorInfo& source_of(const GgufFile& src, uint64_t layer, std::string_view part,
+                                const std::string& whole) {
+  const std::string name = fmt::format("blk.{}.{}", layer, part);
+  const GgufTensorInfo* t = src.tensor(name);
+  if (!t) {
+    const bool kv_b_whole = src.tensor(fmt::format("blk.{}.attn_kv_b.weight", layer)) != nullptr;
+    refuse(src, name,
+           fmt::format("the file has no {}: {} is made of it{}", name, whole,
+                       kv_b_whole ? " (an older DeepSeek GGUF, attn_kv_b.weight whole, is not "
+                                    "imported)"
+                                  : ""));
+  }
+  if (gguf_output_dtype(*t, Dtype::F32) != Dtype::F32)
+    refuse(src, name,
+           fmt::format("{} is {}, not floating weights", name, ggml_type(t->type)->name));
+  return *t;
 }
 
 // The Hugging Face tensor [experts, rows, out] (rows 1 for a bias) as a WeightDecoder: element
@@ -40,28 +61,33 @@ class StackedDecoder final : public WeightDecoder {
         taken_(s.part->transposed ? s.sources[0]->ne[1] : s.sources[0]->ne[0]),
         out_(taken_ * every_) {}
 
+  // Bands of whole rows where a row is short; else one row at a time, only the part asked for.
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     const uint64_t size = dtype_bits(out) / 8, end = first + count;
+    const uint64_t band_rows = std::max<uint64_t>(1, kBandValues / out_);
     std::vector<float> band, column;
     for (uint64_t row = first / out_; row * out_ < end;) {
       const uint64_t e = row / rows_, a0 = row % rows_;
-      const uint64_t n = std::min({rows_ - a0, kBandRows, (end - 1) / out_ - row + 1});
-      band.resize(n * out_);
-      column.resize(n);
-      for (uint64_t k = 0; k < every_; ++k)
-        for (uint64_t r = 0; r < taken_; ++r) {
-          src_.read_values(*s_.sources[k], (e * taken_ + r) * rows_ + a0, n, Dtype::F32,
-                           std::as_writable_bytes(std::span(column)));
-          for (uint64_t j = 0; j < n; ++j) band[j * out_ + r * every_ + k] = column[j];
-        }
-      // The part of the band asked for.
+      const uint64_t n = std::min({rows_ - a0, band_rows, (end - 1) / out_ - row + 1});
+      // The values [from, to) of rows [row, row + n) asked for, columns [c0, c1) of each.
       const uint64_t from = std::max(first, row * out_), to = std::min(end, (row + n) * out_);
-      convert(Dtype::F32, std::as_bytes(std::span(band).subspan(from - row * out_, to - from)), out,
+      const uint64_t c0 = n == 1 ? from - row * out_ : 0, c1 = n == 1 ? to - row * out_ : out_;
+      band.resize(n * (c1 - c0));
+      column.resize(n);
+      for (uint64_t b = c0; b < c1; ++b) {
+        src_.read_values(*s_.sources[b % every_], (e * taken_ + b / every_) * rows_ + a0, n,
+                         Dtype::F32, std::as_writable_bytes(std::span(column)));
+        for (uint64_t j = 0; j < n; ++j) band[j * (c1 - c0) + b - c0] = column[j];
+      }
+      const uint64_t skip = n == 1 ? 0 : from - row * out_;
+      convert(Dtype::F32, std::as_bytes(std::span(band).subspan(skip, to - from)), out,
               dst.subspan((from - first) * size, (to - from) * size), to - from);
       row += n;
     }
   }
-  uint64_t natural_chunk() const override { return kBandRows * out_; }
+  uint64_t natural_chunk() const override {
+    return out_ <= kBandValues ? kBandValues / out_ * out_ : 0;
+  }
 
  private:
   const GgufFile& src_;
@@ -71,7 +97,7 @@ class StackedDecoder final : public WeightDecoder {
 
 // DeepSeek's kv_b_proj [heads * (nope + value), kv_lora] from llama.cpp's attn_k_b [heads,
 // kv_lora, nope] (transposed per head) and attn_v_b [heads, value, kv_lora]: row (h, i) is
-// column i of k_b's head h for i < nope, else v_b's row (h, i - nope). A head at a time.
+// column i of k_b's head h for i < nope, else v_b's row (h, i - nope).
 class KvBDecoder final : public WeightDecoder {
  public:
   KvBDecoder(const GgufFile& src, const StackedImport& s)
@@ -82,23 +108,36 @@ class KvBDecoder final : public WeightDecoder {
         lora_(s.sources[0]->ne[1]),
         value_(s.sources[1]->ne[1]) {}
 
+  // A band of rows at a time, all k_b's or all v_b's of one head; a row is lora values.
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
-    const uint64_t size = dtype_bits(out) / 8, per_head = (nope_ + value_) * lora_;
-    const uint64_t end = first + count;
-    std::vector<float> head(per_head), k_b(nope_ * lora_);
-    for (uint64_t h = first / per_head; h * per_head < end; ++h) {
-      src_.read_values(k_b_, h * lora_ * nope_, lora_ * nope_, Dtype::F32,
-                       std::as_writable_bytes(std::span(k_b)));
-      for (uint64_t i = 0; i < nope_; ++i)
-        for (uint64_t c = 0; c < lora_; ++c) head[i * lora_ + c] = k_b[c * nope_ + i];
-      src_.read_values(v_b_, h * value_ * lora_, value_ * lora_, Dtype::F32,
-                       std::as_writable_bytes(std::span(head).subspan(nope_ * lora_)));
-      const uint64_t from = std::max(first, h * per_head), to = std::min(end, (h + 1) * per_head);
-      convert(Dtype::F32, std::as_bytes(std::span(head).subspan(from - h * per_head, to - from)),
+    const uint64_t size = dtype_bits(out) / 8, per_head = nope_ + value_, end = first + count;
+    const uint64_t band_rows = std::max<uint64_t>(1, kBandValues / lora_);
+    std::vector<float> band, column;
+    for (uint64_t row = first / lora_; row * lora_ < end;) {
+      const uint64_t h = row / per_head, i0 = row % per_head;
+      const uint64_t kind_end = i0 < nope_ ? nope_ : per_head;  // a band stays in k_b or v_b
+      const uint64_t n = std::min({kind_end - i0, band_rows, (end - 1) / lora_ - row + 1});
+      band.resize(n * lora_);
+      if (i0 < nope_) {  // column i of k_b's head h, [lora, nope]: a value per lora row
+        column.resize(n);
+        for (uint64_t c = 0; c < lora_; ++c) {
+          src_.read_values(k_b_, (h * lora_ + c) * nope_ + i0, n, Dtype::F32,
+                           std::as_writable_bytes(std::span(column)));
+          for (uint64_t j = 0; j < n; ++j) band[j * lora_ + c] = column[j];
+        }
+      } else {  // v_b's rows as they are
+        src_.read_values(v_b_, (h * value_ + i0 - nope_) * lora_, n * lora_, Dtype::F32,
+                         std::as_writable_bytes(std::span(band)));
+      }
+      const uint64_t from = std::max(first, row * lora_), to = std::min(end, (row + n) * lora_);
+      convert(Dtype::F32, std::as_bytes(std::span(band).subspan(from - row * lora_, to - from)),
               out, dst.subspan((from - first) * size, (to - from) * size), to - from);
+      row += n;
     }
   }
-  uint64_t natural_chunk() const override { return (nope_ + value_) * lora_; }
+  uint64_t natural_chunk() const override {
+    return lora_ <= kBandValues ? kBandValues / lora_ * lora_ : 0;
+  }
 
  private:
   const GgufFile& src_;
@@ -109,7 +148,8 @@ class KvBDecoder final : public WeightDecoder {
 // OpenAI's MXFP4 from ggml's: `name_blocks` [E, out, in/32, 16] (codes 2i, 2i + 1 in byte i's low
 // and high nibbles) and `name_scales` [E, out, in/32], row (e, b) from GGUF row (e, b / every) of
 // source b % every, whose blocks are a scale byte then codes j, j + 16 in byte j's nibbles.
-void write_mxfp4(const GgufFile& src, const StackedImport& s, Writer& w, GgufImportReport& report) {
+void write_mxfp4(const GgufFile& src, const StackedImport& s, Writer& w, GgufImportReport& report,
+                 const std::function<void(uint64_t)>& written) {
   const uint64_t groups = s.sources[0]->ne[0] / kMxfp4Group, taken = s.sources[0]->ne[1],
                  experts = s.sources[0]->ne[2], every = s.part->every;
   const uint64_t block_bytes = ggml_type(ggml_id(GgmlTypeId::MXFP4))->block_bytes;
@@ -136,6 +176,7 @@ void write_mxfp4(const GgufFile& src, const StackedImport& s, Writer& w, GgufImp
         if (piece.size() >= kPieceBytes || (e + 1 == experts && b + 1 == taken * every)) {
           w.append(name, piece);
           report.data_bytes_out += piece.size();
+          if (written && !scales) written(piece.size() * 2);  // two values a byte
           piece.clear();
         }
       }
@@ -155,12 +196,8 @@ std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufA
       StackedImport s{
           fmt::format("model.layers.{}.{}", layer, arch.split[0].hf), &arch.split[0], {}, false};
       for (const GgufStackedPart& part : arch.split) {
-        const std::string name = fmt::format("blk.{}.{}", layer, part.gguf);
-        const GgufTensorInfo* t = src.tensor(name);
-        if (!t)
-          refuse(src, name, fmt::format("the file has no {}: {} is made of it", name, s.name));
-        s.sources.push_back(t);
-        taken.push_back(t);
+        s.sources.push_back(&source_of(src, layer, part.gguf, s.name));
+        taken.push_back(s.sources.back());
       }
       const std::vector<uint64_t> k_b{c.qk_nope_head_dim, c.kv_lora_rank, c.heads},
           v_b{c.kv_lora_rank, c.v_head_dim, c.heads};
@@ -180,10 +217,8 @@ std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufA
       StackedImport s{fmt::format("model.layers.{}.{}", layer, part.hf), &part, {}, false};
       for (const GgufStackedPart& other : parts)
         if (other.hf == part.hf) {
-          const std::string name = fmt::format("blk.{}.{}", layer, other.gguf);
-          const GgufTensorInfo* t = src.tensor(name);
-          if (!t)
-            refuse(src, name, fmt::format("the file has no {}: {} is made of it", name, s.name));
+          const GgufTensorInfo* t = &source_of(src, layer, other.gguf, s.name);
+          const std::string& name = t->name;
           const size_t dims = part.transposed ? 3 : 2;
           if (t->ne.size() != dims || t->ne.back() != c.experts ||
               (!s.sources.empty() && t->ne != s.sources[0]->ne))
@@ -194,12 +229,18 @@ std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufA
           s.sources.push_back(t);
           taken.push_back(t);
         }
-      s.mxfp4 = part.transposed && s.sources[0]->ne[0] % kMxfp4Group == 0 &&
+      s.mxfp4 = part.transposed &&
                 std::all_of(s.sources.begin(), s.sources.end(), [](const GgufTensorInfo* t) {
                   return t->type == ggml_id(GgmlTypeId::MXFP4);
                 });
       out.push_back(std::move(s));
     }
+  // OpenAI's blocks for every expert weight or for none: one quantization_config says which
+  // (a file with some MXFP4 and some not, a requantized one, is decoded throughout).
+  const auto weights = [](const StackedImport& s) { return s.part->transposed; };
+  if (!std::all_of(out.begin(), out.end(),
+                   [&](const StackedImport& s) { return !weights(s) || s.mxfp4; }))
+    for (StackedImport& s : out) s.mxfp4 = false;
   return out;
 }
 
@@ -223,11 +264,7 @@ void write_stacked_import(const GgufFile& src, const StackedImport& s, Dtype flo
     report.data_bytes_in += t->bytes;
     elements += t->element_count();
   }
-  if (s.mxfp4) {
-    write_mxfp4(src, s, w, report);
-    if (written) written(elements);
-    return;
-  }
+  if (s.mxfp4) return write_mxfp4(src, s, w, report, written);
   ++report.tensors;
   ++report.decoded;
   const uint64_t size = dtype_bits(floats) / 8;

@@ -1,7 +1,8 @@
-// gguf_convert/gguf_import_stacked.hpp: experts a Hugging Face layer holds stacked (gpt-oss's,
-// GgufStackedPart) put back together from llama.cpp's tensors on import: gate and up interleaved
-// again into one tensor, weights transposed back to [experts, in, out]; MXFP4 experts as OpenAI's
-// `_blocks` and `_scales`, repacked without a value changing.
+// gguf_convert/gguf_import_stacked.hpp: Hugging Face tensors made of several GGUF tensors on
+// import: gpt-oss's experts held stacked (gate and up interleaved again into one tensor, weights
+// transposed back to [experts, in, out]; MXFP4 experts as OpenAI's `_blocks` and `_scales`,
+// repacked without a value changing) and DeepSeek's kv_b_proj (attn_k_b and attn_v_b merged
+// back per head).
 #pragma once
 
 #include <functional>
@@ -16,8 +17,8 @@
 
 namespace tlio::detail {
 
-/// One Hugging Face tensor of stacked experts and the GGUF tensors it is made of, one per part
-/// (sources[k] is the part whose `first` is k).
+/// One Hugging Face tensor and the GGUF tensors it is made of: a stacked expert tensor's parts
+/// (sources[k] the part whose `first` is k), or kv_b_proj's attn_k_b and attn_v_b.
 struct StackedImport {
   std::string name;  ///< "model.layers.N.mlp.experts.gate_up_proj"
   const GgufStackedPart* part;
@@ -26,10 +27,11 @@ struct StackedImport {
   bool mxfp4 = false;
 };
 
-/// The stacked tensors of layer parts `parts` found in `src` for a model of `c`: each checked
-/// (every part there, of the shape of the others, [in, out, experts] or [out, experts]); the
-/// GGUF tensors taken are added to `taken`. Error{format, "gguf"} naming what is missing or
-/// misshapen.
+/// The tensors of `arch`'s stacked experts and split parts found in `src` for a model of `c`:
+/// each checked (every part there, floating or a block type, of the shape of the others,
+/// [in, out, experts] or [out, experts]; k_b and v_b of the MLA keys' shapes); the GGUF tensors
+/// taken are added to `taken`. Every expert weight MXFP4, or none taken as MXFP4 (decoded).
+/// Error{format, "gguf"} naming what is missing or misshapen.
 std::vector<StackedImport> plan_stacked_imports(const GgufFile& src, const GgufArch& arch,
                                                 const HfConfig& c,
                                                 std::vector<const GgufTensorInfo*>& taken);

@@ -65,7 +65,7 @@ std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool s
   return d;
 }
 
-RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bool mla) {
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, YarnExtras extras) {
   RopeScaling r;
   simdjson::dom::element member;
   if (doc.root()["rope_scaling"].get(member) != simdjson::SUCCESS || member.is_null()) {
@@ -114,7 +114,18 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bo
     r.extrapolation_factor = member_number(o, doc, "extrapolation_factor");
     r.attention_factor = member_number(o, doc, "attention_factor");
     std::ignore = o["truncate"].get_bool().get(r.truncate);
-    if (mla) r.mscale_all_dim = member_number(o, doc, "mscale_all_dim");
+    if (!r.truncate && !extras.untruncated)
+      refuse(source,
+             "config.json's YaRN has truncate false: llama.cpp always rounds the ramp's "
+             "ends, so its RoPE would not be this model's");
+    if (extras.mscale) {
+      r.mscale_all_dim = member_number(o, doc, "mscale_all_dim");
+      const std::optional<double> mscale = member_number(o, doc, "mscale");
+      if (mscale && r.mscale_all_dim != mscale)
+        refuse(source,
+               "config.json's YaRN mscale differs from mscale_all_dim: llama.cpp's graph "
+               "has the second alone");
+    }
   } else {
     refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to "
                                "GGUF (linear, llama3 and yarn are)",
@@ -122,9 +133,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bo
   }
   for (const auto [key, value] : o) {
     const bool yarn = r.kind == RopeScaling::Kind::yarn;
-    // YaRN's truncate has no key: llama.cpp always rounds the ramp's ends and its converter
-    // drops it (gpt-oss's false; docs/gguf.md). DeepSeek's mscale_all_dim is yarn_log_multiplier,
-    // its mscale dropped as the converter drops it.
+    // YaRN's truncate and DeepSeek's mscale have no keys (YarnExtras says when they are taken).
     const bool known =
         key == "rope_type" || key == "type" || key == "factor" || key == "rope_theta" ||
         key == "partial_rotary_factor" ||
@@ -134,7 +143,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bo
         (yarn && (key == "original_max_position_embeddings" || key == "beta_fast" ||
                   key == "beta_slow" || key == "extrapolation_factor" ||
                   key == "attention_factor" || (key == "truncate" && value.is_bool()) ||
-                  (mla && (key == "mscale_all_dim" || key == "mscale"))));
+                  (extras.mscale && (key == "mscale_all_dim" || key == "mscale"))));
     if (!known)
       refuse(source,
              fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));

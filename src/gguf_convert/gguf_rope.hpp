@@ -44,12 +44,19 @@ std::optional<simdjson::dom::element> rope_parameters(const JsonDoc& doc, bool s
 /// value that is not a number.
 std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool sliding = false);
 
+/// What an architecture's YaRN may have beyond llama.cpp's keys (GgufArch): DeepSeek's
+/// mscale_all_dim (written as yarn_log_multiplier) with an equal mscale (llama.cpp's graph has no
+/// other), and truncate false (gpt-oss's: llama.cpp always rounds the ramp's ends, its converter
+/// drops the key, and for gpt-oss llama.cpp's logits still match transformers').
+struct YarnExtras {
+  bool mscale = false, untruncated = false;
+};
+
 /// config.json's rope_scaling, or transformers 5's rope_parameters (absent, null, or "default":
-/// none). A kind (YaRN, dynamic, ...)
-/// or a key llama.cpp has no place for is Error{unsupported} naming it, never dropped.
-/// `mla`: DeepSeek's YaRN keys mscale_all_dim and mscale are taken too (the converter writes the
-/// first as yarn_log_multiplier, drops the second).
-RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, bool mla = false);
+/// none). A kind llama.cpp has no keys for (dynamic, longrope, ...) or a key it has no place for
+/// is Error{unsupported} naming it, never dropped.
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source,
+                               YarnExtras extras = {});
 
 /// The GGUF keys of linear scaling and YaRN for architecture `arch` (none for the others).
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r);

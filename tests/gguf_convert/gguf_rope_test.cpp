@@ -15,14 +15,15 @@
 namespace tlio::detail {
 namespace {
 
-RopeScaling parsed(const std::string& scaling, const std::string& more = "") {
+RopeScaling parsed(const std::string& scaling, const std::string& more = "",
+                   YarnExtras extras = {}) {
   const std::string json = "{\"rope_scaling\": " + scaling + more + "}";
-  return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json");
+  return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json", extras);
 }
 
-std::string refusal(const std::string& scaling) {
+std::string refusal(const std::string& scaling, YarnExtras extras = {}) {
   try {
-    parsed(scaling);
+    parsed(scaling, "", extras);
   } catch (const Error& e) {
     return e.what();
   }
@@ -77,10 +78,18 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
   EXPECT_EQ(bare.high_freq_factor, 4.0);
   EXPECT_EQ(bare.original_context, 4096u);
 
-  // gpt-oss's YaRN; its truncate false is taken as llama.cpp's converter takes it (dropped).
-  const RopeScaling yarn = parsed(
+  // gpt-oss's YaRN; its truncate false is taken for its row (the converter drops the key).
+  const std::string oss =
       "{\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"factor\": 32.0, "
-      "\"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\", \"truncate\": false}");
+      "\"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\", \"truncate\": false}";
+  const RopeScaling yarn = parsed(oss, "", {.untruncated = true});
+  EXPECT_NE(refusal(oss).find("truncate false"), std::string::npos);  // another row's
+  // DeepSeek's mscale: taken where it equals mscale_all_dim, as llama.cpp's graph computes it.
+  const std::string ds =
+      "{\"rope_type\": \"yarn\", \"factor\": 40, \"original_max_position_embeddings\": 4096, "
+      "\"mscale\": 1.0, \"mscale_all_dim\": ";
+  EXPECT_EQ(parsed(ds + "1.0}", "", {.mscale = true}).mscale_all_dim, 1.0);
+  EXPECT_NE(refusal(ds + "0.707}", {.mscale = true}).find("mscale differs"), std::string::npos);
   EXPECT_EQ(yarn.kind, RopeScaling::Kind::yarn);
   EXPECT_EQ(yarn.original_context, 4096u);
   EXPECT_EQ(yarn.beta_fast, 32.0);

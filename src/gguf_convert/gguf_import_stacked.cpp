@@ -45,6 +45,8 @@ const GgufTensorInfo& source_of(const GgufFile& src, uint64_t layer, std::string
   if (gguf_output_dtype(*t, Dtype::F32) != Dtype::F32)
     refuse(src, name,
            fmt::format("{} is {}, not floating weights", name, ggml_type(t->type)->name));
+  if (t->element_count() == 0)  // a dimension of 0: nothing to put back, no row to divide by
+    refuse(src, name, fmt::format("{} has no values", name));
   return *t;
 }
 

@@ -70,33 +70,34 @@ uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part, Gguf
   return part.quantized->stored_bytes;
 }
 
+// Bytes [offset, offset + n) of a file's data: its mapping, or read into `scratch`.
+std::span<const std::byte> data_bytes(const File& f, uint64_t offset, uint64_t n,
+                                      std::vector<std::byte>& scratch) {
+  if (!f.mapped_data().empty()) return f.mapped_data().subspan(offset, n);
+  scratch.resize(n);
+  f.read_data(offset, scratch);
+  return scratch;
+}
+
 // Values [offset, offset + count) of the row-major tensor a part is, as F32: decoded, converted
 // from the file's mapping, or read (a store that is not mapped).
 class PartValues {
  public:
   PartValues(const SourcePart& part, std::span<const File> files)
-      : t_(*part.info), file_(*part.file), mapped_(part.file->mapped_data()) {
+      : t_(*part.info), file_(*part.file) {
     if (part.quantized) decoded_.emplace(files, *part.quantized);
   }
   void read(uint64_t offset, std::span<float> out, std::vector<std::byte>& scratch) const {
     const auto dst = std::as_writable_bytes(out);
     if (decoded_) return decoded_->read(offset, out.size(), Dtype::F32, dst);
     const uint64_t bytes = dtype_bits(t_.dtype) / 8;
-    std::span<const std::byte> raw;
-    if (!mapped_.empty()) {
-      raw = mapped_.subspan(t_.begin + offset * bytes, out.size() * bytes);
-    } else {
-      scratch.resize(out.size() * bytes);
-      file_.read_data(t_.begin + offset * bytes, scratch);
-      raw = scratch;
-    }
-    convert(t_.dtype, raw, Dtype::F32, dst, out.size());
+    convert(t_.dtype, data_bytes(file_, t_.begin + offset * bytes, out.size() * bytes, scratch),
+            Dtype::F32, dst, out.size());
   }
 
  private:
   const TensorInfo& t_;
   const File& file_;
-  std::span<const std::byte> mapped_;
   std::optional<QuantizedReader> decoded_;
 };
 
@@ -183,15 +184,6 @@ std::pair<const File*, const TensorInfo*> stored_tensor(std::span<const File> fi
     if (const TensorInfo* t = f.header().find(name)) return {&f, t};
   throw Error(ErrorCode::not_found, Rule::none, name, std::nullopt,
               fmt::format("{} is not in the model's files", name));
-}
-
-// Bytes [offset, offset + n) of a file's data: its mapping, or read into `scratch`.
-std::span<const std::byte> data_bytes(const File& f, uint64_t offset, uint64_t n,
-                                      std::vector<std::byte>& scratch) {
-  if (!f.mapped_data().empty()) return f.mapped_data().subspan(offset, n);
-  scratch.resize(n);
-  f.read_data(offset, scratch);
-  return scratch;
 }
 
 // gpt-oss's MXFP4 experts (<p>_blocks U8 [E, out, in/32, 16], <p>_scales U8 [E, out, in/32]) as

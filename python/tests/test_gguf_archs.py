@@ -30,7 +30,7 @@ LIB_DIR = REPO / "build" / "npm" / "node_modules" / "@node-llama-cpp" / "linux-x
 HERE = pathlib.Path(__file__).parent / "gguf_oracle"
 TEXT = "Hello world! The quick fox 12345"
 ARCHS = ["llama", "mistral", "mixtral", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "olmo2", "granite", "gemma2",
-         "gemma3", "phi3", "gptoss", "gptoss-mxfp4", "deepseek2", "deepseek3",
+         "gemma3", "phi3", "phi3-longrope", "gptoss", "gptoss-mxfp4", "deepseek2", "deepseek3",
          "deepseek3-fp8"]
 # Exported only (docs/gguf.md): their GGUF architecture names.
 # Decoded on export, so its import is deepseek3's (a BF16/F32 folder), not FP8 blocks again.
@@ -122,6 +122,9 @@ def test_import_gives_the_model_back(model, tmp_path):
         text = TEXT + " 日本語のテキスト, ¿Qué? 1234567\n\n  x = [a, b]"
         ids = [Tokenizer.from_file(str(d / "tokenizer.json")).encode(text).ids for d in (folder, tmp_path / "back")]
         assert ids[0] == ids[1], (arch, ids)
+    rope = [transformers.AutoConfig.from_pretrained(d).rope_parameters or {} for d in (folder, tmp_path / "back")]
+    for key in ("long_factor", "short_factor"):  # LongRoPE's factors, as float32 tensors in the GGUF
+        assert np.array_equal(np.float32(rope[0].get(key, [])), np.float32(rope[1].get(key, []))), key
     shifted = [n for n in source if arch in SHIFTED and n.endswith("norm.weight")]
     assert [n for n in source if n not in shifted and (back[n].dtype != source[n].dtype or back[n].shape != source[n].shape
             or back[n].tobytes() != source[n].tobytes())] == []  # bit for bit (MXFP4's blocks too)

@@ -231,7 +231,12 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
   c.rms_norm_eps = *eps;
   c.bos_token_id = token_id(doc, "bos_token_id");
   c.eos_token_id = token_id(doc, "eos_token_id");
-  c.rope_scaling = parse_rope_scaling(doc, source, {arch.mla, !arch.yarn_truncate});
+  // LongRoPE's factors: one per pair of the rotated part, as the converter counts it
+  const uint64_t rotated_pairs =
+      static_cast<uint64_t>(c.partial_rotary_factor * static_cast<double>(c.hidden_size)) /
+      c.heads / 2;
+  c.rope_scaling = parse_rope_scaling(doc, source, rotated_pairs,
+                                      {arch.mla, !arch.yarn_truncate, arch.longrope});
   if (arch.mla) {
     c.kv_lora_rank = doc.required_uint("kv_lora_rank");
     c.qk_nope_head_dim = doc.required_uint("qk_nope_head_dim");

@@ -123,6 +123,8 @@ struct GgufArch {
   /// YaRN as the class computes it: transformers' truncate (gpt-oss's reference leaves the
   /// ramp's ends unrounded), written back on import; GGUF has no key for it.
   bool yarn_truncate = true;
+  /// Phi-3's LongRoPE (its 128k models, Phi-3.5, Phi-4-mini): factor tensors llama.cpp reads.
+  bool longrope = false;
 
   bool is_70b(const HfConfig& c) const;
 };

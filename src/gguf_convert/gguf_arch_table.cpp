@@ -182,7 +182,7 @@ const GgufArch kArchs[] = {
     // Phi-3: q/k/v and gate/up fused as they are stored.
     {.hf_class = "Phi3ForCausalLM", .name = "phi3", .permute_qk = false, .size_70b = S70::never,
      .llama_keys = false, .head_dim_keys = HD::never, .rope_dimension_key = true,
-     .layer_names = kPhi3Names, .keys = kPhi3Keys, .model_type = "phi3"},
+     .layer_names = kPhi3Names, .keys = kPhi3Keys, .model_type = "phi3", .longrope = true},
     // Gemma: norms written as 1 + w (and back); the attention scale llama.cpp takes from the
     // model's size goes back as config.json's query_pre_attn_scalar.
     {.hf_class = "Gemma2ForCausalLM", .name = "gemma2", .permute_qk = false,

@@ -317,7 +317,7 @@ std::vector<std::reference_wrapper<const TensorInfo>> by_name(const File& f) {
   return out;
 }
 
-// The tensors in the order llama.cpp's converter writes them: Llama 3's RoPE factors and gpt-oss's
+// The tensors in the order llama.cpp's converter writes them: RoPE's factors and gpt-oss's
 // MXFP4 experts first, then each file's tensors by name (gguf-py reads a file's header sorted by
 // name; the data's order differs where dtypes mix, FP8 weights with F32 scales), each expert
 // stack where its last part comes.
@@ -329,12 +329,11 @@ struct ExportPlan {
 ExportPlan plan_export(const Model& model, const detail::GgufArch& arch,
                        const detail::HfConfig& c) {
   ExportPlan out;
-  if (c.rope_scaling.kind == detail::RopeScaling::Kind::llama3) {
-    PlannedTensor freqs{{}, {std::string(detail::kRopeFreqsName), 0, {c.head_dim / 2}}, 0, 0, false,
-                        {}};
-    freqs.made = detail::llama3_rope_factors(
-        c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim);
-    out.tensors.push_back(std::move(freqs));
+  for (auto& [name, values] : detail::rope_tensors(
+           c.rope_scaling, c.rope_theta.value_or(detail::kDefaultRopeTheta), c.head_dim)) {
+    PlannedTensor made{{}, {std::string(name), 0, {values.size()}}, 0, 0, false, {}};
+    made.made = std::move(values);
+    out.tensors.push_back(std::move(made));
   }
   // Quantized weights (bitsandbytes, FP8, GPTQ, ...: every form tlio decodes; one it does not is
   // refused by name) are planned under their logical names where their first part lies.

@@ -102,10 +102,8 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
         if (s.sources.front() == &t) plan.push_back({&t, s.name, {}, 0, std::nullopt, &s});
       continue;
     }
-    // Llama 3's RoPE factors are config.json's rope_scaling (hf_config_of read them).
-    if (t.name == detail::kRopeFreqsName &&
-        c.rope_scaling.kind == detail::RopeScaling::Kind::llama3)
-      continue;
+    // RoPE's factors (Llama 3's, LongRoPE's) are config.json's rope_scaling (hf_config_of).
+    if (detail::is_rope_tensor(c.rope_scaling, t.name)) continue;
     const auto it = back.find(t.name);
     if (it == back.end())
       throw Error(

@@ -43,6 +43,67 @@ std::optional<double> member_number(simdjson::dom::object o, const JsonDoc& doc,
   doc.fail("rope_scaling", fmt::format("rope_scaling's {} is not a number", key));
 }
 
+// LongRoPE's factor list `key`: `pairs` numbers, each as float32 (as torch.tensor takes them).
+std::vector<float> factor_list(simdjson::dom::object o, const JsonDoc& doc, std::string_view key,
+                               uint64_t pairs) {
+  simdjson::dom::array a;
+  if (o[key].get_array().get(a) != simdjson::SUCCESS || a.size() != pairs)
+    doc.fail("rope_scaling", fmt::format("LongRoPE's {} is not a list of {} numbers (half the "
+                                         "rotated part of a head)",
+                                         key, pairs));
+  std::vector<float> out;
+  out.reserve(pairs);
+  for (simdjson::dom::element v : a) {
+    double d;
+    int64_t i;
+    if (v.get_double().get(d) != simdjson::SUCCESS) {
+      if (v.get_int64().get(i) != simdjson::SUCCESS)
+        doc.fail("rope_scaling",
+                 fmt::format("LongRoPE's {} holds a value that is not a number", key));
+      d = static_cast<double>(i);
+    }
+    if (!(d > 0) || !std::isfinite(static_cast<float>(d)))
+      doc.fail("rope_scaling", fmt::format("LongRoPE's {} holds {}, not a positive float", key, d));
+    out.push_back(static_cast<float>(d));
+  }
+  return out;
+}
+
+// transformers' LongRoPE attention factor for a context `factor` times the original's.
+double longrope_attention(double factor, uint64_t original_context) {
+  return factor <= 1.0
+             ? 1.0
+             : std::sqrt(1 + std::log(factor) / std::log(static_cast<double>(original_context)));
+}
+
+// Phi-3's LongRoPE: both factor lists, the original context (rope_scaling's, as the converter
+// takes it first, else config.json's, else transformers' default), and the attention factor
+// transformers computes: its own where given, else from factor, else from the contexts' ratio
+// (the converter always takes the ratio; they differ only where config.json gives either).
+void parse_longrope(RopeScaling& r, simdjson::dom::object o, const JsonDoc& doc,
+                    uint64_t rotated_pairs) {
+  r.kind = RopeScaling::Kind::longrope;
+  r.long_factor = factor_list(o, doc, "long_factor", rotated_pairs);
+  r.short_factor = factor_list(o, doc, "short_factor", rotated_pairs);
+  const std::optional<double> original = member_number(o, doc, "original_max_position_embeddings");
+  r.original_context =
+      original
+          ? static_cast<uint64_t>(*original)
+          : doc.optional_uint("original_max_position_embeddings").value_or(kPhi3OriginalContext);
+  if ((original && !(*original >= 2 && *original <= UINT32_MAX)) || r.original_context < 2 ||
+      r.original_context > UINT32_MAX)
+    doc.fail("rope_scaling", "LongRoPE's original_max_position_embeddings is not a u32 above 1");
+  const double ratio = static_cast<double>(doc.required_uint("max_position_embeddings")) /
+                       static_cast<double>(r.original_context);
+  const std::optional<double> factor = member_number(o, doc, "factor");
+  r.attention_factor = member_number(o, doc, "attention_factor");
+  if (!r.attention_factor)
+    r.attention_factor = longrope_attention(factor.value_or(ratio), r.original_context);
+  if (!(*r.attention_factor > 0))
+    doc.fail("rope_scaling", "LongRoPE's attention_factor is not positive");
+  r.factor = std::max(1.0, factor.value_or(ratio));
+}
+
 }  // namespace
 
 std::optional<simdjson::dom::element> rope_parameters(const JsonDoc& doc, bool sliding) {
@@ -65,7 +126,8 @@ std::optional<double> rope_parameter(const JsonDoc& doc, const char* key, bool s
   return d;
 }
 
-RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, YarnExtras extras) {
+RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source,
+                               uint64_t rotated_pairs, RopeExtras extras) {
   RopeScaling r;
   simdjson::dom::element member;
   if (doc.root()["rope_scaling"].get(member) != simdjson::SUCCESS || member.is_null()) {
@@ -126,14 +188,18 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, Ya
                "config.json's YaRN mscale differs from mscale_all_dim: llama.cpp's graph "
                "has the second alone");
     }
+  } else if ((kind == "longrope" || kind == "su") && extras.longrope) {
+    parse_longrope(r, o, doc, rotated_pairs);
   } else {
     refuse(source, fmt::format("config.json's rope_scaling of type \"{}\" is not exported to "
-                               "GGUF (linear, llama3 and yarn are)",
+                               "GGUF for this architecture (linear, llama3 and yarn are; "
+                               "longrope for Phi-3)",
                                kind));
   }
   for (const auto [key, value] : o) {
     const bool yarn = r.kind == RopeScaling::Kind::yarn;
-    // YaRN's truncate and DeepSeek's mscale have no keys (YarnExtras says when they are taken).
+    // YaRN's truncate and DeepSeek's mscale have no keys (RopeExtras says when they are taken).
+    const bool longrope = r.kind == RopeScaling::Kind::longrope;
     const bool known =
         key == "rope_type" || key == "type" || key == "factor" || key == "rope_theta" ||
         key == "partial_rotary_factor" ||
@@ -143,17 +209,23 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source, Ya
         (yarn && (key == "original_max_position_embeddings" || key == "beta_fast" ||
                   key == "beta_slow" || key == "extrapolation_factor" ||
                   key == "attention_factor" || (key == "truncate" && value.is_bool()) ||
-                  (extras.mscale && (key == "mscale_all_dim" || key == "mscale"))));
+                  (extras.mscale && (key == "mscale_all_dim" || key == "mscale")))) ||
+        (longrope && (key == "long_factor" || key == "short_factor" ||
+                      key == "original_max_position_embeddings" || key == "attention_factor"));
     if (!known)
       refuse(source,
              fmt::format("config.json's rope_scaling has {}, which llama.cpp has no key for", key));
   }
+  if (r.kind == RopeScaling::Kind::longrope) return r;  // its factor: the contexts' ratio
   r.factor = factor.value_or(r.kind == RopeScaling::Kind::llama3 ? kLlama3Factor : 0.0);
   if (!(r.factor >= 1.0)) doc.fail("rope_scaling", "rope_scaling's factor is missing or below 1");
   return r;
 }
 
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r) {
+  if (r.kind == RopeScaling::Kind::longrope)  // the factors are tensors (rope_tensors)
+    return {{arch + ".rope.scaling.attn_factor",
+             gguf_f32(static_cast<float>(r.attention_factor.value_or(1.0)))}};
   if (r.kind != RopeScaling::Kind::linear && r.kind != RopeScaling::Kind::yarn) return {};
   const bool yarn = r.kind == RopeScaling::Kind::yarn;
   std::vector<GgufKeyValue> kv = {
@@ -194,6 +266,22 @@ std::vector<float> llama3_rope_factors(const RopeScaling& r, double theta, uint6
     }
   }
   return out;
+}
+
+std::vector<std::pair<std::string_view, std::vector<float>>> rope_tensors(const RopeScaling& r,
+                                                                          double theta,
+                                                                          uint64_t head_dim) {
+  if (r.kind == RopeScaling::Kind::llama3)
+    return {{kRopeFreqsName, llama3_rope_factors(r, theta, head_dim)}};
+  if (r.kind == RopeScaling::Kind::longrope)
+    return {{kRopeLongName, r.long_factor}, {kRopeShortName, r.short_factor}};
+  return {};
+}
+
+bool is_rope_tensor(const RopeScaling& r, std::string_view name) {
+  return (r.kind == RopeScaling::Kind::llama3 && name == kRopeFreqsName) ||
+         (r.kind == RopeScaling::Kind::longrope &&
+          (name == kRopeLongName || name == kRopeShortName));
 }
 
 namespace {
@@ -251,10 +339,52 @@ std::optional<RopeScaling> llama3_matching(const std::vector<float>& got, double
   return r;
 }
 
+// LongRoPE from a file's two factor tensors, its original context and attention factor (llama.cpp
+// takes 1 without the key); the factor is left out where transformers computes it.
+RopeScaling longrope_of(const GgufFile& f, const std::string& arch, uint64_t rotated_pairs,
+                        uint64_t context_length) {
+  RopeScaling r;
+  r.kind = RopeScaling::Kind::longrope;
+  for (const auto& [name, factors] :
+       {std::pair(kRopeLongName, &r.long_factor), std::pair(kRopeShortName, &r.short_factor)}) {
+    const GgufTensorInfo* t = f.tensor(name);
+    if (!t || t->ne.size() != 1 || t->ne[0] != rotated_pairs)
+      throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
+                  fmt::format("LongRoPE needs {} and {}, each of {} factors (half the rotated "
+                              "part of a head)",
+                              kRopeLongName, kRopeShortName, rotated_pairs),
+                  f.name());
+    factors->resize(rotated_pairs);
+    f.read_values(*t, 0, rotated_pairs, Dtype::F32, std::as_writable_bytes(std::span(*factors)));
+    if (!std::all_of(factors->begin(), factors->end(),
+                     [](float v) { return v > 0 && std::isfinite(v); }))
+      throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
+                  "a LongRoPE factor is not a positive finite number", f.name());
+  }
+  const std::string key = arch + ".rope.scaling.original_context_length";
+  const GgufValue* original = f.find(key);
+  r.original_context = original ? original->as_uint().value_or(0) : 0;
+  if (r.original_context < 2 || r.original_context > UINT32_MAX)
+    throw Error(ErrorCode::format, Rule::gguf, key, std::nullopt,
+                "LongRoPE without an original context length above 1", f.name());
+  const GgufValue* attn = f.find(arch + ".rope.scaling.attn_factor");
+  const double written = attn ? attn->as_double().value_or(0) : 1.0;
+  if (!(written > 0) || !std::isfinite(written))
+    throw Error(ErrorCode::format, Rule::gguf, arch + ".rope.scaling.attn_factor", std::nullopt,
+                "LongRoPE's attention factor is not a positive number", f.name());
+  const double ratio =
+      static_cast<double>(context_length) / static_cast<double>(r.original_context);
+  r.factor = std::max(1.0, ratio);
+  if (static_cast<float>(written) !=
+      static_cast<float>(longrope_attention(ratio, r.original_context)))
+    r.attention_factor = written;
+  return r;
+}
+
 }  // namespace
 
 RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta,
-                            uint64_t head_dim) {
+                            uint64_t head_dim, uint64_t rotated_pairs, uint64_t context_length) {
   RopeScaling r;
   const GgufValue* type = f.find(arch + ".rope.scaling.type");
   const std::string* kind = type ? type->as_string() : nullptr;
@@ -284,6 +414,12 @@ RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double t
       if (const GgufValue* value = f.find(fmt::format("{}.rope.scaling.{}", arch, name)))
         r.*member = value->as_double();
   }
+  if (f.tensor(kRopeLongName) || f.tensor(kRopeShortName)) {
+    if (r.kind != RopeScaling::Kind::none || f.tensor(kRopeFreqsName))
+      throw Error(ErrorCode::unsupported, Rule::gguf, std::string(kRopeLongName), std::nullopt,
+                  "LongRoPE's factors beside another RoPE scaling", f.name());
+    return longrope_of(f, arch, rotated_pairs, context_length);
+  }
   const GgufTensorInfo* t = f.tensor(kRopeFreqsName);
   if (!t) return r;
   const uint64_t pairs = head_dim / 2;
@@ -305,7 +441,7 @@ RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double t
 
 std::string rope_scaling_json(const RopeScaling& r) {
   // Floats keep a decimal point (transformers checks that factor is a float).
-  const auto real = [](double v) {
+  const auto real = [](auto v) {  // a float printed as its shortest float32 text
     std::string s = fmt::format("{}", v);
     return s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
   };
@@ -337,6 +473,21 @@ std::string rope_scaling_json(const RopeScaling& r) {
           ",\n  \"rope_scaling\": {{\"factor\": {}{}, \"original_max_position_embeddings\": {}, "
           "\"rope_type\": \"yarn\"{}}}",
           real(r.factor), members, r.original_context, r.truncate ? "" : ", \"truncate\": false");
+    }
+    case RopeScaling::Kind::longrope: {
+      // float32 values printed shortest: read back as a double and rounded, each is itself
+      const auto list = [&](const std::vector<float>& v) {
+        std::string out;
+        for (const float x : v) out += fmt::format("{}{}", out.empty() ? "" : ", ", real(x));
+        return out;
+      };
+      return fmt::format(
+          ",\n  \"rope_scaling\": {{{}\"long_factor\": [{}], "
+          "\"original_max_position_embeddings\": {}, \"rope_type\": \"longrope\", "
+          "\"short_factor\": [{}]}}",
+          r.attention_factor ? fmt::format("\"attention_factor\": {}, ", real(*r.attention_factor))
+                             : "",
+          list(r.long_factor), r.original_context, list(r.short_factor));
     }
   }
   return {};

@@ -134,9 +134,6 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   c.rms_norm_eps = *number(f, a + "attention.layer_norm_rms_epsilon", true);
   c.rope_theta = number(f, a + "rope.freq_base", false);
   c.rope_theta_swa = number(f, a + "rope.freq_base_swa", false);
-  c.rope_scaling = rope_scaling_of(f, std::string(arch.name),
-                                   c.rope_theta.value_or(kDefaultRopeTheta), c.head_dim);
-  c.rope_scaling.truncate = arch.yarn_truncate;
   const GgufTensorInfo* embeddings = f.tensor("token_embd.weight");
   if (!embeddings || embeddings->ne.size() != 2)
     fail(f, "token_embd.weight",
@@ -175,14 +172,19 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
         c.keys.push_back({key, gguf_f32(static_cast<float>(*v))});
       }
     }
+  uint64_t rotated = c.head_dim;
   if (arch.rope_dimension_key) {  // the rotated part of a head (Phi-3's partial rotary factor)
-    const uint64_t rotated = whole(f, a + "rope.dimension_count", false).value_or(c.head_dim);
+    rotated = whole(f, a + "rope.dimension_count", false).value_or(c.head_dim);
     if (rotated == 0 || rotated > c.head_dim || rotated % 2 != 0)
       fail(f, a + "rope.dimension_count",
            fmt::format("rope.dimension_count {} is not an even part of a head of {}", rotated,
                        c.head_dim));
     c.partial_rotary_factor = static_cast<double>(rotated) / static_cast<double>(c.head_dim);
   }
+  c.rope_scaling =
+      rope_scaling_of(f, std::string(arch.name), c.rope_theta.value_or(kDefaultRopeTheta),
+                      c.head_dim, rotated / 2, c.context_length);
+  c.rope_scaling.truncate = arch.yarn_truncate;
   if (arch.mla) {  // MLA's parts, from the lengths the export wrote
     c.kv_lora_rank = *whole(f, a + "attention.kv_lora_rank", true);
     const uint64_t key_mla = *whole(f, a + "attention.key_length_mla", true);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,16 @@
 namespace tlio::detail {
 namespace {
 
+constexpr uint64_t kPairs = 2;  // half the rotated part of a head
+
 RopeScaling parsed(const std::string& scaling, const std::string& more = "",
-                   YarnExtras extras = {}) {
+                   RopeExtras extras = {}) {
   const std::string json = "{\"rope_scaling\": " + scaling + more + "}";
-  return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json", extras);
+  return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json", kPairs,
+                            extras);
 }
 
-std::string refusal(const std::string& scaling, YarnExtras extras = {}) {
+std::string refusal(const std::string& scaling, RopeExtras extras = {}) {
   try {
     parsed(scaling, "", extras);
   } catch (const Error& e) {
@@ -36,7 +40,7 @@ TEST(GgufRope, ReadsTransformers5RopeParameters) {
   // they differ, the full-attention layers' being what llama.cpp's keys hold); rope_scaling, where
   // a config has it, comes first.
   const auto from = [](const std::string& json) {
-    return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json");
+    return parse_rope_scaling(JsonDoc(json, "config.json", Rule::model), "config.json", kPairs);
   };
   EXPECT_EQ(from(R"({"rope_parameters": {"rope_theta": 1e6, "rope_type": "default"}})").kind,
             RopeScaling::Kind::none);
@@ -105,7 +109,7 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
           .find("mscale_all_dim"),
       std::string::npos);
   EXPECT_NE(refusal("{\"rope_type\": \"longrope\", \"factor\": 4}").find("\"longrope\""),
-            std::string::npos);
+            std::string::npos);  // outside Phi-3's row
   EXPECT_NE(refusal("{\"type\": \"dynamic\", \"factor\": 2}").find("dynamic"), std::string::npos);
   EXPECT_NE(refusal("{\"rope_type\": \"linear\", \"factor\": 2, \"beta\": 1}").find("beta"),
             std::string::npos);
@@ -114,6 +118,53 @@ TEST(GgufRope, ReadsTheKindsLlamaCppTakes) {
                 .find("exceed"),
             std::string::npos);
   EXPECT_NE(refusal("[1]").find("not an object"), std::string::npos);
+}
+
+TEST(GgufRope, LongRopeIsPhi3sFactorsAndAttentionFactor) {
+  // Phi-3.5's shape: the original context at the top level, the attention factor transformers
+  // computes from the contexts' ratio (sqrt(1 + ln 32 / ln 4096)).
+  const std::string phi35 =
+      R"({"long_factor": [1.0, 2.5], "short_factor": [1, 1.25], "type": "longrope"})";
+  const std::string contexts =
+      R"(, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096)";
+  const RopeScaling r = parsed(phi35, contexts, {.longrope = true});
+  EXPECT_EQ(r.kind, RopeScaling::Kind::longrope);
+  EXPECT_EQ(r.long_factor, (std::vector<float>{1.0f, 2.5f}));
+  EXPECT_EQ(r.short_factor, (std::vector<float>{1.0f, 1.25f}));
+  EXPECT_EQ(r.original_context, 4096u);
+  EXPECT_DOUBLE_EQ(*r.attention_factor, std::sqrt(1 + std::log(32.0) / std::log(4096.0)));
+  const std::vector<GgufKeyValue> keys = rope_scaling_keys("phi3", r);
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0].key, "phi3.rope.scaling.attn_factor");
+  const auto tensors = rope_tensors(r, 10000.0, 4);
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors[0].first, kRopeLongName);
+  EXPECT_EQ(tensors[1].second, r.short_factor);
+  EXPECT_TRUE(is_rope_tensor(r, kRopeShortName));
+  EXPECT_FALSE(is_rope_tensor(r, kRopeFreqsName));
+  // transformers' own attention_factor where config.json gives one; written back where it is not
+  // the one transformers computes.
+  RopeScaling given =
+      parsed(R"({"long_factor": [1, 2], "short_factor": [1, 1], "rope_type": "longrope",)"
+             R"( "attention_factor": 1.5, "original_max_position_embeddings": 2048})",
+             R"(, "max_position_embeddings": 8192)", {.longrope = true});
+  EXPECT_EQ(given.attention_factor, 1.5);
+  EXPECT_EQ(given.original_context, 2048u);
+  EXPECT_EQ(rope_scaling_json(given),
+            ",\n  \"rope_scaling\": {\"attention_factor\": 1.5, \"long_factor\": [1.0, 2.0], "
+            "\"original_max_position_embeddings\": 2048, \"rope_type\": \"longrope\", "
+            "\"short_factor\": [1.0, 1.0]}");
+  given.attention_factor.reset();
+  EXPECT_EQ(rope_scaling_json(given).find("attention_factor"), std::string::npos);
+  // A list of the wrong length, a value that is no positive float, and the kind elsewhere.
+  for (const std::string& bad :
+       {R"({"long_factor": [1, 2, 3], "short_factor": [1, 1], "rope_type": "longrope"})",
+        R"({"long_factor": [1, -2], "short_factor": [1, 1], "rope_type": "longrope"})",
+        R"({"long_factor": [1, 1e300], "short_factor": [1, 1], "rope_type": "longrope"})",
+        R"({"long_factor": [1, "x"], "short_factor": [1, 1], "rope_type": "longrope"})",
+        R"({"short_factor": [1, 1], "rope_type": "longrope"})"})
+    EXPECT_THROW(parsed(bad, contexts, {.longrope = true}), Error) << bad;
+  EXPECT_NE(refusal(phi35).find("longrope for Phi-3"), std::string::npos);
 }
 
 TEST(GgufRope, Llama3FactorsKeepShortWavesScaleLongOnesAndSmoothBetween) {

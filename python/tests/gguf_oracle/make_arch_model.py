@@ -21,7 +21,7 @@ DEEPSEEK = [r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
             "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
             "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"]
 SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3"}
-if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
+if arch.split("-")[0] in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=model, vocab_size=320, model_type="bpe",
@@ -29,7 +29,7 @@ if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, G
                                    remove_extra_whitespaces=False, split_digits=True, allow_whitespace_only_pieces=True,
                                    bos_id=1, eos_id=2, unk_id=0, pad_id=3, minloglevel=2,
                                    # llama.cpp looks <|endoftext|> up in a Phi-3 vocabulary
-                                   user_defined_symbols=["<|endoftext|>"] if arch == "phi3" else [])
+                                   user_defined_symbols=["<|endoftext|>"] if arch.startswith("phi3") else [])
     (out / "tokenizer.model").write_bytes(model.getvalue())
     vocab, bos, eos, pad, pre = 320, 1, 2, 3, None
     (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
@@ -90,6 +90,11 @@ name, cls, extra = {
     "gptoss": ("GptOssConfig", "GptOssForCausalLM", dict(head_dim=16, intermediate_size=32, num_local_experts=4,
                                                          num_experts_per_tok=2, sliding_window=8)),
 }[arch.split("-")[0]]
+if arch == "phi3-longrope":  # Phi-3.5/Phi-4-mini's LongRoPE with Phi-4-mini's partial rotary; llama.cpp
+    # takes the short factors up to the original context, its default 512 tokens here
+    extra = dict(max_position_embeddings=4096, original_max_position_embeddings=512, rope_parameters=dict(
+        rope_type="longrope", rope_theta=10000.0, partial_rotary_factor=0.75,
+        short_factor=[1.0, 1.1, 1.3, 1.7, 2.2, 3.1], long_factor=[1.0, 2.0, 4.5, 9.0, 20.0, 40.0]))
 torch.manual_seed(0)
 config = getattr(transformers, name)(**{**common, **extra})
 model = getattr(transformers, cls)(config)

@@ -20,8 +20,8 @@ O200K = (rf"[^\r\n\p{{L}}\p{{N}}]?{CASED}*{LOWER}+{S}|[^\r\n\p{{L}}\p{{N}}]?{CAS
 DEEPSEEK = [r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
             "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
             "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"]
-SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3"}
-if arch.split("-")[0] in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
+SPM = {"mistral", "mixtral", "granite", "gemma2", "gemma3", "phi3", "phi3-longrope"}
+if arch in SPM:  # a SentencePiece BPE model with byte fallback, as Mistral's, Gemma's and Phi-3's
     import sentencepiece as spm
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=model, vocab_size=320, model_type="bpe",
@@ -43,12 +43,13 @@ else:
     tok.pre_tokenizer = pre_tokenizers.Sequence([*(pre_tokenizers.Split(Regex(r), behavior="isolated") for r in splits),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|pad|>"]
+    # Gemma's tokenizer class adds <unk> and <mask> where tokenizer.json lacks them (its own has them)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|pad|>"] + (["<unk>", "<mask>"] if arch == "gemma3-bpe" else [])
     tok.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=320, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                                        special_tokens=specials, show_progress=False))
     tok.save(str(out / "tokenizer.json"))
     vocab = tok.get_vocab_size()
-    bos, eos, pad = (tok.token_to_id(s) for s in specials)
+    bos, eos, pad = (tok.token_to_id(s) for s in specials[:3])
     (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": specials[0], "eos_token": specials[0],
                                                            "pad_token": specials[2], "add_bos_token": False}))
 common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -95,6 +96,8 @@ if arch == "phi3-longrope":  # Phi-3.5/Phi-4-mini's LongRoPE with Phi-4-mini's p
     extra = dict(max_position_embeddings=4096, original_max_position_embeddings=512, rope_parameters=dict(
         rope_type="longrope", rope_theta=10000.0, partial_rotary_factor=0.75,
         short_factor=[1.0, 1.1, 1.3, 1.7, 2.2, 3.1], long_factor=[1.0, 2.0, 4.5, 9.0, 20.0, 40.0]))
+if arch == "gemma3-bpe":  # a tokenizer.json alone and a vocab_size past it, which the converter cuts
+    common["vocab_size"] = vocab + 40  # token_embd to (tlio keeps the rows; see test_gguf_archs)
 torch.manual_seed(0)
 config = getattr(transformers, name)(**{**common, **extra})
 model = getattr(transformers, cls)(config)

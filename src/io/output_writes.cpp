@@ -20,6 +20,22 @@ constexpr uint64_t kBlock = kDirectAlign;
 // Pieces this large written through the page cache start their writeback at once.
 constexpr size_t kWritebackFrom = size_t{4} << 20;
 
+// [data, data + size), whole blocks, at `at` through O_DIRECT descriptor `fd`; false where the
+// file system refuses it before anything was written.
+bool direct_write(int fd, const std::byte* data, size_t size, uint64_t at,
+                  const std::string& name) {
+  for (size_t done = 0; done < size;) {
+    poll_interrupt();
+    const ssize_t put = ::pwrite(fd, data + done, size - done, static_cast<off_t>(at + done));
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0 && errno == EINVAL && done == 0) return false;
+    if (put <= 0) throw_errno("write failed", name, put < 0 ? errno : EIO);
+    done += static_cast<size_t>(put);
+    if (done % kBlock != 0) throw_errno("write failed (a partial block)", name, EIO);
+  }
+  return true;
+}
+
 }  // namespace
 
 OutputWrites::OutputWrites(int fd, std::string name, bool lands_on_disk)
@@ -28,7 +44,14 @@ OutputWrites::OutputWrites(int fd, std::string name, bool lands_on_disk)
       lands_on_disk_(lands_on_disk),
       direct_(lands_on_disk ? reopen_direct(fd, O_WRONLY) : Fd()) {}
 
-OutputWrites::~OutputWrites() = default;
+OutputWrites::~OutputWrites() {
+  // The write in flight reads spare_: it ends before the buffers go (its error already moot).
+  if (in_flight_.valid()) in_flight_.wait();
+}
+
+void OutputWrites::wait() {
+  if (in_flight_.valid()) in_flight_.get();
+}
 
 void OutputWrites::buffered(uint64_t offset, std::span<const std::byte> bytes) {
   pwrite_all(fd_, offset, bytes, name_);
@@ -42,23 +65,28 @@ void OutputWrites::copy_from(int in_fd, uint64_t in_offset, uint64_t offset, uin
 }
 
 void OutputWrites::write_blocks(size_t size) {
-  for (size_t done = 0; done < size;) {
-    poll_interrupt();
-    const ssize_t put =
-        ::pwrite(direct_.get(), stage_.get() + done, size - done, static_cast<off_t>(base_ + done));
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0 && errno == EINVAL && done == 0) {  // refused after all: the page cache from now on
-      direct_ = Fd();
-      buffered(base_, {stage_.get(), size});
-      return;
-    }
-    if (put <= 0) throw_errno("write failed", name_, put < 0 ? errno : EIO);
-    done += static_cast<size_t>(put);
-    if (done % kBlock != 0) throw_errno("write failed (a partial block)", name_, EIO);
+  wait();  // in order: the stage before first
+  if (!direct_write(direct_.get(), stage_.get(), size, base_, name_)) {
+    direct_ = Fd();  // refused after all: the page cache from now on
+    buffered(base_, {stage_.get(), size});
+    return;
   }
+  proven_ = true;
+}
+
+void OutputWrites::write_stage() {
+  if (!proven_) return write_blocks(kStageBytes);
+  wait();
+  if (!spare_) spare_ = aligned_bytes(kStageBytes, name_);
+  std::swap(stage_, spare_);
+  in_flight_ = std::async(std::launch::async, [this, at = base_] {
+    if (!direct_write(direct_.get(), spare_.get(), kStageBytes, at, name_))
+      throw_errno("write failed (O_DIRECT refused after it was taken)", name_, EINVAL);
+  });
 }
 
 void OutputWrites::flush() {
+  wait();
   if (!in_run_ || staged_ == 0) return;
   const size_t whole = staged_ / kBlock * kBlock;
   if (whole > 0) write_blocks(whole);
@@ -104,7 +132,7 @@ void OutputWrites::write(uint64_t offset, std::span<const std::byte> bytes) {
     offset += take;
     bytes = bytes.subspan(take);
     if (staged_ == kStageBytes) {
-      write_blocks(kStageBytes);
+      write_stage();
       if (!direct()) {  // written buffered whole
         in_run_ = false;
         continue;

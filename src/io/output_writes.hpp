@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,7 +19,11 @@ namespace tlio::detail {
 /// on, a run of writes each continuing the one before is gathered into whole blocks written with
 /// O_DIRECT through a second descriptor on the same file; any other write, and a run's last
 /// partial block, goes through the page cache (its writeback started at once when large). Where
-/// the file system refuses O_DIRECT, every write goes through the page cache. Not thread-safe.
+/// the file system refuses O_DIRECT, every write goes through the page cache. A direct write
+/// waits for the disk, so after the first (which shows whether the file system takes them) each
+/// full stage is written by a thread of its own while the caller fills a second one: making the
+/// bytes and writing them overlap. An error of that write is thrown by the next call that waits
+/// for it (the next full stage, flush, copy_from, end of a run). Not thread-safe.
 class OutputWrites {
  public:
   /// Offsets below this are always written through the page cache (a small file never leaves it).
@@ -48,13 +53,17 @@ class OutputWrites {
  private:
   void buffered(uint64_t offset, std::span<const std::byte> bytes);
   void write_blocks(size_t size);  // stage_[0, size), a multiple of the block, at base_
+  void write_stage();              // the full stage_ at base_, in the background once proven
+  void wait();                     // for the write in flight; its error thrown here
   void end_run();
 
   int fd_;
   std::string name_;
   bool lands_on_disk_;
   Fd direct_;
-  AlignedBytes stage_;
+  AlignedBytes stage_, spare_;  // spare_: the stage being written in the background
+  std::future<void> in_flight_;
+  bool proven_ = false;  // a direct write went through
   bool in_run_ = false;  // stage_ holds the file's bytes [base_, base_ + staged_)
   uint64_t base_ = 0;
   size_t staged_ = 0;

@@ -229,8 +229,8 @@ TEST(Writer, TwoGiBInBoundedHeap) {
     });
   w.commit();
   EXPECT_LT(peak - before, size_t{64} << 20);
-  // In fact: the 1 MiB fill buffer and the 8 MiB gathered for each direct write.
-  EXPECT_LT(peak - before, size_t{12} << 20);
+  // In fact: the 1 MiB fill buffer and two 8 MiB stages (one gathered while the other is written).
+  EXPECT_LT(peak - before, size_t{20} << 20);
   File f = File::open(dir / "big.safetensors");
   EXPECT_EQ(f.header().data_size(), total);
   EXPECT_EQ(f.view("t3").bytes()[(5u << 20) + 7], static_cast<std::byte>(5 + 3));

@@ -5,8 +5,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -14,6 +16,7 @@
 
 #include "io/os_file.hpp"
 #include "test_util.hpp"
+#include "tlio/error.hpp"
 
 namespace tlio::detail {
 namespace {
@@ -86,6 +89,32 @@ TEST(OutputWrites, DirectWritesHoldWhatWasWritten) {
 }
 
 TEST(OutputWrites, PageCacheWritesHoldWhatWasWritten) { check_random_writes(false, 4); }
+
+TEST(OutputWrites, AFailedBackgroundWriteIsThrownByTheNextWait) {
+  // A file size limit past the first two stages: the third stage's write, in the background
+  // (the first proved O_DIRECT), fails with EFBIG; write or flush throws it, never lost.
+  test::TempDir dir;
+  const Fd fd(::open((dir.path() / "out").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = old;
+  limited.rlim_cur = OutputWrites::kDirectFrom + 2 * OutputWrites::kStageBytes;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  bool thrown = false;
+  {
+    OutputWrites out(fd.get(), "out", true);
+    try {
+      out.write(0, pattern(OutputWrites::kDirectFrom + 4 * OutputWrites::kStageBytes, 6));
+      out.flush();
+    } catch (const Error& e) {
+      thrown = std::string(e.what()).find("write failed") != std::string::npos;
+    }
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_TRUE(thrown);
+}
 
 TEST(OutputWrites, ASmallFileNeverLeavesThePageCache) {
   test::TempDir dir;

@@ -155,19 +155,23 @@ void print_quantize_report(const tlio::QuantizeReport& r, const std::string& in,
 void add_quantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "quantize",
-      "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks or rows)");
+      "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks or rows, "
+      "MLX affine)");
   cmd->footer(
       scheme_table() +
       "By default the weights of linear layers are quantized, whatever their names (2-D *.weight:\n"
       "q_proj, c_attn, query_key_value, w1, fc1, 0.weight); embeddings, norms, lm_head and\n"
-      "1-D tensors are kept. --include REGEX replaces that selection, --exclude REGEX removes\n"
-      "from it (searches); 1-D tensors (biases, norms) are quantized only when --include names\n"
-      "them and --allow-1d is given. Prints the quantization error per tensor, what was kept\n"
-      "and why, and the size saved. A selection that quantizes nothing is an error (exit 1).\n"
-      "An option the scheme does not have is a usage error.\n\n"
+      "1-D tensors are kept (mlx-affine takes embeddings and lm_head too, as mlx-lm does; a\n"
+      "matrix whose rows its group does not divide stays plain). --include REGEX replaces that\n"
+      "selection, --exclude REGEX removes from it (searches); 1-D tensors (biases, norms) are\n"
+      "quantized only when --include names them and --allow-1d is given. Prints the\n"
+      "quantization error per tensor, what was kept and why, and the size saved. A selection\n"
+      "that quantizes nothing is an error (exit 1). An option the scheme does not have is a\n"
+      "usage error.\n\n"
       "Examples:\n"
       "  tlio quantize model.safetensors model-int4.safetensors --scheme int4-g32-sym\n"
-      "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested");
+      "  tlio quantize model.safetensors model-nf4.safetensors --scheme nf4 --nested\n"
+      "  tlio quantize model/ model-mlx-4bit/ --scheme mlx-affine --bits 4 --group-size 64");
   struct Args {
     std::string in, out, scheme, include, exclude, max_size;
     bool allow_1d = false, json = false, quiet = false;

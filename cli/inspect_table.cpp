@@ -30,6 +30,7 @@ std::string quant_label(const tlio::QuantizedWeight& q) {
     case tlio::SchemeKind::mxfp4:
     case tlio::SchemeKind::nvfp4:
     case tlio::SchemeKind::ct_int:
+    case tlio::SchemeKind::mlx:
       return fmt::format("{} -> {}", q.scheme.name(), tlio::dtype_name(q.dtype));
     case tlio::SchemeKind::int4:
       break;

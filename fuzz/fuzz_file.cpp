@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -101,6 +102,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  std::span(out).first(std::min<uint64_t>(n - 1, 4096) * 2));
       }
     } catch (const tlio::Error&) {
+    }
+    // With a stranger's quantization config too (a folder's config.json; the metadata's here).
+    if (const auto c = f.metadata().find("quantization_config"); c != f.metadata().end()) {
+      try {
+        (void)tlio::find_quantized_weights(std::span(&f, 1), c->second);
+      } catch (const tlio::Error&) {
+      }
     }
     // Canonical rewrite: the writer's output must read back with the same tensors.
     tlio::Writer w = tlio::Writer::to_memory();

@@ -52,6 +52,7 @@ enum class SchemeKind : uint8_t {
   mxfp4,     ///< FP4 E2M1 codes times E8M0 scales per 32: gpt-oss, compressed-tensors (read only)
   nvfp4,     ///< FP4 E2M1 codes times E4M3 scales per 16 and a global scale (read only)
   ct_int,    ///< compressed-tensors integers, 1-8 bits, packed or I8 (read only)
+  mlx,       ///< MLX's modes: affine 2-8 bits with scales and biases, mxfp4, mxfp8, nvfp4
 };
 
 struct Int4Options {
@@ -111,13 +112,27 @@ struct CtIntOptions {
   friend bool operator==(const CtIntOptions&, const CtIntOptions&) = default;
 };
 
+/// mx.quantize's modes.
+enum class MlxMode : uint8_t {
+  affine,  ///< codes of `bits` bits times a scale plus a bias per group, both in the weights' dtype
+  mxfp4,   ///< E2M1 codes times an E8M0 scale per 32
+  mxfp8,   ///< E4M3 codes times an E8M0 scale per 32
+  nvfp4,   ///< E2M1 codes times an E4M3 scale per 16
+};
+struct MlxOptions {
+  MlxMode mode = MlxMode::affine;
+  uint64_t bits = 4;    ///< affine: 2, 3, 4, 5, 6 or 8; the others' own (4, 8, 4)
+  uint64_t group = 64;  ///< affine: 32, 64 or 128; the others' own (32, 32, 16)
+  friend bool operator==(const MlxOptions&, const MlxOptions&) = default;
+};
+
 /// A quantization scheme with its options. Made from a name ("int4-g32-sym", "nf4", "fp4",
 /// "int8", "fp8-block", "fp8"), then options set by name; every scheme's name syntax, options and
 /// bounds live in one registry (quant_schemes()), which the CLI, C API and Python ask too.
 class TLIO_API QuantScheme {
  public:
   using Options = std::variant<Int4Options, Bnb4bitOptions, LlmInt8Options, Fp8Options, GptqOptions,
-                               AwqOptions, Mxfp4Options, Nvfp4Options, CtIntOptions>;
+                               AwqOptions, Mxfp4Options, Nvfp4Options, CtIntOptions, MlxOptions>;
 
   /// int4-g32-sym.
   QuantScheme() = default;
@@ -134,7 +149,8 @@ class TLIO_API QuantScheme {
   /// the int4 group and the FP8 block are not in it); for the forms tlio reads only:
   /// "fp8-tensor", "fp8-group32", "mxfp8" ("-ue8m0": E8M0 block scales), "gptq-4bit-g128" ("-v2";
   /// no "-g" with one group), "awq-4bit-g128" ("-gemv"), "mxfp4", "nvfp4", "ct-int4-g128"
-  /// ("-channel", "-tensor"; "-asym" with zero points).
+  /// ("-channel", "-tensor"; "-asym" with zero points); MLX's "mlx-affine-4bit-g64", "mlx-mxfp4",
+  /// "mlx-mxfp8", "mlx-nvfp4".
   std::string name() const;
   /// The int4, GPTQ, AWQ or compressed-tensors int group, the bnb 4-bit blocksize, the FP8
   /// block's rows, the MX (32) or NV (16) FP4 group; 0 otherwise.

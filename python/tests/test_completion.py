@@ -44,7 +44,7 @@ BASH_CASES = [
     (["tlio", "inspect", "a", "--filter", ""], set()),
     (["tlio", "shard", "a", "b", "--max-size", ""], set()),
     (["tlio", "validate", "--token", ""], set()),
-    (["tlio", "quantize", "a", "b", "--scheme", ""], {"int4-g32-sym", "nf4", "fp4", "int8", "fp8-block", "fp8"}),
+    (["tlio", "quantize", "a", "b", "--scheme", ""], {"int4-g32-sym", "nf4", "fp4", "int8", "fp8-block", "fp8", "mlx-affine"}),
     (["tlio", "bigram", "g"], {"generate"}),
     (["tlio", "bigram", "generate", "--te"], {"--temperature"}),
     (["tlio", "help", "st"], {"stats"}),
@@ -94,7 +94,7 @@ def test_zsh_completes_with_descriptions(tmp_path):
     top = complete(["tlio", "co"])
     assert top.startswith("command: ") and "convert:Rewrite a file canonically" in top
     assert all(f"{c}:" in top for c in commands())
-    assert complete(["tlio", "quantize", "a", "--scheme", ""]) == "words: int4-g32-sym nf4 fp4 int8 fp8-block fp8\n"
+    assert complete(["tlio", "quantize", "a", "--scheme", ""]) == "words: int4-g32-sym nf4 fp4 int8 fp8-block fp8 mlx-affine\n"
     assert "--atol:Absolute tolerance" in complete(["tlio", "diff", "a", "--a"], "--a")
     assert complete(["tlio", "bigram", ""]).startswith("command: train:")
     assert complete(["tlio", "inspect", ""]) == "files\n"

@@ -61,7 +61,10 @@ def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nest
     (bitsandbytes 4-bit; `blocksize` default 64, `nested` quantizes the absmax too, `storage`
     the stored dtype, "U8" by default), "int8" (LLM.int8), "fp8-block" (F8_E4M3 with F32
     scales per 128x128 block, as DeepSeek and Qwen -FP8 ship; "fp8-block64x64" for another
-    block) or "fp8" (F8_E4M3 with a scale per row, compressed-tensors). By default the 2-D tensors whose
+    block) or "fp8" (F8_E4M3 with a scale per row, compressed-tensors), or MLX's affine mode as
+    "mlx-affine-<bits>bit-g<group>" ("mlx-affine": 4 bits in groups of 64; bits 2, 3, 4, 5, 6,
+    8, groups 32, 64, 128), which quantizes embeddings and lm_head too, as mlx-lm does, and
+    writes config.json's "quantization". By default the 2-D tensors whose
     names end in "weight" (the weights of linear layers, whatever their names: q_proj, c_attn,
     query_key_value, w1, fc1) are quantized, never embeddings or the output head (lm_head); `include`/`exclude` are regexes that choose
     others. 1-D tensors (biases, norms) stay as they are unless `include` names them and

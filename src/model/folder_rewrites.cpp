@@ -251,9 +251,12 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out,
       }
     const std::string config =
         encoder ? encoder->quantization_config(plain, weights_dtype) : std::string();
-    return config.empty()
-               ? text
-               : detail::set_json_member(text, "quantization_config", config, name, Rule::model);
+    if (config.empty()) return text;
+    const std::string edited =
+        detail::set_json_member(text, "quantization_config", config, name, Rule::model);
+    return encoder->quantization_too()  // MLX's loaders read "quantization" first
+               ? detail::set_json_member(edited, "quantization", config, name, Rule::model)
+               : edited;
   };
   how.before_publish = [&] {
     if (std::any_of(total.items.begin(), total.items.end(),
@@ -286,9 +289,14 @@ DequantizeReport dequantize_folder(const std::string& src, const std::string& ou
     total.restored += r.restored;
     total.scheme = r.scheme;
   };
+  const bool mlx = std::any_of(weights.begin(), weights.end(), [](const QuantizedWeight& w) {
+    return w.scheme.kind() == SchemeKind::mlx;
+  });
   how.edit_config = [&](const std::string& text, const std::string& name) {
     std::string edited =
         detail::set_json_member(text, "quantization_config", std::nullopt, name, Rule::model);
+    if (mlx)  // its copy, which MLX's loaders read first
+      edited = detail::set_json_member(edited, "quantization", std::nullopt, name, Rule::model);
     return dtype ? with_dtype(edited, name, *dtype) : edited;
   };
   how.restart = [&] { total = {}; };

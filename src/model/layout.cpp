@@ -16,10 +16,12 @@ std::string read_quantization_config(const ModelLocation& where, const std::vect
                                      const std::optional<std::string>& config_text) {
   const std::optional<std::string> config =
       config_text ? config_text : where.read_text(kConfigFile);
+  // MLX's folders have "quantization" (mlx-lm now writes "quantization_config" as a copy).
   if (config)
-    if (auto member = json_member_text(*config, "quantization_config", where.name_of(kConfigFile),
-                                       Rule::model))
-      return *member == "null" ? std::string() : *member;
+    for (const char* name : {"quantization_config", "quantization"})
+      if (auto member = json_member_text(*config, name, where.name_of(kConfigFile), Rule::model);
+          member && (std::string_view(name) == "quantization_config" || member->starts_with('{')))
+        return *member == "null" ? std::string() : *member;
   for (const File& f : weights)
     for (const TensorInfo& t : f.tensors())
       if (t.name.ends_with(".qzeros")) return where.read_text(kGptqConfigFile).value_or("");

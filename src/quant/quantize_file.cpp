@@ -62,7 +62,7 @@ QuantizeReport quantize_into(const File& src, Writer& w, const QuantizeOptions& 
   std::vector<const TensorInfo*> selected;
   for (const TensorInfo& t : src.tensors()) {
     if (is_stored_part(t.name)) continue;
-    const bool by_default = is_linear_weight(t);
+    const bool by_default = scheme->selected_by_default(t);
     if (!filter.includes(t.name, by_default)) {
       kept_for[not_selected].push_back(t.name);
     } else if (filter.excludes(t.name)) {

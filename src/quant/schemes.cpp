@@ -12,19 +12,26 @@
 
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
+#include "quant/tensor_selection.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 
 namespace tlio {
 namespace detail {
 
+// Every SchemeKind has its entry, the last one included.
+constexpr size_t kSchemeCount = static_cast<size_t>(SchemeKind::mlx) + 1;
+
 std::span<const SchemeEntry> scheme_entries() noexcept {
-  static const std::array<SchemeEntry, 9> entries = {
-      int4_scheme_entry(),  bnb_4bit_scheme_entry(), llm_int8_scheme_entry(),
-      fp8_scheme_entry(),   gptq_scheme_entry(),     awq_scheme_entry(),
-      mxfp4_scheme_entry(), nvfp4_scheme_entry(),    ct_int_scheme_entry()};
+  static const std::array<SchemeEntry, kSchemeCount> entries = {
+      // SchemeKind's order
+      int4_scheme_entry(),   bnb_4bit_scheme_entry(), llm_int8_scheme_entry(), fp8_scheme_entry(),
+      gptq_scheme_entry(),   awq_scheme_entry(),      mxfp4_scheme_entry(),    nvfp4_scheme_entry(),
+      ct_int_scheme_entry(), mlx_scheme_entry()};
   return entries;
 }
+
+bool WeightEncoder::selected_by_default(const TensorInfo& t) const { return is_linear_weight(t); }
 
 SchemeEntry read_only_entry(SchemeKind kind, std::string_view syntax, std::string_view example,
                             std::string_view layout, decltype(SchemeEntry::name) name,
@@ -122,8 +129,8 @@ void ErrorStats::finish(QuantizeReport::Item& item, uint64_t n) const {
 }  // namespace detail
 
 std::span<const SchemeInfo> quant_schemes() noexcept {
-  static const std::array<SchemeInfo, 9> infos = [] {
-    std::array<SchemeInfo, 9> out{};
+  static const std::array<SchemeInfo, detail::kSchemeCount> infos = [] {
+    std::array<SchemeInfo, detail::kSchemeCount> out{};
     for (size_t i = 0; i < out.size(); ++i) out[i] = detail::scheme_entries()[i].info;
     return out;
   }();
@@ -177,6 +184,7 @@ uint64_t QuantScheme::block() const noexcept {
   if (const auto* o = std::get_if<CtIntOptions>(&options_)) return o->group;
   if (std::holds_alternative<Mxfp4Options>(options_)) return 32;
   if (std::holds_alternative<Nvfp4Options>(options_)) return 16;
+  if (const auto* o = std::get_if<MlxOptions>(&options_)) return o->group;
   return 0;
 }
 

@@ -55,6 +55,11 @@ class WeightEncoder {
                                           Dtype /*weights_dtype*/) const {
     return {};
   }
+  /// Whether config.json also gets it as "quantization" (MLX's loaders read that one first).
+  virtual bool quantization_too() const { return false; }
+  /// Whether `t` is in the default selection: linear layers' weights (is_linear_weight); MLX's
+  /// take embeddings and the head too.
+  virtual bool selected_by_default(const TensorInfo& t) const;
 
  protected:
   // Scratch kept across tensors (a model has hundreds): converted input, dequantized chunk.
@@ -129,6 +134,7 @@ const SchemeEntry& awq_scheme_entry() noexcept;     // quant/hub/, read only
 const SchemeEntry& mxfp4_scheme_entry() noexcept;   // quant/hub/, read only
 const SchemeEntry& nvfp4_scheme_entry() noexcept;   // quant/hub/, read only
 const SchemeEntry& ct_int_scheme_entry() noexcept;  // quant/hub/, read only
+const SchemeEntry& mlx_scheme_entry() noexcept;     // quant/mlx/, read and written
 
 /// Chunked F32 input, shared by the encoders (defined in quant/schemes.cpp).
 /// Calls fn(first, values) on consecutive chunks of `t` as F32; `align` elements divide every

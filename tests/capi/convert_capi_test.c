@@ -34,6 +34,42 @@ static void write_model(const char* dir) {
   }
 }
 
+/* MLX's affine mode through the scheme name (bits and group in it): a [2, 64] matrix of 0..3
+ * in 2 bits and groups of 32 is exact (bias 3, scale -1: codes 3 - w), so it reads back as
+ * written; the file alone names its width and group by its shapes (64 bits a group). */
+static void check_mlx(const char* dir) {
+  float values[128], back[128];
+  const uint64_t shape[2] = {2, 64};
+  char src[600], out[600], path[700];
+  tl_writer* w = NULL;
+  tl_file* f = NULL;
+  tl_quantize_options q;
+  tl_quantized_info info;
+  size_t count = 0, i;
+  for (i = 0; i < 128; ++i) values[i] = (float)(i % 4);
+  snprintf(src, sizeof src, "%s/mlx.safetensors", dir);
+  snprintf(out, sizeof out, "%s/mlx-2bit.safetensors", dir);
+  CHECK(tl_writer_open(src, &w) == TL_OK);
+  CHECK(tl_writer_add(w, "model.layers.0.mlp.up_proj.weight", TL_F32, 2, shape, values,
+                      sizeof values) == TL_OK);
+  CHECK(tl_writer_commit(w) == TL_OK);
+  tl_quantize_options_init(&q);
+  q.scheme = "mlx-affine-2bit-g32";
+  CHECK(tl_quantize_file_with(src, out, &q) == TL_OK);
+  CHECK(tl_open(out, &f) == TL_OK);
+  CHECK(tl_quantized_count(f, &count) == TL_OK && count == 1);
+  CHECK(tl_quantized_at(f, 0, &info) == TL_OK);
+  CHECK(strcmp(info.scheme, "mlx-affine-2bit-g32") == 0);
+  CHECK(tl_quantized_read(f, "model.layers.0.mlp.up_proj.weight", 0, 128, TL_F32, back,
+                          sizeof back) == TL_OK);
+  CHECK(memcmp(back, values, sizeof back) == 0);
+  tl_close(f);
+  q.scheme = "mlx-affine-7bit";
+  CHECK(tl_quantize_file_with(src, out, &q) != TL_OK);
+  snprintf(path, sizeof path, "%s", tl_last_error());
+  CHECK(strstr(path, "mlx-affine") != NULL);
+}
+
 int main(void) {
   char dir[] = "/tmp/tlio-convert-capi-XXXXXX", src[600], out[600], file[700], file_out[700];
   tl_quantize_options q;
@@ -65,6 +101,7 @@ int main(void) {
   CHECK(tl_dequantize_file(out, out, TL_F32) == TL_OK);
   CHECK(tl_quantize_file_with(src, file_out, &q) == TL_EINVAL); /* a folder's output is a folder */
   CHECK(strstr(tl_last_error(), "folder") != NULL);
+  check_mlx(dir);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

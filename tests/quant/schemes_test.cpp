@@ -29,6 +29,25 @@ TEST(Schemes, NamesRoundTrip) {
   EXPECT_EQ(QuantScheme::parse("nf4").kind(), SchemeKind::bnb_4bit);
   EXPECT_EQ(QuantScheme::parse("int8").kind(), SchemeKind::llm_int8);
   EXPECT_EQ(QuantScheme().name(), "int4-g32-sym");
+  // MLX's: the affine width and group in the name (what the C API and bindings pass), or set.
+  for (const char* name :
+       {"mlx-affine-3bit-g32", "mlx-affine-8bit-g128", "mlx-mxfp4", "mlx-mxfp8", "mlx-nvfp4"})
+    EXPECT_EQ(QuantScheme::parse(name).name(), name);
+  EXPECT_EQ(QuantScheme::parse("mlx-affine").name(), "mlx-affine-4bit-g64");
+  EXPECT_EQ(QuantScheme::parse("mlx-affine-g32").name(), "mlx-affine-4bit-g32");
+  EXPECT_EQ(QuantScheme::parse("mlx-affine-2bit").block(), 64u);
+  QuantScheme mlx = QuantScheme::parse("mlx-affine");
+  mlx.set_option("bits", "6");
+  mlx.set_option("group-size", "128");
+  EXPECT_EQ(mlx.name(), "mlx-affine-6bit-g128");
+  EXPECT_EQ(message_of([&] { mlx.set_option("bits", "7"); }),
+            "MLX's affine bits are 2, 3, 4, 5, 6 or 8, not 7");
+  EXPECT_EQ(message_of([&] { QuantScheme::parse("mlx-mxfp4").set_option("group-size", "64"); }),
+            "MLX's mxfp4 has 4 bits in groups of 32");
+  for (const char* bad : {"mlx-affine-", "mlx-affine-04bit", "mlx-affine-g64-4bit", "mlx-affinex",
+                          "mlx-affine-4bit-g", "mlx-mxfp4-g32"})
+    EXPECT_FALSE(QuantScheme::try_parse(bad)) << bad;
+  EXPECT_FALSE(QuantScheme::try_parse("mlx-affine-7bit")) << "7 bits";
   try {
     QuantScheme::parse("q3");
     FAIL();
@@ -36,7 +55,8 @@ TEST(Schemes, NamesRoundTrip) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
     EXPECT_STREQ(
         e.what(),
-        "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8)");
+        "unknown quantization scheme \"q3\" (int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8, "
+        "mlx-<mode>)");
   }
 }
 
@@ -117,7 +137,7 @@ TEST(Schemes, ReadOnlySchemesAreNamedButNeverWritten) {
     EXPECT_EQ(e.code(), ErrorCode::unsupported);
     EXPECT_STREQ(e.what(),
                  "tlio reads \"nvfp4\" weights (nvfp4) but does not write them; it writes "
-                 "int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8");
+                 "int4-g<group>-sym, nf4, fp4, int8, fp8-block, fp8, mlx-<mode>");
   }
   EXPECT_EQ(QuantScheme::parse("fp8-block64x64").name(), "fp8-block64x64");
   EXPECT_EQ(QuantScheme::parse("fp8").name(), "fp8-channel");

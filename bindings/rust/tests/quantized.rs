@@ -111,6 +111,30 @@ fn quantize_options_are_checked() {
 }
 
 #[test]
+fn mlx_affine_through_its_scheme_name() {
+    // Bits and group in the name, as the C API takes it; 2 bits in groups of 32 is the one pair
+    // the stored shapes fit (64 bits a group), so the file reads without its folder's config.
+    // q_proj [8, 64] is quantized, down_proj's 30 inputs stay plain, as mlx-lm leaves them.
+    let dir = scratch("mlx");
+    let src = data().join("quant/tiny_model.safetensors");
+    let out = dir.join("mlx.safetensors");
+    tlio::quantize_file(&src, &out, tlio::QuantizeOptions::new("mlx-affine-2bit-g32")).unwrap();
+    let file = tlio::File::open(&out).unwrap();
+    let q = file.quantized().unwrap();
+    let names: Vec<&str> = q.iter().map(|w| w.name()).collect();
+    assert!(names.contains(&"model.layers.0.self_attn.q_proj.weight"), "{:?}", names);
+    assert!(!names.contains(&"model.layers.0.mlp.down_proj.weight"), "{:?}", names);
+    assert!(q.iter().all(|w| w.scheme() == "mlx-affine-2bit-g32" && w.blocksize() == 32));
+    assert_eq!(check_against_cli(&out, &dir), q.len());
+    let bad = dir.join("bad.safetensors");
+    let e = tlio::quantize_file(&src, &bad, tlio::QuantizeOptions::new("mlx-affine-7bit"))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), tlio::ErrorKind::Unsupported, "{}", e);
+    assert!(!bad.exists());
+}
+
+#[test]
 fn a_malformed_quantized_weight_is_a_format_error() {
     let f = tlio::File::open(data().join("bnb_bad/bnb003_quant_map.safetensors")).unwrap();
     let e = f.quantized().err().unwrap();

@@ -1,0 +1,294 @@
+// quant/mlx/mlx_scheme.cpp: the registry entry of MLX's quantized layouts (mlx_layout.hpp): the
+// names ("mlx-affine-4bit-g64", "mlx-mxfp4", ...), the decoder (mx.dequantize's values, bit for
+// bit) and the affine encoder (mx.quantize's tensors, byte for byte; config.json as mlx-lm
+// writes it).
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstring>
+
+#include "quant/hub/hub_config.hpp"
+#include "quant/hub/hub_values.hpp"
+#include "quant/mlx/mlx_kernels.hpp"
+#include "quant/mlx/mlx_layout.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+// ---- names ---------------------------------------------------------------------------------
+
+// "mlx-affine[-<bits>bit][-g<group>]", "mlx-mxfp4", "mlx-mxfp8", "mlx-nvfp4".
+std::optional<QuantScheme::Options> parse_name(std::string_view name) {
+  for (MlxMode m : {MlxMode::mxfp4, MlxMode::mxfp8, MlxMode::nvfp4})
+    if (name == fmt::format("mlx-{}", mlx_mode_name(m))) return mlx_mode_defaults(m);
+  constexpr std::string_view prefix = "mlx-affine";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  MlxOptions o = mlx_mode_defaults(MlxMode::affine);
+  // Each "-<part>": "<bits>bit" (first) or "g<group>", decimal without a leading zero.
+  const auto number = [](std::string_view digits, uint64_t& v) {
+    if (digits.empty() || digits[0] == '0') return false;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    return ec == std::errc() && ptr == digits.data() + digits.size();
+  };
+  bool bits = false, group = false;
+  while (!name.empty()) {
+    if (name[0] != '-') return std::nullopt;
+    name.remove_prefix(1);
+    const std::string_view part = name.substr(0, name.find('-'));
+    name.remove_prefix(part.size());
+    if (!bits && !group && part.ends_with("bit") && number(part.substr(0, part.size() - 3), o.bits))
+      bits = true;
+    else if (!group && part.starts_with('g') && number(part.substr(1), o.group))
+      group = true;
+    else
+      return std::nullopt;
+  }
+  const auto in = [](const auto& table, uint64_t v) {
+    return std::find(std::begin(table), std::end(table), v) != std::end(table);
+  };
+  if (!in(kMlxAffineBits, o.bits) || !in(kMlxAffineGroups, o.group)) return std::nullopt;
+  return o;
+}
+
+std::string scheme_name(const QuantScheme::Options& options) {
+  const auto& o = std::get<MlxOptions>(options);
+  if (o.mode != MlxMode::affine) return fmt::format("mlx-{}", mlx_mode_name(o.mode));
+  return fmt::format("mlx-affine-{}bit-g{}", o.bits, o.group);
+}
+
+void validate(const QuantScheme::Options& options) {
+  const auto& o = std::get<MlxOptions>(options);
+  if (o.mode != MlxMode::affine) {
+    if (!(o == mlx_mode_defaults(o.mode)))
+      throw_invalid(fmt::format("MLX's {} has {} bits in groups of {}", mlx_mode_name(o.mode),
+                                mlx_mode_defaults(o.mode).bits, mlx_mode_defaults(o.mode).group));
+    return;
+  }
+  if (std::find(std::begin(kMlxAffineBits), std::end(kMlxAffineBits), o.bits) ==
+      std::end(kMlxAffineBits))
+    throw_invalid(fmt::format("MLX's affine bits are 2, 3, 4, 5, 6 or 8, not {}", o.bits));
+  if (std::find(std::begin(kMlxAffineGroups), std::end(kMlxAffineGroups), o.group) ==
+      std::end(kMlxAffineGroups))
+    throw_invalid(fmt::format("MLX's affine group size is 32, 64 or 128, not {}", o.group));
+}
+
+void set_option(QuantScheme::Options& options, std::string_view option, std::string_view value) {
+  auto& o = std::get<MlxOptions>(options);
+  (option == "bits" ? o.bits : o.group) = parse_uint_option(option, value);
+}
+
+// ---- decoding ------------------------------------------------------------------------------
+
+class MlxDecoder final : public WeightDecoder {
+ public:
+  MlxDecoder(const TensorSet& set, const QuantizedWeight& w)
+      : options_(std::get<MlxOptions>(w.scheme.options())),
+        words_(set.view(w.stored[0])),
+        scales_(set.view(w.stored[1])),
+        biases_(w.stored.size() > 2 ? std::optional(set.view(w.stored[2])) : std::nullopt),
+        reference_(w.dtype),
+        in_(w.shape.back()),
+        groups_(in_ / options_.group),
+        row_bytes_(in_ * options_.bits / 8) {
+    if (options_.mode == MlxMode::mxfp4 || options_.mode == MlxMode::nvfp4)
+      value_ = e2m1_values(true);  // MLX's table: code 8 is -0
+    for (size_t b = 0; b < 256; ++b)
+      scale_of_[b] = options_.mode == MlxMode::nvfp4 ? e4m3_values()[b] : e8m0_values()[b];
+  }
+
+  void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
+    decode_chunked(first, count, reference_, out, dst,
+                   [&](uint64_t e, std::span<float> v) { fill(e, v); });
+  }
+
+ private:
+  // Elements e .. e + v.size(): each row's run, group by group.
+  void fill(uint64_t e, std::span<float> v) const {
+    const auto* words = words_.bytes().data();
+    const auto* scales = reinterpret_cast<const uint8_t*>(scales_.bytes().data());
+    const uint64_t scale_bytes = dtype_bits(scales_.dtype()) / 8;
+    for (size_t i = 0; i < v.size();) {
+      const uint64_t r = (e + i) / in_, c0 = (e + i) % in_;
+      const uint64_t take = std::min<uint64_t>(in_ - c0, v.size() - i);
+      const std::byte* row = words + r * row_bytes_;
+      const std::span<float> run = v.subspan(i, take);
+      if (options_.mode == MlxMode::affine) {
+        const std::byte* s = scales_.bytes().data() + r * groups_ * scale_bytes;
+        for (uint64_t j = 0; j < take; ++j) {  // q * s, rounded to T below
+          const uint64_t c = c0 + j;
+          run[j] = static_cast<float>(field(row, 1, c, options_.bits)) *
+                   scale_value(scales_.dtype(), s + c / options_.group * scale_bytes);
+        }
+        mlx_round_through(reference_, run);
+        const std::byte* b = biases_->bytes().data() + r * groups_ * scale_bytes;
+        for (uint64_t j = 0; j < take; ++j)
+          run[j] += scale_value(biases_->dtype(), b + (c0 + j) / options_.group * scale_bytes);
+      } else {
+        const uint8_t* s = scales + r * groups_;
+        const auto* bytes = reinterpret_cast<const uint8_t*>(row);
+        for (uint64_t j = 0; j < take; ++j) {
+          const uint64_t c = c0 + j;
+          const float value = options_.mode == MlxMode::mxfp8
+                                  ? e4m3_values()[bytes[c]]
+                                  : value_[(bytes[c / 2] >> (c % 2 * 4)) & 0xF];
+          run[j] = value * scale_of_[s[c / options_.group]];
+        }
+      }
+      // MLX's result is T's, whatever dtype the caller asks for (store_rounded keeps F32 exact).
+      mlx_round_through(reference_, run);
+      i += take;
+    }
+  }
+
+  MlxOptions options_;
+  TensorView words_, scales_;
+  std::optional<TensorView> biases_;  // affine's
+  Dtype reference_;
+  uint64_t in_, groups_, row_bytes_;
+  std::array<float, 16> value_{};
+  std::array<float, 256> scale_of_{};
+};
+
+std::vector<StoredPart> parts(const TensorSet&, const QuantizedWeight& w) {
+  const auto& o = std::get<MlxOptions>(w.scheme.options());
+  const uint64_t in = w.shape.back(), groups = in / o.group;
+  const uint64_t scale_bytes = o.mode == MlxMode::affine ? dtype_bits(w.dtype) / 8 : 1;
+  std::vector<StoredPart> out = {{w.stored[0], in, in * o.bits / 8, o.group, o.group * o.bits / 8}};
+  for (size_t i = 1; i < w.stored.size(); ++i)
+    out.push_back({w.stored[i], in, groups * scale_bytes, o.group, scale_bytes});
+  return out;
+}
+
+// ---- encoding (affine) ---------------------------------------------------------------------
+
+class MlxAffineEncoder final : public WeightEncoder {
+ public:
+  explicit MlxAffineEncoder(const MlxOptions& o) : bits_(o.bits), group_(o.group) {}
+
+  std::string unquantizable(const TensorInfo& t) const override {
+    if (t.shape.size() < 2) return "1-D (MLX quantizes matrices and stacks of them)";
+    if (t.dtype != Dtype::F32 && t.dtype != Dtype::F16 && t.dtype != Dtype::BF16)
+      return fmt::format("dtype {} (mx.quantize takes F32, F16 and BF16)", dtype_name(t.dtype));
+    if (!t.name.ends_with(".weight")) return "not a module's weight (<module>.weight)";
+    if (t.shape.back() % group_ != 0)
+      return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), group_);
+    return {};
+  }
+
+  bool selected_by_default(const TensorInfo& t) const override {
+    return t.shape.size() >= 2 && t.name.ends_with(".weight");  // mlx-lm's Linear and Embedding
+  }
+
+  std::vector<TensorData> outputs(const File&, const TensorInfo& t) override {
+    const std::string base = module_of(t);
+    Shape words = t.shape, scales = t.shape;
+    words[words.size() - 1] = t.shape.back() * bits_ / 32;
+    scales[scales.size() - 1] = t.shape.back() / group_;
+    return {{base + ".weight", Dtype::U32, words, {}},
+            {base + ".scales", t.dtype, scales, {}},
+            {base + ".biases", t.dtype, scales, {}}};
+  }
+
+  void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
+             const std::function<void(uint64_t)>& tick) override {
+    const std::string base = module_of(t);
+    const uint64_t in = t.shape.back(), groups = in / group_, row_words = in * bits_ / 32;
+    ErrorStats stats;
+    for_each_f32_chunk(src, t, in, input_, [&](uint64_t, std::span<const float> block) {
+      const uint64_t rows = block.size() / in;
+      words_.assign(rows * row_words, 0);
+      scales_.resize(rows * groups);
+      biases_.resize(rows * groups);
+      codes_.resize(block.size());
+      for (uint64_t g = 0; g < rows * groups; ++g) {
+        const uint64_t r = g / groups, first = g * group_;
+        mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_), scales_[g],
+                         biases_[g], &codes_[first]);
+        mlx_pack(&codes_[first], group_, static_cast<unsigned>(bits_), (first - r * in) * bits_,
+                 &words_[r * row_words]);
+      }
+      // Stored in the weights' dtype (the codes were made with the f32 scale, as MLX does).
+      mlx_round_through(t.dtype, scales_);
+      mlx_round_through(t.dtype, biases_);
+      stored_.resize(bytes_for(t.dtype, scales_.size()));
+      w.append(base + ".weight", std::as_bytes(std::span(words_)));
+      for (const auto& [name, values] :
+           {std::pair(".scales", &scales_), std::pair(".biases", &biases_)}) {
+        convert(Dtype::F32, std::as_bytes(std::span(*values)), t.dtype, stored_, values->size());
+        w.append(base + name, stored_);
+      }
+      // What mx.dequantize gives back: round_T(round_T(q * s) + b).
+      back_.resize(block.size());
+      for (uint64_t i = 0; i < block.size(); ++i)
+        back_[i] = static_cast<float>(codes_[i]) * scales_[i / group_];
+      mlx_round_through(t.dtype, back_);
+      for (uint64_t i = 0; i < block.size(); ++i) back_[i] += biases_[i / group_];
+      mlx_round_through(t.dtype, back_);
+      stats.add(block, back_);
+      tick(words_.size() * 4 + 2 * stored_.size());
+    });
+    stats.finish(item, t.element_count());
+  }
+
+  void update_metadata(Metadata& meta) const override { meta["format"] = "mlx"; }
+
+  std::string quantization_config(std::span<const std::string>, Dtype) const override {
+    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "affine"}})", group_, bits_);
+  }
+  bool quantization_too() const override { return true; }
+
+ private:
+  static std::string module_of(const TensorInfo& t) {
+    return t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+  }
+
+  uint64_t bits_, group_;
+  std::vector<uint32_t> words_;
+  std::vector<float> scales_, biases_;
+  std::vector<uint8_t> codes_;
+  std::vector<std::byte> stored_;
+};
+
+constexpr SchemeOptionInfo kOptions[] = {
+    {"bits", OptionKind::number, "affine: bits a code, 2, 3, 4, 5, 6 or 8 (default 4)",
+     "2 3 4 5 6 8"},
+    {"group-size", OptionKind::number,
+     "affine: values a scale and bias, 32, 64 or 128 (default 64)", "32 64 128"},
+};
+
+}  // namespace
+
+const SchemeEntry& mlx_scheme_entry() noexcept {
+  static const SchemeEntry entry{
+      {SchemeKind::mlx, "mlx-<mode>", "mlx-affine",
+       "MLX (mlx-lm), every Linear and Embedding: <m>.weight becomes <m>.weight U32 (codes) +\n"
+       "<m>.scales + <m>.biases (mlx-affine, or mlx-affine-<bits>bit-g<group>); read too:\n"
+       "mlx-mxfp4, mlx-mxfp8, mlx-nvfp4 (U8 scales, no biases)",
+       kOptions},
+      parse_name,
+      scheme_name,
+      validate,
+      set_option,
+      detect_mlx,
+      [](const TensorSet& set, const QuantizedWeight& w) -> std::shared_ptr<const WeightDecoder> {
+        return std::make_shared<MlxDecoder>(set, w);
+      },
+      parts,
+      [](const QuantScheme::Options& o) -> std::unique_ptr<WeightEncoder> {
+        const auto& mlx = std::get<MlxOptions>(o);
+        if (mlx.mode != MlxMode::affine)
+          throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                      fmt::format("tlio reads MLX's {} but writes its affine mode only",
+                                  mlx_mode_name(mlx.mode)));
+        return std::make_unique<MlxAffineEncoder>(mlx);
+      }};
+  return entry;
+}
+
+}  // namespace tlio::detail

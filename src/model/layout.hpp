@@ -29,9 +29,9 @@ inline constexpr const char* kTorchIndexFile = "pytorch_model.bin.index.json";
 inline constexpr const char* kGptqConfigFile = "quantize_config.json";
 
 /// The folder's quantization_config as JSON text: config.json's member (`config_text`, or read
-/// when nullopt), else its "quantization" object (MLX's), else quantize_config.json when `weights` hold GPTQ's `.qzeros` (asked for only
-/// then: a request less for every other remote folder), else "". The quantized formats of the
-/// Hub take their options from it (quant/hub/).
+/// when nullopt), else its "quantization" object (MLX's), else quantize_config.json when `weights`
+/// hold GPTQ's `.qzeros` (asked for only then: a request less for every other remote folder), else
+/// "". The quantized formats of the Hub take their options from it (quant/hub/).
 std::string read_quantization_config(const ModelLocation& where, const std::vector<File>& weights,
                                      const std::optional<std::string>& config_text = std::nullopt);
 

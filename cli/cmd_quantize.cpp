@@ -156,7 +156,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "quantize",
       "Quantize weight matrices (tinyllm int4, bitsandbytes NF4/FP4, LLM.int8, FP8 blocks or rows, "
-      "MLX affine)");
+      "MLX)");
   cmd->footer(
       scheme_table() +
       "By default the weights of linear layers are quantized, whatever their names (2-D *.weight:\n"

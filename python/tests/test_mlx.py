@@ -137,6 +137,62 @@ def test_quantize_writes_mx_quantize_bytes(dtype, tmp_path):
                                                                             "mode": "affine"}
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+def test_quantize_modes_write_mx_quantize_bytes(mode, tmp_path):
+    for dtype in DTYPES:
+        source = tiny_llama(tmp_path / dtype, getattr(torch, dtype))
+        out = tmp_path / f"{mode}-{dtype}"
+        run("quantize", source, out, "--scheme", f"mlx-{mode}", "-q")
+        got = mx.load(str(out / "model.safetensors"))
+        for name, w in mx.load(str(source / "model.safetensors")).items():
+            if w.ndim < 2:
+                continue
+            module = name[: -len(".weight")]
+            wq, scales = mx.quantize(w, mode=mode)[:2]
+            assert raw(got[module + ".weight"]) == raw(wq) and raw(got[module + ".scales"]) == raw(scales), \
+                (mode, dtype, module)
+            assert module + ".biases" not in got
+        config = json.loads((out / "config.json").read_text())
+        bits, group = MODES[mode]
+        assert config["quantization"] == {"group_size": group, "bits": bits, "mode": mode}
+
+
+def edge_values(rng):
+    """Values where the roundings decide: FP4 midpoints (0.75, 1.75, 3.5 times a power of two),
+    groups of zeros, of one value, across many magnitudes, F16's subnormals and largest values."""
+    v = rng.standard_normal((8, 128)).astype(np.float32)
+    v[0] = np.resize([0.75, 1.75, 3.5, -0.25, 2.5, -5.0, 6.0, 1.25], 128) * 2.0 ** rng.integers(-8, 8, 128)
+    v[1, :64] = 0.0
+    v[1, 64:] = -0.375
+    v[2] *= 2.0 ** rng.integers(-20, 14, 128).astype(np.float32)
+    v[3] = np.resize([6.0e-8, -3.0e-5, 65504.0, 1.0], 128)
+    v[4] = np.linspace(-1, 1, 128) ** 3
+    return v
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_quantize_edge_values_as_mx_quantize(dtype, tmp_path):
+    values = edge_values(np.random.default_rng(7))
+    w = mx.array(values).astype(getattr(mx, dtype))
+    src = tmp_path / "w.safetensors"
+    mx.save_safetensors(str(src), {"model.layers.0.mlp.up_proj.weight": w}, metadata={"format": "pt"})
+    for scheme, want in [(f"mlx-affine-{b}bit-g{g}", mx.quantize(w, group_size=g, bits=b))
+                         for b in BITS for g in GROUPS] + [(f"mlx-{m}", mx.quantize(w, mode=m)) for m in MODES]:
+        out = tmp_path / f"{scheme}.safetensors"
+        run("quantize", src, out, "--scheme", scheme, "-q")
+        got = mx.load(str(out))
+        for part, value in zip((".weight", ".scales", ".biases"), want):
+            assert raw(got["model.layers.0.mlp.up_proj" + part]) == raw(value), (scheme, dtype, part)
+        # the lone file reads back (its metadata names its width and group), as mx.dequantize
+        mode = scheme.split("-")[1]
+        back = mx.dequantize(*want, mode=mode) if mode != "affine" else \
+            mx.dequantize(*want, group_size=int(scheme.split("-g")[1]), bits=int(scheme.split("-")[2][:-3]))
+        run("dequantize", out, tmp_path / "back.safetensors")
+        got = mx.load(str(tmp_path / "back.safetensors"))["model.layers.0.mlp.up_proj.weight"]
+        assert got.dtype == back.dtype and raw(got) == raw(back), (scheme, dtype)
+        assert mx.load(str(tmp_path / "back.safetensors"), return_metadata=True)[1]["format"] == "pt"
+
+
 def test_mlx_lm_loads_it_with_its_own_logits(tmp_path):
     """mlx_lm.load takes tlio's folder, and its logits equal those of mlx-lm's own convert -q of
     the same model (the tensors are the same bytes)."""
@@ -144,12 +200,14 @@ def test_mlx_lm_loads_it_with_its_own_logits(tmp_path):
     from mlx_lm.convert import convert
     source = tiny_llama(tmp_path / "src")
     ids = mx.array([[256, 1, 5, 9, 20, 33, 40, 7]])
-    for bits, group in ((4, 64), (3, 32), (8, 128)):
-        ours, theirs = tmp_path / f"tlio{bits}", tmp_path / f"mlx{bits}"
-        run("quantize", source, ours, "--scheme", f"mlx-affine-{bits}bit-g{group}", "-q")
-        convert(str(source), str(theirs), quantize=True, q_bits=bits, q_group_size=group)
+    for mode, bits, group in (("affine", 4, 64), ("affine", 3, 32), ("affine", 8, 128), ("mxfp4", 4, 32),
+                              ("mxfp8", 8, 32), ("nvfp4", 4, 16)):
+        ours, theirs = tmp_path / f"tlio-{mode}{bits}", tmp_path / f"mlx-{mode}{bits}"
+        scheme = f"mlx-affine-{bits}bit-g{group}" if mode == "affine" else f"mlx-{mode}"
+        run("quantize", source, ours, "--scheme", scheme, "-q")
+        convert(str(source), str(theirs), quantize=True, q_bits=bits, q_group_size=group, q_mode=mode)
         logits = [load(str(d))[0](ids) for d in (ours, theirs)]
-        assert mx.array_equal(logits[0], logits[1]).item(), (bits, group)
+        assert mx.array_equal(logits[0], logits[1]).item(), (mode, bits, group)
         plain = load(str(source))[0](ids)
         assert not mx.array_equal(logits[0], plain).item()  # quantized: not the source's own
 
@@ -190,5 +248,10 @@ def test_quantize_refuses_what_mlx_does_not_take(tmp_path):
     run("quantize", source, tmp_path / "out", "--scheme", "mlx-affine", "-q")
     got = mx.load(str(tmp_path / "out" / "model.safetensors"))
     assert "model.layers.0.mlp.up_proj.scales" not in got and "model.layers.0.mlp.down_proj.scales" in got
-    r = run("quantize", source, tmp_path / "fp", "--scheme", "mlx-mxfp4", ok=False)
-    assert "affine mode only" in r.stderr
+    values = np.ones((2, 64), np.float32)
+    values[1, 3] = np.inf
+    mx.save_safetensors(str(tmp_path / "inf.safetensors"), {"model.layers.0.mlp.up_proj.weight": mx.array(values)})
+    for scheme in ("mlx-affine", "mlx-mxfp4"):
+        r = run("quantize", tmp_path / "inf.safetensors", tmp_path / "inf-q.safetensors", "--scheme", scheme,
+                "--include", "up_proj", ok=False)
+        assert "finite" in r.stderr and not (tmp_path / "inf-q.safetensors").exists()

@@ -257,6 +257,10 @@ HfConfig parse_hf_config(std::string_view json, const std::string& source) {
                           gguf_u32(u32(c.experts, "the expert count"))});
       else if (std::optional<GgufKeyValue> kv = config_key(doc, arch.name, k))
         c.keys.push_back(std::move(*kv));
+  if (c.rope_scaling.kind == RopeScaling::Kind::longrope)  // its keys say the original context
+    std::erase_if(c.keys, [&](const GgufKeyValue& k) {
+      return k.key == fmt::format("{}.rope.scaling.original_context_length", arch.name);
+    });
   if (c.rope_scaling.kind == RopeScaling::Kind::llama3 && arch.name != "llama")
     throw Error(
         ErrorCode::unsupported, Rule::model, "rope_scaling", std::nullopt,

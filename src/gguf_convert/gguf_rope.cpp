@@ -10,6 +10,7 @@
 
 #include "gguf/gguf_writer.hpp"
 #include "tlio/error.hpp"
+#include "tlio/ggml.hpp"
 
 namespace tlio::detail {
 
@@ -69,6 +70,13 @@ std::vector<float> factor_list(simdjson::dom::object o, const JsonDoc& doc, std:
   return out;
 }
 
+// A context length given as a JSON number: a whole number from 1 to 2^32 - 1 (checked before
+// the cast: a negative or huge double has no integer value).
+std::optional<uint64_t> context_of(double v) {
+  if (!(v >= 1 && v <= UINT32_MAX) || v != std::floor(v)) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
 // transformers' LongRoPE attention factor for a context `factor` times the original's.
 double longrope_attention(double factor, uint64_t original_context) {
   return factor <= 1.0
@@ -85,13 +93,17 @@ void parse_longrope(RopeScaling& r, simdjson::dom::object o, const JsonDoc& doc,
   r.kind = RopeScaling::Kind::longrope;
   r.long_factor = factor_list(o, doc, "long_factor", rotated_pairs);
   r.short_factor = factor_list(o, doc, "short_factor", rotated_pairs);
-  const std::optional<double> original = member_number(o, doc, "original_max_position_embeddings");
-  r.original_context =
-      original
-          ? static_cast<uint64_t>(*original)
-          : doc.optional_uint("original_max_position_embeddings").value_or(kPhi3OriginalContext);
-  if ((original && !(*original >= 2 && *original <= UINT32_MAX)) || r.original_context < 2 ||
-      r.original_context > UINT32_MAX)
+  // transformers takes config.json's top-level one, the converter rope_scaling's: both, if
+  // there, must agree.
+  const std::optional<double> own = member_number(o, doc, "original_max_position_embeddings");
+  const std::optional<uint64_t> top = doc.optional_uint("original_max_position_embeddings");
+  const std::optional<uint64_t> original = own ? context_of(*own) : top;
+  if ((own && (!original || *original < 2)) || (top && original != top))
+    doc.fail("rope_scaling",
+             "LongRoPE's original_max_position_embeddings is not a u32 above 1, or rope_scaling's "
+             "and config.json's differ");
+  r.original_context = original.value_or(kPhi3OriginalContext);
+  if (r.original_context < 2 || r.original_context > UINT32_MAX)
     doc.fail("rope_scaling", "LongRoPE's original_max_position_embeddings is not a u32 above 1");
   const double ratio = static_cast<double>(doc.required_uint("max_position_embeddings")) /
                        static_cast<double>(r.original_context);
@@ -155,7 +167,7 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source,
     // which Llama 3.x configs do not have, and so takes 8192, which is also theirs).
     const std::optional<double> original =
         member_number(o, doc, "original_max_position_embeddings");
-    r.original_context = original ? static_cast<uint64_t>(*original)
+    r.original_context = original ? context_of(*original).value_or(0)
                                   : doc.optional_uint("original_max_position_embeddings")
                                         .value_or(kLlama3OriginalContext);
     if (!(r.high_freq_factor > r.low_freq_factor) || r.low_freq_factor <= 0 ||
@@ -224,7 +236,9 @@ RopeScaling parse_rope_scaling(const JsonDoc& doc, const std::string& source,
 
 std::vector<GgufKeyValue> rope_scaling_keys(const std::string& arch, const RopeScaling& r) {
   if (r.kind == RopeScaling::Kind::longrope)  // the factors are tensors (rope_tensors)
-    return {{arch + ".rope.scaling.attn_factor",
+    return {{arch + ".rope.scaling.original_context_length",
+             gguf_u32(static_cast<uint32_t>(r.original_context))},
+            {arch + ".rope.scaling.attn_factor",
              gguf_f32(static_cast<float>(r.attention_factor.value_or(1.0)))}};
   if (r.kind != RopeScaling::Kind::linear && r.kind != RopeScaling::Kind::yarn) return {};
   const bool yarn = r.kind == RopeScaling::Kind::yarn;
@@ -348,10 +362,10 @@ RopeScaling longrope_of(const GgufFile& f, const std::string& arch, uint64_t rot
   for (const auto& [name, factors] :
        {std::pair(kRopeLongName, &r.long_factor), std::pair(kRopeShortName, &r.short_factor)}) {
     const GgufTensorInfo* t = f.tensor(name);
-    if (!t || t->ne.size() != 1 || t->ne[0] != rotated_pairs)
+    if (!t || t->ne.size() != 1 || t->ne[0] != rotated_pairs || t->type != ggml_id(GgmlTypeId::F32))
       throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
-                  fmt::format("LongRoPE needs {} and {}, each of {} factors (half the rotated "
-                              "part of a head)",
+                  fmt::format("LongRoPE needs {} and {}, each F32 of {} factors (half the "
+                              "rotated part of a head)",
                               kRopeLongName, kRopeShortName, rotated_pairs),
                   f.name());
     factors->resize(rotated_pairs);
@@ -384,7 +398,8 @@ RopeScaling longrope_of(const GgufFile& f, const std::string& arch, uint64_t rot
 }  // namespace
 
 RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta,
-                            uint64_t head_dim, uint64_t rotated_pairs, uint64_t context_length) {
+                            uint64_t head_dim, uint64_t rotated_pairs, uint64_t context_length,
+                            bool longrope) {
   RopeScaling r;
   const GgufValue* type = f.find(arch + ".rope.scaling.type");
   const std::string* kind = type ? type->as_string() : nullptr;
@@ -415,9 +430,12 @@ RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double t
         r.*member = value->as_double();
   }
   if (f.tensor(kRopeLongName) || f.tensor(kRopeShortName)) {
-    if (r.kind != RopeScaling::Kind::none || f.tensor(kRopeFreqsName))
+    if (r.kind != RopeScaling::Kind::none || f.tensor(kRopeFreqsName) || !longrope)
       throw Error(ErrorCode::unsupported, Rule::gguf, std::string(kRopeLongName), std::nullopt,
-                  "LongRoPE's factors beside another RoPE scaling", f.name());
+                  fmt::format("LongRoPE's factors beside another RoPE scaling, or for {} (they are "
+                              "imported for phi3)",
+                              arch),
+                  f.name());
     return longrope_of(f, arch, rotated_pairs, context_length);
   }
   const GgufTensorInfo* t = f.tensor(kRopeFreqsName);

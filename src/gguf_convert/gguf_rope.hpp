@@ -89,10 +89,12 @@ bool is_rope_tensor(const RopeScaling& r, std::string_view name);
 
 /// The scaling a GGUF file's keys and tensors describe: the keys' kind; for rope_freqs.weight
 /// the Llama 3 parameters whose factors equal it (Error{unsupported} when none do); LongRoPE's
-/// factor tensors (`rotated_pairs` each) with its attention factor, left out where it is the one
-/// transformers computes from `context_length`; none without any.
+/// factor tensors (F32, `rotated_pairs` each; for an architecture that has `longrope` only) with
+/// its attention factor, left out where it is the one transformers computes from
+/// `context_length`; none without any.
 RopeScaling rope_scaling_of(const GgufFile& f, const std::string& arch, double theta,
-                            uint64_t head_dim, uint64_t rotated_pairs, uint64_t context_length);
+                            uint64_t head_dim, uint64_t rotated_pairs, uint64_t context_length,
+                            bool longrope);
 
 /// config.json's "rope_scaling" member (",\n  \"rope_scaling\": {...}"), or "" for none.
 std::string rope_scaling_json(const RopeScaling& r);

@@ -183,7 +183,7 @@ HfConfig hf_config_of(const GgufArch& arch, const GgufFile& f) {
   }
   c.rope_scaling =
       rope_scaling_of(f, std::string(arch.name), c.rope_theta.value_or(kDefaultRopeTheta),
-                      c.head_dim, rotated / 2, c.context_length);
+                      c.head_dim, rotated / 2, c.context_length, arch.longrope);
   c.rope_scaling.truncate = arch.yarn_truncate;
   if (arch.mla) {  // MLA's parts, from the lengths the export wrote
     c.kv_lora_rank = *whole(f, a + "attention.kv_lora_rank", true);

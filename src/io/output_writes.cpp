@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 #include "io/interrupt.hpp"
 
@@ -79,10 +80,15 @@ void OutputWrites::write_stage() {
   wait();
   if (!spare_) spare_ = aligned_bytes(kStageBytes, name_);
   std::swap(stage_, spare_);
-  in_flight_ = std::async(std::launch::async, [this, at = base_] {
-    if (!direct_write(direct_.get(), spare_.get(), kStageBytes, at, name_))
-      throw_errno("write failed (O_DIRECT refused after it was taken)", name_, EINVAL);
-  });
+  try {
+    in_flight_ = std::async(std::launch::async, [this, at = base_] {
+      if (!direct_write(direct_.get(), spare_.get(), kStageBytes, at, name_))
+        throw_errno("write failed (O_DIRECT refused after it was taken)", name_, EINVAL);
+    });
+  } catch (const std::system_error&) {  // no thread to be had: written here and now
+    std::swap(stage_, spare_);
+    write_blocks(kStageBytes);
+  }
 }
 
 void OutputWrites::flush() {

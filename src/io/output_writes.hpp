@@ -22,8 +22,10 @@ namespace tlio::detail {
 /// the file system refuses O_DIRECT, every write goes through the page cache. A direct write
 /// waits for the disk, so after the first (which shows whether the file system takes them) each
 /// full stage is written by a thread of its own while the caller fills a second one: making the
-/// bytes and writing them overlap. An error of that write is thrown by the next call that waits
-/// for it (the next full stage, flush, copy_from, end of a run). Not thread-safe.
+/// bytes and writing them overlap (where no thread can be started, the stage is written at
+/// once). An error of that write is thrown by the next call that waits for it (the next full
+/// stage, flush, copy_from, end of a run); there, unlike on the first write, O_DIRECT refused
+/// is an error too (it was taken before, with the same alignment). Not thread-safe.
 class OutputWrites {
  public:
   /// Offsets below this are always written through the page cache (a small file never leaves it).

@@ -16,12 +16,20 @@ std::string read_quantization_config(const ModelLocation& where, const std::vect
                                      const std::optional<std::string>& config_text) {
   const std::optional<std::string> config =
       config_text ? config_text : where.read_text(kConfigFile);
-  // MLX's folders have "quantization" (mlx-lm now writes "quantization_config" as a copy).
-  if (config)
-    for (const char* name : {"quantization_config", "quantization"})
-      if (auto member = json_member_text(*config, name, where.name_of(kConfigFile), Rule::model);
-          member && (std::string_view(name) == "quantization_config" || member->starts_with('{')))
-        return *member == "null" ? std::string() : *member;
+  // MLX's folders have "quantization" (mlx-lm now writes "quantization_config" as a copy); a
+  // null member says none.
+  if (config) {
+    bool none = false;
+    for (const char* name : {"quantization_config", "quantization"}) {
+      const auto member = json_member_text(*config, name, where.name_of(kConfigFile), Rule::model);
+      if (!member) continue;
+      if (*member == "null")
+        none = true;
+      else if (std::string_view(name) == "quantization_config" || member->starts_with('{'))
+        return *member;
+    }
+    if (none) return {};
+  }
   for (const File& f : weights)
     for (const TensorInfo& t : f.tensors())
       if (t.name.ends_with(".qzeros")) return where.read_text(kGptqConfigFile).value_or("");

@@ -134,8 +134,10 @@ TEST(GgufRope, LongRopeIsPhi3sFactorsAndAttentionFactor) {
   EXPECT_EQ(r.original_context, 4096u);
   EXPECT_DOUBLE_EQ(*r.attention_factor, std::sqrt(1 + std::log(32.0) / std::log(4096.0)));
   const std::vector<GgufKeyValue> keys = rope_scaling_keys("phi3", r);
-  ASSERT_EQ(keys.size(), 1u);
-  EXPECT_EQ(keys[0].key, "phi3.rope.scaling.attn_factor");
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].key, "phi3.rope.scaling.original_context_length");
+  EXPECT_EQ(keys[0].value.as_uint(), 4096u);
+  EXPECT_EQ(keys[1].key, "phi3.rope.scaling.attn_factor");
   const auto tensors = rope_tensors(r, 10000.0, 4);
   ASSERT_EQ(tensors.size(), 2u);
   EXPECT_EQ(tensors[0].first, kRopeLongName);
@@ -165,6 +167,16 @@ TEST(GgufRope, LongRopeIsPhi3sFactorsAndAttentionFactor) {
         R"({"short_factor": [1, 1], "rope_type": "longrope"})"})
     EXPECT_THROW(parsed(bad, contexts, {.longrope = true}), Error) << bad;
   EXPECT_NE(refusal(phi35).find("longrope for Phi-3"), std::string::npos);
+  // transformers reads config.json's original context, the converter rope_scaling's: refused
+  // where they differ; a fraction or a negative number is no context length.
+  for (const char* own : {"2048", "4096.5", "-1", "1e30"})
+    EXPECT_THROW(
+        parsed(R"({"long_factor": [1, 2], "short_factor": [1, 1], "rope_type": "longrope",)"
+               R"( "original_max_position_embeddings": )" +
+                   std::string(own) + "}",
+               contexts, {.longrope = true}),
+        Error)
+        << own;
 }
 
 TEST(GgufRope, Llama3FactorsKeepShortWavesScaleLongOnesAndSmoothBetween) {

@@ -27,7 +27,24 @@ void mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& sca
 /// (`words` zeroed beforehand where they are written).
 void mlx_pack(const uint8_t* codes, uint64_t n, unsigned bits, uint64_t first_bit, uint32_t* words);
 
+/// Codes [first, first + n) of a row's bit stream (`row`, U32 words as bytes), `bits` each.
+void mlx_unpack(const std::byte* row, uint64_t first, uint64_t n, unsigned bits, uint8_t* codes);
+
 /// Values rounded to `t` (F16, BF16; F32 as they are), in place: what MLX's ops in T give.
 void mlx_round_through(Dtype t, std::span<float> values);
+
+// The other modes, as mx.quantize computes them in the weights' dtype T (mlx 0.32.4: the MX
+// scale rounded up, so that no value saturates).
+
+/// The exponent of an MX group's scale: ceil(log2(s)) for s = round_T(amax / max_value) (6 for
+/// FP4, 448 for FP8), 0 for s = 0. Its E8M0 byte is 127 + it wrapped to 8 bits, as MLX stores
+/// it (no clamping); its values are divided by 2^it.
+int mlx_mx_exponent(float amax, float max_value, Dtype t);
+/// The E2M1 code of x: the nearest of 0, 0.5, 1, 1.5, 2, 3, 4, 6, a tie to the smaller
+/// magnitude (MLX's argmin over its table), the sign only on a nonzero code (never -0).
+uint8_t mlx_fp4_code(float x);
+/// The E4M3 (float8_e4m3fn) byte of x, to nearest even, subnormals included; 448 and beyond
+/// (infinities and NaN too) saturate to +-448 (0x7E, 0xFE), as MLX's ToFP8.
+uint8_t mlx_fp8_byte(float x);
 
 }  // namespace tlio::detail

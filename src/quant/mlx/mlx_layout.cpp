@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/checked.hpp"
 #include "common/json_doc.hpp"
 #include "common/json_text.hpp"
 #include "quant/hub/hub_config.hpp"
@@ -46,7 +47,7 @@ std::optional<MlxOptions> params_of(dom::object o, const JsonDoc& doc, std::stri
                                                      "mxfp8 and nvfp4 are decoded)",
                                                      quote_name(mode_name)));
   p = {p.mode, mlx_mode_defaults(p.mode).bits, mlx_mode_defaults(p.mode).group};
-  for (const auto [key, member] :
+  for (const auto& [key, member] :
        {std::pair("bits", &MlxOptions::bits), std::pair("group_size", &MlxOptions::group)}) {
     if (o[key].get(v) != simdjson::SUCCESS || v.is_null()) continue;
     if (v.get_uint64().get(p.*member) != simdjson::SUCCESS || p.*member == 0)
@@ -56,10 +57,14 @@ std::optional<MlxOptions> params_of(dom::object o, const JsonDoc& doc, std::stri
 }
 
 // The quantization config of an MLX folder: a member without quant_method holding group_size
-// and bits (mlx-lm's); none for the Hub's configs or a lone file.
+// and bits (mlx-lm's); else what a lone file tlio quantized records in its metadata; none for
+// the Hub's configs.
 MlxConfig mlx_config(const TensorSet& set) {
   MlxConfig c;
-  const std::string& text = set.quantization_config();
+  std::string_view text = set.quantization_config();
+  if (text.empty())
+    if (const auto own = set.metadata().find("quantization_config"); own != set.metadata().end())
+      text = own->second;
   if (text.empty()) return c;
   const JsonDoc doc(text, "quantization", Rule::quant);
   dom::object root;
@@ -92,11 +97,14 @@ std::optional<MlxMode> fp_mode_of(uint64_t bits_per_group) {
 // that fit with want's group, else the only pair that fits.
 MlxOptions affine_params(const TensorInfo& words, uint64_t groups,
                          const std::optional<MlxOptions>& want) {
-  const uint64_t stream_bits = words.shape.back() * 32;
+  // Bounded: a tensor's elements times 32 bits fit in 64 bits (tensor_size), and so do groups
+  // times 1024 unless a leading dimension is 0, which leaves the last one unbounded.
+  const std::optional<uint64_t> stream_bits = checked_mul(words.shape.back(), 32);
   std::vector<MlxOptions> fits;
   for (uint64_t group : kMlxAffineGroups)
     for (uint64_t bits : kMlxAffineBits)
-      if (groups * group * bits == stream_bits) fits.push_back({MlxMode::affine, bits, group});
+      if (const auto need = checked_mul(groups, group * bits); need && need == stream_bits)
+        fits.push_back({MlxMode::affine, bits, group});
   const auto with = [&](auto pred) -> std::optional<MlxOptions> {
     for (const MlxOptions& f : fits)
       if (pred(f)) return f;
@@ -149,9 +157,10 @@ QuantizedWeight weight_of(const TensorSet& set, const TensorInfo& words, const T
                                          quote_name(scales.name), quote_name(b + ".biases")));
     p = affine_params(words, groups, want);
   } else if (scales.dtype == Dtype::U8) {
-    const uint64_t stream_bits = ws.back() * 32;
-    const std::optional<MlxMode> mode =
-        stream_bits % groups == 0 ? fp_mode_of(stream_bits / groups) : std::nullopt;
+    const std::optional<uint64_t> stream_bits = checked_mul(ws.back(), 32);
+    const std::optional<MlxMode> mode = stream_bits && *stream_bits % groups == 0
+                                            ? fp_mode_of(*stream_bits / groups)
+                                            : std::nullopt;
     if (biases || !mode)
       malformed(scales.name, fmt::format("{} is U8 {} for {} {}: not MLX's mxfp4, mxfp8 or nvfp4{}",
                                          quote_name(scales.name), shape_text(scales.shape),
@@ -199,7 +208,8 @@ MlxOptions mlx_mode_defaults(MlxMode mode) noexcept {
 
 std::string_view mlx_mode_name(MlxMode mode) noexcept {
   constexpr std::string_view names[] = {"affine", "mxfp4", "mxfp8", "nvfp4"};
-  return names[static_cast<size_t>(mode)];
+  const auto i = static_cast<size_t>(mode);
+  return i < std::size(names) ? names[i] : "(not a mode)";
 }
 
 std::vector<QuantizedWeight> detect_mlx(const TensorSet& set) {

@@ -1,14 +1,17 @@
 // quant/mlx/mlx_scheme.cpp: the registry entry of MLX's quantized layouts (mlx_layout.hpp): the
 // names ("mlx-affine-4bit-g64", "mlx-mxfp4", ...), the decoder (mx.dequantize's values, bit for
-// bit) and the affine encoder (mx.quantize's tensors, byte for byte; config.json as mlx-lm
-// writes it).
+// bit) and the encoders of every mode (mx.quantize's tensors, byte for byte; config.json as
+// mlx-lm writes it).
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
+#include "common/json_text.hpp"
+#include "common/parallel.hpp"
 #include "quant/hub/hub_config.hpp"
 #include "quant/hub/hub_values.hpp"
 #include "quant/mlx/mlx_kernels.hpp"
@@ -120,15 +123,24 @@ class MlxDecoder final : public WeightDecoder {
       const std::span<float> run = v.subspan(i, take);
       if (options_.mode == MlxMode::affine) {
         const std::byte* s = scales_.bytes().data() + r * groups_ * scale_bytes;
-        for (uint64_t j = 0; j < take; ++j) {  // q * s, rounded to T below
-          const uint64_t c = c0 + j;
-          run[j] = static_cast<float>(field(row, 1, c, options_.bits)) *
-                   scale_value(scales_.dtype(), s + c / options_.group * scale_bytes);
+        const std::byte* b = biases_->bytes().data() + r * groups_ * scale_bytes;
+        const unsigned bits = static_cast<unsigned>(options_.bits);
+        for (uint64_t j = 0; j < take;) {  // q * s group by group, rounded to T below
+          const uint64_t c = c0 + j, g = c / options_.group;
+          const uint64_t n = std::min(take - j, (g + 1) * options_.group - c);
+          const float scale = scale_value(scales_.dtype(), s + g * scale_bytes);
+          mlx_unpack(row, c, n, bits, codes_of(n));
+          for (uint64_t k = 0; k < n; ++k) run[j + k] = static_cast<float>(codes_of(n)[k]) * scale;
+          j += n;
         }
         mlx_round_through(reference_, run);
-        const std::byte* b = biases_->bytes().data() + r * groups_ * scale_bytes;
-        for (uint64_t j = 0; j < take; ++j)
-          run[j] += scale_value(biases_->dtype(), b + (c0 + j) / options_.group * scale_bytes);
+        for (uint64_t j = 0; j < take;) {
+          const uint64_t c = c0 + j, g = c / options_.group;
+          const uint64_t n = std::min(take - j, (g + 1) * options_.group - c);
+          const float bias = scale_value(biases_->dtype(), b + g * scale_bytes);
+          for (uint64_t k = 0; k < n; ++k) run[j + k] += bias;
+          j += n;
+        }
       } else {
         const uint8_t* s = scales + r * groups_;
         const auto* bytes = reinterpret_cast<const uint8_t*>(row);
@@ -144,6 +156,13 @@ class MlxDecoder final : public WeightDecoder {
       mlx_round_through(reference_, run);
       i += take;
     }
+  }
+
+  // A thread's scratch for a group's codes.
+  static uint8_t* codes_of(uint64_t n) {
+    thread_local std::vector<uint8_t> codes;
+    if (codes.size() < n) codes.resize(n);
+    return codes.data();
   }
 
   MlxOptions options_;
@@ -167,6 +186,24 @@ std::vector<StoredPart> parts(const TensorSet&, const QuantizedWeight& w) {
 
 // ---- encoding (affine) ---------------------------------------------------------------------
 
+// A file's metadata as mlx-lm writes it (format "mlx"; the source's own kept for dequantize),
+// with the quantization config: a lone file's shapes alone may fit several widths and groups.
+void mlx_metadata(Metadata& meta, std::string config) {
+  if (auto f = meta.find("format"); f != meta.end() && f->second != "mlx")
+    meta[kSourceFormat] = f->second;
+  meta["format"] = "mlx";
+  meta["quantization_config"] = std::move(config);
+}
+
+// mx.quantize's arithmetic has no answer for infinities and NaN (a code past its range).
+void check_finite(const TensorInfo& t, std::span<const float> values) {
+  for (const float x : values)
+    if (!std::isfinite(x))
+      throw_invalid(
+          fmt::format("{} holds {}: MLX's quantization needs finite values", quote_name(t.name), x),
+          t.name);
+}
+
 class MlxAffineEncoder final : public WeightEncoder {
  public:
   explicit MlxAffineEncoder(const MlxOptions& o) : bits_(o.bits), group_(o.group) {}
@@ -176,6 +213,7 @@ class MlxAffineEncoder final : public WeightEncoder {
     if (t.dtype != Dtype::F32 && t.dtype != Dtype::F16 && t.dtype != Dtype::BF16)
       return fmt::format("dtype {} (mx.quantize takes F32, F16 and BF16)", dtype_name(t.dtype));
     if (!t.name.ends_with(".weight")) return "not a module's weight (<module>.weight)";
+    if (t.shape.back() == 0) return "no columns";
     if (t.shape.back() % group_ != 0)
       return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), group_);
     return {};
@@ -201,18 +239,24 @@ class MlxAffineEncoder final : public WeightEncoder {
     const uint64_t in = t.shape.back(), groups = in / group_, row_words = in * bits_ / 32;
     ErrorStats stats;
     for_each_f32_chunk(src, t, in, input_, [&](uint64_t, std::span<const float> block) {
+      check_finite(t, block);
       const uint64_t rows = block.size() / in;
       words_.assign(rows * row_words, 0);
       scales_.resize(rows * groups);
       biases_.resize(rows * groups);
       codes_.resize(block.size());
-      for (uint64_t g = 0; g < rows * groups; ++g) {
-        const uint64_t r = g / groups, first = g * group_;
-        mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_), scales_[g],
-                         biases_[g], &codes_[first]);
-        mlx_pack(&codes_[first], group_, static_cast<unsigned>(bits_), (first - r * in) * bits_,
-                 &words_[r * row_words]);
-      }
+      // Groups on every core: each owns its codes, scale, bias and whole words (group x bits
+      // is a multiple of 32).
+      parallel_for(rows * groups, 64, 1, thread_count(configured_threads()),
+                   [&](uint64_t begin, uint64_t end) {
+                     for (uint64_t g = begin; g < end; ++g) {
+                       const uint64_t r = g / groups, first = g * group_;
+                       mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_),
+                                        scales_[g], biases_[g], &codes_[first]);
+                       mlx_pack(&codes_[first], group_, static_cast<unsigned>(bits_),
+                                (first - r * in) * bits_, &words_[r * row_words]);
+                     }
+                   });
       // Stored in the weights' dtype (the codes were made with the f32 scale, as MLX does).
       mlx_round_through(t.dtype, scales_);
       mlx_round_through(t.dtype, biases_);
@@ -236,7 +280,9 @@ class MlxAffineEncoder final : public WeightEncoder {
     stats.finish(item, t.element_count());
   }
 
-  void update_metadata(Metadata& meta) const override { meta["format"] = "mlx"; }
+  void update_metadata(Metadata& meta) const override {
+    mlx_metadata(meta, quantization_config({}, Dtype::F32));
+  }
 
   std::string quantization_config(std::span<const std::string>, Dtype) const override {
     return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "affine"}})", group_, bits_);
@@ -255,6 +301,113 @@ class MlxAffineEncoder final : public WeightEncoder {
   std::vector<std::byte> stored_;
 };
 
+// ---- encoding (mxfp4, mxfp8, nvfp4) ---------------------------------------------------------
+
+class MlxFpEncoder final : public WeightEncoder {
+ public:
+  explicit MlxFpEncoder(const MlxOptions& o) : o_(o) {}
+
+  std::string unquantizable(const TensorInfo& t) const override {
+    if (t.shape.size() < 2) return "1-D (MLX quantizes matrices and stacks of them)";
+    if (t.dtype != Dtype::F32 && t.dtype != Dtype::F16 && t.dtype != Dtype::BF16)
+      return fmt::format("dtype {} (mx.quantize takes F32, F16 and BF16)", dtype_name(t.dtype));
+    if (!t.name.ends_with(".weight")) return "not a module's weight (<module>.weight)";
+    if (t.shape.back() == 0) return "no columns";
+    if (t.shape.back() % o_.group != 0)
+      return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), o_.group);
+    if (o_.mode == MlxMode::nvfp4 && t.element_count() % 32 != 0)  // mx.quantize's own limit
+      return fmt::format("{} values, not a multiple of 32 (mx.quantize's nvfp4)",
+                         t.element_count());
+    return {};
+  }
+
+  bool selected_by_default(const TensorInfo& t) const override {
+    return t.shape.size() >= 2 && t.name.ends_with(".weight");
+  }
+
+  std::vector<TensorData> outputs(const File&, const TensorInfo& t) override {
+    const std::string base = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+    Shape words = t.shape, scales = t.shape;
+    words[words.size() - 1] = t.shape.back() * o_.bits / 32;
+    scales[scales.size() - 1] = t.shape.back() / o_.group;
+    return {{base + ".weight", Dtype::U32, words, {}}, {base + ".scales", Dtype::U8, scales, {}}};
+  }
+
+  void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
+             const std::function<void(uint64_t)>& tick) override {
+    const std::string base = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+    const uint64_t in = t.shape.back();
+    const float max_value = o_.mode == MlxMode::mxfp8 ? 448.0f : 6.0f;
+    ErrorStats stats;
+    for_each_f32_chunk(src, t, in, input_, [&](uint64_t, std::span<const float> block) {
+      check_finite(t, block);
+      const uint64_t groups = block.size() / o_.group;
+      codes_.resize(block.size() * o_.bits / 8);
+      scales_.resize(groups);
+      back_.resize(block.size());
+      for (uint64_t g = 0; g < groups; ++g) {
+        const std::span<const float> v = block.subspan(g * o_.group, o_.group);
+        float amax = 0;
+        for (const float x : v) amax = std::max(amax, std::fabs(x));
+        // The divisor in T: 2^e for MX (e before the byte wraps), the E4M3 scale for NV.
+        float divisor;
+        if (o_.mode == MlxMode::nvfp4) {
+          float s = amax / 6.0f;
+          mlx_round_through(t.dtype, std::span(&s, 1));
+          scales_[g] = mlx_fp8_byte(s);
+          divisor = e4m3_values()[scales_[g]];
+        } else {
+          const int e = mlx_mx_exponent(amax, max_value, t.dtype);
+          scales_[g] = static_cast<uint8_t>(static_cast<unsigned>(e + 127) & 0xFFu);
+          divisor = static_cast<float>(std::ldexp(1.0, e));
+        }
+        mlx_round_through(t.dtype, std::span(&divisor, 1));
+        float* x = &back_[g * o_.group];  // w / divisor in T, then each value's code
+        for (uint64_t i = 0; i < o_.group; ++i) x[i] = v[i] / divisor;
+        mlx_round_through(t.dtype, std::span(x, o_.group));
+        uint8_t* c = &codes_[g * o_.group * o_.bits / 8];
+        const bool zero = o_.mode == MlxMode::nvfp4 && divisor == 0;  // every code 0
+        for (uint64_t i = 0; i < o_.group; ++i) {
+          if (o_.mode == MlxMode::mxfp8) {
+            c[i] = mlx_fp8_byte(x[i]);
+          } else {
+            const uint8_t code = zero ? 0 : mlx_fp4_code(x[i]);
+            c[i / 2] = static_cast<uint8_t>(i % 2 ? (c[i / 2] | code << 4) : code);
+          }
+        }
+      }
+      w.append(base + ".weight", std::as_bytes(std::span(codes_)));
+      w.append(base + ".scales", std::as_bytes(std::span(scales_)));
+      // What mx.dequantize gives back (BF16 by default): value x scale, rounded to BF16.
+      const std::array<float, 16> fp4 = e2m1_values(true);
+      for (uint64_t i = 0; i < block.size(); ++i) {
+        const uint8_t s = scales_[i / o_.group];
+        const float value = o_.mode == MlxMode::mxfp8 ? e4m3_values()[codes_[i]]
+                                                      : fp4[(codes_[i / 2] >> (i % 2 * 4)) & 0xF];
+        back_[i] = value * (o_.mode == MlxMode::nvfp4 ? e4m3_values()[s] : e8m0_values()[s]);
+      }
+      mlx_round_through(Dtype::BF16, back_);
+      stats.add(block, back_);
+      tick(codes_.size() + scales_.size());
+    });
+    stats.finish(item, t.element_count());
+  }
+
+  void update_metadata(Metadata& meta) const override {
+    mlx_metadata(meta, quantization_config({}, Dtype::F32));
+  }
+
+  std::string quantization_config(std::span<const std::string>, Dtype) const override {
+    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "{}"}})", o_.group, o_.bits,
+                       mlx_mode_name(o_.mode));
+  }
+  bool quantization_too() const override { return true; }
+
+ private:
+  MlxOptions o_;
+  std::vector<uint8_t> codes_, scales_;
+};
+
 constexpr SchemeOptionInfo kOptions[] = {
     {"bits", OptionKind::number, "affine: bits a code, 2, 3, 4, 5, 6 or 8 (default 4)",
      "2 3 4 5 6 8"},
@@ -268,8 +421,8 @@ const SchemeEntry& mlx_scheme_entry() noexcept {
   static const SchemeEntry entry{
       {SchemeKind::mlx, "mlx-<mode>", "mlx-affine",
        "MLX (mlx-lm), every Linear and Embedding: <m>.weight becomes <m>.weight U32 (codes) +\n"
-       "<m>.scales + <m>.biases (mlx-affine, or mlx-affine-<bits>bit-g<group>); read too:\n"
-       "mlx-mxfp4, mlx-mxfp8, mlx-nvfp4 (U8 scales, no biases)",
+       "<m>.scales + <m>.biases (mlx-affine, or mlx-affine-<bits>bit-g<group>), or U8 scales\n"
+       "and no biases (mlx-mxfp4, mlx-mxfp8, mlx-nvfp4)",
        kOptions},
       parse_name,
       scheme_name,
@@ -282,11 +435,8 @@ const SchemeEntry& mlx_scheme_entry() noexcept {
       parts,
       [](const QuantScheme::Options& o) -> std::unique_ptr<WeightEncoder> {
         const auto& mlx = std::get<MlxOptions>(o);
-        if (mlx.mode != MlxMode::affine)
-          throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                      fmt::format("tlio reads MLX's {} but writes its affine mode only",
-                                  mlx_mode_name(mlx.mode)));
-        return std::make_unique<MlxAffineEncoder>(mlx);
+        if (mlx.mode == MlxMode::affine) return std::make_unique<MlxAffineEncoder>(mlx);
+        return std::make_unique<MlxFpEncoder>(mlx);
       }};
   return entry;
 }

@@ -4,7 +4,10 @@
 // and the layouts refused by name. Values against MLX itself: python/tests/test_mlx.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quant/hub/hub_values.hpp"
@@ -66,6 +69,9 @@ TEST(MlxPack, ALittleEndianBitStreamAcrossWords) {
     const auto* stream = reinterpret_cast<const std::byte*>(words.data());
     for (size_t i = 0; i < codes.size(); ++i)
       EXPECT_EQ(field(stream, 1, i, bits), codes[i]) << bits << " bits, code " << i;
+    std::vector<uint8_t> back(29);  // unpacked from an odd code to the row's very end
+    mlx_unpack(stream, 35, back.size(), bits, back.data());
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), codes.begin() + 35)) << bits << " bits";
   }
   // 3 bits: code 10 takes bits 30..32, the last one in the next word.
   std::vector<uint8_t> codes(11, 0);
@@ -74,6 +80,42 @@ TEST(MlxPack, ALittleEndianBitStreamAcrossWords) {
   mlx_pack(codes.data(), codes.size(), 3, 0, words);
   EXPECT_EQ(words[0], 0xC0000000u);
   EXPECT_EQ(words[1], 1u);
+}
+
+TEST(MlxFp, Fp4TiesGoToTheSmallerMagnitudeAndNeverMinusZero) {
+  // Midpoints: 0.25 -> 0, 0.75 -> 0.5, 1.25 -> 1, 1.75 -> 1.5, 2.5 -> 2, 3.5 -> 3, 5 -> 4.
+  const std::pair<float, uint8_t> cases[] = {
+      {0.25f, 0}, {0.75f, 1},  {1.25f, 2}, {1.75f, 3}, {2.5f, 4},   {3.5f, 5},  {5.0f, 6},
+      {5.01f, 7}, {100.0f, 7}, {-0.2f, 0}, {-0.3f, 9}, {-6.0f, 15}, {-0.0f, 0}, {0.26f, 1}};
+  for (const auto& [x, code] : cases) EXPECT_EQ(mlx_fp4_code(x), code) << x;
+}
+
+TEST(MlxFp, Fp8ToNearestEvenSaturating) {
+  EXPECT_EQ(mlx_fp8_byte(0.0f), 0x00);
+  EXPECT_EQ(mlx_fp8_byte(-0.0f), 0x80);
+  EXPECT_EQ(mlx_fp8_byte(0.001953125f), 0x01);       // 2^-9, the smallest subnormal
+  EXPECT_EQ(mlx_fp8_byte(0.0009765625f), 0x00);      // 2^-10: a tie, to even 0
+  EXPECT_EQ(mlx_fp8_byte(3 * 0.0009765625f), 0x02);  // 1.5 x 2^-9: a tie, to even 2
+  EXPECT_EQ(mlx_fp8_byte(1.0f), 0x38);
+  EXPECT_EQ(mlx_fp8_byte(1.0625f), 0x38);  // between 1 and 1.125: even 1
+  EXPECT_EQ(mlx_fp8_byte(1.1875f), 0x3A);  // between 1.125 and 1.25: even 1.25
+  EXPECT_EQ(mlx_fp8_byte(432.0f), 0x7E);   // between 416 and 448: even 448
+  EXPECT_EQ(mlx_fp8_byte(1e6f), 0x7E);
+  EXPECT_EQ(mlx_fp8_byte(-std::numeric_limits<float>::infinity()), 0xFE);
+  EXPECT_EQ(mlx_fp8_byte(std::numeric_limits<float>::quiet_NaN()), 0x7E);
+  for (unsigned c = 0; c < 0x7F; ++c)  // every code's own value comes back as it
+    EXPECT_EQ(mlx_fp8_byte(e4m3_values()[c]), c) << c;
+}
+
+TEST(MlxFp, MxExponentRoundsTheScaleUp) {
+  EXPECT_EQ(mlx_mx_exponent(6.0f, 6.0f, Dtype::F32), 0);   // s = 1: 2^0
+  EXPECT_EQ(mlx_mx_exponent(6.5f, 6.0f, Dtype::F32), 1);   // s just above 1: up to 2^1
+  EXPECT_EQ(mlx_mx_exponent(3.0f, 6.0f, Dtype::F32), -1);  // s = 0.5 exactly
+  EXPECT_EQ(mlx_mx_exponent(0.0f, 6.0f, Dtype::F32), 0);   // a zero group
+  EXPECT_EQ(mlx_mx_exponent(448.0f, 448.0f, Dtype::BF16), 0);
+  // s rounded to T first: 6 * (1 + 2^-10) / 6 is 1 in BF16 (8 bits), not in F32.
+  EXPECT_EQ(mlx_mx_exponent(6.0f * (1 + 0x1p-10f), 6.0f, Dtype::BF16), 0);
+  EXPECT_EQ(mlx_mx_exponent(6.0f * (1 + 0x1p-10f), 6.0f, Dtype::F32), 1);
 }
 
 // A file of the tensors given (contents zero) as one set with `config` as its quantization.

@@ -5,19 +5,50 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "tlio/convert.hpp"
 
 namespace tlio::detail {
 
-void mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& scale, float& bias,
+namespace {
+
+// rint for |x| <= 2^22, to nearest even as std::rint: the f32 sum rounds at the units' place.
+inline float small_rint(float x) { return (x + 0x1.8p23f) - 0x1.8p23f; }
+
+}  // namespace
+
+bool mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& scale, float& bias,
                       uint8_t* codes) {
   const auto levels = static_cast<float>((1u << bits) - 1);
-  float lo = values[0], hi = values[0];
-  for (uint64_t i = 1; i < n; ++i) {
-    lo = std::min(lo, values[i]);
-    hi = std::max(hi, values[i]);
+  // Finite first (an exponent of all ones is an infinity or NaN), then the ends: two loops
+  // that vectorize, where one with a NaN test in it does not.
+  uint32_t special = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    special |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+  }
+  if (special) return false;
+  // Eight lanes of ends, merged after (the same ends whatever the order: the values are finite,
+  // and a signed zero at an end changes nothing below).
+  float lo8[8], hi8[8];
+  for (unsigned j = 0; j < 8; ++j) lo8[j] = hi8[j] = values[0];
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (unsigned j = 0; j < 8; ++j) {
+      lo8[j] = values[i + j] < lo8[j] ? values[i + j] : lo8[j];
+      hi8[j] = values[i + j] > hi8[j] ? values[i + j] : hi8[j];
+    }
+  for (; i < n; ++i) {
+    lo8[0] = values[i] < lo8[0] ? values[i] : lo8[0];
+    hi8[0] = values[i] > hi8[0] ? values[i] : hi8[0];
+  }
+  float lo = lo8[0], hi = hi8[0];
+  for (unsigned j = 1; j < 8; ++j) {
+    lo = std::min(lo, lo8[j]);
+    hi = std::max(hi, hi8[j]);
   }
   const bool low_edge = std::fabs(lo) > std::fabs(hi);  // a tie takes the max
   float s = std::max((hi - lo) / levels, kMlxAffineEps);
@@ -29,14 +60,42 @@ void mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& sca
     s = edge / q0;
     b = edge;
   }
+  // clamp(rint(y), 0, levels) is rint(clamp(y, 0, levels)): the levels are whole numbers.
   for (uint64_t i = 0; i < n; ++i)
-    codes[i] = static_cast<uint8_t>(std::clamp(std::rint((values[i] - b) / s), 0.0f, levels));
+    codes[i] = static_cast<uint8_t>(small_rint(std::clamp((values[i] - b) / s, 0.0f, levels)));
   scale = s;
   bias = b;
+  return true;
 }
 
 void mlx_pack(const uint8_t* codes, uint64_t n, unsigned bits, uint64_t first_bit,
               uint32_t* words) {
+  if (first_bit % 32 == 0 && n % 8 == 0 && (bits == 4 || bits == 8)) {  // byte by byte
+    auto* out = reinterpret_cast<uint8_t*>(words + first_bit / 32);
+    if (bits == 8) {
+      std::memcpy(out, codes, n);
+    } else {
+      for (uint64_t k = 0; k < n / 2; ++k)
+        out[k] = static_cast<uint8_t>(codes[2 * k] | codes[2 * k + 1] << 4);
+    }
+    return;
+  }
+  if (first_bit % 32 == 0) {  // a group's run (group x bits fills whole words): word by word
+    uint32_t* w = words + first_bit / 32;
+    uint64_t acc = 0;
+    unsigned held = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      acc |= uint64_t{codes[i]} << held;
+      held += bits;
+      if (held >= 32) {
+        *w++ |= static_cast<uint32_t>(acc);
+        acc >>= 32;
+        held -= 32;
+      }
+    }
+    if (held > 0) *w |= static_cast<uint32_t>(acc);
+    return;
+  }
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t bit = first_bit + i * bits, word = bit / 32;
     const unsigned shift = bit % 32;
@@ -46,15 +105,76 @@ void mlx_pack(const uint8_t* codes, uint64_t n, unsigned bits, uint64_t first_bi
 }
 
 void mlx_unpack(const std::byte* row, uint64_t first, uint64_t n, unsigned bits, uint8_t* codes) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(row);
+  if (bits == 8) {
+    std::memcpy(codes, bytes + first, n);
+    return;
+  }
   const uint32_t mask = (1u << bits) - 1;
-  uint64_t bit = first * bits;
+  if (bits == 4) {  // codes within bytes, the low nibble first
+    for (uint64_t i = 0, c = first; i < n; ++i, ++c)
+      codes[i] = static_cast<uint8_t>((bytes[c >> 1] >> ((c & 1) * 4)) & 0xF);
+    return;
+  }
+  if (bits == 2) {
+    for (uint64_t i = 0, c = first; i < n; ++i, ++c)
+      codes[i] = static_cast<uint8_t>((bytes[c >> 2] >> ((c & 3) * 2)) & 0x3);
+    return;
+  }
+  // The bytes that hold the codes, with 8 bytes to spare, so that each code is one 64-bit load.
+  const uint64_t begin = first * bits / 8, end = ((first + n) * bits + 7) / 8;
+  thread_local std::vector<uint8_t> held;
+  held.resize(end - begin + 8);
+  std::memcpy(held.data(), bytes + begin, end - begin);
+  std::memset(held.data() + (end - begin), 0, 8);
+  uint64_t bit = first * bits - begin * 8;
   for (uint64_t i = 0; i < n; ++i, bit += bits) {
-    // The 8 bytes from the code's first byte hold it whole (bits <= 8): read within the row
-    // only as far as its last byte.
-    const uint64_t byte = bit / 8, last = (bit + bits - 1) / 8;
-    uint64_t v = 0;
-    std::memcpy(&v, row + byte, last - byte + 1);
+    uint64_t v;
+    std::memcpy(&v, held.data() + bit / 8, 8);
     codes[i] = static_cast<uint8_t>((v >> (bit % 8)) & mask);
+  }
+}
+
+float mlx_round_bf16(float x) noexcept {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  // A NaN stays one (a small payload would carry into the exponent): a select, so the loops
+  // that call this vectorize.
+  bits = std::isnan(x) ? (bits | 0x00400000u) & 0xFFFF0000u : rounded;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+float mlx_round_f16(float x) noexcept {
+  const float a = std::fabs(x);
+  if (!(a < 65520.0f))  // NaN; the infinities and what rounds to them (past 65504's midpoint)
+    return std::isnan(x) ? x : std::copysign(std::numeric_limits<float>::infinity(), x);
+  // The quantum at a's binade (2^-24 for F16's subnormals), a power of two: exact division.
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  const float quantum = std::ldexp(1.0f, std::max(e - 1, -14) - 10);
+  return std::copysign(small_rint(a / quantum) * quantum, x);  // a / quantum < 2^11
+}
+
+void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias, Dtype t,
+                       float* out) {
+  if (t == Dtype::BF16) {  // mlx_round_bf16 written out, so that the loop vectorizes
+    const auto round = [](float x) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+      bits = x != x ? (bits | 0x00400000u) & 0xFFFF0000u : rounded;
+      std::memcpy(&x, &bits, 4);
+      return x;
+    };
+    for (uint64_t i = 0; i < n; ++i)
+      out[i] = round(round(static_cast<float>(codes[i]) * scale) + bias);
+  } else if (t == Dtype::F16) {
+    for (uint64_t i = 0; i < n; ++i)
+      out[i] = mlx_round_f16(mlx_round_f16(static_cast<float>(codes[i]) * scale) + bias);
+  } else {
+    for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale + bias;
   }
 }
 

@@ -19,8 +19,9 @@ namespace tlio::detail {
 inline constexpr float kMlxAffineEps = 1e-7f;
 
 /// Affine quantization of one group of f32 values: the f32 scale and bias (before they are
-/// rounded to the weights' dtype) and each value's code (0 .. 2^bits - 1).
-void mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& scale, float& bias,
+/// rounded to the weights' dtype) and each value's code (0 .. 2^bits - 1). False, and nothing
+/// made, where a value is not finite (mx.quantize has no code for it).
+bool mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& scale, float& bias,
                       uint8_t* codes);
 
 /// Appends `n` codes of `bits` bits at bit `first_bit` of a little-endian stream of U32 words
@@ -32,6 +33,19 @@ void mlx_unpack(const std::byte* row, uint64_t first, uint64_t n, unsigned bits,
 
 /// Values rounded to `t` (F16, BF16; F32 as they are), in place: what MLX's ops in T give.
 void mlx_round_through(Dtype t, std::span<float> values);
+
+/// One value rounded to BF16 or F16 (to nearest even; NaN kept), as a float: the scalar form of
+/// mlx_round_through for the inner loops.
+float mlx_round_bf16(float x) noexcept;
+float mlx_round_f16(float x) noexcept;
+inline float mlx_round(Dtype t, float x) noexcept {
+  return t == Dtype::BF16 ? mlx_round_bf16(x) : t == Dtype::F16 ? mlx_round_f16(x) : x;
+}
+
+/// Affine values of `n` codes with one group's scale and bias (T values): round_T(round_T(q *
+/// scale) + bias), as mx.dequantize computes them.
+void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias, Dtype t,
+                       float* out);
 
 // The other modes, as mx.quantize computes them in the weights' dtype T (mlx 0.32.4: the MX
 // scale rounded up, so that no value saturates).

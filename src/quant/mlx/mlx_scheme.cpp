@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -121,26 +122,21 @@ class MlxDecoder final : public WeightDecoder {
       const uint64_t take = std::min<uint64_t>(in_ - c0, v.size() - i);
       const std::byte* row = words + r * row_bytes_;
       const std::span<float> run = v.subspan(i, take);
-      if (options_.mode == MlxMode::affine) {
+      if (options_.mode == MlxMode::affine) {  // group by group: T's values as they are made
         const std::byte* s = scales_.bytes().data() + r * groups_ * scale_bytes;
         const std::byte* b = biases_->bytes().data() + r * groups_ * scale_bytes;
-        const unsigned bits = static_cast<unsigned>(options_.bits);
-        for (uint64_t j = 0; j < take;) {  // q * s group by group, rounded to T below
-          const uint64_t c = c0 + j, g = c / options_.group;
-          const uint64_t n = std::min(take - j, (g + 1) * options_.group - c);
-          const float scale = scale_value(scales_.dtype(), s + g * scale_bytes);
-          mlx_unpack(row, c, n, bits, codes_of(n));
-          for (uint64_t k = 0; k < n; ++k) run[j + k] = static_cast<float>(codes_of(n)[k]) * scale;
-          j += n;
-        }
-        mlx_round_through(reference_, run);
         for (uint64_t j = 0; j < take;) {
           const uint64_t c = c0 + j, g = c / options_.group;
           const uint64_t n = std::min(take - j, (g + 1) * options_.group - c);
-          const float bias = scale_value(biases_->dtype(), b + g * scale_bytes);
-          for (uint64_t k = 0; k < n; ++k) run[j + k] += bias;
+          uint8_t* codes = codes_of(n);
+          mlx_unpack(row, c, n, static_cast<unsigned>(options_.bits), codes);
+          mlx_affine_values(codes, n, scale_value(scales_.dtype(), s + g * scale_bytes),
+                            scale_value(biases_->dtype(), b + g * scale_bytes), reference_,
+                            &run[j]);
           j += n;
         }
+        i += take;
+        continue;
       } else {
         const uint8_t* s = scales + r * groups_;
         const auto* bytes = reinterpret_cast<const uint8_t*>(row);
@@ -153,7 +149,7 @@ class MlxDecoder final : public WeightDecoder {
         }
       }
       // MLX's result is T's, whatever dtype the caller asks for (store_rounded keeps F32 exact).
-      mlx_round_through(reference_, run);
+      mlx_round_through(reference_, run);  // (BF16's, for these modes)
       i += take;
     }
   }
@@ -239,27 +235,36 @@ class MlxAffineEncoder final : public WeightEncoder {
     const uint64_t in = t.shape.back(), groups = in / group_, row_words = in * bits_ / 32;
     ErrorStats stats;
     for_each_f32_chunk(src, t, in, input_, [&](uint64_t, std::span<const float> block) {
-      check_finite(t, block);
       const uint64_t rows = block.size() / in;
       words_.assign(rows * row_words, 0);
       scales_.resize(rows * groups);
       biases_.resize(rows * groups);
       codes_.resize(block.size());
-      // Groups on every core: each owns its codes, scale, bias and whole words (group x bits
-      // is a multiple of 32).
+      back_.resize(block.size());
+      // Groups on every core: each owns its codes, scale, bias, values back and whole words
+      // (group x bits is a multiple of 32).
+      std::atomic<bool> finite = true;
       parallel_for(rows * groups, 64, 1, thread_count(configured_threads()),
                    [&](uint64_t begin, uint64_t end) {
                      for (uint64_t g = begin; g < end; ++g) {
                        const uint64_t r = g / groups, first = g * group_;
-                       mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_),
-                                        scales_[g], biases_[g], &codes_[first]);
+                       float& s = scales_[g];
+                       float& b = biases_[g];
+                       if (!mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_), s,
+                                             b, &codes_[first])) {
+                         finite = false;
+                         return;
+                       }
                        mlx_pack(&codes_[first], group_, static_cast<unsigned>(bits_),
                                 (first - r * in) * bits_, &words_[r * row_words]);
+                       // Stored in the weights' dtype (the codes were made with the f32 scale,
+                       // as MLX does); what mx.dequantize gives back from them.
+                       s = mlx_round(t.dtype, s);
+                       b = mlx_round(t.dtype, b);
+                       mlx_affine_values(&codes_[first], group_, s, b, t.dtype, &back_[first]);
                      }
                    });
-      // Stored in the weights' dtype (the codes were made with the f32 scale, as MLX does).
-      mlx_round_through(t.dtype, scales_);
-      mlx_round_through(t.dtype, biases_);
+      if (!finite) check_finite(t, block);
       stored_.resize(bytes_for(t.dtype, scales_.size()));
       w.append(base + ".weight", std::as_bytes(std::span(words_)));
       for (const auto& [name, values] :
@@ -267,13 +272,6 @@ class MlxAffineEncoder final : public WeightEncoder {
         convert(Dtype::F32, std::as_bytes(std::span(*values)), t.dtype, stored_, values->size());
         w.append(base + name, stored_);
       }
-      // What mx.dequantize gives back: round_T(round_T(q * s) + b).
-      back_.resize(block.size());
-      for (uint64_t i = 0; i < block.size(); ++i)
-        back_[i] = static_cast<float>(codes_[i]) * scales_[i / group_];
-      mlx_round_through(t.dtype, back_);
-      for (uint64_t i = 0; i < block.size(); ++i) back_[i] += biases_[i / group_];
-      mlx_round_through(t.dtype, back_);
       stats.add(block, back_);
       tick(words_.size() * 4 + 2 * stored_.size());
     });

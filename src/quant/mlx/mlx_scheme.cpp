@@ -137,19 +137,19 @@ class MlxDecoder final : public WeightDecoder {
         }
         i += take;
         continue;
-      } else {
-        const uint8_t* s = scales + r * groups_;
-        const auto* bytes = reinterpret_cast<const uint8_t*>(row);
-        for (uint64_t j = 0; j < take; ++j) {
-          const uint64_t c = c0 + j;
-          const float value = options_.mode == MlxMode::mxfp8
-                                  ? e4m3_values()[bytes[c]]
-                                  : value_[(bytes[c / 2] >> (c % 2 * 4)) & 0xF];
-          run[j] = value * scale_of_[s[c / options_.group]];
-        }
       }
-      // MLX's result is T's, whatever dtype the caller asks for (store_rounded keeps F32 exact).
-      mlx_round_through(reference_, run);  // (BF16's, for these modes)
+      const uint8_t* s = scales + r * groups_;
+      const auto* bytes = reinterpret_cast<const uint8_t*>(row);
+      for (uint64_t j = 0; j < take; ++j) {
+        const uint64_t c = c0 + j;
+        const float value = options_.mode == MlxMode::mxfp8
+                                ? e4m3_values()[bytes[c]]
+                                : value_[(bytes[c / 2] >> (c % 2 * 4)) & 0xF];
+        run[j] = value * scale_of_[s[c / options_.group]];
+      }
+      // MLX's result is BF16's, whatever dtype the caller asks for (store_rounded keeps F32
+      // exact).
+      mlx_round_through(reference_, run);
       i += take;
     }
   }
@@ -180,7 +180,7 @@ std::vector<StoredPart> parts(const TensorSet&, const QuantizedWeight& w) {
   return out;
 }
 
-// ---- encoding (affine) ---------------------------------------------------------------------
+// ---- encoding ------------------------------------------------------------------------------
 
 // A file's metadata as mlx-lm writes it (format "mlx"; the source's own kept for dequantize),
 // with the quantization config: a lone file's shapes alone may fit several widths and groups.
@@ -200,9 +200,11 @@ void check_finite(const TensorInfo& t, std::span<const float> values) {
           t.name);
 }
 
-class MlxAffineEncoder final : public WeightEncoder {
+// What every mode's encoder shares: mlx-lm's selection (every Linear and Embedding weight),
+// what it cannot take, its outputs' names, the metadata and config.json's entries.
+class MlxEncoder : public WeightEncoder {
  public:
-  explicit MlxAffineEncoder(const MlxOptions& o) : bits_(o.bits), group_(o.group) {}
+  explicit MlxEncoder(const MlxOptions& o) : o_(o) {}
 
   std::string unquantizable(const TensorInfo& t) const override {
     if (t.shape.size() < 2) return "1-D (MLX quantizes matrices and stacks of them)";
@@ -210,24 +212,54 @@ class MlxAffineEncoder final : public WeightEncoder {
       return fmt::format("dtype {} (mx.quantize takes F32, F16 and BF16)", dtype_name(t.dtype));
     if (!t.name.ends_with(".weight")) return "not a module's weight (<module>.weight)";
     if (t.shape.back() == 0) return "no columns";
-    if (t.shape.back() % group_ != 0)
-      return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), group_);
+    if (t.shape.back() % o_.group != 0)
+      return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), o_.group);
+    if (o_.mode == MlxMode::nvfp4 && t.element_count() % 32 != 0)  // mx.quantize's own limit
+      return fmt::format("{} values, not a multiple of 32 (mx.quantize's nvfp4)",
+                         t.element_count());
     return {};
   }
 
   bool selected_by_default(const TensorInfo& t) const override {
-    return t.shape.size() >= 2 && t.name.ends_with(".weight");  // mlx-lm's Linear and Embedding
+    return t.shape.size() >= 2 && t.name.ends_with(".weight");
   }
 
+  // <m>.weight U32 codes and <m>.scales (in the weights' dtype, or U8), and affine's biases.
   std::vector<TensorData> outputs(const File&, const TensorInfo& t) override {
     const std::string base = module_of(t);
     Shape words = t.shape, scales = t.shape;
-    words[words.size() - 1] = t.shape.back() * bits_ / 32;
-    scales[scales.size() - 1] = t.shape.back() / group_;
-    return {{base + ".weight", Dtype::U32, words, {}},
-            {base + ".scales", t.dtype, scales, {}},
-            {base + ".biases", t.dtype, scales, {}}};
+    words[words.size() - 1] = t.shape.back() * o_.bits / 32;
+    scales[scales.size() - 1] = t.shape.back() / o_.group;
+    const Dtype scale_dtype = o_.mode == MlxMode::affine ? t.dtype : Dtype::U8;
+    std::vector<TensorData> out = {{base + ".weight", Dtype::U32, words, {}},
+                                   {base + ".scales", scale_dtype, scales, {}}};
+    if (o_.mode == MlxMode::affine) out.push_back({base + ".biases", t.dtype, scales, {}});
+    return out;
   }
+
+  void update_metadata(Metadata& meta) const override {
+    mlx_metadata(meta, quantization_config({}, Dtype::F32));
+  }
+
+  std::string quantization_config(std::span<const std::string>, Dtype) const override {
+    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "{}"}})", o_.group, o_.bits,
+                       mlx_mode_name(o_.mode));
+  }
+  bool quantization_too() const override { return true; }
+
+ protected:
+  static std::string module_of(const TensorInfo& t) {
+    return t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+  }
+
+  MlxOptions o_;
+};
+
+// The affine mode.
+class MlxAffineEncoder final : public MlxEncoder {
+ public:
+  explicit MlxAffineEncoder(const MlxOptions& o)
+      : MlxEncoder(o), bits_(static_cast<unsigned>(o.bits)), group_(o.group) {}
 
   void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
              const std::function<void(uint64_t)>& tick) override {
@@ -250,13 +282,12 @@ class MlxAffineEncoder final : public WeightEncoder {
                        const uint64_t r = g / groups, first = g * group_;
                        float& s = scales_[g];
                        float& b = biases_[g];
-                       if (!mlx_affine_group(&block[first], group_, static_cast<unsigned>(bits_), s,
-                                             b, &codes_[first])) {
+                       if (!mlx_affine_group(&block[first], group_, bits_, s, b, &codes_[first])) {
                          finite = false;
                          return;
                        }
-                       mlx_pack(&codes_[first], group_, static_cast<unsigned>(bits_),
-                                (first - r * in) * bits_, &words_[r * row_words]);
+                       mlx_pack(&codes_[first], group_, bits_, (first - r * in) * bits_,
+                                &words_[r * row_words]);
                        // Stored in the weights' dtype (the codes were made with the f32 scale,
                        // as MLX does); what mx.dequantize gives back from them.
                        s = mlx_round(t.dtype, s);
@@ -278,62 +309,23 @@ class MlxAffineEncoder final : public WeightEncoder {
     stats.finish(item, t.element_count());
   }
 
-  void update_metadata(Metadata& meta) const override {
-    mlx_metadata(meta, quantization_config({}, Dtype::F32));
-  }
-
-  std::string quantization_config(std::span<const std::string>, Dtype) const override {
-    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "affine"}})", group_, bits_);
-  }
-  bool quantization_too() const override { return true; }
-
  private:
-  static std::string module_of(const TensorInfo& t) {
-    return t.name.substr(0, t.name.size() - std::string_view(".weight").size());
-  }
-
-  uint64_t bits_, group_;
+  unsigned bits_;
+  uint64_t group_;
   std::vector<uint32_t> words_;
   std::vector<float> scales_, biases_;
   std::vector<uint8_t> codes_;
   std::vector<std::byte> stored_;
 };
 
-// ---- encoding (mxfp4, mxfp8, nvfp4) ---------------------------------------------------------
-
-class MlxFpEncoder final : public WeightEncoder {
+// The other modes: mxfp4, mxfp8, nvfp4.
+class MlxFpEncoder final : public MlxEncoder {
  public:
-  explicit MlxFpEncoder(const MlxOptions& o) : o_(o) {}
-
-  std::string unquantizable(const TensorInfo& t) const override {
-    if (t.shape.size() < 2) return "1-D (MLX quantizes matrices and stacks of them)";
-    if (t.dtype != Dtype::F32 && t.dtype != Dtype::F16 && t.dtype != Dtype::BF16)
-      return fmt::format("dtype {} (mx.quantize takes F32, F16 and BF16)", dtype_name(t.dtype));
-    if (!t.name.ends_with(".weight")) return "not a module's weight (<module>.weight)";
-    if (t.shape.back() == 0) return "no columns";
-    if (t.shape.back() % o_.group != 0)
-      return fmt::format("{} columns are not a multiple of group {}", t.shape.back(), o_.group);
-    if (o_.mode == MlxMode::nvfp4 && t.element_count() % 32 != 0)  // mx.quantize's own limit
-      return fmt::format("{} values, not a multiple of 32 (mx.quantize's nvfp4)",
-                         t.element_count());
-    return {};
-  }
-
-  bool selected_by_default(const TensorInfo& t) const override {
-    return t.shape.size() >= 2 && t.name.ends_with(".weight");
-  }
-
-  std::vector<TensorData> outputs(const File&, const TensorInfo& t) override {
-    const std::string base = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
-    Shape words = t.shape, scales = t.shape;
-    words[words.size() - 1] = t.shape.back() * o_.bits / 32;
-    scales[scales.size() - 1] = t.shape.back() / o_.group;
-    return {{base + ".weight", Dtype::U32, words, {}}, {base + ".scales", Dtype::U8, scales, {}}};
-  }
+  explicit MlxFpEncoder(const MlxOptions& o) : MlxEncoder(o) {}
 
   void write(Writer& w, const File& src, const TensorInfo& t, QuantizeReport::Item& item,
              const std::function<void(uint64_t)>& tick) override {
-    const std::string base = t.name.substr(0, t.name.size() - std::string_view(".weight").size());
+    const std::string base = module_of(t);
     const uint64_t in = t.shape.back();
     const float max_value = o_.mode == MlxMode::mxfp8 ? 448.0f : 6.0f;
     ErrorStats stats;
@@ -391,18 +383,7 @@ class MlxFpEncoder final : public WeightEncoder {
     stats.finish(item, t.element_count());
   }
 
-  void update_metadata(Metadata& meta) const override {
-    mlx_metadata(meta, quantization_config({}, Dtype::F32));
-  }
-
-  std::string quantization_config(std::span<const std::string>, Dtype) const override {
-    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "{}"}})", o_.group, o_.bits,
-                       mlx_mode_name(o_.mode));
-  }
-  bool quantization_too() const override { return true; }
-
  private:
-  MlxOptions o_;
   std::vector<uint8_t> codes_, scales_;
 };
 

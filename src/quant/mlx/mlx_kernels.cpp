@@ -135,17 +135,6 @@ void mlx_unpack(const std::byte* row, uint64_t first, uint64_t n, unsigned bits,
   }
 }
 
-float mlx_round_bf16(float x) noexcept {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-  // A NaN stays one (a small payload would carry into the exponent): a select, so the loops
-  // that call this vectorize.
-  bits = std::isnan(x) ? (bits | 0x00400000u) & 0xFFFF0000u : rounded;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
-
 float mlx_round_f16(float x) noexcept {
   const float a = std::fabs(x);
   if (!(a < 65520.0f))  // NaN; the infinities and what rounds to them (past 65504's midpoint)
@@ -159,17 +148,9 @@ float mlx_round_f16(float x) noexcept {
 
 void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias, Dtype t,
                        float* out) {
-  if (t == Dtype::BF16) {  // mlx_round_bf16 written out, so that the loop vectorizes
-    const auto round = [](float x) {
-      uint32_t bits;
-      std::memcpy(&bits, &x, 4);
-      const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-      bits = x != x ? (bits | 0x00400000u) & 0xFFFF0000u : rounded;
-      std::memcpy(&x, &bits, 4);
-      return x;
-    };
+  if (t == Dtype::BF16) {  // (mlx_round_bf16 is inline: the loop vectorizes)
     for (uint64_t i = 0; i < n; ++i)
-      out[i] = round(round(static_cast<float>(codes[i]) * scale) + bias);
+      out[i] = mlx_round_bf16(mlx_round_bf16(static_cast<float>(codes[i]) * scale) + bias);
   } else if (t == Dtype::F16) {
     for (uint64_t i = 0; i < n; ++i)
       out[i] = mlx_round_f16(mlx_round_f16(static_cast<float>(codes[i]) * scale) + bias);

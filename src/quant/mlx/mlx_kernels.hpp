@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "tlio/dtype.hpp"
@@ -36,7 +37,16 @@ void mlx_round_through(Dtype t, std::span<float> values);
 
 /// One value rounded to BF16 or F16 (to nearest even; NaN kept), as a float: the scalar form of
 /// mlx_round_through for the inner loops.
-float mlx_round_bf16(float x) noexcept;
+inline float mlx_round_bf16(float x) noexcept {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  // A NaN stays one (a small payload would carry into the exponent): a select, and inline, so
+  // the loops that call this vectorize.
+  bits = x != x ? (bits | 0x00400000u) & 0xFFFF0000u : rounded;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
 float mlx_round_f16(float x) noexcept;
 inline float mlx_round(Dtype t, float x) noexcept {
   return t == Dtype::BF16 ? mlx_round_bf16(x) : t == Dtype::F16 ? mlx_round_f16(x) : x;

@@ -26,6 +26,12 @@ namespace {
 
 // ---- names ---------------------------------------------------------------------------------
 
+// Whether `v` is one of the affine mode's bits or groups.
+template <size_t N>
+bool in_table(const uint64_t (&table)[N], uint64_t v) {
+  return std::find(std::begin(table), std::end(table), v) != std::end(table);
+}
+
 // "mlx-affine[-<bits>bit][-g<group>]", "mlx-mxfp4", "mlx-mxfp8", "mlx-nvfp4".
 std::optional<QuantScheme::Options> parse_name(std::string_view name) {
   for (MlxMode m : {MlxMode::mxfp4, MlxMode::mxfp8, MlxMode::nvfp4})
@@ -53,10 +59,8 @@ std::optional<QuantScheme::Options> parse_name(std::string_view name) {
     else
       return std::nullopt;
   }
-  const auto in = [](const auto& table, uint64_t v) {
-    return std::find(std::begin(table), std::end(table), v) != std::end(table);
-  };
-  if (!in(kMlxAffineBits, o.bits) || !in(kMlxAffineGroups, o.group)) return std::nullopt;
+  if (!in_table(kMlxAffineBits, o.bits) || !in_table(kMlxAffineGroups, o.group))
+    return std::nullopt;
   return o;
 }
 
@@ -74,11 +78,9 @@ void validate(const QuantScheme::Options& options) {
                                 mlx_mode_defaults(o.mode).bits, mlx_mode_defaults(o.mode).group));
     return;
   }
-  if (std::find(std::begin(kMlxAffineBits), std::end(kMlxAffineBits), o.bits) ==
-      std::end(kMlxAffineBits))
+  if (!in_table(kMlxAffineBits, o.bits))
     throw_invalid(fmt::format("MLX's affine bits are 2, 3, 4, 5, 6 or 8, not {}", o.bits));
-  if (std::find(std::begin(kMlxAffineGroups), std::end(kMlxAffineGroups), o.group) ==
-      std::end(kMlxAffineGroups))
+  if (!in_table(kMlxAffineGroups, o.group))
     throw_invalid(fmt::format("MLX's affine group size is 32, 64 or 128, not {}", o.group));
 }
 
@@ -88,6 +90,15 @@ void set_option(QuantScheme::Options& options, std::string_view option, std::str
 }
 
 // ---- decoding ------------------------------------------------------------------------------
+
+// Element c of a row of mxfp4/mxfp8/nvfp4 codes times its scale byte's value, in f32 (what
+// mx.dequantize then rounds to BF16).
+float fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale) {
+  static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0
+  const float value =
+      mode == MlxMode::mxfp8 ? e4m3_values()[codes[c]] : fp4[(codes[c / 2] >> (c % 2 * 4)) & 0xF];
+  return value * (mode == MlxMode::nvfp4 ? e4m3_values()[scale] : e8m0_values()[scale]);
+}
 
 class MlxDecoder final : public WeightDecoder {
  public:
@@ -99,12 +110,7 @@ class MlxDecoder final : public WeightDecoder {
         reference_(w.dtype),
         in_(w.shape.back()),
         groups_(in_ / options_.group),
-        row_bytes_(in_ * options_.bits / 8) {
-    if (options_.mode == MlxMode::mxfp4 || options_.mode == MlxMode::nvfp4)
-      value_ = e2m1_values(true);  // MLX's table: code 8 is -0
-    for (size_t b = 0; b < 256; ++b)
-      scale_of_[b] = options_.mode == MlxMode::nvfp4 ? e4m3_values()[b] : e8m0_values()[b];
-  }
+        row_bytes_(in_ * options_.bits / 8) {}
 
   void read(uint64_t first, uint64_t count, Dtype out, std::span<std::byte> dst) const override {
     decode_chunked(first, count, reference_, out, dst,
@@ -140,13 +146,8 @@ class MlxDecoder final : public WeightDecoder {
       }
       const uint8_t* s = scales + r * groups_;
       const auto* bytes = reinterpret_cast<const uint8_t*>(row);
-      for (uint64_t j = 0; j < take; ++j) {
-        const uint64_t c = c0 + j;
-        const float value = options_.mode == MlxMode::mxfp8
-                                ? e4m3_values()[bytes[c]]
-                                : value_[(bytes[c / 2] >> (c % 2 * 4)) & 0xF];
-        run[j] = value * scale_of_[s[c / options_.group]];
-      }
+      for (uint64_t j = 0; j < take; ++j)
+        run[j] = fp_value(options_.mode, bytes, c0 + j, s[(c0 + j) / options_.group]);
       // MLX's result is BF16's, whatever dtype the caller asks for (store_rounded keeps F32
       // exact).
       mlx_round_through(reference_, run);
@@ -166,8 +167,6 @@ class MlxDecoder final : public WeightDecoder {
   std::optional<TensorView> biases_;  // affine's
   Dtype reference_;
   uint64_t in_, groups_, row_bytes_;
-  std::array<float, 16> value_{};
-  std::array<float, 256> scale_of_{};
 };
 
 std::vector<StoredPart> parts(const TensorSet&, const QuantizedWeight& w) {
@@ -369,13 +368,8 @@ class MlxFpEncoder final : public MlxEncoder {
       w.append(base + ".weight", std::as_bytes(std::span(codes_)));
       w.append(base + ".scales", std::as_bytes(std::span(scales_)));
       // What mx.dequantize gives back (BF16 by default): value x scale, rounded to BF16.
-      const std::array<float, 16> fp4 = e2m1_values(true);
-      for (uint64_t i = 0; i < block.size(); ++i) {
-        const uint8_t s = scales_[i / o_.group];
-        const float value = o_.mode == MlxMode::mxfp8 ? e4m3_values()[codes_[i]]
-                                                      : fp4[(codes_[i / 2] >> (i % 2 * 4)) & 0xF];
-        back_[i] = value * (o_.mode == MlxMode::nvfp4 ? e4m3_values()[s] : e8m0_values()[s]);
-      }
+      for (uint64_t i = 0; i < block.size(); ++i)
+        back_[i] = fp_value(o_.mode, codes_.data(), i, scales_[i / o_.group]);
       mlx_round_through(Dtype::BF16, back_);
       stats.add(block, back_);
       tick(codes_.size() + scales_.size());

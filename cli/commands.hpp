@@ -28,6 +28,7 @@ void add_slice(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_report(CLI::App& app, int& exit_code);
 void add_import(CLI::App& app, int& exit_code);
+void add_transcode(CLI::App& app, int& exit_code);
 void add_hash(CLI::App& app, int& exit_code);
 void add_verify(CLI::App& app, int& exit_code);
 void add_sign(CLI::App& app, int& exit_code);

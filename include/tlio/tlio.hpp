@@ -24,6 +24,7 @@
 #include "tlio/report.hpp"
 #include "tlio/rewrite.hpp"
 #include "tlio/shape.hpp"
+#include "tlio/transcode.hpp"
 #include "tlio/trust.hpp"
 #include "tlio/value_stats.hpp"
 #include "tlio/version.hpp"

@@ -10,6 +10,7 @@
 
 #include "tlio/gguf.hpp"
 #include "tlio/gguf_convert.hpp"
+#include "tlio/transcode.hpp"
 #include "tlio/writer.hpp"
 
 namespace tlio::detail {
@@ -32,5 +33,11 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
                        Dtype to, uint64_t permute_heads, std::optional<uint64_t> expert, Writer& w,
                        GgufImportReport& report, const std::function<void(uint64_t)>& written,
                        float shift = 0);
+
+/// import_gguf_model, and transcode's GGUF to MLX: with `transcode`, the weights go into MLX's
+/// layout (gguf_to_mlx.hpp), each reported in `carried`.
+GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_dir,
+                                    const GgufImportOptions& options,
+                                    const TranscodeOptions* transcode, TranscodeReport* carried);
 
 }  // namespace tlio::detail

@@ -9,11 +9,13 @@
 #include <optional>
 #include <vector>
 
+#include "common/checked.hpp"
 #include "format/writer_access.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_import.hpp"
 #include "gguf_convert/gguf_import_stacked.hpp"
 #include "gguf_convert/gguf_to_hf.hpp"
+#include "gguf_convert/gguf_to_mlx.hpp"
 #include "io/atomic_file.hpp"
 #include "io/location.hpp"
 #include "model/layout.hpp"
@@ -35,6 +37,7 @@ struct Planned {
   std::optional<uint64_t> expert;
   const detail::StackedImport* stacked = nullptr;
   float shift = 0;  // taken off every value (GgufName::shift: Gemma's norms)
+  std::optional<detail::MlxCarry> carry = {};  // a transcode's weight in MLX's layout
 };
 
 // OpenAI's MXFP4 experts, as transformers reads them (the rest of the model stays plain).
@@ -76,10 +79,45 @@ std::vector<Planned> plan_tensor(const GgufFile& src, const GgufTensorInfo& t,
   return out;
 }
 
+// A transcode's weights in MLX's layout: each carried or, with `lossy`, requantized; the ones no
+// rule carries refused together, before anything is written.
+void plan_mlx_carries(const GgufFile& src, std::vector<Planned>& plan,
+                      const TranscodeOptions& options) {
+  std::vector<std::string> refused;
+  for (Planned& p : plan) {
+    if (p.stacked) {
+      if (!ggml_plain_dtype(p.t->type))
+        refused.push_back(fmt::format("{} (experts held stacked are written as they are)", p.name));
+      continue;
+    }
+    std::string why;
+    p.carry = detail::mlx_carry_of(*p.t, p.name, p.shape.back(), options, why);
+    if (!why.empty()) refused.push_back(fmt::format("{} ({}: {})", p.name, p.t->name, why));
+  }
+  if (refused.empty()) return;
+  constexpr size_t kNamed = 8;
+  throw Error(ErrorCode::unsupported, Rule::gguf, refused.front(), std::nullopt,
+              fmt::format("{} weights cannot be carried into MLX's layout exactly: {}{}; "
+                          "--lossy requantizes them; nothing was written",
+                          refused.size(),
+                          fmt::join(refused.begin(),
+                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
+                          refused.size() > kNamed ? ", ..." : ""),
+              src.name());
+}
+
 }  // namespace
 
 GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,
                                    const GgufImportOptions& options) {
+  return detail::import_gguf_folder(src, out_dir, options, nullptr, nullptr);
+}
+
+namespace detail {
+
+GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_dir,
+                                    const GgufImportOptions& options,
+                                    const TranscodeOptions* transcode, TranscodeReport* carried) {
   detail::check_gguf_import(src, options.dtype);
   const detail::GgufArch& arch = detail::gguf_arch_of(src);
   const detail::HfConfig c = detail::hf_config_of(arch, src);
@@ -114,6 +152,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
     for (Planned& p : plan_tensor(src, t, it->second, c)) plan.push_back(std::move(p));
     total += t.element_count();
   }
+  if (transcode) plan_mlx_carries(src, plan, *transcode);
 
   const detail::Location out = detail::Location::parse(out_dir);
   detail::create_output_folder(out);
@@ -125,6 +164,10 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
     if (p.stacked)
       for (auto& [name, dtype, shape] : detail::stacked_import_tensors(*p.stacked, options.dtype))
         w.declare(name, dtype, shape);
+    else if (p.carry)
+      for (auto& [name, dtype, shape] :
+           detail::mlx_carry_tensors(p.name, p.shape[0], p.shape.back(), *p.carry))
+        w.declare(name, dtype, shape);
     else
       w.declare(p.name, detail::gguf_output_dtype(*p.t, options.dtype), p.shape);
   uint64_t done = 0;
@@ -132,10 +175,24 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
     done += count;
     if (options.progress) options.progress(done, total);
   };
+  std::vector<std::pair<std::string, MlxOptions>> mlx_weights;
   for (const Planned& p : plan)
-    if (p.stacked)
+    if (p.stacked) {
       detail::write_stacked_import(src, *p.stacked, options.dtype, w, report, progress);
-    else
+    } else if (p.carry) {
+      const uint64_t rows = p.shape[0], cols = p.shape.back();
+      const detail::GgufRows at{p.t, rows, cols, p.expert.value_or(0) * rows,
+                                p.permute_heads ? rows / p.permute_heads : 0};
+      TranscodeReport::Item& item = carried->items.emplace_back();
+      item.name = p.name;
+      detail::write_mlx_carry(src, at, p.name, *p.carry, w, item, progress);
+      mlx_weights.emplace_back(p.name, p.carry->options);
+      ++report.tensors;
+      report.data_bytes_in += p.expert ? p.t->bytes / p.t->ne[2] : p.t->bytes;
+      for (const auto& [name, dtype, shape] :
+           detail::mlx_carry_tensors(p.name, rows, cols, *p.carry))
+        report.data_bytes_out += detail::tensor_size(dtype_bits(dtype), shape).bytes;
+    } else
       detail::write_gguf_tensor(src, *p.t, p.name, detail::gguf_output_dtype(*p.t, options.dtype),
                                 p.permute_heads, p.expert, w, report, progress, p.shift);
   w.commit();
@@ -147,7 +204,9 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   };
   const bool mxfp4 = std::any_of(stacked.begin(), stacked.end(),
                                  [](const detail::StackedImport& s) { return s.mxfp4; });
-  add("config.json", detail::config_json_of(arch, c, options.dtype, mxfp4 ? kMxfp4Config : ""));
+  add("config.json", detail::config_json_of(arch, c, options.dtype,
+                                            mxfp4 ? std::string(kMxfp4Config)
+                                                  : detail::mlx_quantization_members(mlx_weights)));
   if (const std::optional<std::string> generation = detail::generation_config_of(c))
     add("generation_config.json", *generation);
   if (const std::optional<std::string> tokenizer =
@@ -162,5 +221,7 @@ GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_d
   detail::publish_weights(set, out, report.files, kStale);
   return report;
 }
+
+}  // namespace detail
 
 }  // namespace tlio

@@ -1,0 +1,215 @@
+"""`tlio transcode GGUF OUT --to mlx` (issue 67), judged by the tools on either side: gguf-py's
+dequantize reads each weight of the GGUF, MLX's own mx.dequantize reads the folder tlio wrote
+(PyPI's mlx with its CPU backend, in the users' stack: build/consumer-venv), and the two agree bit
+for bit but for the sign of a zero, for every type tlio carries; mlx_lm.load loads the folder and
+its logits are those of transformers running the same values; what cannot be carried is refused
+by name with nothing written, or with --lossy requantized and its error reported."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+mx = pytest.importorskip("mlx.core", reason="the users' stack (mlx, mlx-cpu: build/consumer-venv)")
+transformers = pytest.importorskip("transformers", minversion="5")
+gguf = pytest.importorskip("gguf")
+import torch  # noqa: E402
+from gguf import GGMLQuantizationType as Q  # noqa: E402
+
+from consumer_models import save_tokenizer  # noqa: E402
+
+REPO = pathlib.Path(__file__).parents[2]
+CLI = os.environ.get("TLIO_CLI", str(REPO / "build" / "tlio"))
+CARRIED = {"Q4_0": (4, 32), "Q4_1": (4, 32), "Q5_0": (5, 32), "Q5_1": (5, 32), "Q8_0": (8, 32),
+           "Q4_K": (4, 32), "Q5_K": (5, 32)}
+HEADS, KV_HEADS = 4, 2
+
+
+def run(*args, ok=True):
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert (r.returncode == 0) == ok, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    """A two-layer Llama of width 256 (whole K-quant blocks) saved by transformers 5."""
+    folder = tmp_path_factory.mktemp("transcode") / "llama"
+    tokenizer = save_tokenizer(folder)
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=128,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
+    return folder
+
+
+def gguf_of(llama, tmp_path_factory, dtype):
+    out = tmp_path_factory.mktemp("gguf") / f"llama-{dtype}.gguf"
+    run("convert", llama, out, "--dtype", dtype)
+    return out
+
+
+def ggml_values(path):
+    """Every tensor of a GGUF as gguf-py dequantizes it, [rows, cols], with Q/K rows put back in
+    the Hugging Face order (the export interleaves them per head)."""
+    out = {}
+    for t in gguf.GGUFReader(path).tensors:
+        v = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        heads = {"attn_q": HEADS, "attn_k": KV_HEADS}.get(t.name.split(".")[-2])
+        if heads and v.ndim == 2:
+            rows, cols = v.shape
+            v = v.reshape(heads, rows // heads // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
+        out[t.name] = v
+    return out
+
+
+HF_OF_GGUF = {"token_embd": "model.embed_tokens", "output": "lm_head", "attn_q": "self_attn.q_proj",
+              "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+
+
+def hf_module(gguf_name):
+    parts = gguf_name.split(".")
+    if parts[0] == "blk":
+        return f"model.layers.{parts[1]}.{HF_OF_GGUF[parts[2]]}" if parts[2] in HF_OF_GGUF else None
+    return HF_OF_GGUF.get(parts[0])
+
+
+def mlx_dequantized(folder, module, config):
+    """A module's weight as mx.dequantize reads tlio's folder, with config.json's options."""
+    w = mx.load(str(folder / "model.safetensors"))
+    q = config["quantization"]
+    o = q.get(module, q)
+    return np.array(mx.dequantize(w[f"{module}.weight"], w[f"{module}.scales"], w.get(f"{module}.biases"),
+                                  group_size=o["group_size"], bits=o["bits"], mode=o["mode"]).astype(mx.float32))
+
+
+def assert_same_values(got, want, what):
+    """Bit for bit, but a -0 may be +0."""
+    assert got.shape == want.shape, what
+    assert np.array_equal(got == 0, want == 0), what
+    nonzero = want != 0
+    assert np.array_equal(got.view(np.uint32)[nonzero], want.view(np.uint32)[nonzero]), what
+
+
+@pytest.mark.parametrize("dtype", sorted(CARRIED))
+def test_every_carried_type_equals_ggml_in_mlx(llama, tmp_path_factory, tmp_path, dtype):
+    src = gguf_of(llama, tmp_path_factory, dtype)
+    out = tmp_path / "mlx"
+    report = json.loads(run("transcode", src, out, "--to", "mlx", "--json").stdout)
+    config = json.loads((out / "config.json").read_text())
+    bits, group = CARRIED[dtype]
+    weights = {w["name"]: w for w in report["weights"]}
+    assert len(weights) == 2 * 7 + 2 and report["plain"] == 2 * 2 + 1, report
+    for name, want in ggml_values(src).items():
+        module = hf_module(name)
+        if module is None:
+            continue
+        item = weights[f"{module}.weight"]
+        assert (item["source"], item["target"], item["exact"]) == (dtype, f"mlx-affine-{bits}bit-g{group}", True)
+        assert item["scale_dtype"] == "F32"
+        assert_same_values(mlx_dequantized(out, module, config), want, name)
+
+
+def write_retyped(src, out, quantize):
+    """A copy of GGUF `src` whose 2-D weights `quantize(name, values)` gives (type, raw blocks)
+    for, through gguf-py's writer (every key copied)."""
+    reader = gguf.GGUFReader(src)
+    arch = reader.fields["general.architecture"].contents()
+    w = gguf.GGUFWriter(str(out), arch)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+            continue
+        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(field.name, field.contents(), field.types[0], sub_type=sub)
+    for t in reader.tensors:
+        values = gguf.quants.dequantize(t.data, t.tensor_type)
+        retyped = quantize(t.name, values) if values.ndim == 2 else None
+        if retyped is None:
+            w.add_tensor(t.name, values.astype(np.float32))
+        else:
+            qtype, blocks = retyped
+            w.add_tensor(t.name, blocks, raw_shape=blocks.shape, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+def nvfp4_blocks(values, rng):
+    """Random NVFP4 blocks (gguf-py has no NVFP4 quantizer): E4M3 scales below 448, random codes."""
+    rows, cols = values.shape
+    blocks = rng.integers(0, 256, (rows, cols // 64, 36), dtype=np.uint8)
+    blocks[..., :4] = rng.integers(0x08, 0x60, (rows, cols // 64, 4))
+    return blocks.reshape(rows, cols // 64 * 36)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4"])
+def test_fp4_blocks_are_carried_as_they_are(llama, tmp_path_factory, tmp_path, mode):
+    rng = np.random.default_rng(1)
+    qtype = Q.MXFP4 if mode == "mxfp4" else Q.NVFP4
+    src = write_retyped(gguf_of(llama, tmp_path_factory, "F32"), tmp_path / f"{mode}.gguf",
+                        lambda name, v: (qtype, gguf.quants.quantize(v, Q.MXFP4) if mode == "mxfp4"
+                                         else nvfp4_blocks(v, rng)))
+    out = tmp_path / "mlx"
+    report = json.loads(run("transcode", src, out, "--to", "mlx", "--json").stdout)
+    config = json.loads((out / "config.json").read_text())
+    assert {(w["source"], w["target"], w["scale_dtype"]) for w in report["weights"]} == {
+        (mode.upper(), f"mlx-{mode}", "U8")}
+    assert all(w["zero_signs"] == 0 for w in report["weights"])
+    for name, want in ggml_values(src).items():
+        if (module := hf_module(name)) is not None:
+            assert_same_values(mlx_dequantized(out, module, config), want, name)
+
+
+def test_an_mxfp4_scale_mlx_reads_as_nan_is_refused(llama, tmp_path_factory, tmp_path):
+    def quantize(name, v):
+        blocks = gguf.quants.quantize(v, Q.MXFP4)
+        if name == "blk.1.ffn_up.weight":
+            blocks[3, 17 * 3] = 255  # the E8M0 byte of a block: ggml 2^127, MLX NaN
+        return Q.MXFP4, blocks
+    src = write_retyped(gguf_of(llama, tmp_path_factory, "F32"), tmp_path / "bad.gguf", quantize)
+    r = run("transcode", src, tmp_path / "out", "--to", "mlx", ok=False)
+    assert "model.layers.1.mlp.up_proj.weight (MXFP4) is not carried exactly: value [3, " in r.stderr
+    assert not (tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_mlx_lm_runs_the_folder_as_transformers_runs_its_values(llama, tmp_path_factory, tmp_path):
+    mlx_lm = pytest.importorskip("mlx_lm")
+    src = gguf_of(llama, tmp_path_factory, "Q4_K")
+    out, plain = tmp_path / "mlx", tmp_path / "plain"
+    run("transcode", src, out, "--to", "mlx", "--dtype", "F32")
+    run("convert", src, plain, "--dtype", "F32")  # the same values as floats, for transformers
+    model, _ = mlx_lm.load(str(out))
+    prompt = [[1, 5, 9, 17, 33, 65, 129, 200]]
+    got = np.array(model(mx.array(prompt)).astype(mx.float32))
+    reference = transformers.AutoModelForCausalLM.from_pretrained(plain, device_map="cpu").eval()
+    with torch.no_grad():
+        want = reference(torch.tensor(prompt)).logits.float().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_what_cannot_be_carried_is_refused_or_requantized_with_lossy(llama, tmp_path_factory, tmp_path):
+    src = gguf_of(llama, tmp_path_factory, "Q4_K_M")  # Q6_K where llama-quantize gives more bits
+    types = {t.tensor_type.name for t in gguf.GGUFReader(src).tensors}
+    assert "Q6_K" in types, types
+    r = run("transcode", src, tmp_path / "out", "--to", "mlx", ok=False)
+    assert "cannot be carried into MLX's layout exactly" in r.stderr and "Q6_K scales groups of 16" in r.stderr
+    assert "--lossy requantizes them; nothing was written" in r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    out = tmp_path / "lossy"
+    report = json.loads(run("transcode", src, out, "--to", "mlx", "--lossy", "--json").stdout)
+    lossy = [w for w in report["weights"] if not w["exact"]]
+    assert lossy and all(w["source"] == "Q6_K" and w["target"] == "mlx-affine-6bit-g32" for w in lossy)
+    config = json.loads((out / "config.json").read_text())
+    values = ggml_values(src)
+    for w in lossy:
+        gguf_name = next(n for n in values if hf_module(n) == w["name"][:-len(".weight")])
+        diff = mlx_dequantized(out, w["name"][:-len(".weight")], config) - values[gguf_name]
+        assert 0 < w["rmse"] and np.isclose(w["rmse"], np.sqrt(np.mean(diff.astype(np.float64) ** 2)), rtol=1e-3)
+        assert np.isclose(w["max_abs_error"], np.abs(diff).max(), rtol=1e-6)

@@ -1,0 +1,274 @@
+// gguf_convert/gguf_to_mlx.cpp: GGUF weights in MLX's quantized layout (gguf_to_mlx.hpp).
+#include "gguf_convert/gguf_to_mlx.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "common/json_text.hpp"
+#include "common/parallel.hpp"
+#include "gguf_convert/gguf_arch.hpp"
+#include "quant/mlx/mlx_kernels.hpp"
+#include "quant/mlx/mlx_layout.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/ggml.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+// Source values per piece: the piece, its codes and its proof are all the memory a weight takes.
+constexpr uint64_t kPieceValues = uint64_t{1} << 22;
+constexpr uint64_t kLossyGroup = 32;
+
+// A requantized weight's width: the bits its type spends per value, whole, as MLX has them.
+uint64_t lossy_bits(const GgmlType& type) {
+  const uint64_t whole = type.block_bytes * 8 / type.block;
+  uint64_t bits = 2;
+  for (const uint64_t b : kMlxAffineBits)
+    if (b <= whole) bits = b;
+  return bits;
+}
+
+std::string refusal_of(const GgmlType& type, const GgmlGroups* groups) {
+  if (groups && groups->group % 32 != 0)
+    return fmt::format("{}'s groups of {} are not MLX's (32, 64, 128)", type.name, groups->group);
+  switch (static_cast<GgmlTypeId>(type.id)) {
+    case GgmlTypeId::Q2_K:
+    case GgmlTypeId::Q3_K:
+    case GgmlTypeId::Q6_K:
+      return fmt::format("{} scales groups of 16; MLX's groups are 32, 64 or 128", type.name);
+    case GgmlTypeId::IQ4_NL:
+    case GgmlTypeId::IQ4_XS:
+      return fmt::format("{}'s levels are a codebook, not code * scale + bias", type.name);
+    default:
+      return fmt::format("{}'s values are not code * scale + bias in MLX's groups", type.name);
+  }
+}
+
+// The words, scales and biases of `n` rows, as MLX stores them.
+struct MlxPiece {
+  std::vector<uint32_t> words;
+  std::vector<float> scales, biases;  // affine
+  std::vector<uint8_t> scale_bytes;   // FP4
+};
+
+// Row `r` of a piece: its blocks split into codes and group parameters, the codes packed.
+void carry_row(const GgmlGroups& g, const GgmlType& type, const std::byte* blocks, uint64_t cols,
+               uint64_t r, MlxPiece& p, std::vector<uint8_t>& codes) {
+  const uint64_t groups = cols / g.group, per_block = type.block / g.group;
+  codes.resize(cols);
+  const auto* in = reinterpret_cast<const u8*>(blocks);
+  for (uint64_t k = 0; k < cols / type.block; ++k, in += type.block_bytes) {
+    const uint64_t first_group = r * groups + k * per_block;
+    if (g.affine)
+      g.affine(in, &codes[k * type.block], &p.scales[first_group], &p.biases[first_group]);
+    else
+      g.fp4(in, &codes[k * type.block], &p.scale_bytes[first_group]);
+  }
+  const uint64_t row_words = cols * g.bits / 32;
+  mlx_pack(codes.data(), cols, g.bits, 0, &p.words[r * row_words]);
+}
+
+// Row `r` requantized from ggml's values as mx.quantize does (affine), its scales rounded to T.
+void requantize_row(const float* values, uint64_t cols, const MlxCarry& c, uint64_t r, MlxPiece& p,
+                    std::vector<uint8_t>& codes, std::string_view name) {
+  const auto bits = static_cast<unsigned>(c.options.bits);
+  const uint64_t group = c.options.group, groups = cols / group;
+  codes.resize(cols);
+  for (uint64_t g = 0; g < groups; ++g) {
+    float& s = p.scales[r * groups + g];
+    float& b = p.biases[r * groups + g];
+    if (!mlx_affine_group(values + g * group, group, bits, s, b, &codes[g * group]))
+      throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
+                  fmt::format("{} holds a value that is not finite: MLX's quantization has no "
+                              "code for it",
+                              name));
+    s = mlx_round(c.scale_dtype, s);
+    b = mlx_round(c.scale_dtype, b);
+  }
+  mlx_pack(codes.data(), cols, bits, 0, &p.words[r * (cols * bits / 32)]);
+}
+
+// The piece as MLX's decoder reads it: an in-memory file of its tensors, decoded to F32.
+std::vector<float> mlx_values(std::string_view name, uint64_t rows, uint64_t cols,
+                              const MlxCarry& c, const MlxPiece& p, unsigned threads) {
+  Writer w = Writer::to_memory();
+  const std::vector<MlxStored> stored = mlx_carry_tensors(name, rows, cols, c);
+  for (const MlxStored& s : stored) w.declare(s.name, s.dtype, s.shape);
+  w.write(stored[0].name, std::as_bytes(std::span(p.words)));
+  if (c.options.mode == MlxMode::affine) {
+    std::vector<std::byte> bytes(p.scales.size() * dtype_bits(c.scale_dtype) / 8);
+    for (const auto& [tensor, values] :
+         {std::pair(&stored[1], &p.scales), std::pair(&stored[2], &p.biases)}) {
+      convert(Dtype::F32, std::as_bytes(std::span(*values)), c.scale_dtype, bytes, values->size());
+      w.write(tensor->name, bytes);
+    }
+  } else {
+    w.write(stored[1].name, std::as_bytes(std::span(p.scale_bytes)));
+  }
+  w.commit();
+  const File file = File::from_bytes(w.take_bytes(), std::string(name));
+  const TensorSet set({&file});
+  QuantizedWeight weight;
+  weight.name = std::string(name);
+  weight.scheme = QuantScheme(c.options);
+  weight.shape = {rows, cols};
+  weight.dtype = c.options.mode == MlxMode::affine ? c.scale_dtype : Dtype::BF16;
+  for (const MlxStored& s : stored) weight.stored.push_back(s.name);
+  const auto decoder = scheme_entry(SchemeKind::mlx).decoder(set, weight);
+  std::vector<float> out(rows * cols);
+  parallel_for(rows, 1, 1, threads, [&](uint64_t b, uint64_t e) {
+    decoder->read(b * cols, (e - b) * cols, Dtype::F32,
+                  std::as_writable_bytes(std::span(out).subspan(b * cols, (e - b) * cols)));
+  });
+  return out;
+}
+
+}  // namespace
+
+std::optional<MlxCarry> mlx_carry_of(const GgufTensorInfo& t, std::string_view name, uint64_t cols,
+                                     const TranscodeOptions& options, std::string& refusal) {
+  refusal.clear();
+  if (ggml_plain_dtype(t.type) || t.ne.size() < 2 || !name.ends_with(".weight"))
+    return std::nullopt;
+  const GgmlType type = *ggml_type(t.type);
+  const GgmlGroups* g = ggml_groups(t.type);
+  if (g && g->group % 32 == 0) {
+    if (g->affine) return MlxCarry{g, {MlxMode::affine, g->bits, g->group}, Dtype::F32};
+    return MlxCarry{g, mlx_mode_defaults(g->group == 16 ? MlxMode::nvfp4 : MlxMode::mxfp4),
+                    Dtype::U8};
+  }
+  if (g && g->fp4) return MlxCarry{g, mlx_mode_defaults(MlxMode::nvfp4), Dtype::U8};
+  if (!options.lossy || cols % kLossyGroup != 0) {
+    refusal = refusal_of(type, g);
+    return std::nullopt;
+  }
+  return MlxCarry{nullptr, {MlxMode::affine, lossy_bits(type), kLossyGroup}, options.dtype};
+}
+
+std::vector<MlxStored> mlx_carry_tensors(std::string_view name, uint64_t rows, uint64_t cols,
+                                         const MlxCarry& c) {
+  const std::string base(name.substr(0, name.size() - std::string_view(".weight").size()));
+  const Shape scales{rows, cols / c.options.group};
+  std::vector<MlxStored> out = {{base + ".weight", Dtype::U32, {rows, cols * c.options.bits / 32}},
+                                {base + ".scales", c.scale_dtype, scales}};
+  if (c.options.mode == MlxMode::affine) out.push_back({base + ".biases", c.scale_dtype, scales});
+  return out;
+}
+
+void write_mlx_carry(const GgufFile& src, const GgufRows& at, std::string_view name,
+                     const MlxCarry& c, Writer& w, TranscodeReport::Item& item,
+                     const std::function<void(uint64_t)>& done) {
+  const GgmlType type = *ggml_type(at.t->type);
+  const uint64_t cols = at.cols, row_bytes = cols / type.block * type.block_bytes;
+  const uint64_t groups = cols / c.options.group, row_words = cols * c.options.bits / 32;
+  const std::vector<MlxStored> stored = mlx_carry_tensors(name, at.rows, cols, c);
+  const unsigned threads = thread_count(configured_threads());
+  uint64_t step = std::max<uint64_t>(1, kPieceValues / std::max<uint64_t>(cols, 1));
+  if (at.head_rows) step = std::max(at.head_rows, step / at.head_rows * at.head_rows);
+  std::vector<std::byte> raw;
+  std::vector<float> expected;
+  double squares = 0;
+  for (uint64_t r0 = 0; r0 < at.rows; r0 += step) {
+    const uint64_t n = std::min(step, at.rows - r0);
+    raw.resize(n * row_bytes);
+    if (at.head_rows == 0) {
+      src.read(*at.t, (at.first + r0) * row_bytes, raw);
+    } else {  // each row from its place in the GGUF (whole heads per piece)
+      for (uint64_t j = 0; j < n; ++j)
+        src.read(*at.t, (at.first + r0 + gguf_row_of_hf_row(j, at.head_rows)) * row_bytes,
+                 std::span(raw).subspan(j * row_bytes, row_bytes));
+    }
+    MlxPiece p;
+    p.words.assign(n * row_words, 0);
+    if (c.options.mode == MlxMode::affine) {
+      p.scales.resize(n * groups);
+      p.biases.resize(n * groups);
+    } else {
+      p.scale_bytes.resize(n * groups);
+    }
+    expected.resize(n * cols);
+    parallel_for(n, 1, 1, threads, [&](uint64_t b, uint64_t e) {
+      std::vector<uint8_t> codes;
+      for (uint64_t j = b; j < e; ++j) {
+        const auto blocks = std::span(raw).subspan(j * row_bytes, row_bytes);
+        ggml_decode(type.id, blocks, std::span(expected).subspan(j * cols, cols));
+        if (c.groups)
+          carry_row(*c.groups, type, blocks.data(), cols, j, p, codes);
+        else
+          requantize_row(&expected[j * cols], cols, c, j, p, codes, name);
+      }
+    });
+    const std::vector<float> got = mlx_values(name, n, cols, c, p, threads);
+    for (uint64_t i = 0; i < got.size(); ++i) {
+      if (!c.groups) {
+        const double d = static_cast<double>(got[i]) - expected[i];
+        squares += d * d;
+        item.max_abs_error = std::max(item.max_abs_error, std::abs(d));
+        continue;
+      }
+      if (std::memcmp(&got[i], &expected[i], 4) == 0) continue;
+      if (got[i] == 0.0f && expected[i] == 0.0f) {
+        ++item.zero_signs;
+        continue;
+      }
+      const uint64_t row = r0 + i / cols;
+      throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
+                  fmt::format("{} ({}) is not carried exactly: value [{}, {}] is {} in the GGUF "
+                              "and {} in MLX's layout; nothing was written",
+                              name, type.name, row, i % cols, expected[i], got[i]),
+                  src.name());
+    }
+    w.append(stored[0].name, std::as_bytes(std::span(p.words)));
+    std::vector<std::byte> bytes;
+    if (c.options.mode == MlxMode::affine) {
+      bytes.resize(p.scales.size() * dtype_bits(c.scale_dtype) / 8);
+      for (const auto& [tensor, values] :
+           {std::pair(&stored[1], &p.scales), std::pair(&stored[2], &p.biases)}) {
+        convert(Dtype::F32, std::as_bytes(std::span(*values)), c.scale_dtype, bytes,
+                values->size());
+        w.append(tensor->name, bytes);
+      }
+    } else {
+      w.append(stored[1].name, std::as_bytes(std::span(p.scale_bytes)));
+    }
+    if (done) done(n * cols);
+  }
+  item.source = std::string(type.name);
+  item.target = QuantScheme(c.options).name();
+  item.scale_dtype = c.scale_dtype;
+  item.exact = c.groups != nullptr;
+  const uint64_t count = at.rows * cols;
+  if (!item.exact && count) item.rmse = std::sqrt(squares / static_cast<double>(count));
+}
+
+std::string mlx_quantization_members(
+    const std::vector<std::pair<std::string, MlxOptions>>& weights) {
+  std::map<std::string, size_t> counts;  // by options, as their JSON text
+  const auto json_of = [](const MlxOptions& o) {
+    return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "{}"}})", o.group, o.bits,
+                       mlx_mode_name(o.mode));
+  };
+  for (const auto& [name, o] : weights) ++counts[json_of(o)];
+  if (counts.empty()) return {};
+  const std::string common =
+      std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  std::string body = common.substr(1, common.size() - 2);  // the members without braces
+  for (const auto& [name, o] : weights)
+    if (const std::string own = json_of(o); own != common)
+      body += fmt::format(
+          ", {}: {}", quote_name(name.substr(0, name.size() - std::string_view(".weight").size())),
+          own);
+  return fmt::format("\"quantization\": {{{0}}},\n  \"quantization_config\": {{{0}}}", body);
+}
+
+}  // namespace tlio::detail

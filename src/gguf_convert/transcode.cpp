@@ -1,0 +1,54 @@
+// gguf_convert/transcode.cpp: transcode (tlio/transcode.hpp): the source's kind and the target
+// sent to the conversion that carries them; GGUF to MLX is the GGUF import with its weights put in
+// MLX's layout (gguf_to_mlx.cpp).
+#include "tlio/transcode.hpp"
+
+#include <fmt/core.h>
+
+#include "gguf_convert/gguf_import.hpp"
+#include "tlio/error.hpp"
+#include "tlio/gguf.hpp"
+#include "tlio/weights_kind.hpp"
+
+namespace tlio {
+
+namespace {
+
+constexpr std::string_view kTargetNames[] = {"mlx"};
+
+}  // namespace
+
+std::string_view transcode_target_name(TranscodeTarget target) noexcept {
+  const auto i = static_cast<size_t>(target);
+  return i < std::size(kTargetNames) ? kTargetNames[i] : "(not a target)";
+}
+
+std::optional<TranscodeTarget> transcode_target_named(std::string_view name) noexcept {
+  for (size_t i = 0; i < std::size(kTargetNames); ++i)
+    if (kTargetNames[i] == name) return static_cast<TranscodeTarget>(i);
+  return std::nullopt;
+}
+
+TranscodeReport transcode(const std::string& src, const std::string& out_dir,
+                          const TranscodeOptions& options) {
+  if (transcode_target_name(options.to) == "(not a target)")
+    throw Error(
+        ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+        fmt::format("transcode target {} is not one tlio has (mlx)", static_cast<int>(options.to)));
+  const WeightsKind kind = weights_kind(src);
+  if (kind != WeightsKind::gguf)
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                fmt::format("{} is a {}; transcode to {} reads GGUF files", src,
+                            weights_kind_name(kind), transcode_target_name(options.to)));
+  const GgufFile file = GgufFile::open(src);
+  TranscodeReport report;
+  const GgufImportReport imported = detail::import_gguf_folder(
+      file, out_dir, GgufImportOptions{options.dtype, options.progress}, &options, &report);
+  report.plain = imported.tensors - report.items.size();
+  report.bytes_in = imported.data_bytes_in;
+  report.bytes_out = imported.data_bytes_out;
+  report.files = imported.files;
+  return report;
+}
+
+}  // namespace tlio

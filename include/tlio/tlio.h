@@ -486,6 +486,27 @@ TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* ty
                                 uint64_t split_max_size, const tl_open_options* options,
                                 uint64_t* tensors);
 
+/* ---- Transcoding (tlio/transcode.hpp, docs/transcode.md) ---------------------------------------
+ * Quantized weights carried into another ecosystem's layout without a detour through floats,
+ * each proven on the way: its values in the output equal ggml's in the source, bit for bit but
+ * for the sign of a zero. */
+typedef struct tl_transcode_result {
+  size_t carried;      /* weights carried and proven */
+  size_t requantized;  /* weights requantized (`lossy`) */
+  size_t plain;        /* tensors written as floats */
+  uint64_t zero_signs; /* -0 values of the source written as +0 */
+  double max_rmse;     /* the largest RMSE of a requantized weight (0 without one) */
+} tl_transcode_result;
+/* Writes the model of the GGUF file `src` as the folder `dst` (any location, one set) in the
+ * layout `to` ("mlx"; NULL: "mlx"), as `tlio transcode SRC DST --to mlx [--lossy] [--dtype]`:
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32 scales and
+ * biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; tensors written as floats in `dtype` (TL_F32,
+ * TL_F16 or TL_BF16). A weight no rule carries is TL_EUNSUPPORTED naming it unless `lossy` is not
+ * 0 (then requantized as mx.quantize does, scales in `dtype`); a weight whose proof fails is
+ * TL_EFORMAT naming it; nothing is written then. `result` may be NULL. */
+TL_API int tl_transcode(const char* src, const char* dst, const char* to, int lossy, tl_dtype dtype,
+                        const tl_open_options* options, tl_transcode_result* result);
+
 /* ---- Reports (tlio/report.hpp, docs/report.md) -------------------------------------------------
  * A model's figures per tensor (counts, range, mean, std, histogram; against a source, the error:
  * RMSE, max abs, cosine, SQNR), as `tlio report` computes them: dequantized where quantized, on

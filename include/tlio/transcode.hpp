@@ -39,6 +39,7 @@ struct TranscodeOptions {
   /// The dtype of the tensors written as floats (norms, plain weights) and of a requantized
   /// weight's scales: F32, F16 or BF16.
   Dtype dtype = Dtype::BF16;
+  OpenOptions open;           ///< how the source is read (a token for URLs)
   ProgressCallback progress;  ///< source elements done / all
 };
 

@@ -203,6 +203,46 @@ void bind_gguf(py::module_& m) {
       },
       py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "",
       py::arg("split_max_size") = 0);
+  // tlio/transcode.hpp: a GGUF's weights carried into MLX's layout.
+  m.def(
+      "transcode",
+      [](const std::string& src, const std::string& dst, const std::string& to, bool lossy,
+         const std::string& dtype, const std::string& token) {
+        tlio::TranscodeOptions o;
+        const std::optional<tlio::TranscodeTarget> target = tlio::transcode_target_named(to);
+        if (!target) throw py::value_error("transcode: no layout named '" + to + "' (mlx)");
+        o.to = *target;
+        o.lossy = lossy;
+        if (!dtype.empty()) o.dtype = named_dtype(py::str(dtype), "");
+        o.open.token = token;
+        tlio::TranscodeReport r;
+        {
+          LongCall call;
+          r = tlio::transcode(src, dst, o);
+        }
+        py::list weights;
+        for (const auto& i : r.items) {
+          py::dict w;
+          w["name"] = i.name;
+          w["source"] = i.source;
+          w["target"] = i.target;
+          w["scale_dtype"] = std::string(tlio::dtype_name(i.scale_dtype));
+          w["exact"] = i.exact;
+          w["zero_signs"] = i.zero_signs;
+          w["rmse"] = i.rmse;
+          w["max_abs_error"] = i.max_abs_error;
+          weights.append(w);
+        }
+        py::dict d;
+        d["weights"] = weights;
+        d["plain"] = r.plain;
+        d["bytes_in"] = r.bytes_in;
+        d["bytes_out"] = r.bytes_out;
+        d["files"] = r.files;
+        return d;
+      },
+      py::arg("src"), py::arg("dst"), py::arg("to"), py::arg("lossy"), py::arg("dtype"),
+      py::arg("token"));
 }
 
 }  // namespace tlio_py

@@ -16,6 +16,7 @@ mx = pytest.importorskip("mlx.core", reason="the users' stack (mlx, mlx-cpu: bui
 transformers = pytest.importorskip("transformers", minversion="5")
 gguf = pytest.importorskip("gguf")
 import torch  # noqa: E402
+import tlio  # noqa: E402
 from gguf import GGMLQuantizationType as Q  # noqa: E402
 
 from consumer_models import save_tokenizer  # noqa: E402
@@ -202,8 +203,12 @@ def test_what_cannot_be_carried_is_refused_or_requantized_with_lossy(llama, tmp_
     assert "cannot be carried into MLX's layout exactly" in r.stderr and "Q6_K scales groups of 16" in r.stderr
     assert "--lossy requantizes them; nothing was written" in r.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    with pytest.raises(ValueError, match="Q6_K scales groups of 16"):  # the Python API says the same
+        tlio.transcode(src, tmp_path / "out", "mlx")
     out = tmp_path / "lossy"
-    report = json.loads(run("transcode", src, out, "--to", "mlx", "--lossy", "--json").stdout)
+    report = tlio.transcode(src, out, "mlx", lossy=True)
+    cli = json.loads(run("transcode", src, tmp_path / "again", "--to", "mlx", "--lossy", "--json").stdout)
+    assert report == {k: v for k, v in cli.items() if k not in ("input", "output", "to", "lossy")}
     lossy = [w for w in report["weights"] if not w["exact"]]
     assert lossy and all(w["source"] == "Q6_K" and w["target"] == "mlx-affine-6bit-g32" for w in lossy)
     config = json.loads((out / "config.json").read_text())

@@ -28,7 +28,7 @@ import stat as _stat
 import numpy as _np
 
 from . import _gguf, _tlio
-from ._gguf import export_gguf, gguf_metadata, import_gguf
+from ._gguf import export_gguf, gguf_metadata, import_gguf, transcode
 from ._report import report
 from ._rewrites import (ConvertResult, _ConvertCounts, convert_file, dequantize_file, edit_file,
                         import_checkpoint, quantize_file, read_checkpoint)
@@ -40,7 +40,7 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
            "compare_files", "VerificationError", "hash_file", "sign", "verify", "import_gguf",
-           "gguf_metadata", "export_gguf", "report"]
+           "gguf_metadata", "export_gguf", "transcode", "report"]
 
 _NUMPY = ("numpy", "np")
 _TORCH = ("pt", "torch", "pytorch")

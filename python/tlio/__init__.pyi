@@ -13,7 +13,7 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
            "ConvertResult", "quantize_file", "dequantize_file", "TensorSpec", "serialize",
            "serialize_file", "deserialize", "import_checkpoint", "read_checkpoint", "edit_file",
            "compare_files", "VerificationError", "hash_file", "sign", "verify", "import_gguf",
-           "gguf_metadata", "export_gguf", "report"]
+           "gguf_metadata", "export_gguf", "transcode", "report"]
 
 _T = TypeVar("_T")
 _Array = NDArray[Any]
@@ -151,6 +151,8 @@ def import_gguf(src: StrPath, dst: StrPath, dtype: str | None = None, *,
 def gguf_metadata(src: StrPath, *, token: str | None = None) -> dict[str, Any]: ...
 def export_gguf(src: StrPath, dst: StrPath, dtype: str = "F16", *,
                 token: str | None = None, split_max_size: int | str | None = None) -> dict[str, Any]: ...
+def transcode(src: StrPath, dst: StrPath, to: str = "mlx", *, lossy: bool = False,
+              dtype: str | None = None, token: str | None = None) -> dict[str, Any]: ...
 def report(model: StrPath, against: StrPath | None = None, *, html: StrPath | None = None,
            filter: str = "", bins: int = 64, token: str | None = None) -> dict[str, Any]: ...
 

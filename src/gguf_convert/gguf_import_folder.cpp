@@ -106,6 +106,13 @@ void plan_mlx_carries(const GgufFile& src, std::vector<Planned>& plan,
               src.name());
 }
 
+// config.json's "quantization" and its copy "quantization_config" (mlx-lm reads the first).
+std::string mlx_members(const std::vector<std::pair<std::string, MlxOptions>>& weights) {
+  const std::string json = detail::mlx_quantization_json(weights);
+  if (json.empty()) return {};
+  return fmt::format("\"quantization\": {0},\n  \"quantization_config\": {0}", json);
+}
+
 }  // namespace
 
 GgufImportReport import_gguf_model(const GgufFile& src, const std::string& out_dir,
@@ -152,14 +159,23 @@ GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_
     for (Planned& p : plan_tensor(src, t, it->second, c)) plan.push_back(std::move(p));
     total += t.element_count();
   }
-  if (transcode) plan_mlx_carries(src, plan, *transcode);
+  // A transcode's weights in MLX's layout: their config in config.json and, as mlx-lm writes a
+  // file, in the weights' metadata.
+  std::vector<std::pair<std::string, MlxOptions>> mlx_weights;
+  Metadata metadata = detail::kModelMetadata;
+  if (transcode) {
+    plan_mlx_carries(src, plan, *transcode);
+    for (const Planned& p : plan)
+      if (p.carry) mlx_weights.emplace_back(p.name, p.carry->options);
+    metadata = {{"format", "mlx"},
+                {"quantization_config", detail::mlx_quantization_json(mlx_weights)}};
+  }
 
   const detail::Location out = detail::Location::parse(out_dir);
   detail::create_output_folder(out);
   detail::OutputSet set;  // nothing replaces the folder's contents until every file is whole
   GgufImportReport report;
-  Writer w =
-      detail::WriterAccess::into_set(set, out.join("model.safetensors"), detail::kModelMetadata);
+  Writer w = detail::WriterAccess::into_set(set, out.join("model.safetensors"), metadata);
   for (const Planned& p : plan)
     if (p.stacked)
       for (auto& [name, dtype, shape] : detail::stacked_import_tensors(*p.stacked, options.dtype))
@@ -175,7 +191,6 @@ GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_
     done += count;
     if (options.progress) options.progress(done, total);
   };
-  std::vector<std::pair<std::string, MlxOptions>> mlx_weights;
   for (const Planned& p : plan)
     if (p.stacked) {
       detail::write_stacked_import(src, *p.stacked, options.dtype, w, report, progress);
@@ -186,7 +201,6 @@ GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_
       TranscodeReport::Item& item = carried->items.emplace_back();
       item.name = p.name;
       detail::write_mlx_carry(src, at, p.name, *p.carry, w, item, progress);
-      mlx_weights.emplace_back(p.name, p.carry->options);
       ++report.tensors;
       report.data_bytes_in += p.expert ? p.t->bytes / p.t->ne[2] : p.t->bytes;
       for (const auto& [name, dtype, shape] :
@@ -204,9 +218,9 @@ GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_
   };
   const bool mxfp4 = std::any_of(stacked.begin(), stacked.end(),
                                  [](const detail::StackedImport& s) { return s.mxfp4; });
-  add("config.json", detail::config_json_of(arch, c, options.dtype,
-                                            mxfp4 ? std::string(kMxfp4Config)
-                                                  : detail::mlx_quantization_members(mlx_weights)));
+  add("config.json",
+      detail::config_json_of(arch, c, options.dtype,
+                             mxfp4 ? std::string(kMxfp4Config) : mlx_members(mlx_weights)));
   if (const std::optional<std::string> generation = detail::generation_config_of(c))
     add("generation_config.json", *generation);
   if (const std::optional<std::string> tokenizer =

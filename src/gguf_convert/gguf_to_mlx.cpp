@@ -249,8 +249,7 @@ void write_mlx_carry(const GgufFile& src, const GgufRows& at, std::string_view n
   if (!item.exact && count) item.rmse = std::sqrt(squares / static_cast<double>(count));
 }
 
-std::string mlx_quantization_members(
-    const std::vector<std::pair<std::string, MlxOptions>>& weights) {
+std::string mlx_quantization_json(const std::vector<std::pair<std::string, MlxOptions>>& weights) {
   std::map<std::string, size_t> counts;  // by options, as their JSON text
   const auto json_of = [](const MlxOptions& o) {
     return fmt::format(R"({{"group_size": {}, "bits": {}, "mode": "{}"}})", o.group, o.bits,
@@ -265,10 +264,8 @@ std::string mlx_quantization_members(
   std::string body = common.substr(1, common.size() - 2);  // the members without braces
   for (const auto& [name, o] : weights)
     if (const std::string own = json_of(o); own != common)
-      body += fmt::format(
-          ", {}: {}", quote_name(name.substr(0, name.size() - std::string_view(".weight").size())),
-          own);
-  return fmt::format("\"quantization\": {{{0}}},\n  \"quantization_config\": {{{0}}}", body);
+      body += fmt::format(", {}: {}", quote_name(name.substr(0, name.size() - 7)), own);
+  return "{" + body + "}";
 }
 
 }  // namespace tlio::detail

@@ -55,9 +55,9 @@ void write_mlx_carry(const GgufFile& src, const GgufRows& rows, std::string_view
                      const MlxCarry& carry, Writer& w, TranscodeReport::Item& item,
                      const std::function<void(uint64_t)>& done);
 
-/// config.json's "quantization" and "quantization_config" members for the weights written (each
-/// module's options, the most common ones at the top level as mlx-lm reads them).
-std::string mlx_quantization_members(
-    const std::vector<std::pair<std::string, MlxOptions>>& weights);
+/// The quantization config of the weights written, as mlx-lm writes it (config.json's
+/// "quantization" and "quantization_config", a lone file's metadata): the most common options at
+/// the top level, each other module's own; "" for none.
+std::string mlx_quantization_json(const std::vector<std::pair<std::string, MlxOptions>>& weights);
 
 }  // namespace tlio::detail

@@ -35,12 +35,12 @@ TranscodeReport transcode(const std::string& src, const std::string& out_dir,
     throw Error(
         ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
         fmt::format("transcode target {} is not one tlio has (mlx)", static_cast<int>(options.to)));
-  const WeightsKind kind = weights_kind(src);
+  const WeightsKind kind = weights_kind(src, options.open);
   if (kind != WeightsKind::gguf)
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("{} is a {}; transcode to {} reads GGUF files", src,
                             weights_kind_name(kind), transcode_target_name(options.to)));
-  const GgufFile file = GgufFile::open(src);
+  const GgufFile file = GgufFile::open(src, options.open);
   TranscodeReport report;
   const GgufImportReport imported = detail::import_gguf_folder(
       file, out_dir, GgufImportOptions{options.dtype, options.progress}, &options, &report);

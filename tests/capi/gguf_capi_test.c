@@ -25,6 +25,45 @@ static void remove_imported_folder(const char* dir) {
   rmdir(dir);
 }
 
+/* A Q4_0 GGUF transcoded to MLX's layout: every weight carried, its values those the GGUF decodes
+ * (but a -0 may be +0); a layout tlio does not write refused. */
+static void check_transcode(const char* scratch) {
+  char gguf_path[4096], dir[4096], file[4200];
+  tl_transcode_result r;
+  tl_file* f = NULL;
+  tl_gguf* g = NULL;
+  tl_quantized_info info;
+  size_t i, k, found = 0, count = 0;
+  float want[32 * 64], got[32 * 64];
+  snprintf(gguf_path, sizeof gguf_path, "%s/transcode_capi_%d.gguf", scratch, (int)getpid());
+  snprintf(dir, sizeof dir, "%s/transcode_capi_%d", scratch, (int)getpid());
+  CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", gguf_path, "Q4_0", NULL, NULL) == TL_OK);
+  CHECK(tl_transcode(gguf_path, dir, "mlx", 0, TL_BF16, NULL, &r) == TL_OK);
+  CHECK(r.carried == 9 && r.requantized == 0 && r.plain == 3 && r.max_rmse == 0);
+  snprintf(file, sizeof file, "%s/model.safetensors", dir);
+  CHECK(tl_open(file, &f) == TL_OK && tl_quantized_count(f, &count) == TL_OK && count == 9);
+  for (k = 0; f && k < count; ++k) {
+    CHECK(tl_quantized_at(f, k, &info) == TL_OK);
+    if (strcmp(info.name, "model.layers.0.mlp.up_proj.weight") != 0) continue;
+    ++found;
+    CHECK(strcmp(info.scheme, "mlx-affine-4bit-g32") == 0);
+    CHECK(tl_quantized_read(f, info.name, 0, 32 * 64, TL_F32, got, sizeof got) == TL_OK);
+  }
+  CHECK(found == 1);
+  CHECK(tl_gguf_open(gguf_path, NULL, &g) == TL_OK &&
+        tl_gguf_find(g, "blk.0.ffn_up.weight", &i) == TL_OK);
+  CHECK(tl_gguf_read(g, i, 0, 32 * 64, TL_F32, want, sizeof want) == TL_OK);
+  for (k = 0, found = 0; k < 32 * 64; ++k)
+    found += got[k] == want[k] && (want[k] == 0.0f || memcmp(&got[k], &want[k], 4) == 0);
+  CHECK(found == 32 * 64);
+  tl_gguf_close(g);
+  tl_close(f);
+  remove_imported_folder(dir);
+  CHECK(tl_transcode(gguf_path, dir, "onnx", 0, TL_BF16, NULL, NULL) == TL_EINVAL);
+  CHECK(strstr(tl_last_error(), "onnx") != NULL && access(dir, F_OK) != 0);
+  unlink(gguf_path);
+}
+
 int main(int argc, char** argv) {
   const char* scratch = argc > 1 ? argv[1] : ".";
   tl_gguf* g = NULL;
@@ -275,6 +314,7 @@ int main(int argc, char** argv) {
     }
     unlink(out);
   }
+  check_transcode(scratch);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

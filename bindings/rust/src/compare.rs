@@ -87,10 +87,18 @@ pub fn compare_files(a: &File, b: &File, options: CompareOptions<'_>) -> Result<
 
 /// Compares two model folders (their shards, each folder one namespace), as
 /// `tlio diff DIR_A DIR_B` does.
-pub fn compare_models<'a>(a: &'a Model, b: &'a Model, options: CompareOptions<'a>) -> Result<Comparison> {
+pub fn compare_models<'a>(
+    a: &'a Model,
+    b: &'a Model,
+    options: CompareOptions<'a>,
+) -> Result<Comparison> {
     let options = CompareOptions {
-        quantization_config_a: options.quantization_config_a.or(Some(a.quantization_config())),
-        quantization_config_b: options.quantization_config_b.or(Some(b.quantization_config())),
+        quantization_config_a: options
+            .quantization_config_a
+            .or(Some(a.quantization_config())),
+        quantization_config_b: options
+            .quantization_config_b
+            .or(Some(b.quantization_config())),
         ..options
     };
     let (a, b): (Vec<&File>, Vec<&File>) = (a.files().iter().collect(), b.files().iter().collect());
@@ -104,7 +112,10 @@ pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Re
     let strings = OptionStrings::new(&options)?;
     let mut progress = options.progress;
     let o = c_options(options.atol, options.rtol, &strings, &mut progress);
-    let (a, b): (Vec<_>, Vec<_>) = (a.iter().map(|f| f.raw()).collect(), b.iter().map(|f| f.raw()).collect());
+    let (a, b): (Vec<_>, Vec<_>) = (
+        a.iter().map(|f| f.raw()).collect(),
+        b.iter().map(|f| f.raw()).collect(),
+    );
     let mut raw = std::ptr::null_mut();
     // SAFETY: valid handles; o, the filter and the progress closure outlive the call.
     check(unsafe { sys::tl_compare_sets(a.as_ptr(), a.len(), b.as_ptr(), b.len(), &o, &mut raw) })?;
@@ -115,7 +126,12 @@ pub fn compare_sets(a: &[&File], b: &[&File], options: CompareOptions<'_>) -> Re
 /// quantization_config applied; the options' are not read) or GGUF files, local or remote. With
 /// a GGUF file on a side, names pair as reports pair them: a GGUF file's tensors with a Hugging
 /// Face folder's by the names the GGUF export gives them, Q/K rows put back in place (`b_name`).
-pub fn compare_locations(a: &str, b: &str, options: CompareOptions<'_>, open: &OpenOptions) -> Result<Comparison> {
+pub fn compare_locations(
+    a: &str,
+    b: &str,
+    options: CompareOptions<'_>,
+    open: &OpenOptions,
+) -> Result<Comparison> {
     let (a, b) = (c_name(a)?, c_name(b)?);
     let strings = OptionStrings::new(&options)?;
     let mut progress = options.progress;
@@ -153,14 +169,26 @@ fn c_options<'p>(
     let mut o = std::mem::MaybeUninit::<sys::tl_compare_options>::uninit();
     // SAFETY: init_sized fills every field of a struct of that size.
     let mut o = unsafe {
-        sys::tl_compare_options_init_sized(o.as_mut_ptr(), std::mem::size_of::<sys::tl_compare_options>());
+        sys::tl_compare_options_init_sized(
+            o.as_mut_ptr(),
+            std::mem::size_of::<sys::tl_compare_options>(),
+        );
         o.assume_init()
     };
     o.atol = atol;
     o.rtol = rtol;
-    o.filter = strings.filter.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
-    o.quantization_config_a = strings.config_a.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    o.quantization_config_b = strings.config_b.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    o.filter = strings
+        .filter
+        .as_ref()
+        .map_or(std::ptr::null(), |f| f.as_ptr());
+    o.quantization_config_a = strings
+        .config_a
+        .as_ref()
+        .map_or(std::ptr::null(), |c| c.as_ptr());
+    o.quantization_config_b = strings
+        .config_b
+        .as_ref()
+        .map_or(std::ptr::null(), |c| c.as_ptr());
     if let Some(f) = progress.as_mut() {
         o.progress = Some(call_progress);
         o.progress_user = f as *mut &mut dyn FnMut(u64, u64) as *mut c_void;

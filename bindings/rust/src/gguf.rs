@@ -56,7 +56,9 @@ impl Gguf {
         let mut raw = std::ptr::null_mut();
         // SAFETY: NUL-terminated strings that outlive the call; raw is set on success.
         check(unsafe { sys::tl_gguf_open(c.as_ptr(), &o, &mut raw) })?;
-        Ok(Gguf { raw: NonNull::new(raw).expect("tl_gguf_open succeeded") })
+        Ok(Gguf {
+            raw: NonNull::new(raw).expect("tl_gguf_open succeeded"),
+        })
     }
 
     /// Every tensor, in file order.
@@ -121,7 +123,13 @@ impl Gguf {
     /// dimension; empty: whole). Only the blocks the slice touches are read, nearby rows'
     /// together. An `InvalidArgument` error for a bad slice or size, `Unsupported` for a type
     /// tlio does not decode.
-    pub fn read_slice_into(&self, name: &str, slice: &[Range<u64>], dtype: Dtype, dst: &mut [u8]) -> Result<()> {
+    pub fn read_slice_into(
+        &self,
+        name: &str,
+        slice: &[Range<u64>],
+        dtype: Dtype,
+        dst: &mut [u8],
+    ) -> Result<()> {
         let index = self.index_of(name)?;
         let starts: Vec<u64> = slice.iter().map(|r| r.start).collect();
         let stops: Vec<u64> = slice.iter().map(|r| r.end).collect();
@@ -146,7 +154,8 @@ impl Gguf {
         let t = self.tensor(name)?;
         let mut out = vec![0f32; t.elements as usize];
         // SAFETY: a Vec<f32> viewed as its bytes.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, out.len() * 4) };
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, out.len() * 4) };
         self.read_into(name, 0, Dtype::F32, bytes)?;
         Ok(out)
     }
@@ -172,7 +181,13 @@ pub fn import_gguf(
     dtype: Dtype,
     options: &OpenOptions,
 ) -> Result<u64> {
-    import_with(sys::tl_import_gguf, src.as_ref(), dst.as_ref(), dtype, options)
+    import_with(
+        sys::tl_import_gguf,
+        src.as_ref(),
+        dst.as_ref(),
+        dtype,
+        options,
+    )
 }
 
 /// Writes the model of the GGUF file `src` as the Hugging Face folder `dst` (any location), as
@@ -186,7 +201,13 @@ pub fn import_gguf_model(
     dtype: Dtype,
     options: &OpenOptions,
 ) -> Result<u64> {
-    import_with(sys::tl_import_gguf_model, src.as_ref(), dst.as_ref(), dtype, options)
+    import_with(
+        sys::tl_import_gguf_model,
+        src.as_ref(),
+        dst.as_ref(),
+        dtype,
+        options,
+    )
 }
 
 type ImportFn = unsafe extern "C" fn(
@@ -198,7 +219,13 @@ type ImportFn = unsafe extern "C" fn(
 ) -> std::os::raw::c_int;
 
 /// One of the C imports (to a file, to a folder) called with these arguments.
-fn import_with(f: ImportFn, src: &Path, dst: &Path, dtype: Dtype, options: &OpenOptions) -> Result<u64> {
+fn import_with(
+    f: ImportFn,
+    src: &Path,
+    dst: &Path,
+    dtype: Dtype,
+    options: &OpenOptions,
+) -> Result<u64> {
     let (src, dst) = (c_path(src)?, c_path(dst)?);
     let (o, _token) = c_open_options(options)?;
     let mut tensors = 0u64;
@@ -236,7 +263,14 @@ pub fn export_gguf_split(
     let mut tensors = 0u64;
     // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
     check(unsafe {
-        sys::tl_export_gguf_split(src.as_ptr(), dst.as_ptr(), type_name.as_ptr(), split_max_size, &o, &mut tensors)
+        sys::tl_export_gguf_split(
+            src.as_ptr(),
+            dst.as_ptr(),
+            type_name.as_ptr(),
+            split_max_size,
+            &o,
+            &mut tensors,
+        )
     })?;
     Ok(tensors)
 }

@@ -61,12 +61,14 @@ mod plan;
 mod quant;
 mod report;
 pub mod sys;
+mod transcode;
 mod trust;
 mod writer;
 
 pub use checkpoint::{import_checkpoint, ImportOptions};
 pub use compare::{
-    compare_files, compare_locations, compare_models, compare_sets, CompareOptions, Comparison, TensorComparison,
+    compare_files, compare_locations, compare_models, compare_sets, CompareOptions, Comparison,
+    TensorComparison,
 };
 pub use dtype::Dtype;
 pub use edit::{edit_file, EditOptions, EditReport};
@@ -81,6 +83,7 @@ pub use quant::{
     quantize_folder, LostValues, QuantizeOptions,
 };
 pub use report::{report, Report, ReportOptions};
+pub use transcode::{transcode, TranscodeResult};
 pub use trust::{hash_file, sign_folder, verify_signature};
 pub use writer::Writer;
 

@@ -99,7 +99,11 @@ impl ReadPlan {
         o.token = token.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
         let mut raw = std::ptr::null_mut();
         // SAFETY: a NUL-terminated path, initialised options whose token outlives the call.
-        let flags = if options.direct { sys::TL_OPEN_DIRECT } else { 0 };
+        let flags = if options.direct {
+            sys::TL_OPEN_DIRECT
+        } else {
+            0
+        };
         check(unsafe { sys::tl_plan_open_ex(source.as_ptr(), &o, flags, &mut raw) })?;
         Ok(ReadPlan { raw })
     }
@@ -145,7 +149,12 @@ impl ReadPlan {
         // SAFETY: a valid handle and two out-parameters; `index` was accepted just above.
         check(unsafe { sys::tl_plan_item_range(self.raw, index, &mut file, &mut offset) })?;
         let stored = (offset != u64::MAX).then_some(StoredRange { file, offset });
-        Ok(PlanItem { shape, dtype: Dtype::from_raw(info.dtype)?, byte_size: info.byte_size, stored })
+        Ok(PlanItem {
+            shape,
+            dtype: Dtype::from_raw(info.dtype)?,
+            byte_size: info.byte_size,
+            stored,
+        })
     }
 
     /// Removes every item, keeping the files open: for loading in batches that each fit in
@@ -162,7 +171,11 @@ impl ReadPlan {
         check(unsafe { sys::tl_plan_reads(self.raw, &mut count, &mut wanted) })?;
         let mut reads = Vec::with_capacity(count);
         for i in 0..count {
-            let mut r = PlannedRead { file: 0, offset: 0, length: 0 };
+            let mut r = PlannedRead {
+                file: 0,
+                offset: 0,
+                length: 0,
+            };
             // SAFETY: i < count, from the tl_plan_reads call just made.
             check(unsafe {
                 sys::tl_plan_read_at(self.raw, i, &mut r.file, &mut r.offset, &mut r.length)
@@ -191,7 +204,12 @@ impl ReadPlan {
             // SAFETY: `buffer.len()` writable bytes, borrowed until execute_into returns; the
             // library refuses a size other than the item's.
             check(unsafe {
-                sys::tl_plan_set_destination(self.raw, index, buffer.as_mut_ptr() as *mut c_void, buffer.len())
+                sys::tl_plan_set_destination(
+                    self.raw,
+                    index,
+                    buffer.as_mut_ptr() as *mut c_void,
+                    buffer.len(),
+                )
             })?;
         }
         // SAFETY: a valid handle whose destinations all live in `buffers`.
@@ -212,7 +230,12 @@ impl ReadPlan {
             let mut buffer = vec![0u8; size];
             // SAFETY: `size` writable bytes, kept (in `buffers`) until execute returns.
             check(unsafe {
-                sys::tl_plan_set_destination(self.raw, index, buffer.as_mut_ptr() as *mut c_void, size)
+                sys::tl_plan_set_destination(
+                    self.raw,
+                    index,
+                    buffer.as_mut_ptr() as *mut c_void,
+                    size,
+                )
             })?;
             buffers.push(buffer);
             index += 1;

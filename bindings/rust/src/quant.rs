@@ -103,7 +103,10 @@ fn quantize_with(
     let mut o = std::mem::MaybeUninit::<sys::tl_quantize_options>::uninit();
     // SAFETY: init_sized fills every field of a struct of that size.
     let mut o = unsafe {
-        sys::tl_quantize_options_init_sized(o.as_mut_ptr(), std::mem::size_of::<sys::tl_quantize_options>());
+        sys::tl_quantize_options_init_sized(
+            o.as_mut_ptr(),
+            std::mem::size_of::<sys::tl_quantize_options>(),
+        );
         o.assume_init()
     };
     o.scheme = scheme.as_ptr();
@@ -216,5 +219,9 @@ fn with_dtype(
     ) -> std::os::raw::c_int,
 ) -> Result<()> {
     let (src, dst) = (c_path(src)?, c_path(dst)?);
-    check(call(src.as_ptr(), dst.as_ptr(), dtype.map_or(-1, |d| d.raw())))
+    check(call(
+        src.as_ptr(),
+        dst.as_ptr(),
+        dtype.map_or(-1, |d| d.raw()),
+    ))
 }

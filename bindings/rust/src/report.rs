@@ -88,5 +88,7 @@ pub fn report(location: impl AsRef<Path>, options: ReportOptions) -> Result<Repo
     let mut raw = std::ptr::null_mut();
     // SAFETY: strings, options and the progress closure outlive the call; raw is set on success.
     check(unsafe { sys::tl_report_make(location.as_ptr(), &o, &open, &mut raw) })?;
-    Ok(Report { raw: NonNull::new(raw).expect("tl_report_make succeeded") })
+    Ok(Report {
+        raw: NonNull::new(raw).expect("tl_report_make succeeded"),
+    })
 }

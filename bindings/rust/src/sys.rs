@@ -78,6 +78,16 @@ pub struct tl_gguf_tensor {
 }
 
 #[repr(C)]
+#[derive(Default)]
+pub struct tl_transcode_result {
+    pub carried: usize,
+    pub requantized: usize,
+    pub plain: usize,
+    pub zero_signs: u64,
+    pub max_rmse: f64,
+}
+
+#[repr(C)]
 pub struct tl_tensor_info {
     pub name: *const c_char,
     pub name_len: usize,

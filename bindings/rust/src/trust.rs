@@ -49,7 +49,12 @@ impl File {
 // tl_sign_folder and tl_verify_signature: a folder, a key file and a signature path or NULL.
 type FolderCall = unsafe extern "C" fn(*const c_char, *const c_char, *const c_char) -> c_int;
 
-fn folder_call(call: FolderCall, folder: &Path, key: &Path, signature: Option<&Path>) -> Result<()> {
+fn folder_call(
+    call: FolderCall,
+    folder: &Path,
+    key: &Path,
+    signature: Option<&Path>,
+) -> Result<()> {
     let (folder, key) = (c_path(folder)?, c_path(key)?);
     let signature = signature.map(c_path).transpose()?;
     // SAFETY: NUL-terminated strings, or NULL for the default signature path.
@@ -69,7 +74,12 @@ pub fn sign_folder(
     private_key: impl AsRef<Path>,
     signature: Option<&Path>,
 ) -> Result<()> {
-    folder_call(sys::tl_sign_folder, folder.as_ref(), private_key.as_ref(), signature)
+    folder_call(
+        sys::tl_sign_folder,
+        folder.as_ref(),
+        private_key.as_ref(),
+        signature,
+    )
 }
 
 /// Checks `folder` against its signature (None: FOLDER/model.sig) with the PEM public key file
@@ -80,5 +90,10 @@ pub fn verify_signature(
     public_key: impl AsRef<Path>,
     signature: Option<&Path>,
 ) -> Result<()> {
-    folder_call(sys::tl_verify_signature, folder.as_ref(), public_key.as_ref(), signature)
+    folder_call(
+        sys::tl_verify_signature,
+        folder.as_ref(),
+        public_key.as_ref(),
+        signature,
+    )
 }

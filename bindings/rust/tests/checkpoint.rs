@@ -56,11 +56,24 @@ fn imports_floating_tensors_in_the_dtype_asked() {
     };
     assert_eq!(tlio::import_checkpoint(&src, &out, &options).unwrap(), 7);
     let got = tlio::File::open(&out).unwrap();
-    let expected = tlio::File::open(data().join("checkpoints/small_zip.expected.safetensors")).unwrap();
+    let expected =
+        tlio::File::open(data().join("checkpoints/small_zip.expected.safetensors")).unwrap();
     for t in expected.tensors() {
         let g = got.tensor(t.name()).unwrap();
-        let floating = matches!(t.dtype(), tlio::Dtype::F32 | tlio::Dtype::F16 | tlio::Dtype::BF16);
-        assert_eq!(g.dtype(), if floating { tlio::Dtype::BF16 } else { t.dtype() }, "{}", t.name());
+        let floating = matches!(
+            t.dtype(),
+            tlio::Dtype::F32 | tlio::Dtype::F16 | tlio::Dtype::BF16
+        );
+        assert_eq!(
+            g.dtype(),
+            if floating {
+                tlio::Dtype::BF16
+            } else {
+                t.dtype()
+            },
+            "{}",
+            t.name()
+        );
         if floating {
             // BF16 rounds the F32 value to nearest even (finite values here).
             let want: Vec<f32> = expected

@@ -7,8 +7,16 @@ use support::*;
 /// An IEEE half's value (subnormals included).
 fn f16_value(bits: u16) -> f32 {
     let (sign, exp, man) = (bits >> 15, (bits >> 10) & 0x1f, f32::from(bits & 0x3ff));
-    let v = if exp == 0 { man * 2f32.powi(-24) } else { (1.0 + man / 1024.0) * 2f32.powi(i32::from(exp) - 15) };
-    if sign == 1 { -v } else { v }
+    let v = if exp == 0 {
+        man * 2f32.powi(-24)
+    } else {
+        (1.0 + man / 1024.0) * 2f32.powi(i32::from(exp) - 15)
+    };
+    if sign == 1 {
+        -v
+    } else {
+        v
+    }
 }
 
 #[test]
@@ -18,8 +26,14 @@ fn lists_reads_and_imports_a_gguf() {
     let tensors = g.tensors().unwrap();
     assert_eq!(tensors.len(), 2);
     let q = g.tensor("q").unwrap();
-    assert_eq!((q.type_name.as_str(), q.ggml_type, q.decodes), ("Q8_0", 8, true));
-    assert_eq!((q.shape.clone(), q.elements, q.bytes), (vec![3, 32], 96, 102));
+    assert_eq!(
+        (q.type_name.as_str(), q.ggml_type, q.decodes),
+        ("Q8_0", 8, true)
+    );
+    assert_eq!(
+        (q.shape.clone(), q.elements, q.bytes),
+        (vec![3, 32], 96, 102)
+    );
 
     // Q8_0 by hand: three blocks of (fp16 scale, 32 int8 codes) at the data section (byte 320)
     // plus the tensor's offset (32).
@@ -36,22 +50,39 @@ fn lists_reads_and_imports_a_gguf() {
 
     assert_eq!(g.metadata("general.architecture").unwrap(), "llama");
     assert_eq!(g.metadata("llama.block_count").unwrap(), "2");
-    assert_eq!(g.metadata("tokenizer.ggml.tokens").unwrap_err().kind(), tlio::ErrorKind::Unsupported);
-    assert_eq!(g.metadata("nosuch").unwrap_err().kind(), tlio::ErrorKind::NotFound);
-    assert_eq!(g.tensor("nosuch").unwrap_err().kind(), tlio::ErrorKind::NotFound);
+    assert_eq!(
+        g.metadata("tokenizer.ggml.tokens").unwrap_err().kind(),
+        tlio::ErrorKind::Unsupported
+    );
+    assert_eq!(
+        g.metadata("nosuch").unwrap_err().kind(),
+        tlio::ErrorKind::NotFound
+    );
+    assert_eq!(
+        g.tensor("nosuch").unwrap_err().kind(),
+        tlio::ErrorKind::NotFound
+    );
 
     let out = scratch("gguf-import").join("out.safetensors");
-    assert_eq!(tlio::import_gguf(&path, &out, tlio::Dtype::F32, &Default::default()).unwrap(), 2);
+    assert_eq!(
+        tlio::import_gguf(&path, &out, tlio::Dtype::F32, &Default::default()).unwrap(),
+        2
+    );
     let f = tlio::File::open(&out).unwrap();
     let data = f.tensor("q").unwrap().data().to_vec();
-    let got: Vec<f32> = data.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let got: Vec<f32> = data
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(got, want);
     assert_eq!(f.metadata().get("llama.block_count"), Some(&"2"));
 }
 
 #[test]
 fn a_truncated_gguf_is_a_format_error() {
-    let err = tlio::Gguf::open(data().join("gguf").join("truncated.gguf")).err().unwrap();
+    let err = tlio::Gguf::open(data().join("gguf").join("truncated.gguf"))
+        .err()
+        .unwrap();
     assert_eq!(err.kind(), tlio::ErrorKind::Format);
     assert_eq!(err.rule(), Some("gguf"));
 }
@@ -60,20 +91,39 @@ fn a_truncated_gguf_is_a_format_error() {
 fn exports_a_hugging_face_folder() {
     let out = scratch("gguf-export").join("tiny.gguf");
     let src = data().join("gguf").join("tiny_llama");
-    assert_eq!(tlio::export_gguf(&src, &out, "Q4_0", &Default::default()).unwrap(), 12);
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "Q4_0", &Default::default()).unwrap(),
+        12
+    );
     let g = tlio::Gguf::open(&out).unwrap();
     assert_eq!(g.metadata("general.architecture").unwrap(), "llama");
     let q = g.tensor("blk.0.ffn_up.weight").unwrap();
-    assert_eq!((q.type_name.as_str(), q.shape.clone()), ("Q4_0", vec![64, 32]));
+    assert_eq!(
+        (q.type_name.as_str(), q.shape.clone()),
+        ("Q4_0", vec![64, 32])
+    );
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
     // A slice (rows 10..13, columns 7..29 across Q4_0's blocks of 32): each row's elements.
     let whole = g.read_f32("blk.0.ffn_up.weight").unwrap();
     let mut cut = vec![0u8; 3 * 22 * 4];
-    g.read_slice_into("blk.0.ffn_up.weight", &[10..13, 7..29], tlio::Dtype::F32, &mut cut).unwrap();
-    let got: Vec<f32> = cut.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-    let want: Vec<f32> = (10..13).flat_map(|r| whole[r * 32 + 7..r * 32 + 29].to_vec()).collect();
+    g.read_slice_into(
+        "blk.0.ffn_up.weight",
+        &[10..13, 7..29],
+        tlio::Dtype::F32,
+        &mut cut,
+    )
+    .unwrap();
+    let got: Vec<f32> = cut
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = (10..13)
+        .flat_map(|r| whole[r * 32 + 7..r * 32 + 29].to_vec())
+        .collect();
     assert_eq!(got, want);
-    let err = g.read_slice_into("blk.0.ffn_up.weight", &[10..65], tlio::Dtype::F32, &mut cut).unwrap_err();
+    let err = g
+        .read_slice_into("blk.0.ffn_up.weight", &[10..65], tlio::Dtype::F32, &mut cut)
+        .unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
     // Compared with its folder, as `tlio diff` does: names pair across formats.
     let c = tlio::compare_locations(
@@ -84,13 +134,23 @@ fn exports_a_hugging_face_folder() {
     )
     .unwrap();
     assert!(!c.equal && c.only_in_a.is_empty() && c.only_in_b.is_empty());
-    let up = c.tensors.iter().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
-    assert_eq!(up.b_name.as_deref(), Some("model.layers.0.mlp.up_proj.weight"));
+    let up = c
+        .tensors
+        .iter()
+        .find(|t| t.name == "blk.0.ffn_up.weight")
+        .unwrap();
+    assert_eq!(
+        up.b_name.as_deref(),
+        Some("model.layers.0.mlp.up_proj.weight")
+    );
     assert!(up.compared && up.max_abs > 0.0 && up.cosine > 0.99 && up.a_dtype == "Q4_0");
     // Back to a Hugging Face folder: the F32 export read back as BF16 equals the original folder.
     tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap();
     let back = scratch("gguf-model-back").join("model");
-    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(), 12);
+    assert_eq!(
+        tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(),
+        12
+    );
     let c = tlio::compare_locations(
         back.to_str().unwrap(),
         src.to_str().unwrap(),
@@ -101,20 +161,33 @@ fn exports_a_hugging_face_folder() {
     assert!(c.equal && c.tensors.len() == 12 && c.tensors.iter().all(|t| t.b_name.is_none()));
     // In llama.cpp's split files of at most 50,000 tensor bytes each.
     let dir = scratch("gguf-split");
-    assert_eq!(tlio::export_gguf_split(&src, dir.join("s.gguf"), "F32", 50_000, &Default::default()).unwrap(), 12);
+    assert_eq!(
+        tlio::export_gguf_split(&src, dir.join("s.gguf"), "F32", 50_000, &Default::default())
+            .unwrap(),
+        12
+    );
     let mut splits: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.starts_with("s-"))
         .collect();
     splits.sort();
-    assert!(splits.len() >= 3 && splits[0] == format!("s-00001-of-{:05}.gguf", splits.len()), "{splits:?}");
+    assert!(
+        splits.len() >= 3 && splits[0] == format!("s-00001-of-{:05}.gguf", splits.len()),
+        "{splits:?}"
+    );
     let set = tlio::Gguf::open(dir.join(&splits[0])).unwrap(); // the whole set, by its first file
-    assert_eq!(set.metadata("split.count").unwrap(), splits.len().to_string());
+    assert_eq!(
+        set.metadata("split.count").unwrap(),
+        splits.len().to_string()
+    );
     assert_eq!(set.tensors().unwrap().len(), 12);
     assert!(tlio::Gguf::open(dir.join(&splits[1])).is_err()); // another file of a set: refused by name
-    // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
-    assert_eq!(tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(), 12);
+                                                              // A mix: output.weight gets more bits (Q8_0: rows of 32 are not whole Q6_K super-blocks).
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(),
+        12
+    );
     let g = tlio::Gguf::open(&out).unwrap();
     assert_eq!(g.metadata("general.file_type").unwrap(), "15");
     assert_eq!(g.tensor("output.weight").unwrap().type_name, "Q8_0");
@@ -128,14 +201,28 @@ fn stacks_experts_and_unstacks_them_back() {
     // first, and the import makes them the folder's tensors again.
     let src = data().join("gguf").join("tiny_qwen3moe");
     let out = scratch("gguf-moe").join("moe.gguf");
-    assert_eq!(tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(), 14);
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(),
+        14
+    );
     let g = tlio::Gguf::open(&out).unwrap();
     assert_eq!(g.metadata("general.architecture").unwrap(), "qwen3moe");
-    assert_eq!(g.tensor("blk.0.ffn_up_exps.weight").unwrap().shape, vec![4, 32, 32]);
+    assert_eq!(
+        g.tensor("blk.0.ffn_up_exps.weight").unwrap().shape,
+        vec![4, 32, 32]
+    );
     let back = scratch("gguf-moe-back").join("model");
-    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(), 23);
-    let c = tlio::compare_locations(back.to_str().unwrap(), src.to_str().unwrap(), Default::default(), &Default::default())
-        .unwrap();
+    assert_eq!(
+        tlio::import_gguf_model(&out, &back, tlio::Dtype::BF16, &Default::default()).unwrap(),
+        23
+    );
+    let c = tlio::compare_locations(
+        back.to_str().unwrap(),
+        src.to_str().unwrap(),
+        Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
     assert!(c.equal && c.tensors.len() == 23);
     let err = tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::Unsupported);
@@ -147,18 +234,76 @@ fn copies_gpt_oss_mxfp4_experts_as_ggml_mxfp4() {
     // gate and up interleaved): three MXFP4 tensors whatever the rest is written in.
     let src = data().join("gguf").join("tiny_gptoss_mxfp4");
     let out = scratch("gguf-oss").join("oss.gguf");
-    assert_eq!(tlio::export_gguf(&src, &out, "Q8_0", &Default::default()).unwrap(), 22);
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "Q8_0", &Default::default()).unwrap(),
+        22
+    );
     let g = tlio::Gguf::open(&out).unwrap();
     assert_eq!(g.metadata("general.architecture").unwrap(), "gpt-oss");
     let gate = g.tensor("blk.0.ffn_gate_exps.weight").unwrap();
-    assert_eq!((gate.type_name.as_str(), gate.shape.clone()), ("MXFP4", vec![4, 32, 32]));
+    assert_eq!(
+        (gate.type_name.as_str(), gate.shape.clone()),
+        ("MXFP4", vec![4, 32, 32])
+    );
     assert_eq!(g.tensor("blk.0.attn_q.weight").unwrap().type_name, "Q8_0");
     assert_eq!(g.metadata("gpt-oss.rope.scaling.type").unwrap(), "yarn");
     // Back to a folder from F32: the experts put back together, MXFP4 as OpenAI's blocks.
-    assert_eq!(tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(), 22);
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "F32", &Default::default()).unwrap(),
+        22
+    );
     let back = scratch("gguf-oss-back").join("model");
-    assert_eq!(tlio::import_gguf_model(&out, &back, tlio::Dtype::F32, &Default::default()).unwrap(), 22);
-    let c = tlio::compare_locations(back.to_str().unwrap(), src.to_str().unwrap(), Default::default(), &Default::default())
-        .unwrap();
+    assert_eq!(
+        tlio::import_gguf_model(&out, &back, tlio::Dtype::F32, &Default::default()).unwrap(),
+        22
+    );
+    let c = tlio::compare_locations(
+        back.to_str().unwrap(),
+        src.to_str().unwrap(),
+        Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
     assert!(c.equal);
+}
+
+#[test]
+fn transcodes_a_q4_0_gguf_to_mlx() {
+    let dir = scratch("transcode_q4_0");
+    let (gguf, out) = (dir.join("q4_0.gguf"), dir.join("mlx"));
+    let options = tlio::OpenOptions::default();
+    tlio::export_gguf(
+        data().join("gguf").join("tiny_llama"),
+        &gguf,
+        "Q4_0",
+        &options,
+    )
+    .unwrap();
+    let r = tlio::transcode(&gguf, &out, "mlx", false, tlio::Dtype::BF16, &options).unwrap();
+    assert_eq!(
+        (r.carried, r.requantized, r.plain, r.max_rmse),
+        (9, 0, 3, 0.0)
+    );
+    // Each weight's values are the GGUF's (a -0 may be +0): ffn_up's rows are in the same order.
+    let f = tlio::File::open(out.join("model.safetensors")).unwrap();
+    let got = f.dequantize("model.layers.0.mlp.up_proj.weight").unwrap();
+    let want = tlio::Gguf::open(&gguf)
+        .unwrap()
+        .read_f32("blk.0.ffn_up.weight")
+        .unwrap();
+    assert_eq!(got.len(), want.len());
+    assert!(got
+        .iter()
+        .zip(&want)
+        .all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)));
+    let err = tlio::transcode(
+        &gguf,
+        dir.join("x"),
+        "onnx",
+        false,
+        tlio::Dtype::BF16,
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
 }

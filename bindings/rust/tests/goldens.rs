@@ -203,7 +203,10 @@ fn direct_reads_give_the_files_bytes_without_a_mapping() {
     };
     let file = tlio::File::open_with(&path, &options).unwrap();
     assert!(!file.tensor("w").unwrap().is_mapped());
-    assert_eq!(file.read("w").unwrap(), tlio::File::open(&path).unwrap().read("w").unwrap());
+    assert_eq!(
+        file.read("w").unwrap(),
+        tlio::File::open(&path).unwrap().read("w").unwrap()
+    );
     assert_eq!(file.read_as_f32("w").unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
     let both = tlio::OpenOptions {
         private: true,

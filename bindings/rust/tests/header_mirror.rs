@@ -137,6 +137,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
         "typedef struct tl_plan_item_info {",
         "typedef struct tl_gguf_tensor {",
         "typedef struct tl_report_options {",
+        "typedef struct tl_transcode_result {",
     ] {
         let start = text
             .find(marker)
@@ -153,7 +154,7 @@ fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     }
     assert_eq!(
         text.matches('{').count(),
-        12 + 2 + 1,
+        13 + 2 + 1,
         "tlio.h gained a struct or enum this test does not read"
     );
 

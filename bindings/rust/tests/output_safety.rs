@@ -12,13 +12,24 @@ fn a_fifo_is_refused_untouched() {
     let dir = scratch("output_safety_fifo");
     let fifo = dir.join("fifo");
     let _ = std::fs::remove_file(&fifo);
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let e = tlio::Writer::create(&fifo).err().expect("a FIFO accepted as an output");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let e = tlio::Writer::create(&fifo)
+        .err()
+        .expect("a FIFO accepted as an output");
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
     assert!(e.message().contains("is a FIFO, not a file"), "{}", e);
     use std::os::unix::fs::FileTypeExt;
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
-    let e = tlio::Writer::create(&dir).err().expect("a directory accepted as an output");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    let e = tlio::Writer::create(&dir)
+        .err()
+        .expect("a directory accepted as an output");
     assert_eq!(e.kind(), tlio::ErrorKind::Io);
     assert_eq!(e.raw_os_error(), Some(21)); // EISDIR
 }
@@ -45,10 +56,15 @@ fn an_interrupted_write_leaves_nothing() {
     let e = result.err().expect("not interrupted");
     assert_eq!(e.kind(), tlio::ErrorKind::Interrupted, "{}", e);
     assert!(asked.get() >= 1);
-    assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "something was left in {:?}", dir);
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "something was left in {:?}",
+        dir
+    );
     // Outside the check, the same write completes.
     let mut w = tlio::Writer::create(&out).unwrap();
-    w.declare("w", tlio::Dtype::U8, &[data.len() as u64]).unwrap();
+    w.declare("w", tlio::Dtype::U8, &[data.len() as u64])
+        .unwrap();
     w.write("w", &data).unwrap();
     w.commit().unwrap();
     tlio::remove_temporary_files();

@@ -118,13 +118,28 @@ fn mlx_affine_through_its_scheme_name() {
     let dir = scratch("mlx");
     let src = data().join("quant/tiny_model.safetensors");
     let out = dir.join("mlx.safetensors");
-    tlio::quantize_file(&src, &out, tlio::QuantizeOptions::new("mlx-affine-2bit-g32")).unwrap();
+    tlio::quantize_file(
+        &src,
+        &out,
+        tlio::QuantizeOptions::new("mlx-affine-2bit-g32"),
+    )
+    .unwrap();
     let file = tlio::File::open(&out).unwrap();
     let q = file.quantized().unwrap();
     let names: Vec<&str> = q.iter().map(|w| w.name()).collect();
-    assert!(names.contains(&"model.layers.0.self_attn.q_proj.weight"), "{:?}", names);
-    assert!(!names.contains(&"model.layers.0.mlp.down_proj.weight"), "{:?}", names);
-    assert!(q.iter().all(|w| w.scheme() == "mlx-affine-2bit-g32" && w.blocksize() == 32));
+    assert!(
+        names.contains(&"model.layers.0.self_attn.q_proj.weight"),
+        "{:?}",
+        names
+    );
+    assert!(
+        !names.contains(&"model.layers.0.mlp.down_proj.weight"),
+        "{:?}",
+        names
+    );
+    assert!(q
+        .iter()
+        .all(|w| w.scheme() == "mlx-affine-2bit-g32" && w.blocksize() == 32));
     assert_eq!(check_against_cli(&out, &dir), q.len());
     let bad = dir.join("bad.safetensors");
     let e = tlio::quantize_file(&src, &bad, tlio::QuantizeOptions::new("mlx-affine-7bit"))
@@ -241,7 +256,12 @@ fn hub_formats_read_dequantized() {
             tlio::Dtype::F16,
             (0..64).map(|i| (i / 8) as f32).collect(),
         ),
-        ("gptq_sym.safetensors", "gptq-4bit", tlio::Dtype::F16, vec![0.25; 64]),
+        (
+            "gptq_sym.safetensors",
+            "gptq-4bit",
+            tlio::Dtype::F16,
+            vec![0.25; 64],
+        ),
         (
             "gpt_oss_mxfp4.safetensors",
             "mxfp4",
@@ -281,14 +301,20 @@ fn hub_formats_read_dequantized() {
 fn a_folders_quantization_config_reaches_the_comparison() {
     let dir = scratch("hub-config").join("model");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(data().join("hub").join("fp8_block.safetensors"), dir.join("model.safetensors")).unwrap();
+    std::fs::copy(
+        data().join("hub").join("fp8_block.safetensors"),
+        dir.join("model.safetensors"),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("config.json"),
         r#"{"architectures": ["X"], "model_type": "x", "quantization_config": {"quant_method": "fp8", "weight_block_size": [2, 4]}}"#,
     )
     .unwrap();
     let m = tlio::Model::open(&dir).unwrap();
-    assert!(m.quantization_config().contains("\"weight_block_size\": [2, 4]"));
+    assert!(m
+        .quantization_config()
+        .contains("\"weight_block_size\": [2, 4]"));
     let r = tlio::compare_models(&m, &m, tlio::CompareOptions::default()).unwrap();
     assert!(r.equal);
     assert_eq!(r.tensors[0].a_dtype, "fp8-block2x4");
@@ -310,9 +336,11 @@ fn a_folders_quantization_config_reaches_the_comparison() {
 fn conversions_say_what_they_lost_and_cast_to_fp8_only_when_asked() {
     let dir = scratch("counting");
     let src = data().join("models/sharded");
-    let lost = tlio::convert_folder_counting(&src, dir.join("bf16"), tlio::Dtype::BF16, 0, false).unwrap();
+    let lost =
+        tlio::convert_folder_counting(&src, dir.join("bf16"), tlio::Dtype::BF16, 0, false).unwrap();
     assert_eq!(lost, tlio::LostValues::default());
-    let e = tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, false).unwrap_err();
+    let e = tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, false)
+        .unwrap_err();
     assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("fp8-block"), "{}", e);
     tlio::convert_folder_counting(&src, dir.join("f8"), tlio::Dtype::F8_E4M3, 0, true).unwrap();
@@ -324,7 +352,13 @@ fn rewrites_take_a_file_or_a_folder_and_the_library_says_which() {
     let folder = data().join("models/sharded");
     let file = folder.join("model-00001-of-00004.safetensors");
     // A file through the folder function, a folder through the file function.
-    tlio::convert_folder(&file, dir.join("one-f16.safetensors"), Some(tlio::Dtype::F16), 0).unwrap();
+    tlio::convert_folder(
+        &file,
+        dir.join("one-f16.safetensors"),
+        Some(tlio::Dtype::F16),
+        0,
+    )
+    .unwrap();
     let f = tlio::File::open(dir.join("one-f16.safetensors")).unwrap();
     assert!(f.tensors().iter().all(|t| t.dtype() != tlio::Dtype::F32));
     tlio::dequantize_file(&folder, dir.join("plain"), None).unwrap();

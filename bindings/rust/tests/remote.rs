@@ -155,7 +155,10 @@ fn hub_files_from_the_local_cache() {
     let local = File::open(&source).unwrap();
     assert_eq!(cached.names(), local.names());
     for name in local.names() {
-        assert_eq!(cached.read(name).unwrap(), local.tensor(name).unwrap().data());
+        assert_eq!(
+            cached.read(name).unwrap(),
+            local.tensor(name).unwrap().data()
+        );
     }
     let e = File::open("hf://org/name/missing.safetensors")
         .err()
@@ -167,14 +170,21 @@ fn hub_files_from_the_local_cache() {
 fn outputs_go_to_object_stores() {
     // An s3:// output is built locally and uploaded on commit: here to an endpoint where
     // nothing listens, so the commit fails with the connection's error and nothing is left.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     std::env::set_var("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
     std::env::set_var("AWS_NO_SIGN_REQUEST", "true");
     let mut w = tlio::Writer::create("s3://bucket/out.safetensors").unwrap();
     w.declare("x", tlio::Dtype::U8, &[2]).unwrap();
     w.write("x", &[1, 2]).unwrap();
     let e = w.commit().err().expect("nothing listens there");
-    assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(
+        std::io::Error::from(e).kind(),
+        std::io::ErrorKind::ConnectionRefused
+    );
     let e = tlio::Writer::create("http://127.0.0.1:1/out.safetensors")
         .err()
         .expect("http:// takes no writes");

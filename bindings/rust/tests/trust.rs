@@ -8,12 +8,19 @@ use std::process::Command;
 use tlio::{hash_file, sign_folder, verify_signature, ErrorKind, File, OpenOptions};
 
 fn sha256sum(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().expect("run sha256sum");
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("run sha256sum");
     String::from_utf8(out.stdout).unwrap()[..64].to_string()
 }
 
 fn openssl(args: &[&str]) {
-    let ok = Command::new("openssl").args(args).status().expect("run openssl").success();
+    let ok = Command::new("openssl")
+        .args(args)
+        .status()
+        .expect("run openssl")
+        .success();
     assert!(ok, "openssl {:?}", args);
 }
 
@@ -28,7 +35,11 @@ fn hashes_equal_sha256sum() {
     let e = file.sha256(Some(&"0".repeat(64))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Verification);
     assert!(e.message().contains(&want), "{}", e.message());
-    let missing = hash_file(support::data().join("no-such-file"), &OpenOptions::default()).unwrap_err();
+    let missing = hash_file(
+        support::data().join("no-such-file"),
+        &OpenOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::Io);
 }
 
@@ -40,15 +51,39 @@ fn signatures_round_trip_with_the_cli_and_name_a_changed_file() {
     std::fs::write(model.join("model.safetensors"), b"weights").unwrap();
     std::fs::write(model.join("sub/config.json"), b"{}").unwrap();
     let (key, public) = (dir.join("key.pem"), dir.join("key.pub"));
-    openssl(&["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521", "-out", key.to_str().unwrap()]);
-    openssl(&["pkey", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()]);
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-521",
+        "-out",
+        key.to_str().unwrap(),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        key.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
 
     sign_folder(&model, &key, None).unwrap();
     let out = Command::new(support::tlio_cli())
-        .args(["verify".as_ref(), model.as_os_str(), "--key".as_ref(), public.as_os_str()])
+        .args([
+            "verify".as_ref(),
+            model.as_os_str(),
+            "--key".as_ref(),
+            public.as_os_str(),
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let elsewhere = dir.join("elsewhere.sig");
     support::run_tlio(&[

@@ -250,7 +250,8 @@ extern "C" {
     ) -> c_int;
     pub fn tl_gguf_close(file: *mut tl_gguf);
     pub fn tl_gguf_tensor_count(file: *const tl_gguf) -> usize;
-    pub fn tl_gguf_tensor_at(file: *const tl_gguf, index: usize, out: *mut tl_gguf_tensor) -> c_int;
+    pub fn tl_gguf_tensor_at(file: *const tl_gguf, index: usize, out: *mut tl_gguf_tensor)
+        -> c_int;
     pub fn tl_gguf_find(file: *const tl_gguf, name: *const c_char, index: *mut usize) -> c_int;
     pub fn tl_gguf_read(
         file: *const tl_gguf,
@@ -271,13 +272,26 @@ extern "C" {
         dst: *mut c_void,
         dst_size: usize,
     ) -> c_int;
-    pub fn tl_gguf_metadata(file: *const tl_gguf, key: *const c_char, text: *mut *const c_char) -> c_int;
+    pub fn tl_gguf_metadata(
+        file: *const tl_gguf,
+        key: *const c_char,
+        text: *mut *const c_char,
+    ) -> c_int;
     pub fn tl_import_gguf(
         src: *const c_char,
         dst: *const c_char,
         dtype: tl_dtype,
         options: *const tl_open_options,
         tensors: *mut u64,
+    ) -> c_int;
+    pub fn tl_transcode(
+        src: *const c_char,
+        dst: *const c_char,
+        to: *const c_char,
+        lossy: c_int,
+        dtype: tl_dtype,
+        options: *const tl_open_options,
+        result: *mut tl_transcode_result,
     ) -> c_int;
     pub fn tl_import_gguf_model(
         src: *const c_char,

@@ -8,13 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "common/json_text.hpp"
 #include "common/parallel.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "quant/mlx/mlx_kernels.hpp"
 #include "quant/mlx/mlx_layout.hpp"
-#include "quant/schemes.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
@@ -73,6 +73,7 @@ void carry_row(const GgmlGroups& g, const GgmlType& type, const std::byte* block
       g.fp4(in, &codes[k * type.block], &p.scale_bytes[first_group]);
   }
   const uint64_t row_words = cols * g.bits / 32;
+  std::fill_n(&p.words[r * row_words], row_words, 0u);
   mlx_pack(codes.data(), cols, g.bits, 0, &p.words[r * row_words]);
 }
 
@@ -80,7 +81,7 @@ void carry_row(const GgmlGroups& g, const GgmlType& type, const std::byte* block
 void requantize_row(const float* values, uint64_t cols, const MlxCarry& c, uint64_t r, MlxPiece& p,
                     std::vector<uint8_t>& codes, std::string_view name) {
   const auto bits = static_cast<unsigned>(c.options.bits);
-  const uint64_t group = c.options.group, groups = cols / group;
+  const uint64_t group = c.options.group, groups = cols / group, row_words = cols * bits / 32;
   codes.resize(cols);
   for (uint64_t g = 0; g < groups; ++g) {
     float& s = p.scales[r * groups + g];
@@ -93,41 +94,70 @@ void requantize_row(const float* values, uint64_t cols, const MlxCarry& c, uint6
     s = mlx_round(c.scale_dtype, s);
     b = mlx_round(c.scale_dtype, b);
   }
-  mlx_pack(codes.data(), cols, bits, 0, &p.words[r * (cols * bits / 32)]);
+  std::fill_n(&p.words[r * row_words], row_words, 0u);
+  mlx_pack(codes.data(), cols, bits, 0, &p.words[r * row_words]);
 }
 
-// The piece as MLX's decoder reads it: an in-memory file of its tensors, decoded to F32.
-std::vector<float> mlx_values(std::string_view name, uint64_t rows, uint64_t cols,
-                              const MlxCarry& c, const MlxPiece& p, unsigned threads) {
-  Writer w = Writer::to_memory();
-  const std::vector<MlxStored> stored = mlx_carry_tensors(name, rows, cols, c);
-  for (const MlxStored& s : stored) w.declare(s.name, s.dtype, s.shape);
-  w.write(stored[0].name, std::as_bytes(std::span(p.words)));
-  if (c.options.mode == MlxMode::affine) {
-    std::vector<std::byte> bytes(p.scales.size() * dtype_bits(c.scale_dtype) / 8);
-    for (const auto& [tensor, values] :
-         {std::pair(&stored[1], &p.scales), std::pair(&stored[2], &p.biases)}) {
-      convert(Dtype::F32, std::as_bytes(std::span(*values)), c.scale_dtype, bytes, values->size());
-      w.write(tensor->name, bytes);
-    }
-  } else {
-    w.write(stored[1].name, std::as_bytes(std::span(p.scale_bytes)));
+// Row `r`'s values as MLX's decoder computes them from what is stored (its kernels): the codes
+// unpacked from the row's words, times the group's scale plus its bias in T, or an FP4 code times
+// its scale byte's value rounded to BF16.
+void mlx_row_values(const MlxCarry& c, const MlxPiece& p, uint64_t cols, uint64_t r,
+                    std::vector<uint8_t>& codes, float* out) {
+  const uint64_t group = c.options.group, groups = cols / group;
+  const uint32_t* words = &p.words[r * (cols * c.options.bits / 32)];
+  if (c.options.mode != MlxMode::affine) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(words);
+    for (uint64_t j = 0; j < cols; ++j)
+      out[j] = mlx_round_bf16(
+          mlx_fp_value(c.options.mode, bytes, j, p.scale_bytes[r * groups + j / group]));
+    return;
   }
-  w.commit();
-  const File file = File::from_bytes(w.take_bytes(), std::string(name));
-  const TensorSet set({&file});
-  QuantizedWeight weight;
-  weight.name = std::string(name);
-  weight.scheme = QuantScheme(c.options);
-  weight.shape = {rows, cols};
-  weight.dtype = c.options.mode == MlxMode::affine ? c.scale_dtype : Dtype::BF16;
-  for (const MlxStored& s : stored) weight.stored.push_back(s.name);
-  const auto decoder = scheme_entry(SchemeKind::mlx).decoder(set, weight);
-  std::vector<float> out(rows * cols);
-  parallel_for(rows, 1, 1, threads, [&](uint64_t b, uint64_t e) {
-    decoder->read(b * cols, (e - b) * cols, Dtype::F32,
-                  std::as_writable_bytes(std::span(out).subspan(b * cols, (e - b) * cols)));
-  });
+  codes.resize(cols);
+  mlx_unpack(reinterpret_cast<const std::byte*>(words), 0, cols,
+             static_cast<unsigned>(c.options.bits), codes.data());
+  for (uint64_t g = 0; g < groups; ++g)
+    mlx_affine_values(&codes[g * group], group, p.scales[r * groups + g], p.biases[r * groups + g],
+                      c.scale_dtype, out + g * group);
+}
+
+// What the comparison of one row found: its error figures, the zeros whose sign changed, the
+// first value that differs.
+struct RowCheck {
+  double squares = 0;
+  double max_abs = 0;
+  uint64_t zero_signs = 0;
+  std::optional<uint64_t> differs;  // a column
+};
+
+// Compares a row of MLX's values with ggml's: carried, equal bits or two zeros (in integer
+// operations that vectorize; the column of a difference looked for only when there is one);
+// requantized, the error.
+RowCheck check_row(const float* got, const float* want, uint64_t cols, bool carried) {
+  RowCheck out;
+  if (!carried) {
+    for (uint64_t j = 0; j < cols; ++j) {
+      const double d = static_cast<double>(got[j]) - want[j];
+      out.squares += d * d;
+      out.max_abs = std::max(out.max_abs, std::abs(d));
+    }
+    return out;
+  }
+  uint32_t other = 0, zero_signs = 0;  // a difference besides a zero's sign; those
+  for (uint64_t j = 0; j < cols; ++j) {
+    uint32_t a, b;
+    std::memcpy(&a, &got[j], 4);
+    std::memcpy(&b, &want[j], 4);
+    const uint32_t x = a ^ b;
+    const uint32_t zero_sign =
+        static_cast<uint32_t>(x == 0x80000000u) & static_cast<uint32_t>((a & 0x7FFFFFFFu) == 0);
+    zero_signs += zero_sign;
+    other |= x & (zero_sign - 1);
+  }
+  out.zero_signs = zero_signs;
+  if (other)
+    for (uint64_t j = 0; j < cols && !out.differs; ++j)
+      if (std::memcmp(&got[j], &want[j], 4) != 0 && (got[j] != 0.0f || want[j] != 0.0f))
+        out.differs = j;
   return out;
 }
 
@@ -173,8 +203,9 @@ void write_mlx_carry(const GgufFile& src, const GgufRows& at, std::string_view n
   const unsigned threads = thread_count(configured_threads());
   uint64_t step = std::max<uint64_t>(1, kPieceValues / std::max<uint64_t>(cols, 1));
   if (at.head_rows) step = std::max(at.head_rows, step / at.head_rows * at.head_rows);
-  std::vector<std::byte> raw;
-  std::vector<float> expected;
+  std::vector<std::byte> raw, bytes;
+  std::vector<RowCheck> checks;
+  MlxPiece p;  // kept across pieces: their pages are faulted in once
   double squares = 0;
   for (uint64_t r0 = 0; r0 < at.rows; r0 += step) {
     const uint64_t n = std::min(step, at.rows - r0);
@@ -186,48 +217,42 @@ void write_mlx_carry(const GgufFile& src, const GgufRows& at, std::string_view n
         src.read(*at.t, (at.first + r0 + gguf_row_of_hf_row(j, at.head_rows)) * row_bytes,
                  std::span(raw).subspan(j * row_bytes, row_bytes));
     }
-    MlxPiece p;
-    p.words.assign(n * row_words, 0);
-    if (c.options.mode == MlxMode::affine) {
-      p.scales.resize(n * groups);
-      p.biases.resize(n * groups);
-    } else {
-      p.scale_bytes.resize(n * groups);
-    }
-    expected.resize(n * cols);
+    p.words.resize(n * row_words);
+    const bool affine = c.options.mode == MlxMode::affine;
+    p.scales.resize(affine ? n * groups : 0);
+    p.biases.resize(affine ? n * groups : 0);
+    p.scale_bytes.resize(affine ? 0 : n * groups);
+    checks.assign(n, {});
+    // Each row on some core: ggml's values, the row carried (or requantized) and packed, then
+    // read back as MLX's decoder reads it and compared, while it is in cache.
     parallel_for(n, 1, 1, threads, [&](uint64_t b, uint64_t e) {
+      std::vector<float> want(cols), got(cols);
       std::vector<uint8_t> codes;
       for (uint64_t j = b; j < e; ++j) {
         const auto blocks = std::span(raw).subspan(j * row_bytes, row_bytes);
-        ggml_decode(type.id, blocks, std::span(expected).subspan(j * cols, cols));
+        ggml_decode(type.id, blocks, want);
         if (c.groups)
           carry_row(*c.groups, type, blocks.data(), cols, j, p, codes);
         else
-          requantize_row(&expected[j * cols], cols, c, j, p, codes, name);
+          requantize_row(want.data(), cols, c, j, p, codes, name);
+        mlx_row_values(c, p, cols, j, codes, got.data());
+        checks[j] = check_row(got.data(), want.data(), cols, c.groups != nullptr);
+        if (checks[j].differs) {
+          const uint64_t k = *checks[j].differs;
+          throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
+                      fmt::format("{} ({}) is not carried exactly: value [{}, {}] is {} in the "
+                                  "GGUF and {} in MLX's layout; nothing was written",
+                                  name, type.name, r0 + j, k, want[k], got[k]),
+                      src.name());
+        }
       }
     });
-    const std::vector<float> got = mlx_values(name, n, cols, c, p, threads);
-    for (uint64_t i = 0; i < got.size(); ++i) {
-      if (!c.groups) {
-        const double d = static_cast<double>(got[i]) - expected[i];
-        squares += d * d;
-        item.max_abs_error = std::max(item.max_abs_error, std::abs(d));
-        continue;
-      }
-      if (std::memcmp(&got[i], &expected[i], 4) == 0) continue;
-      if (got[i] == 0.0f && expected[i] == 0.0f) {
-        ++item.zero_signs;
-        continue;
-      }
-      const uint64_t row = r0 + i / cols;
-      throw Error(ErrorCode::format, Rule::gguf, std::string(name), std::nullopt,
-                  fmt::format("{} ({}) is not carried exactly: value [{}, {}] is {} in the GGUF "
-                              "and {} in MLX's layout; nothing was written",
-                              name, type.name, row, i % cols, expected[i], got[i]),
-                  src.name());
+    for (const RowCheck& check : checks) {  // in row order: the figures are the same every run
+      item.zero_signs += check.zero_signs;
+      squares += check.squares;
+      item.max_abs_error = std::max(item.max_abs_error, check.max_abs);
     }
     w.append(stored[0].name, std::as_bytes(std::span(p.words)));
-    std::vector<std::byte> bytes;
     if (c.options.mode == MlxMode::affine) {
       bytes.resize(p.scales.size() * dtype_bits(c.scale_dtype) / 8);
       for (const auto& [tensor, values] :

@@ -3,11 +3,13 @@
 #include "quant/mlx/mlx_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "quant/hub/hub_values.hpp"
 #include "tlio/convert.hpp"
 
 namespace tlio::detail {
@@ -25,10 +27,10 @@ bool mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& sca
   // Finite first (an exponent of all ones is an infinity or NaN), then the ends: two loops
   // that vectorize, where one with a NaN test in it does not.
   uint32_t special = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &values[i], 4);
-    special |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+  for (uint64_t k = 0; k < n; ++k) {
+    uint32_t word;
+    std::memcpy(&word, &values[k], 4);
+    special |= static_cast<uint32_t>((word & 0x7F800000u) == 0x7F800000u);
   }
   if (special) return false;
   // Eight lanes of ends, merged after (the same ends whatever the order: the values are finite,
@@ -61,8 +63,8 @@ bool mlx_affine_group(const float* values, uint64_t n, unsigned bits, float& sca
     b = edge;
   }
   // clamp(rint(y), 0, levels) is rint(clamp(y, 0, levels)): the levels are whole numbers.
-  for (uint64_t i = 0; i < n; ++i)
-    codes[i] = static_cast<uint8_t>(small_rint(std::clamp((values[i] - b) / s, 0.0f, levels)));
+  for (uint64_t k = 0; k < n; ++k)
+    codes[k] = static_cast<uint8_t>(small_rint(std::clamp((values[k] - b) / s, 0.0f, levels)));
   scale = s;
   bias = b;
   return true;
@@ -111,14 +113,27 @@ void mlx_unpack(const std::byte* row, uint64_t first, uint64_t n, unsigned bits,
     return;
   }
   const uint32_t mask = (1u << bits) - 1;
-  if (bits == 4) {  // codes within bytes, the low nibble first
-    for (uint64_t i = 0, c = first; i < n; ++i, ++c)
-      codes[i] = static_cast<uint8_t>((bytes[c >> 1] >> ((c & 1) * 4)) & 0xF);
-    return;
-  }
-  if (bits == 2) {
-    for (uint64_t i = 0, c = first; i < n; ++i, ++c)
-      codes[i] = static_cast<uint8_t>((bytes[c >> 2] >> ((c & 3) * 2)) & 0x3);
+  if (bits == 4 || bits == 2) {  // codes within bytes, the low bits first
+    const unsigned per_byte = 8 / bits;
+    const auto one = [&](uint64_t c) {
+      return static_cast<uint8_t>((bytes[c / per_byte] >> (c % per_byte * bits)) & mask);
+    };
+    uint64_t i = 0;
+    for (; i < n && (first + i) % per_byte != 0; ++i) codes[i] = one(first + i);
+    // Whole bytes: a fixed shift per lane, so the loops vectorize.
+    const uint8_t* whole = bytes + (first + i) / per_byte;
+    const uint64_t count = (n - i) / per_byte;
+    uint8_t* out = codes + i;
+    if (bits == 4) {
+      for (uint64_t k = 0; k < count; ++k) {
+        out[2 * k] = whole[k] & 0xF;
+        out[2 * k + 1] = whole[k] >> 4;
+      }
+    } else {
+      for (uint64_t k = 0; k < count; ++k)
+        for (unsigned j = 0; j < 4; ++j) out[4 * k + j] = (whole[k] >> (2 * j)) & 3;
+    }
+    for (i += count * per_byte; i < n; ++i) codes[i] = one(first + i);
     return;
   }
   // The bytes that hold the codes, with 8 bytes to spare, so that each code is one 64-bit load.
@@ -157,6 +172,13 @@ void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias
   } else {
     for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale + bias;
   }
+}
+
+float mlx_fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale) {
+  static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0
+  const float value =
+      mode == MlxMode::mxfp8 ? e4m3_values()[codes[c]] : fp4[(codes[c / 2] >> (c % 2 * 4)) & 0xF];
+  return value * (mode == MlxMode::nvfp4 ? e4m3_values()[scale] : e8m0_values()[scale]);
 }
 
 void mlx_round_through(Dtype t, std::span<float> values) {

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "tlio/dtype.hpp"
+#include "tlio/quant.hpp"
 
 namespace tlio::detail {
 
@@ -56,6 +57,10 @@ inline float mlx_round(Dtype t, float x) noexcept {
 /// scale) + bias), as mx.dequantize computes them.
 void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias, Dtype t,
                        float* out);
+
+/// Element c of a row of mxfp4/mxfp8/nvfp4 codes times its scale byte's value, in f32 (what
+/// mx.dequantize then rounds to BF16; code 8 of FP4 is -0, MLX's table).
+float mlx_fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale);
 
 // The other modes, as mx.quantize computes them in the weights' dtype T (mlx 0.32.4: the MX
 // scale rounded up, so that no value saturates).

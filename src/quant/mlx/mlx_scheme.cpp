@@ -91,15 +91,6 @@ void set_option(QuantScheme::Options& options, std::string_view option, std::str
 
 // ---- decoding ------------------------------------------------------------------------------
 
-// Element c of a row of mxfp4/mxfp8/nvfp4 codes times its scale byte's value, in f32 (what
-// mx.dequantize then rounds to BF16).
-float fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale) {
-  static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0
-  const float value =
-      mode == MlxMode::mxfp8 ? e4m3_values()[codes[c]] : fp4[(codes[c / 2] >> (c % 2 * 4)) & 0xF];
-  return value * (mode == MlxMode::nvfp4 ? e4m3_values()[scale] : e8m0_values()[scale]);
-}
-
 class MlxDecoder final : public WeightDecoder {
  public:
   MlxDecoder(const TensorSet& set, const QuantizedWeight& w)
@@ -147,7 +138,7 @@ class MlxDecoder final : public WeightDecoder {
       const uint8_t* s = scales + r * groups_;
       const auto* bytes = reinterpret_cast<const uint8_t*>(row);
       for (uint64_t j = 0; j < take; ++j)
-        run[j] = fp_value(options_.mode, bytes, c0 + j, s[(c0 + j) / options_.group]);
+        run[j] = mlx_fp_value(options_.mode, bytes, c0 + j, s[(c0 + j) / options_.group]);
       // MLX's result is BF16's, whatever dtype the caller asks for (store_rounded keeps F32
       // exact).
       mlx_round_through(reference_, run);
@@ -369,7 +360,7 @@ class MlxFpEncoder final : public MlxEncoder {
       w.append(base + ".scales", std::as_bytes(std::span(scales_)));
       // What mx.dequantize gives back (BF16 by default): value x scale, rounded to BF16.
       for (uint64_t i = 0; i < block.size(); ++i)
-        back_[i] = fp_value(o_.mode, codes_.data(), i, scales_[i / o_.group]);
+        back_[i] = mlx_fp_value(o_.mode, codes_.data(), i, scales_[i / o_.group]);
       mlx_round_through(Dtype::BF16, back_);
       stats.add(block, back_);
       tick(codes_.size() + scales_.size());

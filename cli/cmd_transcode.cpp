@@ -1,5 +1,6 @@
-// cli/cmd_transcode.cpp: `tlio transcode SRC OUT --to mlx [--lossy] [--dtype D] [-v] [--json]`:
-// quantized weights carried into another ecosystem's layout, each proven equal on the way.
+// cli/cmd_transcode.cpp: `tlio transcode SRC OUT --to mlx|gguf [--lossy] [--dtype D] [-v]
+// [--json]`: quantized weights carried into another ecosystem's layout, each proven equal on the
+// way.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -40,27 +41,32 @@ void add_transcode(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "transcode", "Carry quantized weights into another ecosystem's layout, proven exact");
   cmd->footer(
-      "SRC is a GGUF file (a model import knows); OUT a folder, written as one set. With --to\n"
-      "mlx, each weight whose values are code * scale + bias in groups of 32 or 64 (Q4_0, Q4_1,\n"
-      "Q5_0, Q5_1, Q8_0, Q2_0, Q4_K, Q5_K) becomes MLX affine of its width with F32 scales and\n"
-      "biases, the dtype in which MLX computes what ggml does; MXFP4 and NVFP4 become MLX's mxfp4\n"
-      "and nvfp4 with their codes and scale bytes as they are. Each piece is decoded by MLX's\n"
-      "rules and compared with ggml's values before it is written: equal bit for bit, but a -0\n"
-      "may become +0 (MLX's affine arithmetic makes no -0; counted as zero_signs). A weight no\n"
-      "rule carries (Q6_K, Q2_K, Q3_K: groups of 16; codebooks) is refused by name unless\n"
-      "--lossy, which requantizes it as mx.quantize does and reports its error.\n\n"
+      "--to mlx: SRC a GGUF file (a model import knows), OUT a folder. Each weight whose values\n"
+      "are code * scale + bias in groups of 32 or 64 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K,\n"
+      "Q5_K) becomes MLX affine of its width with F32 scales and biases, the dtype in which MLX\n"
+      "computes what ggml does; MXFP4 and NVFP4 become MLX's mxfp4 and nvfp4, codes and scale\n"
+      "bytes as they are.\n"
+      "--to gguf: SRC a model folder (an export takes), OUT a .gguf file. MLX's and\n"
+      "compressed-tensors' MXFP4 and NVFP4 weights become ggml's MXFP4 and NVFP4 blocks; plain\n"
+      "weights are written in --dtype as `tlio convert` writes them.\n"
+      "Each piece is decoded by the target's rules and compared with the source's values before\n"
+      "it is written: equal bit for bit, but a -0 may become +0 (counted as zero_signs). A weight\n"
+      "no rule carries (Q6_K, Q3_K, Q2_K: groups of 16; codebooks; MLX's affine into ggml) is\n"
+      "refused by name unless --lossy, which requantizes it and reports its error.\n\n"
       "Examples:\n  tlio transcode model-Q4_0.gguf model-mlx/ --to mlx\n"
-      "  tlio transcode model-Q4_K_M.gguf model-mlx/ --to mlx --lossy --json");
+      "  tlio transcode model-Q4_K_M.gguf model-mlx/ --to mlx --lossy --json\n"
+      "  tlio transcode mlx-mxfp4/ model-mxfp4.gguf --to gguf");
   struct Args {
     std::string src, dst, to = "mlx", dtype;
     bool lossy = false, json = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("SRC", a->src, "GGUF file (a path or URL)")->required();
-  cmd->add_option("OUT", a->dst, "Output folder (or s3://, gs:// location)")->required();
+  cmd->add_option("SRC", a->src, "GGUF file (--to mlx) or model folder (--to gguf)")->required();
+  cmd->add_option("OUT", a->dst, "Output folder (--to mlx) or .gguf file (--to gguf)")->required();
   add_remote_options(cmd, false);
-  offer_values(cmd->add_option("--to", a->to, "The layout written (default mlx)"), {"mlx"})
-      ->check(CLI::IsMember({"mlx"}));
+  offer_values(cmd->add_option("--to", a->to, "The layout written: mlx (default) or gguf"),
+               {"mlx", "gguf"})
+      ->check(CLI::IsMember({"mlx", "gguf"}));
   cmd->add_flag("--lossy", a->lossy,
                 "Requantize the weights that cannot be carried exactly (their error reported)");
   offer_values(cmd->add_option("--dtype", a->dtype,

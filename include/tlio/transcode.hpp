@@ -22,10 +22,11 @@ namespace tlio {
 
 /// The layouts transcode writes.
 enum class TranscodeTarget : uint8_t {
-  mlx,  ///< a Hugging Face folder in MLX's quantized layout, as mlx-lm loads it
+  mlx,   ///< a Hugging Face folder in MLX's quantized layout, as mlx-lm loads it
+  gguf,  ///< the GGUF file llama.cpp loads
 };
 
-/// "mlx".
+/// "mlx", "gguf".
 TLIO_API std::string_view transcode_target_name(TranscodeTarget target) noexcept;
 /// The target named `name`, or nullopt.
 TLIO_API std::optional<TranscodeTarget> transcode_target_named(std::string_view name) noexcept;
@@ -45,10 +46,10 @@ struct TranscodeOptions {
 
 struct TranscodeReport {
   struct Item {
-    std::string name;    ///< the weight in the output ("model.layers.0.mlp.up_proj.weight")
-    std::string source;  ///< its type in the source ("Q4_K")
-    std::string target;  ///< its form in the output ("mlx-affine-4bit-g32")
-    Dtype scale_dtype = Dtype::F32;  ///< of its scales (U8: E8M0 or E4M3 bytes)
+    std::string name;    ///< the weight's Hugging Face name ("model.layers.0.mlp.up_proj.weight")
+    std::string source;  ///< its type or scheme in the source ("Q4_K", "mlx-mxfp4")
+    std::string target;  ///< its form in the output ("mlx-affine-4bit-g32", "MXFP4")
+    Dtype scale_dtype = Dtype::F32;  ///< of its scales (U8: E8M0 or E4M3 bytes; F16: ggml's)
     bool exact = true;               ///< carried and proven; false: requantized (lossy)
     uint64_t zero_signs = 0;         ///< -0 values of the source written as +0 (carried weights)
     double rmse = 0, max_abs_error = 0;  ///< requantized: against the source's values
@@ -59,16 +60,20 @@ struct TranscodeReport {
   std::vector<std::string> files;  ///< written into the output folder
 };
 
-/// Writes the model of `src` (a GGUF file of the architectures import_gguf_model knows) as the
-/// folder `out_dir` (any location; published as one set) in the target's layout. To MLX: each
-/// weight of a type whose values are code * scale + bias in groups MLX has (Q4_0, Q4_1, Q5_0,
-/// Q5_1, Q8_0, Q2_0 and the K-quants Q4_K and Q5_K, groups of 32 or 64) becomes MLX affine of
-/// its width with F32 scales and biases (the one dtype in which MLX's arithmetic is ggml's);
-/// MXFP4 and NVFP4 become MLX's mxfp4 and nvfp4, scale bytes and codes as they are. Row for row
-/// as import_gguf_model names and orders them (Q/K rows put back, experts of a stack apart);
-/// config.json gets mlx-lm's "quantization" and "quantization_config". Error{unsupported} names
-/// the weights no rule carries (groups of 16, codebooks) unless options.lossy; Error{format} names
-/// a weight whose proof fails (ggml's E8M0 255, which MLX reads as NaN). Nothing is written then.
+/// Writes the model of `src` in the target's layout at `out` (any location; published as one
+/// set). To MLX, from a GGUF file of the architectures import_gguf_model knows, into the folder
+/// `out`: each weight of a type whose values are code * scale + bias in groups MLX has (Q4_0,
+/// Q4_1, Q5_0, Q5_1, Q8_0, Q2_0 and the K-quants Q4_K and Q5_K, groups of 32 or 64) becomes MLX
+/// affine of its width with F32 scales and biases (the one dtype in which MLX's arithmetic is
+/// ggml's); MXFP4 and NVFP4 become MLX's mxfp4 and nvfp4, scale bytes and codes as they are. Row
+/// for row as import_gguf_model names and orders them (Q/K rows put back, experts of a stack
+/// apart); config.json gets mlx-lm's "quantization" and "quantization_config". To GGUF, from a
+/// model folder export_gguf takes, into the file `out`: MLX's and compressed-tensors' MXFP4 and
+/// NVFP4 weights (a global scale of 1) become ggml's MXFP4 and NVFP4 blocks, codes and scale bytes
+/// as they are; plain weights are written in `dtype`, as export_gguf writes them.
+/// Error{unsupported} names the weights no rule carries (groups of 16, codebooks, MLX's affine,
+/// whose roundings ggml's blocks do not make) unless options.lossy; Error{format} names a weight
+/// whose proof fails (an E8M0 255 or an NVFP4 scale past E4M3's range). Nothing is written then.
 TLIO_API TranscodeReport transcode(const std::string& src, const std::string& out_dir,
                                    const TranscodeOptions& options = {});
 

@@ -210,7 +210,7 @@ void bind_gguf(py::module_& m) {
          const std::string& dtype, const std::string& token) {
         tlio::TranscodeOptions o;
         const std::optional<tlio::TranscodeTarget> target = tlio::transcode_target_named(to);
-        if (!target) throw py::value_error("transcode: no layout named '" + to + "' (mlx)");
+        if (!target) throw py::value_error("transcode: no layout named '" + to + "' (mlx, gguf)");
         o.to = *target;
         o.lossy = lossy;
         if (!dtype.empty()) o.dtype = named_dtype(py::str(dtype), "");

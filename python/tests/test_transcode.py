@@ -218,3 +218,46 @@ def test_what_cannot_be_carried_is_refused_or_requantized_with_lossy(llama, tmp_
         diff = mlx_dequantized(out, w["name"][:-len(".weight")], config) - values[gguf_name]
         assert 0 < w["rmse"] and np.isclose(w["rmse"], np.sqrt(np.mean(diff.astype(np.float64) ** 2)), rtol=1e-3)
         assert np.isclose(w["max_abs_error"], np.abs(diff).max(), rtol=1e-6)
+
+
+def llama_cpp_logits(gguf_path, tmp_path):
+    """llama.cpp's logits of a short text (npm's libllama through run_llama.py)."""
+    lib = REPO / "build/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+    r = subprocess.run(["/usr/bin/python3", str(REPO / "python/tests/gguf_oracle/run_llama.py"), str(lib),
+                        str(gguf_path), "The quick brown fox", str(tmp_path / "logits.npy")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return np.load(tmp_path / "logits.npy")
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4"])
+def test_mlx_fp4_folders_become_ggml_blocks(llama, tmp_path, mode):
+    """MLX's mxfp4 and nvfp4 weights (written by tlio as mx.quantize writes them) carried into
+    ggml's MXFP4 and NVFP4 blocks: gguf-py reads the values mx.dequantize reads, but a -0 of
+    MLX's table is ggml's +0; llama.cpp loads the file and runs it."""
+    folder, out = tmp_path / "mlx", tmp_path / f"{mode}.gguf"
+    run("quantize", llama, folder, "--scheme", f"mlx-{mode}")
+    report = json.loads(run("transcode", folder, out, "--to", "gguf", "--json").stdout)
+    assert {(w["source"], w["target"], w["exact"]) for w in report["weights"]} == {
+        (f"mlx-{mode}", mode.upper(), True)}
+    assert len(report["weights"]) == 2 * 7 + 2, report
+    config = json.loads((folder / "config.json").read_text())
+    values = ggml_values(out)
+    assert {t.tensor_type.name for t in gguf.GGUFReader(out).tensors} == {"F32", mode.upper()}
+    for name, want in values.items():
+        if (module := hf_module(name)) is not None:
+            assert_same_values(want, mlx_dequantized(folder, module, config), name)
+    assert np.isfinite(llama_cpp_logits(out, tmp_path)).all()
+
+
+def test_mlx_affine_into_gguf_is_refused_or_requantized(llama, tmp_path):
+    folder = tmp_path / "mlx"
+    run("quantize", llama, folder, "--scheme", "mlx-affine", "--bits", "4", "--group-size", "32")
+    r = run("transcode", folder, tmp_path / "x.gguf", "--to", "gguf", ok=False)
+    assert "cannot be carried into ggml's blocks exactly" in r.stderr
+    assert "mlx-affine-4bit-g32: no ggml type computes its values" in r.stderr
+    assert not (tmp_path / "x.gguf").exists()
+    report = tlio.transcode(folder, tmp_path / "y.gguf", "gguf", lossy=True)
+    assert {(w["target"], w["exact"]) for w in report["weights"]} == {("Q4_K", False)}
+    assert all(0 < w["rmse"] <= w["max_abs_error"] for w in report["weights"])
+    assert np.isfinite(llama_cpp_logits(tmp_path / "y.gguf", tmp_path)).all()

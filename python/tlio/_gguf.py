@@ -100,15 +100,16 @@ def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None):
 
 
 def transcode(src, dst, to="mlx", *, lossy=False, dtype=None, token=None):
-    """Writes the model of the GGUF file `src` (a path or URL) as the folder `dst` in the layout
-    `to` ("mlx"), as ``tlio transcode SRC DST --to mlx`` does: each weight whose values are code *
-    scale + bias in groups MLX has (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K, Q5_K) carried as MLX
-    affine with F32 scales and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4, each proven on
-    the way (its values in the folder equal ggml's, bit for bit but a -0 may be +0); tensors
-    written as floats in `dtype` ("F32", "F16" or "BF16"; default BF16). A weight no rule carries
-    raises ValueError naming it, unless `lossy` (then requantized as mx.quantize does, scales in
-    `dtype`). Returns weights (a dict per weight: name, source, target, scale_dtype, exact,
-    zero_signs, rmse, max_abs_error), plain, bytes_in, bytes_out, files."""
+    """Carries the quantized weights of `src` (a path or URL) into the layout `to`, as ``tlio
+    transcode SRC DST --to TO`` does, each proven on the way (its values in the output equal the
+    source's, bit for bit but a -0 may be +0). "mlx": the GGUF file `src` as the folder `dst`,
+    Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32 scales and
+    biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4. "gguf": the model folder `src` as the GGUF
+    file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks. Tensors
+    written as floats are in `dtype` ("F32", "F16" or "BF16"; default BF16). A weight no rule
+    carries raises ValueError naming it, unless `lossy` (then requantized, its error reported).
+    Returns weights (a dict per weight: name, source, target, scale_dtype, exact, zero_signs,
+    rmse, max_abs_error), plain, bytes_in, bytes_out, files."""
     import os
     return _tlio.transcode(os.fspath(src), os.fsdecode(os.fspath(dst)), str(to), bool(lossy),
                            "" if dtype is None else str(dtype), token or "")

@@ -15,7 +15,7 @@ int tl_transcode(const char* src, const char* dst, const char* to, int lossy, tl
     if (int rc = open_options(options, "tl_transcode", o.open)) return rc;
   if (to) {
     const std::optional<tlio::TranscodeTarget> target = tlio::transcode_target_named(to);
-    TL_REQUIRE(target, fmt::format("tl_transcode: no layout named \"{}\" (mlx)", to).c_str());
+    TL_REQUIRE(target, fmt::format("tl_transcode: no layout named \"{}\" (mlx, gguf)", to).c_str());
     o.to = *target;
   }
   o.lossy = lossy != 0;

@@ -19,8 +19,10 @@
 #include "gguf/ggml_blocks.hpp"
 #include "gguf/gguf_header.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf_convert/ggml_carry.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_export_parts.hpp"
+#include "gguf_convert/gguf_import.hpp"
 #include "gguf_convert/gguf_mix.hpp"
 #include "gguf_convert/gguf_spm.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
@@ -435,8 +437,61 @@ std::vector<std::string_view> gguf_export_types() {
   return names;
 }
 
+namespace {
+
+// A transcode's quantized weights: each carried into the ggml type that computes its values, or
+// with `lossy` requantized into the type of its width; the ones neither takes refused together,
+// before anything is written. gpt-oss's MXFP4 experts are copied as an export copies them.
+void plan_ggml_carries(std::vector<PlannedTensor>& plan, std::span<const File> files,
+                       const TranscodeOptions& options, const std::string& where) {
+  std::vector<std::string> refused;
+  for (PlannedTensor& p : plan) {
+    if (p.copy_mxfp4 || p.parts.empty() || !p.parts.front().quantized) continue;
+    const QuantizedWeight& w = *p.parts.front().quantized;
+    if (p.stacked) {
+      refused.push_back(fmt::format("{} (a stack taken apart)", w.name));
+      continue;
+    }
+    // An expert stack's parts are carried into one type, or none is.
+    std::string why;
+    const std::optional<uint32_t> first = detail::ggml_carry_type(files, w, why);
+    bool all = first.has_value();
+    for (const SourcePart& other : p.parts) {
+      std::string other_why;
+      all = all && other.quantized &&
+            detail::ggml_carry_type(files, *other.quantized, other_why) == first;
+    }
+    if (!all && !options.lossy) {
+      refused.push_back(fmt::format("{} ({})", w.name, why.empty() ? "its experts differ" : why));
+      continue;
+    }
+    p.decl.type = all ? *first : detail::ggml_lossy_type(w);
+    p.carry = true;
+  }
+  if (refused.empty()) return;
+  constexpr size_t kNamed = 8;
+  throw Error(ErrorCode::unsupported, Rule::none, refused.front(), std::nullopt,
+              fmt::format("{} weights cannot be carried into ggml's blocks exactly: {}{}; --lossy "
+                          "requantizes them; nothing was written",
+                          refused.size(),
+                          fmt::join(refused.begin(),
+                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
+                          refused.size() > kNamed ? ", ..." : ""),
+              where);
+}
+
+}  // namespace
+
 GgufExportReport export_gguf(const std::string& model_dir, const std::string& out,
                              const GgufExportOptions& options) {
+  return detail::export_gguf_folder(model_dir, out, options, nullptr, nullptr);
+}
+
+namespace detail {
+
+GgufExportReport export_gguf_folder(const std::string& model_dir, const std::string& out,
+                                    const GgufExportOptions& options,
+                                    const TranscodeOptions* transcode, TranscodeReport* carried) {
   const AskedTypes asked = asked_types(options.type);
   if (weights_kind(model_dir, options.open) == WeightsKind::gguf)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
@@ -470,6 +525,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
                 "the model has no model.embed_tokens.weight: llama.cpp needs the token embeddings",
                 model.name());
   choose_types(plan, asked, arch, c, report);
+  if (transcode) plan_ggml_carries(plan, model.files(), *transcode, where.name());
   std::map<std::string, size_t> counts;
   for (const PlannedTensor& p : plan) ++counts[std::string(ggml_type(p.decl.type)->name)];
   for (const auto& [type, n] : counts) report.type_counts.emplace_back(type, n);
@@ -511,7 +567,8 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
           std::accumulate(p.decl.ne.begin(), p.decl.ne.end(), uint64_t{1}, std::multiplies<>());
 
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
-  PiecePass pass{detail::thread_count(detail::configured_threads()), model.files(), {}, {}};
+  PiecePass pass{
+      detail::thread_count(detail::configured_threads()), model.files(), {}, {}, carried};
   uint64_t done = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     report.bytes_in +=
@@ -529,5 +586,7 @@ GgufExportReport export_gguf(const std::string& model_dir, const std::string& ou
   set.commit();
   return report;
 }
+
+}  // namespace detail
 
 }  // namespace tlio

@@ -10,13 +10,12 @@
 #include <optional>
 
 #include "common/parallel.hpp"
+#include "gguf_convert/ggml_carry.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
 
 namespace tlio::detail {
-
-namespace {
 
 // Source values per piece (F32): the piece and its encoding are all the memory a tensor takes.
 constexpr uint64_t kPieceValues = uint64_t{1} << 22;
@@ -27,6 +26,49 @@ uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows) {
   if (head_rows) n = std::max<uint64_t>(head_rows, n / head_rows * head_rows);
   return std::min(n, rows);
 }
+
+// Bytes [offset, offset + n) of a file's data: its mapping, or read into `scratch`.
+std::span<const std::byte> data_bytes(const File& f, uint64_t offset, uint64_t n,
+                                      std::vector<std::byte>& scratch) {
+  if (!f.mapped_data().empty()) return f.mapped_data().subspan(offset, n);
+  scratch.resize(n);
+  f.read_data(offset, scratch);
+  return scratch;
+}
+
+// The stored tensor `name` of the model and its file.
+std::pair<const File*, const TensorInfo*> stored_tensor(std::span<const File> files,
+                                                        const std::string& name) {
+  for (const File& f : files)
+    if (const TensorInfo* t = f.header().find(name)) return {&f, t};
+  throw Error(ErrorCode::not_found, Rule::none, name, std::nullopt,
+              fmt::format("{} is not in the model's files", name));
+}
+
+// Spreads the 4 bytes of `x` to the even bytes of the result.
+static uint64_t spread_bytes(uint64_t x) {
+  x = (x | (x << 16)) & 0x0000ffff0000ffffull;
+  return (x | (x << 8)) & 0x00ff00ff00ff00ffull;
+}
+
+// One MXFP4 block's 16 bytes of codes from OpenAI's order (byte i: codes 2i, 2i + 1 in its low
+// and high nibbles) to ggml's (byte j: codes j, j + 16): ggml's byte 2i is OpenAI's byte i's low
+// nibble under byte i + 8's low one, byte 2i + 1 their high nibbles.
+void mxfp4_to_ggml(const std::byte* in, std::byte* out) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr uint64_t kLow = 0x0f0f0f0f0f0f0f0full;
+  uint64_t first, second;  // OpenAI's bytes 0-7 (codes 0-15), 8-15 (codes 16-31)
+  std::memcpy(&first, in, 8);
+  std::memcpy(&second, in + 8, 8);
+  const uint64_t even = (first & kLow) | ((second & kLow) << 4);
+  const uint64_t odd = ((first >> 4) & kLow) | (second & ~kLow);
+  const uint64_t lo = spread_bytes(even & 0xffffffff) | (spread_bytes(odd & 0xffffffff) << 8);
+  const uint64_t hi = spread_bytes(even >> 32) | (spread_bytes(odd >> 32) << 8);
+  std::memcpy(out, &lo, 8);
+  std::memcpy(out + 8, &hi, 8);
+}
+
+namespace {
 
 // Adds `shift` to each value as llama.cpp's converter does: in float32, and in float16 for an F16
 // source (torch adds in a tensor's own dtype, and the converter widens only the others first).
@@ -68,15 +110,6 @@ uint64_t write_decoded_part(const PlannedTensor& p, const SourcePart& part, Gguf
     piece_done(n * cols);
   }
   return part.quantized->stored_bytes;
-}
-
-// Bytes [offset, offset + n) of a file's data: its mapping, or read into `scratch`.
-std::span<const std::byte> data_bytes(const File& f, uint64_t offset, uint64_t n,
-                                      std::vector<std::byte>& scratch) {
-  if (!f.mapped_data().empty()) return f.mapped_data().subspan(offset, n);
-  scratch.resize(n);
-  f.read_data(offset, scratch);
-  return scratch;
 }
 
 // Values [offset, offset + count) of the row-major tensor a part is, as F32: decoded, converted
@@ -154,38 +187,6 @@ uint64_t write_stacked_part(const PlannedTensor& p, const SourcePart& part, Gguf
   return whole / v.in * in_rows / how.every;
 }
 
-// Spreads the 4 bytes of `x` to the even bytes of the result.
-inline uint64_t spread_bytes(uint64_t x) {
-  x = (x | (x << 16)) & 0x0000ffff0000ffffull;
-  return (x | (x << 8)) & 0x00ff00ff00ff00ffull;
-}
-
-// One MXFP4 block's 16 bytes of codes from OpenAI's order (byte i: codes 2i, 2i + 1 in its low
-// and high nibbles) to ggml's (byte j: codes j, j + 16): ggml's byte 2i is OpenAI's byte i's low
-// nibble under byte i + 8's low one, byte 2i + 1 their high nibbles.
-inline void mxfp4_to_ggml(const std::byte* in, std::byte* out) {
-  static_assert(std::endian::native == std::endian::little);
-  constexpr uint64_t kLow = 0x0f0f0f0f0f0f0f0full;
-  uint64_t first, second;  // OpenAI's bytes 0-7 (codes 0-15), 8-15 (codes 16-31)
-  std::memcpy(&first, in, 8);
-  std::memcpy(&second, in + 8, 8);
-  const uint64_t even = (first & kLow) | ((second & kLow) << 4);
-  const uint64_t odd = ((first >> 4) & kLow) | (second & ~kLow);
-  const uint64_t lo = spread_bytes(even & 0xffffffff) | (spread_bytes(odd & 0xffffffff) << 8);
-  const uint64_t hi = spread_bytes(even >> 32) | (spread_bytes(odd >> 32) << 8);
-  std::memcpy(out, &lo, 8);
-  std::memcpy(out + 8, &hi, 8);
-}
-
-// The stored tensor `name` of the model and its file.
-std::pair<const File*, const TensorInfo*> stored_tensor(std::span<const File> files,
-                                                        const std::string& name) {
-  for (const File& f : files)
-    if (const TensorInfo* t = f.header().find(name)) return {&f, t};
-  throw Error(ErrorCode::not_found, Rule::none, name, std::nullopt,
-              fmt::format("{} is not in the model's files", name));
-}
-
 // gpt-oss's MXFP4 experts (<p>_blocks U8 [E, out, in/32, 16], <p>_scales U8 [E, out, in/32]) as
 // ggml's MXFP4 blocks, as llama.cpp's converter copies them: GGUF row (e, r) is stored row
 // r * every + first of expert e, each block its scale byte (E8M0 both) then the 32 codes
@@ -237,6 +238,7 @@ uint64_t write_mxfp4_copy(const PlannedTensor& p, const SourcePart& part, GgufWr
 // Calls `piece_done` with each piece's values; returns the bytes read.
 uint64_t write_part(const PlannedTensor& p, const SourcePart& part, GgufWriter& writer,
                     PiecePass& pass, const std::function<void(uint64_t)>& piece_done) {
+  if (p.carry) return write_carried_part(p, part, writer, pass, piece_done);
   if (p.copy_mxfp4) return write_mxfp4_copy(p, part, writer, pass, piece_done);
   if (p.stacked) return write_stacked_part(p, part, writer, pass, piece_done);
   if (part.quantized) return write_decoded_part(p, part, writer, pass, piece_done);

@@ -13,6 +13,7 @@
 #include "gguf_convert/gguf_arch.hpp"
 #include "tlio/file.hpp"
 #include "tlio/quant.hpp"
+#include "tlio/transcode.hpp"
 
 namespace tlio::detail {
 
@@ -43,7 +44,10 @@ struct PlannedTensor {
   /// gpt-oss's MXFP4 blocks and scales copied as ggml's MXFP4 (the type is fixed), as
   /// llama.cpp's converter copies them.
   bool copy_mxfp4 = false;
-  StackedView view;  ///< how `stacked`'s source is read
+  StackedView view = {};  ///< how `stacked`'s source is read
+  /// A transcode's quantized weight (ggml_carry.hpp): its codes and scales carried into
+  /// decl.type's blocks, or requantized into them, each row proven.
+  bool carry = false;
 };
 
 /// What the pass reuses from piece to piece.
@@ -51,7 +55,21 @@ struct PiecePass {
   unsigned threads;
   std::span<const File> files;  ///< the model's, where quantized weights' parts are
   std::vector<std::byte> raw, encoded;
+  TranscodeReport* carried = nullptr;  ///< a transcode's: an item per weight it carries
 };
+
+/// Rows of a piece of a tensor of `rows` rows of `cols` values: whole heads of `head_rows` rows
+/// when its rows are permuted.
+uint64_t piece_rows(uint64_t rows, uint64_t cols, uint64_t head_rows);
+/// Bytes [offset, offset + n) of a file's data: its mapping, or read into `scratch`.
+std::span<const std::byte> data_bytes(const File& f, uint64_t offset, uint64_t n,
+                                      std::vector<std::byte>& scratch);
+/// The stored tensor `name` of the model and its file.
+std::pair<const File*, const TensorInfo*> stored_tensor(std::span<const File> files,
+                                                        const std::string& name);
+/// One MXFP4 block's 16 bytes of codes from the order of OpenAI, compressed-tensors and MLX (byte
+/// i: codes 2i, 2i + 1 in its low and high nibbles) to ggml's (byte j: codes j, j + 16).
+void mxfp4_to_ggml(const std::byte* in, std::byte* out);
 
 /// Writes tensor `p` through `writer`: its parts one after another (a stacked tensor's experts
 /// in order), or the values made here. Calls `piece_done` with each piece's values; returns the

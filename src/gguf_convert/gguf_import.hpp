@@ -1,6 +1,6 @@
 // gguf_convert/gguf_import.hpp: what the imports of a GGUF file (to a safetensors file, to a
 // Hugging Face folder) share: the checks made before anything is written, and a tensor written in
-// pieces.
+// pieces; and the entry points transcode shares with the import to a folder and the export.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,12 @@ void write_gguf_tensor(const GgufFile& src, const GgufTensorInfo& t, const std::
 /// layout (gguf_to_mlx.hpp), each reported in `carried`.
 GgufImportReport import_gguf_folder(const GgufFile& src, const std::string& out_dir,
                                     const GgufImportOptions& options,
+                                    const TranscodeOptions* transcode, TranscodeReport* carried);
+
+/// export_gguf, and transcode's folder to GGUF: with `transcode`, the quantized weights are
+/// carried into ggml's blocks (ggml_carry.hpp), each reported in `carried`.
+GgufExportReport export_gguf_folder(const std::string& model_dir, const std::string& out,
+                                    const GgufExportOptions& options,
                                     const TranscodeOptions* transcode, TranscodeReport* carried);
 
 }  // namespace tlio::detail

@@ -12,6 +12,7 @@
 
 #include "common/json_text.hpp"
 #include "common/parallel.hpp"
+#include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "quant/mlx/mlx_kernels.hpp"
 #include "quant/mlx/mlx_layout.hpp"
@@ -118,47 +119,6 @@ void mlx_row_values(const MlxCarry& c, const MlxPiece& p, uint64_t cols, uint64_
   for (uint64_t g = 0; g < groups; ++g)
     mlx_affine_values(&codes[g * group], group, p.scales[r * groups + g], p.biases[r * groups + g],
                       c.scale_dtype, out + g * group);
-}
-
-// What the comparison of one row found: its error figures, the zeros whose sign changed, the
-// first value that differs.
-struct RowCheck {
-  double squares = 0;
-  double max_abs = 0;
-  uint64_t zero_signs = 0;
-  std::optional<uint64_t> differs;  // a column
-};
-
-// Compares a row of MLX's values with ggml's: carried, equal bits or two zeros (in integer
-// operations that vectorize; the column of a difference looked for only when there is one);
-// requantized, the error.
-RowCheck check_row(const float* got, const float* want, uint64_t cols, bool carried) {
-  RowCheck out;
-  if (!carried) {
-    for (uint64_t j = 0; j < cols; ++j) {
-      const double d = static_cast<double>(got[j]) - want[j];
-      out.squares += d * d;
-      out.max_abs = std::max(out.max_abs, std::abs(d));
-    }
-    return out;
-  }
-  uint32_t other = 0, zero_signs = 0;  // a difference besides a zero's sign; those
-  for (uint64_t j = 0; j < cols; ++j) {
-    uint32_t a, b;
-    std::memcpy(&a, &got[j], 4);
-    std::memcpy(&b, &want[j], 4);
-    const uint32_t x = a ^ b;
-    const uint32_t zero_sign =
-        static_cast<uint32_t>(x == 0x80000000u) & static_cast<uint32_t>((a & 0x7FFFFFFFu) == 0);
-    zero_signs += zero_sign;
-    other |= x & (zero_sign - 1);
-  }
-  out.zero_signs = zero_signs;
-  if (other)
-    for (uint64_t j = 0; j < cols && !out.differs; ++j)
-      if (std::memcmp(&got[j], &want[j], 4) != 0 && (got[j] != 0.0f || want[j] != 0.0f))
-        out.differs = j;
-  return out;
 }
 
 }  // namespace

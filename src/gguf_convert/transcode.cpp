@@ -14,7 +14,7 @@ namespace tlio {
 
 namespace {
 
-constexpr std::string_view kTargetNames[] = {"mlx"};
+constexpr std::string_view kTargetNames[] = {"mlx", "gguf"};
 
 }  // namespace
 
@@ -32,16 +32,31 @@ std::optional<TranscodeTarget> transcode_target_named(std::string_view name) noe
 TranscodeReport transcode(const std::string& src, const std::string& out_dir,
                           const TranscodeOptions& options) {
   if (transcode_target_name(options.to) == "(not a target)")
-    throw Error(
-        ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-        fmt::format("transcode target {} is not one tlio has (mlx)", static_cast<int>(options.to)));
+    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                fmt::format("transcode target {} is not one tlio has (mlx, gguf)",
+                            static_cast<int>(options.to)));
   const WeightsKind kind = weights_kind(src, options.open);
-  if (kind != WeightsKind::gguf)
+  const WeightsKind takes =
+      options.to == TranscodeTarget::mlx ? WeightsKind::gguf : WeightsKind::model_folder;
+  if (kind != takes)
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("{} is a {}; transcode to {} reads GGUF files", src,
-                            weights_kind_name(kind), transcode_target_name(options.to)));
-  const GgufFile file = GgufFile::open(src, options.open);
+                fmt::format("{} is a {}; transcode to {} reads a {}", src, weights_kind_name(kind),
+                            transcode_target_name(options.to), weights_kind_name(takes)));
   TranscodeReport report;
+  if (options.to == TranscodeTarget::gguf) {  // the export, its weights carried
+    GgufExportOptions o;
+    o.type = dtype_name(options.dtype);
+    o.open = options.open;
+    o.progress = options.progress;
+    const GgufExportReport exported =
+        detail::export_gguf_folder(src, out_dir, o, &options, &report);
+    report.plain = exported.tensors - report.items.size();
+    report.bytes_in = exported.bytes_in;
+    report.bytes_out = exported.bytes_out;
+    report.files = exported.files;
+    return report;
+  }
+  const GgufFile file = GgufFile::open(src, options.open);
   const GgufImportReport imported = detail::import_gguf_folder(
       file, out_dir, GgufImportOptions{options.dtype, options.progress}, &options, &report);
   report.plain = imported.tensors - report.items.size();

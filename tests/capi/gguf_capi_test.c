@@ -32,6 +32,7 @@ static void check_transcode(const char* scratch) {
   tl_transcode_result r;
   tl_file* f = NULL;
   tl_gguf* g = NULL;
+  tl_gguf_tensor t;
   tl_quantized_info info;
   size_t i, k, found = 0, count = 0;
   float want[32 * 64], got[32 * 64];
@@ -62,6 +63,27 @@ static void check_transcode(const char* scratch) {
   CHECK(tl_transcode(gguf_path, dir, "onnx", 0, TL_BF16, NULL, NULL) == TL_EINVAL);
   CHECK(strstr(tl_last_error(), "onnx") != NULL && access(dir, F_OK) != 0);
   unlink(gguf_path);
+  { /* The other way: MLX's mxfp4 folder into ggml's MXFP4 blocks. */
+    const char* files[] = {"model.safetensors", "config.json", "tokenizer.json",
+                           "tokenizer_config.json"};
+    tl_quantize_options q;
+    tl_quantize_options_init(&q);
+    q.scheme = "mlx-mxfp4";
+    CHECK(tl_quantize_folder(TLIO_TEST_DATA "/gguf/tiny_llama", dir, &q, 0) == TL_OK);
+    CHECK(tl_transcode(dir, gguf_path, "gguf", 0, TL_F16, NULL, &r) == TL_OK);
+    CHECK(r.carried == 9 && r.requantized == 0 && r.plain == 3 && r.zero_signs == 0);
+    CHECK(tl_gguf_open(gguf_path, NULL, &g) == TL_OK &&
+          tl_gguf_find(g, "blk.0.ffn_up.weight", &i) == TL_OK);
+    CHECK(g && tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "MXFP4") == 0);
+    tl_gguf_close(g);
+    unlink(gguf_path);
+    CHECK(tl_transcode(dir, gguf_path, "mlx", 0, TL_F16, NULL, NULL) == TL_EUNSUPPORTED);
+    for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
+      snprintf(file, sizeof file, "%s/%s", dir, files[k]);
+      unlink(file);
+    }
+    rmdir(dir);
+  }
 }
 
 int main(int argc, char** argv) {

@@ -22,12 +22,14 @@ pub struct TranscodeResult {
     pub max_rmse: f64,
 }
 
-/// Writes the model of the GGUF file `src` as the folder `dst` in the layout `to` ("mlx"), as
-/// `tlio transcode SRC DST --to mlx [--lossy] [--dtype]`: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0,
-/// Q4_K and Q5_K weights as MLX affine with F32 scales and biases, MXFP4 and NVFP4 as MLX's
-/// mxfp4 and nvfp4; tensors written as floats in `dtype` (F32, F16 or BF16). A weight no rule
-/// carries is an `Unsupported` error naming it unless `lossy` (then requantized as mx.quantize
-/// does); a weight whose proof fails is a `Format` error; nothing is written then.
+/// Carries the quantized weights of `src` into the layout `to`, as `tlio transcode SRC DST --to
+/// TO [--lossy] [--dtype]`, each proven on the way. "mlx": the GGUF file `src` as the folder
+/// `dst`, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32 scales
+/// and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4. "gguf": the model folder `src` as the
+/// GGUF file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
+/// Tensors written as floats are in `dtype` (F32, F16 or BF16). A weight no rule carries is an
+/// `Unsupported` error naming it unless `lossy` (then requantized); a weight whose proof fails is
+/// a `Format` error; nothing is written then.
 pub fn transcode(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,

@@ -307,3 +307,41 @@ fn transcodes_a_q4_0_gguf_to_mlx() {
     .unwrap_err();
     assert_eq!(err.kind(), tlio::ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn transcodes_an_mlx_mxfp4_folder_to_gguf() {
+    let dir = scratch("transcode_mxfp4");
+    let (mlx, gguf) = (dir.join("mlx"), dir.join("mxfp4.gguf"));
+    let options = tlio::OpenOptions::default();
+    tlio::quantize_folder(
+        data().join("gguf").join("tiny_llama"),
+        &mlx,
+        tlio::QuantizeOptions::new("mlx-mxfp4"),
+        0,
+    )
+    .unwrap();
+    let r = tlio::transcode(&mlx, &gguf, "gguf", false, tlio::Dtype::F16, &options).unwrap();
+    assert_eq!(
+        (r.carried, r.requantized, r.plain, r.zero_signs),
+        (9, 0, 3, 0)
+    );
+    let g = tlio::Gguf::open(&gguf).unwrap();
+    assert_eq!(g.tensor("blk.0.ffn_up.weight").unwrap().type_name, "MXFP4");
+    // ffn_up's rows are in the same order both sides: the values MLX's layout holds.
+    let want = tlio::File::open(mlx.join("model.safetensors"))
+        .unwrap()
+        .dequantize("model.layers.0.mlp.up_proj.weight")
+        .unwrap();
+    assert_eq!(g.read_f32("blk.0.ffn_up.weight").unwrap(), want);
+    // A GGUF is not a folder to carry into GGUF.
+    let err = tlio::transcode(
+        &gguf,
+        dir.join("x.gguf"),
+        "gguf",
+        false,
+        tlio::Dtype::F16,
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), tlio::ErrorKind::Unsupported);
+}

@@ -105,7 +105,9 @@ fn c_params(list: &str) -> Vec<String> {
 
 fn header() -> (Signatures, Signatures, BTreeMap<String, i64>) {
     // tlio.h and the header it includes for GGUF files and transcoding, as one text.
-    let text = strip_c_comments(&(read("../../include/tlio/tlio.h") + &read("../../include/tlio/tlio_gguf.h")));
+    let text = strip_c_comments(
+        &(read("../../include/tlio/tlio.h") + &read("../../include/tlio/tlio_gguf.h")),
+    );
     let mut functions = Signatures::new();
     for piece in text.split("TL_API ").skip(1) {
         if piece.starts_with("__") {

@@ -261,3 +261,71 @@ def test_mlx_affine_into_gguf_is_refused_or_requantized(llama, tmp_path):
     assert {(w["target"], w["exact"]) for w in report["weights"]} == {("Q4_K", False)}
     assert all(0 < w["rmse"] <= w["max_abs_error"] for w in report["weights"])
     assert np.isfinite(llama_cpp_logits(tmp_path / "y.gguf", tmp_path)).all()
+
+
+def ct_folder_from_mlx(mlx_folder, out, mode, global_scale=1.0):
+    """A compressed-tensors folder holding the bytes of an MLX mxfp4/nvfp4 folder: weight_packed
+    U8 [out, in/2] is MLX's U32 words' bytes, weight_scale its scale bytes (F8_E4M3 for nvfp4,
+    with a weight_global_scale), config.json's quantization_config as llm-compressor writes it."""
+    from safetensors.torch import save_file
+    tensors = {}
+    for name, a in mx.load(str(mlx_folder / "model.safetensors")).items():
+        t = torch.from_numpy(np.array(a.view(mx.uint8) if a.dtype in (mx.uint32, mx.uint8) else a.astype(mx.float32)))
+        base = name.rsplit(".", 1)[0]
+        if name.endswith(".scales"):
+            tensors[base + ".weight_scale"] = t.view(torch.float8_e4m3fn) if mode == "nvfp4" else t
+            if mode == "nvfp4":
+                tensors[base + ".weight_global_scale"] = torch.tensor([global_scale], dtype=torch.float32)
+        elif a.dtype == mx.uint32:
+            tensors[base + ".weight_packed"] = t
+        else:
+            tensors[name] = t.to(torch.bfloat16)
+    out.mkdir()
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((mlx_folder / "config.json").read_text())
+    for key in ("quantization", "quantization_config"):
+        config.pop(key)
+    weights = {"num_bits": 4, "type": "float", "symmetric": True, "group_size": 32 if mode == "mxfp4" else 16,
+               "strategy": "group" if mode == "mxfp4" else "tensor_group"}
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors", "format": f"{mode}-pack-quantized", "quantization_status": "compressed",
+        "config_groups": {"group_0": {"targets": ["Linear", "Embedding"], "weights": weights}}, "ignore": []}
+    (out / "config.json").write_text(json.dumps(config))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        (out / f).write_bytes((mlx_folder / f).read_bytes())
+    return out
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4"])
+def test_compressed_tensors_fp4_folders_become_mlx_byte_for_byte(llama, tmp_path, mode):
+    """A compressed-tensors FP4 folder made of an MLX folder's bytes comes back as that MLX folder,
+    tensor for tensor (MLX's mode needs no arithmetic at all), and mlx_lm.load runs it."""
+    mlx_lm = pytest.importorskip("mlx_lm")
+    reference = tmp_path / "reference"
+    run("quantize", llama, reference, "--scheme", f"mlx-{mode}")
+    ct = ct_folder_from_mlx(reference, tmp_path / "ct", mode)
+    out = tmp_path / "out"
+    report = json.loads(run("transcode", ct, out, "--to", "mlx", "--json").stdout)
+    assert {(w["source"], w["target"], w["exact"], w["zero_signs"]) for w in report["weights"]} == {
+        (mode, f"mlx-{mode}", True, 0)}
+    got, want = (mx.load(str(f / "model.safetensors")) for f in (out, reference))
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype and mx.array_equal(got[name], want[name]).item(), name
+    config = json.loads((out / "config.json").read_text())
+    assert config["quantization"] == config["quantization_config"] == {"group_size": 32 if mode == "mxfp4" else 16,
+                                                                       "bits": 4, "mode": mode}
+    model, _ = mlx_lm.load(str(out))
+    assert np.isfinite(np.array(model(mx.array([[1, 2, 3]])).astype(mx.float32))).all()
+
+
+def test_a_global_scale_mlx_has_not_is_refused_or_requantized(llama, tmp_path):
+    reference = tmp_path / "reference"
+    run("quantize", llama, reference, "--scheme", "mlx-nvfp4")
+    ct = ct_folder_from_mlx(reference, tmp_path / "ct", "nvfp4", global_scale=0.5)
+    r = run("transcode", ct, tmp_path / "out", "--to", "mlx", ok=False)
+    assert "its global scale is 0.5: MLX's nvfp4 has none" in r.stderr and "nothing was written" in r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    report = tlio.transcode(ct, tmp_path / "lossy", "mlx", lossy=True)
+    assert {(w["target"], w["exact"]) for w in report["weights"]} == {("mlx-affine-4bit-g32", False)}
+    assert all(w["rmse"] > 0 for w in report["weights"])

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "gguf_convert/folder_to_mlx.hpp"
 #include "gguf_convert/gguf_import.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -36,12 +37,15 @@ TranscodeReport transcode(const std::string& src, const std::string& out_dir,
                 fmt::format("transcode target {} is not one tlio has (mlx, gguf)",
                             static_cast<int>(options.to)));
   const WeightsKind kind = weights_kind(src, options.open);
-  const WeightsKind takes =
-      options.to == TranscodeTarget::mlx ? WeightsKind::gguf : WeightsKind::model_folder;
-  if (kind != takes)
+  if (kind == WeightsKind::safetensors ||
+      (options.to == TranscodeTarget::gguf && kind != WeightsKind::model_folder))
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-                fmt::format("{} is a {}; transcode to {} reads a {}", src, weights_kind_name(kind),
-                            transcode_target_name(options.to), weights_kind_name(takes)));
+                fmt::format("{} is a {}; transcode to {} reads {}", src, weights_kind_name(kind),
+                            transcode_target_name(options.to),
+                            options.to == TranscodeTarget::gguf ? "a model folder"
+                                                                : "a GGUF file or a model folder"));
+  if (kind == WeightsKind::model_folder && options.to == TranscodeTarget::mlx)
+    return detail::folder_to_mlx(src, out_dir, options);
   TranscodeReport report;
   if (options.to == TranscodeTarget::gguf) {  // the export, its weights carried
     GgufExportOptions o;

@@ -1,0 +1,194 @@
+// gguf_convert/folder_to_mlx.cpp: a model folder's quantized weights in MLX's layout (transcode
+// --to mlx from a folder): compressed-tensors' MXFP4, and NVFP4 with a global scale of 1, carried
+// byte for byte (MLX's U32 words hold the bytes of their U8 codes, two codes a byte, the low
+// nibble first; the E8M0 and E4M3 scale bytes are the same, and so is code 8, -0 in both tables);
+// with `lossy`, every other form requantized as mx.quantize does; MLX's own weights and the plain
+// tensors copied. Shard for shard, each row proven (mlx_rows.hpp), published as one set.
+#include "gguf_convert/folder_to_mlx.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "common/json_members.hpp"
+#include "gguf_convert/gguf_export_parts.hpp"
+#include "gguf_convert/mlx_rows.hpp"
+#include "model/folder_rewrite.hpp"
+#include "quant/mlx/mlx_layout.hpp"
+#include "quant/schemes.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+
+namespace {
+
+constexpr uint64_t kLossyGroup = 32;
+
+// What becomes of one quantized weight.
+struct Planned {
+  const QuantizedWeight* w;
+  MlxCarry carry;
+};
+
+// A compressed-tensors FP4 weight's MLX mode, when its bytes are MLX's: codes [rows, cols / 2]
+// U8 and a scale byte per group; NVFP4 only with a global scale of 1 (MLX's has none).
+std::optional<MlxMode> carried_mode(const TensorSet& set, const QuantizedWeight& w,
+                                    std::string& why) {
+  const auto* mx = std::get_if<Mxfp4Options>(&w.scheme.options());
+  const auto* nv = std::get_if<Nvfp4Options>(&w.scheme.options());
+  if ((!mx && !nv) || set.at(w.stored.at(0)).shape.size() != 2 || w.shape.size() != 2) {
+    why = fmt::format("{}: MLX's layout has no mode that computes its values", w.scheme.name());
+    return std::nullopt;
+  }
+  if (mx) {
+    if (!mx->transposed) return MlxMode::mxfp4;
+    why = "gpt-oss's experts held stacked";
+    return std::nullopt;
+  }
+  if (nv->modelopt) {
+    why = "ModelOpt's NVFP4 (code 8 is +0, the scale times weight_scale_2)";
+    return std::nullopt;
+  }
+  if (const float g = set.f32(w.stored.at(2)).at(0); g != 1.0f) {
+    why = fmt::format("its global scale is {}: MLX's nvfp4 has none", g);
+    return std::nullopt;
+  }
+  return MlxMode::nvfp4;
+}
+
+// A requantized weight's width: the bits its scheme spends, as MLX has them.
+uint64_t lossy_bits(const QuantScheme& s) {
+  uint64_t want = 4;
+  std::visit(
+      [&](const auto& o) {
+        if constexpr (requires { o.bits; }) want = o.bits;
+        using O = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<O, LlmInt8Options> || std::is_same_v<O, Fp8Options>) want = 8;
+      },
+      s.options());
+  uint64_t bits = 2;
+  for (const uint64_t b : kMlxAffineBits)
+    if (b <= want) bits = b;
+  return bits;
+}
+
+std::vector<Planned> plan(const TensorSet& set, const std::vector<QuantizedWeight>& weights,
+                          const TranscodeOptions& options, const std::string& where) {
+  std::vector<Planned> out;
+  std::vector<std::string> refused;
+  for (const QuantizedWeight& w : weights) {
+    if (w.scheme.kind() == SchemeKind::mlx) continue;  // MLX's already: copied
+    std::string why;
+    if (const std::optional<MlxMode> mode = carried_mode(set, w, why)) {
+      out.push_back({&w, {mlx_mode_defaults(*mode), Dtype::U8, true}});
+    } else if (options.lossy && w.shape.size() == 2 && w.shape[1] % kLossyGroup == 0) {
+      out.push_back(
+          {&w, {{MlxMode::affine, lossy_bits(w.scheme), kLossyGroup}, options.dtype, false}});
+    } else {
+      refused.push_back(fmt::format("{} ({})", w.name, why.empty() ? "rows of no whole 32s" : why));
+    }
+  }
+  if (refused.empty()) return out;
+  constexpr size_t kNamed = 8;
+  throw Error(ErrorCode::unsupported, Rule::quant, refused.front(), std::nullopt,
+              fmt::format("{} weights cannot be carried into MLX's layout exactly: {}{}; --lossy "
+                          "requantizes them; nothing was written",
+                          refused.size(),
+                          fmt::join(refused.begin(),
+                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
+                          refused.size() > kNamed ? ", ..." : ""),
+              where);
+}
+
+// The rows of one weight: its values by its scheme's decoder and, carried, its codes' and scale
+// bytes as they are.
+MlxRowSource rows_of(const FolderSource& source, const Planned& p, const QuantizedReader& decoded) {
+  const QuantizedWeight& w = *p.w;
+  const uint64_t cols = w.shape[1], groups = cols / p.carry.options.group;
+  MlxRowSource rows{w.shape[0], cols, 0, w.scheme.name(), source.where.name(), {}, {}};
+  const std::span<const File> files = source.weights.files;
+  const auto [codes_file, codes] = stored_tensor(files, w.stored.at(0));
+  const auto [scales_file, scales] = stored_tensor(files, w.stored.at(1));
+  auto first = std::make_shared<uint64_t>(0);
+  rows.load = [first](uint64_t r0, uint64_t) { *first = r0; };
+  rows.row = [&, first, codes_file = codes_file, codes = codes, scales_file = scales_file,
+              scales = scales, cols,
+              groups](uint64_t j, std::span<float> values, MlxPiece& piece, std::vector<uint8_t>&) {
+    const uint64_t r = *first + j;
+    decoded.read(r * cols, cols, Dtype::F32, std::as_writable_bytes(values));
+    if (!p.carry.carried) return;
+    thread_local std::vector<std::byte> code_scratch, scale_scratch;
+    const auto c = data_bytes(*codes_file, codes->begin + r * (cols / 2), cols / 2, code_scratch);
+    const auto s = data_bytes(*scales_file, scales->begin + r * groups, groups, scale_scratch);
+    std::memcpy(&piece.words[j * (cols / 8)], c.data(), c.size());
+    std::memcpy(&piece.scale_bytes[j * groups], s.data(), s.size());
+  };
+  return rows;
+}
+
+}  // namespace
+
+TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
+                              const TranscodeOptions& options) {
+  const FolderSource source(Location::parse(src), options.open);
+  const TensorSet& set = *source.set;
+  const std::vector<QuantizedWeight> weights = find_quantized_weights(set);
+  const std::vector<Planned> planned = plan(set, weights, options, source.where.name());
+  std::vector<std::pair<std::string, MlxOptions>> configs;  // every MLX weight of the output
+  std::set<std::string, std::less<>> dropped;               // the transcoded weights' parts
+  for (const QuantizedWeight& w : weights)
+    if (w.scheme.kind() == SchemeKind::mlx)
+      configs.emplace_back(w.name, std::get<MlxOptions>(w.scheme.options()));
+  for (const Planned& p : planned) {
+    configs.emplace_back(p.w->name, p.carry.options);
+    dropped.insert(p.w->stored.begin(), p.w->stored.end());
+  }
+  const std::string config = mlx_quantization_json(configs);
+
+  TranscodeReport report;
+  FolderRewrite how;
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback&) {
+    const File& shard = source.weights.files[i];
+    Metadata meta = shard.metadata();
+    meta["format"] = "mlx";
+    meta["quantization_config"] = config;
+    w.set_metadata(meta);
+    std::vector<std::string_view> kept;
+    for (const TensorInfo& t : shard.tensors())
+      if (!dropped.contains(t.name)) {
+        w.declare(t.name, t.dtype, t.shape);
+        kept.push_back(t.name);
+      }
+    std::vector<const Planned*> here;  // written into this shard: its first part's
+    for (const Planned& p : planned)
+      if (shard.header().find(p.w->stored.front())) {
+        here.push_back(&p);
+        for (auto& [name, dtype, shape] :
+             mlx_carry_tensors(p.w->name, p.w->shape[0], p.w->shape[1], p.carry))
+          w.declare(name, dtype, shape);
+      }
+    w.copy_many_from(shard, kept, {}, {});
+    report.plain += kept.size();
+    for (const Planned* p : here) {
+      const QuantizedReader decoded(source.weights.files, *p->w);
+      TranscodeReport::Item& item = report.items.emplace_back();
+      item.name = p->w->name;
+      write_mlx_rows(rows_of(source, *p, decoded), p->w->name, p->carry, w, item, {});
+    }
+    for (const TensorInfo& t : w.layout()) report.bytes_out += t.byte_size();
+  };
+  how.edit_config = [&](const std::string& text, const std::string& name) {
+    const std::string edited =
+        set_json_member(text, "quantization_config", config, name, Rule::model);
+    return set_json_member(edited, "quantization", config, name, Rule::model);
+  };
+  how.restart = [&] { report = {}; };
+  report.files = rewrite_folder(source, Location::parse(out), how);
+  report.bytes_in = source.data_bytes;
+  return report;
+}
+
+}  // namespace tlio::detail

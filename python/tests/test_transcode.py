@@ -329,3 +329,56 @@ def test_a_global_scale_mlx_has_not_is_refused_or_requantized(llama, tmp_path):
     report = tlio.transcode(ct, tmp_path / "lossy", "mlx", lossy=True)
     assert {(w["target"], w["exact"]) for w in report["weights"]} == {("mlx-affine-4bit-g32", False)}
     assert all(w["rmse"] > 0 for w in report["weights"])
+
+
+def fp8_folder(llama, out, block=128):
+    """The Llama with every linear weight in FP8 blocks whose scales are powers of two (as
+    DeepSeek's ue8m0 checkpoints have them), written by torch; returns {name: values} of each
+    weight as torch computes them (code times scale)."""
+    from safetensors.torch import load_file, save_file
+    tensors, want = {}, {}
+    for name, w in load_file(str(llama / "model.safetensors")).items():
+        if w.ndim != 2 or "embed" in name or not name.endswith("proj.weight"):
+            tensors[name] = w
+            continue
+        rows, cols = w.shape
+        blocks = w.float().reshape(rows // block, block, cols // block, block)
+        amax = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12)
+        scale = torch.exp2(torch.ceil(torch.log2(amax / 448)))  # [rows / block, cols / block]
+        full = scale.repeat_interleave(block, 0).repeat_interleave(block, 1)
+        codes = (w.float() / full).to(torch.float8_e4m3fn)
+        tensors[name], tensors[name + "_scale_inv"] = codes, scale.float()
+        want[name] = (codes.float() * full).numpy()
+    out.mkdir()
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((llama / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                     "weight_block_size": [block, block]}
+    (out / "config.json").write_text(json.dumps(config))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        (out / f).write_bytes((llama / f).read_bytes())
+    return want
+
+
+def test_fp8_blocks_with_powers_of_two_become_mxfp8(llama, tmp_path):
+    """FP8 blocks whose scales are powers of two carried into MLX's mxfp8: the E4M3 bytes as they
+    are, each block's exponent an E8M0 byte per 32 inputs; mx.dequantize gives torch's values."""
+    mlx_lm = pytest.importorskip("mlx_lm")
+    want = fp8_folder(llama, tmp_path / "fp8")
+    out = tmp_path / "out"
+    report = json.loads(run("transcode", tmp_path / "fp8", out, "--to", "mlx", "--json").stdout)
+    assert {(w["source"], w["target"], w["exact"]) for w in report["weights"]} == {
+        ("fp8-block128x128", "mlx-mxfp8", True)}
+    assert len(report["weights"]) == 2 * 7
+    config = json.loads((out / "config.json").read_text())
+    for name, values in want.items():
+        got = mlx_dequantized(out, name[:-len(".weight")], config)
+        assert np.array_equal(got, values), name
+    model, _ = mlx_lm.load(str(out))
+    assert np.isfinite(np.array(model(mx.array([[1, 2, 3]])).astype(mx.float32))).all()
+
+
+def test_fp8_scales_that_are_not_powers_of_two_are_refused(llama, tmp_path):
+    run("quantize", llama, tmp_path / "fp8", "--scheme", "fp8-block")  # F32 scales: amax / 448
+    r = run("transcode", tmp_path / "fp8", tmp_path / "out", "--to", "mlx", ok=False)
+    assert "is not a power of two in E8M0's range" in r.stderr and "--lossy requantizes them" in r.stderr

@@ -2,6 +2,8 @@
 // --to mlx from a folder): compressed-tensors' MXFP4, and NVFP4 with a global scale of 1, carried
 // byte for byte (MLX's U32 words hold the bytes of their U8 codes, two codes a byte, the low
 // nibble first; the E8M0 and E4M3 scale bytes are the same, and so is code 8, -0 in both tables);
+// FP8 (blocks, rows, a tensor, MXFP8) whose scales are powers of two as MLX's mxfp8, its E4M3
+// bytes as they are and each scale's exponent an E8M0 byte per 32 inputs;
 // with `lossy`, every other form requantized as mx.quantize does; MLX's own weights and the plain
 // tensors copied. Shard for shard, each row proven (mlx_rows.hpp), published as one set.
 #include "gguf_convert/folder_to_mlx.hpp"
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -17,6 +20,7 @@
 #include "gguf_convert/gguf_export_parts.hpp"
 #include "gguf_convert/mlx_rows.hpp"
 #include "model/folder_rewrite.hpp"
+#include "quant/hub/hub_values.hpp"
 #include "quant/mlx/mlx_layout.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/error.hpp"
@@ -31,7 +35,55 @@ constexpr uint64_t kLossyGroup = 32;
 struct Planned {
   const QuantizedWeight* w;
   MlxCarry carry;
+  std::vector<uint8_t> fp8_exponents;  // FP8 to mxfp8: each scale's E8M0 byte, in its grid
 };
+
+// An FP8 weight's scales as E8M0 bytes, when every one is a power of two MLX's mxfp8 holds
+// (2^-127 .. 2^127) and each group of 32 inputs lies under one scale; nullopt with the reason
+// otherwise.
+std::optional<std::vector<uint8_t>> fp8_exponents(const TensorSet& set, const QuantizedWeight& w,
+                                                  std::string& why) {
+  const auto& o = std::get<Fp8Options>(w.scheme.options());
+  if (w.shape.size() != 2 || w.shape[1] % kMxGroup != 0 ||
+      (o.granularity == Fp8Granularity::block && o.block_cols % kMxGroup != 0)) {
+    why = fmt::format("{}: its scales do not cover whole groups of 32 inputs", w.scheme.name());
+    return std::nullopt;
+  }
+  std::vector<uint8_t> out;
+  if (o.e8m0) {  // E8M0 already (MXFP8's own, or a block grid's ue8m0): 255 is NaN in both
+    const TensorView v = set.view(w.stored.at(1));
+    for (const std::byte b : v.bytes()) out.push_back(std::to_integer<uint8_t>(b));
+    return out;
+  }
+  for (const float x : set.f32(w.stored.at(1))) {
+    int e = 0;
+    const float m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+    if (!(x > 0) || !std::isfinite(x) || m != 0.5f || e - 1 < -127 || e - 1 > 127) {
+      why =
+          fmt::format("{}: its scale {} is not a power of two in E8M0's range", w.scheme.name(), x);
+      return std::nullopt;
+    }
+    out.push_back(static_cast<uint8_t>(e - 1 + 127));
+  }
+  return out;
+}
+
+// The E8M0 byte of the FP8 scale over input `c` of row `r` (its grid: one, one a row, or
+// blocks).
+uint8_t fp8_exponent(const QuantizedWeight& w, const std::vector<uint8_t>& exponents, uint64_t r,
+                     uint64_t c) {
+  const auto& o = std::get<Fp8Options>(w.scheme.options());
+  switch (o.granularity) {
+    case Fp8Granularity::tensor:
+      return exponents[0];
+    case Fp8Granularity::channel:
+      return exponents[r];
+    case Fp8Granularity::block:
+      break;
+  }
+  const uint64_t grid_cols = (w.shape[1] + o.block_cols - 1) / o.block_cols;
+  return exponents[r / o.block_rows * grid_cols + c / o.block_cols];
+}
 
 // A compressed-tensors FP4 weight's MLX mode, when its bytes are MLX's: codes [rows, cols / 2]
 // U8 and a scale byte per group; NVFP4 only with a global scale of 1 (MLX's has none).
@@ -82,11 +134,19 @@ std::vector<Planned> plan(const TensorSet& set, const std::vector<QuantizedWeigh
   for (const QuantizedWeight& w : weights) {
     if (w.scheme.kind() == SchemeKind::mlx) continue;  // MLX's already: copied
     std::string why;
-    if (const std::optional<MlxMode> mode = carried_mode(set, w, why)) {
-      out.push_back({&w, {mlx_mode_defaults(*mode), Dtype::U8, true}});
-    } else if (options.lossy && w.shape.size() == 2 && w.shape[1] % kLossyGroup == 0) {
+    if (w.scheme.kind() == SchemeKind::fp8) {
+      if (std::optional<std::vector<uint8_t>> exponents = fp8_exponents(set, w, why)) {
+        out.push_back(
+            {&w, {mlx_mode_defaults(MlxMode::mxfp8), Dtype::U8, true}, std::move(*exponents)});
+        continue;
+      }
+    } else if (const std::optional<MlxMode> mode = carried_mode(set, w, why)) {
+      out.push_back({&w, {mlx_mode_defaults(*mode), Dtype::U8, true}, {}});
+      continue;
+    }
+    if (options.lossy && w.shape.size() == 2 && w.shape[1] % kLossyGroup == 0) {
       out.push_back(
-          {&w, {{MlxMode::affine, lossy_bits(w.scheme), kLossyGroup}, options.dtype, false}});
+          {&w, {{MlxMode::affine, lossy_bits(w.scheme), kLossyGroup}, options.dtype, false}, {}});
     } else {
       refused.push_back(fmt::format("{} ({})", w.name, why.empty() ? "rows of no whole 32s" : why));
     }
@@ -114,17 +174,23 @@ MlxRowSource rows_of(const FolderSource& source, const Planned& p, const Quantiz
   const auto [scales_file, scales] = stored_tensor(files, w.stored.at(1));
   auto first = std::make_shared<uint64_t>(0);
   rows.load = [first](uint64_t r0, uint64_t) { *first = r0; };
+  const uint64_t row_bytes = cols * p.carry.options.bits / 8;  // codes: FP4 two a byte, FP8 one
   rows.row = [&, first, codes_file = codes_file, codes = codes, scales_file = scales_file,
-              scales = scales, cols,
-              groups](uint64_t j, std::span<float> values, MlxPiece& piece, std::vector<uint8_t>&) {
+              scales = scales, cols, groups, row_bytes](uint64_t j, std::span<float> values,
+                                                        MlxPiece& piece, std::vector<uint8_t>&) {
     const uint64_t r = *first + j;
     decoded.read(r * cols, cols, Dtype::F32, std::as_writable_bytes(values));
     if (!p.carry.carried) return;
     thread_local std::vector<std::byte> code_scratch, scale_scratch;
-    const auto c = data_bytes(*codes_file, codes->begin + r * (cols / 2), cols / 2, code_scratch);
-    const auto s = data_bytes(*scales_file, scales->begin + r * groups, groups, scale_scratch);
-    std::memcpy(&piece.words[j * (cols / 8)], c.data(), c.size());
-    std::memcpy(&piece.scale_bytes[j * groups], s.data(), s.size());
+    const auto c = data_bytes(*codes_file, codes->begin + r * row_bytes, row_bytes, code_scratch);
+    std::memcpy(&piece.words[j * (row_bytes / 4)], c.data(), c.size());
+    uint8_t* to = &piece.scale_bytes[j * groups];
+    if (p.carry.options.mode != MlxMode::mxfp8) {
+      const auto s = data_bytes(*scales_file, scales->begin + r * groups, groups, scale_scratch);
+      std::memcpy(to, s.data(), s.size());
+      return;
+    }
+    for (uint64_t g = 0; g < groups; ++g) to[g] = fp8_exponent(*p.w, p.fp8_exponents, r, g * 32);
   };
   return rows;
 }

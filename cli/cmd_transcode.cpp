@@ -45,7 +45,8 @@ void add_transcode(CLI::App& app, int& exit_code) {
       "are code * scale + bias in groups of 32 or 64 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K,\n"
       "Q5_K) becomes MLX affine of its width with F32 scales and biases, the dtype in which MLX\n"
       "computes what ggml does; MXFP4 and NVFP4 become MLX's mxfp4 and nvfp4, codes and scale\n"
-      "bytes as they are.\n"
+      "bytes as they are. Or SRC a model folder: compressed-tensors' MXFP4 and NVFP4 (a global\n"
+      "scale of 1) and FP8 whose scales are powers of two (as mxfp8) move byte for byte.\n"
       "--to gguf: SRC a model folder (an export takes), OUT a .gguf file. MLX's and\n"
       "compressed-tensors' MXFP4 and NVFP4 weights become ggml's MXFP4 and NVFP4 blocks; plain\n"
       "weights are written in --dtype as `tlio convert` writes them.\n"
@@ -61,7 +62,8 @@ void add_transcode(CLI::App& app, int& exit_code) {
     bool lossy = false, json = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("SRC", a->src, "GGUF file (--to mlx) or model folder (--to gguf)")->required();
+  cmd->add_option("SRC", a->src, "GGUF file or model folder (--to mlx), model folder (--to gguf)")
+      ->required();
   cmd->add_option("OUT", a->dst, "Output folder (--to mlx) or .gguf file (--to gguf)")->required();
   add_remote_options(cmd, false);
   offer_values(cmd->add_option("--to", a->to, "The layout written: mlx (default) or gguf"),

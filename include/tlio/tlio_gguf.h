@@ -96,9 +96,10 @@ typedef struct tl_transcode_result {
 /* Carries the quantized weights of `src` into the layout `to` at `dst` (any location, one set), as
  * `tlio transcode SRC DST --to TO [--lossy] [--dtype]`. "mlx" (NULL: "mlx"): the GGUF file `src`
  * as a folder, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32
- * scales and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4. "gguf": the model folder `src` as
- * a GGUF file, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks. Tensors
- * written as floats in `dtype` (TL_F32, TL_F16 or TL_BF16). A weight no rule carries is
+ * scales and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; or a model folder `src`, its
+ * compressed-tensors MXFP4 and NVFP4 and power-of-two FP8 byte for byte. "gguf": the model folder
+ * `src` as a GGUF file, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
+ * Tensors written as floats in `dtype` (TL_F32, TL_F16 or TL_BF16). A weight no rule carries is
  * TL_EUNSUPPORTED naming it unless `lossy` is not 0 (then requantized); a weight whose proof
  * fails is TL_EFORMAT naming it; nothing is written then. `result` may be NULL. */
 TL_API int tl_transcode(const char* src, const char* dst, const char* to, int lossy, tl_dtype dtype,

@@ -67,7 +67,10 @@ struct TranscodeReport {
 /// affine of its width with F32 scales and biases (the one dtype in which MLX's arithmetic is
 /// ggml's); MXFP4 and NVFP4 become MLX's mxfp4 and nvfp4, scale bytes and codes as they are. Row
 /// for row as import_gguf_model names and orders them (Q/K rows put back, experts of a stack
-/// apart); config.json gets mlx-lm's "quantization" and "quantization_config". To GGUF, from a
+/// apart); config.json gets mlx-lm's "quantization" and "quantization_config". To MLX from a model
+/// folder, shard for shard: compressed-tensors' MXFP4 and NVFP4 (a global scale of 1) byte for
+/// byte, and FP8 whose scales are powers of two as mxfp8 (its E4M3 bytes, each scale's exponent
+/// as an E8M0 byte per 32 inputs); MLX's own weights and plain tensors copied. To GGUF, from a
 /// model folder export_gguf takes, into the file `out`: MLX's and compressed-tensors' MXFP4 and
 /// NVFP4 weights (a global scale of 1) become ggml's MXFP4 and NVFP4 blocks, codes and scale bytes
 /// as they are; plain weights are written in `dtype`, as export_gguf writes them.

@@ -104,7 +104,9 @@ def transcode(src, dst, to="mlx", *, lossy=False, dtype=None, token=None):
     transcode SRC DST --to TO`` does, each proven on the way (its values in the output equal the
     source's, bit for bit but a -0 may be +0). "mlx": the GGUF file `src` as the folder `dst`,
     Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32 scales and
-    biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4. "gguf": the model folder `src` as the GGUF
+    biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; or the model folder `src` as the folder
+    `dst`, compressed-tensors' MXFP4 and NVFP4 and FP8 with power-of-two scales (as mxfp8) byte
+    for byte. "gguf": the model folder `src` as the GGUF
     file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks. Tensors
     written as floats are in `dtype` ("F32", "F16" or "BF16"; default BF16). A weight no rule
     carries raises ValueError naming it, unless `lossy` (then requantized, its error reported).

@@ -25,7 +25,9 @@ pub struct TranscodeResult {
 /// Carries the quantized weights of `src` into the layout `to`, as `tlio transcode SRC DST --to
 /// TO [--lossy] [--dtype]`, each proven on the way. "mlx": the GGUF file `src` as the folder
 /// `dst`, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_0, Q4_K and Q5_K weights as MLX affine with F32 scales
-/// and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4. "gguf": the model folder `src` as the
+/// and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; or the model folder `src`, its
+/// compressed-tensors MXFP4 and NVFP4 and power-of-two FP8 byte for byte. "gguf": the model folder
+/// `src` as the
 /// GGUF file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
 /// Tensors written as floats are in `dtype` (F32, F16 or BF16). A weight no rule carries is an
 /// `Unsupported` error naming it unless `lossy` (then requantized); a weight whose proof fails is

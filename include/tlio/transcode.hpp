@@ -37,8 +37,9 @@ struct TranscodeOptions {
   /// bits as its type has whole, at least 2; scales and biases in `dtype`) and report its error;
   /// without it such a weight is refused by name and nothing is written.
   bool lossy = false;
-  /// The dtype of the tensors written as floats (norms, plain weights) and of a requantized
-  /// weight's scales: F32, F16 or BF16.
+  /// F32, F16 or BF16: the dtype of the tensors a GGUF source gives as floats (norms, plain
+  /// weights) and of the plain weights of a GGUF output, and of MLX's requantized scales; a
+  /// folder's plain tensors go into MLX's layout as they are.
   Dtype dtype = Dtype::BF16;
   OpenOptions open;           ///< how the source is read (a token for URLs)
   ProgressCallback progress;  ///< source elements done / all

@@ -382,3 +382,22 @@ def test_fp8_scales_that_are_not_powers_of_two_are_refused(llama, tmp_path):
     run("quantize", llama, tmp_path / "fp8", "--scheme", "fp8-block")  # F32 scales: amax / 448
     r = run("transcode", tmp_path / "fp8", tmp_path / "out", "--to", "mlx", ok=False)
     assert "is not a power of two in E8M0's range" in r.stderr and "--lossy requantizes them" in r.stderr
+
+
+def test_partial_groups_and_non_float_dtypes_are_refused(tmp_path):
+    """compressed-tensors lets a row end in part of a group (48 inputs in groups of 32): MLX's
+    layout has no such group, and neither has ggml's block; a dtype that is not a float is no
+    dtype for what transcode writes."""
+    from safetensors.torch import save_file
+    folder = tmp_path / "ct"
+    folder.mkdir()
+    m = "model.layers.0.mlp.up_proj"
+    save_file({m + ".weight_packed": torch.zeros(8, 24, dtype=torch.uint8),
+               m + ".weight_scale": torch.full((8, 2), 127, dtype=torch.uint8)}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization_config": {
+        "quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized", "config_groups": {"group_0": {
+            "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "group_size": 32}}}}}))
+    r = run("transcode", folder, tmp_path / "out", "--to", "mlx", ok=False)
+    assert "rows of 48 are not whole groups of 32" in r.stderr and not (tmp_path / "out" / "model.safetensors").exists()
+    with pytest.raises(ValueError, match="F32, F16 or BF16, not I32"):
+        tlio.transcode(folder, tmp_path / "out", "mlx", dtype="I32")

@@ -19,8 +19,8 @@ int tl_transcode(const char* src, const char* dst, const char* to, int lossy, tl
     o.to = *target;
   }
   o.lossy = lossy != 0;
-  o.dtype = to_cpp(dtype);
   return guard([&] {
+    o.dtype = to_cpp(dtype);
     const tlio::TranscodeReport r = tlio::transcode(src, dst, o);
     if (!result) return;
     *result = {};

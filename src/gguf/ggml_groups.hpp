@@ -9,7 +9,7 @@
 
 namespace tlio::detail {
 
-/// How one block of a type splits, a row of ggml_group_table().
+/// How one block of a type splits: a row of the table ggml_groups() reads.
 struct GgmlGroups {
   uint32_t id;
   unsigned bits;   ///< a code's width

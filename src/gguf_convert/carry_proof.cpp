@@ -3,6 +3,9 @@
 // when there is one.
 #include "gguf_convert/carry_proof.hpp"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,6 +39,20 @@ RowCheck check_row(const float* got, const float* want, uint64_t cols, bool carr
       if (std::memcmp(&got[j], &want[j], 4) != 0 && (got[j] != 0.0f || want[j] != 0.0f))
         out.differs = j;
   return out;
+}
+
+void refuse_weights(const std::vector<std::string>& refused, std::string_view layout,
+                    bool lossy_takes_them, Rule rule, const std::string& source) {
+  constexpr size_t kNamed = 8;  // in the message; the count says how many in all
+  const auto named =
+      refused.begin() + static_cast<std::ptrdiff_t>(std::min(kNamed, refused.size()));
+  throw Error(
+      ErrorCode::unsupported, rule, refused.empty() ? std::string() : refused.front(), std::nullopt,
+      fmt::format("{} weights cannot be carried into {} exactly: {}{}{}; nothing was written",
+                  refused.size(), layout, fmt::join(refused.begin(), named, ", "),
+                  refused.size() > kNamed ? ", ..." : "",
+                  lossy_takes_them ? "; --lossy requantizes them" : ""),
+      source);
 }
 
 }  // namespace tlio::detail

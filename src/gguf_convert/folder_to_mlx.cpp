@@ -15,8 +15,11 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
+#include "common/checked.hpp"
 #include "common/json_members.hpp"
+#include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/gguf_export_parts.hpp"
 #include "gguf_convert/mlx_rows.hpp"
 #include "model/folder_rewrite.hpp"
@@ -95,6 +98,12 @@ std::optional<MlxMode> carried_mode(const TensorSet& set, const QuantizedWeight&
     why = fmt::format("{}: MLX's layout has no mode that computes its values", w.scheme.name());
     return std::nullopt;
   }
+  const MlxMode mode = mx ? MlxMode::mxfp4 : MlxMode::nvfp4;
+  if (w.shape[1] % mlx_mode_defaults(mode).group != 0) {  // compressed-tensors allows a part group
+    why = fmt::format("rows of {} are not whole groups of {}", w.shape[1],
+                      mlx_mode_defaults(mode).group);
+    return std::nullopt;
+  }
   if (mx) {
     if (!mx->transposed) return MlxMode::mxfp4;
     why = "gpt-oss's experts held stacked";
@@ -152,15 +161,7 @@ std::vector<Planned> plan(const TensorSet& set, const std::vector<QuantizedWeigh
     }
   }
   if (refused.empty()) return out;
-  constexpr size_t kNamed = 8;
-  throw Error(ErrorCode::unsupported, Rule::quant, refused.front(), std::nullopt,
-              fmt::format("{} weights cannot be carried into MLX's layout exactly: {}{}; --lossy "
-                          "requantizes them; nothing was written",
-                          refused.size(),
-                          fmt::join(refused.begin(),
-                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
-                          refused.size() > kNamed ? ", ..." : ""),
-              where);
+  refuse_weights(refused, "MLX's layout", true, Rule::quant, where);
 }
 
 // The rows of one weight: its values by its scheme's decoder and, carried, its codes' and scale
@@ -216,7 +217,10 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
 
   TranscodeReport report;
   FolderRewrite how;
-  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback&) {
+  std::set<std::string, std::less<>> mlx_parts;  // MLX's own weights' tensors, copied
+  for (const QuantizedWeight& w : weights)
+    if (w.scheme.kind() == SchemeKind::mlx) mlx_parts.insert(w.stored.begin(), w.stored.end());
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
     const File& shard = source.weights.files[i];
     Metadata meta = shard.metadata();
     meta["format"] = "mlx";
@@ -227,6 +231,7 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
       if (!dropped.contains(t.name)) {
         w.declare(t.name, t.dtype, t.shape);
         kept.push_back(t.name);
+        report.plain += !mlx_parts.contains(t.name);
       }
     std::vector<const Planned*> here;  // written into this shard: its first part's
     for (const Planned& p : planned)
@@ -236,20 +241,35 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
              mlx_carry_tensors(p.w->name, p.w->shape[0], p.w->shape[1], p.carry))
           w.declare(name, dtype, shape);
       }
-    w.copy_many_from(shard, kept, {}, {});
-    report.plain += kept.size();
+    // Progress in output bytes: the copies', then each weight's rows' (as a share of its bytes).
+    uint64_t total = 0, done = 0;
+    for (const TensorInfo& t : w.layout()) total += t.byte_size();
+    const auto tick = [&](uint64_t bytes) {
+      done += bytes;
+      if (progress) progress(done, total);
+    };
+    w.copy_many_from(shard, kept, {}, tick);
     for (const Planned* p : here) {
       const QuantizedReader decoded(source.weights.files, *p->w);
       TranscodeReport::Item& item = report.items.emplace_back();
       item.name = p->w->name;
-      write_mlx_rows(rows_of(source, *p, decoded), p->w->name, p->carry, w, item, {});
+      uint64_t bytes = 0;
+      for (auto& [name, dtype, shape] :
+           mlx_carry_tensors(p->w->name, p->w->shape[0], p->w->shape[1], p->carry))
+        bytes += tensor_size(dtype_bits(dtype), shape).bytes;
+      const uint64_t elements = p->w->shape[0] * p->w->shape[1];
+      write_mlx_rows(rows_of(source, *p, decoded), p->w->name, p->carry, w, item,
+                     [&](uint64_t n) { tick(elements ? bytes * n / elements : 0); });
     }
-    for (const TensorInfo& t : w.layout()) report.bytes_out += t.byte_size();
+    report.bytes_out += total;
   };
+  how.progress = options.progress;
   how.edit_config = [&](const std::string& text, const std::string& name) {
+    const std::optional<std::string> value =  // none when nothing is quantized
+        config.empty() ? std::nullopt : std::optional(config);
     const std::string edited =
-        set_json_member(text, "quantization_config", config, name, Rule::model);
-    return set_json_member(edited, "quantization", config, name, Rule::model);
+        set_json_member(text, "quantization_config", value, name, Rule::model);
+    return set_json_member(edited, "quantization", value, name, Rule::model);
   };
   how.restart = [&] { report = {}; };
   report.files = rewrite_folder(source, Location::parse(out), how);

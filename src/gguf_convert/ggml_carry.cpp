@@ -98,8 +98,11 @@ std::optional<uint32_t> ggml_carry_type(std::span<const File> files, const Quant
   const auto* nv = std::get_if<Nvfp4Options>(&w.scheme.options());
   const bool ct_codes =
       (mx || nv) && stored_tensor(files, w.stored.at(0)).second->shape.size() == 2;
-  if ((mlx && mlx->mode == MlxMode::mxfp4) || (mx && !mx->transposed && ct_codes))
+  if ((mlx && mlx->mode == MlxMode::mxfp4) || (mx && !mx->transposed && ct_codes)) {
+    if (cols % 32 != 0)  // compressed-tensors allows a part group
+      return refuse(fmt::format("rows of {} are not whole MXFP4 blocks of 32", cols));
     return ggml_id(GgmlTypeId::MXFP4);
+  }
   if ((mlx && mlx->mode == MlxMode::nvfp4) || (nv && !nv->modelopt && ct_codes)) {
     if (cols % 64 != 0)
       return refuse(fmt::format("rows of {} are not whole NVFP4 blocks of 64", cols));

@@ -19,6 +19,7 @@
 #include "gguf/ggml_blocks.hpp"
 #include "gguf/gguf_header.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/ggml_carry.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_export_parts.hpp"
@@ -445,11 +446,19 @@ namespace {
 void plan_ggml_carries(std::vector<PlannedTensor>& plan, std::span<const File> files,
                        const TranscodeOptions& options, const std::string& where) {
   std::vector<std::string> refused;
+  bool fixed_by_lossy = true;  // every refusal one --lossy takes
   for (PlannedTensor& p : plan) {
-    if (p.copy_mxfp4 || p.parts.empty() || !p.parts.front().quantized) continue;
-    const QuantizedWeight& w = *p.parts.front().quantized;
+    const auto quantized = [](const SourcePart& part) { return part.quantized != nullptr; };
+    if (p.copy_mxfp4 || std::none_of(p.parts.begin(), p.parts.end(), quantized)) continue;
+    const QuantizedWeight& w = *std::find_if(p.parts.begin(), p.parts.end(), quantized)->quantized;
+    if (!std::all_of(p.parts.begin(), p.parts.end(), quantized)) {  // a stack of mixed experts
+      refused.push_back(fmt::format("{} (its experts are stored in different forms)", w.name));
+      fixed_by_lossy = false;
+      continue;
+    }
     if (p.stacked) {
       refused.push_back(fmt::format("{} (a stack taken apart)", w.name));
+      fixed_by_lossy = false;
       continue;
     }
     // An expert stack's parts are carried into one type, or none is.
@@ -458,8 +467,7 @@ void plan_ggml_carries(std::vector<PlannedTensor>& plan, std::span<const File> f
     bool all = first.has_value();
     for (const SourcePart& other : p.parts) {
       std::string other_why;
-      all = all && other.quantized &&
-            detail::ggml_carry_type(files, *other.quantized, other_why) == first;
+      all = all && detail::ggml_carry_type(files, *other.quantized, other_why) == first;
     }
     if (!all && !options.lossy) {
       refused.push_back(fmt::format("{} ({})", w.name, why.empty() ? "its experts differ" : why));
@@ -469,15 +477,7 @@ void plan_ggml_carries(std::vector<PlannedTensor>& plan, std::span<const File> f
     p.carry = true;
   }
   if (refused.empty()) return;
-  constexpr size_t kNamed = 8;
-  throw Error(ErrorCode::unsupported, Rule::none, refused.front(), std::nullopt,
-              fmt::format("{} weights cannot be carried into ggml's blocks exactly: {}{}; --lossy "
-                          "requantizes them; nothing was written",
-                          refused.size(),
-                          fmt::join(refused.begin(),
-                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
-                          refused.size() > kNamed ? ", ..." : ""),
-              where);
+  detail::refuse_weights(refused, "ggml's blocks", fixed_by_lossy, Rule::none, where);
 }
 
 }  // namespace
@@ -569,6 +569,11 @@ GgufExportReport export_gguf_folder(const std::string& model_dir, const std::str
   // The pass: each tensor in pieces of rows, read, converted, permuted, encoded, appended.
   PiecePass pass{
       detail::thread_count(detail::configured_threads()), model.files(), {}, {}, carried};
+  if (carried)  // what a transcode writes as floats (a stack is one tensor, an item per expert)
+    carried->plain =
+        static_cast<size_t>(std::count_if(plan.begin(), plan.end(), [](const PlannedTensor& p) {
+          return !p.carry && !p.copy_mxfp4;
+        }));
   uint64_t done = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     report.bytes_in +=

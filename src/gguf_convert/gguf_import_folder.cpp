@@ -11,6 +11,7 @@
 
 #include "common/checked.hpp"
 #include "format/writer_access.hpp"
+#include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_import.hpp"
 #include "gguf_convert/gguf_import_stacked.hpp"
@@ -84,10 +85,13 @@ std::vector<Planned> plan_tensor(const GgufFile& src, const GgufTensorInfo& t,
 void plan_mlx_carries(const GgufFile& src, std::vector<Planned>& plan,
                       const TranscodeOptions& options) {
   std::vector<std::string> refused;
+  bool fixed_by_lossy = true;  // every refusal one --lossy takes
   for (Planned& p : plan) {
     if (p.stacked) {
-      if (!ggml_plain_dtype(p.t->type))
-        refused.push_back(fmt::format("{} (experts held stacked are written as they are)", p.name));
+      if (!ggml_plain_dtype(p.t->type)) {
+        refused.push_back(fmt::format("{} (experts held stacked are not carried yet)", p.name));
+        fixed_by_lossy = false;
+      }
       continue;
     }
     std::string why;
@@ -95,15 +99,7 @@ void plan_mlx_carries(const GgufFile& src, std::vector<Planned>& plan,
     if (!why.empty()) refused.push_back(fmt::format("{} ({}: {})", p.name, p.t->name, why));
   }
   if (refused.empty()) return;
-  constexpr size_t kNamed = 8;
-  throw Error(ErrorCode::unsupported, Rule::gguf, refused.front(), std::nullopt,
-              fmt::format("{} weights cannot be carried into MLX's layout exactly: {}{}; "
-                          "--lossy requantizes them; nothing was written",
-                          refused.size(),
-                          fmt::join(refused.begin(),
-                                    refused.begin() + std::min(kNamed, refused.size()), ", "),
-                          refused.size() > kNamed ? ", ..." : ""),
-              src.name());
+  detail::refuse_weights(refused, "MLX's layout", fixed_by_lossy, Rule::gguf, src.name());
 }
 
 // config.json's "quantization" and its copy "quantization_config" (mlx-lm reads the first).

@@ -30,9 +30,7 @@ uint64_t lossy_bits(const GgmlType& type) {
   return bits;
 }
 
-std::string refusal_of(const GgmlType& type, const GgmlGroups* groups) {
-  if (groups && groups->group % 32 != 0)
-    return fmt::format("{}'s groups of {} are not MLX's (32, 64, 128)", type.name, groups->group);
+std::string refusal_of(const GgmlType& type) {
   switch (static_cast<GgmlTypeId>(type.id)) {
     case GgmlTypeId::Q2_K:
     case GgmlTypeId::Q3_K:
@@ -73,13 +71,12 @@ std::optional<MlxCarry> mlx_carry_of(const GgufTensorInfo& t, std::string_view n
     return std::nullopt;
   const GgmlType type = *ggml_type(t.type);
   const GgmlGroups* g = ggml_groups(t.type);
-  if (g && g->group % 32 == 0) {
-    if (g->affine) return MlxCarry{{MlxMode::affine, g->bits, g->group}, Dtype::F32};
+  // Affine groups are 32 or 64 (MLX's groups); FP4's are MXFP4's 32 and NVFP4's 16.
+  if (g && g->affine) return MlxCarry{{MlxMode::affine, g->bits, g->group}, Dtype::F32};
+  if (g)
     return MlxCarry{mlx_mode_defaults(g->group == 16 ? MlxMode::nvfp4 : MlxMode::mxfp4), Dtype::U8};
-  }
-  if (g && g->fp4) return MlxCarry{mlx_mode_defaults(MlxMode::nvfp4), Dtype::U8};
   if (!options.lossy || cols % kLossyGroup != 0) {
-    refusal = refusal_of(type, g);
+    refusal = refusal_of(type);
     return std::nullopt;
   }
   return MlxCarry{{MlxMode::affine, lossy_bits(type), kLossyGroup}, options.dtype, false};

@@ -36,6 +36,10 @@ TranscodeReport transcode(const std::string& src, const std::string& out_dir,
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
                 fmt::format("transcode target {} is not one tlio has (mlx, gguf)",
                             static_cast<int>(options.to)));
+  if (options.dtype != Dtype::F32 && options.dtype != Dtype::F16 && options.dtype != Dtype::BF16)
+    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                fmt::format("transcode writes floats as F32, F16 or BF16, not {}",
+                            dtype_name(options.dtype)));
   const WeightsKind kind = weights_kind(src, options.open);
   if (kind == WeightsKind::safetensors ||
       (options.to == TranscodeTarget::gguf && kind != WeightsKind::model_folder))
@@ -54,7 +58,7 @@ TranscodeReport transcode(const std::string& src, const std::string& out_dir,
     o.progress = options.progress;
     const GgufExportReport exported =
         detail::export_gguf_folder(src, out_dir, o, &options, &report);
-    report.plain = exported.tensors - report.items.size();
+    // report.plain: counted by the export (a stack's experts are one tensor, an item each)
     report.bytes_in = exported.bytes_in;
     report.bytes_out = exported.bytes_out;
     report.files = exported.files;

@@ -77,7 +77,9 @@ static void check_transcode(const char* scratch) {
     CHECK(g && tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "MXFP4") == 0);
     tl_gguf_close(g);
     unlink(gguf_path);
-    CHECK(tl_transcode(dir, gguf_path, "mlx", 0, TL_F16, NULL, NULL) == TL_EUNSUPPORTED);
+    CHECK(tl_transcode(TLIO_TEST_DATA "/gguf/two_tensors.gguf", gguf_path, "gguf", 0, TL_F16, NULL,
+                       NULL) == TL_EUNSUPPORTED); /* a GGUF is not a folder to export */
+    CHECK(tl_transcode(dir, gguf_path, "gguf", 0, TL_I32, NULL, NULL) == TL_EINVAL);
     for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
       snprintf(file, sizeof file, "%s/%s", dir, files[k]);
       unlink(file);

@@ -50,6 +50,8 @@ void add_transcode(CLI::App& app, int& exit_code) {
       "--to gguf: SRC a model folder (an export takes), OUT a .gguf file. MLX's and\n"
       "compressed-tensors' MXFP4 and NVFP4 weights become ggml's MXFP4 and NVFP4 blocks; plain\n"
       "weights are written in --dtype as `tlio convert` writes them.\n"
+      "--to compressed-tensors: SRC an MLX folder, OUT a folder: mxfp4 and nvfp4 Linear weights\n"
+      "move byte for byte into compressed-tensors' layout (an embedding as BF16, its values).\n"
       "Each piece is decoded by the target's rules and compared with the source's values before\n"
       "it is written: equal bit for bit, but a -0 may become +0 (counted as zero_signs). A weight\n"
       "no rule carries (Q6_K, Q3_K, Q2_K: groups of 16; codebooks; MLX's affine into ggml) is\n"
@@ -66,9 +68,10 @@ void add_transcode(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("OUT", a->dst, "Output folder (--to mlx) or .gguf file (--to gguf)")->required();
   add_remote_options(cmd, false);
-  offer_values(cmd->add_option("--to", a->to, "The layout written: mlx (default) or gguf"),
-               {"mlx", "gguf"})
-      ->check(CLI::IsMember({"mlx", "gguf"}));
+  offer_values(cmd->add_option("--to", a->to,
+                               "The layout written: mlx (default), gguf or compressed-tensors"),
+               {"mlx", "gguf", "compressed-tensors"})
+      ->check(CLI::IsMember({"mlx", "gguf", "compressed-tensors"}));
   cmd->add_flag("--lossy", a->lossy,
                 "Requantize the weights that cannot be carried exactly (their error reported)");
   offer_values(cmd->add_option("--dtype", a->dtype,

@@ -99,6 +99,7 @@ typedef struct tl_transcode_result {
  * scales and biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; or a model folder `src`, its
  * compressed-tensors MXFP4 and NVFP4 and power-of-two FP8 byte for byte. "gguf": the model folder
  * `src` as a GGUF file, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
+ * "compressed-tensors": an MLX folder's mxfp4 and nvfp4 Linear weights byte for byte.
  * Tensors written as floats in `dtype` (TL_F32, TL_F16 or TL_BF16). A weight no rule carries is
  * TL_EUNSUPPORTED naming it unless `lossy` is not 0 (then requantized); a weight whose proof
  * fails is TL_EFORMAT naming it; nothing is written then. `result` may be NULL. */

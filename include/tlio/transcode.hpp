@@ -22,11 +22,12 @@ namespace tlio {
 
 /// The layouts transcode writes.
 enum class TranscodeTarget : uint8_t {
-  mlx,   ///< a Hugging Face folder in MLX's quantized layout, as mlx-lm loads it
-  gguf,  ///< the GGUF file llama.cpp loads
+  mlx,                 ///< a Hugging Face folder in MLX's quantized layout, as mlx-lm loads it
+  gguf,                ///< the GGUF file llama.cpp loads
+  compressed_tensors,  ///< a Hugging Face folder in compressed-tensors' layout (transformers')
 };
 
-/// "mlx", "gguf".
+/// "mlx", "gguf", "compressed-tensors".
 TLIO_API std::string_view transcode_target_name(TranscodeTarget target) noexcept;
 /// The target named `name`, or nullopt.
 TLIO_API std::optional<TranscodeTarget> transcode_target_named(std::string_view name) noexcept;
@@ -74,10 +75,13 @@ struct TranscodeReport {
 /// as an E8M0 byte per 32 inputs); MLX's own weights and plain tensors copied. To GGUF, from a
 /// model folder export_gguf takes, into the file `out`: MLX's and compressed-tensors' MXFP4 and
 /// NVFP4 weights (a global scale of 1) become ggml's MXFP4 and NVFP4 blocks, codes and scale bytes
-/// as they are; plain weights are written in `dtype`, as export_gguf writes them.
-/// Error{unsupported} names the weights no rule carries (groups of 16, codebooks, MLX's affine,
-/// whose roundings ggml's blocks do not make) unless options.lossy; Error{format} names a weight
-/// whose proof fails (an E8M0 255 or an NVFP4 scale past E4M3's range). Nothing is written then.
+/// as they are; plain weights are written in `dtype`, as export_gguf writes them. To
+/// compressed-tensors, from a model folder: MLX's mxfp4 and nvfp4 Linear weights byte for byte
+/// (one mode; nvfp4 with a global scale of 1), an embedding of theirs as BF16 (exactly its values),
+/// the Linear modules left plain named in "ignore". Error{unsupported} names the weights no rule
+/// carries (groups of 16, codebooks, MLX's affine, whose roundings ggml's blocks do not make)
+/// unless options.lossy; Error{format} names a weight whose proof fails (an E8M0 255 or an NVFP4
+/// scale past E4M3's range). Nothing is written then.
 TLIO_API TranscodeReport transcode(const std::string& src, const std::string& out_dir,
                                    const TranscodeOptions& options = {});
 

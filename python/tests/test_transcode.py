@@ -401,3 +401,40 @@ def test_partial_groups_and_non_float_dtypes_are_refused(tmp_path):
     assert "rows of 48 are not whole groups of 32" in r.stderr and not (tmp_path / "out" / "model.safetensors").exists()
     with pytest.raises(ValueError, match="F32, F16 or BF16, not I32"):
         tlio.transcode(folder, tmp_path / "out", "mlx", dtype="I32")
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4"])
+def test_mlx_fp4_folders_become_compressed_tensors_transformers_loads(llama, tmp_path, mode):
+    """MLX's mxfp4/nvfp4 folder as compressed-tensors' (the same bytes under its names, its
+    quantization_config): transformers 5 with compressed-tensors loads it, and the weights it
+    decompresses are mx.dequantize's of the MLX folder; the embedding (compressed-tensors
+    quantizes Linear layers) comes out as BF16 with the same values. Back to MLX, the Linear
+    weights are the MLX folder's tensors again."""
+    mlx, out = tmp_path / "mlx", tmp_path / "ct"
+    run("quantize", llama, mlx, "--scheme", f"mlx-{mode}")
+    report = json.loads(run("transcode", mlx, out, "--to", "compressed-tensors", "--json").stdout)
+    assert {(w["source"], w["target"], w["exact"]) for w in report["weights"]} == {
+        (f"mlx-{mode}", f"compressed-tensors {mode}", True)}
+    names = {w["name"] for w in report["weights"]}
+    assert "lm_head.weight" in names and "model.embed_tokens.weight" not in names and len(names) == 2 * 7 + 1
+    config = json.loads((mlx / "config.json").read_text())
+    model = transformers.AutoModelForCausalLM.from_pretrained(out, device_map="cpu").eval()
+    with torch.no_grad():
+        assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()  # decompresses
+    state = model.state_dict()
+    for name in names | {"model.embed_tokens.weight"}:
+        got = state[name].float().numpy()
+        assert np.array_equal(got, mlx_dequantized(mlx, name[:-len(".weight")], config)), name
+    back = tmp_path / "back"
+    run("transcode", out, back, "--to", "mlx")
+    got, want = (mx.load(str(f / "model.safetensors")) for f in (back, mlx))
+    for name in want:
+        if not name.startswith("model.embed_tokens"):
+            assert mx.array_equal(got[name], want[name]).item(), name
+
+
+def test_mlx_affine_into_compressed_tensors_is_refused(llama, tmp_path):
+    run("quantize", llama, tmp_path / "mlx", "--scheme", "mlx-affine")
+    r = run("transcode", tmp_path / "mlx", tmp_path / "ct", "--to", "compressed-tensors", ok=False)
+    assert "mlx-affine-4bit-g64: no compressed-tensors layout tlio writes has its arithmetic" in r.stderr
+    assert "--lossy" not in r.stderr and not (tmp_path / "ct").exists()

@@ -107,7 +107,8 @@ def transcode(src, dst, to="mlx", *, lossy=False, dtype=None, token=None):
     biases, MXFP4 and NVFP4 as MLX's mxfp4 and nvfp4; or the model folder `src` as the folder
     `dst`, compressed-tensors' MXFP4 and NVFP4 and FP8 with power-of-two scales (as mxfp8) byte
     for byte. "gguf": the model folder `src` as the GGUF
-    file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks. Tensors
+    file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
+    "compressed-tensors": an MLX folder's mxfp4 and nvfp4 Linear weights byte for byte. Tensors
     written as floats are in `dtype` ("F32", "F16" or "BF16"; default BF16). A weight no rule
     carries raises ValueError naming it, unless `lossy` (then requantized, its error reported).
     Returns weights (a dict per weight: name, source, target, scale_dtype, exact, zero_signs,

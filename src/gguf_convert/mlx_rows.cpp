@@ -74,6 +74,14 @@ std::vector<MlxStored> mlx_carry_tensors(std::string_view name, uint64_t rows, u
                                          const MlxCarry& c) {
   const std::string base(name.substr(0, name.size() - std::string_view(".weight").size()));
   const Shape scales{rows, cols / c.options.group};
+  if (c.compressed_tensors) {
+    const bool nv = c.options.mode == MlxMode::nvfp4;
+    std::vector<MlxStored> out = {
+        {base + ".weight_packed", Dtype::U8, {rows, cols / 2}},
+        {base + ".weight_scale", nv ? Dtype::F8_E4M3 : Dtype::U8, scales}};
+    if (nv) out.push_back({base + ".weight_global_scale", Dtype::F32, {1}});
+    return out;
+  }
   std::vector<MlxStored> out = {{base + ".weight", Dtype::U32, {rows, cols * c.options.bits / 32}},
                                 {base + ".scales", c.scale_dtype, scales}};
   if (c.options.mode == MlxMode::affine) out.push_back({base + ".biases", c.scale_dtype, scales});
@@ -138,8 +146,14 @@ void write_mlx_rows(const MlxRowSource& src, std::string_view name, const MlxCar
     }
     if (done) done(n * cols);
   }
+  if (c.compressed_tensors && stored.size() == 3) {  // NVFP4's global scale: 1, as MLX's has none
+    const float one = 1.0f;
+    w.append(stored[2].name, std::as_bytes(std::span(&one, 1)));
+  }
   item.source = src.type;
-  item.target = QuantScheme(c.options).name();
+  item.target = c.compressed_tensors
+                    ? fmt::format("compressed-tensors {}", mlx_mode_name(c.options.mode))
+                    : QuantScheme(c.options).name();
   item.scale_dtype = c.scale_dtype;
   item.exact = c.carried;
   const uint64_t count = src.rows * cols;

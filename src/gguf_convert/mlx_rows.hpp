@@ -23,9 +23,13 @@ struct MlxCarry {
   MlxOptions options;              ///< the MLX mode, bits and group written
   Dtype scale_dtype = Dtype::F32;  ///< affine scales and biases (U8: the FP4 modes' bytes)
   bool carried = true;             ///< false: requantized from the source's values
+  /// The FP4 modes under compressed-tensors' names (the same bytes): <m>.weight_packed U8,
+  /// <m>.weight_scale (U8 E8M0, or F8_E4M3 with <m>.weight_global_scale 1.0).
+  bool compressed_tensors = false;
 };
 
-/// The tensors weight `name` of [rows, cols] is stored as: <m>.weight, <m>.scales[, <m>.biases].
+/// The tensors weight `name` of [rows, cols] is stored as: <m>.weight, <m>.scales[, <m>.biases]
+/// (compressed-tensors': <m>.weight_packed, <m>.weight_scale[, <m>.weight_global_scale]).
 struct MlxStored {
   std::string name;
   Dtype dtype;

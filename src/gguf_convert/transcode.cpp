@@ -5,7 +5,7 @@
 
 #include <fmt/core.h>
 
-#include "gguf_convert/folder_to_mlx.hpp"
+#include "gguf_convert/folder_transcode.hpp"
 #include "gguf_convert/gguf_import.hpp"
 #include "tlio/error.hpp"
 #include "tlio/gguf.hpp"
@@ -15,7 +15,7 @@ namespace tlio {
 
 namespace {
 
-constexpr std::string_view kTargetNames[] = {"mlx", "gguf"};
+constexpr std::string_view kTargetNames[] = {"mlx", "gguf", "compressed-tensors"};
 
 }  // namespace
 
@@ -33,23 +33,25 @@ std::optional<TranscodeTarget> transcode_target_named(std::string_view name) noe
 TranscodeReport transcode(const std::string& src, const std::string& out_dir,
                           const TranscodeOptions& options) {
   if (transcode_target_name(options.to) == "(not a target)")
-    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                fmt::format("transcode target {} is not one tlio has (mlx, gguf)",
-                            static_cast<int>(options.to)));
+    throw Error(
+        ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+        fmt::format("transcode target {} is not one tlio has (mlx, gguf, compressed-tensors)",
+                    static_cast<int>(options.to)));
   if (options.dtype != Dtype::F32 && options.dtype != Dtype::F16 && options.dtype != Dtype::BF16)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
                 fmt::format("transcode writes floats as F32, F16 or BF16, not {}",
                             dtype_name(options.dtype)));
   const WeightsKind kind = weights_kind(src, options.open);
-  if (kind == WeightsKind::safetensors ||
-      (options.to == TranscodeTarget::gguf && kind != WeightsKind::model_folder))
+  // A GGUF file goes to MLX; a model folder to any layout.
+  if (kind != WeightsKind::model_folder &&
+      (kind != WeightsKind::gguf || options.to != TranscodeTarget::mlx))
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 fmt::format("{} is a {}; transcode to {} reads {}", src, weights_kind_name(kind),
                             transcode_target_name(options.to),
-                            options.to == TranscodeTarget::gguf ? "a model folder"
-                                                                : "a GGUF file or a model folder"));
-  if (kind == WeightsKind::model_folder && options.to == TranscodeTarget::mlx)
-    return detail::folder_to_mlx(src, out_dir, options);
+                            options.to == TranscodeTarget::mlx ? "a GGUF file or a model folder"
+                                                               : "a model folder"));
+  if (kind == WeightsKind::model_folder && options.to != TranscodeTarget::gguf)
+    return detail::folder_transcode(src, out_dir, options);
   TranscodeReport report;
   if (options.to == TranscodeTarget::gguf) {  // the export, its weights carried
     GgufExportOptions o;

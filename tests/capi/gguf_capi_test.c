@@ -77,6 +77,16 @@ static void check_transcode(const char* scratch) {
     CHECK(g && tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "MXFP4") == 0);
     tl_gguf_close(g);
     unlink(gguf_path);
+    /* And as compressed-tensors' layout: the Linear weights carried, the embedding as BF16. */
+    snprintf(file, sizeof file, "%s-ct", dir);
+    CHECK(tl_transcode(dir, file, "compressed-tensors", 0, TL_BF16, NULL, &r) == TL_OK);
+    CHECK(r.carried == 8 && r.requantized == 0 && r.plain == 4 && r.zero_signs == 0);
+    for (k = 0; k < sizeof files / sizeof files[0]; ++k) {
+      char part[4300];
+      snprintf(part, sizeof part, "%s/%s", file, files[k]);
+      unlink(part);
+    }
+    rmdir(file);
     CHECK(tl_transcode(TLIO_TEST_DATA "/gguf/two_tensors.gguf", gguf_path, "gguf", 0, TL_F16, NULL,
                        NULL) == TL_EUNSUPPORTED); /* a GGUF is not a folder to export */
     CHECK(tl_transcode(dir, gguf_path, "gguf", 0, TL_I32, NULL, NULL) == TL_EINVAL);

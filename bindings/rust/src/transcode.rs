@@ -29,6 +29,7 @@ pub struct TranscodeResult {
 /// compressed-tensors MXFP4 and NVFP4 and power-of-two FP8 byte for byte. "gguf": the model folder
 /// `src` as the
 /// GGUF file `dst`, MLX's and compressed-tensors' MXFP4 and NVFP4 weights as ggml's blocks.
+/// "compressed-tensors": an MLX folder's mxfp4 and nvfp4 Linear weights byte for byte.
 /// Tensors written as floats are in `dtype` (F32, F16 or BF16). A weight no rule carries is an
 /// `Unsupported` error naming it unless `lossy` (then requantized); a weight whose proof fails is
 /// a `Format` error; nothing is written then.

@@ -333,6 +333,22 @@ fn transcodes_an_mlx_mxfp4_folder_to_gguf() {
         .dequantize("model.layers.0.mlp.up_proj.weight")
         .unwrap();
     assert_eq!(g.read_f32("blk.0.ffn_up.weight").unwrap(), want);
+    // As compressed-tensors' layout: the Linear weights carried, the embedding as BF16.
+    let r = tlio::transcode(
+        &mlx,
+        dir.join("ct"),
+        "compressed-tensors",
+        false,
+        tlio::Dtype::BF16,
+        &options,
+    )
+    .unwrap();
+    assert_eq!((r.carried, r.requantized, r.plain), (8, 0, 4));
+    let ct = tlio::File::open(dir.join("ct").join("model.safetensors")).unwrap();
+    assert_eq!(
+        ct.dequantize("model.layers.0.mlp.up_proj.weight").unwrap(),
+        want
+    );
     // A GGUF is not a folder to carry into GGUF.
     let err = tlio::transcode(
         &gguf,

@@ -1,12 +1,16 @@
-// gguf_convert/folder_to_mlx.cpp: a model folder's quantized weights in MLX's layout (transcode
-// --to mlx from a folder): compressed-tensors' MXFP4, and NVFP4 with a global scale of 1, carried
+// gguf_convert/folder_transcode.cpp: a model folder's quantized weights in another folder layout.
+// To MLX (transcode --to mlx from a folder): compressed-tensors' MXFP4, and NVFP4 with a global
+// scale of 1, carried
 // byte for byte (MLX's U32 words hold the bytes of their U8 codes, two codes a byte, the low
 // nibble first; the E8M0 and E4M3 scale bytes are the same, and so is code 8, -0 in both tables);
 // FP8 (blocks, rows, a tensor, MXFP8) whose scales are powers of two as MLX's mxfp8, its E4M3
 // bytes as they are and each scale's exponent an E8M0 byte per 32 inputs;
 // with `lossy`, every other form requantized as mx.quantize does; MLX's own weights and the plain
-// tensors copied. Shard for shard, each row proven (mlx_rows.hpp), published as one set.
-#include "gguf_convert/folder_to_mlx.hpp"
+// tensors copied. To compressed-tensors: MLX's mxfp4 and nvfp4 Linear weights the other way (a
+// global scale of 1), an embedding of theirs as BF16 (its values exactly: compressed-tensors
+// quantizes Linear layers), compressed-tensors' own weights copied. Shard for shard, each row
+// proven (mlx_rows.hpp), published as one set.
+#include "gguf_convert/folder_transcode.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -19,6 +23,7 @@
 
 #include "common/checked.hpp"
 #include "common/json_members.hpp"
+#include "common/json_text.hpp"
 #include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/gguf_export_parts.hpp"
 #include "gguf_convert/mlx_rows.hpp"
@@ -39,6 +44,7 @@ struct Planned {
   const QuantizedWeight* w;
   MlxCarry carry;
   std::vector<uint8_t> fp8_exponents;  // FP8 to mxfp8: each scale's E8M0 byte, in its grid
+  bool decoded = false;                // to compressed-tensors: written as BF16 instead
 };
 
 // An FP8 weight's scales as E8M0 bytes, when every one is a power of two MLX's mxfp8 holds
@@ -136,6 +142,57 @@ uint64_t lossy_bits(const QuantScheme& s) {
   return bits;
 }
 
+// To compressed-tensors: MLX's FP4 Linear weights carried (one mode for all: one config group),
+// an FP4 embedding decoded; what is compressed-tensors' already copied; the rest refused.
+std::vector<Planned> plan_compressed_tensors(const std::vector<QuantizedWeight>& weights,
+                                             const std::string& where) {
+  std::vector<Planned> out;
+  std::vector<std::string> refused;
+  std::optional<MlxMode> mode;
+  for (const QuantizedWeight& w : weights) {
+    const auto* o = std::get_if<MlxOptions>(&w.scheme.options());
+    if (!o) continue;  // compressed-tensors' (or another form's): copied as it is
+    const MlxOptions d = mlx_mode_defaults(o->mode);
+    if (o->mode != MlxMode::mxfp4 && o->mode != MlxMode::nvfp4) {
+      refused.push_back(
+          fmt::format("{} ({}: no compressed-tensors layout tlio writes has its "
+                      "arithmetic)",
+                      w.name, w.scheme.name()));
+    } else if (w.shape.size() != 2) {
+      refused.push_back(fmt::format("{} (a stack of {} dimensions)", w.name, w.shape.size()));
+    } else if (w.name.find("embed") != std::string::npos) {
+      out.push_back({&w, {d, Dtype::U8, true, true}, {}, true});
+    } else if (mode && *mode != o->mode) {
+      refused.push_back(fmt::format("{} ({} beside {}: one config group holds one mode)", w.name,
+                                    mlx_mode_name(o->mode), mlx_mode_name(*mode)));
+    } else {
+      mode = o->mode;
+      out.push_back({&w, {d, Dtype::U8, true, true}, {}, false});
+    }
+  }
+  if (refused.empty()) return out;
+  refuse_weights(refused, "compressed-tensors' layout", false, Rule::quant, where);
+}
+
+// compressed-tensors' quantization_config for `mode`'s weights, the Linear modules left plain
+// ignored (each is named: a Linear without weight_packed would be read as compressed): the 2-D
+// weights of the source that are no quantized weight's parts, embeddings aside.
+std::string compressed_tensors_config(MlxMode mode, const TensorSet& set,
+                                      const std::set<std::string, std::less<>>& quantized_parts) {
+  std::vector<std::string> ignore;
+  for (const TensorInfo* t : set.tensors())
+    if (t->shape.size() == 2 && t->name.ends_with(".weight") &&
+        !quantized_parts.contains(t->name) && t->name.find("embed") == std::string::npos)
+      ignore.push_back(quote_name(t->name.substr(0, t->name.size() - 7)));
+  const bool nv = mode == MlxMode::nvfp4;
+  return fmt::format(
+      R"({{"quant_method": "compressed-tensors", "format": "{}-pack-quantized", )"
+      R"("quantization_status": "compressed", "config_groups": {{"group_0": {{"targets": ["Linear"], )"
+      R"("weights": {{"num_bits": 4, "type": "float", "symmetric": true, "group_size": {}, )"
+      R"("strategy": "{}", "dynamic": false}}}}}}, "ignore": [{}]}})",
+      mlx_mode_name(mode), nv ? 16 : 32, nv ? "tensor_group" : "group", fmt::join(ignore, ", "));
+}
+
 std::vector<Planned> plan(const TensorSet& set, const std::vector<QuantizedWeight>& weights,
                           const TranscodeOptions& options, const std::string& where) {
   std::vector<Planned> out;
@@ -198,22 +255,34 @@ MlxRowSource rows_of(const FolderSource& source, const Planned& p, const Quantiz
 
 }  // namespace
 
-TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
-                              const TranscodeOptions& options) {
+TranscodeReport folder_transcode(const std::string& src, const std::string& out,
+                                 const TranscodeOptions& options) {
   const FolderSource source(Location::parse(src), options.open);
   const TensorSet& set = *source.set;
   const std::vector<QuantizedWeight> weights = find_quantized_weights(set);
-  const std::vector<Planned> planned = plan(set, weights, options, source.where.name());
-  std::vector<std::pair<std::string, MlxOptions>> configs;  // every MLX weight of the output
-  std::set<std::string, std::less<>> dropped;               // the transcoded weights' parts
-  for (const QuantizedWeight& w : weights)
-    if (w.scheme.kind() == SchemeKind::mlx)
-      configs.emplace_back(w.name, std::get<MlxOptions>(w.scheme.options()));
-  for (const Planned& p : planned) {
-    configs.emplace_back(p.w->name, p.carry.options);
-    dropped.insert(p.w->stored.begin(), p.w->stored.end());
+  const bool to_mlx = options.to == TranscodeTarget::mlx;
+  const std::vector<Planned> planned = to_mlx
+                                           ? plan(set, weights, options, source.where.name())
+                                           : plan_compressed_tensors(weights, source.where.name());
+  std::set<std::string, std::less<>> dropped;  // the transcoded weights' parts
+  for (const Planned& p : planned) dropped.insert(p.w->stored.begin(), p.w->stored.end());
+  // The quantization config the output gets (config.json's, and each file's metadata for MLX).
+  std::string config;
+  if (to_mlx) {
+    std::vector<std::pair<std::string, MlxOptions>> configs;  // every MLX weight of the output
+    for (const QuantizedWeight& w : weights)
+      if (w.scheme.kind() == SchemeKind::mlx)
+        configs.emplace_back(w.name, std::get<MlxOptions>(w.scheme.options()));
+    for (const Planned& p : planned) configs.emplace_back(p.w->name, p.carry.options);
+    config = mlx_quantization_json(configs);
+  } else if (const auto carried = std::find_if(planned.begin(), planned.end(),
+                                               [](const Planned& p) { return !p.decoded; });
+             carried != planned.end()) {
+    std::set<std::string, std::less<>> quantized_parts;  // every quantized weight's, as stored
+    for (const QuantizedWeight& w : weights)
+      quantized_parts.insert(w.stored.begin(), w.stored.end());
+    config = compressed_tensors_config(carried->carry.options.mode, set, quantized_parts);
   }
-  const std::string config = mlx_quantization_json(configs);
 
   TranscodeReport report;
   FolderRewrite how;
@@ -223,8 +292,13 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
   how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& progress) {
     const File& shard = source.weights.files[i];
     Metadata meta = shard.metadata();
-    meta["format"] = "mlx";
-    meta["quantization_config"] = config;
+    if (to_mlx) {
+      meta["format"] = "mlx";
+      meta["quantization_config"] = config;
+    } else {  // transformers' format; no MLX config left in the file
+      meta["format"] = "pt";
+      meta.erase("quantization_config");
+    }
     w.set_metadata(meta);
     std::vector<std::string_view> kept;
     for (const TensorInfo& t : shard.tensors())
@@ -237,6 +311,10 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
     for (const Planned& p : planned)
       if (shard.header().find(p.w->stored.front())) {
         here.push_back(&p);
+        if (p.decoded) {
+          w.declare(p.w->name, Dtype::BF16, p.w->shape);
+          continue;
+        }
         for (auto& [name, dtype, shape] :
              mlx_carry_tensors(p.w->name, p.w->shape[0], p.w->shape[1], p.carry))
           w.declare(name, dtype, shape);
@@ -250,6 +328,11 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
     };
     w.copy_many_from(shard, kept, {}, tick);
     for (const Planned* p : here) {
+      if (p->decoded) {  // its values exactly: FP4 codes times powers of two or E4M3 fit BF16
+        write_decoded(set, *p->w, Dtype::BF16, w, p->w->name, tick);
+        ++report.plain;
+        continue;
+      }
       const QuantizedReader decoded(source.weights.files, *p->w);
       TranscodeReport::Item& item = report.items.emplace_back();
       item.name = p->w->name;
@@ -269,7 +352,8 @@ TranscodeReport folder_to_mlx(const std::string& src, const std::string& out,
         config.empty() ? std::nullopt : std::optional(config);
     const std::string edited =
         set_json_member(text, "quantization_config", value, name, Rule::model);
-    return set_json_member(edited, "quantization", value, name, Rule::model);
+    return set_json_member(edited, "quantization", to_mlx ? value : std::nullopt, name,
+                           Rule::model);
   };
   how.restart = [&] { report = {}; };
   report.files = rewrite_folder(source, Location::parse(out), how);

@@ -1,11 +1,10 @@
 // gguf_convert/folder_transcode.cpp: a model folder's quantized weights in another folder layout.
 // To MLX (transcode --to mlx from a folder): compressed-tensors' MXFP4, and NVFP4 with a global
-// scale of 1, carried
-// byte for byte (MLX's U32 words hold the bytes of their U8 codes, two codes a byte, the low
-// nibble first; the E8M0 and E4M3 scale bytes are the same, and so is code 8, -0 in both tables);
-// FP8 (blocks, rows, a tensor, MXFP8) whose scales are powers of two as MLX's mxfp8, its E4M3
-// bytes as they are and each scale's exponent an E8M0 byte per 32 inputs;
-// with `lossy`, every other form requantized as mx.quantize does; MLX's own weights and the plain
+// scale of 1, carried byte for byte (MLX's U32 words hold the bytes of their U8 codes, two codes
+// a byte, the low nibble first; the E8M0 and E4M3 scale bytes are the same, and so is code 8, -0
+// in both tables); FP8 (blocks, rows, a tensor, MXFP8) whose scales are powers of two as MLX's
+// mxfp8, its E4M3 bytes as they are and each scale's exponent an E8M0 byte per 32 inputs; with
+// `lossy`, every other form requantized as mx.quantize does; MLX's own weights and the plain
 // tensors copied. To compressed-tensors: MLX's mxfp4 and nvfp4 Linear weights the other way (a
 // global scale of 1), an embedding of theirs as BF16 (its values exactly: compressed-tensors
 // quantizes Linear layers), compressed-tensors' own weights copied. Shard for shard, each row

@@ -64,9 +64,9 @@ void add_transcode(CLI::App& app, int& exit_code) {
     bool lossy = false, json = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("SRC", a->src, "GGUF file or model folder (--to mlx), model folder (--to gguf)")
+  cmd->add_option("SRC", a->src, "GGUF file or model folder (--to mlx); model folder (otherwise)")
       ->required();
-  cmd->add_option("OUT", a->dst, "Output folder (--to mlx) or .gguf file (--to gguf)")->required();
+  cmd->add_option("OUT", a->dst, "Output .gguf file (--to gguf); folder (otherwise)")->required();
   add_remote_options(cmd, false);
   offer_values(cmd->add_option("--to", a->to,
                                "The layout written: mlx (default), gguf or compressed-tensors"),

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`tlio transcode GGUF OUT --to mlx` against cp of the GGUF and against MLX's own GGUF loader
-(issue 67, item 4: <= 1.2x cp, memory constant), whole processes, inputs in the page cache,
+(issue 67, item 4: <= 1.2x cp, memory constant), and the folder routes (an MLX mxfp4 folder to
+compressed-tensors' layout and back) against cp of their source, whole processes, inputs in the page cache,
 outputs synced, each job run in turn (A B C ...), medians, peak memory sampled from /proc
 (bench_gguf.py's `timed`). The model: bench_mlx.py's 1.9 GiB BF16 Llama (16 layers, hidden 2048),
 exported by tlio as a Q4_0 GGUF and as a pure Q4_K GGUF.
@@ -32,11 +33,50 @@ MX_SAVE = ("import sys, pathlib, mlx.core as mx\n"
            "mx.save_safetensors(str(out / 'model.safetensors'), w)\n")
 
 
+def compare(jobs, rounds, what, size):
+    """Each job run in turn `rounds` times; a table of medians against the first (cp)."""
+    times, mem = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
+    for _ in range(rounds):
+        for k, (args, target, sync) in jobs.items():
+            if k == "cp":
+                target.mkdir()
+            elapsed, peak = run_job(args, target, sync)
+            times[k].append(elapsed)
+            mem[k] = tuple(map(max, mem[k], peak))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n{what}: {size / 2**30:.2f} GiB")
+    print("| job | median (runs) | against cp | peak RSS | peak anonymous |")
+    print("|---|---|---|---|---|")
+    for k in jobs:
+        runs = ", ".join(f"{t:.2f}" for t in times[k])
+        print(f"| {k} | {med[k]:.2f} s ({runs}) | {med[k] / med['cp']:.2f}x | {mem[k][0]:.0f} MiB | {mem[k][1]:.0f} MiB |")
+
+
+def folder_routes(model, work):
+    """MLX's mxfp4 folder to compressed-tensors' layout and back: bytes carried, rows proven."""
+    mlx, ct, ours, copy = work / "mlx", work / "ct", work / "ours", work / "copy"
+    subprocess.run([TLIO, "quantize", str(model), str(mlx), "--scheme", "mlx-mxfp4"], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([TLIO, "transcode", str(mlx), str(ct), "--to", "compressed-tensors"], check=True,
+                   stdout=subprocess.DEVNULL)
+    shards = sorted(ct.glob("*.safetensors"))
+    for p in shards + sorted(mlx.glob("*.safetensors")):
+        subprocess.run(["cat", str(p)], check=True, stdout=subprocess.DEVNULL)  # warm
+    jobs = {
+        "cp": (["cp", "--reflink=never", *map(str, shards), str(copy)], copy, True),
+        "tlio transcode ct -> mlx": ([TLIO, "transcode", str(ct), str(ours), "--to", "mlx"], ours, False),
+        "tlio transcode mlx -> ct": ([TLIO, "transcode", str(mlx), str(ours), "--to", "compressed-tensors"],
+                                     ours, False),
+    }
+    compare(jobs, ROUNDS, "compressed-tensors mxfp4 folder", sum(p.stat().st_size for p in shards))
+
+
 def main():
     work = pathlib.Path(tempfile.mkdtemp(dir=sys.argv[2] if len(sys.argv) > 2 else None))
     try:
         model, ours, theirs, copy = work / "model", work / "ours", work / "theirs", work / "copy"
         write_model(model, np.random.default_rng(0))
+        folder_routes(model, work)
         for dtype in ("Q4_0", "Q4_K"):
             gguf = work / f"model-{dtype}.gguf"
             subprocess.run([TLIO, "convert", str(model), str(gguf), "--dtype", dtype], check=True,
@@ -47,22 +87,7 @@ def main():
                 "tlio transcode --to mlx": ([TLIO, "transcode", str(gguf), str(ours), "--to", "mlx"], ours, False),
                 "mx.load + save_safetensors": ([str(VENV), "-c", MX_SAVE, str(gguf), str(theirs)], theirs, True),
             }
-            times, mem = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
-            for _ in range(ROUNDS):
-                for k, (args, target, sync) in jobs.items():
-                    if k == "cp":
-                        copy.mkdir()
-                    elapsed, peak = run_job(args, target, sync)
-                    times[k].append(elapsed)
-                    mem[k] = tuple(map(max, mem[k], peak))
-            med = {k: statistics.median(v) for k, v in times.items()}
-            print(f"\n{dtype}: GGUF {gguf.stat().st_size / 2**30:.2f} GiB")
-            print("| job | median (runs) | against cp | peak RSS | peak anonymous |")
-            print("|---|---|---|---|---|")
-            for k in jobs:
-                runs = ", ".join(f"{t:.2f}" for t in times[k])
-                print(f"| {k} | {med[k]:.2f} s ({runs}) | {med[k] / med['cp']:.2f}x | "
-                      f"{mem[k][0]:.0f} MiB | {mem[k][1]:.0f} MiB |")
+            compare(jobs, ROUNDS, f"{dtype} GGUF", gguf.stat().st_size)
             gguf.unlink()
     finally:
         shutil.rmtree(work)

@@ -54,10 +54,8 @@ void mlx_row_values(const MlxCarry& c, const MlxPiece& p, uint64_t cols, uint64_
   const uint64_t group = c.options.group, groups = cols / group;
   const uint32_t* words = &p.words[r * (cols * c.options.bits / 32)];
   if (c.options.mode != MlxMode::affine) {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(words);
-    for (uint64_t j = 0; j < cols; ++j)
-      out[j] = mlx_round_bf16(
-          mlx_fp_value(c.options.mode, bytes, j, p.scale_bytes[r * groups + j / group]));
+    mlx_fp_values(c.options.mode, reinterpret_cast<const uint8_t*>(words), 0, cols,
+                  &p.scale_bytes[r * groups], group, Dtype::BF16, out);
     return;
   }
   codes.resize(cols);

@@ -181,6 +181,26 @@ float mlx_fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale
   return value * (mode == MlxMode::nvfp4 ? e4m3_values()[scale] : e8m0_values()[scale]);
 }
 
+void mlx_fp_values(MlxMode mode, const uint8_t* codes, uint64_t first, uint64_t n,
+                   const uint8_t* scales, uint64_t group, Dtype t, float* out) {
+  static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0
+  const std::array<float, 256>& scale_of = mode == MlxMode::nvfp4 ? e4m3_values() : e8m0_values();
+  for (uint64_t j = 0; j < n;) {  // a group (or what of it the range holds) at a time
+    const uint64_t c = first + j, end = std::min(n, j + group - c % group);
+    const float s = scale_of[scales[c / group]];
+    if (mode == MlxMode::mxfp8) {
+      const std::array<float, 256>& e4m3 = e4m3_values();
+      for (uint64_t k = j; k < end; ++k) out[k] = mlx_round(t, e4m3[codes[first + k]] * s);
+    } else {
+      for (uint64_t k = j; k < end; ++k) {
+        const uint64_t e = first + k;
+        out[k] = mlx_round(t, fp4[(codes[e / 2] >> (e % 2 * 4)) & 0xF] * s);
+      }
+    }
+    j = end;
+  }
+}
+
 void mlx_round_through(Dtype t, std::span<float> values) {
   if (t == Dtype::F32) return;
   thread_local std::vector<std::byte> narrow;

@@ -137,11 +137,9 @@ class MlxDecoder final : public WeightDecoder {
       }
       const uint8_t* s = scales + r * groups_;
       const auto* bytes = reinterpret_cast<const uint8_t*>(row);
-      for (uint64_t j = 0; j < take; ++j)
-        run[j] = mlx_fp_value(options_.mode, bytes, c0 + j, s[(c0 + j) / options_.group]);
       // MLX's result is BF16's, whatever dtype the caller asks for (store_rounded keeps F32
       // exact).
-      mlx_round_through(reference_, run);
+      mlx_fp_values(options_.mode, bytes, c0, take, s, options_.group, reference_, run.data());
       i += take;
     }
   }

@@ -71,6 +71,20 @@ def run_job(args, target, sync):
     return elapsed, peak
 
 
+def run_in_turn(jobs, rounds):
+    """Each job ({name: (args, target, sync)}, "cp" first, its target folder made before each run)
+    run in turn `rounds` times: every run's seconds and the peak (RSS, anonymous) memory of each."""
+    times, mem = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
+    for _ in range(rounds):
+        for k, (args, target, sync) in jobs.items():
+            if k == "cp":
+                target.mkdir()
+            elapsed, peak = run_job(args, target, sync)
+            times[k].append(elapsed)
+            mem[k] = tuple(map(max, mem[k], peak))
+    return times, mem
+
+
 def same_tensors(a, b):
     """Whether two MLX folders hold the same tensors, whatever their shards (mlx-lm writes one
     file up to 5 GiB; tlio keeps the source's shards)."""
@@ -101,14 +115,7 @@ def main():
             "mlx_lm.convert -d": ([str(VENV), "-m", "mlx_lm.convert", "--hf-path", str(mlx), "--mlx-path",
                                    str(theirs), "-d"], theirs, True),
         }
-        times, mem = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
-        for _ in range(ROUNDS):
-            for k, (args, target, sync) in jobs.items():
-                if k == "cp":
-                    copy.mkdir()
-                elapsed, peak = run_job(args, target, sync)
-                times[k].append(elapsed)
-                mem[k] = tuple(map(max, mem[k], peak))
+        times, mem = run_in_turn(jobs, ROUNDS)
         med = {k: statistics.median(v) for k, v in times.items()}
         size = sum(p.stat().st_size for p in shards)
         print(f"shards {size / 2**30:.2f} GiB; tlio's MLX folder equals mlx_lm.convert -q's tensor for tensor: {same}")

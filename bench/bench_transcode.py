@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_gguf_moe import ROUNDS, TLIO, VENV  # noqa: E402
-from bench_mlx import run_job, write_model  # noqa: E402
+from bench_mlx import run_in_turn, write_model  # noqa: E402
 
 MX_SAVE = ("import sys, pathlib, mlx.core as mx\n"
            "w = mx.load(sys.argv[1])\n"
@@ -35,14 +35,7 @@ MX_SAVE = ("import sys, pathlib, mlx.core as mx\n"
 
 def compare(jobs, rounds, what, size):
     """Each job run in turn `rounds` times; a table of medians against the first (cp)."""
-    times, mem = {k: [] for k in jobs}, {k: (0.0, 0.0) for k in jobs}
-    for _ in range(rounds):
-        for k, (args, target, sync) in jobs.items():
-            if k == "cp":
-                target.mkdir()
-            elapsed, peak = run_job(args, target, sync)
-            times[k].append(elapsed)
-            mem[k] = tuple(map(max, mem[k], peak))
+    times, mem = run_in_turn(jobs, rounds)
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"\n{what}: {size / 2**30:.2f} GiB")
     print("| job | median (runs) | against cp | peak RSS | peak anonymous |")

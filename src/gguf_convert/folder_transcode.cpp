@@ -125,22 +125,6 @@ std::optional<MlxMode> carried_mode(const TensorSet& set, const QuantizedWeight&
   return MlxMode::nvfp4;
 }
 
-// A requantized weight's width: the bits its scheme spends, as MLX has them.
-uint64_t lossy_bits(const QuantScheme& s) {
-  uint64_t want = 4;
-  std::visit(
-      [&](const auto& o) {
-        if constexpr (requires { o.bits; }) want = o.bits;
-        using O = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<O, LlmInt8Options> || std::is_same_v<O, Fp8Options>) want = 8;
-      },
-      s.options());
-  uint64_t bits = 2;
-  for (const uint64_t b : kMlxAffineBits)
-    if (b <= want) bits = b;
-  return bits;
-}
-
 // To compressed-tensors: MLX's FP4 Linear weights carried (one mode for all: one config group),
 // an FP4 embedding decoded; what is compressed-tensors' already copied; the rest refused.
 std::vector<Planned> plan_compressed_tensors(const std::vector<QuantizedWeight>& weights,
@@ -210,8 +194,11 @@ std::vector<Planned> plan(const TensorSet& set, const std::vector<QuantizedWeigh
       continue;
     }
     if (options.lossy && w.shape.size() == 2 && w.shape[1] % kLossyGroup == 0) {
-      out.push_back(
-          {&w, {{MlxMode::affine, lossy_bits(w.scheme), kLossyGroup}, options.dtype, false}, {}});
+      out.push_back({&w,
+                     {{MlxMode::affine, mlx_affine_bits_within(scheme_bits(w.scheme)), kLossyGroup},
+                      options.dtype,
+                      false},
+                     {}});
     } else {
       refused.push_back(fmt::format("{} ({})", w.name, why.empty() ? "rows of no whole 32s" : why));
     }

@@ -11,27 +11,13 @@
 #include "gguf_convert/carry_proof.hpp"
 #include "gguf_convert/gguf_arch.hpp"
 #include "gguf_convert/gguf_mix.hpp"
+#include "gguf_convert/mlx_rows.hpp"
 #include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
 
 namespace tlio::detail {
 
 namespace {
-
-// The bits a scheme spends per value, for the type a requantization goes to.
-uint64_t scheme_bits(const QuantScheme& s) {
-  return std::visit(
-      [](const auto& o) -> uint64_t {
-        using O = std::decay_t<decltype(o)>;
-        if constexpr (requires { o.bits; })
-          return o.bits;
-        else if constexpr (std::is_same_v<O, LlmInt8Options> || std::is_same_v<O, Fp8Options>)
-          return 8;
-        else
-          return 4;  // int4, bitsandbytes 4-bit, MXFP4, NVFP4
-      },
-      s.options());
-}
 
 // Where the codes and scale bytes of an FP4 weight are: [rows, cols / 2] bytes of codes (element
 // 2i in byte i's low nibble: compressed-tensors' U8, MLX's U32 words), [rows, groups] bytes.

@@ -21,15 +21,6 @@ namespace {
 
 constexpr uint64_t kLossyGroup = 32;
 
-// A requantized weight's width: the bits its type spends per value, whole, as MLX has them.
-uint64_t lossy_bits(const GgmlType& type) {
-  const uint64_t whole = type.block_bytes * 8 / type.block;
-  uint64_t bits = 2;
-  for (const uint64_t b : kMlxAffineBits)
-    if (b <= whole) bits = b;
-  return bits;
-}
-
 std::string refusal_of(const GgmlType& type) {
   switch (static_cast<GgmlTypeId>(type.id)) {
     case GgmlTypeId::Q2_K:
@@ -79,7 +70,10 @@ std::optional<MlxCarry> mlx_carry_of(const GgufTensorInfo& t, std::string_view n
     refusal = refusal_of(type);
     return std::nullopt;
   }
-  return MlxCarry{{MlxMode::affine, lossy_bits(type), kLossyGroup}, options.dtype, false};
+  return MlxCarry{
+      {MlxMode::affine, mlx_affine_bits_within(type.block_bytes * 8 / type.block), kLossyGroup},
+      options.dtype,
+      false};
 }
 
 void write_mlx_carry(const GgufFile& src, const GgufRows& at, std::string_view name,

@@ -12,6 +12,7 @@
 #include "common/json_text.hpp"
 #include "common/parallel.hpp"
 #include "gguf_convert/carry_proof.hpp"
+#include "gguf_convert/gguf_export_parts.hpp"
 #include "quant/mlx/mlx_kernels.hpp"
 #include "quant/mlx/mlx_layout.hpp"
 #include "tlio/convert.hpp"
@@ -20,9 +21,6 @@
 namespace tlio::detail {
 
 namespace {
-
-// Source values per piece: the piece, its codes and its proof are all the memory a weight takes.
-constexpr uint64_t kPieceValues = uint64_t{1} << 22;
 
 // Row `r` requantized from the source's values as mx.quantize does (affine), its scales rounded
 // to T.
@@ -68,6 +66,27 @@ void mlx_row_values(const MlxCarry& c, const MlxPiece& p, uint64_t cols, uint64_
 
 }  // namespace
 
+uint64_t mlx_affine_bits_within(uint64_t bits) {
+  uint64_t out = 2;
+  for (const uint64_t b : kMlxAffineBits)
+    if (b <= bits) out = b;
+  return out;
+}
+
+uint64_t scheme_bits(const QuantScheme& s) {
+  return std::visit(
+      [](const auto& o) -> uint64_t {
+        using O = std::decay_t<decltype(o)>;
+        if constexpr (requires { o.bits; })
+          return o.bits;
+        else if constexpr (std::is_same_v<O, LlmInt8Options> || std::is_same_v<O, Fp8Options>)
+          return 8;
+        else
+          return 4;  // int4, bitsandbytes 4-bit, MXFP4, NVFP4
+      },
+      s.options());
+}
+
 std::vector<MlxStored> mlx_carry_tensors(std::string_view name, uint64_t rows, uint64_t cols,
                                          const MlxCarry& c) {
   const std::string base(name.substr(0, name.size() - std::string_view(".weight").size()));
@@ -92,8 +111,7 @@ void write_mlx_rows(const MlxRowSource& src, std::string_view name, const MlxCar
   const uint64_t row_words = cols * c.options.bits / 32;
   const std::vector<MlxStored> stored = mlx_carry_tensors(name, src.rows, cols, c);
   const unsigned threads = thread_count(configured_threads());
-  uint64_t step = std::max<uint64_t>(1, kPieceValues / std::max<uint64_t>(cols, 1));
-  if (src.head_rows) step = std::max(src.head_rows, step / src.head_rows * src.head_rows);
+  const uint64_t step = piece_rows(src.rows, cols, src.head_rows);
   std::vector<std::byte> bytes;
   std::vector<RowCheck> checks;
   MlxPiece p;  // kept across pieces: their pages are faulted in once

@@ -66,6 +66,12 @@ void write_mlx_rows(const MlxRowSource& src, std::string_view name, const MlxCar
                     Writer& w, TranscodeReport::Item& item,
                     const std::function<void(uint64_t)>& done);
 
+/// The widest affine width MLX has (2, 3, 4, 5, 6, 8) of at most `bits`, and 2 below that: a
+/// requantized weight's.
+uint64_t mlx_affine_bits_within(uint64_t bits);
+/// The bits a scheme spends per value: its own `bits`, 8 for LLM.int8 and FP8, 4 for the rest.
+uint64_t scheme_bits(const QuantScheme& s);
+
 /// The quantization config of the weights written, as mlx-lm writes it (config.json's
 /// "quantization" and "quantization_config", a lone file's metadata): the most common options at
 /// the top level, each other module's own; "" for none.

@@ -174,13 +174,6 @@ void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias
   }
 }
 
-float mlx_fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale) {
-  static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0
-  const float value =
-      mode == MlxMode::mxfp8 ? e4m3_values()[codes[c]] : fp4[(codes[c / 2] >> (c % 2 * 4)) & 0xF];
-  return value * (mode == MlxMode::nvfp4 ? e4m3_values()[scale] : e8m0_values()[scale]);
-}
-
 void mlx_fp_values(MlxMode mode, const uint8_t* codes, uint64_t first, uint64_t n,
                    const uint8_t* scales, uint64_t group, Dtype t, float* out) {
   static const std::array<float, 16> fp4 = e2m1_values(true);  // MLX's table: code 8 is -0

@@ -58,11 +58,9 @@ inline float mlx_round(Dtype t, float x) noexcept {
 void mlx_affine_values(const uint8_t* codes, uint64_t n, float scale, float bias, Dtype t,
                        float* out);
 
-/// Element c of a row of mxfp4/mxfp8/nvfp4 codes times its scale byte's value, in f32 (what
-/// mx.dequantize then rounds to BF16; code 8 of FP4 is -0, MLX's table).
-float mlx_fp_value(MlxMode mode, const uint8_t* codes, uint64_t c, uint8_t scale);
-/// Elements [first, first + n) of such a row (`scales`: the row's scale bytes, one per `group`),
-/// each mlx_fp_value rounded to `t`, as mx.dequantize gives them: by tables, a group at a time.
+/// Elements [first, first + n) of a row of mxfp4/mxfp8/nvfp4 codes (`scales`: the row's scale
+/// bytes, one per `group`), each code's value times its scale byte's in f32 (code 8 of FP4 is -0,
+/// MLX's table), rounded to `t`, as mx.dequantize gives them: by tables, a group at a time.
 void mlx_fp_values(MlxMode mode, const uint8_t* codes, uint64_t first, uint64_t n,
                    const uint8_t* scales, uint64_t group, Dtype t, float* out);
 

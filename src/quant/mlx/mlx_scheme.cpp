@@ -357,9 +357,8 @@ class MlxFpEncoder final : public MlxEncoder {
       w.append(base + ".weight", std::as_bytes(std::span(codes_)));
       w.append(base + ".scales", std::as_bytes(std::span(scales_)));
       // What mx.dequantize gives back (BF16 by default): value x scale, rounded to BF16.
-      for (uint64_t i = 0; i < block.size(); ++i)
-        back_[i] = mlx_fp_value(o_.mode, codes_.data(), i, scales_[i / o_.group]);
-      mlx_round_through(Dtype::BF16, back_);
+      mlx_fp_values(o_.mode, codes_.data(), 0, block.size(), scales_.data(), o_.group, Dtype::BF16,
+                    back_.data());
       stats.add(block, back_);
       tick(codes_.size() + scales_.size());
     });

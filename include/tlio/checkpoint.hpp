@@ -7,6 +7,10 @@
 // run code when torch loads the file (os.system, builtins.eval, subprocess, ...) is refused,
 // naming it. Tensors are named by walking the object: dict keys and list indices joined with
 // "." (a top-level dict's "state_dict" dict is taken when it has one). See docs/import.md.
+//
+// A torch.distributed.checkpoint (DCP) folder is read the same way: its `.metadata` pickle
+// decoded by an allowlist of the classes DCP writes, each tensor assembled from the chunks its
+// ranks saved (FSDP and tensor-parallel shards) after the chunks are checked to tile it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,7 @@ struct CheckpointTensor {
   Shape shape;
   bool contiguous = true;  ///< stored row-major (else written as a contiguous copy)
   std::string alias_of;    ///< an exact alias of this tensor (same storage and view): written once
+  uint32_t chunks = 0;     ///< a DCP checkpoint's: the saved pieces it is assembled from
 };
 
 /// A value of the checkpoint that is not a tensor and so is not imported.
@@ -42,7 +47,7 @@ struct DroppedValue {
 inline constexpr size_t kMaxDroppedListed = 100000;
 
 struct CheckpointContents {
-  std::string format;                     ///< "zip" or "legacy"
+  std::string format;                     ///< "zip", "legacy" or "dcp"
   std::vector<CheckpointTensor> tensors;  ///< in the order the walk meets them
   uint64_t dropped_values = 0;            ///< leaves that are not tensors (ints, strings, ...)
   std::vector<DroppedValue> dropped;      ///< the first kMaxDroppedListed of them, in walk order
@@ -88,6 +93,10 @@ TLIO_API bool looks_like_checkpoint(const std::filesystem::path& path);
 /// remote folders (which are not asked: see the weights' own error).
 TLIO_API std::optional<std::filesystem::path> checkpoint_in_directory(
     const std::filesystem::path& dir);
+
+/// True when `dir` is a torch.distributed.checkpoint (DCP) folder: a local folder holding the
+/// `.metadata` its save writes beside the `.distcp` files.
+TLIO_API bool is_dcp_checkpoint(const std::filesystem::path& dir);
 
 /// The tensors of a checkpoint (names, dtypes, shapes) without converting it. Error{format}
 /// with Rule::zip, Rule::pickle or Rule::checkpoint for anything malformed or refused.

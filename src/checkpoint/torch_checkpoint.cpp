@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 
+#include "checkpoint/dcp_checkpoint.hpp"
 #include "checkpoint/torch_container.hpp"
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/zip.hpp"
@@ -78,6 +79,7 @@ CheckpointContents contents_of(Checkpoint& c, const ImportOptions& options) {
 CheckpointContents read_checkpoint(const std::filesystem::path& src, const ImportOptions& options) {
   Checkpoint c;
   try {
+    if (is_dcp_checkpoint(src)) return detail::read_dcp(src, options);
     open_checkpoint(c, src);
     return contents_of(c, options);
   } catch (const Error& e) {

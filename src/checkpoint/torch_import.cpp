@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/dcp_checkpoint.hpp"
+#include "checkpoint/import_output.hpp"
 #include "checkpoint/torch_container.hpp"
 #include "checkpoint/torch_views.hpp"
 #include "common/checked.hpp"
@@ -117,92 +119,25 @@ void write_tensor(Writer& w, const Job& job) {
   if (in_file) detail::drop_pages(job.storage);  // gathered pages leave this process
 }
 
-// Output files of an import: each gets its jobs and the alias records of its tensors.
-struct Output {
-  std::string name;
-  std::vector<Job> jobs;
-  std::vector<std::pair<std::string, std::string>> aliases;  // dropped -> kept
-};
-
-// The jobs of one checkpoint's plans (storages checked before anything is written), and its
-// alias records.
-// (Floating tensors are converted to `options.dtype` as `tlio convert --dtype` converts them;
-// integers and booleans are kept.)
+// The tensors of one checkpoint's plans (storages checked before anything is written) as
+// output tensors, and its alias records.
 void add_jobs(Checkpoint& c, const std::vector<TensorPlan>& plans, const ImportOptions& options,
-              std::vector<Job>& jobs, std::vector<std::pair<std::string, std::string>>& aliases) {
+              detail::OutputFile& out) {
   for (const TensorPlan& pl : plans) {
     if (!pl.alias_of.empty()) {
-      aliases.emplace_back(pl.name, pl.alias_of);
+      out.aliases.emplace_back(pl.name, pl.alias_of);
       continue;
     }
-    const Dtype to = options.dtype && is_floating(pl.dtype) && can_convert(pl.dtype, *options.dtype)
-                         ? *options.dtype
-                         : pl.dtype;
-    jobs.push_back({&c, &pl, c.storage_bytes(c.resolver.tensors[pl.tensor].storage),
-                    detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes, to,
-                    detail::tensor_size(dtype_bits(to), pl.shape).bytes});
+    const Dtype to = detail::import_dtype(pl.dtype, options);
+    const Job job{&c,
+                  &pl,
+                  c.storage_bytes(c.resolver.tensors[pl.tensor].storage),
+                  detail::tensor_size(dtype_bits(pl.dtype), pl.shape).bytes,
+                  to,
+                  detail::tensor_size(dtype_bits(to), pl.shape).bytes};
+    out.tensors.push_back({pl.name, pl.dtype, to, pl.shape, job.out_bytes,
+                           [job](Writer& w) { write_tensor(w, job); }});
   }
-}
-
-void check_import_dtype(const ImportOptions& options) {
-  if (options.dtype && (!is_floating(*options.dtype) || !can_convert(Dtype::F32, *options.dtype)))
-    throw_invalid(fmt::format("cannot import tensors as {}: not a floating dtype tlio converts to",
-                              dtype_name(*options.dtype)));
-  if (options.dtype && is_sub_byte(*options.dtype))  // (tensors stream a whole element at a time)
-    throw_invalid(
-        fmt::format("cannot import tensors as {}: import writes whole-byte dtypes "
-                    "(`tlio convert --dtype {}` the imported file)",
-                    dtype_name(*options.dtype), dtype_name(*options.dtype)));
-}
-
-// Writes every output (atomically each); returns the bytes written.
-// Writes one file, or (with a set) each output into the set under its name in the folder.
-uint64_t write_outputs(const detail::Location& dir_or_file, detail::OutputSet* set,
-                       const std::vector<Output>& outputs, const ImportOptions& options,
-                       ImportReport& report) {
-  uint64_t total = 0, done = 0;
-  for (const Output& o : outputs)
-    for (const Job& j : o.jobs) total += j.out_bytes;
-  for (const Output& o : outputs) {
-    Writer w = set ? detail::WriterAccess::into_set(*set, dir_or_file.join(o.name))
-                   : detail::WriterAccess::to_file(dir_or_file);
-    w.set_metadata("format", "pt");
-    for (const auto& [dropped, kept] : o.aliases)
-      if (dropped != "format") w.set_metadata(dropped, kept);  // "format" stays "pt"
-    for (const Job& j : o.jobs) w.declare(j.plan->name, j.dtype, Shape(j.plan->shape));
-    for (const Job& j : o.jobs) {
-      write_tensor(w, j);
-      done += j.out_bytes;
-      ++report.tensors_written;
-      if (j.dtype != j.plan->dtype) ++report.tensors_converted;
-      if (options.progress) options.progress(done, total);
-    }
-    w.commit();
-  }
-  return done;
-}
-
-bool is_side_file(const std::filesystem::path& p) {
-  // Config and tokenizer files a model directory carries; never weights or code.
-  const std::string name = p.filename().string();
-  const std::string ext = p.extension().string();
-  if (name == detail::kTorchIndexFile || name == detail::kShardIndexFile) return false;
-  return ext == ".json" || ext == ".txt" || ext == ".model" || ext == ".tiktoken" ||
-         ext == ".jinja";
-}
-
-// An import that finds no tensor is almost always the wrong file or the wrong --key (or a
-// pickle torch.load itself cannot load): an error unless an empty output is asked for.
-void refuse_if_empty(const CheckpointContents& contents, const ImportOptions& options) {
-  if (!contents.tensors.empty() || options.allow_empty) return;
-  std::string why = fmt::format("found no tensor to import ({} other value{} dropped",
-                                contents.dropped_values, contents.dropped_values == 1 ? "" : "s");
-  if (!contents.skipped.empty())
-    why += fmt::format(", {} tensor{} skipped", contents.skipped.size(),
-                       contents.skipped.size() == 1 ? "" : "s");
-  why += options.key.empty() ? ")" : fmt::format(", under key {})", quote_name(options.key));
-  throw_format(Rule::checkpoint, {},
-               why + "; --allow-empty (allow_empty) writes a file without tensors");
 }
 
 ImportReport import_directory(const std::filesystem::path& src, const std::filesystem::path& dst,
@@ -224,7 +159,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   // Open and plan every source first: nothing is written until all of them check out.
   std::vector<std::unique_ptr<Checkpoint>> checkpoints;
   std::vector<std::vector<TensorPlan>> plans;
-  std::vector<Output> outputs;
+  std::vector<detail::OutputFile> outputs;
   std::unordered_map<std::string, std::string> found;  // tensor -> source file
   for (const std::string& file : sources) {
     auto c = std::make_unique<Checkpoint>();
@@ -246,8 +181,8 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
         report.contents.tensors.push_back(std::move(t));
       }
       for (auto& why : contents.skipped) report.contents.skipped.push_back(std::move(why));
-      Output o;
-      add_jobs(*c, plans.back(), options, o.jobs, o.aliases);
+      detail::OutputFile o;
+      add_jobs(*c, plans.back(), options, o);
       outputs.push_back(std::move(o));
     } catch (const Error& e) {
       throw e.with_source((src / file).string());
@@ -255,7 +190,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
     checkpoints.push_back(std::move(c));
   }
   report.contents.format = checkpoints.front()->format;
-  refuse_if_empty(report.contents, options);
+  detail::refuse_if_empty(report.contents, options);
   if (index) {  // the index must describe the shards (aliases are tensors of their shard)
     std::vector<std::vector<std::string_view>> names(sources.size());
     for (const auto& [name, file] : found)
@@ -263,51 +198,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
           name);
     detail::check_shard_index(*index, names, (src / detail::kTorchIndexFile).string());
   }
-  // As the source was split, or greedily by --max-size.
-  if (options.max_shard_size > 0) {
-    std::vector<uint64_t> sizes;
-    for (const Output& o : outputs)
-      for (const Job& j : o.jobs) sizes.push_back(j.out_bytes);
-    const std::vector<size_t> shard_of = detail::plan_shards(sizes, options.max_shard_size);
-    std::vector<Output> split(shard_of.empty() ? 1 : shard_of.back() + 1);
-    size_t k = 0;
-    for (Output& o : outputs) {
-      for (Job& j : o.jobs) split[shard_of[k++]].jobs.push_back(j);
-      // Alias records go with the shard of their kept tensor.
-      for (auto& a : o.aliases)
-        for (Output& s : split)
-          if (std::any_of(s.jobs.begin(), s.jobs.end(),
-                          [&](const Job& j) { return j.plan->name == a.second; }))
-            s.aliases.push_back(a);
-    }
-    outputs = std::move(split);
-  }
-  const size_t n = outputs.size();
-  for (size_t i = 0; i < n; ++i) outputs[i].name = detail::weights_file_name(i + 1, n);
-
-  const detail::Location out = detail::Location::parse(dst.native());
-  detail::create_output_folder(out);
-  detail::OutputSet set;  // the folder's weights change only once every file is whole
-  std::vector<std::string> written;
-  report.bytes_written = write_outputs(out, &set, outputs, options, report);
-  for (const Output& o : outputs) written.push_back(o.name);
-  if (n > 1) {
-    detail::ShardIndex out_index;
-    out_index.total_size = report.bytes_written;
-    for (const Output& o : outputs) {
-      out_index.files.push_back(o.name);
-      for (const Job& j : o.jobs) out_index.weight_map.emplace_back(j.plan->name, o.name);
-    }
-    std::sort(out_index.weight_map.begin(), out_index.weight_map.end());
-    set.add_text(out.join(detail::kShardIndexFile), detail::shard_index_json(out_index));
-    written.push_back(detail::kShardIndexFile);
-  }
-  for (const auto& entry : std::filesystem::directory_iterator(src)) {
-    if (!entry.is_regular_file() || !is_side_file(entry.path())) continue;
-    set.add_copy(entry.path(), out.join(entry.path().filename().string()));
-    written.push_back(entry.path().filename().string());
-  }
-  detail::publish_weights(set, out, written);
+  detail::write_import_folder(src, dst, std::move(outputs), options, report);
   return report;
 }
 
@@ -315,10 +206,11 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
 
 ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,
                                const ImportOptions& options) {
-  check_import_dtype(options);
+  detail::check_import_dtype(options);
   std::error_code ec;
   if (std::filesystem::is_directory(src, ec)) {
     try {
+      if (is_dcp_checkpoint(src)) return detail::import_dcp(src, dst, options);
       return import_directory(src, dst, options);
     } catch (const Error& e) {
       throw e.with_source(src.string());
@@ -334,11 +226,11 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
   try {
     open_checkpoint(c, src);
     const std::vector<TensorPlan> plans = plan_tensors(c, options, report.contents);
-    refuse_if_empty(report.contents, options);
-    std::vector<Output> outputs(1);
-    add_jobs(c, plans, options, outputs[0].jobs, outputs[0].aliases);
-    report.bytes_written =
-        write_outputs(detail::Location::parse(dst.native()), nullptr, outputs, options, report);
+    detail::refuse_if_empty(report.contents, options);
+    std::vector<detail::OutputFile> outputs(1);
+    add_jobs(c, plans, options, outputs[0]);
+    report.bytes_written = detail::write_outputs(detail::Location::parse(dst.native()), nullptr,
+                                                 outputs, options, report);
     return report;
   } catch (const Error& e) {
     throw e.with_source(src.string());

@@ -159,6 +159,12 @@ bool in_module(std::string_view module, std::string_view root) {
 
 }  // namespace
 
+std::optional<Dtype> torch_dtype_named(std::string_view name) {
+  for (const auto& [n, d] : kTorchDtypes)
+    if (name == n) return d;
+  return std::nullopt;
+}
+
 ValueId TorchResolver::global(Pickle& p, std::string_view module, std::string_view name) {
   const std::string full = fmt::format("{}.{}", module, name);
   auto tagged = [&](Callable c, int64_t extra = 0) {

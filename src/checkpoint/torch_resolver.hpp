@@ -33,6 +33,10 @@ struct TensorRecord {
   std::string unsupported;  // why, for tensors tlio cannot write
 };
 
+/// The Dtype of torch's dtype `name` ("float32", "bfloat16", "long", ...); nullopt for one tlio
+/// does not write or a name that is not a dtype.
+std::optional<Dtype> torch_dtype_named(std::string_view name);
+
 class TorchResolver : public detail::PickleResolver {
  public:
   std::vector<StorageRecord> storages;

@@ -90,34 +90,21 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
   if (!options.key.empty()) {
     root = descend(c.pickle, root, options.key);
   } else if (!options.import_all && c.pickle[root].kind == PyKind::dict) {
-    // A training checkpoint: the model's state dict beside optimizer state (Lightning, the
-    // transformers Trainer, most training loops). Its model part is what people mean.
-    static constexpr const char* kModelKeys[] = {"state_dict", "model", "model_state_dict",
-                                                 "module", "net"};
-    static constexpr const char* kTrainingKeys[] = {
-        "optimizer", "optimizer_state_dict", "optimizers", "optimizer_states", "lr_scheduler",
-        "scheduler", "lr_schedulers",        "scaler"};
     const auto& pairs = c.pickle[root].pairs;
-    const auto value_of = [&](std::string_view name) -> ValueId {
-      for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-        if (key_text(c.pickle, pairs[i]) == name) return pairs[i + 1];
-      return kNoValue;
-    };
-    bool training = false;
-    for (const char* k : kTrainingKeys) training = training || value_of(k) != kNoValue;
-    for (const char* k : kModelKeys) {
-      const ValueId v = value_of(k);
-      // "state_dict" is taken on its own; the others only beside training state.
-      if (v == kNoValue || c.pickle[v].kind != PyKind::dict ||
-          (!training && std::string_view(k) != "state_dict"))
-        continue;
-      root = v;
-      contents.chosen_key = k;
-      for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-        if (const std::optional<std::string> name = key_text(c.pickle, pairs[i]);
-            name && *name != k)
-          contents.other_keys.push_back(*name);
-      break;
+    std::vector<std::string> keys;
+    std::vector<ValueId> values;
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+      if (const std::optional<std::string> name = key_text(c.pickle, pairs[i])) {
+        keys.push_back(*name);
+        values.push_back(pairs[i + 1]);
+      }
+    const std::optional<size_t> model = model_part(
+        keys, [&](size_t i) { return c.pickle[values[i]].kind == PyKind::dict; });
+    if (model) {
+      root = values[*model];
+      contents.chosen_key = keys[*model];
+      for (const std::string& k : keys)
+        if (k != keys[*model]) contents.other_keys.push_back(k);
     }
   }
   NamedTensors w = walk_names(c.pickle, root);

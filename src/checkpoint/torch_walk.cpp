@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -27,6 +28,28 @@ constexpr uint64_t kMaxWalkSteps = uint64_t{1} << 24;
 std::optional<std::string> key_text(const Pickle& p, ValueId k) {
   if (p[k].kind == PyKind::text) return p[k].text;
   if (p[k].kind == PyKind::integer) return std::to_string(p[k].integer);
+  return std::nullopt;
+}
+
+std::optional<size_t> model_part(const std::vector<std::string>& keys,
+                                 const std::function<bool(size_t)>& holds_dict) {
+  static constexpr std::string_view kModelKeys[] = {"state_dict", "model", "model_state_dict",
+                                                    "module", "net"};
+  static constexpr std::string_view kTrainingKeys[] = {
+      "optimizer", "optimizer_state_dict", "optimizers", "optimizer_states", "lr_scheduler",
+      "scheduler", "lr_schedulers",        "scaler"};
+  const auto index_of = [&](std::string_view name) -> std::optional<size_t> {
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == name) return i;
+    return std::nullopt;
+  };
+  bool training = false;
+  for (const std::string_view k : kTrainingKeys) training = training || index_of(k);
+  for (const std::string_view k : kModelKeys) {
+    const std::optional<size_t> i = index_of(k);
+    // "state_dict" is taken on its own; the others only beside training state.
+    if (i && holds_dict(*i) && (training || k == "state_dict")) return i;
+  }
   return std::nullopt;
 }
 

@@ -1,0 +1,94 @@
+// checkpoint/dcp_import.cpp: a DCP folder's contents read, and imported as a Hugging Face
+// folder: each tensor assembled from its chunks as it streams into the canonical writer.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/dcp_checkpoint.hpp"
+#include "checkpoint/dcp_metadata.hpp"
+#include "checkpoint/import_output.hpp"
+#include "common/checked.hpp"
+#include "io/location.hpp"
+#include "io/os_file.hpp"
+#include "io/store.hpp"
+#include "tlio/checkpoint.hpp"
+#include "tlio/convert.hpp"
+#include "tlio/error.hpp"
+#include "tlio/writer.hpp"
+
+namespace tlio {
+namespace detail {
+namespace {
+
+/// Bytes assembled at a time.
+constexpr size_t kAssembleBytes = size_t{8} << 20;
+
+// Streams plan `t` into the declared tensor: gathered from its chunks a buffer at a time (and
+// converted when written in another dtype), then the chunks' pages let go.
+void write_dcp_tensor(Writer& w, const DcpTensorPlan& t, Dtype to) {
+  const unsigned element = dtype_bits(t.dtype) / 8, out_element = dtype_bits(to) / 8;
+  const size_t count = kAssembleBytes / std::max(element, out_element);
+  if (to == t.dtype) {
+    w.write_from(
+        t.name,
+        [&](uint64_t offset, std::span<std::byte> buffer) {
+          gather_dcp(t, offset / element, buffer.size() / element, buffer.data());
+        },
+        count * element);
+  } else {
+    std::vector<std::byte> scratch(count * element);
+    w.write_from(
+        t.name,
+        [&](uint64_t offset, std::span<std::byte> buffer) {
+          const uint64_t n = buffer.size() / out_element;
+          gather_dcp(t, offset / out_element, n, scratch.data());
+          convert(t.dtype, std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)),
+                  to, buffer, n);
+        },
+        count * out_element);
+  }
+  for (const DcpPiece& p : t.pieces)
+    if (!p.storage.empty()) drop_pages(p.storage);  // read pages leave this process
+}
+
+}  // namespace
+
+ImportReport import_dcp(const std::filesystem::path& src, const std::filesystem::path& dst,
+                        const ImportOptions& options) {
+  DcpCheckpoint c;
+  ImportReport report;
+  open_dcp(c, src, options, report.contents);
+  refuse_if_empty(report.contents, options);
+  std::vector<OutputFile> outputs(1);
+  for (const DcpTensorPlan& t : c.plans) {
+    const Dtype to = import_dtype(t.dtype, options);
+    outputs[0].tensors.push_back({t.name, t.dtype, to, t.entry->shape,
+                                  tensor_size(dtype_bits(to), t.entry->shape).bytes,
+                                  [&t, to](Writer& w) { write_dcp_tensor(w, t, to); }});
+  }
+  write_import_folder(src, dst, std::move(outputs), options, report);
+  return report;
+}
+
+CheckpointContents read_dcp(const std::filesystem::path& src, const ImportOptions& options) {
+  DcpCheckpoint c;
+  CheckpointContents contents;
+  open_dcp(c, src, options, contents);
+  return contents;
+}
+
+}  // namespace detail
+
+bool is_dcp_checkpoint(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const detail::Location where = detail::Location::parse(dir.native());
+  return detail::store_of(where).local_node(where) && std::filesystem::is_directory(dir, ec) &&
+         std::filesystem::is_regular_file(dir / detail::kDcpMetadataFile, ec);
+}
+
+}  // namespace tlio

@@ -1,5 +1,6 @@
 // cli/cmd_import.cpp: `tlio import SRC DST [--key PATH] [--skip-unsupported]`: a PyTorch
-// checkpoint (zip or legacy) to safetensors, with no pickle ever executed.
+// checkpoint (zip or legacy, or a distributed checkpoint's folder) to safetensors, with no
+// pickle ever executed.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -19,20 +20,25 @@ void add_import(CLI::App& app, int& exit_code) {
       "SRC is a torch.save file (.bin, .pt, .pth, .ckpt): the zip format or the legacy one of\n"
       "torch < 1.6; or a directory with pytorch_model.bin, or shards and\n"
       "pytorch_model.bin.index.json: then DST is a model directory (model.safetensors or shards\n"
-      "with model.safetensors.index.json; config and tokenizer files copied). Its pickle is decoded, never run: tensors are rebuilt from their storages,\n"
+      "with model.safetensors.index.json; config and tokenizer files copied); or a\n"
+      "torch.distributed.checkpoint (DCP) folder (.metadata and __R_N.distcp files): each tensor\n"
+      "assembled from the chunks its ranks saved, into a model directory.\n"
+      "Its pickle is decoded, never run: tensors are rebuilt from their storages,\n"
       "other objects stay inert, and a pickle naming code that torch.load would run (os.system,\n"
       "builtins.eval, ...) is refused. Tensors are named by their path in the object (dict keys\n"
       "and list indices joined with '.'); a top-level 'state_dict' dict is taken when present.\n"
       "Exact aliases are written once and recorded in the metadata as {dropped: kept}.\n\n"
       "Examples:\n  tlio import pytorch_model.bin model.safetensors\n"
       "  tlio import last.ckpt encoder.safetensors --key model.encoder\n"
-      "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB");
+      "  tlio import llama-7b-hf/ llama-7b-st/ --max-size 5GB\n"
+      "  tlio import checkpoints/step-1000/ model/ --max-size 5GB    (a DCP folder)");
   struct Args {
     std::string src, dst, key, max_size, dtype;
     bool skip_unsupported = false, allow_empty = false, json = false, all = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("SRC", a->src, "PyTorch checkpoint (a file or URL) or model directory")
+  cmd->add_option("SRC", a->src,
+                  "PyTorch checkpoint (a file or URL), model directory or DCP folder")
       ->required();
   cmd->add_option("DST", a->dst, "Output safetensors file or directory (or s3://, gs:// location)")
       ->required();

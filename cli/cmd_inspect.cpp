@@ -51,10 +51,11 @@ void print_checkpoint(const std::string& path, bool json, std::string* json_out 
                                   json_string(display_location(path)), c.format);
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const auto& t = c.tensors[i];
-      out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"contiguous\":{}{}}}",
+      out += fmt::format("{}{{\"name\":{},\"dtype\":\"{}\",\"shape\":[{}],\"contiguous\":{}{}{}}}",
                          i ? "," : "", json_string(t.name), tlio::dtype_name(t.dtype),
                          fmt::join(t.shape, ","), t.contiguous,
-                         t.alias_of.empty() ? "" : ",\"alias_of\":" + json_string(t.alias_of));
+                         t.alias_of.empty() ? "" : ",\"alias_of\":" + json_string(t.alias_of),
+                         t.chunks ? fmt::format(",\"chunks\":{}", t.chunks) : "");
     }
     out += fmt::format("],\"dropped_values\":{}}}", c.dropped_values);
     if (json_out)
@@ -63,12 +64,21 @@ void print_checkpoint(const std::string& path, bool json, std::string* json_out 
       fmt::print("{}\n", out);
     return;
   }
-  fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n",
-             display_location(path), c.format);
+  if (c.format == "dcp")
+    fmt::print(
+        "checkpoint: {} (PyTorch distributed checkpoint, DCP; convert it with `tlio import`)\n",
+        display_location(path));
+  else
+    fmt::print("checkpoint: {} (PyTorch, {} format; convert it with `tlio import`)\n",
+               display_location(path), c.format);
+  if (!c.chosen_key.empty())
+    fmt::print("model part: key \"{}\" (also: {}; --all in `tlio import` takes everything)\n",
+               c.chosen_key, fmt::join(c.other_keys, ", "));
   std::vector<std::vector<std::string>> rows = {{"name", "dtype", "shape", "note"}};
   for (const auto& t : c.tensors)
     rows.push_back({t.name, std::string(tlio::dtype_name(t.dtype)), shape_text(t.shape),
                     !t.alias_of.empty() ? "alias of " + t.alias_of
+                    : t.chunks > 1      ? fmt::format("{} chunks", t.chunks)
                     : t.contiguous      ? ""
                                         : "strided"});
   std::vector<size_t> width(4, 0);
@@ -169,6 +179,11 @@ int inspect_one(const std::string& path, const InspectOptions& opt, std::string*
   if (const auto checkpoint = tlio::checkpoint_in_directory(path)) {
     refuse_table_options(path, opt);
     print_checkpoint(checkpoint->string(), json, json_out);
+    return kExitOk;
+  }
+  if (tlio::is_dcp_checkpoint(path)) {
+    refuse_table_options(path, opt);
+    print_checkpoint(path, json, json_out);
     return kExitOk;
   }
   const tlio::WeightsKind kind = tlio::weights_kind(path, open_options());
@@ -323,7 +338,8 @@ void add_inspect(CLI::App& app, int& exit_code) {
       std::fflush(stdout);
       const auto body = [&] {
         std::error_code ec;
-        if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path)) {
+        if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path) &&
+            !tlio::is_dcp_checkpoint(path)) {
           const std::vector<tlio::FolderItem> items = tlio::folder_contents(path);
           const bool one_model = items.size() == 1 &&
                                  items[0].kind == tlio::FolderItem::Kind::model &&

@@ -38,6 +38,7 @@ struct Verdict {
                    kind == "model"   ? " (model directory)"
                    : kind == "index" ? " (index and its shards)"
                    : kind == "gguf"  ? " (GGUF)"
+                   : kind == "dcp"   ? " (distributed checkpoint, every chunk)"
                                      : "",
                    note.empty() ? "" : "; " + note);
         return kExitOk;
@@ -137,6 +138,20 @@ void add_validate(CLI::App& app, int& exit_code) {
       std::error_code ec;
       // (A folder whose weights are a PyTorch checkpoint is opened as a model, which says to
       // convert it with `tlio import`.)
+      if (tlio::is_dcp_checkpoint(path)) {  // metadata, every chunk's archive, the tiling
+        Verdict v{display_location(path), "dcp", a->json, &items};
+        if (v.check([&] {
+              tlio::ImportOptions everything;
+              everything.import_all = everything.skip_unsupported = true;
+              const tlio::CheckpointContents c = tlio::read_checkpoint(path, everything);
+              if (!c.skipped.empty())
+                v.note = fmt::format("{} tensor{} of a dtype tlio does not write", c.skipped.size(),
+                                     c.skipped.size() == 1 ? "" : "s");
+              return display_location(path);
+            }) != kExitOk)
+          rc = kExitFailure;
+        continue;
+      }
       if (std::filesystem::is_directory(path, ec) && !tlio::checkpoint_in_directory(path)) {
         if (validate_folder(path, a->json, items) != kExitOk) rc = kExitFailure;
         continue;

@@ -150,7 +150,7 @@ stage "tsan: tests" tsan_tests
 # Fuzzing: every libFuzzer target (clang, ASan + UBSan) runs for TLIO_FUZZ_SECONDS from its seed
 # corpus, two at a time; a crash fails the run and leaves the input in build-fuzz/crashes/.
 fuzz_seconds=${TLIO_FUZZ_SECONDS:-30}
-fuzz_targets=(fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature fuzz_gguf fuzz_hf_tokenizer)
+fuzz_targets=(fuzz_file fuzz_model_json fuzz_bnb_state fuzz_pickle fuzz_zip fuzz_http fuzz_signature fuzz_gguf fuzz_hf_tokenizer fuzz_dcp_metadata)
 fuzz_build() {
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++ -DTLIO_FUZZ=ON -DTLIO_BUILD_TESTS=OFF -DTLIO_BUILD_BENCH=OFF \

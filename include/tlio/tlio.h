@@ -402,7 +402,8 @@ TL_API int tl_edit_file(const char* src, const char* dst, const tl_edit_options*
 
 /* Converts the PyTorch checkpoint `src` (zip or legacy format; its pickle is decoded, never run)
  * to the safetensors file `dst`, atomically, as `tlio import`; a directory with
- * pytorch_model.bin or its shards becomes a model directory, split as the source or in shards of
+ * pytorch_model.bin or its shards, or a torch.distributed.checkpoint (DCP) folder (each tensor
+ * assembled from its ranks' chunks), becomes a model directory, split as the source or in shards of
  * at most `max_shard_size` tensor bytes (0: as the source). `key` (NULL for none) imports the
  * sub-object at that path ("model.encoder"). A pickle naming code torch.load would run is
  * TL_EFORMAT with tl_last_error_rule() "pickle"; `tensors` (may be NULL) gets the count written. */

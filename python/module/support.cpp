@@ -292,6 +292,7 @@ py::dict checkpoint_dict(const tlio::CheckpointContents& c) {
     d["shape"] = t.shape.to_vector();
     d["contiguous"] = t.contiguous;
     d["alias_of"] = t.alias_of.empty() ? py::object(py::none()) : py::cast(t.alias_of);
+    if (t.chunks) d["chunks"] = t.chunks;  // a DCP checkpoint's
     tensors.append(d);
   }
   py::dict d;

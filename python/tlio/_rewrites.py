@@ -165,13 +165,14 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
     (one that names code torch.load would run raises SafetensorError, rule "pickle"). `key`
     imports the sub-object at that path ("model.encoder"). A directory holding pytorch_model.bin
     or its shards becomes a model directory, split as the source or into shards of at most
-    `max_size` tensor bytes (an int, or "5GB"). A checkpoint without any tensor raises
+    `max_size` tensor bytes (an int, or "5GB"); so does a torch.distributed.checkpoint (DCP)
+    folder (.metadata and .distcp files), each tensor assembled from its ranks' chunks. A checkpoint without any tensor raises
     SafetensorError (rule "checkpoint") unless `allow_empty`. A training checkpoint (a model
     state dict under "model", "state_dict", ... beside "optimizer" and the like) imports its
     model part, named in `chosen_key`, unless `import_all`. `dtype` ("bf16", "F16", ...: the
     names ``tlio convert`` takes) writes floating tensors in that dtype, integers as they are.
     Returns what was written: format,
-    tensors (name, dtype, shape, contiguous, alias_of), dropped_values (how many values that
+    tensors (name, dtype, shape, contiguous, alias_of; chunks for DCP), dropped_values (how many values that
     are not tensors were left out), dropped ((path, kind) of the first 100,000 of them, kind
     "int", "float", "str", ...), skipped, chosen_key, tensors_written, tensors_converted,
     bytes_written."""
@@ -181,6 +182,7 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
 
 
 def read_checkpoint(src, key=None):
-    """The tensors of a PyTorch checkpoint (name, dtype, shape, contiguous, alias_of) as
-    import_checkpoint would write them, without converting it."""
+    """The tensors of a PyTorch checkpoint or DCP folder (name, dtype, shape, contiguous,
+    alias_of; chunks for DCP) as import_checkpoint would write them, without converting it: a
+    DCP folder's every chunk is checked."""
     return _tlio.read_checkpoint(_os.fspath(src), key or "")

@@ -28,8 +28,9 @@ namespace {
 
 // The entries to import and their names: under options.key, or the model's part of a
 // training state (as for torch.save's files), or all of them.
-std::vector<std::pair<const DcpEntry*, std::string>> select_entries(
-    const DcpMetadata& m, const ImportOptions& options, CheckpointContents& contents) {
+std::vector<std::pair<const DcpEntry*, std::string>> select_entries(const DcpMetadata& m,
+                                                                    const ImportOptions& options,
+                                                                    CheckpointContents& contents) {
   std::string prefix;  // joined with "." as DCP flattens names
   if (!options.key.empty()) {
     prefix = options.key;
@@ -87,7 +88,8 @@ DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
   const DcpChunk& chunk = e.chunks[k];
   const auto bytes = c.mappings[chunk.storage.file].bytes();
   const std::string& file = c.metadata.files[chunk.storage.file];
-  if (chunk.storage.offset > bytes.size() || chunk.storage.length > bytes.size() - chunk.storage.offset)
+  if (chunk.storage.offset > bytes.size() ||
+      chunk.storage.length > bytes.size() - chunk.storage.offset)
     throw_format(Rule::checkpoint, e.fqn,
                  fmt::format("the chunk at ({}) of {} lies at bytes {}+{}, past the end of {} "
                              "({} bytes)",
@@ -106,7 +108,8 @@ DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
   if (saved.format != "zip") refuse("not a torch.save archive");
   CheckpointContents inner;
   const std::vector<TensorPlan> plans = plan_tensors(saved, {}, inner);
-  if (plans.size() != 1 || inner.chosen_key != "" || saved.pickle[saved.root].kind != PyKind::resolved)
+  if (plans.size() != 1 || inner.chosen_key != "" ||
+      saved.pickle[saved.root].kind != PyKind::resolved)
     refuse("its archive does not hold one tensor");
   const TensorPlan& pl = plans.front();
   if (pl.dtype != *e.dtype)
@@ -153,9 +156,10 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
   }
   for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {
     if (!entry->dtype) {
-      const std::string why = fmt::format("tensor {} is saved as torch.{}, which safetensors has "
-                                          "no dtype for",
-                                          quote_name(name), entry->dtype_name);
+      const std::string why = fmt::format(
+          "tensor {} is saved as torch.{}, which safetensors has "
+          "no dtype for",
+          quote_name(name), entry->dtype_name);
       if (!options.skip_unsupported)
         throw Error(ErrorCode::unsupported, Rule::checkpoint, name, std::nullopt,
                     why + " (--skip-unsupported leaves it out)");
@@ -168,12 +172,17 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
         try {
           plan.pieces.push_back(read_piece(c, *entry, k));
         } catch (const Error& e) {
-          throw e.with_source(where.join(c.metadata.files[entry->chunks[k].storage.file]).display());
+          throw e.with_source(
+              where.join(c.metadata.files[entry->chunks[k].storage.file]).display());
         }
       } else {
         plan.pieces.emplace_back();  // nothing to read
       }
-    contents.tensors.push_back({plan.name, plan.dtype, Shape(entry->shape), true, {},
+    contents.tensors.push_back({plan.name,
+                                plan.dtype,
+                                Shape(entry->shape),
+                                true,
+                                {},
                                 static_cast<uint32_t>(entry->chunks.size())});
     c.plans.push_back(std::move(plan));
   }
@@ -183,7 +192,8 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
       refuse_checkpoint(p.name, fmt::format("two tensors would be named {}", quote_name(p.name)));
 }
 
-void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byte* out) {
+void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byte* out,
+                std::vector<uint64_t>* read) {
   const DcpEntry& e = *t.entry;
   const unsigned element = dtype_bits(t.dtype) / 8;
   const size_t rank = e.shape.size();
@@ -195,6 +205,7 @@ void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byt
     else
       gather_view(p.storage, p.view, element, p.swap_unit, local, n, out);
     out += n * element;
+    if (read) (*read)[k] = local + n;
   };
   if (rank == 0) {  // a scalar: its one chunk
     if (count > 0) copy(0, 0, 1);
@@ -210,7 +221,7 @@ void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byt
     index[d] = rest % e.shape[d];
     rest /= e.shape[d];
   }
-  std::vector<size_t> covering;                    // by their start in the last dimension
+  std::vector<size_t> covering;                      // by their start in the last dimension
   std::vector<uint64_t> lo(rank - 1), hi(rank - 1);  // where `covering` stays the same
   bool valid = false;
   while (count > 0) {

@@ -46,8 +46,11 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
               CheckpointContents& contents);
 
 /// Elements [first, first + count) of the row-major order of plan `t`'s whole tensor, in its
-/// saved dtype, gathered from the chunks that hold them into `out`.
-void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byte* out);
+/// saved dtype, gathered from the chunks that hold them into `out`. `read` (when given, one
+/// per piece) gets how many of each piece's elements, in its own row-major order, have been read
+/// when this call ends: a prefix, when calls go through the tensor in order.
+void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byte* out,
+                std::vector<uint64_t>* read = nullptr);
 
 /// import_checkpoint and read_checkpoint of a DCP folder.
 ImportReport import_dcp(const std::filesystem::path& src, const std::filesystem::path& dst,

@@ -25,19 +25,39 @@ namespace tlio {
 namespace detail {
 namespace {
 
-/// Bytes assembled at a time.
+/// Bytes assembled at a time (the chunks' pages read for them are let go after each).
 constexpr size_t kAssembleBytes = size_t{8} << 20;
 
+// Lets the pages of the chunks' bytes read so far go (the chunks are read in their own order,
+// a prefix of each): this process's memory stays bounded whatever the size of a tensor.
+void drop_read(const DcpTensorPlan& t, const std::vector<uint64_t>& read, bool all) {
+  const unsigned element = dtype_bits(t.dtype) / 8;
+  for (size_t k = 0; k < t.pieces.size(); ++k) {
+    const DcpPiece& p = t.pieces[k];
+    if (p.storage.empty()) continue;
+    if (all)
+      drop_pages(p.storage);
+    else if (p.contiguous)  // (a strided view's reads are no prefix: its pages go at the end)
+      drop_pages(p.storage.subspan(static_cast<size_t>(p.view.offset) * element,
+                                   static_cast<size_t>(read[k] * element)));
+  }
+}
+
 // Streams plan `t` into the declared tensor: gathered from its chunks a buffer at a time (and
-// converted when written in another dtype), then the chunks' pages let go.
+// converted when written in another dtype), the chunks' pages let go as they are read.
 void write_dcp_tensor(Writer& w, const DcpTensorPlan& t, Dtype to) {
   const unsigned element = dtype_bits(t.dtype) / 8, out_element = dtype_bits(to) / 8;
   const size_t count = kAssembleBytes / std::max(element, out_element);
+  std::vector<uint64_t> read(t.pieces.size(), 0);
+  const auto gather = [&](uint64_t first, uint64_t n, std::byte* out) {
+    gather_dcp(t, first, n, out, &read);
+    drop_read(t, read, false);
+  };
   if (to == t.dtype) {
     w.write_from(
         t.name,
         [&](uint64_t offset, std::span<std::byte> buffer) {
-          gather_dcp(t, offset / element, buffer.size() / element, buffer.data());
+          gather(offset / element, buffer.size() / element, buffer.data());
         },
         count * element);
   } else {
@@ -46,14 +66,14 @@ void write_dcp_tensor(Writer& w, const DcpTensorPlan& t, Dtype to) {
         t.name,
         [&](uint64_t offset, std::span<std::byte> buffer) {
           const uint64_t n = buffer.size() / out_element;
-          gather_dcp(t, offset / out_element, n, scratch.data());
-          convert(t.dtype, std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)),
-                  to, buffer, n);
+          gather(offset / out_element, n, scratch.data());
+          convert(t.dtype,
+                  std::span<const std::byte>(scratch.data(), static_cast<size_t>(n * element)), to,
+                  buffer, n);
         },
         count * out_element);
   }
-  for (const DcpPiece& p : t.pieces)
-    if (!p.storage.empty()) drop_pages(p.storage);  // read pages leave this process
+  drop_read(t, read, true);
 }
 
 }  // namespace

@@ -77,10 +77,12 @@ constexpr std::array kKnownGlobals = {
     KnownGlobal{"collections", "OrderedDict", DcpClass::ordered_dict},
 };
 // torch's dtypes that tlio does not write: a tensor of one is refused by name (or skipped).
-constexpr std::array kOtherTorchDtypes = {
-    "complex128", "cdouble",  "complex32", "chalf",   "cfloat",           "float8_e4m3fnuz",
-    "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint32", "uint64", "qint8",
-    "quint8",     "qint32",   "quint4x2",  "quint2x4", "bits8",           "bits16"};
+constexpr std::array kOtherTorchDtypes = {"complex128",      "cdouble",        "complex32",
+                                          "chalf",           "cfloat",         "float8_e4m3fnuz",
+                                          "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+                                          "uint32",          "uint64",         "qint8",
+                                          "quint8",          "qint32",         "quint4x2",
+                                          "quint2x4",        "bits8",          "bits16"};
 
 [[noreturn]] void malformed(const std::string& what) {
   throw_format(Rule::pickle, {}, "DCP metadata: " + what);
@@ -97,9 +99,9 @@ class DcpResolver final : public PickleResolver {
     };
     for (const KnownGlobal& g : kKnownGlobals)
       if (g.module == module && g.name == name) return tagged(g.kind);
-    if (module == "torch" && (torch_dtype_named(name) ||
-                              std::find(kOtherTorchDtypes.begin(), kOtherTorchDtypes.end(),
-                                        name) != kOtherTorchDtypes.end()))
+    if (module == "torch" &&
+        (torch_dtype_named(name) || std::find(kOtherTorchDtypes.begin(), kOtherTorchDtypes.end(),
+                                              name) != kOtherTorchDtypes.end()))
       return tagged(DcpClass::dtype);
     throw_format(Rule::pickle, {},
                  fmt::format("DCP metadata names {}, which is not one of the classes "
@@ -175,8 +177,8 @@ std::vector<uint64_t> counts(const Pickle& p, ValueId v, std::string_view what) 
   if (p[v].kind != PyKind::tuple && p[v].kind != PyKind::list)
     malformed(fmt::format("{} is not a tuple", what));
   if (p[v].items.size() > kMaxDcpDims)
-    malformed(fmt::format("{} has {} dimensions (at most {})", what, p[v].items.size(),
-                          kMaxDcpDims));
+    malformed(
+        fmt::format("{} has {} dimensions (at most {})", what, p[v].items.size(), kMaxDcpDims));
   std::vector<uint64_t> out;
   for (const ValueId i : p[v].items) out.push_back(count(p, i, what));
   return out;
@@ -200,7 +202,9 @@ void read_dtype(const Pickle& p, ValueId properties, DcpEntry& e) {
   e.dtype = torch_dtype_named(e.dtype_name);
 }
 
-std::string box_text(const std::vector<uint64_t>& v) { return fmt::format("({})", fmt::join(v, ", ")); }
+std::string box_text(const std::vector<uint64_t>& v) {
+  return fmt::format("({})", fmt::join(v, ", "));
+}
 
 // The chunks of `e` must lie inside it, be disjoint, and together hold every element.
 void check_tiling(const DcpEntry& e) {
@@ -210,8 +214,10 @@ void check_tiling(const DcpEntry& e) {
   const size_t rank = e.shape.size();
   uint64_t numel = 1, covered = 0;
   for (const uint64_t d : e.shape)
-    if (const auto n = checked_mul(numel, d)) numel = *n;
-    else refuse("its size overflows");
+    if (const auto n = checked_mul(numel, d))
+      numel = *n;
+    else
+      refuse("its size overflows");
   for (const DcpChunk& c : e.chunks) {
     if (c.offsets.size() != rank || c.sizes.size() != rank)
       refuse(fmt::format("a chunk at {} has {} dimensions, the tensor {}", box_text(c.offsets),
@@ -237,7 +243,8 @@ void check_tiling(const DcpEntry& e) {
       std::vector<uint64_t> starts;
       for (const size_t i : order) starts.push_back(e.chunks[i].offsets[d]);
       std::sort(starts.begin(), starts.end());
-      const size_t n = static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
+      const size_t n =
+          static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
       if (n > most) most = n, axis = d;
     }
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -250,8 +257,8 @@ void check_tiling(const DcpEntry& e) {
         if (b.offsets[axis] >= a.offsets[axis] + a.sizes[axis]) break;
         bool overlap = true;
         for (size_t d = 0; d < rank && overlap; ++d)
-          overlap = a.offsets[d] < b.offsets[d] + b.sizes[d] &&
-                    b.offsets[d] < a.offsets[d] + a.sizes[d];
+          overlap =
+              a.offsets[d] < b.offsets[d] + b.sizes[d] && b.offsets[d] < a.offsets[d] + a.sizes[d];
         if (overlap)
           refuse(fmt::format("its chunks at {} and {} overlap", box_text(a.offsets),
                              box_text(b.offsets)));
@@ -269,8 +276,8 @@ uint32_t file_index(const std::string& name, DcpMetadata& m,
                     std::unordered_map<std::string, uint32_t>& files) {
   if (name.empty() || name == "." || name == ".." || name == kDcpMetadataFile ||
       name.find_first_of(std::string_view("/\\\0", 3)) != std::string::npos)
-    malformed(fmt::format("storage file {} is not a plain file name of the folder",
-                          quote_name(name)));
+    malformed(
+        fmt::format("storage file {} is not a plain file name of the folder", quote_name(name)));
   const auto [it, added] = files.emplace(name, static_cast<uint32_t>(m.files.size()));
   if (added) {
     if (m.files.size() >= kMaxDcpFiles)
@@ -297,9 +304,9 @@ std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, Dc
     if (p[fqn].kind != PyKind::text) malformed("a MetadataIndex whose fqn is not text");
     const ValueId offset = field(p, index, "offset");
     const bool has_offset = offset != kNoValue && p[offset].kind != PyKind::none;
-    StorageKey key{p[fqn].text, has_offset,
-                   has_offset ? counts(p, offset, "a MetadataIndex offset")
-                              : std::vector<uint64_t>{}};
+    StorageKey key{
+        p[fqn].text, has_offset,
+        has_offset ? counts(p, offset, "a MetadataIndex offset") : std::vector<uint64_t>{}};
     if (const ValueId t = field(p, info, "transform_descriptors");
         t != kNoValue && !p[t].items.empty()) {
       std::vector<std::string> names;
@@ -325,10 +332,10 @@ DcpStorage take_storage(std::map<StorageKey, DcpStorage>& storages, const Storag
   const auto it = storages.find(key);
   if (it == storages.end())
     throw_format(Rule::checkpoint, std::get<0>(key),
-                 std::get<1>(key) ? fmt::format("the chunk at {} of {} has no storage",
-                                                box_text(std::get<2>(key)),
-                                                quote_name(std::get<0>(key)))
-                                  : fmt::format("{} has no storage", quote_name(std::get<0>(key))));
+                 std::get<1>(key)
+                     ? fmt::format("the chunk at {} of {} has no storage",
+                                   box_text(std::get<2>(key)), quote_name(std::get<0>(key)))
+                     : fmt::format("{} has no storage", quote_name(std::get<0>(key))));
   const DcpStorage s = it->second;
   storages.erase(it);
   return s;
@@ -344,9 +351,12 @@ std::unordered_map<std::string, std::vector<std::string>> read_paths(const Pickl
     if (p[pairs[i]].kind != PyKind::text || path.kind != PyKind::tuple) continue;
     std::vector<std::string> parts;
     for (const ValueId part : path.items)
-      if (p[part].kind == PyKind::text) parts.push_back(p[part].text);
-      else if (p[part].kind == PyKind::integer) parts.push_back(std::to_string(p[part].integer));
-      else malformed("a planner_data path part that is neither text nor an index");
+      if (p[part].kind == PyKind::text)
+        parts.push_back(p[part].text);
+      else if (p[part].kind == PyKind::integer)
+        parts.push_back(std::to_string(p[part].integer));
+      else
+        malformed("a planner_data path part that is neither text nor an index");
     out[p[pairs[i]].text] = std::move(parts);
   }
   return out;
@@ -370,9 +380,11 @@ DcpEntry read_tensor(const Pickle& p, const std::string& fqn, ValueId v) {
     chunk.sizes = counts(p, required(p, c, "sizes", "a chunk"), "chunk sizes");
     chunk.elements = 1;
     for (const uint64_t s : chunk.sizes)
-      if (const auto n = checked_mul(chunk.elements, s)) chunk.elements = *n;
-      else throw_format(Rule::checkpoint, fqn, fmt::format("tensor {}: a chunk's size overflows",
-                                                           quote_name(fqn)));
+      if (const auto n = checked_mul(chunk.elements, s))
+        chunk.elements = *n;
+      else
+        throw_format(Rule::checkpoint, fqn,
+                     fmt::format("tensor {}: a chunk's size overflows", quote_name(fqn)));
     e.chunks.push_back(std::move(chunk));
   }
   check_tiling(e);
@@ -409,7 +421,8 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> pickle) {
       e = read_tensor(p, fqn, v);
       for (DcpChunk& c : e.chunks) c.storage = take_storage(storages, {fqn, true, c.offsets});
     } else {
-      malformed(fmt::format("{} is neither a tensor's nor a byte item's metadata", quote_name(fqn)));
+      malformed(
+          fmt::format("{} is neither a tensor's nor a byte item's metadata", quote_name(fqn)));
     }
     if (auto it = paths.find(fqn); it != paths.end() && !it->second.empty())
       e.path = std::move(it->second);

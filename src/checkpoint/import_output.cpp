@@ -35,9 +35,8 @@ bool is_side_file(const std::filesystem::path& p) {
 Dtype import_dtype(Dtype dtype, const ImportOptions& options) {
   // (Floating tensors are converted as `tlio convert --dtype` converts them; integers and
   // booleans are kept.)
-  return options.dtype && is_floating(dtype) && can_convert(dtype, *options.dtype)
-             ? *options.dtype
-             : dtype;
+  return options.dtype && is_floating(dtype) && can_convert(dtype, *options.dtype) ? *options.dtype
+                                                                                   : dtype;
 }
 
 void check_import_dtype(const ImportOptions& options) {

@@ -98,8 +98,8 @@ std::vector<TensorPlan> plan_tensors(Checkpoint& c, const ImportOptions& options
         keys.push_back(*name);
         values.push_back(pairs[i + 1]);
       }
-    const std::optional<size_t> model = model_part(
-        keys, [&](size_t i) { return c.pickle[values[i]].kind == PyKind::dict; });
+    const std::optional<size_t> model =
+        model_part(keys, [&](size_t i) { return c.pickle[values[i]].kind == PyKind::dict; });
     if (model) {
       root = values[*model];
       contents.chosen_key = keys[*model];

@@ -164,6 +164,24 @@ static void test_import(const char* dir) {
         strstr(tl_last_error(), "posix.system") != NULL);
   CHECK(tl_import_checkpoint(data_path("checkpoints/small_zip.pt"), out, NULL, 8u, 0, NULL) ==
         TL_EINVAL);
+  /* A DCP folder (two ranks' chunks) to a model folder, every tensor as torch reads it back. */
+  snprintf(out, sizeof out, "%s/dcp", dir);
+  CHECK(tl_import_checkpoint(data_path("dcp/two_ranks"), out, NULL, TL_IMPORT_ALL, 0, &tensors) ==
+        TL_OK);
+  CHECK(tensors == 33);
+  snprintf(out, sizeof out, "%s/dcp/model.safetensors", dir);
+  CHECK(tl_open(out, &f) == TL_OK);
+  CHECK(tl_open(data_path("dcp/two_ranks.expected.safetensors"), &expected) == TL_OK);
+  if (f && expected) {
+    size_t i, j;
+    struct tl_tensor_info a, b;
+    CHECK(tl_tensor_find(f, "tp.down.weight", &i) == TL_OK && /* column shards */
+          tl_tensor_find(expected, "tp.down.weight", &j) == TL_OK);
+    CHECK(tl_tensor_info(f, i, &a) == TL_OK && tl_tensor_info(expected, j, &b) == TL_OK);
+    CHECK(a.byte_size == b.byte_size && memcmp(a.data, b.data, (size_t)a.byte_size) == 0);
+  }
+  tl_close(f);
+  tl_close(expected);
 }
 
 static void test_write(const char* dir) {

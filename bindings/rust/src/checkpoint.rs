@@ -27,9 +27,10 @@ pub struct ImportOptions<'a> {
 
 /// Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
 /// safetensors file `dst`, atomically, as `tlio import` does, and returns the number of tensors
-/// written. A directory holding pytorch_model.bin or its shards becomes a model directory. A
-/// pickle naming code that `torch.load` would run is an `ErrorKind::Format` error with rule
-/// "pickle".
+/// written. A directory holding pytorch_model.bin or its shards becomes a model directory, and
+/// so does a torch.distributed.checkpoint (DCP) folder, each tensor assembled from the chunks
+/// its ranks saved. A pickle naming code that `torch.load` would run is an
+/// `ErrorKind::Format` error with rule "pickle".
 pub fn import_checkpoint(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,

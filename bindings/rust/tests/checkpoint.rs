@@ -47,6 +47,29 @@ fn imports_what_torch_load_returns() {
 }
 
 #[test]
+fn imports_a_distributed_checkpoint_as_torch_reads_it_back() {
+    let out = scratch("import-dcp").join("model");
+    let options = tlio::ImportOptions {
+        import_all: true,
+        ..Default::default()
+    };
+    let src = data().join("dcp/two_ranks");
+    assert_eq!(tlio::import_checkpoint(&src, &out, &options).unwrap(), 33);
+    let got = tlio::File::open(out.join("model.safetensors")).unwrap();
+    let expected = tlio::File::open(data().join("dcp/two_ranks.expected.safetensors")).unwrap();
+    assert_eq!(got.len(), expected.len());
+    for t in expected.tensors() {
+        let g = got.tensor(t.name()).unwrap();
+        assert_eq!(
+            (g.dtype(), g.shape(), g.data()),
+            (t.dtype(), t.shape(), t.data()),
+            "{}",
+            t.name()
+        );
+    }
+}
+
+#[test]
 fn imports_floating_tensors_in_the_dtype_asked() {
     let out = scratch("import-bf16").join("out.safetensors");
     let src = data().join("checkpoints/small_zip.pt");

@@ -169,6 +169,21 @@ def transforms(meta):
             info.transform_descriptors = ["zstd"]
 
 
+def shared_bytes(meta):
+    infos = [info for index, info in meta.storage_data.items() if index.fqn == "model.up.weight"]
+    infos[1].offset, infos[1].relative_path = infos[0].offset, infos[0].relative_path
+
+
+def fifo(meta):
+    for index, info in meta.storage_data.items():
+        if index.fqn == "model.up.bias":
+            info.relative_path = "fifo"
+
+
+def long_name(meta):
+    meta.planner_data["model.up.bias"] = ("model", "x" * 5000)
+
+
 class RunsCode:
     def __reduce__(self):
         return (os.system, ("echo pwned",))
@@ -181,9 +196,13 @@ def foreign(meta):
 @pytest.mark.parametrize("change, says", [
     (overlap, "overlap"), (gap, "hold 30 of its 60 elements"), (past_shape, "reaches past"),
     (huge, "overflows"), (past_file, "past the end"), (no_storage, "has no storage"),
-    (transforms, "stream transforms (zstd)"), (foreign, "system, which is not one of the classes")])
+    (transforms, "stream transforms (zstd)"), (foreign, "system, which is not one of the classes"),
+    (shared_bytes, "overlap in __"), (fifo, "fifo is not a regular file"),
+    (long_name, "5000 bytes (at most 4096)")])
 def test_hostile_metadata_is_refused_by_name_and_nothing_is_written(fresh, tmp_path, change, says):
     ckpt = damaged(fresh, tmp_path, change)
+    if change is fifo:
+        os.mkfifo(ckpt / "fifo")  # named in the metadata: refused, never waited on
     r = run("import", ckpt, tmp_path / "out", "--all", ok=False)
     assert says in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()

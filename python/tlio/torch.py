@@ -33,7 +33,19 @@ from . import safe_open as _safe_open
 
 __all__ = ["safe_open", "serialize", "serialize_file", "deserialize",
            "save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr",
-           "storage_size", "load_sharded", "load_distributed"]
+           "storage_size", "load_sharded", "load_distributed", "StorageReader"]
+
+
+def __getattr__(name):
+    # StorageReader subclasses torch.distributed.checkpoint's, imported only when it is asked for.
+    if name == "StorageReader":
+        try:
+            from ._dcp import StorageReader
+        except ImportError as e:
+            raise ImportError(f"tlio.torch.StorageReader needs torch.distributed.checkpoint, which "
+                              f"torch {_torch.__version__} here does not have ({e})") from e
+        return StorageReader
+    raise AttributeError(f"module 'tlio.torch' has no attribute {name!r}")
 
 # Header dtype -> torch dtype, for the types this torch has. The numpy array a tensor comes in
 # as has the same width; types torch.from_numpy does not take are reinterpreted with .view().

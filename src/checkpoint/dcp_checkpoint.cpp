@@ -3,23 +3,30 @@
 // from its chunks.
 #include "checkpoint/dcp_checkpoint.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "checkpoint/torch_container.hpp"
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/torch_walk.hpp"
+#include "checkpoint/zip.hpp"
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
+#include "io/os_file.hpp"
 #include "io/store.hpp"
 #include "tlio/error.hpp"
 
@@ -31,24 +38,26 @@ namespace {
 std::vector<std::pair<const DcpEntry*, std::string>> select_entries(const DcpMetadata& m,
                                                                     const ImportOptions& options,
                                                                     CheckpointContents& contents) {
-  std::string prefix;  // joined with "." as DCP flattens names
+  std::string prefix;    // joined with "." as DCP flattens names
+  bool by_path = false;  // the prefix is a whole first key of the state dict's paths
   if (!options.key.empty()) {
     prefix = options.key;
   } else if (!options.import_all) {
     std::vector<std::string> keys;
     std::vector<bool> nested;
+    std::unordered_map<std::string_view, size_t> index;
     for (const DcpEntry& e : m.entries) {
-      const auto it = std::find(keys.begin(), keys.end(), e.path.front());
-      if (it == keys.end()) {
+      const auto [it, added] = index.emplace(e.path.front(), keys.size());
+      if (added) {
         keys.push_back(e.path.front());
         nested.push_back(e.path.size() > 1);
       } else {
-        nested[static_cast<size_t>(it - keys.begin())] =
-            nested[static_cast<size_t>(it - keys.begin())] && e.path.size() > 1;
+        nested[it->second] = nested[it->second] && e.path.size() > 1;
       }
     }
     if (const std::optional<size_t> model = model_part(keys, [&](size_t i) { return nested[i]; })) {
       prefix = keys[*model];
+      by_path = true;
       contents.chosen_key = prefix;
       for (const std::string& k : keys)
         if (k != prefix) contents.other_keys.push_back(k);
@@ -59,7 +68,7 @@ std::vector<std::pair<const DcpEntry*, std::string>> select_entries(const DcpMet
     std::string name = e.fqn;
     if (!prefix.empty()) {
       if (e.fqn.size() <= prefix.size() || !e.fqn.starts_with(prefix) ||
-          e.fqn[prefix.size()] != '.')
+          e.fqn[prefix.size()] != '.' || (by_path && e.path.front() != prefix))
         continue;
       name = e.fqn.substr(prefix.size() + 1);
     }
@@ -86,15 +95,8 @@ std::vector<std::pair<const DcpEntry*, std::string>> select_entries(const DcpMet
 // one tensor checked against the chunk (dtype, sizes) and its view against its storage.
 DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
   const DcpChunk& chunk = e.chunks[k];
-  const auto bytes = c.mappings[chunk.storage.file].bytes();
+  const auto bytes = c.mappings[chunk.storage.file].bytes();  // (its range checked in open_dcp)
   const std::string& file = c.metadata.files[chunk.storage.file];
-  if (chunk.storage.offset > bytes.size() ||
-      chunk.storage.length > bytes.size() - chunk.storage.offset)
-    throw_format(Rule::checkpoint, e.fqn,
-                 fmt::format("the chunk at ({}) of {} lies at bytes {}+{}, past the end of {} "
-                             "({} bytes)",
-                             fmt::join(chunk.offsets, ", "), quote_name(e.fqn),
-                             chunk.storage.offset, chunk.storage.length, file, bytes.size()));
   Checkpoint saved;
   saved.name = file;
   saved.bytes = bytes.subspan(static_cast<size_t>(chunk.storage.offset),
@@ -119,10 +121,12 @@ DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
                        fmt::join(chunk.sizes, ", ")));
   DcpPiece piece;
   const TensorRecord& t = saved.resolver.tensors[pl.tensor];
-  piece.storage = saved.storage_bytes(t.storage);
-  if (piece.storage.data() < saved.bytes.data() ||
-      piece.storage.data() + piece.storage.size() > saved.bytes.data() + saved.bytes.size())
+  const StorageRecord& record = saved.resolver.storages[t.storage];
+  const ZipEntry* entry = saved.zip->find(saved.prefix + "data/" +
+                                          (record.root_key.empty() ? record.key : record.root_key));
+  if (entry && entry->method != 0)  // (refused before anything is inflated)
     refuse("its storage is compressed in the archive (DCP writes it stored)");
+  piece.storage = saved.storage_bytes(t.storage);
   piece.view = t;
   piece.contiguous = pl.contiguous;
   const unsigned element = dtype_bits(pl.dtype) / 8;
@@ -134,27 +138,54 @@ DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
 
 }  // namespace
 
+namespace {
+
+// A file of the checkpoint mapped: a regular file (a FIFO or a device named in the metadata is
+// refused, not waited on).
+Mapping map_regular(const std::filesystem::path& path, const std::string& shown) {
+  const int raw = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (raw < 0) throw_errno("cannot open", shown, errno);
+  const Fd fd(raw);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", shown, errno);
+  if (!S_ISREG(st.st_mode))
+    throw_format(Rule::checkpoint, {}, fmt::format("{} is not a regular file", shown));
+  return Mapping(fd.get(), static_cast<uint64_t>(st.st_size), shown);
+}
+
+}  // namespace
+
 void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOptions& options,
               CheckpointContents& contents) {
-  const Location where = Location::parse(dir.native());
-  c.name = where.display();
+  c.name = Location::parse(dir.native()).display();
+  const auto shown = [&](const std::string& file) {
+    return (std::filesystem::path(c.name) / file).string();
+  };
   {
-    const Location meta = where.join(kDcpMetadataFile);
-    const Fd fd = open_whole_file(meta);
-    const Mapping m(fd.get(), fd_size(fd.get(), meta.display()), meta.display());
+    const Mapping m = map_regular(dir / kDcpMetadataFile, shown(kDcpMetadataFile));
     try {
       c.metadata = parse_dcp_metadata(m.bytes());
     } catch (const Error& e) {
-      throw e.with_source(meta.display());
+      throw e.with_source(shown(kDcpMetadataFile));
     }
   }
   contents.format = "dcp";
-  for (const std::string& file : c.metadata.files) {
-    const Location at = where.join(file);
-    const Fd fd = open_whole_file(at);
-    c.mappings.emplace_back(fd.get(), fd_size(fd.get(), at.display()), at.display());
+  for (const std::string& file : c.metadata.files)
+    c.mappings.push_back(map_regular(dir / file, shown(file)));
+  // Every item's bytes inside its file, whatever is imported.
+  const auto check_range = [&](const DcpStorage& s, const std::string& fqn) {
+    const uint64_t size = c.mappings[s.file].bytes().size();
+    if (s.offset > size || s.length > size - s.offset)
+      throw_format(
+          Rule::checkpoint, fqn,
+          fmt::format("{}'s bytes {}+{} lie past the end of {} ({} bytes)", quote_name(fqn),
+                      s.offset, s.length, c.metadata.files[s.file], size));
+  };
+  for (const DcpEntry& e : c.metadata.entries) {
+    if (e.is_bytes) check_range(e.storage, e.fqn);
+    for (const DcpChunk& k : e.chunks) check_range(k.storage, e.fqn);
   }
-  for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {
+  for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {  // (by reference)
     if (!entry->dtype) {
       const std::string why = fmt::format(
           "tensor {} is saved as torch.{}, which safetensors has "
@@ -172,12 +203,17 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
         try {
           plan.pieces.push_back(read_piece(c, *entry, k));
         } catch (const Error& e) {
-          throw e.with_source(
-              where.join(c.metadata.files[entry->chunks[k].storage.file]).display());
+          throw e.with_source(shown(c.metadata.files[entry->chunks[k].storage.file]));
         }
       } else {
         plan.pieces.emplace_back();  // nothing to read
       }
+    for (size_t k = 0; k < entry->chunks.size(); ++k)
+      if (entry->chunks[k].elements > 0) plan.by_start.push_back(k);
+    if (!entry->shape.empty())
+      std::stable_sort(plan.by_start.begin(), plan.by_start.end(), [&](size_t a, size_t b) {
+        return entry->chunks[a].offsets[0] < entry->chunks[b].offsets[0];
+      });
     contents.tensors.push_back({plan.name,
                                 plan.dtype,
                                 Shape(entry->shape),
@@ -224,17 +260,29 @@ void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byt
   std::vector<size_t> covering;                      // by their start in the last dimension
   std::vector<uint64_t> lo(rank - 1), hi(rank - 1);  // where `covering` stays the same
   bool valid = false;
+  // The chunks that may hold a line: those started at or before its index along dimension 0
+  // (t.by_start's first `started`), less those ended before it. Lines only go forward.
+  size_t started = 0;
+  std::vector<size_t> active;
   while (count > 0) {
     bool inside = valid;
     for (size_t d = 0; d + 1 < rank && inside; ++d) inside = index[d] >= lo[d] && index[d] < hi[d];
-    if (!inside) {
+    if (!inside && rank == 1) {
+      covering = t.by_start;  // the one line: every chunk, by its start
+    } else if (!inside) {
+      for (; started < t.by_start.size() && e.chunks[t.by_start[started]].offsets[0] <= index[0];
+           ++started)
+        active.push_back(t.by_start[started]);
+      std::erase_if(active, [&](size_t k) {
+        return e.chunks[k].offsets[0] + e.chunks[k].sizes[0] <= index[0];
+      });
       covering.clear();
       std::fill(lo.begin(), lo.end(), 0);
       for (size_t d = 0; d + 1 < rank; ++d) hi[d] = e.shape[d];
-      for (size_t k = 0; k < e.chunks.size(); ++k) {
+      for (const size_t k : active) {
         const DcpChunk& c = e.chunks[k];
-        bool holds = c.elements > 0;
-        for (size_t d = 0; d + 1 < rank && holds; ++d)
+        bool holds = true;
+        for (size_t d = 1; d + 1 < rank && holds; ++d)
           holds = index[d] >= c.offsets[d] && index[d] < c.offsets[d] + c.sizes[d];
         if (!holds) continue;
         covering.push_back(k);
@@ -246,8 +294,8 @@ void gather_dcp(const DcpTensorPlan& t, uint64_t first, uint64_t count, std::byt
       std::sort(covering.begin(), covering.end(), [&](size_t a, size_t b) {
         return e.chunks[a].offsets[rank - 1] < e.chunks[b].offsets[rank - 1];
       });
-      valid = true;
     }
+    valid = true;
     // The pieces of this line from `column` on.
     for (const size_t k : covering) {
       const DcpChunk& c = e.chunks[k];

@@ -31,6 +31,7 @@ struct DcpTensorPlan {
   const DcpEntry* entry = nullptr;
   Dtype dtype = Dtype::F32;
   std::vector<DcpPiece> pieces;  // entry->chunks' saved tensors, in the same order
+  std::vector<size_t> by_start;  // the chunks holding elements, by their start in dimension 0
 };
 
 struct DcpCheckpoint {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "io/location.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
+#include "model/layout.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
@@ -105,10 +108,21 @@ CheckpointContents read_dcp(const std::filesystem::path& src, const ImportOption
 }  // namespace detail
 
 bool is_dcp_checkpoint(const std::filesystem::path& dir) {
+  // A local folder with DCP's .metadata (a pickle whose first class is DCP's Metadata) and no
+  // safetensors weights: a stray file of that name does not make a model folder a checkpoint.
   std::error_code ec;
   const detail::Location where = detail::Location::parse(dir.native());
-  return detail::store_of(where).local_node(where) && std::filesystem::is_directory(dir, ec) &&
-         std::filesystem::is_regular_file(dir / detail::kDcpMetadataFile, ec);
+  if (!detail::store_of(where).local_node(where) || !std::filesystem::is_directory(dir, ec) ||
+      !std::filesystem::is_regular_file(dir / detail::kDcpMetadataFile, ec) ||
+      std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
+      std::filesystem::exists(dir / detail::kShardIndexFile, ec))
+    return false;
+  std::ifstream in(dir / detail::kDcpMetadataFile, std::ios::binary);
+  std::string head(128, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.size() > 2 && head[0] == '\x80' &&
+         head.find("torch.distributed.checkpoint.metadata") != std::string::npos;
 }
 
 }  // namespace tlio

@@ -77,19 +77,67 @@ constexpr std::array kKnownGlobals = {
     KnownGlobal{"collections", "OrderedDict", DcpClass::ordered_dict},
 };
 // torch's dtypes that tlio does not write: a tensor of one is refused by name (or skipped).
-constexpr std::array kOtherTorchDtypes = {"complex128",      "cdouble",        "complex32",
-                                          "chalf",           "cfloat",         "float8_e4m3fnuz",
-                                          "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
-                                          "uint32",          "uint64",         "qint8",
-                                          "quint8",          "qint32",         "quint4x2",
-                                          "quint2x4",        "bits8",          "bits16"};
+constexpr std::array kOtherTorchDtypes = {"complex128",
+                                          "cdouble",
+                                          "complex32",
+                                          "chalf",
+                                          "cfloat",
+                                          "float8_e4m3fnuz",
+                                          "float8_e5m2fnuz",
+                                          "float8_e8m0fnu",
+                                          "float4_e2m1fn_x2",
+                                          "uint32",
+                                          "uint64",
+                                          "qint8",
+                                          "quint8",
+                                          "qint32",
+                                          "quint4x2",
+                                          "quint2x4",
+                                          "bits1x8",
+                                          "bits2x4",
+                                          "bits4x2",
+                                          "bits8",
+                                          "bits16",
+                                          "uint1",
+                                          "uint2",
+                                          "uint3",
+                                          "uint4",
+                                          "uint5",
+                                          "uint6",
+                                          "uint7",
+                                          "int1",
+                                          "int2",
+                                          "int3",
+                                          "int4",
+                                          "int5",
+                                          "int6",
+                                          "int7"};
 
 [[noreturn]] void malformed(const std::string& what) {
   throw_format(Rule::pickle, {}, "DCP metadata: " + what);
 }
 
+// What the decoder may still copy out of the pickle (values and bytes of text): a pickle's memo
+// names a value again for a few bytes, so copies are charged against a budget its size sets.
+class CopyBudget {
+ public:
+  explicit CopyBudget(size_t pickle_bytes)
+      : left_(kDcpCopyFactor * pickle_bytes + (uint64_t{16} << 20)) {}
+  void take(uint64_t n) {
+    if (n > left_)
+      malformed(fmt::format("it names its values again more than {} times its size allows",
+                            kDcpCopyFactor));
+    left_ -= n;
+  }
+
+ private:
+  uint64_t left_;
+};
+
 class DcpResolver final : public PickleResolver {
  public:
+  explicit DcpResolver(CopyBudget& budget) : budget_(budget) {}
+
   ValueId global(Pickle& p, std::string_view module, std::string_view name) override {
     const std::string full = fmt::format("{}.{}", module, name);
     const auto tagged = [&](DcpClass c) {
@@ -117,15 +165,22 @@ class DcpResolver final : public PickleResolver {
         const ValueId t = p.make(PyKind::tuple);
         if (a.size() != 1 || (p[a[0]].kind != PyKind::tuple && p[a[0]].kind != PyKind::list))
           malformed("torch.Size of something that is not a tuple");
+        if (p[a[0]].items.size() > kMaxDcpDims)
+          malformed(fmt::format("a torch.Size of {} dimensions (at most {})", p[a[0]].items.size(),
+                                kMaxDcpDims));
+        budget_.take(p[a[0]].items.size() * sizeof(ValueId));
         p[t].items = p[a[0]].items;
         return t;
       }
       case DcpClass::get_layout:
       case DcpClass::getattr:  // _MEM_FORMAT_ENCODING.X, torch.strided: only named
-        return p.make_text(PyKind::text, a.empty() ? std::string() : p[a.back()].text);
+        if (a.empty()) return p.make_text(PyKind::text, {});
+        budget_.take(p[a.back()].text.size());
+        return p.make_text(PyKind::text, p[a.back()].text);
       case DcpClass::ordered_dict: {
         const ValueId d = p.make(PyKind::dict);
         if (!a.empty()) {
+          budget_.take(p[a[0]].items.size() * 2 * sizeof(ValueId));
           const std::vector<ValueId> items = p[a[0]].items;
           for (const ValueId pair : items) {
             if (p[pair].items.size() != 2) malformed("an OrderedDict of something but pairs");
@@ -143,7 +198,20 @@ class DcpResolver final : public PickleResolver {
   ValueId persistent(Pickle&, ValueId) override {
     malformed("a persistent id (DCP's metadata holds no storages)");
   }
+
+ private:
+  CopyBudget& budget_;
 };
+
+// A name copied out of the pickle: text of at most kMaxDcpName bytes, charged to the budget.
+const std::string& name_text(const Pickle& p, ValueId v, std::string_view what,
+                             CopyBudget& budget) {
+  if (p[v].kind != PyKind::text) malformed(fmt::format("{} is not text", what));
+  if (p[v].text.size() > kMaxDcpName)
+    malformed(fmt::format("{} of {} bytes (at most {})", what, p[v].text.size(), kMaxDcpName));
+  budget.take(p[v].text.size());
+  return p[v].text;
+}
 
 bool is_class(const Pickle& p, ValueId v, DcpClass c) {
   if (p[v].kind != PyKind::object || p[v].callable == kNoValue) return false;
@@ -250,11 +318,17 @@ void check_tiling(const DcpEntry& e) {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return e.chunks[a].offsets[axis] < e.chunks[b].offsets[axis];
     });
+    uint64_t checks = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       const DcpChunk& a = e.chunks[order[i]];
       for (size_t j = i + 1; j < order.size(); ++j) {
         const DcpChunk& b = e.chunks[order[j]];
         if (b.offsets[axis] >= a.offsets[axis] + a.sizes[axis]) break;
+        if (++checks > kMaxDcpOverlapChecks)
+          refuse(
+              fmt::format("its {} chunks overlap along every dimension too often to check "
+                          "(more than {} pairs)",
+                          e.chunks.size(), kMaxDcpOverlapChecks));
         bool overlap = true;
         for (size_t d = 0; d < rank && overlap; ++d)
           overlap =
@@ -290,7 +364,8 @@ uint32_t file_index(const std::string& name, DcpMetadata& m,
 using StorageKey = std::tuple<std::string, bool, std::vector<uint64_t>>;  // fqn, offset?, offset
 
 // storage_data: MetadataIndex -> _StorageInfo.
-std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, DcpMetadata& m) {
+std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, DcpMetadata& m,
+                                               CopyBudget& budget) {
   if (dict == kNoValue || p[dict].kind != PyKind::dict)
     malformed("no storage_data dict (a storage layer other than FileSystemWriter's)");
   std::map<StorageKey, DcpStorage> out;
@@ -301,7 +376,7 @@ std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, Dc
     if (!is_class(p, index, DcpClass::index) || !is_class(p, info, DcpClass::storage_info))
       malformed("a storage_data entry that is not MetadataIndex -> _StorageInfo");
     const ValueId fqn = required(p, index, "fqn", "a MetadataIndex");
-    if (p[fqn].kind != PyKind::text) malformed("a MetadataIndex whose fqn is not text");
+    (void)name_text(p, fqn, "a MetadataIndex's fqn", budget);
     const ValueId offset = field(p, index, "offset");
     const bool has_offset = offset != kNoValue && p[offset].kind != PyKind::none;
     StorageKey key{
@@ -317,8 +392,7 @@ std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, Dc
                               quote_name(p[fqn].text), fmt::join(names, ", ")));
     }
     const ValueId path = required(p, info, "relative_path", "a _StorageInfo");
-    if (p[path].kind != PyKind::text) malformed("a _StorageInfo whose path is not text");
-    DcpStorage s{file_index(p[path].text, m, files),
+    DcpStorage s{file_index(name_text(p, path, "a storage file name", budget), m, files),
                  count(p, required(p, info, "offset", "a _StorageInfo"), "a storage offset"),
                  count(p, required(p, info, "length", "a _StorageInfo"), "a storage length")};
     if (!checked_add(s.offset, s.length)) malformed("a storage range that overflows");
@@ -326,6 +400,23 @@ std::map<StorageKey, DcpStorage> read_storages(const Pickle& p, ValueId dict, Dc
       malformed(fmt::format("two storages for one chunk of {}", quote_name(p[fqn].text)));
   }
   return out;
+}
+
+// No two items' bytes overlap (DCP writes each once, one after another).
+void check_disjoint(const std::map<StorageKey, DcpStorage>& storages, const DcpMetadata& m) {
+  std::vector<const std::pair<const StorageKey, DcpStorage>*> order;
+  for (const auto& entry : storages) order.push_back(&entry);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->second.file, a->second.offset) < std::tie(b->second.file, b->second.offset);
+  });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const DcpStorage &a = order[i - 1]->second, &b = order[i]->second;
+    if (a.file == b.file && b.offset < a.offset + a.length && b.length > 0 && a.length > 0)
+      throw_format(Rule::checkpoint, std::get<0>(order[i]->first),
+                   fmt::format("the bytes of {} and {} overlap in {}",
+                               quote_name(std::get<0>(order[i - 1]->first)),
+                               quote_name(std::get<0>(order[i]->first)), m.files[a.file]));
+  }
 }
 
 DcpStorage take_storage(std::map<StorageKey, DcpStorage>& storages, const StorageKey& key) {
@@ -342,7 +433,8 @@ DcpStorage take_storage(std::map<StorageKey, DcpStorage>& storages, const Storag
 }
 
 // planner_data: fqn -> the tuple of state dict keys it was flattened from.
-std::unordered_map<std::string, std::vector<std::string>> read_paths(const Pickle& p, ValueId d) {
+std::unordered_map<std::string, std::vector<std::string>> read_paths(const Pickle& p, ValueId d,
+                                                                     CopyBudget& budget) {
   std::unordered_map<std::string, std::vector<std::string>> out;
   if (d == kNoValue || p[d].kind != PyKind::dict) return out;  // a custom planner's, or none
   const auto& pairs = p[d].pairs;
@@ -350,14 +442,18 @@ std::unordered_map<std::string, std::vector<std::string>> read_paths(const Pickl
     const PyValue& path = p[pairs[i + 1]];
     if (p[pairs[i]].kind != PyKind::text || path.kind != PyKind::tuple) continue;
     std::vector<std::string> parts;
-    for (const ValueId part : path.items)
+    size_t length = 0;
+    for (const ValueId part : path.items) {
       if (p[part].kind == PyKind::text)
-        parts.push_back(p[part].text);
+        parts.push_back(name_text(p, part, "a planner_data path part", budget));
       else if (p[part].kind == PyKind::integer)
         parts.push_back(std::to_string(p[part].integer));
       else
         malformed("a planner_data path part that is neither text nor an index");
-    out[p[pairs[i]].text] = std::move(parts);
+      if ((length += parts.back().size() + 1) > kMaxDcpName)
+        malformed(fmt::format("a planner_data path longer than {} bytes", kMaxDcpName));
+    }
+    out[name_text(p, pairs[i], "a planner_data name", budget)] = std::move(parts);
   }
   return out;
 }
@@ -395,7 +491,8 @@ DcpEntry read_tensor(const Pickle& p, const std::string& fqn, ValueId v) {
 
 DcpMetadata parse_dcp_metadata(std::span<const std::byte> pickle) {
   Pickle p;
-  DcpResolver resolver;
+  CopyBudget budget(pickle.size());
+  DcpResolver resolver(budget);
   const ValueId root = p.run(pickle, 0, resolver);
   if (!is_class(p, root, DcpClass::metadata)) malformed("the pickle is not a DCP Metadata");
   DcpMetadata m;
@@ -403,13 +500,14 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> pickle) {
     m.version = p[v].text;
   const ValueId entries = required(p, root, "state_dict_metadata", "Metadata");
   if (p[entries].kind != PyKind::dict) malformed("state_dict_metadata is not a dict");
-  std::map<StorageKey, DcpStorage> storages = read_storages(p, field(p, root, "storage_data"), m);
-  auto paths = read_paths(p, field(p, root, "planner_data"));
+  std::map<StorageKey, DcpStorage> storages =
+      read_storages(p, field(p, root, "storage_data"), m, budget);
+  check_disjoint(storages, m);
+  auto paths = read_paths(p, field(p, root, "planner_data"), budget);
   const auto& pairs = p[entries].pairs;
   std::unordered_map<std::string_view, size_t> seen;
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-    if (p[pairs[i]].kind != PyKind::text) malformed("a state_dict_metadata key that is not text");
-    const std::string& fqn = p[pairs[i]].text;
+    const std::string& fqn = name_text(p, pairs[i], "a state_dict_metadata key", budget);
     if (!seen.emplace(fqn, i).second) malformed(fmt::format("{} is listed twice", quote_name(fqn)));
     const ValueId v = pairs[i + 1];
     DcpEntry e;

@@ -20,6 +20,13 @@ inline constexpr const char* kDcpMetadataFile = ".metadata";
 inline constexpr size_t kMaxDcpChunks = size_t{1} << 15;  // chunks of one tensor
 inline constexpr size_t kMaxDcpDims = 64;                 // dimensions of one tensor
 inline constexpr size_t kMaxDcpFiles = size_t{1} << 20;   // .distcp files
+inline constexpr size_t kMaxDcpName = 4096;               // bytes of a name, its path joined
+/// Pairs of chunks the overlap check compares for one tensor, at most (a tiling split the way
+/// any DCP planner splits needs a few per chunk; only a crafted staircase needs more).
+inline constexpr uint64_t kMaxDcpOverlapChecks = uint64_t{1} << 26;
+/// Values and text the decoder copies out of the pickle, at most this many times its size
+/// (plus 16 MiB): a pickle's memo can name one large value many times for a few bytes each.
+inline constexpr uint64_t kDcpCopyFactor = 16;
 
 /// Where an item's bytes are: `length` bytes at `offset` of files[file].
 struct DcpStorage {

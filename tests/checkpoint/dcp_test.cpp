@@ -117,6 +117,18 @@ TEST(Dcp, DamagedFilesAreRefusedAndNothingIsWritten) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
 }
 
+// A .metadata that is not DCP's, or beside safetensors weights, does not make a folder one.
+TEST(Dcp, AStrayMetadataFileIsNotACheckpoint) {
+  test::TempDir dir;
+  test::write_bytes(dir / ".metadata", test::to_bytes("{\"note\": \"an editor's\"}"));
+  EXPECT_FALSE(is_dcp_checkpoint(dir.path()));
+  const auto ckpt = copy_fixture(dir);
+  EXPECT_TRUE(is_dcp_checkpoint(ckpt));
+  std::filesystem::copy_file(test::data_dir() / "dcp" / "two_ranks.expected.safetensors",
+                             ckpt / "model.safetensors");
+  EXPECT_FALSE(is_dcp_checkpoint(ckpt));  // the folder's weights are the safetensors file
+}
+
 // Every truncation of the metadata, and bytes flipped through it: an Error or a checked import,
 // never a crash (the sanitizer builds run this too).
 TEST(Dcp, DamagedMetadataNeverCrashes) {

@@ -7,7 +7,7 @@ The folder: 1 GiB of F32 (16 Linear(4096, 4096) weights and biases) in two shard
 index, in the page cache. The state dict: DTensors over both ranks, the weights alternately
 sharded by rows (Shard(0)) and by columns (Shard(1)), the biases by rows; every load is checked
 against the folder's tensors. Run with the users' stack (PyPI's torch 2.x):
-  PYTHONPATH=build/python build/consumer-venv/bin/python bench/bench_dcp_reader.py [DIR] [ROUNDS] [warm|cold]
+  PYTHONPATH=build/python build/consumer-venv/bin/python bench/bench_dcp_reader.py [DIR] [ROUNDS] [warm|cold] [pread|direct]
 cold: before each load the folder's pages are evicted from the page cache (posix_fadvise
 DONTNEED), so every byte comes from the disk.
 """
@@ -26,7 +26,7 @@ from torch.distributed.tensor import Shard, distribute_tensor
 import tlio.torch
 dist.init_process_group("gloo")
 mesh = init_device_mesh("cpu", (2,))
-folder, rounds, cold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "cold"
+folder, rounds, cold, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "cold", sys.argv[4]
 import glob, os
 def evict():  # the folder's pages out of the page cache (clean pages: no privilege needed)
     for f in glob.glob(folder + "/*.safetensors"):
@@ -39,7 +39,7 @@ def fresh():
     return {n: distribute_tensor(torch.zeros(s), mesh, [Shard(1) if n.endswith("weight") and
                                                        int(n.split(".")[1]) % 2 == 0 else Shard(0)])
             for n, s in shapes.items()}
-readers = {"tlio.torch.StorageReader": lambda: tlio.torch.StorageReader(folder),
+readers = {"tlio.torch.StorageReader": lambda: tlio.torch.StorageReader(folder, backend=backend),
            "HuggingFaceStorageReader": lambda: HuggingFaceStorageReader(folder)}
 times = {k: [] for k in readers}
 first = None
@@ -74,6 +74,7 @@ def main():
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tlio-bench-dcp-reader-", dir=sys.argv[1] if len(sys.argv) > 1 else None))
     rounds = sys.argv[2] if len(sys.argv) > 2 else "5"
     temperature = sys.argv[3] if len(sys.argv) > 3 else "warm"
+    backend = sys.argv[4] if len(sys.argv) > 4 else "pread"
     try:
         import torch
         import tlio.torch
@@ -94,10 +95,10 @@ def main():
         (scratch / "load.py").write_text(LOAD)
         r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                             "--master-addr", "127.0.0.1", "--master-port", str(29400 + os.getpid() % 500),
-                            str(scratch / "load.py"), str(folder), rounds, temperature], capture_output=True, text=True)
+                            str(scratch / "load.py"), str(folder), rounds, temperature, backend], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-4000:]
         print(f"folder: {sum(f.stat().st_size for f in folder.iterdir()) / 2**30:.3f} GiB, "
-              f"{len(list(folder.glob('*.safetensors')))} shards, {temperature}; torch {torch.__version__}")
+              f"{len(list(folder.glob('*.safetensors')))} shards, {temperature}, tlio's backend {backend}; torch {torch.__version__}")
         print(r.stdout, end="")
     finally:
         shutil.rmtree(scratch)

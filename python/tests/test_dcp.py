@@ -114,6 +114,38 @@ def test_a_fresh_save_imports_as_dcp_to_torch_save_and_dcp_load_read_it(fresh, t
                            mine[name].reshape(-1).view(torch.uint8)), name
 
 
+@pytest.mark.parametrize("backend", ["pread", "direct"])
+def test_storage_reader_fills_sharded_tensors_from_a_folder(tmp_path, backend):
+    """dcp.load of DTensors (row and column shards) and plain tensors through
+    tlio.torch.StorageReader from a sharded Hugging Face folder, on two ranks."""
+    torch_dcp()
+    folder = tmp_path / "model"
+    run("shard", DATA / "two_ranks.expected.safetensors", folder, "--max-size", "1KB")
+    assert (folder / "model.safetensors.index.json").exists()
+    port = 29500 + (os.getpid() + (backend == "direct")) % 1000
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        "--master-addr", "127.0.0.1", "--master-port", str(port),
+                        str(pathlib.Path(__file__).with_name("dcp_reader_worker.py")), str(folder),
+                        backend], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_storage_reader_metadata_and_refusals(tmp_path):
+    import torch
+    torch_dcp()
+    import tlio.torch
+    reader = tlio.torch.StorageReader(DATA / "two_ranks.expected.safetensors")
+    meta = reader.read_metadata()
+    md = meta.state_dict_metadata["model.embed.weight"]
+    assert md.size == torch.Size([11, 6]) and md.properties.dtype == torch.float32
+    assert meta.state_dict_metadata["tp.up.bias"].properties.dtype == torch.bfloat16
+    assert tlio.torch.StorageReader.validate_checkpoint_id(DATA / "two_ranks.expected.safetensors")
+    assert not tlio.torch.StorageReader.validate_checkpoint_id(tmp_path / "nothing")
+    with pytest.raises(ValueError):
+        tlio.torch.StorageReader(tmp_path, backend="mmap")
+
+
 def damaged(fresh, tmp_path, change):
     """A copy of the fresh checkpoint whose metadata `change(metadata)` altered."""
     torch_dcp()

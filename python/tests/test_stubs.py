@@ -160,11 +160,25 @@ def test_every_public_function_and_class_is_exported(name):
     assert defined <= set(module.__all__), f"not in {name}.__all__: {defined - set(module.__all__)}"
 
 
+NEEDS_NEWER_TORCH = object()
+
+
+def runtime_class(module, name):
+    """The module's class `name`; NEEDS_NEWER_TORCH for one the installed torch cannot make
+    (tlio.torch.StorageReader subclasses torch.distributed.checkpoint's, which torch 1.13 lacks)."""
+    try:
+        return getattr(module, name, None)
+    except ImportError:
+        return NEEDS_NEWER_TORCH
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_stub_classes_have_the_runtime_members(name):
     module = runtime(name)
     for node in stub_classes(stub(module)):
-        cls = getattr(module, node.name, None)
+        cls = runtime_class(module, node.name)
+        if cls is NEEDS_NEWER_TORCH:
+            continue
         assert inspect.isclass(cls), f"{name}.{node.name} is in the stub, not in the module"
         assert class_members_in_stub(node) == class_members_at_runtime(cls), f"{name}.{node.name}"
 
@@ -178,7 +192,9 @@ def test_stub_functions_have_the_runtime_parameters(name):
         assert callable(obj), f"{name}.{func_name} is in the stub, not in the module"
         assert_same_parameters(f"{name}.{func_name}", func, obj)
     for node in stub_classes(tree):
-        cls = getattr(module, node.name)
+        cls = runtime_class(module, node.name)
+        if cls is NEEDS_NEWER_TORCH:
+            continue
         for func_name, func in stub_functions(node.body):
             where = f"{name}.{node.name}.{func_name}"
             obj = vars(cls).get(func_name)

@@ -46,7 +46,8 @@ def storage_ptr(tensor: torch.Tensor) -> int: ...
 
 # A torch.distributed.checkpoint.StorageReader (torch >= 2.4; imported when first asked for).
 class StorageReader:
-    location: str
+    @property
+    def location(self) -> str: ...
     def __init__(self, location: StrPath, *, token: str | None = None,
                  backend: Literal["pread", "direct"] = "pread",
                  max_inflight_bytes: int = ...) -> None: ...

@@ -146,6 +146,42 @@ def test_storage_reader_metadata_and_refusals(tmp_path):
         tlio.torch.StorageReader(tmp_path, backend="mmap")
 
 
+def test_fsdp_over_tensor_parallel_on_a_2d_mesh_imports_as_full_tensor_gathers(tmp_path):
+    """Four ranks, FSDP2 over a tensor-parallel dimension: _StridedShard weights in four
+    chunks (rows 0-2, 6-8, 3-5, 9-11), row-wise ones in row and column chunks."""
+    torch_dcp()
+    ckpt, expected = tmp_path / "ckpt", tmp_path / "expected.safetensors"
+    port = 29500 + (os.getpid() + 7) % 1000
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
+                        "--master-addr", "127.0.0.1", "--master-port", str(port),
+                        str(pathlib.Path(__file__).with_name("dcp_mesh_worker.py")), str(ckpt),
+                        str(expected)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    listed = {t["name"]: t["chunks"] for t in tlio.read_checkpoint(ckpt, "model")["tensors"]}
+    assert listed == {"up.weight": 4, "up.bias": 4, "down.weight": 4, "down.bias": 2}
+    run("import", ckpt, tmp_path / "out", "--key", "model")
+    expect_same(tmp_path / "out", expected)
+
+
+def test_the_safetensors_layout_imports_as_the_whole_tensors(tmp_path):
+    """HuggingFaceStorageWriter(save_distributed=True) on two ranks: each rank's chunks in its own
+    safetensors shard, no .metadata; tlio puts them together (torch leaves that to
+    consolidate_safetensors_files)."""
+    torch_dcp()
+    folder, expected = tmp_path / "shards", tmp_path / "expected.safetensors"
+    port = 29500 + (os.getpid() + 11) % 1000
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        "--master-addr", "127.0.0.1", "--master-port", str(port),
+                        str(pathlib.Path(__file__).with_name("dcp_hf_worker.py")), str(folder),
+                        str(expected)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(run("inspect", folder, "--json").stdout)
+    assert doc["format"] == "dcp" and doc["tensors"][0]["chunks"] == 2
+    run("import", folder, tmp_path / "out")
+    got = expect_same(tmp_path / "out", expected)
+    assert len(got) == len(stored(expected))
+
+
 def damaged(fresh, tmp_path, change):
     """A copy of the fresh checkpoint whose metadata `change(metadata)` altered."""
     torch_dcp()

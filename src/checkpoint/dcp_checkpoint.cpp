@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/dcp_safetensors.hpp"
 #include "checkpoint/torch_container.hpp"
 #include "checkpoint/torch_views.hpp"
 #include "checkpoint/torch_walk.hpp"
@@ -136,10 +138,6 @@ DcpPiece read_piece(const DcpCheckpoint& c, const DcpEntry& e, size_t k) {
   return piece;
 }
 
-}  // namespace
-
-namespace {
-
 // A file of the checkpoint mapped: a regular file (a FIFO or a device named in the metadata is
 // refused, not waited on).
 Mapping map_regular(const std::filesystem::path& path, const std::string& shown) {
@@ -155,24 +153,21 @@ Mapping map_regular(const std::filesystem::path& path, const std::string& shown)
 
 }  // namespace
 
-void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOptions& options,
-              CheckpointContents& contents) {
-  c.name = Location::parse(dir.native()).display();
-  const auto shown = [&](const std::string& file) {
-    return (std::filesystem::path(c.name) / file).string();
-  };
+namespace {
+
+// The .distcp layout: .metadata decoded, every file mapped, every item's bytes inside its file
+// (whatever is imported).
+void load_distcp(DcpCheckpoint& c, const std::filesystem::path& dir) {
   {
-    const Mapping m = map_regular(dir / kDcpMetadataFile, shown(kDcpMetadataFile));
+    const Mapping m = map_regular(dir / kDcpMetadataFile, c.shown(kDcpMetadataFile));
     try {
       c.metadata = parse_dcp_metadata(m.bytes());
     } catch (const Error& e) {
-      throw e.with_source(shown(kDcpMetadataFile));
+      throw e.with_source(c.shown(kDcpMetadataFile));
     }
   }
-  contents.format = "dcp";
   for (const std::string& file : c.metadata.files)
-    c.mappings.push_back(map_regular(dir / file, shown(file)));
-  // Every item's bytes inside its file, whatever is imported.
+    c.mappings.push_back(map_regular(dir / file, c.shown(file)));
   const auto check_range = [&](const DcpStorage& s, const std::string& fqn) {
     const uint64_t size = c.mappings[s.file].bytes().size();
     if (s.offset > size || s.length > size - s.offset)
@@ -185,31 +180,54 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
     if (e.is_bytes) check_range(e.storage, e.fqn);
     for (const DcpChunk& k : e.chunks) check_range(k.storage, e.fqn);
   }
-  for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {  // (by reference)
+}
+
+}  // namespace
+
+std::string DcpCheckpoint::shown(const std::string& file) const {
+  return (std::filesystem::path(name) / file).string();
+}
+
+void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOptions& options,
+              CheckpointContents& contents) {
+  c.name = Location::parse(dir.native()).display();
+  contents.format = "dcp";
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / kDcpMetadataFile, ec)) {
+    load_sharded_safetensors(c, dir);
+    plan_dcp(c, options, contents,
+             [&](const DcpEntry& e, size_t k) { return safetensors_piece(c, e, k); });
+    return;
+  }
+  load_distcp(c, dir);
+  plan_dcp(c, options, contents, [&](const DcpEntry& e, size_t k) {
+    try {
+      return read_piece(c, e, k);
+    } catch (const Error& error) {
+      throw error.with_source(c.shown(c.metadata.files[e.chunks[k].storage.file]));
+    }
+  });
+}
+
+void plan_dcp(DcpCheckpoint& c, const ImportOptions& options, CheckpointContents& contents,
+              const std::function<DcpPiece(const DcpEntry&, size_t)>& piece_of) {
+  for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {
     if (!entry->dtype) {
-      const std::string why = fmt::format(
-          "tensor {} is saved as torch.{}, which safetensors has "
-          "no dtype for",
-          quote_name(name), entry->dtype_name);
+      const std::string why =
+          fmt::format("tensor {} is saved as torch.{}, which safetensors has no dtype for",
+                      quote_name(name), entry->dtype_name);
       if (!options.skip_unsupported)
         throw Error(ErrorCode::unsupported, Rule::checkpoint, name, std::nullopt,
                     why + " (--skip-unsupported leaves it out)");
       contents.skipped.push_back(why);
       continue;
     }
-    DcpTensorPlan plan{std::move(name), entry, *entry->dtype, {}};
-    for (size_t k = 0; k < entry->chunks.size(); ++k)
-      if (entry->chunks[k].elements > 0) {
-        try {
-          plan.pieces.push_back(read_piece(c, *entry, k));
-        } catch (const Error& e) {
-          throw e.with_source(shown(c.metadata.files[entry->chunks[k].storage.file]));
-        }
-      } else {
-        plan.pieces.emplace_back();  // nothing to read
-      }
-    for (size_t k = 0; k < entry->chunks.size(); ++k)
+    DcpTensorPlan plan{std::move(name), entry, *entry->dtype, {}, {}};
+    for (size_t k = 0; k < entry->chunks.size(); ++k) {
+      // (a chunk without elements has nothing to read)
+      plan.pieces.push_back(entry->chunks[k].elements > 0 ? piece_of(*entry, k) : DcpPiece{});
       if (entry->chunks[k].elements > 0) plan.by_start.push_back(k);
+    }
     if (!entry->shape.empty())
       std::stable_sort(plan.by_start.begin(), plan.by_start.end(), [&](size_t a, size_t b) {
         return entry->chunks[a].offsets[0] < entry->chunks[b].offsets[0];

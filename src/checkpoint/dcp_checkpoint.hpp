@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "io/os_file.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/dtype.hpp"
+#include "tlio/file.hpp"
 
 namespace tlio::detail {
 
@@ -37,14 +39,22 @@ struct DcpTensorPlan {
 struct DcpCheckpoint {
   std::string name;
   DcpMetadata metadata;
-  std::vector<Mapping> mappings;  // metadata.files, mapped
+  std::vector<Mapping> mappings;  // the .distcp layout's metadata.files, mapped
+  std::vector<File> files;        // the sharded safetensors layout's metadata.files, opened
   std::vector<DcpTensorPlan> plans;
+
+  std::string shown(const std::string& file) const;  // a file of the folder, as messages name it
 };
 
-/// Opens the DCP folder `dir`: metadata, then the tensors ImportOptions selects (key, all,
-/// skip_unsupported) planned and every chunk of theirs checked. Fills `contents`.
+/// Opens the DCP folder `dir` (either layout): metadata, then the tensors ImportOptions selects
+/// (key, all, skip_unsupported) planned and every chunk of theirs checked. Fills `contents`.
 void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOptions& options,
               CheckpointContents& contents);
+
+/// The tensors of c.metadata that ImportOptions selects, named, each chunk's piece (one holding
+/// elements) from `piece_of`.
+void plan_dcp(DcpCheckpoint& c, const ImportOptions& options, CheckpointContents& contents,
+              const std::function<DcpPiece(const DcpEntry&, size_t)>& piece_of);
 
 /// Elements [first, first + count) of the row-major order of plan `t`'s whole tensor, in its
 /// saved dtype, gathered from the chunks that hold them into `out`. `read` (when given, one

@@ -13,6 +13,7 @@
 
 #include "checkpoint/dcp_checkpoint.hpp"
 #include "checkpoint/dcp_metadata.hpp"
+#include "checkpoint/dcp_safetensors.hpp"
 #include "checkpoint/import_output.hpp"
 #include "common/checked.hpp"
 #include "io/location.hpp"
@@ -108,12 +109,14 @@ CheckpointContents read_dcp(const std::filesystem::path& src, const ImportOption
 }  // namespace detail
 
 bool is_dcp_checkpoint(const std::filesystem::path& dir) {
-  // A local folder with DCP's .metadata (a pickle whose first class is DCP's Metadata) and no
-  // safetensors weights: a stray file of that name does not make a model folder a checkpoint.
   std::error_code ec;
   const detail::Location where = detail::Location::parse(dir.native());
-  if (!detail::store_of(where).local_node(where) || !std::filesystem::is_directory(dir, ec) ||
-      !std::filesystem::is_regular_file(dir / detail::kDcpMetadataFile, ec) ||
+  if (!detail::store_of(where).local_node(where) || !std::filesystem::is_directory(dir, ec))
+    return false;
+  if (detail::is_sharded_safetensors_dcp(dir)) return true;
+  // DCP's .metadata (a pickle whose first class is DCP's Metadata) and no safetensors weights:
+  // a stray file of that name does not make a model folder a checkpoint.
+  if (!std::filesystem::is_regular_file(dir / detail::kDcpMetadataFile, ec) ||
       std::filesystem::exists(dir / detail::kSingleWeightsFile, ec) ||
       std::filesystem::exists(dir / detail::kShardIndexFile, ec))
     return false;

@@ -274,77 +274,6 @@ std::string box_text(const std::vector<uint64_t>& v) {
   return fmt::format("({})", fmt::join(v, ", "));
 }
 
-// The chunks of `e` must lie inside it, be disjoint, and together hold every element.
-void check_tiling(const DcpEntry& e) {
-  const auto refuse = [&](const std::string& why) {
-    throw_format(Rule::checkpoint, e.fqn, fmt::format("tensor {}: {}", quote_name(e.fqn), why));
-  };
-  const size_t rank = e.shape.size();
-  uint64_t numel = 1, covered = 0;
-  for (const uint64_t d : e.shape)
-    if (const auto n = checked_mul(numel, d))
-      numel = *n;
-    else
-      refuse("its size overflows");
-  for (const DcpChunk& c : e.chunks) {
-    if (c.offsets.size() != rank || c.sizes.size() != rank)
-      refuse(fmt::format("a chunk at {} has {} dimensions, the tensor {}", box_text(c.offsets),
-                         c.offsets.size(), rank));
-    for (size_t d = 0; d < rank; ++d) {
-      const auto end = checked_add(c.offsets[d], c.sizes[d]);
-      if (!end || *end > e.shape[d])
-        refuse(fmt::format("the chunk at {} of sizes {} reaches past its shape {}",
-                           box_text(c.offsets), box_text(c.sizes), box_text(e.shape)));
-    }
-    const auto sum = checked_add(covered, c.elements);
-    if (!sum) refuse("its chunks' sizes overflow");
-    covered = *sum;
-  }
-  // Disjoint: a sweep along the dimension where the chunks start at the most places (where a
-  // tiling is split), each chunk compared with those starting before it ends there.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < e.chunks.size(); ++i)
-    if (e.chunks[i].elements > 0) order.push_back(i);
-  if (rank > 0 && order.size() > 1) {
-    size_t axis = 0, most = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      std::vector<uint64_t> starts;
-      for (const size_t i : order) starts.push_back(e.chunks[i].offsets[d]);
-      std::sort(starts.begin(), starts.end());
-      const size_t n =
-          static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
-      if (n > most) most = n, axis = d;
-    }
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return e.chunks[a].offsets[axis] < e.chunks[b].offsets[axis];
-    });
-    uint64_t checks = 0;
-    for (size_t i = 0; i < order.size(); ++i) {
-      const DcpChunk& a = e.chunks[order[i]];
-      for (size_t j = i + 1; j < order.size(); ++j) {
-        const DcpChunk& b = e.chunks[order[j]];
-        if (b.offsets[axis] >= a.offsets[axis] + a.sizes[axis]) break;
-        if (++checks > kMaxDcpOverlapChecks)
-          refuse(
-              fmt::format("its {} chunks overlap along every dimension too often to check "
-                          "(more than {} pairs)",
-                          e.chunks.size(), kMaxDcpOverlapChecks));
-        bool overlap = true;
-        for (size_t d = 0; d < rank && overlap; ++d)
-          overlap =
-              a.offsets[d] < b.offsets[d] + b.sizes[d] && b.offsets[d] < a.offsets[d] + a.sizes[d];
-        if (overlap)
-          refuse(fmt::format("its chunks at {} and {} overlap", box_text(a.offsets),
-                             box_text(b.offsets)));
-      }
-    }
-  } else if (rank == 0 && order.size() > 1) {
-    refuse("a scalar saved in more than one chunk");
-  }
-  if (covered != numel)
-    refuse(fmt::format("its chunks hold {} of its {} elements", covered, numel));
-}
-
 // A storage's file: a plain name in the checkpoint's folder.
 uint32_t file_index(const std::string& name, DcpMetadata& m,
                     std::unordered_map<std::string, uint32_t>& files) {
@@ -483,11 +412,81 @@ DcpEntry read_tensor(const Pickle& p, const std::string& fqn, ValueId v) {
                      fmt::format("tensor {}: a chunk's size overflows", quote_name(fqn)));
     e.chunks.push_back(std::move(chunk));
   }
-  check_tiling(e);
+  check_dcp_tiling(e);
   return e;
 }
 
 }  // namespace
+
+void check_dcp_tiling(const DcpEntry& e) {
+  const auto refuse = [&](const std::string& why) {
+    throw_format(Rule::checkpoint, e.fqn, fmt::format("tensor {}: {}", quote_name(e.fqn), why));
+  };
+  const size_t rank = e.shape.size();
+  uint64_t numel = 1, covered = 0;
+  for (const uint64_t d : e.shape)
+    if (const auto n = checked_mul(numel, d))
+      numel = *n;
+    else
+      refuse("its size overflows");
+  for (const DcpChunk& c : e.chunks) {
+    if (c.offsets.size() != rank || c.sizes.size() != rank)
+      refuse(fmt::format("a chunk at {} has {} dimensions, the tensor {}", box_text(c.offsets),
+                         c.offsets.size(), rank));
+    for (size_t d = 0; d < rank; ++d) {
+      const auto end = checked_add(c.offsets[d], c.sizes[d]);
+      if (!end || *end > e.shape[d])
+        refuse(fmt::format("the chunk at {} of sizes {} reaches past its shape {}",
+                           box_text(c.offsets), box_text(c.sizes), box_text(e.shape)));
+    }
+    const auto sum = checked_add(covered, c.elements);
+    if (!sum) refuse("its chunks' sizes overflow");
+    covered = *sum;
+  }
+  // Disjoint: a sweep along the dimension where the chunks start at the most places (where a
+  // tiling is split), each chunk compared with those starting before it ends there.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < e.chunks.size(); ++i)
+    if (e.chunks[i].elements > 0) order.push_back(i);
+  if (rank > 0 && order.size() > 1) {
+    size_t axis = 0, most = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      std::vector<uint64_t> starts;
+      for (const size_t i : order) starts.push_back(e.chunks[i].offsets[d]);
+      std::sort(starts.begin(), starts.end());
+      const size_t n =
+          static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
+      if (n > most) most = n, axis = d;
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return e.chunks[a].offsets[axis] < e.chunks[b].offsets[axis];
+    });
+    uint64_t checks = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const DcpChunk& a = e.chunks[order[i]];
+      for (size_t j = i + 1; j < order.size(); ++j) {
+        const DcpChunk& b = e.chunks[order[j]];
+        if (b.offsets[axis] >= a.offsets[axis] + a.sizes[axis]) break;
+        if (++checks > kMaxDcpOverlapChecks)
+          refuse(
+              fmt::format("its {} chunks overlap along every dimension too often to check "
+                          "(more than {} pairs)",
+                          e.chunks.size(), kMaxDcpOverlapChecks));
+        bool overlap = true;
+        for (size_t d = 0; d < rank && overlap; ++d)
+          overlap =
+              a.offsets[d] < b.offsets[d] + b.sizes[d] && b.offsets[d] < a.offsets[d] + a.sizes[d];
+        if (overlap)
+          refuse(fmt::format("its chunks at {} and {} overlap", box_text(a.offsets),
+                             box_text(b.offsets)));
+      }
+    }
+  } else if (rank == 0 && order.size() > 1) {
+    refuse("a scalar saved in more than one chunk");
+  }
+  if (covered != numel)
+    refuse(fmt::format("its chunks hold {} of its {} elements", covered, numel));
+}
 
 DcpMetadata parse_dcp_metadata(std::span<const std::byte> pickle) {
   Pickle p;

@@ -58,6 +58,10 @@ struct DcpMetadata {
   std::string version;             // DCP's metadata version ("1.0.0"), or ""
 };
 
+/// Error{format, Rule::checkpoint} naming the tensor unless e's chunks lie inside its shape, do
+/// not overlap and together hold every element.
+void check_dcp_tiling(const DcpEntry& e);
+
 /// Decodes and checks a DCP `.metadata` pickle. Error{format, Rule::pickle} for a malformed
 /// pickle or a class DCP does not write, Rule::checkpoint for chunks that overlap, leave gaps,
 /// reach past their tensor, or have no storage; Error{unsupported} for storage transforms.

@@ -117,6 +117,36 @@ TEST(Dcp, DamagedFilesAreRefusedAndNothingIsWritten) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
 }
 
+// DCP's safetensors layout (HuggingFaceStorageWriter(save_distributed=True), two ranks): each
+// rank's chunks in its own shard, their places in DCP_SHARDING_INFO.
+TEST(Dcp, SafetensorsShardsImportAsTheWholeTensors) {
+  const auto shards = test::data_dir() / "dcp" / "hf_shards";
+  EXPECT_TRUE(is_dcp_checkpoint(shards));
+  const CheckpointContents c = read_checkpoint(shards);
+  EXPECT_EQ(c.format, "dcp");
+  ASSERT_EQ(c.tensors.size(), 5u);
+  EXPECT_EQ(c.tensors[0].name, "a.weight");
+  EXPECT_EQ(c.tensors[0].shape, (Shape{5, 7}));  // columns 0-3 in one shard, 4-6 in the other
+  EXPECT_EQ(c.tensors[0].chunks, 2u);
+  test::TempDir dir;
+  import_checkpoint(shards, dir / "out");
+  const File got = File::open(dir / "out" / "model.safetensors");
+  const File want = File::open(test::data_dir() / "dcp" / "hf_shards.expected.safetensors");
+  EXPECT_EQ(got.tensors().size(), want.tensors().size());
+  for (const TensorInfo& t : want.tensors()) {
+    const TensorView g = got.view(t.name), w = want.view(t.name);
+    EXPECT_EQ(g.shape(), w.shape()) << t.name;
+    EXPECT_TRUE(std::equal(g.bytes().begin(), g.bytes().end(), w.bytes().begin(), w.bytes().end()))
+        << t.name;
+  }
+  // The first rank's shard lost: refused by its number, nothing written.
+  const auto broken = dir / "broken";
+  std::filesystem::copy(shards, broken);
+  std::filesystem::remove(broken / "shard-00001-model-00001-of-00001.safetensors");
+  EXPECT_THROW(import_checkpoint(broken, dir / "out2"), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out2"));
+}
+
 // A .metadata that is not DCP's, or beside safetensors weights, does not make a folder one.
 TEST(Dcp, AStrayMetadataFileIsNotACheckpoint) {
   test::TempDir dir;

@@ -211,7 +211,9 @@ void open_dcp(DcpCheckpoint& c, const std::filesystem::path& dir, const ImportOp
 
 void plan_dcp(DcpCheckpoint& c, const ImportOptions& options, CheckpointContents& contents,
               const std::function<DcpPiece(const DcpEntry&, size_t)>& piece_of) {
-  for (auto& [entry, name] : select_entries(c.metadata, options, contents)) {
+  for (auto& [selected, selected_name] : select_entries(c.metadata, options, contents)) {
+    const DcpEntry* entry = selected;  // (a plain variable: lambdas below capture it)
+    std::string& name = selected_name;
     if (!entry->dtype) {
       const std::string why =
           fmt::format("tensor {} is saved as torch.{}, which safetensors has no dtype for",

@@ -15,11 +15,12 @@ page cache. Peak RSS from GNU time (%M). Run with the users' stack (PyPI's torch
 import os
 import pathlib
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_import import report, timed  # noqa: E402
 
 SAVE = """
 import sys, torch, torch.distributed as dist, torch.distributed.checkpoint as dcp
@@ -44,14 +45,6 @@ from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 dcp_to_torch_save(sys.argv[1], sys.argv[2])
 save_file(torch.load(sys.argv[2], weights_only=True), sys.argv[3])
 """
-
-
-def timed(cmd):
-    """(seconds, peak RSS in MiB) of a command run under GNU time."""
-    t0 = time.perf_counter()
-    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    return seconds, int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
 def main():
@@ -90,11 +83,7 @@ def main():
             check = subprocess.run([str(build / "tlio"), "diff", str(out / "model.safetensors"), str(torch_out)],
                                    capture_output=True, text=True)
             assert check.returncode == 0, check.stdout + check.stderr
-        base = statistics.median(times["dd bs=16M conv=fsync"])
-        for name in cases:
-            m = statistics.median(times[name])
-            runs = ", ".join(f"{t:.2f}" for t in times[name])
-            print(f"  {name:<32} median {m:.3f} s  ratio {m / base:.2f}  peak RSS {max(rss[name]):.0f} MiB  (runs {runs})")
+        report(times, rss, "dd bs=16M conv=fsync")
         print("  every round, tlio's output and torch's hold the same tensors (tlio diff)")
     finally:
         shutil.rmtree(scratch)

@@ -29,6 +29,15 @@ def timed(cmd):
     return seconds, int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
+def report(times, rss, baseline):
+    """Each command's median, its ratio to the baseline's median, its peak RSS and its runs."""
+    base = statistics.median(times[baseline])
+    for name in times:
+        m = statistics.median(times[name])
+        runs = ", ".join(f"{t:.2f}" for t in times[name])
+        print(f"  {name:<34} median {m:.3f} s  ratio {m / base:.2f}  peak RSS {max(rss[name]):.0f} MiB  (runs {runs})")
+
+
 def main():
     build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build")
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tlio-bench-import-", dir=sys.argv[2] if len(sys.argv) > 2 else None))
@@ -66,11 +75,7 @@ def main():
                 if name == "tlio import":
                     check = subprocess.run([str(build / "tlio"), "validate", str(out)], capture_output=True, text=True)
                     assert check.returncode == 0, check.stdout + check.stderr
-        base = statistics.median(times["dd bs=16M conv=fsync"])
-        for name in cases:
-            m = statistics.median(times[name])
-            runs = ", ".join(f"{t:.2f}" for t in times[name])
-            print(f"  {name:<34} median {m:.3f} s  ratio {m / base:.2f}  peak RSS {max(rss[name]):.0f} MiB  (runs {runs})")
+        report(times, rss, "dd bs=16M conv=fsync")
         print("  every tlio import output passed tlio validate")
     finally:
         shutil.rmtree(scratch)

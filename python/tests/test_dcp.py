@@ -78,6 +78,20 @@ def test_the_cli_inspects_validates_and_imports_it(tmp_path):
 
 # ---- the users' stack: torch 2.x's own DCP -----------------------------------------------------
 
+WORKERS = pathlib.Path(__file__).parent
+
+
+def torchrun(script, ranks, *args, port_salt=0):
+    """`script ARGS...` on `ranks` ranks of torchrun on 127.0.0.1, with this process's sys.path
+    (the workers import tlio); an assertion with its stderr's end when it fails."""
+    port = 29500 + (os.getpid() + port_salt) % 1000
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                        str(ranks), "--master-addr", "127.0.0.1", "--master-port", str(port),
+                        str(script), *map(str, args)], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
 def torch_dcp():
     pytest.importorskip("torch", minversion="2.4", reason="the users' stack (build/consumer-venv)")
     return pytest.importorskip("torch.distributed.checkpoint")
@@ -89,12 +103,7 @@ def fresh(tmp_path_factory):
     torch_dcp()
     folder = tmp_path_factory.mktemp("dcp")
     ckpt, expected = folder / "ckpt", folder / "expected.safetensors"
-    port = 29500 + os.getpid() % 1000
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                        "--master-addr", "127.0.0.1", "--master-port", str(port),
-                        str(DATA / "make_dcp.py"), str(ckpt), str(expected)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    torchrun(DATA / "make_dcp.py", 2, ckpt, expected)
     return ckpt, expected
 
 
@@ -122,13 +131,7 @@ def test_storage_reader_fills_sharded_tensors_from_a_folder(tmp_path, backend):
     folder = tmp_path / "model"
     run("shard", DATA / "two_ranks.expected.safetensors", folder, "--max-size", "1KB")
     assert (folder / "model.safetensors.index.json").exists()
-    port = 29500 + (os.getpid() + (backend == "direct")) % 1000
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                        "--master-addr", "127.0.0.1", "--master-port", str(port),
-                        str(pathlib.Path(__file__).with_name("dcp_reader_worker.py")), str(folder),
-                        backend], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    assert r.returncode == 0, r.stderr[-3000:]
+    torchrun(WORKERS / "dcp_reader_worker.py", 2, folder, backend, port_salt=backend == "direct")
 
 
 def test_storage_reader_metadata_and_refusals(tmp_path):
@@ -151,12 +154,7 @@ def test_fsdp_over_tensor_parallel_on_a_2d_mesh_imports_as_full_tensor_gathers(t
     chunks (rows 0-2, 6-8, 3-5, 9-11), row-wise ones in row and column chunks."""
     torch_dcp()
     ckpt, expected = tmp_path / "ckpt", tmp_path / "expected.safetensors"
-    port = 29500 + (os.getpid() + 7) % 1000
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
-                        "--master-addr", "127.0.0.1", "--master-port", str(port),
-                        str(pathlib.Path(__file__).with_name("dcp_mesh_worker.py")), str(ckpt),
-                        str(expected)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    torchrun(WORKERS / "dcp_mesh_worker.py", 4, ckpt, expected, port_salt=7)
     listed = {t["name"]: t["chunks"] for t in tlio.read_checkpoint(ckpt, "model")["tensors"]}
     assert listed == {"up.weight": 4, "up.bias": 4, "down.weight": 4, "down.bias": 2}
     run("import", ckpt, tmp_path / "out", "--key", "model")
@@ -169,12 +167,7 @@ def test_the_safetensors_layout_imports_as_the_whole_tensors(tmp_path):
     consolidate_safetensors_files)."""
     torch_dcp()
     folder, expected = tmp_path / "shards", tmp_path / "expected.safetensors"
-    port = 29500 + (os.getpid() + 11) % 1000
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                        "--master-addr", "127.0.0.1", "--master-port", str(port),
-                        str(pathlib.Path(__file__).with_name("dcp_hf_worker.py")), str(folder),
-                        str(expected)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    torchrun(WORKERS / "dcp_hf_worker.py", 2, folder, expected, port_salt=11)
     doc = json.loads(run("inspect", folder, "--json").stdout)
     assert doc["format"] == "dcp" and doc["tensors"][0]["chunks"] == 2
     run("import", folder, tmp_path / "out")

@@ -20,8 +20,6 @@
 #include "checkpoint/torch_views.hpp"
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
-#include "format/writer_access.hpp"
-#include "io/atomic_file.hpp"
 #include "io/os_file.hpp"
 #include "model/layout.hpp"
 #include "model/shard_index.hpp"

@@ -3,6 +3,20 @@ mod support;
 
 use support::*;
 
+/// `got` holds exactly `expected`'s tensors: names, dtypes, shapes and bytes.
+fn assert_same_tensors(got: &tlio::File, expected: &tlio::File) {
+    assert_eq!(got.len(), expected.len());
+    for t in expected.tensors() {
+        let g = got.tensor(t.name()).unwrap();
+        assert_eq!(
+            (g.dtype(), g.shape(), g.data()),
+            (t.dtype(), t.shape(), t.data()),
+            "{}",
+            t.name()
+        );
+    }
+}
+
 #[test]
 fn imports_what_torch_load_returns() {
     for name in ["small_zip", "small_legacy"] {
@@ -19,16 +33,7 @@ fn imports_what_torch_load_returns() {
                 .join(format!("{}.expected.safetensors", name)),
         )
         .unwrap();
-        assert_eq!(got.len(), expected.len());
-        for t in expected.tensors() {
-            let g = got.tensor(t.name()).unwrap();
-            assert_eq!(
-                (g.dtype(), g.shape(), g.data()),
-                (t.dtype(), t.shape(), t.data()),
-                "{}",
-                t.name()
-            );
-        }
+        assert_same_tensors(&got, &expected);
     }
     let out = scratch("import-key").join("out.safetensors");
     let src = data().join("checkpoints/small_zip.pt");
@@ -57,16 +62,7 @@ fn imports_a_distributed_checkpoint_as_torch_reads_it_back() {
     assert_eq!(tlio::import_checkpoint(&src, &out, &options).unwrap(), 33);
     let got = tlio::File::open(out.join("model.safetensors")).unwrap();
     let expected = tlio::File::open(data().join("dcp/two_ranks.expected.safetensors")).unwrap();
-    assert_eq!(got.len(), expected.len());
-    for t in expected.tensors() {
-        let g = got.tensor(t.name()).unwrap();
-        assert_eq!(
-            (g.dtype(), g.shape(), g.data()),
-            (t.dtype(), t.shape(), t.data()),
-            "{}",
-            t.name()
-        );
-    }
+    assert_same_tensors(&got, &expected);
 }
 
 #[test]

@@ -150,9 +150,11 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
   } else if (std::filesystem::exists(src / detail::kTorchWeightsFile, ec)) {
     sources = {detail::kTorchWeightsFile};
   } else {
-    throw_format(Rule::checkpoint, {},
-                 fmt::format("the directory has neither {} nor {}", detail::kTorchWeightsFile,
-                             detail::kTorchIndexFile));
+    throw_format(
+        Rule::checkpoint, {},
+        fmt::format("the directory has neither {} nor {}, nor a distributed "
+                    "checkpoint's {} or DCP safetensors shards",
+                    detail::kTorchWeightsFile, detail::kTorchIndexFile, detail::kDcpMetadataFile));
   }
   // Open and plan every source first: nothing is written until all of them check out.
   std::vector<std::unique_ptr<Checkpoint>> checkpoints;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -72,7 +73,8 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size) {
       ->check(size_check());
 }
 
-tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files) {
+tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files,
+                                   const tlio::FolderJob* job) {
   if (!max_size.empty() && tlio::parse_size(max_size) == 0)
     throw UsageError(
         "--max-size 0: a shard holds at least a byte (leave --max-size out to keep the source's shards)");
@@ -80,7 +82,72 @@ tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFile
   o.open = open_options();
   if (!max_size.empty()) o.max_shard_size = tlio::parse_size(max_size);
   o.files = files;
+  o.job = job;
   return o;
+}
+
+void add_job_options(CLI::App* cmd, JobOptions& j) {
+  cmd->add_option("--job", j.id,
+                  "Run as a job of units (docs/jobs.md): ID names its staging folder in OUT")
+      ->check([](const std::string& v) -> std::string {
+        const bool ok =
+            !v.empty() && v.size() <= tlio::kMaxJobIdLength &&
+            std::all_of(v.begin(), v.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+            });
+        return ok ? std::string{}
+                  : fmt::format("--job takes 1 to {} of A-Z a-z 0-9 - _", tlio::kMaxJobIdLength);
+      });
+  cmd->add_option("--job-step", j.step,
+                  "The job's step: plan (prints the number of units), a unit's number, commit "
+                  "(publishes the folder) or abort")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "plan" || v == "commit" || v == "abort") return {};
+        return !v.empty() && v.size() < 20 && std::all_of(v.begin(), v.end(), ::isdigit)
+                   ? std::string{}
+                   : "--job-step is plan, commit, abort or a unit's number, not '" + v + "'";
+      });
+}
+
+const tlio::FolderJob* job_step(const JobOptions& j) {
+  if (j.id.empty() && j.step.empty()) return nullptr;
+  if (j.id.empty() || j.step.empty())
+    throw UsageError("--job and --job-step go together (docs/jobs.md)");
+  j.job.id = j.id;
+  j.job.units = &j.units;
+  if (j.step == "plan") {
+    j.job.step = tlio::FolderJob::Step::plan;
+  } else if (j.step == "commit") {
+    j.job.step = tlio::FolderJob::Step::commit;
+  } else if (j.step == "abort") {
+    j.job.step = tlio::FolderJob::Step::abort;
+  } else {
+    j.job.step = tlio::FolderJob::Step::unit;
+    j.job.unit = std::stoull(j.step);
+  }
+  return &j.job;
+}
+
+bool print_job_step(const JobOptions& j, const std::string& out, bool json) {
+  if (j.id.empty() || j.job.step == tlio::FolderJob::Step::commit) return false;
+  const char* step = j.job.step == tlio::FolderJob::Step::plan   ? "plan"
+                     : j.job.step == tlio::FolderJob::Step::unit ? "unit"
+                                                                 : "abort";
+  if (json) {
+    fmt::print("{{\"output\":{},\"job\":{},\"step\":\"{}\"{}}}\n",
+               json_string(display_location(out)), json_string(j.id), step,
+               j.job.step == tlio::FolderJob::Step::plan   ? fmt::format(",\"units\":{}", j.units)
+               : j.job.step == tlio::FolderJob::Step::unit ? fmt::format(",\"unit\":{}", j.job.unit)
+                                                           : "");
+  } else if (j.job.step == tlio::FolderJob::Step::plan) {
+    fmt::print("job {}: {} unit{} (--job-step 0 .. {}, then commit)\n", j.id, j.units,
+               j.units == 1 ? "" : "s", j.units - 1);
+  } else if (j.job.step == tlio::FolderJob::Step::unit) {
+    fmt::print("job {}: unit {} written\n", j.id, j.job.unit);
+  } else {
+    fmt::print("job {}: aborted, its staging folder removed\n", j.id);
+  }
+  return true;
 }
 
 std::vector<std::string> expand_globs(const std::vector<std::string>& args,

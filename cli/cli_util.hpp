@@ -64,7 +64,23 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size);
 /// How a rewrite by location (tlio/rewrite.hpp) reads IN (open_options()) and, for a folder,
 /// re-shards its output by `max_size` ("" keeps the source's shards; 0 is a UsageError) and
 /// lists the files it published in `files` (left empty for a file).
-tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files);
+tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files,
+                                   const tlio::FolderJob* job = nullptr);
+
+/// --job ID and --job-step STEP: one step of a job of units (tlio/folder_job.hpp).
+struct JobOptions {
+  std::string id, step;
+  mutable tlio::FolderJob job;  // made by job_step
+  mutable uint64_t units = 0;   // the plan's answer
+};
+/// Adds --job and --job-step to a command that rewrites or imports folders.
+void add_job_options(CLI::App* cmd, JobOptions& j);
+/// The job step the options ask for; nullptr without --job. UsageError for --job-step without
+/// --job or the reverse.
+const tlio::FolderJob* job_step(const JobOptions& j);
+/// Prints what a step other than commit did ("job ID: 4 units", or its JSON) and returns true;
+/// false for no job and for commit, whose report is the command's own.
+bool print_job_step(const JobOptions& j, const std::string& out, bool json);
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.

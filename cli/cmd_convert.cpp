@@ -56,6 +56,7 @@ struct Args {
   std::string in, out, dtype, include, exclude, max_size, split_max_size;
   std::vector<std::string> keep, drop, rename;
   bool json = false, cast = false;
+  JobOptions job;
 };
 
 // "; 3 values overflowed to inf (model.embed_tokens.weight), 2 flushed to zero (...)": what the
@@ -103,7 +104,7 @@ std::string dequantized_note(const tlio::ConvertFileReport& r) {
 // with --dtype; a folder's output is a folder, with the same shards unless --max-size.
 int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
   tlio::FolderFiles files;  // stays empty for a file
-  const tlio::FolderOptions how = folder_options(a.max_size, &files);
+  const tlio::FolderOptions how = folder_options(a.max_size, &files, job_step(a.job));
   tlio::ConvertFileReport r;
   {
     ProgressBar bar(a.dtype.empty() ? "copying" : "converting");
@@ -122,6 +123,7 @@ int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
     }
     bar.finish();
   }
+  if (print_job_step(a.job, a.out, a.json)) return kExitOk;
   const std::string dtype =
       a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
   // Standard input by the name its File gives it, as every report of a read names it.
@@ -335,6 +337,7 @@ void add_convert(CLI::App& app, int& exit_code) {
         return regex_check()(regex);
       });
   add_max_size_option(cmd, a->max_size);
+  add_job_options(cmd, a->job);
   cmd->add_option(
          "--split-max-size", a->split_max_size,
          "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")

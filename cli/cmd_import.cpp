@@ -34,6 +34,7 @@ void add_import(CLI::App& app, int& exit_code) {
       "  tlio import checkpoints/step-1000/ model/ --max-size 5GB    (a DCP folder)");
   struct Args {
     std::string src, dst, key, max_size, dtype;
+    JobOptions job;
     bool skip_unsupported = false, allow_empty = false, json = false, all = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -48,6 +49,7 @@ void add_import(CLI::App& app, int& exit_code) {
                   "Directories: split the weights into shards of at most SIZE (5GB, 500MiB, ...); "
                   "default: as the source was split")
       ->check(size_check());
+  add_job_options(cmd, a->job);
   offer_values(
       cmd->add_option("--dtype", a->dtype,
                       "Write floating tensors in this dtype (F16, BF16, ...; as convert --dtype); "
@@ -82,10 +84,12 @@ void add_import(CLI::App& app, int& exit_code) {
       options.import_all = a->all;
       if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
       if (!a->dtype.empty()) options.dtype = tlio::parse_dtype_alias(a->dtype);
+      options.job = job_step(a->job);
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::ImportReport r = tlio::import_checkpoint(a->src, a->dst, options);
       bar.finish();
+      if (print_job_step(a->job, a->dst, a->json)) return kExitOk;
       const size_t aliases = r.contents.tensors.size() - r.tensors_written;
       if (a->json) {
         std::vector<std::string> tensors, skipped;

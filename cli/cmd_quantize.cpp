@@ -175,6 +175,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   struct Args {
     std::string in, out, scheme, include, exclude, max_size;
     bool allow_1d = false, json = false, quiet = false;
+    JobOptions job;
     std::vector<SchemeFlag> options;
   };
   auto a = std::make_shared<Args>();
@@ -232,6 +233,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
       ->needs(cmd->get_option("--include"));
   cmd->add_flag("-q,--quiet", a->quiet, "Print the summary line only (no line per tensor)");
   add_max_size_option(cmd, a->max_size);
+  add_job_options(cmd, a->job);
   cmd->add_flag(
       "--json", a->json,
       "One JSON document on stdout: {\"input\", \"output\", \"scheme\", \"items\", \"kept\", "
@@ -256,9 +258,10 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const tlio::QuantizeReport r =
-          tlio::quantize_weights(a->in, a->out, o, folder_options(a->max_size, &files));
+      const tlio::QuantizeReport r = tlio::quantize_weights(
+          a->in, a->out, o, folder_options(a->max_size, &files, job_step(a->job)));
       bar.finish();
+      if (print_job_step(a->job, a->out, a->json)) return kExitOk;
       if (a->json) {
         std::vector<std::string> items, kept;
         for (const auto& i : r.items)
@@ -302,6 +305,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
   struct Args {
     std::string in, out, dtype, max_size;
     bool json = false;
+    JobOptions job;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in,
@@ -319,6 +323,7 @@ void add_dequantize(CLI::App& app, int& exit_code) {
                    : "--dtype must be F32, F16 or BF16, not '" + v + "'";
       });
   add_max_size_option(cmd, a->max_size);
+  add_job_options(cmd, a->job);
   cmd->add_flag("--json", a->json,
                 "One JSON document on stdout: {\"input\", \"output\", \"restored\", \"schemes\"}");
   cmd->callback([a, &exit_code] {
@@ -332,8 +337,9 @@ void add_dequantize(CLI::App& app, int& exit_code) {
       };
       tlio::FolderFiles files;
       const tlio::DequantizeReport r = tlio::dequantize_weights(
-          a->in, a->out, dtype, progress, folder_options(a->max_size, &files));
+          a->in, a->out, dtype, progress, folder_options(a->max_size, &files, job_step(a->job)));
       bar.finish();
+      if (print_job_step(a->job, a->out, a->json)) return kExitOk;
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",
                    json_string(display_location(a->in)), json_string(display_location(a->out)),

@@ -22,6 +22,7 @@
 
 #include "tlio/dtype.hpp"
 #include "tlio/export.hpp"
+#include "tlio/folder_job.hpp"
 #include "tlio/shape.hpp"
 
 namespace tlio {
@@ -77,6 +78,9 @@ struct ImportOptions {
   std::optional<Dtype> dtype = std::nullopt;
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
+  /// Directories: when set, this call is one step of a job of units, one per output file
+  /// (tlio/folder_job.hpp). A unit's report counts its file only; plan's and abort's count none.
+  const FolderJob* job = nullptr;
 };
 
 struct ImportReport {

@@ -21,6 +21,7 @@
 #include "tlio/edit.hpp"
 #include "tlio/export.hpp"
 #include "tlio/file.hpp"
+#include "tlio/folder_job.hpp"
 #include "tlio/quant.hpp"
 
 namespace tlio {
@@ -37,6 +38,9 @@ struct FolderOptions {
   /// model.safetensors without an index. The data is still written once.
   uint64_t max_shard_size = 0;
   FolderFiles* files = nullptr;  ///< when set: the files published
+  /// When set: this call is one step of a job of units (tlio/folder_job.hpp). A unit's report
+  /// counts its shard only; plan's and abort's are empty.
+  const FolderJob* job = nullptr;
 };
 
 /// convert_file over every shard (options.progress: source bytes done / total over the folder).

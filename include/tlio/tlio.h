@@ -283,6 +283,23 @@ TL_API int tl_quantize_folder(const char* src, const char* dst, const tl_quantiz
 TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype,
                                 uint64_t max_shard_size);
 
+/* ---- jobs of units (tlio/folder_job.hpp, docs/jobs.md) -----------------------------------------
+ * Between tl_job_begin and tl_job_end, every folder rewrite above and checkpoint import below that
+ * this thread calls is one step of the job `id` (1 to 64 of [A-Za-z0-9_-], naming its staging
+ * folder in `dst`): TL_JOB_PLAN (then tl_job_units says how many units), TL_JOB_UNIT (`unit`,
+ * 0 .. units-1: that unit's shard written into the staging folder), TL_JOB_COMMIT (the folder
+ * published, every byte what the call without a job writes) or TL_JOB_ABORT (the staging folder
+ * removed). Units run in any process on any machine that sees `dst`. TL_EINVAL for a bad id or
+ * step; tl_job_begin again replaces the step. */
+#define TL_JOB_PLAN 0
+#define TL_JOB_UNIT 1
+#define TL_JOB_COMMIT 2
+#define TL_JOB_ABORT 3
+TL_API int tl_job_begin(const char* id, int step, uint64_t unit);
+/* The number of units the last TL_JOB_PLAN step on this thread planned (0 before one). */
+TL_API uint64_t tl_job_units(void);
+TL_API void tl_job_end(void);
+
 /* ---- comparing values ------------------------------------------------------------------------
  * Every name two files share, compared by value after converting both to F64 (as `tlio diff`):
  * other dtypes, and quantized weights (every scheme tl_quantized_at names) dequantized, under their

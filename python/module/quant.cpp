@@ -61,7 +61,9 @@ void bind_quant(py::module_& m) {
       [](const std::filesystem::path& in, const std::filesystem::path& out,
          const std::string& scheme, const std::string& include, const std::string& exclude,
          std::optional<uint64_t> blocksize, std::optional<bool> nested,
-         std::optional<std::string> storage, bool allow_1d, uint64_t max_size) {
+         std::optional<std::string> storage, bool allow_1d, uint64_t max_size,
+         const std::string& job_id, const std::string& job_step) -> py::object {
+        const JobStep job(job_id, job_step);
         tlio::QuantizeOptions o;
         o.scheme = tlio::QuantScheme::parse(scheme);
         // Only the options given: one the scheme does not have is a ValueError (as in the CLI).
@@ -74,8 +76,10 @@ void bind_quant(py::module_& m) {
         tlio::QuantizeReport r;
         {
           LongCall call;  // a whole file: let other threads run
-          r = tlio::quantize_weights(in.string(), out.string(), o, folder_options(max_size));
+          r = tlio::quantize_weights(in.string(), out.string(), o,
+                                     folder_options(max_size, job.get()));
         }
+        if (job.is_plan()) return py::int_(job.units());
         py::list items;
         for (const auto& i : r.items) {
           py::dict d;
@@ -90,21 +94,30 @@ void bind_quant(py::module_& m) {
       },
       py::arg("src"), py::arg("dst"), py::arg("scheme"), py::arg("include") = "",
       py::arg("exclude") = "", py::arg("blocksize") = py::none(), py::arg("nested") = py::none(),
-      py::arg("storage") = py::none(), py::arg("allow_1d") = false, py::arg("max_size") = 0);
+      py::arg("storage") = py::none(), py::arg("allow_1d") = false, py::arg("max_size") = 0,
+      py::arg("job_id") = "", py::arg("job_step") = "");
   m.def(
       "dequantize_file",
       [](const std::filesystem::path& in, const std::filesystem::path& out,
-         const std::optional<std::string>& dtype, uint64_t max_size) {
+         const std::optional<std::string>& dtype, uint64_t max_size, const std::string& job_id,
+         const std::string& job_step) -> py::object {
+        const JobStep job(job_id, job_step);
         std::optional<tlio::Dtype> d;
         if (dtype) {
           d = tlio::parse_dtype_alias(*dtype);
           if (!d) throw py::value_error("unknown dtype '" + *dtype + "'");
         }
-        LongCall call;
-        return tlio::dequantize_weights(in.string(), out.string(), d, {}, folder_options(max_size))
-            .restored;
+        size_t restored = 0;
+        {
+          LongCall call;
+          restored = tlio::dequantize_weights(in.string(), out.string(), d, {},
+                                              folder_options(max_size, job.get()))
+                         .restored;
+        }
+        return py::int_(job.is_plan() ? job.units() : restored);
       },
-      py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none(), py::arg("max_size") = 0);
+      py::arg("src"), py::arg("dst"), py::arg("dtype") = py::none(), py::arg("max_size") = 0,
+      py::arg("job_id") = "", py::arg("job_step") = "");
 }
 
 }  // namespace tlio_py

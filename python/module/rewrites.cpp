@@ -42,7 +42,9 @@ void bind_rewrites(py::module_& m) {
       "convert_file",
       [](const std::filesystem::path& in, const std::filesystem::path& out,
          const std::string& dtype, const std::string& include, const std::string& exclude,
-         uint64_t max_size, bool cast) {
+         uint64_t max_size, bool cast, const std::string& job_id,
+         const std::string& job_step) -> py::object {
+        const JobStep job(job_id, job_step);
         auto d = tlio::parse_dtype_alias(dtype);
         if (!d) throw py::value_error("unknown dtype '" + dtype + "'");
         tlio::ConvertFileOptions o;
@@ -53,15 +55,18 @@ void bind_rewrites(py::module_& m) {
         tlio::ConvertFileReport r;
         {
           LongCall call;
-          r = tlio::convert_weights(in.string(), out.string(), o, folder_options(max_size));
+          r = tlio::convert_weights(in.string(), out.string(), o,
+                                    folder_options(max_size, job.get()));
         }
+        if (job.is_plan()) return py::int_(job.units());
         py::dict lost;  // tensor -> (overflowed, flushed)
         for (const tlio::LostValues& l : r.lost)
           lost[py::str(l.tensor)] = py::make_tuple(l.overflowed, l.flushed);
         return py::make_tuple(r.converted, r.kept, lost);
       },
       py::arg("src"), py::arg("dst"), py::arg("dtype"), py::arg("include") = "",
-      py::arg("exclude") = "", py::arg("max_size") = 0, py::arg("cast") = false);
+      py::arg("exclude") = "", py::arg("max_size") = 0, py::arg("cast") = false,
+      py::arg("job_id") = "", py::arg("job_step") = "");
   // Any two inputs by location (files, folders, GGUF files), paired as tlio::compare_weights does.
   m.def("compare_locations", [](const std::string& a, const std::string& b, double atol,
                                 double rtol, const std::string& filter, const std::string& token) {

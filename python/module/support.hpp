@@ -105,7 +105,23 @@ py::object serialize_items(const py::list& items, const py::object& metadata,
 py::dict checkpoint_dict(const tlio::CheckpointContents& c);
 /// A folder rewrite re-sharded by `max_size` (0: the source's shards); a `max_size` for one
 /// file is a ValueError (tlio.shard-like splitting is for folders).
-tlio::FolderOptions folder_options(uint64_t max_size);
+tlio::FolderOptions folder_options(uint64_t max_size, const tlio::FolderJob* job = nullptr);
+
+/// One step of a job of units (tlio/folder_job.hpp) from Python's (id, step): no job for an
+/// empty id; step "plan", "commit", "abort" or a unit's number (ValueError otherwise).
+class JobStep {
+ public:
+  JobStep(const std::string& id, const std::string& step);
+  JobStep(const JobStep&) = delete;
+  const tlio::FolderJob* get() const { return job_.id.empty() ? nullptr : &job_; }
+  /// A plan step: the bindings return the number of units instead of a report.
+  bool is_plan() const { return get() && job_.step == tlio::FolderJob::Step::plan; }
+  uint64_t units() const { return units_; }
+
+ private:
+  tlio::FolderJob job_;
+  uint64_t units_ = 0;
+};
 /// A message as a Python str, bytes that are not UTF-8 (file names) as os.fsdecode keeps them.
 py::str lossless_text(std::string_view s);
 

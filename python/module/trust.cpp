@@ -21,8 +21,11 @@ void bind_trust(py::module_& m) {
       "import_checkpoint",
       [](const std::filesystem::path& src, const std::filesystem::path& dst, const std::string& key,
          bool skip_unsupported, uint64_t max_size, bool allow_empty, bool import_all,
-         const std::string& dtype) {
+         const std::string& dtype, const std::string& job_id,
+         const std::string& job_step) -> py::object {
+        const JobStep job(job_id, job_step);
         tlio::ImportOptions o;
+        o.job = job.get();
         if (!dtype.empty()) {
           o.dtype = tlio::parse_dtype_alias(dtype);
           if (!o.dtype) throw py::value_error("unknown dtype '" + dtype + "'");
@@ -37,6 +40,7 @@ void bind_trust(py::module_& m) {
           LongCall call;  // a whole file: let other threads run
           r = tlio::import_checkpoint(src, dst, o);
         }
+        if (job.is_plan()) return py::int_(job.units());
         py::dict d = checkpoint_dict(r.contents);
         d["tensors_written"] = r.tensors_written;
         d["tensors_converted"] = r.tensors_converted;
@@ -45,7 +49,7 @@ void bind_trust(py::module_& m) {
       },
       py::arg("src"), py::arg("dst"), py::arg("key") = "", py::arg("skip_unsupported") = false,
       py::arg("max_size") = 0, py::arg("allow_empty") = false, py::arg("import_all") = false,
-      py::arg("dtype") = "");
+      py::arg("dtype") = "", py::arg("job_id") = "", py::arg("job_step") = "");
   m.def(
       "hash_file",
       [](const std::string& location, const std::string& token) {

@@ -18,6 +18,8 @@ __all__ = ["SafetensorError", "safe_open", "load_file", "save_file", "load", "sa
 _T = TypeVar("_T")
 _Array = NDArray[Any]
 _Backend = Literal["mmap", "pread", "direct"]
+# A step of a job of units (docs/jobs.md): (id, "plan" | "commit" | "abort" | unit number).
+JobStep = tuple[str, int | Literal["plan", "commit", "abort"]]
 # What safe_open reads: a path (a file or a model folder), a URL (http(s)://, s3://, gs://, hf://;
 # a str) or a binary file object.
 _Source = StrPath | BinaryIO
@@ -125,13 +127,14 @@ class ConvertResult(_ConvertCounts):
 
 def convert_file(src: StrPath, dst: StrPath, dtype: str, include: str = "",
                  exclude: str = "", *, max_size: int | str | None = None,
-                 cast: bool = False) -> ConvertResult: ...
+                 cast: bool = False, job: JobStep | None = None) -> ConvertResult | int: ...
 def quantize_file(src: StrPath, dst: StrPath, scheme: str, include: str = "", exclude: str = "",
                   blocksize: int | None = None, nested: bool | None = None,
                   storage: str | None = None, allow_1d: bool = False, *,
-                  max_size: int | str | None = None) -> list[dict[str, Any]]: ...
+                  max_size: int | str | None = None,
+                  job: JobStep | None = None) -> list[dict[str, Any]] | int: ...
 def dequantize_file(src: StrPath, dst: StrPath, dtype: str | None = None, *,
-                    max_size: int | str | None = None) -> int: ...
+                    max_size: int | str | None = None, job: JobStep | None = None) -> int: ...
 
 def compare_files(a: StrPath, b: StrPath, *, atol: float = 0.0, rtol: float = 0.0,
                   token: str | None = None, filter: str = "") -> dict[str, Any]: ...
@@ -144,7 +147,8 @@ def edit_file(src: StrPath, dst: StrPath | None = None, *, metadata: dict[str, s
 def import_checkpoint(src: StrPath, dst: StrPath, key: str | None = None, *,
                       skip_unsupported: bool = False, max_size: int | str | None = None,
                       allow_empty: bool = False, import_all: bool = False,
-                      dtype: str | None = None) -> dict[str, Any]: ...
+                      dtype: str | None = None,
+                      job: JobStep | None = None) -> dict[str, Any] | int: ...
 def read_checkpoint(src: StrPath, key: str | None = None) -> dict[str, Any]: ...
 def import_gguf(src: StrPath, dst: StrPath, dtype: str | None = None, *,
                 token: str | None = None) -> dict[str, Any]: ...

@@ -35,7 +35,31 @@ def _shard_size(max_size):
     return _tlio.parse_size(max_size) if isinstance(max_size, str) else (max_size or 0)
 
 
-def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None, cast=False):
+def _job(job):
+    """The compiled module's (id, step) of `job`: None, or (id, step) with step "plan",
+    "commit", "abort" or a unit's number (docs/jobs.md)."""
+    if job is None:
+        return "", ""
+    try:
+        job_id, step = job
+    except (TypeError, ValueError):
+        raise TypeError(f"job is (id, step), not {job!r}") from None
+    if isinstance(step, bool) or not isinstance(step, (int, str)):
+        raise TypeError(f"a job's step is \"plan\", \"commit\", \"abort\" or an int, not {step!r}")
+    if not job_id:
+        raise ValueError("a job's id is not empty")
+    return str(job_id), str(step)
+
+
+_JOB_DOC = """
+
+    `job` = (id, step) runs one step of this call as a job of units (docs/jobs.md; a folder
+    `dst`): "plan" returns the number of units, each unit k (an int) writes its output shard
+    into `dst`'s staging folder, "commit" publishes the folder and returns what this call
+    returns, "abort" removes the staging folder. tlio.ray runs them on a Ray cluster."""
+
+
+def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None, cast=False, job=None):
     """Rewrites `src` into `dst` (canonically, atomically) with its floating-point tensors
     converted to `dtype` ("F32", "bf16", "float16", ...: the names ``tlio convert`` takes),
     or only those whose names match the regex `include` and not `exclude`. Returns a
@@ -48,13 +72,16 @@ def convert_file(src, dst, dtype, include="", exclude="", *, max_size=None, cast
     tensors in one (the data still written once). A folder to a dtype of 8 bits or fewer (F8_*,
     F4) is refused unless `cast` (a plain cast of every tensor, with no scale: quantize_file's
     "fp8-block" writes the scaled FP8 the Hub's loaders read)."""
-    converted, kept, lost = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include,
-                                               exclude, _shard_size(max_size), cast)
-    return ConvertResult(converted, kept, lost)
+    result = _tlio.convert_file(_os.fspath(src), _os.fspath(dst), str(dtype), include, exclude,
+                                _shard_size(max_size), cast, *_job(job))
+    return result if isinstance(result, int) else ConvertResult(*result)
+
+
+convert_file.__doc__ += _JOB_DOC
 
 
 def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nested=None,
-                  storage=None, allow_1d=False, *, max_size=None):
+                  storage=None, allow_1d=False, *, max_size=None, job=None):
     """Quantizes the weights of `src` into `dst` (atomically), as ``tlio quantize`` does.
 
     scheme: "int4-g32-sym" (tinyllm int4; other group sizes as "int4-gN-sym"), "nf4" or "fp4"
@@ -77,17 +104,25 @@ def quantize_file(src, dst, scheme, include="", exclude="", blocksize=None, nest
     tensor of the default selection was not, or ""), rmse and max_abs_error (of the
     dequantized values, for quantized ones). Tensors outside the selection are not listed."""
     return _tlio.quantize_file(_os.fspath(src), _os.fspath(dst), scheme, include, exclude,
-                               blocksize, nested, storage, allow_1d, _shard_size(max_size))
+                               blocksize, nested, storage, allow_1d, _shard_size(max_size),
+                               *_job(job))
 
 
-def dequantize_file(src, dst, dtype=None, *, max_size=None):
+quantize_file.__doc__ += _JOB_DOC
+
+
+def dequantize_file(src, dst, dtype=None, *, max_size=None, job=None):
     """Writes `src` with every quantized weight restored as a plain tensor under its logical
     name (atomically), as ``tlio dequantize`` does: as `dtype` ("F32", "F16", "BF16"), or by
     default as its original dtype (bitsandbytes) or F32. Returns the number of weights
     restored. `src` may be a model folder: `dst` is then a folder (see convert_file; `max_size`
     re-shards it), whose config.json loses its quantization_config."""
     return _tlio.dequantize_file(_os.fspath(src), _os.fspath(dst),
-                                 None if dtype is None else str(dtype), _shard_size(max_size))
+                                 None if dtype is None else str(dtype), _shard_size(max_size),
+                                 *_job(job))
+
+
+dequantize_file.__doc__ += _JOB_DOC
 
 
 # ---- editing -------------------------------------------------------------------------------------
@@ -159,7 +194,7 @@ def edit_file(src, dst=None, *, metadata=None, delete=(), keep=None, drop=None, 
 # ---- PyTorch checkpoints -----------------------------------------------------------------------
 
 def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=None,
-                      allow_empty=False, import_all=False, dtype=None):
+                      allow_empty=False, import_all=False, dtype=None, job=None):
     """Converts the PyTorch checkpoint `src` (torch.save's zip format or the legacy one) to the
     safetensors file `dst`, atomically, as `tlio import` does: its pickle is decoded, never run
     (one that names code torch.load would run raises SafetensorError, rule "pickle"). `key`
@@ -178,7 +213,10 @@ def import_checkpoint(src, dst, key=None, *, skip_unsupported=False, max_size=No
     bytes_written."""
     return _tlio.import_checkpoint(_os.fspath(src), _os.fspath(dst), key or "", skip_unsupported,
                                    _shard_size(max_size), allow_empty, import_all,
-                                   "" if dtype is None else str(dtype))
+                                   "" if dtype is None else str(dtype), *_job(job))
+
+
+import_checkpoint.__doc__ += _JOB_DOC
 
 
 def read_checkpoint(src, key=None):

@@ -147,4 +147,8 @@ inline const tlio::TensorInfo& tensor_at(const tl_file* file, size_t index) {
 // valid (capi/file.cpp).
 int open_options(const tl_open_options* c, const char* fn, tlio::OpenOptions& o);
 
+/// The job step tl_job_begin set on this thread (nullptr: none), for the folder rewrites and
+/// imports.
+const tlio::FolderJob* current_job() noexcept;
+
 }  // namespace tlio::capi

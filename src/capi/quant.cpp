@@ -1,8 +1,10 @@
 // capi/quant.cpp: the C API of tlio/quant.hpp, compare.hpp and edit.hpp (quantized weights,
 // whole-file quantize and dequantize, comparisons, edits).
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "capi/handles.hpp"
 
@@ -58,7 +60,18 @@ tl_quantize_options quantize_defaults() {
   return o;
 }
 
+// The job step tl_job_begin set on this thread.
+struct ThreadJob {
+  std::optional<tlio::FolderJob> job;
+  uint64_t units = 0;
+};
+thread_local ThreadJob thread_job;
+
 }  // namespace
+
+const tlio::FolderJob* tlio::capi::current_job() noexcept {
+  return thread_job.job ? &*thread_job.job : nullptr;
+}
 
 extern "C" {
 
@@ -180,6 +193,7 @@ int tl_quantize_file_with(const char* src, const char* dst, const tl_quantize_op
   TL_REQUIRE_QUANTIZE_OPTIONS("tl_quantize_file_with");
   return guard([&] {
     tlio::FolderOptions how;
+    how.job = current_job();
     const tlio::QuantizeOptions o = quantize_options(*options, how.open);
     tlio::quantize_weights(src, dst, o, how);
   });
@@ -191,6 +205,7 @@ int tl_quantize_folder(const char* src, const char* dst, const tl_quantize_optio
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
+    folder.job = current_job();
     const tlio::QuantizeOptions o = quantize_options(*options, folder.open);
     tlio::quantize_weights(src, dst, o, folder);
   });
@@ -212,7 +227,11 @@ int tl_dequantize_file(const char* src, const char* dst, int dtype) {
   TL_REQUIRE(src && dst, "tl_dequantize_file: NULL argument");
   TL_REQUIRE(dtype == -1 || valid_dtype(static_cast<tl_dtype>(dtype)),
              "tl_dequantize_file: invalid dtype");
-  return guard([&] { tlio::dequantize_weights(src, dst, optional_dtype(dtype)); });
+  return guard([&] {
+    tlio::FolderOptions folder;
+    folder.job = current_job();
+    tlio::dequantize_weights(src, dst, optional_dtype(dtype), {}, folder);
+  });
 }
 
 int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t max_shard_size) {
@@ -222,6 +241,7 @@ int tl_dequantize_folder(const char* src, const char* dst, int dtype, uint64_t m
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
+    folder.job = current_job();
     tlio::dequantize_weights(src, dst, optional_dtype(dtype), {}, folder);
   });
 }
@@ -233,6 +253,7 @@ int tl_convert_folder(const char* src, const char* dst, int dtype, uint64_t max_
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
+    folder.job = current_job();
     const std::optional<tlio::Dtype> to = optional_dtype(dtype);
     if (!to) {
       tlio::copy_weights(src, dst, {}, {}, folder);
@@ -251,6 +272,7 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
   return guard([&] {
     tlio::FolderOptions folder;
     folder.max_shard_size = max_shard_size;
+    folder.job = current_job();
     tlio::ConvertFileOptions o;
     o.dtype = to_cpp(static_cast<tl_dtype>(dtype));
     o.cast = cast != 0;
@@ -259,6 +281,30 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
     if (flushed) *flushed = lost.flushed;
   });
 }
+
+int tl_job_begin(const char* id, int step, uint64_t unit) {
+  TL_REQUIRE(id, "tl_job_begin: NULL id");
+  TL_REQUIRE(step >= TL_JOB_PLAN && step <= TL_JOB_ABORT, "tl_job_begin: unknown step");
+  const size_t n = std::strlen(id);
+  TL_REQUIRE(n > 0 && n <= tlio::kMaxJobIdLength &&
+                 std::all_of(id, id + n,
+                             [](char c) {
+                               return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                      c == '_';
+                             }),
+             "tl_job_begin: an id is 1 to 64 of A-Z a-z 0-9 - _");
+  tlio::FolderJob job;
+  job.id = id;
+  job.step = static_cast<tlio::FolderJob::Step>(step);
+  job.unit = unit;
+  job.units = &thread_job.units;
+  thread_job.job = std::move(job);
+  return TL_OK;
+}
+
+uint64_t tl_job_units(void) { return thread_job.units; }
+
+void tl_job_end(void) { thread_job.job.reset(); }
 
 void tl_compare_options_init_sized(tl_compare_options* options, size_t size) {
   init_sized(options, tl_compare_options{}, size);

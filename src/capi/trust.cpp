@@ -25,6 +25,7 @@ int tl_import_checkpoint_as(const char* src, const char* dst, const char* key, u
     o.allow_empty = flags & TL_IMPORT_ALLOW_EMPTY;
     o.import_all = flags & TL_IMPORT_ALL;
     o.max_shard_size = max_shard_size;
+    o.job = current_job();
     const tlio::ImportReport r = tlio::import_checkpoint(src, dst, o);
     if (tensors) *tensors = r.tensors_written;
   });

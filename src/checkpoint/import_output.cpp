@@ -3,6 +3,7 @@
 #include "checkpoint/import_output.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,10 +14,12 @@
 
 #include "common/json_text.hpp"
 #include "format/writer_access.hpp"
+#include "model/folder_job.hpp"
 #include "model/layout.hpp"
 #include "model/shard_index.hpp"
 #include "tlio/convert.hpp"
 #include "tlio/error.hpp"
+#include "tlio/file.hpp"
 
 namespace tlio::detail {
 namespace {
@@ -89,6 +92,66 @@ uint64_t write_outputs(const Location& dir_or_file, OutputSet* set,
   return done;
 }
 
+namespace {
+
+// What the units will write: each output file's name and its tensors' names, dtypes and shapes.
+std::string import_plan(const std::vector<OutputFile>& outputs) {
+  std::string text;
+  for (const OutputFile& o : outputs) {
+    text += o.name + "\n";
+    for (const OutputTensor& t : o.tensors)
+      text += fmt::format(" {} {} {}\n", t.name, dtype_name(t.dtype), fmt::join(t.shape, ","));
+  }
+  return text;
+}
+
+}  // namespace
+
+bool run_import_job(const Location& out, const std::vector<OutputFile>& outputs,
+                    const ImportOptions& options, ImportReport& report, OutputSet& set) {
+  const JobFolder jf(out, *options.job);
+  const std::string plan = import_plan(outputs);
+  switch (options.job->step) {
+    case FolderJob::Step::plan:
+      jf.begin(outputs.size(), plan);
+      if (options.job->units) *options.job->units = outputs.size();
+      return false;
+    case FolderJob::Step::unit: {
+      jf.check(plan);
+      const OutputFile& mine = outputs[options.job->unit];
+      OutputSet staged;
+      report.bytes_written = write_outputs(jf.folder(), &staged, {mine}, options, report);
+      staged.commit();
+      jf.finish_unit(options.job->unit, mine.name);
+      return false;
+    }
+    case FolderJob::Step::commit:
+      jf.check(plan);
+      // The counts write_outputs makes as it writes, made from the plan.
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        if (jf.unit_file(k) != outputs[k].name)
+          throw_io(
+              fmt::format("unit {} of job {} did not write {}", k, jf.job().id, outputs[k].name),
+              jf.folder().display());
+        const File written = File::open(jf.file(outputs[k].name).path());
+        if (written.tensors().size() != outputs[k].tensors.size())
+          throw_io("a unit's file does not hold its planned tensors",
+                   jf.file(outputs[k].name).display());
+        for (const OutputTensor& t : outputs[k].tensors) {
+          report.bytes_written += t.out_bytes;
+          ++report.tensors_written;
+          if (t.dtype != t.source_dtype) ++report.tensors_converted;
+        }
+        jf.adopt(set, outputs[k].name, out.join(outputs[k].name));
+      }
+      return true;
+    case FolderJob::Step::abort:
+      jf.remove();
+      return false;
+  }
+  return false;
+}
+
 void write_import_folder(const std::filesystem::path& src_dir, const std::filesystem::path& dst,
                          std::vector<OutputFile> outputs, const ImportOptions& options,
                          ImportReport& report) {
@@ -114,10 +177,14 @@ void write_import_folder(const std::filesystem::path& src_dir, const std::filesy
   for (size_t i = 0; i < n; ++i) outputs[i].name = weights_file_name(i + 1, n);
 
   const Location out = Location::parse(dst.native());
-  create_output_folder(out);
   OutputSet set;  // the folder's weights change only once every file is whole
+  if (options.job) {
+    if (!run_import_job(out, outputs, options, report, set)) return;
+  } else {
+    create_output_folder(out);
+    report.bytes_written = write_outputs(out, &set, outputs, options, report);
+  }
   std::vector<std::string> written;
-  report.bytes_written = write_outputs(out, &set, outputs, options, report);
   for (const OutputFile& o : outputs) written.push_back(o.name);
   if (n > 1) {
     ShardIndex out_index;
@@ -137,6 +204,7 @@ void write_import_folder(const std::filesystem::path& src_dir, const std::filesy
       written.push_back(entry.path().filename().string());
     }
   publish_weights(set, out, written);
+  if (options.job) JobFolder(out, *options.job).remove();
 }
 
 }  // namespace tlio::detail

@@ -48,6 +48,12 @@ uint64_t write_outputs(const Location& dir_or_file, OutputSet* set,
                        const std::vector<OutputFile>& outputs, const ImportOptions& options,
                        ImportReport& report);
 
+/// A job's step (options.job) over the planned `outputs` (tlio/folder_job.hpp): plan, unit and
+/// abort do their work and return false; commit checks every unit's file, adds it to `set`,
+/// counts what the units wrote into `report` and returns true: the caller finishes the folder.
+bool run_import_job(const Location& out, const std::vector<OutputFile>& outputs,
+                    const ImportOptions& options, ImportReport& report, OutputSet& set);
+
 /// A model folder at `dst`: the outputs as they are, or split greedily by max_shard_size, named
 /// as transformers names shards, their index when more than one, and the config and tokenizer
 /// files of `src_dir` (when given) copied; published as one set.

@@ -21,6 +21,7 @@
 #include "common/checked.hpp"
 #include "common/json_text.hpp"
 #include "io/os_file.hpp"
+#include "model/folder_job.hpp"
 #include "model/layout.hpp"
 #include "model/shard_index.hpp"
 #include "tlio/checkpoint.hpp"
@@ -207,6 +208,7 @@ ImportReport import_directory(const std::filesystem::path& src, const std::files
 ImportReport import_checkpoint(const std::filesystem::path& src, const std::filesystem::path& dst,
                                const ImportOptions& options) {
   detail::check_import_dtype(options);
+  if (detail::abort_if_asked(detail::Location::parse(dst.native()), options.job)) return {};
   std::error_code ec;
   if (std::filesystem::is_directory(src, ec)) {
     try {
@@ -221,6 +223,8 @@ ImportReport import_checkpoint(const std::filesystem::path& src, const std::file
   if (options.max_shard_size > 0)
     throw_invalid(
         "--max-size splits model directories: give a directory holding pytorch_model.bin");
+  if (options.job)
+    throw_invalid("a job imports a directory (a checkpoint file is one unit: import it whole)");
   Checkpoint c;
   ImportReport report;
   try {

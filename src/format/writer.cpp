@@ -51,6 +51,7 @@ struct detail::WriterState {
   bool finished = false;  // committed or aborted
   bool committed = false;
   bool probe = false;  // WriterAccess::probe: records declarations, writes nothing
+  bool sink = false;   // WriterAccess::sink: takes every byte and keeps none
   std::unordered_map<std::string, WriterState*> routes;  // WriterAccess::routing: name -> holder
   std::vector<std::string> routed;                       // the routed names declared, in order
   std::unordered_set<std::string_view> routed_names;  // the same, to look up (views of `routed`'s
@@ -89,7 +90,7 @@ struct detail::WriterState {
     uint64_t n = text.size();
     for (int i = 0; i < 8; ++i) prefix[i] = static_cast<std::byte>((n >> (8 * i)) & 0xFF);
     std::memcpy(prefix.data() + 8, text.data(), text.size());
-    if (!file) {
+    if (!file && !sink) {
       uint64_t data = tensors.empty() ? 0 : tensors.back().end;
       auto total = detail::checked_add(data_start, data);
       if (!total || !detail::to_size(*total)) throw_invalid("file too large for memory");
@@ -100,6 +101,7 @@ struct detail::WriterState {
   }
 
   void put(uint64_t offset, std::span<const std::byte> bytes) {
+    if (sink) return;
     if (file) {
       out->write(offset, bytes);
     } else if (!bytes.empty()) {
@@ -171,6 +173,12 @@ Writer detail::WriterAccess::into_set(OutputSet& set, const Location& where, Met
 Writer detail::WriterAccess::probe() {
   Writer w = Writer::to_memory();
   w.impl_->probe = true;
+  return w;
+}
+
+Writer detail::WriterAccess::sink() {
+  Writer w = Writer::to_memory();
+  w.impl_->sink = true;
   return w;
 }
 
@@ -425,6 +433,10 @@ void copy_tensors(detail::WriterState& w, const File& src, std::span<const std::
   const CopyTick tick = [&](uint64_t n) {
     if (copied && n) copied(n);
   };
+  if (w.sink) {
+    for (const CopyPiece& p : pieces) w.written[p.i] = w.tensors[p.i].byte_size();
+    return;
+  }
   if (!w.file) return copy_into_memory(w, src, pieces, tick);
   // What the source can do decides how: the kernel copies from a descriptor, memory is
   // written as it is, anything else is read in batches.
@@ -479,7 +491,7 @@ void Writer::copy_from_fd(std::string_view name, int fd, uint64_t offset) {
     throw_invalid(fmt::format("tensor {} already written", quote_name(t.name)));
   if (w.file) {
     w.out->copy_from(fd, offset, w.data_start + t.begin, t.byte_size());
-  } else if (t.byte_size() != 0) {
+  } else if (t.byte_size() != 0 && !w.sink) {
     detail::pread_exact(
         fd, offset, {w.memory.data() + w.data_start + t.begin, static_cast<size_t>(t.byte_size())},
         w.name);

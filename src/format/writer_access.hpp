@@ -24,6 +24,9 @@ struct WriterAccess {
   /// step run into it stops before any data is made. What it recorded: probed_*.
   static Writer probe();
   static const Metadata& probed_metadata(const Writer& probe);
+  /// A writer that takes every declaration and byte and keeps nothing (a job's unit runs a
+  /// source shard whose other tensors belong to other units: routing() sends them here).
+  static Writer sink();
   static const std::vector<TensorInfo>& probed_tensors(const Writer& probe);
 
   /// A writer whose tensors live in other writers (a folder re-sharded: one source shard's

@@ -4,6 +4,7 @@
 #include "io/live_files.hpp"
 #include "io/os_file.hpp"
 #include "io/store.hpp"
+#include "tlio/error.hpp"
 
 namespace tlio::detail {
 
@@ -31,6 +32,11 @@ void OutputSet::add_copy(const std::filesystem::path& src, const Location& dest)
   auto f = std::make_unique<AtomicFile>(dest);
   copy_range(in.get(), 0, f->fd(), 0, size, dest.display());
   add(std::move(f));
+}
+
+void OutputSet::add_adopted(const std::filesystem::path& staged, const Location& dest) {
+  if (!dest.is_local()) throw_invalid(dest.display() + ": only a local file can be adopted");
+  add(std::make_unique<AtomicFile>(adopt_local_file(staged, dest.path())));
 }
 
 void OutputSet::commit(const std::function<void()>& then) {

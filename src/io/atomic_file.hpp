@@ -38,6 +38,8 @@ class AtomicFile {
   explicit AtomicFile(const Location& dest);
   /// The location `dest` names (Location::parse).
   explicit AtomicFile(const std::filesystem::path& dest);
+  /// A file staged already (adopt_local_file).
+  explicit AtomicFile(std::unique_ptr<StagedFile> staged) : staged_(std::move(staged)) {}
   AtomicFile(AtomicFile&&) = delete;
   ~AtomicFile();
   int fd() const noexcept { return staged_->fd(); }
@@ -76,6 +78,9 @@ class OutputSet {
   void add_text(const Location& dest, std::string_view text);
   /// Adds a copy of the local file `src` (side files such as config.json), copied in the kernel.
   void add_copy(const std::filesystem::path& src, const Location& dest);
+  /// Adds the complete local file `staged` (written by a job's unit), renamed to `dest`, a local
+  /// location in the same file system.
+  void add_adopted(const std::filesystem::path& staged, const Location& dest);
   /// Publishes every file, then runs `then` (e.g. removing what the set replaces); the set is
   /// empty afterwards. Renames run with the stop signals held; uploads with them free (a
   /// handler cannot undo an upload: each aborts itself when asked to stop).

@@ -133,6 +133,23 @@ std::filesystem::path folder_of(const std::filesystem::path& file) {
   return dir.empty() ? "." : dir;
 }
 
+// Makes a rename into `file`'s folder durable.
+void fsync_folder_of(const std::filesystem::path& file, const std::string& name) {
+  const int dfd = ::open(folder_of(file).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL) throw_errno("fsync of the directory failed", name, err);
+}
+
+// The mode a file replacing `target` gets: the replaced file's, else what the umask allows.
+mode_t replacing_mode(const std::filesystem::path& target) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0) return st.st_mode & 07777;
+  return 0666 & ~current_umask();
+}
+
 }  // namespace
 
 std::filesystem::path output_target(const std::filesystem::path& dest) {
@@ -193,10 +210,8 @@ class LocalStagedFile final : public StagedFile {
   void prepare() override {
     if (done_) throw_io("file already committed or aborted", name_);
     if (prepared_) return;
-    mode_t mode = 0666 & ~current_umask();
-    struct stat st;
-    if (::stat(target_.c_str(), &st) == 0) mode = st.st_mode & 07777;  // keep the replaced file's
-    if (::fchmod(fd_.get(), mode) != 0) throw_errno("cannot set permissions", name_, errno);
+    if (::fchmod(fd_.get(), replacing_mode(target_)) != 0)
+      throw_errno("cannot set permissions", name_, errno);
     if (::fsync(fd_.get()) != 0) throw_errno("fsync failed", name_, errno);
     fd_ = Fd();
     prepared_ = true;
@@ -213,13 +228,7 @@ class LocalStagedFile final : public StagedFile {
       throw_errno("cannot rename into place", name_, errno);
     done_ = true;
     live_.reset();
-    const int dfd = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      const int rc = ::fsync(dfd);
-      const int err = errno;
-      ::close(dfd);
-      if (rc != 0 && err != EINVAL) throw_errno("fsync of the directory failed", name_, err);
-    }
+    fsync_folder_of(target_, name_);
   }
 
   void discard() noexcept override {
@@ -236,6 +245,57 @@ class LocalStagedFile final : public StagedFile {
   std::filesystem::path tmp_;
   Fd fd_;
   LiveEntry live_;
+  bool prepared_ = false;
+  bool done_ = false;
+};
+
+// A complete file another process wrote beside the target (a job's unit, model/folder_job.hpp),
+// renamed over it on publish. Discarding leaves it where it is, for the job's next commit or its
+// abort to find.
+class AdoptedFile final : public StagedFile {
+ public:
+  AdoptedFile(std::filesystem::path staged, const std::filesystem::path& dest)
+      : name_(dest.string()),
+        target_(output_target(dest)),
+        staged_(std::move(staged)),
+        fd_(open_read(staged_)) {}
+
+  int fd() const noexcept override { return fd_.get(); }
+  const std::string& name() const noexcept override { return name_; }
+  bool lands_on_disk() const noexcept override { return true; }
+  bool publishes_by_rename() const noexcept override { return true; }
+
+  void prepare() override {
+    if (done_) throw_io("file already committed or aborted", name_);
+    if (prepared_) return;
+    if (::fchmod(fd_.get(), replacing_mode(target_)) != 0)
+      throw_errno("cannot set permissions", staged_.string(), errno);
+    if (::fsync(fd_.get()) != 0) throw_errno("fsync failed", staged_.string(), errno);
+    fd_ = Fd();
+    prepared_ = true;
+  }
+
+  void publish() override {
+    prepare();
+    struct stat st;
+    if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      refuse_node(std::filesystem::path(name_), target_, st.st_mode);
+    if (::rename(staged_.c_str(), target_.c_str()) != 0)
+      throw_errno("cannot rename into place", name_, errno);
+    done_ = true;
+    fsync_folder_of(target_, name_);
+  }
+
+  void discard() noexcept override {
+    done_ = true;
+    fd_ = Fd();
+  }
+
+ private:
+  std::string name_;
+  std::filesystem::path target_;
+  std::filesystem::path staged_;
+  Fd fd_;
   bool prepared_ = false;
   bool done_ = false;
 };
@@ -298,6 +358,11 @@ class StreamedFile final : public SpooledFile {
 
 std::unique_ptr<StagedFile> stage_local_file(const std::filesystem::path& dest) {
   return std::make_unique<LocalStagedFile>(dest);
+}
+
+std::unique_ptr<StagedFile> adopt_local_file(const std::filesystem::path& staged,
+                                             const std::filesystem::path& dest) {
+  return std::make_unique<AdoptedFile>(staged, dest);
 }
 
 std::unique_ptr<StagedFile> stage_upload(std::string name, UploadFunction upload) {

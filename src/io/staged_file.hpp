@@ -44,6 +44,11 @@ std::filesystem::path output_target(const std::filesystem::path& dest);
 /// states the guarantees).
 std::unique_ptr<StagedFile> stage_local_file(const std::filesystem::path& dest);
 
+/// A complete local file written earlier (by this or another process) in dest's folder, renamed
+/// over output_target(dest) on publish with the mode a replaced file had; discard() leaves it.
+std::unique_ptr<StagedFile> adopt_local_file(const std::filesystem::path& staged,
+                                             const std::filesystem::path& dest);
+
 /// Sends a staged file's `size` bytes from `fd` to where they go; stops with Error{interrupted}
 /// when `should_stop` says so, leaving nothing behind.
 using UploadFunction =

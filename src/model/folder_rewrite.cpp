@@ -29,8 +29,6 @@ FolderSource::FolderSource(Location dir, const OpenOptions& options)
   set->set_quantization_config(read_quantization_config(where, weights.files));
 }
 
-namespace {
-
 // The index (for several shards), the carried files (config.json edited by the caller), the last
 // check, then everything published as one set.
 std::vector<std::string> finish_folder(const FolderSource& src, const Location& out,
@@ -54,6 +52,8 @@ std::vector<std::string> finish_folder(const FolderSource& src, const Location& 
   return published;
 }
 
+namespace {
+
 // Shard i's share of the source bytes, as its step reports its own progress.
 ProgressCallback shard_progress(const FolderSource& src, const FolderRewrite& how, size_t i,
                                 uint64_t before) {
@@ -67,6 +67,8 @@ ProgressCallback shard_progress(const FolderSource& src, const FolderRewrite& ho
   };
 }
 
+}  // namespace
+
 [[noreturn]] void throw_twice(const std::string& tensor, const std::string& a,
                               const std::string& b) {
   throw Error(
@@ -74,21 +76,12 @@ ProgressCallback shard_progress(const FolderSource& src, const FolderRewrite& ho
       fmt::format("two shards would both hold tensor {} ({} and {})", quote_name(tensor), a, b));
 }
 
-// One output shard of a re-sharded folder.
-struct PlannedShard {
-  std::string name;
-  Metadata metadata;  // its sources' metadata, the first one's value where two differ
-  std::vector<const TensorInfo*> tensors;
-  uint64_t bytes = 0;
-  size_t first_source = SIZE_MAX;  // its file opened when this source shard's turn comes
-  size_t last_source = 0;          // and committed once this one is written
-};
+namespace {
 
 // What each source shard's step declares (probed), packed module by module into shards.
-std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& sources,
-                                          const std::vector<std::vector<TensorInfo>>& declared,
-                                          const std::vector<Metadata>& metadata,
-                                          uint64_t max_bytes) {
+std::vector<PlannedShard> pack_shards(const std::vector<std::string>& sources,
+                                      const std::vector<std::vector<TensorInfo>>& declared,
+                                      const std::vector<Metadata>& metadata, uint64_t max_bytes) {
   struct Module {
     std::vector<std::pair<size_t, const TensorInfo*>> tensors;  // (source shard, tensor)
     uint64_t bytes = 0;
@@ -125,23 +118,32 @@ std::vector<PlannedShard> plan_resharding(const std::vector<std::string>& source
   return shards;
 }
 
-std::vector<std::string> rewrite_resharded(const FolderSource& src, const Location& out,
-                                           const FolderRewrite& how) {
-  const size_t n = src.weights.files.size();
-  std::vector<std::vector<TensorInfo>> declared;
-  std::vector<Metadata> metadata;
-  for (size_t i = 0; i < n; ++i) {
+}  // namespace
+
+Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how) {
+  Resharding r;
+  for (size_t i = 0; i < src.weights.files.size(); ++i) {
     Writer probe = WriterAccess::probe();
     try {
       how.write_shard(i, probe, {});
     } catch (const LayoutProbed&) {
     }
-    declared.push_back(WriterAccess::probed_tensors(probe));
-    metadata.push_back(WriterAccess::probed_metadata(probe));
+    r.declared.push_back(WriterAccess::probed_tensors(probe));
+    r.metadata.push_back(WriterAccess::probed_metadata(probe));
   }
   if (how.restart) how.restart();
-  const std::vector<PlannedShard> plan =
-      plan_resharding(src.weights.names, declared, metadata, how.max_shard_size);
+  r.shards = pack_shards(src.weights.names, r.declared, r.metadata, how.max_shard_size);
+  return r;
+}
+
+namespace {
+
+std::vector<std::string> rewrite_resharded(const FolderSource& src, const Location& out,
+                                           const FolderRewrite& how) {
+  const size_t n = src.weights.files.size();
+  const Resharding planned = plan_resharding(src, how);
+  const std::vector<std::vector<TensorInfo>>& declared = planned.declared;
+  const std::vector<PlannedShard>& plan = planned.shards;
 
   create_output_folder(out);
   OutputSet set;
@@ -204,6 +206,7 @@ std::string_view module_of(std::string_view tensor) {
 
 std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out,
                                         const FolderRewrite& how) {
+  if (how.job) return run_job_step(src, out, how);
   if (how.max_shard_size > 0) return rewrite_resharded(src, out, how);
   create_output_folder(out);
   OutputSet set;  // nothing replaces the folder's contents until every file is whole

@@ -14,8 +14,10 @@
 #include "io/location.hpp"
 #include "model/layout.hpp"
 #include "model/location.hpp"
+#include "model/shard_index.hpp"
 #include "quant/tensor_set.hpp"
 #include "tlio/file.hpp"
+#include "tlio/folder_job.hpp"
 #include "tlio/writer.hpp"
 
 namespace tlio::detail {
@@ -67,6 +69,13 @@ struct FolderRewrite {
   /// declarations are made (what goes where is planned from them), then for real. Called in
   /// between: whatever write_shard counted in the first run is forgotten.
   std::function<void()> restart;
+  /// When set, this call is one step of a job of units (tlio/folder_job.hpp): a unit per output
+  /// shard. save_counts gives what write_shard counted since restart() as text (after a source
+  /// shard's step, in the unit that runs it), load_counts adds such a text back (the commit, for
+  /// each source shard in order); a rewrite without them does not run as a job.
+  const FolderJob* job = nullptr;
+  std::function<std::string()> save_counts;
+  std::function<void(const std::string& text, const std::string& source)> load_counts;
 };
 
 /// The module a tensor belongs to, which a re-sharded folder keeps in one shard:
@@ -74,8 +83,41 @@ struct FolderRewrite {
 /// weight's parts ("...weight.absmax"); else the name without its last part.
 std::string_view module_of(std::string_view tensor);
 
-/// What was published: the weight files, the index, the carried files, in that order.
+/// What was published: the weight files, the index, the carried files, in that order. A job's
+/// steps other than commit publish nothing and return nothing.
 std::vector<std::string> rewrite_folder(const FolderSource& src, const Location& out,
                                         const FolderRewrite& how);
+
+// The parts the job steps (model/folder_rewrite_job.cpp) share with the single-process rewrite.
+
+/// One output shard of a re-sharded folder.
+struct PlannedShard {
+  std::string name;
+  Metadata metadata;  // its sources' metadata, the first one's value where two differ
+  std::vector<const TensorInfo*> tensors;
+  uint64_t bytes = 0;
+  size_t first_source = SIZE_MAX;  // its file opened when this source shard's turn comes
+  size_t last_source = 0;          // and committed once this one is written
+};
+
+/// A re-sharded folder planned from what each source shard's step declares (probed).
+struct Resharding {
+  std::vector<std::vector<TensorInfo>> declared;  // per source shard
+  std::vector<Metadata> metadata;                 // per source shard
+  std::vector<PlannedShard> shards;               // pointing into `declared`
+};
+Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how);
+
+/// The index (for several shards), the carried files, the last check, the set published.
+std::vector<std::string> finish_folder(const FolderSource& src, const Location& out,
+                                       const FolderRewrite& how, OutputSet& set,
+                                       std::vector<std::string> published, ShardIndex* index);
+
+[[noreturn]] void throw_twice(const std::string& tensor, const std::string& a,
+                              const std::string& b);
+
+/// A job's step (how.job set).
+std::vector<std::string> run_job_step(const FolderSource& src, const Location& out,
+                                      const FolderRewrite& how);
 
 }  // namespace tlio::detail

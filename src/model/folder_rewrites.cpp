@@ -9,7 +9,9 @@
 #include "common/json_doc.hpp"
 #include "common/json_members.hpp"
 #include "common/json_text.hpp"
+#include "model/folder_job.hpp"
 #include "model/folder_rewrite.hpp"
+#include "model/rewrite_counts.hpp"
 #include "quant/rewrite_steps.hpp"
 #include "quant/schemes.hpp"
 #include "tlio/error.hpp"
@@ -75,6 +77,7 @@ detail::FolderSource open_folder(const std::string& src, const FolderOptions& fo
 void run(const detail::FolderSource& source, const std::string& out, detail::FolderRewrite& how,
          const FolderOptions& folder) {
   how.max_shard_size = folder.max_shard_size;
+  how.job = folder.job;
   FolderFiles written = detail::rewrite_folder(source, detail::Location::parse(out), how);
   if (folder.files) *folder.files = std::move(written);
 }
@@ -114,6 +117,7 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
         "their scales, as the Hub's loaders read them (--cast, cast=True in Python, keeps the "
         "plain cast)",
         dtype_name(options.dtype)));
+  if (detail::abort_if_asked(detail::Location::parse(out), folder.job)) return {};
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   // A model whose quantized weights are all dequantized is no longer quantized; one partly
@@ -141,6 +145,10 @@ ConvertFileReport rewrite_tensors(const std::string& src, const std::string& out
     refuse_empty_selection(total.converted + total.kept, total.dropped, source);
   };
   how.restart = [&] { total = {}; };
+  how.save_counts = [&] { return detail::counts_text(total); };
+  how.load_counts = [&](const std::string& text, const std::string& name) {
+    add(total, detail::convert_counts(text, name));
+  };
   how.progress = options.progress;
   run(source, out, how, folder);
   return total;
@@ -212,6 +220,7 @@ EditReport edit_folder(const std::string& src, const std::string& out, const Edi
 
 QuantizeReport quantize_folder(const std::string& src, const std::string& out,
                                const QuantizeOptions& options, const FolderOptions& folder) {
+  if (detail::abort_if_asked(detail::Location::parse(out), folder.job)) return {};
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> existing = detail::find_quantized_weights(*source.set);
   QuantizeReport total;
@@ -270,6 +279,10 @@ QuantizeReport quantize_folder(const std::string& src, const std::string& out,
     throw_invalid(fmt::format("no tensor of {} to quantize{}", source.where.name(), why));
   };
   how.restart = [&] { total = {}; };
+  how.save_counts = [&] { return detail::counts_text(total); };
+  how.load_counts = [&](const std::string& text, const std::string& name) {
+    add(total, detail::quantize_counts(text, name));
+  };
   how.progress = options.progress;
   run(source, out, how, folder);
   return total;
@@ -279,15 +292,22 @@ DequantizeReport dequantize_folder(const std::string& src, const std::string& ou
                                    std::optional<Dtype> dtype, const ProgressCallback& progress,
                                    const FolderOptions& folder) {
   detail::check_dequantize_dtype(dtype);
+  if (detail::abort_if_asked(detail::Location::parse(out), folder.job)) return {};
   const detail::FolderSource source = open_folder(src, folder);
   const std::vector<QuantizedWeight> weights = detail::find_quantized_weights(*source.set);
   DequantizeReport total;
   detail::FolderRewrite how;
-  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& shard_progress) {
-    const DequantizeReport r = detail::dequantize_into(*source.set, source.weights.files[i], w,
-                                                       weights, dtype, shard_progress);
+  auto add_dequantized = [&](const DequantizeReport& r) {
     total.restored += r.restored;
     total.scheme = r.scheme;
+  };
+  how.write_shard = [&](size_t i, Writer& w, const ProgressCallback& shard_progress) {
+    add_dequantized(detail::dequantize_into(*source.set, source.weights.files[i], w, weights, dtype,
+                                            shard_progress));
+  };
+  how.save_counts = [&] { return detail::counts_text(total); };
+  how.load_counts = [&](const std::string& text, const std::string& name) {
+    add_dequantized(detail::dequantize_counts(text, name));
   };
   const bool mlx = std::any_of(weights.begin(), weights.end(), [](const QuantizedWeight& w) {
     return w.scheme.kind() == SchemeKind::mlx;

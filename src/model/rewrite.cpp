@@ -42,6 +42,8 @@ Error invalid(const std::string& location, std::string detail) {
 // The kind of `src`, with what each kind cannot take checked: true for a model folder.
 bool folder_source(const std::string& src, const std::string& out, const FolderOptions& folder,
                    std::string_view operation) {
+  // A job's abort needs no source (it may be gone): the folder's operation removes the job.
+  if (folder.job && folder.job->step == FolderJob::Step::abort) return true;
   switch (weights_kind(src, folder.open)) {
     case WeightsKind::gguf:
       throw invalid(src,
@@ -50,6 +52,8 @@ bool folder_source(const std::string& src, const std::string& out, const FolderO
                                 "its model as a Hugging Face folder)",
                                 operation));
     case WeightsKind::safetensors:
+      if (folder.job)
+        throw invalid(src, "a job of units rewrites a model folder, and this is one file");
       if (folder.max_shard_size != 0)
         throw invalid(src,
                       "a maximum shard size re-shards a model folder's output, and this is one "

@@ -111,6 +111,36 @@ static void test_model(const char* dir) {
     CHECK(tl_model_file_count(m) == 4);
     tl_model_close(m);
   }
+  /* The same as a job of units (docs/jobs.md), units in reverse: every file the same bytes. */
+  {
+    char units[2200], want[2400], got[2400], a_hex[TL_SHA256_HEX_SIZE], b_hex[TL_SHA256_HEX_SIZE];
+    static const char* files[] = {"model-00001-of-00004.safetensors",
+                                  "model-00004-of-00004.safetensors",
+                                  "model.safetensors.index.json", "config.json"};
+    snprintf(units, sizeof units, "%s-units", path);
+    CHECK(tl_job_begin("c-1", TL_JOB_PLAN, 0) == TL_OK);
+    CHECK(tl_convert_folder(data_path("models/sharded"), units, TL_BF16, 1) == TL_OK);
+    const uint64_t n = tl_job_units();
+    CHECK(n == 4);
+    for (uint64_t k = n; k-- > 0;) {
+      CHECK(tl_job_begin("c-1", TL_JOB_UNIT, k) == TL_OK);
+      CHECK(tl_convert_folder(data_path("models/sharded"), units, TL_BF16, 1) == TL_OK);
+    }
+    CHECK(tl_job_begin("c-1", TL_JOB_COMMIT, 0) == TL_OK);
+    CHECK(tl_convert_folder(data_path("models/sharded"), units, TL_BF16, 1) == TL_OK);
+    tl_job_end();
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
+      snprintf(want, sizeof want, "%s/%s", out, files[i]);
+      snprintf(got, sizeof got, "%s/%s", units, files[i]);
+      CHECK(tl_hash_file(want, NULL, a_hex) == TL_OK && tl_hash_file(got, NULL, b_hex) == TL_OK);
+      CHECK(strcmp(a_hex, b_hex) == 0);
+    }
+    CHECK(tl_job_begin("bad/id", TL_JOB_PLAN, 0) == TL_EINVAL);
+    CHECK(tl_job_begin("c-2", 7, 0) == TL_EINVAL);
+    CHECK(tl_job_begin("c-2", TL_JOB_COMMIT, 0) == TL_OK); /* no plan: nothing to commit */
+    CHECK(tl_convert_folder(data_path("models/sharded"), units, TL_BF16, 1) == TL_EIO);
+    tl_job_end();
+  }
   /* A folder's shards compared with one file (tlio diff DIR FILE), all names or a filter's. */
   tl_model* sharded = NULL;
   tl_file* one = NULL;

@@ -56,6 +56,7 @@ mod error;
 mod file;
 mod gguf;
 mod interrupt;
+mod job;
 mod model;
 mod plan;
 mod quant;
@@ -76,6 +77,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use gguf::{export_gguf, export_gguf_split, import_gguf, import_gguf_model, Gguf, GgufTensor};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
+pub use job::{Job, JobStep};
 pub use model::Model;
 pub use plan::{PlanItem, PlanOptions, PlannedRead, ReadPlan, StoredRange, DIRECT_ALIGNMENT};
 pub use quant::{

@@ -47,6 +47,10 @@ pub const TL_IMPORT_SKIP_UNSUPPORTED: c_uint = 1;
 pub const TL_IMPORT_ALLOW_EMPTY: c_uint = 2;
 pub const TL_IMPORT_ALL: c_uint = 4;
 pub const TL_SHA256_HEX_SIZE: usize = 65;
+pub const TL_JOB_PLAN: c_int = 0;
+pub const TL_JOB_UNIT: c_int = 1;
+pub const TL_JOB_COMMIT: c_int = 2;
+pub const TL_JOB_ABORT: c_int = 3;
 
 #[repr(C)]
 pub struct tl_file {

@@ -181,6 +181,9 @@ extern "C" {
         dtype: c_int,
         max_shard_size: u64,
     ) -> c_int;
+    pub fn tl_job_begin(id: *const c_char, step: c_int, unit: u64) -> c_int;
+    pub fn tl_job_units() -> u64;
+    pub fn tl_job_end();
     pub fn tl_compare_options_init_sized(options: *mut tl_compare_options, size: usize);
     pub fn tl_compare_options_init(options: *mut tl_compare_options);
     pub fn tl_compare_files(

@@ -1,0 +1,215 @@
+// model/folder_rewrite_job.cpp: a folder rewrite run as a job of units (tlio/folder_job.hpp), a
+// unit per output shard: the source's shards, or the re-sharded plan's (a unit runs the source
+// shards its output draws from, their other tensors sent to a sink). Each unit writes its file
+// and the counts of the source shards it stands for into the staging folder; the commit adopts
+// the files into one set and finishes it as the single-process rewrite does.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "format/writer_access.hpp"
+#include "model/folder_job.hpp"
+#include "model/folder_rewrite.hpp"
+#include "tlio/error.hpp"
+
+namespace tlio::detail {
+namespace {
+
+// What the units will write, as text that changes when the source does: the shard size asked
+// for, each source shard's name, tensor count and data size.
+std::string plan_text(const FolderSource& src, const FolderRewrite& how) {
+  std::string text = fmt::format("max_shard_size {}\n", how.max_shard_size);
+  for (size_t i = 0; i < src.weights.files.size(); ++i)
+    text += fmt::format("{} {} {}\n", src.weights.names[i], src.weights.files[i].tensors().size(),
+                        src.weights.files[i].header().data_size());
+  return text;
+}
+
+std::string counts_file(size_t source) { return fmt::format("counts-{}.json", source); }
+
+// The source shards each unit runs, and the unit whose counts stand for each source shard (the
+// first that runs it). A source shard no output draws from (all its tensors left out) runs in
+// the last unit that begins at or before it, so that what it counted is not lost.
+struct UnitSources {
+  std::vector<std::vector<size_t>> runs;  // per unit, in source order
+  std::vector<size_t> owner;              // per source shard
+};
+
+UnitSources unit_sources(const std::vector<PlannedShard>& plan, size_t sources) {
+  UnitSources u;
+  u.runs.resize(plan.size());
+  u.owner.assign(sources, SIZE_MAX);
+  for (size_t k = 0; k < plan.size(); ++k)
+    for (size_t i = plan[k].first_source; i <= plan[k].last_source && i < sources; ++i) {
+      u.runs[k].push_back(i);
+      if (u.owner[i] == SIZE_MAX) u.owner[i] = k;
+    }
+  for (size_t i = 0; i < sources; ++i) {
+    if (u.owner[i] != SIZE_MAX) continue;
+    size_t k = 0;
+    for (size_t j = 0; j < plan.size(); ++j)
+      if (plan[j].first_source <= i) k = j;
+    u.owner[i] = k;
+    u.runs[k].insert(std::upper_bound(u.runs[k].begin(), u.runs[k].end(), i), i);
+  }
+  return u;
+}
+
+ProgressCallback unit_progress(const FolderRewrite& how) {
+  return [&how](uint64_t done, uint64_t total) {
+    if (how.progress) how.progress(done, total);
+  };
+}
+
+// Unit k of a re-sharded folder: output shard k, from the source shards it draws from.
+void run_resharded_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder& jf,
+                        OutputSet& staged) {
+  const size_t k = jf.job().unit;
+  const Resharding r = plan_resharding(src, how);
+  const PlannedShard& mine = r.shards.at(k);
+  Writer out = WriterAccess::into_set(staged, jf.file(mine.name), kModelMetadata);
+  out.set_metadata(mine.metadata);
+  std::unordered_set<std::string_view> own;
+  for (const TensorInfo* t : mine.tensors) {
+    out.declare(t->name, t->dtype, t->shape);
+    own.insert(t->name);
+  }
+  const UnitSources u = unit_sources(r.shards, src.weights.files.size());
+  for (const size_t i : u.runs[k]) {
+    Writer sink = WriterAccess::sink();
+    std::unordered_map<std::string, Writer*> routes;
+    for (const TensorInfo& t : r.declared[i]) {
+      Writer* to = &out;
+      if (!own.contains(t.name)) {
+        sink.declare(t.name, t.dtype, t.shape);
+        to = &sink;
+      }
+      routes.emplace(t.name, to);
+    }
+    Writer w = routes.empty() ? Writer::to_memory() : WriterAccess::routing(std::move(routes));
+    if (how.restart) how.restart();
+    how.write_shard(i, w, unit_progress(how));
+    w.commit();
+    if (u.owner[i] == k) jf.put_text(counts_file(i), how.save_counts());
+  }
+  out.commit();
+  staged.commit();
+  jf.finish_unit(k, mine.name);
+}
+
+void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder& jf) {
+  OutputSet staged;
+  if (how.max_shard_size > 0) return run_resharded_unit(src, how, jf, staged);
+  const size_t k = jf.job().unit;
+  const std::string& name = src.weights.names[k];
+  Writer w = WriterAccess::into_set(staged, jf.file(name), kModelMetadata);
+  how.write_shard(k, w, unit_progress(how));
+  // As the single-process rewrite: a shard left with no tensor is not written, unless it is the
+  // folder's only file.
+  const bool written = !w.layout().empty() || src.weights.files.size() == 1;
+  if (written) {
+    w.commit();
+    staged.commit();
+  }
+  jf.put_text(counts_file(k), how.save_counts());
+  jf.finish_unit(k, written ? name : "");
+}
+
+// The unit's file, checked to be the one the plan says and whole (File::open checks its size).
+File open_unit_file(const JobFolder& jf, uint64_t unit, const std::string& expected) {
+  const std::string name = jf.unit_file(unit);
+  if (!name.empty() && name != expected)
+    throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, jf.job().id, name,
+                         expected),
+             jf.folder().display());
+  return File::open(jf.file(expected).path());
+}
+
+std::vector<std::string> commit(const FolderSource& src, const Location& out,
+                                const FolderRewrite& how, const JobFolder& jf, uint64_t units) {
+  OutputSet set;
+  std::vector<std::string> published;
+  ShardIndex index;
+  bool indexed = false;
+  if (how.max_shard_size == 0) {
+    std::map<std::string, const std::string*, std::less<>> shard_of;
+    uint64_t total = 0;
+    for (uint64_t k = 0; k < units; ++k) {
+      const std::string& name = src.weights.names[k];
+      if (jf.unit_file(k).empty()) continue;  // its tensors were all left out
+      const File f = open_unit_file(jf, k, name);
+      for (const TensorInfo& t : f.tensors()) {
+        if (const auto [it, fresh] = shard_of.emplace(t.name, &name); !fresh)
+          throw_twice(t.name, *it->second, name);
+        index.weight_map.emplace_back(t.name, name);
+        total += t.byte_size();
+      }
+      index.files.push_back(name);
+      published.push_back(name);
+      jf.adopt(set, name, out.join(name));
+    }
+    index.total_size = total;
+    indexed = src.weights.sharded;
+  } else {
+    const Resharding r = plan_resharding(src, how);
+    index.total_size = 0;
+    for (uint64_t k = 0; k < units; ++k) {
+      const PlannedShard& s = r.shards.at(k);
+      const File f = open_unit_file(jf, k, s.name);
+      if (f.tensors().size() != s.tensors.size())
+        throw_io(fmt::format("unit {} of job {} wrote {} tensors, not the {} planned", k,
+                             jf.job().id, f.tensors().size(), s.tensors.size()),
+                 jf.file(s.name).display());
+      for (const TensorInfo* t : s.tensors) {
+        index.weight_map.emplace_back(t->name, s.name);
+        *index.total_size += tensor_bytes(t->dtype, t->shape).value_or(0);
+      }
+      index.files.push_back(s.name);
+      published.push_back(s.name);
+      jf.adopt(set, s.name, out.join(s.name));
+    }
+    indexed = r.shards.size() > 1;
+  }
+  if (how.restart) how.restart();
+  for (size_t i = 0; i < src.weights.files.size(); ++i)
+    how.load_counts(jf.get_text(counts_file(i)), jf.file(counts_file(i)).display());
+  std::vector<std::string> done =
+      finish_folder(src, out, how, set, std::move(published), indexed ? &index : nullptr);
+  jf.remove();
+  return done;
+}
+
+}  // namespace
+
+std::vector<std::string> run_job_step(const FolderSource& src, const Location& out,
+                                      const FolderRewrite& how) {
+  if (!how.save_counts || !how.load_counts)
+    throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
+                "this rewrite does not run as a job of units");
+  const JobFolder jf(out, *how.job);
+  const std::string plan = plan_text(src, how);
+  switch (how.job->step) {
+    case FolderJob::Step::plan: {
+      const uint64_t units = how.max_shard_size > 0 ? plan_resharding(src, how).shards.size()
+                                                    : src.weights.files.size();
+      jf.begin(units, plan);
+      if (how.job->units) *how.job->units = units;
+      return {};
+    }
+    case FolderJob::Step::unit:
+      jf.check(plan);
+      run_unit(src, how, jf);
+      return {};
+    case FolderJob::Step::commit:
+      return commit(src, out, how, jf, jf.check(plan));
+    case FolderJob::Step::abort:
+      jf.remove();
+      return {};
+  }
+  return {};
+}
+
+}  // namespace tlio::detail

@@ -59,6 +59,19 @@ def _unit(name, args, kwargs, job_id, unit):
     getattr(tlio, name)(*args, **kwargs, job=(job_id, unit))
 
 
+_remote_units = {}
+
+
+def _remote_unit(ray, num_cpus, retries):
+    """_unit as a Ray task with these options, made once: each new one is exported to the
+    cluster again, which every worker then fetches."""
+    key = (_unit, num_cpus, retries)
+    if key not in _remote_units:
+        _remote_units[key] = ray.remote(num_cpus=num_cpus, max_retries=retries,
+                                        retry_exceptions=[OSError])(_unit)
+    return _remote_units[key]
+
+
 def _connect(ray, address, workers):
     if ray.is_initialized():
         return
@@ -89,8 +102,7 @@ def _run(name, args, kwargs, workers, address, retries, num_cpus):
     try:
         _connect(ray, address, workers)
         at_once = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        remote = ray.remote(num_cpus=num_cpus, max_retries=retries,
-                            retry_exceptions=[OSError])(_unit)
+        remote = _remote_unit(ray, num_cpus, retries)
         next_unit = 0
         while next_unit < units or pending:
             while next_unit < units and len(pending) < at_once:

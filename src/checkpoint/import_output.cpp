@@ -122,14 +122,14 @@ bool run_import_job(const Location& out, const std::vector<OutputFile>& outputs,
       OutputSet staged;
       report.bytes_written = write_outputs(jf.folder(), &staged, {mine}, options, report);
       staged.commit();
-      jf.finish_unit(options.job->unit, mine.name);
+      jf.finish_unit(options.job->unit, {mine.name, {}});
       return false;
     }
     case FolderJob::Step::commit:
       jf.check(plan);
       // The counts write_outputs makes as it writes, made from the plan.
       for (size_t k = 0; k < outputs.size(); ++k) {
-        if (jf.unit_file(k) != outputs[k].name)
+        if (jf.receipt(k).file != outputs[k].name)
           throw_io(
               fmt::format("unit {} of job {} did not write {}", k, jf.job().id, outputs[k].name),
               jf.folder().display());

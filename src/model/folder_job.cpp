@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <system_error>
@@ -58,7 +59,7 @@ uint64_t JobFolder::check(std::string_view plan) const {
   if (!std::filesystem::exists(dir_ / kPlanFile))
     throw_io(fmt::format("job {} has no plan here (its plan step runs first)", job_.id),
              dir_.string(), std::make_error_code(std::errc::no_such_file_or_directory));
-  const std::string text = get_text(kPlanFile);
+  const std::string text = read_text_file(dir_ / kPlanFile);
   const size_t eol = text.find('\n');
   uint64_t units = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.find('\n'), units);
@@ -81,19 +82,36 @@ void JobFolder::put_text(std::string_view name, std::string_view text) const {
   set.commit();
 }
 
-std::string JobFolder::get_text(std::string_view name) const { return read_text_file(dir_ / name); }
-
-void JobFolder::finish_unit(uint64_t unit, std::string_view file) const {
-  put_text(fmt::format("unit-{}.done", unit), file);
+// A receipt's text: the file's name on the first line, then "<source> <counts>" lines.
+void JobFolder::finish_unit(uint64_t unit, const Receipt& receipt) const {
+  std::string text = receipt.file + "\n";
+  for (const auto& [source, counts] : receipt.counts)
+    text += fmt::format("{} {}\n", source, counts);
+  put_text(fmt::format("unit-{}.done", unit), text);
 }
 
-std::string JobFolder::unit_file(uint64_t unit) const {
+JobFolder::Receipt JobFolder::receipt(uint64_t unit) const {
   const std::filesystem::path done = dir_ / fmt::format("unit-{}.done", unit);
   if (!std::filesystem::exists(done))
     throw_io(
         fmt::format("unit {} of job {} has not finished; nothing was published", unit, job_.id),
         dir_.string(), std::make_error_code(std::errc::no_such_file_or_directory));
-  return read_text_file(done);
+  const std::string text = read_text_file(done);
+  const char* const end = text.data() + text.size();
+  Receipt r;
+  const char* at = std::find(text.data(), end, '\n');
+  bool ok = at != end;
+  if (ok) r.file.assign(text.data(), at);
+  while (ok && at + 1 < end) {
+    const char* line = at + 1;
+    at = std::find(line, end, '\n');
+    uint64_t source = 0;
+    const auto [space, ec] = std::from_chars(line, at, source);
+    ok = at != end && ec == std::errc{} && space < at && *space == ' ';
+    if (ok) r.counts.emplace_back(source, std::string(space + 1, at));
+  }
+  if (!ok) throw_io(fmt::format("the receipt of unit {} is damaged", unit), done.string());
+  return r;
 }
 
 void JobFolder::adopt(OutputSet& set, std::string_view name, const Location& dest) const {

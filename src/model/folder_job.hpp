@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "io/atomic_file.hpp"
 #include "io/location.hpp"
@@ -35,19 +37,24 @@ class JobFolder {
   Location folder() const { return Location::local(dir_); }
   /// Where a unit writes its output file `name`.
   Location file(std::string_view name) const;
-  /// A small file of the job (a unit's counts), written whole; read back by name.
-  void put_text(std::string_view name, std::string_view text) const;
-  std::string get_text(std::string_view name) const;
-  /// Written last by a unit: the name of the file it wrote ("" for none).
-  void finish_unit(uint64_t unit, std::string_view file) const;
-  /// The commit's question: unit's file name, or Error{io} saying the unit has not run.
-  std::string unit_file(uint64_t unit) const;
+  /// What a unit leaves last: the name of the file it wrote ("" for none) and what it counted of
+  /// the source shards it stands for (source shard, counts as one line of text).
+  struct Receipt {
+    std::string file;
+    std::vector<std::pair<uint64_t, std::string>> counts;
+  };
+  void finish_unit(uint64_t unit, const Receipt& receipt) const;
+  /// The commit's question: Error{io} saying the unit has not finished, or that its receipt is
+  /// damaged.
+  Receipt receipt(uint64_t unit) const;
   /// The commit: unit output `name` renamed to `dest` with the rest of `set`.
   void adopt(OutputSet& set, std::string_view name, const Location& dest) const;
   /// Removes the staging folder (commit, once published; abort).
   void remove() const;
 
  private:
+  void put_text(std::string_view name, std::string_view text) const;
+
   FolderJob job_;
   std::filesystem::path dir_;
 };

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/json_text.hpp"
 #include "format/writer_access.hpp"
 #include "model/folder_job.hpp"
 #include "model/folder_rewrite.hpp"
@@ -27,8 +28,6 @@ std::string plan_text(const FolderSource& src, const FolderRewrite& how) {
                         src.weights.files[i].header().data_size());
   return text;
 }
-
-std::string counts_file(size_t source) { return fmt::format("counts-{}.json", source); }
 
 // The source shards each unit runs, and the unit whose counts stand for each source shard (the
 // first that runs it). A source shard no output draws from (all its tensors left out) runs in
@@ -78,6 +77,7 @@ void run_resharded_unit(const FolderSource& src, const FolderRewrite& how, const
     own.insert(t->name);
   }
   const UnitSources u = unit_sources(r.shards, src.weights.files.size());
+  JobFolder::Receipt receipt{mine.name, {}};
   for (const size_t i : u.runs[k]) {
     Writer sink = WriterAccess::sink();
     std::unordered_map<std::string, Writer*> routes;
@@ -93,11 +93,11 @@ void run_resharded_unit(const FolderSource& src, const FolderRewrite& how, const
     if (how.restart) how.restart();
     how.write_shard(i, w, unit_progress(how));
     w.commit();
-    if (u.owner[i] == k) jf.put_text(counts_file(i), how.save_counts());
+    if (u.owner[i] == k) receipt.counts.emplace_back(i, how.save_counts());
   }
   out.commit();
   staged.commit();
-  jf.finish_unit(k, mine.name);
+  jf.finish_unit(k, receipt);
 }
 
 void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder& jf) {
@@ -114,22 +114,46 @@ void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder
     w.commit();
     staged.commit();
   }
-  jf.put_text(counts_file(k), how.save_counts());
-  jf.finish_unit(k, written ? name : "");
+  jf.finish_unit(k, {written ? name : "", {{k, how.save_counts()}}});
 }
 
 // The unit's file, checked to be the one the plan says and whole (File::open checks its size).
-File open_unit_file(const JobFolder& jf, uint64_t unit, const std::string& expected) {
-  const std::string name = jf.unit_file(unit);
-  if (!name.empty() && name != expected)
-    throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, jf.job().id, name,
-                         expected),
+File open_unit_file(const JobFolder& jf, uint64_t unit, const std::string& written,
+                    const std::string& expected) {
+  if (written != expected)
+    throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, jf.job().id,
+                         quote_name(written), expected),
              jf.folder().display());
   return File::open(jf.file(expected).path());
 }
 
+// Every unit's receipt, and what they counted by source shard (each exactly once).
+struct Receipts {
+  std::vector<JobFolder::Receipt> units;
+  std::vector<const std::string*> counts;  // per source shard
+};
+
+Receipts read_receipts(const JobFolder& jf, uint64_t units, size_t sources) {
+  Receipts r;
+  r.counts.assign(sources, nullptr);
+  for (uint64_t k = 0; k < units; ++k) r.units.push_back(jf.receipt(k));
+  for (uint64_t k = 0; k < units; ++k)
+    for (const auto& [source, text] : r.units[k].counts) {
+      if (source >= sources || r.counts[source])
+        throw_io(fmt::format("the receipt of unit {} counts source shard {} again", k, source),
+                 jf.folder().display());
+      r.counts[source] = &text;
+    }
+  for (size_t i = 0; i < sources; ++i)
+    if (!r.counts[i])
+      throw_io(fmt::format("no unit of job {} counted source shard {}", jf.job().id, i),
+               jf.folder().display());
+  return r;
+}
+
 std::vector<std::string> commit(const FolderSource& src, const Location& out,
                                 const FolderRewrite& how, const JobFolder& jf, uint64_t units) {
+  const Receipts receipts = read_receipts(jf, units, src.weights.files.size());
   OutputSet set;
   std::vector<std::string> published;
   ShardIndex index;
@@ -139,8 +163,9 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     uint64_t total = 0;
     for (uint64_t k = 0; k < units; ++k) {
       const std::string& name = src.weights.names[k];
-      if (jf.unit_file(k).empty()) continue;  // its tensors were all left out
-      const File f = open_unit_file(jf, k, name);
+      const std::string& written = receipts.units[k].file;
+      if (written.empty()) continue;  // its tensors were all left out
+      const File f = open_unit_file(jf, k, written, name);
       for (const TensorInfo& t : f.tensors()) {
         if (const auto [it, fresh] = shard_of.emplace(t.name, &name); !fresh)
           throw_twice(t.name, *it->second, name);
@@ -158,7 +183,7 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     index.total_size = 0;
     for (uint64_t k = 0; k < units; ++k) {
       const PlannedShard& s = r.shards.at(k);
-      const File f = open_unit_file(jf, k, s.name);
+      const File f = open_unit_file(jf, k, receipts.units[k].file, s.name);
       if (f.tensors().size() != s.tensors.size())
         throw_io(fmt::format("unit {} of job {} wrote {} tensors, not the {} planned", k,
                              jf.job().id, f.tensors().size(), s.tensors.size()),
@@ -174,8 +199,8 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     indexed = r.shards.size() > 1;
   }
   if (how.restart) how.restart();
-  for (size_t i = 0; i < src.weights.files.size(); ++i)
-    how.load_counts(jf.get_text(counts_file(i)), jf.file(counts_file(i)).display());
+  for (size_t i = 0; i < receipts.counts.size(); ++i)
+    how.load_counts(*receipts.counts[i], jf.folder().display());
   std::vector<std::string> done =
       finish_folder(src, out, how, set, std::move(published), indexed ? &index : nullptr);
   jf.remove();

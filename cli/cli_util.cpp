@@ -90,62 +90,50 @@ void add_job_options(CLI::App* cmd, JobOptions& j) {
   cmd->add_option("--job", j.id,
                   "Run as a job of units (docs/jobs.md): ID names its staging folder in OUT")
       ->check([](const std::string& v) -> std::string {
-        const bool ok =
-            !v.empty() && v.size() <= tlio::kMaxJobIdLength &&
-            std::all_of(v.begin(), v.end(), [](char c) {
-              return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-            });
-        return ok ? std::string{}
-                  : fmt::format("--job takes 1 to {} of A-Z a-z 0-9 - _", tlio::kMaxJobIdLength);
+        return tlio::valid_job_id(v)
+                   ? std::string{}
+                   : fmt::format("--job takes 1 to {} of A-Z a-z 0-9 - _", tlio::kMaxJobIdLength);
       });
   cmd->add_option("--job-step", j.step,
                   "The job's step: plan (prints the number of units), a unit's number, commit "
                   "(publishes the folder) or abort")
       ->check([](const std::string& v) -> std::string {
-        if (v == "plan" || v == "commit" || v == "abort") return {};
-        return !v.empty() && v.size() < 20 && std::all_of(v.begin(), v.end(), ::isdigit)
-                   ? std::string{}
-                   : "--job-step is plan, commit, abort or a unit's number, not '" + v + "'";
+        try {
+          tlio::parse_job_step("x", v);
+          return {};
+        } catch (const tlio::Error&) {
+          return "--job-step is plan, commit, abort or a unit's number, not '" + v + "'";
+        }
       });
 }
 
-const tlio::FolderJob* job_step(const JobOptions& j) {
-  if (j.id.empty() && j.step.empty()) return nullptr;
+JobStep::JobStep(const JobOptions& j) {
+  if (j.id.empty() && j.step.empty()) return;
   if (j.id.empty() || j.step.empty())
     throw UsageError("--job and --job-step go together (docs/jobs.md)");
-  j.job.id = j.id;
-  j.job.units = &j.units;
-  if (j.step == "plan") {
-    j.job.step = tlio::FolderJob::Step::plan;
-  } else if (j.step == "commit") {
-    j.job.step = tlio::FolderJob::Step::commit;
-  } else if (j.step == "abort") {
-    j.job.step = tlio::FolderJob::Step::abort;
-  } else {
-    j.job.step = tlio::FolderJob::Step::unit;
-    j.job.unit = std::stoull(j.step);
-  }
-  return &j.job;
+  job_ = tlio::parse_job_step(j.id, j.step);
+  job_->units = &units_;
 }
 
-bool print_job_step(const JobOptions& j, const std::string& out, bool json) {
-  if (j.id.empty() || j.job.step == tlio::FolderJob::Step::commit) return false;
-  const char* step = j.job.step == tlio::FolderJob::Step::plan   ? "plan"
-                     : j.job.step == tlio::FolderJob::Step::unit ? "unit"
-                                                                 : "abort";
+bool JobStep::print(const std::string& out, bool json) const {
+  if (!job_ || job_->step == tlio::FolderJob::Step::commit) return false;
+  using Step = tlio::FolderJob::Step;
+  const char* step = job_->step == Step::plan   ? "plan"
+                     : job_->step == Step::unit ? "unit"
+                                                : "abort";
   if (json) {
     fmt::print("{{\"output\":{},\"job\":{},\"step\":\"{}\"{}}}\n",
-               json_string(display_location(out)), json_string(j.id), step,
-               j.job.step == tlio::FolderJob::Step::plan   ? fmt::format(",\"units\":{}", j.units)
-               : j.job.step == tlio::FolderJob::Step::unit ? fmt::format(",\"unit\":{}", j.job.unit)
-                                                           : "");
-  } else if (j.job.step == tlio::FolderJob::Step::plan) {
-    fmt::print("job {}: {} unit{} (--job-step 0 .. {}, then commit)\n", j.id, j.units,
-               j.units == 1 ? "" : "s", j.units - 1);
-  } else if (j.job.step == tlio::FolderJob::Step::unit) {
-    fmt::print("job {}: unit {} written\n", j.id, j.job.unit);
+               json_string(display_location(out)), json_string(job_->id), step,
+               job_->step == Step::plan   ? fmt::format(",\"units\":{}", units_)
+               : job_->step == Step::unit ? fmt::format(",\"unit\":{}", job_->unit)
+                                          : "");
+  } else if (job_->step == Step::plan) {
+    fmt::print("job {}: {} unit{} (--job-step 0 .. {}, then commit)\n", job_->id, units_,
+               units_ == 1 ? "" : "s", units_ ? units_ - 1 : 0);
+  } else if (job_->step == Step::unit) {
+    fmt::print("job {}: unit {} written\n", job_->id, job_->unit);
   } else {
-    fmt::print("job {}: aborted, its staging folder removed\n", j.id);
+    fmt::print("job {}: aborted, its staging folder removed\n", job_->id);
   }
   return true;
 }

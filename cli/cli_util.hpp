@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -67,20 +68,28 @@ void add_max_size_option(CLI::App* cmd, std::string& max_size);
 tlio::FolderOptions folder_options(const std::string& max_size, tlio::FolderFiles* files,
                                    const tlio::FolderJob* job = nullptr);
 
-/// --job ID and --job-step STEP: one step of a job of units (tlio/folder_job.hpp).
+/// --job ID and --job-step STEP, as given.
 struct JobOptions {
   std::string id, step;
-  mutable tlio::FolderJob job;  // made by job_step
-  mutable uint64_t units = 0;   // the plan's answer
 };
 /// Adds --job and --job-step to a command that rewrites or imports folders.
 void add_job_options(CLI::App* cmd, JobOptions& j);
-/// The job step the options ask for; nullptr without --job. UsageError for --job-step without
-/// --job or the reverse.
-const tlio::FolderJob* job_step(const JobOptions& j);
-/// Prints what a step other than commit did ("job ID: 4 units", or its JSON) and returns true;
-/// false for no job and for commit, whose report is the command's own.
-bool print_job_step(const JobOptions& j, const std::string& out, bool json);
+
+/// The step of a job of units (tlio/folder_job.hpp) a command runs: none without --job;
+/// UsageError for --job without --job-step or the reverse.
+class JobStep {
+ public:
+  explicit JobStep(const JobOptions& j);
+  JobStep(const JobStep&) = delete;
+  const tlio::FolderJob* get() const noexcept { return job_ ? &*job_ : nullptr; }
+  /// Prints what a step other than commit did ("job ID: 4 units", or its JSON) and returns
+  /// true; false without a job and for commit, whose report is the command's own.
+  bool print(const std::string& out, bool json) const;
+
+ private:
+  std::optional<tlio::FolderJob> job_;
+  uint64_t units_ = 0;  // the plan's answer
+};
 /// NAME arguments with glob patterns (*, ?, [...]; '*' crosses dots) replaced by the names they
 /// match, in `names`' order; an argument that is itself a name, or has no pattern, stays as it
 /// is. A pattern that matches nothing is a UsageError naming it and `input`.

@@ -104,7 +104,8 @@ std::string dequantized_note(const tlio::ConvertFileReport& r) {
 // with --dtype; a folder's output is a folder, with the same shards unless --max-size.
 int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
   tlio::FolderFiles files;  // stays empty for a file
-  const tlio::FolderOptions how = folder_options(a.max_size, &files, job_step(a.job));
+  const JobStep job(a.job);
+  const tlio::FolderOptions how = folder_options(a.max_size, &files, job.get());
   tlio::ConvertFileReport r;
   {
     ProgressBar bar(a.dtype.empty() ? "copying" : "converting");
@@ -123,7 +124,7 @@ int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
     }
     bar.finish();
   }
-  if (print_job_step(a.job, a.out, a.json)) return kExitOk;
+  if (job.print(a.out, a.json)) return kExitOk;
   const std::string dtype =
       a.dtype.empty() ? "" : std::string(tlio::dtype_name(*tlio::parse_dtype_alias(a.dtype)));
   // Standard input by the name its File gives it, as every report of a read names it.
@@ -170,7 +171,7 @@ int convert_safetensors(const Args& a, const tlio::TensorSelection& selection) {
 // block type decoded as ggml does.
 int convert_from_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() ||
-      !a.rename.empty() || !a.max_size.empty())
+      !a.rename.empty() || !a.max_size.empty() || !a.job.id.empty() || !a.job.step.empty())
     throw UsageError("from a GGUF file, convert takes --dtype (F32, F16 or BF16) and --json only");
   // OUT.safetensors gets the tensors under their GGUF names; anything else is a folder.
   const bool folder = !a.out.ends_with(".safetensors");
@@ -224,7 +225,7 @@ int convert_from_gguf(const Args& a) {
 // A Hugging Face folder in, a .gguf out: llama.cpp's file, its weights in --dtype (default F16).
 int convert_to_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() ||
-      !a.rename.empty() || !a.max_size.empty())
+      !a.rename.empty() || !a.max_size.empty() || !a.job.id.empty() || !a.job.step.empty())
     throw UsageError("to a GGUF file, convert takes --dtype, --split-max-size and --json only");
   tlio::GgufExportOptions options;
   options.open = open_options();

@@ -84,12 +84,13 @@ void add_import(CLI::App& app, int& exit_code) {
       options.import_all = a->all;
       if (!a->max_size.empty()) options.max_shard_size = tlio::parse_size(a->max_size);
       if (!a->dtype.empty()) options.dtype = tlio::parse_dtype_alias(a->dtype);
-      options.job = job_step(a->job);
+      const JobStep job(a->job);
+      options.job = job.get();
       ProgressBar bar("importing");
       options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       const tlio::ImportReport r = tlio::import_checkpoint(a->src, a->dst, options);
       bar.finish();
-      if (print_job_step(a->job, a->dst, a->json)) return kExitOk;
+      if (job.print(a->dst, a->json)) return kExitOk;
       const size_t aliases = r.contents.tensors.size() - r.tensors_written;
       if (a->json) {
         std::vector<std::string> tensors, skipped;

@@ -258,10 +258,11 @@ void add_quantize(CLI::App& app, int& exit_code) {
       o.allow_1d = a->allow_1d;
       o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
       tlio::FolderFiles files;
-      const tlio::QuantizeReport r = tlio::quantize_weights(
-          a->in, a->out, o, folder_options(a->max_size, &files, job_step(a->job)));
+      const JobStep job(a->job);
+      const tlio::QuantizeReport r =
+          tlio::quantize_weights(a->in, a->out, o, folder_options(a->max_size, &files, job.get()));
       bar.finish();
-      if (print_job_step(a->job, a->out, a->json)) return kExitOk;
+      if (job.print(a->out, a->json)) return kExitOk;
       if (a->json) {
         std::vector<std::string> items, kept;
         for (const auto& i : r.items)
@@ -336,10 +337,11 @@ void add_dequantize(CLI::App& app, int& exit_code) {
         bar.update(done, total);
       };
       tlio::FolderFiles files;
+      const JobStep job(a->job);
       const tlio::DequantizeReport r = tlio::dequantize_weights(
-          a->in, a->out, dtype, progress, folder_options(a->max_size, &files, job_step(a->job)));
+          a->in, a->out, dtype, progress, folder_options(a->max_size, &files, job.get()));
       bar.finish();
-      if (print_job_step(a->job, a->out, a->json)) return kExitOk;
+      if (job.print(a->out, a->json)) return kExitOk;
       if (a->json) {
         fmt::print("{{\"input\":{},\"output\":{},\"restored\":{},\"schemes\":{}{}}}\n",
                    json_string(display_location(a->in)), json_string(display_location(a->out)),

@@ -79,7 +79,8 @@ struct ImportOptions {
   /// Called with (bytes written, total) while tensor bytes are written.
   std::function<void(uint64_t, uint64_t)> progress;
   /// Directories: when set, this call is one step of a job of units, one per output file
-  /// (tlio/folder_job.hpp). A unit's report counts its file only; plan's and abort's count none.
+  /// (tlio/folder_job.hpp). Only the commit's report is the folder's; a unit's counts its file,
+  /// plan's and abort's none.
   const FolderJob* job = nullptr;
 };
 

@@ -18,8 +18,12 @@
 // a plan, and an output that is not local are refused by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "tlio/export.hpp"
 
 namespace tlio {
 
@@ -36,5 +40,12 @@ struct FolderJob {
 
 /// The longest job id.
 inline constexpr size_t kMaxJobIdLength = 64;
+
+/// True for an id a job can have: 1 to kMaxJobIdLength of [A-Za-z0-9_-].
+TLIO_API bool valid_job_id(std::string_view id) noexcept;
+
+/// The step `step` ("plan", "commit", "abort" or a unit's number, as the CLI's --job-step takes
+/// it) of job `id`; Error{invalid_argument} for a bad id or step.
+TLIO_API FolderJob parse_job_step(std::string id, std::string_view step);
 
 }  // namespace tlio

@@ -38,8 +38,8 @@ struct FolderOptions {
   /// model.safetensors without an index. The data is still written once.
   uint64_t max_shard_size = 0;
   FolderFiles* files = nullptr;  ///< when set: the files published
-  /// When set: this call is one step of a job of units (tlio/folder_job.hpp). A unit's report
-  /// counts its shard only; plan's and abort's are empty.
+  /// When set: this call is one step of a job of units (tlio/folder_job.hpp). Only the commit's
+  /// report is the folder's; a unit's counts some of its source shards, plan's and abort's none.
   const FolderJob* job = nullptr;
 };
 

@@ -290,13 +290,15 @@ TL_API int tl_dequantize_folder(const char* src, const char* dst, int dtype,
  * 0 .. units-1: that unit's shard written into the staging folder), TL_JOB_COMMIT (the folder
  * published, every byte what the call without a job writes) or TL_JOB_ABORT (the staging folder
  * removed). Units run in any process on any machine that sees `dst`. TL_EINVAL for a bad id or
- * step; tl_job_begin again replaces the step. */
+ * step (no job is then set); tl_job_begin again replaces the step. Only this thread's calls
+ * are steps: a call made on another thread in between is the whole rewrite. */
 #define TL_JOB_PLAN 0
 #define TL_JOB_UNIT 1
 #define TL_JOB_COMMIT 2
 #define TL_JOB_ABORT 3
 TL_API int tl_job_begin(const char* id, int step, uint64_t unit);
-/* The number of units the last TL_JOB_PLAN step on this thread planned (0 before one). */
+/* The number of units the TL_JOB_PLAN step set by the last tl_job_begin planned (0 before it runs).
+ */
 TL_API uint64_t tl_job_units(void);
 TL_API void tl_job_end(void);
 

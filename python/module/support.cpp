@@ -324,22 +324,8 @@ tlio::FolderOptions folder_options(uint64_t max_size, const tlio::FolderJob* job
 
 JobStep::JobStep(const std::string& id, const std::string& step) {
   if (id.empty()) return;
-  job_.id = id;
+  job_ = tlio::parse_job_step(id, step);  // a bad id or step: ValueError
   job_.units = &units_;
-  if (step == "plan") {
-    job_.step = tlio::FolderJob::Step::plan;
-  } else if (step == "commit") {
-    job_.step = tlio::FolderJob::Step::commit;
-  } else if (step == "abort") {
-    job_.step = tlio::FolderJob::Step::abort;
-  } else if (!step.empty() && step.size() < 20 &&
-             std::all_of(step.begin(), step.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    job_.step = tlio::FolderJob::Step::unit;
-    job_.unit = std::stoull(step);
-  } else {
-    throw py::value_error(
-        "a job's step is \"plan\", \"commit\", \"abort\" or a unit's number, not '" + step + "'");
-  }
 }
 
 }  // namespace tlio_py

@@ -10,7 +10,8 @@ Each function takes the arguments of the single-process function it is named aft
   `workers` CPUs (os.cpu_count() without `workers`) started here;
 - `retries`: how many times a unit is run again when its worker dies or it fails with an
   OSError (a unit rewrites its own files whole, so a rerun leaves one complete copy);
-- `num_cpus`: the CPUs Ray reserves for each unit (1; tlio's own threads use what the node has).
+- `num_cpus`: the CPUs Ray reserves for each unit (1; tlio's own threads use what the node has;
+  without `workers`, as many units run at once as the cluster's CPUs hold).
 
 The plan runs in this process, the units as Ray tasks, the commit here again: the folder
 appears whole, every byte what the single-process call writes, and the call returns what that
@@ -19,6 +20,7 @@ folder every worker and this process see (a local disk for a one-machine cluster
 one); sources may be anywhere tlio reads (a path, http(s)://, s3://, gs://, hf://), as long as
 each worker can read them (credentials in its environment).
 """
+import math
 import os
 import uuid
 
@@ -72,17 +74,19 @@ def _remote_unit(ray, num_cpus, retries):
     return _remote_units[key]
 
 
-def _connect(ray, address, workers):
+def _connect(ray, address, workers, num_cpus):
     if ray.is_initialized():
         return
     if address is not None or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address, log_to_driver=False)
         return
-    # A local cluster: its workers run this Python and find tlio where this process did.
+    # A local cluster with room for `workers` units: its workers run this Python and find tlio
+    # where this process did.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(tlio.__file__)))
     path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-    ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    cpus = math.ceil(workers * num_cpus) if workers else os.cpu_count()
+    ray.init(num_cpus=max(cpus, math.ceil(num_cpus)), include_dashboard=False,
+             log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
 
 
 def _run(name, args, kwargs, workers, address, retries, num_cpus):
@@ -95,13 +99,15 @@ def _run(name, args, kwargs, workers, address, retries, num_cpus):
         raise ValueError(f"workers is a positive int, not {workers!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries is an int >= 0, not {retries!r}")
+    if not isinstance(num_cpus, (int, float)) or isinstance(num_cpus, bool) or num_cpus <= 0:
+        raise ValueError(f"num_cpus is a number > 0, not {num_cpus!r}")
     call = getattr(tlio, name)
     job_id = uuid.uuid4().hex
-    units = call(*args, **kwargs, job=(job_id, "plan"))
     pending = []
     try:
-        _connect(ray, address, workers)
-        at_once = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        units = call(*args, **kwargs, job=(job_id, "plan"))
+        _connect(ray, address, workers, num_cpus)
+        at_once = workers or max(1, int(ray.cluster_resources().get("CPU", 1) // num_cpus))
         remote = _remote_unit(ray, num_cpus, retries)
         next_unit = 0
         while next_unit < units or pending:
@@ -112,9 +118,11 @@ def _run(name, args, kwargs, workers, address, retries, num_cpus):
             ray.get(done)  # a unit's error, after its retries, ends the job
         return call(*args, **kwargs, job=(job_id, "commit"))
     except BaseException:
-        for ref in pending:
-            ray.cancel(ref, force=True)
         try:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if pending:  # cancelled units stopped before their folder goes
+                ray.wait(pending, num_returns=len(pending), timeout=60)
             call(*args, **kwargs, job=(job_id, "abort"))
         except Exception:  # the job's own error says more
             pass

@@ -1,7 +1,6 @@
 // capi/quant.cpp: the C API of tlio/quant.hpp, compare.hpp and edit.hpp (quantized weights,
 // whole-file quantize and dequantize, comparisons, edits).
 #include <algorithm>
-#include <cctype>
 #include <cstddef>
 #include <cstring>
 #include <optional>
@@ -283,16 +282,10 @@ int tl_convert_folder_ex(const char* src, const char* dst, int dtype, uint64_t m
 }
 
 int tl_job_begin(const char* id, int step, uint64_t unit) {
+  thread_job = {};  // a step refused leaves no job behind, nor an earlier plan's count
   TL_REQUIRE(id, "tl_job_begin: NULL id");
   TL_REQUIRE(step >= TL_JOB_PLAN && step <= TL_JOB_ABORT, "tl_job_begin: unknown step");
-  const size_t n = std::strlen(id);
-  TL_REQUIRE(n > 0 && n <= tlio::kMaxJobIdLength &&
-                 std::all_of(id, id + n,
-                             [](char c) {
-                               return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                                      c == '_';
-                             }),
-             "tl_job_begin: an id is 1 to 64 of A-Z a-z 0-9 - _");
+  TL_REQUIRE(tlio::valid_job_id(id), "tl_job_begin: an id is 1 to 64 of A-Z a-z 0-9 - _");
   tlio::FolderJob job;
   job.id = id;
   job.step = static_cast<tlio::FolderJob::Step>(step);

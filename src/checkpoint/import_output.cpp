@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -107,42 +108,46 @@ std::string import_plan(const std::vector<OutputFile>& outputs) {
 
 }  // namespace
 
-bool run_import_job(const Location& out, const std::vector<OutputFile>& outputs,
+bool run_import_job(JobFolder& jf, const Location& out, const std::vector<OutputFile>& outputs,
                     const ImportOptions& options, ImportReport& report, OutputSet& set) {
-  const JobFolder jf(out, *options.job);
   const std::string plan = import_plan(outputs);
-  switch (options.job->step) {
+  switch (jf.job().step) {
     case FolderJob::Step::plan:
       jf.begin(outputs.size(), plan);
       if (options.job->units) *options.job->units = outputs.size();
       return false;
     case FolderJob::Step::unit: {
       jf.check(plan);
-      const OutputFile& mine = outputs[options.job->unit];
+      const OutputFile& mine = outputs[jf.job().unit];
       OutputSet staged;
+      jf.output(mine.name);  // the name cleared of anything but a file
       report.bytes_written = write_outputs(jf.folder(), &staged, {mine}, options, report);
       staged.commit();
-      jf.finish_unit(options.job->unit, {mine.name, {}});
+      jf.finish_unit(jf.job().unit, {mine.name, {}});
       return false;
     }
     case FolderJob::Step::commit:
+      jf.claim();  // the folder aside, for this commit alone; given back if it fails
       jf.check(plan);
-      // The counts write_outputs makes as it writes, made from the plan.
       for (size_t k = 0; k < outputs.size(); ++k) {
-        if (jf.receipt(k).file != outputs[k].name)
-          throw_io(
-              fmt::format("unit {} of job {} did not write {}", k, jf.job().id, outputs[k].name),
-              jf.folder().display());
-        const File written = File::open(jf.file(outputs[k].name).path());
-        if (written.tensors().size() != outputs[k].tensors.size())
-          throw_io("a unit's file does not hold its planned tensors",
-                   jf.file(outputs[k].name).display());
-        for (const OutputTensor& t : outputs[k].tensors) {
+        const OutputFile& o = outputs[k];
+        if (jf.receipt(k).file != o.name)
+          throw_io(fmt::format("unit {} of job {} did not write {}", k, jf.job().id, o.name),
+                   jf.folder().display());
+        const File written = jf.open_output(o.name);
+        bool same = written.tensors().size() == o.tensors.size();
+        for (const OutputTensor& t : o.tensors) {
+          const TensorInfo* got = same ? written.header().find(t.name) : nullptr;
+          same = got && got->dtype == t.dtype && got->shape == t.shape;
+          // The counts write_outputs makes as it writes, made from the plan.
           report.bytes_written += t.out_bytes;
           ++report.tensors_written;
           if (t.dtype != t.source_dtype) ++report.tensors_converted;
         }
-        jf.adopt(set, outputs[k].name, out.join(outputs[k].name));
+        if (!same)
+          throw_invalid(fmt::format("unit {} of job {} wrote {} otherwise than planned", k,
+                                    jf.job().id, o.name));
+        jf.adopt(set, o.name, out.join(o.name));
       }
       return true;
     case FolderJob::Step::abort:
@@ -178,8 +183,9 @@ void write_import_folder(const std::filesystem::path& src_dir, const std::filesy
 
   const Location out = Location::parse(dst.native());
   OutputSet set;  // the folder's weights change only once every file is whole
+  std::optional<JobFolder> job;
   if (options.job) {
-    if (!run_import_job(out, outputs, options, report, set)) return;
+    if (!run_import_job(job.emplace(out, *options.job), out, outputs, options, report, set)) return;
   } else {
     create_output_folder(out);
     report.bytes_written = write_outputs(out, &set, outputs, options, report);
@@ -204,7 +210,7 @@ void write_import_folder(const std::filesystem::path& src_dir, const std::filesy
       written.push_back(entry.path().filename().string());
     }
   publish_weights(set, out, written);
-  if (options.job) JobFolder(out, *options.job).remove();
+  if (job) job->finish();
 }
 
 }  // namespace tlio::detail

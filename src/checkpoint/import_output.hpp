@@ -13,6 +13,7 @@
 
 #include "io/atomic_file.hpp"
 #include "io/location.hpp"
+#include "model/folder_job.hpp"
 #include "tlio/checkpoint.hpp"
 #include "tlio/dtype.hpp"
 #include "tlio/writer.hpp"
@@ -51,7 +52,7 @@ uint64_t write_outputs(const Location& dir_or_file, OutputSet* set,
 /// A job's step (options.job) over the planned `outputs` (tlio/folder_job.hpp): plan, unit and
 /// abort do their work and return false; commit checks every unit's file, adds it to `set`,
 /// counts what the units wrote into `report` and returns true: the caller finishes the folder.
-bool run_import_job(const Location& out, const std::vector<OutputFile>& outputs,
+bool run_import_job(JobFolder& jf, const Location& out, const std::vector<OutputFile>& outputs,
                     const ImportOptions& options, ImportReport& report, OutputSet& set);
 
 /// A model folder at `dst`: the outputs as they are, or split greedily by max_shard_size, named

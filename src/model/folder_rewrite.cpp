@@ -120,7 +120,7 @@ std::vector<PlannedShard> pack_shards(const std::vector<std::string>& sources,
 
 }  // namespace
 
-Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how) {
+Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how, bool pack) {
   Resharding r;
   for (size_t i = 0; i < src.weights.files.size(); ++i) {
     Writer probe = WriterAccess::probe();
@@ -132,7 +132,7 @@ Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how) {
     r.metadata.push_back(WriterAccess::probed_metadata(probe));
   }
   if (how.restart) how.restart();
-  r.shards = pack_shards(src.weights.names, r.declared, r.metadata, how.max_shard_size);
+  if (pack) r.shards = pack_shards(src.weights.names, r.declared, r.metadata, how.max_shard_size);
   return r;
 }
 

@@ -100,13 +100,14 @@ struct PlannedShard {
   size_t last_source = 0;          // and committed once this one is written
 };
 
-/// A re-sharded folder planned from what each source shard's step declares (probed).
+/// What each source shard's step declares, probed (no data made): with `pack`, the output
+/// re-sharded by how.max_shard_size from it.
 struct Resharding {
   std::vector<std::vector<TensorInfo>> declared;  // per source shard
   std::vector<Metadata> metadata;                 // per source shard
   std::vector<PlannedShard> shards;               // pointing into `declared`
 };
-Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how);
+Resharding plan_resharding(const FolderSource& src, const FolderRewrite& how, bool pack = true);
 
 /// The index (for several shards), the carried files, the last check, the set published.
 std::vector<std::string> finish_folder(const FolderSource& src, const Location& out,

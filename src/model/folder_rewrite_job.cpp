@@ -31,7 +31,8 @@ std::string plan_text(const FolderSource& src, const FolderRewrite& how) {
 
 // The source shards each unit runs, and the unit whose counts stand for each source shard (the
 // first that runs it). A source shard no output draws from (all its tensors left out) runs in
-// the last unit that begins at or before it, so that what it counted is not lost.
+// the last unit that begins at or before it (unit 0 when none does), so that what it counted is
+// not lost.
 struct UnitSources {
   std::vector<std::vector<size_t>> runs;  // per unit, in source order
   std::vector<size_t> owner;              // per source shard
@@ -68,8 +69,13 @@ void run_resharded_unit(const FolderSource& src, const FolderRewrite& how, const
                         OutputSet& staged) {
   const size_t k = jf.job().unit;
   const Resharding r = plan_resharding(src, how);
-  const PlannedShard& mine = r.shards.at(k);
-  Writer out = WriterAccess::into_set(staged, jf.file(mine.name), kModelMetadata);
+  if (r.shards.size() <= k)
+    throw_invalid(
+        fmt::format("this call's options make {} shards, no unit {} (were the plan's "
+                    "options other ones?)",
+                    r.shards.size(), k));
+  const PlannedShard& mine = r.shards[k];
+  Writer out = WriterAccess::into_set(staged, jf.output(mine.name), kModelMetadata);
   out.set_metadata(mine.metadata);
   std::unordered_set<std::string_view> own;
   for (const TensorInfo* t : mine.tensors) {
@@ -105,7 +111,7 @@ void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder
   if (how.max_shard_size > 0) return run_resharded_unit(src, how, jf, staged);
   const size_t k = jf.job().unit;
   const std::string& name = src.weights.names[k];
-  Writer w = WriterAccess::into_set(staged, jf.file(name), kModelMetadata);
+  Writer w = WriterAccess::into_set(staged, jf.output(name), kModelMetadata);
   how.write_shard(k, w, unit_progress(how));
   // As the single-process rewrite: a shard left with no tensor is not written, unless it is the
   // folder's only file.
@@ -117,14 +123,33 @@ void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder
   jf.finish_unit(k, {written ? name : "", {{k, how.save_counts()}}});
 }
 
-// The unit's file, checked to be the one the plan says and whole (File::open checks its size).
+// The unit's file, checked to be the one the plan says, whole (File::open checks its size) and
+// holding what the source's steps declare for it under this call's options (a unit run with
+// other options is refused): its tensors' names, dtypes and shapes, and its metadata.
 File open_unit_file(const JobFolder& jf, uint64_t unit, const std::string& written,
-                    const std::string& expected) {
+                    const std::string& expected, std::vector<const TensorInfo*> declared,
+                    Metadata metadata) {
   if (written != expected)
     throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, jf.job().id,
                          quote_name(written), expected),
              jf.folder().display());
-  return File::open(jf.file(expected).path());
+  File f = jf.open_output(expected);
+  for (const auto& [key, value] : kModelMetadata) metadata.emplace(key, value);
+  std::vector<const TensorInfo*> got;
+  for (const TensorInfo& t : f.tensors()) got.push_back(&t);
+  const auto by_name = [](const TensorInfo* a, const TensorInfo* b) { return a->name < b->name; };
+  std::sort(got.begin(), got.end(), by_name);
+  std::sort(declared.begin(), declared.end(), by_name);
+  bool same = got.size() == declared.size() && f.metadata() == metadata;
+  for (size_t i = 0; same && i < got.size(); ++i)
+    same = got[i]->name == declared[i]->name && got[i]->dtype == declared[i]->dtype &&
+           got[i]->shape == declared[i]->shape;
+  if (!same)
+    throw_invalid(fmt::format(
+        "unit {} of job {} wrote {} otherwise than this call would (were its options other "
+        "ones?); nothing was published",
+        unit, jf.job().id, expected));
+  return f;
 }
 
 // Every unit's receipt, and what they counted by source shard (each exactly once).
@@ -152,8 +177,11 @@ Receipts read_receipts(const JobFolder& jf, uint64_t units, size_t sources) {
 }
 
 std::vector<std::string> commit(const FolderSource& src, const Location& out,
-                                const FolderRewrite& how, const JobFolder& jf, uint64_t units) {
-  const Receipts receipts = read_receipts(jf, units, src.weights.files.size());
+                                const FolderRewrite& how, JobFolder& jf, uint64_t units) {
+  const size_t sources = src.weights.files.size();
+  const Receipts receipts = read_receipts(jf, units, sources);
+  // What each source shard's step declares with this call's options, for each unit's file.
+  const Resharding r = plan_resharding(src, how, how.max_shard_size > 0);
   OutputSet set;
   std::vector<std::string> published;
   ShardIndex index;
@@ -164,8 +192,17 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     for (uint64_t k = 0; k < units; ++k) {
       const std::string& name = src.weights.names[k];
       const std::string& written = receipts.units[k].file;
-      if (written.empty()) continue;  // its tensors were all left out
-      const File f = open_unit_file(jf, k, written, name);
+      // As the single-process rewrite: a shard left with no tensor is not written, unless it
+      // is the folder's only file.
+      if (r.declared[k].empty() && sources > 1) {
+        if (!written.empty())
+          throw_invalid(fmt::format("unit {} of job {} wrote {}, which this call leaves out", k,
+                                    jf.job().id, name));
+        continue;
+      }
+      std::vector<const TensorInfo*> declared;
+      for (const TensorInfo& t : r.declared[k]) declared.push_back(&t);
+      const File f = open_unit_file(jf, k, written, name, std::move(declared), r.metadata[k]);
       for (const TensorInfo& t : f.tensors()) {
         if (const auto [it, fresh] = shard_of.emplace(t.name, &name); !fresh)
           throw_twice(t.name, *it->second, name);
@@ -179,15 +216,13 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     index.total_size = total;
     indexed = src.weights.sharded;
   } else {
-    const Resharding r = plan_resharding(src, how);
+    if (r.shards.size() != units)
+      throw_invalid(fmt::format("job {} planned {} units; this call's options make {} shards",
+                                jf.job().id, units, r.shards.size()));
     index.total_size = 0;
     for (uint64_t k = 0; k < units; ++k) {
-      const PlannedShard& s = r.shards.at(k);
-      const File f = open_unit_file(jf, k, receipts.units[k].file, s.name);
-      if (f.tensors().size() != s.tensors.size())
-        throw_io(fmt::format("unit {} of job {} wrote {} tensors, not the {} planned", k,
-                             jf.job().id, f.tensors().size(), s.tensors.size()),
-                 jf.file(s.name).display());
+      const PlannedShard& s = r.shards[k];
+      open_unit_file(jf, k, receipts.units[k].file, s.name, s.tensors, s.metadata);
       for (const TensorInfo* t : s.tensors) {
         index.weight_map.emplace_back(t->name, s.name);
         *index.total_size += tensor_bytes(t->dtype, t->shape).value_or(0);
@@ -203,7 +238,7 @@ std::vector<std::string> commit(const FolderSource& src, const Location& out,
     how.load_counts(*receipts.counts[i], jf.folder().display());
   std::vector<std::string> done =
       finish_folder(src, out, how, set, std::move(published), indexed ? &index : nullptr);
-  jf.remove();
+  jf.finish();
   return done;
 }
 
@@ -214,7 +249,7 @@ std::vector<std::string> run_job_step(const FolderSource& src, const Location& o
   if (!how.save_counts || !how.load_counts)
     throw Error(ErrorCode::unsupported, Rule::none, {}, std::nullopt,
                 "this rewrite does not run as a job of units");
-  const JobFolder jf(out, *how.job);
+  JobFolder jf(out, *how.job);
   const std::string plan = plan_text(src, how);
   switch (how.job->step) {
     case FolderJob::Step::plan: {
@@ -229,6 +264,7 @@ std::vector<std::string> run_job_step(const FolderSource& src, const Location& o
       run_unit(src, how, jf);
       return {};
     case FolderJob::Step::commit:
+      jf.claim();  // the folder aside, for this commit alone; given back if it fails
       return commit(src, out, how, jf, jf.check(plan));
     case FolderJob::Step::abort:
       jf.remove();

@@ -6,6 +6,7 @@
 #include "tlio/folder_job.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <fstream>
@@ -216,6 +217,57 @@ TEST(FolderJob, RefusesAChangedSourceABadIdAUnitPastThePlanAndAFile) {
                     (tmp / "src/model-00001-of-00005.safetensors").string())
                 .first,
             ErrorCode::invalid_argument);
+}
+
+TEST(FolderJob,
+     TheCommitRefusesUnitsOfOtherOptionsLinksAndFifosAndALinkPlantedIsNotWrittenThrough) {
+  const test::TempDir tmp;
+  write_model(tmp / "src");
+  ConvertFileOptions bf16, f16;
+  bf16.dtype = Dtype::BF16;
+  f16.dtype = Dtype::F16;
+  FolderJob job;
+  job.id = "j";
+  uint64_t units = 0;
+  job.units = &units;
+  const std::string src = (tmp / "src").string(), out = (tmp / "out").string();
+  const fs::path staging = tmp / "out/.tlio-job-j";
+  convert_weights(src, out, bf16, step(job, FolderJob::Step::plan));
+  // A link left where unit 0 writes: removed, the file it names untouched.
+  std::ofstream(tmp / "victim") << "keep";
+  fs::create_symlink(tmp / "victim", staging / "model-00001-of-00005.safetensors");
+  for (uint64_t k = 0; k < units; ++k)
+    convert_weights(src, out, bf16, step(job, FolderJob::Step::unit, k));
+  EXPECT_EQ(read_text(tmp / "victim"), "keep");
+  EXPECT_FALSE(fs::is_symlink(staging / "model-00001-of-00005.safetensors"));
+
+  auto commit_error = [&](const ConvertFileOptions& o) {
+    try {
+      convert_weights(src, out, o, step(job, FolderJob::Step::commit));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("committed");
+  };
+  // The units wrote BF16: a commit asking for F16 is not the folder they make.
+  EXPECT_NE(commit_error(f16).find("otherwise than this call would"), std::string::npos);
+  EXPECT_TRUE(fs::exists(staging / "plan"));  // given back for the next commit
+  // A unit's file swapped for a link to a valid file, then a receipt for a FIFO: refused.
+  const fs::path shard = staging / "model-00002-of-00005.safetensors";
+  fs::rename(shard, tmp / "moved.safetensors");
+  fs::create_symlink(tmp / "moved.safetensors", shard);
+  EXPECT_NE(commit_error(bf16).find("not a file a job wrote"), std::string::npos);
+  fs::remove(shard);
+  fs::rename(tmp / "moved.safetensors", shard);
+  fs::remove(staging / "unit-3.done");
+  ASSERT_EQ(::mkfifo((staging / "unit-3.done").c_str(), 0600), 0);
+  EXPECT_NE(commit_error(bf16).find("not a file a job wrote"), std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp / "out/config.json"));
+  // The unit run again, the commit goes through.
+  convert_weights(src, out, bf16, step(job, FolderJob::Step::unit, 3));
+  EXPECT_EQ(commit_error(bf16), "committed");
+  EXPECT_FALSE(fs::exists(staging));
+  EXPECT_TRUE(fs::exists(tmp / "out/config.json"));
 }
 
 }  // namespace

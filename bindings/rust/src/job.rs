@@ -4,7 +4,9 @@
 //!
 //! `Job::step` runs the folder calls `f` makes on this thread (`convert_folder`,
 //! `quantize_folder`, `dequantize_folder`, `import_checkpoint` of a directory) as one step of the
-//! job: give the same call with the same arguments to every step.
+//! job: give the same call with the same arguments to every step. Only calls on the calling
+//! thread are steps (a call `f` hands to another thread, a rayon pool say, is the whole
+//! rewrite), and steps do not nest: an inner `step` ends the outer one.
 use crate::error::{check, Result};
 use crate::file::c_name;
 use crate::sys;

@@ -6,11 +6,12 @@ turn (A B C A B C ...), medians:
   tlio.ray.convert(SRC, OUT, "bf16", workers=1)         one unit at a time on a Ray cluster
   tlio.ray.convert(SRC, OUT, "bf16", workers=2)         two at a time, for context (2 cores here)
 
-SRC is a model folder of 8 shards of 128 MiB of F32 (1 GiB; 16 tensors of 4096 x 2048), in the
-page cache; every output is checked byte for byte against the baseline's. The cluster is local
-(2 CPUs), started once before the runs: its start-up (a few seconds, once per session, not per
-job) is reported apart. Run with the users' stack, which has Ray:
-  build/consumer-venv/bin/python bench/bench_ray.py [DIR] [ROUNDS]
+SRC is a model folder of 8 shards of SHARD_MIB MiB of F32 (default 512: 4 GiB, shards as the
+Hub's are, a few GiB; 128 shows the per-unit cost), in the page cache; every output is checked
+byte for byte against the baseline's. The cluster is local (2 CPUs), started once before the
+runs: its start-up (a few seconds, once per session, not per job) is reported apart. Run with
+the users' stack, which has Ray:
+  build/consumer-venv/bin/python bench/bench_ray.py [DIR] [ROUNDS] [SHARD_MIB]
 """
 import hashlib
 import json
@@ -29,14 +30,15 @@ import tlio
 import tlio.ray
 
 
-def make_folder(path, shards=8):
+def make_folder(path, shards=8, shard_mib=128):
     path.mkdir()
     rng = np.random.default_rng(0)
     weight_map, total = {}, 0
     for s in range(shards):
         name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        rows = shard_mib * 2**20 // (2 * 2048 * 4)  # two F32 tensors of 2048 columns
         tensors = {f"model.layers.{2 * s + i}.mlp.up_proj.weight":
-                   rng.standard_normal((4096, 2048), dtype=np.float32) for i in range(2)}
+                   rng.standard_normal((rows, 2048), dtype=np.float32) for i in range(2)}
         tlio.save_file(tensors, path / name, metadata={"format": "pt"})
         for t in tensors:
             weight_map[t] = name
@@ -53,9 +55,10 @@ def digests(folder):
 def main():
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tlio-bench-ray-", dir=sys.argv[1] if len(sys.argv) > 1 else None))
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    shard_mib = int(sys.argv[3]) if len(sys.argv) > 3 else 512
     src = scratch / "src"
     try:
-        make_folder(src)
+        make_folder(src, shard_mib=shard_mib)
         for p in src.iterdir():
             p.read_bytes()  # into the page cache
         t0 = time.perf_counter()
@@ -80,7 +83,7 @@ def main():
                 got = digests(out)
                 want = want or got
                 assert got == want, name
-        print(f"source: 1 GiB in 8 shards; ray {ray.__version__}, local cluster of 2 CPUs started in {started:.2f} s")
+        print(f"source: 8 shards of {shard_mib} MiB; ray {ray.__version__}, local cluster of 2 CPUs started in {started:.2f} s")
         base = statistics.median(times["tlio.convert_file"])
         for name, ts in times.items():
             m = statistics.median(ts)

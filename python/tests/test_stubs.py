@@ -11,7 +11,7 @@ import pytest
 
 import tlio
 
-MODULES = ["tlio", "tlio.numpy", "tlio.torch"]
+MODULES = ["tlio", "tlio.numpy", "tlio.torch", "tlio.ray"]
 # Protocol methods a stub declares when the class defines them (other dunders, such as __repr__,
 # are object's and need no stub).
 DUNDERS = {"__enter__", "__exit__", "__getitem__", "__len__", "__iter__", "__contains__",
@@ -24,8 +24,8 @@ KINDS = {"posonlyargs": inspect.Parameter.POSITIONAL_ONLY,
 
 
 def runtime(name):
-    if name == "tlio.torch":
-        pytest.importorskip("torch")
+    if name in ("tlio.torch", "tlio.ray"):
+        pytest.importorskip(name[len("tlio."):])
     return importlib.import_module(name)
 
 

@@ -189,18 +189,18 @@ def test_gguf_metadata_has_every_field(made):
 
 
 def test_a_type_tlio_does_not_decode_is_refused_by_name(tmp_path):
-    path = tmp_path / "iq2.gguf"
+    path = tmp_path / "q8_1.gguf"
     script = ("import sys, numpy as np, gguf\n"
               "w = gguf.GGUFWriter(sys.argv[1], 'llama')\n"
-              "w.add_tensor('w', np.zeros((1, 66), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)\n"
+              "w.add_tensor('w', np.zeros((1, 40), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_1)\n"
               "w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()\n")
     subprocess.run([str(ORACLE), "-c", script, str(path)], check=True, timeout=120)
     out = tmp_path / "out.safetensors"
     r = run("convert", path, out)
-    assert r.returncode == 1 and "IQ2_XXS" in r.stderr and "nothing was written" in r.stderr, r.stderr
+    assert r.returncode == 1 and "Q8_1" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == [path]
     with tlio.safe_open(path, "numpy") as f:
-        with pytest.raises(ValueError, match="IQ2_XXS"):
+        with pytest.raises(ValueError, match="Q8_1"):
             f.get_tensor("w")
 
 

@@ -242,18 +242,18 @@ def test_a_page_of_700_tensors_stays_small(tmp_path):
 @pytest.mark.skipif(not ORACLE.exists(), reason="the gguf package is installed into build/oracle-venv by "
                                                  "scripts/install-deps.sh")
 def test_a_type_tlio_does_not_decode_is_named_not_fatal(tmp_path):
-    path = tmp_path / "iq2.gguf"
+    path = tmp_path / "q8_1.gguf"
     script = ("import sys, numpy as np, gguf\n"
               "w = gguf.GGUFWriter(sys.argv[1], 'llama')\n"
-              "w.add_tensor('w', np.zeros((1, 66), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)\n"
+              "w.add_tensor('w', np.zeros((1, 40), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_1)\n"
               "w.add_tensor('b', np.arange(4, dtype=np.float32))\n"
               "w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()\n")
     subprocess.run([str(ORACLE), "-c", script, str(path)], check=True, timeout=120)
     got = by_name(tlio.report(path))
-    assert got["w"]["numeric"] is False and "IQ2_XXS" in got["w"]["note"] and "min" not in got["w"]
+    assert got["w"]["numeric"] is False and "Q8_1" in got["w"]["note"] and "min" not in got["w"]
     assert got["b"]["numeric"] is True and got["b"]["max"] == 3
     c = run("stats", path)
-    assert c.returncode == 0 and "w: IQ2_XXS [" in c.stdout and "no numeric statistics" in c.stdout, c.stdout
+    assert c.returncode == 0 and "w: Q8_1 [" in c.stdout and "no numeric statistics" in c.stdout, c.stdout
 
 
 def test_nonfinite_mismatches_are_the_worst_not_a_match(tmp_path):

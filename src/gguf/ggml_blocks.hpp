@@ -97,6 +97,14 @@ void mxfp4(const u8*, float*);
 void nvfp4(const u8*, float*);
 void q1_0(const u8*, float*);
 void q2_0(const u8*, float*);
+// The codebook types (ggml_codebooks.cpp).
+void iq2_xxs(const u8*, float*);
+void iq2_xs(const u8*, float*);
+void iq2_s(const u8*, float*);
+void iq3_xxs(const u8*, float*);
+void iq3_s(const u8*, float*);
+void iq1_s(const u8*, float*);
+void iq1_m(const u8*, float*);
 }  // namespace ggml_decoders
 
 namespace ggml_encoders {

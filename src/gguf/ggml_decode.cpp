@@ -258,12 +258,12 @@ void q2_0(const u8* b, float* y) {
 void ggml_decode(uint32_t id, std::span<const std::byte> src, std::span<float> dst) {
   const std::optional<GgmlType> type = ggml_type(id);
   if (!ggml_decodes(id))
-    throw Error(
-        ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
-        type ? fmt::format("ggml type {} is not decoded by tlio (a codebook type: its lattice "
-                           "tables are not carried)",
-                           type->name)
-             : fmt::format("unknown ggml type {}", id));
+    throw Error(ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
+                type
+                    ? fmt::format("ggml type {} is not decoded by tlio (ggml has no decoder for it "
+                                  "either)",
+                                  type->name)
+                    : fmt::format("unknown ggml type {}", id));
   if (dst.size() % type->block != 0 || src.size() != dst.size() / type->block * type->block_bytes)
     throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
                 fmt::format("ggml_decode: {} elements of {} take {} bytes, not {}", dst.size(),

@@ -62,10 +62,9 @@ void check_gguf_import(const GgufFile& src, Dtype dtype) {
     if (!ggml_decodes(t.type))
       throw Error(
           ErrorCode::unsupported, Rule::gguf, t.name, std::nullopt,
-          fmt::format(
-              "tensor {} is {}, a ggml type tlio does not decode (IQ1/IQ2/IQ3 codebook types "
-              "are not carried); nothing was written",
-              t.name, ggml_type(t.type)->name),
+          fmt::format("tensor {} is {}, a ggml type tlio does not decode (ggml does not either); "
+                      "nothing was written",
+                      t.name, ggml_type(t.type)->name),
           src.name());
 }
 

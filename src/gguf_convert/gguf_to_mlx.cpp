@@ -30,6 +30,14 @@ std::string refusal_of(const GgmlType& type) {
     case GgmlTypeId::IQ4_NL:
     case GgmlTypeId::IQ4_XS:
       return fmt::format("{}'s levels are a codebook, not code * scale + bias", type.name);
+    case GgmlTypeId::IQ2_XXS:
+    case GgmlTypeId::IQ2_XS:
+    case GgmlTypeId::IQ2_S:
+    case GgmlTypeId::IQ3_XXS:
+    case GgmlTypeId::IQ3_S:
+    case GgmlTypeId::IQ1_S:
+    case GgmlTypeId::IQ1_M:
+      return fmt::format("{}'s values are points of a lattice, not code * scale + bias", type.name);
     default:
       return fmt::format("{}'s values are not code * scale + bias in MLX's groups", type.name);
   }

@@ -98,6 +98,29 @@ static void check_transcode(const char* scratch) {
   }
 }
 
+/* ggml's codebook types (IQ1_S .. IQ3_S) read as libggml's dequantize_row_* decodes them
+ * (tests/data/gguf/codebooks: the values it gave, kept as F32). */
+static void check_codebooks(void) {
+  static const char* names[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"};
+  tl_gguf* g = NULL;
+  tl_file* want = NULL;
+  tl_gguf_tensor t;
+  float got[512], expected[512];
+  size_t k, i = 0, j = 0;
+  CHECK(tl_gguf_open(TLIO_TEST_DATA "/gguf/codebooks/codebooks.gguf", NULL, &g) == TL_OK);
+  CHECK(tl_open(TLIO_TEST_DATA "/gguf/codebooks/codebooks.expected.safetensors", &want) == TL_OK);
+  for (k = 0; g && want && k < sizeof names / sizeof names[0]; ++k) {
+    CHECK(tl_gguf_find(g, names[k], &i) == TL_OK && tl_gguf_tensor_at(g, i, &t) == TL_OK);
+    CHECK(t.decodes == 1 && t.elements == 512);
+    CHECK(tl_gguf_read(g, i, 0, 512, TL_F32, got, sizeof got) == TL_OK);
+    CHECK(tl_tensor_find(want, names[k], &j) == TL_OK &&
+          tl_tensor_read(want, j, expected, sizeof expected) == TL_OK);
+    CHECK(memcmp(got, expected, sizeof got) == 0);
+  }
+  tl_close(want);
+  tl_gguf_close(g);
+}
+
 int main(int argc, char** argv) {
   const char* scratch = argc > 1 ? argv[1] : ".";
   tl_gguf* g = NULL;
@@ -349,6 +372,7 @@ int main(int argc, char** argv) {
     unlink(out);
   }
   check_transcode(scratch);
+  check_codebooks();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

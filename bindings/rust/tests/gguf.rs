@@ -79,6 +79,27 @@ fn lists_reads_and_imports_a_gguf() {
 }
 
 #[test]
+fn reads_the_codebook_types_as_ggml_decodes_them() {
+    // tests/data/gguf/codebooks: random blocks of each IQ1/IQ2/IQ3 type and their values as
+    // libggml's dequantize_row_* gave them, kept as F32.
+    let dir = data().join("gguf").join("codebooks");
+    let g = tlio::Gguf::open(dir.join("codebooks.gguf")).unwrap();
+    let want = tlio::File::open(dir.join("codebooks.expected.safetensors")).unwrap();
+    for name in [
+        "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
+    ] {
+        assert!(g.tensor(name).unwrap().decodes, "{}", name);
+        let got: Vec<u8> = g
+            .read_f32(name)
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(got, want.tensor(name).unwrap().data(), "{}", name);
+    }
+}
+
+#[test]
 fn a_truncated_gguf_is_a_format_error() {
     let err = tlio::Gguf::open(data().join("gguf").join("truncated.gguf"))
         .err()

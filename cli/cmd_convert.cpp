@@ -55,7 +55,7 @@ std::string ties_note(size_t removed, size_t repointed) {
 struct Args {
   std::string in, out, dtype, include, exclude, max_size, split_max_size;
   std::vector<std::string> keep, drop, rename;
-  bool json = false, cast = false;
+  bool json = false, cast = false, allow_requantize = false;
   JobOptions job;
 };
 
@@ -222,13 +222,15 @@ int convert_from_gguf(const Args& a) {
   return kExitOk;
 }
 
-// A Hugging Face folder in, a .gguf out: llama.cpp's file, its weights in --dtype (default F16).
+// A Hugging Face folder in, a .gguf out: llama.cpp's file, its weights in --dtype (default F16);
+// or a GGUF in, requantized as llama-quantize does.
 int convert_to_gguf(const Args& a) {
   if (!a.include.empty() || !a.exclude.empty() || !a.keep.empty() || !a.drop.empty() ||
       !a.rename.empty() || !a.max_size.empty() || !a.job.id.empty() || !a.job.step.empty())
     throw UsageError("to a GGUF file, convert takes --dtype, --split-max-size and --json only");
   tlio::GgufExportOptions options;
   options.open = open_options();
+  options.allow_requantize = a.allow_requantize;
   if (!a.dtype.empty()) {
     const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(a.dtype);
     options.type = d ? std::string(tlio::dtype_name(*d)) : a.dtype;
@@ -237,7 +239,8 @@ int convert_to_gguf(const Args& a) {
     options.split_max_size = tlio::parse_size(a.split_max_size);
     if (options.split_max_size == 0) throw UsageError("--split-max-size must be more than 0");
   }
-  ProgressBar bar("exporting");
+  ProgressBar bar(tlio::weights_kind(a.in, options.open) == tlio::WeightsKind::gguf ? "requantizing"
+                                                                                    : "exporting");
   options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
   const tlio::GgufExportReport r = tlio::export_gguf(a.in, a.out, options);
   bar.finish();
@@ -301,13 +304,17 @@ void add_convert(CLI::App& app, int& exit_code) {
       "for byte what ggml's reference quantizer writes), or as one of llama.cpp's mixes Q3_K_S,\n"
       "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the type llama-quantize gives\n"
       "it; not for mixtures of experts yet); norms, biases and routers F32. --split-max-size SIZE\n"
-      "writes llama.cpp's split files (OUT-00001-of-0000N.gguf, llama.cpp loads the first).\n\n"
+      "writes llama.cpp's split files (OUT-00001-of-0000N.gguf, llama.cpp loads the first).\n"
+      "A GGUF IN to a .gguf OUT is requantized as llama-quantize does: its weights in --dtype\n"
+      "(a type or a mix), decoded as ggml decodes them; --allow-requantize for weights that are\n"
+      "quantized already (quality is lost twice).\n\n"
       "Examples:\n  tlio convert old.safetensors canonical.safetensors\n"
       "  tlio convert model.safetensors model-bf16.safetensors --dtype bf16 --exclude norm\n"
       "  tlio convert model.safetensors encoder.safetensors --keep '^encoder\\.' \\\n"
       "      --rename '^encoder\\.(.*)=\\1'\n"
       "  tlio convert model-Q4_K_M.gguf model.safetensors --dtype f32\n"
-      "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q4_k_m.gguf --dtype q4_k_m");
+      "  tlio convert Qwen3-0.6B/ qwen3-0.6b-q4_k_m.gguf --dtype q4_k_m\n"
+      "  tlio convert model-f16.gguf model-q4_k_m.gguf --dtype q4_k_m");
   auto a = std::make_shared<Args>();
   cmd->add_option("IN", a->in,
                   "Input file or model folder, or its URL (http(s)://, s3://, gs://, hf://)")
@@ -343,6 +350,9 @@ void add_convert(CLI::App& app, int& exit_code) {
          "--split-max-size", a->split_max_size,
          "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
       ->check(size_check());
+  cmd->add_flag("--allow-requantize", a->allow_requantize,
+                "A GGUF IN to a .gguf OUT: requantize weights quantized already (quality is "
+                "lost twice), as llama-quantize --allow-requantize");
   cmd->add_flag(
          "--cast", a->cast,
          "A model folder to a --dtype of 8 bits or fewer: cast every tensor selected, with no scale "

@@ -80,6 +80,10 @@ struct GgufExportOptions {
   uint64_t split_max_size = 0;
   OpenOptions open;           ///< how the model folder is read
   ProgressCallback progress;  ///< source values read / all
+  /// A GGUF source whose weights are quantized already: requantize them (decoded, then encoded
+  /// in the new type: quality is lost twice), as llama-quantize --allow-requantize does. Without
+  /// it such a source is Error{invalid_argument} naming the weights, nothing written.
+  bool allow_requantize = false;
 };
 
 /// The name of split `index` (0-based) of `count` of the GGUF file `path`, as llama.cpp names
@@ -114,6 +118,9 @@ struct GgufExportReport {
 /// as ggml's reference quantizer does). The header is laid out before a weight is read, then one
 /// pass streams the tensors in row pieces, encoded on every core, into an atomic output. An
 /// architecture, a tokenizer or a config key it does not export is Error{unsupported} naming it.
+/// A GGUF file `model_dir` of an architecture the table knows is requantized as
+/// llama_model_quantize writes it (docs/gguf.md, "Requantizing"): its weights in options.type,
+/// the other tensors and the metadata kept (split_max_size must be 0).
 TLIO_API GgufExportReport export_gguf(const std::string& model_dir, const std::string& out,
                                       const GgufExportOptions& options = {});
 

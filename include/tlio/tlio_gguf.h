@@ -81,6 +81,15 @@ TL_API int tl_export_gguf(const char* src, const char* dst, const char* type,
 TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* type,
                                 uint64_t split_max_size, const tl_open_options* options,
                                 uint64_t* tensors);
+/* The GGUF file `src` requantized into `dst` as llama_model_quantize writes it (docs/gguf.md,
+ * "Requantizing"): its weights in `type` (a type or a mix, as tl_export_gguf takes), decoded as
+ * ggml decodes them, the other tensors and the metadata kept. Weights quantized already are
+ * requantized only when `allow_requantize` is not 0 (quality is lost twice), else TL_EINVAL
+ * naming them; a source that is not a GGUF file is TL_EINVAL. tl_export_gguf of a GGUF file is
+ * this call without allow_requantize. */
+TL_API int tl_requantize_gguf(const char* src, const char* dst, const char* type,
+                              int allow_requantize, const tl_open_options* options,
+                              uint64_t* tensors);
 
 /* ---- Transcoding (tlio/transcode.hpp, docs/transcode.md) ---------------------------------------
  * Quantized weights carried into another ecosystem's layout without a detour through floats,

@@ -179,11 +179,12 @@ void bind_gguf(py::module_& m) {
   m.def(
       "export_gguf",
       [](const std::string& src, const std::string& dst, const std::string& type,
-         const std::string& token, uint64_t split_max_size) {
+         const std::string& token, uint64_t split_max_size, bool allow_requantize) {
         tlio::GgufExportOptions o;
         o.open.token = token;
         o.type = type;
         o.split_max_size = split_max_size;
+        o.allow_requantize = allow_requantize;
         tlio::GgufExportReport r;
         {
           LongCall call;
@@ -202,7 +203,7 @@ void bind_gguf(py::module_& m) {
         return d;
       },
       py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "",
-      py::arg("split_max_size") = 0);
+      py::arg("split_max_size") = 0, py::arg("allow_requantize") = false);
   // tlio/transcode.hpp: a GGUF's weights carried into MLX's layout.
   m.def(
       "transcode",

@@ -80,7 +80,7 @@ def gguf_metadata(src, *, token=None):
     return _tlio.GgufFile(os.fspath(src), token or "").fields()
 
 
-def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None):
+def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None, allow_requantize=False):
     """Writes the Hugging Face model folder `src` (a path or URL) as the GGUF file `dst` that
     llama.cpp loads, as ``tlio convert SRC DST.gguf --dtype DTYPE`` does: the 2-D weights as
     `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K";
@@ -92,11 +92,16 @@ def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None):
     data_bytes_in, bytes_out, files. `split_max_size` (bytes, or "5GB", "500MiB") writes
     llama.cpp's split files of at most that many tensor bytes each (``--split-max-size``),
     named DST-00001-of-0000N.gguf; files lists them. An architecture, tokenizer or config key it
-    does not export raises ValueError naming it."""
+    does not export raises ValueError naming it.
+
+    `src` may be a GGUF file: it is requantized as llama-quantize does (its weights in `dtype`,
+    decoded as ggml decodes them, the rest and the metadata kept); weights quantized already
+    only with `allow_requantize` (quality is lost twice), else ValueError naming them."""
     import os
     from ._rewrites import _shard_size
     return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "",
-                             _shard_size(split_max_size) if split_max_size is not None else 0)
+                             _shard_size(split_max_size) if split_max_size is not None else 0,
+                             bool(allow_requantize))
 
 
 def transcode(src, dst, to="mlx", *, lossy=False, dtype=None, token=None):

@@ -128,3 +128,22 @@ int tl_export_gguf_split(const char* src, const char* dst, const char* type,
     if (tensors) *tensors = r.tensors;
   });
 }
+
+int tl_requantize_gguf(const char* src, const char* dst, const char* type, int allow_requantize,
+                       const tl_open_options* options, uint64_t* tensors) {
+  TL_REQUIRE(src && dst && type, "tl_requantize_gguf: NULL argument");
+  tlio::GgufExportOptions o;
+  if (options)
+    if (int rc = open_options(options, "tl_requantize_gguf", o.open); rc != TL_OK) return rc;
+  o.type = type;
+  o.allow_requantize = allow_requantize != 0;
+  return guard([&] {
+    if (tlio::weights_kind(src, o.open) != tlio::WeightsKind::gguf)
+      throw tlio::Error(tlio::ErrorCode::invalid_argument, tlio::Rule::none, {}, std::nullopt,
+                        "not a GGUF file: tl_requantize_gguf rewrites a GGUF (tl_export_gguf "
+                        "exports a model folder)",
+                        src);
+    const tlio::GgufExportReport r = tlio::export_gguf(src, dst, o);
+    if (tensors) *tensors = r.tensors;
+  });
+}

@@ -25,6 +25,7 @@
 #include "gguf_convert/gguf_export_parts.hpp"
 #include "gguf_convert/gguf_import.hpp"
 #include "gguf_convert/gguf_mix.hpp"
+#include "gguf_convert/gguf_requantize.hpp"
 #include "gguf_convert/gguf_spm.hpp"
 #include "gguf_convert/gguf_vocab.hpp"
 #include "io/location.hpp"
@@ -44,36 +45,6 @@ namespace {
 using detail::PiecePass;
 using detail::PlannedTensor;
 using detail::SourcePart;
-
-constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
-
-// llama.cpp's general.file_type (llama_ftype) of a model whose weights are all of type `t`
-// ("--pure": rows that are not whole blocks aside), for the types an export writes (the table of
-// gguf/ggml_blocks.hpp); the mixes (gguf_mix.hpp) give some weights more bits.
-std::optional<uint32_t> file_type_of(const GgmlType& t) {
-  const detail::GgmlRow* row = detail::ggml_row(t.id);
-  if (!row || row->file_type == detail::GgmlRow::kNoFileType) return std::nullopt;
-  return row->file_type;
-}
-
-// What --dtype asks for: a plain type, or a mix of types.
-struct AskedTypes {
-  GgmlType base;
-  std::optional<detail::GgufMix> mix;
-  uint32_t file_type;
-};
-
-// llama_ftype's F32, F16, BF16 and MXFP4_MOE.
-constexpr uint32_t kFileTypeF32 = 0, kFileTypeF16 = 1, kFileTypeBf16 = 32, kFileTypeMxfp4Moe = 38;
-
-AskedTypes asked_types(std::string_view text) {
-  if (const std::optional<detail::GgufMix> mix = detail::gguf_mix_named(text))
-    return {*ggml_type(mix->base), mix, mix->file_type};
-  const std::optional<GgmlType> type = ggml_type_named(text);
-  if (type && file_type_of(*type)) return {*type, std::nullopt, *file_type_of(*type)};
-  throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text,
-                            fmt::join(gguf_export_types(), ", ")));
-}
 
 std::string folder_name(const std::string& dir) {
   std::string d = dir;
@@ -139,12 +110,14 @@ PlannedTensor plan_tensor(const File& f, const TensorInfo& t, const detail::Gguf
 
 // general.file_type: the type asked for; MXFP4_MOE where MXFP4 experts are copied and the rest
 // are plain floats, as llama.cpp's converter says.
-uint32_t file_type_written(const AskedTypes& asked, const std::vector<PlannedTensor>& plan) {
-  const bool floats = asked.file_type == kFileTypeF32 || asked.file_type == kFileTypeF16 ||
-                      asked.file_type == kFileTypeBf16;
+uint32_t file_type_written(const detail::AskedTypes& asked,
+                           const std::vector<PlannedTensor>& plan) {
+  const bool floats = asked.file_type == detail::kFileTypeF32 ||
+                      asked.file_type == detail::kFileTypeF16 ||
+                      asked.file_type == detail::kFileTypeBf16;
   const bool mxfp4 =
       std::any_of(plan.begin(), plan.end(), [](const PlannedTensor& p) { return p.copy_mxfp4; });
-  return floats && mxfp4 ? kFileTypeMxfp4Moe : asked.file_type;
+  return floats && mxfp4 ? detail::kFileTypeMxfp4Moe : asked.file_type;
 }
 
 // How a tensor taken apart is read (GgufStackedPart): as [experts, in, out] (a bias [experts,
@@ -219,7 +192,7 @@ PlannedTensor plan_stacked(const File& f, const TensorInfo& t, const QuantizedWe
 
 // Each weight's type: the one asked for, or the mix's choice for it; then llama.cpp's fallback
 // where its rows are not whole blocks, noted in the report.
-void choose_types(std::vector<PlannedTensor>& plan, const AskedTypes& asked,
+void choose_types(std::vector<PlannedTensor>& plan, const detail::AskedTypes& asked,
                   const detail::GgufArch& arch, const detail::HfConfig& c,
                   GgufExportReport& report) {
   detail::MixModel model{c.layers, 0, true, arch.is_70b(c)};
@@ -428,16 +401,6 @@ std::string gguf_split_name(std::string_view out, size_t index, size_t count) {
   return fmt::format("{}-{:05}-of-{:05}.gguf", prefix, index + 1, count);
 }
 
-std::vector<std::string_view> gguf_export_types() {
-  std::vector<std::string_view> names;
-  // The plain types, then the block types, in ggml's id order.
-  for (const bool plain : {true, false})
-    for (const detail::GgmlRow& row : detail::ggml_rows())
-      if (row.plain.has_value() == plain && file_type_of(row.type)) names.push_back(row.type.name);
-  for (const detail::GgufMix& m : detail::gguf_mixes()) names.push_back(m.name);
-  return names;
-}
-
 namespace {
 
 // A transcode's quantized weights: each carried into the ggml type that computes its values, or
@@ -493,10 +456,13 @@ GgufExportReport export_gguf_folder(const std::string& model_dir, const std::str
                                     const GgufExportOptions& options,
                                     const TranscodeOptions* transcode, TranscodeReport* carried) {
   const AskedTypes asked = asked_types(options.type);
-  if (weights_kind(model_dir, options.open) == WeightsKind::gguf)
-    throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
-                "a GGUF file already: an export writes GGUF from a model folder",
-                detail::Location::parse(model_dir).display());
+  if (weights_kind(model_dir, options.open) == WeightsKind::gguf) {
+    if (transcode)
+      throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
+                  "a GGUF file already: a transcode to GGUF reads a model folder",
+                  detail::Location::parse(model_dir).display());
+    return requantize_gguf(model_dir, out, options, asked);
+  }
   const Model model = Model::open(model_dir, options.open);
   const detail::ModelLocation where(detail::Location::parse(model_dir), options.open);
   if (model.config_json().empty())  // read by Model::open
@@ -537,7 +503,8 @@ GgufExportReport export_gguf_folder(const std::string& model_dir, const std::str
       {"general.file_type", detail::gguf_u32(file_type_written(asked, plan))},
   };
   // Written whatever the types, as llama.cpp's converter writes it.
-  metadata.push_back({"general.quantization_version", detail::gguf_u32(kQuantizationVersion)});
+  metadata.push_back(
+      {"general.quantization_version", detail::gguf_u32(detail::kQuantizationVersion)});
   for (GgufKeyValue& kv : detail::gguf_hyperparameters(arch, c)) metadata.push_back(std::move(kv));
   for (GgufKeyValue& kv : tokenizer_keys(where, c)) metadata.push_back(std::move(kv));
 

@@ -4,12 +4,18 @@
 // apart by their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
 #include "gguf_convert/gguf_mix.hpp"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
 
+#include "gguf/ggml_blocks.hpp"
+#include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
+#include "tlio/gguf_convert.hpp"
 
 namespace tlio::detail {
 
@@ -131,4 +137,34 @@ uint32_t gguf_row_fallback(uint32_t type, uint64_t row_values) {
   return row_values % block_of(fallback) == 0 ? fallback : kF16;
 }
 
+std::optional<uint32_t> file_type_of(const GgmlType& t) {
+  const GgmlRow* row = ggml_row(t.id);
+  if (!row || row->file_type == GgmlRow::kNoFileType) return std::nullopt;
+  return row->file_type;
+}
+
+AskedTypes asked_types(std::string_view text) {
+  if (const std::optional<GgufMix> mix = gguf_mix_named(text))
+    return {*ggml_type(mix->base), mix, mix->file_type};
+  const std::optional<GgmlType> type = ggml_type_named(text);
+  if (type && file_type_of(*type)) return {*type, std::nullopt, *file_type_of(*type)};
+  throw_invalid(fmt::format("GGUF type {} is not one tlio writes ({})", text,
+                            fmt::join(gguf_export_types(), ", ")));
+}
+
 }  // namespace tlio::detail
+
+namespace tlio {
+
+std::vector<std::string_view> gguf_export_types() {
+  std::vector<std::string_view> names;
+  // The plain types, then the block types, in ggml's id order.
+  for (const bool plain : {true, false})
+    for (const detail::GgmlRow& row : detail::ggml_rows())
+      if (row.plain.has_value() == plain && detail::file_type_of(row.type))
+        names.push_back(row.type.name);
+  for (const detail::GgufMix& m : detail::gguf_mixes()) names.push_back(m.name);
+  return names;
+}
+
+}  // namespace tlio

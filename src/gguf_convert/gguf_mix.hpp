@@ -9,6 +9,8 @@
 #include <span>
 #include <string_view>
 
+#include "tlio/ggml.hpp"
+
 namespace tlio::detail {
 
 /// A llama.cpp mix: its name, general.file_type (llama_ftype), and the base type of its weights.
@@ -39,5 +41,23 @@ uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_vi
 /// blocks of it: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, then F16 when rows
 /// are not whole blocks of that either; `type` itself when they are.
 uint32_t gguf_row_fallback(uint32_t type, uint64_t row_values);
+
+/// llama.cpp's general.file_type (llama_ftype) of a model whose weights are all of type `t`
+/// ("--pure": rows that are not whole blocks aside), for the types an export writes; nullopt for
+/// the others.
+std::optional<uint32_t> file_type_of(const GgmlType& t);
+
+/// What --dtype asks an export or a requantize for: a plain type, or a mix of types.
+struct AskedTypes {
+  GgmlType base;
+  std::optional<GgufMix> mix;
+  uint32_t file_type;
+};
+/// Error{invalid_argument} naming the types tlio writes for any other.
+AskedTypes asked_types(std::string_view text);
+
+/// llama_ftype's F32, F16, BF16 and MXFP4_MOE; ggml's GGML_QNT_VERSION.
+inline constexpr uint32_t kFileTypeF32 = 0, kFileTypeF16 = 1, kFileTypeBf16 = 32,
+                          kFileTypeMxfp4Moe = 38, kQuantizationVersion = 2;
 
 }  // namespace tlio::detail

@@ -192,6 +192,24 @@ int main(int argc, char** argv) {
   written = 0;
   CHECK(tl_export_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", out, "Q8_0", NULL, &written) == TL_OK &&
         written == 12);
+  /* Requantized to Q4_0: its Q8_0 weights only with allow_requantize; a folder is not a GGUF. */
+  {
+    char q4[4200];
+    snprintf(q4, sizeof q4, "%s.q4_0.gguf", out);
+    CHECK(tl_requantize_gguf(out, q4, "Q4_0", 0, NULL, NULL) == TL_EINVAL &&
+          strstr(tl_last_error(), "allow_requantize") != NULL && access(q4, F_OK) != 0);
+    written = 0;
+    CHECK(tl_requantize_gguf(out, q4, "Q4_0", 1, NULL, &written) == TL_OK && written == 12);
+    CHECK(tl_gguf_open(q4, NULL, &g) == TL_OK);
+    if (g) {
+      CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK &&
+            tl_gguf_tensor_at(g, i, &t) == TL_OK && strcmp(t.type_name, "Q4_0") == 0);
+      tl_gguf_close(g);
+    }
+    CHECK(tl_requantize_gguf(TLIO_TEST_DATA "/gguf/tiny_llama", q4, "Q4_0", 1, NULL, NULL) ==
+          TL_EINVAL);
+    unlink(q4);
+  }
   CHECK(tl_gguf_open(out, NULL, &g) == TL_OK);
   if (g) {
     CHECK(tl_gguf_find(g, "blk.0.attn_q.weight", &i) == TL_OK &&

@@ -3,6 +3,7 @@
 //! exported from folders.
 use std::ffi::c_void;
 use std::ops::Range;
+use std::os::raw::c_int;
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -268,6 +269,35 @@ pub fn export_gguf_split(
             dst.as_ptr(),
             type_name.as_ptr(),
             split_max_size,
+            &o,
+            &mut tensors,
+        )
+    })?;
+    Ok(tensors)
+}
+
+/// The GGUF file `src` requantized into `dst` as llama.cpp's llama_model_quantize writes it: its
+/// weights in `type_name` (a type or a mix), the other tensors and the metadata kept; weights
+/// quantized already only with `allow_requantize` (quality is lost twice), else an
+/// `InvalidArgument` error naming them. Returns the number of tensors written.
+pub fn requantize_gguf(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    type_name: &str,
+    allow_requantize: bool,
+    options: &OpenOptions,
+) -> Result<u64> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let type_name = c_name(type_name)?;
+    let (o, _token) = c_open_options(options)?;
+    let mut tensors = 0u64;
+    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
+    check(unsafe {
+        sys::tl_requantize_gguf(
+            src.as_ptr(),
+            dst.as_ptr(),
+            type_name.as_ptr(),
+            allow_requantize as c_int,
             &o,
             &mut tensors,
         )

@@ -75,7 +75,10 @@ pub use dtype::Dtype;
 pub use edit::{edit_file, EditOptions, EditReport};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
-pub use gguf::{export_gguf, export_gguf_split, import_gguf, import_gguf_model, Gguf, GgufTensor};
+pub use gguf::{
+    export_gguf, export_gguf_split, import_gguf, import_gguf_model, requantize_gguf, Gguf,
+    GgufTensor,
+};
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use job::{Job, JobStep};
 pub use model::Model;

@@ -124,6 +124,21 @@ fn exports_a_hugging_face_folder() {
         ("Q4_0", vec![64, 32])
     );
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    // Requantized: Q4_0 weights are quantized already, so only with allow_requantize.
+    let q8 = out.with_file_name("tiny-q8_0.gguf");
+    let e = tlio::requantize_gguf(&out, &q8, "Q8_0", false, &Default::default()).unwrap_err();
+    assert_eq!(e.kind(), tlio::ErrorKind::InvalidArgument, "{}", e);
+    assert!(!q8.exists());
+    assert_eq!(
+        tlio::requantize_gguf(&out, &q8, "Q8_0", true, &Default::default()).unwrap(),
+        12
+    );
+    let again = tlio::Gguf::open(&q8).unwrap();
+    assert_eq!(
+        again.tensor("blk.0.ffn_up.weight").unwrap().type_name,
+        "Q8_0"
+    );
+    assert_eq!(again.metadata("general.file_type").unwrap(), "7");
     // A slice (rows 10..13, columns 7..29 across Q4_0's blocks of 32): each row's elements.
     let whole = g.read_f32("blk.0.ffn_up.weight").unwrap();
     let mut cut = vec![0u8; 3 * 22 * 4];

@@ -311,6 +311,14 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_requantize_gguf(
+        src: *const c_char,
+        dst: *const c_char,
+        type_name: *const c_char,
+        allow_requantize: c_int,
+        options: *const tl_open_options,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_export_gguf(
         src: *const c_char,
         dst: *const c_char,

@@ -196,20 +196,11 @@ void choose_types(std::vector<PlannedTensor>& plan, const detail::AskedTypes& as
                   const detail::GgufArch& arch, const detail::HfConfig& c,
                   GgufExportReport& report) {
   detail::MixModel model{c.layers, 0, true, arch.is_70b(c)};
-  for (const PlannedTensor& p : plan) {
-    model.value_layers += p.decl.name.find("attn_v.weight") != std::string::npos;
-    model.tied &= p.decl.name != "output.weight";
-  }
+  for (const PlannedTensor& p : plan) model.count(p.decl.name);
   for (PlannedTensor& p : plan) {
     if (!p.weight) continue;
-    const uint64_t row = p.decl.ne[0];
-    const uint32_t want =
-        asked.mix ? detail::gguf_mix_type(*asked.mix, model, p.decl.name, row) : asked.base.id;
-    p.decl.type = detail::gguf_row_fallback(want, row);
-    if (p.decl.type != want)
-      report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", p.decl.name,
-                                             ggml_type(want)->name, ggml_type(p.decl.type)->name,
-                                             row));
+    p.decl.type =
+        detail::gguf_weight_type(asked, model, p.decl.name, p.decl.ne[0], report.fallbacks);
   }
 }
 

@@ -1,7 +1,8 @@
 // gguf_convert/gguf_mix.cpp: llama-quantize's type choice for the architectures tlio exports
-// (dense, separate Q/K/V, no experts, no Falcon rules), without an importance matrix, as the
-// llama.cpp of npm's @node-llama-cpp/linux-x64 (the tests' oracle) chooses them. Tensors are told
-// apart by their GGUF names as llama.cpp does (the first kind whose name matches, in its order).
+// (no experts' rules, no Falcon rules; a fused attn_qkv counts as attn_v, as in llama.cpp), without
+// an importance matrix, as the llama.cpp of npm's @node-llama-cpp/linux-x64 (the tests' oracle)
+// chooses them. Tensors are told apart by their GGUF names as llama.cpp does (the first kind whose
+// name matches, in its order).
 #include "gguf_convert/gguf_mix.hpp"
 
 #include <fmt/core.h>
@@ -40,7 +41,7 @@ Kind kind_of(std::string_view name) {
   if (name == "output.weight") return Kind::output;
   if (name == "token_embd.weight") return Kind::token_embd;
   const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
-  if (has("attn_v.weight")) return Kind::attn_v;
+  if (counts_as_attn_v(name)) return Kind::attn_v;
   if (has("attn_k.weight") || has("attn_q.weight")) return Kind::other;
   if (has("attn_output.weight")) return Kind::attn_output;
   if (has("ffn_up") || has("ffn_gate")) return Kind::other;
@@ -49,7 +50,7 @@ Kind kind_of(std::string_view name) {
 }
 
 // N of "blk.N.", or 0 (tensors outside the blocks take no layer rule).
-int64_t layer_of(std::string_view name) {
+int64_t rule_layer_of(std::string_view name) {
   int64_t layer = 0;
   if (name.starts_with("blk.")) std::from_chars(name.data() + 4, name.data() + name.size(), layer);
   return layer;
@@ -63,6 +64,28 @@ bool more_bits(int64_t layer, int64_t layers) {
 uint32_t block_of(uint32_t type) { return ggml_type(type)->block; }
 
 }  // namespace
+
+bool counts_as_attn_v(std::string_view name) noexcept {
+  return name.find("attn_qkv.weight") != std::string_view::npos ||
+         name.find("attn_kv_b.weight") != std::string_view::npos ||
+         name.find("attn_v.weight") != std::string_view::npos;
+}
+
+void MixModel::count(std::string_view name) noexcept {
+  value_layers += counts_as_attn_v(name);
+  tied &= name != "output.weight";
+}
+
+uint32_t gguf_weight_type(const AskedTypes& asked, const MixModel& model, std::string_view name,
+                          uint64_t row_values, std::vector<std::string>& fallbacks) {
+  const uint32_t want =
+      asked.mix ? gguf_mix_type(*asked.mix, model, name, row_values) : asked.base.id;
+  const uint32_t type = gguf_row_fallback(want, row_values);
+  if (type != want)
+    fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", name, ggml_type(want)->name,
+                                    ggml_type(type)->name, row_values));
+  return type;
+}
 
 std::span<const GgufMix> gguf_mixes() noexcept { return kMixes; }
 
@@ -80,7 +103,7 @@ uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_vi
                        uint64_t row_values) {
   const std::string_view m = mix.name;
   const Kind kind = kind_of(name);
-  const int64_t layer = layer_of(name);
+  const int64_t layer = rule_layer_of(name);
   uint32_t type = mix.base;
   if (kind == Kind::output || (kind == Kind::token_embd && model.tied))
     return row_values % block_of(mix.base) != 0 ? kQ8_0 : kQ6_K;

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tlio/ggml.hpp"
 
@@ -27,15 +29,27 @@ std::optional<GgufMix> gguf_mix_named(std::string_view name) noexcept;
 /// What the mix rules read of the whole model.
 struct MixModel {
   uint64_t layers = 0;        ///< block_count (ffn_down's layers)
-  uint64_t value_layers = 0;  ///< attn_v tensors written
-  bool tied = false;          ///< no output.weight: token_embd takes output's type
+  uint64_t value_layers = 0;  ///< attn_v tensors written (counts_as_attn_v)
+  bool tied = true;           ///< no output.weight: token_embd takes output's type
   bool is_70b = false;        ///< llama.cpp's LLM_TYPE_70B (attn_v gets Q5_K over Q3_K/Q4_K)
+  /// Counts tensor `name` of the model (call for each before the first gguf_mix_type).
+  void count(std::string_view name) noexcept;
 };
+
+/// llama.cpp's attn_v kind, which its attn_v counter counts: attn_v, a fused attn_qkv and
+/// MLA's attn_kv_b.
+bool counts_as_attn_v(std::string_view name) noexcept;
 
 /// The type of the quantized weight `name` (a GGUF name, "blk.3.attn_v.weight") whose rows hold
 /// `row_values`, under `mix`, before the row fallback.
 uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_view name,
                        uint64_t row_values);
+
+/// The type weight `name` (rows of `row_values`) gets under `asked`: the mix's choice or the base
+/// type, then the row fallback, which is noted in `fallbacks` ("name: Q4_K -> Q5_0 (rows of 352)").
+struct AskedTypes;
+uint32_t gguf_weight_type(const AskedTypes& asked, const MixModel& model, std::string_view name,
+                          uint64_t row_values, std::vector<std::string>& fallbacks);
 
 /// The type llama-quantize writes instead of `type` when rows of `row_values` are not whole
 /// blocks of it: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, then F16 when rows

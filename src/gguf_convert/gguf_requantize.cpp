@@ -25,24 +25,30 @@
 namespace tlio::detail {
 namespace {
 
-// The rows encoded at once: a few MiB of F32, split over the cores.
+// The values decoded and encoded at once (a multiple of the target's block), over the cores.
 constexpr uint64_t kChunkValues = uint64_t{1} << 21;
+
+// Dimensions as ggml_n_dims counts them: trailing sizes of 1 do not count.
+size_t n_dims(const GgufTensorInfo& t) {
+  size_t n = t.ne.size();
+  while (n > 1 && t.ne[n - 1] == 1) --n;
+  return n;
+}
 
 // What llama-quantize quantizes: a weight of 2 dimensions or more that is not a norm or a
 // mixture of experts' router (the architectures tlio knows have no other exceptions).
 bool quantizes(const GgufTensorInfo& t) {
   const std::string_view n = t.name;
-  return n.ends_with("weight") && t.ne.size() >= 2 && !n.ends_with("_norm.weight") &&
-         n.find("ffn_gate_inp") == std::string_view::npos;
+  return n.ends_with("weight") && n_dims(t) >= 2 && t.element_count() != 0 &&
+         !n.ends_with("_norm.weight") && n.find("ffn_gate_inp") == std::string_view::npos;
 }
 
-// The layer of "blk.N.*", -1 for the others: llama.cpp's model loader orders tensors by it,
-// then by name.
-int layer_of(std::string_view name) {
+// N of "blk.N.", -1 for the others: llama.cpp's model loader orders tensors by it, then by name.
+int loader_layer_of(std::string_view name) {
   if (!name.starts_with("blk.")) return -1;
   int layer = -1;
   const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), layer);
-  return ec == std::errc{} && end != name.data() + name.size() && *end == '.' ? layer : -1;
+  return ec == std::errc{} ? layer : -1;
 }
 
 bool is_plain(uint32_t type) {
@@ -50,23 +56,26 @@ bool is_plain(uint32_t type) {
          type == ggml_id(GgmlTypeId::BF16);
 }
 
-// The tensor's values decoded to F32 and encoded as `type`, a chunk of whole rows at a time.
+// A source type whose values a requantize can take: floating, or a block type ggml decodes.
+bool has_float_values(uint32_t type) {
+  return is_plain(type) || (!ggml_plain_dtype(type) && ggml_decodes(type));
+}
+
+// The tensor's values decoded to F32 and encoded as `type`, a chunk of whole blocks at a time.
 void requantize_tensor(const GgufFile& f, const GgufTensorInfo& t, uint32_t type, GgufWriter& w) {
-  const uint64_t row = t.ne[0], rows = t.element_count() / row;
   const GgmlType out = *ggml_type(type);
-  const uint64_t row_bytes = row / out.block * out.block_bytes;
-  const uint64_t per_chunk = std::max<uint64_t>(1, kChunkValues / row);
+  const uint64_t total = t.element_count();
+  const uint64_t chunk = std::max<uint64_t>(1, kChunkValues / out.block) * out.block;
   std::vector<float> values;
   std::vector<std::byte> encoded;
-  for (uint64_t r = 0; r < rows; r += per_chunk) {
-    const uint64_t n = std::min(per_chunk, rows - r);
-    values.resize(n * row);
-    encoded.resize(n * row_bytes);
-    f.read_values(t, r * row, n * row, Dtype::F32, std::as_writable_bytes(std::span(values)));
-    parallel_for(n, 2, 1, thread_count(configured_threads()), [&](uint64_t a, uint64_t b) {
-      for (uint64_t i = a; i < b; ++i)
-        ggml_encode(type, std::span(values).subspan(i * row, row),
-                    std::span(encoded).subspan(i * row_bytes, row_bytes));
+  for (uint64_t first = 0; first < total; first += chunk) {
+    const uint64_t n = std::min(chunk, total - first), blocks = n / out.block;
+    values.resize(n);
+    encoded.resize(blocks * out.block_bytes);
+    f.read_values(t, first, n, Dtype::F32, std::as_writable_bytes(std::span(values)));
+    parallel_for(blocks, 64, 1, thread_count(configured_threads()), [&](uint64_t a, uint64_t b) {
+      ggml_encode(type, std::span(values).subspan(a * out.block, (b - a) * out.block),
+                  std::span(encoded).subspan(a * out.block_bytes, (b - a) * out.block_bytes));
     });
     w.append(encoded);
   }
@@ -82,16 +91,81 @@ void copy_tensor(const GgufFile& f, const GgufTensorInfo& t, GgufWriter& w) {
 }
 
 // The metadata as llama-quantize writes it: the source's keys, then the two it sets, each
-// removed from where it was and added at the end; a split set's keys dropped.
+// removed from where it was and added at the end; a split set's three keys dropped.
 std::vector<GgufKeyValue> requantized_metadata(const GgufFile& f, uint32_t file_type) {
   std::vector<GgufKeyValue> kv;
   for (const GgufKeyValue& e : f.metadata())
     if (e.key != "general.quantization_version" && e.key != "general.file_type" &&
-        !e.key.starts_with("split."))
+        e.key != "split.no" && e.key != "split.count" && e.key != "split.tensors.count")
       kv.push_back(e);
   kv.push_back({"general.quantization_version", gguf_u32(kQuantizationVersion)});
   kv.push_back({"general.file_type", gguf_u32(file_type)});
   return kv;
+}
+
+// The model the mix rules read: its architecture (one tlio's table knows), layers, attn_v
+// tensors, tied embeddings; a mix refused for mixtures of experts, as an export refuses it.
+MixModel mix_model(const GgufFile& f, const AskedTypes& asked, std::string& architecture) {
+  const GgufArch* arch = nullptr;
+  try {
+    arch = &gguf_arch_of(f);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
+                fmt::format("requantizing follows llama.cpp's rules for the architectures tlio's "
+                            "table knows: {}",
+                            e.what()),
+                f.name());
+  }
+  const HfConfig config = hf_config_of(*arch, f);
+  if (asked.mix && config.experts)
+    throw Error(ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
+                fmt::format("the mix {} is not made for mixtures of experts yet (llama-quantize "
+                            "gives their layers other types); a plain type is",
+                            asked.mix->name),
+                f.name());
+  architecture = std::string(arch->name);
+  MixModel model{config.layers, 0, true, arch->is_70b(config)};
+  for (const GgufTensorInfo& t : f.tensors()) model.count(t.name);
+  return model;
+}
+
+// Every tensor in llama.cpp's order with the type it gets; nothing written yet, so a refusal
+// leaves nothing behind.
+std::vector<GgufTensorDecl> plan(const GgufFile& f, const std::vector<const GgufTensorInfo*>& order,
+                                 const AskedTypes& asked, const GgufExportOptions& options,
+                                 GgufExportReport& report) {
+  const MixModel model = mix_model(f, asked, report.architecture);
+  std::vector<GgufTensorDecl> decls;
+  std::vector<std::string> refused;
+  std::map<std::string, size_t> counts;
+  for (const GgufTensorInfo* t : order) {
+    uint32_t type = t->type;
+    if (quantizes(*t)) {
+      type = gguf_weight_type(asked, model, t->name, t->ne[0], report.fallbacks);
+      if (type != t->type && !has_float_values(t->type))
+        throw Error(ErrorCode::unsupported, Rule::gguf, t->name, std::nullopt,
+                    fmt::format("weight {} is {}, which has no float values to requantize; "
+                                "nothing was written",
+                                t->name, ggml_type(t->type)->name),
+                    f.name());
+      if (type != t->type && !is_plain(t->type) && !options.allow_requantize)
+        refused.push_back(fmt::format("{} ({})", t->name, ggml_type(t->type)->name));
+    }
+    decls.push_back({t->name, type, t->ne});
+    ++counts[std::string(ggml_type(type)->name)];
+  }
+  if (!refused.empty())
+    throw Error(ErrorCode::invalid_argument, Rule::gguf, {}, std::nullopt,
+                fmt::format("{} weight{} quantized already: writing {} again loses quality twice "
+                            "(allow_requantize, --allow-requantize, does it): {}; nothing was "
+                            "written",
+                            refused.size(), refused.size() == 1 ? " is" : "s are",
+                            refused.size() == 1 ? "it" : "them",
+                            fmt::join(refused.begin(),
+                                      refused.begin() + std::min<size_t>(refused.size(), 5), ", ")),
+                f.name());
+  for (const auto& [name, n] : counts) report.type_counts.emplace_back(name, n);
+  return decls;
 }
 
 }  // namespace
@@ -101,50 +175,14 @@ GgufExportReport requantize_gguf(const std::string& src, const std::string& out,
   if (options.split_max_size)
     throw_invalid("a GGUF requantized is written as one file (split_max_size is an export's)");
   const GgufFile f = GgufFile::open(src, options.open);
-  const GgufArch& arch = gguf_arch_of(f);  // an architecture tlio does not know is refused
-  const HfConfig config = hf_config_of(arch, f);
-  MixModel model{config.layers, 0, true, arch.is_70b(config)};
   std::vector<const GgufTensorInfo*> order;
-  for (const GgufTensorInfo& t : f.tensors()) {
-    order.push_back(&t);
-    model.value_layers += t.name.find("attn_v.weight") != std::string::npos;
-    model.tied &= t.name != "output.weight";
-  }
+  for (const GgufTensorInfo& t : f.tensors()) order.push_back(&t);
   std::sort(order.begin(), order.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
-    const int la = layer_of(a->name), lb = layer_of(b->name);
+    const int la = loader_layer_of(a->name), lb = loader_layer_of(b->name);
     return la != lb ? la < lb : a->name < b->name;
   });
-
   GgufExportReport report;
-  report.architecture = std::string(arch.name);
-  std::vector<GgufTensorDecl> decls;
-  std::vector<std::string> refused;
-  std::map<std::string, size_t> counts;
-  for (const GgufTensorInfo* t : order) {
-    uint32_t type = t->type;
-    if (quantizes(*t)) {
-      const uint32_t want =
-          asked.mix ? gguf_mix_type(*asked.mix, model, t->name, t->ne[0]) : asked.base.id;
-      type = gguf_row_fallback(want, t->ne[0]);
-      if (type != want)
-        report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", t->name,
-                                               ggml_type(want)->name, ggml_type(type)->name,
-                                               t->ne[0]));
-      if (type != t->type && !is_plain(t->type) && !options.allow_requantize)
-        refused.push_back(fmt::format("{} ({})", t->name, ggml_type(t->type)->name));
-    }
-    decls.push_back({t->name, type, t->ne});
-    ++counts[std::string(ggml_type(type)->name)];
-  }
-  if (!refused.empty())
-    throw Error(ErrorCode::invalid_argument, Rule::gguf, {}, std::nullopt,
-                fmt::format("{} weight{} quantized already: requantizing loses quality twice "
-                            "(allow_requantize, --allow-requantize, does it): {}; nothing was "
-                            "written",
-                            refused.size(), refused.size() == 1 ? " is" : "s are",
-                            fmt::join(refused.begin(),
-                                      refused.begin() + std::min<size_t>(refused.size(), 5), ", ")),
-                f.name());
+  const std::vector<GgufTensorDecl> decls = plan(f, order, asked, options, report);
 
   GgufWriter w(Location::parse(out), requantized_metadata(f, asked.file_type), decls,
                f.alignment());
@@ -161,7 +199,6 @@ GgufExportReport requantize_gguf(const std::string& src, const std::string& out,
   }
   w.commit();
   report.tensors = order.size();
-  for (const auto& [name, n] : counts) report.type_counts.emplace_back(name, n);
   report.bytes_in = f.size();
   report.bytes_out = w.size();
   report.files = {out};

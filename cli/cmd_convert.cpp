@@ -55,7 +55,7 @@ std::string ties_note(size_t removed, size_t repointed) {
 struct Args {
   std::string in, out, dtype, include, exclude, max_size, split_max_size;
   std::vector<std::string> keep, drop, rename;
-  bool json = false, cast = false, allow_requantize = false;
+  bool json = false, cast = false, allow_requantize = false, pure = false;
   JobOptions job;
 };
 
@@ -231,6 +231,7 @@ int convert_to_gguf(const Args& a) {
   tlio::GgufExportOptions options;
   options.open = open_options();
   options.allow_requantize = a.allow_requantize;
+  options.pure = a.pure;
   if (!a.dtype.empty()) {
     const std::optional<tlio::Dtype> d = tlio::parse_dtype_alias(a.dtype);
     options.type = d ? std::string(tlio::dtype_name(*d)) : a.dtype;
@@ -300,10 +301,11 @@ void add_convert(CLI::App& app, int& exit_code) {
       "converter writes them, gpt-oss's MXFP4 experts copied as MXFP4 whatever --dtype says;\n"
       "a byte-level BPE tokenizer.json or a SentencePiece vocabulary: tokenizer.model, or\n"
       "tokenizer.json with byte fallback) as llama.cpp loads it, the 2-D weights as --dtype F32,\n"
-      "F16 (default), BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K (byte\n"
-      "for byte what ggml's reference quantizer writes), or as one of llama.cpp's mixes Q3_K_S,\n"
-      "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each weight the type llama-quantize gives\n"
-      "it; not for mixtures of experts yet); norms, biases and routers F32. --split-max-size SIZE\n"
+      "F16 (default), BF16, or one of llama-quantize's file types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,\n"
+      "Q2_K, Q3_K_S, Q3_K_M (Q3_K), Q3_K_L, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K:\n"
+      "each weight the type llama-quantize gives it (Q4_0's output.weight Q6_K, ...; --pure: the\n"
+      "base type everywhere), byte for byte what ggml's reference quantizers write; norms, biases\n"
+      "and routers F32. --split-max-size SIZE\n"
       "writes llama.cpp's split files (OUT-00001-of-0000N.gguf, llama.cpp loads the first).\n"
       "A GGUF IN to a .gguf OUT is requantized as llama-quantize does: its weights in --dtype\n"
       "(a type or a mix), decoded as ggml decodes them; --allow-requantize for weights that are\n"
@@ -350,6 +352,9 @@ void add_convert(CLI::App& app, int& exit_code) {
          "--split-max-size", a->split_max_size,
          "A .gguf OUT in llama.cpp's split files of at most SIZE tensor bytes each (5GB, 500MiB, ...)")
       ->check(size_check());
+  cmd->add_flag("--pure", a->pure,
+                "A .gguf OUT: every weight in --dtype's base type, as llama-quantize --pure (no "
+                "tensor given more bits by the file type's rules)");
   cmd->add_flag("--allow-requantize", a->allow_requantize,
                 "A GGUF IN to a .gguf OUT: requantize weights quantized already (quality is "
                 "lost twice), as llama-quantize --allow-requantize");

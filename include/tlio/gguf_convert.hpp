@@ -68,11 +68,12 @@ TLIO_API GgufImportReport import_gguf_model(const GgufFile& src, const std::stri
 
 /// What export_gguf writes.
 struct GgufExportOptions {
-  /// The type of the 2-D weights (any of gguf_export_types(), case-insensitive): F32, F16, BF16,
-  /// or a ggml type ggml_encode writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
-  /// Q6_K) for every weight, as llama-quantize --pure does; or one of llama.cpp's mixes (Q3_K_S,
-  /// Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M), each weight the type llama-quantize
-  /// chooses for it. Norms, biases and other 1-D tensors stay F32, as llama.cpp keeps them.
+  /// The type of the 2-D weights (any of gguf_export_types(), case-insensitive): F32, F16, BF16
+  /// for every weight; or one of llama-quantize's file types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+  /// Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K; Q3_K, Q4_K and Q5_K are its names for the _M
+  /// ones), each weight the type llama-quantize chooses for it (output.weight Q6_K for Q4_0, ...;
+  /// `pure` for the base type everywhere). Norms, biases and other 1-D tensors stay F32, as
+  /// llama.cpp keeps them.
   std::string type = "F16";
   /// 0: one file. Else llama.cpp's split files of at most this many tensor bytes each (a tensor
   /// larger than that alone in its file), named gguf_split_name(out, i, n), each with the split.*
@@ -84,6 +85,9 @@ struct GgufExportOptions {
   /// in the new type: quality is lost twice), as llama-quantize --allow-requantize does. Without
   /// it such a source is Error{invalid_argument} naming the weights, nothing written.
   bool allow_requantize = false;
+  /// llama-quantize --pure: every weight in the type's base type (Q4_K_M's Q4_K), none given
+  /// more bits by the file type's rules (rows that are not whole blocks still fall back).
+  bool pure = false;
 };
 
 /// The name of split `index` (0-based) of `count` of the GGUF file `path`, as llama.cpp names

@@ -81,6 +81,14 @@ TL_API int tl_export_gguf(const char* src, const char* dst, const char* type,
 TL_API int tl_export_gguf_split(const char* src, const char* dst, const char* type,
                                 uint64_t split_max_size, const tl_open_options* options,
                                 uint64_t* tensors);
+/* tl_export_gguf_split with flags: TL_GGUF_PURE, every weight in `type`'s base type (as
+ * llama-quantize --pure; without it a file type such as Q4_0 gives output.weight Q6_K, as
+ * llama-quantize does), TL_GGUF_ALLOW_REQUANTIZE (a GGUF `src`: see tl_requantize_gguf). */
+#define TL_GGUF_PURE 1u
+#define TL_GGUF_ALLOW_REQUANTIZE 2u
+TL_API int tl_export_gguf_with(const char* src, const char* dst, const char* type, unsigned flags,
+                               uint64_t split_max_size, const tl_open_options* options,
+                               uint64_t* tensors);
 /* The GGUF file `src` requantized into `dst` as llama_model_quantize writes it (docs/gguf.md,
  * "Requantizing"): its weights in `type` (a type or a mix, as tl_export_gguf takes), decoded as
  * ggml decodes them, the other tensors and the metadata kept. Weights quantized already are

@@ -179,12 +179,13 @@ void bind_gguf(py::module_& m) {
   m.def(
       "export_gguf",
       [](const std::string& src, const std::string& dst, const std::string& type,
-         const std::string& token, uint64_t split_max_size, bool allow_requantize) {
+         const std::string& token, uint64_t split_max_size, bool allow_requantize, bool pure) {
         tlio::GgufExportOptions o;
         o.open.token = token;
         o.type = type;
         o.split_max_size = split_max_size;
         o.allow_requantize = allow_requantize;
+        o.pure = pure;
         tlio::GgufExportReport r;
         {
           LongCall call;
@@ -203,7 +204,7 @@ void bind_gguf(py::module_& m) {
         return d;
       },
       py::arg("src"), py::arg("dst"), py::arg("type") = "F16", py::arg("token") = "",
-      py::arg("split_max_size") = 0, py::arg("allow_requantize") = false);
+      py::arg("split_max_size") = 0, py::arg("allow_requantize") = false, py::arg("pure") = false);
   // tlio/transcode.hpp: a GGUF's weights carried into MLX's layout.
   m.def(
       "transcode",

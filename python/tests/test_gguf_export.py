@@ -279,10 +279,15 @@ def test_rope_scaling_exports_as_llama_cpp_reads_it_and_comes_back(model, tmp_pa
 
 def test_export_from_python_writes_the_clis_bytes(tmp_path):
     src = pathlib.Path(os.environ.get("TLIO_TEST_DATA", REPO / "tests" / "data")) / "gguf" / "tiny_llama"
+    # llama-quantize's Q4_0: output.weight Q6_K, which rows of 32 take as Q8_0; --pure: all Q4_0.
     report = tlio.export_gguf(src, tmp_path / "py.gguf", "q4_0")
-    assert report["architecture"] == "llama" and report["types"] == {"F32": 3, "Q4_0": 9}
+    assert report["architecture"] == "llama" and report["types"] == {"F32": 3, "Q4_0": 8, "Q8_0": 1}
     assert run("convert", src, tmp_path / "cli.gguf", "--dtype", "Q4_0").returncode == 0
     assert (tmp_path / "py.gguf").read_bytes() == (tmp_path / "cli.gguf").read_bytes()
+    pure = tlio.export_gguf(src, tmp_path / "pure.gguf", "q4_0", pure=True)
+    assert pure["types"] == {"F32": 3, "Q4_0": 9}
+    assert run("convert", src, tmp_path / "cli-pure.gguf", "--dtype", "Q4_0", "--pure").returncode == 0
+    assert (tmp_path / "pure.gguf").read_bytes() == (tmp_path / "cli-pure.gguf").read_bytes()
     # Rows of 32: Q5_K falls back to Q5_1; the one layer's attn_v and ffn_down (more bits: Q6_K)
     # to Q8_0, as output.weight is.
     mixed = tlio.export_gguf(src, tmp_path / "mix.gguf", "q5_k_m")

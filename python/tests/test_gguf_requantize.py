@@ -1,7 +1,8 @@
 """A GGUF requantized (issue 66, item 5): `tlio convert IN.gguf OUT.gguf --dtype MIX` writes the
 file llama.cpp's own llama_model_quantize writes from the same input (npm's prebuilt libllama,
-through gguf_oracle/quantize_llama.py), byte for byte: from an F32 export, and from a Q8_0 one
-with --allow-requantize, which it refuses without."""
+through gguf_oracle/quantize_llama.py), byte for byte: from an F32 export to llama-quantize's
+file types (Q4_0's output.weight Q6_K, Q2_K's attn_v and ffn_down Q3_K, ...), and from a Q8_0
+one with --allow-requantize, which it refuses without."""
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ HERE = pathlib.Path(__file__).parent / "gguf_oracle"
 pytestmark = pytest.mark.skipif(not ORACLE.exists(),
                                 reason="the oracles are installed into build/oracle-venv by scripts/install-deps.sh")
 
-FILE_TYPES = {"Q8_0": 7, "Q4_K_M": 15, "Q3_K_S": 11}
+FILE_TYPES = {"Q8_0": 7, "Q4_0": 2, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11, "Q4_K_M": 15, "Q6_K": 18}
 
 
 def run(*args):
@@ -54,7 +55,7 @@ def exports(tmp_path_factory):
     return f32, q8
 
 
-@pytest.mark.parametrize("mix", ["Q4_K_M", "Q3_K_S", "Q8_0"])
+@pytest.mark.parametrize("mix", list(FILE_TYPES))
 def test_requantized_as_llama_quantize_writes_it(exports, mix, tmp_path):
     f32, _ = exports
     ours, ref = tmp_path / "tlio.gguf", tmp_path / "llama.gguf"
@@ -64,6 +65,13 @@ def test_requantized_as_llama_quantize_writes_it(exports, mix, tmp_path):
     llama_quantize(f32, ref, FILE_TYPES[mix])
     assert sha(ours) == sha(ref), "not llama-quantize's bytes"
     assert doc["architecture"] == "llama" and sum(doc["types"].values()) == doc["tensors"]
+
+
+def test_a_file_type_made_with_an_importance_matrix_is_refused(exports, tmp_path):
+    f32, _ = exports
+    with pytest.raises(ValueError, match="importance matrix"):
+        tlio.export_gguf(f32, tmp_path / "q2ks.gguf", "Q2_K_S")
+    assert not (tmp_path / "q2ks.gguf").exists()
 
 
 def test_a_quantized_source_needs_allow_requantize(exports, tmp_path):
@@ -83,18 +91,15 @@ def test_a_quantized_source_needs_allow_requantize(exports, tmp_path):
         tlio.export_gguf(q8, tmp_path / "no.gguf", "Q4_K_M")
 
 
-def test_a_mixture_of_experts_takes_plain_types_as_llama_quantize_does(tmp_path):
+@pytest.mark.parametrize("file_type", ["Q8_0", "Q4_K_M"])
+def test_a_mixture_of_experts_as_llama_quantize_writes_it(tmp_path, file_type):
     """Stacked experts (3-D) and the router (kept F32) of tests/data/gguf/tiny_qwen3moe, exported as
-    F32 then requantized to Q8_0: llama-quantize's bytes. A mix is refused for it, as an export
-    refuses it (llama.cpp's expert rules are not carried yet)."""
+    F32 then requantized: llama-quantize's bytes (its rules for 4 experts are the dense ones)."""
     data = pathlib.Path(os.environ.get("TLIO_TEST_DATA", REPO / "tests" / "data"))
     f32, ours, ref = tmp_path / "f32.gguf", tmp_path / "tlio.gguf", tmp_path / "llama.gguf"
     assert run("convert", data / "gguf" / "tiny_qwen3moe", f32, "--dtype", "f32").returncode == 0
-    r = run("convert", f32, ours, "--dtype", "q8_0", "--json")
+    r = run("convert", f32, ours, "--dtype", file_type, "--json")
     assert r.returncode == 0, r.stderr
-    llama_quantize(f32, ref, FILE_TYPES["Q8_0"])
+    llama_quantize(f32, ref, FILE_TYPES[file_type])
     assert sha(ours) == sha(ref), "not llama-quantize's bytes"
     assert json.loads(r.stdout)["types"]["F32"] >= 1  # norms and the router
-    mix = run("convert", f32, tmp_path / "mix.gguf", "--dtype", "q4_k_m")
-    assert mix.returncode == 1 and "mixtures of experts" in mix.stderr, mix.stderr
-    assert not (tmp_path / "mix.gguf").exists()

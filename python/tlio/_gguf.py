@@ -80,13 +80,15 @@ def gguf_metadata(src, *, token=None):
     return _tlio.GgufFile(os.fspath(src), token or "").fields()
 
 
-def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None, allow_requantize=False):
+def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None, allow_requantize=False,
+                pure=False):
     """Writes the Hugging Face model folder `src` (a path or URL) as the GGUF file `dst` that
     llama.cpp loads, as ``tlio convert SRC DST.gguf --dtype DTYPE`` does: the 2-D weights as
-    `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K" ... "Q6_K";
-    quantized byte for byte as ggml's reference quantizer; or one of llama.cpp's mixes "Q3_K_S",
-    "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M": each weight the type and bytes
-    llama-quantize gives it), norms and biases F32, the tokenizer
+    `dtype` ("F32", "F16", "BF16"; or one of llama-quantize's file types "Q4_0", "Q4_1", "Q5_0",
+    "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",
+    "Q5_K_M", "Q6_K" ("Q3_K", "Q4_K", "Q5_K": its _M ones): each weight the type and bytes
+    llama-quantize gives it, quantized as ggml's reference quantizers do; `pure` for the file
+    type's base type everywhere, as ``llama-quantize --pure``), norms and biases F32, the tokenizer
     and hyperparameters as llama.cpp reads them. Returns architecture, tensors, types ({type:
     count}), fallbacks (weights whose rows are not whole blocks, written as llama.cpp would),
     data_bytes_in, bytes_out, files. `split_max_size` (bytes, or "5GB", "500MiB") writes
@@ -101,7 +103,7 @@ def export_gguf(src, dst, dtype="F16", *, token=None, split_max_size=None, allow
     from ._rewrites import _shard_size
     return _tlio.export_gguf(os.fspath(src), os.fspath(dst), str(dtype), token or "",
                              _shard_size(split_max_size) if split_max_size is not None else 0,
-                             bool(allow_requantize))
+                             bool(allow_requantize), bool(pure))
 
 
 def transcode(src, dst, to="mlx", *, lossy=False, dtype=None, token=None):

@@ -117,12 +117,22 @@ int tl_export_gguf(const char* src, const char* dst, const char* type,
 int tl_export_gguf_split(const char* src, const char* dst, const char* type,
                          uint64_t split_max_size, const tl_open_options* options,
                          uint64_t* tensors) {
+  return tl_export_gguf_with(src, dst, type, 0, split_max_size, options, tensors);
+}
+
+int tl_export_gguf_with(const char* src, const char* dst, const char* type, unsigned flags,
+                        uint64_t split_max_size, const tl_open_options* options,
+                        uint64_t* tensors) {
   TL_REQUIRE(src && dst, "tl_export_gguf: NULL argument");
+  TL_REQUIRE((flags & ~(TL_GGUF_PURE | TL_GGUF_ALLOW_REQUANTIZE)) == 0,
+             "tl_export_gguf_with: unknown flags");
   tlio::GgufExportOptions o;
   if (options)
     if (int rc = open_options(options, "tl_export_gguf", o.open); rc != TL_OK) return rc;
   if (type) o.type = type;
   o.split_max_size = split_max_size;
+  o.pure = (flags & TL_GGUF_PURE) != 0;
+  o.allow_requantize = (flags & TL_GGUF_ALLOW_REQUANTIZE) != 0;
   return guard([&] {
     const tlio::GgufExportReport r = tlio::export_gguf(src, dst, o);
     if (tensors) *tensors = r.tensors;

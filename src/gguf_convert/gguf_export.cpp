@@ -195,7 +195,7 @@ PlannedTensor plan_stacked(const File& f, const TensorInfo& t, const QuantizedWe
 void choose_types(std::vector<PlannedTensor>& plan, const detail::AskedTypes& asked,
                   const detail::GgufArch& arch, const detail::HfConfig& c,
                   GgufExportReport& report) {
-  detail::MixModel model{c.layers, 0, true, arch.is_70b(c)};
+  detail::MixModel model = detail::mix_model_of(arch, c);
   for (const PlannedTensor& p : plan) model.count(p.decl.name);
   for (PlannedTensor& p : plan) {
     if (!p.weight) continue;
@@ -446,7 +446,7 @@ namespace detail {
 GgufExportReport export_gguf_folder(const std::string& model_dir, const std::string& out,
                                     const GgufExportOptions& options,
                                     const TranscodeOptions* transcode, TranscodeReport* carried) {
-  const AskedTypes asked = asked_types(options.type);
+  const AskedTypes asked = asked_types(options.type, options.pure);
   if (weights_kind(model_dir, options.open) == WeightsKind::gguf) {
     if (transcode)
       throw Error(ErrorCode::invalid_argument, Rule::none, {}, std::nullopt,
@@ -463,13 +463,6 @@ GgufExportReport export_gguf_folder(const std::string& model_dir, const std::str
   const detail::HfConfig c =
       detail::parse_hf_config(model.config_json(), where.name_of("config.json"));
   const detail::GgufArch& arch = detail::gguf_arch_for(c.hf_class);
-  if (asked.mix && c.experts)
-    throw Error(
-        ErrorCode::unsupported, Rule::none, {}, std::nullopt,
-        fmt::format("the mix {} is not made for mixtures of experts yet (llama-quantize gives "
-                    "their layers other types); a plain type is",
-                    options.type),
-        where.name());
 
   // The plan: every tensor's GGUF name, type and dimensions, in file order.
   GgufExportReport report;

@@ -1,7 +1,8 @@
 // gguf_convert/gguf_mix.hpp: the type each weight of an export takes, as llama-quantize chooses it
-// without an importance matrix (src/llama-quant.cpp): a plain type for every weight ("--pure"),
-// or one of llama.cpp's K-quant mixes (Q4_K_M and its kin), whose rules give some tensors more
-// bits by kind and layer; then the fallback for rows that are not whole blocks of the type.
+// without an importance matrix (src/llama-quant.cpp): llama.cpp's file types (Q4_0 ... Q8_0, the
+// K-quant mixes such as Q4_K_M), whose rules give some tensors more bits by kind and layer, or
+// with --pure the file type's base type for every weight; then the fallback for rows that are not
+// whole blocks of the type.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,11 @@ struct GgufMix {
   uint32_t file_type;     ///< LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
   uint32_t base;          ///< ggml type id: Q4_K
 };
-/// The mixes tlio writes: Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M.
+/// The file types tlio writes: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S,
+/// Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, Q8_0 (F32, F16 and BF16 are plain types).
 std::span<const GgufMix> gguf_mixes() noexcept;
-/// The mix named `name` (case-insensitive), or nullopt.
+/// The file type named `name` (case-insensitive; Q3_K, Q4_K and Q5_K are llama-quantize's names
+/// for Q3_K_M, Q4_K_M and Q5_K_M), or nullopt.
 std::optional<GgufMix> gguf_mix_named(std::string_view name) noexcept;
 
 /// What the mix rules read of the whole model.
@@ -32,6 +35,8 @@ struct MixModel {
   uint64_t value_layers = 0;  ///< attn_v tensors written (counts_as_attn_v)
   bool tied = true;           ///< no output.weight: token_embd takes output's type
   bool is_70b = false;        ///< llama.cpp's LLM_TYPE_70B (attn_v gets Q5_K over Q3_K/Q4_K)
+  uint64_t experts = 0;       ///< experts per layer (8: attn_v and attn_k Q8_0, ...)
+  uint64_t gqa = 1;           ///< attention heads per KV head (Q2_K's attn_v)
   /// Counts tensor `name` of the model (call for each before the first gguf_mix_type).
   void count(std::string_view name) noexcept;
 };
@@ -66,9 +71,16 @@ struct AskedTypes {
   GgmlType base;
   std::optional<GgufMix> mix;
   uint32_t file_type;
+  bool pure = false;  ///< llama-quantize --pure: the base type for every weight
 };
-/// Error{invalid_argument} naming the types tlio writes for any other.
-AskedTypes asked_types(std::string_view text);
+/// Error{invalid_argument} naming the types tlio writes for any other; Error{unsupported} for a
+/// file type llama-quantize makes only with an importance matrix (Q2_K_S).
+AskedTypes asked_types(std::string_view text, bool pure = false);
+
+/// The model the rules read, from its config: layers, experts, heads per KV head, 70B.
+struct HfConfig;
+struct GgufArch;
+MixModel mix_model_of(const GgufArch& arch, const HfConfig& c);
 
 /// llama_ftype's F32, F16, BF16 and MXFP4_MOE; ggml's GGML_QNT_VERSION.
 inline constexpr uint32_t kFileTypeF32 = 0, kFileTypeF16 = 1, kFileTypeBf16 = 32,

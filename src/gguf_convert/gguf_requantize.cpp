@@ -103,9 +103,9 @@ std::vector<GgufKeyValue> requantized_metadata(const GgufFile& f, uint32_t file_
   return kv;
 }
 
-// The model the mix rules read: its architecture (one tlio's table knows), layers, attn_v
-// tensors, tied embeddings; a mix refused for mixtures of experts, as an export refuses it.
-MixModel mix_model(const GgufFile& f, const AskedTypes& asked, std::string& architecture) {
+// The model the mix rules read: its architecture (one tlio's table knows), layers, experts,
+// attn_v tensors, tied embeddings.
+MixModel mix_model(const GgufFile& f, std::string& architecture) {
   const GgufArch* arch = nullptr;
   try {
     arch = &gguf_arch_of(f);
@@ -116,15 +116,8 @@ MixModel mix_model(const GgufFile& f, const AskedTypes& asked, std::string& arch
                             e.what()),
                 f.name());
   }
-  const HfConfig config = hf_config_of(*arch, f);
-  if (asked.mix && config.experts)
-    throw Error(ErrorCode::unsupported, Rule::gguf, {}, std::nullopt,
-                fmt::format("the mix {} is not made for mixtures of experts yet (llama-quantize "
-                            "gives their layers other types); a plain type is",
-                            asked.mix->name),
-                f.name());
   architecture = std::string(arch->name);
-  MixModel model{config.layers, 0, true, arch->is_70b(config)};
+  MixModel model = mix_model_of(*arch, hf_config_of(*arch, f));
   for (const GgufTensorInfo& t : f.tensors()) model.count(t.name);
   return model;
 }
@@ -134,7 +127,7 @@ MixModel mix_model(const GgufFile& f, const AskedTypes& asked, std::string& arch
 std::vector<GgufTensorDecl> plan(const GgufFile& f, const std::vector<const GgufTensorInfo*>& order,
                                  const AskedTypes& asked, const GgufExportOptions& options,
                                  GgufExportReport& report) {
-  const MixModel model = mix_model(f, asked, report.architecture);
+  const MixModel model = mix_model(f, report.architecture);
   std::vector<GgufTensorDecl> decls;
   std::vector<std::string> refused;
   std::map<std::string, size_t> counts;

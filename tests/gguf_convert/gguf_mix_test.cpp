@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tlio/error.hpp"
 #include "tlio/ggml.hpp"
 
 namespace tlio::detail {
@@ -30,12 +31,43 @@ std::vector<int> layers_with(std::string_view mix, const MixModel& m, const std:
 }
 
 TEST(GgufMix, NamesFileTypesAndBases) {
-  ASSERT_EQ(gguf_mixes().size(), 7u);
+  ASSERT_EQ(gguf_mixes().size(), 14u);
   EXPECT_EQ(gguf_mix_named("q4_k_m")->file_type, 15u);
   EXPECT_EQ(type_name(gguf_mix_named("Q3_K_L")->base), "Q3_K");
   EXPECT_EQ(gguf_mix_named("Q5_K_M")->file_type, 17u);
-  EXPECT_FALSE(gguf_mix_named("Q4_K"));
-  EXPECT_FALSE(gguf_mix_named("Q2_K_S"));
+  EXPECT_EQ(gguf_mix_named("Q4_K")->name, "Q4_K_M");  // llama-quantize's own alias
+  EXPECT_EQ(gguf_mix_named("q3_k")->name, "Q3_K_M");
+  EXPECT_FALSE(gguf_mix_named("Q2_K_S"));  // made with an importance matrix only
+  EXPECT_EQ(gguf_mix_named("Q4_0")->file_type, 2u);
+  EXPECT_EQ(gguf_mix_named("Q6_K")->file_type, 18u);
+  EXPECT_FALSE(gguf_mix_named("F16"));
+  EXPECT_FALSE(gguf_mix_named("IQ2_XXS"));
+}
+
+TEST(GgufMix, PlainFileTypesGiveTheOutputSixBits) {
+  const MixModel m{8, 8, false, false};
+  EXPECT_EQ(mixed("Q4_0", m, "output.weight"), "Q6_K");
+  EXPECT_EQ(mixed("Q8_0", m, "output.weight"), "Q8_0");
+  EXPECT_EQ(mixed("Q4_0", m, "output.weight", 4016), "Q8_0");  // rows not whole blocks of 32
+  EXPECT_EQ(mixed("Q4_0", m, "blk.0.ffn_down.weight"), "Q4_0");
+  EXPECT_EQ(mixed("Q6_K", m, "blk.3.attn_v.weight"), "Q6_K");
+}
+
+TEST(GgufMix, Q2KAndEightExperts) {
+  EXPECT_THROW(asked_types("q2_k_s"), Error);
+  MixModel m{16, 16, false, false};
+  EXPECT_EQ(mixed("Q2_K", m, "blk.5.attn_v.weight"), "Q3_K");  // 1 head per KV head
+  m.gqa = 4;
+  EXPECT_EQ(mixed("Q2_K", m, "blk.5.attn_v.weight"), "Q4_K");
+  EXPECT_EQ(mixed("Q2_K", m, "blk.5.ffn_down.weight"), "Q3_K");
+  EXPECT_EQ(mixed("Q2_K", m, "blk.5.attn_output.weight"), "Q3_K");
+  EXPECT_EQ(mixed("Q2_K", m, "blk.5.ffn_up.weight"), "Q2_K");
+  m.experts = 8;  // Mixtral's rules
+  EXPECT_EQ(mixed("Q4_K_M", m, "blk.5.attn_v.weight"), "Q8_0");
+  EXPECT_EQ(mixed("Q4_K_M", m, "blk.5.attn_k.weight"), "Q8_0");
+  EXPECT_EQ(mixed("Q4_K_M", m, "blk.5.attn_output.weight"), "Q5_K");
+  EXPECT_EQ(mixed("Q5_K_M", m, "blk.5.attn_output.weight"), "Q5_K");  // its base already
+  EXPECT_EQ(mixed("Q4_K_M", m, "blk.5.attn_qkv.weight"), "Q8_0");     // counts as attn_v
 }
 
 TEST(GgufMix, MoreBitsLayersOfQ4KM) {

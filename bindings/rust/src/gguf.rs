@@ -276,6 +276,43 @@ pub fn export_gguf_split(
     Ok(tensors)
 }
 
+/// export_gguf_split with llama-quantize's `--pure` (every weight in the type's base type; without
+/// it a file type such as Q4_0 gives output.weight Q6_K, as llama-quantize does) and
+/// `--allow-requantize` (a GGUF source whose weights are quantized already).
+pub fn export_gguf_with(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    type_name: &str,
+    pure: bool,
+    allow_requantize: bool,
+    split_max_size: u64,
+    options: &OpenOptions,
+) -> Result<u64> {
+    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
+    let type_name = c_name(type_name)?;
+    let (o, _token) = c_open_options(options)?;
+    let flags = if pure { sys::TL_GGUF_PURE } else { 0 }
+        | if allow_requantize {
+            sys::TL_GGUF_ALLOW_REQUANTIZE
+        } else {
+            0
+        };
+    let mut tensors = 0u64;
+    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
+    check(unsafe {
+        sys::tl_export_gguf_with(
+            src.as_ptr(),
+            dst.as_ptr(),
+            type_name.as_ptr(),
+            flags,
+            split_max_size,
+            &o,
+            &mut tensors,
+        )
+    })?;
+    Ok(tensors)
+}
+
 /// The GGUF file `src` requantized into `dst` as llama.cpp's llama_model_quantize writes it: its
 /// weights in `type_name` (a type or a mix), the other tensors and the metadata kept; weights
 /// quantized already only with `allow_requantize` (quality is lost twice), else an

@@ -76,8 +76,8 @@ pub use edit::{edit_file, EditOptions, EditReport};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, OpenOptions, QuantizedWeight, TensorView};
 pub use gguf::{
-    export_gguf, export_gguf_split, import_gguf, import_gguf_model, requantize_gguf, Gguf,
-    GgufTensor,
+    export_gguf, export_gguf_split, export_gguf_with, import_gguf, import_gguf_model,
+    requantize_gguf, Gguf, GgufTensor,
 };
 pub use interrupt::{remove_temporary_files, with_interrupt_check};
 pub use job::{Job, JobStep};

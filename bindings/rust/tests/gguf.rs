@@ -124,6 +124,12 @@ fn exports_a_hugging_face_folder() {
         ("Q4_0", vec![64, 32])
     );
     assert_eq!(g.tensor("output_norm.weight").unwrap().type_name, "F32");
+    // llama-quantize's Q4_0 gives output.weight Q6_K (rows of 32: Q8_0); --pure leaves it Q4_0.
+    assert_eq!(g.tensor("output.weight").unwrap().type_name, "Q8_0");
+    let pure = out.with_file_name("tiny-pure.gguf");
+    tlio::export_gguf_with(&src, &pure, "Q4_0", true, false, 0, &Default::default()).unwrap();
+    let p = tlio::Gguf::open(&pure).unwrap();
+    assert_eq!(p.tensor("output.weight").unwrap().type_name, "Q4_0");
     // Requantized: Q4_0 weights are quantized already, so only with allow_requantize.
     let q8 = out.with_file_name("tiny-q8_0.gguf");
     let e = tlio::requantize_gguf(&out, &q8, "Q8_0", false, &Default::default()).unwrap_err();
@@ -260,8 +266,11 @@ fn stacks_experts_and_unstacks_them_back() {
     )
     .unwrap();
     assert!(c.equal && c.tensors.len() == 23);
-    let err = tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap_err();
-    assert_eq!(err.kind(), tlio::ErrorKind::Unsupported);
+    // A mix takes experts too, as llama-quantize gives them their types.
+    assert_eq!(
+        tlio::export_gguf(&src, &out, "Q4_K_M", &Default::default()).unwrap(),
+        14 // the GGUF's tensors: experts stacked
+    );
 }
 
 #[test]

@@ -311,6 +311,15 @@ extern "C" {
         options: *const tl_open_options,
         tensors: *mut u64,
     ) -> c_int;
+    pub fn tl_export_gguf_with(
+        src: *const c_char,
+        dst: *const c_char,
+        type_name: *const c_char,
+        flags: c_uint,
+        split_max_size: u64,
+        options: *const tl_open_options,
+        tensors: *mut u64,
+    ) -> c_int;
     pub fn tl_requantize_gguf(
         src: *const c_char,
         dst: *const c_char,

@@ -178,9 +178,19 @@ std::filesystem::path output_target(const std::filesystem::path& dest) {
 
 namespace {
 
-// A temporary beside the target, `.<name>.tlio-tmp-<pid>-<start>-XXXXXX`, renamed over it.
+// A temporary beside the target, `.<name>.tlio-tmp-<pid>-<start>-XXXXXX`, renamed over it; or a
+// complete file another process wrote beside it (a job's unit, model/folder_job.hpp), adopted:
+// renamed in the same way, and left where it is when discarded (for the job's next commit).
 class LocalStagedFile final : public StagedFile {
  public:
+  struct Adopt {};
+  LocalStagedFile(std::filesystem::path existing, const std::filesystem::path& dest, Adopt)
+      : name_(dest.string()),
+        target_(output_target(dest)),
+        tmp_(std::move(existing)),
+        fd_(open_read(tmp_)),
+        adopted_(true) {}
+
   explicit LocalStagedFile(const std::filesystem::path& dest)
       : name_(dest.string()), target_(output_target(dest)) {
     const std::filesystem::path dir = folder_of(target_);
@@ -235,7 +245,7 @@ class LocalStagedFile final : public StagedFile {
     if (done_) return;
     done_ = true;
     fd_ = Fd();
-    ::unlink(tmp_.c_str());
+    if (!adopted_) ::unlink(tmp_.c_str());
     live_.reset();
   }
 
@@ -247,57 +257,7 @@ class LocalStagedFile final : public StagedFile {
   LiveEntry live_;
   bool prepared_ = false;
   bool done_ = false;
-};
-
-// A complete file another process wrote beside the target (a job's unit, model/folder_job.hpp),
-// renamed over it on publish. Discarding leaves it where it is, for the job's next commit or its
-// abort to find.
-class AdoptedFile final : public StagedFile {
- public:
-  AdoptedFile(std::filesystem::path staged, const std::filesystem::path& dest)
-      : name_(dest.string()),
-        target_(output_target(dest)),
-        staged_(std::move(staged)),
-        fd_(open_read(staged_)) {}
-
-  int fd() const noexcept override { return fd_.get(); }
-  const std::string& name() const noexcept override { return name_; }
-  bool lands_on_disk() const noexcept override { return true; }
-  bool publishes_by_rename() const noexcept override { return true; }
-
-  void prepare() override {
-    if (done_) throw_io("file already committed or aborted", name_);
-    if (prepared_) return;
-    if (::fchmod(fd_.get(), replacing_mode(target_)) != 0)
-      throw_errno("cannot set permissions", staged_.string(), errno);
-    if (::fsync(fd_.get()) != 0) throw_errno("fsync failed", staged_.string(), errno);
-    fd_ = Fd();
-    prepared_ = true;
-  }
-
-  void publish() override {
-    prepare();
-    struct stat st;
-    if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      refuse_node(std::filesystem::path(name_), target_, st.st_mode);
-    if (::rename(staged_.c_str(), target_.c_str()) != 0)
-      throw_errno("cannot rename into place", name_, errno);
-    done_ = true;
-    fsync_folder_of(target_, name_);
-  }
-
-  void discard() noexcept override {
-    done_ = true;
-    fd_ = Fd();
-  }
-
- private:
-  std::string name_;
-  std::filesystem::path target_;
-  std::filesystem::path staged_;
-  Fd fd_;
-  bool prepared_ = false;
-  bool done_ = false;
+  bool adopted_ = false;
 };
 
 // An unnamed temporary (it vanishes with the process), sent somewhere whole on publish.
@@ -362,7 +322,7 @@ std::unique_ptr<StagedFile> stage_local_file(const std::filesystem::path& dest) 
 
 std::unique_ptr<StagedFile> adopt_local_file(const std::filesystem::path& staged,
                                              const std::filesystem::path& dest) {
-  return std::make_unique<AdoptedFile>(staged, dest);
+  return std::make_unique<LocalStagedFile>(staged, dest, LocalStagedFile::Adopt{});
 }
 
 std::unique_ptr<StagedFile> stage_upload(std::string name, UploadFunction upload) {

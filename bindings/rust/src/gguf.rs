@@ -258,22 +258,7 @@ pub fn export_gguf_split(
     split_max_size: u64,
     options: &OpenOptions,
 ) -> Result<u64> {
-    let (src, dst) = (c_path(src.as_ref())?, c_path(dst.as_ref())?);
-    let type_name = c_name(type_name)?;
-    let (o, _token) = c_open_options(options)?;
-    let mut tensors = 0u64;
-    // SAFETY: NUL-terminated strings and options that outlive the call; a valid out pointer.
-    check(unsafe {
-        sys::tl_export_gguf_split(
-            src.as_ptr(),
-            dst.as_ptr(),
-            type_name.as_ptr(),
-            split_max_size,
-            &o,
-            &mut tensors,
-        )
-    })?;
-    Ok(tensors)
+    export_gguf_with(src, dst, type_name, false, false, split_max_size, options)
 }
 
 /// export_gguf_split with llama-quantize's `--pure` (every weight in the type's base type; without

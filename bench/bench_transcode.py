@@ -72,8 +72,8 @@ def main():
         folder_routes(model, work)
         for dtype in ("Q4_0", "Q4_K"):
             gguf = work / f"model-{dtype}.gguf"
-            subprocess.run([TLIO, "convert", str(model), str(gguf), "--dtype", dtype], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run([TLIO, "convert", str(model), str(gguf), "--dtype", dtype, "--pure"],
+                           check=True, stdout=subprocess.DEVNULL)
             subprocess.run(["cat", str(gguf)], check=True, stdout=subprocess.DEVNULL)  # warm
             jobs = {
                 "cp": (["cp", "--reflink=never", str(gguf), str(copy / "x.gguf")], copy, True),

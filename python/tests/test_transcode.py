@@ -49,8 +49,10 @@ def llama(tmp_path_factory):
 
 
 def gguf_of(llama, tmp_path_factory, dtype):
+    """The model exported as `dtype`: a plain block type everywhere (--pure), or a mix."""
     out = tmp_path_factory.mktemp("gguf") / f"llama-{dtype}.gguf"
-    run("convert", llama, out, "--dtype", dtype)
+    pure = ["--pure"] if not dtype.endswith(("_S", "_M", "_L")) else []
+    run("convert", llama, out, "--dtype", dtype, *pure)
     return out
 
 

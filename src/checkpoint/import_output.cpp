@@ -131,10 +131,7 @@ bool run_import_job(JobFolder& jf, const Location& out, const std::vector<Output
       jf.check(plan);
       for (size_t k = 0; k < outputs.size(); ++k) {
         const OutputFile& o = outputs[k];
-        if (jf.receipt(k).file != o.name)
-          throw_io(fmt::format("unit {} of job {} did not write {}", k, jf.job().id, o.name),
-                   jf.folder().display());
-        const File written = jf.open_output(o.name);
+        const File written = jf.open_unit_output(k, jf.receipt(k).file, o.name);
         bool same = written.tensors().size() == o.tensors.size();
         for (const OutputTensor& t : o.tensors) {
           const TensorInfo* got = same ? written.header().find(t.name) : nullptr;

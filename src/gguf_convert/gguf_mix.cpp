@@ -59,13 +59,6 @@ Kind kind_of(std::string_view name) {
   return Kind::other;
 }
 
-// N of "blk.N.", or 0 (tensors outside the blocks take no layer rule).
-int64_t rule_layer_of(std::string_view name) {
-  int64_t layer = 0;
-  if (name.starts_with("blk.")) std::from_chars(name.data() + 4, name.data() + name.size(), layer);
-  return layer;
-}
-
 // llama.cpp's choice of layers that get more bits: the first and last eighths, every third between.
 bool more_bits(int64_t layer, int64_t layers) {
   return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
@@ -74,6 +67,14 @@ bool more_bits(int64_t layer, int64_t layers) {
 uint32_t block_of(uint32_t type) { return ggml_type(type)->block; }
 
 }  // namespace
+
+std::optional<int64_t> gguf_layer_of(std::string_view name) noexcept {
+  int64_t layer = 0;
+  if (!name.starts_with("blk.")) return std::nullopt;
+  const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), layer);
+  if (ec != std::errc{}) return std::nullopt;
+  return layer;
+}
 
 bool counts_as_attn_v(std::string_view name) noexcept {
   return name.find("attn_qkv.weight") != std::string_view::npos ||
@@ -118,7 +119,7 @@ uint32_t gguf_mix_type(const GgufMix& mix, const MixModel& model, std::string_vi
                        uint64_t row_values) {
   const std::string_view m = mix.name;
   const Kind kind = kind_of(name);
-  const int64_t layer = rule_layer_of(name);
+  const int64_t layer = gguf_layer_of(name).value_or(0);  // outside the blocks: no layer rule
   const bool eight_experts = model.experts == 8;
   uint32_t type = mix.base;
   if (kind == Kind::output || (kind == Kind::token_embd && model.tied)) {

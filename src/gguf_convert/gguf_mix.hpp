@@ -41,6 +41,10 @@ struct MixModel {
   void count(std::string_view name) noexcept;
 };
 
+/// N of "blk.N..." as llama.cpp reads it (sscanf "blk.%d."), or nullopt for other names: the
+/// layer the rules go by, and the model loader's order (by it, the others first, then by name).
+std::optional<int64_t> gguf_layer_of(std::string_view name) noexcept;
+
 /// llama.cpp's attn_v kind, which its attn_v counter counts: attn_v, a fused attn_qkv and
 /// MLA's attn_kv_b.
 bool counts_as_attn_v(std::string_view name) noexcept;

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <vector>
 
@@ -41,14 +40,6 @@ bool quantizes(const GgufTensorInfo& t) {
   const std::string_view n = t.name;
   return n.ends_with("weight") && n_dims(t) >= 2 && t.element_count() != 0 &&
          !n.ends_with("_norm.weight") && n.find("ffn_gate_inp") == std::string_view::npos;
-}
-
-// N of "blk.N.", -1 for the others: llama.cpp's model loader orders tensors by it, then by name.
-int loader_layer_of(std::string_view name) {
-  if (!name.starts_with("blk.")) return -1;
-  int layer = -1;
-  const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), layer);
-  return ec == std::errc{} ? layer : -1;
 }
 
 bool is_plain(uint32_t type) {
@@ -171,7 +162,8 @@ GgufExportReport requantize_gguf(const std::string& src, const std::string& out,
   std::vector<const GgufTensorInfo*> order;
   for (const GgufTensorInfo& t : f.tensors()) order.push_back(&t);
   std::sort(order.begin(), order.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
-    const int la = loader_layer_of(a->name), lb = loader_layer_of(b->name);
+    const int64_t la = gguf_layer_of(a->name).value_or(-1),
+                  lb = gguf_layer_of(b->name).value_or(-1);
     return la != lb ? la < lb : a->name < b->name;
   });
   GgufExportReport report;

@@ -189,7 +189,14 @@ JobFolder::Receipt JobFolder::receipt(uint64_t unit) const {
   return r;
 }
 
-File JobFolder::open_output(std::string_view name) const { return File::open(regular(name)); }
+File JobFolder::open_unit_output(uint64_t unit, std::string_view written,
+                                 std::string_view expected) const {
+  if (written != expected)
+    throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, job_.id,
+                         quote_name(written), expected),
+             dir_.string());
+  return File::open(regular(expected));
+}
 
 void JobFolder::adopt(OutputSet& set, std::string_view name, const Location& dest) const {
   set.add_adopted(regular(name), dest);

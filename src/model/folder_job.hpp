@@ -54,8 +54,9 @@ class JobFolder {
   void claim();
   /// Error{io} saying the unit has not finished, or that its receipt is damaged.
   Receipt receipt(uint64_t unit) const;
-  /// A unit's output file, opened: a regular file of the folder (not a link), whole.
-  File open_output(std::string_view name) const;
+  /// Unit `unit`'s output file, opened: Error{io} unless its receipt names `expected` (`written`,
+  /// as read from the receipt) and it is a regular file of the folder (not a link), whole.
+  File open_unit_output(uint64_t unit, std::string_view written, std::string_view expected) const;
   /// Unit output `name` renamed to `dest` with the rest of `set`.
   void adopt(OutputSet& set, std::string_view name, const Location& dest) const;
   /// Once the set is published: the claimed folder removed (what cannot be is left; the

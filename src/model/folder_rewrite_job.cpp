@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/json_text.hpp"
 #include "format/writer_access.hpp"
 #include "model/folder_job.hpp"
 #include "model/folder_rewrite.hpp"
@@ -129,11 +128,7 @@ void run_unit(const FolderSource& src, const FolderRewrite& how, const JobFolder
 File open_unit_file(const JobFolder& jf, uint64_t unit, const std::string& written,
                     const std::string& expected, std::vector<const TensorInfo*> declared,
                     Metadata metadata) {
-  if (written != expected)
-    throw_io(fmt::format("unit {} of job {} says it wrote {}, not {}", unit, jf.job().id,
-                         quote_name(written), expected),
-             jf.folder().display());
-  File f = jf.open_output(expected);
+  File f = jf.open_unit_output(unit, written, expected);
   for (const auto& [key, value] : kModelMetadata) metadata.emplace(key, value);
   std::vector<const TensorInfo*> got;
   for (const TensorInfo& t : f.tensors()) got.push_back(&t);
